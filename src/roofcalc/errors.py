@@ -1,0 +1,9 @@
+"""The one exception roofcalc raises for bad input."""
+
+
+class RoofcalcError(ValueError):
+    """Bad input: a config, a name or an option that roofcalc cannot use.
+
+    The message is one line that says what was wrong and what to do; the CLI prints it
+    as ``roofcalc: error: <message>`` and exits with status 2.
+    """

@@ -1,0 +1,83 @@
+"""Run the real transformers modeling code under PyTorch's FlopCounterMode: an independent oracle.
+
+The model is built from a config dict on the ``meta`` device (no weights are materialised;
+attention then goes through an op the counter knows). Counts come back per module path,
+each op credited to every ancestor; the attention core of a layer is its ``self_attn`` count
+minus its projections (norms, rotary and softmax count 0 in FlopCounterMode).
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from dataclasses import dataclass
+
+import torch
+import transformers
+from torch.utils.flop_counter import FlopCounterMode
+
+PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj")
+MLP = ("gate_proj", "up_proj", "down_proj")
+
+
+def build(config: dict, dtype=torch.float16):
+    cfg = transformers.AutoConfig.for_model(**config)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(cfg, torch_dtype=dtype)
+    return model.eval()
+
+
+def _counts(fc: FlopCounterMode) -> dict[str, int]:
+    return {k: sum(v.values()) for k, v in fc.get_flop_counts().items()}
+
+
+@dataclass
+class Counts:
+    flops: dict[str, int]  # module path -> FLOPs
+
+    def module(self, suffix: str) -> int:
+        hits = [v for k, v in self.flops.items() if k.endswith(suffix)]
+        assert len(hits) == 1, f"{suffix}: {len(hits)} modules match"
+        return hits[0]
+
+    def layer(self, i: int, name: str) -> int:
+        """FLOPs of kernel ``name`` in layer ``i`` (``attention`` = the core, projections removed)."""
+        if name == "attention":
+            attn = self.module(f"layers.{i}.self_attn")
+            return attn - sum(self.flops.get(self._path(i, f"self_attn.{p}"), 0) for p in PROJECTIONS)
+        where = "self_attn" if name in PROJECTIONS else "mlp"
+        return self.module(f"layers.{i}.{where}.{name}")
+
+    def _path(self, i: int, rest: str) -> str:
+        return next(k for k in self.flops if k.endswith(f"layers.{i}.{rest}"))
+
+
+def run(model, batch: int, prompt: int, *, all_logits: bool = True):
+    """A prefill of ``prompt`` tokens, then one decode step (which attends to prompt + 1 keys).
+
+    Returns (prefill counts, decode counts, the cache after the prefill)."""
+    kw_cache = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    keep = {} if all_logits else {"logits_to_keep": 1}
+    ids = torch.zeros((batch, prompt), dtype=torch.long, device="meta")
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        with FlopCounterMode(display=False) as fc:
+            out = model(input_ids=ids, use_cache=True, **keep)
+        prefill = Counts(_counts(fc))
+        cache = out.past_key_values
+        one = torch.zeros((batch, 1), dtype=torch.long, device="meta")
+        with FlopCounterMode(display=False) as fc:
+            model(input_ids=one, use_cache=True, **{kw_cache: cache})
+        decode = Counts(_counts(fc))
+    return prefill, decode, cache
+
+
+def param_bytes(model) -> int:
+    return sum(p.numel() * p.element_size() for p in model.parameters())
+
+
+def cache_bytes(cache) -> int:
+    total = 0
+    for layer in cache.layers:
+        total += layer.keys.numel() * layer.keys.element_size() + layer.values.numel() * layer.values.element_size()
+    return total

@@ -1,0 +1,145 @@
+"""The seed document's TinyLlama kernel table, computed; every expected number is derived beside it.
+
+TinyLlama-1.1B: L=22, D=2048, N=32, K=4, H=64 (K·H = 256), F=5632, V=32000, untied.
+Decode, batch 1, context 500, fp16 (2 bytes) everywhere, unless a test says otherwise.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from roofcalc import RoofcalcError, Workload, analyze, dtype, load_shape
+from roofcalc.calculator import keys_read, score_pairs
+
+TINY = load_shape("TinyLlama/TinyLlama-1.1B")
+
+
+@pytest.fixture(scope="module")
+def step():
+    return analyze(TINY, Workload.decode(batch=1, context=500))
+
+
+def test_linear_kernels_match_seed_table(step):
+    q = step.kernel("q_proj").cost
+    assert q.flops == 8_388_608  # 2 · 1 · 2048 · 2048
+    # weights 2048·2048·2 = 8,388,608 + input 2048·2 + output 2048·2 = 8,396,800 ≈ 8.4 MB (seed: 8.4 MB)
+    assert q.bytes == 8_396_800
+    assert step.kernel("k_proj").cost.flops == 1_048_576  # 2 · 2048 · 256
+    assert step.kernel("v_proj").cost.flops == 1_048_576
+    for name in ("gate_proj", "up_proj", "down_proj"):
+        assert step.kernel(name).cost.flops == 23_068_672  # 2 · 2048 · 5632
+    assert step.kernel("lm_head").cost.flops == 131_072_000  # 2 · 2048 · 32000, once per step
+    assert step.kernel("lm_head").count == 1 and step.kernel("q_proj").count == 22
+
+
+def test_attention_counts_both_matmuls(step):
+    """The seed's row says ≈ 2 M FLOPs: that is QKᵀ alone. QKᵀ and PV together are ≈ 4.1 M."""
+    a = step.kernel("attention").cost
+    assert a.matmul_flops == 4_096_000  # QKᵀ 2·32·500·64 = 2,048,000, PV the same
+    assert a.flops == 4_096_000 + 5 * 32 * 500  # + softmax, 5 FLOPs per score = 4,176,000
+    assert a.kv_bytes == 512_000  # K and V: 2 · 500 · 256 · 2 bytes ≈ 0.5 MB (seed: ≈ 0.5 MB)
+    assert a.activation_bytes == 2 * 2048 * 2  # reads q (N·H = 2048 values), writes the output
+
+
+def test_elementwise_kernels_match_seed_table(step):
+    norm = step.kernel("input_layernorm").cost
+    assert norm.flops == 4 * 2048  # ≈ 8 K (seed)
+    assert norm.bytes == 2048 * 2 * 2 + 2048 * 2  # read x, write y, read the weight: 12,288 ≈ 12 KB (seed)
+    act = step.kernel("act_mul").cost
+    assert act.flops == 3 * 5632  # 16,896 ≈ 17 K (seed)
+    assert act.bytes == 3 * 5632 * 2  # read gate and up, write: 33,792 ≈ 34 KB (seed)
+    add = step.kernel("attn_residual").cost
+    assert (add.flops, add.bytes) == (2048, 3 * 2048 * 2)  # y = a + b: 1 FLOP, 3 tensors per element
+
+
+def test_step_bytes_and_header(step):
+    # parameters: per layer q,o 2·2048² + k,v 2·2048·256 + MLP 3·2048·5632 + 2 norms 2·2048 = 44,044,288;
+    # ·22 = 968,974,336; + embed 32000·2048 + lm_head 32000·2048 + final norm 2048 = 1,100,048,384
+    assert step.params == 1_100_048_384
+    assert step.weight_storage_bytes == 2 * 1_100_048_384  # 2,200,096,768 (the seed's "2.2 GB")
+    # A step reads every weight but the embedding table (a gather reads only the batch's rows):
+    # 2,200,096,768 - 32000·2048·2 (131,072,000) = 2,069,024,768, plus 1 row of 2048·2 bytes.
+    # The seed's "2.2 GB read per step" rounds in the unread embedding table.
+    assert step.totals.weight_bytes == 2_069_024_768 + 2048 * 2
+    assert step.kv_bytes_per_token == 22_528  # 2 (K, V) · 22 layers · 256 · 2 bytes (seed: 22.5 KB)
+    # KV read by attention: 500 tokens · 22,528 = 11,264,000 (seed: "11 MB at 500 tokens"),
+    # plus the new token written: 22 layers · 2 · 256 · 2 = 22,528
+    assert step.totals.kv_bytes == 500 * 22_528 + 22_528
+    assert step.totals.intensity == pytest.approx(1.0, abs=0.05)  # seed: AI ≈ 1 at batch 1
+
+
+def test_decode_intensity_grows_with_batch():
+    """Weights are read once per step whatever B: at B = 16 the linear kernels' AI ≈ 16."""
+    big = analyze(TINY, Workload.decode(batch=16, context=500))
+    q = big.kernel("q_proj").cost
+    # FLOPs 2·16·2048² over bytes 2048²·2 (weights) + 16·2048·2 (input) + 16·2048·2 (output)
+    # = 16 / (1 + 32/2048) = 15.754
+    assert q.intensity == pytest.approx(16 / (1 + 32 / 2048))
+
+
+def test_prefill_causal_and_full_rectangle():
+    causal = analyze(TINY, Workload.prefill(batch=2, prompt=128))
+    full = analyze(TINY, Workload.prefill(batch=2, prompt=128, causal=False))
+    # causal pairs per head: 1 + 2 + ... + 128 = 128·129/2 = 8256; full: 128² = 16384
+    per_pair = 2 * 2 * 2 * 32 * 64  # two matmuls (QKᵀ, PV) · 2 FLOPs per MAC · B = 2 · N = 32 · H = 64
+    assert causal.kernel("attention").cost.matmul_flops == per_pair * 8256
+    assert full.kernel("attention").cost.matmul_flops == per_pair * 16384
+    # the same weights and token counts otherwise
+    assert causal.kernel("q_proj").cost == full.kernel("q_proj").cost
+    assert causal.kernel("q_proj").cost.flops == 2 * 256 * 2048 * 2048  # M = B·T = 256 rows
+
+
+def test_prefill_lm_head_last_token_or_all():
+    last = analyze(TINY, Workload.prefill(batch=2, prompt=128)).kernel("lm_head").cost
+    every = analyze(TINY, Workload.prefill(batch=2, prompt=128, logits_all=True)).kernel("lm_head").cost
+    assert last.flops == 2 * 2 * 2048 * 32000  # one row per sequence
+    assert every.flops == 2 * 256 * 2048 * 32000  # B·T rows
+
+
+def test_score_pairs_and_window():
+    # decode (T = 1) at S = 100, window 8: the new token sees the last 8 keys
+    assert score_pairs(Workload.decode(1, 100), 8) == 8
+    assert keys_read(Workload.decode(1, 100), 8) == 8
+    assert score_pairs(Workload.decode(1, 100), None) == 100
+    # prefill T = S = 10, window 4: queries see 1, 2, 3, 4, 4, 4, 4, 4, 4, 4 keys = 34
+    assert score_pairs(Workload.prefill(1, 10), 4) == 34
+    assert keys_read(Workload.prefill(1, 10), 4) == 10  # every key is someone's
+    # no window: 1 + ... + 10 = 55
+    assert score_pairs(Workload.prefill(1, 10), None) == 55
+
+
+def test_quantized_weights_count_their_scales():
+    w4 = analyze(TINY, Workload.decode(1, 500, weight_dtype=dtype("int4"), group_size=128))
+    q = w4.kernel("q_proj").cost
+    # 2048·2048 values · 0.5 byte = 2,097,152 + 2048 rows · (2048/128 = 16 groups) · 2 bytes = 65,536
+    assert q.weight_bytes == 2_097_152 + 65_536
+    assert q.flops == 8_388_608  # FLOPs do not change with the weight format
+    assert w4.workload.compute_dtype.name == "fp16"  # W4A16 computes in fp16
+    # norms, embeddings and lm_head stay in the activation dtype
+    assert w4.kernel("lm_head").cost.weight_bytes == 32000 * 2048 * 2
+    assert w4.kernel("input_layernorm").cost.weight_bytes == 2048 * 2
+
+
+def test_fp32_doubles_every_byte():
+    fp16 = analyze(TINY, Workload.decode(1, 500))
+    fp32 = analyze(TINY, Workload.decode(1, 500, weight_dtype=dtype("fp32"), act_dtype=dtype("fp32"),
+                                         kv_dtype=dtype("fp32")))
+    assert fp32.totals.bytes == 2 * fp16.totals.bytes
+    assert fp32.totals.flops == fp16.totals.flops
+
+
+def test_layer_count_applied_once(step):
+    per_layer = sum(k.cost.flops for k in step.kernels if k.scope == "layer")
+    per_model = sum(k.cost.flops for k in step.kernels if k.scope == "model")
+    assert step.totals.flops == 22 * per_layer + per_model
+
+
+@pytest.mark.parametrize("kw", [dict(batch=0), dict(batch=-1), dict(batch=1.5), dict(batch=10**12), dict(context=0)])
+def test_bad_workloads_are_refused(kw):
+    with pytest.raises(RoofcalcError):
+        Workload.decode(**kw)
+
+
+def test_prompt_longer_than_context_is_refused():
+    with pytest.raises(RoofcalcError):
+        Workload("decode", 1, 10, 5)

@@ -1,0 +1,157 @@
+"""The command line as a user meets it: output formats, errors, exit codes, start-up imports."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+from roofcalc.cli import main
+
+
+def run(args, capsys):
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_main_job_prints_header_table_and_totals(capsys):
+    code, out, err = run(["TinyLlama/TinyLlama-1.1B"], capsys)
+    assert code == 0 and err == ""
+    assert "TinyLlama/TinyLlama-1.1B-Chat-v1.0" in out
+    assert "1,100,048,384 parameters" in out and "2,200,096,768 bytes of weights" in out
+    assert "22,528 bytes per token" in out
+    assert "batch B=1 (default)" in out and "context S=500 (default)" in out
+    for name in ("embed_tokens", "input_layernorm", "q_proj", "k_proj", "v_proj", "rotary", "kv_cache_write",
+                 "attention", "o_proj", "attn_residual", "post_attention_layernorm", "gate_proj", "up_proj",
+                 "act_mul", "down_proj", "mlp_residual", "norm", "lm_head"):
+        assert f"\n{name} " in out
+    assert "8.39 M" in out  # q_proj FLOPs 8,388,608
+
+
+def test_json_schema(capsys):
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--format", "json", "--batch", "4", "--context", "1024"], capsys)
+    doc = json.loads(out)
+    assert code == 0
+    assert set(doc) == {"schema_version", "model", "workload", "kernels", "totals"}
+    m = doc["model"]
+    assert (m["n_layers"], m["d_model"], m["n_heads"], m["n_kv_heads"], m["head_dim"], m["d_ff"], m["vocab_size"]) == (
+        22, 2048, 32, 4, 64, 5632, 32000)
+    assert m["params"] == 1_100_048_384
+    w = doc["workload"]
+    assert (w["phase"], w["batch"], w["context"], w["weight_dtype"]) == ("decode", 4, 1024, "fp16")
+    names = [k["name"] for k in doc["kernels"]]
+    assert names[0] == "embed_tokens" and names[-2:] == ["norm", "lm_head"]
+    for k in doc["kernels"]:
+        assert k["kind"] in ("matmul", "attention", "elementwise", "memory")
+        assert k["scope"] in ("layer", "model")
+        assert k["bytes"] == k["weight_bytes"] + k["activation_bytes"] + k["kv_bytes"]
+    q = next(k for k in doc["kernels"] if k["name"] == "q_proj")
+    assert q["flops"] == 2 * 4 * 2048 * 2048 and q["count"] == 22 and q["kind"] == "matmul"
+    t = doc["totals"]
+    assert t["flops"] == sum(k["flops"] * k["count"] for k in doc["kernels"])
+    assert t["bytes"] == sum(k["bytes"] * k["count"] for k in doc["kernels"])
+
+
+def test_csv_has_exact_integers(capsys):
+    _, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--format", "csv"], capsys)
+    rows = list(csv.DictReader(io.StringIO(out)))
+    q = next(r for r in rows if r["kernel"] == "q_proj")
+    assert int(q["flops"]) == 8_388_608 and int(q["bytes"]) == 8_396_800
+    assert rows[-1]["kernel"] == "step total"
+
+
+def test_markdown_is_a_table(capsys):
+    _, out, _ = run(["TinyLlama/TinyLlama-1.1B", "-f", "markdown"], capsys)
+    assert "| kernel" in out and "|---" in out.replace(":", "-").replace(" ", "")
+
+
+def test_prefill_header(capsys):
+    _, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--prompt", "128", "--batch", "2"], capsys)
+    assert "prefill, batch B=2, prompt T=128, causal, logits for last token only" in out
+
+
+def test_models_lists_catalog(capsys):
+    code, out, _ = run(["models"], capsys)
+    assert code == 0 and "TinyLlama/TinyLlama-1.1B-Chat-v1.0" in out and "not yet" in out
+
+
+ERRORS = [
+    (["missing/config.json"], "no such file"),
+    (["TinyLlama/TinyLlama-1.1B", "--batch", "0"], "must be at least 1"),
+    (["TinyLlama/TinyLlama-1.1B", "--batch", "-3"], "--batch"),
+    (["TinyLlama/TinyLlama-1.1B", "--batch", "1.5"], "not a whole number"),
+    (["TinyLlama/TinyLlama-1.1B", "--batch", "1000000000000"], "beyond any real workload"),
+    (["TinyLlama/TinyLlama-1.1B", "--dtype", "fp12"], "unknown dtype 'fp12'"),
+    (["TinyLlama/TinyLlama-1.1B", "--act-dtype", "int4"], "activations cannot be int4"),
+    (["TinyLlama/TinyLlama-1.1B", "--context", "5", "--prompt", "3"], "not allowed with argument"),
+    (["mistralai/Mixtral-8x7B-v0.1"], "model_type 'mixtral' is not supported"),
+    ([], "the following arguments are required: model"),
+]
+
+
+@pytest.mark.parametrize("args,message", ERRORS)
+def test_errors_are_one_line_exit_2(args, message, capsys):
+    code, out, err = run(args, capsys)
+    assert code == 2 and out == ""
+    assert err.startswith("roofcalc: error: ") and err.count("\n") == 1, err
+    assert message in err
+
+
+def test_bad_config_files_exit_2(tmp_path, capsys):
+    cases = {
+        "not_json.json": "hello",
+        "array.json": "[1, 2]",
+        "truncated.json": '{"model_type": "llama", "hidden_size": 20',
+        "heads.json": json.dumps({"model_type": "llama", "hidden_size": 100, "num_hidden_layers": 2,
+                                  "num_attention_heads": 3, "intermediate_size": 8, "vocab_size": 10}),
+    }
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+        code, out, err = run([str(tmp_path / name)], capsys)
+        assert code == 2 and err.startswith("roofcalc: error: ") and err.count("\n") == 1, (name, err)
+    (tmp_path / "empty").mkdir()
+    code, _, err = run([str(tmp_path / "empty")], capsys)
+    assert code == 2 and "has no config.json" in err
+
+
+def _roofcalc(args, hf_home, offline=True):
+    """A fresh process: huggingface_hub reads HF_HOME and HF_HUB_OFFLINE when it is imported."""
+    env = {"HF_HOME": str(hf_home), "PATH": "/usr/bin:/bin"}
+    if offline:
+        env["HF_HUB_OFFLINE"] = "1"
+    return subprocess.run([sys.executable, "-m", "roofcalc", *args], capture_output=True, text=True, env=env,
+                          timeout=60)
+
+
+def test_unknown_hub_id_offline_exits_2(tmp_path):
+    proc = _roofcalc(["nobody/nothing-7b"], tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("roofcalc: error: ") and "HF_HUB_OFFLINE" in proc.stderr
+    assert "pass the path" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_hub_id_is_read_from_the_hf_cache_offline(tmp_path):
+    snapshot = tmp_path / "hub" / "models--acme--tiny" / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text(json.dumps(dict(
+        model_type="llama", hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+        vocab_size=100)))
+    (tmp_path / "hub" / "models--acme--tiny" / "refs").mkdir()
+    (tmp_path / "hub" / "models--acme--tiny" / "refs" / "main").write_text("abc123")
+    proc = _roofcalc(["acme/tiny", "--format", "json"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["model"]["d_model"] == 64
+
+
+def test_main_job_imports_nothing_heavy():
+    code = ("import sys, io, contextlib\nfrom roofcalc.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n    main(['TinyLlama/TinyLlama-1.1B'])\n"
+            "print(sorted(m for m in ('numpy', 'matplotlib', 'torch', 'transformers', 'huggingface_hub') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -1,0 +1,90 @@
+"""roofcalc's counts against the real transformers modeling code under FlopCounterMode.
+
+Every weight matmul and both attention matmuls (QKᵀ and PV) must equal the counter exactly,
+per layer, in prefill and in decode, at two (batch, length) points per family; so must the
+whole-model total. The counter counts attention without a causal discount, so the prefill
+comparison uses roofcalc's full-rectangle option; a decode step after a prefill of P tokens
+attends to P + 1 keys. Weight bytes and KV-cache bytes are checked against the real model's
+parameters and the real cache.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from hf_oracle import MLP, PROJECTIONS, build, cache_bytes, param_bytes, run  # noqa: E402
+
+from roofcalc import Workload, analyze, shape_from_config  # noqa: E402
+
+BASE = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8, intermediate_size=688, vocab_size=1000)
+
+FAMILIES = {
+    "llama": dict(BASE, model_type="llama", num_key_value_heads=2),
+    "llama-mha-biases": dict(BASE, model_type="llama", attention_bias=True, mlp_bias=True, tie_word_embeddings=True),
+    # window 8 is shorter than every prompt below: prefill masks, decode reads the last 8 keys
+    "mistral": dict(BASE, model_type="mistral", num_key_value_heads=4, sliding_window=8),
+    "qwen2": dict(BASE, model_type="qwen2", num_key_value_heads=2),
+    # explicit head_dim 64 != 256 / 8
+    "qwen3": dict(BASE, model_type="qwen3", num_key_value_heads=2, head_dim=64),
+    # explicit head_dim 48, one KV head, tied embeddings, GeGLU
+    "gemma": dict(BASE, model_type="gemma", num_key_value_heads=1, head_dim=48),
+}
+POINTS = [(1, 16), (3, 9)]  # (batch, prompt length)
+
+
+@pytest.fixture(scope="module", params=sorted(FAMILIES))
+def family(request):
+    cfg = FAMILIES[request.param]
+    return cfg, build(cfg)
+
+
+def _check_layers(counts, analysis, n_layers):
+    for i in range(n_layers):
+        for name in PROJECTIONS + MLP + ("attention",):
+            assert analysis.kernel(name).cost.matmul_flops == counts.layer(i, name), (i, name)
+
+
+@pytest.mark.parametrize("batch,prompt", POINTS)
+def test_prefill_and_decode_match_flop_counter(family, batch, prompt):
+    cfg, model = family
+    shape = shape_from_config(cfg, "test")
+    prefill_counts, decode_counts, _ = run(model, batch, prompt, all_logits=True)
+
+    prefill = analyze(shape, Workload.prefill(batch, prompt, causal=False, logits_all=True))
+    _check_layers(prefill_counts, prefill, cfg["num_hidden_layers"])
+    assert prefill.kernel("lm_head").cost.matmul_flops == prefill_counts.module("lm_head")
+    assert prefill.totals.matmul_flops == prefill_counts.flops["Global"]
+
+    decode = analyze(shape, Workload.decode(batch, prompt + 1))
+    _check_layers(decode_counts, decode, cfg["num_hidden_layers"])
+    assert decode.kernel("lm_head").cost.matmul_flops == decode_counts.module("lm_head")
+    assert decode.totals.matmul_flops == decode_counts.flops["Global"]
+
+
+def test_prefill_last_token_logits_match_generate(family):
+    """``logits_to_keep=1`` (what generate does) is roofcalc's default prefill lm_head."""
+    cfg, model = family
+    prefill_counts, _, _ = run(model, 2, 8, all_logits=False)
+    prefill = analyze(shape_from_config(cfg, "test"), Workload.prefill(2, 8, causal=False))
+    assert prefill.kernel("lm_head").cost.matmul_flops == prefill_counts.module("lm_head")
+    assert prefill.totals.matmul_flops == prefill_counts.flops["Global"]
+
+
+def test_weight_bytes_equal_real_parameters(family):
+    cfg, model = family
+    analysis = analyze(shape_from_config(cfg, "test"), Workload.decode(1, 4))
+    assert analysis.weight_storage_bytes == param_bytes(model)  # fp16 model, fp16 workload
+    assert analysis.params == sum(p.numel() for p in model.parameters())
+
+
+def test_kv_cache_bytes_per_token_equal_real_cache(family):
+    cfg, model = family
+    shape = shape_from_config(cfg, "test")
+    batch, prompt = 2, 6
+    _, _, cache = run(model, batch, prompt)  # the decode step appends to the same cache
+    tokens = prompt + 1  # shorter than mistral's window of 8: every token stays cached
+    analysis = analyze(shape, Workload.decode(batch, tokens))
+    assert cache_bytes(cache) == batch * tokens * analysis.kv_bytes_per_token

@@ -1,0 +1,133 @@
+"""Reading configs: the catalog, family defaults, traps, and every kind of bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from roofcalc import RoofcalcError, Workload, analyze, catalog, load_config, load_shape, shape_from_config
+from roofcalc.shapes import FAMILY_DEFAULTS, find_in_catalog
+
+SUPPORTED = [e for e in catalog() if e.supported]
+MINIMAL = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8, intermediate_size=512, vocab_size=1000)
+
+
+@pytest.mark.parametrize("entry", SUPPORTED, ids=lambda e: e.hub_id)
+def test_catalog_parameter_counts_equal_published(entry):
+    """Each count is the model's published exact parameter count (source in the catalog entry)."""
+    analysis = analyze(load_shape(entry.hub_id), Workload.decode(1, 1))
+    assert analysis.params == entry.params_total, entry.params_source
+
+
+def test_catalog_covers_the_core_families():
+    families = {e.config["model_type"] for e in SUPPORTED}
+    assert families == set(FAMILY_DEFAULTS)
+    assert len(SUPPORTED) >= 20
+
+
+@pytest.mark.parametrize("entry", [e for e in catalog() if not e.supported], ids=lambda e: e.hub_id)
+def test_catalog_models_of_other_families_are_refused_not_guessed(entry):
+    with pytest.raises(RoofcalcError, match="is not supported; supported: gemma, llama, mistral, qwen2, qwen3"):
+        load_shape(entry.hub_id)
+
+
+def test_aliases_resolve_exactly_and_case_insensitively():
+    assert find_in_catalog("TinyLlama/TinyLlama-1.1B").hub_id == "TinyLlama/TinyLlama-1.1B-Chat-v1.0"
+    assert find_in_catalog("tinyllama/tinyllama-1.1b-chat-v1.0").hub_id == "TinyLlama/TinyLlama-1.1B-Chat-v1.0"
+    assert find_in_catalog("llama-2-7b").hub_id == "meta-llama/Llama-2-7b-hf"
+    assert find_in_catalog("TinyLlama-1.1B") is None  # no substring matching
+    assert find_in_catalog("TinyLlama/TinyLlama-1.1") is None
+
+
+def test_explicit_head_dim_wins():
+    gemma7 = load_shape("google/gemma-7b")  # head_dim 256 while 3072 / 16 = 192
+    assert (gemma7.head_dim, gemma7.q_dim, gemma7.d_model) == (256, 4096, 3072)
+    q = analyze(gemma7, Workload.decode(1, 10)).kernel("q_proj")
+    assert q.params == 3072 * 4096  # q_proj maps 3072 -> 16·256
+
+
+def test_family_traps():
+    qwen2 = load_shape("Qwen/Qwen2.5-7B")
+    assert qwen2.qkv_bias and not qwen2.o_bias  # hard-coded in Qwen2Attention, no config key
+    assert qwen2.sliding_window is None  # sliding_window is in the file but use_sliding_window is false
+    assert load_shape("Qwen/Qwen3-8B").qk_norm
+    gemma = load_shape("google/gemma-2b")
+    assert gemma.tie_word_embeddings and gemma.activation == "gelu_tanh" and gemma.embed_scale
+    assert load_shape("mistralai/Mistral-7B-v0.1").sliding_window == 4096
+    assert load_shape("mistralai/Mistral-7B-v0.3").sliding_window is None  # "sliding_window": null
+
+
+@pytest.mark.parametrize("model_type", sorted(FAMILY_DEFAULTS))
+def test_absent_keys_take_the_transformers_class_default(model_type):
+    """Oracle: the transformers config class built from the same keys."""
+    transformers = pytest.importorskip("transformers")
+    for extra in ({}, {"num_attention_heads": 16, "hidden_size": 512}):
+        cfg = dict(MINIMAL, model_type=model_type, **extra)
+        ref = transformers.AutoConfig.for_model(**cfg)
+        try:
+            ours = shape_from_config(cfg, "t")
+        except RoofcalcError:
+            # the class default does not divide the heads: transformers cannot build it either
+            assert ref.num_attention_heads % ref.num_key_value_heads != 0
+            continue
+        assert ours.n_kv_heads == ref.num_key_value_heads
+        assert ours.head_dim == (getattr(ref, "head_dim", None) or ref.hidden_size // ref.num_attention_heads)
+        assert ours.tie_word_embeddings == ref.tie_word_embeddings
+        assert ours.sliding_window == getattr(ref, "sliding_window", None)
+
+
+def test_absent_kv_heads_is_mha_for_llama():
+    assert shape_from_config(dict(MINIMAL, model_type="llama")).n_kv_heads == 8
+
+
+def test_family_override_reads_custom_types_explicitly():
+    cfg = dict(MINIMAL, model_type="my_finetune")
+    with pytest.raises(RoofcalcError, match="--family"):
+        shape_from_config(cfg)
+    assert shape_from_config(cfg, family="llama").family == "llama"
+
+
+# --------------------------------------------------------------------------- bad input
+
+BAD_CONFIGS = [
+    ([1, 2], "must hold a JSON object"),
+    ({**MINIMAL}, "no 'model_type'"),
+    ({"model_type": "llama", **{k: v for k, v in MINIMAL.items() if k != "hidden_size"}}, "no 'hidden_size'"),
+    ({**MINIMAL, "model_type": "llama", "num_hidden_layers": 0}, "'num_hidden_layers' must be a positive integer"),
+    ({**MINIMAL, "model_type": "llama", "hidden_size": -256}, "'hidden_size' must be a positive integer"),
+    ({**MINIMAL, "model_type": "llama", "hidden_size": 256.5}, "'hidden_size' must be a positive integer"),
+    ({**MINIMAL, "model_type": "llama", "hidden_size": "256"}, "'hidden_size' must be a positive integer"),
+    ({**MINIMAL, "model_type": "llama", "hidden_size": 250}, "not divisible by num_attention_heads"),
+    ({**MINIMAL, "model_type": "llama", "num_key_value_heads": 3}, "not a multiple of num_key_value_heads 3"),
+    ({**MINIMAL, "model_type": "llama", "vocab_size": 10**12}, "beyond any real model"),
+    ({**MINIMAL, "model_type": "llama", "hidden_act": "swiglu9"}, "not an activation"),
+    ({**MINIMAL, "model_type": "mistral", "sliding_window": 0}, "'sliding_window' must be a positive integer"),
+    ({**MINIMAL, "model_type": "bert"}, "model_type 'bert' is not supported"),
+]
+
+
+@pytest.mark.parametrize("cfg,message", BAD_CONFIGS)
+def test_bad_configs_say_what_is_wrong(cfg, message):
+    with pytest.raises(RoofcalcError, match=message):
+        shape_from_config(cfg, "t")
+
+
+def test_paths(tmp_path):
+    cfg = dict(MINIMAL, model_type="llama")
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    assert load_config(str(tmp_path))[0] == cfg  # a folder
+    assert load_config(str(tmp_path / "config.json"))[0] == cfg  # the file
+    with pytest.raises(RoofcalcError, match="has no config.json"):
+        load_config(str(tmp_path / ".."))
+    with pytest.raises(RoofcalcError, match="no such file"):
+        load_config(str(tmp_path / "missing.json"))
+    truncated = tmp_path / "truncated.json"
+    truncated.write_text(json.dumps(cfg)[:40])
+    with pytest.raises(RoofcalcError, match="not valid JSON"):
+        load_config(str(truncated))
+
+
+def test_not_a_name_at_all():
+    with pytest.raises(RoofcalcError, match="not a file, a catalog name or a hub id"):
+        load_config("what is this")
