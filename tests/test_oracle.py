@@ -88,3 +88,24 @@ def test_kv_cache_bytes_per_token_equal_real_cache(family):
     tokens = prompt + 1  # shorter than mistral's window of 8: every token stays cached
     analysis = analyze(shape, Workload.decode(batch, tokens))
     assert cache_bytes(cache) == batch * tokens * analysis.kv_bytes_per_token
+
+
+def test_tinyllama_real_config_matches_counter_and_published_figures():
+    """The catalog's TinyLlama config itself, prefill 128 then one decode step (129 keys), batch 1.
+
+    The counter's totals for this config: 267,764,367,360 FLOPs (prefill, logits at every position)
+    and 2,092,089,344 (decode)."""
+    from roofcalc.shapes import find_in_catalog
+
+    entry = find_in_catalog("TinyLlama/TinyLlama-1.1B")
+    model = build(entry.config)
+    prefill_counts, decode_counts, _ = run(model, 1, 128)
+    shape = shape_from_config(entry.config, entry.hub_id)
+    prefill = analyze(shape, Workload.prefill(1, 128, causal=False, logits_all=True))
+    decode = analyze(shape, Workload.decode(1, 129))
+    _check_layers(prefill_counts, prefill, 22)
+    _check_layers(decode_counts, decode, 22)
+    assert prefill.kernel("q_proj").cost.matmul_flops == 1_073_741_824  # 2 · 128 · 2048 · 2048
+    assert decode.kernel("attention").cost.matmul_flops == 1_056_768  # 2 · 2 · 32 · 129 · 64
+    assert prefill.totals.matmul_flops == prefill_counts.flops["Global"] == 267_764_367_360
+    assert decode.totals.matmul_flops == decode_counts.flops["Global"] == 2_092_089_344
