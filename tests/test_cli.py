@@ -37,7 +37,7 @@ def test_json_schema(capsys):
     code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--format", "json", "--batch", "4", "--context", "1024"], capsys)
     doc = json.loads(out)
     assert code == 0
-    assert set(doc) == {"schema_version", "model", "workload", "kernels", "totals"}
+    assert set(doc) == {"schema_version", "model", "workload", "kernels", "totals", "hardware", "step", "points"}
     m = doc["model"]
     assert (m["n_layers"], m["d_model"], m["n_heads"], m["n_kv_heads"], m["head_dim"], m["d_ff"], m["vocab_size"]) == (
         22, 2048, 32, 4, 64, 5632, 32000)

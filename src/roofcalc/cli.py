@@ -11,6 +11,7 @@ from .errors import RoofcalcError
 DEFAULT_BATCH = 1
 DEFAULT_CONTEXT = 500  # the seed's worked example
 DEFAULT_DTYPE = "fp16"  # the seed's
+DEFAULT_HW = "T4"  # the seed's
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,6 +52,20 @@ def _main_parser() -> argparse.ArgumentParser:
                    help="prefill: lm_head on the last token of each sequence (default) or on every position")
     p.add_argument("--family", help="read a config whose model_type roofcalc does not know as this family (e.g. llama)")
     p.add_argument("--format", "-f", choices=("table", "markdown", "csv", "json"), default="table")
+    r = p.add_argument_group("roofline")
+    r.add_argument("--hw", help=f"hardware from the catalog (roofcalc hardware; default {DEFAULT_HW}, the seed's)")
+    r.add_argument("--measured-bw", help="your measured bandwidth, e.g. 270GB/s (plain numbers: bytes/s)")
+    r.add_argument("--measured-flops", help="your measured matmul peak, e.g. 50TFLOP/s (plain numbers: FLOP/s)")
+    r.add_argument("--hw-file", help="a JSON hardware profile with measured values (README: schema)")
+    r.add_argument("--impl", choices=("hf-eager", "fused", "cuda-graph"), default="hf-eager",
+                   help="how kernels are launched (default hf-eager: transformers' eager modules)")
+    r.add_argument("--launch-overhead", help="cost of one kernel launch, e.g. 5us (default: the hardware's)")
+    r.add_argument("--tpot", help="your measured step time (time per output token in decode), e.g. 15ms")
+    r.add_argument("--kernel-times", help="measured seconds per kernel instance: CSV 'name,seconds' or JSON {name: s}")
+    r.add_argument("--point", action="append", default=[], metavar="NAME:FLOPS:BYTES:SECONDS",
+                   help="another measured workload to place on the roof (repeatable)")
+    r.add_argument("--record", action="store_true", help="print the record table: nominal vs measured, with ratios")
+    r.add_argument("--plot", metavar="FILE.png|FILE.svg", help="draw the roofline with every kernel and point")
     return p
 
 
@@ -74,20 +89,111 @@ def _workload(args: argparse.Namespace):
     return Workload.decode(batch, args.context or DEFAULT_CONTEXT, **kw)
 
 
-def run_main(argv: Sequence[str]) -> str:
-    from . import report
+def load_kernel_times(path: str) -> dict[str, float]:
+    """Seconds per kernel instance: CSV rows 'name,seconds' (a header row is allowed) or a JSON object."""
+    import csv
+    import json
+    from pathlib import Path
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RoofcalcError(f"cannot read kernel times {path}: {exc.strerror}") from None
+    if text.lstrip().startswith("{"):
+        try:
+            items = list(json.loads(text).items())
+        except (json.JSONDecodeError, AttributeError):
+            raise RoofcalcError(f"{path} is not a JSON object of kernel name -> seconds") from None
+    else:
+        items = [tuple(row) for row in csv.reader(text.splitlines()) if row and not row[0].startswith("#")]
+        if items and items[0][0].strip().lower() in ("name", "kernel"):
+            items = items[1:]
+    times = {}
+    for item in items:
+        if len(item) != 2:
+            raise RoofcalcError(f"{path}: each row must be 'name,seconds', got {','.join(map(str, item))!r}")
+        name, value = str(item[0]).strip(), item[1]
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            raise RoofcalcError(f"{path}: '{value}' for {name} is not a number of seconds") from None
+        if not seconds > 0:
+            raise RoofcalcError(f"{path}: the time for {name} must be positive")
+        times[name] = seconds
+    return times
+
+
+def build_roofline(args: argparse.Namespace):
     from .calculator import analyze
+    from .hardware import find_hardware, load_profile, parse_quantity
+    from .roofline import parse_point, roofline
     from .shapes import load_shape
 
+    workload = _workload(args)
+    profile = load_profile(args.hw_file) if args.hw_file else None
+    hw_name = args.hw or (profile.nominal if profile and profile.nominal else DEFAULT_HW)
+    hardware = find_hardware(hw_name)
+    shape = load_shape(args.model, family=args.family)
+    return roofline(
+        analyze(shape, workload), hardware,
+        measured_bw=parse_quantity(args.measured_bw, "bandwidth") if args.measured_bw else None,
+        measured_flops=parse_quantity(args.measured_flops, "flops") if args.measured_flops else None,
+        measured_profile=profile,
+        impl=args.impl,
+        launch_overhead_s=parse_quantity(args.launch_overhead, "time") if args.launch_overhead else None,
+        kernel_times=load_kernel_times(args.kernel_times) if args.kernel_times else None,
+        tpot_s=parse_quantity(args.tpot, "time") if args.tpot else None,
+        points=tuple(parse_point(p) for p in args.point),
+    )
+
+
+def run_main(argv: Sequence[str]) -> str:
+    from . import report
+
     args = _main_parser().parse_args(argv)
-    defaults = {name for name in ("batch", "context", "dtype") if getattr(args, name) is None}
+    defaults = {name for name in ("batch", "context", "dtype", "hw") if getattr(args, name) is None}
     if args.prompt:
         defaults.discard("context")
     if args.weight_dtype or args.act_dtype or args.kv_dtype:
         defaults.discard("dtype")
-    workload = _workload(args)
-    shape = load_shape(args.model, family=args.family)
-    return report.render(analyze(shape, workload), args.format, defaults)
+    if args.hw_file:
+        defaults.discard("hw")
+    if args.plot:
+        from .plotting import check_plot_path
+
+        check_plot_path(args.plot)
+    result = build_roofline(args)
+    out = report.render(result, args.format, defaults, record=args.record)
+    if args.plot:
+        from .plotting import save_roofline
+
+        save_roofline(result, args.plot)
+        if args.format in ("table", "markdown"):
+            out += f"\nplot      written to {args.plot}\n"
+    return out
+
+
+def run_hardware(argv: Sequence[str]) -> str:
+    from tabulate import tabulate
+
+    from .hardware import COMPUTE_DTYPES, hardware_catalog
+
+    p = _Parser(prog="roofcalc hardware", description="List the built-in hardware catalog (nominal, dense peaks).")
+    p.parse_args(argv)
+    rows = []
+    for hw in hardware_catalog():
+        peaks = [f"{hw.peak_flop_per_s[d] / 1e12:.4g}" if d in hw.peak_flop_per_s else "" for d in COMPUTE_DTYPES]
+        main_dtype = "fp16" if "fp16" in hw.peak_flop_per_s else "bf16"
+        rows.append([hw.name, ", ".join(hw.aliases), f"{hw.bandwidth_bytes_per_s / 1e9:.4g}", *peaks,
+                     f"{hw.ridge(main_dtype):.0f} ({main_dtype})",
+                     "" if hw.memory_bytes is None else f"{hw.memory_bytes / 1e9:.4g}",
+                     f"{hw.launch_overhead_s * 1e6:.3g}"])
+    headers = ["name", "aliases", "GB/s", *(f"{d} TFLOP/s" for d in COMPUTE_DTYPES), "ridge FLOP/B", "memory GB",
+               "launch us"]
+    table = tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
+    return (f"{table}\n\nDense datasheet peaks (no 2:4 sparsity); GeForce fp16/bf16 with fp32 accumulate. "
+            f"Names and aliases match case-insensitively.\n"
+            f"Each entry's source is printed in the report header and kept in the JSON output.\n")
 
 
 def run_models(argv: Sequence[str]) -> str:
@@ -108,7 +214,7 @@ def run_models(argv: Sequence[str]) -> str:
             f"\nSupported families: {', '.join(SUPPORTED_FAMILIES)}.\n")
 
 
-COMMANDS = {"models": run_models}
+COMMANDS = {"models": run_models, "hardware": run_hardware}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

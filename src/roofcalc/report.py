@@ -13,6 +13,7 @@ import math
 from typing import Any, Iterable
 
 from .calculator import Analysis, Cost, Kernel
+from .roofline import Roof, Roofline
 
 SCHEMA_VERSION = 1
 FORMATS = ("table", "markdown", "csv", "json")
@@ -103,18 +104,76 @@ def workload_record(a: Analysis) -> dict[str, Any]:
     return rec
 
 
-def to_record(a: Analysis) -> dict[str, Any]:
-    """The JSON document: model, workload, kernels (per instance, execution order), totals (per step)."""
+def roof_record(roof: Roof | None) -> dict[str, Any] | None:
+    if roof is None:
+        return None
+    return {"bandwidth_bytes_per_s": roof.bandwidth_bytes_per_s, "peak_flop_per_s": roof.peak_flop_per_s,
+            "ridge_flop_per_byte": roof.ridge}
+
+
+def hardware_record(r: Roofline) -> dict[str, Any]:
+    hw = r.hardware
+    measured = roof_record(r.measured)
+    if measured is not None:
+        measured["bandwidth_ratio"] = r.measured.bandwidth_bytes_per_s / r.nominal.bandwidth_bytes_per_s
+        measured["peak_ratio"] = r.measured.peak_flop_per_s / r.nominal.peak_flop_per_s
+    return {"name": hw.name, "source": hw.source, "compute_dtype": r.compute_dtype, "memory_bytes": hw.memory_bytes,
+            "nominal": roof_record(r.nominal), "measured": measured,
+            "verdict_roof": "measured" if r.measured else "nominal",
+            "impl": r.step.impl, "launch_overhead_s": r.step.launch_overhead_s}
+
+
+def placement_record(r: Roofline) -> list[dict[str, Any]]:
+    out = []
+    for p in r.step.placements:
+        out.append({"t_compute_s": p.t_compute_s, "t_memory_s": p.t_memory_s, "t_floor_s": p.t_floor_s,
+                    "launches": p.launches, "t_launch_s": p.t_launch_s, "bound": p.bound,
+                    "measured_s": p.measured_s, "achieved_flop_per_s": p.achieved_flop_per_s,
+                    "roof_fraction": p.roof_fraction, "floor_multiple": p.floor_multiple, "flagged": p.flagged})
+    return out
+
+
+def step_record(r: Roofline) -> dict[str, Any]:
+    st = r.step
     return {
-        "schema_version": SCHEMA_VERSION,
-        "model": model_record(a),
-        "workload": workload_record(a),
-        "kernels": [kernel_record(k) for k in a.kernels],
-        "totals": cost_record(a.totals),
+        "flops": st.flops, "bytes": st.bytes, "intensity": st.intensity,
+        "sum_floor_s": st.sum_floor_s, "step_floor_s": st.step_floor_s, "sum_launch_s": st.sum_launch_s,
+        "launches_per_layer": st.launches_per_layer, "launches_per_step": st.launches_per_step,
+        "predicted_lower_s": st.predicted_lower_s, "predicted_upper_s": st.predicted_upper_s,
+        "dominant": st.dominant, "tpot_s": st.tpot_s, "achieved_flop_per_s": st.achieved_flop_per_s,
+        "roof_fraction": st.roof_fraction, "floor_multiple": st.floor_multiple, "gap_s": st.gap_s,
+        "launch_share_of_gap": st.launch_share_of_gap, "batching_headroom": st.batching_headroom,
     }
 
 
-def to_json(a: Analysis) -> str:
+def point_records(r: Roofline) -> list[dict[str, Any]]:
+    return [{"name": p.name, "flops": p.flops, "bytes": p.bytes, "seconds": p.seconds, "intensity": p.intensity,
+             "achieved_flop_per_s": p.achieved_flop_per_s, "roof_fraction": p.roof_fraction(r.roof)}
+            for p in r.points]
+
+
+def to_record(a: Analysis | Roofline) -> dict[str, Any]:
+    """The JSON document: model, workload, kernels (per instance, execution order), totals (per step);
+    with a roofline also hardware, step and points, and the roofline fields in each kernel."""
+    r = a if isinstance(a, Roofline) else None
+    an = r.analysis if r else a
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "model": model_record(an),
+        "workload": workload_record(an),
+        "kernels": [kernel_record(k) for k in an.kernels],
+        "totals": cost_record(an.totals),
+    }
+    if r is not None:
+        for k, extra in zip(doc["kernels"], placement_record(r)):
+            k.update(extra)
+        doc["hardware"] = hardware_record(r)
+        doc["step"] = step_record(r)
+        doc["points"] = point_records(r)
+    return doc
+
+
+def to_json(a: Analysis | Roofline) -> str:
     return json.dumps(to_record(a), indent=2)
 
 
@@ -151,69 +210,152 @@ def header_lines(a: Analysis, defaults: Iterable[str] = ()) -> list[str]:
     return lines
 
 
-COLUMNS = ("kernel", "count", "shape", "FLOPs", "bytes", "weights", "activations", "KV cache", "AI", "% step bytes")
+def us(seconds: float | None) -> str:
+    return "" if seconds is None else f"{seconds * 1e6:.3g}"
 
 
-def kernel_rows(a: Analysis, human: bool) -> list[list[Any]]:
+def pct(fraction: float | None) -> str:
+    return "" if fraction is None else f"{100 * fraction:.0f}%"
+
+
+def roof_lines(r: Roofline, defaults: Iterable[str] = ()) -> list[str]:
+    hw, nom, mea = r.hardware, r.nominal, r.measured
+    d = " (default)" if "hw" in set(defaults) else ""
+    lines = [f"hardware  {hw.name}{d}, {r.compute_dtype} compute; {hw.source}",
+             f"roof      nominal  {si(nom.bandwidth_bytes_per_s, 'B/s')}, {si(nom.peak_flop_per_s, 'FLOP/s')}, "
+             f"ridge {nom.ridge:.0f} FLOP/byte"]
+    if mea is None:
+        lines.append("          measured none given: verdicts use the nominal roof (pass --measured-bw/--measured-flops "
+                     "or --hw-file)")
+    else:
+        lines.append(f"          measured {si(mea.bandwidth_bytes_per_s, 'B/s')} "
+                     f"({100 * mea.bandwidth_bytes_per_s / nom.bandwidth_bytes_per_s:.0f}% of nominal), "
+                     f"{si(mea.peak_flop_per_s, 'FLOP/s')} ({100 * mea.peak_flop_per_s / nom.peak_flop_per_s:.0f}%), "
+                     f"ridge {mea.ridge:.0f} FLOP/byte; verdicts use the measured roof")
+    st = r.step
+    graph = " (one graph launch per step)" if st.impl == "cuda-graph" else ""
+    lines.append(f"launch    --impl {st.impl}{graph}, {st.launch_overhead_s * 1e6:.3g} us per launch")
+    return lines
+
+
+def kernel_rows(r: Roofline, human: bool) -> tuple[list[str], list[list[Any]]]:
+    a = r.analysis
     total_bytes = a.totals.bytes
+    measured = any(p.measured_s is not None for p in r.step.placements)
+    headers = ["kernel", "count", "shape", "FLOPs", "bytes", "weights", "activations", "KV cache", "AI",
+               "% step bytes", "floor us", "launches", "launch us", "bound"]
+    if measured:
+        headers += ["measured us", "% roof", "x floor", "flag"]
     rows = []
-    for k in a.kernels:
-        c = k.cost
+    for p in r.step.placements:
+        k, c = p.kernel, p.kernel.cost
         share = 100 * k.count * c.bytes / total_bytes
-        if human:
-            rows.append([k.name, f"x{k.count}", k.dims, si(c.flops), si(c.bytes, "B"), si(c.weight_bytes, "B"),
-                         si(c.activation_bytes, "B"), si(c.kv_bytes, "B"), ratio(c.intensity), f"{share:.1f}"])
-        else:
-            rows.append([k.name, k.count, k.dims, c.flops, c.bytes, c.weight_bytes, c.activation_bytes,
-                         c.kv_bytes, _finite(c.intensity), round(share, 3)])
-    return rows
+        row = [k.name, f"x{k.count}", k.dims, si(c.flops), si(c.bytes, "B"), si(c.weight_bytes, "B"),
+               si(c.activation_bytes, "B"), si(c.kv_bytes, "B"), ratio(c.intensity), f"{share:.1f}",
+               us(p.t_floor_s), str(p.launches), us(p.t_launch_s), p.bound]
+        if measured:
+            fm = p.floor_multiple
+            flag = "above 3x floor" if p.flagged else ("launch-bound" if p.measured_s and p.bound == "overhead" else "")
+            row += [us(p.measured_s), pct(p.roof_fraction), "" if fm is None else f"{fm:.3g}", flag]
+        rows.append(row)
+    return headers, rows
 
 
-def totals_lines(a: Analysis) -> list[str]:
+def totals_lines(r: Roofline) -> list[str]:
+    a, st = r.analysis, r.step
     t = a.totals
-    w = a.workload
     per_layer = sum(1 for k in a.kernels if k.scope == "layer")
-    return [
+    lines = [
         f"step      {si(t.flops, 'FLOP')} ({t.flops:,}), {si(t.bytes, 'B')} moved ({t.bytes:,}), "
         f"AI {ratio(t.intensity)} FLOP/byte",
         f"bytes     weights {t.weight_bytes:,}  activations {t.activation_bytes:,}  KV cache {t.kv_bytes:,}",
         f"kernels   {per_layer} per layer, {sum(k.count for k in a.kernels)} per step; "
-        f"{w.tokens:,} token(s) processed",
+        f"launches {st.launches_per_layer} per layer, {st.launches_per_step} per step ({st.impl})",
+        f"time      floors {st.sum_floor_s * 1e3:.3g} ms + launch overhead {st.sum_launch_s * 1e3:.3g} ms: "
+        f"predicted {st.predicted_lower_s * 1e3:.3g} ms (full overlap) to {st.predicted_upper_s * 1e3:.3g} ms "
+        f"(no overlap); {st.dominant} dominate",
     ]
+    if st.tpot_s is not None:
+        roof = r.roof
+        lines += [
+            f"measured  step {st.tpot_s * 1e3:.3g} ms: {si(st.achieved_flop_per_s, 'FLOP/s')} at AI "
+            f"{ratio(st.intensity)}, {pct(st.roof_fraction)} of the {'measured' if r.measured else 'nominal'} roof "
+            f"there ({si(roof.attainable(st.intensity), 'FLOP/s')}), {st.floor_multiple:.2f}x the floor",
+            f"  1 below the slope: {st.gap_s * 1e3:.3g} ms above the floors is overhead and kernel efficiency; "
+            + (f"the launch model explains {pct(st.launch_share_of_gap)} of it"
+               if st.launch_share_of_gap is not None else "none left to explain"),
+            f"  2 along the slope: the ridge is {st.batching_headroom:.3g}x further right; batching can raise "
+            f"attainable FLOP/s that much before the roof",
+            f"  3 the roof: {si(roof.peak_flop_per_s, 'FLOP/s')}; only another device or precision lifts it",
+        ]
+    for p in r.points:
+        lines.append(f"point     {p.name}: AI {ratio(p.intensity)}, {si(p.achieved_flop_per_s, 'FLOP/s')}, "
+                     f"{pct(p.roof_fraction(r.roof))} of the roof at its AI "
+                     f"({'left of' if p.intensity < r.roof.ridge else 'right of'} the ridge)")
+    return lines
 
 
-def to_text(a: Analysis, fmt: str = "table", defaults: Iterable[str] = ()) -> str:
+def record_rows(r: Roofline, matmul_point: str | None = None) -> list[list[str]]:
+    """The seed's record table: nominal vs measured, and the ratios."""
+    nom, mea, st = r.nominal, r.measured, r.step
+    rows = [
+        ["bandwidth (GB/s)", f"{nom.bandwidth_bytes_per_s / 1e9:.4g}",
+         f"{mea.bandwidth_bytes_per_s / 1e9:.4g}" if mea else "", pct(mea.bandwidth_bytes_per_s / nom.bandwidth_bytes_per_s) if mea else ""],
+        [f"{r.compute_dtype} peak (TFLOP/s)", f"{nom.peak_flop_per_s / 1e12:.4g}",
+         f"{mea.peak_flop_per_s / 1e12:.4g}" if mea else "", pct(mea.peak_flop_per_s / nom.peak_flop_per_s) if mea else ""],
+        ["ridge (FLOP/byte)", f"{nom.ridge:.0f}", f"{mea.ridge:.0f}" if mea else "", pct(mea.ridge / nom.ridge) if mea else ""],
+    ]
+    nominal_floor = nom.floor(st.flops, st.bytes)
+    if st.tpot_s is not None:
+        rows.append(["step time (ms)", f"{nominal_floor * 1e3:.3g} (floor)", f"{st.tpot_s * 1e3:.3g}",
+                     f"{st.tpot_s / nominal_floor:.2f}x"])
+        rows.append(["step achieved (GFLOP/s)", f"{nom.attainable(st.intensity) / 1e9:.3g} (roof at AI)",
+                     f"{st.achieved_flop_per_s / 1e9:.3g}", f"{pct(st.roof_fraction)} of roof"])
+    for p in r.points:
+        rows.append([f"{p.name} achieved (TFLOP/s)", f"{nom.attainable(p.intensity) / 1e12:.3g} (roof at AI)",
+                     f"{p.achieved_flop_per_s / 1e12:.3g}", f"{pct(p.roof_fraction(r.roof))} of roof"])
+    return rows
+
+
+def to_text(r: Roofline, fmt: str = "table", defaults: Iterable[str] = (), record: bool = False) -> str:
     from tabulate import tabulate
 
     tablefmt = {"table": "simple", "markdown": "github"}[fmt]
-    align = ("left", "right", "left") + ("right",) * (len(COLUMNS) - 3)
-    table = tabulate(kernel_rows(a, human=True), headers=COLUMNS, tablefmt=tablefmt, colalign=align, disable_numparse=True)
-    head = header_lines(a, defaults)
-    foot = totals_lines(a)
+    headers, rows = kernel_rows(r, human=True)
+    align = ["left" if h in ("kernel", "shape", "bound", "flag") else "right" for h in headers]
+    table = tabulate(rows, headers=headers, tablefmt=tablefmt, colalign=align, disable_numparse=True)
+    head = header_lines(r.analysis, defaults) + roof_lines(r, defaults)
+    foot = totals_lines(r)
+    if record:
+        foot += ["", tabulate(record_rows(r), headers=["record", "nominal", "measured", "measured / nominal"],
+                              tablefmt=tablefmt, disable_numparse=True)]
     if fmt == "markdown":
-        head, foot = [f"- {line}" for line in head], [f"- {line}" for line in foot]
+        head, foot = [f"- {line}" for line in head], [f"- {line}" if line and not line.startswith(("|", "-" * 3)) else line
+                                                        for line in foot]
     return "\n".join(head + ["", table, ""] + foot) + "\n"
 
 
-def to_csv(a: Analysis) -> str:
-    """One row per kernel (per-instance numbers, exact integers) and a final 'step total' row."""
+def to_csv(r: Roofline) -> str:
+    """One row per kernel (per-instance numbers, exact integers, times in seconds) and a 'step total' row."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["kernel", "kind", "scope", "count", "shape", "flops", "bytes", "weight_bytes", "activation_bytes",
-                "kv_bytes", "intensity"])
-    for k in a.kernels:
-        c = k.cost
-        w.writerow([k.name, k.kind, k.scope, k.count, k.dims, c.flops, c.bytes, c.weight_bytes,
-                    c.activation_bytes, c.kv_bytes, _finite(c.intensity)])
-    t = a.totals
+                "kv_bytes", "intensity", "t_floor_s", "launches", "t_launch_s", "bound", "measured_s", "roof_fraction"])
+    for p in r.step.placements:
+        k, c = p.kernel, p.kernel.cost
+        w.writerow([k.name, k.kind, k.scope, k.count, k.dims, c.flops, c.bytes, c.weight_bytes, c.activation_bytes,
+                    c.kv_bytes, _finite(c.intensity), p.t_floor_s, p.launches, p.t_launch_s, p.bound,
+                    "" if p.measured_s is None else p.measured_s, "" if p.roof_fraction is None else p.roof_fraction])
+    t, st = r.analysis.totals, r.step
     w.writerow(["step total", "", "step", 1, "", t.flops, t.bytes, t.weight_bytes, t.activation_bytes,
-                t.kv_bytes, _finite(t.intensity)])
+                t.kv_bytes, _finite(t.intensity), st.sum_floor_s, st.launches_per_step, st.sum_launch_s, "",
+                "" if st.tpot_s is None else st.tpot_s, "" if st.roof_fraction is None else st.roof_fraction])
     return buf.getvalue()
 
 
-def render(a: Analysis, fmt: str = "table", defaults: Iterable[str] = ()) -> str:
+def render(r: Roofline, fmt: str = "table", defaults: Iterable[str] = (), record: bool = False) -> str:
     if fmt == "json":
-        return to_json(a) + "\n"
+        return to_json(r) + "\n"
     if fmt == "csv":
-        return to_csv(a)
-    return to_text(a, fmt, defaults)
+        return to_csv(r)
+    return to_text(r, fmt, defaults, record)

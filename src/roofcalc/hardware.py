@@ -1,0 +1,164 @@
+"""Hardware records: the built-in catalog of nominal peaks, measured profiles, unit parsing.
+
+One schema serves the catalog (``data/hardware.json``) and a user's measured profile
+(``--hw-file``), in base units named in the keys:
+
+    {"name": "T4 (measured)", "bandwidth_bytes_per_s": 2.7e11,
+     "peak_flop_per_s": {"fp16": 5.0e13}, "launch_overhead_s": 5e-06,
+     "memory_bytes": 16e9, "nominal": "T4", "source": "roofcalc measure, 2026-11-29"}
+
+Only ``bandwidth_bytes_per_s`` and ``peak_flop_per_s`` are required in a profile; ``nominal``
+names the catalog entry it is measured against.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import RoofcalcError
+
+CATALOG_PATH = Path(__file__).parent / "data" / "hardware.json"
+COMPUTE_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+
+
+@dataclass(frozen=True)
+class Hardware:
+    name: str
+    bandwidth_bytes_per_s: float
+    peak_flop_per_s: Mapping[str, float]  # by compute dtype
+    launch_overhead_s: float = 5e-6
+    memory_bytes: float | None = None
+    kind: str = "gpu"
+    source: str = ""
+    aliases: tuple[str, ...] = field(default=())
+    nominal: str | None = None  # for a measured profile: the catalog entry it is measured against
+
+    def peak(self, compute_dtype: str) -> float:
+        if compute_dtype not in self.peak_flop_per_s:
+            has = ", ".join(self.peak_flop_per_s)
+            raise RoofcalcError(
+                f"{self.name} has no {compute_dtype} peak (it has {has}); pick another --dtype or --hw"
+            )
+        return self.peak_flop_per_s[compute_dtype]
+
+    def ridge(self, compute_dtype: str) -> float:
+        return self.peak(compute_dtype) / self.bandwidth_bytes_per_s
+
+
+def _positive(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
+        raise RoofcalcError(f"{what} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def hardware_from_dict(d: Any, where: str) -> Hardware:
+    if not isinstance(d, dict):
+        raise RoofcalcError(f"{where}: a hardware profile is a JSON object")
+    for key in ("bandwidth_bytes_per_s", "peak_flop_per_s"):
+        if key not in d:
+            raise RoofcalcError(f"{where}: missing '{key}'")
+    peaks = d["peak_flop_per_s"]
+    if not isinstance(peaks, dict) or not peaks:
+        raise RoofcalcError(f"{where}: 'peak_flop_per_s' must map a compute dtype to FLOP/s, e.g. {{\"fp16\": 5e13}}")
+    for k in peaks:
+        if k not in COMPUTE_DTYPES:
+            raise RoofcalcError(f"{where}: unknown compute dtype '{k}' (use {', '.join(COMPUTE_DTYPES)})")
+    mem = d.get("memory_bytes")
+    return Hardware(
+        name=str(d.get("name", where)),
+        bandwidth_bytes_per_s=_positive(d["bandwidth_bytes_per_s"], f"{where}: bandwidth_bytes_per_s"),
+        peak_flop_per_s={k: _positive(v, f"{where}: peak_flop_per_s.{k}") for k, v in peaks.items()},
+        launch_overhead_s=float(d.get("launch_overhead_s", 5e-6)),
+        memory_bytes=None if mem is None else _positive(mem, f"{where}: memory_bytes"),
+        kind=str(d.get("kind", "gpu")),
+        source=str(d.get("source", "")),
+        aliases=tuple(d.get("aliases", ())),
+        nominal=d.get("nominal"),
+    )
+
+
+_catalog: tuple[Hardware, ...] | None = None
+
+
+def hardware_catalog() -> tuple[Hardware, ...]:
+    global _catalog
+    if _catalog is None:
+        raw = json.loads(CATALOG_PATH.read_text(encoding="utf-8"))
+        _catalog = tuple(hardware_from_dict(h, h["name"]) for h in raw["hardware"])
+    return _catalog
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[\s_]+", "-", name.strip().lower())
+
+
+def find_hardware(name: str) -> Hardware:
+    """A catalog entry by name or documented alias; case-insensitive, spaces and '_' read as '-'."""
+    key = _norm(name)
+    for hw in hardware_catalog():
+        if key == _norm(hw.name) or key in (_norm(a) for a in hw.aliases):
+            return hw
+    names = ", ".join(h.name for h in hardware_catalog())
+    raise RoofcalcError(f"unknown hardware '{name}'; known: {names} (or --hw-file PROFILE.json)")
+
+
+def load_profile(path: str) -> Hardware:
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise RoofcalcError(f"cannot read hardware profile {path}: {exc.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise RoofcalcError(f"hardware profile {path} is not valid JSON") from None
+    return hardware_from_dict(doc, path)
+
+
+def save_profile(hw: Hardware, path: str) -> None:
+    doc = {
+        "name": hw.name,
+        "bandwidth_bytes_per_s": hw.bandwidth_bytes_per_s,
+        "peak_flop_per_s": dict(hw.peak_flop_per_s),
+        "launch_overhead_s": hw.launch_overhead_s,
+        "memory_bytes": hw.memory_bytes,
+        "kind": hw.kind,
+        "nominal": hw.nominal,
+        "source": hw.source,
+    }
+    Path(path).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- units
+
+_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
+_QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmgtp]?)\s*(.*?)\s*$", re.IGNORECASE)
+_UNITS = {
+    "bandwidth": ("b/s", "bytes/s", "byte/s", "bps"),
+    "flops": ("flop/s", "flops", "flop"),
+    "time": ("s", "ms", "us", "µs", "ns"),
+}
+
+
+def parse_quantity(text: str, kind: str) -> float:
+    """'270GB/s' -> 2.7e11, '2.0TB/s' -> 2e12, '50TFLOP/s' -> 5e13, '15ms' -> 0.015; plain numbers
+    are base units (bytes/s, FLOP/s, seconds). Decimal prefixes, as datasheets use."""
+    m = _QUANTITY.match(text)
+    what = {"bandwidth": "a bandwidth like 270GB/s", "flops": "a rate like 50TFLOP/s", "time": "a time like 15ms"}[kind]
+    if not m:
+        raise RoofcalcError(f"'{text}' is not {what}")
+    number, prefix, unit = float(m.group(1)), m.group(2).lower(), m.group(3).lower()
+    if kind == "time":
+        scale = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}.get(prefix + unit)
+        if scale is None:
+            raise RoofcalcError(f"'{text}' is not {what}")
+        value = number * scale
+    else:
+        if unit and unit not in _UNITS[kind]:
+            raise RoofcalcError(f"'{text}' is not {what}")
+        value = number * _PREFIX[prefix]
+    if not value > 0:
+        raise RoofcalcError(f"'{text}' must be positive")
+    return value

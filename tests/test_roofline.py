@@ -1,0 +1,266 @@
+"""Roofline placement: the seed's worked numbers, published figures, the plot, bad input."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from roofcalc import RoofcalcError, Workload, analyze, dtype, load_shape
+from roofcalc.calculator import elementwise, matmul
+from roofcalc.cli import main
+from roofcalc.hardware import find_hardware, hardware_catalog, load_profile, parse_quantity, save_profile
+from roofcalc.roofline import Point, Roof, parse_point, place, roofline
+
+FP16 = dtype("fp16")
+TINY = load_shape("TinyLlama/TinyLlama-1.1B")
+T4 = find_hardware("T4")
+SEED_ROOF = Roof(270e9, 50e12)  # the seed's example measured roof
+
+
+def test_seed_ridges():
+    assert T4.ridge("fp16") == pytest.approx(203.125)  # 65e12 / 320e9 (seed: 203)
+    assert SEED_ROOF.ridge == pytest.approx(185.185, abs=1e-3)  # 50e12 / 270e9 (seed: 185)
+
+
+def test_seed_decode_floor_and_tpot_point():
+    # The seed's arithmetic: 2.2 GB / 320 GB/s = 6.875 ms ≈ 6.9 ms ...
+    assert Roof(320e9, 65e12).floor(2.2e9, 2.2e9) == pytest.approx(6.875e-3)
+    # ... but a step reads 2,084,028,416 bytes (the embedding table is gathered, not read):
+    # 2,084,028,416 / 320e9 = 6.513 ms. The seed rounds the table in.
+    step = analyze(TINY, Workload.decode(1, 500))
+    assert Roof(320e9, 65e12).floor(step.totals.flops, step.totals.bytes) == pytest.approx(2_084_028_416 / 320e9)
+    # The seed's point: 2.2 GFLOP in 15 ms = 146.7 GFLOP/s, 146.7 / 270 = 54% of the measured roof at AI 1.
+    seed_point = Point("decode b=1", 2.2e9, 2.2e9, 0.015)
+    assert seed_point.achieved_flop_per_s == pytest.approx(146.67e9, rel=1e-3)
+    assert seed_point.roof_fraction(SEED_ROOF) == pytest.approx(0.5432, abs=1e-4)
+    # roofcalc's own count: 2,161,694,976 FLOPs / 0.015 s = 144.1 GFLOP/s at AI 1.0373 (roof 280.1 GFLOP/s): 51%
+    verdict = place(step, SEED_ROOF, tpot_s=0.015)
+    assert verdict.achieved_flop_per_s == pytest.approx(2_161_694_976 / 0.015)
+    assert verdict.roof_fraction == pytest.approx((2_161_694_976 / 0.015) / (270e9 * 2_161_694_976 / 2_084_028_416))
+
+
+def test_matmul_4096_on_the_flat_roof_and_x_plus_1_on_the_slope():
+    mm = matmul(4096, 4096, 4096, weight_bytes=4096 * 4096 * 2, act=FP16)
+    assert mm.flops == 2 * 4096**3  # ≈ 137 GFLOP
+    assert mm.bytes == 6 * 4096**2  # read A, read B, write C, 2 bytes each ≈ 100 MB
+    assert mm.intensity == pytest.approx(4096 / 3)  # ≈ 1365 (seed)
+    assert SEED_ROOF.attainable(mm.intensity) == SEED_ROOF.peak_flop_per_s  # right of the ridge: the flat roof
+    small = matmul(256, 256, 256, weight_bytes=256 * 256 * 2, act=FP16)
+    assert small.intensity == pytest.approx(256 / 3)  # ≈ 85 < 203: memory-bound (seed)
+    x_plus_1 = elementwise(10**8, 1, reads=1, writes=1, act=FP16)
+    assert x_plus_1.intensity == 0.25  # n FLOPs over 2n + 2n bytes (seed)
+    z = elementwise(10**8, 1, reads=2, writes=1, act=FP16)
+    assert z.intensity == pytest.approx(1 / 6)  # z = x + y: n over 6n (seed)
+
+
+@pytest.mark.parametrize("impl", ["hf-eager", "fused"])
+def test_rmsnorm_and_silu_are_overhead_bound_on_t4(impl):
+    step = analyze(TINY, Workload.decode(1, 500))
+    verdict = place(step, Roof(320e9, 65e12), impl=impl, launch_overhead_s=5e-6)
+    by_name = {p.kernel.name: p for p in verdict.placements}
+    # RMSNorm: 12,288 bytes / 320 GB/s = 0.0384 us ≪ 5 us; SiLU × up: 33,792 B -> 0.106 us ≪ 5 us
+    assert by_name["input_layernorm"].t_floor_s == pytest.approx(12_288 / 320e9)
+    assert by_name["input_layernorm"].bound == by_name["act_mul"].bound == "overhead"
+    # q_proj: 8,396,800 B / 320 GB/s = 26.2 us > 5 us: memory-bound
+    assert by_name["q_proj"].bound == "memory"
+
+
+def test_cuda_graph_pays_launch_once():
+    step = analyze(TINY, Workload.decode(1, 500))
+    verdict = place(step, Roof(320e9, 65e12), impl="cuda-graph", launch_overhead_s=5e-6)
+    assert verdict.sum_launch_s == 5e-6
+    assert all(p.bound != "overhead" for p in verdict.placements)
+
+
+def test_step_launch_counts_and_predicted_range():
+    step = analyze(TINY, Workload.decode(1, 500))
+    v = place(step, Roof(320e9, 65e12), impl="hf-eager", launch_overhead_s=5e-6)
+    # per layer: 2 RMSNorms × 8 + q, k, v, o 4 + rotary 10 + cache write 2 + attention 2 + 2 residual adds
+    #            + gate, up, down 3 + act_mul 2 = 41
+    assert v.launches_per_layer == 41
+    assert v.launches_per_step == 41 * 22 + 1 + 8 + 1  # + embedding, final norm, lm_head = 912
+    assert v.sum_launch_s == pytest.approx(912 * 5e-6)
+    assert v.predicted_lower_s == max(v.sum_floor_s, v.sum_launch_s)
+    assert v.predicted_upper_s == pytest.approx(v.sum_floor_s + v.sum_launch_s)
+    fused = place(step, Roof(320e9, 65e12), impl="fused", launch_overhead_s=5e-6)
+    # norm 1 + qkv 1 + rotary 1 + cache 1 + attention 1 + o 1 + post-norm 1 + gate_up 1 + act 1 + down 1 = 10
+    assert fused.launches_per_layer == 10
+
+
+def test_published_ridges_and_gemm_intensities():
+    # NVIDIA Matrix Multiplication Background guide: V100 FP16 ops:byte 125 / 0.9 = 138.9
+    assert find_hardware("V100").ridge("fp16") == pytest.approx(138.9, abs=0.05)
+
+    def gemm_ai(m, n, k):  # the guide's intensity for 2-byte elements: MNK / (MK + NK + MN)
+        return matmul(m, n, k, weight_bytes=2 * k * n, act=FP16).intensity
+
+    assert gemm_ai(8192, 8192, 8192) == pytest.approx(2730, abs=1)  # 8192 / 3 = 2730.7
+    assert gemm_ai(8192, 128, 8192) == pytest.approx(124.1, abs=0.05)
+    assert gemm_ai(512, 4096, 1024) == pytest.approx(315, abs=0.1)  # linear 1024 -> 4096 at batch 512
+    assert gemm_ai(1, 4096, 1024) == pytest.approx(1, abs=0.01)  # at batch 1
+    # "How to Scale Your Model": TPU v5e 1.97e14 / 8.2e11 ≈ 240 (GCP docs: 819 GB/s -> 240.5)
+    assert find_hardware("TPU-v5e").ridge("bf16") == pytest.approx(240, abs=1)
+    # H100 SXM: 9.89e14 / 3.35e12 = 295 (the book's own arithmetic)
+    assert find_hardware("H100-SXM").ridge("bf16") == pytest.approx(295, abs=0.5)
+
+
+def test_hardware_catalog_and_names():
+    names = {h.name for h in hardware_catalog()}
+    for required in ("T4", "V100-SXM2", "A10G", "L4", "L40S", "A100-40GB", "A100-80GB", "A100-40GB-PCIe",
+                     "A100-80GB-PCIe", "H100-SXM", "H100-PCIe", "H200", "B200", "RTX3090", "RTX4090", "RTX5090",
+                     "MI300X", "TPU-v5e"):
+        assert required in names
+    assert any(h.kind == "cpu" for h in hardware_catalog())
+    assert find_hardware("a100-80gb").name == find_hardware("A100").name == "A100-80GB"
+    assert find_hardware("h100 sxm").name == "H100-SXM"
+    with pytest.raises(RoofcalcError, match="unknown hardware 'Z9000'; known: T4"):
+        find_hardware("Z9000")
+    with pytest.raises(RoofcalcError, match="T4 has no bf16 peak"):
+        T4.peak("bf16")
+    assert find_hardware("RTX4090").peak("fp16") == 165.2e12  # fp32 accumulate, not the 330 headline
+
+
+def test_units():
+    assert parse_quantity("270GB/s", "bandwidth") == 270e9
+    assert parse_quantity("2.0TB/s", "bandwidth") == 2e12
+    assert parse_quantity("50TFLOP/s", "flops") == 50e12
+    assert parse_quantity("3e11", "bandwidth") == 3e11
+    assert parse_quantity("15ms", "time") == pytest.approx(0.015)
+    assert parse_quantity("5us", "time") == pytest.approx(5e-6)
+    for bad, kind in (("fast", "bandwidth"), ("270GB/h", "bandwidth"), ("-3GB/s", "bandwidth"), ("0", "flops"),
+                      ("15 parsecs", "time")):
+        with pytest.raises(RoofcalcError):
+            parse_quantity(bad, kind)
+
+
+def test_points_and_kernel_times():
+    assert parse_point("matmul 4096:137438953472:100663296:0.00275").intensity == pytest.approx(4096 / 3)
+    for bad in ("nocolons", "a:b:c:d", "x:1:1:-1"):
+        with pytest.raises(RoofcalcError):
+            parse_point(bad)
+    step = analyze(TINY, Workload.decode(1, 500))
+    # q_proj at 4x its 31.1 us floor on the 270 GB/s roof is flagged; RMSNorm at 100x is overhead, not flagged
+    q_floor = 8_396_800 / 270e9
+    v = place(step, SEED_ROOF, kernel_times={"q_proj": 4 * q_floor, "input_layernorm": 100 * 12_288 / 270e9})
+    by_name = {p.kernel.name: p for p in v.placements}
+    assert by_name["q_proj"].flagged and by_name["q_proj"].floor_multiple == pytest.approx(4)
+    assert by_name["q_proj"].roof_fraction == pytest.approx(0.25)  # memory-bound: at 4x its floor it gets 1/4 of the roof
+    assert not by_name["input_layernorm"].flagged and by_name["input_layernorm"].bound == "overhead"
+    with pytest.raises(RoofcalcError, match="kernel times name kernels this model has not: qproj"):
+        place(step, SEED_ROOF, kernel_times={"qproj": 1e-5})
+
+
+def test_profile_round_trip(tmp_path):
+    from roofcalc.hardware import Hardware
+
+    hw = Hardware("T4 (measured)", 270e9, {"fp16": 50e12}, launch_overhead_s=6e-6, nominal="T4", source="test")
+    save_profile(hw, str(tmp_path / "t4.json"))
+    back = load_profile(str(tmp_path / "t4.json"))
+    assert back == hw
+    r = roofline(analyze(TINY, Workload.decode(1, 500)), T4, measured_profile=back)
+    assert r.measured.ridge == pytest.approx(185.185, abs=1e-3)
+    assert r.step.launch_overhead_s == 6e-6
+
+
+# --------------------------------------------------------------------------- the plot
+
+
+def test_figure_lines_points_and_colours():
+    from roofcalc.plotting import AMBER, INDIGO, roofline_figure
+
+    r = roofline(analyze(TINY, Workload.decode(1, 500)), T4, measured_bw=270e9, measured_flops=50e12, tpot_s=0.015,
+                 points=(parse_point("matmul 4096:137438953472:100663296:0.00275"), parse_point("x + 1:1e8:4e8:0.0015")))
+    fig = roofline_figure(r)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    lines = {ln.get_gid(): ln for ln in ax.get_lines() if ln.get_gid()}
+    nominal, measured, ridge = lines["nominal-roof"], lines["measured-roof"], lines["ridge"]
+    assert nominal.get_linestyle() == "--" and measured.get_linestyle() == "-"
+    assert measured.get_color() == INDIGO
+    assert ridge.get_xdata()[0] == pytest.approx(50e12 / 270e9)
+    # the measured roof's flat part is 50 TFLOP/s
+    assert max(measured.get_ydata()) == pytest.approx(50e12)
+    points = [ln for gid, ln in lines.items() if gid.startswith("point-")]
+    # 18 kernels, of which embed_tokens and kv_cache_write have no FLOPs, + the step + 2 points = 19
+    assert len(points) == 19
+    coords = {(round(ln.get_xdata()[0], 3), ln.get_markeredgecolor()) for ln in points}
+    assert (round(4096 / 3, 3), AMBER) in coords  # the matmul: right of the ridge
+    assert (0.25, INDIGO) in coords  # x + 1: left of it
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("203" in t for t in legend) and any("185" in t for t in legend)
+    assert "T4" in fig.get_suptitle() and "TinyLlama" in fig.get_suptitle()
+
+
+def test_png_and_svg_are_written(tmp_path, capsys):
+    png, svg = tmp_path / "r.png", tmp_path / "r.svg"
+    assert main(["TinyLlama/TinyLlama-1.1B", "--plot", str(png)]) == 0
+    assert main(["TinyLlama/TinyLlama-1.1B", "--plot", str(svg), "--measured-bw", "270GB/s"]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    assert ET.parse(svg).getroot().tag.endswith("svg")
+
+
+# --------------------------------------------------------------------------- the CLI
+
+
+def test_cli_shows_both_roofs_and_tpot_verdict(capsys):
+    assert main(["TinyLlama/TinyLlama-1.1B", "--measured-bw", "270GB/s", "--measured-flops", "50TFLOP/s",
+                 "--tpot", "15ms", "--record"]) == 0
+    out = capsys.readouterr().out
+    assert "ridge 203 FLOP/byte" in out and "ridge 185 FLOP/byte" in out
+    assert "51% of the measured roof" in out
+    assert "bandwidth (GB/s)" in out and "84%" in out  # 270 / 320
+
+
+def test_cli_nominal_roof_is_said(capsys):
+    main(["TinyLlama/TinyLlama-1.1B"])
+    out = capsys.readouterr().out
+    assert "hardware  T4 (default)" in out and "verdicts use the nominal roof" in out
+
+
+def test_cli_json_has_units_in_keys(capsys, tmp_path):
+    times = tmp_path / "times.csv"
+    times.write_text("name,seconds\nq_proj,0.0001\n")
+    main(["TinyLlama/TinyLlama-1.1B", "--format", "json", "--tpot", "15ms", "--kernel-times", str(times)])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["hardware"]["nominal"]["ridge_flop_per_byte"] == pytest.approx(203.125)
+    assert doc["step"]["tpot_s"] == pytest.approx(0.015)
+    q = next(k for k in doc["kernels"] if k["name"] == "q_proj")
+    assert q["measured_s"] == pytest.approx(1e-4) and q["floor_multiple"] == pytest.approx(1e-4 / (8_396_800 / 320e9))
+    assert {"t_floor_s", "t_launch_s", "bound", "launches", "roof_fraction"} <= set(q)
+
+
+BAD = [
+    (["--hw", "Z9000"], "unknown hardware 'Z9000'; known: T4"),
+    (["--measured-bw", "fast"], "'fast' is not a bandwidth"),
+    (["--measured-bw=-270GB/s"], "is not a bandwidth"),
+    (["--measured-bw", "0"], "must be positive"),
+    (["--measured-flops", "50TB/s"], "is not a rate"),
+    (["--tpot", "15 parsecs"], "is not a time"),
+    (["--dtype", "bf16"], "T4 has no bf16 peak"),
+    (["--plot", "/nonexistent-dir/r.png"], "does not exist"),
+    (["--plot", "r.pdf"], "must end in .png or .svg"),
+    (["--point", "oops"], "is not NAME:FLOPS:BYTES:SECONDS"),
+    (["--hw-file", "/nonexistent.json"], "cannot read hardware profile"),
+]
+
+
+@pytest.mark.parametrize("args,message", BAD)
+def test_cli_bad_roofline_input(args, message, capsys):
+    assert main(["TinyLlama/TinyLlama-1.1B", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("roofcalc: error: ") and err.count("\n") == 1 and message in err, err
+
+
+def test_cli_kernel_times_naming_unknown_kernels(tmp_path, capsys):
+    times = tmp_path / "t.json"
+    times.write_text(json.dumps({"q_proj": 1e-4, "flash_attn_fwd": 2e-5}))
+    assert main(["TinyLlama/TinyLlama-1.1B", "--kernel-times", str(times)]) == 2
+    assert "flash_attn_fwd" in capsys.readouterr().err
+
+
+def test_cli_hardware_lists_ridges(capsys):
+    assert main(["hardware"]) == 0
+    out = capsys.readouterr().out
+    assert "T4" in out and "203 (fp16)" in out and "H100-SXM" in out
