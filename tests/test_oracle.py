@@ -109,3 +109,56 @@ def test_tinyllama_real_config_matches_counter_and_published_figures():
     assert decode.kernel("attention").cost.matmul_flops == 1_056_768  # 2 · 2 · 32 · 129 · 64
     assert prefill.totals.matmul_flops == prefill_counts.flops["Global"] == 267_764_367_360
     assert decode.totals.matmul_flops == decode_counts.flops["Global"] == 2_092_089_344
+
+
+class _OpCounter:
+    """Counts the ATen ops that compute (views and metadata ops launch nothing)."""
+
+    VIEWS = {"view", "_unsafe_view", "transpose", "unsqueeze", "slice", "expand", "t", "detach", "alias", "select",
+             "permute", "squeeze", "as_strided", "split", "unbind", "lift_fresh", "_reshape_alias"}
+
+    def __init__(self):
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        counter = self
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                if func.__name__.split(".")[0] not in counter.VIEWS:
+                    counter.n += 1
+                return func(*args, **(kwargs or {}))
+
+        self.n = 0
+        self.mode = Mode()
+
+
+@pytest.mark.parametrize("dtype_name", ["bf16", "fp32"])
+def test_hf_eager_launches_per_layer_equal_aten_ops_of_a_real_layer(dtype_name):
+    """The hf-eager launch table against the ops a transformers Llama layer dispatches in a decode step
+    (the difference between a 2-layer and a 1-layer model; CPU, real weights)."""
+    import warnings
+
+    from roofcalc import dtype as rc_dtype
+    from roofcalc.roofline import Roof, place
+
+    tdtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[dtype_name]
+    counts = {}
+    for layers in (1, 2):
+        cfg = dict(BASE, model_type="llama", num_key_value_heads=2, num_hidden_layers=layers)
+        import transformers
+
+        model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**cfg),
+                                                              dtype=tdtype).eval()
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            cache = model(input_ids=torch.zeros((1, 8), dtype=torch.long), use_cache=True).past_key_values
+            counter = _OpCounter()
+            with counter.mode:
+                model(input_ids=torch.zeros((1, 1), dtype=torch.long), past_key_values=cache, use_cache=True,
+                      logits_to_keep=1)
+        counts[layers] = counter.n
+    shape = shape_from_config(dict(BASE, model_type="llama", num_key_value_heads=2), "t")
+    d = rc_dtype(dtype_name)
+    step = analyze(shape, Workload.decode(1, 9, weight_dtype=d, act_dtype=d, kv_dtype=d))
+    verdict = place(step, Roof(1e12, 1e14), impl="hf-eager")
+    assert verdict.launches_per_layer == counts[2] - counts[1]

@@ -25,15 +25,17 @@ FLAG_FLOOR_MULTIPLE = 3.0  # a kernel above 3× its bandwidth floor "has a probl
 # hf-eager: transformers' eager PyTorch modules, one launch per ATen op that computes:
 #   RMSNorm (LlamaRMSNorm in 16-bit): to(fp32), pow, mean, add eps, rsqrt, mul, to(dtype), mul weight = 8
 #   rotary (apply_rotary_pos_emb): for q and for k: x·cos, neg, cat (rotate_half), ·sin, add = 5 + 5
-#   kv_cache_write: the cache update writes K and V = 2; attention: SDPA + the output transpose copy = 2
-#   act_mul: act(gate), × up = 2; every linear (with or without bias), add, gather = 1
+#   (in fp32 the two casts are no-ops: 6); kv_cache_write: the cache update writes K and V = 2;
+#   attention: one SDPA kernel; act_mul: act(gate), × up = 2; every linear, add, gather = 1.
+#   tests/test_oracle.py counts the ATen ops of a real transformers Llama layer against this table.
 # fused: what serving engines (vLLM, TensorRT-LLM) run: one GEMM for q/k/v, one for gate/up,
 #   residual adds fused into the following RMSNorm, SiLU×up one kernel, rotary one kernel.
 # cuda-graph: the fused kernels replayed from one CUDA graph: the launch cost is paid once per step.
 HF_EAGER = {
     "embed_tokens": 1, "input_layernorm": 8, "post_attention_layernorm": 8, "norm": 8, "q_norm": 8, "k_norm": 8,
-    "rotary": 10, "kv_cache_write": 2, "attention": 2, "act_mul": 2,
+    "rotary": 10, "kv_cache_write": 2, "attention": 1, "act_mul": 2,
 }
+RMSNORMS = ("input_layernorm", "post_attention_layernorm", "norm", "q_norm", "k_norm")
 FUSED = {
     "embed_tokens": 1, "input_layernorm": 1, "q_proj": 1, "k_proj": 0, "v_proj": 0, "q_norm": 1, "k_norm": 1,
     "rotary": 1, "kv_cache_write": 1, "attention": 1, "o_proj": 1, "attn_residual": 0,
@@ -43,10 +45,13 @@ FUSED = {
 IMPLS = ("hf-eager", "fused", "cuda-graph")
 
 
-def launches(kernel: Kernel, impl: str) -> int:
-    """GPU kernel launches one instance of ``kernel`` costs under ``impl`` (cuda-graph: see step_launch)."""
+def launches(kernel: Kernel, impl: str, act_dtype: str = "fp16") -> int:
+    """GPU kernel launches one instance of ``kernel`` costs under ``impl`` (cuda-graph: the same
+    kernels, but :attr:`StepVerdict.sum_launch_s` charges one launch per step)."""
     base = kernel.name.split("[")[0]
     if impl == "hf-eager":
+        if base in RMSNORMS and act_dtype == "fp32":
+            return HF_EAGER[base] - 2  # the casts to and from fp32 are no-ops
         return HF_EAGER.get(base, 1)
     if impl in ("fused", "cuda-graph"):
         return FUSED.get(base, 1)
@@ -282,7 +287,8 @@ def place(analysis: Analysis, roof: Roof, *, impl: str = "hf-eager", launch_over
         raise RoofcalcError(f"kernel times name kernels this model has not: {', '.join(unknown)} (it has: {names})")
     graph = impl == "cuda-graph"
     placements = tuple(
-        Placement(k, roof, launches(k, impl), 0.0 if graph else launch_overhead_s, times.get(k.name))
+        Placement(k, roof, launches(k, impl, analysis.workload.act_dtype.name), 0.0 if graph else launch_overhead_s,
+                  times.get(k.name))
         for k in analysis.kernels
     )
     totals = analysis.totals
