@@ -9,7 +9,7 @@ scalar calculator at random points.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 
 from .calculator import Cost, Workload, _layer_groups, decoder_layer, embed_tokens, kv_bytes_per_token, lm_head, rms_norm
 from .roofline import Roof, launches
@@ -73,7 +73,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
         nbytes = row["weight_bytes"] + row["act_read_bytes"] + row["act_write_bytes"] + row["kv_read_bytes"] + \
             row["kv_write_bytes"]
         floor += count * np.maximum(row["flops"] / roof.peak_flop_per_s, nbytes / roof.bandwidth_bytes_per_s)
-        n_launch += count * launches(replace(kernel, count=count), impl, base.act_dtype.name)
+        n_launch += count * launches(kernel, impl, base.act_dtype.name)
     launch_s = launch_overhead_s if impl == "cuda-graph" else n_launch * launch_overhead_s
     weights_in_memory = sum(count * k.param_bytes for k, count, _ in probe[(1, 1)])
     per_layer_kv = kv_bytes_per_token(shape, base.kv_dtype) // shape.n_layers
