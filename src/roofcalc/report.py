@@ -273,7 +273,7 @@ def totals_lines(r: Roofline) -> list[str]:
         f"launches {st.launches_per_layer} per layer, {st.launches_per_step} per step ({st.impl})",
         f"time      floors {st.sum_floor_s * 1e3:.3g} ms + launch overhead {st.sum_launch_s * 1e3:.3g} ms: "
         f"predicted {st.predicted_lower_s * 1e3:.3g} ms (full overlap) to {st.predicted_upper_s * 1e3:.3g} ms "
-        f"(no overlap); {st.dominant} dominate",
+        f"(no overlap); {st.dominant} {'dominates' if st.dominant == 'launch overhead' else 'dominate'}",
     ]
     if st.tpot_s is not None:
         roof = r.roof
