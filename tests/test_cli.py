@@ -91,6 +91,16 @@ ERRORS = [
     (["TinyLlama/TinyLlama-1.1B", "--context", "5", "--prompt", "3"], "not allowed with argument"),
     (["mistralai/Mixtral-8x7B-v0.1"], "model_type 'mixtral' is not supported"),
     ([], "the following arguments are required: model"),
+    (["TinyLlama/TinyLlama-1.1B", "--batch", ""], "--batch is empty"),
+    (["TinyLlama/TinyLlama-1.1B", "--batch", "1,,4"], "empty item"),
+    (["TinyLlama/TinyLlama-1.1B", "--batch", "256..1"], "runs backwards"),
+    (["TinyLlama/TinyLlama-1.1B", "--context", "512,x"], "not a whole number or a range"),
+    (["TinyLlama/TinyLlama-1.1B", "--batch", "1,1000000000000"], "beyond any real workload"),
+    (["TinyLlama/TinyLlama-1.1B", "--generate", "16"], "--generate needs --prompt"),
+    (["TinyLlama/TinyLlama-1.1B", "--batch", "1,2", "--tpot", "5ms"], "describes one measured step"),
+    (["TinyLlama/TinyLlama-1.1B", "--batch", "1,2", "--min-gain", "0"], "between 0 and 100"),
+    (["TinyLlama/TinyLlama-1.1B", "--batch", "1,2", "--memory", "lots"], "a size like 80GB"),
+    (["TinyLlama/TinyLlama-1.1B", "--memory", "80GB"], "give a list of batches or contexts"),
 ]
 
 
@@ -155,3 +165,74 @@ def test_main_job_imports_nothing_heavy():
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# --------------------------------------------------------------------------- sweeps
+
+
+def test_batch_sweep_table_and_verdicts(capsys):
+    code, out, err = run(["TinyLlama/TinyLlama-1.1B", "--batch", "1,4,16,64,128", "--context", "2048"], capsys)
+    assert code == 0 and err == ""
+    rows = [line.split() for line in out.splitlines() if line.strip() and line.split()[0] in ("1", "4", "16", "64", "128")]
+    assert [r[0] for r in rows] == ["1", "4", "16", "64", "128"]
+    assert all(r[1] == "2048" and r[-1] == "yes" for r in rows)
+    # the verdicts tests/test_sweep.py derives by hand, in words
+    assert "KV-cache bytes per step overtake weight bytes from batch 45" in out
+    assert "it never reaches the nominal ridge 203 at this context" in out
+    assert "the largest batch that fits in 16 GB" in out and ": 299" in out
+
+
+def test_sweep_marks_what_does_not_fit(capsys):
+    # Llama-2-7B fp16 on an 80 GB device at S=4096: 30 sequences fit, 31 do not (tests/test_sweep.py)
+    code, out, _ = run(["meta-llama/Llama-2-7b-hf", "--batch", "30,31", "--context", "4096", "--hw", "H100"], capsys)
+    assert code == 0
+    lines = {line.split()[0]: line for line in out.splitlines() if line.split()[:2] in (["30", "4096"], ["31", "4096"])}
+    assert lines["30"].rstrip().endswith("yes") and lines["31"].rstrip().endswith("NO: does not fit")
+    assert "largest batch that fits in 80 GB" in out and ": 30\n" in out
+
+
+def test_sweep_json_has_one_record_per_point_and_the_verdicts(capsys):
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--batch", "1..8", "--context", "512,2048", "--format", "json",
+                        "--memory", "4GiB"], capsys)
+    doc = json.loads(out)
+    assert code == 0
+    assert set(doc) == {"schema_version", "model", "workload", "hardware", "points", "verdicts"}
+    assert [(p["batch"], p["context"]) for p in doc["points"]] == [(b, s) for b in (1, 2, 4, 8) for s in (512, 2048)]
+    p = doc["points"][0]
+    assert set(p) >= {"flops", "weight_bytes", "kv_bytes", "intensity", "intensity_per_batch", "floor_s", "launch_s",
+                      "step_s", "tokens_per_s", "tpot_s", "bound", "memory_bytes", "fits"}
+    assert doc["hardware"]["capacity_bytes"] == 4 * 2 ** 30
+    assert [v["context"] for v in doc["verdicts"]] == [512, 2048]
+    # (4 GiB - 2,200,096,768) / (2048 · 22,528 = 46,137,344) = 45.4 -> 45
+    assert doc["verdicts"][1]["max_batch"] == 45
+
+
+def test_sweep_csv_and_markdown(capsys):
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--batch", "1,2", "--format", "csv"], capsys)
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and [r["batch"] for r in rows] == ["1", "2"]
+    assert int(rows[1]["flops"]) > int(rows[0]["flops"]) and rows[0]["context"] == "500"
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--context", "512..2048", "--format", "markdown"], capsys)
+    table = [line for line in out.splitlines() if line.startswith("|")]
+    assert code == 0 and table[0].split("|")[1].strip() == "batch" and len(table) == 2 + 3  # 512, 1024, 2048
+
+
+def test_prefill_and_request_sweeps(capsys):
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--prompt", "128,512", "--batch", "1,8"], capsys)
+    assert code == 0 and "TTFT ms" in out and "prompt tokens/s" in out
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--prompt", "512", "--generate", "64", "--format", "json"], capsys)
+    [p] = json.loads(out)["points"]
+    assert code == 0 and p["generate"] == 64
+    assert p["total_s"] == pytest.approx(p["ttft_s"] + 63 * p["mean_tpot_s"])
+
+
+@pytest.mark.parametrize("extra", [["--batch", "1,4,16", "--context", "512,4096"], ["--prompt", "64,256", "--batch", "1,2"],
+                                   ["--prompt", "64", "--generate", "8", "--batch", "1,2"]])
+def test_sweep_plots(tmp_path, capsys, extra):
+    path = tmp_path / "sweep.svg"
+    code, out, err = run(["TinyLlama/TinyLlama-1.1B", *extra, "--plot", str(path)], capsys)
+    assert code == 0 and err == ""
+    svg = path.read_text()
+    assert svg.count("<svg") == 1
+    if extra[1] == "1,4,16":
+        assert 'id="nominal-roof' in svg and 'id="memory-limit-0' in svg and 'id="point-2-1' in svg

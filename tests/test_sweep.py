@@ -8,9 +8,9 @@ np = pytest.importorskip("numpy")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from roofcalc import Workload, analyze, load_shape  # noqa: E402
+from roofcalc import RoofcalcError, Workload, analyze, dtype, load_shape  # noqa: E402
 from roofcalc.roofline import Roof, place  # noqa: E402
-from roofcalc.sweep import decode_grid  # noqa: E402
+from roofcalc.sweep import batch_verdicts, decode_grid, parse_sizes, prefill_grid, request_grid  # noqa: E402
 
 ROOF = Roof(320e9, 65e12)
 MODELS = ["TinyLlama/TinyLlama-1.1B", "mistralai/Mistral-7B-v0.1", "Qwen/Qwen3-8B", "google/gemma-2b"]
@@ -32,14 +32,135 @@ def test_grid_equals_scalar_calculator(model, b, s):
     assert grid.launch_s == pytest.approx(verdict.sum_launch_s)
 
 
+# TinyLlama (L=22, D=2048, N=32, K=4, H=64, F=5632, V=32000) decode at context S=2048, fp16, by hand.
+# FLOPs per sequence, per layer:
+#   q, o 2·D·D = 8,388,608 each; k, v 2·D·256 = 1,048,576 each; gate, up, down 2·D·F = 23,068,672 each
+#   -> linears 88,080,384
+#   attention QKᵀ + PV 4·S·N·H = 16,777,216, softmax 5·N·S = 327,680 -> 17,104,896
+#   RMSNorm 2 x 4·D = 16,384; rotary 3·(N+K)·H = 6,912; residuals 2 x D = 4,096; SiLU×up 3·F = 16,896
+#   -> 105,229,568 per layer, x 22 = 2,315,050,496
+# + final norm 4·D = 8,192 + lm_head 2·D·V = 131,072,000  -> 2,446,130,688 per sequence
+TINY_FLOPS_PER_SEQ = 2_446_130_688
+# Bytes per sequence that are not weights shared by the batch (fp16, 2 bytes a value):
+#   per layer: norms 2 x (D + D)·2 = 16,384; q (D + D)·2 = 8,192; k, v (D + 256)·2 = 4,608 each;
+#   rotary (2304 in + 128 cos/sin + 2304 out)·2 = 9,472; cache write reads 512 values = 1,024;
+#   attention reads q, writes out 2 x D·2 = 8,192; o 8,192; residuals 2 x 3·D·2 = 24,576;
+#   gate, up, down (D + F)·2 = 15,360 each; SiLU×up 3·F·2 = 33,792  -> 165,120, x 22 = 3,632,640
+#   + embedding row gathered 4,096 (weight bytes) and written 4,096, final norm 8,192,
+#   lm_head reads 4,096, writes V·2 = 64,000  -> 3,717,120
+TINY_ACT_PER_SEQ = 3_717_120
+#   KV cache: reads 2048 positions, writes 1, x 22,528 bytes = 46,159,872
+TINY_KV_PER_SEQ = (2048 + 1) * 22_528
+# Weight bytes every step reads whatever the batch: 2,069,024,768 (tests/test_calculator.py derives it)
+TINY_WEIGHTS = 2_069_024_768
+
+
 def test_tinyllama_kv_term_bends_intensity_below_batch():
-    """Context 2048, batch 64: weights are read once, KV grows with B·S, so AI < 64."""
+    """Context 2048, batch 64: AI = 64·f / (W + 64·(a + kv)); without the KV term it would be 67.9."""
     shape = load_shape("TinyLlama/TinyLlama-1.1B")
     grid = decode_grid(shape, [64], [2048], ROOF)
-    # KV read per step: 64 sequences · 2048 tokens · 22,528 bytes = 2,952,790,016 bytes, as much as
-    # 1.4× the 2,069,024,768 bytes of weights: AI is far below B
-    assert grid.kv_bytes[0, 0] == 64 * 2048 * 22_528 + 64 * 22_528  # reads + the new tokens' writes
-    assert grid.intensity[0, 0] < 64 / 2
+    flops = 64 * TINY_FLOPS_PER_SEQ  # 156,552,364,032
+    nbytes = TINY_WEIGHTS + 64 * (TINY_ACT_PER_SEQ + TINY_KV_PER_SEQ)  # 5,261,152,256
+    assert grid.flops[0, 0] == flops
+    assert grid.bytes[0, 0] == nbytes
+    assert grid.kv_bytes[0, 0] == 64 * TINY_KV_PER_SEQ  # 2,954,231,808: 1.43x the weights
+    assert grid.intensity[0, 0] == pytest.approx(flops / nbytes, rel=1e-15)  # 29.756
+    no_kv = flops / (TINY_WEIGHTS + 64 * TINY_ACT_PER_SEQ)  # 67.86: AI ≈ B while KV bytes are small
+    assert grid.intensity[0, 0] == pytest.approx(no_kv * (nbytes - 64 * TINY_KV_PER_SEQ) / nbytes, rel=1e-15)
+    assert 29.7 < grid.intensity[0, 0] < 29.8 < 64 < no_kv
+
+
+def test_intensity_close_to_batch_while_kv_is_small():
+    shape = load_shape("TinyLlama/TinyLlama-1.1B")
+    grid = decode_grid(shape, [1, 2, 4, 8], [16], ROOF)
+    # at S=16 the KV cache is 16·22,528 = 360 kB per sequence against 2.07 GB of weights, and each
+    # fp16 weight (2 bytes) does one multiply-add (2 FLOPs) per sequence: AI ≈ B
+    assert np.allclose(grid.intensity[:, 0] / grid.batches, 1.0, atol=0.015)
+
+
+def test_verdicts_tinyllama_context_2048():
+    shape = load_shape("TinyLlama/TinyLlama-1.1B")
+    [v] = batch_verdicts(shape, [2048], ROOF, 16e9)
+    # AI(B) -> f / (a + kv) = 2,446,130,688 / 49,876,992 = 49.04 < ridge 65e12 / 320e9 = 203: never
+    assert v.intensity_limit == pytest.approx(TINY_FLOPS_PER_SEQ / (TINY_ACT_PER_SEQ + TINY_KV_PER_SEQ), rel=1e-12)
+    assert v.ridge_batch is None
+    # KV B·46,159,872 > weights 2,069,024,768 + B·4,096 (the gathered embedding rows) <=> B > 44.83
+    assert v.kv_over_weights_batch == 45
+    # 16e9 >= 2,200,096,768 (weights in memory) + B·2048·22,528  <=>  B <= 299.1
+    assert v.max_batch == 299
+
+
+def test_ridge_batch_on_a_low_ridge_roof():
+    shape = load_shape("TinyLlama/TinyLlama-1.1B")
+    roof = Roof(1e12, 20e12)  # ridge 20 FLOP/byte
+    [v] = batch_verdicts(shape, [2048], roof)
+    # B·f >= 20·(W + B·(a + kv))  <=>  B >= 20·2,069,024,768 / (2,446,130,688 - 20·49,876,992) = 28.57
+    assert v.ridge_batch == 29
+    grid = decode_grid(shape, [28, 29], [2048], roof)
+    assert grid.intensity[0, 0] < 20 <= grid.intensity[1, 0]
+    assert v.max_batch is None  # no capacity given
+
+
+def test_largest_fitting_batch_llama2_7b_on_80gb():
+    shape = load_shape("meta-llama/Llama-2-7b-hf")
+    [v4k, v2k] = batch_verdicts(shape, [4096, 2048], ROOF, 80e9)
+    # weights 6,738,415,616 params x 2 bytes = 13,476,831,232; KV per token 2·32·4096·2 = 524,288 bytes
+    # S=4096: (80e9 - 13,476,831,232) / (4096 · 524,288 = 2,147,483,648) = 30.98 -> 30
+    assert v4k.max_batch == 30
+    # S=2048: 66,523,168,768 / 1,073,741,824 = 61.95 -> 61
+    assert v2k.max_batch == 61
+    grid = decode_grid(shape, [30, 31], [4096], ROOF)
+    assert grid.fits(80e9)[:, 0].tolist() == [True, False]
+
+
+def test_scaling_book_llama2_13b_kv_cache():
+    """jax-ml/scaling-book (inference chapter): 8192 tokens of Llama-2-13B in bf16 take 6.7 GB of KV cache
+    (2 · 40 layers · 5120 · 2 bytes = 819,200 bytes per token)."""
+    shape = load_shape("meta-llama/Llama-2-13b-hf")
+    bf16 = dict(weight_dtype="bf16", act_dtype="bf16", kv_dtype="bf16")
+    grid = decode_grid(shape, [1], [8192], ROOF, **{k: dtype(v) for k, v in bf16.items()})
+    weights = analyze(shape, Workload.decode(1, 1, **{k: dtype(v) for k, v in bf16.items()})).weight_storage_bytes
+    assert grid.memory_bytes[0, 0] - weights == 6_710_886_400
+
+
+def test_doubling_verdict_matches_the_scalar_calculator():
+    shape = load_shape("TinyLlama/TinyLlama-1.1B")
+    [v] = batch_verdicts(shape, [2048], ROOF, min_gain=0.10)
+
+    def tps(b):
+        st = place(analyze(shape, Workload.decode(b, 2048)), ROOF)
+        return b / st.predicted_lower_s
+
+    b = v.doubling_batch
+    assert tps(2 * b) / tps(b) - 1 == pytest.approx(v.doubling_gain, rel=1e-9)
+    assert v.doubling_gain < 0.10
+    k = 1
+    while k < b:  # every earlier doubling paid at least 10%
+        assert tps(2 * k) / tps(k) - 1 >= 0.10
+        k *= 2
+
+
+def test_request_is_prefill_plus_summed_decode_steps():
+    shape = load_shape("TinyLlama/TinyLlama-1.1B")
+    r = request_grid(shape, [3], [16], 5, ROOF)
+    ttft = place(analyze(shape, Workload.prefill(3, 16)), ROOF).predicted_lower_s
+    decode = [place(analyze(shape, Workload.decode(3, s)), ROOF).predicted_lower_s for s in (17, 18, 19, 20)]
+    assert r.ttft_s[0, 0] == pytest.approx(ttft, rel=1e-12)
+    assert r.total_s[0, 0] == pytest.approx(ttft + sum(decode), rel=1e-12)
+    assert r.mean_tpot_s[0, 0] == pytest.approx(sum(decode) / 4, rel=1e-12)
+    assert r.tokens_per_s[0, 0] == pytest.approx(3 * 5 / (ttft + sum(decode)), rel=1e-12)
+    # the cache ends holding 16 + 4 tokens of 3 sequences
+    assert r.memory_bytes[0, 0] == 2_200_096_768 + 3 * 20 * 22_528
+    one = request_grid(shape, [3], [16], 1, ROOF)
+    assert one.mean_tpot_s is None and one.total_s[0, 0] == pytest.approx(ttft)
+
+
+def test_prefill_grid_time_to_first_token_grows_with_prompt_and_batch():
+    shape = load_shape("mistralai/Mistral-7B-v0.1")
+    g = prefill_grid(shape, [1, 4], [128, 4096, 4097, 8192], ROOF)
+    assert (np.diff(g.ttft_s, axis=0) > 0).all() and (np.diff(g.ttft_s, axis=1) > 0).all()
+    st = analyze(shape, Workload.prefill(4, 4097)).totals
+    assert (g.flops[1, 2], g.bytes[1, 2]) == (st.flops, st.bytes)
 
 
 def test_memory_needed():
@@ -53,5 +174,39 @@ def test_monotonic_in_batch_and_context():
     shape = load_shape("mistralai/Mistral-7B-v0.1")
     b, s = [1, 2, 4, 8, 64, 256], [1, 100, 4095, 4096, 4097, 30000]
     grid = decode_grid(shape, b, s, ROOF)
-    for arr in (grid.floor_s, grid.kv_bytes, grid.flops, grid.memory_bytes):
+    for arr in (grid.floor_s, grid.step_s, grid.kv_bytes, grid.flops, grid.memory_bytes):
         assert (np.diff(arr, axis=0) >= 0).all() and (np.diff(arr, axis=1) >= 0).all()
+
+
+@pytest.mark.parametrize("text, values", [
+    ("64", (64,)),
+    ("1,4,16,64,128", (1, 4, 16, 64, 128)),
+    ("1..256", (1, 2, 4, 8, 16, 32, 64, 128, 256)),
+    ("3..100", (3, 6, 12, 24, 48, 96)),  # doubling from 3, never past 100
+    ("512..2048:512", (512, 1024, 1536, 2048)),
+    ("16,1..4, 2", (1, 2, 4, 16)),  # sorted, no repeats
+    ("1_024", (1024,)),
+])
+def test_parse_sizes(text, values):
+    assert parse_sizes(text) == values
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "empty"), (" , ", "empty"), ("1,,4", "empty item"), ("4,", "empty item"), ("a", "not a whole number"),
+    ("1.5", "not a whole number"), ("256..1", "runs backwards"), ("0..8", "start at 1"), ("-4", "negative"),
+    ("0", "at least 1"), ("1000000000000", "beyond any real workload"), ("1..10000000000", "beyond"),
+    ("1..8:0", "at least 1"), ("1...8", "not a whole number"),
+])
+def test_parse_sizes_rejects(text, message):
+    with pytest.raises(RoofcalcError, match=message):
+        parse_sizes(text)
+
+
+def test_grid_rejects_bad_sizes_and_overflow():
+    shape = load_shape("TinyLlama/TinyLlama-1.1B")
+    for batches, contexts in (([], [1]), ([0], [1]), ([1], [2.5]), ([10 ** 12], [1])):
+        with pytest.raises(RoofcalcError):
+            decode_grid(shape, batches, contexts, ROOF)
+    big = load_shape("meta-llama/Llama-3.1-405B")  # 2^20 x 2^24 x 126 layers overflows 64 bits
+    with pytest.raises(RoofcalcError, match="64 bits"):
+        decode_grid(big, [1 << 20], [1 << 24], ROOF)

@@ -36,11 +36,16 @@ def _main_parser() -> argparse.ArgumentParser:
         "from its HuggingFace config.json. Other commands: 'roofcalc models' lists the offline catalog.",
     )
     p.add_argument("model", help="a config.json, a folder holding one, a catalog name (roofcalc models) or a hub id")
-    p.add_argument("--batch", "-b", type=positive_int, help=f"sequences per step, B (default {DEFAULT_BATCH})")
+    sizes = "; a list (1,4,16) or a range (1..256 doubles, 512..4096:512 steps) sweeps"
+    p.add_argument("--batch", "-b", help=f"sequences per step, B (default {DEFAULT_BATCH}){sizes}")
     phase = p.add_mutually_exclusive_group()
-    phase.add_argument("--context", "-s", type=positive_int,
-                       help=f"decode: KV length the new token attends to, itself included (default {DEFAULT_CONTEXT})")
-    phase.add_argument("--prompt", "-p", type=positive_int, help="prefill a prompt of this many tokens instead of decoding")
+    phase.add_argument("--context", "-s",
+                       help=f"decode: KV length the new token attends to, itself included (default {DEFAULT_CONTEXT})"
+                       f"{sizes}")
+    phase.add_argument("--prompt", "-p", help=f"prefill a prompt of this many tokens instead of decoding{sizes}")
+    p.add_argument("--generate", "-n", type=positive_int,
+                   help="with --prompt: a whole request generating this many tokens (time to first token, total time, "
+                   "mean time per output token)")
     p.add_argument("--dtype", help=f"weights, activations and KV cache (default {DEFAULT_DTYPE}): fp32 bf16 fp16 fp8")
     p.add_argument("--weight-dtype", help="weights only: fp32 bf16 fp16 fp8 int8 int4")
     p.add_argument("--act-dtype", help="activations only")
@@ -66,11 +71,14 @@ def _main_parser() -> argparse.ArgumentParser:
                    help="another measured workload to place on the roof (repeatable)")
     r.add_argument("--record", action="store_true", help="print the record table: nominal vs measured, with ratios")
     r.add_argument("--plot", metavar="FILE.png|FILE.svg", help="draw the roofline with every kernel and point")
+    r.add_argument("--memory", help="device memory for the 'fits' verdicts, e.g. 80GB or 80GiB (default: the hardware's)")
+    r.add_argument("--min-gain", default="10%", metavar="PERCENT",
+                   help="sweeps: the tokens/s gain below which a doubling of the batch no longer pays (default 10%%)")
     return p
 
 
-def _workload(args: argparse.Namespace):
-    from .calculator import Workload, dtype
+def _workload_kw(args: argparse.Namespace) -> dict:
+    from .calculator import dtype
 
     base = args.dtype or DEFAULT_DTYPE
     kw = dict(
@@ -83,10 +91,31 @@ def _workload(args: argparse.Namespace):
     )
     if kw["act_dtype"].quantized:
         raise RoofcalcError(f"activations cannot be {kw['act_dtype'].name}; use --weight-dtype for integer weights")
-    batch = args.batch or DEFAULT_BATCH
-    if args.prompt:
-        return Workload.prefill(batch, args.prompt, **kw)
-    return Workload.decode(batch, args.context or DEFAULT_CONTEXT, **kw)
+    return kw
+
+
+def _sizes(args: argparse.Namespace) -> tuple[tuple[int, ...], tuple[int, ...] | None, tuple[int, ...] | None]:
+    """(batches, contexts, prompts) from the flags; exactly one of contexts and prompts is None."""
+    from .calculator import MAX_BATCH, MAX_TOKENS
+    from .sweep import parse_sizes
+
+    batches = parse_sizes(args.batch, "batch", MAX_BATCH) if args.batch is not None else (DEFAULT_BATCH,)
+    if args.prompt is not None:
+        return batches, None, parse_sizes(args.prompt, "prompt", MAX_TOKENS)
+    if args.generate is not None:
+        raise RoofcalcError("--generate needs --prompt: a request prefills its prompt, then generates")
+    contexts = parse_sizes(args.context, "context", MAX_TOKENS) if args.context is not None else (DEFAULT_CONTEXT,)
+    return batches, contexts, None
+
+
+def _workload(args: argparse.Namespace):
+    from .calculator import Workload
+
+    batches, contexts, prompts = _sizes(args)
+    kw = _workload_kw(args)
+    if prompts is not None:
+        return Workload.prefill(batches[0], prompts[0], **kw)
+    return Workload.decode(batches[0], contexts[0], **kw)
 
 
 def load_kernel_times(path: str) -> dict[str, float]:
@@ -123,16 +152,62 @@ def load_kernel_times(path: str) -> dict[str, float]:
     return times
 
 
+def _hardware(args: argparse.Namespace):
+    """(catalog entry, measured profile or None)."""
+    from .hardware import find_hardware, load_profile
+
+    profile = load_profile(args.hw_file) if args.hw_file else None
+    hw_name = args.hw or (profile.nominal if profile and profile.nominal else DEFAULT_HW)
+    return find_hardware(hw_name), profile
+
+
+def is_sweep(args: argparse.Namespace) -> bool:
+    batches, contexts, prompts = _sizes(args)
+    return args.generate is not None or len(batches) > 1 or len(contexts or prompts) > 1
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text.strip().rstrip("%"))
+    except ValueError:
+        raise RoofcalcError(f"--min-gain '{text}' is not a percentage such as 10%") from None
+    if not 0 < value < 100:
+        raise RoofcalcError(f"--min-gain {text}: give a percentage between 0 and 100")
+    return value / 100
+
+
+def build_sweep(args: argparse.Namespace):
+    from .hardware import parse_quantity
+    from .shapes import load_shape
+    from .sweep import sweep
+
+    for flag, value in (("--tpot", args.tpot), ("--kernel-times", args.kernel_times), ("--point", args.point),
+                        ("--record", args.record)):
+        if value:
+            raise RoofcalcError(f"{flag} describes one measured step; give a single --batch and --context with it")
+    batches, contexts, prompts = _sizes(args)
+    kw = _workload_kw(args)
+    hardware, profile = _hardware(args)
+    shape = load_shape(args.model, family=args.family)
+    return sweep(
+        shape, hardware, batches=batches, contexts=contexts, prompts=prompts, generate=args.generate,
+        measured_bw=parse_quantity(args.measured_bw, "bandwidth") if args.measured_bw else None,
+        measured_flops=parse_quantity(args.measured_flops, "flops") if args.measured_flops else None,
+        measured_profile=profile, impl=args.impl,
+        launch_overhead_s=parse_quantity(args.launch_overhead, "time") if args.launch_overhead else None,
+        capacity_bytes=parse_quantity(args.memory, "size") if args.memory else None,
+        min_gain=_percent(args.min_gain), **kw,
+    )
+
+
 def build_roofline(args: argparse.Namespace):
     from .calculator import analyze
-    from .hardware import find_hardware, load_profile, parse_quantity
+    from .hardware import parse_quantity
     from .roofline import parse_point, roofline
     from .shapes import load_shape
 
     workload = _workload(args)
-    profile = load_profile(args.hw_file) if args.hw_file else None
-    hw_name = args.hw or (profile.nominal if profile and profile.nominal else DEFAULT_HW)
-    hardware = find_hardware(hw_name)
+    hardware, profile = _hardware(args)
     shape = load_shape(args.model, family=args.family)
     return roofline(
         analyze(shape, workload), hardware,
@@ -162,12 +237,17 @@ def run_main(argv: Sequence[str]) -> str:
         from .plotting import check_plot_path
 
         check_plot_path(args.plot)
-    result = build_roofline(args)
+    if is_sweep(args):
+        result = build_sweep(args)
+    else:
+        if args.memory:
+            raise RoofcalcError("--memory feeds the sweep's 'fits' verdicts; give a list of batches or contexts")
+        result = build_roofline(args)
     out = report.render(result, args.format, defaults, record=args.record)
     if args.plot:
-        from .plotting import save_roofline
+        from .plotting import save_plot
 
-        save_roofline(result, args.plot)
+        save_plot(result, args.plot)
         if args.format in ("table", "markdown"):
             out += f"\nplot      written to {args.plot}\n"
     return out

@@ -139,14 +139,17 @@ _UNITS = {
     "bandwidth": ("b/s", "bytes/s", "byte/s", "bps"),
     "flops": ("flop/s", "flops", "flop"),
     "time": ("s", "ms", "us", "µs", "ns"),
+    "size": ("b", "byte", "bytes"),
 }
 
 
 def parse_quantity(text: str, kind: str) -> float:
-    """'270GB/s' -> 2.7e11, '2.0TB/s' -> 2e12, '50TFLOP/s' -> 5e13, '15ms' -> 0.015; plain numbers
-    are base units (bytes/s, FLOP/s, seconds). Decimal prefixes, as datasheets use."""
+    """'270GB/s' -> 2.7e11, '2.0TB/s' -> 2e12, '50TFLOP/s' -> 5e13, '15ms' -> 0.015, '80GB' -> 8e10;
+    plain numbers are base units (bytes/s, FLOP/s, seconds, bytes). Decimal prefixes, as datasheets
+    use; sizes also take binary ones ('80GiB' -> 80·2³⁰)."""
     m = _QUANTITY.match(text)
-    what = {"bandwidth": "a bandwidth like 270GB/s", "flops": "a rate like 50TFLOP/s", "time": "a time like 15ms"}[kind]
+    what = {"bandwidth": "a bandwidth like 270GB/s", "flops": "a rate like 50TFLOP/s", "time": "a time like 15ms",
+            "size": "a size like 80GB or 80GiB"}[kind]
     if not m:
         raise RoofcalcError(f"'{text}' is not {what}")
     number, prefix, unit = float(m.group(1)), m.group(2).lower(), m.group(3).lower()
@@ -155,6 +158,8 @@ def parse_quantity(text: str, kind: str) -> float:
         if scale is None:
             raise RoofcalcError(f"'{text}' is not {what}")
         value = number * scale
+    elif kind == "size" and prefix and unit in ("ib", "ibyte", "ibytes"):  # 80GiB: binary prefixes
+        value = number * 1024 ** "kmgtp".index(prefix) * 1024
     else:
         if unit and unit not in _UNITS[kind]:
             raise RoofcalcError(f"'{text}' is not {what}")

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from .errors import RoofcalcError
-from .roofline import Roofline
+from .roofline import Roof, Roofline
 
 INDIGO = "#2b53d8"  # left of the measured ridge: memory-bound (the seed's colours)
 AMBER = "#b26a12"  # right of it: compute-bound
@@ -119,9 +119,143 @@ def roofline_figure(r: Roofline):
 
 
 def save_roofline(r: Roofline, path: str) -> None:
+    save_plot(r, path)
+
+
+def save_plot(r, path: str) -> None:
+    """The roofline of one step, or the two panels of a sweep (:class:`roofcalc.sweep.Sweep`)."""
     check_plot_path(path)
-    fig = roofline_figure(r)
+    fig = roofline_figure(r) if isinstance(r, Roofline) else sweep_figure(r)
     try:
         fig.savefig(path, dpi=150)
     except OSError as exc:
         raise RoofcalcError(f"--plot {path}: {exc.strerror}") from None
+
+
+# --------------------------------------------------------------------------- sweeps
+
+SERIES = ("#2b53d8", "#b26a12", "#1a8a5a", "#b8326e", "#6b4fbb", "#4a7d8c")  # one colour per context or prompt
+MAX_SERIES = len(SERIES)
+
+
+def _pick(n: int) -> list[int]:
+    """At most MAX_SERIES indices, evenly spread, first and last included."""
+    if n <= MAX_SERIES:
+        return list(range(n))
+    return sorted({round(i * (n - 1) / (MAX_SERIES - 1)) for i in range(MAX_SERIES)})
+
+
+def _draw_roofs(ax, nominal: Roof, measured: Roof | None, lo_x: float, hi_x: float) -> None:
+    import numpy as np
+
+    ai = np.logspace(np.log10(lo_x), np.log10(hi_x), 400)
+    ax.loglog(ai, np.minimum(nominal.peak_flop_per_s, nominal.bandwidth_bytes_per_s * ai), "--", color=NOMINAL_GREY,
+              lw=1.5, label=f"nominal roof, ridge {nominal.ridge:.0f}", gid="nominal-roof")
+    if measured is not None:
+        ax.loglog(ai, np.minimum(measured.peak_flop_per_s, measured.bandwidth_bytes_per_s * ai), "-", color="0.15",
+                  lw=2, label=f"measured roof, ridge {measured.ridge:.0f}", gid="measured-roof")
+    ridge = (measured or nominal).ridge
+    ax.axvline(ridge, color="0.6", lw=1, ls=":", gid="ridge")
+    ax.set_xlim(lo_x, hi_x)
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("performance (FLOP/s)")
+    ax.grid(True, which="both", alpha=0.25)
+
+
+def sweep_figure(sw):
+    """Left: every step of the sweep on the roofline (one line per context or prompt, a point per batch;
+    hollow where it does not fit in memory). Right: step time and tokens/s against batch (decode),
+    time to first token against prompt (prefill), or TTFT, TPOT and tokens/s (request); the memory
+    limit marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    g = sw.grid
+    fits = g.fits(sw.capacity_bytes)
+    fig = Figure(figsize=(14, 6), layout="constrained")
+    left, right = fig.subplots(1, 2)
+    w = sw.dtypes
+    mem = "memory unknown" if sw.capacity_bytes is None else f"{sw.capacity_bytes / 1e9:.4g} GB"
+    fig.suptitle(f"{sw.shape.name} · {sw.kind} sweep · {w.compute_dtype.name} · {sw.hardware.name} "
+                 f"({'measured' if sw.measured else 'nominal'} roof, {mem}) · {sw.impl}", fontsize=11)
+    if sw.kind == "request":
+        return _request_panels(fig, left, right, sw, fits)
+
+    decode = sw.kind == "decode"
+    lengths = g.contexts if decode else g.prompts
+    step = g.step_s if decode else g.ttft_s
+    achieved = g.flops / step
+    inten = g.intensity
+    xs = np.concatenate([inten.ravel(), [sw.nominal.ridge]])
+    _draw_roofs(left, sw.nominal, sw.measured, xs.min() / 4, max(xs.max() * 4, sw.nominal.ridge * 20))
+    letter = "S" if decode else "T"
+    for n, j in enumerate(_pick(len(lengths))):
+        c = SERIES[n]
+        left.plot(inten[:, j], achieved[:, j], "-", color=c, lw=1, alpha=0.6)
+        for i, b in enumerate(g.batches):
+            face = c if fits[i, j] else "white"
+            left.plot([inten[i, j]], [achieved[i, j]], "o", ms=6, mfc=face, mec=c, mew=1.3, gid=f"point-{i}-{j}")
+            if len(g.batches) <= 12 or i in (0, len(g.batches) - 1):
+                left.annotate(f"B={b}", (inten[i, j], achieved[i, j]), textcoords="offset points", xytext=(4, -10),
+                              fontsize=7, color=c)
+        left.plot([], [], "o-", color=c, label=f"{letter}={lengths[j]:,}")
+    left.set_ylim(achieved.min() / 5, max(achieved.max(), sw.nominal.peak_flop_per_s) * 3)
+    left.legend(loc="lower right", fontsize=8, title="hollow: does not fit", title_fontsize=7)
+    left.set_title("each step on the roofline (predicted FLOP/s = FLOPs / step time)", fontsize=9)
+
+    if decode:
+        tps = g.tokens_per_s
+        twin = right.twinx()
+        for n, j in enumerate(_pick(len(lengths))):
+            c = SERIES[n]
+            right.loglog(g.batches, step[:, j] * 1e3, "-o", color=c, ms=4, label=f"step ms, S={lengths[j]:,}")
+            twin.loglog(g.batches, tps[:, j], "--s", color=c, ms=3, alpha=0.8)
+            v = sw.verdicts[j] if j < len(sw.verdicts) else None
+            if v is not None and v.max_batch:
+                right.axvline(v.max_batch, color=c, ls=":", lw=1.5, gid=f"memory-limit-{j}")
+                right.annotate(f"memory limit B={v.max_batch:,}", (v.max_batch, 1), xycoords=("data", "axes fraction"),
+                               rotation=90, va="top", ha="right", fontsize=7, color=c)
+        right.set_xlabel("batch B")
+        right.set_ylabel("step time = time per output token (ms), solid")
+        twin.set_ylabel("tokens/s, all sequences (dashed)")
+        right.set_title("step time and tokens/s against batch", fontsize=9)
+    else:
+        for i in _pick(len(g.batches)):
+            c = SERIES[_pick(len(g.batches)).index(i)]
+            right.loglog(g.prompts, step[i, :] * 1e3, "-o", color=c, ms=4, label=f"B={g.batches[i]:,}")
+            bad = ~fits[i, :]
+            if bad.any():
+                right.plot(g.prompts[bad], step[i, bad] * 1e3, "x", color="red", ms=8)
+        right.set_xlabel("prompt length T (tokens)")
+        right.set_ylabel("time to first token (ms); red x: does not fit")
+        right.set_title("prefill: time to first token against prompt length", fontsize=9)
+    right.grid(True, which="both", alpha=0.25)
+    right.legend(loc="upper left", fontsize=8)
+    return fig
+
+
+def _request_panels(fig, left, right, sw, fits):
+    g = sw.grid
+    tpot = g.mean_tpot_s
+    for n, j in enumerate(_pick(len(g.prompts))):
+        c = SERIES[n]
+        left.loglog(g.batches, g.ttft_s[:, j] * 1e3, "-o", color=c, ms=4, label=f"TTFT, P={g.prompts[j]:,}")
+        if tpot is not None:
+            left.loglog(g.batches, tpot[:, j] * 1e3, "--s", color=c, ms=3, label=f"mean TPOT, P={g.prompts[j]:,}")
+        right.loglog(g.batches, g.tokens_per_s[:, j], "-o", color=c, ms=4, label=f"P={g.prompts[j]:,}")
+        bad = ~fits[:, j]
+        if bad.any():
+            right.plot(g.batches[bad], g.tokens_per_s[bad, j], "x", color="red", ms=8)
+    left.set_xlabel("batch B")
+    left.set_ylabel("ms")
+    left.set_title(f"time to first token and mean time per output token ({g.generate} tokens)", fontsize=9)
+    right.set_xlabel("batch B")
+    right.set_ylabel("output tokens/s over the whole request; red x: does not fit")
+    right.set_title("request throughput against batch", fontsize=9)
+    for ax in (left, right):
+        ax.grid(True, which="both", alpha=0.25)
+        ax.legend(loc="best", fontsize=8)
+    return fig

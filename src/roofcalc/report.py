@@ -14,6 +14,7 @@ from typing import Any, Iterable
 
 from .calculator import Analysis, Cost, Kernel
 from .roofline import Roof, Roofline
+from .sweep import BatchVerdicts, Sweep
 
 SCHEMA_VERSION = 1
 FORMATS = ("table", "markdown", "csv", "json")
@@ -111,16 +112,20 @@ def roof_record(roof: Roof | None) -> dict[str, Any] | None:
             "ridge_flop_per_byte": roof.ridge}
 
 
-def hardware_record(r: Roofline) -> dict[str, Any]:
+def hardware_record(r: Roofline | Sweep) -> dict[str, Any]:
     hw = r.hardware
     measured = roof_record(r.measured)
     if measured is not None:
         measured["bandwidth_ratio"] = r.measured.bandwidth_bytes_per_s / r.nominal.bandwidth_bytes_per_s
         measured["peak_ratio"] = r.measured.peak_flop_per_s / r.nominal.peak_flop_per_s
-    return {"name": hw.name, "source": hw.source, "compute_dtype": r.compute_dtype, "memory_bytes": hw.memory_bytes,
+    if isinstance(r, Sweep):
+        compute, impl, overhead = r.dtypes.compute_dtype.name, r.impl, r.launch_overhead_s
+    else:
+        compute, impl, overhead = r.compute_dtype, r.step.impl, r.step.launch_overhead_s
+    return {"name": hw.name, "source": hw.source, "compute_dtype": compute, "memory_bytes": hw.memory_bytes,
             "nominal": roof_record(r.nominal), "measured": measured,
             "verdict_roof": "measured" if r.measured else "nominal",
-            "impl": r.step.impl, "launch_overhead_s": r.step.launch_overhead_s}
+            "impl": impl, "launch_overhead_s": overhead}
 
 
 def placement_record(r: Roofline) -> list[dict[str, Any]]:
@@ -353,9 +358,216 @@ def to_csv(r: Roofline) -> str:
     return buf.getvalue()
 
 
-def render(r: Roofline, fmt: str = "table", defaults: Iterable[str] = (), record: bool = False) -> str:
+def render(r: Roofline | Sweep, fmt: str = "table", defaults: Iterable[str] = (), record: bool = False) -> str:
+    if isinstance(r, Sweep):
+        return render_sweep(r, fmt, defaults)
     if fmt == "json":
         return to_json(r) + "\n"
     if fmt == "csv":
         return to_csv(r)
     return to_text(r, fmt, defaults, record)
+
+
+# --------------------------------------------------------------------------- sweeps
+
+
+def _gb(nbytes: float) -> str:
+    return f"{nbytes / 1e9:.4g}"
+
+
+def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
+    """One record per point, row-major (batch, then context or prompt); exact integers, seconds."""
+    g = sw.grid
+    fits = g.fits(sw.capacity_bytes)
+    out = []
+    if sw.kind == "decode":
+        inten, step, upper, tps, bound = g.intensity, g.step_s, g.step_upper_s, g.tokens_per_s, g.bound
+        for i, b in enumerate(g.batches):
+            for j, s in enumerate(g.contexts):
+                out.append({
+                    "batch": int(b), "context": int(s), "flops": int(g.flops[i, j]), "bytes": int(g.bytes[i, j]),
+                    "weight_bytes": int(g.weight_bytes[i, j]), "kv_bytes": int(g.kv_bytes[i, j]),
+                    "intensity": float(inten[i, j]), "intensity_per_batch": float(inten[i, j] / b),
+                    "floor_s": float(g.floor_s[i, j]), "launch_s": float(g.launch_s),
+                    "step_s": float(step[i, j]), "step_upper_s": float(upper[i, j]), "tpot_s": float(step[i, j]),
+                    "tokens_per_s": float(tps[i, j]), "bound": str(bound[i, j]),
+                    "memory_bytes": int(g.memory_bytes[i, j]), "fits": bool(fits[i, j]),
+                })
+    elif sw.kind == "prefill":
+        inten, ttft, tps, bound = g.intensity, g.ttft_s, g.prompt_tokens_per_s, g.bound
+        for i, b in enumerate(g.batches):
+            for j, p in enumerate(g.prompts):
+                out.append({
+                    "batch": int(b), "prompt": int(p), "flops": int(g.flops[i, j]), "bytes": int(g.bytes[i, j]),
+                    "intensity": float(inten[i, j]), "floor_s": float(g.floor_s[i, j]),
+                    "launch_s": float(g.launch_s[i, j]), "ttft_s": float(ttft[i, j]),
+                    "prompt_tokens_per_s": float(tps[i, j]), "bound": str(bound[i, j]),
+                    "memory_bytes": int(g.memory_bytes[i, j]), "fits": bool(fits[i, j]),
+                })
+    else:
+        total, tpot, tps = g.total_s, g.mean_tpot_s, g.tokens_per_s
+        for i, b in enumerate(g.batches):
+            for j, p in enumerate(g.prompts):
+                out.append({
+                    "batch": int(b), "prompt": int(p), "generate": g.generate, "ttft_s": float(g.ttft_s[i, j]),
+                    "decode_s": float(g.decode_s[i, j]), "total_s": float(total[i, j]),
+                    "mean_tpot_s": None if tpot is None else float(tpot[i, j]),
+                    "tokens_per_s": float(tps[i, j]), "memory_bytes": int(g.memory_bytes[i, j]),
+                    "fits": bool(fits[i, j]),
+                })
+    return out
+
+
+def verdict_record(v: BatchVerdicts) -> dict[str, Any]:
+    return {"context": v.context, "ridge_flop_per_byte": v.ridge, "intensity_limit": v.intensity_limit,
+            "ridge_batch": v.ridge_batch, "kv_over_weights_batch": v.kv_over_weights_batch,
+            "max_batch": v.max_batch, "capacity_bytes": v.capacity_bytes, "min_gain": v.min_gain,
+            "doubling_batch": v.doubling_batch, "doubling_gain": v.doubling_gain,
+            "largest_batch_tried": v.largest_batch_tried}
+
+
+def sweep_record(sw: Sweep) -> dict[str, Any]:
+    from .calculator import analyze
+
+    g = sw.grid
+    w = sw.dtypes
+    workload: dict[str, Any] = {"phase": sw.kind, "batches": [int(b) for b in g.batches]}
+    if sw.kind == "decode":
+        workload["contexts"] = [int(s) for s in g.contexts]
+    else:
+        workload["prompts"] = [int(p) for p in g.prompts]
+        workload["causal"], workload["logits"] = w.causal, "all" if w.logits_all else "last"
+    if sw.kind == "request":
+        workload["generate"] = g.generate
+    workload.update(weight_dtype=w.weight_dtype.name, act_dtype=w.act_dtype.name, kv_dtype=w.kv_dtype.name,
+                    compute_dtype=w.compute_dtype.name)
+    hw = hardware_record(sw)
+    hw["capacity_bytes"] = sw.capacity_bytes
+    return {"schema_version": SCHEMA_VERSION, "model": model_record(analyze(sw.shape, w)), "workload": workload,
+            "hardware": hw, "points": sweep_point_records(sw), "verdicts": [verdict_record(v) for v in sw.verdicts]}
+
+
+_SWEEP_COLUMNS = {  # (header, record key, text formatter)
+    "decode": [("batch", "batch", str), ("context", "context", str), ("FLOPs", "flops", si),
+               ("weights", "weight_bytes", lambda x: si(x, "B")), ("KV cache", "kv_bytes", lambda x: si(x, "B")),
+               ("AI", "intensity", ratio), ("AI/B", "intensity_per_batch", lambda x: f"{x:.3f}"),
+               ("floor ms", "floor_s", lambda x: f"{x * 1e3:.3g}"), ("launch ms", "launch_s", lambda x: f"{x * 1e3:.3g}"),
+               ("step=TPOT ms", "step_s", lambda x: f"{x * 1e3:.3g}"),
+               ("tokens/s", "tokens_per_s", lambda x: f"{x:,.0f}" if x >= 100 else f"{x:.3g}"),
+               ("bound", "bound", str), ("memory GB", "memory_bytes", _gb)],
+    "prefill": [("batch", "batch", str), ("prompt", "prompt", str), ("FLOPs", "flops", si),
+                ("bytes", "bytes", lambda x: si(x, "B")), ("AI", "intensity", ratio),
+                ("floor ms", "floor_s", lambda x: f"{x * 1e3:.3g}"), ("launch ms", "launch_s", lambda x: f"{x * 1e3:.3g}"),
+                ("TTFT ms", "ttft_s", lambda x: f"{x * 1e3:.3g}"),
+                ("prompt tokens/s", "prompt_tokens_per_s", lambda x: f"{x:,.0f}"), ("bound", "bound", str),
+                ("memory GB", "memory_bytes", _gb)],
+    "request": [("batch", "batch", str), ("prompt", "prompt", str), ("generate", "generate", str),
+                ("TTFT ms", "ttft_s", lambda x: f"{x * 1e3:.3g}"),
+                ("mean TPOT ms", "mean_tpot_s", lambda x: "" if x is None else f"{x * 1e3:.3g}"),
+                ("total s", "total_s", lambda x: f"{x:.3g}"),
+                ("output tokens/s", "tokens_per_s", lambda x: f"{x:,.0f}" if x >= 100 else f"{x:.3g}"),
+                ("memory GB (end)", "memory_bytes", _gb)],
+}
+
+
+def _batch(n: int | None) -> str:
+    return "" if n is None else f"batch {n:,}"
+
+
+def verdict_lines(sw: Sweep) -> list[str]:
+    """The decode verdicts in words, one block per context."""
+    roof_name = "measured" if sw.measured else "nominal"
+    cap = sw.capacity_bytes
+    lines = []
+    if len(sw.verdicts) > 12:
+        return [f"verdicts  for {len(sw.verdicts)} contexts: see --format json ('verdicts')"]
+    for v in sw.verdicts:
+        lines.append(f"context {v.context:,}:")
+        if v.ridge_batch is None:
+            lines.append(f"  ridge     the step's AI tends to {v.intensity_limit:.3g} FLOP/byte as the batch grows (the KV "
+                         f"cache grows with it): it never reaches the {roof_name} ridge {v.ridge:.0f} at this context")
+        else:
+            fits = "" if v.max_batch is None or v.ridge_batch <= v.max_batch else " (more than fits in memory)"
+            lines.append(f"  ridge     the step's AI reaches the {roof_name} ridge {v.ridge:.0f} FLOP/byte at "
+                         f"{_batch(v.ridge_batch)}{fits}; beyond it the step is compute-bound")
+        if v.kv_over_weights_batch is None:
+            lines.append("  KV        KV-cache bytes never overtake weight bytes")
+        else:
+            lines.append(f"  KV        KV-cache bytes per step overtake weight bytes from {_batch(v.kv_over_weights_batch)}")
+        if v.max_batch is None:
+            lines.append("  memory    the device's capacity is unknown (pass --memory)")
+        elif v.max_batch == 0:
+            lines.append(f"  memory    not even batch 1 fits in {_gb(cap)} GB (weights + KV cache)")
+        else:
+            lines.append(f"  memory    the largest batch that fits in {_gb(cap)} GB (weights + KV cache, nothing else): "
+                         f"{v.max_batch:,}")
+        if v.doubling_batch is None:
+            lines.append(f"  doubling  every doubling up to batch {v.largest_batch_tried:,} gains at least "
+                         f"{100 * v.min_gain:.0f}% tokens/s")
+        else:
+            beyond = "" if v.max_batch is None or v.doubling_batch <= v.max_batch else " (beyond what fits)"
+            lines.append(f"  doubling  stops paying at {_batch(v.doubling_batch)}: batch {2 * v.doubling_batch:,} gives "
+                         f"only +{100 * v.doubling_gain:.1f}% tokens/s (less than {100 * v.min_gain:.0f}%){beyond}")
+    return lines
+
+
+def sweep_header_lines(sw: Sweep, defaults: Iterable[str] = ()) -> list[str]:
+    from .calculator import analyze
+
+    lines = [line for line in header_lines(analyze(sw.shape, sw.dtypes), defaults) if not line.startswith("workload")]
+    g = sw.grid
+    if sw.kind == "decode":
+        what = f"decode one token per sequence, {len(g.batches)} batch(es) x {len(g.contexts)} context(s)"
+    elif sw.kind == "prefill":
+        what = f"prefill, {len(g.batches)} batch(es) x {len(g.prompts)} prompt length(s)"
+    else:
+        what = (f"whole request: prefill the prompt (first token), then {g.generate - 1} decode step(s) at contexts "
+                f"P+1 .. P+{g.generate - 1}")
+    lines.append(f"workload  {what}")
+    hw, nom, mea = sw.hardware, sw.nominal, sw.measured
+    d = " (default)" if "hw" in set(defaults) else ""
+    lines.append(f"hardware  {hw.name}{d}, {sw.dtypes.compute_dtype.name} compute; roof "
+                 + (f"measured {si(mea.bandwidth_bytes_per_s, 'B/s')}, {si(mea.peak_flop_per_s, 'FLOP/s')}, "
+                    f"ridge {mea.ridge:.0f}" if mea else
+                    f"nominal {si(nom.bandwidth_bytes_per_s, 'B/s')}, {si(nom.peak_flop_per_s, 'FLOP/s')}, "
+                    f"ridge {nom.ridge:.0f} (no measured roof given)")
+                 + f"; memory {'unknown' if sw.capacity_bytes is None else _gb(sw.capacity_bytes) + ' GB'}")
+    graph = " (one graph launch per step)" if sw.impl == "cuda-graph" else ""
+    per = {"decode": "; each sequence gets one token per step: TPOT = step time",
+           "prefill": "; TTFT = the prefill step", "request": ""}[sw.kind]
+    lines.append(f"time      step = max(kernel floors, launches): --impl {sw.impl}{graph}, "
+                 f"{sw.launch_overhead_s * 1e6:.3g} us per launch{per}")
+    return lines
+
+
+def render_sweep(sw: Sweep, fmt: str = "table", defaults: Iterable[str] = ()) -> str:
+    records = sweep_point_records(sw)
+    if fmt == "json":
+        return json.dumps(sweep_record(sw), indent=2) + "\n"
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(records[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows({k: "" if v is None else v for k, v in r.items()} for r in records)
+        return buf.getvalue()
+    from tabulate import tabulate
+
+    cols = _SWEEP_COLUMNS[sw.kind]
+    headers = [h for h, _, _ in cols] + ["fits"]
+    rows = []
+    for r in records:
+        mark = "yes" if r["fits"] else "NO: does not fit"
+        rows.append([f(r[key]) for _, key, f in cols] + [mark])
+    align = ["left" if h in ("bound", "fits") else "right" for h in headers]
+    table = tabulate(rows, headers=headers, tablefmt={"table": "simple", "markdown": "github"}[fmt],
+                     colalign=align, disable_numparse=True)
+    head = sweep_header_lines(sw, defaults)
+    foot = []
+    if not all(r["fits"] for r in records):
+        foot.append("fits      rows marked NO need more memory (weights + KV cache) than the device has; their "
+                    "times are what the step would cost, were there room")
+    foot += verdict_lines(sw)
+    if fmt == "markdown":
+        head = [f"- {line}" for line in head]
+        foot = [f"- {line.strip()}" for line in foot]
+    return "\n".join(head + ["", table, ""] + foot) + "\n"

@@ -1,21 +1,98 @@
-"""Decode steps over a grid of batch sizes and contexts, computed on numpy arrays.
+"""Batch sizes, contexts and prompts compared analytically, on numpy arrays.
 
-Every kernel of a decode step costs c00 + c10·B + c01·S' + c11·B·S' in each of its integer
-fields, where S' is the context it attends to (S, or min(S, W) for a sliding layer). Four
-scalar evaluations per kernel pin the four coefficients exactly; the grid is then array
+Decode. Every kernel of a decode step costs c00 + c10·B + c01·S' + c11·B·S' in each of its
+integer fields, where S' is the context it attends to (S, or min(S, W) for a sliding layer).
+Four scalar evaluations per kernel pin the four coefficients exactly; the grid is then array
 arithmetic, not a loop over the scalar calculator. Tests check every grid value against the
 scalar calculator at random points.
+
+Prefill costs are quadratic in the prompt and piecewise under a sliding window; a prefill
+grid evaluates the scalar calculator once per (batch, prompt) point (about half a millisecond
+each). A whole request (prompt P, then N tokens) is one prefill plus the decode row of
+contexts P+1 … P+N-1, summed as an array.
+
+Time model (docs/conventions.md): a step takes max(Σ kernel floors, Σ launch overheads), the
+CPU launching while the GPU works (``step_s``); ``step_upper_s`` is their sum (no overlap).
 """
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, fields
 
-from .calculator import Cost, Workload, _layer_groups, decoder_layer, embed_tokens, kv_bytes_per_token, lm_head, rms_norm
-from .roofline import Roof, launches
+from .calculator import (MAX_BATCH, MAX_TOKENS, Cost, Workload, _layer_groups, analyze, decoder_layer, embed_tokens,
+                         kv_bytes_per_token, lm_head, rms_norm)
+from .errors import RoofcalcError
+from .roofline import Roof, launches, place
 from .shapes import ModelShape
 
 FIELDS = tuple(f.name for f in fields(Cost))
+MAX_GRID_POINTS = 10_000_000  # 80 MB per float64 array
+DEFAULT_MIN_GAIN = 0.10  # "doubling the batch gains less than 10% tokens/s"
+_INT64_SAFE = 1 << 62
+
+
+class GridOverflow(RoofcalcError):
+    """A grid whose exact integer counts would not fit in 64 bits."""
+
+# --------------------------------------------------------------------------- lists of sizes
+
+_RANGE = re.compile(r"^(\d+)\.\.(\d+)(?::(\d+))?$")
+
+
+def parse_sizes(text: str, what: str = "batch", limit: int = MAX_BATCH) -> tuple[int, ...]:
+    """'64', '1,4,16,64', '1..256' (1, 2, 4, … 256: doubling), '512..4096:512' (a step of 512),
+    or a mix such as '1,3..96,100'. Sorted, without repeats. Every value in 1 … limit."""
+    items = [t.strip().replace("_", "") for t in str(text).split(",")]
+    if not any(items):
+        raise RoofcalcError(f"--{what} is empty; give numbers such as 1,4,16 or a range such as 1..256")
+    values: set[int] = set()
+    for item in items:
+        if not item:
+            raise RoofcalcError(f"--{what} '{text}' has an empty item; separate numbers with single commas")
+        if item.isdigit():
+            values.add(int(item))
+            continue
+        if item.startswith("-") and (item[1:].isdigit() or _RANGE.match(item[1:])):
+            raise RoofcalcError(f"--{what}: {item} is negative; sizes start at 1")
+        m = _RANGE.match(item)
+        if not m:
+            raise RoofcalcError(f"--{what}: '{item}' is not a whole number or a range such as 1..256 (doubling) "
+                                f"or 512..4096:512 (a fixed step)")
+        lo, hi = int(m[1]), int(m[2])
+        if lo < 1:
+            raise RoofcalcError(f"--{what}: the range '{item}' must start at 1 or more")
+        if hi < lo:
+            raise RoofcalcError(f"--{what}: the range '{item}' runs backwards; write {hi}..{lo}")
+        if hi > limit:
+            raise RoofcalcError(f"--{what}: {hi:,} is beyond any real workload (limit {limit:,})")
+        if m[3] is None:
+            values.update(lo << k for k in range((hi // lo).bit_length()))
+        else:
+            step = int(m[3])
+            if step < 1:
+                raise RoofcalcError(f"--{what}: the step of '{item}' must be at least 1")
+            if (hi - lo) // step + 1 > MAX_GRID_POINTS:
+                raise RoofcalcError(f"--{what}: '{item}' has more than {MAX_GRID_POINTS:,} values")
+            values.update(range(lo, hi + 1, step))
+    check_sizes(sorted(values), what, limit)
+    return tuple(sorted(values))
+
+
+def check_sizes(values, what: str, limit: int) -> None:
+    if len(values) == 0:
+        raise RoofcalcError(f"no {what} values given")
+    for v in values:
+        if isinstance(v, bool) or int(v) != v:
+            raise RoofcalcError(f"{what} must be whole numbers, got {v!r}")
+        if v < 1:
+            raise RoofcalcError(f"{what} must be at least 1, got {v}")
+        if v > limit:
+            raise RoofcalcError(f"{what} {int(v):,} is beyond any real workload (limit {limit:,})")
+
+
+# --------------------------------------------------------------------------- decode grid
 
 
 def _step_kernels(shape: ModelShape, wl: Workload):
@@ -30,7 +107,8 @@ def _step_kernels(shape: ModelShape, wl: Workload):
 
 @dataclass(frozen=True)
 class DecodeGrid:
-    """Arrays of shape (len(batches), len(contexts)); costs per step, times in seconds."""
+    """One decode step at every (batch, context): arrays of shape (len(batches), len(contexts)).
+    Costs are per step; times in seconds on ``roof``."""
 
     batches: "object"  # np.ndarray of int64
     contexts: "object"
@@ -41,25 +119,70 @@ class DecodeGrid:
     floor_s: "object"  # Σ count × max(t_compute, t_memory) per kernel
     launch_s: float  # Σ launches × overhead (the same at every point)
     memory_bytes: "object"  # weights in memory + the KV cache of B sequences of S tokens
+    roof: Roof
+    impl: str = "hf-eager"
 
     @property
     def intensity(self):
         return self.flops / self.bytes
 
+    @property
+    def step_s(self):
+        """Predicted step time: the floors and the launches overlap (the CPU launches ahead)."""
+        import numpy as np
+
+        return np.maximum(self.floor_s, self.launch_s)
+
+    @property
+    def step_upper_s(self):
+        """No overlap: every launch waits for the GPU."""
+        return self.floor_s + self.launch_s
+
+    @property
+    def tokens_per_s(self):
+        """B sequences each get one token per step."""
+        return self.batches[:, None] / self.step_s
+
+    @property
+    def bound(self):
+        """'overhead' where the launches outlast the floors, else the step as one workload: 'compute'
+        right of the ridge, 'memory' left of it."""
+        import numpy as np
+
+        by_roof = np.where(self.flops / self.roof.peak_flop_per_s > self.bytes / self.roof.bandwidth_bytes_per_s,
+                           "compute", "memory")
+        return np.where(self.launch_s > self.floor_s, "overhead", by_roof)
+
+    def fits(self, capacity_bytes: float | None):
+        import numpy as np
+
+        if capacity_bytes is None:
+            return np.ones(self.memory_bytes.shape, dtype=bool)
+        return self.memory_bytes <= capacity_bytes
+
 
 def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str = "hf-eager",
                 launch_overhead_s: float = 5e-6, **workload_kw) -> DecodeGrid:
+    """Decode steps for every batch × context; ``workload_kw`` as :class:`Workload` takes them (dtypes)."""
     import numpy as np
 
+    check_sizes(list(batches), "batch", MAX_BATCH)
+    check_sizes(list(contexts), "context", MAX_TOKENS)
+    if len(batches) * len(contexts) > MAX_GRID_POINTS:
+        raise RoofcalcError(f"{len(batches):,} batches x {len(contexts):,} contexts is more than "
+                            f"{MAX_GRID_POINTS:,} points; sweep fewer")
     b = np.asarray(batches, dtype=np.int64)[:, None]
     s = np.asarray(contexts, dtype=np.int64)[None, :]
+    big_b, big_s = int(b.max()), int(s.max())
     probe = {(bb, ss): _step_kernels(shape, Workload.decode(bb, ss, **workload_kw)) for bb in (1, 2) for ss in (1, 2)}
     totals = {f: np.zeros((b.shape[0], s.shape[1]), dtype=np.int64) for f in FIELDS}
     floor = np.zeros((b.shape[0], s.shape[1]))
     n_launch = 0
+    corner = 0  # the largest total, in exact integers, to keep int64 from overflowing
     base = Workload.decode(1, 1, **workload_kw)
     for i, (kernel, count, window) in enumerate(probe[(1, 1)]):
         eff_s = s if window is None else np.minimum(s, window)
+        big_eff = big_s if window is None else min(big_s, window)
         costs = {key: probe[key][i][0].cost for key in probe}
         row = {}
         for f in FIELDS:
@@ -68,6 +191,10 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
             c10 = v21 - v11 - c11  # of B
             c01 = v12 - v11 - c11  # of S'
             c00 = v11 - c10 - c01 - c11
+            corner += count * abs(c00 + c10 * big_b + c01 * big_eff + c11 * big_b * big_eff)
+            if corner >= _INT64_SAFE:
+                raise GridOverflow(f"batch {big_b:,} x context {big_s:,} is too large to count in 64 bits; "
+                                    f"no device holds such a step")
             row[f] = c00 + c10 * b + c01 * eff_s + c11 * b * eff_s
             totals[f] += count * row[f]
         nbytes = row["weight_bytes"] + row["act_read_bytes"] + row["act_write_bytes"] + row["kv_read_bytes"] + \
@@ -82,5 +209,266 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
     return DecodeGrid(
         batches=b[:, 0], contexts=s[0], flops=totals["flops"], bytes=total_bytes,
         weight_bytes=totals["weight_bytes"], kv_bytes=totals["kv_read_bytes"] + totals["kv_write_bytes"],
-        floor_s=floor, launch_s=launch_s, memory_bytes=weights_in_memory + b * cached * per_layer_kv,
+        floor_s=floor, launch_s=launch_s, memory_bytes=weights_in_memory + b * cached * per_layer_kv, roof=roof,
+        impl=impl,
     )
+
+
+# --------------------------------------------------------------------------- verdicts in words
+
+
+@dataclass(frozen=True)
+class BatchVerdicts:
+    """What batching does at one context, solved in closed form (every cost is linear in B at fixed S)."""
+
+    context: int
+    ridge: float  # FLOP/byte of the roof the verdicts use
+    intensity_limit: float  # the step's AI as B grows without bound: KV bytes grow as fast as FLOPs
+    ridge_batch: int | None  # smallest B whose step AI reaches the ridge; None: never at this context
+    kv_over_weights_batch: int | None  # smallest B whose KV bytes per step exceed its weight bytes
+    max_batch: int | None  # largest B that fits in memory (0: not even one); None: capacity unknown
+    capacity_bytes: float | None
+    min_gain: float
+    doubling_batch: int | None  # first B of 1, 2, 4, … where doubling gains less than min_gain tokens/s
+    doubling_gain: float | None  # tokens/s(2B) / tokens/s(B) - 1 there
+    largest_batch_tried: int = MAX_BATCH  # the top of the 1, 2, 4, … ladder
+
+
+def _linear(arr2: "object", j: int) -> tuple[int, int]:
+    """(value at B=0, slope in B) from a grid holding batches 1 and 2."""
+    slope = int(arr2[1, j]) - int(arr2[0, j])
+    return int(arr2[0, j]) - slope, slope
+
+
+def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: float | None = None, *,
+                   impl: str = "hf-eager", launch_overhead_s: float = 5e-6, min_gain: float = DEFAULT_MIN_GAIN,
+                   **workload_kw) -> list[BatchVerdicts]:
+    import numpy as np
+
+    if not 0 < min_gain < 1:
+        raise RoofcalcError(f"the doubling gain must lie between 0 and 100%, got {100 * min_gain:g}%")
+    kw = dict(impl=impl, launch_overhead_s=launch_overhead_s, **workload_kw)
+    two = decode_grid(shape, [1, 2], contexts, roof, **kw)
+    ladder = [1 << k for k in range(MAX_BATCH.bit_length())]  # 1, 2, 4, … MAX_BATCH
+    while True:  # huge models at huge contexts: stop the ladder where 64-bit counts would overflow
+        try:
+            lad = decode_grid(shape, ladder, contexts, roof, **kw)
+            break
+        except GridOverflow:
+            if len(ladder) <= 2:
+                raise
+            ladder.pop()
+    tps = lad.tokens_per_s
+    out = []
+    for j, context in enumerate(two.contexts):
+        f0, f1 = _linear(two.flops, j)
+        y0, y1 = _linear(two.bytes, j)
+        w0, w1 = _linear(two.weight_bytes, j)
+        k0, k1 = _linear(two.kv_bytes, j)
+        m0, m1 = _linear(two.memory_bytes, j)
+        ridge = roof.ridge
+        # AI(B) = (f0 + f1·B) / (y0 + y1·B) >= ridge  <=>  B·(f1 - ridge·y1) >= ridge·y0 - f0
+        slope = f1 - ridge * y1
+        if slope > 0:
+            ridge_batch = max(1, math.ceil((ridge * y0 - f0) / slope))
+        else:
+            ridge_batch = 1 if f0 + f1 >= ridge * (y0 + y1) else None
+        if ridge_batch is not None and ridge_batch > MAX_BATCH:
+            ridge_batch = None
+        # KV bytes k0 + k1·B exceed weight bytes w0 + w1·B
+        kv_batch = (w0 - k0) // (k1 - w1) + 1 if k1 > w1 else None
+        kv_batch = None if kv_batch is not None and kv_batch > MAX_BATCH else kv_batch
+        kv_batch = 1 if kv_batch is not None and kv_batch < 1 else kv_batch
+        max_batch = None
+        if capacity_bytes is not None:
+            max_batch = max(0, min(MAX_BATCH, math.floor((capacity_bytes - m0) / m1)))
+        gains = tps[1:, j] / tps[:-1, j] - 1
+        below = np.nonzero(gains < min_gain)[0]
+        doubling = (ladder[below[0]], float(gains[below[0]])) if len(below) else (None, None)
+        out.append(BatchVerdicts(int(context), ridge, f1 / y1, ridge_batch, kv_batch, max_batch, capacity_bytes,
+                                 min_gain, *doubling, largest_batch_tried=ladder[-1]))
+    return out
+
+
+# --------------------------------------------------------------------------- prefill and whole requests
+
+
+@dataclass(frozen=True)
+class PrefillGrid:
+    """One prefill at every (batch, prompt): arrays of shape (len(batches), len(prompts))."""
+
+    batches: "object"
+    prompts: "object"
+    flops: "object"
+    bytes: "object"
+    floor_s: "object"
+    launch_s: "object"
+    memory_bytes: "object"  # weights + the KV cache the prompts leave
+    roof: Roof
+
+    @property
+    def intensity(self):
+        return self.flops / self.bytes
+
+    @property
+    def ttft_s(self):
+        """Time to first token: the prefill step, floors and launches overlapping."""
+        import numpy as np
+
+        return np.maximum(self.floor_s, self.launch_s)
+
+    @property
+    def prompt_tokens_per_s(self):
+        return self.batches[:, None] * self.prompts[None, :] / self.ttft_s
+
+    @property
+    def bound(self):
+        import numpy as np
+
+        by_roof = np.where(self.flops / self.roof.peak_flop_per_s > self.bytes / self.roof.bandwidth_bytes_per_s,
+                           "compute", "memory")
+        return np.where(self.launch_s > self.floor_s, "overhead", by_roof)
+
+    def fits(self, capacity_bytes: float | None):
+        import numpy as np
+
+        if capacity_bytes is None:
+            return np.ones(self.memory_bytes.shape, dtype=bool)
+        return self.memory_bytes <= capacity_bytes
+
+
+def prefill_grid(shape: ModelShape, batches, prompts, roof: Roof, *, impl: str = "hf-eager",
+                 launch_overhead_s: float = 5e-6, **workload_kw) -> PrefillGrid:
+    import numpy as np
+
+    check_sizes(list(batches), "batch", MAX_BATCH)
+    check_sizes(list(prompts), "prompt", MAX_TOKENS)
+    if len(batches) * len(prompts) > 100_000:
+        raise RoofcalcError(f"{len(batches) * len(prompts):,} prefill points is too many (at most 100,000)")
+    shp = (len(batches), len(prompts))
+    flops, nbytes, mem = (np.zeros(shp, dtype=np.int64) for _ in range(3))
+    floor, launch = np.zeros(shp), np.zeros(shp)
+    cached_per_token = {t: n for t, n in _layer_groups(shape)}
+    for i, b in enumerate(batches):
+        for j, p in enumerate(prompts):
+            a = analyze(shape, Workload.prefill(int(b), int(p), **workload_kw))
+            v = place(a, roof, impl=impl, launch_overhead_s=launch_overhead_s)
+            t = a.totals
+            flops[i, j], nbytes[i, j] = t.flops, t.bytes
+            floor[i, j], launch[i, j] = v.sum_floor_s, v.sum_launch_s
+            cached = sum(n * (p if kind == "full" else min(p, shape.sliding_window))
+                         for kind, n in cached_per_token.items())
+            mem[i, j] = a.weight_storage_bytes + b * cached * (a.kv_bytes_per_token // shape.n_layers)
+    return PrefillGrid(np.asarray(batches, dtype=np.int64), np.asarray(prompts, dtype=np.int64), flops, nbytes,
+                       floor, launch, mem, roof)
+
+
+@dataclass(frozen=True)
+class RequestGrid:
+    """A whole request at every (batch, prompt): prefill P tokens (the first output token), then
+    N - 1 decode steps at contexts P+1 … P+N-1. Arrays of shape (len(batches), len(prompts))."""
+
+    batches: "object"
+    prompts: "object"
+    generate: int  # N output tokens per sequence
+    ttft_s: "object"
+    decode_s: "object"  # Σ of the N - 1 decode steps
+    memory_bytes: "object"  # weights + the KV cache at the last step (P + N - 1 tokens)
+
+    @property
+    def total_s(self):
+        return self.ttft_s + self.decode_s
+
+    @property
+    def mean_tpot_s(self):
+        """Mean time per output token after the first (None when N = 1)."""
+        return None if self.generate == 1 else self.decode_s / (self.generate - 1)
+
+    @property
+    def tokens_per_s(self):
+        """Output tokens of all B sequences over the whole request."""
+        return self.batches[:, None] * self.generate / self.total_s
+
+    def fits(self, capacity_bytes: float | None):
+        import numpy as np
+
+        if capacity_bytes is None:
+            return np.ones(self.memory_bytes.shape, dtype=bool)
+        return self.memory_bytes <= capacity_bytes
+
+
+def request_grid(shape: ModelShape, batches, prompts, generate: int, roof: Roof, *, impl: str = "hf-eager",
+                 launch_overhead_s: float = 5e-6, **workload_kw) -> RequestGrid:
+    import numpy as np
+
+    check_sizes([generate], "generated tokens", MAX_TOKENS)
+    kw = dict(impl=impl, launch_overhead_s=launch_overhead_s, **workload_kw)
+    pre = prefill_grid(shape, batches, prompts, roof, **kw)
+    decode = np.zeros(pre.ttft_s.shape)
+    memory = pre.memory_bytes.copy()
+    for j, p in enumerate(pre.prompts):
+        last = int(p) + generate - 1
+        check_sizes([last], "context", MAX_TOKENS)
+        if generate > 1:
+            row = decode_grid(shape, batches, np.arange(int(p) + 1, last + 1), roof, **kw)
+            decode[:, j] = row.step_s.sum(axis=1)
+            memory[:, j] = row.memory_bytes[:, -1]
+    return RequestGrid(pre.batches, pre.prompts, generate, pre.ttft_s, decode, memory)
+
+
+# --------------------------------------------------------------------------- one sweep, ready to report
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A decode, prefill or request sweep on one device: the grid, both roofs and the verdicts."""
+
+    kind: str  # "decode", "prefill" or "request"
+    shape: ModelShape
+    dtypes: Workload  # the dtypes of every point (its batch and lengths mean nothing)
+    hardware: "object"  # roofcalc.hardware.Hardware
+    nominal: Roof
+    measured: Roof | None
+    impl: str
+    launch_overhead_s: float
+    capacity_bytes: float | None
+    grid: "DecodeGrid | PrefillGrid | RequestGrid"
+    verdicts: tuple[BatchVerdicts, ...] = ()
+    min_gain: float = DEFAULT_MIN_GAIN
+
+    @property
+    def roof(self) -> Roof:
+        return self.measured or self.nominal
+
+
+def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=None, generate: int | None = None,
+          measured_bw: float | None = None, measured_flops: float | None = None, measured_profile=None,
+          impl: str = "hf-eager", launch_overhead_s: float | None = None, capacity_bytes: float | None = None,
+          min_gain: float = DEFAULT_MIN_GAIN, **workload_kw) -> Sweep:
+    """Decode (``contexts``), prefill (``prompts``) or whole requests (``prompts`` and ``generate``)
+    at every batch; verdicts on the measured roof when there is one. ``capacity_bytes`` defaults
+    to the measured profile's memory, else the hardware's."""
+    from .roofline import roofs
+
+    if (contexts is None) == (prompts is None):
+        raise RoofcalcError("a sweep takes contexts (decode) or prompts (prefill, request), not both")
+    if generate is not None and prompts is None:
+        raise RoofcalcError("a whole request needs a prompt length")
+    dtypes = Workload.decode(1, 1, **workload_kw)
+    nominal, measured = roofs(hardware, dtypes.compute_dtype.name, measured_bw, measured_flops, measured_profile)
+    roof = measured or nominal
+    if launch_overhead_s is None:
+        launch_overhead_s = (measured_profile or hardware).launch_overhead_s
+    if capacity_bytes is None:
+        capacity_bytes = (measured_profile.memory_bytes if measured_profile else None) or hardware.memory_bytes
+    kw = dict(impl=impl, launch_overhead_s=launch_overhead_s, **workload_kw)
+    verdicts: tuple[BatchVerdicts, ...] = ()
+    if contexts is not None:
+        kind, grid = "decode", decode_grid(shape, batches, contexts, roof, **kw)
+        verdicts = tuple(batch_verdicts(shape, contexts, roof, capacity_bytes, min_gain=min_gain, **kw))
+    elif generate is None:
+        kind, grid = "prefill", prefill_grid(shape, batches, prompts, roof, **kw)
+    else:
+        kind, grid = "request", request_grid(shape, batches, prompts, generate, roof, **kw)
+    return Sweep(kind, shape, dtypes, hardware, nominal, measured, impl, launch_overhead_s, capacity_bytes, grid,
+                 verdicts, min_gain)
