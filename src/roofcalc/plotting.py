@@ -192,13 +192,16 @@ def sweep_figure(sw):
     xs = np.concatenate([inten.ravel(), [sw.nominal.ridge]])
     _draw_roofs(left, sw.nominal, sw.measured, xs.min() / 4, max(xs.max() * 4, sw.nominal.ridge * 20))
     letter = "S" if decode else "T"
+    labelled: list[tuple[float, float]] = []  # (log10 x, log10 y) of the labels drawn so far
     for n, j in enumerate(_pick(len(lengths))):
         c = SERIES[n]
         left.plot(inten[:, j], achieved[:, j], "-", color=c, lw=1, alpha=0.6)
         for i, b in enumerate(g.batches):
             face = c if fits[i, j] else "white"
             left.plot([inten[i, j]], [achieved[i, j]], "o", ms=6, mfc=face, mec=c, mew=1.3, gid=f"point-{i}-{j}")
-            if len(g.batches) <= 12 or i in (0, len(g.batches) - 1):
+            at = (float(np.log10(inten[i, j])), float(np.log10(achieved[i, j])))
+            if all(abs(at[0] - x) > 0.15 or abs(at[1] - y) > 0.12 for x, y in labelled):  # no label on a label
+                labelled.append(at)
                 left.annotate(f"B={b}", (inten[i, j], achieved[i, j]), textcoords="offset points", xytext=(4, -10),
                               fontsize=7, color=c)
         left.plot([], [], "o-", color=c, label=f"{letter}={lengths[j]:,}")
