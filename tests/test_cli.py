@@ -77,7 +77,9 @@ def test_prefill_header(capsys):
 
 def test_models_lists_catalog(capsys):
     code, out, _ = run(["models"], capsys)
-    assert code == 0 and "TinyLlama/TinyLlama-1.1B-Chat-v1.0" in out and "not yet" in out
+    assert code == 0 and "TinyLlama/TinyLlama-1.1B-Chat-v1.0" in out
+    mixtral = next(line for line in out.splitlines() if line.startswith("mistralai/Mixtral-8x7B-v0.1"))
+    assert "46,702,792,704" in mixtral and "12,879,925,248" in mixtral  # total, active (catalog, published)
 
 
 ERRORS = [
@@ -89,7 +91,7 @@ ERRORS = [
     (["TinyLlama/TinyLlama-1.1B", "--dtype", "fp12"], "unknown dtype 'fp12'"),
     (["TinyLlama/TinyLlama-1.1B", "--act-dtype", "int4"], "activations cannot be int4"),
     (["TinyLlama/TinyLlama-1.1B", "--context", "5", "--prompt", "3"], "not allowed with argument"),
-    (["mistralai/Mixtral-8x7B-v0.1"], "model_type 'mixtral' is not supported"),
+    (["mistralai/Mixtral-8x7B-v0.1", "--experts", "most"], "invalid choice: 'most'"),
     ([], "the following arguments are required: model"),
     (["TinyLlama/TinyLlama-1.1B", "--batch", ""], "--batch is empty"),
     (["TinyLlama/TinyLlama-1.1B", "--batch", "1,,4"], "empty item"),

@@ -23,13 +23,14 @@ def test_catalog_parameter_counts_equal_published(entry):
 def test_catalog_covers_the_core_families():
     families = {e.config["model_type"] for e in SUPPORTED}
     assert families == set(FAMILY_DEFAULTS)
-    assert len(SUPPORTED) >= 20
+    assert len(SUPPORTED) == len(catalog()) == 35
 
 
-@pytest.mark.parametrize("entry", [e for e in catalog() if not e.supported], ids=lambda e: e.hub_id)
-def test_catalog_models_of_other_families_are_refused_not_guessed(entry):
-    with pytest.raises(RoofcalcError, match="is not supported; supported: gemma, llama, mistral, qwen2, qwen3"):
-        load_shape(entry.hub_id)
+@pytest.mark.parametrize("entry", [e for e in catalog() if e.params_active is not None], ids=lambda e: e.hub_id)
+def test_catalog_moe_active_parameter_counts(entry):
+    """Active = total less the (E − k) routed experts a token does not use, in every MoE layer."""
+    analysis = analyze(load_shape(entry.hub_id), Workload.decode(1, 1))
+    assert analysis.active_params == entry.params_active, entry.params_source
 
 
 def test_aliases_resolve_exactly_and_case_insensitively():
@@ -58,23 +59,50 @@ def test_family_traps():
     assert load_shape("mistralai/Mistral-7B-v0.3").sliding_window is None  # "sliding_window": null
 
 
+def minimal(model_type: str, **extra) -> dict:
+    """The smallest config of a family, in that family's own key names."""
+    cfg = dict(MINIMAL, model_type=model_type)
+    if model_type == "gpt2":
+        cfg = dict(model_type="gpt2", n_embd=256, n_layer=2, n_head=8, vocab_size=1000)
+    if model_type == "opt":
+        cfg["ffn_dim"] = cfg.pop("intermediate_size")
+    if model_type.startswith("deepseek"):
+        cfg.update(n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=64)
+    if model_type in ("mixtral", "qwen3_moe"):  # roofcalc requires the expert count and top-k
+        cfg.update({"num_local_experts" if model_type == "mixtral" else "num_experts": 8, "num_experts_per_tok": 2})
+    if model_type == "gpt2" and "hidden_size" in extra:
+        extra = {"n_embd": extra.pop("hidden_size"), "n_head": extra.pop("num_attention_heads"), **extra}
+    return {**cfg, **extra}
+
+
+MHA_ONLY = ("gpt2", "gpt_neox", "opt", "phi", "deepseek_v2", "deepseek_v3")  # no GQA in the modeling code
+
+
 @pytest.mark.parametrize("model_type", sorted(FAMILY_DEFAULTS))
 def test_absent_keys_take_the_transformers_class_default(model_type):
     """Oracle: the transformers config class built from the same keys."""
     transformers = pytest.importorskip("transformers")
     for extra in ({}, {"num_attention_heads": 16, "hidden_size": 512}):
-        cfg = dict(MINIMAL, model_type=model_type, **extra)
+        cfg = minimal(model_type, **extra)
         ref = transformers.AutoConfig.for_model(**cfg)
+        n_heads = ref.num_attention_heads
+        ref_kv = n_heads if model_type in MHA_ONLY else ref.num_key_value_heads
         try:
             ours = shape_from_config(cfg, "t")
         except RoofcalcError:
             # the class default does not divide the heads: transformers cannot build it either
-            assert ref.num_attention_heads % ref.num_key_value_heads != 0
+            assert n_heads % ref_kv != 0
             continue
-        assert ours.n_kv_heads == ref.num_key_value_heads
-        assert ours.head_dim == (getattr(ref, "head_dim", None) or ref.hidden_size // ref.num_attention_heads)
+        assert ours.n_kv_heads == ref_kv
+        if ours.mla is None:
+            assert ours.head_dim == (getattr(ref, "head_dim", None) or ref.hidden_size // n_heads)
+        else:
+            assert (ours.mla.kv_lora_rank, ours.mla.q_lora_rank) == (ref.kv_lora_rank, ref.q_lora_rank)
         assert ours.tie_word_embeddings == ref.tie_word_embeddings
         assert ours.sliding_window == getattr(ref, "sliding_window", None)
+        if ours.moe is not None:
+            assert ours.moe.n_experts == getattr(ref, "num_local_experts", None) or ref.num_experts
+            assert ours.moe.top_k == ref.num_experts_per_tok
 
 
 def test_absent_kv_heads_is_mha_for_llama():

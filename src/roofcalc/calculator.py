@@ -32,6 +32,10 @@ ROTARY_FLOPS_PER_ELEMENT = 3  # x·cos + rotate_half(x)·sin
 RESIDUAL_FLOPS_PER_ELEMENT = 1  # x + y
 SOFTMAX_FLOPS_PER_SCORE = 5  # max, subtract, exp, sum, divide (the 1/√H scale folds into Q)
 EMBED_SCALE_FLOPS_PER_ELEMENT = 1  # Gemma's × √D
+LAYERNORM_FLOPS_PER_ELEMENT = 5  # Σx, x − μ, (x − μ)², × rstd·weight, + bias
+SOFTCAP_FLOPS_PER_ELEMENT = 3  # Gemma 2: / cap, tanh, × cap (tanh counted as one op)
+COMBINE_FLOPS_PER_ELEMENT = 2  # MoE: × routing weight, + into the token's output
+POSITION_ADD_FLOPS_PER_ELEMENT = 1  # learned positions: token embedding + position embedding
 ACTIVATION_FLOPS_PER_ELEMENT = {  # the activation itself; the × up of a gated MLP adds 1
     "silu": 2,  # x · σ(x), σ counted as one op
     "gelu_tanh": 8,  # 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
@@ -53,6 +57,12 @@ class DType:
     name: str
     bits: int
     quantized: bool = False
+    block: int = 0  # block-scaled float weights: one fp32 scale per block x block tile (DeepSeek-V3 fp8)
+
+    @property
+    def scaled(self) -> bool:
+        """Weights that carry scales and are dequantized or rescaled to the activation dtype."""
+        return self.quantized or bool(self.block)
 
     def nbytes(self, n_elements: int) -> int:
         """Bytes of ``n_elements`` values (rounded up to a whole byte)."""
@@ -64,12 +74,16 @@ DTYPES = {
     "bf16": DType("bf16", 16),
     "fp16": DType("fp16", 16),
     "fp8": DType("fp8", 8),
+    "fp8-b128": DType("fp8-b128", 8, block=128),
     "int8": DType("int8", 8, quantized=True),
     "int4": DType("int4", 4, quantized=True),
 }
 DTYPE_ALIASES = {"float32": "fp32", "float": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16",
                  "float8": "fp8", "fp8_e4m3": "fp8", "e4m3": "fp8"}
 SCALE_BYTES = 2  # one fp16 scale per group of quantized weights (symmetric; no zero point)
+BLOCK_SCALE_BYTES = 4  # one fp32 scale (weight_scale_inv) per 128 x 128 block of fp8 weights
+EXPERT_MODES = ("expected", "all", "topk")
+MLA_MODES = ("naive", "absorbed")
 
 
 def dtype(name: str | DType) -> DType:
@@ -101,6 +115,8 @@ class Workload:
     group_size: int = 128  # quantized weights: values per scale, along the input dimension
     causal: bool = True  # prefill: count only the score pairs a causal mask keeps
     logits_all: bool = False  # prefill: lm_head on every position (else the last one only)
+    experts: str = "expected"  # MoE weights read: expected distinct experts (uniform routing) | all | topk
+    mla: str = "naive"  # DeepSeek attention: as transformers computes it | absorbed (as serving engines decode)
 
     def __post_init__(self) -> None:
         if self.phase not in ("decode", "prefill"):
@@ -113,8 +129,12 @@ class Workload:
                 raise RoofcalcError(f"{label} {value:,} is beyond any real workload (limit {limit:,})")
         if self.query_tokens > self.kv_len:
             raise RoofcalcError(f"{self.query_tokens} query tokens cannot attend to only {self.kv_len} positions")
-        if self.kv_dtype.quantized and self.kv_dtype.bits != 8 or self.act_dtype.quantized:
+        if self.kv_dtype.quantized and self.kv_dtype.bits != 8 or self.kv_dtype.block or self.act_dtype.scaled:
             raise RoofcalcError("activations take fp32, bf16, fp16 or fp8; the KV cache also int8")
+        if self.experts not in EXPERT_MODES:
+            raise RoofcalcError(f"experts must be one of {', '.join(EXPERT_MODES)}, not {self.experts!r}")
+        if self.mla not in MLA_MODES:
+            raise RoofcalcError(f"mla must be one of {', '.join(MLA_MODES)}, not {self.mla!r}")
 
     @classmethod
     def decode(cls, batch: int = 1, context: int = 500, **kw) -> "Workload":
@@ -131,13 +151,14 @@ class Workload:
 
     @property
     def float_weight_dtype(self) -> DType:
-        """Embeddings, norms, biases and lm_head: the weight dtype unless it is an integer format."""
-        return self.act_dtype if self.weight_dtype.quantized else self.weight_dtype
+        """Embeddings, norms, biases, routers and lm_head: the weight dtype unless it is a scaled format."""
+        return self.act_dtype if self.weight_dtype.scaled else self.weight_dtype
 
     @property
     def compute_dtype(self) -> DType:
-        """What the matmuls compute in: integer weights are dequantized to the activation dtype (W4A16)."""
-        return self.act_dtype if self.weight_dtype.quantized else self.weight_dtype
+        """What the matmuls compute in: scaled weights are dequantized to the activation dtype (W4A16,
+        W8A16; fp8 block weights with fp8 activations compute in fp8)."""
+        return self.act_dtype if self.weight_dtype.scaled else self.weight_dtype
 
 
 # --------------------------------------------------------------------------- cost records
@@ -201,6 +222,8 @@ class Kernel:
     cost: Cost
     params: int = 0  # parameters this kernel's module owns (0 for a tied lm_head)
     param_bytes: int = 0  # bytes those parameters take in memory
+    role: str = ""  # what it does, whatever the family calls it (rms_norm, linear, experts...); launch models key on it
+    eager_launches: int | None = None  # launches under eager PyTorch when not fixed by the role (MoE expert loops)
 
     @property
     def step_cost(self) -> Cost:
@@ -226,8 +249,10 @@ def matmul(m: int, n: int, k: int, *, weight_bytes: int, act: DType, bias_bytes:
 
 def linear_weight_bytes(n_in: int, n_out: int, wl: Workload) -> int:
     """Bytes of an [n_out, n_in] weight; quantized formats add one fp16 scale per group of
-    ``group_size`` inputs of each output row."""
+    ``group_size`` inputs of each output row, block-scaled fp8 one fp32 scale per block."""
     w = wl.weight_dtype
+    if w.block:
+        return w.nbytes(n_in * n_out) + -(-n_out // w.block) * -(-n_in // w.block) * BLOCK_SCALE_BYTES
     scales = n_out * -(-n_in // wl.group_size) * SCALE_BYTES if w.quantized else 0
     return w.nbytes(n_in * n_out) + scales
 
@@ -276,50 +301,77 @@ def keys_read(wl: Workload, window: int | None) -> int:
 
 def linear(name: str, n_in: int, n_out: int, s: ModelShape, wl: Workload, *, bias: bool = False,
            rows: int | None = None, weight_bytes: int | None = None, params: int | None = None,
-           scope: str = "layer") -> Kernel:
-    """A weight GEMM (GEMV at B·T = 1): [rows, n_in] × [n_in, n_out]."""
+           scope: str = "layer", role: str = "linear", float_weight: bool = False) -> Kernel:
+    """A weight GEMM (GEMV at B·T = 1): [rows, n_in] × [n_in, n_out]. ``float_weight``: a weight
+    kept in the float dtype whatever the linears' format (routers)."""
     rows = wl.tokens if rows is None else rows
-    wb = linear_weight_bytes(n_in, n_out, wl) if weight_bytes is None else weight_bytes
+    if weight_bytes is not None:
+        wb = weight_bytes
+    else:
+        wb = wl.float_weight_dtype.nbytes(n_in * n_out) if float_weight else linear_weight_bytes(n_in, n_out, wl)
     bias_bytes = wl.float_weight_dtype.nbytes(n_out) if bias else 0
     cost = matmul(rows, n_out, n_in, weight_bytes=wb, act=wl.act_dtype, bias_bytes=bias_bytes)
     own = n_in * n_out + (n_out if bias else 0) if params is None else params
     return Kernel(name, "matmul", scope, 1, f"[{rows},{n_in}]x[{n_in},{n_out}]", cost,
-                  params=own, param_bytes=(wb if own else 0) + bias_bytes)
+                  params=own, param_bytes=(wb if own else 0) + bias_bytes, role=role)
+
+
+def norm(name: str, width: int, rows: int, s: ModelShape, wl: Workload, scope: str = "layer",
+         layer_norm: bool | None = None) -> Kernel:
+    """RMSNorm (reads x and the weight, writes y) or LayerNorm (also a bias) over ``width`` values
+    of each of ``rows`` rows."""
+    ln = s.norm == "layer" if layer_norm is None else layer_norm
+    n_params = 2 * width if ln else width
+    w = wl.float_weight_dtype.nbytes(n_params)
+    per = LAYERNORM_FLOPS_PER_ELEMENT if ln else RMSNORM_FLOPS_PER_ELEMENT
+    cost = elementwise(rows * width, per, reads=1, writes=1, act=wl.act_dtype, weight_bytes=w)
+    return Kernel(name, "elementwise", scope, 1, f"[{rows},{width}]", cost, params=n_params, param_bytes=w,
+                  role="layer_norm" if ln else "rms_norm")
 
 
 def rms_norm(name: str, width: int, rows: int, wl: Workload, scope: str = "layer") -> Kernel:
-    """RMSNorm over ``width`` values of each of ``rows`` rows: reads x and the weight, writes y."""
     w = wl.float_weight_dtype.nbytes(width)
     cost = elementwise(rows * width, RMSNORM_FLOPS_PER_ELEMENT, reads=1, writes=1, act=wl.act_dtype, weight_bytes=w)
-    return Kernel(name, "elementwise", scope, 1, f"[{rows},{width}]", cost, params=width, param_bytes=w)
+    return Kernel(name, "elementwise", scope, 1, f"[{rows},{width}]", cost, params=width, param_bytes=w,
+                  role="rms_norm")
 
 
-def rotary(s: ModelShape, wl: Workload) -> Kernel:
-    """RoPE on q and k: rotated dims of N + K heads; reads q, k and the cos/sin rows, writes q, k."""
-    n = wl.tokens * (s.n_heads + s.n_kv_heads) * s.rotary_dim
+def rotary(s: ModelShape, wl: Workload, q_heads: int | None = None, k_heads: int | None = None) -> Kernel:
+    """RoPE on q and k: the rotated dims of the query and key heads; reads q, k and the cos/sin rows,
+    writes q, k."""
+    nq = s.n_heads if q_heads is None else q_heads
+    nk = s.n_kv_heads if k_heads is None else k_heads
+    n = wl.tokens * (nq + nk) * s.rotary_dim
     cos_sin = wl.act_dtype.nbytes(2 * wl.tokens * s.rotary_dim)
     cost = elementwise(n, ROTARY_FLOPS_PER_ELEMENT, reads=1, writes=1, act=wl.act_dtype)
     cost = replace(cost, act_read_bytes=cost.act_read_bytes + cos_sin)
-    return Kernel("rotary", "elementwise", "layer", 1, f"[{wl.tokens},{s.n_heads}+{s.n_kv_heads},{s.rotary_dim}]", cost)
+    return Kernel("rotary", "elementwise", "layer", 1, f"[{wl.tokens},{nq}+{nk},{s.rotary_dim}]", cost, role="rotary")
+
+
+def kv_values_per_token(s: ModelShape) -> int:
+    """Values one token adds to one layer's cache: K and V of every KV head, or MLA's latent."""
+    return s.mla.cached_per_token if s.mla else 2 * s.kv_dim
 
 
 def kv_cache_write(s: ModelShape, wl: Workload) -> Kernel:
-    """Appends the new tokens' K and V (B·T·K·H values each) to the cache."""
-    n = 2 * wl.tokens * s.kv_dim
+    """Appends the new tokens' K and V (B·T·K·H values each; MLA: the latent) to the cache."""
+    n = wl.tokens * kv_values_per_token(s)
     cost = Cost(act_read_bytes=wl.act_dtype.nbytes(n), kv_write_bytes=wl.kv_dtype.nbytes(n))
-    return Kernel("kv_cache_write", "memory", "layer", 1, f"2x[{wl.tokens},{s.n_kv_heads},{s.head_dim}]", cost)
+    what = f"[{wl.tokens},{s.mla.cached_per_token}]" if s.mla else f"2x[{wl.tokens},{s.n_kv_heads},{s.head_dim}]"
+    return Kernel("kv_cache_write", "memory", "layer", 1, what, cost, role="kv_cache_write")
 
 
 def attention(s: ModelShape, wl: Workload, window: int | None) -> Kernel:
     """Scaled dot-product attention over all N query heads (GQA shares each KV head among N/K):
-    QKᵀ 2·B·N·pairs·H + PV 2·B·N·pairs·H FLOPs, softmax on every score; reads Q and the K and V
-    of the positions attended, writes the output."""
+    QKᵀ 2·B·N·pairs·H + PV 2·B·N·pairs·H FLOPs, softmax (and Gemma 2's soft-capping) on every
+    score; reads Q and the K and V of the positions attended, writes the output."""
     b, t = wl.batch, wl.query_tokens
     pairs = score_pairs(wl, window)
     mm = 2 * b * s.n_heads * pairs * s.head_dim * 2  # QKᵀ and PV
+    per_score = SOFTMAX_FLOPS_PER_SCORE + (SOFTCAP_FLOPS_PER_ELEMENT if s.attn_softcap else 0)
     keys = keys_read(wl, window)
     cost = Cost(
-        flops=mm + SOFTMAX_FLOPS_PER_SCORE * b * s.n_heads * pairs,
+        flops=mm + per_score * b * s.n_heads * pairs,
         matmul_flops=mm,
         act_read_bytes=wl.act_dtype.nbytes(b * t * s.q_dim),
         act_write_bytes=wl.act_dtype.nbytes(b * t * s.q_dim),
@@ -327,67 +379,253 @@ def attention(s: ModelShape, wl: Workload, window: int | None) -> Kernel:
     )
     w = f",window {window}" if window else ""
     return Kernel("attention", "attention", "layer", 1,
-                  f"B{b}:[{t}q,{keys}kv]x{s.n_heads}h/{s.n_kv_heads}kv x{s.head_dim}{w}", cost)
+                  f"B{b}:[{t}q,{keys}kv]x{s.n_heads}h/{s.n_kv_heads}kv x{s.head_dim}{w}", cost, role="attention")
 
 
 def residual(name: str, s: ModelShape, wl: Workload) -> Kernel:
     cost = elementwise(wl.tokens * s.d_model, RESIDUAL_FLOPS_PER_ELEMENT, reads=2, writes=1, act=wl.act_dtype)
-    return Kernel(name, "elementwise", "layer", 1, f"[{wl.tokens},{s.d_model}]", cost)
+    return Kernel(name, "elementwise", "layer", 1, f"[{wl.tokens},{s.d_model}]", cost, role="residual")
 
 
-def act_mul(s: ModelShape, wl: Workload) -> Kernel:
-    """act(gate) × up: reads gate and up, writes one tensor of B·T·F values."""
+def act_mul(s: ModelShape, wl: Workload, width: int | None = None, rows: int | None = None,
+            name: str = "act_mul") -> Kernel:
+    """act(gate) × up: reads gate and up, writes one tensor of rows·F values."""
+    width, rows = width or s.d_ff, wl.tokens if rows is None else rows
     per = ACTIVATION_FLOPS_PER_ELEMENT[s.activation] + 1
-    cost = elementwise(wl.tokens * s.d_ff, per, reads=2, writes=1, act=wl.act_dtype)
-    return Kernel("act_mul", "elementwise", "layer", 1, f"[{wl.tokens},{s.d_ff}]", cost)
+    cost = elementwise(rows * width, per, reads=2, writes=1, act=wl.act_dtype)
+    return Kernel(name, "elementwise", "layer", 1, f"[{rows},{width}]", cost, role="act_mul")
+
+
+def act(s: ModelShape, wl: Workload) -> Kernel:
+    """The activation of a plain (ungated) MLP: reads and writes B·T·F values."""
+    cost = elementwise(wl.tokens * s.d_ff, ACTIVATION_FLOPS_PER_ELEMENT[s.activation], reads=1, writes=1,
+                       act=wl.act_dtype)
+    return Kernel("act", "elementwise", "layer", 1, f"[{wl.tokens},{s.d_ff}]", cost, role="act")
 
 
 def embed_tokens(s: ModelShape, wl: Workload) -> Kernel:
     """A gather: reads the B·T rows it needs (not the table), writes them as activations."""
     w = wl.float_weight_dtype
-    n = wl.tokens * s.d_model
+    width = s.embed_dim or s.d_model
+    n = wl.tokens * width
     flops = EMBED_SCALE_FLOPS_PER_ELEMENT * n if s.embed_scale else 0
     cost = Cost(flops=flops, weight_bytes=w.nbytes(n), act_write_bytes=wl.act_dtype.nbytes(n))
-    table = s.vocab_size * s.d_model
-    return Kernel("embed_tokens", "memory", "model", 1, f"{wl.tokens} row(s) of [{s.vocab_size},{s.d_model}]",
-                  cost, params=table, param_bytes=w.nbytes(table))
+    table = s.vocab_size * width
+    return Kernel(s.name_of("embed"), "memory", "model", 1, f"{wl.tokens} row(s) of [{s.vocab_size},{width}]",
+                  cost, params=table, param_bytes=w.nbytes(table), role="embed")
+
+
+def position_embed(s: ModelShape, wl: Workload) -> Kernel:
+    """Learned positions: gathers B·T rows of the position table and adds them to the token embeddings."""
+    w = wl.float_weight_dtype
+    n = wl.tokens * s.d_model
+    cost = Cost(flops=POSITION_ADD_FLOPS_PER_ELEMENT * n, weight_bytes=w.nbytes(n),
+                act_read_bytes=wl.act_dtype.nbytes(n), act_write_bytes=wl.act_dtype.nbytes(n))
+    table = s.position_rows * s.d_model
+    return Kernel(s.name_of("pos_embed"), "memory", "model", 1, f"{wl.tokens} row(s) of [{s.position_rows},{s.d_model}]",
+                  cost, params=table, param_bytes=w.nbytes(table), role="pos_embed")
+
+
+def _logit_rows(s: ModelShape, wl: Workload) -> int:
+    return wl.batch if wl.phase == "decode" or not wl.logits_all else wl.tokens
 
 
 def lm_head(s: ModelShape, wl: Workload) -> Kernel:
     """Logits for every sequence in decode; in prefill for the last token of each sequence
     (what ``generate`` does) unless ``logits_all``. A tied head reads the embedding table."""
-    rows = wl.batch if wl.phase == "decode" or not wl.logits_all else wl.tokens
-    table = wl.float_weight_dtype.nbytes(s.vocab_size * s.d_model)
-    own = 0 if s.tie_word_embeddings else s.vocab_size * s.d_model
-    return linear("lm_head", s.d_model, s.vocab_size, s, wl, rows=rows, weight_bytes=table, params=own, scope="model")
+    width = s.embed_dim or s.d_model
+    table = wl.float_weight_dtype.nbytes(s.vocab_size * width)
+    own = 0 if s.tie_word_embeddings else s.vocab_size * width
+    return linear(s.name_of("lm_head"), width, s.vocab_size, s, wl, rows=_logit_rows(s, wl), weight_bytes=table,
+                  params=own + (s.vocab_size if s.lm_head_bias else 0), bias=s.lm_head_bias, scope="model")
 
 
-def decoder_layer(s: ModelShape, wl: Workload, layer_type: str) -> list[Kernel]:
+def logit_softcap(s: ModelShape, wl: Workload) -> Kernel:
+    n = _logit_rows(s, wl) * s.vocab_size
+    cost = elementwise(n, SOFTCAP_FLOPS_PER_ELEMENT, reads=1, writes=1, act=wl.act_dtype)
+    return Kernel("logit_softcap", "elementwise", "model", 1, f"[{_logit_rows(s, wl)},{s.vocab_size}]", cost,
+                  role="softcap")
+
+
+# ---- mixture of experts
+
+
+def touched_experts(n_experts: int, top_k: int, tokens: int, mode: str) -> float:
+    """Distinct experts whose weights a step reads. "expected": uniform, independent routing of
+    ``tokens`` tokens to k of E experts each, E·(1 − (1 − k/E)^tokens) (an assumption: real routers
+    are skewed); "all": E; "topk": k (every token picks the same experts)."""
+    if mode == "all":
+        return float(n_experts)
+    if mode == "topk" or tokens == 1:
+        return float(top_k)
+    return n_experts * -math.expm1(tokens * math.log1p(-top_k / n_experts)) if top_k < n_experts else float(n_experts)
+
+
+def moe_kernels(s: ModelShape, wl: Workload) -> list[Kernel]:
+    """Router, the routed experts (FLOPs for k experts per token; weight bytes for the experts
+    touched) and the shared experts."""
+    moe, d, t = s.moe, s.d_model, wl.tokens
+    rows = t * moe.top_k
+    touched = touched_experts(moe.n_experts, moe.top_k, t, wl.experts)
+    n_launch = math.ceil(touched)  # eager PyTorch loops over the experts that got tokens
+    # DeepSeek-V3's router also holds a per-expert score correction (e_score_correction_bias), and
+    # transformers keeps both in fp32
+    v3 = s.family == "deepseek_v3"
+    router_params = d * moe.n_experts + (moe.n_experts if v3 else 0)
+    router_bytes = (DTYPES["fp32"] if v3 else wl.float_weight_dtype).nbytes(router_params)
+    ks = [linear("mlp.gate", d, moe.n_experts, s, wl, weight_bytes=router_bytes, params=router_params,
+                 role="router")]
+    per_gate_up = linear_weight_bytes(d, 2 * moe.d_expert, wl)
+    per_down = linear_weight_bytes(moe.d_expert, d, wl)
+    for name, n_in, n_out, per in (("experts.gate_up_proj", d, 2 * moe.d_expert, per_gate_up),
+                                   ("experts.down_proj", moe.d_expert, d, per_down)):
+        k = linear(name, n_in, n_out, s, wl, rows=rows, weight_bytes=round(touched * per),
+                   params=moe.n_experts * n_in * n_out, role="experts")
+        k = replace(k, param_bytes=moe.n_experts * per, eager_launches=n_launch,
+                    dims=f"{k.dims} on {touched:.3g} of {moe.n_experts} experts")
+        ks.append(k)
+        if name == "experts.gate_up_proj":
+            ks.append(replace(act_mul(s, wl, moe.d_expert, rows, name="experts.act_mul"), eager_launches=2 * n_launch))
+    combine = elementwise(rows * d, COMBINE_FLOPS_PER_ELEMENT, reads=1, writes=0, act=wl.act_dtype)
+    combine = replace(combine, act_read_bytes=combine.act_read_bytes + wl.act_dtype.nbytes(rows),
+                      act_write_bytes=wl.act_dtype.nbytes(t * d))
+    ks.append(Kernel("experts.combine", "elementwise", "layer", 1, f"[{t}x{moe.top_k},{d}]", combine, role="combine",
+                     eager_launches=2 * n_launch))
+    if moe.d_shared:
+        ks += [linear("shared_experts.gate_proj", d, moe.d_shared, s, wl),
+               linear("shared_experts.up_proj", d, moe.d_shared, s, wl),
+               act_mul(s, wl, moe.d_shared, name="shared_experts.act_mul"),
+               linear("shared_experts.down_proj", moe.d_shared, d, s, wl),
+               residual("shared_experts.add", s, wl)]
+    return ks
+
+
+# ---- multi-head latent attention
+
+
+def mla_kernels(s: ModelShape, wl: Workload, window: int | None) -> list[Kernel]:
+    """DeepSeek's attention. "naive" is what transformers computes: the cached latent is expanded
+    by kv_b_proj into every head's K and V at every step. "absorbed" folds kv_b_proj's two halves
+    into the query (q_absorb) and the output (v_up) and attends over the latent itself (one
+    shared 'KV head' of kv_lora_rank + rope values), as serving engines decode."""
+    m, d, t, b = s.mla, s.d_model, wl.tokens, wl.batch
+    n, act, kvd = s.n_heads, wl.act_dtype, wl.kv_dtype
+    ks = []
+    if m.q_lora_rank:
+        ks += [linear("q_a_proj", d, m.q_lora_rank, s, wl, bias=s.qkv_bias),
+               rms_norm("q_a_layernorm", m.q_lora_rank, t, wl),
+               linear("q_b_proj", m.q_lora_rank, n * m.qk_head_dim, s, wl)]
+    else:
+        ks.append(linear("q_proj", d, n * m.qk_head_dim, s, wl))
+    ks += [linear("kv_a_proj_with_mqa", d, m.cached_per_token, s, wl, bias=s.qkv_bias),
+           rms_norm("kv_a_layernorm", m.kv_lora_rank, t, wl),
+           rotary(s, wl, q_heads=n, k_heads=1),
+           kv_cache_write(s, wl)]
+    pairs = score_pairs(wl, window)
+    keys = keys_read(wl, window)
+    softmax = SOFTMAX_FLOPS_PER_SCORE * b * n * pairs
+    wdims = f",window {window}" if window else ""
+    if wl.mla == "naive":
+        expanded = n * (m.qk_nope_head_dim + m.v_head_dim)
+        kv_b = linear("kv_b_proj", m.kv_lora_rank, expanded, s, wl, rows=b * keys)
+        # it reads the latent from the cache, not an activation
+        kv_b = replace(kv_b, cost=replace(kv_b.cost, act_read_bytes=0, kv_read_bytes=kvd.nbytes(b * keys * m.kv_lora_rank)))
+        mm = 2 * b * n * pairs * m.qk_head_dim + 2 * b * n * pairs * m.v_head_dim
+        cost = Cost(flops=mm + softmax, matmul_flops=mm,
+                    act_read_bytes=act.nbytes(t * n * m.qk_head_dim + b * keys * expanded),
+                    kv_read_bytes=kvd.nbytes(b * keys * m.qk_rope_head_dim),
+                    act_write_bytes=act.nbytes(t * n * m.v_head_dim))
+        ks += [kv_b, Kernel("attention", "attention", "layer", 1,
+                            f"B{b}:[{wl.query_tokens}q,{keys}kv]x{n}h x{m.qk_head_dim}/{m.v_head_dim}{wdims}", cost,
+                            role="attention")]
+    else:
+        latent = m.cached_per_token
+        q_abs = linear("q_absorb", m.qk_nope_head_dim, m.kv_lora_rank, s, wl, rows=t * n,
+                       params=n * m.qk_nope_head_dim * m.kv_lora_rank,
+                       weight_bytes=n * linear_weight_bytes(m.kv_lora_rank, m.qk_nope_head_dim, wl))
+        mm = 2 * b * n * pairs * latent + 2 * b * n * pairs * m.kv_lora_rank
+        cost = Cost(flops=mm + softmax, matmul_flops=mm,
+                    act_read_bytes=act.nbytes(t * n * latent), kv_read_bytes=kvd.nbytes(b * keys * latent),
+                    act_write_bytes=act.nbytes(t * n * m.kv_lora_rank))
+        v_up = linear("v_up", m.kv_lora_rank, m.v_head_dim, s, wl, rows=t * n,
+                      params=n * m.v_head_dim * m.kv_lora_rank,
+                      weight_bytes=n * linear_weight_bytes(m.kv_lora_rank, m.v_head_dim, wl))
+        ks += [q_abs, Kernel("attention", "attention", "layer", 1,
+                             f"B{b}:[{wl.query_tokens}q,{keys}kv]x{n}h over the latent x{latent}{wdims}", cost,
+                             role="attention"), v_up]
+    ks.append(linear(s.name_of("o"), n * m.v_head_dim, d, s, wl, bias=s.o_bias))
+    return ks
+
+
+# ---- one decoder layer
+
+
+def attention_block(s: ModelShape, wl: Workload, window: int | None) -> list[Kernel]:
+    """The projections, rotary, cache write, attention and output projection."""
+    if s.mla:
+        return mla_kernels(s, wl, window)
+    d, rows = s.d_model, wl.tokens
+    if s.fused_qkv:
+        ks = [linear(s.name_of("qkv"), d, s.q_dim + 2 * s.kv_dim, s, wl, bias=s.qkv_bias)]
+    else:
+        ks = [linear(s.name_of("q"), d, s.q_dim, s, wl, bias=s.qkv_bias),
+              linear(s.name_of("k"), d, s.kv_dim, s, wl, bias=s.qkv_bias),
+              linear(s.name_of("v"), d, s.kv_dim, s, wl, bias=s.qkv_bias)]
+    if s.qk_norm:  # Qwen3: RMSNorm over each head's H values, before rotary (Phi: LayerNorm)
+        ks += [norm("q_norm", s.head_dim, rows * s.n_heads, s, wl),
+               norm("k_norm", s.head_dim, rows * s.n_kv_heads, s, wl)]
+    if s.rotary_dim:
+        ks.append(rotary(s, wl))
+    ks += [kv_cache_write(s, wl), attention(s, wl, window),
+           linear(s.name_of("o"), s.q_dim, d, s, wl, bias=s.o_bias)]
+    return ks
+
+
+def mlp_block(s: ModelShape, wl: Workload, mlp_type: str) -> list[Kernel]:
+    if mlp_type == "moe":
+        return moe_kernels(s, wl)
+    d, f, bias = s.d_model, s.d_ff, s.mlp_bias
+    if not s.gated_mlp:
+        return [linear(s.name_of("fc_in"), d, f, s, wl, bias=bias), act(s, wl),
+                linear(s.name_of("fc_out"), f, d, s, wl, bias=bias)]
+    if s.fused_gate_up:
+        up = [linear(s.name_of("gate_up"), d, 2 * f, s, wl, bias=bias)]
+    else:
+        up = [linear(s.name_of("gate"), d, f, s, wl, bias=bias), linear(s.name_of("up"), d, f, s, wl, bias=bias)]
+    return up + [act_mul(s, wl), linear(s.name_of("down"), f, d, s, wl, bias=bias)]
+
+
+def decoder_layer(s: ModelShape, wl: Workload, layer_type: str, mlp_type: str = "dense") -> list[Kernel]:
     """One decoder layer's kernels in execution order, as the model's ``forward`` runs them."""
     d, rows = s.d_model, wl.tokens
     window = s.sliding_window if layer_type == "sliding" else None
-    ks = [
-        rms_norm("input_layernorm", d, rows, wl),
-        linear("q_proj", d, s.q_dim, s, wl, bias=s.qkv_bias),
-        linear("k_proj", d, s.kv_dim, s, wl, bias=s.qkv_bias),
-        linear("v_proj", d, s.kv_dim, s, wl, bias=s.qkv_bias),
-    ]
-    if s.qk_norm:  # Qwen3: RMSNorm over each head's H values, before rotary
-        ks += [rms_norm("q_norm", s.head_dim, rows * s.n_heads, wl), rms_norm("k_norm", s.head_dim, rows * s.n_kv_heads, wl)]
-    ks += [
-        rotary(s, wl),
-        kv_cache_write(s, wl),
-        attention(s, wl, window),
-        linear("o_proj", s.q_dim, d, s, wl, bias=s.o_bias),
-        residual("attn_residual", s, wl),
-        rms_norm("post_attention_layernorm", d, rows, wl),
-        linear("gate_proj", d, s.d_ff, s, wl, bias=s.mlp_bias),
-        linear("up_proj", d, s.d_ff, s, wl, bias=s.mlp_bias),
-        act_mul(s, wl),
-        linear("down_proj", s.d_ff, d, s, wl, bias=s.mlp_bias),
-        residual("mlp_residual", s, wl),
-    ]
-    return ks
+    attn, mlp = attention_block(s, wl, window), mlp_block(s, wl, mlp_type)
+    first = norm(s.name_of("input_norm"), d, rows, s, wl)
+    if s.block == "parallel_shared":  # Phi: x + attn(ln(x)) + mlp(ln(x))
+        return [first, *attn, *mlp, residual("attn_residual", s, wl), residual("mlp_residual", s, wl)]
+    second = norm(s.name_of("post_attn_norm"), d, rows, s, wl)
+    if s.block == "parallel":  # NeoX: x + attn(ln1(x)) + mlp(ln2(x))
+        return [first, *attn, second, *mlp, residual("attn_residual", s, wl), residual("mlp_residual", s, wl)]
+    if s.block == "sandwich":  # Gemma 2: norms before and after attention and MLP
+        return [first, *attn, second, residual("attn_residual", s, wl), norm(s.name_of("pre_mlp_norm"), d, rows, s, wl),
+                *mlp, norm(s.name_of("post_mlp_norm"), d, rows, s, wl), residual("mlp_residual", s, wl)]
+    return [first, *attn, residual("attn_residual", s, wl), second, *mlp, residual("mlp_residual", s, wl)]
+
+
+def model_head(s: ModelShape, wl: Workload) -> tuple[list[Kernel], list[Kernel]]:
+    """(the kernels before the first layer, the kernels after the last)."""
+    before = [embed_tokens(s, wl)]
+    if s.embed_dim:
+        before.append(linear("project_in", s.embed_dim, s.d_model, s, wl, scope="model"))
+    if s.position_rows:
+        before.append(position_embed(s, wl))
+    after = [norm(s.name_of("final_norm"), s.d_model, wl.tokens, s, wl, scope="model")] if s.final_norm else []
+    if s.embed_dim:
+        after.append(linear("project_out", s.d_model, s.embed_dim, s, wl, scope="model"))
+    after.append(lm_head(s, wl))
+    if s.final_softcap:
+        after.append(logit_softcap(s, wl))
+    return before, after
 
 
 # --------------------------------------------------------------------------- the step
@@ -413,6 +651,18 @@ class Analysis:
         return sum(k.params * k.count for k in self.kernels)
 
     @property
+    def active_params(self) -> int:
+        """Parameters one token uses: a MoE layer's routed experts count k of E."""
+        moe = self.shape.moe
+        total = 0
+        for k in self.kernels:
+            if k.role == "experts":
+                total += k.params * moe.top_k // moe.n_experts * k.count
+            else:
+                total += k.params * k.count
+        return total
+
+    @property
     def weight_storage_bytes(self) -> int:
         """Bytes all the model's weights take in memory (the whole embedding table included)."""
         return sum(k.param_bytes * k.count for k in self.kernels)
@@ -429,33 +679,64 @@ class Analysis:
 
 
 def kv_bytes_per_token(s: ModelShape, kv: DType) -> int:
-    """K and V of one token in every layer: 2·L·K·H values."""
-    return kv.nbytes(2 * s.n_layers * s.kv_dim)
+    """K and V of one token in every layer: 2·L·K·H values (MLA: L·(kv_lora_rank + rope dims))."""
+    return kv.nbytes(s.n_layers * kv_values_per_token(s))
 
 
-def _layer_groups(s: ModelShape) -> list[tuple[str, int]]:
-    """(layer type, number of layers of that type), in order of first appearance."""
-    groups: dict[str, int] = {}
-    for t in s.layer_types:
-        groups[t] = groups.get(t, 0) + 1
+def _layer_groups(s: ModelShape) -> list[tuple[tuple[str, str], int]]:
+    """((attention type, MLP type), number of layers of that kind), in order of first appearance."""
+    groups: dict[tuple[str, str], int] = {}
+    for key in zip(s.layer_types, s.layer_mlp_types):
+        groups[key] = groups.get(key, 0) + 1
     return list(groups.items())
+
+
+def _label(key: tuple[str, str], keys: list[tuple[str, str]]) -> str:
+    """What tells apart the layer kinds that differ: 'sliding', 'moe', or 'sliding,moe'."""
+    parts = []
+    if len({k[0] for k in keys}) > 1:
+        parts.append(key[0])
+    if len({k[1] for k in keys}) > 1:
+        parts.append(key[1])
+    return ",".join(parts)
+
+
+def layer_kernels(shape: ModelShape, workload: Workload) -> list[tuple[Kernel, int, int | None]]:
+    """(kernel, layers running it, its attention window) for every per-layer kernel, kinds of layer
+    merged where a kernel costs the same in each."""
+    groups = _layer_groups(shape)
+    keys = [k for k, _ in groups]
+    per_group = [decoder_layer(shape, workload, t, m) for (t, m), _ in groups]
+    by_name: dict[str, list[tuple[Kernel, tuple[str, str], int]]] = {}
+    order: list[str] = []
+    for kernels, (key, n) in zip(per_group, groups):
+        for k in kernels:
+            if k.name not in by_name:
+                order.append(k.name)
+            by_name.setdefault(k.name, []).append((k, key, n))
+    out = []
+    for name in order:
+        variants = by_name[name]
+        window = lambda key: shape.sliding_window if key[0] == "sliding" else None  # noqa: E731
+        if len(variants) == len(groups) and all(v[0].cost == variants[0][0].cost for v in variants):
+            # the same in every kind of layer (its window matters only to attention, which differs then)
+            out.append((replace(variants[0][0], count=shape.n_layers), shape.n_layers, window(variants[0][1])))
+        elif len({v[0].cost for v in variants}) == 1 and len(variants) < len(groups):
+            n = sum(v[2] for v in variants)  # only some kinds of layer run it, at one cost
+            out.append((replace(variants[0][0], count=n), n, window(variants[0][1])))
+        else:
+            for k, key, n in variants:
+                out.append((replace(k, name=f"{k.name}[{_label(key, keys)}]", count=n), n, window(key)))
+    return out
 
 
 def analyze(shape: ModelShape, workload: Workload) -> Analysis:
     """All kernels of one step; per-layer kernels carry count = the number of layers running them.
 
-    Layers of different attention types (full / sliding) share every kernel but attention;
-    a kernel whose cost differs between them gets one row per type (``attention[sliding]``).
+    Layers of different kinds (full / sliding attention, dense / MoE MLP) share every kernel they
+    have in common at the same cost; a kernel whose cost differs between them gets one row per
+    kind (``attention[sliding]``), and a kernel only some layers run counts only those.
     """
-    groups = _layer_groups(shape)
-    per_group = [decoder_layer(shape, workload, t) for t, _ in groups]
-    merged: list[Kernel] = []
-    for variants in zip(*per_group):  # the same kernel in each layer type
-        if all(v.cost == variants[0].cost for v in variants):
-            merged.append(replace(variants[0], count=shape.n_layers))
-        else:
-            merged += [replace(v, name=f"{v.name}[{t}]", count=n) for v, (t, n) in zip(variants, groups)]
-    final_norm = rms_norm("norm", shape.d_model, workload.tokens, workload, scope="model")
-    kernels = (embed_tokens(shape, workload), *merged, final_norm, lm_head(shape, workload))
-    return Analysis(shape, workload, kernels)
-
+    before, after = model_head(shape, workload)
+    merged = [k for k, _, _ in layer_kernels(shape, workload)]
+    return Analysis(shape, workload, (*before, *merged, *after))

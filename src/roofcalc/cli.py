@@ -47,7 +47,8 @@ def _main_parser() -> argparse.ArgumentParser:
                    help="with --prompt: a whole request generating this many tokens (time to first token, total time, "
                    "mean time per output token)")
     p.add_argument("--dtype", help=f"weights, activations and KV cache (default {DEFAULT_DTYPE}): fp32 bf16 fp16 fp8")
-    p.add_argument("--weight-dtype", help="weights only: fp32 bf16 fp16 fp8 int8 int4")
+    p.add_argument("--weight-dtype", help="weights only: fp32 bf16 fp16 fp8 fp8-b128 int8 int4 "
+                   "(default: the checkpoint's quantization_config, else --dtype)")
     p.add_argument("--act-dtype", help="activations only")
     p.add_argument("--kv-dtype", help="KV cache only (also int8)")
     p.add_argument("--group-size", type=positive_int, default=128, help="int8/int4 weights: values per fp16 scale (default 128)")
@@ -55,6 +56,12 @@ def _main_parser() -> argparse.ArgumentParser:
                    help="prefill: count every (query, key) pair, as dense attention and FLOP counters do (default: causal)")
     p.add_argument("--logits", choices=("last", "all"), default="last",
                    help="prefill: lm_head on the last token of each sequence (default) or on every position")
+    p.add_argument("--experts", choices=("expected", "all", "topk"), default="expected",
+                   help="MoE: expert weights a step reads: the expected distinct experts under uniform routing "
+                   "(default), all of them, or exactly top-k")
+    p.add_argument("--mla", choices=("naive", "absorbed"), default="naive",
+                   help="DeepSeek attention: naive (what transformers computes: the latent is expanded every step) "
+                   "or absorbed (what serving engines decode)")
     p.add_argument("--family", help="read a config whose model_type roofcalc does not know as this family (e.g. llama)")
     p.add_argument("--format", "-f", choices=("table", "markdown", "csv", "json"), default="table")
     r = p.add_argument_group("roofline")
@@ -77,17 +84,22 @@ def _main_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _workload_kw(args: argparse.Namespace) -> dict:
+def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
+    """Workload keywords from the flags; a checkpoint's declared weight format (quantization_config)
+    is the weight dtype unless --dtype or --weight-dtype says otherwise."""
     from .calculator import dtype
 
     base = args.dtype or DEFAULT_DTYPE
+    declared = shape.weight_format if shape is not None and not args.dtype else None
     kw = dict(
-        weight_dtype=dtype(args.weight_dtype or base),
+        weight_dtype=dtype(args.weight_dtype or declared or base),
         act_dtype=dtype(args.act_dtype or base),
         kv_dtype=dtype(args.kv_dtype or base),
         group_size=args.group_size,
         causal=not args.full_rectangle,
         logits_all=args.logits == "all",
+        experts=args.experts,
+        mla=args.mla,
     )
     if kw["act_dtype"].quantized:
         raise RoofcalcError(f"activations cannot be {kw['act_dtype'].name}; use --weight-dtype for integer weights")
@@ -108,11 +120,11 @@ def _sizes(args: argparse.Namespace) -> tuple[tuple[int, ...], tuple[int, ...] |
     return batches, contexts, None
 
 
-def _workload(args: argparse.Namespace):
+def _workload(args: argparse.Namespace, shape=None):
     from .calculator import Workload
 
     batches, contexts, prompts = _sizes(args)
-    kw = _workload_kw(args)
+    kw = _workload_kw(args, shape)
     if prompts is not None:
         return Workload.prefill(batches[0], prompts[0], **kw)
     return Workload.decode(batches[0], contexts[0], **kw)
@@ -186,9 +198,9 @@ def build_sweep(args: argparse.Namespace):
         if value:
             raise RoofcalcError(f"{flag} describes one measured step; give a single --batch and --context with it")
     batches, contexts, prompts = _sizes(args)
-    kw = _workload_kw(args)
-    hardware, profile = _hardware(args)
     shape = load_shape(args.model, family=args.family)
+    kw = _workload_kw(args, shape)
+    hardware, profile = _hardware(args)
     return sweep(
         shape, hardware, batches=batches, contexts=contexts, prompts=prompts, generate=args.generate,
         measured_bw=parse_quantity(args.measured_bw, "bandwidth") if args.measured_bw else None,
@@ -206,9 +218,9 @@ def build_roofline(args: argparse.Namespace):
     from .roofline import parse_point, roofline
     from .shapes import load_shape
 
-    workload = _workload(args)
-    hardware, profile = _hardware(args)
     shape = load_shape(args.model, family=args.family)
+    workload = _workload(args, shape)
+    hardware, profile = _hardware(args)
     return roofline(
         analyze(shape, workload), hardware,
         measured_bw=parse_quantity(args.measured_bw, "bandwidth") if args.measured_bw else None,
@@ -286,10 +298,10 @@ def run_models(argv: Sequence[str]) -> str:
     rows = []
     for e in catalog():
         c = e.config
-        rows.append([e.hub_id, c["model_type"], f"{e.params_total:,}", ", ".join(e.aliases),
-                     "yes" if e.supported else "not yet"])
-    table = tabulate(rows, headers=["hub id", "model_type", "parameters", "aliases", "supported"], tablefmt="simple",
-                     disable_numparse=True)
+        rows.append([e.hub_id, c["model_type"], f"{e.params_total:,}",
+                     "" if e.params_active is None else f"{e.params_active:,}", ", ".join(e.aliases)])
+    table = tabulate(rows, headers=["hub id", "model_type", "parameters", "active per token", "aliases"],
+                     tablefmt="simple", disable_numparse=True)
     return (f"{table}\n\nNames match exactly (case-insensitive); any other hub id is read from the HF cache or the hub."
             f"\nSupported families: {', '.join(SUPPORTED_FAMILIES)}.\n")
 

@@ -193,14 +193,29 @@ def header_lines(a: Analysis, defaults: Iterable[str] = ()) -> list[str]:
         return " (default)" if key in defaulted else ""
 
     kv_note = f", sliding window {s.sliding_window}" if s.sliding_window else ""
+    if s.mla:
+        m = s.mla
+        heads = (f"N={s.n_heads} heads, MLA: q {'LoRA ' + str(m.q_lora_rank) if m.q_lora_rank else 'plain'}, "
+                 f"KV latent {m.kv_lora_rank} + rope {m.qk_rope_head_dim} cached, qk {m.qk_head_dim} / v {m.v_head_dim} "
+                 f"per head ({w.mla})")
+    else:
+        heads = f"N={s.n_heads} heads / K={s.n_kv_heads} KV heads x H={s.head_dim}"
     lines = [
         f"model     {s.name}  [{s.model_type}]",
-        f"shape     L={s.n_layers} layers, D={s.d_model}, N={s.n_heads} heads / K={s.n_kv_heads} KV heads x H={s.head_dim}, "
+        f"shape     L={s.n_layers} layers, D={s.d_model}, {heads}, "
         f"F={s.d_ff}, V={s.vocab_size}{', tied embeddings' if s.tie_word_embeddings else ''}{kv_note}",
-        f"size      {a.params:,} parameters, {a.weight_storage_bytes:,} bytes of weights ({w.weight_dtype.name}"
-        f"{f', group {w.group_size}' if w.weight_dtype.quantized else ''}), "
-        f"KV cache {a.kv_bytes_per_token:,} bytes per token ({w.kv_dtype.name})",
     ]
+    if s.moe:
+        e = s.moe
+        n_moe = s.layer_mlp_types.count("moe")
+        shared = f" + a shared MLP of {e.d_shared}" if e.d_shared else ""
+        lines.append(f"experts   {n_moe} of {s.n_layers} layers: {e.n_experts} experts of width {e.d_expert}, top-{e.top_k}"
+                     f"{shared}; weights read per step: {w.experts} ({a.params - a.active_params:,} parameters idle "
+                     f"per token, {a.active_params:,} active)")
+    declared = " (the checkpoint's quantization_config)" if s.weight_format == w.weight_dtype.name else ""
+    lines.append(f"size      {a.params:,} parameters, {a.weight_storage_bytes:,} bytes of weights ({w.weight_dtype.name}"
+                 f"{f', group {w.group_size}' if w.weight_dtype.quantized else ''}{declared}), "
+                 f"KV cache {a.kv_bytes_per_token:,} bytes per token ({w.kv_dtype.name})")
     if w.phase == "decode":
         what = f"decode one token, batch B={w.batch}{d('batch')}, context S={w.kv_len}{d('context')} (the new token included)"
     else:
@@ -388,7 +403,7 @@ def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
                     "batch": int(b), "context": int(s), "flops": int(g.flops[i, j]), "bytes": int(g.bytes[i, j]),
                     "weight_bytes": int(g.weight_bytes[i, j]), "kv_bytes": int(g.kv_bytes[i, j]),
                     "intensity": float(inten[i, j]), "intensity_per_batch": float(inten[i, j] / b),
-                    "floor_s": float(g.floor_s[i, j]), "launch_s": float(g.launch_s),
+                    "floor_s": float(g.floor_s[i, j]), "launch_s": float(g.launch_s[i, 0]),
                     "step_s": float(step[i, j]), "step_upper_s": float(upper[i, j]), "tpot_s": float(step[i, j]),
                     "tokens_per_s": float(tps[i, j]), "bound": str(bound[i, j]),
                     "memory_bytes": int(g.memory_bytes[i, j]), "fits": bool(fits[i, j]),

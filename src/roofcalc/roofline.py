@@ -21,40 +21,43 @@ from .hardware import Hardware
 
 FLAG_FLOOR_MULTIPLE = 3.0  # a kernel above 3× its bandwidth floor "has a problem"
 
-# GPU kernel launches per kernel instance under each implementation profile.
+# GPU kernel launches per kernel instance under each implementation profile, by kernel role.
 # hf-eager: transformers' eager PyTorch modules, one launch per ATen op that computes:
 #   RMSNorm (LlamaRMSNorm in 16-bit): to(fp32), pow, mean, add eps, rsqrt, mul, to(dtype), mul weight = 8
-#   rotary (apply_rotary_pos_emb): for q and for k: x·cos, neg, cat (rotate_half), ·sin, add = 5 + 5
-#   (in fp32 the two casts are no-ops: 6); kv_cache_write: the cache update writes K and V = 2;
-#   attention: one SDPA kernel; act_mul: act(gate), × up = 2; every linear, add, gather = 1.
-#   tests/test_oracle.py counts the ATen ops of a real transformers Llama layer against this table.
+#   (in fp32 the two casts are no-ops: 6); LayerNorm: one native_layer_norm = 1;
+#   rotary (apply_rotary_pos_emb): for q and for k: x·cos, neg, cat (rotate_half), ·sin, add = 5 + 5;
+#   kv_cache_write: the cache update writes K and V = 2; attention: one SDPA kernel;
+#   act_mul: act(gate), × up = 2; learned positions: gather + add = 2; soft-capping: /, tanh, × = 3;
+#   every linear, add, gather = 1; a MoE layer's experts loop over the experts that got tokens
+#   (Kernel.eager_launches). tests/test_oracle.py counts the ATen ops of a real transformers Llama
+#   layer against this table; for the other families the table is the same per role, not checked op by op.
 # fused: what serving engines (vLLM, TensorRT-LLM) run: one GEMM for q/k/v, one for gate/up,
-#   residual adds fused into the following RMSNorm, SiLU×up one kernel, rotary one kernel.
+#   residual adds fused into the following norm, SiLU×up one kernel, rotary one kernel, one grouped
+#   GEMM per expert projection.
 # cuda-graph: the fused kernels replayed from one CUDA graph: the launch cost is paid once per step.
-HF_EAGER = {
-    "embed_tokens": 1, "input_layernorm": 8, "post_attention_layernorm": 8, "norm": 8, "q_norm": 8, "k_norm": 8,
-    "rotary": 10, "kv_cache_write": 2, "attention": 1, "act_mul": 2,
-}
-RMSNORMS = ("input_layernorm", "post_attention_layernorm", "norm", "q_norm", "k_norm")
-FUSED = {
-    "embed_tokens": 1, "input_layernorm": 1, "q_proj": 1, "k_proj": 0, "v_proj": 0, "q_norm": 1, "k_norm": 1,
-    "rotary": 1, "kv_cache_write": 1, "attention": 1, "o_proj": 1, "attn_residual": 0,
-    "post_attention_layernorm": 1, "gate_proj": 1, "up_proj": 0, "act_mul": 1, "down_proj": 1, "mlp_residual": 0,
-    "norm": 1, "lm_head": 1,
-}
+HF_EAGER = {"embed": 1, "pos_embed": 2, "rms_norm": 8, "layer_norm": 1, "rotary": 10, "kv_cache_write": 2,
+            "attention": 1, "act_mul": 2, "act": 1, "softcap": 3}
+FUSED = {"embed": 1, "pos_embed": 1, "rms_norm": 1, "layer_norm": 1, "rotary": 1, "kv_cache_write": 1, "attention": 1,
+         "act_mul": 1, "act": 1, "softcap": 1, "residual": 0, "linear": 1, "router": 1, "experts": 1, "combine": 1}
+# fused q/k/v and gate/up GEMMs: the k, v and up projections ride on the q and gate launches
+FUSED_RIDERS = {"k_proj", "v_proj", "up_proj", "shared_experts.up_proj"}
 IMPLS = ("hf-eager", "fused", "cuda-graph")
 
 
 def launches(kernel: Kernel, impl: str, act_dtype: str = "fp16") -> int:
     """GPU kernel launches one instance of ``kernel`` costs under ``impl`` (cuda-graph: the same
     kernels, but :attr:`StepVerdict.sum_launch_s` charges one launch per step)."""
-    base = kernel.name.split("[")[0]
+    role = kernel.role or kernel.name.split("[")[0]
     if impl == "hf-eager":
-        if base in RMSNORMS and act_dtype == "fp32":
-            return HF_EAGER[base] - 2  # the casts to and from fp32 are no-ops
-        return HF_EAGER.get(base, 1)
+        if kernel.eager_launches is not None:
+            return kernel.eager_launches
+        if role == "rms_norm" and act_dtype == "fp32":
+            return HF_EAGER[role] - 2  # the casts to and from fp32 are no-ops
+        return HF_EAGER.get(role, 1)
     if impl in ("fused", "cuda-graph"):
-        return FUSED.get(base, 1)
+        if kernel.name.split("[")[0] in FUSED_RIDERS:
+            return 0
+        return FUSED.get(role, 1)
     raise RoofcalcError(f"unknown --impl '{impl}'; use {', '.join(IMPLS)}")
 
 

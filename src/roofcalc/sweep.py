@@ -21,8 +21,8 @@ import math
 import re
 from dataclasses import dataclass, fields
 
-from .calculator import (MAX_BATCH, MAX_TOKENS, Cost, Workload, _layer_groups, analyze, decoder_layer, embed_tokens,
-                         kv_bytes_per_token, lm_head, rms_norm)
+from .calculator import (MAX_BATCH, MAX_TOKENS, Cost, Workload, _layer_groups, analyze, decoder_layer, kv_values_per_token,
+                         model_head, touched_experts)
 from .errors import RoofcalcError
 from .roofline import Roof, launches, place
 from .shapes import ModelShape
@@ -96,13 +96,36 @@ def check_sizes(values, what: str, limit: int) -> None:
 
 
 def _step_kernels(shape: ModelShape, wl: Workload):
-    """(kernel, count, window) for every kernel of a decode step, layer types kept apart."""
-    out = [(embed_tokens(shape, wl), 1, None)]
-    for layer_type, n in _layer_groups(shape):
+    """(kernel, count, window) for every kernel of a decode step, kinds of layer kept apart."""
+    before, after = model_head(shape, wl)
+    out = [(k, 1, None) for k in before]
+    for (layer_type, mlp_type), n in _layer_groups(shape):
         window = shape.sliding_window if layer_type == "sliding" else None
-        out += [(k, n, window) for k in decoder_layer(shape, wl, layer_type)]
-    out += [(rms_norm("norm", shape.d_model, wl.tokens, wl, scope="model"), 1, None), (lm_head(shape, wl), 1, None)]
-    return out
+        out += [(k, n, window) for k in decoder_layer(shape, wl, layer_type, mlp_type)]
+    return out + [(k, 1, None) for k in after]
+
+
+def _cached_tokens(shape: ModelShape, s):
+    """Σ over layers of the positions each layer caches at context ``s`` (a window caps a sliding layer)."""
+    import numpy as np
+
+    return sum(n * (s if t == "full" else np.minimum(s, shape.sliding_window)) for (t, _), n in _layer_groups(shape))
+
+
+def expert_weight_bytes(shape: ModelShape, wl: Workload):
+    """x(tokens): bytes of routed-expert weights one step reads when that many tokens are routed
+    (always 0 for a dense model), as the calculator counts them."""
+    moe = shape.moe
+    parts = [(count, kernel.param_bytes // moe.n_experts) for kernel, count, _ in _step_kernels(shape, wl)
+             if kernel.role == "experts"] if moe else []
+
+    def x(tokens: int) -> int:
+        if not parts:
+            return 0
+        touched = touched_experts(moe.n_experts, moe.top_k, tokens, wl.experts)
+        return sum(count * round(touched * per) for count, per in parts)
+
+    return x
 
 
 @dataclass(frozen=True)
@@ -117,7 +140,7 @@ class DecodeGrid:
     weight_bytes: "object"
     kv_bytes: "object"
     floor_s: "object"  # Σ count × max(t_compute, t_memory) per kernel
-    launch_s: float  # Σ launches × overhead (the same at every point)
+    launch_s: "object"  # Σ launches × overhead, shape (len(batches), 1): MoE expert loops vary with B
     memory_bytes: "object"  # weights in memory + the KV cache of B sequences of S tokens
     roof: Roof
     impl: str = "hf-eager"
@@ -175,11 +198,16 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
     s = np.asarray(contexts, dtype=np.int64)[None, :]
     big_b, big_s = int(b.max()), int(s.max())
     probe = {(bb, ss): _step_kernels(shape, Workload.decode(bb, ss, **workload_kw)) for bb in (1, 2) for ss in (1, 2)}
+    # routed experts read the weights of the experts their tokens touch: not linear in B, but the
+    # same at every context; evaluated once per batch
+    per_batch = {int(bb): _step_kernels(shape, Workload.decode(int(bb), 1, **workload_kw)) for bb in b[:, 0]} \
+        if shape.moe else {}
     totals = {f: np.zeros((b.shape[0], s.shape[1]), dtype=np.int64) for f in FIELDS}
     floor = np.zeros((b.shape[0], s.shape[1]))
-    n_launch = 0
+    n_launch = np.zeros((b.shape[0], 1), dtype=np.int64)
     corner = 0  # the largest total, in exact integers, to keep int64 from overflowing
     base = Workload.decode(1, 1, **workload_kw)
+    act_name = base.act_dtype.name
     for i, (kernel, count, window) in enumerate(probe[(1, 1)]):
         eff_s = s if window is None else np.minimum(s, window)
         big_eff = big_s if window is None else min(big_s, window)
@@ -196,15 +224,20 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
                 raise GridOverflow(f"batch {big_b:,} x context {big_s:,} is too large to count in 64 bits; "
                                     f"no device holds such a step")
             row[f] = c00 + c10 * b + c01 * eff_s + c11 * b * eff_s
+            if f == "weight_bytes" and per_batch:
+                row[f] = np.array([[per_batch[int(bb)][i][0].cost.weight_bytes] for bb in b[:, 0]], dtype=np.int64)
             totals[f] += count * row[f]
         nbytes = row["weight_bytes"] + row["act_read_bytes"] + row["act_write_bytes"] + row["kv_read_bytes"] + \
             row["kv_write_bytes"]
         floor += count * np.maximum(row["flops"] / roof.peak_flop_per_s, nbytes / roof.bandwidth_bytes_per_s)
-        n_launch += count * launches(kernel, impl, base.act_dtype.name)
-    launch_s = launch_overhead_s if impl == "cuda-graph" else n_launch * launch_overhead_s
+        if per_batch:
+            n_launch += count * np.array([[launches(per_batch[int(bb)][i][0], impl, act_name)] for bb in b[:, 0]])
+        else:
+            n_launch += count * launches(kernel, impl, act_name)
+    launch_s = np.full(n_launch.shape, launch_overhead_s) if impl == "cuda-graph" else n_launch * launch_overhead_s
     weights_in_memory = sum(count * k.param_bytes for k, count, _ in probe[(1, 1)])
-    per_layer_kv = kv_bytes_per_token(shape, base.kv_dtype) // shape.n_layers
-    cached = sum(n * (s if t == "full" else np.minimum(s, shape.sliding_window)) for t, n in _layer_groups(shape))
+    per_layer_kv = base.kv_dtype.nbytes(kv_values_per_token(shape))
+    cached = _cached_tokens(shape, s)
     total_bytes = sum(totals[f] for f in FIELDS if f not in ("flops", "matmul_flops"))
     return DecodeGrid(
         batches=b[:, 0], contexts=s[0], flops=totals["flops"], bytes=total_bytes,
@@ -234,10 +267,22 @@ class BatchVerdicts:
     largest_batch_tried: int = MAX_BATCH  # the top of the 1, 2, 4, … ladder
 
 
-def _linear(arr2: "object", j: int) -> tuple[int, int]:
-    """(value at B=0, slope in B) from a grid holding batches 1 and 2."""
-    slope = int(arr2[1, j]) - int(arr2[0, j])
-    return int(arr2[0, j]) - slope, slope
+def _linear(arr2: "object", j: int, minus: tuple[int, int] = (0, 0)) -> tuple[int, int]:
+    """(value at B=0, slope in B) from a grid holding batches 1 and 2, less a non-linear part."""
+    v1, v2 = int(arr2[0, j]) - minus[0], int(arr2[1, j]) - minus[1]
+    return v1 - (v2 - v1), v2 - v1
+
+
+def _first_batch(holds) -> int | None:
+    """The smallest B in 1 … MAX_BATCH where ``holds(B)`` is true, for a predicate that stays true
+    once it is (bisection); None if it never is."""
+    if not holds(MAX_BATCH):
+        return None
+    lo, hi = 0, MAX_BATCH  # holds(hi); not holds(lo) (B = 0 is never a batch)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if holds(mid) else (mid, hi)
+    return hi
 
 
 def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: float | None = None, *,
@@ -259,26 +304,23 @@ def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: floa
                 raise
             ladder.pop()
     tps = lad.tokens_per_s
+    x = expert_weight_bytes(shape, Workload.decode(1, 1, **workload_kw))  # x(B): 0 for a dense model
+    x12 = (x(1), x(2))
+
     out = []
     for j, context in enumerate(two.contexts):
+        # every cost is c0 + c1·B at a fixed context, but for a MoE model's routed-expert weights x(B)
         f0, f1 = _linear(two.flops, j)
-        y0, y1 = _linear(two.bytes, j)
-        w0, w1 = _linear(two.weight_bytes, j)
+        y0, y1 = _linear(two.bytes, j, x12)
+        w0, w1 = _linear(two.weight_bytes, j, x12)
         k0, k1 = _linear(two.kv_bytes, j)
         m0, m1 = _linear(two.memory_bytes, j)
         ridge = roof.ridge
-        # AI(B) = (f0 + f1·B) / (y0 + y1·B) >= ridge  <=>  B·(f1 - ridge·y1) >= ridge·y0 - f0
-        slope = f1 - ridge * y1
-        if slope > 0:
-            ridge_batch = max(1, math.ceil((ridge * y0 - f0) / slope))
-        else:
-            ridge_batch = 1 if f0 + f1 >= ridge * (y0 + y1) else None
-        if ridge_batch is not None and ridge_batch > MAX_BATCH:
-            ridge_batch = None
-        # KV bytes k0 + k1·B exceed weight bytes w0 + w1·B
-        kv_batch = (w0 - k0) // (k1 - w1) + 1 if k1 > w1 else None
-        kv_batch = None if kv_batch is not None and kv_batch > MAX_BATCH else kv_batch
-        kv_batch = 1 if kv_batch is not None and kv_batch < 1 else kv_batch
+        # AI(B) = (f0 + f1·B) / (y0 + y1·B + x(B)) reaches the ridge; for a dense model that is
+        # B >= (ridge·y0 - f0) / (f1 - ridge·y1), never when f1 / y1 <= ridge
+        ridge_batch = _first_batch(lambda bb: f0 + f1 * bb >= ridge * (y0 + y1 * bb + x(bb)))
+        # KV bytes k0 + k1·B exceed weight bytes w0 + w1·B + x(B)
+        kv_batch = _first_batch(lambda bb: k0 + k1 * bb > w0 + w1 * bb + x(bb))
         max_batch = None
         if capacity_bytes is not None:
             max_batch = max(0, min(MAX_BATCH, math.floor((capacity_bytes - m0) / m1)))
@@ -348,7 +390,7 @@ def prefill_grid(shape: ModelShape, batches, prompts, roof: Roof, *, impl: str =
     shp = (len(batches), len(prompts))
     flops, nbytes, mem = (np.zeros(shp, dtype=np.int64) for _ in range(3))
     floor, launch = np.zeros(shp), np.zeros(shp)
-    cached_per_token = {t: n for t, n in _layer_groups(shape)}
+    per_layer_kv = Workload.decode(1, 1, **workload_kw).kv_dtype.nbytes(kv_values_per_token(shape))
     for i, b in enumerate(batches):
         for j, p in enumerate(prompts):
             a = analyze(shape, Workload.prefill(int(b), int(p), **workload_kw))
@@ -356,9 +398,7 @@ def prefill_grid(shape: ModelShape, batches, prompts, roof: Roof, *, impl: str =
             t = a.totals
             flops[i, j], nbytes[i, j] = t.flops, t.bytes
             floor[i, j], launch[i, j] = v.sum_floor_s, v.sum_launch_s
-            cached = sum(n * (p if kind == "full" else min(p, shape.sliding_window))
-                         for kind, n in cached_per_token.items())
-            mem[i, j] = a.weight_storage_bytes + b * cached * (a.kv_bytes_per_token // shape.n_layers)
+            mem[i, j] = a.weight_storage_bytes + b * int(_cached_tokens(shape, int(p))) * per_layer_kv
     return PrefillGrid(np.asarray(batches, dtype=np.int64), np.asarray(prompts, dtype=np.int64), flops, nbytes,
                        floor, launch, mem, roof)
 
