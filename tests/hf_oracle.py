@@ -9,6 +9,7 @@ minus its projections (norms, rotary and softmax count 0 in FlopCounterMode).
 from __future__ import annotations
 
 import inspect
+import re
 import warnings
 from dataclasses import dataclass
 
@@ -20,10 +21,19 @@ PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj")
 MLP = ("gate_proj", "up_proj", "down_proj")
 
 
-def build(config: dict, dtype=torch.float16):
+def build(config: dict, dtype=torch.float16, *, device: str = "meta", attn: str | None = None,
+          eager_experts: bool = False):
+    """The transformers model of ``config``: on ``meta`` (nothing materialised) or on the CPU with random
+    weights (MoE routing needs real values). ``attn="eager"`` runs attention as matmuls the counter sees
+    (the CPU sdpa kernel is invisible to it; Gemma 2 refuses sdpa); ``eager_experts`` loops over the
+    experts with plain linears (the grouped-matmul op is invisible to it)."""
     cfg = transformers.AutoConfig.for_model(**config)
-    with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(cfg, torch_dtype=dtype)
+    if eager_experts:
+        cfg._experts_implementation = "eager"
+    kw = {"attn_implementation": attn} if attn else {}
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype, **kw)
     return model.eval()
 
 
@@ -51,6 +61,25 @@ class Counts:
     def _path(self, i: int, rest: str) -> str:
         return next(k for k in self.flops if k.endswith(f"layers.{i}.{rest}"))
 
+    # ---- any family: modules found by the name roofcalc gives the kernel
+    def find(self, i: int, leaf: str) -> str | None:
+        """The module path of ``leaf`` in layer ``i`` (directly under the layer or one block below it)."""
+        pat = re.compile(rf"(?:^|\.)(?:layers|h)\.{i}\.(?:(?:mlp|self_attn|attn|attention)\.)?{re.escape(leaf)}$")
+        hits = [k for k in self.flops if pat.search(k)]
+        assert len(hits) <= 1, (leaf, hits)
+        return hits[0] if hits else None
+
+    def of(self, i: int, leaf: str) -> int:
+        path = self.find(i, leaf)
+        assert path is not None, f"layer {i} has no module {leaf} with FLOPs"
+        return self.flops[path]
+
+    def attention_core(self, i: int, projections: list[str]) -> int:
+        """The attention module's FLOPs less its projections' (QKᵀ + PV, and nothing else the counter sees)."""
+        parent = self.find(i, projections[-1]).rsplit(".", 1)[0]  # the output projection's parent
+        inner = sum(v for k, v in self.flops.items() if k.startswith(parent + ".") and k.count(".") == parent.count(".") + 1)
+        return self.flops[parent] - inner
+
 
 def run(model, batch: int, prompt: int, *, all_logits: bool = True):
     """A prefill of ``prompt`` tokens, then one decode step (which attends to prompt + 1 keys).
@@ -58,22 +87,25 @@ def run(model, batch: int, prompt: int, *, all_logits: bool = True):
     Returns (prefill counts, decode counts, the cache after the prefill)."""
     kw_cache = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
     keep = {} if all_logits else {"logits_to_keep": 1}
-    ids = torch.zeros((batch, prompt), dtype=torch.long, device="meta")
+    dev = next(model.parameters()).device
+    ids = torch.zeros((batch, prompt), dtype=torch.long, device=dev)
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
         with FlopCounterMode(display=False) as fc:
             out = model(input_ids=ids, use_cache=True, **keep)
         prefill = Counts(_counts(fc))
         cache = out.past_key_values
-        one = torch.zeros((batch, 1), dtype=torch.long, device="meta")
+        one = torch.zeros((batch, 1), dtype=torch.long, device=dev)
         with FlopCounterMode(display=False) as fc:
             model(input_ids=one, use_cache=True, **{kw_cache: cache})
         decode = Counts(_counts(fc))
     return prefill, decode, cache
 
 
-def param_bytes(model) -> int:
-    return sum(p.numel() * p.element_size() for p in model.parameters())
+def param_bytes(model, buffers: tuple[str, ...] = ()) -> int:
+    """Bytes of the parameters, plus the named buffers that checkpoints store as weights."""
+    extra = sum(b.numel() * b.element_size() for n, b in model.named_buffers() if n.endswith(buffers)) if buffers else 0
+    return sum(p.numel() * p.element_size() for p in model.parameters()) + extra
 
 
 def cache_bytes(cache) -> int:

@@ -238,3 +238,13 @@ def test_sweep_plots(tmp_path, capsys, extra):
     assert svg.count("<svg") == 1
     if extra[1] == "1,4,16":
         assert 'id="nominal-roof' in svg and 'id="memory-limit-0' in svg and 'id="point-2-1' in svg
+
+
+def test_declared_fp8_weights_and_family_options(capsys):
+    code, out, _ = run(["deepseek-ai/DeepSeek-V3", "--hw", "H100"], capsys)
+    assert code == 0 and "fp8-b128 (the checkpoint's quantization_config)" in out and "MLA: q LoRA 1536" in out
+    assert "\nkv_b_proj " in out and "\nq_absorb " not in out  # naive by default: what transformers computes
+    code, out, _ = run(["deepseek-ai/DeepSeek-V3", "--hw", "H100", "--mla", "absorbed", "--dtype", "bf16"], capsys)
+    assert code == 0 and "\nq_absorb " in out and "\nv_up " in out and "weights bf16" in out
+    code, out, _ = run(["mistralai/Mixtral-8x7B-v0.1", "--batch", "64", "--experts", "topk"], capsys)
+    assert code == 0 and "on 2 of 8 experts" in out and "weights read per step: topk" in out

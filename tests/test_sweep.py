@@ -13,7 +13,8 @@ from roofcalc.roofline import Roof, place  # noqa: E402
 from roofcalc.sweep import batch_verdicts, decode_grid, parse_sizes, prefill_grid, request_grid  # noqa: E402
 
 ROOF = Roof(320e9, 65e12)
-MODELS = ["TinyLlama/TinyLlama-1.1B", "mistralai/Mistral-7B-v0.1", "Qwen/Qwen3-8B", "google/gemma-2b"]
+MODELS = ["TinyLlama/TinyLlama-1.1B", "mistralai/Mistral-7B-v0.1", "Qwen/Qwen3-8B", "google/gemma-2b", "google/gemma-2-9b",
+          "mistralai/Mixtral-8x7B-v0.1", "deepseek-ai/DeepSeek-V2-Lite", "openai-community/gpt2", "microsoft/phi-2"]
 
 
 @settings(max_examples=40, deadline=None)
@@ -29,7 +30,7 @@ def test_grid_equals_scalar_calculator(model, b, s):
     assert grid.weight_bytes[1, 0] == t.weight_bytes
     assert grid.kv_bytes[1, 0] == t.kv_bytes
     assert grid.floor_s[1, 0] == pytest.approx(verdict.sum_floor_s, rel=1e-12)
-    assert grid.launch_s == pytest.approx(verdict.sum_launch_s)
+    assert grid.launch_s[1, 0] == pytest.approx(verdict.sum_launch_s)
 
 
 # TinyLlama (L=22, D=2048, N=32, K=4, H=64, F=5632, V=32000) decode at context S=2048, fp16, by hand.
