@@ -33,7 +33,9 @@ def _main_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="roofcalc",
         description="Per-kernel FLOPs, bytes and arithmetic intensity of a transformer's decode or prefill step, "
-        "from its HuggingFace config.json. Other commands: 'roofcalc models' lists the offline catalog.",
+        "from its HuggingFace config.json. Other commands: 'roofcalc models' lists the offline catalog, "
+        "'roofcalc hardware' the hardware catalog, 'roofcalc measure' measures this machine, "
+        "'roofcalc profile MODEL' measures a model on it.",
     )
     p.add_argument("model", help="a config.json, a folder holding one, a catalog name (roofcalc models) or a hub id")
     sizes = "; a list (1,4,16) or a range (1..256 doubles, 512..4096:512 steps) sweeps"
@@ -306,7 +308,98 @@ def run_models(argv: Sequence[str]) -> str:
             f"\nSupported families: {', '.join(SUPPORTED_FAMILIES)}.\n")
 
 
-COMMANDS = {"models": run_models, "hardware": run_hardware}
+def run_measure(argv: Sequence[str]) -> str:
+    from .hardware import parse_quantity
+    from .measure import closest_nominal, measure, report, write_profile
+
+    p = _Parser(prog="roofcalc measure",
+                description="Measure this machine's roof: memory bandwidth (copy and y = x + 1), matmul FLOP/s per "
+                "compute dtype, and the dispatch overhead of one op; print them against the closest catalog entry "
+                "and write a profile for --hw-file.")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--dtype", help="compute dtypes to measure, comma-separated (cpu: fp32; cuda: fp32,tf32,fp16,bf16)")
+    p.add_argument("--out", "-o", metavar="PROFILE.json", help="write the measured profile here")
+    p.add_argument("--nominal", help="the catalog entry to compare with (default: the closest by name)")
+    p.add_argument("--repeats", type=positive_int, default=7, help="runs of each measurement (default 7)")
+    p.add_argument("--size", help="bytes per bandwidth array (default: 8x the last-level cache, at least 256 MiB, "
+                   "at most 1/8 of free memory), e.g. 512MiB")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    args = p.parse_args(argv)
+    if args.out:
+        from pathlib import Path
+
+        folder = Path(args.out).parent
+        if not folder.is_dir():
+            raise RoofcalcError(f"--out {args.out}: folder {folder} does not exist")
+    dtypes = [d.strip() for d in args.dtype.split(",")] if args.dtype else None
+    nbytes = int(parse_quantity(args.size, "size")) if args.size else None
+    m = measure(args.device, dtypes, args.repeats, nbytes, quiet=args.quiet)
+    nominal, why = closest_nominal(m, args.nominal)
+    if args.out:
+        write_profile(m, nominal, args.out)
+    return report(m, nominal, why, args.out)
+
+
+def run_profile(argv: Sequence[str]) -> str:
+    from . import report
+    from .hardware import find_hardware, load_profile
+    from .profile import profile_model
+    from .roofline import roofline
+
+    p = _Parser(prog="roofcalc profile",
+                description="Build the real transformers model from its config with random weights, run a prefill "
+                "and decode steps on this machine, and put its measured TPOT and per-kernel times (torch.profiler) "
+                "next to roofcalc's floors. Needs PyTorch: pip install 'roofcalc[torch]'.")
+    p.add_argument("model", help="a config.json, a folder holding one, a catalog name or a hub id")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), default="fp32", help="weights, activations and cache")
+    p.add_argument("--batch", "-b", type=positive_int, default=1)
+    p.add_argument("--context", "-s", type=positive_int, default=DEFAULT_CONTEXT,
+                   help=f"positions each decode step attends to, itself included (default {DEFAULT_CONTEXT})")
+    p.add_argument("--steps", type=positive_int, default=8, help="decode steps timed for the median TPOT (default 8)")
+    p.add_argument("--hw-file", help="a measured profile (roofcalc measure --out); default: measure this device first")
+    p.add_argument("--impl", choices=("hf-eager", "fused", "cuda-graph"), default="hf-eager")
+    p.add_argument("--family", help="read an unknown model_type as this family")
+    p.add_argument("--format", "-f", choices=("table", "markdown", "csv", "json"), default="table")
+    p.add_argument("--plot", metavar="FILE.png|FILE.svg", help="the roofline with the measured kernels and step")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    args = p.parse_args(argv)
+    if args.plot:
+        from .plotting import check_plot_path
+
+        check_plot_path(args.plot)
+    if args.hw_file:
+        hw_profile = load_profile(args.hw_file)
+    else:
+        from .measure import closest_nominal, measure
+
+        m = measure(args.device, [args.dtype], repeats=3, quiet=args.quiet)
+        nominal, _ = closest_nominal(m, None)
+        hw_profile = m.profile(nominal)
+    result = profile_model(args.model, device=args.device, dtype_name=args.dtype, batch=args.batch,
+                           context=args.context, steps=args.steps, family=args.family, quiet=args.quiet)
+    nominal_hw = find_hardware(hw_profile.nominal) if hw_profile.nominal else hw_profile
+    r = roofline(result.analysis, nominal_hw, measured_profile=hw_profile, impl=args.impl,
+                 kernel_times=result.kernel_times, tpot_s=result.tpot_s)
+    if args.plot:
+        from .plotting import save_plot
+
+        save_plot(r, args.plot)
+    if args.format == "json":
+        import json
+
+        doc = report.to_record(r)
+        doc["profile"] = report.profile_record(result)
+        return json.dumps(doc, indent=2) + "\n"
+    out = report.render(r, args.format)
+    if args.format in ("table", "markdown"):
+        out += "\n" + "\n".join(report.profile_lines(result, r)) + "\n"
+        if args.plot:
+            out += f"plot      written to {args.plot}\n"
+    return out
+
+
+COMMANDS = {"models": run_models, "hardware": run_hardware, "measure": run_measure, "profile": run_profile}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -586,3 +586,39 @@ def render_sweep(sw: Sweep, fmt: str = "table", defaults: Iterable[str] = ()) ->
         head = [f"- {line}" for line in head]
         foot = [f"- {line.strip()}" for line in foot]
     return "\n".join(head + ["", table, ""] + foot) + "\n"
+
+
+# --------------------------------------------------------------------------- a profiled model
+
+
+def profile_record(p) -> dict[str, Any]:
+    """What ``roofcalc profile`` measured (:class:`roofcalc.profile.ProfileResult`)."""
+    return {"device": p.device, "tpot_s": p.tpot_s, "step_times_s": list(p.step_times_s), "ttft_s": p.ttft_s,
+            "profiled_step_s": p.profiled_step_s, "kernel_sum_s": p.kernel_sum_s, "other_s": p.other_s,
+            "other_ops_s": p.other_ops, "unmatched": p.unmatched,
+            "kernels": {k: {"seconds_per_step": t.seconds, "ops": t.ops} for k, t in p.kernels.items()}}
+
+
+def profile_lines(p, r: Roofline) -> list[str]:
+    """The measured step against the model: the gap split into floor, dispatch overhead and the rest."""
+    st = r.step
+    floor, launch = st.sum_floor_s, st.sum_launch_s
+    rest = p.tpot_s - floor - launch
+    lines = [
+        f"profiled  {p.device}: prefill of {r.analysis.workload.kv_len - 1} tokens {p.ttft_s * 1e3:.4g} ms; "
+        f"{len(p.step_times_s)} decode steps, median TPOT {p.tpot_s * 1e3:.4g} ms "
+        f"(min {min(p.step_times_s) * 1e3:.4g}, max {max(p.step_times_s) * 1e3:.4g})",
+        f"predicted TPOT {st.predicted_lower_s * 1e3:.4g} ms to {st.predicted_upper_s * 1e3:.4g} ms on the measured "
+        f"roof; measured / predicted (no overlap) = {p.tpot_s / st.predicted_upper_s:.2f}",
+        f"gap       measured {p.tpot_s * 1e3:.4g} ms = floors {floor * 1e3:.4g} ms ({100 * floor / p.tpot_s:.0f}%) "
+        f"+ dispatch overhead {launch * 1e3:.4g} ms ({100 * launch / p.tpot_s:.0f}%; {st.launches_per_step} ops x "
+        f"{st.launch_overhead_s * 1e6:.3g} us) + the rest {rest * 1e3:.4g} ms ({100 * rest / p.tpot_s:.0f}%: kernels "
+        f"below their roof, and whatever the model does not count)",
+        f"kernels   the profiled step's ops sum to {p.kernel_sum_s * 1e3:.4g} ms in roofcalc's kernels + "
+        f"{p.other_s * 1e3:.4g} ms outside them = {(p.kernel_sum_s + p.other_s) * 1e3:.4g} ms; the step took "
+        f"{p.profiled_step_s * 1e3:.4g} ms under the profiler (median unprofiled {p.tpot_s * 1e3:.4g} ms)",
+    ]
+    if p.other_ops:
+        lines.append("outside   " + ", ".join(f"{k} {v * 1e3:.3g} ms" for k, v in p.other_ops.items()))
+    lines.append("unmatched " + (", ".join(p.unmatched) if p.unmatched else "none: every kernel got a measured time"))
+    return lines

@@ -1,0 +1,447 @@
+"""Measuring the roof of the machine at hand: memory bandwidth, matmul FLOP/s, dispatch overhead.
+
+CPU: numpy only. The bandwidth streams (a copy, and the seed's y = x + 1) run on arrays far
+larger than the last-level cache, split across one thread per core (numpy releases the GIL
+for both), counting the bytes read and the bytes written. Matmuls go to numpy's BLAS, which
+is multi-threaded. CUDA: torch, timed with CUDA events after a warm-up and a synchronisation.
+
+Every figure is the best and the median of several runs; the profile keeps the best (the roof
+is what the hardware can do), the record keeps both.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .errors import RoofcalcError
+from .hardware import Hardware, find_hardware, hardware_catalog
+
+CPU_DTYPES = ("fp32",)  # what numpy's BLAS computes natively (fp16 is emulated, bf16 absent)
+CPU_TORCH_DTYPES = ("bf16", "fp16")  # measured with torch on the CPU when it is installed
+CUDA_DTYPES = ("fp32", "tf32", "fp16", "bf16")
+MATMUL_SIZES_CPU = (1024, 2048, 4096)
+MATMUL_SIZES_CUDA = (4096, 8192, 16384)
+GIB = 1 << 30
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Repeated timings of one workload of ``work`` units (bytes or FLOPs)."""
+
+    name: str
+    work: float
+    seconds: tuple[float, ...]
+
+    @property
+    def best_s(self) -> float:
+        return min(self.seconds)
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.seconds)
+
+    @property
+    def best_rate(self) -> float:
+        return self.work / self.best_s
+
+    @property
+    def median_rate(self) -> float:
+        return self.work / self.median_s
+
+    @property
+    def spread(self) -> float:
+        """(median − best) / best: how repeatable the runs were."""
+        return self.median_s / self.best_s - 1
+
+
+@dataclass(frozen=True)
+class Measurement:
+    device: str  # "cpu" | "cuda"
+    name: str  # what the machine calls itself
+    copy: Sample
+    add: Sample  # y = x + 1
+    matmuls: dict  # compute dtype -> tuple of Samples, one per size
+    dispatch: Sample  # one trivial op, work = 1
+    memory_bytes: float | None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def bandwidth_bytes_per_s(self) -> float:
+        return max(self.copy.best_rate, self.add.best_rate)
+
+    def peak(self, dtype: str) -> Sample:
+        return max(self.matmuls[dtype], key=lambda s: s.best_rate)
+
+    @property
+    def launch_overhead_s(self) -> float:
+        return self.dispatch.median_s
+
+    def profile(self, nominal: Hardware | None) -> Hardware:
+        peaks = {d: self.peak(d).best_rate for d in self.matmuls}
+        return Hardware(
+            name=f"{self.name} (measured)", bandwidth_bytes_per_s=self.bandwidth_bytes_per_s, peak_flop_per_s=peaks,
+            launch_overhead_s=self.launch_overhead_s, memory_bytes=self.memory_bytes,
+            kind="gpu" if self.device == "cuda" else "cpu", nominal=nominal.name if nominal else None,
+            source=f"roofcalc measure, {time.strftime('%Y-%m-%d')}: best of {len(self.copy.seconds)} runs",
+        )
+
+
+def _progress(message: str, quiet: bool) -> None:
+    if not quiet:
+        print(f"roofcalc measure: {message}", file=sys.stderr, flush=True)
+
+
+def _time(fn: Callable[[], object], repeats: int, warmup: int = 1) -> tuple[float, ...]:
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- the machine
+
+
+def last_level_cache_bytes() -> int:
+    """The largest CPU cache (Linux sysfs); 64 MiB when it cannot be read."""
+    sizes = []
+    for f in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = f.read_text().strip().upper()
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        try:
+            sizes.append(int(text.rstrip("KMG")) * scale)
+        except ValueError:
+            continue
+    return max(sizes) if sizes else 64 << 20
+
+
+def available_memory_bytes() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def total_memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "CPU"
+
+
+def stream_bytes(requested: int | None = None) -> int:
+    """Bytes per array: 8x the last-level cache (at least 256 MiB), at most 1/8 of free memory."""
+    want = requested or max(8 * last_level_cache_bytes(), 256 << 20)
+    free = available_memory_bytes()
+    if free is not None:
+        want = min(want, free // 8)
+    if want < 16 << 20:
+        raise RoofcalcError(f"too little free memory to measure bandwidth ({(free or 0) / GIB:.2f} GiB free)")
+    return want
+
+
+# --------------------------------------------------------------------------- CPU
+
+
+def cpu_bandwidth(nbytes: int, repeats: int = 7, threads: int | None = None) -> tuple[Sample, Sample]:
+    """(copy, y = x + 1) on float32 arrays of ``nbytes`` each: every run reads nbytes and writes nbytes."""
+    import numpy as np
+    from concurrent.futures import ThreadPoolExecutor
+
+    threads = threads or os.cpu_count() or 1
+    n = nbytes // 4
+    x = np.ones(n, dtype=np.float32)
+    y = np.empty_like(x)
+    y.fill(0)  # touch every page before timing
+    bounds = [(i * n // threads, (i + 1) * n // threads) for i in range(threads)]
+    with ThreadPoolExecutor(threads) as pool:
+        def run(op):
+            list(pool.map(lambda b: op(y[b[0]:b[1]], x[b[0]:b[1]]), bounds))
+
+        copy = _time(lambda: run(lambda dst, src: np.copyto(dst, src)), repeats)
+        add = _time(lambda: run(lambda dst, src: np.add(src, np.float32(1), out=dst)), repeats)
+    moved = 2 * n * 4
+    return Sample("copy", moved, copy), Sample("y = x + 1", moved, add)
+
+
+def cpu_matmul(sizes=MATMUL_SIZES_CPU, repeats: int = 3, progress: Callable[[str], None] | None = None) -> tuple[Sample, ...]:
+    """Square fp32 matmuls through numpy's BLAS: 2·N³ FLOPs each."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    out = []
+    for n in sizes:
+        if progress:
+            progress(f"fp32 matmul {n} x {n}")
+        a = rng.standard_normal((n, n), dtype=np.float32)
+        b = rng.standard_normal((n, n), dtype=np.float32)
+        c = np.empty((n, n), dtype=np.float32)
+        out.append(Sample(f"matmul {n}", 2.0 * n ** 3, _time(lambda: np.matmul(a, b, out=c), repeats)))
+    return tuple(out)
+
+
+def cpu_torch_matmul(dtype: str, sizes=MATMUL_SIZES_CPU, repeats: int = 3, progress=None) -> tuple[Sample, ...]:
+    """Square bf16 / fp16 matmuls through torch on the CPU (what a CPU-side transformers run uses)."""
+    try:
+        import torch
+    except ImportError:
+        raise RoofcalcError(f"measuring {dtype} matmuls on the CPU needs PyTorch: pip install 'roofcalc[torch]'") \
+            from None
+    t = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+    gen = torch.Generator().manual_seed(0)
+    out = []
+    for n in sizes:
+        if progress:
+            progress(f"{dtype} matmul {n} x {n} (torch)")
+        a, b = torch.randn(n, n, generator=gen).to(t), torch.randn(n, n, generator=gen).to(t)
+        out.append(Sample(f"matmul {n}", 2.0 * n ** 3, _time(lambda: torch.matmul(a, b), repeats)))
+    return tuple(out)
+
+
+def cpu_dispatch(repeats: int = 2001) -> Sample:
+    """One trivial op: torch's when torch is installed (what transformers' eager modules pay per
+    op), else numpy's."""
+    try:
+        import torch
+    except ImportError:
+        import numpy as np
+
+        a = np.zeros(8, dtype=np.float32)
+        return Sample("numpy add on 8 values", 1, _time(lambda: np.add(a, 1, out=a), repeats, warmup=50))
+    a = torch.zeros(8)
+    return Sample("torch add_ on 8 values", 1, _time(lambda: a.add_(1), repeats, warmup=50))
+
+
+# --------------------------------------------------------------------------- CUDA
+
+
+def _torch_cuda():
+    try:
+        import torch
+    except ImportError:
+        raise RoofcalcError("measuring a CUDA device needs PyTorch: pip install 'roofcalc[torch]'") from None
+    if not torch.cuda.is_available():
+        raise RoofcalcError("--device cuda: no CUDA device is visible to PyTorch here (use --device cpu)")
+    return torch
+
+
+def _cuda_time(torch, fn, repeats: int, warmup: int = 3) -> tuple[float, ...]:
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        out.append(start.elapsed_time(end) / 1e3)
+    return tuple(out)
+
+
+def cuda_measure(dtypes, repeats: int, nbytes: int | None, progress) -> Measurement:
+    torch = _torch_cuda()
+    free, total = torch.cuda.mem_get_info()
+    n = (nbytes or min(2 * GIB, free // 8)) // 4
+    x = torch.ones(n, device="cuda")
+    y = torch.empty_like(x)
+    progress("copy and y = x + 1 bandwidth")
+    copy = Sample("copy", 8 * n, _cuda_time(torch, lambda: y.copy_(x), repeats))
+    add = Sample("y = x + 1", 8 * n, _cuda_time(torch, lambda: torch.add(x, 1, out=y), repeats))
+    del x, y
+    matmuls = {}
+    types = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+    for d in dtypes:
+        if d not in types:
+            raise RoofcalcError(f"--dtype {d}: roofcalc measures {', '.join(types)} matmuls on CUDA")
+        torch.backends.cuda.matmul.allow_tf32 = d == "tf32"
+        samples = []
+        for size in MATMUL_SIZES_CUDA:
+            if 3 * size * size * 4 > free // 2:
+                continue
+            progress(f"{d} matmul {size} x {size}")
+            a = torch.randn(size, size, device="cuda", dtype=types[d])
+            b = torch.randn(size, size, device="cuda", dtype=types[d])
+            samples.append(Sample(f"matmul {size}", 2.0 * size ** 3, _cuda_time(torch, lambda: a @ b, repeats)))
+        matmuls[d] = tuple(samples)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    progress("launch overhead")
+    tiny = torch.zeros(1, device="cuda")
+    launches = 1000
+
+    def many():
+        for _ in range(launches):
+            tiny.add_(1)
+
+    per = tuple(t / launches for t in _cuda_time(torch, many, repeats))
+    dispatch = Sample("CUDA add_ on 1 value, 1000 back to back", 1, per)
+    return Measurement("cuda", torch.cuda.get_device_name(), copy, add, matmuls, dispatch, float(total))
+
+
+# --------------------------------------------------------------------------- both
+
+
+def closest_nominal(m: Measurement, requested: str | None) -> tuple[Hardware | None, str]:
+    """(catalog entry to compare with, why that one)."""
+    if requested:
+        return find_hardware(requested), "chosen with --nominal"
+    words = {w.lower() for w in m.name.replace("-", " ").split()}
+    best, score = None, 0
+    for hw in hardware_catalog():
+        if (hw.kind == "cpu") != (m.device == "cpu"):
+            continue
+        tokens = {t.lower() for name in (hw.name, *hw.aliases) for t in name.replace("-", " ").split()}
+        hit = len(words & tokens - {"nvidia", "amd", "intel", "gb", "sxm", "pcie"})
+        if hit > score:
+            best, score = hw, hit
+    if best is None:
+        return None, "no catalog entry of this kind matches its name (pass --nominal NAME)"
+    if m.device == "cpu" and not any(t.lower() in m.name.lower() for t in best.name.split("-")[1:]):
+        return best, f"the catalog's nearest CPU by name, not this exact part ({m.name})"
+    return best, f"matched by name ({m.name})"
+
+
+def measure(device: str = "cpu", dtypes=None, repeats: int = 7, nbytes: int | None = None,
+            quiet: bool = False) -> Measurement:
+    def progress(msg: str) -> None:
+        _progress(msg, quiet)
+
+    if device == "cuda":
+        return cuda_measure(tuple(dtypes or CUDA_DTYPES), repeats, nbytes, progress)
+    if device != "cpu":
+        raise RoofcalcError(f"--device {device}: use cpu or cuda")
+    for d in dtypes or CPU_DTYPES:
+        if d not in CPU_DTYPES + CPU_TORCH_DTYPES:
+            raise RoofcalcError(f"--dtype {d}: on the CPU roofcalc measures fp32 matmuls (numpy's BLAS) and, with "
+                                f"PyTorch installed, bf16 and fp16")
+    size = stream_bytes(nbytes)
+    threads = os.cpu_count() or 1
+    progress(f"copy and y = x + 1 on 2 x {size / GIB:.2f} GiB arrays, {threads} threads, {repeats} runs each")
+    copy, add = cpu_bandwidth(size, repeats, threads)
+    matmuls = {}
+    for d in dtypes or CPU_DTYPES:
+        if d == "fp32":
+            matmuls[d] = cpu_matmul(repeats=max(2, repeats // 2), progress=progress)
+        else:
+            matmuls[d] = cpu_torch_matmul(d, repeats=max(2, repeats // 2), progress=progress)
+    progress("dispatch overhead of a trivial op")
+    dispatch = cpu_dispatch()
+    notes = []
+    llc = last_level_cache_bytes()
+    notes.append(f"arrays {size / llc:.0f}x the {llc >> 20} MiB last-level cache")
+    return Measurement("cpu", cpu_name(), copy, add, matmuls, dispatch, total_memory_bytes(), tuple(notes))
+
+
+def compute_bound_note(m: Measurement, dtype: str) -> str:
+    """Whether the best matmul was right of the measured ridge (it should be, to measure the flat roof)."""
+    s = m.peak(dtype)
+    n = int(round((s.work / 2) ** (1 / 3)))
+    bytes_fp32 = 3 * n * n * 4
+    ai = s.work / bytes_fp32
+    ridge = s.best_rate / m.bandwidth_bytes_per_s
+    if ai >= 4 * ridge:
+        return f"the {n}³ matmul sits at AI {ai:.0f}, {ai / ridge:.0f}x right of the measured ridge: compute-bound"
+    return (f"the {n}³ matmul sits at AI {ai:.0f}, only {ai / ridge:.1f}x the measured ridge {ridge:.0f}: it may "
+            f"not be compute-bound; the peak is a lower bound")
+
+
+def _fmt(rate: float, unit: str) -> str:
+    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M")):
+        if rate >= scale:
+            return f"{rate / scale:.4g} {prefix}{unit}"
+    return f"{rate:.4g} {unit}"
+
+
+def report(m: Measurement, nominal: Hardware | None, why: str, path: str | None) -> str:
+    """The seed's record table: measured against nominal, with ratios; and the details."""
+    from tabulate import tabulate
+
+    rows = []
+
+    def ratio(measured: float, nom: float | None) -> str:
+        return "" if not nom else f"{100 * measured / nom:.0f}%"
+
+    nom_bw = nominal.bandwidth_bytes_per_s if nominal else None
+    rows.append(["bandwidth, copy (GB/s)", f"{m.copy.best_rate / 1e9:.4g}", f"{m.copy.median_rate / 1e9:.4g}",
+                 "" if nom_bw is None else f"{nom_bw / 1e9:.4g}", ratio(m.copy.best_rate, nom_bw)])
+    rows.append(["bandwidth, y = x + 1 (GB/s)", f"{m.add.best_rate / 1e9:.4g}", f"{m.add.median_rate / 1e9:.4g}",
+                 "" if nom_bw is None else f"{nom_bw / 1e9:.4g}", ratio(m.add.best_rate, nom_bw)])
+    for d in m.matmuls:
+        s = m.peak(d)
+        nom = nominal.peak_flop_per_s.get(d) if nominal else None
+        rows.append([f"{d} matmul peak (TFLOP/s, {s.name})", f"{s.best_rate / 1e12:.4g}", f"{s.median_rate / 1e12:.4g}",
+                     "" if nom is None else f"{nom / 1e12:.4g}", ratio(s.best_rate, nom)])
+        ridge = s.best_rate / m.bandwidth_bytes_per_s
+        nom_ridge = nominal.ridge(d) if nominal and nom else None
+        rows.append([f"{d} ridge (FLOP/byte)", f"{ridge:.3g}", "", "" if nom_ridge is None else f"{nom_ridge:.3g}",
+                     ratio(ridge, nom_ridge)])
+    rows.append(["dispatch of one trivial op (us)", f"{m.dispatch.best_s * 1e6:.3g}", f"{m.dispatch.median_s * 1e6:.3g}",
+                 "" if nominal is None else f"{nominal.launch_overhead_s * 1e6:.3g}", ""])
+    table = tabulate(rows, headers=["record", "best", "median", "nominal", "best / nominal"], tablefmt="simple",
+                     disable_numparse=True)
+    lines = [f"device    {m.name} ({m.device})",
+             f"nominal   {nominal.name + ': ' + why if nominal else why}", "", table, ""]
+    for d in m.matmuls:
+        sizes = ", ".join(f"{s.name.split()[-1]}: {s.best_rate / 1e9:.4g}" for s in m.matmuls[d])
+        lines.append(f"matmul    {d} GFLOP/s by size (best run): {sizes}")
+        lines.append(f"          {compute_bound_note(m, d)}")
+    spread = max([m.copy.spread, m.add.spread] + [m.peak(d).spread for d in m.matmuls])
+    lines.append(f"spread    median is at most {100 * spread:.1f}% slower than best (bandwidth and matmul peaks)")
+    for note in m.notes:
+        lines.append(f"note      {note}")
+    lines.append(f"profile   the roof uses the best runs: {_fmt(m.bandwidth_bytes_per_s, 'B/s')}, "
+                 + ", ".join(f"{d} {_fmt(m.peak(d).best_rate, 'FLOP/s')}" for d in m.matmuls)
+                 + f", {m.launch_overhead_s * 1e6:.3g} us per op")
+    if path:
+        lines.append(f"written   {path} (use it with --hw-file {path})")
+    return "\n".join(lines) + "\n"
+
+
+def write_profile(m: Measurement, nominal: Hardware | None, path: str) -> None:
+    import json
+
+    hw = m.profile(nominal)
+    doc = {
+        "name": hw.name, "bandwidth_bytes_per_s": hw.bandwidth_bytes_per_s, "peak_flop_per_s": dict(hw.peak_flop_per_s),
+        "launch_overhead_s": hw.launch_overhead_s, "memory_bytes": hw.memory_bytes, "kind": hw.kind,
+        "nominal": hw.nominal, "source": hw.source,
+        "details": {
+            "copy": {"bytes": m.copy.work, "seconds": list(m.copy.seconds)},
+            "add": {"bytes": m.add.work, "seconds": list(m.add.seconds)},
+            "matmul": {d: {s.name: {"flops": s.work, "seconds": list(s.seconds)} for s in m.matmuls[d]}
+                       for d in m.matmuls},
+            "dispatch": {"what": m.dispatch.name, "seconds_median": m.dispatch.median_s},
+        },
+    }
+    try:
+        Path(path).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise RoofcalcError(f"cannot write {path}: {exc.strerror}") from None
+

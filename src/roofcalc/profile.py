@@ -1,0 +1,329 @@
+"""Measuring a model on the machine at hand: time per output token and per-kernel times.
+
+The real transformers model is built from its config with random weights (no download, no
+remote code), on the chosen device and dtype. A prefill of S − 1 tokens fills the cache, then
+decode steps run at context S (the cache is cropped back after each step, so every step
+attends to the same S positions); their median is the TPOT. One more step runs under
+torch.profiler, with every module's forward, the cache update and the rotary function marked,
+so each ATen op can be credited to one of roofcalc's kernels:
+
+* an op inside a module whose name is a kernel's name (q_proj, down_proj, lm_head, the norms)
+  belongs to that kernel; a MoE layer's experts module to its expert kernels, by FLOPs;
+* inside the attention module, the cache update is ``kv_cache_write``, the rotary function is
+  ``rotary`` and the other computing ops (sdpa, or matmul and softmax) are ``attention``;
+* inside the MLP, the activation module and the multiply are ``act_mul`` (``act`` ungated);
+* additions directly in a decoder layer are its residual adds, in order.
+
+Whatever is left (the rotary table, masks, glue copies) is reported as time outside the kernels.
+"""
+
+from __future__ import annotations
+
+import inspect
+import statistics
+import sys
+import time
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from .calculator import Analysis, Workload, analyze, dtype
+from .errors import RoofcalcError
+from .shapes import load_config, shape_from_config
+
+TORCH_DTYPES = ("fp32", "bf16", "fp16")
+VIEW_OPS = {"aten::view", "aten::_unsafe_view", "aten::transpose", "aten::unsqueeze", "aten::slice", "aten::expand",
+            "aten::t", "aten::detach", "aten::alias", "aten::select", "aten::permute", "aten::squeeze",
+            "aten::as_strided", "aten::split", "aten::unbind", "aten::lift_fresh", "aten::reshape", "aten::empty",
+            "aten::empty_like", "aten::empty_strided", "aten::contiguous", "aten::split_with_sizes", "aten::chunk",
+            "aten::narrow", "aten::_reshape_alias", "aten::resolve_conj", "aten::resolve_neg", "aten::result_type",
+            "aten::size", "aten::is_nonzero", "aten::item", "aten::_local_scalar_dense"}
+ATTENTION_OPS = ("scaled_dot_product", "aten::matmul", "aten::bmm", "aten::softmax", "aten::_softmax", "flash", "efficient")
+MARK = "roofcalc::"
+
+
+def _torch():
+    try:
+        import torch
+        import transformers
+    except ImportError as exc:
+        raise RoofcalcError(f"roofcalc profile needs PyTorch and transformers ({exc.name} is missing): "
+                            "pip install 'roofcalc[torch]'") from None
+    return torch, transformers
+
+
+@dataclass
+class KernelTime:
+    name: str
+    seconds: float = 0.0  # all instances in the profiled step
+    ops: int = 0  # ATen ops credited to it
+
+
+@dataclass
+class ProfileResult:
+    analysis: Analysis
+    device: str
+    tpot_s: float  # median decode step
+    step_times_s: tuple[float, ...]
+    ttft_s: float  # the prefill
+    profiled_step_s: float  # wall time of the step run under the profiler (it adds its own overhead)
+    kernels: dict  # roofcalc kernel name -> KernelTime
+    other_s: float  # op time not credited to any kernel
+    other_ops: dict = field(default_factory=dict)  # op name -> seconds, for the biggest leftovers
+
+    @property
+    def kernel_times(self) -> dict[str, float]:
+        """Seconds per kernel instance, for :func:`roofcalc.roofline.roofline`."""
+        out = {}
+        for k in self.analysis.kernels:
+            t = self.kernels.get(k.name)
+            if t is not None and t.seconds > 0:
+                out[k.name] = t.seconds / k.count
+        return out
+
+    @property
+    def unmatched(self) -> list[str]:
+        return [k.name for k in self.analysis.kernels if k.name not in self.kernel_times]
+
+    @property
+    def kernel_sum_s(self) -> float:
+        return sum(t.seconds for t in self.kernels.values())
+
+
+def _memory_check(torch, device: str, need: int) -> None:
+    if device == "cuda":
+        free, _ = torch.cuda.mem_get_info()
+    else:
+        from .measure import available_memory_bytes
+
+        free = available_memory_bytes()
+    if free is not None and need > free:
+        raise RoofcalcError(f"the model needs about {need / 1e9:.1f} GB here (weights, KV cache, activations) and "
+                            f"only {free / 1e9:.1f} GB is free; pick a smaller --batch, --context or --dtype")
+
+
+def _fill(torch, model) -> None:
+    """Random weights, fast: one random block tiled over every parameter (values do not change timing)."""
+    gen = torch.Generator().manual_seed(0)
+    base = (torch.rand(1 << 20, generator=gen) * 0.04 - 0.02)
+    with torch.no_grad():
+        for p in model.parameters():
+            flat = p.view(-1)
+            block = base.to(device=p.device, dtype=p.dtype)
+            for i in range(0, flat.numel(), block.numel()):
+                n = min(block.numel(), flat.numel() - i)
+                flat[i:i + n].copy_(block[:n])
+
+
+def build_model(cfg: dict, device: str, torch_dtype):
+    torch, transformers = _torch()
+    hf_cfg = transformers.AutoConfig.for_model(**cfg)
+    try:
+        from transformers.initialization import no_init_weights
+    except ImportError:  # pragma: no cover - other transformers versions
+        no_init_weights = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if no_init_weights is not None:
+            with no_init_weights(), torch.device(device):
+                model = transformers.AutoModelForCausalLM.from_config(hf_cfg, dtype=torch_dtype)
+        else:  # pragma: no cover
+            with torch.device(device):
+                model = transformers.AutoModelForCausalLM.from_config(hf_cfg, dtype=torch_dtype)
+    _fill(torch, model)
+    return model.eval(), hf_cfg
+
+
+@contextmanager
+def _marks(torch, model, cache):
+    """record_function ranges around every module's forward, the cache update and rotary."""
+    from torch.autograd.profiler import record_function
+
+    handles, open_ranges = [], []
+    for name, module in model.named_modules():
+        if not name:
+            continue
+
+        def pre(mod, args, _name=name):
+            r = record_function(MARK + "module:" + _name)
+            r.__enter__()
+            open_ranges.append(r)
+
+        def post(mod, args, out):
+            open_ranges.pop().__exit__(None, None, None)
+
+        handles += [module.register_forward_pre_hook(pre), module.register_forward_hook(post)]
+    original_update = cache.update
+
+    def update(*a, **k):
+        with record_function(MARK + "kv_cache_write"):
+            return original_update(*a, **k)
+
+    cache.update = update
+    modeling = sys.modules[type(model).__module__]
+    original_rotary = getattr(modeling, "apply_rotary_pos_emb", None)
+    if original_rotary is not None:
+        def rotary(*a, **k):
+            with record_function(MARK + "rotary"):
+                return original_rotary(*a, **k)
+
+        modeling.apply_rotary_pos_emb = rotary
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+        cache.update = original_update
+        if original_rotary is not None:
+            modeling.apply_rotary_pos_emb = original_rotary
+
+
+def _marks_of(event) -> list[str]:
+    """The roofcalc ranges enclosing an op, innermost first."""
+    out, e = [], event.cpu_parent
+    while e is not None:
+        if e.name.startswith(MARK):
+            out.append(e.name[len(MARK):])
+        e = e.cpu_parent
+    return out
+
+
+def _credit(event, marks: list[str], names: set[str], layer_adds: dict, analysis: Analysis) -> str | None:
+    """The roofcalc kernel an op belongs to, or None."""
+    op = event.name
+    for m in marks:
+        if m in ("kv_cache_write", "rotary"):
+            return m if m in names else None
+        path = m.split(":", 1)[1]
+        parts = path.split(".")
+        leaf, leaf2 = parts[-1], ".".join(parts[-2:])
+        for candidate in (leaf2, leaf):
+            if candidate in names:
+                return candidate
+            for n in names:  # attention[sliding], experts kernels
+                if n.split("[")[0] == candidate:
+                    return n
+        if leaf in ("act_fn", "act", "activation_fn"):
+            return "act_mul" if "act_mul" in names else ("act" if "act" in names else None)
+        if leaf == "experts":
+            return "experts"
+        if leaf in ("self_attn", "attn", "attention"):
+            if any(a in op for a in ATTENTION_OPS):
+                return _typed("attention", names)
+            return None
+        if leaf in ("mlp", "feed_forward"):
+            if op in ("aten::mul", "aten::mul_"):
+                return "act_mul" if "act_mul" in names else None
+            return None
+        if parts[-2:-1] and parts[-2] in ("layers", "h") and leaf.isdigit():
+            if op in ("aten::add", "aten::add_"):
+                i = layer_adds.get(path, 0)
+                layer_adds[path] = i + 1
+                return ("attn_residual", "mlp_residual")[min(i, 1)]
+            return None
+    return None
+
+
+def _typed(name: str, names: set[str]) -> str | None:
+    if name in names:
+        return name
+    typed = sorted(n for n in names if n.startswith(name + "["))
+    return typed[0] if typed else None
+
+
+def profile_model(source: str, *, device: str = "cpu", dtype_name: str = "fp32", batch: int = 1,
+                  context: int = 500, steps: int = 8, family: str | None = None, quiet: bool = False) -> ProfileResult:
+    torch, transformers = _torch()
+    if dtype_name not in TORCH_DTYPES:
+        raise RoofcalcError(f"--dtype {dtype_name}: profile runs fp32, bf16 or fp16")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RoofcalcError("--device cuda: no CUDA device is visible to PyTorch here (use --device cpu)")
+    if device not in ("cpu", "cuda"):
+        raise RoofcalcError(f"--device {device}: use cpu or cuda")
+    if context < 2:
+        raise RoofcalcError("--context must be at least 2 (a prefill of context - 1 tokens, then the step)")
+    cfg, name, _, _ = load_config(source)
+    shape = shape_from_config(cfg, name, family)
+    d = dtype(dtype_name)
+    analysis = analyze(shape, Workload.decode(batch, context, weight_dtype=d, act_dtype=d, kv_dtype=d))
+    prefill = analyze(shape, Workload.prefill(batch, context - 1, weight_dtype=d, act_dtype=d, kv_dtype=d))
+    work = max(t.activation_bytes for t in (prefill.totals,)) // max(1, shape.n_layers)
+    need = int(1.1 * (analysis.weight_storage_bytes + batch * context * analysis.kv_bytes_per_token + 4 * work))
+    _memory_check(torch, device, need)
+    torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
+
+    def say(msg: str) -> None:
+        if not quiet:
+            print(f"roofcalc profile: {msg}", file=sys.stderr, flush=True)
+
+    say(f"building {name} ({analysis.weight_storage_bytes / 1e9:.2f} GB of {dtype_name} weights) on {device}")
+    model, hf_cfg = build_model(cfg, device, torch_dtype)
+    cache_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    cache = transformers.DynamicCache(config=hf_cfg)
+    ids = torch.zeros((batch, context - 1), dtype=torch.long, device=device)
+    one = torch.zeros((batch, 1), dtype=torch.long, device=device)
+
+    def sync():
+        if device == "cuda":
+            torch.cuda.synchronize()
+
+    def step():
+        model(input_ids=one, use_cache=True, **{cache_kw: cache})
+        sync()
+        cache.crop(-1)  # back to context - 1 cached tokens: every step attends to `context` positions
+
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        say(f"prefill of {batch} x {context - 1} tokens")
+        sync()
+        t0 = time.perf_counter()
+        model(input_ids=ids, use_cache=True, logits_to_keep=1, **{cache_kw: cache})
+        sync()
+        ttft = time.perf_counter() - t0
+        say(f"{steps} decode steps at context {context}")
+        step()  # warm-up
+        times = []
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - t0)
+        say("one step under torch.profiler")
+        from torch.profiler import ProfilerActivity, profile
+
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+        with _marks(torch, model, cache), profile(activities=activities) as prof:
+            t0 = time.perf_counter()
+            step()
+            profiled = time.perf_counter() - t0
+    return _attribute(prof, analysis, device, statistics.median(times), tuple(times), ttft, profiled)
+
+
+def _attribute(prof, analysis: Analysis, device: str, tpot: float, times, ttft: float, profiled: float) -> ProfileResult:
+    names = {k.name for k in analysis.kernels}
+    kernels: dict[str, KernelTime] = {}
+    other: dict[str, float] = {}
+    layer_adds: dict[str, int] = {}
+    experts = [k for k in analysis.kernels if k.role == "experts"]
+    for e in prof.events():
+        if not e.name.startswith("aten::") or e.name in VIEW_OPS:
+            continue
+        parent = e.cpu_parent
+        if parent is not None and parent.name.startswith("aten::"):
+            continue  # counted with its top-level op
+        seconds = (e.device_time_total if device == "cuda" else e.cpu_time_total) / 1e6
+        if seconds <= 0:
+            continue
+        target = _credit(e, _marks_of(e), names, layer_adds, analysis)
+        if target == "experts" and experts:  # one module runs both expert projections: split by FLOPs
+            total = sum(k.cost.flops for k in experts) or 1
+            for k in experts:
+                kernels.setdefault(k.name, KernelTime(k.name)).seconds += seconds * k.cost.flops / total
+            continue
+        if target is None or target not in names:
+            other[e.name] = other.get(e.name, 0.0) + seconds
+            continue
+        kt = kernels.setdefault(target, KernelTime(target))
+        kt.seconds += seconds
+        kt.ops += 1
+    biggest = dict(sorted(other.items(), key=lambda kv: -kv[1])[:5])
+    return ProfileResult(analysis, device, tpot, times, ttft, profiled, kernels, sum(other.values()), biggest)
