@@ -343,7 +343,7 @@ def run_measure(argv: Sequence[str]) -> str:
 def run_profile(argv: Sequence[str]) -> str:
     from . import report
     from .hardware import find_hardware, load_profile
-    from .profile import profile_model
+    from .profile import _torch, profile_model
     from .roofline import roofline
 
     p = _Parser(prog="roofcalc profile",
@@ -364,6 +364,7 @@ def run_profile(argv: Sequence[str]) -> str:
     p.add_argument("--plot", metavar="FILE.png|FILE.svg", help="the roofline with the measured kernels and step")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     args = p.parse_args(argv)
+    _torch()  # says which extra to install before any work
     if args.plot:
         from .plotting import check_plot_path
 

@@ -71,10 +71,16 @@ class Measurement:
     dispatch: Sample  # one trivial op, work = 1
     memory_bytes: float | None
     notes: tuple[str, ...] = field(default=())
+    read: Sample | None = None  # a read-only stream (CPU)
+
+    @property
+    def streams(self) -> tuple[Sample, ...]:
+        return (self.copy, self.add) + ((self.read,) if self.read else ())
 
     @property
     def bandwidth_bytes_per_s(self) -> float:
-        return max(self.copy.best_rate, self.add.best_rate)
+        """The roof's slope: the fastest stream's best run."""
+        return max(s.best_rate for s in self.streams)
 
     def peak(self, dtype: str) -> Sample:
         return max(self.matmuls[dtype], key=lambda s: s.best_rate)
@@ -167,6 +173,22 @@ def stream_bytes(requested: int | None = None) -> int:
 
 
 # --------------------------------------------------------------------------- CPU
+
+
+def cpu_read_bandwidth(nbytes: int, repeats: int = 7, threads: int | None = None) -> Sample:
+    """A read-only stream (a sum) over ``nbytes``. A CPU writes a line only after reading it
+    (write-allocate), so a copy moves 3 bytes for every 2 it counts, and a read-dominated kernel
+    (a GEMV streaming its weights) can go faster than the copy figure."""
+    import numpy as np
+    from concurrent.futures import ThreadPoolExecutor
+
+    threads = threads or os.cpu_count() or 1
+    n = nbytes // 4
+    x = np.ones(n, dtype=np.float32)
+    bounds = [(i * n // threads, (i + 1) * n // threads) for i in range(threads)]
+    with ThreadPoolExecutor(threads) as pool:
+        seconds = _time(lambda: list(pool.map(lambda b: np.add.reduce(x[b[0]:b[1]]), bounds)), repeats)
+    return Sample("read (sum)", n * 4, seconds)
 
 
 def cpu_bandwidth(nbytes: int, repeats: int = 7, threads: int | None = None) -> tuple[Sample, Sample]:
@@ -275,7 +297,7 @@ def cuda_measure(dtypes, repeats: int, nbytes: int | None, progress) -> Measurem
     progress("copy and y = x + 1 bandwidth")
     copy = Sample("copy", 8 * n, _cuda_time(torch, lambda: y.copy_(x), repeats))
     add = Sample("y = x + 1", 8 * n, _cuda_time(torch, lambda: torch.add(x, 1, out=y), repeats))
-    del x, y
+    x = y = None  # free the streams before the matmuls
     matmuls = {}
     types = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
     for d in dtypes:
@@ -343,8 +365,10 @@ def measure(device: str = "cpu", dtypes=None, repeats: int = 7, nbytes: int | No
                                 f"PyTorch installed, bf16 and fp16")
     size = stream_bytes(nbytes)
     threads = os.cpu_count() or 1
-    progress(f"copy and y = x + 1 on 2 x {size / GIB:.2f} GiB arrays, {threads} threads, {repeats} runs each")
+    progress(f"copy, y = x + 1 and a read-only sum on {size / GIB:.2f} GiB arrays, {threads} threads, "
+             f"{repeats} runs each")
     copy, add = cpu_bandwidth(size, repeats, threads)
+    read = cpu_read_bandwidth(size, repeats, threads)
     matmuls = {}
     for d in dtypes or CPU_DTYPES:
         if d == "fp32":
@@ -356,7 +380,7 @@ def measure(device: str = "cpu", dtypes=None, repeats: int = 7, nbytes: int | No
     notes = []
     llc = last_level_cache_bytes()
     notes.append(f"arrays {size / llc:.0f}x the {llc >> 20} MiB last-level cache")
-    return Measurement("cpu", cpu_name(), copy, add, matmuls, dispatch, total_memory_bytes(), tuple(notes))
+    return Measurement("cpu", cpu_name(), copy, add, matmuls, dispatch, total_memory_bytes(), tuple(notes), read)
 
 
 def compute_bound_note(m: Measurement, dtype: str) -> str:
@@ -393,6 +417,9 @@ def report(m: Measurement, nominal: Hardware | None, why: str, path: str | None)
                  "" if nom_bw is None else f"{nom_bw / 1e9:.4g}", ratio(m.copy.best_rate, nom_bw)])
     rows.append(["bandwidth, y = x + 1 (GB/s)", f"{m.add.best_rate / 1e9:.4g}", f"{m.add.median_rate / 1e9:.4g}",
                  "" if nom_bw is None else f"{nom_bw / 1e9:.4g}", ratio(m.add.best_rate, nom_bw)])
+    if m.read is not None:
+        rows.append(["bandwidth, read only (GB/s)", f"{m.read.best_rate / 1e9:.4g}", f"{m.read.median_rate / 1e9:.4g}",
+                     "" if nom_bw is None else f"{nom_bw / 1e9:.4g}", ratio(m.read.best_rate, nom_bw)])
     for d in m.matmuls:
         s = m.peak(d)
         nom = nominal.peak_flop_per_s.get(d) if nominal else None
@@ -412,7 +439,7 @@ def report(m: Measurement, nominal: Hardware | None, why: str, path: str | None)
         sizes = ", ".join(f"{s.name.split()[-1]}: {s.best_rate / 1e9:.4g}" for s in m.matmuls[d])
         lines.append(f"matmul    {d} GFLOP/s by size (best run): {sizes}")
         lines.append(f"          {compute_bound_note(m, d)}")
-    spread = max([m.copy.spread, m.add.spread] + [m.peak(d).spread for d in m.matmuls])
+    spread = max([s.spread for s in m.streams] + [m.peak(d).spread for d in m.matmuls])
     lines.append(f"spread    median is at most {100 * spread:.1f}% slower than best (bandwidth and matmul peaks)")
     for note in m.notes:
         lines.append(f"note      {note}")
@@ -435,6 +462,7 @@ def write_profile(m: Measurement, nominal: Hardware | None, path: str) -> None:
         "details": {
             "copy": {"bytes": m.copy.work, "seconds": list(m.copy.seconds)},
             "add": {"bytes": m.add.work, "seconds": list(m.add.seconds)},
+            **({"read": {"bytes": m.read.work, "seconds": list(m.read.seconds)}} if m.read else {}),
             "matmul": {d: {s.name: {"flops": s.work, "seconds": list(s.seconds)} for s in m.matmuls[d]}
                        for d in m.matmuls},
             "dispatch": {"what": m.dispatch.name, "seconds_median": m.dispatch.median_s},
