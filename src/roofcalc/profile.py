@@ -178,6 +178,23 @@ def _marks(torch, model, cache):
             modeling.apply_rotary_pos_emb = original_rotary
 
 
+@contextmanager
+def _silent_stderr():
+    """torch's profiler announces its start and stop on file descriptor 2; the user asked for a table."""
+    import os
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
 def _marks_of(event) -> list[str]:
     """The roofcalc ranges enclosing an op, innermost first."""
     out, e = [], event.cpu_parent
@@ -291,7 +308,7 @@ def profile_model(source: str, *, device: str = "cpu", dtype_name: str = "fp32",
         from torch.profiler import ProfilerActivity, profile
 
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
-        with _marks(torch, model, cache), profile(activities=activities) as prof:
+        with _marks(torch, model, cache), _silent_stderr(), profile(activities=activities) as prof:
             t0 = time.perf_counter()
             step()
             profiled = time.perf_counter() - t0
