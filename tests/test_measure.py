@@ -155,6 +155,8 @@ def test_profile_cli_prints_the_table_and_the_gap(tmp_path, capsys, measured):
     out = capsys.readouterr().out
     assert code == 0
     assert "measured us" in out and "gap       measured" in out and "unmatched none" in out
-    assert (tmp_path / "p.svg").read_text().count("<svg") == 1
+    svg = (tmp_path / "p.svg").read_text()
+    assert svg.count("<svg") == 1 and 'id="measured-roof' in svg
+    assert 'id="predicted-2' in svg and 'id="gap-2' in svg  # q_proj measured, beside its prediction
     shape = shape_from_config(SMALL, "t")
     assert analyze(shape, Workload.decode(1, 32)).kernel("q_proj").cost.flops == 2 * 1024 * 1024

@@ -28,6 +28,7 @@ CPU_TORCH_DTYPES = ("bf16", "fp16")  # measured with torch on the CPU when it is
 CUDA_DTYPES = ("fp32", "tf32", "fp16", "bf16")
 MATMUL_SIZES_CPU = (1024, 2048, 4096)
 MATMUL_SIZES_CUDA = (4096, 8192, 16384)
+SLOW_MATMUL_S = 1.0  # a CPU matmul this slow is compute-bound already; larger sizes are not tried
 GIB = 1 << 30
 
 
@@ -238,11 +239,13 @@ def cpu_torch_matmul(dtype: str, sizes=MATMUL_SIZES_CPU, repeats: int = 3, progr
     t = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
     gen = torch.Generator().manual_seed(0)
     out = []
-    for n in sizes:
+    for n in (256, 512) + tuple(sizes):
         if progress:
             progress(f"{dtype} matmul {n} x {n} (torch)")
         a, b = torch.randn(n, n, generator=gen).to(t), torch.randn(n, n, generator=gen).to(t)
         out.append(Sample(f"matmul {n}", 2.0 * n ** 3, _time(lambda: torch.matmul(a, b), repeats)))
+        if out[-1].best_s > SLOW_MATMUL_S:  # without native bf16/fp16 units, larger sizes only take longer
+            break
     return tuple(out)
 
 
@@ -378,6 +381,13 @@ def measure(device: str = "cpu", dtypes=None, repeats: int = 7, nbytes: int | No
     progress("dispatch overhead of a trivial op")
     dispatch = cpu_dispatch()
     notes = []
+    if "fp32" in matmuls:
+        for d in matmuls:
+            if d != "fp32":
+                ratio = max(x.best_rate for x in matmuls["fp32"]) / max(x.best_rate for x in matmuls[d])
+                if ratio > 4:
+                    notes.append(f"{d} matmuls run {ratio:.0f}x slower than fp32 here: no native {d} units, and torch "
+                                 f"falls back to a slow path (GEMVs and other shapes may take a faster one)")
     llc = last_level_cache_bytes()
     notes.append(f"arrays {size / llc:.0f}x the {llc >> 20} MiB last-level cache")
     return Measurement("cpu", cpu_name(), copy, add, matmuls, dispatch, total_memory_bytes(), tuple(notes), read)

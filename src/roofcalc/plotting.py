@@ -46,14 +46,17 @@ def plot_points(r: Roofline) -> list[dict]:
         if not c.flops or not c.bytes:
             continue  # zero-FLOP kernels (gathers, copies) have no place on a FLOP/s axis
         measured = p.measured_s is not None
-        y = p.achieved_flop_per_s if measured else c.flops / p.predicted_s
+        predicted = c.flops / p.predicted_s
+        y = p.achieved_flop_per_s if measured else predicted
         pts.append(dict(name=p.kernel.name, x=c.intensity, y=y, measured=measured,
-                        fraction=y / roof.attainable(c.intensity)))
+                        fraction=y / roof.attainable(c.intensity), predicted=predicted if measured else None))
     st = r.step
-    step_y = st.achieved_flop_per_s if st.tpot_s is not None else st.flops / st.predicted_lower_s
+    step_pred = st.flops / st.predicted_lower_s
+    step_y = st.achieved_flop_per_s if st.tpot_s is not None else step_pred
     pts.append(dict(name="decode step" if r.analysis.workload.phase == "decode" else "prefill step",
                     x=st.intensity, y=step_y, measured=st.tpot_s is not None,
-                    fraction=step_y / roof.attainable(st.intensity)))
+                    fraction=step_y / roof.attainable(st.intensity),
+                    predicted=step_pred if st.tpot_s is not None else None))
     for p in r.points:
         pts.append(dict(name=p.name, x=p.intensity, y=p.achieved_flop_per_s, measured=True,
                         fraction=p.roof_fraction(roof)))
@@ -73,7 +76,7 @@ def roofline_figure(r: Roofline):
 
     pts = plot_points(r)
     xs = [p["x"] for p in pts] + [r.nominal.ridge]
-    ys = [p["y"] for p in pts] + [r.nominal.peak_flop_per_s]
+    ys = [p["y"] for p in pts] + [p["predicted"] for p in pts if p.get("predicted")] + [r.nominal.peak_flop_per_s]
     lo_x, hi_x = min(xs) / 4, max(max(xs) * 4, r.nominal.ridge * 20)
     ai = np.logspace(np.log10(lo_x), np.log10(hi_x), 400)
 
@@ -93,11 +96,15 @@ def roofline_figure(r: Roofline):
     clusters: dict[tuple[int, int], list[int]] = {}  # points that would print on top of each other
     for i, p in enumerate(pts, 1):
         face = p["color"] if p["measured"] else "white"
+        if p.get("predicted"):  # a measured point beside its prediction, joined by a dotted line
+            ax.plot([p["x"], p["x"]], [p["predicted"], p["y"]], ":", color=p["color"], lw=1, gid=f"gap-{i}")
+            ax.plot([p["x"]], [p["predicted"]], "o", ms=5, mfc="white", mec=p["color"], mew=1, gid=f"predicted-{i}")
         ax.plot([p["x"]], [p["y"]], "o", ms=7, mfc=face, mec=p["color"], mew=1.5, gid=f"point-{i}")
         clusters.setdefault((round(np.log10(p["x"]) * 25), round(np.log10(p["y"]) * 25)), []).append(i)
-        how = "measured" if p["measured"] else "predicted"
+        how = f"measured, predicted {_fmt_rate(p['predicted'])}" if p.get("predicted") else \
+            ("measured" if p["measured"] else "predicted")
         lines.append(f"{i:>2} {p['name'][:24]:<24} AI {p['x']:<7.3g} {_fmt_rate(p['y']):>14} "
-                     f"{100 * p['fraction']:>5.3g}% of roof  {how}")
+                     f"{100 * p['fraction']:>5.3g}% of roof, {how}")
     for members in clusters.values():
         p = pts[members[0] - 1]
         ax.annotate(",".join(map(str, members)), (p["x"], p["y"]), textcoords="offset points", xytext=(6, 4),
@@ -113,7 +120,8 @@ def roofline_figure(r: Roofline):
     fig.suptitle(f"{r.analysis.shape.name} · {what} · {w.compute_dtype.name} · {r.hardware.name} "
                  f"({'measured' if r.measured else 'nominal'} roof) · {r.step.impl}", fontsize=11)
     key.axis("off")
-    key.text(0, 1, "hollow: predicted (floor or launch cost); filled: measured\n\n" + "\n".join(lines),
+    key.text(0, 1, "hollow: predicted (floor or launch cost); filled: measured, joined to its prediction\n\n"
+             + "\n".join(lines),
              va="top", ha="left", family="monospace", fontsize=7.5, transform=key.transAxes)
     return fig
 

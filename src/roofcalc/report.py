@@ -618,6 +618,11 @@ def profile_lines(p, r: Roofline) -> list[str]:
         f"{p.other_s * 1e3:.4g} ms outside them = {(p.kernel_sum_s + p.other_s) * 1e3:.4g} ms; the step took "
         f"{p.profiled_step_s * 1e3:.4g} ms under the profiler (median unprofiled {p.tpot_s * 1e3:.4g} ms)",
     ]
+    fast = [pl.kernel.name for pl in st.placements if pl.measured_s is not None and pl.measured_s < 0.9 * pl.t_floor_s]
+    if fast:
+        lines.append(f"faster    {', '.join(fast)} ran faster than their floor on this roof: the roof's measurement "
+                     f"does not bound them (a peak from square matmuls that this dtype runs on a slow path, or a "
+                     f"bandwidth measured under load); treat their % of roof as a sign the roof is low")
     if p.other_ops:
         lines.append("outside   " + ", ".join(f"{k} {v * 1e3:.3g} ms" for k, v in p.other_ops.items()))
     lines.append("unmatched " + (", ".join(p.unmatched) if p.unmatched else "none: every kernel got a measured time"))
