@@ -128,8 +128,38 @@ def expert_weight_bytes(shape: ModelShape, wl: Workload):
     return x
 
 
+class _Fits:
+    """Grids that know the memory each point needs."""
+
+    def fits(self, capacity_bytes: float | None):
+        """Where weights + KV cache fit in ``capacity_bytes`` (everywhere when it is unknown)."""
+        import numpy as np
+
+        if capacity_bytes is None:
+            return np.ones(self.memory_bytes.shape, dtype=bool)
+        return self.memory_bytes <= capacity_bytes
+
+
+class _Steps(_Fits):
+    """Grids of whole steps on a roof."""
+
+    @property
+    def intensity(self):
+        return self.flops / self.bytes
+
+    @property
+    def bound(self):
+        """'overhead' where the launches outlast the floors, else the step as one workload: 'compute'
+        right of the ridge, 'memory' left of it."""
+        import numpy as np
+
+        by_roof = np.where(self.flops / self.roof.peak_flop_per_s > self.bytes / self.roof.bandwidth_bytes_per_s,
+                           "compute", "memory")
+        return np.where(self.launch_s > self.floor_s, "overhead", by_roof)
+
+
 @dataclass(frozen=True)
-class DecodeGrid:
+class DecodeGrid(_Steps):
     """One decode step at every (batch, context): arrays of shape (len(batches), len(contexts)).
     Costs are per step; times in seconds on ``roof``."""
 
@@ -144,10 +174,6 @@ class DecodeGrid:
     memory_bytes: "object"  # weights in memory + the KV cache of B sequences of S tokens
     roof: Roof
     impl: str = "hf-eager"
-
-    @property
-    def intensity(self):
-        return self.flops / self.bytes
 
     @property
     def step_s(self):
@@ -166,22 +192,6 @@ class DecodeGrid:
         """B sequences each get one token per step."""
         return self.batches[:, None] / self.step_s
 
-    @property
-    def bound(self):
-        """'overhead' where the launches outlast the floors, else the step as one workload: 'compute'
-        right of the ridge, 'memory' left of it."""
-        import numpy as np
-
-        by_roof = np.where(self.flops / self.roof.peak_flop_per_s > self.bytes / self.roof.bandwidth_bytes_per_s,
-                           "compute", "memory")
-        return np.where(self.launch_s > self.floor_s, "overhead", by_roof)
-
-    def fits(self, capacity_bytes: float | None):
-        import numpy as np
-
-        if capacity_bytes is None:
-            return np.ones(self.memory_bytes.shape, dtype=bool)
-        return self.memory_bytes <= capacity_bytes
 
 
 def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str = "hf-eager",
@@ -336,7 +346,7 @@ def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: floa
 
 
 @dataclass(frozen=True)
-class PrefillGrid:
+class PrefillGrid(_Steps):
     """One prefill at every (batch, prompt): arrays of shape (len(batches), len(prompts))."""
 
     batches: "object"
@@ -349,10 +359,6 @@ class PrefillGrid:
     roof: Roof
 
     @property
-    def intensity(self):
-        return self.flops / self.bytes
-
-    @property
     def ttft_s(self):
         """Time to first token: the prefill step, floors and launches overlapping."""
         import numpy as np
@@ -363,20 +369,6 @@ class PrefillGrid:
     def prompt_tokens_per_s(self):
         return self.batches[:, None] * self.prompts[None, :] / self.ttft_s
 
-    @property
-    def bound(self):
-        import numpy as np
-
-        by_roof = np.where(self.flops / self.roof.peak_flop_per_s > self.bytes / self.roof.bandwidth_bytes_per_s,
-                           "compute", "memory")
-        return np.where(self.launch_s > self.floor_s, "overhead", by_roof)
-
-    def fits(self, capacity_bytes: float | None):
-        import numpy as np
-
-        if capacity_bytes is None:
-            return np.ones(self.memory_bytes.shape, dtype=bool)
-        return self.memory_bytes <= capacity_bytes
 
 
 def prefill_grid(shape: ModelShape, batches, prompts, roof: Roof, *, impl: str = "hf-eager",
@@ -404,7 +396,7 @@ def prefill_grid(shape: ModelShape, batches, prompts, roof: Roof, *, impl: str =
 
 
 @dataclass(frozen=True)
-class RequestGrid:
+class RequestGrid(_Fits):
     """A whole request at every (batch, prompt): prefill P tokens (the first output token), then
     N - 1 decode steps at contexts P+1 … P+N-1. Arrays of shape (len(batches), len(prompts))."""
 
@@ -429,12 +421,6 @@ class RequestGrid:
         """Output tokens of all B sequences over the whole request."""
         return self.batches[:, None] * self.generate / self.total_s
 
-    def fits(self, capacity_bytes: float | None):
-        import numpy as np
-
-        if capacity_bytes is None:
-            return np.ones(self.memory_bytes.shape, dtype=bool)
-        return self.memory_bytes <= capacity_bytes
 
 
 def request_grid(shape: ModelShape, batches, prompts, generate: int, roof: Roof, *, impl: str = "hf-eager",
