@@ -160,3 +160,16 @@ def test_profile_cli_prints_the_table_and_the_gap(tmp_path, capsys, measured):
     assert 'id="predicted-2' in svg and 'id="gap-2' in svg  # q_proj measured, beside its prediction
     shape = shape_from_config(SMALL, "t")
     assert analyze(shape, Workload.decode(1, 32)).kernel("q_proj").cost.flops == 2 * 1024 * 1024
+
+
+def test_profile_can_fill_the_cache_instead_of_prefilling(tmp_path):
+    pytest.importorskip("torch")
+    from roofcalc.profile import profile_model
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(SMALL))
+    p = profile_model(str(path), context=48, steps=2, quiet=True, prefill=False)
+    assert p.ttft_s is None and p.unmatched == []
+    # "auto" skips a prefill the measured peak says would take more than a minute: 1 FLOP/s here
+    p = profile_model(str(path), context=48, steps=2, quiet=True, peak_flop_per_s=1.0)
+    assert p.ttft_s is None

@@ -358,6 +358,9 @@ def run_profile(argv: Sequence[str]) -> str:
                    help=f"positions each decode step attends to, itself included (default {DEFAULT_CONTEXT})")
     p.add_argument("--steps", type=positive_int, default=8, help="decode steps timed for the median TPOT (default 8)")
     p.add_argument("--hw-file", help="a measured profile (roofcalc measure --out); default: measure this device first")
+    p.add_argument("--prefill", choices=("auto", "run", "skip"), default="auto",
+                   help="fill the cache by a real prefill (run, which also times it) or with random values (skip); "
+                   "auto runs it unless the measured peak says it would take over a minute")
     p.add_argument("--impl", choices=("hf-eager", "fused", "cuda-graph"), default="hf-eager")
     p.add_argument("--family", help="read an unknown model_type as this family")
     p.add_argument("--format", "-f", choices=("table", "markdown", "csv", "json"), default="table")
@@ -378,7 +381,9 @@ def run_profile(argv: Sequence[str]) -> str:
         nominal, _ = closest_nominal(m, None)
         hw_profile = m.profile(nominal)
     result = profile_model(args.model, device=args.device, dtype_name=args.dtype, batch=args.batch,
-                           context=args.context, steps=args.steps, family=args.family, quiet=args.quiet)
+                           context=args.context, steps=args.steps, family=args.family, quiet=args.quiet,
+                           peak_flop_per_s=hw_profile.peak_flop_per_s.get(args.dtype),
+                           prefill={"run": True, "skip": False, "auto": None}[args.prefill])
     nominal_hw = find_hardware(hw_profile.nominal) if hw_profile.nominal else hw_profile
     r = roofline(result.analysis, nominal_hw, measured_profile=hw_profile, impl=args.impl,
                  kernel_times=result.kernel_times, tpot_s=result.tpot_s)

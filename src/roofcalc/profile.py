@@ -65,7 +65,7 @@ class ProfileResult:
     device: str
     tpot_s: float  # median decode step
     step_times_s: tuple[float, ...]
-    ttft_s: float  # the prefill
+    ttft_s: float | None  # the prefill (None: the cache was filled with random values instead)
     profiled_step_s: float  # wall time of the step run under the profiler (it adds its own overhead)
     kernels: dict  # roofcalc kernel name -> KernelTime
     other_s: float  # op time not credited to any kernel
@@ -248,8 +248,26 @@ def _typed(name: str, names: set[str]) -> str | None:
     return typed[0] if typed else None
 
 
+MAX_PREFILL_S = 60.0  # a prefill predicted to take longer than this fills the cache with random values instead
+
+
+def _fill_cache(torch, cache, shape, batch: int, tokens: int, device: str, torch_dtype) -> None:
+    """The cache a prefill of ``tokens`` tokens would leave, with random values (no compute)."""
+    for layer in range(shape.n_layers):
+        if shape.mla:
+            k = torch.randn(batch, 1, tokens, shape.mla.kv_lora_rank, device=device, dtype=torch_dtype)
+            v = torch.randn(batch, 1, tokens, shape.mla.qk_rope_head_dim, device=device, dtype=torch_dtype)
+        else:
+            k = torch.randn(batch, shape.n_kv_heads, tokens, shape.head_dim, device=device, dtype=torch_dtype)
+            v = torch.randn_like(k)
+        cache.update(k, v, layer)
+
+
 def profile_model(source: str, *, device: str = "cpu", dtype_name: str = "fp32", batch: int = 1,
-                  context: int = 500, steps: int = 8, family: str | None = None, quiet: bool = False) -> ProfileResult:
+                  context: int = 500, steps: int = 8, family: str | None = None, quiet: bool = False,
+                  peak_flop_per_s: float | None = None, prefill: bool | None = None) -> ProfileResult:
+    """``prefill``: run the real prefill (True), fill the cache with random values (False), or decide
+    (None): the real one unless ``peak_flop_per_s`` says it would take more than a minute."""
     torch, transformers = _torch()
     if dtype_name not in TORCH_DTYPES:
         raise RoofcalcError(f"--dtype {dtype_name}: profile runs fp32, bf16 or fp16")
@@ -263,8 +281,8 @@ def profile_model(source: str, *, device: str = "cpu", dtype_name: str = "fp32",
     shape = shape_from_config(cfg, name, family)
     d = dtype(dtype_name)
     analysis = analyze(shape, Workload.decode(batch, context, weight_dtype=d, act_dtype=d, kv_dtype=d))
-    prefill = analyze(shape, Workload.prefill(batch, context - 1, weight_dtype=d, act_dtype=d, kv_dtype=d))
-    work = max(t.activation_bytes for t in (prefill.totals,)) // max(1, shape.n_layers)
+    prefill_step = analyze(shape, Workload.prefill(batch, context - 1, weight_dtype=d, act_dtype=d, kv_dtype=d))
+    work = prefill_step.totals.activation_bytes // max(1, shape.n_layers)
     need = int(1.1 * (analysis.weight_storage_bytes + batch * context * analysis.kv_bytes_per_token + 4 * work))
     _memory_check(torch, device, need)
     torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
@@ -289,14 +307,23 @@ def profile_model(source: str, *, device: str = "cpu", dtype_name: str = "fp32",
         sync()
         cache.crop(-1)  # back to context - 1 cached tokens: every step attends to `context` positions
 
+    if prefill is None:
+        estimate = prefill_step.totals.flops / peak_flop_per_s if peak_flop_per_s else 0.0
+        prefill = estimate <= MAX_PREFILL_S
+        if not prefill:
+            say(f"a prefill of {context - 1} tokens would take about {estimate:.0f} s at the measured "
+                f"{peak_flop_per_s / 1e9:.3g} GFLOP/s; filling the cache with random values instead")
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        say(f"prefill of {batch} x {context - 1} tokens")
         sync()
         t0 = time.perf_counter()
-        model(input_ids=ids, use_cache=True, logits_to_keep=1, **{cache_kw: cache})
+        if prefill:
+            say(f"prefill of {batch} x {context - 1} tokens")
+            model(input_ids=ids, use_cache=True, logits_to_keep=1, **{cache_kw: cache})
+        else:
+            _fill_cache(torch, cache, shape, batch, context - 1, device, torch_dtype)
         sync()
-        ttft = time.perf_counter() - t0
+        ttft = time.perf_counter() - t0 if prefill else None
         say(f"{steps} decode steps at context {context}")
         step()  # warm-up
         times = []

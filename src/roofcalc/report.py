@@ -605,8 +605,10 @@ def profile_lines(p, r: Roofline) -> list[str]:
     floor, launch = st.sum_floor_s, st.sum_launch_s
     rest = p.tpot_s - floor - launch
     lines = [
-        f"profiled  {p.device}: prefill of {r.analysis.workload.kv_len - 1} tokens {p.ttft_s * 1e3:.4g} ms; "
-        f"{len(p.step_times_s)} decode steps, median TPOT {p.tpot_s * 1e3:.4g} ms "
+        f"profiled  {p.device}: "
+        + (f"prefill of {r.analysis.workload.kv_len - 1} tokens {p.ttft_s * 1e3:.4g} ms; " if p.ttft_s is not None
+           else f"cache of {r.analysis.workload.kv_len - 1} tokens filled with random values (prefill skipped); ")
+        + f"{len(p.step_times_s)} decode steps, median TPOT {p.tpot_s * 1e3:.4g} ms "
         f"(min {min(p.step_times_s) * 1e3:.4g}, max {max(p.step_times_s) * 1e3:.4g})",
         f"predicted TPOT {st.predicted_lower_s * 1e3:.4g} ms to {st.predicted_upper_s * 1e3:.4g} ms on the measured "
         f"roof; measured / predicted (no overlap) = {p.tpot_s / st.predicted_upper_s:.2f}",
