@@ -1,0 +1,62 @@
+"""The CUDA paths of `roofcalc measure` and `roofcalc profile`, checked on a real GPU in one short run.
+
+    python benchmarks/gpu_check.py [--model TinyLlama/TinyLlama-1.1B] [--out gpu.json]
+
+Measures the device (bandwidth, fp32/tf32/fp16/bf16 matmul peaks, launch overhead), writes the
+profile, then profiles the model in bf16 at batch 1 and 8, context 500, and checks what must
+hold whatever the GPU: positive, consistent figures (the copy left of the ridge, the big matmul
+right of it), every kernel matched, no weight matmul faster than its floor on the measured roof
+(10% slack), the credited kernel times adding up to the profiled step. Exits 1 on a failed check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from roofcalc.measure import closest_nominal, measure, report, write_profile
+from roofcalc.profile import profile_model
+from roofcalc.roofline import Roof
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default="TinyLlama/TinyLlama-1.1B")
+    p.add_argument("--out", default="gpu.json")
+    args = p.parse_args()
+    failures = []
+
+    def check(ok: bool, what: str) -> None:
+        print(f"  {'ok  ' if ok else 'FAIL'} {what}")
+        if not ok:
+            failures.append(what)
+
+    m = measure("cuda", repeats=7)
+    nominal, why = closest_nominal(m, None)
+    write_profile(m, nominal, args.out)
+    print(report(m, nominal, why, args.out))
+    for d in m.matmuls:
+        roof = Roof(m.bandwidth_bytes_per_s, m.peak(d).best_rate)
+        check(m.peak(d).best_rate > 0 and roof.ridge > 0.125 * 4, f"{d}: y = x + 1 (AI 0.125) far left of ridge")
+        n = int(round((m.peak(d).work / 2) ** (1 / 3)))
+        ai = 2 * n / (3 * (4 if d in ("fp32", "tf32") else 2))  # 2n³ FLOPs over 3n² elements
+        check(ai > roof.ridge, f"{d}: the {n}^3 matmul (AI {ai:.0f}) right of the ridge {roof.ridge:.0f}")
+    for batch in (1, 8):
+        r = profile_model(args.model, device="cuda", dtype_name="bf16", batch=batch, context=500, steps=20)
+        roof = Roof(m.bandwidth_bytes_per_s, m.peak("bf16").best_rate)
+        print(f"\n{args.model} bf16 batch {batch}: TPOT {r.tpot_s * 1e3:.3f} ms (TTFT {r.ttft_s * 1e3:.1f} ms), "
+              f"kernels {r.kernel_sum_s * 1e3:.3f} ms + other {r.other_s * 1e3:.3f} ms, "
+              f"profiled step {r.profiled_step_s * 1e3:.3f} ms")
+        check(r.unmatched == [], f"batch {batch}: every kernel matched (unmatched: {r.unmatched})")
+        for k in r.analysis.kernels:
+            if k.kind == "matmul":
+                floor = roof.floor(k.cost.flops, k.cost.bytes)
+                t = r.kernel_times.get(k.name, 0)
+                check(t >= 0.9 * floor, f"batch {batch}: {k.name} {t * 1e6:.1f} us >= 0.9 x floor {floor * 1e6:.1f} us")
+        check(r.kernel_sum_s <= 1.05 * r.profiled_step_s, f"batch {batch}: kernel times within the profiled step")
+    print(f"\n{len(failures)} failed check(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
