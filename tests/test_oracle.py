@@ -132,23 +132,46 @@ class _OpCounter:
         self.mode = Mode()
 
 
+def _eager_families():
+    from test_oracle_families import FAMILIES as OTHERS
+
+    cases = {"llama": dict(BASE, model_type="llama", num_key_value_heads=2),
+             "gemma": dict(FAMILIES["gemma"])}
+    for name, (cfg, _) in OTHERS.items():
+        cfg = dict(cfg)
+        if name.startswith("deepseek"):
+            cfg["first_k_dense_replace"] = 0  # every layer MoE: the added layer is like the others
+        if name == "qwen3_moe":
+            cfg["decoder_sparse_step"] = 1
+        cases[name] = cfg
+    return cases
+
+
+EAGER_CASES = _eager_families()
+
+
 @pytest.mark.parametrize("dtype_name", ["bf16", "fp32"])
-def test_hf_eager_launches_per_layer_equal_aten_ops_of_a_real_layer(dtype_name):
-    """The hf-eager launch table against the ops a transformers Llama layer dispatches in a decode step
-    (the difference between a 2-layer and a 1-layer model; CPU, real weights)."""
+@pytest.mark.parametrize("family_name", sorted(EAGER_CASES))
+def test_hf_eager_launches_per_layer_equal_aten_ops_of_a_real_layer(family_name, dtype_name):
+    """The hf-eager launch table against the ops a transformers layer dispatches in a decode step at
+    batch 1 (the difference between a 3-layer and a 2-layer model; CPU, real weights)."""
     import warnings
+
+    import transformers
 
     from roofcalc import dtype as rc_dtype
     from roofcalc.roofline import Roof, place
 
+    cfg = EAGER_CASES[family_name]
+    layers_key = "n_layer" if "n_layer" in cfg else "num_hidden_layers"
     tdtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[dtype_name]
     counts = {}
-    for layers in (1, 2):
-        cfg = dict(BASE, model_type="llama", num_key_value_heads=2, num_hidden_layers=layers)
-        import transformers
-
-        model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**cfg),
-                                                              dtype=tdtype).eval()
+    for layers in (2, 3):
+        conf = transformers.AutoConfig.for_model(**{**cfg, layers_key: layers})
+        conf._experts_implementation = "eager"
+        attn = "eager" if family_name == "gemma2" else "sdpa"
+        torch.manual_seed(0)
+        model = transformers.AutoModelForCausalLM.from_config(conf, dtype=tdtype, attn_implementation=attn).eval()
         with warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")
             cache = model(input_ids=torch.zeros((1, 8), dtype=torch.long), use_cache=True).past_key_values
@@ -157,8 +180,8 @@ def test_hf_eager_launches_per_layer_equal_aten_ops_of_a_real_layer(dtype_name):
                 model(input_ids=torch.zeros((1, 1), dtype=torch.long), past_key_values=cache, use_cache=True,
                       logits_to_keep=1)
         counts[layers] = counter.n
-    shape = shape_from_config(dict(BASE, model_type="llama", num_key_value_heads=2), "t")
+    shape = shape_from_config(cfg, family_name)
     d = rc_dtype(dtype_name)
     step = analyze(shape, Workload.decode(1, 9, weight_dtype=d, act_dtype=d, kv_dtype=d))
     verdict = place(step, Roof(1e12, 1e14), impl="hf-eager")
-    assert verdict.launches_per_layer == counts[2] - counts[1]
+    assert verdict.launches_per_layer == counts[3] - counts[2]

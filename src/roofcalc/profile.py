@@ -151,6 +151,7 @@ def _marks(torch, model, cache):
 
         def post(mod, args, out):
             open_ranges.pop().__exit__(None, None, None)
+            return None  # anything else would replace the module's output
 
         handles += [module.register_forward_pre_hook(pre), module.register_forward_hook(post)]
     original_update = cache.update

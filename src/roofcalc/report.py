@@ -290,7 +290,7 @@ def totals_lines(r: Roofline) -> list[str]:
         f"AI {ratio(t.intensity)} FLOP/byte",
         f"bytes     weights {t.weight_bytes:,}  activations {t.activation_bytes:,}  KV cache {t.kv_bytes:,}",
         f"kernels   {per_layer} per layer, {sum(k.count for k in a.kernels)} per step; "
-        f"launches {st.launches_per_layer} per layer, {st.launches_per_step} per step ({st.impl})",
+        f"launches {st.launches_per_layer:.4g} per layer, {st.launches_per_step} per step ({st.impl})",
         f"time      floors {st.sum_floor_s * 1e3:.3g} ms + launch overhead {st.sum_launch_s * 1e3:.3g} ms: "
         f"predicted {st.predicted_lower_s * 1e3:.3g} ms (full overlap) to {st.predicted_upper_s * 1e3:.3g} ms "
         f"(no overlap); {st.dominant} {'dominates' if st.dominant == 'launch overhead' else 'dominate'}",

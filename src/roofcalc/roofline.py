@@ -22,21 +22,43 @@ from .hardware import Hardware
 FLAG_FLOOR_MULTIPLE = 3.0  # a kernel above 3× its bandwidth floor "has a problem"
 
 # GPU kernel launches per kernel instance under each implementation profile, by kernel role.
-# hf-eager: transformers' eager PyTorch modules, one launch per ATen op that computes:
-#   RMSNorm (LlamaRMSNorm in 16-bit): to(fp32), pow, mean, add eps, rsqrt, mul, to(dtype), mul weight = 8
-#   (in fp32 the two casts are no-ops: 6); LayerNorm: one native_layer_norm = 1;
-#   rotary (apply_rotary_pos_emb): for q and for k: x·cos, neg, cat (rotate_half), ·sin, add = 5 + 5;
-#   kv_cache_write: the cache update writes K and V = 2; attention: one SDPA kernel;
-#   act_mul: act(gate), × up = 2; learned positions: gather + add = 2; soft-capping: /, tanh, × = 3;
-#   every linear, add, gather = 1; a MoE layer's experts loop over the experts that got tokens
-#   (Kernel.eager_launches). tests/test_oracle.py counts the ATen ops of a real transformers Llama
-#   layer against this table; for the other families the table is the same per role, not checked op by op.
+#
+# hf-eager: transformers' eager PyTorch modules, one launch per ATen op that computes (views and
+# metadata ops launch nothing). Counted op by op on transformers 5.24's decode step, per family;
+# tests/test_oracle.py checks every family's layer against a real one (TorchDispatchMode, the
+# difference of a 3-layer and a 2-layer model, 16-bit and fp32). Entries are (16-bit, fp32):
+# casts to and from fp32 are no-ops in an fp32 model.
+#   RMSNorm: to(fp32), pow, mean, add eps, rsqrt, mul, to(dtype), mul weight = (8, 6); Gemma's
+#     (1 + weight) adds a cast and an add: (10, 7). LayerNorm: native_layer_norm = 1.
+#   rotary: x·cos, neg, cat (rotate_half), ·sin, add, for q and for k = 10; a partial rotary
+#     (NeoX, Phi; Phi-3 splits too) concatenates the rotated and the passed dims back: 12;
+#     DeepSeek: V2's complex-number form (10, 6), V3's interleaved form 14.
+#   the cache update: cat K, cat V = 2. attention: one SDPA = 1; OPT scales q first: 2; Phi-3's
+#     sliding mask adds scalar_tensor, scalar_tensor, where: 4; Gemma 2 runs eager attention
+#     (repeat_kv clones, bmm, scale, soft-cap ÷ tanh ×, mask add, softmax, bmm): (12, 10);
+#     DeepSeek's latent expansion, concatenations and eager attention: (17, 12).
+#   SiLU × up = 2; a plain GELU 1, but gelu_new is a Python formula of 8 ops; learned positions:
+#     gather + add = 2; logit soft-capping 3; every linear, add, gather = 1.
+#   MoE routers: Mixtral (6, 5), Qwen3-MoE (5, 3), DeepSeek-V2 (5, 4), DeepSeek-V3 (18, 17); the
+#     experts loop: 9 ops to sort tokens, then per expert that got tokens 7 (find its tokens, up
+#     projection), 2 (SiLU, × up), and (6, 5) to project down and add back ((5, 5) in Qwen3-MoE).
 # fused: what serving engines (vLLM, TensorRT-LLM) run: one GEMM for q/k/v, one for gate/up,
 #   residual adds fused into the following norm, SiLU×up one kernel, rotary one kernel, one grouped
 #   GEMM per expert projection.
 # cuda-graph: the fused kernels replayed from one CUDA graph: the launch cost is paid once per step.
-HF_EAGER = {"embed": 1, "pos_embed": 2, "rms_norm": 8, "layer_norm": 1, "rotary": 10, "kv_cache_write": 2,
-            "attention": 1, "act_mul": 2, "act": 1, "softcap": 3}
+HF_EAGER = {"embed": 1, "pos_embed": 2, "rms_norm": (8, 6), "layer_norm": 1, "rotary": 10, "kv_cache_write": 2,
+            "attention": 1, "act_mul": 2, "act": 1, "softcap": 3, "combine": 9}
+HF_EAGER_FAMILY = {
+    "gemma": {"rms_norm": (10, 7)},
+    "gemma2": {"rms_norm": (10, 7), "attention": (12, 10)},
+    "gpt_neox": {"rotary": 12}, "phi": {"rotary": 12}, "phi3": {"rotary": 12, "attention": 4},
+    "opt": {"attention": 2},
+    "mixtral": {"router": (6, 5)}, "qwen3_moe": {"router": (5, 3), "experts.down_proj": 5},
+    "deepseek_v2": {"router": (5, 4), "rotary": (10, 6), "attention": (17, 12)},
+    "deepseek_v3": {"router": (18, 17), "rotary": 14, "attention": (17, 12)},
+}
+HF_EAGER_PER_EXPERT = {"experts.gate_up_proj": 7, "experts.act_mul": 2, "experts.down_proj": (6, 5)}
+HF_EAGER_ACTIVATION = {"gelu_new": 8}  # HF activations implemented as a formula of eager ops
 FUSED = {"embed": 1, "pos_embed": 1, "rms_norm": 1, "layer_norm": 1, "rotary": 1, "kv_cache_write": 1, "attention": 1,
          "act_mul": 1, "act": 1, "softcap": 1, "residual": 0, "linear": 1, "router": 1, "experts": 1, "combine": 1}
 # fused q/k/v and gate/up GEMMs: the k, v and up projections ride on the q and gate launches
@@ -44,18 +66,26 @@ FUSED_RIDERS = {"k_proj", "v_proj", "up_proj", "shared_experts.up_proj"}
 IMPLS = ("hf-eager", "fused", "cuda-graph")
 
 
-def launches(kernel: Kernel, impl: str, act_dtype: str = "fp16") -> int:
+def _pick(entry, act_dtype: str) -> int:
+    return entry if isinstance(entry, int) else entry[act_dtype == "fp32"]
+
+
+def launches(kernel: Kernel, impl: str, act_dtype: str = "fp16", shape=None) -> int:
     """GPU kernel launches one instance of ``kernel`` costs under ``impl`` (cuda-graph: the same
-    kernels, but :attr:`StepVerdict.sum_launch_s` charges one launch per step)."""
-    role = kernel.role or kernel.name.split("[")[0]
+    kernels, but :attr:`StepVerdict.sum_launch_s` charges one launch per step). ``shape`` (the
+    model's :class:`ModelShape`) selects its family's eager counts."""
+    base = kernel.name.split("[")[0]
+    role = kernel.role or base
     if impl == "hf-eager":
-        if kernel.eager_launches is not None:
-            return kernel.eager_launches
-        if role == "rms_norm" and act_dtype == "fp32":
-            return HF_EAGER[role] - 2  # the casts to and from fp32 are no-ops
-        return HF_EAGER.get(role, 1)
+        family = HF_EAGER_FAMILY.get(shape.family, {}) if shape is not None else {}
+        if kernel.experts_touched:
+            per = family.get(base, HF_EAGER_PER_EXPERT.get(base, 1))
+            return _pick(per, act_dtype) * kernel.experts_touched
+        if role == "act" and shape is not None and shape.hf_activation in HF_EAGER_ACTIVATION:
+            return HF_EAGER_ACTIVATION[shape.hf_activation]
+        return _pick(family.get(role, HF_EAGER.get(role, 1)), act_dtype)
     if impl in ("fused", "cuda-graph"):
-        if kernel.name.split("[")[0] in FUSED_RIDERS:
+        if base in FUSED_RIDERS:
             return 0
         return FUSED.get(role, 1)
     raise RoofcalcError(f"unknown --impl '{impl}'; use {', '.join(IMPLS)}")
@@ -207,6 +237,7 @@ class StepVerdict:
     flops: int
     bytes: int
     tpot_s: float | None = None
+    n_layers: int = 1
 
     @property
     def intensity(self) -> float:
@@ -226,8 +257,11 @@ class StepVerdict:
         return sum(p.launches * p.kernel.count for p in self.placements)
 
     @property
-    def launches_per_layer(self) -> int:
-        return sum(p.launches for p in self.placements if p.kernel.scope == "layer")
+    def launches_per_layer(self) -> float:
+        """Per decoder layer, averaged over the layers (kinds of layer can differ: dense or MoE)."""
+        layer = [p for p in self.placements if p.kernel.scope == "layer"]
+        total = sum(p.launches * p.kernel.count for p in layer)
+        return total / self.n_layers if total % self.n_layers else total // self.n_layers
 
     @property
     def sum_launch_s(self) -> float:
@@ -290,12 +324,14 @@ def place(analysis: Analysis, roof: Roof, *, impl: str = "hf-eager", launch_over
         raise RoofcalcError(f"kernel times name kernels this model has not: {', '.join(unknown)} (it has: {names})")
     graph = impl == "cuda-graph"
     placements = tuple(
-        Placement(k, roof, launches(k, impl, analysis.workload.act_dtype.name), 0.0 if graph else launch_overhead_s,
+        Placement(k, roof, launches(k, impl, analysis.workload.act_dtype.name, analysis.shape),
+                  0.0 if graph else launch_overhead_s,
                   times.get(k.name))
         for k in analysis.kernels
     )
     totals = analysis.totals
-    return StepVerdict(placements, roof, impl, launch_overhead_s, totals.flops, totals.bytes, tpot_s)
+    return StepVerdict(placements, roof, impl, launch_overhead_s, totals.flops, totals.bytes, tpot_s,
+                       analysis.shape.n_layers)
 
 
 @dataclass(frozen=True)

@@ -202,6 +202,7 @@ class ModelShape:
     mla: MLA | None = None
     weight_format: str | None = None  # the checkpoint's declared weight dtype (quantization_config)
     names: tuple[tuple[str, str], ...] = ()  # role -> module name overrides
+    hf_activation: str = ""  # the config's own activation name (gelu_new runs as several eager ops)
 
     @property
     def q_dim(self) -> int:
@@ -364,10 +365,11 @@ def shape_from_config(cfg: Any, name: str = "model", family: str | None = None) 
         act_name = cfg.get(act_key, "gelu_pytorch_tanh")
         activation = "gelu_tanh" if act_name == "gelu" else _activation(act_name, act_key)
     elif fam in ("gpt2", "opt"):
-        activation = _activation(cfg.get("activation_function", "gelu_new" if gpt2 else "relu"), "activation_function")
+        act_name = cfg.get("activation_function", "gelu_new" if gpt2 else "relu")
+        activation = _activation(act_name, "activation_function")
     else:
-        default_act = {"gpt_neox": "gelu", "phi": "gelu_new"}.get(fam, "silu")
-        activation = _activation(cfg.get("hidden_act", default_act), "hidden_act")
+        act_name = cfg.get("hidden_act", {"gpt_neox": "gelu", "phi": "gelu_new"}.get(fam, "silu"))
+        activation = _activation(act_name, "hidden_act")
 
     window = _int(cfg, "sliding_window", None) if "sliding_window" in cfg else window_default
     if fam in ("mistral", "phi3", "mixtral"):
@@ -454,6 +456,7 @@ def shape_from_config(cfg: Any, name: str = "model", family: str | None = None) 
         mla=mla,
         weight_format=_weight_format(cfg, name),
         names=tuple(FAMILY_NAMES.get(fam, {}).items()),
+        hf_activation=str(act_name),
     )
 
 

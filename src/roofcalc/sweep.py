@@ -241,9 +241,10 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
             row["kv_write_bytes"]
         floor += count * np.maximum(row["flops"] / roof.peak_flop_per_s, nbytes / roof.bandwidth_bytes_per_s)
         if per_batch:
-            n_launch += count * np.array([[launches(per_batch[int(bb)][i][0], impl, act_name)] for bb in b[:, 0]])
+            n_launch += count * np.array([[launches(per_batch[int(bb)][i][0], impl, act_name, shape)]
+                                          for bb in b[:, 0]])
         else:
-            n_launch += count * launches(kernel, impl, act_name)
+            n_launch += count * launches(kernel, impl, act_name, shape)
     launch_s = np.full(n_launch.shape, launch_overhead_s) if impl == "cuda-graph" else n_launch * launch_overhead_s
     weights_in_memory = sum(count * k.param_bytes for k, count, _ in probe[(1, 1)])
     per_layer_kv = base.kv_dtype.nbytes(kv_values_per_token(shape))
