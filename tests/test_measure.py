@@ -173,3 +173,21 @@ def test_profile_can_fill_the_cache_instead_of_prefilling(tmp_path):
     # "auto" skips a prefill the measured peak says would take more than a minute: 1 FLOP/s here
     p = profile_model(str(path), context=48, steps=2, quiet=True, peak_flop_per_s=1.0)
     assert p.ttft_s is None
+
+
+def _family_configs():
+    from test_oracle_families import FAMILIES
+
+    return {name: cfg for name, (cfg, _) in FAMILIES.items()}
+
+
+@pytest.mark.parametrize("family_name", sorted(_family_configs()))
+def test_profile_credits_every_kernel_of_every_family(family_name, tmp_path):
+    """The profiler's ops land on roofcalc's kernels for every family (small random models, CPU)."""
+    pytest.importorskip("torch")
+    from roofcalc.profile import profile_model
+
+    (tmp_path / "config.json").write_text(json.dumps(_family_configs()[family_name]))
+    p = profile_model(str(tmp_path), context=16, steps=2, quiet=True)
+    assert p.unmatched == []
+    assert p.other_s < p.kernel_sum_s

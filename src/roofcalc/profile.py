@@ -162,21 +162,24 @@ def _marks(torch, model, cache):
 
     cache.update = update
     modeling = sys.modules[type(model).__module__]
-    original_rotary = getattr(modeling, "apply_rotary_pos_emb", None)
-    if original_rotary is not None:
+    originals = {n: f for n, f in vars(modeling).items() if n.startswith("apply_rotary") and callable(f)}
+
+    def marked(fn):
         def rotary(*a, **k):
             with record_function(MARK + "rotary"):
-                return original_rotary(*a, **k)
+                return fn(*a, **k)
+        return rotary
 
-        modeling.apply_rotary_pos_emb = rotary
+    for n, f in originals.items():
+        setattr(modeling, n, marked(f))
     try:
         yield
     finally:
         for h in handles:
             h.remove()
         cache.update = original_update
-        if original_rotary is not None:
-            modeling.apply_rotary_pos_emb = original_rotary
+        for n, f in originals.items():
+            setattr(modeling, n, f)
 
 
 @contextmanager
@@ -206,32 +209,77 @@ def _marks_of(event) -> list[str]:
     return out
 
 
-def _credit(event, marks: list[str], names: set[str], layer_adds: dict, analysis: Analysis) -> str | None:
+def _layer_of(marks: list[str]) -> int | None:
+    for m in marks:
+        parts = m.split(":", 1)[-1].split(".")
+        for i in range(len(parts) - 1):
+            if parts[i] in ("layers", "h") and parts[i + 1].isdigit():
+                return int(parts[i + 1])
+    return None
+
+
+def _resolver(analysis: Analysis):
+    """name -> the kernel that layer ``i`` runs under that name (``attention[sliding]`` where layers differ)."""
+    from .calculator import _label, _layer_groups
+
+    names = {k.name for k in analysis.kernels}
+    shape = analysis.shape
+    keys = [k for k, _ in _layer_groups(shape)]
+
+    def resolve(base: str, layer: int | None) -> str | None:
+        if base in names:
+            return base
+        if layer is not None:
+            typed = f"{base}[{_label((shape.layer_types[layer], shape.layer_mlp_types[layer]), keys)}]"
+            if typed in names:
+                return typed
+        return None
+
+    return resolve
+
+
+SOFTCAP_OPS = ("aten::div", "aten::tanh", "aten::mul")
+
+
+def _credit(event, marks: list[str], names: set[str], layer_adds: dict, analysis: Analysis,
+            resolve=None) -> str | None:
     """The roofcalc kernel an op belongs to, or None."""
     op = event.name
+    resolve = resolve or _resolver(analysis)
+    layer = _layer_of(marks)
+    if not marks:  # the CausalLM's own forward, after lm_head: Gemma 2's logit soft-capping
+        return "logit_softcap" if op in SOFTCAP_OPS and "logit_softcap" in names else None
     for m in marks:
         if m in ("kv_cache_write", "rotary"):
-            return m if m in names else None
+            return resolve(m, layer)
         path = m.split(":", 1)[1]
         parts = path.split(".")
         leaf, leaf2 = parts[-1], ".".join(parts[-2:])
         for candidate in (leaf2, leaf):
-            if candidate in names:
-                return candidate
-            for n in names:  # attention[sliding], experts kernels
-                if n.split("[")[0] == candidate:
-                    return n
+            hit = resolve(candidate, layer)
+            if hit is not None:
+                return hit
         if leaf in ("act_fn", "act", "activation_fn"):
-            return "act_mul" if "act_mul" in names else ("act" if "act" in names else None)
+            for group in ("shared_experts", "experts"):
+                if group in parts:
+                    return resolve(f"{group}.act_mul", layer)
+            return resolve("act_mul", layer) or resolve("act", layer)
         if leaf == "experts":
-            return "experts"
+            # the expert GEMMs are split between the two projections by FLOPs; the token sorting,
+            # gathers, routing-weight multiplies and scatter-adds are the combine
+            return "experts" if op in ("aten::mm", "aten::bmm", "aten::linear", "aten::addmm", "aten::matmul") or \
+                "grouped_mm" in op else "experts.combine"
+        if leaf == "shared_experts":
+            return "shared_experts.act_mul" if op in ("aten::mul", "aten::mul_") else None
         if leaf in ("self_attn", "attn", "attention"):
             if any(a in op for a in ATTENTION_OPS):
-                return _typed("attention", names)
+                return resolve("attention", layer)
             return None
         if leaf in ("mlp", "feed_forward"):
             if op in ("aten::mul", "aten::mul_"):
                 return "act_mul" if "act_mul" in names else None
+            if op in ("aten::add", "aten::add_") and "shared_experts.add" in names:
+                return "shared_experts.add"
             return None
         if parts[-2:-1] and parts[-2] in ("layers", "h") and leaf.isdigit():
             if op in ("aten::add", "aten::add_"):
@@ -240,13 +288,6 @@ def _credit(event, marks: list[str], names: set[str], layer_adds: dict, analysis
                 return ("attn_residual", "mlp_residual")[min(i, 1)]
             return None
     return None
-
-
-def _typed(name: str, names: set[str]) -> str | None:
-    if name in names:
-        return name
-    typed = sorted(n for n in names if n.startswith(name + "["))
-    return typed[0] if typed else None
 
 
 MAX_PREFILL_S = 60.0  # a prefill predicted to take longer than this fills the cache with random values instead
@@ -323,6 +364,8 @@ def profile_model(source: str, *, device: str = "cpu", dtype_name: str = "fp32",
             model(input_ids=ids, use_cache=True, logits_to_keep=1, **{cache_kw: cache})
         else:
             _fill_cache(torch, cache, shape, batch, context - 1, device, torch_dtype)
+        if hasattr(cache, "activate_past_recording"):  # sliding-window layers: keep what crop() rolls back
+            cache.activate_past_recording()
         sync()
         ttft = time.perf_counter() - t0 if prefill else None
         say(f"{steps} decode steps at context {context}")
@@ -349,6 +392,7 @@ def _attribute(prof, analysis: Analysis, device: str, tpot: float, times, ttft: 
     other: dict[str, float] = {}
     layer_adds: dict[str, int] = {}
     experts = [k for k in analysis.kernels if k.role == "experts"]
+    resolve = _resolver(analysis)
     for e in prof.events():
         if not e.name.startswith("aten::") or e.name in VIEW_OPS:
             continue
@@ -358,7 +402,7 @@ def _attribute(prof, analysis: Analysis, device: str, tpot: float, times, ttft: 
         seconds = (e.device_time_total if device == "cuda" else e.cpu_time_total) / 1e6
         if seconds <= 0:
             continue
-        target = _credit(e, _marks_of(e), names, layer_adds, analysis)
+        target = _credit(e, _marks_of(e), names, layer_adds, analysis, resolve)
         if target == "experts" and experts:  # one module runs both expert projections: split by FLOPs
             total = sum(k.cost.flops for k in experts) or 1
             for k in experts:
