@@ -8,11 +8,15 @@ torch.profiler, with every module's forward, the cache update and the rotary fun
 so each ATen op can be credited to one of roofcalc's kernels:
 
 * an op inside a module whose name is a kernel's name (q_proj, down_proj, lm_head, the norms)
-  belongs to that kernel; a MoE layer's experts module to its expert kernels, by FLOPs;
-* inside the attention module, the cache update is ``kv_cache_write``, the rotary function is
-  ``rotary`` and the other computing ops (sdpa, or matmul and softmax) are ``attention``;
-* inside the MLP, the activation module and the multiply are ``act_mul`` (``act`` ungated);
-* additions directly in a decoder layer are its residual adds, in order.
+  belongs to that kernel (``attention[sliding]`` and the like by the layer it runs in);
+* inside the attention module, the cache update is ``kv_cache_write``, the rotary functions
+  (``apply_rotary*``) are ``rotary`` and the other computing ops (sdpa, or matmul and softmax)
+  are ``attention``;
+* inside the MLP, the activation module and the multiply are ``act_mul`` (``act`` ungated); a
+  MoE layer's expert GEMMs are split between ``experts.gate_up_proj`` and ``experts.down_proj``
+  by FLOPs, and its token sorting, gathers and scatter-adds are ``experts.combine``;
+* additions directly in a decoder layer are its residual adds, in order; ops in the CausalLM's
+  own forward after lm_head are Gemma 2's ``logit_softcap``.
 
 Whatever is left (the rotary table, masks, glue copies) is reported as time outside the kernels.
 """
