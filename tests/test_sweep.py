@@ -211,3 +211,18 @@ def test_grid_rejects_bad_sizes_and_overflow():
     big = load_shape("meta-llama/Llama-3.1-405B")  # 2^20 x 2^24 x 126 layers overflows 64 bits
     with pytest.raises(RoofcalcError, match="64 bits"):
         decode_grid(big, [1 << 20], [1 << 24], ROOF)
+
+
+def test_moe_verdicts_agree_with_the_grid_on_both_sides_of_each_answer():
+    """For a MoE model the expert weights read are not linear in B (E·(1 − (1 − k/E)^B) experts), so the
+    verdicts are found by bisection; the grid, which evaluates each batch directly, must agree at B and B − 1."""
+    shape = load_shape("mistralai/Mixtral-8x7B-v0.1")
+    roof = Roof(3.35e12, 989e12)  # H100 SXM dense bf16 (datasheet): ridge 295
+    [v] = batch_verdicts(shape, [4096], roof)
+    b = v.kv_over_weights_batch
+    g = decode_grid(shape, [b - 1, b], [4096], roof)
+    assert g.kv_bytes[0, 0] <= g.weight_bytes[0, 0] and g.kv_bytes[1, 0] > g.weight_bytes[1, 0]
+    [v] = batch_verdicts(shape, [256], Roof(3.35e12, 60e12))  # ridge 17.9: reachable at a short context
+    b = v.ridge_batch
+    g = decode_grid(shape, [b - 1, b], [256], Roof(3.35e12, 60e12))
+    assert g.intensity[0, 0] < 60e12 / 3.35e12 <= g.intensity[1, 0]
