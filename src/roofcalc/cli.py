@@ -399,7 +399,10 @@ def run_profile(argv: Sequence[str]) -> str:
         return json.dumps(doc, indent=2) + "\n"
     out = report.render(r, args.format)
     if args.format in ("table", "markdown"):
-        out += "\n" + "\n".join(report.profile_lines(result, r)) + "\n"
+        lines = report.profile_lines(result, r)
+        if args.format == "markdown":
+            lines = [f"- {line}" for line in lines]
+        out += "\n" + "\n".join(lines) + "\n"
         if args.plot:
             out += f"plot      written to {args.plot}\n"
     return out
