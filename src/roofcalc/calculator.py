@@ -316,7 +316,7 @@ def linear(name: str, n_in: int, n_out: int, s: ModelShape, wl: Workload, *, bia
                   params=own, param_bytes=(wb if own else 0) + bias_bytes, role=role)
 
 
-def norm(name: str, width: int, rows: int, s: ModelShape, wl: Workload, scope: str = "layer",
+def norm(name: str, width: int, rows: int, s: ModelShape | None, wl: Workload, scope: str = "layer",
          layer_norm: bool | None = None) -> Kernel:
     """RMSNorm (reads x and the weight, writes y) or LayerNorm (also a bias) over ``width`` values
     of each of ``rows`` rows."""
@@ -330,10 +330,8 @@ def norm(name: str, width: int, rows: int, s: ModelShape, wl: Workload, scope: s
 
 
 def rms_norm(name: str, width: int, rows: int, wl: Workload, scope: str = "layer") -> Kernel:
-    w = wl.float_weight_dtype.nbytes(width)
-    cost = elementwise(rows * width, RMSNORM_FLOPS_PER_ELEMENT, reads=1, writes=1, act=wl.act_dtype, weight_bytes=w)
-    return Kernel(name, "elementwise", scope, 1, f"[{rows},{width}]", cost, params=width, param_bytes=w,
-                  role="rms_norm")
+    """An RMSNorm whatever the family's own norm (MLA's latent norms are RMSNorms in every case)."""
+    return norm(name, width, rows, None, wl, scope, layer_norm=False)
 
 
 def rotary(s: ModelShape, wl: Workload, q_heads: int | None = None, k_heads: int | None = None) -> Kernel:
