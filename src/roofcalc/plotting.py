@@ -78,20 +78,9 @@ def roofline_figure(r: Roofline):
     xs = [p["x"] for p in pts] + [r.nominal.ridge]
     ys = [p["y"] for p in pts] + [p["predicted"] for p in pts if p.get("predicted")] + [r.nominal.peak_flop_per_s]
     lo_x, hi_x = min(xs) / 4, max(max(xs) * 4, r.nominal.ridge * 20)
-    ai = np.logspace(np.log10(lo_x), np.log10(hi_x), 400)
-
     fig = Figure(figsize=(13, 6.5), layout="constrained")
     ax, key = fig.subplots(1, 2, width_ratios=[2.1, 1])
-    nom = r.nominal
-    ax.loglog(ai, np.minimum(nom.peak_flop_per_s, nom.bandwidth_bytes_per_s * ai), "--", color=NOMINAL_GREY, lw=1.5,
-              label=f"nominal roof, ridge {nom.ridge:.0f} FLOP/byte", gid="nominal-roof")
-    if r.measured is not None:
-        m = r.measured
-        ax.loglog(ai, np.minimum(m.peak_flop_per_s, m.bandwidth_bytes_per_s * ai), "-", color=INDIGO, lw=2.5,
-                  label=f"measured roof, ridge {m.ridge:.0f} FLOP/byte", gid="measured-roof")
-    ridge = r.roof.ridge
-    ax.axvline(ridge, color="0.6", lw=1, ls=":", gid="ridge",
-               label=f"{'measured' if r.measured else 'nominal'} ridge {ridge:.0f}")
+    _draw_roofs(ax, r.nominal, r.measured, lo_x, hi_x, measured_color=INDIGO, measured_lw=2.5, ridge_label=True)
     lines = []
     clusters: dict[tuple[int, int], list[int]] = {}  # points that would print on top of each other
     for i, p in enumerate(pts, 1):
@@ -110,10 +99,6 @@ def roofline_figure(r: Roofline):
         ax.annotate(",".join(map(str, members)), (p["x"], p["y"]), textcoords="offset points", xytext=(6, 4),
                     fontsize=8, color=p["color"])
     ax.set_ylim(min(ys) / 5, max(ys) * 3)
-    ax.set_xlim(lo_x, hi_x)
-    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
-    ax.set_ylabel("performance (FLOP/s)")
-    ax.grid(True, which="both", alpha=0.25)
     ax.legend(loc="lower right", fontsize=8)
     w = r.analysis.workload
     what = (f"decode B={w.batch} S={w.kv_len}" if w.phase == "decode" else f"prefill B={w.batch} T={w.query_tokens}")
@@ -153,17 +138,21 @@ def _pick(n: int) -> list[int]:
     return sorted({round(i * (n - 1) / (MAX_SERIES - 1)) for i in range(MAX_SERIES)})
 
 
-def _draw_roofs(ax, nominal: Roof, measured: Roof | None, lo_x: float, hi_x: float) -> None:
+def _draw_roofs(ax, nominal: Roof, measured: Roof | None, lo_x: float, hi_x: float, *,
+                measured_color: str = "0.15", measured_lw: float = 2, ridge_label: bool = False) -> None:
+    """Nominal roof dashed grey, measured roof solid, the verdict roof's ridge dotted; log axes."""
     import numpy as np
 
     ai = np.logspace(np.log10(lo_x), np.log10(hi_x), 400)
     ax.loglog(ai, np.minimum(nominal.peak_flop_per_s, nominal.bandwidth_bytes_per_s * ai), "--", color=NOMINAL_GREY,
-              lw=1.5, label=f"nominal roof, ridge {nominal.ridge:.0f}", gid="nominal-roof")
+              lw=1.5, label=f"nominal roof, ridge {nominal.ridge:.0f} FLOP/byte", gid="nominal-roof")
     if measured is not None:
-        ax.loglog(ai, np.minimum(measured.peak_flop_per_s, measured.bandwidth_bytes_per_s * ai), "-", color="0.15",
-                  lw=2, label=f"measured roof, ridge {measured.ridge:.0f}", gid="measured-roof")
+        ax.loglog(ai, np.minimum(measured.peak_flop_per_s, measured.bandwidth_bytes_per_s * ai), "-",
+                  color=measured_color, lw=measured_lw, label=f"measured roof, ridge {measured.ridge:.0f} FLOP/byte",
+                  gid="measured-roof")
     ridge = (measured or nominal).ridge
-    ax.axvline(ridge, color="0.6", lw=1, ls=":", gid="ridge")
+    label = f"{'measured' if measured else 'nominal'} ridge {ridge:.0f}" if ridge_label else None
+    ax.axvline(ridge, color="0.6", lw=1, ls=":", gid="ridge", label=label)
     ax.set_xlim(lo_x, hi_x)
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("performance (FLOP/s)")
