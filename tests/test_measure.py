@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -83,6 +85,84 @@ def test_cuda_that_is_not_there(capsys):
         code = main(args)
         err = capsys.readouterr().err
         assert code == 2 and ("no CUDA device" in err or "cannot read hardware profile" in err), err
+
+
+class _WallClockEvent:
+    """torch.cuda.Event as the CUDA path uses it, reading the wall clock (CPU ops are synchronous)."""
+
+    def __init__(self, enable_timing=False):
+        self.t = None
+
+    def record(self):
+        self.t = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, end):  # milliseconds, as CUDA events report
+        return (end.t - self.t) * 1e3
+
+
+class _CudaOnCpu:
+    """torch as the CUDA measuring path sees it, run on the CPU: tensors asked for on "cuda" are made
+    on the CPU and the events read the wall clock. It checks the path's plumbing (sizes, bytes and FLOPs
+    counted, dtypes, the TF32 switch, the written profile), not a GPU's behaviour."""
+
+    def __init__(self, torch, free: int):
+        self._torch = torch
+        self.cuda = SimpleNamespace(is_available=lambda: True, synchronize=lambda: None, Event=_WallClockEvent,
+                                    mem_get_info=lambda: (free, 4 * free), get_device_name=lambda: "Shim GPU")
+        self.backends = SimpleNamespace(cuda=SimpleNamespace(matmul=SimpleNamespace(allow_tf32=True)))
+        self.tf32_seen = []
+
+    def __getattr__(self, name):
+        attr = getattr(self._torch, name)
+        if name in ("ones", "zeros", "randn", "empty_like"):
+            def on_cpu(*args, device=None, **kw):
+                assert device in (None, "cuda")
+                if name == "randn":
+                    self.tf32_seen.append((kw.get("dtype"), self.backends.cuda.matmul.allow_tf32))
+                return attr(*args, **kw)
+            return on_cpu
+        return attr
+
+
+def test_the_cuda_measuring_path_on_a_shim(monkeypatch, tmp_path, capsys):
+    torch = pytest.importorskip("torch")
+    import roofcalc.measure as measure_module
+
+    # free memory for the 256-square matmul and not the 512 one: a, b and the product in fp32 must
+    # fit in half of what is free, 3 * 256² * 4 = 786,432 bytes, so free = 1,572,864
+    shim = _CudaOnCpu(torch, free=1_572_864)
+    monkeypatch.setattr(measure_module, "_torch_cuda", lambda: shim)
+    monkeypatch.setattr(measure_module, "MATMUL_SIZES_CUDA", (128, 256, 512))
+    out = tmp_path / "gpu.json"
+    assert main(["measure", "--device", "cuda", "--size", "8MiB", "--repeats", "3", "-q", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "Shim GPU" in text
+    hw = load_profile(str(out))
+    assert hw.kind == "gpu" and hw.memory_bytes == 4 * 1_572_864
+    assert sorted(hw.peak_flop_per_s) == ["bf16", "fp16", "fp32", "tf32"]
+    assert hw.launch_overhead_s > 0
+
+    m = measure_module.measure("cuda", repeats=2, nbytes=8 << 20, quiet=True)
+    # 8 MiB of fp32 = 2,097,152 values; each is read (4 bytes) and written (4 bytes): 16,777,216 bytes
+    assert m.copy.work == m.add.work == 16_777_216
+    for d in ("fp32", "tf32", "fp16", "bf16"):
+        # 2·n³ FLOPs: 4,194,304 at n = 128 and 33,554,432 at n = 256; 512 does not fit
+        assert [(s.name, s.work) for s in m.matmuls[d]] == [("matmul 128", 4_194_304), ("matmul 256", 33_554_432)]
+        assert all(len(s.seconds) == 2 and min(s.seconds) > 0 for s in m.matmuls[d])
+    # TF32 on only for the tf32 matmuls, and the caller's setting (on, here) back afterwards
+    assert {(dt, on) for dt, on in shim.tf32_seen} == {(torch.float32, False), (torch.float32, True),
+                                                          (torch.float16, False), (torch.bfloat16, False)}
+    assert shim.backends.cuda.matmul.allow_tf32 is True
+    assert m.dispatch.work == 1 and m.launch_overhead_s > 0
+
+    with pytest.raises(RoofcalcError, match="--dtype int8"):
+        measure_module.measure("cuda", dtypes=["int8"], quiet=True)
+    shim.cuda.mem_get_info = lambda: (100_000, 400_000)  # not even the 128-square matmul fits
+    with pytest.raises(RoofcalcError, match="GB of GPU memory is free"):
+        measure_module.measure("cuda", nbytes=1 << 16, quiet=True)
 
 
 def test_profile_without_torch_names_the_extra():

@@ -293,6 +293,10 @@ def _cuda_time(torch, fn, repeats: int, warmup: int = 3) -> tuple[float, ...]:
 
 def cuda_measure(dtypes, repeats: int, nbytes: int | None, progress) -> Measurement:
     torch = _torch_cuda()
+    types = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+    for d in dtypes:
+        if d not in types:
+            raise RoofcalcError(f"--dtype {d}: roofcalc measures {', '.join(types)} matmuls on CUDA")
     free, total = torch.cuda.mem_get_info()
     n = (nbytes or min(2 * GIB, free // 8)) // 4
     x = torch.ones(n, device="cuda")
@@ -301,22 +305,25 @@ def cuda_measure(dtypes, repeats: int, nbytes: int | None, progress) -> Measurem
     copy = Sample("copy", 8 * n, _cuda_time(torch, lambda: y.copy_(x), repeats))
     add = Sample("y = x + 1", 8 * n, _cuda_time(torch, lambda: torch.add(x, 1, out=y), repeats))
     x = y = None  # free the streams before the matmuls
+    sizes = [s for s in MATMUL_SIZES_CUDA if 3 * s * s * 4 <= free // 2]  # a, b and the product, in fp32
+    if not sizes:
+        raise RoofcalcError(f"only {free / 1e9:.2f} GB of GPU memory is free: roofcalc needs "
+                            f"{6 * MATMUL_SIZES_CUDA[0] ** 2 * 4 / 1e9:.1f} GB to time a "
+                            f"{MATMUL_SIZES_CUDA[0]}-square matmul; free some and run it again")
     matmuls = {}
-    types = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-    for d in dtypes:
-        if d not in types:
-            raise RoofcalcError(f"--dtype {d}: roofcalc measures {', '.join(types)} matmuls on CUDA")
-        torch.backends.cuda.matmul.allow_tf32 = d == "tf32"
-        samples = []
-        for size in MATMUL_SIZES_CUDA:
-            if 3 * size * size * 4 > free // 2:
-                continue
-            progress(f"{d} matmul {size} x {size}")
-            a = torch.randn(size, size, device="cuda", dtype=types[d])
-            b = torch.randn(size, size, device="cuda", dtype=types[d])
-            samples.append(Sample(f"matmul {size}", 2.0 * size ** 3, _cuda_time(torch, lambda: a @ b, repeats)))
-        matmuls[d] = tuple(samples)
-    torch.backends.cuda.matmul.allow_tf32 = False
+    allow_tf32 = torch.backends.cuda.matmul.allow_tf32  # the caller's setting, restored after the matmuls
+    try:
+        for d in dtypes:
+            torch.backends.cuda.matmul.allow_tf32 = d == "tf32"
+            samples = []
+            for size in sizes:
+                progress(f"{d} matmul {size} x {size}")
+                a = torch.randn(size, size, device="cuda", dtype=types[d])
+                b = torch.randn(size, size, device="cuda", dtype=types[d])
+                samples.append(Sample(f"matmul {size}", 2.0 * size ** 3, _cuda_time(torch, lambda: a @ b, repeats)))
+            matmuls[d] = tuple(samples)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = allow_tf32
     progress("launch overhead")
     tiny = torch.zeros(1, device="cuda")
     launches = 1000
