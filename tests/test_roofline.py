@@ -82,8 +82,10 @@ def test_step_launch_counts_and_predicted_range():
     assert v.launches_per_layer == 40
     assert v.launches_per_step == 40 * 22 + 1 + 8 + 1  # + embedding, final norm, lm_head = 890
     assert v.sum_launch_s == pytest.approx(890 * 5e-6)
-    assert v.predicted_lower_s == max(v.sum_floor_s, v.sum_launch_s)
-    assert v.predicted_upper_s == pytest.approx(v.sum_floor_s + v.sum_launch_s)
+    # the launch model alone: full overlap max(floors, launches), no overlap their sum
+    assert v.overlap_range_s == (max(v.sum_floor_s, v.sum_launch_s), pytest.approx(v.sum_floor_s + v.sum_launch_s))
+    # no kernel model (place's default): every efficiency 1, no host time, so every prediction is the floors
+    assert v.predicted_lower_s == v.predicted_s == v.predicted_upper_s == v.sum_floor_s
     fused = place(step, Roof(320e9, 65e12), impl="fused", launch_overhead_s=5e-6)
     # norm 1 + qkv 1 + rotary 1 + cache 1 + attention 1 + o 1 + post-norm 1 + gate_up 1 + act 1 + down 1 = 10
     assert fused.launches_per_layer == 10
@@ -264,3 +266,59 @@ def test_cli_hardware_lists_ridges(capsys):
     assert main(["hardware"]) == 0
     out = capsys.readouterr().out
     assert "T4" in out and "203 (fp16)" in out and "H100-SXM" in out
+
+
+# ---- the predictive step model (predict.py)
+
+def test_ideal_model_predicts_the_floors_exactly():
+    from roofcalc.predict import ideal
+
+    for wl in (Workload.decode(1, 500), Workload.decode(64, 2048), Workload.prefill(2, 512)):
+        for impl in ("hf-eager", "fused", "cuda-graph"):
+            v = place(analyze(TINY, wl), SEED_ROOF, impl=impl, model=ideal())
+            assert v.predicted_s == v.predicted_lower_s == v.predicted_upper_s == v.sum_floor_s
+
+
+def test_expected_time_is_the_floor_over_the_class_efficiency():
+    from roofcalc.predict import Efficiency, KernelModel
+
+    def e(x):
+        return Efficiency(x, x / 2)
+
+    m = KernelModel({"gemv": e(0.5), "gemm": e(0.8), "attention": e(0.25), "attention_compute": e(0.6),
+                     "stream": e(0.9)}, {"int8": e(0.75), "int4": e(0.5)}, Efficiency(20e-6, 40e-6),
+                    Efficiency(5e-6, 10e-6), overlap=True)
+    v = place(analyze(TINY, Workload.decode(1, 500)), SEED_ROOF, impl="hf-eager", model=m)
+    q = {p.kernel.name: p for p in v.placements}
+    # q_proj at batch 1 is memory-bound: 8,396,800 B / 270 GB/s / 0.5
+    assert q["q_proj"].t_expected_s == pytest.approx(8_396_800 / 270e9 / 0.5)
+    assert q["input_layernorm"].t_expected_s == pytest.approx(12_288 / 270e9 / 0.9)
+    assert q["attention"].efficiency_class == "attention" and q["attention"].efficiency == 0.25
+    # host: 890 eager ops x 20 us = 17.8 ms; the device part is far less at batch 1, and they overlap
+    t = v.times
+    assert t.host_s == pytest.approx(890 * 20e-6)
+    assert t.device_s == pytest.approx(sum(p.t_expected_s * p.kernel.count for p in v.placements))
+    assert v.predicted_s == pytest.approx(max(t.device_s, 890 * 20e-6)) and v.bound == "host"
+    assert v.predicted_upper_s == pytest.approx(max(t.device_upper_s, 890 * 40e-6))
+    # no overlap (a CPU): device + host
+    from dataclasses import replace
+
+    cpu = place(analyze(TINY, Workload.decode(1, 500)), SEED_ROOF, impl="hf-eager", model=replace(m, overlap=False))
+    assert cpu.predicted_s == pytest.approx(t.device_s + t.host_s)
+    # cuda-graph: one replay of 5 us; then the kernels bound the step
+    g = place(analyze(TINY, Workload.decode(1, 500)), SEED_ROOF, impl="cuda-graph", model=m)
+    assert g.times.host_s == 5e-6 and g.bound == "memory"
+    # int4 weights: the linear GEMVs stream at 0.5 x 0.5 of the roof; lm_head stays 16-bit
+    w4 = place(analyze(TINY, Workload.decode(1, 500, weight_dtype=dtype("int4"))), SEED_ROOF, model=m)
+    w4k = {p.kernel.name: p for p in w4.placements}
+    assert w4k["q_proj"].efficiency == 0.25 and w4k["lm_head"].efficiency == 0.5
+
+
+def test_defaults_move_onto_a_measured_roof():
+    from roofcalc.predict import GPU_DEFAULTS, default_model
+
+    m = default_model("gpu").on_roof(270 / 320, 50 / 65)
+    # a GEMV at 68.5% of the datasheet 320 GB/s is 0.685 / (270/320) = 81.2% of a measured 270 GB/s
+    assert m.classes["gemv"].expected == pytest.approx(0.685 * 320 / 270)
+    assert m.classes["gemm"].expected == pytest.approx(min(1.0, 0.80 * 65 / 50))
+    assert all(e.note for e in GPU_DEFAULTS.values())  # every default names its source

@@ -23,6 +23,8 @@ from .errors import RoofcalcError
 
 CATALOG_PATH = Path(__file__).parent / "data" / "hardware.json"
 COMPUTE_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+PROFILE_VERSION = 2  # 2 adds "efficiency": measured kernel efficiencies and host overhead (README)
+PROFILE_VERSIONS = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class Hardware:
     source: str = ""
     aliases: tuple[str, ...] = field(default=())
     nominal: str | None = None  # for a measured profile: the catalog entry it is measured against
+    efficiency: "object" = None  # roofcalc.predict.KernelModel measured on this device (schema 2), or None
 
     def peak(self, compute_dtype: str) -> float:
         if compute_dtype not in self.peak_flop_per_s:
@@ -68,16 +71,27 @@ def hardware_from_dict(d: Any, where: str) -> Hardware:
         if k not in COMPUTE_DTYPES:
             raise RoofcalcError(f"{where}: unknown compute dtype '{k}' (use {', '.join(COMPUTE_DTYPES)})")
     mem = d.get("memory_bytes")
+    version = d.get("schema_version", 1)
+    if version not in PROFILE_VERSIONS:
+        raise RoofcalcError(f"{where}: profile schema_version {version!r} is not one roofcalc reads "
+                            f"({', '.join(map(str, PROFILE_VERSIONS))})")
+    kind = str(d.get("kind", "gpu"))
+    model = None
+    if d.get("efficiency") is not None:
+        from .predict import model_from_profile
+
+        model = model_from_profile(d["efficiency"], kind, where)
     return Hardware(
         name=str(d.get("name", where)),
         bandwidth_bytes_per_s=_positive(d["bandwidth_bytes_per_s"], f"{where}: bandwidth_bytes_per_s"),
         peak_flop_per_s={k: _positive(v, f"{where}: peak_flop_per_s.{k}") for k, v in peaks.items()},
         launch_overhead_s=float(d.get("launch_overhead_s", 5e-6)),
         memory_bytes=None if mem is None else _positive(mem, f"{where}: memory_bytes"),
-        kind=str(d.get("kind", "gpu")),
+        kind=kind,
         source=str(d.get("source", "")),
         aliases=tuple(d.get("aliases", ())),
         nominal=d.get("nominal"),
+        efficiency=model,
     )
 
 
@@ -118,7 +132,10 @@ def load_profile(path: str) -> Hardware:
 
 
 def save_profile(hw: Hardware, path: str) -> None:
+    from .predict import efficiency_record
+
     doc = {
+        "schema_version": PROFILE_VERSION,
         "name": hw.name,
         "bandwidth_bytes_per_s": hw.bandwidth_bytes_per_s,
         "peak_flop_per_s": dict(hw.peak_flop_per_s),
@@ -128,6 +145,8 @@ def save_profile(hw: Hardware, path: str) -> None:
         "nominal": hw.nominal,
         "source": hw.source,
     }
+    if hw.efficiency is not None:
+        doc["efficiency"] = efficiency_record(hw.efficiency)
     Path(path).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 

@@ -18,6 +18,7 @@ from typing import Mapping
 from .calculator import Analysis, Kernel
 from .errors import RoofcalcError
 from .hardware import Hardware
+from .predict import KernelModel, StepTimes, default_model, efficiency, kernel_class, step_times
 
 FLAG_FLOOR_MULTIPLE = 3.0  # a kernel above 3× its bandwidth floor "has a problem"
 
@@ -64,6 +65,14 @@ FUSED = {"embed": 1, "pos_embed": 1, "rms_norm": 1, "layer_norm": 1, "rotary": 1
 # fused q/k/v and gate/up GEMMs: the k, v and up projections ride on the q and gate launches
 FUSED_RIDERS = {"k_proj", "v_proj", "up_proj", "shared_experts.up_proj"}
 IMPLS = ("hf-eager", "fused", "cuda-graph")
+
+
+def weight_format(kernel: Kernel, weight_dtype) -> str:
+    """'int8' / 'int4' for a kernel whose weights are stored in that integer format and dequantized
+    on the fly (the decoder layers' linears and experts, OPT's project_in/out), else ''."""
+    if not weight_dtype.quantized or kernel.role not in ("linear", "experts"):
+        return ""
+    return weight_dtype.name if kernel.scope == "layer" or kernel.name.startswith("project_") else ""
 
 
 def _pick(entry, act_dtype: str) -> int:
@@ -137,6 +146,39 @@ class Placement:
     launches: int
     launch_overhead_s: float
     measured_s: float | None = None
+    model: KernelModel | None = None  # the efficiencies that turn its floor into an expected time
+    weight_format: str = ""  # int8 / int4 weights dequantize on the fly
+
+    @property
+    def rows(self) -> int:
+        """M of a matmul: the rows of its activation."""
+        return int(self.kernel.dims.split("[", 1)[1].split(",", 1)[0]) if self.kernel.kind == "matmul" else 1
+
+    @property
+    def efficiency_class(self) -> str:
+        return kernel_class(self.kernel.kind, self.t_compute_s > self.t_memory_s)
+
+    @property
+    def efficiency(self) -> float:
+        """The fraction of the roof this kernel is expected to reach (1 without a model)."""
+        if self.model is None:
+            return 1.0
+        return efficiency(self.model, self.kernel.kind, self.t_compute_s > self.t_memory_s, self.rows,
+                          self.weight_format)
+
+    @property
+    def efficiency_source(self) -> str:
+        if self.model is None:
+            return "ideal"
+        name = self.efficiency_class
+        if self.kernel.kind == "matmul" and "matmul" in self.model.curves:
+            return "measured"
+        return self.model.classes[name].source
+
+    @property
+    def t_expected_s(self) -> float:
+        """The floor at the expected efficiency: what one instance should take on this device."""
+        return self.t_floor_s / self.efficiency
 
     @property
     def t_compute_s(self) -> float:
@@ -190,6 +232,16 @@ class Placement:
         m = self.floor_multiple
         return m is not None and m > FLAG_FLOOR_MULTIPLE and self.bound != "overhead"
 
+    @property
+    def error(self) -> float | None:
+        """Measured over expected, minus 1 (None without a measured time)."""
+        return None if self.measured_s is None else self.measured_s / self.t_expected_s - 1
+
+    @property
+    def term(self) -> tuple:
+        """What :func:`roofcalc.predict.step_times` needs of this kernel."""
+        return (self.kernel.count, self.t_compute_s, self.t_memory_s, self.kernel.kind, self.rows, self.weight_format)
+
 
 @dataclass(frozen=True)
 class Point:
@@ -238,6 +290,24 @@ class StepVerdict:
     bytes: int
     tpot_s: float | None = None
     n_layers: int = 1
+    model: KernelModel | None = None
+
+    @property
+    def times(self) -> StepTimes:
+        """The step model (predict.py) over every kernel: floors, expected device and host time."""
+        from .predict import ideal
+
+        return step_times([p.term for p in self.placements], self.model or ideal(), self.impl, self.launches_per_step)
+
+    @property
+    def predicted_s(self) -> float:
+        """The expected step time: the kernels at their expected efficiency, with the host's time."""
+        return self.times.predicted_s
+
+    @property
+    def bound(self) -> str:
+        """What bounds the step: memory, compute, host (eager ops) or launches."""
+        return self.times.bound
 
     @property
     def intensity(self) -> float:
@@ -271,13 +341,18 @@ class StepVerdict:
 
     @property
     def predicted_lower_s(self) -> float:
-        """Full overlap of CPU launching and GPU work."""
-        return max(self.sum_floor_s, self.sum_launch_s)
+        """The floors: every kernel at its roof, no host time. Nothing beats it."""
+        return self.times.predicted_lower_s
 
     @property
     def predicted_upper_s(self) -> float:
-        """No overlap: every launch waits for the GPU and the GPU for every launch."""
-        return self.sum_floor_s + self.sum_launch_s
+        """The pessimistic end: every efficiency and overhead at the low end of its source's range."""
+        return self.times.predicted_upper_s
+
+    @property
+    def overlap_range_s(self) -> tuple[float, float]:
+        """The launch model alone: (full overlap, no overlap) of Σ floors and Σ launches."""
+        return max(self.sum_floor_s, self.sum_launch_s), self.sum_floor_s + self.sum_launch_s
 
     @property
     def dominant(self) -> str:
@@ -314,7 +389,8 @@ class StepVerdict:
 
 
 def place(analysis: Analysis, roof: Roof, *, impl: str = "hf-eager", launch_overhead_s: float = 5e-6,
-          kernel_times: Mapping[str, float] | None = None, tpot_s: float | None = None) -> StepVerdict:
+          kernel_times: Mapping[str, float] | None = None, tpot_s: float | None = None,
+          model: KernelModel | None = None) -> StepVerdict:
     if launch_overhead_s < 0:
         raise RoofcalcError("the launch overhead cannot be negative")
     times = dict(kernel_times or {})
@@ -323,15 +399,16 @@ def place(analysis: Analysis, roof: Roof, *, impl: str = "hf-eager", launch_over
         names = ", ".join(k.name for k in analysis.kernels)
         raise RoofcalcError(f"kernel times name kernels this model has not: {', '.join(unknown)} (it has: {names})")
     graph = impl == "cuda-graph"
+    wdt = analysis.workload.weight_dtype
     placements = tuple(
         Placement(k, roof, launches(k, impl, analysis.workload.act_dtype.name, analysis.shape),
                   0.0 if graph else launch_overhead_s,
-                  times.get(k.name))
+                  times.get(k.name), model, weight_format(k, wdt))
         for k in analysis.kernels
     )
     totals = analysis.totals
     return StepVerdict(placements, roof, impl, launch_overhead_s, totals.flops, totals.bytes, tpot_s,
-                       analysis.shape.n_layers)
+                       analysis.shape.n_layers, model)
 
 
 @dataclass(frozen=True)
@@ -345,6 +422,7 @@ class Roofline:
     measured: Roof | None
     step: StepVerdict
     points: tuple[Point, ...] = field(default=())
+    model: KernelModel | None = None
 
     @property
     def roof(self) -> Roof:
@@ -356,12 +434,38 @@ def roofline(analysis: Analysis, hardware: Hardware, *, measured_bw: float | Non
              measured_flops: float | None = None, measured_profile: Hardware | None = None,
              impl: str = "hf-eager", launch_overhead_s: float | None = None,
              kernel_times: Mapping[str, float] | None = None, tpot_s: float | None = None,
-             points: tuple[Point, ...] = ()) -> Roofline:
+             points: tuple[Point, ...] = (), host_overhead_s: float | None = None) -> Roofline:
     compute = analysis.workload.compute_dtype.name
     nominal, measured = roofs(hardware, compute, measured_bw, measured_flops, measured_profile)
     overhead = launch_overhead_s
     if overhead is None:
         overhead = measured_profile.launch_overhead_s if measured_profile else hardware.launch_overhead_s
+    model = kernel_model(hardware, nominal, measured, measured_profile, launch_overhead_s, host_overhead_s)
     step = place(analysis, measured or nominal, impl=impl, launch_overhead_s=overhead, kernel_times=kernel_times,
-                 tpot_s=tpot_s)
-    return Roofline(analysis, hardware, compute, nominal, measured, step, tuple(points))
+                 tpot_s=tpot_s, model=model)
+    return Roofline(analysis, hardware, compute, nominal, measured, step, tuple(points), model)
+
+
+def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profile: Hardware | None = None,
+                 launch_overhead_s: float | None = None, host_overhead_s: float | None = None) -> KernelModel:
+    """The efficiencies a prediction uses: a measured profile's own where it has them, else the
+    defaults for the kind of device, moved onto the measured roof when there is one."""
+    from dataclasses import replace
+
+    from .predict import Efficiency
+
+    if profile is not None and profile.efficiency is not None:
+        model = profile.efficiency
+    else:
+        model = default_model((profile or hardware).kind)
+        if measured is not None:
+            model = model.on_roof(measured.bandwidth_bytes_per_s / nominal.bandwidth_bytes_per_s,
+                                  measured.peak_flop_per_s / nominal.peak_flop_per_s)
+        if profile is not None:  # a schema-1 profile: its measured dispatch is the cost of one launch
+            model = replace(model, launch_s=Efficiency(profile.launch_overhead_s, profile.launch_overhead_s,
+                                                       "measured", "the profile's launch_overhead_s"))
+    if launch_overhead_s is not None:
+        model = replace(model, launch_s=Efficiency(launch_overhead_s, launch_overhead_s, "given", "--launch-overhead"))
+    if host_overhead_s is not None:
+        model = replace(model, host_per_op_s=Efficiency(host_overhead_s, host_overhead_s, "given", "--host-overhead"))
+    return model

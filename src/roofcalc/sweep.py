@@ -11,8 +11,11 @@ grid evaluates the scalar calculator once per (batch, prompt) point (about half 
 each). A whole request (prompt P, then N tokens) is one prefill plus the decode row of
 contexts P+1 … P+N-1, summed as an array.
 
-Time model (docs/conventions.md): a step takes max(Σ kernel floors, Σ launch overheads), the
-CPU launching while the GPU works (``step_s``); ``step_upper_s`` is their sum (no overlap).
+Time model (docs/conventions.md, predict.py): every grid point goes through the same
+:func:`roofcalc.predict.step_times` as a single step — the floors, the kernels at their expected
+and pessimistic efficiencies, and the host's time — so ``predicted_s`` here equals the
+single-step report's at every point (a test checks random points; ``check_corners`` checks the
+grid's corners against the scalar path every time a sweep runs).
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from dataclasses import dataclass, fields
 from .calculator import (MAX_BATCH, MAX_TOKENS, Cost, Workload, _layer_groups, analyze, decoder_layer, kv_values_per_token,
                          model_head, touched_experts)
 from .errors import RoofcalcError
-from .roofline import Roof, launches, place
+from .predict import KernelModel, StepTimes, ideal, step_times
+from .roofline import Roof, launches, place, weight_format
 from .shapes import ModelShape
 
 FIELDS = tuple(f.name for f in fields(Cost))
@@ -149,13 +153,20 @@ class _Steps(_Fits):
 
     @property
     def bound(self):
-        """'overhead' where the launches outlast the floors, else the step as one workload: 'compute'
-        right of the ridge, 'memory' left of it."""
-        import numpy as np
+        """What bounds each step: memory, compute, host (eager ops) or launches (the step model's verdict)."""
+        return self.times.bound
 
-        by_roof = np.where(self.flops / self.roof.peak_flop_per_s > self.bytes / self.roof.bandwidth_bytes_per_s,
-                           "compute", "memory")
-        return np.where(self.launch_s > self.floor_s, "overhead", by_roof)
+    @property
+    def predicted_s(self):
+        return self.times.predicted_s
+
+    @property
+    def predicted_lower_s(self):
+        return self.times.predicted_lower_s
+
+    @property
+    def predicted_upper_s(self):
+        return self.times.predicted_upper_s
 
 
 @dataclass(frozen=True)
@@ -174,18 +185,16 @@ class DecodeGrid(_Steps):
     memory_bytes: "object"  # weights in memory + the KV cache of B sequences of S tokens
     roof: Roof
     impl: str = "hf-eager"
+    times: StepTimes | None = None
 
     @property
     def step_s(self):
-        """Predicted step time: the floors and the launches overlap (the CPU launches ahead)."""
-        import numpy as np
-
-        return np.maximum(self.floor_s, self.launch_s)
+        """Predicted step time (= predicted_s): each sequence's time per output token."""
+        return self.times.predicted_s
 
     @property
     def step_upper_s(self):
-        """No overlap: every launch waits for the GPU."""
-        return self.floor_s + self.launch_s
+        return self.times.predicted_upper_s
 
     @property
     def tokens_per_s(self):
@@ -194,9 +203,19 @@ class DecodeGrid(_Steps):
 
 
 
+def _rows(kernels: dict, i: int, b):
+    """M of kernel ``i`` at every batch: linear in B, read off the probes at B = 1 and 2."""
+    def rows(k):
+        return int(k.dims.split("[", 1)[1].split(",", 1)[0]) if k.kind == "matmul" else 1
+
+    r1, r2 = rows(kernels[(1, 1)][i][0]), rows(kernels[(2, 1)][i][0])
+    return r1 + (r2 - r1) * (b - 1)
+
+
 def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str = "hf-eager",
-                launch_overhead_s: float = 5e-6, **workload_kw) -> DecodeGrid:
-    """Decode steps for every batch × context; ``workload_kw`` as :class:`Workload` takes them (dtypes)."""
+                launch_overhead_s: float = 5e-6, model: KernelModel | None = None, **workload_kw) -> DecodeGrid:
+    """Decode steps for every batch × context; ``workload_kw`` as :class:`Workload` takes them (dtypes).
+    ``model``: the efficiencies and host overheads (default: ideal, so predicted_s is the floors)."""
     import numpy as np
 
     check_sizes(list(batches), "batch", MAX_BATCH)
@@ -218,6 +237,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
     corner = 0  # the largest total, in exact integers, to keep int64 from overflowing
     base = Workload.decode(1, 1, **workload_kw)
     act_name = base.act_dtype.name
+    terms = []
     for i, (kernel, count, window) in enumerate(probe[(1, 1)]):
         eff_s = s if window is None else np.minimum(s, window)
         big_eff = big_s if window is None else min(big_s, window)
@@ -239,13 +259,16 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
             totals[f] += count * row[f]
         nbytes = row["weight_bytes"] + row["act_read_bytes"] + row["act_write_bytes"] + row["kv_read_bytes"] + \
             row["kv_write_bytes"]
-        floor += count * np.maximum(row["flops"] / roof.peak_flop_per_s, nbytes / roof.bandwidth_bytes_per_s)
+        t_c, t_m = row["flops"] / roof.peak_flop_per_s, nbytes / roof.bandwidth_bytes_per_s
+        floor += count * np.maximum(t_c, t_m)
+        terms.append((count, t_c, t_m, kernel.kind, _rows(probe, i, b), weight_format(kernel, base.weight_dtype)))
         if per_batch:
             n_launch += count * np.array([[launches(per_batch[int(bb)][i][0], impl, act_name, shape)]
                                           for bb in b[:, 0]])
         else:
             n_launch += count * launches(kernel, impl, act_name, shape)
     launch_s = np.full(n_launch.shape, launch_overhead_s) if impl == "cuda-graph" else n_launch * launch_overhead_s
+    times = step_times(terms, model or ideal(), impl, n_launch)
     weights_in_memory = sum(count * k.param_bytes for k, count, _ in probe[(1, 1)])
     per_layer_kv = base.kv_dtype.nbytes(kv_values_per_token(shape))
     cached = _cached_tokens(shape, s)
@@ -254,7 +277,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
         batches=b[:, 0], contexts=s[0], flops=totals["flops"], bytes=total_bytes,
         weight_bytes=totals["weight_bytes"], kv_bytes=totals["kv_read_bytes"] + totals["kv_write_bytes"],
         floor_s=floor, launch_s=launch_s, memory_bytes=weights_in_memory + b * cached * per_layer_kv, roof=roof,
-        impl=impl,
+        impl=impl, times=times,
     )
 
 
@@ -298,12 +321,12 @@ def _first_batch(holds) -> int | None:
 
 def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: float | None = None, *,
                    impl: str = "hf-eager", launch_overhead_s: float = 5e-6, min_gain: float = DEFAULT_MIN_GAIN,
-                   **workload_kw) -> list[BatchVerdicts]:
+                   model: KernelModel | None = None, **workload_kw) -> list[BatchVerdicts]:
     import numpy as np
 
     if not 0 < min_gain < 1:
         raise RoofcalcError(f"the doubling gain must lie between 0 and 100%, got {100 * min_gain:g}%")
-    kw = dict(impl=impl, launch_overhead_s=launch_overhead_s, **workload_kw)
+    kw = dict(impl=impl, launch_overhead_s=launch_overhead_s, model=model, **workload_kw)
     two = decode_grid(shape, [1, 2], contexts, roof, **kw)
     ladder = [1 << k for k in range(MAX_BATCH.bit_length())]  # 1, 2, 4, … MAX_BATCH
     while True:  # huge models at huge contexts: stop the ladder where 64-bit counts would overflow
@@ -358,13 +381,12 @@ class PrefillGrid(_Steps):
     launch_s: "object"
     memory_bytes: "object"  # weights + the KV cache the prompts leave
     roof: Roof
+    times: StepTimes | None = None
 
     @property
     def ttft_s(self):
-        """Time to first token: the prefill step, floors and launches overlapping."""
-        import numpy as np
-
-        return np.maximum(self.floor_s, self.launch_s)
+        """Time to first token: the prefill step's predicted time."""
+        return self.times.predicted_s
 
     @property
     def prompt_tokens_per_s(self):
@@ -373,7 +395,7 @@ class PrefillGrid(_Steps):
 
 
 def prefill_grid(shape: ModelShape, batches, prompts, roof: Roof, *, impl: str = "hf-eager",
-                 launch_overhead_s: float = 5e-6, **workload_kw) -> PrefillGrid:
+                 launch_overhead_s: float = 5e-6, model: KernelModel | None = None, **workload_kw) -> PrefillGrid:
     import numpy as np
 
     check_sizes(list(batches), "batch", MAX_BATCH)
@@ -383,17 +405,23 @@ def prefill_grid(shape: ModelShape, batches, prompts, roof: Roof, *, impl: str =
     shp = (len(batches), len(prompts))
     flops, nbytes, mem = (np.zeros(shp, dtype=np.int64) for _ in range(3))
     floor, launch = np.zeros(shp), np.zeros(shp)
+    parts = {f: np.zeros(shp) for f in ("device_s", "device_upper_s", "host_s", "host_upper_s", "compute_s")}
     per_layer_kv = Workload.decode(1, 1, **workload_kw).kv_dtype.nbytes(kv_values_per_token(shape))
     for i, b in enumerate(batches):
         for j, p in enumerate(prompts):
             a = analyze(shape, Workload.prefill(int(b), int(p), **workload_kw))
-            v = place(a, roof, impl=impl, launch_overhead_s=launch_overhead_s)
-            t = a.totals
+            v = place(a, roof, impl=impl, launch_overhead_s=launch_overhead_s, model=model)
+            t, st = a.totals, v.times
             flops[i, j], nbytes[i, j] = t.flops, t.bytes
-            floor[i, j], launch[i, j] = v.sum_floor_s, v.sum_launch_s
+            floor[i, j], launch[i, j] = st.floor_s, v.sum_launch_s
+            for f in parts:
+                parts[f][i, j] = getattr(st, f)
             mem[i, j] = a.weight_storage_bytes + b * int(_cached_tokens(shape, int(p))) * per_layer_kv
+    m = model or ideal()
+    times = StepTimes(floor, parts["device_s"], parts["device_upper_s"], parts["host_s"], parts["host_upper_s"],
+                      parts["compute_s"], m.overlap, "host" if impl == "hf-eager" else "launches")
     return PrefillGrid(np.asarray(batches, dtype=np.int64), np.asarray(prompts, dtype=np.int64), flops, nbytes,
-                       floor, launch, mem, roof)
+                       floor, launch, mem, roof, times)
 
 
 @dataclass(frozen=True)
@@ -405,8 +433,22 @@ class RequestGrid(_Fits):
     prompts: "object"
     generate: int  # N output tokens per sequence
     ttft_s: "object"
-    decode_s: "object"  # Σ of the N - 1 decode steps
+    decode_s: "object"  # Σ of the N - 1 decode steps, predicted
     memory_bytes: "object"  # weights + the KV cache at the last step (P + N - 1 tokens)
+    lower_s: "object" = None  # the whole request at its floors
+    upper_s: "object" = None  # ... at the pessimistic end
+
+    @property
+    def predicted_s(self):
+        return self.total_s
+
+    @property
+    def predicted_lower_s(self):
+        return self.lower_s
+
+    @property
+    def predicted_upper_s(self):
+        return self.upper_s
 
     @property
     def total_s(self):
@@ -425,22 +467,28 @@ class RequestGrid(_Fits):
 
 
 def request_grid(shape: ModelShape, batches, prompts, generate: int, roof: Roof, *, impl: str = "hf-eager",
-                 launch_overhead_s: float = 5e-6, **workload_kw) -> RequestGrid:
+                 launch_overhead_s: float = 5e-6, model: KernelModel | None = None, **workload_kw) -> RequestGrid:
     import numpy as np
 
     check_sizes([generate], "generated tokens", MAX_TOKENS)
-    kw = dict(impl=impl, launch_overhead_s=launch_overhead_s, **workload_kw)
+    kw = dict(impl=impl, launch_overhead_s=launch_overhead_s, model=model, **workload_kw)
     pre = prefill_grid(shape, batches, prompts, roof, **kw)
     decode = np.zeros(pre.ttft_s.shape)
+    lower, upper = pre.predicted_lower_s.copy(), pre.predicted_upper_s.copy()
     memory = pre.memory_bytes.copy()
+    if len(pre.prompts) * max(0, generate - 1) > MAX_GRID_POINTS:
+        raise RoofcalcError(f"{len(pre.prompts):,} prompts x {generate - 1:,} decode steps is more than "
+                            f"{MAX_GRID_POINTS:,} steps to sum; generate fewer tokens or sweep fewer prompts")
     for j, p in enumerate(pre.prompts):
         last = int(p) + generate - 1
         check_sizes([last], "context", MAX_TOKENS)
         if generate > 1:
             row = decode_grid(shape, batches, np.arange(int(p) + 1, last + 1), roof, **kw)
             decode[:, j] = row.step_s.sum(axis=1)
+            lower[:, j] += row.predicted_lower_s.sum(axis=1)
+            upper[:, j] += row.predicted_upper_s.sum(axis=1)
             memory[:, j] = row.memory_bytes[:, -1]
-    return RequestGrid(pre.batches, pre.prompts, generate, pre.ttft_s, decode, memory)
+    return RequestGrid(pre.batches, pre.prompts, generate, pre.ttft_s, decode, memory, lower, upper)
 
 
 # --------------------------------------------------------------------------- one sweep, ready to report
@@ -462,6 +510,7 @@ class Sweep:
     grid: "DecodeGrid | PrefillGrid | RequestGrid"
     verdicts: tuple[BatchVerdicts, ...] = ()
     min_gain: float = DEFAULT_MIN_GAIN
+    model: KernelModel | None = None
 
     @property
     def roof(self) -> Roof:
@@ -471,11 +520,11 @@ class Sweep:
 def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=None, generate: int | None = None,
           measured_bw: float | None = None, measured_flops: float | None = None, measured_profile=None,
           impl: str = "hf-eager", launch_overhead_s: float | None = None, capacity_bytes: float | None = None,
-          min_gain: float = DEFAULT_MIN_GAIN, **workload_kw) -> Sweep:
+          min_gain: float = DEFAULT_MIN_GAIN, host_overhead_s: float | None = None, **workload_kw) -> Sweep:
     """Decode (``contexts``), prefill (``prompts``) or whole requests (``prompts`` and ``generate``)
     at every batch; verdicts on the measured roof when there is one. ``capacity_bytes`` defaults
     to the measured profile's memory, else the hardware's."""
-    from .roofline import roofs
+    from .roofline import kernel_model, roofs
 
     if (contexts is None) == (prompts is None):
         raise RoofcalcError("a sweep takes contexts (decode) or prompts (prefill, request), not both")
@@ -484,18 +533,35 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
     dtypes = Workload.decode(1, 1, **workload_kw)
     nominal, measured = roofs(hardware, dtypes.compute_dtype.name, measured_bw, measured_flops, measured_profile)
     roof = measured or nominal
+    model = kernel_model(hardware, nominal, measured, measured_profile, launch_overhead_s, host_overhead_s)
     if launch_overhead_s is None:
         launch_overhead_s = (measured_profile or hardware).launch_overhead_s
     if capacity_bytes is None:
         capacity_bytes = (measured_profile.memory_bytes if measured_profile else None) or hardware.memory_bytes
-    kw = dict(impl=impl, launch_overhead_s=launch_overhead_s, **workload_kw)
+    kw = dict(impl=impl, launch_overhead_s=launch_overhead_s, model=model, **workload_kw)
     verdicts: tuple[BatchVerdicts, ...] = ()
     if contexts is not None:
         kind, grid = "decode", decode_grid(shape, batches, contexts, roof, **kw)
+        check_corners(shape, grid, roof, **kw)
         verdicts = tuple(batch_verdicts(shape, contexts, roof, capacity_bytes, min_gain=min_gain, **kw))
     elif generate is None:
         kind, grid = "prefill", prefill_grid(shape, batches, prompts, roof, **kw)
     else:
         kind, grid = "request", request_grid(shape, batches, prompts, generate, roof, **kw)
     return Sweep(kind, shape, dtypes, hardware, nominal, measured, impl, launch_overhead_s, capacity_bytes, grid,
-                 verdicts, min_gain)
+                 verdicts, min_gain, model)
+
+
+def check_corners(shape: ModelShape, grid: DecodeGrid, roof: Roof, *, impl: str, launch_overhead_s: float,
+                  model: KernelModel | None, **workload_kw) -> None:
+    """The grid's four corners against the single-step path (analyze, place): the same predicted,
+    lower and upper times, or a bug is reported rather than a table printed."""
+    for i in {0, len(grid.batches) - 1}:
+        for j in {0, len(grid.contexts) - 1}:
+            wl = Workload.decode(int(grid.batches[i]), int(grid.contexts[j]), **workload_kw)
+            st = place(analyze(shape, wl), roof, impl=impl, launch_overhead_s=launch_overhead_s, model=model).times
+            for name in ("predicted_s", "predicted_lower_s", "predicted_upper_s"):
+                want, got = getattr(st, name), float(getattr(grid.times, name)[i, j])
+                if not math.isclose(want, got, rel_tol=1e-9):
+                    raise AssertionError(f"sweep corner B={grid.batches[i]}, S={grid.contexts[j]}: {name} {got!r} "
+                                         f"differs from the single step's {want!r}")

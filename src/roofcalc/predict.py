@@ -1,0 +1,335 @@
+"""What a step will take: kernel efficiency, host overhead, and one step model for every caller.
+
+A floor (``roofline.py``) is what no kernel can beat. A prediction adds what real kernels and a
+real host lose (docs/conventions.md, "Predicted time"):
+
+    t_kernel = t_floor / e        e: the fraction of the roof that kind of kernel reaches
+    device   = Σ count · t_kernel
+    host     = host ops · seconds per op   hf-eager: Python and dispatch of every eager op;
+                                           fused: one launch call per kernel;
+                                           cuda-graph: one graph replay per step
+    step     = max(device, host) where host and device overlap (a GPU: the CPU queues work
+               ahead), device + host where they cannot (a CPU does both)
+
+``predicted_s`` uses the expected efficiencies and overheads, ``predicted_upper_s`` the
+pessimistic ends, ``predicted_lower_s`` the floors (every efficiency 1, no host time):
+nothing beats it. :func:`step_times` computes all of it on scalars or on numpy arrays, so a
+single step, every sweep and ``roofcalc profile`` share one model.
+
+Efficiencies are fractions of a roof: the defaults (``DEFAULTS``) of the datasheet roof, each
+with the published measurement it comes from; a measured profile's of its own measured roof.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+from .errors import RoofcalcError
+
+CLASSES = ("gemv", "gemm", "attention", "attention_compute", "stream")
+DEQUANT = ("int8", "int4")
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """A fraction of the roof (or, for overheads, seconds), expected and at its pessimistic end."""
+
+    expected: float
+    pessimistic: float
+    source: str = "default"  # "default" | "measured"
+    note: str = ""  # where the number comes from
+
+    def pick(self, pessimistic: bool) -> float:
+        return self.pessimistic if pessimistic else self.expected
+
+
+# Fractions of the *datasheet* roof, GPUs. Each cites the measurement it comes from; none is
+# fitted to the cases docs/validation.md checks (those are other engines' end-to-end figures).
+_SEED = "the worked example's measured ranges (bandwidth 75-90%, matmul 70-90% of datasheet)"
+GPU_DEFAULTS = {
+    "stream": Efficiency(0.83, 0.75, note="gpt-fast README: A100-80GB streams 'about 1700 GB/s' of its 2039 "
+                         "(0.83); pessimistic: the low end of " + _SEED),
+    "gemv": Efficiency(0.685, 0.63, note="NVIDIA aiconfigurator 0.12 silicon database, A100 Llama-2-7B decode "
+                       "GEMMs at 63-74% of speed of light (midpoint; pessimistic: 63%)"),
+    "gemm": Efficiency(0.80, 0.70, note="big-GEMM share of datasheet peak: the middle and low end of " + _SEED),
+    "attention": Efficiency(0.685, 0.23, note="decode attention streams its KV cache like a GEMV streams weights "
+                            "(the gemv figure); pessimistic: aiconfigurator's A100 decode attention at ~23% of "
+                            "speed of light"),
+    "attention_compute": Efficiency(0.60, 0.50, note="FlashAttention-2 (Dao, 2023): forward pass at 50-73% of "
+                                    "A100 peak (60% expected, 50% pessimistic)"),
+}
+# Weight-only int8 / int4 GEMVs dequantize on the fly: their bandwidth relative to a 16-bit GEMV
+# on the same GPU, from gpt-fast's README (A100-80GB, batch 1): bf16 1397 GB/s, int8 1069 GB/s,
+# int4 (group 32) 863 GB/s.
+GPU_DEQUANT = {
+    "int8": Efficiency(1069.20 / 1397.31, 1069.20 / 1397.31, note="gpt-fast README, A100: int8 GEMVs stream "
+                       "1069 GB/s where bf16 ones stream 1397 GB/s (0.77)"),
+    "int4": Efficiency(862.69 / 1397.31, 862.69 / 1397.31, note="gpt-fast README, A100: int4 (group 32) GEMVs "
+                       "stream 863 GB/s where bf16 ones stream 1397 GB/s (0.62)"),
+}
+# Host seconds per eager op: transformers' Python modules and PyTorch's dispatcher, measured with
+# `roofcalc measure` on the development machine (a 2-vCPU AMD EPYC VM, transformers 5.24, torch
+# 2.13): a two-layer Llama decode step, 89 ops in 1.39 ms, 15.6 us per op. On a GPU each op also
+# calls the CUDA launch API, which the worked example puts at 5-10 us: pessimistic 15 + 10.
+HOST_PER_OP = Efficiency(15e-6, 25e-6, note="roofcalc measure on a 2-vCPU EPYC VM: a transformers Llama decode "
+                         "step at 15.6 us per op; pessimistic +10 us of CUDA launch (the worked example's 5-10 us)")
+LAUNCH = Efficiency(5e-6, 10e-6, note="the worked example: one kernel launch costs 5-10 us")
+CPU_HOST_PER_OP = Efficiency(15e-6, 25e-6, note=HOST_PER_OP.note.split("; pessimistic")[0] + "; pessimistic +10 us "
+                             "for a slower host")
+
+
+@dataclass(frozen=True)
+class KernelModel:
+    """Efficiencies per class of kernel and the host's overheads, for one device."""
+
+    classes: Mapping[str, Efficiency]
+    dequant: Mapping[str, Efficiency]
+    host_per_op_s: Efficiency
+    launch_s: Efficiency
+    overlap: bool  # host and device run at once (GPU) or one after the other (CPU)
+    curves: Mapping[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)  # class -> ((rows, e), ...)
+    relative_to: str = "datasheet"  # what roof the fractions are of: "datasheet" | "measured"
+
+    def on_roof(self, bandwidth_ratio: float, peak_ratio: float) -> "KernelModel":
+        """The same model on a roof other than the one its fractions are of: a datasheet fraction
+        e is e / ratio of a roof at ``ratio`` × datasheet (at most 1)."""
+        if self.relative_to != "datasheet" or (bandwidth_ratio == 1 and peak_ratio == 1):
+            return self
+        compute = {"gemm", "attention_compute"}
+
+        def scale(name: str, e: Efficiency) -> Efficiency:
+            r = peak_ratio if name in compute else bandwidth_ratio
+            return replace(e, expected=min(1.0, e.expected / r), pessimistic=min(1.0, e.pessimistic / r))
+
+        return replace(self, classes={n: scale(n, e) for n, e in self.classes.items()}, relative_to="measured roof")
+
+
+def ideal() -> KernelModel:
+    """Every efficiency 1 and no host time: predicted_s is then the sum of the floors."""
+    one = Efficiency(1.0, 1.0, note="ideal")
+    zero = Efficiency(0.0, 0.0, note="ideal")
+    return KernelModel({c: one for c in CLASSES}, {d: one for d in DEQUANT}, zero, zero, overlap=True)
+
+
+def default_model(kind: str) -> KernelModel:
+    """The built-in model for a kind of device ("gpu", "cpu", "tpu")."""
+    if kind == "cpu":
+        return KernelModel(dict(GPU_DEFAULTS), dict(GPU_DEQUANT), CPU_HOST_PER_OP, Efficiency(0.0, 0.0, note="no "
+                           "launches on a CPU"), overlap=False)
+    return KernelModel(dict(GPU_DEFAULTS), dict(GPU_DEQUANT), HOST_PER_OP, LAUNCH, overlap=True)
+
+
+def model_from_profile(doc: Any, kind: str, where: str) -> KernelModel:
+    """A profile's ``efficiency`` object (schema 2) over the defaults of its kind of device."""
+    base = default_model(kind)
+    if doc is None:
+        return base
+    if not isinstance(doc, dict):
+        raise RoofcalcError(f"{where}: 'efficiency' must be an object")
+    classes, dequant, curves = dict(base.classes), dict(base.dequant), {}
+    host, launch = base.host_per_op_s, base.launch_s
+    for name, value in doc.items():
+        if name == "curves":
+            curves = _curves(value, where)
+            continue
+        e = _efficiency(value, f"{where}: efficiency.{name}", seconds=name in ("host_per_op_s", "launch_s"))
+        if name in CLASSES:
+            classes[name] = e
+        elif name in DEQUANT:
+            dequant[name] = e
+        elif name == "host_per_op_s":
+            host = e
+        elif name == "launch_s":
+            launch = e
+        else:
+            raise RoofcalcError(f"{where}: unknown efficiency '{name}' (use {', '.join(CLASSES + DEQUANT)}, "
+                                f"host_per_op_s, launch_s, curves)")
+    return KernelModel(classes, dequant, host, launch, base.overlap, curves, relative_to="measured")
+
+
+def _number(v: Any, what: str, lo: float, hi: float) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not lo <= v <= hi:
+        raise RoofcalcError(f"{what} must be a number from {lo:g} to {hi:g}, got {v!r}")
+    return float(v)
+
+
+def _efficiency(v: Any, what: str, seconds: bool = False) -> Efficiency:
+    lo, hi = (0.0, 1.0) if seconds else (1e-4, 1.0)
+    if not isinstance(v, dict) or "expected" not in v:
+        raise RoofcalcError(f"{what} must be an object with 'expected' (and 'pessimistic', 'note')")
+    exp = _number(v["expected"], f"{what}.expected", lo, hi)
+    pes = _number(v.get("pessimistic", exp), f"{what}.pessimistic", lo, hi)
+    return Efficiency(exp, pes, "measured", str(v.get("note", "")))
+
+
+def _curves(v: Any, where: str) -> dict:
+    if not isinstance(v, dict):
+        raise RoofcalcError(f"{where}: efficiency.curves must map a class to [[rows, efficiency], ...]")
+    out = {}
+    for name, pts in v.items():
+        if name not in ("matmul",):
+            raise RoofcalcError(f"{where}: efficiency.curves has no class '{name}' (use matmul)")
+        if not isinstance(pts, list) or not pts:
+            raise RoofcalcError(f"{where}: efficiency.curves.{name} must be a non-empty list of [rows, efficiency]")
+        rows = []
+        for p in pts:
+            if not isinstance(p, list) or len(p) != 2:
+                raise RoofcalcError(f"{where}: efficiency.curves.{name} holds [rows, efficiency] pairs")
+            rows.append((_number(p[0], f"{where}: curve rows", 1, 1 << 24),
+                         _number(p[1], f"{where}: curve efficiency", 1e-4, 1.0)))
+        out[name] = tuple(sorted(rows))
+    return out
+
+
+def efficiency_record(m: KernelModel) -> dict:
+    """The ``efficiency`` object of a hardware profile (and of the JSON report)."""
+    doc: dict[str, Any] = {}
+    for n, e in list(m.classes.items()) + list(m.dequant.items()) + [("host_per_op_s", m.host_per_op_s),
+                                                                      ("launch_s", m.launch_s)]:
+        doc[n] = {"expected": e.expected, "pessimistic": e.pessimistic, "source": e.source, "note": e.note}
+    if m.curves:
+        doc["curves"] = {k: [list(p) for p in v] for k, v in m.curves.items()}
+    return doc
+
+
+# --------------------------------------------------------------------------- scalars or arrays
+# One model for a single step (plain floats: the main job imports no numpy) and a sweep (arrays).
+
+
+def _is_array(*xs) -> bool:
+    return any(hasattr(x, "shape") for x in xs)
+
+
+def _where(cond, a, b):
+    if _is_array(cond, a, b):
+        import numpy as np
+
+        out = np.where(cond, a, b)
+        return out if out.ndim else out.item()
+    return a if cond else b
+
+
+def _maximum(a, b):
+    if _is_array(a, b):
+        import numpy as np
+
+        return np.maximum(a, b)
+    return max(a, b)
+
+
+def _scalar(x):
+    return x.item() if hasattr(x, "shape") and not x.shape else x
+
+
+# --------------------------------------------------------------------------- per kernel
+
+
+def kernel_class(kind: str, compute_side: bool) -> str:
+    """The efficiency class of a kernel: what it does and which side of its roof bounds it."""
+    if kind == "matmul":
+        return "gemm" if compute_side else "gemv"
+    if kind == "attention":
+        return "attention_compute" if compute_side else "attention"
+    return "stream"
+
+
+def efficiency(m: KernelModel, kind: str, compute_side, rows, weight_format: str = "", pessimistic: bool = False):
+    """e for a kernel (scalars or numpy arrays of ``compute_side`` and ``rows``): its class's
+    fraction, a measured matmul curve interpolated in log(rows) where the profile has one, times
+    the dequantizing factor for integer weights on the memory side."""
+    names = {"matmul": ("gemm", "gemv"), "attention": ("attention_compute", "attention")}.get(kind)
+    if names is None:
+        return m.classes["stream"].pick(pessimistic)
+    comp, mem = (m.classes[n].pick(pessimistic) for n in names)
+    curve = m.curves.get("matmul") if kind == "matmul" else None
+    if curve:
+        comp = mem = _interp_log(rows, curve)
+    if kind == "matmul" and weight_format in m.dequant:
+        mem = mem * m.dequant[weight_format].pick(pessimistic)
+    return _where(compute_side, comp, mem)
+
+
+def _interp_log(rows, curve):
+    """A measured curve ((rows, e), ...) read at ``rows``, linearly in log(rows), flat beyond its ends."""
+    if _is_array(rows):
+        import numpy as np
+
+        return np.interp(np.log(np.maximum(rows, 1.0)), np.log([p[0] for p in curve]), [p[1] for p in curve])
+    x = math.log(max(rows, 1.0))
+    pts = [(math.log(r), e) for r, e in curve]
+    if x <= pts[0][0]:
+        return pts[0][1]
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        if x <= x1:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return pts[-1][1]
+
+
+# --------------------------------------------------------------------------- the step
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    """One step's times (scalars, or numpy arrays of one shape for a sweep), in seconds."""
+
+    floor_s: Any  # Σ count · t_floor
+    device_s: Any  # Σ count · t_floor / e, expected
+    device_upper_s: Any  # the same at the pessimistic efficiencies
+    host_s: Any  # host ops · seconds per op, expected
+    host_upper_s: Any
+    compute_s: Any  # the part of device_s spent in compute-bound kernels
+    overlap: bool
+    host_kind: str  # what the host time is: "host" (eager ops) or "launches"
+
+    def _combine(self, device, host):
+        return _maximum(device, host) if self.overlap else device + host
+
+    @property
+    def predicted_s(self):
+        return self._combine(self.device_s, self.host_s)
+
+    @property
+    def predicted_upper_s(self):
+        return self._combine(self.device_upper_s, self.host_upper_s)
+
+    @property
+    def predicted_lower_s(self):
+        return self.floor_s
+
+    @property
+    def bound(self):
+        """'host' or 'launches' where the host outlasts the device (on a GPU) or takes the larger
+        share (on a CPU); else 'compute' or 'memory', whichever kernels take more device time."""
+        by_kernels = _where(2 * self.compute_s > self.device_s, "compute", "memory")
+        return _where(self.host_s > self.device_s, self.host_kind, by_kernels)
+
+
+def host_ops(impl: str, launches_per_step):
+    """Host operations a step costs: eager ops, launch calls, or one graph replay."""
+    if impl == "cuda-graph":
+        return launches_per_step * 0 + 1
+    return launches_per_step
+
+
+def step_times(terms, m: KernelModel, impl: str, launches_per_step) -> StepTimes:
+    """The step from its kernels. ``terms`` holds one tuple per kernel,
+    (count, t_compute_s, t_memory_s, kind, rows, weight_format), where the times may be numpy
+    arrays of one shape (a sweep) and count, kind and weight format are per kernel."""
+    floor = device = upper = compute = 0.0
+    for count, t_c, t_m, kind, rows, wfmt in terms:
+        t_floor = _maximum(t_c, t_m)
+        side = t_c > t_m
+        e = efficiency(m, kind, side, rows, wfmt)
+        e_hi = efficiency(m, kind, side, rows, wfmt, pessimistic=True)
+        t = t_floor / e
+        floor = floor + count * t_floor
+        device = device + count * t
+        upper = upper + count * t_floor / e_hi
+        compute = compute + count * _where(side, t, 0.0)
+    ops = host_ops(impl, launches_per_step)
+    per = m.host_per_op_s if impl == "hf-eager" else m.launch_s
+    kind = "host" if impl == "hf-eager" else "launches"
+    return StepTimes(_scalar(floor), _scalar(device), _scalar(upper), _scalar(ops * per.expected),
+                     _scalar(ops * per.pessimistic), _scalar(compute), m.overlap, kind)
