@@ -74,6 +74,8 @@ def _main_parser() -> argparse.ArgumentParser:
     r.add_argument("--impl", choices=("hf-eager", "fused", "cuda-graph"), default="hf-eager",
                    help="how kernels are launched (default hf-eager: transformers' eager modules)")
     r.add_argument("--launch-overhead", help="cost of one kernel launch, e.g. 5us (default: the hardware's)")
+    r.add_argument("--host-overhead", help="host time per eager op under --impl hf-eager, e.g. 15us (default: the "
+                   "profile's measured value, else the documented default)")
     r.add_argument("--tpot", help="your measured step time (time per output token in decode), e.g. 15ms")
     r.add_argument("--kernel-times", help="measured seconds per kernel instance: CSV 'name,seconds' or JSON {name: s}")
     r.add_argument("--point", action="append", default=[], metavar="NAME:FLOPS:BYTES:SECONDS",
@@ -210,7 +212,8 @@ def build_sweep(args: argparse.Namespace):
         measured_profile=profile, impl=args.impl,
         launch_overhead_s=parse_quantity(args.launch_overhead, "time") if args.launch_overhead else None,
         capacity_bytes=parse_quantity(args.memory, "size") if args.memory else None,
-        min_gain=_percent(args.min_gain), **kw,
+        min_gain=_percent(args.min_gain),
+        host_overhead_s=parse_quantity(args.host_overhead, "time") if args.host_overhead else None, **kw,
     )
 
 
@@ -233,6 +236,7 @@ def build_roofline(args: argparse.Namespace):
         kernel_times=load_kernel_times(args.kernel_times) if args.kernel_times else None,
         tpot_s=parse_quantity(args.tpot, "time") if args.tpot else None,
         points=tuple(parse_point(p) for p in args.point),
+        host_overhead_s=parse_quantity(args.host_overhead, "time") if args.host_overhead else None,
     )
 
 

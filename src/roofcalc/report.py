@@ -122,17 +122,23 @@ def hardware_record(r: Roofline | Sweep) -> dict[str, Any]:
         compute, impl, overhead = r.dtypes.compute_dtype.name, r.impl, r.launch_overhead_s
     else:
         compute, impl, overhead = r.compute_dtype, r.step.impl, r.step.launch_overhead_s
+    from .predict import efficiency_record
+
     return {"name": hw.name, "source": hw.source, "compute_dtype": compute, "memory_bytes": hw.memory_bytes,
             "nominal": roof_record(r.nominal), "measured": measured,
             "verdict_roof": "measured" if r.measured else "nominal",
-            "impl": impl, "launch_overhead_s": overhead}
+            "impl": impl, "launch_overhead_s": overhead,
+            "efficiency": None if r.model is None else efficiency_record(r.model),
+            "efficiency_of": None if r.model is None else r.model.relative_to}
 
 
 def placement_record(r: Roofline) -> list[dict[str, Any]]:
     out = []
     for p in r.step.placements:
         out.append({"t_compute_s": p.t_compute_s, "t_memory_s": p.t_memory_s, "t_floor_s": p.t_floor_s,
-                    "launches": p.launches, "t_launch_s": p.t_launch_s, "bound": p.bound,
+                    "t_expected_s": p.t_expected_s, "efficiency": p.efficiency,
+                    "efficiency_class": p.efficiency_class, "efficiency_source": p.efficiency_source,
+                    "launches": p.launches, "t_launch_s": p.t_launch_s, "bound": p.bound, "error": p.error,
                     "measured_s": p.measured_s, "achieved_flop_per_s": p.achieved_flop_per_s,
                     "roof_fraction": p.roof_fraction, "floor_multiple": p.floor_multiple, "flagged": p.flagged})
     return out
@@ -140,11 +146,14 @@ def placement_record(r: Roofline) -> list[dict[str, Any]]:
 
 def step_record(r: Roofline) -> dict[str, Any]:
     st = r.step
+    t = st.times
     return {
         "flops": st.flops, "bytes": st.bytes, "intensity": st.intensity,
         "sum_floor_s": st.sum_floor_s, "step_floor_s": st.step_floor_s, "sum_launch_s": st.sum_launch_s,
         "launches_per_layer": st.launches_per_layer, "launches_per_step": st.launches_per_step,
-        "predicted_lower_s": st.predicted_lower_s, "predicted_upper_s": st.predicted_upper_s,
+        "predicted_s": st.predicted_s, "predicted_lower_s": st.predicted_lower_s,
+        "predicted_upper_s": st.predicted_upper_s, "device_s": t.device_s, "device_upper_s": t.device_upper_s,
+        "host_s": t.host_s, "host_upper_s": t.host_upper_s, "overlap": t.overlap, "step_bound": st.bound,
         "dominant": st.dominant, "tpot_s": st.tpot_s, "achieved_flop_per_s": st.achieved_flop_per_s,
         "roof_fraction": st.roof_fraction, "floor_multiple": st.floor_multiple, "gap_s": st.gap_s,
         "launch_share_of_gap": st.launch_share_of_gap, "batching_headroom": st.batching_headroom,
@@ -230,6 +239,36 @@ def header_lines(a: Analysis, defaults: Iterable[str] = ()) -> list[str]:
     return lines
 
 
+def ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g}"
+
+
+def bound_words(st) -> str:
+    return {"host": "bound by the host (Python and dispatch of every eager op)",
+            "launches": "bound by kernel launches", "memory": "bound by memory traffic",
+            "compute": "bound by compute"}[st.bound]
+
+
+def efficiency_words(r: Roofline) -> str:
+    m = r.model
+    if m is None:
+        return "roof"
+    src = "measured efficiencies of " + r.hardware.name if m.relative_to == "measured" else \
+        "default efficiencies (docs/conventions.md)"
+    return src
+
+
+def host_words(r: Roofline) -> str:
+    st, m = r.step, r.model
+    if m is None:
+        return "not modelled"
+    if st.impl == "hf-eager":
+        return f"{st.launches_per_step} eager ops x {m.host_per_op_s.expected * 1e6:.3g} us"
+    if st.impl == "cuda-graph":
+        return f"one graph replay, {m.launch_s.expected * 1e6:.3g} us"
+    return f"{st.launches_per_step} launches x {m.launch_s.expected * 1e6:.3g} us"
+
+
 def us(seconds: float | None) -> str:
     return "" if seconds is None else f"{seconds * 1e6:.3g}"
 
@@ -263,20 +302,21 @@ def kernel_rows(r: Roofline, human: bool) -> tuple[list[str], list[list[Any]]]:
     total_bytes = a.totals.bytes
     measured = any(p.measured_s is not None for p in r.step.placements)
     headers = ["kernel", "count", "shape", "FLOPs", "bytes", "weights", "activations", "KV cache", "AI",
-               "% step bytes", "floor us", "launches", "launch us", "bound"]
+               "% step bytes", "floor us", "eff", "expected us", "launches", "launch us", "bound"]
     if measured:
-        headers += ["measured us", "% roof", "x floor", "flag"]
+        headers += ["measured us", "% roof", "x floor", "error", "flag"]
     rows = []
     for p in r.step.placements:
         k, c = p.kernel, p.kernel.cost
         share = 100 * k.count * c.bytes / total_bytes
         row = [k.name, f"x{k.count}", k.dims, si(c.flops), si(c.bytes, "B"), si(c.weight_bytes, "B"),
                si(c.activation_bytes, "B"), si(c.kv_bytes, "B"), ratio(c.intensity), f"{share:.1f}",
-               us(p.t_floor_s), str(p.launches), us(p.t_launch_s), p.bound]
+               us(p.t_floor_s), f"{p.efficiency:.2f}", us(p.t_expected_s), str(p.launches), us(p.t_launch_s), p.bound]
         if measured:
             fm = p.floor_multiple
             flag = "above 3x floor" if p.flagged else ("launch-bound" if p.measured_s and p.bound == "overhead" else "")
-            row += [us(p.measured_s), pct(p.roof_fraction), "" if fm is None else f"{fm:.3g}", flag]
+            err = "" if p.error is None else f"{100 * p.error:+.0f}%"
+            row += [us(p.measured_s), pct(p.roof_fraction), "" if fm is None else f"{fm:.3g}", err, flag]
         rows.append(row)
     return headers, rows
 
@@ -291,9 +331,12 @@ def totals_lines(r: Roofline) -> list[str]:
         f"bytes     weights {t.weight_bytes:,}  activations {t.activation_bytes:,}  KV cache {t.kv_bytes:,}",
         f"kernels   {per_layer} per layer, {sum(k.count for k in a.kernels)} per step; "
         f"launches {st.launches_per_layer:.4g} per layer, {st.launches_per_step} per step ({st.impl})",
-        f"time      floors {st.sum_floor_s * 1e3:.3g} ms + launch overhead {st.sum_launch_s * 1e3:.3g} ms: "
-        f"predicted {st.predicted_lower_s * 1e3:.3g} ms (full overlap) to {st.predicted_upper_s * 1e3:.3g} ms "
-        f"(no overlap); {st.dominant} {'dominates' if st.dominant == 'launch overhead' else 'dominate'}",
+        f"time      predicted {ms(st.predicted_s)} ms (range {ms(st.predicted_lower_s)} to {ms(st.predicted_upper_s)}"
+        f" ms): {bound_words(st)}",
+        f"          device {ms(st.times.device_s)} ms (floors {ms(st.sum_floor_s)} ms at the {efficiency_words(r)}"
+        f"), host {ms(st.times.host_s)} ms ({host_words(r)}); "
+        + ("they overlap: the step takes the larger" if st.times.overlap else "one waits for the other: the step "
+           "takes their sum"),
     ]
     if st.tpot_s is not None:
         roof = r.roof
@@ -360,15 +403,18 @@ def to_csv(r: Roofline) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["kernel", "kind", "scope", "count", "shape", "flops", "bytes", "weight_bytes", "activation_bytes",
-                "kv_bytes", "intensity", "t_floor_s", "launches", "t_launch_s", "bound", "measured_s", "roof_fraction"])
+                "kv_bytes", "intensity", "t_floor_s", "efficiency", "t_expected_s", "launches", "t_launch_s", "bound",
+                "measured_s", "roof_fraction"])
     for p in r.step.placements:
         k, c = p.kernel, p.kernel.cost
         w.writerow([k.name, k.kind, k.scope, k.count, k.dims, c.flops, c.bytes, c.weight_bytes, c.activation_bytes,
-                    c.kv_bytes, _finite(c.intensity), p.t_floor_s, p.launches, p.t_launch_s, p.bound,
+                    c.kv_bytes, _finite(c.intensity), p.t_floor_s, p.efficiency, p.t_expected_s, p.launches,
+                    p.t_launch_s, p.bound,
                     "" if p.measured_s is None else p.measured_s, "" if p.roof_fraction is None else p.roof_fraction])
     t, st = r.analysis.totals, r.step
     w.writerow(["step total", "", "step", 1, "", t.flops, t.bytes, t.weight_bytes, t.activation_bytes,
-                t.kv_bytes, _finite(t.intensity), st.sum_floor_s, st.launches_per_step, st.sum_launch_s, "",
+                t.kv_bytes, _finite(t.intensity), st.sum_floor_s, "", st.predicted_s, st.launches_per_step,
+                st.sum_launch_s, st.bound,
                 "" if st.tpot_s is None else st.tpot_s, "" if st.roof_fraction is None else st.roof_fraction])
     return buf.getvalue()
 
@@ -405,6 +451,8 @@ def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
                     "intensity": float(inten[i, j]), "intensity_per_batch": float(inten[i, j] / b),
                     "floor_s": float(g.floor_s[i, j]), "launch_s": float(g.launch_s[i, 0]),
                     "step_s": float(step[i, j]), "step_upper_s": float(upper[i, j]), "tpot_s": float(step[i, j]),
+                    "predicted_s": float(step[i, j]), "predicted_lower_s": float(g.predicted_lower_s[i, j]),
+                    "predicted_upper_s": float(upper[i, j]),
                     "tokens_per_s": float(tps[i, j]), "bound": str(bound[i, j]),
                     "memory_bytes": int(g.memory_bytes[i, j]), "fits": bool(fits[i, j]),
                 })
@@ -416,6 +464,8 @@ def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
                     "batch": int(b), "prompt": int(p), "flops": int(g.flops[i, j]), "bytes": int(g.bytes[i, j]),
                     "intensity": float(inten[i, j]), "floor_s": float(g.floor_s[i, j]),
                     "launch_s": float(g.launch_s[i, j]), "ttft_s": float(ttft[i, j]),
+                    "predicted_s": float(ttft[i, j]), "predicted_lower_s": float(g.predicted_lower_s[i, j]),
+                    "predicted_upper_s": float(g.predicted_upper_s[i, j]),
                     "prompt_tokens_per_s": float(tps[i, j]), "bound": str(bound[i, j]),
                     "memory_bytes": int(g.memory_bytes[i, j]), "fits": bool(fits[i, j]),
                 })
@@ -426,6 +476,8 @@ def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
                 out.append({
                     "batch": int(b), "prompt": int(p), "generate": g.generate, "ttft_s": float(g.ttft_s[i, j]),
                     "decode_s": float(g.decode_s[i, j]), "total_s": float(total[i, j]),
+                    "predicted_s": float(total[i, j]), "predicted_lower_s": float(g.predicted_lower_s[i, j]),
+                    "predicted_upper_s": float(g.predicted_upper_s[i, j]),
                     "mean_tpot_s": None if tpot is None else float(tpot[i, j]),
                     "tokens_per_s": float(tps[i, j]), "memory_bytes": int(g.memory_bytes[i, j]),
                     "fits": bool(fits[i, j]),
@@ -466,14 +518,16 @@ _SWEEP_COLUMNS = {  # (header, record key, text formatter)
     "decode": [("batch", "batch", str), ("context", "context", str), ("FLOPs", "flops", si),
                ("weights", "weight_bytes", lambda x: si(x, "B")), ("KV cache", "kv_bytes", lambda x: si(x, "B")),
                ("AI", "intensity", ratio), ("AI/B", "intensity_per_batch", lambda x: f"{x:.3f}"),
-               ("floor ms", "floor_s", lambda x: f"{x * 1e3:.3g}"), ("launch ms", "launch_s", lambda x: f"{x * 1e3:.3g}"),
+               ("floor ms", "floor_s", lambda x: f"{x * 1e3:.3g}"),
                ("step=TPOT ms", "step_s", lambda x: f"{x * 1e3:.3g}"),
+               ("upper ms", "predicted_upper_s", lambda x: f"{x * 1e3:.3g}"),
                ("tokens/s", "tokens_per_s", lambda x: f"{x:,.0f}" if x >= 100 else f"{x:.3g}"),
                ("bound", "bound", str), ("memory GB", "memory_bytes", _gb)],
     "prefill": [("batch", "batch", str), ("prompt", "prompt", str), ("FLOPs", "flops", si),
                 ("bytes", "bytes", lambda x: si(x, "B")), ("AI", "intensity", ratio),
-                ("floor ms", "floor_s", lambda x: f"{x * 1e3:.3g}"), ("launch ms", "launch_s", lambda x: f"{x * 1e3:.3g}"),
+                ("floor ms", "floor_s", lambda x: f"{x * 1e3:.3g}"),
                 ("TTFT ms", "ttft_s", lambda x: f"{x * 1e3:.3g}"),
+                ("upper ms", "predicted_upper_s", lambda x: f"{x * 1e3:.3g}"),
                 ("prompt tokens/s", "prompt_tokens_per_s", lambda x: f"{x:,.0f}"), ("bound", "bound", str),
                 ("memory GB", "memory_bytes", _gb)],
     "request": [("batch", "batch", str), ("prompt", "prompt", str), ("generate", "generate", str),
@@ -550,8 +604,13 @@ def sweep_header_lines(sw: Sweep, defaults: Iterable[str] = ()) -> list[str]:
     graph = " (one graph launch per step)" if sw.impl == "cuda-graph" else ""
     per = {"decode": "; each sequence gets one token per step: TPOT = step time",
            "prefill": "; TTFT = the prefill step", "request": ""}[sw.kind]
-    lines.append(f"time      step = max(kernel floors, launches): --impl {sw.impl}{graph}, "
-                 f"{sw.launch_overhead_s * 1e6:.3g} us per launch{per}")
+    m = sw.model
+    how = "measured efficiencies" if m is not None and m.relative_to == "measured" else "default efficiencies"
+    host = "" if m is None else (f", {m.host_per_op_s.expected * 1e6:.3g} us per eager op" if sw.impl == "hf-eager"
+                                 else f", {m.launch_s.expected * 1e6:.3g} us per launch")
+    overlap = "" if m is None else ("; host and device overlap" if m.overlap else "; host and device add up")
+    lines.append(f"time      predicted: kernel floors at the {how}, with the host's time: --impl {sw.impl}{graph}"
+                 f"{host}{overlap}{per}")
     return lines
 
 
