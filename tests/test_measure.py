@@ -32,7 +32,7 @@ def test_bandwidth_and_flops_are_positive_and_repeatable(measured):
         assert s.spread < SPREAD, (s.name, s.seconds)
     assert measured.dispatch.median_s > 0
     # a second, independent measurement lands within 2x of the first
-    again = measure("cpu", repeats=3, nbytes=96 << 20, quiet=True)
+    again = measure("cpu", repeats=3, nbytes=96 << 20, quiet=True, curves=False)
     assert 0.5 < again.bandwidth_bytes_per_s / measured.bandwidth_bytes_per_s < 2
     assert 0.5 < again.peak("fp32").best_rate / measured.peak("fp32").best_rate < 2
 
@@ -47,6 +47,49 @@ def test_copy_sits_left_of_the_ridge_and_the_big_matmul_right(measured):
     assert 2 * n ** 3 / (3 * n * n * 4) > 4 * roof.ridge
     # the measured roof is below the cheapest datasheet CPU in the catalog's sense: a sanity bound
     assert roof.bandwidth_bytes_per_s < 1e12 and roof.peak_flop_per_s < 1e14
+
+
+def test_curves_become_the_profiles_kernel_model(measured, tmp_path, capsys):
+    pytest.importorskip("torch")
+    c = measured.curves
+    # 7 values of M on 2 weight shapes; 4 decode attention points and one prefill
+    assert [r for r, _, _, _ in c.matmul] == [1, 4, 16, 64, 256, 1024, 4096] * 2
+    assert len(c.attention) == 4 and len(c.prefill_attention) == 1
+    assert c.host_ops > 20 and all(0 < x < 1e-3 for x in c.host_per_op)  # tens of ops, microseconds each
+    model = measured.profile(None).efficiency
+    assert model.relative_to == "measured" and [r for r, _ in model.curves["matmul"]] == [1, 4, 16, 64, 256, 1024, 4096]
+    for name, e in model.classes.items():
+        assert 0 < e.pessimistic <= e.expected <= 1, name
+    assert {model.classes[n].source for n in ("gemv", "gemm", "attention", "attention_compute", "stream")} == \
+        {"measured"}
+    # written and read back (schema 2), then used by the main job: every kernel's efficiency is measured
+    path = tmp_path / "me.json"
+    write_profile(measured, None, str(path))
+    doc = json.loads(path.read_text())
+    assert doc["schema_version"] == 2 and doc["efficiency"]["curves"]["matmul"]
+    hw = load_profile(str(path))
+    assert hw.efficiency.curves == model.curves and hw.efficiency.host_per_op_s.expected == \
+        model.host_per_op_s.expected
+    assert main(["TinyLlama/TinyLlama-1.1B", "--hw", "EPYC-9654", "--hw-file", str(path), "--dtype", "fp32",
+                 "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {k["efficiency_source"] for k in out["kernels"]} == {"measured"}
+    assert out["hardware"]["efficiency_of"] == "measured"
+    # host and device add up on a CPU: predicted = device + 890 ops x the measured host time per op
+    st = out["step"]
+    assert st["overlap"] is False and st["predicted_s"] == pytest.approx(st["device_s"] + st["host_s"])
+    assert st["host_s"] == pytest.approx(st["launches_per_step"] * model.host_per_op_s.expected)
+
+
+def test_a_schema_1_profile_still_loads(tmp_path):
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"name": "my T4", "bandwidth_bytes_per_s": 2.7e11, "peak_flop_per_s": {"fp16": 5e13},
+                                "launch_overhead_s": 5e-6, "nominal": "T4"}))
+    hw = load_profile(str(path))
+    assert hw.efficiency is None and hw.bandwidth_bytes_per_s == 2.7e11
+    path.write_text(json.dumps({"schema_version": 9, "bandwidth_bytes_per_s": 1, "peak_flop_per_s": {"fp16": 1}}))
+    with pytest.raises(RoofcalcError, match="schema_version 9"):
+        load_profile(str(path))
 
 
 def test_written_profile_round_trips_through_hw_file(measured, tmp_path, capsys):
@@ -137,7 +180,8 @@ def test_the_cuda_measuring_path_on_a_shim(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(measure_module, "_torch_cuda", lambda: shim)
     monkeypatch.setattr(measure_module, "MATMUL_SIZES_CUDA", (128, 256, 512))
     out = tmp_path / "gpu.json"
-    assert main(["measure", "--device", "cuda", "--size", "8MiB", "--repeats", "3", "-q", "--out", str(out)]) == 0
+    argv = ["measure", "--device", "cuda", "--size", "8MiB", "--repeats", "3", "-q", "--out", str(out), "--no-curves"]
+    assert main(argv) == 0
     text = capsys.readouterr().out
     assert "Shim GPU" in text
     hw = load_profile(str(out))
@@ -145,7 +189,7 @@ def test_the_cuda_measuring_path_on_a_shim(monkeypatch, tmp_path, capsys):
     assert sorted(hw.peak_flop_per_s) == ["bf16", "fp16", "fp32", "tf32"]
     assert hw.launch_overhead_s > 0
 
-    m = measure_module.measure("cuda", repeats=2, nbytes=8 << 20, quiet=True)
+    m = measure_module.measure("cuda", repeats=2, nbytes=8 << 20, quiet=True, curves=False)
     # 8 MiB of fp32 = 2,097,152 values; each is read (4 bytes) and written (4 bytes): 16,777,216 bytes
     assert m.copy.work == m.add.work == 16_777_216
     for d in ("fp32", "tf32", "fp16", "bf16"):
@@ -158,6 +202,16 @@ def test_the_cuda_measuring_path_on_a_shim(monkeypatch, tmp_path, capsys):
     assert shim.backends.cuda.matmul.allow_tf32 is True
     assert m.dispatch.work == 1 and m.launch_overhead_s > 0
 
+    # the curves' CUDA path: the same torch code as on the CPU, timed by the events (host time left out:
+    # it builds a transformers model on the device, which a shim cannot)
+    c = measure_module.measure_curves(shim, "cuda", "fp16", 2, lambda msg: None,
+                                      timer=lambda fn, r: measure_module._cuda_time(shim, fn, r), host=False)
+    # 7 rows x 2 weight shapes; a 1 x 2048 x 2048 GEMV is 2·2048·2048 = 8,388,608 FLOPs
+    assert len(c.matmul) == 14 and c.matmul[0][3].work == 8_388_608 and c.itemsize == 2
+    # decode SDPA at B=1, S=256 over 32 heads of 64: QKᵀ + PV = 4·32·256·64 = 2,097,152 FLOPs; reads Q
+    # (32·64) and writes O (32·64), reads K and V of 4 KV heads: 2·256·4·64, all at 2 bytes = 270,336
+    assert c.attention[0][2:4] == (2_097_152, 270_336)
+    assert c.host_per_op == () and c.model(m).classes["attention"].source == "measured"
     with pytest.raises(RoofcalcError, match="--dtype int8"):
         measure_module.measure("cuda", dtypes=["int8"], quiet=True)
     shim.cuda.mem_get_info = lambda: (100_000, 400_000)  # not even the 128-square matmul fits

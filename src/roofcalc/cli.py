@@ -327,6 +327,8 @@ def run_measure(argv: Sequence[str]) -> str:
     p.add_argument("--repeats", type=positive_int, default=7, help="runs of each measurement (default 7)")
     p.add_argument("--size", help="bytes per bandwidth array (default: 8x the last-level cache, at least 256 MiB, "
                    "at most 1/8 of free memory), e.g. 512MiB")
+    p.add_argument("--no-curves", action="store_true",
+                   help="skip the kernel curves (matmuls over M, attention, host time per op): the roof alone")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     args = p.parse_args(argv)
     if args.out:
@@ -337,7 +339,7 @@ def run_measure(argv: Sequence[str]) -> str:
             raise RoofcalcError(f"--out {args.out}: folder {folder} does not exist")
     dtypes = [d.strip() for d in args.dtype.split(",")] if args.dtype else None
     nbytes = int(parse_quantity(args.size, "size")) if args.size else None
-    m = measure(args.device, dtypes, args.repeats, nbytes, quiet=args.quiet)
+    m = measure(args.device, dtypes, args.repeats, nbytes, quiet=args.quiet, curves=not args.no_curves)
     nominal, why = closest_nominal(m, args.nominal)
     if args.out:
         write_profile(m, nominal, args.out)

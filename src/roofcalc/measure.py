@@ -73,6 +73,7 @@ class Measurement:
     memory_bytes: float | None
     notes: tuple[str, ...] = field(default=())
     read: Sample | None = None  # a read-only stream (CPU)
+    curves: "Curves | None" = None  # kernel efficiencies over shapes (measure_curves)
 
     @property
     def streams(self) -> tuple[Sample, ...]:
@@ -92,11 +93,13 @@ class Measurement:
 
     def profile(self, nominal: Hardware | None) -> Hardware:
         peaks = {d: self.peak(d).best_rate for d in self.matmuls}
+        model = self.curves.model(self) if self.curves is not None else None
         return Hardware(
             name=f"{self.name} (measured)", bandwidth_bytes_per_s=self.bandwidth_bytes_per_s, peak_flop_per_s=peaks,
             launch_overhead_s=self.launch_overhead_s, memory_bytes=self.memory_bytes,
             kind="gpu" if self.device == "cuda" else "cpu", nominal=nominal.name if nominal else None,
             source=f"roofcalc measure, {time.strftime('%Y-%m-%d')}: best of {len(self.copy.seconds)} runs",
+            efficiency=model,
         )
 
 
@@ -291,7 +294,7 @@ def _cuda_time(torch, fn, repeats: int, warmup: int = 3) -> tuple[float, ...]:
     return tuple(out)
 
 
-def cuda_measure(dtypes, repeats: int, nbytes: int | None, progress) -> Measurement:
+def cuda_measure(dtypes, repeats: int, nbytes: int | None, progress, curves: bool = True) -> Measurement:
     torch = _torch_cuda()
     types = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
     for d in dtypes:
@@ -334,7 +337,186 @@ def cuda_measure(dtypes, repeats: int, nbytes: int | None, progress) -> Measurem
 
     per = tuple(t / launches for t in _cuda_time(torch, many, repeats))
     dispatch = Sample("CUDA add_ on 1 value, 1000 back to back", 1, per)
-    return Measurement("cuda", torch.cuda.get_device_name(), copy, add, matmuls, dispatch, float(total))
+    curve_set = None
+    if curves:
+        half = next((d for d in ("bf16", "fp16") if d in matmuls), dtypes[0])
+        curve_set = measure_curves(torch, "cuda", half, repeats, progress,
+                                   timer=lambda fn, r: _cuda_time(torch, fn, r))
+    return Measurement("cuda", torch.cuda.get_device_name(), copy, add, matmuls, dispatch, float(total),
+                       curves=curve_set)
+
+
+# --------------------------------------------------------------------------- kernel curves
+# What real kernels reach of the measured roof, over the shapes a transformer step runs: weight
+# GEMVs and GEMMs (decode M = 1 … 256, prefill M up to 4096), attention over batch × context,
+# and the host's time per op of a real transformers decoder (a tiny one, so device work is
+# negligible). roofcalc.predict turns them into each kernel's expected time.
+
+CURVE_ROWS = (1, 4, 16, 64, 256, 1024, 4096)
+CURVE_SHAPES = ((2048, 2048), (2048, 5632))  # (K, N): a TinyLlama q_proj and gate_proj
+ATTENTION_POINTS = ((1, 256), (1, 2048), (8, 256), (8, 2048))  # (B, S) of a decode step
+ATTENTION_HEADS = (32, 4, 64)  # N query heads, K KV heads, H: TinyLlama's
+HOST_LAYERS = 2
+
+
+@dataclass(frozen=True)
+class Curves:
+    """Measured kernels: (name, FLOPs, bytes, Sample) rows per class, and the host per op."""
+
+    matmul: tuple  # (M, K, N, Sample)
+    attention: tuple  # (B, S, flops, bytes, Sample)
+    prefill_attention: tuple  # (T, flops, bytes, Sample)
+    host_per_op: tuple[float, ...]  # seconds per eager op, one value per round
+    host_ops: int  # eager ops of the tiny decoder's step
+    itemsize: int  # bytes per element of the measured dtype
+    dtype: str
+
+    def _e(self, flops: float, nbytes: float, seconds: float, m: "Measurement") -> float:
+        peak = m.peak(self.dtype).best_rate
+        return min(1.0, max(flops / peak, nbytes / m.bandwidth_bytes_per_s) / seconds)
+
+    def model(self, m: "Measurement"):
+        """A KernelModel: efficiencies relative to this measurement's own roof."""
+        from dataclasses import replace
+
+        from .predict import Efficiency, default_model
+
+        base = default_model("gpu" if m.device == "cuda" else "cpu")
+        classes = dict(base.classes)
+        by_rows: dict[int, list[float]] = {}
+        small, big = [], []
+        for rows, k, n, smp in self.matmul:
+            flops, nbytes = 2.0 * rows * k * n, float(self.itemsize * (k * n + rows * k + rows * n))
+            e = self._e(flops, nbytes, smp.median_s, m)
+            worst = self._e(flops, nbytes, max(smp.seconds), m)
+            by_rows.setdefault(rows, []).append(e)
+            (small if rows <= 16 else big if rows >= 1024 else []).append((e, worst))
+        curve = tuple((float(r), statistics.median(v)) for r, v in sorted(by_rows.items()))
+        note = f"roofcalc measure, {self.dtype} on {m.name}"
+        if small:
+            classes["gemv"] = Efficiency(statistics.median(e for e, _ in small), min(w for _, w in small), "measured",
+                                         note + ": matmuls with M <= 16")
+        if big:
+            classes["gemm"] = Efficiency(statistics.median(e for e, _ in big), min(w for _, w in big), "measured",
+                                         note + ": matmuls with M >= 1024")
+        if self.attention:
+            es = [self._e(f, b, smp.median_s, m) for _, _, f, b, smp in self.attention]
+            ws = [self._e(f, b, max(smp.seconds), m) for _, _, f, b, smp in self.attention]
+            classes["attention"] = Efficiency(statistics.median(es), min(ws), "measured", note + ": decode SDPA")
+        if self.prefill_attention:
+            es = [self._e(f, b, smp.median_s, m) for _, f, b, smp in self.prefill_attention]
+            ws = [self._e(f, b, max(smp.seconds), m) for _, f, b, smp in self.prefill_attention]
+            classes["attention_compute"] = Efficiency(statistics.median(es), min(ws), "measured",
+                                                      note + ": prefill SDPA")
+        stream = [s for s in (m.add, m.copy) if s is not None]
+        classes["stream"] = Efficiency(min(1.0, statistics.median(s.median_rate for s in stream) /
+                                           m.bandwidth_bytes_per_s),
+                                       min(1.0, min(s.work / max(s.seconds) for s in stream) / m.bandwidth_bytes_per_s),
+                                       "measured", note + ": copy and y = x + 1 against the best stream")
+        host = base.host_per_op_s
+        if self.host_per_op:
+            host = Efficiency(statistics.median(self.host_per_op), max(self.host_per_op), "measured",
+                              f"roofcalc measure: a {HOST_LAYERS}-layer transformers Llama decode step, "
+                              f"{self.host_ops} eager ops")
+        launch = Efficiency(m.launch_overhead_s, max(m.dispatch.seconds), "measured", m.dispatch.name)
+        return replace(base, classes=classes, host_per_op_s=host, launch_s=launch,
+                       curves={"matmul": curve}, relative_to="measured")
+
+
+def _sdpa_cost(b: int, t: int, s: int, itemsize: int, causal: bool = False) -> tuple[float, float]:
+    """FLOPs and bytes of SDPA over N heads (K KV heads) of H: QKᵀ and PV, Q, K, V read, O written."""
+    n, k, h = ATTENTION_HEADS
+    pairs = t * (t + 1) // 2 if causal else t * s
+    return 4.0 * b * n * pairs * h, float(itemsize * (2 * b * t * n * h + 2 * b * s * k * h))
+
+
+def measure_curves(torch, device: str, dtype: str, repeats: int, progress, timer=None, host: bool = True) -> Curves:
+    """The kernel curves with torch on ``device`` (cpu or cuda) in ``dtype``; ``timer(fn, repeats)``
+    times one call (CUDA events on a GPU, the wall clock on a CPU)."""
+    types = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+    t = types[dtype]
+    itemsize = torch.tensor([], dtype=t).element_size()
+    timer = timer or (lambda fn, r: _time(fn, r))
+    def rand(*shape):
+        return torch.randn(*shape, device=device, dtype=t)
+
+    mm = []
+    progress(f"{dtype} matmul curve: M = {', '.join(map(str, CURVE_ROWS))} on {len(CURVE_SHAPES)} weight shapes")
+    for k, n in CURVE_SHAPES:
+        w = rand(n, k)
+        for rows in CURVE_ROWS:
+            x = rand(rows, k)
+            mm.append((rows, k, n, Sample(f"linear {rows}x{k}x{n}", 2.0 * rows * k * n,
+                                          timer(lambda: torch.nn.functional.linear(x, w), repeats))))
+    nq, nk, h = ATTENTION_HEADS
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    att = []
+    progress(f"{dtype} attention: decode at (batch, context) {', '.join(map(str, ATTENTION_POINTS))}, and a prefill")
+    for b, s in ATTENTION_POINTS:
+        q = rand(b, nq, 1, h)
+        # K KV heads shared by N query heads, as transformers calls SDPA in decode (no mask: enable_gqa)
+        kk = rand(b, nk, s, h)
+        vv = rand(b, nk, s, h)
+        f, nbytes = _sdpa_cost(b, 1, s, itemsize)
+        att.append((b, s, f, nbytes, Sample(f"sdpa B{b} S{s}", f,
+                                            timer(lambda: sdpa(q, kk, vv, enable_gqa=True), repeats))))
+    pre = []
+    for tt in (512,):
+        q = rand(1, nq, tt, h)
+        f, nbytes = _sdpa_cost(1, tt, tt, itemsize, causal=True)
+        pre.append((tt, f, nbytes, Sample(f"sdpa prefill T{tt}", f,
+                                          timer(lambda: sdpa(q, q, q, is_causal=True), repeats))))
+    host, ops = _host_per_op(torch, device, t, progress) if host else ((), 0)
+    return Curves(tuple(mm), tuple(att), tuple(pre), host, ops, itemsize, dtype)
+
+
+def _host_per_op(torch, device: str, torch_dtype, progress) -> tuple[tuple[float, ...], int]:
+    """Seconds per eager op of a tiny transformers Llama decode step (device work negligible), in
+    3 rounds; ((), 0) without transformers."""
+    try:
+        import transformers
+        from torch.utils._python_dispatch import TorchDispatchMode
+    except ImportError:
+        return (), 0
+    import warnings
+
+    from .profile import VIEW_OPS
+
+    progress(f"host time per op: a {HOST_LAYERS}-layer transformers Llama decode step")
+    cfg = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                                   num_hidden_layers=HOST_LAYERS, vocab_size=256)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with torch.device(device):
+            model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch_dtype).eval()
+    cache = transformers.DynamicCache(config=cfg)
+    ids = torch.zeros((1, 8), dtype=torch.long, device=device)
+    one = torch.zeros((1, 1), dtype=torch.long, device=device)
+    count = [0]
+
+    class Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if "aten::" + func.__name__.split(".")[0] not in VIEW_OPS:
+                count[0] += 1
+            return func(*args, **(kwargs or {}))
+
+    def step():
+        model(input_ids=one, use_cache=True, past_key_values=cache)
+        cache.crop(-1)
+
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model(input_ids=ids, use_cache=True, past_key_values=cache)
+        step()
+        with Count():
+            step()
+        rounds = []
+        for _ in range(3):
+            times = _time(step, 15, warmup=2)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            rounds.append(statistics.median(times) / count[0])
+    return tuple(rounds), count[0]
 
 
 # --------------------------------------------------------------------------- both
@@ -361,12 +543,13 @@ def closest_nominal(m: Measurement, requested: str | None) -> tuple[Hardware | N
 
 
 def measure(device: str = "cpu", dtypes=None, repeats: int = 7, nbytes: int | None = None,
-            quiet: bool = False) -> Measurement:
+            quiet: bool = False, curves: bool = True) -> Measurement:
+    """The roof, and with ``curves`` the kernel efficiencies and host overhead (measure_curves)."""
     def progress(msg: str) -> None:
         _progress(msg, quiet)
 
     if device == "cuda":
-        return cuda_measure(tuple(dtypes or CUDA_DTYPES), repeats, nbytes, progress)
+        return cuda_measure(tuple(dtypes or CUDA_DTYPES), repeats, nbytes, progress, curves)
     if device != "cpu":
         raise RoofcalcError(f"--device {device}: use cpu or cuda")
     for d in dtypes or CPU_DTYPES:
@@ -387,6 +570,14 @@ def measure(device: str = "cpu", dtypes=None, repeats: int = 7, nbytes: int | No
             matmuls[d] = cpu_torch_matmul(d, repeats=max(2, repeats // 2), progress=progress)
     progress("dispatch overhead of a trivial op")
     dispatch = cpu_dispatch()
+    curve_set = None
+    if curves:
+        try:
+            import torch
+        except ImportError:
+            torch = None
+        if torch is not None:
+            curve_set = measure_curves(torch, "cpu", "fp32", max(3, repeats // 2), progress)
     notes = []
     if "fp32" in matmuls:
         for d in matmuls:
@@ -397,7 +588,10 @@ def measure(device: str = "cpu", dtypes=None, repeats: int = 7, nbytes: int | No
                                  f"falls back to a slow path (GEMVs and other shapes may take a faster one)")
     llc = last_level_cache_bytes()
     notes.append(f"arrays {size / llc:.0f}x the {llc >> 20} MiB last-level cache")
-    return Measurement("cpu", cpu_name(), copy, add, matmuls, dispatch, total_memory_bytes(), tuple(notes), read)
+    if curves and curve_set is None:
+        notes.append("no kernel curves (they need PyTorch): predictions use the default efficiencies")
+    return Measurement("cpu", cpu_name(), copy, add, matmuls, dispatch, total_memory_bytes(), tuple(notes), read,
+                       curve_set)
 
 
 def compute_bound_note(m: Measurement, dtype: str) -> str:
@@ -458,6 +652,7 @@ def report(m: Measurement, nominal: Hardware | None, why: str, path: str | None)
         lines.append(f"          {compute_bound_note(m, d)}")
     spread = max([s.spread for s in m.streams] + [m.peak(d).spread for d in m.matmuls])
     lines.append(f"spread    median is at most {100 * spread:.1f}% slower than best (bandwidth and matmul peaks)")
+    lines += curve_lines(m)
     for note in m.notes:
         lines.append(f"note      {note}")
     lines.append(f"profile   the roof uses the best runs: {_fmt(m.bandwidth_bytes_per_s, 'B/s')}, "
@@ -468,11 +663,44 @@ def report(m: Measurement, nominal: Hardware | None, why: str, path: str | None)
     return "\n".join(lines) + "\n"
 
 
+def curve_details(c: Curves) -> dict:
+    return {
+        "dtype": c.dtype,
+        "matmul": [{"rows": r, "k": k, "n": n, "seconds": list(smp.seconds)} for r, k, n, smp in c.matmul],
+        "attention": [{"batch": b, "context": s, "flops": f, "bytes": y, "seconds": list(smp.seconds)}
+                      for b, s, f, y, smp in c.attention],
+        "prefill_attention": [{"tokens": t, "flops": f, "bytes": y, "seconds": list(smp.seconds)}
+                              for t, f, y, smp in c.prefill_attention],
+        "host_per_op_s": list(c.host_per_op), "host_ops": c.host_ops,
+    }
+
+
+def curve_lines(m: Measurement) -> list[str]:
+    """The curves in words: what each class of kernel reaches of the measured roof."""
+    if m.curves is None:
+        return []
+    model = m.curves.model(m)
+    rows = ", ".join(f"M={int(r)}: {100 * e:.0f}%" for r, e in model.curves["matmul"])
+    c = model.classes
+    lines = [f"curves    {m.curves.dtype} matmuls reach, of the measured roof at their AI: {rows}",
+             f"          decode attention {100 * c['attention'].expected:.0f}% (worst {100 * c['attention'].pessimistic:.0f}%)"
+             f", prefill attention {100 * c['attention_compute'].expected:.0f}%, streams "
+             f"{100 * c['stream'].expected:.0f}%"]
+    if m.curves.host_per_op:
+        lines.append(f"host      {model.host_per_op_s.expected * 1e6:.3g} us per eager op (transformers, "
+                     f"{m.curves.host_ops} ops a step; rounds {', '.join(f'{x * 1e6:.3g}' for x in m.curves.host_per_op)})")
+    return lines
+
+
 def write_profile(m: Measurement, nominal: Hardware | None, path: str) -> None:
     import json
 
+    from .hardware import PROFILE_VERSION
+    from .predict import efficiency_record
+
     hw = m.profile(nominal)
     doc = {
+        "schema_version": PROFILE_VERSION,
         "name": hw.name, "bandwidth_bytes_per_s": hw.bandwidth_bytes_per_s, "peak_flop_per_s": dict(hw.peak_flop_per_s),
         "launch_overhead_s": hw.launch_overhead_s, "memory_bytes": hw.memory_bytes, "kind": hw.kind,
         "nominal": hw.nominal, "source": hw.source,
@@ -483,8 +711,11 @@ def write_profile(m: Measurement, nominal: Hardware | None, path: str) -> None:
             "matmul": {d: {s.name: {"flops": s.work, "seconds": list(s.seconds)} for s in m.matmuls[d]}
                        for d in m.matmuls},
             "dispatch": {"what": m.dispatch.name, "seconds_median": m.dispatch.median_s},
+            **({"curves": curve_details(m.curves)} if m.curves else {}),
         },
     }
+    if hw.efficiency is not None:
+        doc["efficiency"] = efficiency_record(hw.efficiency)
     try:
         Path(path).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     except OSError as exc:

@@ -244,8 +244,11 @@ def efficiency(m: KernelModel, kind: str, compute_side, rows, weight_format: str
         return m.classes["stream"].pick(pessimistic)
     comp, mem = (m.classes[n].pick(pessimistic) for n in names)
     curve = m.curves.get("matmul") if kind == "matmul" else None
-    if curve:
-        comp = mem = _interp_log(rows, curve)
+    if curve:  # the measured curve is the expected value; its class keeps the spread to the pessimistic end
+        e = _interp_log(rows, curve)
+        g, c = m.classes["gemv"], m.classes["gemm"]
+        comp = e * (c.pessimistic / c.expected if pessimistic else 1.0)
+        mem = e * (g.pessimistic / g.expected if pessimistic else 1.0)
     if kind == "matmul" and weight_format in m.dequant:
         mem = mem * m.dequant[weight_format].pick(pessimistic)
     return _where(compute_side, comp, mem)
