@@ -371,8 +371,13 @@ def run_profile(argv: Sequence[str]) -> str:
     p.add_argument("--family", help="read an unknown model_type as this family")
     p.add_argument("--format", "-f", choices=("table", "markdown", "csv", "json"), default="table")
     p.add_argument("--plot", metavar="FILE.png|FILE.svg", help="the roofline with the measured kernels and step")
+    p.add_argument("--update", action="store_true",
+                   help="write what was measured (matmul and attention efficiencies, host time per op) back into "
+                   "the --hw-file profile, so the next prediction uses this model's own kernels")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     args = p.parse_args(argv)
+    if args.update and not args.hw_file:
+        raise RoofcalcError("--update writes into the --hw-file profile; give one (roofcalc measure --out me.json)")
     _torch()  # says which extra to install before any work
     if args.plot:
         from .plotting import check_plot_path
@@ -397,6 +402,18 @@ def run_profile(argv: Sequence[str]) -> str:
         from .plotting import save_plot
 
         save_plot(r, args.plot)
+    updated = None
+    if args.update:
+        import time
+        from dataclasses import replace
+
+        from .hardware import save_profile
+        from .profile import updated_model
+
+        note = (f"roofcalc profile {args.model} ({args.dtype}, batch {args.batch}, context {args.context}), "
+                f"{time.strftime('%Y-%m-%d')}")
+        save_profile(replace(hw_profile, efficiency=updated_model(result, r, note)), args.hw_file)
+        updated = f"updated   {args.hw_file}: this run's matmul and attention efficiencies and host time per op"
     if args.format == "json":
         import json
 
@@ -411,6 +428,8 @@ def run_profile(argv: Sequence[str]) -> str:
         out += "\n" + "\n".join(lines) + "\n"
         if args.plot:
             out += f"plot      written to {args.plot}\n"
+        if updated:
+            out += updated + "\n"
     return out
 
 

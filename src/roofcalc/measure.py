@@ -11,6 +11,7 @@ is what the hardware can do), the record keeps both.
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import statistics
@@ -440,14 +441,30 @@ def measure_curves(torch, device: str, dtype: str, repeats: int, progress, timer
     def rand(*shape):
         return torch.randn(*shape, device=device, dtype=t)
 
+    cache = _cache_bytes(torch, device)
+
+    def copies(*shape):
+        """Enough copies of a tensor that cycling through them streams from memory, not a cache
+        (a model's step reads each weight and each sequence's KV cache once)."""
+        one = itemsize * math.prod(shape)
+        return [rand(*shape) for _ in range(max(1, min(16, -(-2 * cache // one))))]
+
+    def cycling(tensors):
+        state = [0]
+
+        def nxt():
+            state[0] = (state[0] + 1) % len(tensors)
+            return tensors[state[0]]
+        return nxt
+
     mm = []
     progress(f"{dtype} matmul curve: M = {', '.join(map(str, CURVE_ROWS))} on {len(CURVE_SHAPES)} weight shapes")
     for k, n in CURVE_SHAPES:
-        w = rand(n, k)
+        w = cycling(copies(n, k))
         for rows in CURVE_ROWS:
             x = rand(rows, k)
             mm.append((rows, k, n, Sample(f"linear {rows}x{k}x{n}", 2.0 * rows * k * n,
-                                          timer(lambda: torch.nn.functional.linear(x, w), repeats))))
+                                          timer(lambda: torch.nn.functional.linear(x, w()), repeats))))
     nq, nk, h = ATTENTION_HEADS
     sdpa = torch.nn.functional.scaled_dot_product_attention
     att = []
@@ -455,11 +472,13 @@ def measure_curves(torch, device: str, dtype: str, repeats: int, progress, timer
     for b, s in ATTENTION_POINTS:
         q = rand(b, nq, 1, h)
         # K KV heads shared by N query heads, as transformers calls SDPA in decode (no mask: enable_gqa)
-        kk = rand(b, nk, s, h)
-        vv = rand(b, nk, s, h)
+        kv = cycling(copies(2, b, nk, s, h))
         f, nbytes = _sdpa_cost(b, 1, s, itemsize)
-        att.append((b, s, f, nbytes, Sample(f"sdpa B{b} S{s}", f,
-                                            timer(lambda: sdpa(q, kk, vv, enable_gqa=True), repeats))))
+
+        def run():
+            k_and_v = kv()
+            return sdpa(q, k_and_v[0], k_and_v[1], enable_gqa=True)
+        att.append((b, s, f, nbytes, Sample(f"sdpa B{b} S{s}", f, timer(run, repeats))))
     pre = []
     for tt in (512,):
         q = rand(1, nq, tt, h)
@@ -468,6 +487,16 @@ def measure_curves(torch, device: str, dtype: str, repeats: int, progress, timer
                                           timer(lambda: sdpa(q, q, q, is_causal=True), repeats))))
     host, ops = _host_per_op(torch, device, t, progress) if host else ((), 0)
     return Curves(tuple(mm), tuple(att), tuple(pre), host, ops, itemsize, dtype)
+
+
+def _cache_bytes(torch, device: str) -> int:
+    """The last cache a kernel's operands could sit in: the CPU's last level, or the GPU's L2."""
+    if device == "cuda":
+        try:
+            return int(torch.cuda.get_device_properties(0).L2_cache_size)
+        except (AttributeError, RuntimeError, AssertionError):
+            return 64 << 20
+    return last_level_cache_bytes()
 
 
 def _host_per_op(torch, device: str, torch_dtype, progress) -> tuple[tuple[float, ...], int]:

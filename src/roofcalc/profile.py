@@ -420,3 +420,45 @@ def _attribute(prof, analysis: Analysis, device: str, tpot: float, times, ttft: 
         kt.ops += 1
     biggest = dict(sorted(other.items(), key=lambda kv: -kv[1])[:5])
     return ProfileResult(analysis, device, tpot, times, ttft, profiled, kernels, sum(other.values()), biggest)
+
+
+# --------------------------------------------------------------------------- closing the loop
+
+
+def updated_model(p: ProfileResult, r, note: str):
+    """The roofline's kernel model with what the profile measured written in: the matmul curve at
+    this step's rows, the GEMV and decode-attention efficiencies (median over the measured
+    kernels, floor over measured time), and the host's seconds per op (TPOT minus the kernels'
+    time, per eager op, where host and device add up; TPOT per op where a GPU step is host-bound)."""
+    import statistics
+    from dataclasses import replace
+
+    from .predict import Efficiency
+
+    m = r.model
+    classes, curves = dict(m.classes), {k: list(v) for k, v in m.curves.items()}
+    by_class: dict[str, list[tuple[int, float]]] = {}
+    for pl in r.step.placements:
+        if pl.measured_s is None or pl.kernel.kind not in ("matmul", "attention") or pl.weight_format:
+            continue
+        e = min(1.0, pl.t_floor_s / pl.measured_s)
+        by_class.setdefault(pl.efficiency_class, []).append((pl.rows, e))
+    for name, pts in by_class.items():
+        es = [e for _, e in pts]
+        old = classes[name]
+        spread = old.pessimistic / old.expected if old.expected else 1.0
+        classes[name] = Efficiency(statistics.median(es), statistics.median(es) * spread, "measured", note)
+        if name in ("gemv", "gemm"):
+            for rows in sorted({r_ for r_, _ in pts}):
+                e = statistics.median(e for r_, e in pts if r_ == rows)
+                curves["matmul"] = sorted([pt for pt in curves.get("matmul", []) if pt[0] != rows] + [(float(rows), e)])
+    ops = r.step.launches_per_step
+    host = m.host_per_op_s
+    if not m.overlap and p.tpot_s > p.kernel_sum_s:
+        per = (p.tpot_s - p.kernel_sum_s) / ops
+        host = Efficiency(per, max(per, host.pessimistic), "measured", note + ": TPOT minus the kernels, per op")
+    elif m.overlap and p.tpot_s > 1.1 * p.kernel_sum_s:
+        per = p.tpot_s / ops
+        host = Efficiency(per, max(per, host.pessimistic), "measured", note + ": a host-bound step, TPOT per op")
+    return replace(m, classes=classes, host_per_op_s=host, curves={k: tuple(v) for k, v in curves.items()},
+                   relative_to="measured")

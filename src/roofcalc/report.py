@@ -659,25 +659,28 @@ def profile_record(p) -> dict[str, Any]:
 
 
 def profile_lines(p, r: Roofline) -> list[str]:
-    """The measured step against the model: the gap split into floor, dispatch overhead and the rest."""
+    """The measured step against the model: predicted vs measured TPOT, the device and host parts."""
     st = r.step
-    floor, launch = st.sum_floor_s, st.sum_launch_s
-    rest = p.tpot_s - floor - launch
+    t = st.times
+    err = p.tpot_s / st.predicted_s - 1
+    outside = p.tpot_s - p.kernel_sum_s
     lines = [
         f"profiled  {p.device}: "
         + (f"prefill of {r.analysis.workload.kv_len - 1} tokens {p.ttft_s * 1e3:.4g} ms; " if p.ttft_s is not None
            else f"cache of {r.analysis.workload.kv_len - 1} tokens filled with random values (prefill skipped); ")
         + f"{len(p.step_times_s)} decode steps, median TPOT {p.tpot_s * 1e3:.4g} ms "
         f"(min {min(p.step_times_s) * 1e3:.4g}, max {max(p.step_times_s) * 1e3:.4g})",
-        f"predicted TPOT {st.predicted_lower_s * 1e3:.4g} ms to {st.predicted_upper_s * 1e3:.4g} ms on the measured "
-        f"roof; measured / predicted (no overlap) = {p.tpot_s / st.predicted_upper_s:.2f}",
-        f"gap       measured {p.tpot_s * 1e3:.4g} ms = floors {floor * 1e3:.4g} ms ({100 * floor / p.tpot_s:.0f}%) "
-        f"+ dispatch overhead {launch * 1e3:.4g} ms ({100 * launch / p.tpot_s:.0f}%; {st.launches_per_step} ops x "
-        f"{st.launch_overhead_s * 1e6:.3g} us) + the rest {rest * 1e3:.4g} ms ({100 * rest / p.tpot_s:.0f}%: kernels "
-        f"below their roof, and whatever the model does not count)",
-        f"kernels   the profiled step's ops sum to {p.kernel_sum_s * 1e3:.4g} ms in roofcalc's kernels + "
-        f"{p.other_s * 1e3:.4g} ms outside them = {(p.kernel_sum_s + p.other_s) * 1e3:.4g} ms; the step took "
-        f"{p.profiled_step_s * 1e3:.4g} ms under the profiler (median unprofiled {p.tpot_s * 1e3:.4g} ms)",
+        f"predicted TPOT {ms(st.predicted_s)} ms (range {ms(st.predicted_lower_s)} to {ms(st.predicted_upper_s)} ms); "
+        f"measured {p.tpot_s * 1e3:.4g} ms: {100 * err:+.0f}% "
+        + ("(inside the range)" if st.predicted_lower_s <= p.tpot_s <= st.predicted_upper_s else "(outside the range)"),
+        f"device    predicted {ms(t.device_s)} ms of kernels; the profiled step's ops sum to {p.kernel_sum_s * 1e3:.4g} ms "
+        f"in roofcalc's kernels + {p.other_s * 1e3:.4g} ms outside them",
+        f"host      predicted {ms(t.host_s)} ms ({host_words(r)}); measured TPOT less the ops: {outside * 1e3:.4g} ms "
+        + ("(host and device add up here)" if not t.overlap else "(host and device overlap here)"),
+        f"gap       measured {p.tpot_s * 1e3:.4g} ms = floors {st.sum_floor_s * 1e3:.4g} ms "
+        f"({100 * st.sum_floor_s / p.tpot_s:.0f}%) + kernels below their roof "
+        f"{(p.kernel_sum_s - st.sum_floor_s) * 1e3:.4g} ms + outside the kernels {outside * 1e3:.4g} ms; "
+        f"the step took {p.profiled_step_s * 1e3:.4g} ms under the profiler",
     ]
     fast = [pl.kernel.name for pl in st.placements if pl.measured_s is not None and pl.measured_s < 0.9 * pl.t_floor_s]
     if fast:
