@@ -53,11 +53,13 @@ def test_curves_become_the_profiles_kernel_model(measured, tmp_path, capsys):
     pytest.importorskip("torch")
     c = measured.curves
     # 7 values of M on 2 weight shapes; 4 decode attention points and one prefill
-    assert [r for r, _, _, _ in c.matmul] == [1, 4, 16, 64, 256, 1024, 4096] * 2
+    assert [r for r, _, _, _ in c.matmul] == [1, 4, 16, 64, 256, 1024, 4096] * 3
     assert len(c.attention) == 4 and len(c.prefill_attention) == 1
     assert c.host_ops > 20 and all(0 < x < 1e-3 for x in c.host_per_op)  # tens of ops, microseconds each
     model = measured.profile(None).efficiency
-    assert model.relative_to == "measured" and [r for r, _ in model.curves["matmul"]] == [1, 4, 16, 64, 256, 1024, 4096]
+    # (rows, weight bytes, e) at 7 rows for each of 3 fp32 weights: 512x1024, 1024x3072 and 2048x5632 x 4 bytes
+    assert model.relative_to == "measured" and len(model.curves["matmul"]) == 21
+    assert sorted({w for _, w, _ in model.curves["matmul"]}) == [2_097_152, 12_582_912, 46_137_344]
     for name, e in model.classes.items():
         assert 0 < e.pessimistic <= e.expected <= 1, name
     assert {model.classes[n].source for n in ("gemv", "gemm", "attention", "attention_compute", "stream")} == \
@@ -206,8 +208,8 @@ def test_the_cuda_measuring_path_on_a_shim(monkeypatch, tmp_path, capsys):
     # it builds a transformers model on the device, which a shim cannot)
     c = measure_module.measure_curves(shim, "cuda", "fp16", 2, lambda msg: None,
                                       timer=lambda fn, r: measure_module._cuda_time(shim, fn, r), host=False)
-    # 7 rows x 2 weight shapes; a 1 x 2048 x 2048 GEMV is 2·2048·2048 = 8,388,608 FLOPs
-    assert len(c.matmul) == 14 and c.matmul[0][3].work == 8_388_608 and c.itemsize == 2
+    # 7 rows x 3 weight shapes; a 1 x 512 x 1024 GEMV is 2·512·1024 = 1,048,576 FLOPs
+    assert len(c.matmul) == 21 and c.matmul[0][3].work == 1_048_576 and c.itemsize == 2
     # decode SDPA at B=1, S=256 over 32 heads of 64: QKᵀ + PV = 4·32·256·64 = 2,097,152 FLOPs; reads Q
     # (32·64) and writes O (32·64), reads K and V of 4 KV heads: 2·256·4·64, all at 2 bytes = 270,336
     assert c.attention[0][2:4] == (2_097_152, 270_336)

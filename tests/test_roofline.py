@@ -322,3 +322,17 @@ def test_defaults_move_onto_a_measured_roof():
     assert m.classes["gemv"].expected == pytest.approx(0.685 * 320 / 270)
     assert m.classes["gemm"].expected == pytest.approx(min(1.0, 0.80 * 65 / 50))
     assert all(e.note for e in GPU_DEFAULTS.values())  # every default names its source
+
+
+def test_a_measured_matmul_curve_is_read_in_log_rows_and_log_weight_bytes():
+    from roofcalc.predict import curve_at
+
+    curve = ((1.0, 1e6, 0.2), (100.0, 1e6, 0.6), (1.0, 1e8, 0.6), (100.0, 1e8, 0.9))
+    assert curve_at(curve, 1, 1e6) == pytest.approx(0.2)
+    assert curve_at(curve, 10, 1e6) == pytest.approx(0.4)  # halfway in log rows: (0.2 + 0.6) / 2
+    assert curve_at(curve, 10, 1e7) == pytest.approx((0.4 + 0.75) / 2)  # and halfway in log bytes
+    assert curve_at(curve, 1e4, 1e9) == pytest.approx(0.9) and curve_at(curve, 1, 1) == pytest.approx(0.2)  # flat ends
+    import numpy as np
+
+    grid = curve_at(curve, np.array([[1.0], [10.0]]), np.array([[1e6, 1e7]]))
+    assert grid == pytest.approx(np.array([[0.2, 0.4], [0.4, 0.575]]))

@@ -354,7 +354,9 @@ def cuda_measure(dtypes, repeats: int, nbytes: int | None, progress, curves: boo
 # negligible). roofcalc.predict turns them into each kernel's expected time.
 
 CURVE_ROWS = (1, 4, 16, 64, 256, 1024, 4096)
-CURVE_SHAPES = ((2048, 2048), (2048, 5632))  # (K, N): a TinyLlama q_proj and gate_proj
+# (K, N) weights of three sizes, 2, 12.6 and 46 MB in fp32 (a small model's q_proj to a 1B
+# model's gate_proj): a GEMV's efficiency depends on how much it streams as well as on M
+CURVE_SHAPES = ((512, 1024), (1024, 3072), (2048, 5632))
 ATTENTION_POINTS = ((1, 256), (1, 2048), (8, 256), (8, 2048))  # (B, S) of a decode step
 ATTENTION_HEADS = (32, 4, 64)  # N query heads, K KV heads, H: TinyLlama's
 HOST_LAYERS = 2
@@ -384,15 +386,15 @@ class Curves:
 
         base = default_model("gpu" if m.device == "cuda" else "cpu")
         classes = dict(base.classes)
-        by_rows: dict[int, list[float]] = {}
+        curve = []
         small, big = [], []
         for rows, k, n, smp in self.matmul:
             flops, nbytes = 2.0 * rows * k * n, float(self.itemsize * (k * n + rows * k + rows * n))
             e = self._e(flops, nbytes, smp.median_s, m)
             worst = self._e(flops, nbytes, max(smp.seconds), m)
-            by_rows.setdefault(rows, []).append(e)
+            curve.append((float(rows), float(self.itemsize * k * n), e))
             (small if rows <= 16 else big if rows >= 1024 else []).append((e, worst))
-        curve = tuple((float(r), statistics.median(v)) for r, v in sorted(by_rows.items()))
+        curve = tuple(sorted(curve))
         note = f"roofcalc measure, {self.dtype} on {m.name}"
         if small:
             classes["gemv"] = Efficiency(statistics.median(e for e, _ in small), min(w for _, w in small), "measured",
@@ -449,22 +451,19 @@ def measure_curves(torch, device: str, dtype: str, repeats: int, progress, timer
         one = itemsize * math.prod(shape)
         return [rand(*shape) for _ in range(max(1, min(16, -(-2 * cache // one))))]
 
-    def cycling(tensors):
-        state = [0]
-
-        def nxt():
-            state[0] = (state[0] + 1) % len(tensors)
-            return tensors[state[0]]
-        return nxt
+    def per_call(fn_over, items):
+        """Seconds per call, timing the calls back to back over ``items`` (as a step runs its kernels)."""
+        return tuple(x / len(items) for x in timer(lambda: fn_over(items), repeats))
 
     mm = []
     progress(f"{dtype} matmul curve: M = {', '.join(map(str, CURVE_ROWS))} on {len(CURVE_SHAPES)} weight shapes")
+    linear = torch.nn.functional.linear
     for k, n in CURVE_SHAPES:
-        w = cycling(copies(n, k))
+        ws = copies(n, k)
         for rows in CURVE_ROWS:
             x = rand(rows, k)
             mm.append((rows, k, n, Sample(f"linear {rows}x{k}x{n}", 2.0 * rows * k * n,
-                                          timer(lambda: torch.nn.functional.linear(x, w()), repeats))))
+                                          per_call(lambda items: [linear(x, w) for w in items], ws))))
     nq, nk, h = ATTENTION_HEADS
     sdpa = torch.nn.functional.scaled_dot_product_attention
     att = []
@@ -472,13 +471,10 @@ def measure_curves(torch, device: str, dtype: str, repeats: int, progress, timer
     for b, s in ATTENTION_POINTS:
         q = rand(b, nq, 1, h)
         # K KV heads shared by N query heads, as transformers calls SDPA in decode (no mask: enable_gqa)
-        kv = cycling(copies(2, b, nk, s, h))
+        kvs = copies(2, b, nk, s, h)
         f, nbytes = _sdpa_cost(b, 1, s, itemsize)
-
-        def run():
-            k_and_v = kv()
-            return sdpa(q, k_and_v[0], k_and_v[1], enable_gqa=True)
-        att.append((b, s, f, nbytes, Sample(f"sdpa B{b} S{s}", f, timer(run, repeats))))
+        att.append((b, s, f, nbytes, Sample(f"sdpa B{b} S{s}", f, per_call(
+            lambda items: [sdpa(q, kv[0], kv[1], enable_gqa=True) for kv in items], kvs))))
     pre = []
     for tt in (512,):
         q = rand(1, nq, tt, h)
@@ -709,9 +705,12 @@ def curve_lines(m: Measurement) -> list[str]:
     if m.curves is None:
         return []
     model = m.curves.model(m)
-    rows = ", ".join(f"M={int(r)}: {100 * e:.0f}%" for r, e in model.curves["matmul"])
     c = model.classes
-    lines = [f"curves    {m.curves.dtype} matmuls reach, of the measured roof at their AI: {rows}",
+    lines = [f"curves    {m.curves.dtype} matmuls reach, of the measured roof at their AI:"]
+    for size in sorted({w for _, w, _ in model.curves["matmul"]}):
+        pts = ", ".join(f"M={int(r)} {100 * e:.0f}%" for r, w, e in model.curves["matmul"] if w == size)
+        lines.append(f"          {size / 1e6:.3g} MB of weights: {pts}")
+    lines += [
              f"          decode attention {100 * c['attention'].expected:.0f}% (worst {100 * c['attention'].pessimistic:.0f}%)"
              f", prefill attention {100 * c['attention_compute'].expected:.0f}%, streams "
              f"{100 * c['stream'].expected:.0f}%"]

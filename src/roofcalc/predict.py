@@ -89,7 +89,8 @@ class KernelModel:
     host_per_op_s: Efficiency
     launch_s: Efficiency
     overlap: bool  # host and device run at once (GPU) or one after the other (CPU)
-    curves: Mapping[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)  # class -> ((rows, e), ...)
+    # measured matmul efficiency: ((rows M, weight bytes, e), ...), read in log M and log bytes
+    curves: Mapping[str, tuple[tuple[float, float, float], ...]] = field(default_factory=dict)
     relative_to: str = "datasheet"  # what roof the fractions are of: "datasheet" | "measured"
 
     def on_roof(self, bandwidth_ratio: float, peak_ratio: float) -> "KernelModel":
@@ -165,20 +166,22 @@ def _efficiency(v: Any, what: str, seconds: bool = False) -> Efficiency:
 
 
 def _curves(v: Any, where: str) -> dict:
+    what = "[[rows, weight_bytes, efficiency], ...]"
     if not isinstance(v, dict):
-        raise RoofcalcError(f"{where}: efficiency.curves must map a class to [[rows, efficiency], ...]")
+        raise RoofcalcError(f"{where}: efficiency.curves must map a class to {what}")
     out = {}
     for name, pts in v.items():
         if name not in ("matmul",):
             raise RoofcalcError(f"{where}: efficiency.curves has no class '{name}' (use matmul)")
         if not isinstance(pts, list) or not pts:
-            raise RoofcalcError(f"{where}: efficiency.curves.{name} must be a non-empty list of [rows, efficiency]")
+            raise RoofcalcError(f"{where}: efficiency.curves.{name} must be a non-empty list {what}")
         rows = []
         for p in pts:
-            if not isinstance(p, list) or len(p) != 2:
-                raise RoofcalcError(f"{where}: efficiency.curves.{name} holds [rows, efficiency] pairs")
+            if not isinstance(p, list) or len(p) != 3:
+                raise RoofcalcError(f"{where}: efficiency.curves.{name} holds {what}")
             rows.append((_number(p[0], f"{where}: curve rows", 1, 1 << 24),
-                         _number(p[1], f"{where}: curve efficiency", 1e-4, 1.0)))
+                         _number(p[1], f"{where}: curve weight bytes", 1, 1e15),
+                         _number(p[2], f"{where}: curve efficiency", 1e-4, 1.0)))
         out[name] = tuple(sorted(rows))
     return out
 
@@ -235,7 +238,8 @@ def kernel_class(kind: str, compute_side: bool) -> str:
     return "stream"
 
 
-def efficiency(m: KernelModel, kind: str, compute_side, rows, weight_format: str = "", pessimistic: bool = False):
+def efficiency(m: KernelModel, kind: str, compute_side, rows, weight_format: str = "", pessimistic: bool = False,
+               weight_bytes=1.0):
     """e for a kernel (scalars or numpy arrays of ``compute_side`` and ``rows``): its class's
     fraction, a measured matmul curve interpolated in log(rows) where the profile has one, times
     the dequantizing factor for integer weights on the memory side."""
@@ -245,13 +249,47 @@ def efficiency(m: KernelModel, kind: str, compute_side, rows, weight_format: str
     comp, mem = (m.classes[n].pick(pessimistic) for n in names)
     curve = m.curves.get("matmul") if kind == "matmul" else None
     if curve:  # the measured curve is the expected value; its class keeps the spread to the pessimistic end
-        e = _interp_log(rows, curve)
+        e = curve_at(curve, rows, weight_bytes)
         g, c = m.classes["gemv"], m.classes["gemm"]
         comp = e * (c.pessimistic / c.expected if pessimistic else 1.0)
         mem = e * (g.pessimistic / g.expected if pessimistic else 1.0)
     if kind == "matmul" and weight_format in m.dequant:
         mem = mem * m.dequant[weight_format].pick(pessimistic)
     return _where(compute_side, comp, mem)
+
+
+def curve_at(curve, rows, weight_bytes):
+    """A measured matmul curve ((rows, weight bytes, e), ...) read at (rows, weight bytes): along log
+    rows within each measured weight size, then along log bytes between the sizes; flat beyond the
+    measured ends. Scalars or numpy arrays."""
+    sizes = sorted({w for _, w, _ in curve})
+    per_size = [_interp_log(rows, [(r, e) for r, w, e in curve if w == size]) for size in sizes]
+    if len(sizes) == 1:
+        return per_size[0]
+    return _interp_between(weight_bytes, sizes, per_size)
+
+
+def _interp_between(x, xs, ys):
+    """ys[i] (scalars or arrays) at xs[i], read at x linearly in log x, flat beyond the ends."""
+    if _is_array(x, *ys):
+        import numpy as np
+
+        lx = np.log(np.maximum(np.asarray(x, dtype=float), 1.0))
+        out = np.zeros(np.broadcast(lx, *ys).shape)
+        out = out + ys[0]
+        lxs = [math.log(v) for v in xs]
+        for (x0, y0), (x1, y1) in zip(zip(lxs, ys), zip(lxs[1:], ys[1:])):
+            t = np.clip((lx - x0) / (x1 - x0), 0.0, 1.0)
+            out = np.where(lx > x0, y0 + (y1 - y0) * t, out)
+        return out
+    lx = math.log(max(x, 1.0))
+    lxs = [math.log(v) for v in xs]
+    if lx <= lxs[0]:
+        return ys[0]
+    for x0, x1, y0, y1 in zip(lxs, lxs[1:], ys, ys[1:]):
+        if lx <= x1:
+            return y0 + (y1 - y0) * (lx - x0) / (x1 - x0)
+    return ys[-1]
 
 
 def _interp_log(rows, curve):
@@ -318,14 +356,14 @@ def host_ops(impl: str, launches_per_step):
 
 def step_times(terms, m: KernelModel, impl: str, launches_per_step) -> StepTimes:
     """The step from its kernels. ``terms`` holds one tuple per kernel,
-    (count, t_compute_s, t_memory_s, kind, rows, weight_format), where the times may be numpy
+    (count, t_compute_s, t_memory_s, kind, rows, weight_format, weight_bytes), where the times may be numpy
     arrays of one shape (a sweep) and count, kind and weight format are per kernel."""
     floor = device = upper = compute = 0.0
-    for count, t_c, t_m, kind, rows, wfmt in terms:
+    for count, t_c, t_m, kind, rows, wfmt, wbytes in terms:
         t_floor = _maximum(t_c, t_m)
         side = t_c > t_m
-        e = efficiency(m, kind, side, rows, wfmt)
-        e_hi = efficiency(m, kind, side, rows, wfmt, pessimistic=True)
+        e = efficiency(m, kind, side, rows, wfmt, weight_bytes=wbytes)
+        e_hi = efficiency(m, kind, side, rows, wfmt, pessimistic=True, weight_bytes=wbytes)
         t = t_floor / e
         floor = floor + count * t_floor
         device = device + count * t

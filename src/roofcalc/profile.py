@@ -437,21 +437,21 @@ def updated_model(p: ProfileResult, r, note: str):
 
     m = r.model
     classes, curves = dict(m.classes), {k: list(v) for k, v in m.curves.items()}
-    by_class: dict[str, list[tuple[int, float]]] = {}
+    by_class: dict[str, list[tuple[int, int, float]]] = {}
     for pl in r.step.placements:
         if pl.measured_s is None or pl.kernel.kind not in ("matmul", "attention") or pl.weight_format:
             continue
         e = min(1.0, pl.t_floor_s / pl.measured_s)
-        by_class.setdefault(pl.efficiency_class, []).append((pl.rows, e))
+        by_class.setdefault(pl.efficiency_class, []).append((pl.rows, pl.kernel.cost.weight_bytes, e))
     for name, pts in by_class.items():
-        es = [e for _, e in pts]
+        es = [e for _, _, e in pts]
         old = classes[name]
         spread = old.pessimistic / old.expected if old.expected else 1.0
         classes[name] = Efficiency(statistics.median(es), statistics.median(es) * spread, "measured", note)
-        if name in ("gemv", "gemm"):
-            for rows in sorted({r_ for r_, _ in pts}):
-                e = statistics.median(e for r_, e in pts if r_ == rows)
-                curves["matmul"] = sorted([pt for pt in curves.get("matmul", []) if pt[0] != rows] + [(float(rows), e)])
+        if name in ("gemv", "gemm"):  # each measured (rows, weight size) replaces the curve's point there
+            new = {(float(r_), float(w)): e for r_, w, e in pts}
+            kept = [pt for pt in curves.get("matmul", []) if (pt[0], pt[1]) not in new]
+            curves["matmul"] = sorted(kept + [(r_, w, e) for (r_, w), e in new.items()])
     ops = r.step.launches_per_step
     host = m.host_per_op_s
     if not m.overlap and p.tpot_s > p.kernel_sum_s:

@@ -164,7 +164,7 @@ class Placement:
         if self.model is None:
             return 1.0
         return efficiency(self.model, self.kernel.kind, self.t_compute_s > self.t_memory_s, self.rows,
-                          self.weight_format)
+                          self.weight_format, weight_bytes=self.kernel.cost.weight_bytes)
 
     @property
     def efficiency_source(self) -> str:
@@ -240,7 +240,8 @@ class Placement:
     @property
     def term(self) -> tuple:
         """What :func:`roofcalc.predict.step_times` needs of this kernel."""
-        return (self.kernel.count, self.t_compute_s, self.t_memory_s, self.kernel.kind, self.rows, self.weight_format)
+        return (self.kernel.count, self.t_compute_s, self.t_memory_s, self.kernel.kind, self.rows, self.weight_format,
+                self.kernel.cost.weight_bytes)
 
 
 @dataclass(frozen=True)

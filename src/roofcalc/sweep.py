@@ -261,7 +261,8 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
             row["kv_write_bytes"]
         t_c, t_m = row["flops"] / roof.peak_flop_per_s, nbytes / roof.bandwidth_bytes_per_s
         floor += count * np.maximum(t_c, t_m)
-        terms.append((count, t_c, t_m, kernel.kind, _rows(probe, i, b), weight_format(kernel, base.weight_dtype)))
+        terms.append((count, t_c, t_m, kernel.kind, _rows(probe, i, b), weight_format(kernel, base.weight_dtype),
+                      row["weight_bytes"]))
         if per_batch:
             n_launch += count * np.array([[launches(per_batch[int(bb)][i][0], impl, act_name, shape)]
                                           for bb in b[:, 0]])
