@@ -28,7 +28,7 @@ from typing import Any, Mapping
 
 from .errors import RoofcalcError
 
-CLASSES = ("gemv", "gemm", "attention", "attention_compute", "stream")
+CLASSES = ("gemv", "gemm", "gemm_fp8", "attention", "attention_compute", "stream")
 DEQUANT = ("int8", "int4")
 
 
@@ -53,13 +53,27 @@ GPU_DEFAULTS = {
                          "(0.83); pessimistic: the low end of " + _SEED),
     "gemv": Efficiency(0.685, 0.63, note="NVIDIA aiconfigurator 0.12 silicon database, A100 Llama-2-7B decode "
                        "GEMMs at 63-74% of speed of light (midpoint; pessimistic: 63%)"),
-    "gemm": Efficiency(0.80, 0.70, note="big-GEMM share of datasheet peak: the middle and low end of " + _SEED),
-    "attention": Efficiency(0.685, 0.23, note="decode attention streams its KV cache like a GEMV streams weights "
-                            "(the gemv figure); pessimistic: aiconfigurator's A100 decode attention at ~23% of "
-                            "speed of light"),
+    "gemm": Efficiency(0.80, 0.70, note="16-bit big-GEMM share of datasheet peak: the middle and low end of " + _SEED),
+    # DeepGEMM README (deepseek-ai/DeepGEMM, 2025), FP8 GEMMs on H800 (1979 TFLOP/s dense): at M = 4096
+    # 590, 990, 1025, 1058, 1304 and 1358 TFLOP/s; median 1041.5 (0.526), lower quartile 998.75 (0.505).
+    # (Its M = 64 and 128 rows stream 1509-2668 GB/s of 3350, median 0.686: the gemv figure again.)
+    "gemm_fp8": Efficiency(1041.5 / 1979, 590 / 1979, note="DeepGEMM README: FP8 GEMMs at M = 4096 on H800 reach "
+                           "590-1358 of 1979 TFLOP/s, median 1042 (pessimistic: 590)"),
+    # Dao-AILab/flash-attention issue #1572 (2025): FA3 batch decode on an H100 under CUDA graphs, batch 16,
+    # 32 heads of 128, paged KV: 1226 GB/s at 128 keys, 1796 at 2000, 1849 at 4000, of 3350 GB/s
+    "attention": Efficiency(1796 / 3350, 1226 / 3350, note="flash-attention issue #1572: FA3 batch decode on H100 "
+                            "streams its KV cache at 1796 GB/s (2000 keys; expected) to 1226 GB/s (128 keys; "
+                            "pessimistic) of 3350"),
     "attention_compute": Efficiency(0.60, 0.50, note="FlashAttention-2 (Dao, 2023): forward pass at 50-73% of "
                                     "A100 peak (60% expected, 50% pessimistic)"),
 }
+# A GEMM with few rows fills few output tiles, so it reaches less of the compute roof than a big one
+# (tile and wave quantization: NVIDIA's "Matrix Multiplication Background" guide). The same DeepGEMM
+# table, medians at each M: 288 TFLOP/s at M = 64, 521.5 at M = 128, 1041.5 at M = 4096; relative to
+# M = 4096 that is 0.277 and 0.501. The defaults scale every compute dtype's GEMM efficiency by it
+# (read in log M, 1 from M = 4096 up, 0.277 below M = 64); a measured curve replaces it.
+GEMM_ROWS = ((64.0, 288 / 1041.5), (128.0, 521.5 / 1041.5), (4096.0, 1.0))
+
 # Weight-only int8 / int4 GEMVs dequantize on the fly: their bandwidth relative to a 16-bit GEMV
 # on the same GPU, from gpt-fast's README (A100-80GB, batch 1): bf16 1397 GB/s, int8 1069 GB/s,
 # int4 (group 32) 863 GB/s.
@@ -71,13 +85,15 @@ GPU_DEQUANT = {
 }
 # Host seconds per eager op: transformers' Python modules and PyTorch's dispatcher, measured with
 # `roofcalc measure` on the development machine (a 2-vCPU AMD EPYC VM, transformers 5.24, torch
-# 2.13): a two-layer Llama decode step, 89 ops in 1.39 ms, 15.6 us per op. On a GPU each op also
-# calls the CUDA launch API, which the worked example puts at 5-10 us: pessimistic 15 + 10.
-HOST_PER_OP = Efficiency(15e-6, 25e-6, note="roofcalc measure on a 2-vCPU EPYC VM: a transformers Llama decode "
-                         "step at 15.6 us per op; pessimistic +10 us of CUDA launch (the worked example's 5-10 us)")
+# 2.13): a two-layer Llama decode step, 89 ops in 1.39 ms, 15.6 us per op on CPU tensors. On a GPU
+# each op also calls the CUDA launch API, which the worked example puts at 5-10 us: 15 + 5
+# expected, 15 + 10 pessimistic.
+HOST_PER_OP = Efficiency(20e-6, 25e-6, note="roofcalc measure on a 2-vCPU EPYC VM: a transformers Llama decode "
+                         "step at 15.6 us per op on CPU tensors, plus a CUDA launch of 5 us (pessimistic 10 us: the "
+                         "worked example's 5-10 us)")
 LAUNCH = Efficiency(5e-6, 10e-6, note="the worked example: one kernel launch costs 5-10 us")
-CPU_HOST_PER_OP = Efficiency(15e-6, 25e-6, note=HOST_PER_OP.note.split("; pessimistic")[0] + "; pessimistic +10 us "
-                             "for a slower host")
+CPU_HOST_PER_OP = Efficiency(15e-6, 25e-6, note="roofcalc measure on a 2-vCPU EPYC VM: a transformers Llama "
+                             "decode step at 15.6 us per op; pessimistic +10 us")
 
 
 @dataclass(frozen=True)
@@ -91,14 +107,21 @@ class KernelModel:
     overlap: bool  # host and device run at once (GPU) or one after the other (CPU)
     # measured matmul efficiency: ((rows M, weight bytes, e), ...), read in log M and log bytes
     curves: Mapping[str, tuple[tuple[float, float, float], ...]] = field(default_factory=dict)
-    relative_to: str = "datasheet"  # what roof the fractions are of: "datasheet" | "measured"
+    relative_to: str = "datasheet"  # what the fractions are of: "datasheet", "measured roof" (the defaults
+    # moved onto a measured roof), "measured" (a profile's own), "ideal"
+
+    def for_compute(self, compute_dtype: str) -> "KernelModel":
+        """FP8 GEMMs reach less of their (twice higher) peak than 16-bit ones: their own class."""
+        if compute_dtype != "fp8" or "gemm_fp8" not in self.classes:
+            return self
+        return replace(self, classes={**self.classes, "gemm": self.classes["gemm_fp8"]})
 
     def on_roof(self, bandwidth_ratio: float, peak_ratio: float) -> "KernelModel":
         """The same model on a roof other than the one its fractions are of: a datasheet fraction
         e is e / ratio of a roof at ``ratio`` × datasheet (at most 1)."""
         if self.relative_to != "datasheet" or (bandwidth_ratio == 1 and peak_ratio == 1):
             return self
-        compute = {"gemm", "attention_compute"}
+        compute = {"gemm", "gemm_fp8", "attention_compute"}
 
         def scale(name: str, e: Efficiency) -> Efficiency:
             r = peak_ratio if name in compute else bandwidth_ratio
@@ -111,7 +134,8 @@ def ideal() -> KernelModel:
     """Every efficiency 1 and no host time: predicted_s is then the sum of the floors."""
     one = Efficiency(1.0, 1.0, note="ideal")
     zero = Efficiency(0.0, 0.0, note="ideal")
-    return KernelModel({c: one for c in CLASSES}, {d: one for d in DEQUANT}, zero, zero, overlap=True)
+    return KernelModel({c: one for c in CLASSES}, {d: one for d in DEQUANT}, zero, zero, overlap=True,
+                       relative_to="ideal")
 
 
 def default_model(kind: str) -> KernelModel:
@@ -238,15 +262,19 @@ def kernel_class(kind: str, compute_side: bool) -> str:
     return "stream"
 
 
-def efficiency(m: KernelModel, kind: str, compute_side, rows, weight_format: str = "", pessimistic: bool = False,
-               weight_bytes=1.0):
-    """e for a kernel (scalars or numpy arrays of ``compute_side`` and ``rows``): its class's
-    fraction, a measured matmul curve interpolated in log(rows) where the profile has one, times
-    the dequantizing factor for integer weights on the memory side."""
+def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessimistic: bool = False,
+                 weight_bytes=1.0):
+    """(compute-side e, memory-side e) of a kernel, scalars or numpy arrays of ``rows``: its classes'
+    fractions; for a matmul the compute side shrinks with few rows (GEMM_ROWS) unless a measured
+    curve (read in log rows and log weight bytes) gives both; integer weights dequantize on the
+    memory side."""
     names = {"matmul": ("gemm", "gemv"), "attention": ("attention_compute", "attention")}.get(kind)
     if names is None:
-        return m.classes["stream"].pick(pessimistic)
+        e = m.classes["stream"].pick(pessimistic)
+        return e, e
     comp, mem = (m.classes[n].pick(pessimistic) for n in names)
+    if kind == "matmul" and m.relative_to in ("datasheet", "measured roof"):  # the defaults only
+        comp = comp * _interp_log(rows, GEMM_ROWS)
     curve = m.curves.get("matmul") if kind == "matmul" else None
     if curve:  # the measured curve is the expected value; its class keeps the spread to the pessimistic end
         e = curve_at(curve, rows, weight_bytes)
@@ -255,7 +283,16 @@ def efficiency(m: KernelModel, kind: str, compute_side, rows, weight_format: str
         mem = e * (g.pessimistic / g.expected if pessimistic else 1.0)
     if kind == "matmul" and weight_format in m.dequant:
         mem = mem * m.dequant[weight_format].pick(pessimistic)
-    return _where(compute_side, comp, mem)
+    return comp, mem
+
+
+def kernel_time(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_format: str = "", weight_bytes=1.0,
+                pessimistic: bool = False):
+    """(expected seconds, compute-bound?) of one kernel instance: its FLOPs over the achievable FLOP/s
+    and its bytes over the achievable bandwidth, the larger of the two."""
+    e_c, e_m = efficiencies(m, kind, rows, weight_format, pessimistic, weight_bytes)
+    t_c, t_m = t_compute / e_c, t_memory / e_m
+    return _maximum(t_c, t_m), t_c > t_m
 
 
 def curve_at(curve, rows, weight_bytes):
@@ -360,14 +397,11 @@ def step_times(terms, m: KernelModel, impl: str, launches_per_step) -> StepTimes
     arrays of one shape (a sweep) and count, kind and weight format are per kernel."""
     floor = device = upper = compute = 0.0
     for count, t_c, t_m, kind, rows, wfmt, wbytes in terms:
-        t_floor = _maximum(t_c, t_m)
-        side = t_c > t_m
-        e = efficiency(m, kind, side, rows, wfmt, weight_bytes=wbytes)
-        e_hi = efficiency(m, kind, side, rows, wfmt, pessimistic=True, weight_bytes=wbytes)
-        t = t_floor / e
-        floor = floor + count * t_floor
+        t, side = kernel_time(m, t_c, t_m, kind, rows, wfmt, wbytes)
+        t_hi, _ = kernel_time(m, t_c, t_m, kind, rows, wfmt, wbytes, pessimistic=True)
+        floor = floor + count * _maximum(t_c, t_m)
         device = device + count * t
-        upper = upper + count * t_floor / e_hi
+        upper = upper + count * t_hi
         compute = compute + count * _where(side, t, 0.0)
     ops = host_ops(impl, launches_per_step)
     per = m.host_per_op_s if impl == "hf-eager" else m.launch_s

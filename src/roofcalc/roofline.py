@@ -18,7 +18,7 @@ from typing import Mapping
 from .calculator import Analysis, Kernel
 from .errors import RoofcalcError
 from .hardware import Hardware
-from .predict import KernelModel, StepTimes, default_model, efficiency, kernel_class, step_times
+from .predict import KernelModel, StepTimes, default_model, kernel_class, kernel_time, step_times
 
 FLAG_FLOOR_MULTIPLE = 3.0  # a kernel above 3× its bandwidth floor "has a problem"
 
@@ -154,31 +154,36 @@ class Placement:
         """M of a matmul: the rows of its activation."""
         return int(self.kernel.dims.split("[", 1)[1].split(",", 1)[0]) if self.kernel.kind == "matmul" else 1
 
+    def _expected(self) -> tuple[float, bool]:
+        if self.model is None:
+            return self.t_floor_s, self.t_compute_s > self.t_memory_s
+        return kernel_time(self.model, self.t_compute_s, self.t_memory_s, self.kernel.kind, self.rows,
+                           self.weight_format, self.kernel.cost.weight_bytes)
+
     @property
     def efficiency_class(self) -> str:
-        return kernel_class(self.kernel.kind, self.t_compute_s > self.t_memory_s)
+        """The class whose efficiency bounds the kernel: gemv or gemm, attention or attention_compute, stream."""
+        return kernel_class(self.kernel.kind, self._expected()[1])
+
+    @property
+    def t_expected_s(self) -> float:
+        """FLOPs over the achievable FLOP/s or bytes over the achievable bandwidth, the larger: what one
+        instance should take on this device."""
+        return self._expected()[0]
 
     @property
     def efficiency(self) -> float:
-        """The fraction of the roof this kernel is expected to reach (1 without a model)."""
-        if self.model is None:
-            return 1.0
-        return efficiency(self.model, self.kernel.kind, self.t_compute_s > self.t_memory_s, self.rows,
-                          self.weight_format, weight_bytes=self.kernel.cost.weight_bytes)
+        """The fraction of the roof this kernel is expected to reach: its floor over its expected time."""
+        t = self.t_expected_s
+        return self.t_floor_s / t if t else 1.0
 
     @property
     def efficiency_source(self) -> str:
         if self.model is None:
             return "ideal"
-        name = self.efficiency_class
         if self.kernel.kind == "matmul" and "matmul" in self.model.curves:
             return "measured"
-        return self.model.classes[name].source
-
-    @property
-    def t_expected_s(self) -> float:
-        """The floor at the expected efficiency: what one instance should take on this device."""
-        return self.t_floor_s / self.efficiency
+        return self.model.classes[self.efficiency_class].source
 
     @property
     def t_compute_s(self) -> float:
@@ -441,14 +446,15 @@ def roofline(analysis: Analysis, hardware: Hardware, *, measured_bw: float | Non
     overhead = launch_overhead_s
     if overhead is None:
         overhead = measured_profile.launch_overhead_s if measured_profile else hardware.launch_overhead_s
-    model = kernel_model(hardware, nominal, measured, measured_profile, launch_overhead_s, host_overhead_s)
+    model = kernel_model(hardware, nominal, measured, measured_profile, launch_overhead_s, host_overhead_s, compute)
     step = place(analysis, measured or nominal, impl=impl, launch_overhead_s=overhead, kernel_times=kernel_times,
                  tpot_s=tpot_s, model=model)
     return Roofline(analysis, hardware, compute, nominal, measured, step, tuple(points), model)
 
 
 def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profile: Hardware | None = None,
-                 launch_overhead_s: float | None = None, host_overhead_s: float | None = None) -> KernelModel:
+                 launch_overhead_s: float | None = None, host_overhead_s: float | None = None,
+                 compute_dtype: str = "fp16") -> KernelModel:
     """The efficiencies a prediction uses: a measured profile's own where it has them, else the
     defaults for the kind of device, moved onto the measured roof when there is one."""
     from dataclasses import replace
@@ -465,6 +471,7 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
         if profile is not None:  # a schema-1 profile: its measured dispatch is the cost of one launch
             model = replace(model, launch_s=Efficiency(profile.launch_overhead_s, profile.launch_overhead_s,
                                                        "measured", "the profile's launch_overhead_s"))
+    model = model.for_compute(compute_dtype)
     if launch_overhead_s is not None:
         model = replace(model, launch_s=Efficiency(launch_overhead_s, launch_overhead_s, "given", "--launch-overhead"))
     if host_overhead_s is not None:

@@ -534,7 +534,8 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
     dtypes = Workload.decode(1, 1, **workload_kw)
     nominal, measured = roofs(hardware, dtypes.compute_dtype.name, measured_bw, measured_flops, measured_profile)
     roof = measured or nominal
-    model = kernel_model(hardware, nominal, measured, measured_profile, launch_overhead_s, host_overhead_s)
+    model = kernel_model(hardware, nominal, measured, measured_profile, launch_overhead_s, host_overhead_s,
+                         dtypes.compute_dtype.name)
     if launch_overhead_s is None:
         launch_overhead_s = (measured_profile or hardware).launch_overhead_s
     if capacity_bytes is None:

@@ -1,0 +1,142 @@
+"""roofcalc's predictions against published measurements of real engines.
+
+    python benchmarks/published.py            # the table in docs/validation.md, and its summary
+
+Every case runs on the catalog's *datasheet* roof with the *default* efficiencies and host
+overheads (roofcalc/predict.py): nothing here is measured on this machine, and no default was
+fitted to these cases (gpt-fast's int8 and int4 figures are where the dequantizing factors come
+from, so they are not among them). A case is a decode step (TPOT), a prefill (TTFT) or a whole
+static batch of requests (output tokens/s), as the source reports it.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+GPT_FAST = "gpt-fast README (pytorch-labs/gpt-fast): A100-80GB at 330 W, batch 1, 5-token prompt, 200 new tokens"
+PT_BLOG = "PyTorch blog 'Accelerating Generative AI with PyTorch II: GPT, Fast' (2023): A100-80GB at 330 W, batch 1"
+MLC = "mlc-ai/llm-perf-bench pull request #1 (2023-08): RTX 4090, batch 1"
+H2O = "h2oai/h2ogpt perf.md: transformers backend, 16-bit, batch 1, summarization"
+TRT = "TensorRT-LLM docs/source/performance.md, v0.8.0"
+
+
+@dataclass(frozen=True)
+class Case:
+    what: str  # "decode" (seconds per token), "prefill" (TTFT), "request" (output tokens/s)
+    model: str
+    hw: str
+    impl: str
+    dtype: str
+    measured: float  # seconds (decode, prefill) or output tokens per second (request)
+    source: str
+    batch: int = 1
+    context: int = 0  # decode: positions attended
+    prompt: int = 0
+    generate: int = 0
+    weight_dtype: str | None = None
+    kv_dtype: str | None = None
+    group_size: int = 128
+    note: str = ""
+
+
+CASES = (
+    # decode, batch 1: TPOT = 1 / tokens per second; the context is the middle of the generation
+    Case("decode", "meta-llama/Llama-2-7b-hf", "A100-80GB", "cuda-graph", "bf16", 1 / 104.9, GPT_FAST, context=105,
+         note="torch.compile (reduce-overhead: CUDA graphs)"),
+    Case("decode", "meta-llama/Llama-2-7b-hf", "A100-80GB", "hf-eager", "bf16", 1 / 25.5, PT_BLOG, context=105,
+         note="the blog's eager starting point (gpt-fast's model, no compile)"),
+    Case("decode", "meta-llama/Llama-2-7b-hf", "RTX4090", "fused", "fp16", 1 / 191.0, MLC, context=256,
+         weight_dtype="int4", group_size=32, note="MLC LLM q4f16_1 (context not stated: 256 assumed)"),
+    Case("decode", "meta-llama/Llama-2-13b-hf", "RTX4090", "fused", "fp16", 1 / 108.8, MLC, context=256,
+         weight_dtype="int4", group_size=32, note="MLC LLM q4f16_1"),
+    Case("decode", "meta-llama/Llama-2-7b-hf", "RTX4090", "fused", "fp16", 1 / 152.56, MLC, context=256,
+         weight_dtype="int4", group_size=128, note="ExLlama, GPTQ 4-bit"),
+    Case("decode", "meta-llama/Llama-2-13b-hf", "RTX4090", "fused", "fp16", 1 / 93.88, MLC, context=256,
+         weight_dtype="int4", group_size=128, note="ExLlama, GPTQ 4-bit"),
+    Case("decode", "meta-llama/Llama-2-7b-hf", "RTX4090", "hf-eager", "fp16", 1 / 40.9252, H2O, context=2048,
+         note="HF generate (context not stated: 2048 assumed)"),
+    Case("decode", "meta-llama/Llama-2-7b-hf", "A100-80GB", "hf-eager", "fp16", 1 / 30.9821, H2O, context=2048,
+         note="HF generate"),
+    Case("decode", "meta-llama/Llama-2-7b-hf", "RTX3090", "hf-eager", "fp16", 1 / 18.0571, H2O, context=2048,
+         note="HF generate"),
+    # prefill, batch 1: time to first token
+    *(Case("prefill", "meta-llama/Llama-2-7b-hf", hw, "fused", dt, ms / 1e3, TRT, prompt=p, kv_dtype=kv,
+           note="first-token latency table")
+      for hw, dt, kv, p, ms in (("H100-SXM", "fp8", "fp8", 128, 6.4), ("H100-SXM", "fp8", "fp8", 2048, 31.0),
+                                ("H200", "fp8", "fp8", 128, 5.8), ("H200", "fp8", "fp8", 2048, 30.1),
+                                ("A100-80GB", "fp16", "fp16", 128, 16.1), ("A100-80GB", "fp16", "fp16", 2048, 120.5),
+                                ("L40S", "fp8", "fp8", 128, 14.3), ("L40S", "fp8", "fp8", 2048, 79.0))),
+    # whole static batches: output tokens/s over prefill + generation
+    *(Case("request", "meta-llama/Llama-2-7b-hf", hw, "fused", dt, tps, TRT, batch=b, prompt=p, generate=n,
+           kv_dtype=dt, note="throughput table (out tok/s/GPU)")
+      for hw, dt, b, p, n, tps in (("A100-80GB", "fp16", 256, 128, 128, 5353), ("A100-80GB", "fp16", 32, 128, 2048, 1518),
+                                   ("A100-80GB", "fp16", 32, 2048, 128, 547), ("A100-80GB", "fp16", 16, 2048, 2048, 613),
+                                   ("H100-SXM", "fp8", 896, 128, 128, 20241), ("H100-SXM", "fp8", 120, 128, 2048, 6922),
+                                   ("H100-SXM", "fp8", 64, 2048, 128, 2170), ("H100-SXM", "fp8", 56, 2048, 2048, 2816))),
+)
+
+
+def predict(c: Case) -> tuple[float, float, float]:
+    """(predicted, lower, upper) in the case's own unit, on the datasheet roof with default efficiencies."""
+    from roofcalc import load_shape
+    from roofcalc.calculator import dtype
+    from roofcalc.hardware import find_hardware
+    from roofcalc.sweep import sweep
+
+    kw = dict(weight_dtype=dtype(c.weight_dtype or c.dtype), act_dtype=dtype(c.dtype),
+              kv_dtype=dtype(c.kv_dtype or c.dtype), group_size=c.group_size)
+    shape, hw = load_shape(c.model), find_hardware(c.hw)
+    if c.what == "decode":
+        g = sweep(shape, hw, batches=[c.batch], contexts=[c.context], impl=c.impl, **kw).grid
+    elif c.what == "prefill":
+        g = sweep(shape, hw, batches=[c.batch], prompts=[c.prompt], impl=c.impl, **kw).grid
+    else:
+        g = sweep(shape, hw, batches=[c.batch], prompts=[c.prompt], generate=c.generate, impl=c.impl, **kw).grid
+    t = tuple(float(x[0, 0]) for x in (g.predicted_s, g.predicted_lower_s, g.predicted_upper_s))
+    if c.what == "request":  # tokens/s: the fastest time gives the most tokens
+        tokens = c.batch * c.generate
+        return tokens / t[0], tokens / t[2], tokens / t[1]
+    return t
+
+
+def rows():
+    out = []
+    for c in CASES:
+        p, lo, hi = predict(c)
+        out.append((c, p, lo, hi))
+    return out
+
+
+def summary(rs) -> dict:
+    inside = sum(lo <= c.measured <= hi for c, _, lo, hi in rs)
+    logs = [abs(math.log(c.measured / p)) for c, p, _, _ in rs]
+    widths = [hi / lo for _, _, lo, hi in rs]
+    return {"cases": len(rs), "inside": inside, "median_abs_log": statistics.median(logs),
+            "median_width": statistics.median(widths)}
+
+
+def _fmt(c: Case, x: float) -> str:
+    return f"{x:,.0f} tok/s" if c.what == "request" else f"{x * 1e3:.3g} ms"
+
+
+def markdown(rs) -> str:
+    lines = ["| # | case | engine (impl) | measured | predicted | [lower, upper] | measured / predicted | inside |",
+             "|---|---|---|---|---|---|---|---|"]
+    for i, (c, p, lo, hi) in enumerate(rs, 1):
+        wl = {"decode": f"decode B={c.batch} S={c.context}", "prefill": f"prefill P={c.prompt}",
+              "request": f"B={c.batch} P={c.prompt} N={c.generate}"}[c.what]
+        dt = c.dtype + (f" W{c.weight_dtype[3:]} g{c.group_size}" if c.weight_dtype else "")
+        lines.append(f"| {i} | {c.model.split('/')[-1]} {dt} on {c.hw}, {wl} | {c.note} ({c.impl}) | "
+                     f"{_fmt(c, c.measured)} | {_fmt(c, p)} | [{_fmt(c, lo)}, {_fmt(c, hi)}] | "
+                     f"{c.measured / p:.2f} | {'yes' if lo <= c.measured <= hi else 'no'} |")
+    s = summary(rs)
+    lines += ["", f"{s['inside']} of {s['cases']} inside [lower, upper] ({100 * s['inside'] / s['cases']:.0f}%); median "
+              f"|log(measured / predicted)| = {s['median_abs_log']:.3f} (log 1.25 = {math.log(1.25):.3f}); median "
+              f"upper / lower = {s['median_width']:.2f}"]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(markdown(rows()))
