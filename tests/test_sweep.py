@@ -33,6 +33,51 @@ def test_grid_equals_scalar_calculator(model, b, s):
     assert grid.launch_s[1, 0] == pytest.approx(verdict.sum_launch_s)
 
 
+@settings(max_examples=40, deadline=None)
+@given(model=st.sampled_from(MODELS), b=st.integers(1, 1024), s=st.integers(1, 20_000),
+       impl=st.sampled_from(["hf-eager", "fused", "cuda-graph"]), hw=st.sampled_from(["A100", "T4", "H100", "EPYC-9654"]),
+       dt=st.sampled_from(["fp16", "int4"]))
+def test_every_sweep_time_equals_the_single_step_report(model, b, s, impl, hw, dt):
+    """The one step model: a sweep's predicted, lower and upper times at any point are the single-step
+    report's (roofline()), with the default efficiencies and host model of that device."""
+    from roofcalc.hardware import find_hardware
+    from roofcalc.roofline import roofline
+    from roofcalc.sweep import sweep
+
+    shape, device = load_shape(model), find_hardware(hw)
+    compute = "bf16" if hw == "EPYC-9654" else "fp16"
+    kw = dict(weight_dtype=dtype(compute if dt == "fp16" else dt), act_dtype=dtype(compute), kv_dtype=dtype(compute))
+    sw = sweep(shape, device, batches=[1, b], contexts=[s, 7], impl=impl, **kw)
+    r = roofline(analyze(shape, Workload.decode(b, s, **kw)), device, impl=impl)
+    g, st_ = sw.grid, r.step
+    assert g.predicted_s[1, 0] == pytest.approx(st_.predicted_s, rel=1e-12)
+    assert g.predicted_lower_s[1, 0] == pytest.approx(st_.predicted_lower_s, rel=1e-12)
+    assert g.predicted_upper_s[1, 0] == pytest.approx(st_.predicted_upper_s, rel=1e-12)
+    assert g.bound[1, 0] == st_.bound
+    pre = sweep(shape, device, batches=[b], prompts=[min(s, 64)], impl=impl, **kw).grid
+    rp = roofline(analyze(shape, Workload.prefill(b, min(s, 64), **kw)), device, impl=impl).step
+    assert pre.predicted_s[0, 0] == pytest.approx(rp.predicted_s, rel=1e-12)
+    assert pre.predicted_upper_s[0, 0] == pytest.approx(rp.predicted_upper_s, rel=1e-12)
+
+
+def test_a_sweep_checks_its_corners_against_the_single_step(monkeypatch):
+    import roofcalc.sweep as sweep_module
+    from roofcalc.hardware import find_hardware
+
+    shape = load_shape("TinyLlama/TinyLlama-1.1B")
+    real = sweep_module.decode_grid
+
+    def off_by_a_little(*a, **k):  # a grid whose step model drifted from the scalar path
+        g = real(*a, **k)
+        from dataclasses import replace
+
+        return replace(g, times=replace(g.times, device_s=g.times.device_s * 1.001))
+
+    monkeypatch.setattr(sweep_module, "decode_grid", off_by_a_little)
+    with pytest.raises(AssertionError, match="differs from the single step"):
+        sweep_module.sweep(shape, find_hardware("A100"), batches=[1, 8], contexts=[128, 4096], impl="cuda-graph")
+
+
 # TinyLlama (L=22, D=2048, N=32, K=4, H=64, F=5632, V=32000) decode at context S=2048, fp16, by hand.
 # FLOPs per sequence, per layer:
 #   q, o 2·D·D = 8,388,608 each; k, v 2·D·256 = 1,048,576 each; gate, up, down 2·D·F = 23,068,672 each

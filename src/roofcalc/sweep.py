@@ -203,13 +203,17 @@ class DecodeGrid(_Steps):
 
 
 
-def _rows(kernels: dict, i: int, b):
-    """M of kernel ``i`` at every batch: linear in B, read off the probes at B = 1 and 2."""
-    def rows(k):
+def _rows(kernels: dict, i: int, b, s):
+    """M of kernel ``i`` at every (batch, attended context): bilinear in B and S' like every cost
+    (MLA's kv_b_proj expands B·S cached latents), read off the four probes."""
+    def rows(key):
+        k = kernels[key][i][0]
         return int(k.dims.split("[", 1)[1].split(",", 1)[0]) if k.kind == "matmul" else 1
 
-    r1, r2 = rows(kernels[(1, 1)][i][0]), rows(kernels[(2, 1)][i][0])
-    return r1 + (r2 - r1) * (b - 1)
+    v11, v21, v12, v22 = (rows(key) for key in ((1, 1), (2, 1), (1, 2), (2, 2)))
+    c11 = v22 - v21 - v12 + v11
+    c10, c01 = v21 - v11 - c11, v12 - v11 - c11
+    return v11 - c10 - c01 - c11 + c10 * b + c01 * s + c11 * b * s
 
 
 def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str = "hf-eager",
@@ -227,6 +231,9 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
     s = np.asarray(contexts, dtype=np.int64)[None, :]
     big_b, big_s = int(b.max()), int(s.max())
     probe = {(bb, ss): _step_kernels(shape, Workload.decode(bb, ss, **workload_kw)) for bb in (1, 2) for ss in (1, 2)}
+    names = [k.name for k, _, _ in probe[(1, 1)]]
+    if any([k.name for k, _, _ in kernels] != names for kernels in probe.values()):
+        raise AssertionError("the probe steps do not run the same kernels in the same order")
     # routed experts read the weights of the experts their tokens touch: not linear in B, but the
     # same at every context; evaluated once per batch
     per_batch = {int(bb): _step_kernels(shape, Workload.decode(int(bb), 1, **workload_kw)) for bb in b[:, 0]} \
@@ -261,7 +268,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
             row["kv_write_bytes"]
         t_c, t_m = row["flops"] / roof.peak_flop_per_s, nbytes / roof.bandwidth_bytes_per_s
         floor += count * np.maximum(t_c, t_m)
-        terms.append((count, t_c, t_m, kernel.kind, _rows(probe, i, b), weight_format(kernel, base.weight_dtype),
+        terms.append((count, t_c, t_m, kernel.kind, _rows(probe, i, b, eff_s), weight_format(kernel, base.weight_dtype),
                       row["weight_bytes"]))
         if per_batch:
             n_launch += count * np.array([[launches(per_batch[int(bb)][i][0], impl, act_name, shape)]
