@@ -2,11 +2,15 @@
 
     python benchmarks/gpu_check.py [--model TinyLlama/TinyLlama-1.1B] [--out gpu.json]
 
-Measures the device (bandwidth, fp32/tf32/fp16/bf16 matmul peaks, launch overhead), writes the
-profile, then profiles the model in bf16 at batch 1 and 8, context 500, and checks what must
-hold whatever the GPU: positive, consistent figures (the copy left of the ridge, the big matmul
-right of it), every kernel matched, no weight matmul faster than its floor on the measured roof
-(10% slack), the credited kernel times adding up to the profiled step. Exits 1 on a failed check.
+Measures the device (bandwidth, fp32/tf32/fp16/bf16 matmul peaks, launch overhead, and the bf16
+kernel curves: matmuls over M and weight size, decode and prefill attention, the host's time per
+eager op), writes the profile, then profiles the model in bf16 at batch 1 and 8, context 500, and
+prints predicted against measured TPOT (the one step model on the measured profile, and on the
+datasheet roof with the default efficiencies). It checks what must hold whatever the GPU:
+positive, consistent figures (the copy left of the ridge, the big matmul right of it), every
+kernel matched, no weight matmul faster than its floor on the measured roof (10% slack), the
+credited kernel times adding up to the profiled step. Exits 1 on a failed check. About five
+minutes on an H100-class GPU.
 """
 
 from __future__ import annotations
@@ -14,9 +18,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from roofcalc.hardware import load_profile
 from roofcalc.measure import closest_nominal, measure, report, write_profile
 from roofcalc.profile import profile_model
-from roofcalc.roofline import Roof
+from roofcalc.roofline import Roof, roofline
 
 
 def main() -> int:
@@ -54,6 +59,15 @@ def main() -> int:
                 t = r.kernel_times.get(k.name, 0)
                 check(t >= 0.9 * floor, f"batch {batch}: {k.name} {t * 1e6:.1f} us >= 0.9 x floor {floor * 1e6:.1f} us")
         check(r.kernel_sum_s <= 1.05 * r.profiled_step_s, f"batch {batch}: kernel times within the profiled step")
+        hw = load_profile(args.out)
+        for label, rl in (("measured profile", roofline(r.analysis, nominal or hw, measured_profile=hw, impl="hf-eager")),
+                          ("datasheet + defaults", roofline(r.analysis, nominal, impl="hf-eager") if nominal else None)):
+            if rl is None:
+                continue
+            st = rl.step
+            print(f"  predicted ({label}): {st.predicted_s * 1e3:.3f} ms [{st.predicted_lower_s * 1e3:.3f}, "
+                  f"{st.predicted_upper_s * 1e3:.3f}], bound by {st.bound}; measured / predicted "
+                  f"{r.tpot_s / st.predicted_s:.2f}")
     print(f"\n{len(failures)} failed check(s)")
     return 1 if failures else 0
 

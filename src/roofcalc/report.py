@@ -16,7 +16,7 @@ from .calculator import Analysis, Cost, Kernel
 from .roofline import Roof, Roofline
 from .sweep import BatchVerdicts, Sweep
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: predicted_s and the efficiency model; predicted_lower_s / predicted_upper_s are the floors and the pessimistic end
 FORMATS = ("table", "markdown", "csv", "json")
 
 
@@ -249,13 +249,13 @@ def bound_words(st) -> str:
             "compute": "bound by compute"}[st.bound]
 
 
-def efficiency_words(r: Roofline) -> str:
+def efficiency_words(r) -> str:
     m = r.model
     if m is None:
         return "roof"
-    src = "measured efficiencies of " + r.hardware.name if m.relative_to == "measured" else \
-        "default efficiencies (docs/conventions.md)"
-    return src
+    return {"measured": "measured efficiencies of the profile",
+            "measured roof": "default efficiencies moved onto the measured roof (docs/conventions.md)",
+            "ideal": "ideal efficiencies (1)"}.get(m.relative_to, "default efficiencies (docs/conventions.md)")
 
 
 def host_words(r: Roofline) -> str:
@@ -294,6 +294,8 @@ def roof_lines(r: Roofline, defaults: Iterable[str] = ()) -> list[str]:
     st = r.step
     graph = " (one graph launch per step)" if st.impl == "cuda-graph" else ""
     lines.append(f"launch    --impl {st.impl}{graph}, {st.launch_overhead_s * 1e6:.3g} us per launch")
+    if r.model is not None:
+        lines.append(f"predict   {efficiency_words(r)}; host {host_words(r)}")
     return lines
 
 
@@ -333,8 +335,8 @@ def totals_lines(r: Roofline) -> list[str]:
         f"launches {st.launches_per_layer:.4g} per layer, {st.launches_per_step} per step ({st.impl})",
         f"time      predicted {ms(st.predicted_s)} ms (range {ms(st.predicted_lower_s)} to {ms(st.predicted_upper_s)}"
         f" ms): {bound_words(st)}",
-        f"          device {ms(st.times.device_s)} ms (floors {ms(st.sum_floor_s)} ms at the {efficiency_words(r)}"
-        f"), host {ms(st.times.host_s)} ms ({host_words(r)}); "
+        f"          device {ms(st.times.device_s)} ms (floors {ms(st.sum_floor_s)} ms over the kernels' efficiencies)"
+        f", host {ms(st.times.host_s)} ms; "
         + ("they overlap: the step takes the larger" if st.times.overlap else "one waits for the other: the step "
            "takes their sum"),
     ]
@@ -345,8 +347,8 @@ def totals_lines(r: Roofline) -> list[str]:
             f"{ratio(st.intensity)}, {pct(st.roof_fraction)} of the {'measured' if r.measured else 'nominal'} roof "
             f"there ({si(roof.attainable(st.intensity), 'FLOP/s')}), {st.floor_multiple:.2f}x the floor",
             f"  1 below the slope: {st.gap_s * 1e3:.3g} ms above the floors is overhead and kernel efficiency; "
-            + (f"the launch model explains {pct(st.launch_share_of_gap)} of it"
-               if st.launch_share_of_gap is not None else "none left to explain"),
+            + (f"the step model predicts {ms(st.predicted_s - st.sum_floor_s)} ms of it (measured / predicted "
+               f"{st.tpot_s / st.predicted_s:.2f})" if st.gap_s > 0 else "none left to explain"),
             f"  2 along the slope: the ridge is {st.batching_headroom:.3g}x further right; batching can raise "
             f"attainable FLOP/s that much before the roof",
             f"  3 the roof: {si(roof.peak_flop_per_s, 'FLOP/s')}; only another device or precision lifts it",
