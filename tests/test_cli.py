@@ -246,5 +246,5 @@ def test_declared_fp8_weights_and_family_options(capsys):
     assert "\nkv_b_proj " in out and "\nq_absorb " not in out  # naive by default: what transformers computes
     code, out, _ = run(["deepseek-ai/DeepSeek-V3", "--hw", "H100", "--mla", "absorbed", "--dtype", "bf16"], capsys)
     assert code == 0 and "\nq_absorb " in out and "\nv_up " in out and "weights bf16" in out
-    code, out, _ = run(["mistralai/Mixtral-8x7B-v0.1", "--batch", "64", "--experts", "topk"], capsys)
+    code, out, _ = run(["mistralai/Mixtral-8x7B-v0.1", "--batch", "64", "--experts", "topk", "--wide"], capsys)
     assert code == 0 and "on 2 of 8 experts" in out and "weights read per step: topk" in out

@@ -66,6 +66,9 @@ def _main_parser() -> argparse.ArgumentParser:
                    "or absorbed (what serving engines decode)")
     p.add_argument("--family", help="read a config whose model_type roofcalc does not know as this family (e.g. llama)")
     p.add_argument("--format", "-f", choices=("table", "markdown", "csv", "json"), default="table")
+    p.add_argument("--wide", action="store_true",
+                   help="every column of the kernel table (default: the most important ones that fit the terminal, "
+                   "100 columns when it is unknown)")
     r = p.add_argument_group("roofline")
     r.add_argument("--hw", help=f"hardware from the catalog (roofcalc hardware; default {DEFAULT_HW}, the seed's)")
     r.add_argument("--measured-bw", help="your measured bandwidth, e.g. 270GB/s (plain numbers: bytes/s)")
@@ -240,6 +243,19 @@ def build_roofline(args: argparse.Namespace):
     )
 
 
+def term_width() -> int:
+    """The terminal's width when stdout is one, else 100."""
+    import os
+    import shutil
+
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size((100, 24)).columns
+    try:
+        return max(40, int(os.environ.get("COLUMNS", "100")))
+    except ValueError:
+        return 100
+
+
 def run_main(argv: Sequence[str]) -> str:
     from . import report
 
@@ -261,7 +277,7 @@ def run_main(argv: Sequence[str]) -> str:
         if args.memory:
             raise RoofcalcError("--memory feeds the sweep's 'fits' verdicts; give a list of batches or contexts")
         result = build_roofline(args)
-    out = report.render(result, args.format, defaults, record=args.record)
+    out = report.render(result, args.format, defaults, record=args.record, width=None if args.wide else term_width())
     if args.plot:
         from .plotting import save_plot
 
@@ -370,6 +386,7 @@ def run_profile(argv: Sequence[str]) -> str:
     p.add_argument("--impl", choices=("hf-eager", "fused", "cuda-graph"), default="hf-eager")
     p.add_argument("--family", help="read an unknown model_type as this family")
     p.add_argument("--format", "-f", choices=("table", "markdown", "csv", "json"), default="table")
+    p.add_argument("--wide", action="store_true", help="every column of the kernel table")
     p.add_argument("--plot", metavar="FILE.png|FILE.svg", help="the roofline with the measured kernels and step")
     p.add_argument("--update", action="store_true",
                    help="write what was measured (matmul and attention efficiencies, host time per op) back into "
@@ -420,7 +437,7 @@ def run_profile(argv: Sequence[str]) -> str:
         doc = report.to_record(r)
         doc["profile"] = report.profile_record(result)
         return json.dumps(doc, indent=2) + "\n"
-    out = report.render(r, args.format)
+    out = report.render(r, args.format, width=None if args.wide else term_width())
     if args.format in ("table", "markdown"):
         lines = report.profile_lines(result, r)
         if args.format == "markdown":

@@ -13,7 +13,7 @@ import math
 from typing import Any, Iterable
 
 from .calculator import Analysis, Cost, Kernel
-from .roofline import Roof, Roofline
+from .roofline import FLAG_FLOOR_MULTIPLE, Roof, Roofline
 from .sweep import BatchVerdicts, Sweep
 
 SCHEMA_VERSION = 2  # 2: predicted_s and the efficiency model; predicted_lower_s / predicted_upper_s are the floors and the pessimistic end
@@ -240,7 +240,7 @@ def header_lines(a: Analysis, defaults: Iterable[str] = ()) -> list[str]:
 
 
 def ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g}"
+    return sig(seconds * 1e3)
 
 
 def bound_words(st) -> str:
@@ -299,27 +299,95 @@ def roof_lines(r: Roofline, defaults: Iterable[str] = ()) -> list[str]:
     return lines
 
 
-def kernel_rows(r: Roofline, human: bool) -> tuple[list[str], list[list[Any]]]:
-    a = r.analysis
-    total_bytes = a.totals.bytes
-    measured = any(p.measured_s is not None for p in r.step.placements)
-    headers = ["kernel", "count", "shape", "FLOPs", "bytes", "weights", "activations", "KV cache", "AI",
-               "% step bytes", "floor us", "eff", "expected us", "launches", "launch us", "bound"]
+def sig(x: float, digits: int = 3) -> str:
+    """``digits`` significant digits and never an exponent: 0.0384, 26.2, 1,550, 13,900."""
+    if x == 0:
+        return "0"
+    if not math.isfinite(x):
+        return "inf"
+    places = digits - 1 - math.floor(math.log10(abs(x)))
+    if places <= 0:
+        return f"{round(x, places):,.0f}"
+    return f"{x:.{places}f}"
+
+
+def time_column(name: str, seconds: list[float | None]) -> tuple[str, list[str]]:
+    """A column of times in one unit, the one that suits its largest value (us, or ms from 10 ms)."""
+    values = [t for t in seconds if t is not None]
+    unit, scale = ("ms", 1e3) if values and max(values) >= 1e-2 else ("us", 1e6)
+    return f"{name} {unit}", ["" if t is None else sig(t * scale) for t in seconds]
+
+
+# (header, priority): on a narrow terminal the highest priorities go first; 0 always stays
+KERNEL_COLUMNS = {"kernel": 0, "count": 0, "shape": 4, "FLOPs": 2, "bytes": 1, "weights": 5, "activations": 5,
+                  "KV cache": 5, "AI": 1, "% step bytes": 3, "floor": 1, "eff": 2, "expected": 0, "launches": 4,
+                  "launch": 4, "bound": 1, "measured": 0, "% roof": 3, "x floor": 1, "error": 1, "flag": 0}
+
+
+def kernel_columns(r: Roofline) -> list[tuple[str, int, list[str]]]:
+    """The kernel table as columns: (header, priority, cells)."""
+    pl = r.step.placements
+    total_bytes = r.analysis.totals.bytes
+    measured = any(p.measured_s is not None for p in pl)
+    cols = [("kernel", [p.kernel.name for p in pl]), ("count", [f"x{p.kernel.count}" for p in pl]),
+            ("shape", [p.kernel.dims for p in pl]), ("FLOPs", [si(p.kernel.cost.flops) for p in pl]),
+            ("bytes", [si(p.kernel.cost.bytes, "B") for p in pl]),
+            ("weights", [si(p.kernel.cost.weight_bytes, "B") for p in pl]),
+            ("activations", [si(p.kernel.cost.activation_bytes, "B") for p in pl]),
+            ("KV cache", [si(p.kernel.cost.kv_bytes, "B") for p in pl]),
+            ("AI", [ratio(p.kernel.cost.intensity) for p in pl]),
+            ("% step bytes", [f"{100 * p.kernel.count * p.kernel.cost.bytes / total_bytes:.1f}" for p in pl]),
+            ("floor", None), ("eff", [f"{p.efficiency:.2f}" for p in pl]), ("expected", None),
+            ("launches", [str(p.launches) for p in pl]), ("launch", None), ("bound", [p.bound for p in pl])]
+    times = {"floor": [p.t_floor_s for p in pl], "expected": [p.t_expected_s for p in pl],
+             "launch": [p.t_launch_s for p in pl]}
     if measured:
-        headers += ["measured us", "% roof", "x floor", "error", "flag"]
-    rows = []
-    for p in r.step.placements:
-        k, c = p.kernel, p.kernel.cost
-        share = 100 * k.count * c.bytes / total_bytes
-        row = [k.name, f"x{k.count}", k.dims, si(c.flops), si(c.bytes, "B"), si(c.weight_bytes, "B"),
-               si(c.activation_bytes, "B"), si(c.kv_bytes, "B"), ratio(c.intensity), f"{share:.1f}",
-               us(p.t_floor_s), f"{p.efficiency:.2f}", us(p.t_expected_s), str(p.launches), us(p.t_launch_s), p.bound]
-        if measured:
-            fm = p.floor_multiple
-            flag = "above 3x floor" if p.flagged else ("launch-bound" if p.measured_s and p.bound == "overhead" else "")
-            err = "" if p.error is None else f"{100 * p.error:+.0f}%"
-            row += [us(p.measured_s), pct(p.roof_fraction), "" if fm is None else f"{fm:.3g}", err, flag]
-        rows.append(row)
+        cols += [("measured", None), ("% roof", [pct(p.roof_fraction) for p in pl]),
+                 ("x floor", ["" if p.floor_multiple is None else sig(p.floor_multiple) for p in pl]),
+                 ("error", ["" if p.error is None else f"{100 * p.error:+.0f}%" for p in pl]),
+                 ("flag", [measured_label(p) for p in pl])]
+        times["measured"] = [p.measured_s for p in pl]
+    out = []
+    for name, cells in cols:
+        header = name
+        if cells is None:
+            header, cells = time_column(name, times[name])
+        out.append((header, KERNEL_COLUMNS[name], cells))
+    return out
+
+
+def measured_label(p) -> str:
+    """What a measured kernel's time says, from the measurement: above 3x its floor it is flagged,
+    unless its launches explain it (then 'launch-bound')."""
+    if p.measured_s is None or p.floor_multiple is None or p.floor_multiple <= FLAG_FLOOR_MULTIPLE:
+        return ""
+    if p.t_launch_s and p.measured_s <= 1.5 * max(p.t_launch_s, p.t_expected_s):
+        return "launch-bound"
+    return "above 3x floor"
+
+
+def fit_columns(cols, width: int | None):
+    """Drop the least important columns (highest priority first, rightmost first) until the
+    'simple' table fits ``width`` characters; None keeps every column."""
+    if width is None:
+        return cols
+    cols = list(cols)
+
+    def table_width(cs):
+        return sum(max(len(h), *(len(c) for c in cells)) for h, _, cells in cs) + 2 * (len(cs) - 1)
+
+    while table_width(cols) > width:
+        worst = max(range(len(cols)), key=lambda i: (cols[i][1], i))
+        if cols[worst][1] == 0:
+            break
+        cols.pop(worst)
+    return cols
+
+
+def kernel_rows(r: Roofline, human: bool = True, width: int | None = None) -> tuple[list[str], list[list[Any]]]:
+    cols = fit_columns(kernel_columns(r), width)
+    headers = [h for h, _, _ in cols]
+    rows = [list(row) for row in zip(*(cells for _, _, cells in cols))]
     return headers, rows
 
 
@@ -382,11 +450,13 @@ def record_rows(r: Roofline, matmul_point: str | None = None) -> list[list[str]]
     return rows
 
 
-def to_text(r: Roofline, fmt: str = "table", defaults: Iterable[str] = (), record: bool = False) -> str:
+def to_text(r: Roofline, fmt: str = "table", defaults: Iterable[str] = (), record: bool = False,
+            width: int | None = None) -> str:
+    """``width``: the terminal's; the table drops its least important columns to fit (None: all)."""
     from tabulate import tabulate
 
     tablefmt = {"table": "simple", "markdown": "github"}[fmt]
-    headers, rows = kernel_rows(r, human=True)
+    headers, rows = kernel_rows(r, width=width if fmt == "table" else None)
     align = ["left" if h in ("kernel", "shape", "bound", "flag") else "right" for h in headers]
     table = tabulate(rows, headers=headers, tablefmt=tablefmt, colalign=align, disable_numparse=True)
     head = header_lines(r.analysis, defaults) + roof_lines(r, defaults)
@@ -397,6 +467,10 @@ def to_text(r: Roofline, fmt: str = "table", defaults: Iterable[str] = (), recor
     if fmt == "markdown":
         head, foot = [f"- {line}" for line in head], [f"- {line}" if line and not line.startswith(("|", "-" * 3)) else line
                                                         for line in foot]
+    elif width is not None and len(headers) < len(KERNEL_COLUMNS) - (0 if any(
+            p.measured_s is not None for p in r.step.placements) else 5):
+        foot.append(f"columns   {len(headers)} shown to fit {width} columns; --wide shows all (Markdown, CSV and "
+                    f"JSON always have all)")
     return "\n".join(head + ["", table, ""] + foot) + "\n"
 
 
@@ -421,14 +495,15 @@ def to_csv(r: Roofline) -> str:
     return buf.getvalue()
 
 
-def render(r: Roofline | Sweep, fmt: str = "table", defaults: Iterable[str] = (), record: bool = False) -> str:
+def render(r: Roofline | Sweep, fmt: str = "table", defaults: Iterable[str] = (), record: bool = False,
+           width: int | None = None) -> str:
     if isinstance(r, Sweep):
         return render_sweep(r, fmt, defaults)
     if fmt == "json":
         return to_json(r) + "\n"
     if fmt == "csv":
         return to_csv(r)
-    return to_text(r, fmt, defaults, record)
+    return to_text(r, fmt, defaults, record, width)
 
 
 # --------------------------------------------------------------------------- sweeps
@@ -668,21 +743,21 @@ def profile_lines(p, r: Roofline) -> list[str]:
     outside = p.tpot_s - p.kernel_sum_s
     lines = [
         f"profiled  {p.device}: "
-        + (f"prefill of {r.analysis.workload.kv_len - 1} tokens {p.ttft_s * 1e3:.4g} ms; " if p.ttft_s is not None
+        + (f"prefill of {r.analysis.workload.kv_len - 1} tokens {ms(p.ttft_s)} ms; " if p.ttft_s is not None
            else f"cache of {r.analysis.workload.kv_len - 1} tokens filled with random values (prefill skipped); ")
-        + f"{len(p.step_times_s)} decode steps, median TPOT {p.tpot_s * 1e3:.4g} ms "
-        f"(min {min(p.step_times_s) * 1e3:.4g}, max {max(p.step_times_s) * 1e3:.4g})",
+        + f"{len(p.step_times_s)} decode steps, median TPOT {ms(p.tpot_s)} ms "
+        f"(min {ms(min(p.step_times_s))}, max {ms(max(p.step_times_s))})",
         f"predicted TPOT {ms(st.predicted_s)} ms (range {ms(st.predicted_lower_s)} to {ms(st.predicted_upper_s)} ms); "
-        f"measured {p.tpot_s * 1e3:.4g} ms: {100 * err:+.0f}% "
+        f"measured {ms(p.tpot_s)} ms: {100 * err:+.0f}% "
         + ("(inside the range)" if st.predicted_lower_s <= p.tpot_s <= st.predicted_upper_s else "(outside the range)"),
-        f"device    predicted {ms(t.device_s)} ms of kernels; the profiled step's ops sum to {p.kernel_sum_s * 1e3:.4g} ms "
-        f"in roofcalc's kernels + {p.other_s * 1e3:.4g} ms outside them",
-        f"host      predicted {ms(t.host_s)} ms ({host_words(r)}); measured TPOT less the ops: {outside * 1e3:.4g} ms "
+        f"device    predicted {ms(t.device_s)} ms of kernels; the profiled step's ops sum to {ms(p.kernel_sum_s)} ms "
+        f"in roofcalc's kernels + {ms(p.other_s)} ms outside them",
+        f"host      predicted {ms(t.host_s)} ms ({host_words(r)}); measured TPOT less the ops: {ms(outside)} ms "
         + ("(host and device add up here)" if not t.overlap else "(host and device overlap here)"),
-        f"gap       measured {p.tpot_s * 1e3:.4g} ms = floors {st.sum_floor_s * 1e3:.4g} ms "
+        f"gap       measured {ms(p.tpot_s)} ms = floors {ms(st.sum_floor_s)} ms "
         f"({100 * st.sum_floor_s / p.tpot_s:.0f}%) + kernels below their roof "
-        f"{(p.kernel_sum_s - st.sum_floor_s) * 1e3:.4g} ms + outside the kernels {outside * 1e3:.4g} ms; "
-        f"the step took {p.profiled_step_s * 1e3:.4g} ms under the profiler",
+        f"{ms((p.kernel_sum_s - st.sum_floor_s))} ms + outside the kernels {ms(outside)} ms; "
+        f"the step took {ms(p.profiled_step_s)} ms under the profiler",
     ]
     fast = [pl.kernel.name for pl in st.placements if pl.measured_s is not None and pl.measured_s < 0.9 * pl.t_floor_s]
     if fast:
@@ -690,6 +765,6 @@ def profile_lines(p, r: Roofline) -> list[str]:
                      f"does not bound them (a peak from square matmuls that this dtype runs on a slow path, or a "
                      f"bandwidth measured under load); treat their % of roof as a sign the roof is low")
     if p.other_ops:
-        lines.append("outside   " + ", ".join(f"{k} {v * 1e3:.3g} ms" for k, v in p.other_ops.items()))
+        lines.append("outside   " + ", ".join(f"{k} {ms(v)} ms" for k, v in p.other_ops.items()))
     lines.append("unmatched " + (", ".join(p.unmatched) if p.unmatched else "none: every kernel got a measured time"))
     return lines
