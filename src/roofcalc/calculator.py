@@ -668,11 +668,35 @@ class Analysis:
     def kv_bytes_per_token(self) -> int:
         return kv_bytes_per_token(self.shape, self.workload.kv_dtype)
 
+    @property
+    def memory_bytes(self) -> int:
+        """What the step needs in device memory: every weight, and the KV cache of its B sequences at
+        S positions (nothing else: activations, the allocator's slack and workspaces are not counted)."""
+        w = self.workload
+        return self.weight_storage_bytes + kv_cache_bytes(self.shape, w.kv_dtype, w.batch, w.kv_len)
+
     def kernel(self, name: str) -> Kernel:
         for k in self.kernels:
             if k.name == name:
                 return k
         raise KeyError(name)
+
+
+def kv_cache_bytes(s: ModelShape, kv: DType, batch, tokens):
+    """Bytes the KV cache of ``batch`` sequences of ``tokens`` positions holds in every layer (a
+    sliding layer keeps its last W). Scalars or numpy arrays; the one memory rule of every report."""
+    per = kv.nbytes(kv_values_per_token(s))
+    cached = 0
+    for (layer_type, _), n in _layer_groups(s):
+        if layer_type == "full":
+            cached = cached + n * tokens
+        elif hasattr(tokens, "shape"):
+            import numpy as np
+
+            cached = cached + n * np.minimum(tokens, s.sliding_window)
+        else:
+            cached = cached + n * min(tokens, s.sliding_window)
+    return batch * cached * per
 
 
 def kv_bytes_per_token(s: ModelShape, kv: DType) -> int:

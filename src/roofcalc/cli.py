@@ -85,7 +85,7 @@ def _main_parser() -> argparse.ArgumentParser:
                    help="another measured workload to place on the roof (repeatable)")
     r.add_argument("--record", action="store_true", help="print the record table: nominal vs measured, with ratios")
     r.add_argument("--plot", metavar="FILE.png|FILE.svg", help="draw the roofline with every kernel and point")
-    r.add_argument("--memory", help="device memory for the 'fits' verdicts, e.g. 80GB or 80GiB (default: the hardware's)")
+    r.add_argument("--memory", help="device memory for the 'fits' verdict, e.g. 80GB or 80GiB (default: the hardware's)")
     r.add_argument("--min-gain", default="10%", metavar="PERCENT",
                    help="sweeps: the tokens/s gain below which a doubling of the batch no longer pays (default 10%%)")
     return p
@@ -240,6 +240,7 @@ def build_roofline(args: argparse.Namespace):
         tpot_s=parse_quantity(args.tpot, "time") if args.tpot else None,
         points=tuple(parse_point(p) for p in args.point),
         host_overhead_s=parse_quantity(args.host_overhead, "time") if args.host_overhead else None,
+        capacity_bytes=parse_quantity(args.memory, "size") if args.memory else None,
     )
 
 
@@ -274,8 +275,6 @@ def run_main(argv: Sequence[str]) -> str:
     if is_sweep(args):
         result = build_sweep(args)
     else:
-        if args.memory:
-            raise RoofcalcError("--memory feeds the sweep's 'fits' verdicts; give a list of batches or contexts")
         result = build_roofline(args)
     out = report.render(result, args.format, defaults, record=args.record, width=None if args.wide else term_width())
     if args.plot:

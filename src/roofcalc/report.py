@@ -151,6 +151,7 @@ def step_record(r: Roofline) -> dict[str, Any]:
         "flops": st.flops, "bytes": st.bytes, "intensity": st.intensity,
         "sum_floor_s": st.sum_floor_s, "step_floor_s": st.step_floor_s, "sum_launch_s": st.sum_launch_s,
         "launches_per_layer": st.launches_per_layer, "launches_per_step": st.launches_per_step,
+        "memory_bytes": r.memory_bytes, "capacity_bytes": r.capacity_bytes, "fits": r.fits,
         "predicted_s": st.predicted_s, "predicted_lower_s": st.predicted_lower_s,
         "predicted_upper_s": st.predicted_upper_s, "device_s": t.device_s, "device_upper_s": t.device_upper_s,
         "host_s": t.host_s, "host_upper_s": t.host_upper_s, "overlap": t.overlap, "step_bound": st.bound,
@@ -287,7 +288,8 @@ def roof_lines(r: Roofline, defaults: Iterable[str] = ()) -> list[str]:
         lines.append("          measured none given: verdicts use the nominal roof (pass --measured-bw/--measured-flops "
                      "or --hw-file)")
     else:
-        lines.append(f"          measured {si(mea.bandwidth_bytes_per_s, 'B/s')} "
+        named = f" ('{r.profile_name}')" if r.profile_name else ""
+        lines.append(f"          measured{named} {si(mea.bandwidth_bytes_per_s, 'B/s')} "
                      f"({100 * mea.bandwidth_bytes_per_s / nom.bandwidth_bytes_per_s:.0f}% of nominal), "
                      f"{si(mea.peak_flop_per_s, 'FLOP/s')} ({100 * mea.peak_flop_per_s / nom.peak_flop_per_s:.0f}%), "
                      f"ridge {mea.ridge:.0f} FLOP/byte; verdicts use the measured roof")
@@ -296,7 +298,37 @@ def roof_lines(r: Roofline, defaults: Iterable[str] = ()) -> list[str]:
     lines.append(f"launch    --impl {st.impl}{graph}, {st.launch_overhead_s * 1e6:.3g} us per launch")
     if r.model is not None:
         lines.append(f"predict   {efficiency_words(r)}; host {host_words(r)}")
+    lines.append(memory_line(r))
     return lines
+
+
+def slope_words(r: Roofline) -> str:
+    """Distance 2 in words: what batching can do at this context, as the sweep's verdicts say it."""
+    st, roof_name = r.step, "measured" if r.measured else "nominal"
+    v = r.batching()
+    if v is None:  # prefill: more tokens per step, not more sequences
+        return (f"the ridge is {st.batching_headroom:.3g}x further right; a longer prompt or more sequences per step "
+                f"raise the AI toward it")
+    if v.ridge_batch is None:
+        return (f"the step's AI tends to {v.intensity_limit:.3g} FLOP/byte as the batch grows (the KV cache grows with "
+                f"it): it never reaches the {roof_name} ridge {v.ridge:.0f} at this context; batching can raise "
+                f"attainable FLOP/s {v.intensity_limit / st.intensity:.3g}x at most")
+    fits = "" if v.max_batch is None or v.ridge_batch <= v.max_batch else f" (more than fits: {v.max_batch:,})"
+    return (f"the step's AI reaches the {roof_name} ridge {v.ridge:.0f} FLOP/byte at batch {v.ridge_batch:,}{fits}; "
+            f"batching can raise attainable FLOP/s {v.ridge / st.intensity:.3g}x before the roof")
+
+
+def memory_line(r: Roofline) -> str:
+    """The single step's memory verdict, by the sweep's rule: weights + KV cache against the device."""
+    a, w = r.analysis, r.analysis.workload
+    need, kv = r.memory_bytes, r.memory_bytes - a.weight_storage_bytes
+    what = (f"memory    {_gb(a.weight_storage_bytes)} GB of weights + {_gb(kv)} GB of KV cache ({w.batch:,} x "
+            f"{w.kv_len:,} positions) = {_gb(need)} GB")
+    if r.capacity_bytes is None:
+        return what + "; the device's memory is unknown (pass --memory)"
+    if r.fits:
+        return what + f": fits in {_gb(r.capacity_bytes)} GB"
+    return what + f": does NOT fit in {_gb(r.capacity_bytes)} GB (weights + KV cache only; pass --memory to change it)"
 
 
 def sig(x: float, digits: int = 3) -> str:
@@ -417,8 +449,7 @@ def totals_lines(r: Roofline) -> list[str]:
             f"  1 below the slope: {st.gap_s * 1e3:.3g} ms above the floors is overhead and kernel efficiency; "
             + (f"the step model predicts {ms(st.predicted_s - st.sum_floor_s)} ms of it (measured / predicted "
                f"{st.tpot_s / st.predicted_s:.2f})" if st.gap_s > 0 else "none left to explain"),
-            f"  2 along the slope: the ridge is {st.batching_headroom:.3g}x further right; batching can raise "
-            f"attainable FLOP/s that much before the roof",
+            "  2 along the slope: " + slope_words(r),
             f"  3 the roof: {si(roof.peak_flop_per_s, 'FLOP/s')}; only another device or precision lifts it",
         ]
     for p in r.points:

@@ -429,18 +429,43 @@ class Roofline:
     step: StepVerdict
     points: tuple[Point, ...] = field(default=())
     model: KernelModel | None = None
+    capacity_bytes: float | None = None  # the device's memory (None: unknown)
+    profile_name: str | None = None  # the measured profile's own name (--hw-file)
 
     @property
     def roof(self) -> Roof:
         """The roof verdicts are made on: the measured one when there is one."""
         return self.measured or self.nominal
 
+    @property
+    def memory_bytes(self) -> int:
+        """Weights + the KV cache of this step's sequences: the rule every sweep uses too."""
+        return self.analysis.memory_bytes
+
+    @property
+    def fits(self) -> bool | None:
+        return None if self.capacity_bytes is None else self.memory_bytes <= self.capacity_bytes
+
+    def batching(self):
+        """What batching does at this context, decode only: the sweep's own verdicts
+        (:func:`roofcalc.sweep.batch_verdicts`) at this context, so both say the same."""
+        from .sweep import batch_verdicts
+
+        w = self.analysis.workload
+        if w.phase != "decode":
+            return None
+        kw = dict(weight_dtype=w.weight_dtype, act_dtype=w.act_dtype, kv_dtype=w.kv_dtype, group_size=w.group_size,
+                  experts=w.experts, mla=w.mla)
+        return batch_verdicts(self.analysis.shape, [w.kv_len], self.roof, self.capacity_bytes, impl=self.step.impl,
+                              launch_overhead_s=self.step.launch_overhead_s, model=self.model, **kw)[0]
+
 
 def roofline(analysis: Analysis, hardware: Hardware, *, measured_bw: float | None = None,
              measured_flops: float | None = None, measured_profile: Hardware | None = None,
              impl: str = "hf-eager", launch_overhead_s: float | None = None,
              kernel_times: Mapping[str, float] | None = None, tpot_s: float | None = None,
-             points: tuple[Point, ...] = (), host_overhead_s: float | None = None) -> Roofline:
+             points: tuple[Point, ...] = (), host_overhead_s: float | None = None,
+             capacity_bytes: float | None = None) -> Roofline:
     compute = analysis.workload.compute_dtype.name
     nominal, measured = roofs(hardware, compute, measured_bw, measured_flops, measured_profile)
     overhead = launch_overhead_s
@@ -449,7 +474,10 @@ def roofline(analysis: Analysis, hardware: Hardware, *, measured_bw: float | Non
     model = kernel_model(hardware, nominal, measured, measured_profile, launch_overhead_s, host_overhead_s, compute)
     step = place(analysis, measured or nominal, impl=impl, launch_overhead_s=overhead, kernel_times=kernel_times,
                  tpot_s=tpot_s, model=model)
-    return Roofline(analysis, hardware, compute, nominal, measured, step, tuple(points), model)
+    if capacity_bytes is None:
+        capacity_bytes = (measured_profile.memory_bytes if measured_profile else None) or hardware.memory_bytes
+    return Roofline(analysis, hardware, compute, nominal, measured, step, tuple(points), model, capacity_bytes,
+                    measured_profile.name if measured_profile is not None else None)
 
 
 def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profile: Hardware | None = None,

@@ -24,7 +24,7 @@ import math
 import re
 from dataclasses import dataclass, fields
 
-from .calculator import (MAX_BATCH, MAX_TOKENS, Cost, Workload, _layer_groups, analyze, decoder_layer, kv_values_per_token,
+from .calculator import (MAX_BATCH, MAX_TOKENS, Cost, Workload, _layer_groups, analyze, decoder_layer, kv_cache_bytes,
                          model_head, touched_experts)
 from .errors import RoofcalcError
 from .predict import KernelModel, StepTimes, ideal, step_times
@@ -107,13 +107,6 @@ def _step_kernels(shape: ModelShape, wl: Workload):
         window = shape.sliding_window if layer_type == "sliding" else None
         out += [(k, n, window) for k in decoder_layer(shape, wl, layer_type, mlp_type)]
     return out + [(k, 1, None) for k in after]
-
-
-def _cached_tokens(shape: ModelShape, s):
-    """Σ over layers of the positions each layer caches at context ``s`` (a window caps a sliding layer)."""
-    import numpy as np
-
-    return sum(n * (s if t == "full" else np.minimum(s, shape.sliding_window)) for (t, _), n in _layer_groups(shape))
 
 
 def expert_weight_bytes(shape: ModelShape, wl: Workload):
@@ -278,13 +271,11 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
     launch_s = np.full(n_launch.shape, launch_overhead_s) if impl == "cuda-graph" else n_launch * launch_overhead_s
     times = step_times(terms, model or ideal(), impl, n_launch)
     weights_in_memory = sum(count * k.param_bytes for k, count, _ in probe[(1, 1)])
-    per_layer_kv = base.kv_dtype.nbytes(kv_values_per_token(shape))
-    cached = _cached_tokens(shape, s)
     total_bytes = sum(totals[f] for f in FIELDS if f not in ("flops", "matmul_flops"))
     return DecodeGrid(
         batches=b[:, 0], contexts=s[0], flops=totals["flops"], bytes=total_bytes,
         weight_bytes=totals["weight_bytes"], kv_bytes=totals["kv_read_bytes"] + totals["kv_write_bytes"],
-        floor_s=floor, launch_s=launch_s, memory_bytes=weights_in_memory + b * cached * per_layer_kv, roof=roof,
+        floor_s=floor, launch_s=launch_s, memory_bytes=weights_in_memory + kv_cache_bytes(shape, base.kv_dtype, b, s), roof=roof,
         impl=impl, times=times,
     )
 
@@ -414,7 +405,6 @@ def prefill_grid(shape: ModelShape, batches, prompts, roof: Roof, *, impl: str =
     flops, nbytes, mem = (np.zeros(shp, dtype=np.int64) for _ in range(3))
     floor, launch = np.zeros(shp), np.zeros(shp)
     parts = {f: np.zeros(shp) for f in ("device_s", "device_upper_s", "host_s", "host_upper_s", "compute_s")}
-    per_layer_kv = Workload.decode(1, 1, **workload_kw).kv_dtype.nbytes(kv_values_per_token(shape))
     for i, b in enumerate(batches):
         for j, p in enumerate(prompts):
             a = analyze(shape, Workload.prefill(int(b), int(p), **workload_kw))
@@ -424,7 +414,7 @@ def prefill_grid(shape: ModelShape, batches, prompts, roof: Roof, *, impl: str =
             floor[i, j], launch[i, j] = st.floor_s, v.sum_launch_s
             for f in parts:
                 parts[f][i, j] = getattr(st, f)
-            mem[i, j] = a.weight_storage_bytes + b * int(_cached_tokens(shape, int(p))) * per_layer_kv
+            mem[i, j] = a.memory_bytes
     m = model or ideal()
     times = StepTimes(floor, parts["device_s"], parts["device_upper_s"], parts["host_s"], parts["host_upper_s"],
                       parts["compute_s"], m.overlap, "host" if impl == "hf-eager" else "launches")
