@@ -57,12 +57,20 @@ def test_json_schema(capsys):
     assert t["bytes"] == sum(k["bytes"] * k["count"] for k in doc["kernels"])
 
 
-def test_csv_has_exact_integers(capsys):
+def test_csv_has_exact_integers_under_the_json_keys(capsys):
     _, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--format", "csv"], capsys)
     rows = list(csv.DictReader(io.StringIO(out)))
-    q = next(r for r in rows if r["kernel"] == "q_proj")
+    q = next(r for r in rows if r["name"] == "q_proj")
     assert int(q["flops"]) == 8_388_608 and int(q["bytes"]) == 8_396_800
-    assert rows[-1]["kernel"] == "step total"
+    assert rows[-1]["name"] == "step total" and rows[-1]["scope"] == "step"
+    assert {r["scope"] for r in rows[:-1]} == {"layer", "model"}
+    _, js, _ = run(["TinyLlama/TinyLlama-1.1B", "--format", "json"], capsys)
+    assert list(rows[0]) == list(json.loads(js)["kernels"][0])  # the same fields, in the same order
+    # a sweep's points name their model, hardware and dtypes, so runs concatenate
+    _, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--batch", "1,2", "--hw", "A100", "--format", "csv"], capsys)
+    pts = list(csv.DictReader(io.StringIO(out)))
+    assert {(p["model"], p["hardware"], p["compute_dtype"], p["impl"]) for p in pts} == \
+        {("TinyLlama/TinyLlama-1.1B-Chat-v1.0", "A100-80GB", "fp16", "hf-eager")}
 
 
 def test_markdown_is_a_table(capsys):
@@ -257,7 +265,7 @@ def test_a_single_step_says_whether_it_fits_by_the_sweeps_rule(capsys):
     assert step["memory_bytes"] == 13_476_831_232 + 34_359_738_368
     assert step["capacity_bytes"] == 16e9 and step["fits"] is False  # the default T4's 16 GB
     code, out, _ = run(["meta-llama/Llama-2-7b-hf", "--batch", "16", "--context", "4096"], capsys)
-    assert "= 47.84 GB: does NOT fit in 16 GB" in out
+    assert "= 47.8 GB: does NOT fit in 16 GB" in out
     code, out, _ = run(["meta-llama/Llama-2-7b-hf", "--batch", "16", "--context", "4096", "--memory", "80GB"], capsys)
     assert "fits in 80 GB" in out
     # the sweep says the same at that point

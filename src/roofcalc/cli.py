@@ -9,9 +9,9 @@ from typing import Sequence
 from .errors import RoofcalcError
 
 DEFAULT_BATCH = 1
-DEFAULT_CONTEXT = 500  # the seed's worked example
-DEFAULT_DTYPE = "fp16"  # the seed's
-DEFAULT_HW = "T4"  # the seed's
+DEFAULT_CONTEXT = 500  # the README's worked example: TinyLlama on a T4
+DEFAULT_DTYPE = "fp16"
+DEFAULT_HW = "T4"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -70,7 +70,7 @@ def _main_parser() -> argparse.ArgumentParser:
                    help="every column of the kernel table (default: the most important ones that fit the terminal, "
                    "100 columns when it is unknown)")
     r = p.add_argument_group("roofline")
-    r.add_argument("--hw", help=f"hardware from the catalog (roofcalc hardware; default {DEFAULT_HW}, the seed's)")
+    r.add_argument("--hw", help=f"hardware from the catalog (roofcalc hardware; default {DEFAULT_HW})")
     r.add_argument("--measured-bw", help="your measured bandwidth, e.g. 270GB/s (plain numbers: bytes/s)")
     r.add_argument("--measured-flops", help="your measured matmul peak, e.g. 50TFLOP/s (plain numbers: FLOP/s)")
     r.add_argument("--hw-file", help="a JSON hardware profile with measured values (README: schema)")

@@ -322,13 +322,13 @@ def memory_line(r: Roofline) -> str:
     """The single step's memory verdict, by the sweep's rule: weights + KV cache against the device."""
     a, w = r.analysis, r.analysis.workload
     need, kv = r.memory_bytes, r.memory_bytes - a.weight_storage_bytes
-    what = (f"memory    {_gb(a.weight_storage_bytes)} GB of weights + {_gb(kv)} GB of KV cache ({w.batch:,} x "
-            f"{w.kv_len:,} positions) = {_gb(need)} GB")
+    what = (f"memory    {si(a.weight_storage_bytes, 'B')} of weights + {si(kv, 'B')} of KV cache ({w.batch:,} x "
+            f"{w.kv_len:,} positions) = {si(need, 'B')}")
     if r.capacity_bytes is None:
         return what + "; the device's memory is unknown (pass --memory)"
     if r.fits:
-        return what + f": fits in {_gb(r.capacity_bytes)} GB"
-    return what + f": does NOT fit in {_gb(r.capacity_bytes)} GB (weights + KV cache only; pass --memory to change it)"
+        return what + f": fits in {si(r.capacity_bytes, 'B')}"
+    return what + f": does NOT fit in {si(r.capacity_bytes, 'B')} (weights + KV cache only; pass --memory to change it)"
 
 
 def sig(x: float, digits: int = 3) -> str:
@@ -506,23 +506,25 @@ def to_text(r: Roofline, fmt: str = "table", defaults: Iterable[str] = (), recor
 
 
 def to_csv(r: Roofline) -> str:
-    """One row per kernel (per-instance numbers, exact integers, times in seconds) and a 'step total' row."""
+    """One row per kernel with the JSON kernel record's keys and numbers (per instance, exact
+    integers, seconds), then one row of scope 'step': the step's totals under the same keys
+    (t_floor_s: Σ floors, t_expected_s: predicted_s, launches and t_launch_s per step, measured_s:
+    the measured step time)."""
+    doc = to_record(r)
+    kernels = doc["kernels"]
+    keys = list(kernels[0])
+    st, t = r.step, r.analysis.totals
+    step = {k: "" for k in keys}
+    step.update(name="step total", kind="step", scope="step", count=1, shape="", **cost_record(t),
+                params=r.analysis.params, t_floor_s=st.sum_floor_s, t_expected_s=st.predicted_s,
+                efficiency=st.sum_floor_s / st.predicted_s, launches=st.launches_per_step, t_launch_s=st.sum_launch_s,
+                bound=st.bound, measured_s=st.tpot_s, roof_fraction=st.roof_fraction,
+                floor_multiple=st.floor_multiple)
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["kernel", "kind", "scope", "count", "shape", "flops", "bytes", "weight_bytes", "activation_bytes",
-                "kv_bytes", "intensity", "t_floor_s", "efficiency", "t_expected_s", "launches", "t_launch_s", "bound",
-                "measured_s", "roof_fraction"])
-    for p in r.step.placements:
-        k, c = p.kernel, p.kernel.cost
-        w.writerow([k.name, k.kind, k.scope, k.count, k.dims, c.flops, c.bytes, c.weight_bytes, c.activation_bytes,
-                    c.kv_bytes, _finite(c.intensity), p.t_floor_s, p.efficiency, p.t_expected_s, p.launches,
-                    p.t_launch_s, p.bound,
-                    "" if p.measured_s is None else p.measured_s, "" if p.roof_fraction is None else p.roof_fraction])
-    t, st = r.analysis.totals, r.step
-    w.writerow(["step total", "", "step", 1, "", t.flops, t.bytes, t.weight_bytes, t.activation_bytes,
-                t.kv_bytes, _finite(t.intensity), st.sum_floor_s, "", st.predicted_s, st.launches_per_step,
-                st.sum_launch_s, st.bound,
-                "" if st.tpot_s is None else st.tpot_s, "" if st.roof_fraction is None else st.roof_fraction])
+    w = csv.DictWriter(buf, fieldnames=keys, lineterminator="\n", extrasaction="ignore")
+    w.writeheader()
+    for row in kernels + [step]:
+        w.writerow({k: "" if v is None else v for k, v in row.items()})
     return buf.getvalue()
 
 
@@ -545,16 +547,21 @@ def _gb(nbytes: float) -> str:
 
 
 def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
-    """One record per point, row-major (batch, then context or prompt); exact integers, seconds."""
+    """One record per point, row-major (batch, then context or prompt); exact integers, seconds.
+    Each names its model, hardware, dtypes and implementation, so several runs concatenate."""
     g = sw.grid
     fits = g.fits(sw.capacity_bytes)
+    w = sw.dtypes
+    ident = {"model": sw.shape.name, "hardware": sw.hardware.name, "weight_dtype": w.weight_dtype.name,
+             "act_dtype": w.act_dtype.name, "kv_dtype": w.kv_dtype.name, "compute_dtype": w.compute_dtype.name,
+             "impl": sw.impl}
     out = []
     if sw.kind == "decode":
         inten, step, upper, tps, bound = g.intensity, g.step_s, g.step_upper_s, g.tokens_per_s, g.bound
         for i, b in enumerate(g.batches):
             for j, s in enumerate(g.contexts):
                 out.append({
-                    "batch": int(b), "context": int(s), "flops": int(g.flops[i, j]), "bytes": int(g.bytes[i, j]),
+                    **ident, "batch": int(b), "context": int(s), "flops": int(g.flops[i, j]), "bytes": int(g.bytes[i, j]),
                     "weight_bytes": int(g.weight_bytes[i, j]), "kv_bytes": int(g.kv_bytes[i, j]),
                     "intensity": float(inten[i, j]), "intensity_per_batch": float(inten[i, j] / b),
                     "floor_s": float(g.floor_s[i, j]), "launch_s": float(g.launch_s[i, 0]),
@@ -569,7 +576,7 @@ def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
         for i, b in enumerate(g.batches):
             for j, p in enumerate(g.prompts):
                 out.append({
-                    "batch": int(b), "prompt": int(p), "flops": int(g.flops[i, j]), "bytes": int(g.bytes[i, j]),
+                    **ident, "batch": int(b), "prompt": int(p), "flops": int(g.flops[i, j]), "bytes": int(g.bytes[i, j]),
                     "intensity": float(inten[i, j]), "floor_s": float(g.floor_s[i, j]),
                     "launch_s": float(g.launch_s[i, j]), "ttft_s": float(ttft[i, j]),
                     "predicted_s": float(ttft[i, j]), "predicted_lower_s": float(g.predicted_lower_s[i, j]),
@@ -582,7 +589,7 @@ def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
         for i, b in enumerate(g.batches):
             for j, p in enumerate(g.prompts):
                 out.append({
-                    "batch": int(b), "prompt": int(p), "generate": g.generate, "ttft_s": float(g.ttft_s[i, j]),
+                    **ident, "batch": int(b), "prompt": int(p), "generate": g.generate, "ttft_s": float(g.ttft_s[i, j]),
                     "decode_s": float(g.decode_s[i, j]), "total_s": float(total[i, j]),
                     "predicted_s": float(total[i, j]), "predicted_lower_s": float(g.predicted_lower_s[i, j]),
                     "predicted_upper_s": float(g.predicted_upper_s[i, j]),
