@@ -37,7 +37,7 @@ def plot_points(r: Roofline) -> list[dict]:
     """What the plot marks: every kernel instance, the whole step and every measured point.
 
     A kernel with a measured time sits at its achieved FLOP/s; one without sits where the model
-    predicts it (FLOPs over the larger of its floor and its launch cost), drawn hollow.
+    predicts it (FLOPs over its expected time), drawn hollow.
     """
     roof = r.roof
     pts = []
@@ -46,12 +46,12 @@ def plot_points(r: Roofline) -> list[dict]:
         if not c.flops or not c.bytes:
             continue  # zero-FLOP kernels (gathers, copies) have no place on a FLOP/s axis
         measured = p.measured_s is not None
-        predicted = c.flops / p.predicted_s
+        predicted = c.flops / p.t_expected_s
         y = p.achieved_flop_per_s if measured else predicted
         pts.append(dict(name=p.kernel.name, x=c.intensity, y=y, measured=measured,
                         fraction=y / roof.attainable(c.intensity), predicted=predicted if measured else None))
     st = r.step
-    step_pred = st.flops / st.predicted_lower_s
+    step_pred = st.flops / st.predicted_s
     step_y = st.achieved_flop_per_s if st.tpot_s is not None else step_pred
     pts.append(dict(name="decode step" if r.analysis.workload.phase == "decode" else "prefill step",
                     x=st.intensity, y=step_y, measured=st.tpot_s is not None,
@@ -65,50 +65,147 @@ def plot_points(r: Roofline) -> list[dict]:
     return pts
 
 
+# --------------------------------------------------------------------------- labels that do not collide
+
+# candidate offsets (points) of a label from its marker, nearest first; ha/va keep the text clear of it
+_OFFSETS = [(dx * k, dy * k, ha, va) for k in (1, 2, 3.2) for dx, dy, ha, va in (
+    (6, 5, "left", "bottom"), (6, -5, "left", "top"), (-6, 5, "right", "bottom"), (-6, -5, "right", "top"),
+    (0, 8, "center", "bottom"), (0, -8, "center", "top"), (9, 0, "left", "center"), (-9, 0, "right", "center"))]
+
+
+def _agg(fig):
+    """A canvas that can measure text (a bare Figure has none until it is saved)."""
+    if not hasattr(fig.canvas, "get_renderer"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)
+    return fig.canvas
+
+
+def _overlaps(a, b, pad: float = 1.0) -> bool:
+    return not (a.x1 + pad <= b.x0 or b.x1 + pad <= a.x0 or a.y1 + pad <= b.y0 or b.y1 + pad <= a.y0)
+
+
+def place_labels(fig, ax, labels, markers, fontsize: float = 8) -> list:
+    """Annotate each (x, y, text, colour) beside its point where the text overlaps no other label, no
+    marker and stays inside the axes, trying offsets nearest first; a label with no free place is
+    left out (the caller's key lists every point). ``markers`` are (x, y, radius in pixels) in data
+    coordinates. Returns the annotations drawn, one per label, None where none fitted."""
+    from matplotlib.transforms import Bbox
+
+    _agg(fig)
+    fig.canvas.draw()  # settle the layout: display coordinates are final from here
+    fig.set_layout_engine("none")
+    renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    to_px = ax.transData.transform
+    taken = [Bbox.from_extents(px - rad, py - rad, px + rad, py + rad)
+             for (px, py), rad in ((to_px((x, y)), rad) for x, y, rad in markers)]
+    for line in ax.get_lines():  # keep labels off the roofs and the ridge too
+        if line.get_gid() in ("nominal-roof", "measured-roof", "ridge") or (line.get_gid() or "").startswith("curve"):
+            xy = line.get_xydata()
+            for px, py in ax.transData.transform(xy[:: max(1, len(xy) // 120)]):
+                taken.append(Bbox.from_extents(px - 2, py - 2, px + 2, py + 2))
+    legend = ax.get_legend()
+    if legend is not None:
+        taken.append(legend.get_window_extent(renderer))
+    out = []
+    for x, y, text, color in labels:
+        placed = None
+        for dx, dy, ha, va in _OFFSETS:
+            t = ax.annotate(text, (x, y), textcoords="offset points", xytext=(dx, dy), ha=ha, va=va,
+                            fontsize=fontsize, color=color, annotation_clip=False)
+            box = t.get_window_extent(renderer)
+            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+            if inside and not any(_overlaps(box, other) for other in taken):
+                taken.append(box)
+                placed = t
+                break
+            t.remove()
+        out.append(placed)
+    return out
+
+
 def roofline_figure(r: Roofline):
     """A matplotlib Figure: nominal roof dashed grey, measured roof solid blue, the measured ridge dotted,
-    numbered points (indigo left of the ridge, amber right) and a key listing each point's numbers."""
+    numbered points (indigo left of the ridge, amber right; hollow where predicted, filled where
+    measured), each number placed where it collides with nothing, and a key of every point."""
     import matplotlib
 
     matplotlib.use("Agg")
     import numpy as np
     from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
 
     pts = plot_points(r)
     xs = [p["x"] for p in pts] + [r.nominal.ridge]
     ys = [p["y"] for p in pts] + [p["predicted"] for p in pts if p.get("predicted")] + [r.nominal.peak_flop_per_s]
     lo_x, hi_x = min(xs) / 4, max(max(xs) * 4, r.nominal.ridge * 20)
-    fig = Figure(figsize=(13, 6.5), layout="constrained")
-    ax, key = fig.subplots(1, 2, width_ratios=[2.1, 1])
+    rows = len(pts)
+    fig = Figure(figsize=(12.5, max(6.0, 2.2 + 0.2 * rows)), layout="constrained")
+    ax, key = fig.subplots(1, 2, width_ratios=[1.5, 1])
     _draw_roofs(ax, r.nominal, r.measured, lo_x, hi_x, measured_color=INDIGO, measured_lw=2.5, ridge_label=True)
-    lines = []
-    clusters: dict[tuple[int, int], list[int]] = {}  # points that would print on top of each other
+    clusters: dict[tuple[int, int], list[int]] = {}  # points that would sit on top of each other share a label
+    markers = []
     for i, p in enumerate(pts, 1):
         face = p["color"] if p["measured"] else "white"
         if p.get("predicted"):  # a measured point beside its prediction, joined by a dotted line
             ax.plot([p["x"], p["x"]], [p["predicted"], p["y"]], ":", color=p["color"], lw=1, gid=f"gap-{i}")
             ax.plot([p["x"]], [p["predicted"]], "o", ms=5, mfc="white", mec=p["color"], mew=1, gid=f"predicted-{i}")
+            markers.append((p["x"], p["predicted"], 5))
         ax.plot([p["x"]], [p["y"]], "o", ms=7, mfc=face, mec=p["color"], mew=1.5, gid=f"point-{i}")
-        clusters.setdefault((round(np.log10(p["x"]) * 25), round(np.log10(p["y"]) * 25)), []).append(i)
-        how = f"measured, predicted {_fmt_rate(p['predicted'])}" if p.get("predicted") else \
-            ("measured" if p["measured"] else "predicted")
-        lines.append(f"{i:>2} {p['name'][:24]:<24} AI {p['x']:<7.3g} {_fmt_rate(p['y']):>14} "
-                     f"{100 * p['fraction']:>5.3g}% of roof, {how}")
-    for members in clusters.values():
-        p = pts[members[0] - 1]
-        ax.annotate(",".join(map(str, members)), (p["x"], p["y"]), textcoords="offset points", xytext=(6, 4),
-                    fontsize=8, color=p["color"])
+        markers.append((p["x"], p["y"], 7))
+        clusters.setdefault((round(np.log10(p["x"]) * 40), round(np.log10(p["y"]) * 40)), []).append(i)
     ax.set_ylim(min(ys) / 5, max(ys) * 3)
-    ax.legend(loc="lower right", fontsize=8)
+    kinds = {p["measured"] for p in pts} | ({False} if any(p.get("predicted") for p in pts) else set())
+    handles = ax.get_legend_handles_labels()
+    extra = []
+    if False in kinds:
+        extra.append(Line2D([], [], ls="", marker="o", mfc="white", mec="0.3", label="predicted (hollow)"))
+    if True in kinds:
+        extra.append(Line2D([], [], ls="", marker="o", mfc="0.3", mec="0.3", label="measured (filled)"))
+    ax.legend(handles[0] + extra, handles[1] + [h.get_label() for h in extra], loc="lower right", fontsize=8)
     w = r.analysis.workload
     what = (f"decode B={w.batch} S={w.kv_len}" if w.phase == "decode" else f"prefill B={w.batch} T={w.query_tokens}")
-    fig.suptitle(f"{r.analysis.shape.name} · {what} · {w.compute_dtype.name} · {r.hardware.name} "
-                 f"({'measured' if r.measured else 'nominal'} roof) · {r.step.impl}", fontsize=11)
+    if r.profile_name:
+        roof = f"measured roof of {r.profile_name} (nominal: {r.hardware.name})"
+    else:
+        roof = f"{r.hardware.name} ({'measured' if r.measured else 'nominal'} roof)"
+    fig.suptitle(f"{r.analysis.shape.name} · {what} · {w.compute_dtype.name} · {roof} · {r.step.impl}", fontsize=11)
     key.axis("off")
-    key.text(0, 1, "hollow: predicted (floor or launch cost); filled: measured, joined to its prediction\n\n"
-             + "\n".join(lines),
-             va="top", ha="left", family="monospace", fontsize=7.5, transform=key.transAxes)
+    key_lines = []
+    for i, p in enumerate(pts, 1):
+        how = f" (predicted {_fmt_rate(p['predicted'])})" if p.get("predicted") else ""
+        key_lines.append(f"{i}  {p['name']}   AI {_sig(p['x'])} · {_fmt_rate(p['y'])}{how} · "
+                         f"{_sig(100 * p['fraction'])}% of roof")
+    text = key.text(0, 1, "\n".join(key_lines), va="top", ha="left", fontsize=8, transform=key.transAxes,
+                    linespacing=1.5, gid="key")
+    labels = []
+    for members in clusters.values():
+        p = pts[members[0] - 1]
+        labels.append((p["x"], p["y"], ",".join(map(str, members)), p["color"]))
+    place_labels(fig, ax, labels, markers)
+    _fit_text(fig, key, text)
     return fig
+
+
+def _sig(x: float) -> str:
+    from .report import sig
+
+    return sig(x)
+
+
+def _fit_text(fig, ax, text) -> None:
+    """Shrink a text until it fits inside its axes (the key must not run off the figure)."""
+    renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    size = text.get_fontsize()
+    while size > 5.5:
+        box = text.get_window_extent(renderer)
+        if box.x1 <= frame.x1 + 1 and box.y0 >= frame.y0 - 1:
+            return
+        size -= 0.5
+        text.set_fontsize(size)
 
 
 def save_roofline(r: Roofline, path: str) -> None:
@@ -189,21 +286,22 @@ def sweep_figure(sw):
     xs = np.concatenate([inten.ravel(), [sw.nominal.ridge]])
     _draw_roofs(left, sw.nominal, sw.measured, xs.min() / 4, max(xs.max() * 4, sw.nominal.ridge * 20))
     letter = "S" if decode else "T"
-    labelled: list[tuple[float, float]] = []  # (log10 x, log10 y) of the labels drawn so far
+    labels, markers = [], []
     for n, j in enumerate(_pick(len(lengths))):
         c = SERIES[n]
-        left.plot(inten[:, j], achieved[:, j], "-", color=c, lw=1, alpha=0.6)
+        left.plot(inten[:, j], achieved[:, j], "-", color=c, lw=1, alpha=0.6, gid=f"curve-{j}")
         for i, b in enumerate(g.batches):
             face = c if fits[i, j] else "white"
             left.plot([inten[i, j]], [achieved[i, j]], "o", ms=6, mfc=face, mec=c, mew=1.3, gid=f"point-{i}-{j}")
-            at = (float(np.log10(inten[i, j])), float(np.log10(achieved[i, j])))
-            if all(abs(at[0] - x) > 0.15 or abs(at[1] - y) > 0.12 for x, y in labelled):  # no label on a label
-                labelled.append(at)
-                left.annotate(f"B={b}", (inten[i, j], achieved[i, j]), textcoords="offset points", xytext=(4, -10),
-                              fontsize=7, color=c)
+            markers.append((inten[i, j], achieved[i, j], 6))
+            labels.append((inten[i, j], achieved[i, j], f"B={b:,}", c))
         left.plot([], [], "o-", color=c, label=f"{letter}={lengths[j]:,}")
+    if not fits.all():
+        from matplotlib.lines import Line2D
+
+        left.add_line(Line2D([], [], ls="", marker="o", mfc="white", mec="0.3", label="does not fit in memory"))
     left.set_ylim(achieved.min() / 5, max(achieved.max(), sw.nominal.peak_flop_per_s) * 3)
-    left.legend(loc="lower right", fontsize=8, title="hollow: does not fit", title_fontsize=7)
+    left.legend(loc="lower right", fontsize=8)
     left.set_title("each step on the roofline (predicted FLOP/s = FLOPs / step time)", fontsize=9)
 
     if decode:
@@ -212,28 +310,36 @@ def sweep_figure(sw):
         for n, j in enumerate(_pick(len(lengths))):
             c = SERIES[n]
             right.loglog(g.batches, step[:, j] * 1e3, "-o", color=c, ms=4, label=f"step ms, S={lengths[j]:,}")
-            twin.loglog(g.batches, tps[:, j], "--s", color=c, ms=3, alpha=0.8)
+            twin.loglog(g.batches, tps[:, j], "--s", color=c, ms=3, alpha=0.8, label=f"tokens/s, S={lengths[j]:,}")
+            bad = ~fits[:, j]
+            if bad.any():
+                right.plot(g.batches[bad], step[bad, j] * 1e3, "x", color=c, ms=8, mew=1.5,
+                           label=f"does not fit, S={lengths[j]:,}")
             v = sw.verdicts[j] if j < len(sw.verdicts) else None
             if v is not None and v.max_batch:
-                right.axvline(v.max_batch, color=c, ls=":", lw=1.5, gid=f"memory-limit-{j}")
-                right.annotate(f"memory limit B={v.max_batch:,}", (v.max_batch, 1), xycoords=("data", "axes fraction"),
-                               rotation=90, va="top", ha="right", fontsize=7, color=c)
-        right.set_xlabel("batch B")
-        right.set_ylabel("step time = time per output token (ms), solid")
-        twin.set_ylabel("tokens/s, all sequences (dashed)")
-        right.set_title("step time and tokens/s against batch", fontsize=9)
+                right.axvline(v.max_batch, color=c, ls=":", lw=1.5, gid=f"memory-limit-{j}",
+                              label=f"memory limit, S={lengths[j]:,}: B={v.max_batch:,}")
+        right.set_xlabel("batch B (sequences)")
+        right.set_ylabel("step time = time per output token (ms)")
+        twin.set_ylabel("tokens/s, all sequences")
+        right.set_title("step time (solid) and tokens/s (dashed) against batch", fontsize=9)
+        h1, l1 = right.get_legend_handles_labels()
+        h2, l2 = twin.get_legend_handles_labels()
+        right.legend(h1 + h2, l1 + l2, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=3, fontsize=7)
     else:
-        for i in _pick(len(g.batches)):
-            c = SERIES[_pick(len(g.batches)).index(i)]
+        for n, i in enumerate(_pick(len(g.batches))):
+            c = SERIES[n]
             right.loglog(g.prompts, step[i, :] * 1e3, "-o", color=c, ms=4, label=f"B={g.batches[i]:,}")
             bad = ~fits[i, :]
             if bad.any():
-                right.plot(g.prompts[bad], step[i, bad] * 1e3, "x", color="red", ms=8)
+                right.plot(g.prompts[bad], step[i, bad] * 1e3, "x", color=c, ms=8, mew=1.5,
+                           label=f"does not fit, B={g.batches[i]:,}")
         right.set_xlabel("prompt length T (tokens)")
-        right.set_ylabel("time to first token (ms); red x: does not fit")
+        right.set_ylabel("time to first token (ms)")
         right.set_title("prefill: time to first token against prompt length", fontsize=9)
+        right.legend(loc="upper left", fontsize=8)
     right.grid(True, which="both", alpha=0.25)
-    right.legend(loc="upper left", fontsize=8)
+    place_labels(fig, left, labels, markers, fontsize=7)
     return fig
 
 
@@ -248,12 +354,13 @@ def _request_panels(fig, left, right, sw, fits):
         right.loglog(g.batches, g.tokens_per_s[:, j], "-o", color=c, ms=4, label=f"P={g.prompts[j]:,}")
         bad = ~fits[:, j]
         if bad.any():
-            right.plot(g.batches[bad], g.tokens_per_s[bad, j], "x", color="red", ms=8)
-    left.set_xlabel("batch B")
-    left.set_ylabel("ms")
+            right.plot(g.batches[bad], g.tokens_per_s[bad, j], "x", color=c, ms=8, mew=1.5,
+                       label=f"does not fit, P={g.prompts[j]:,}")
+    left.set_xlabel("batch B (sequences)")
+    left.set_ylabel("time (ms)")
     left.set_title(f"time to first token and mean time per output token ({g.generate} tokens)", fontsize=9)
-    right.set_xlabel("batch B")
-    right.set_ylabel("output tokens/s over the whole request; red x: does not fit")
+    right.set_xlabel("batch B (sequences)")
+    right.set_ylabel("output tokens/s over the whole request")
     right.set_title("request throughput against batch", fontsize=9)
     for ax in (left, right):
         ax.grid(True, which="both", alpha=0.25)
