@@ -336,3 +336,23 @@ def test_a_measured_matmul_curve_is_read_in_log_rows_and_log_weight_bytes():
 
     grid = curve_at(curve, np.array([[1.0], [10.0]]), np.array([[1e6, 1e7]]))
     assert grid == pytest.approx(np.array([[0.2, 0.4], [0.4, 0.575]]))
+
+
+def test_labels_and_anomalies_come_from_what_was_measured(tmp_path, capsys):
+    # kv_cache_write measured at 14 ms per instance: its floor is 2,048 B / 270 GB/s = 7.6 ns, so
+    # 14e-3 / 7.585e-9 = 1.85 million x; its 2 launches cost 10 us. The launches do not explain it:
+    # flagged, and listed first (22 x 14 ms = 308 ms lost a step). q_proj at 1.2x its floor is neither.
+    q_floor = 8_396_800 / 270e9
+    times = tmp_path / "t.json"
+    times.write_text(json.dumps({"kv_cache_write": 14e-3, "q_proj": 1.2 * q_floor, "input_layernorm": 8e-6}))
+    assert main(["TinyLlama/TinyLlama-1.1B", "--measured-bw", "270GB/s", "--kernel-times", str(times), "--wide"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("kv_cache_write"))
+    assert row.rstrip().endswith("above 3x floor")
+    q = next(line for line in out.splitlines() if line.startswith("q_proj"))
+    assert "above 3x floor" not in q and "launch-bound" not in q
+    first = next(line for line in out.splitlines() if line.startswith("anomalies "))
+    assert first.startswith("anomalies kv_cache_write: +308 ms a step")
+    # input_layernorm: 8 us against 8 launches of 5 us: explained by its launches
+    norm = next(line for line in out.splitlines() if line.startswith("input_layernorm"))
+    assert norm.rstrip().endswith("launch-bound")

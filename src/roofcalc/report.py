@@ -388,6 +388,21 @@ def kernel_columns(r: Roofline) -> list[tuple[str, int, list[str]]]:
     return out
 
 
+def anomaly_lines(r: Roofline, n: int = 3) -> list[str]:
+    """The measured kernels that lose the most time against their expected time, largest first."""
+    worst = sorted(((p.measured_s - p.t_expected_s) * p.kernel.count, p) for p in r.step.placements
+                   if p.measured_s is not None and p.measured_s > p.t_expected_s)
+    out = []
+    for excess, p in reversed(worst[-n:]):
+        label = measured_label(p)
+        out.append(f"{p.kernel.name}: +{ms(excess)} ms a step over its expected time (x{p.kernel.count}, "
+                   f"{sig(p.measured_s * 1e6)} us each, {sig(p.floor_multiple)}x its floor"
+                   + (f", {label}" if label else "") + ")")
+    if not out:
+        return []
+    return ["anomalies " + out[0]] + [f"          {line}" for line in out[1:]]
+
+
 def measured_label(p) -> str:
     """What a measured kernel's time says, from the measurement: above 3x its floor it is flagged,
     unless its launches explain it (then 'launch-bound')."""
@@ -452,6 +467,7 @@ def totals_lines(r: Roofline) -> list[str]:
             "  2 along the slope: " + slope_words(r),
             f"  3 the roof: {si(roof.peak_flop_per_s, 'FLOP/s')}; only another device or precision lifts it",
         ]
+    lines += anomaly_lines(r)
     for p in r.points:
         lines.append(f"point     {p.name}: AI {ratio(p.intensity)}, {si(p.achieved_flop_per_s, 'FLOP/s')}, "
                      f"{pct(p.roof_fraction(r.roof))} of the roof at its AI "
@@ -629,28 +645,32 @@ def sweep_record(sw: Sweep) -> dict[str, Any]:
             "hardware": hw, "points": sweep_point_records(sw), "verdicts": [verdict_record(v) for v in sw.verdicts]}
 
 
+def _ms_cell(seconds):
+    return "" if seconds is None else sig(seconds * 1e3)
+
+
 _SWEEP_COLUMNS = {  # (header, record key, text formatter)
     "decode": [("batch", "batch", str), ("context", "context", str), ("FLOPs", "flops", si),
                ("weights", "weight_bytes", lambda x: si(x, "B")), ("KV cache", "kv_bytes", lambda x: si(x, "B")),
                ("AI", "intensity", ratio), ("AI/B", "intensity_per_batch", lambda x: f"{x:.3f}"),
-               ("floor ms", "floor_s", lambda x: f"{x * 1e3:.3g}"),
-               ("step=TPOT ms", "step_s", lambda x: f"{x * 1e3:.3g}"),
-               ("upper ms", "predicted_upper_s", lambda x: f"{x * 1e3:.3g}"),
-               ("tokens/s", "tokens_per_s", lambda x: f"{x:,.0f}" if x >= 100 else f"{x:.3g}"),
-               ("bound", "bound", str), ("memory GB", "memory_bytes", _gb)],
+               ("floor ms", "floor_s", _ms_cell),
+               ("step=TPOT ms", "step_s", _ms_cell),
+               ("upper ms", "predicted_upper_s", _ms_cell),
+               ("tokens/s", "tokens_per_s", sig),
+               ("bound", "bound", str), ("memory GB", "memory_bytes", lambda x: sig(x / 1e9))],
     "prefill": [("batch", "batch", str), ("prompt", "prompt", str), ("FLOPs", "flops", si),
                 ("bytes", "bytes", lambda x: si(x, "B")), ("AI", "intensity", ratio),
-                ("floor ms", "floor_s", lambda x: f"{x * 1e3:.3g}"),
-                ("TTFT ms", "ttft_s", lambda x: f"{x * 1e3:.3g}"),
-                ("upper ms", "predicted_upper_s", lambda x: f"{x * 1e3:.3g}"),
-                ("prompt tokens/s", "prompt_tokens_per_s", lambda x: f"{x:,.0f}"), ("bound", "bound", str),
-                ("memory GB", "memory_bytes", _gb)],
+                ("floor ms", "floor_s", _ms_cell),
+                ("TTFT ms", "ttft_s", _ms_cell),
+                ("upper ms", "predicted_upper_s", _ms_cell),
+                ("prompt tokens/s", "prompt_tokens_per_s", sig), ("bound", "bound", str),
+                ("memory GB", "memory_bytes", lambda x: sig(x / 1e9))],
     "request": [("batch", "batch", str), ("prompt", "prompt", str), ("generate", "generate", str),
-                ("TTFT ms", "ttft_s", lambda x: f"{x * 1e3:.3g}"),
-                ("mean TPOT ms", "mean_tpot_s", lambda x: "" if x is None else f"{x * 1e3:.3g}"),
-                ("total s", "total_s", lambda x: f"{x:.3g}"),
-                ("output tokens/s", "tokens_per_s", lambda x: f"{x:,.0f}" if x >= 100 else f"{x:.3g}"),
-                ("memory GB (end)", "memory_bytes", _gb)],
+                ("TTFT ms", "ttft_s", _ms_cell),
+                ("mean TPOT ms", "mean_tpot_s", _ms_cell),
+                ("total s", "total_s", sig),
+                ("output tokens/s", "tokens_per_s", sig),
+                ("memory GB (end)", "memory_bytes", lambda x: sig(x / 1e9))],
 }
 
 
