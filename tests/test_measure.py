@@ -324,11 +324,12 @@ def _family_configs():
 
 @pytest.mark.parametrize("family_name", sorted(_family_configs()))
 def test_profile_credits_every_kernel_of_every_family(family_name, tmp_path):
-    """The profiler's ops land on roofcalc's kernels for every family (small random models, CPU)."""
+    """The profiler's ops land on roofcalc's kernels for every family (small random models, CPU): every
+    kernel gets ops, and most ops get a kernel (counted, not timed: a loaded machine can stall any op)."""
     pytest.importorskip("torch")
     from roofcalc.profile import profile_model
 
     (tmp_path / "config.json").write_text(json.dumps(_family_configs()[family_name]))
     p = profile_model(str(tmp_path), context=16, steps=2, quiet=True)
     assert p.unmatched == []
-    assert p.other_s < p.kernel_sum_s
+    assert p.other_count < sum(t.ops for t in p.kernels.values())

@@ -74,6 +74,7 @@ class ProfileResult:
     kernels: dict  # roofcalc kernel name -> KernelTime
     other_s: float  # op time not credited to any kernel
     other_ops: dict = field(default_factory=dict)  # op name -> seconds, for the biggest leftovers
+    other_count: int = 0  # ATen ops credited to no kernel
 
     @property
     def kernel_times(self) -> dict[str, float]:
@@ -394,6 +395,7 @@ def _attribute(prof, analysis: Analysis, device: str, tpot: float, times, ttft: 
     names = {k.name for k in analysis.kernels}
     kernels: dict[str, KernelTime] = {}
     other: dict[str, float] = {}
+    other_count = 0
     layer_adds: dict[str, int] = {}
     experts = [k for k in analysis.kernels if k.role == "experts"]
     resolve = _resolver(analysis)
@@ -414,12 +416,14 @@ def _attribute(prof, analysis: Analysis, device: str, tpot: float, times, ttft: 
             continue
         if target is None or target not in names:
             other[e.name] = other.get(e.name, 0.0) + seconds
+            other_count += 1
             continue
         kt = kernels.setdefault(target, KernelTime(target))
         kt.seconds += seconds
         kt.ops += 1
     biggest = dict(sorted(other.items(), key=lambda kv: -kv[1])[:5])
-    return ProfileResult(analysis, device, tpot, times, ttft, profiled, kernels, sum(other.values()), biggest)
+    return ProfileResult(analysis, device, tpot, times, ttft, profiled, kernels, sum(other.values()), biggest,
+                         other_count)
 
 
 # --------------------------------------------------------------------------- closing the loop
