@@ -15,17 +15,26 @@ DEFAULT_HW = "T4"
 
 
 class _Parser(argparse.ArgumentParser):
+    """One line and exit 2 for bad options; no abbreviations (argparse would read --tp as --tpot)."""
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, allow_abbrev=False, **k)
+
     def error(self, message: str) -> None:  # one line, exit 2, no usage dump
         raise RoofcalcError(f"{message} (see '{self.prog} --help')")
 
 
 def positive_int(text: str) -> int:
+    if not text.isascii():
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number (digits 0-9)")
     try:
         value = int(text.replace("_", ""), 10)
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    if value > 1 << 24:
+        raise argparse.ArgumentTypeError(f"{value:,} is beyond any real workload (limit {1 << 24:,})")
     return value
 
 
@@ -38,6 +47,9 @@ def _main_parser() -> argparse.ArgumentParser:
         "'roofcalc profile MODEL' measures a model on it.",
     )
     p.add_argument("model", help="a config.json, a folder holding one, a catalog name (roofcalc models) or a hub id")
+    from . import __version__
+
+    p.add_argument("--version", action="version", version=f"roofcalc {__version__}")
     sizes = "; a list (1,4,16) or a range (1..256 doubles, 512..4096:512 steps) sweeps"
     p.add_argument("--batch", "-b", help=f"sequences per step, B (default {DEFAULT_BATCH}){sizes}")
     phase = p.add_mutually_exclusive_group()
@@ -96,6 +108,10 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
     is the weight dtype unless --dtype or --weight-dtype says otherwise."""
     from .calculator import dtype
 
+    for flag, value in (("--dtype", args.dtype), ("--weight-dtype", args.weight_dtype), ("--act-dtype", args.act_dtype),
+                        ("--kv-dtype", args.kv_dtype)):
+        if value is not None and not value.strip():
+            raise RoofcalcError(f"{flag} is empty; give a dtype such as fp16")
     base = args.dtype or DEFAULT_DTYPE
     declared = shape.weight_format if shape is not None and not args.dtype else None
     kw = dict(
@@ -140,33 +156,37 @@ def _workload(args: argparse.Namespace, shape=None):
 def load_kernel_times(path: str) -> dict[str, float]:
     """Seconds per kernel instance: CSV rows 'name,seconds' (a header row is allowed) or a JSON object."""
     import csv
-    import json
-    from pathlib import Path
+    import math
 
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RoofcalcError(f"cannot read kernel times {path}: {exc.strerror}") from None
+    from .inputs import one_line, parse_json, read_text
+
+    text = read_text(path, "kernel times")
+    where = one_line(path)[:200]
     if text.lstrip().startswith("{"):
-        try:
-            items = list(json.loads(text).items())
-        except (json.JSONDecodeError, AttributeError):
-            raise RoofcalcError(f"{path} is not a JSON object of kernel name -> seconds") from None
+        doc = parse_json(text, where)
+        if not isinstance(doc, dict):
+            raise RoofcalcError(f"{where} is not a JSON object of kernel name -> seconds")
+        items = list(doc.items())
     else:
-        items = [tuple(row) for row in csv.reader(text.splitlines()) if row and not row[0].startswith("#")]
+        try:
+            items = [tuple(row) for row in csv.reader(text.splitlines()) if row and not row[0].startswith("#")]
+        except csv.Error as exc:
+            raise RoofcalcError(f"{where} is not CSV rows of 'name,seconds' ({exc})") from None
         if items and items[0][0].strip().lower() in ("name", "kernel"):
             items = items[1:]
     times = {}
     for item in items:
         if len(item) != 2:
-            raise RoofcalcError(f"{path}: each row must be 'name,seconds', got {','.join(map(str, item))!r}")
-        name, value = str(item[0]).strip(), item[1]
+            raise RoofcalcError(f"{where}: each row must be 'name,seconds', got {one_line(','.join(map(str, item)))[:80]!r}")
+        name, value = one_line(str(item[0]).strip())[:100], item[1]
+        if isinstance(value, bool):
+            raise RoofcalcError(f"{where}: the time for {name} must be a number of seconds")
         try:
             seconds = float(value)
-        except (TypeError, ValueError):
-            raise RoofcalcError(f"{path}: '{value}' for {name} is not a number of seconds") from None
-        if not seconds > 0:
-            raise RoofcalcError(f"{path}: the time for {name} must be positive")
+        except (TypeError, ValueError, OverflowError):
+            raise RoofcalcError(f"{where}: {one_line(str(value))[:40]!r} for {name} is not a number of seconds") from None
+        if not seconds > 0 or not math.isfinite(seconds):
+            raise RoofcalcError(f"{where}: the time for {name} must be a positive, finite number of seconds")
         times[name] = seconds
     return times
 
@@ -175,7 +195,9 @@ def _hardware(args: argparse.Namespace):
     """(catalog entry, measured profile or None)."""
     from .hardware import find_hardware, load_profile
 
-    profile = load_profile(args.hw_file) if args.hw_file else None
+    if args.hw is not None and not args.hw.strip():
+        raise RoofcalcError("--hw is empty; give a name from 'roofcalc hardware'")
+    profile = load_profile(args.hw_file) if args.hw_file is not None else None
     hw_name = args.hw or (profile.nominal if profile and profile.nominal else DEFAULT_HW)
     return find_hardware(hw_name), profile
 
@@ -210,13 +232,13 @@ def build_sweep(args: argparse.Namespace):
     hardware, profile = _hardware(args)
     return sweep(
         shape, hardware, batches=batches, contexts=contexts, prompts=prompts, generate=args.generate,
-        measured_bw=parse_quantity(args.measured_bw, "bandwidth") if args.measured_bw else None,
-        measured_flops=parse_quantity(args.measured_flops, "flops") if args.measured_flops else None,
+        measured_bw=parse_quantity(args.measured_bw, "bandwidth") if args.measured_bw is not None else None,
+        measured_flops=parse_quantity(args.measured_flops, "flops") if args.measured_flops is not None else None,
         measured_profile=profile, impl=args.impl,
-        launch_overhead_s=parse_quantity(args.launch_overhead, "time") if args.launch_overhead else None,
-        capacity_bytes=parse_quantity(args.memory, "size") if args.memory else None,
+        launch_overhead_s=parse_quantity(args.launch_overhead, "time") if args.launch_overhead is not None else None,
+        capacity_bytes=parse_quantity(args.memory, "size") if args.memory is not None else None,
         min_gain=_percent(args.min_gain),
-        host_overhead_s=parse_quantity(args.host_overhead, "time") if args.host_overhead else None, **kw,
+        host_overhead_s=parse_quantity(args.host_overhead, "time") if args.host_overhead is not None else None, **kw,
     )
 
 
@@ -231,16 +253,16 @@ def build_roofline(args: argparse.Namespace):
     hardware, profile = _hardware(args)
     return roofline(
         analyze(shape, workload), hardware,
-        measured_bw=parse_quantity(args.measured_bw, "bandwidth") if args.measured_bw else None,
-        measured_flops=parse_quantity(args.measured_flops, "flops") if args.measured_flops else None,
+        measured_bw=parse_quantity(args.measured_bw, "bandwidth") if args.measured_bw is not None else None,
+        measured_flops=parse_quantity(args.measured_flops, "flops") if args.measured_flops is not None else None,
         measured_profile=profile,
         impl=args.impl,
-        launch_overhead_s=parse_quantity(args.launch_overhead, "time") if args.launch_overhead else None,
-        kernel_times=load_kernel_times(args.kernel_times) if args.kernel_times else None,
-        tpot_s=parse_quantity(args.tpot, "time") if args.tpot else None,
+        launch_overhead_s=parse_quantity(args.launch_overhead, "time") if args.launch_overhead is not None else None,
+        kernel_times=load_kernel_times(args.kernel_times) if args.kernel_times is not None else None,
+        tpot_s=parse_quantity(args.tpot, "time") if args.tpot is not None else None,
         points=tuple(parse_point(p) for p in args.point),
-        host_overhead_s=parse_quantity(args.host_overhead, "time") if args.host_overhead else None,
-        capacity_bytes=parse_quantity(args.memory, "size") if args.memory else None,
+        host_overhead_s=parse_quantity(args.host_overhead, "time") if args.host_overhead is not None else None,
+        capacity_bytes=parse_quantity(args.memory, "size") if args.memory is not None else None,
     )
 
 
@@ -249,7 +271,7 @@ def term_width() -> int:
     import os
     import shutil
 
-    if sys.stdout.isatty():
+    if sys.stdout is not None and sys.stdout.isatty():
         return shutil.get_terminal_size((100, 24)).columns
     try:
         return max(40, int(os.environ.get("COLUMNS", "100")))
@@ -352,8 +374,10 @@ def run_measure(argv: Sequence[str]) -> str:
         folder = Path(args.out).parent
         if not folder.is_dir():
             raise RoofcalcError(f"--out {args.out}: folder {folder} does not exist")
-    dtypes = [d.strip() for d in args.dtype.split(",")] if args.dtype else None
-    nbytes = int(parse_quantity(args.size, "size")) if args.size else None
+    if args.dtype is not None and not args.dtype.strip():
+        raise RoofcalcError("--dtype is empty; give compute dtypes such as fp32 or fp32,bf16")
+    dtypes = [d.strip() for d in args.dtype.split(",")] if args.dtype is not None else None
+    nbytes = int(parse_quantity(args.size, "size")) if args.size is not None else None
     m = measure(args.device, dtypes, args.repeats, nbytes, quiet=args.quiet, curves=not args.no_curves)
     nominal, why = closest_nominal(m, args.nominal)
     if args.out:
@@ -460,15 +484,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             out = run_main(argv)
     except RoofcalcError as exc:
-        print(f"roofcalc: error: {exc}", file=sys.stderr)
+        from .inputs import one_line
+
+        print(f"roofcalc: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
     try:
+        if sys.stdout is None:
+            raise OSError("standard output is closed")
         sys.stdout.write(out)
         sys.stdout.flush()
     except BrokenPipeError:  # roofcalc ... | head
-        return 0
+        try:
+            sys.stdout = None  # nothing more to flush at exit
+        finally:
+            return 0
+    except (OSError, ValueError) as exc:  # stdout full (/dev/full) or closed (>&-)
+        sys.stdout = None
+        print(f"roofcalc: error: cannot write the output: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
+        return 2
     return 0
 
 

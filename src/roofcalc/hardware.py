@@ -14,6 +14,7 @@ names the catalog entry it is measured against.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,9 +54,9 @@ class Hardware:
 
 
 def _positive(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
-        raise RoofcalcError(f"{what} must be a positive number, got {value!r}")
-    return float(value)
+    from .inputs import number
+
+    return number(value, what, 0.0, low_open=True)
 
 
 def hardware_from_dict(d: Any, where: str) -> Hardware:
@@ -70,27 +71,35 @@ def hardware_from_dict(d: Any, where: str) -> Hardware:
     for k in peaks:
         if k not in COMPUTE_DTYPES:
             raise RoofcalcError(f"{where}: unknown compute dtype '{k}' (use {', '.join(COMPUTE_DTYPES)})")
+    from .inputs import number, text
+
     mem = d.get("memory_bytes")
     version = d.get("schema_version", 1)
     if version not in PROFILE_VERSIONS:
         raise RoofcalcError(f"{where}: profile schema_version {version!r} is not one roofcalc reads "
                             f"({', '.join(map(str, PROFILE_VERSIONS))})")
-    kind = str(d.get("kind", "gpu"))
+    kind = d.get("kind", "gpu")
+    if kind not in ("gpu", "cpu", "tpu"):
+        raise RoofcalcError(f"{where}: 'kind' must be gpu, cpu or tpu")
     model = None
     if d.get("efficiency") is not None:
         from .predict import model_from_profile
 
         model = model_from_profile(d["efficiency"], kind, where)
+    aliases = d.get("aliases", [])
+    if not isinstance(aliases, list):
+        raise RoofcalcError(f"{where}: 'aliases' must be a list of names")
+    nominal = d.get("nominal")
     return Hardware(
-        name=str(d.get("name", where)),
+        name=text(d.get("name", where), f"{where}: name"),
         bandwidth_bytes_per_s=_positive(d["bandwidth_bytes_per_s"], f"{where}: bandwidth_bytes_per_s"),
         peak_flop_per_s={k: _positive(v, f"{where}: peak_flop_per_s.{k}") for k, v in peaks.items()},
-        launch_overhead_s=float(d.get("launch_overhead_s", 5e-6)),
+        launch_overhead_s=number(d.get("launch_overhead_s", 5e-6), f"{where}: launch_overhead_s", 0.0, 1.0),
         memory_bytes=None if mem is None else _positive(mem, f"{where}: memory_bytes"),
         kind=kind,
-        source=str(d.get("source", "")),
-        aliases=tuple(d.get("aliases", ())),
-        nominal=d.get("nominal"),
+        source=text(d.get("source", ""), f"{where}: source", 400),
+        aliases=tuple(text(a, f"{where}: aliases") for a in aliases),
+        nominal=None if nominal is None else text(nominal, f"{where}: nominal"),
         efficiency=model,
     )
 
@@ -121,14 +130,9 @@ def find_hardware(name: str) -> Hardware:
 
 
 def load_profile(path: str) -> Hardware:
-    p = Path(path)
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise RoofcalcError(f"cannot read hardware profile {path}: {exc.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise RoofcalcError(f"hardware profile {path} is not valid JSON") from None
-    return hardware_from_dict(doc, path)
+    from .inputs import one_line, read_json
+
+    return hardware_from_dict(read_json(path, "hardware profile"), one_line(str(path))[:200])
 
 
 def save_profile(hw: Hardware, path: str) -> None:
@@ -166,9 +170,12 @@ def parse_quantity(text: str, kind: str) -> float:
     """'270GB/s' -> 2.7e11, '2.0TB/s' -> 2e12, '50TFLOP/s' -> 5e13, '15ms' -> 0.015, '80GB' -> 8e10;
     plain numbers are base units (bytes/s, FLOP/s, seconds, bytes). Decimal prefixes, as datasheets
     use; sizes also take binary ones ('80GiB' -> 80·2³⁰)."""
-    m = _QUANTITY.match(text)
+    from .inputs import one_line
+
     what = {"bandwidth": "a bandwidth like 270GB/s", "flops": "a rate like 50TFLOP/s", "time": "a time like 15ms",
             "size": "a size like 80GB or 80GiB"}[kind]
+    text = one_line(text)
+    m = _QUANTITY.match(text) if text.isascii() else None
     if not m:
         raise RoofcalcError(f"'{text}' is not {what}")
     number, prefix, unit = float(m.group(1)), m.group(2).lower(), m.group(3).lower()
@@ -185,4 +192,6 @@ def parse_quantity(text: str, kind: str) -> float:
         value = number * _PREFIX[prefix]
     if not value > 0:
         raise RoofcalcError(f"'{text}' must be positive")
+    if not math.isfinite(value) or value > 1e30:
+        raise RoofcalcError(f"'{text}' is beyond any real device or workload")
     return value

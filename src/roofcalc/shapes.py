@@ -512,18 +512,9 @@ HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RoofcalcError(f"cannot read {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise RoofcalcError(f"{path} is not a text file; pass a config.json") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RoofcalcError(
-            f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); is it truncated?"
-        ) from None
+    from .inputs import read_json
+
+    return read_json(path, "config")
 
 
 def _reachable(url: str, timeout_s: float = 1.5) -> bool:
@@ -560,11 +551,18 @@ def _hub_config(repo_id: str) -> Path:
         from huggingface_hub import constants, hf_hub_download, try_to_load_from_cache
     except ImportError:  # pragma: no cover - transformers brings it
         raise RoofcalcError(f"'{repo_id}' is not in the catalog and huggingface_hub is not installed; {how}") from None
-    cached = try_to_load_from_cache(repo_id, "config.json")
+    from .inputs import env_name_offline, one_line
+
+    try:
+        cached = try_to_load_from_cache(repo_id, "config.json")
+    except Exception:  # the hub library's own validation of the id (HFValidationError)
+        raise RoofcalcError(f"'{one_line(repo_id)}' is not a valid hub id (owner/name of letters, digits, '-', '_' "
+                            f"and '.', not starting or ending with '.' or '-', no '--' or '..')") from None
     if isinstance(cached, str):
         return Path(cached)
     if constants.HF_HUB_OFFLINE:  # HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE
-        raise RoofcalcError(f"'{repo_id}' is not in the catalog or the HF cache and HF_HUB_OFFLINE is set; {how}")
+        var = env_name_offline() or "HF_HUB_OFFLINE"
+        raise RoofcalcError(f"'{repo_id}' is not in the catalog or the HF cache and {var} is set; {how}")
     if not _reachable(constants.ENDPOINT):
         raise RoofcalcError(f"'{repo_id}' is not in the catalog or the HF cache, and {constants.ENDPOINT} "
                             f"cannot be reached; {how}")
@@ -580,7 +578,18 @@ def load_config(source: str) -> tuple[dict, str, str, CatalogEntry | None]:
     In order: a path to a config.json or a folder holding one; a catalog hub id or alias;
     any other hub id (HF cache, then the hub).
     """
+    from .inputs import one_line
+
+    if not isinstance(source, str) or not source.strip():
+        raise RoofcalcError("no model given: pass a config.json, a folder, a catalog name or a hub id")
+    if len(source) > 1024 or any(not ch.isprintable() for ch in source):
+        raise RoofcalcError(f"'{one_line(source)[:80]}' is not a file, a catalog name or a hub id")
     path = Path(os.path.expanduser(source))
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.errno not in (2, 20):  # not "no such file": a loop, a name too long, no permission
+            raise RoofcalcError(f"cannot read {one_line(source)[:200]}: {exc.strerror}") from None
     if path.is_dir():
         file = path / "config.json"
         if not file.is_file():

@@ -48,13 +48,20 @@ _RANGE = re.compile(r"^(\d+)\.\.(\d+)(?::(\d+))?$")
 def parse_sizes(text: str, what: str = "batch", limit: int = MAX_BATCH) -> tuple[int, ...]:
     """'64', '1,4,16,64', '1..256' (1, 2, 4, … 256: doubling), '512..4096:512' (a step of 512),
     or a mix such as '1,3..96,100'. Sorted, without repeats. Every value in 1 … limit."""
-    items = [t.strip().replace("_", "") for t in str(text).split(",")]
+    from .inputs import one_line
+
+    text = one_line(str(text))
+    if not text.isascii():
+        raise RoofcalcError(f"--{what} '{text[:60]}': use digits 0-9, such as 1,4,16 or 1..256")
+    items = [t.strip().replace("_", "") for t in text.split(",")]
     if not any(items):
         raise RoofcalcError(f"--{what} is empty; give numbers such as 1,4,16 or a range such as 1..256")
     values: set[int] = set()
     for item in items:
         if not item:
             raise RoofcalcError(f"--{what} '{text}' has an empty item; separate numbers with single commas")
+        if max((len(run) for run in re.findall(r"\d+", item)), default=0) > 12:
+            raise RoofcalcError(f"--{what}: '{item[:20]}...' is beyond any real workload (limit {limit:,})")
         if item.isdigit():
             values.add(int(item))
             continue
