@@ -159,3 +159,23 @@ def test_unknown_model_type_read_as_a_family_explicitly():
     with pytest.raises(RoofcalcError, match="--family"):
         shape_from_config(cfg, "t")
     assert shape_from_config(cfg, "t", family="mixtral").moe.n_experts == 4
+
+
+def test_phi3_rotates_only_its_partial_rotary_share():
+    """Phi-4-mini's config sets partial_rotary_factor 0.75: 96 of each head's 128 dims rotate. The width
+    is checked against the inv_freq buffer the real transformers model builds (one frequency per two
+    rotated dims)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from roofcalc import Workload, analyze, shape_from_config
+
+    cfg = dict(model_type="phi3", hidden_size=256, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+               intermediate_size=512, vocab_size=128, partial_rotary_factor=0.75, max_position_embeddings=64,
+               pad_token_id=0)
+    shape = shape_from_config(cfg, "phi4-mini-like")
+    assert shape.head_dim == 128 and shape.rotary_dim == 96  # 0.75 x 128
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**cfg))
+    assert 2 * model.model.rotary_emb.inv_freq.numel() == shape.rotary_dim
+    # rotary FLOPs at batch 1 decode: 3 per element over (N + K) heads x 96 dims = 3 x 4 x 96 = 1,152
+    assert analyze(shape, Workload.decode(1, 8)).kernel("rotary").cost.flops == 1_152

@@ -333,3 +333,13 @@ def test_profile_credits_every_kernel_of_every_family(family_name, tmp_path):
     p = profile_model(str(tmp_path), context=16, steps=2, quiet=True)
     assert p.unmatched == []
     assert p.other_count < sum(t.ops for t in p.kernels.values())
+
+
+def test_the_main_job_runs_on_a_cpu_profile_with_its_defaults(measured, tmp_path, capsys):
+    """roofcalc measure --out me.json, then roofcalc MODEL --hw-file me.json: the CPU profile has no fp16
+    peak, so the main job computes in what the profile measured and says so."""
+    path = tmp_path / "me.json"
+    write_profile(measured, None, str(path))
+    assert main(["TinyLlama/TinyLlama-1.1B", "--hw", "EPYC-9654", "--hw-file", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "compute fp32 (default) (the profile's measured dtype: it has no fp16 peak)" in out

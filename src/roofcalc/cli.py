@@ -290,6 +290,14 @@ def run_main(argv: Sequence[str]) -> str:
         defaults.discard("dtype")
     if args.hw_file:
         defaults.discard("hw")
+    if "dtype" in defaults and args.hw_file is not None:
+        # a measured profile that has no fp16 peak (a CPU measured in fp32): compute in what it measured
+        hw, profile = _hardware(args)
+        if DEFAULT_DTYPE not in profile.peak_flop_per_s:
+            usable = [d for d in ("bf16", "fp32") if d in profile.peak_flop_per_s and d in hw.peak_flop_per_s]
+            if usable:
+                args.dtype = usable[0]
+                defaults.add(f"dtype-profile:{DEFAULT_DTYPE}")
     if args.plot:
         from .plotting import check_plot_path
 

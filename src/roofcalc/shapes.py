@@ -389,13 +389,16 @@ def shape_from_config(cfg: Any, name: str = "model", family: str | None = None) 
 
     attention_bias = _bool(cfg, "attention_bias", fam == "gpt_neox")
     biased = {"gpt2": True, "opt": _bool(cfg, "enable_bias", True), "phi": True, "gpt_neox": attention_bias}
-    rotary_dim = head_dim
+    # the rotated share of each head: transformers reads partial_rotary_factor (top level, or inside
+    # rope_parameters) for every rotary family, NeoX also rotary_pct; Phi-4-mini rotates 96 of 128
     if fam == "gpt_neox":
         rotary_dim = int(head_dim * _fraction(cfg, ("rotary_pct", "partial_rotary_factor"), 0.25))
     elif fam == "phi":
         rotary_dim = int(head_dim * _fraction(cfg, ("partial_rotary_factor",), 0.5))
     elif fam in ("gpt2", "opt"):
         rotary_dim = 0
+    else:
+        rotary_dim = int(head_dim * _fraction(cfg, ("partial_rotary_factor",), 1.0))
     position_rows = 0
     if gpt2:
         position_rows = _int(cfg, "n_positions", 1024, limit=1 << 30)
