@@ -40,6 +40,7 @@ class Hardware:
     aliases: tuple[str, ...] = field(default=())
     nominal: str | None = None  # for a measured profile: the catalog entry it is measured against
     efficiency: "object" = None  # roofcalc.predict.KernelModel measured on this device (schema 2), or None
+    segment: str = "datacenter"  # GPUs: "datacenter" or "consumer" (GeForce): the default efficiencies differ
 
     def peak(self, compute_dtype: str) -> float:
         if compute_dtype not in self.peak_flop_per_s:
@@ -101,7 +102,14 @@ def hardware_from_dict(d: Any, where: str) -> Hardware:
         aliases=tuple(text(a, f"{where}: aliases") for a in aliases),
         nominal=None if nominal is None else text(nominal, f"{where}: nominal"),
         efficiency=model,
+        segment=_segment(d.get("segment", "datacenter"), where),
     )
+
+
+def _segment(value, where: str) -> str:
+    if value not in ("datacenter", "consumer"):
+        raise RoofcalcError(f"{where}: 'segment' must be datacenter or consumer")
+    return value
 
 
 _catalog: tuple[Hardware, ...] | None = None
