@@ -165,6 +165,18 @@ def test_hub_id_is_read_from_the_hf_cache_offline(tmp_path):
     proc = _roofcalc(["acme/tiny", "--format", "json"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["model"]["d_model"] == 64
+    # --revision: another snapshot, under a tag, read through the hub library's own revision lookup
+    other = tmp_path / "hub" / "models--acme--tiny" / "snapshots" / "def456"
+    other.mkdir()
+    (other / "config.json").write_text(json.dumps(dict(
+        model_type="llama", hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=256,
+        vocab_size=100)))
+    (tmp_path / "hub" / "models--acme--tiny" / "refs" / "v2").write_text("def456")
+    proc = _roofcalc(["acme/tiny", "--revision", "v2", "--format", "json"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["model"]["d_model"] == 128
+    proc = _roofcalc(["acme/tiny", "--revision", "v3"], tmp_path)  # not in the cache, and offline
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
 
 
 def test_main_job_imports_nothing_heavy():

@@ -128,7 +128,14 @@ def test_units():
     assert parse_quantity("270GB/s", "bandwidth") == 270e9
     assert parse_quantity("2.0TB/s", "bandwidth") == 2e12
     assert parse_quantity("50TFLOP/s", "flops") == 50e12
-    assert parse_quantity("3e11", "bandwidth") == 3e11
+    assert parse_quantity("3e11B/s", "bandwidth") == 3e11  # base units, written out
+    assert parse_quantity("250GiB/s", "bandwidth") == 250 * 2 ** 30
+    assert parse_quantity("80GiB", "size") == 80 * 2 ** 30 and parse_quantity("80GB", "size") == 80e9
+    assert parse_quantity("0.015s", "time") == pytest.approx(0.015)
+    for bare, kind, hint in (("270", "bandwidth", "did you mean 270GB/s"), ("50", "flops", "did you mean 50TFLOP/s"),
+                             ("15", "time", "did you mean 15ms")):
+        with pytest.raises(RoofcalcError, match=hint):
+            parse_quantity(bare, kind)
     assert parse_quantity("15ms", "time") == pytest.approx(0.015)
     assert parse_quantity("5us", "time") == pytest.approx(5e-6)
     for bad, kind in (("fast", "bandwidth"), ("270GB/h", "bandwidth"), ("-3GB/s", "bandwidth"), ("0", "flops"),
@@ -237,7 +244,8 @@ BAD = [
     (["--hw", "Z9000"], "unknown hardware 'Z9000'; known: T4"),
     (["--measured-bw", "fast"], "'fast' is not a bandwidth"),
     (["--measured-bw=-270GB/s"], "is not a bandwidth"),
-    (["--measured-bw", "0"], "must be positive"),
+    (["--measured-bw", "0GB/s"], "must be positive"),
+    (["--measured-bw", "270"], "has no unit: did you mean 270GB/s"),
     (["--measured-flops", "50TB/s"], "is not a rate"),
     (["--tpot", "15 parsecs"], "is not a time"),
     (["--dtype", "bf16"], "T4 has no bf16 peak"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -159,3 +160,13 @@ def test_paths(tmp_path):
 def test_not_a_name_at_all():
     with pytest.raises(RoofcalcError, match="not a file, a catalog name or a hub id"):
         load_config("what is this")
+
+
+def test_a_multimodal_config_is_read_through_its_text_config():
+    # a Mistral-3-style vision-language config: the language model sits in text_config
+    text = dict(model_type="mistral", hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, intermediate_size=512, vocab_size=1000, head_dim=64)
+    cfg = dict(model_type="mistral3", text_config=text, vision_config={"model_type": "pixtral", "hidden_size": 64})
+    shape = shape_from_config(cfg, "vlm")
+    assert shape.model_type == "mistral3 (text_config: mistral)" and shape.d_model == 256 and shape.n_layers == 2
+    assert shape == dataclasses.replace(shape_from_config(text, "vlm"), model_type=shape.model_type)

@@ -77,14 +77,16 @@ def _main_parser() -> argparse.ArgumentParser:
                    help="DeepSeek attention: naive (what transformers computes: the latent is expanded every step) "
                    "or absorbed (what serving engines decode)")
     p.add_argument("--family", help="read a config whose model_type roofcalc does not know as this family (e.g. llama)")
+    p.add_argument("--revision", help="a hub id's branch, tag or commit (the hub library's own revision handling); "
+                   "the catalog is not used then")
     p.add_argument("--format", "-f", choices=("table", "markdown", "csv", "json"), default="table")
     p.add_argument("--wide", action="store_true",
                    help="every column of the kernel table (default: the most important ones that fit the terminal, "
                    "100 columns when it is unknown)")
     r = p.add_argument_group("roofline")
     r.add_argument("--hw", help=f"hardware from the catalog (roofcalc hardware; default {DEFAULT_HW})")
-    r.add_argument("--measured-bw", help="your measured bandwidth, e.g. 270GB/s (plain numbers: bytes/s)")
-    r.add_argument("--measured-flops", help="your measured matmul peak, e.g. 50TFLOP/s (plain numbers: FLOP/s)")
+    r.add_argument("--measured-bw", help="your measured bandwidth with its unit, e.g. 270GB/s, 250GiB/s or 2.7e11B/s")
+    r.add_argument("--measured-flops", help="your measured matmul peak with its unit, e.g. 50TFLOP/s")
     r.add_argument("--hw-file", help="a JSON hardware profile with measured values (README: schema)")
     r.add_argument("--impl", choices=("hf-eager", "fused", "cuda-graph"), default="hf-eager",
                    help="how kernels are launched (default hf-eager: transformers' eager modules)")
@@ -202,6 +204,13 @@ def _hardware(args: argparse.Namespace):
     return find_hardware(hw_name), profile
 
 
+def _revision(args: argparse.Namespace) -> str | None:
+    rev = getattr(args, "revision", None)
+    if rev is not None and not rev.strip():
+        raise RoofcalcError("--revision is empty; give a branch, tag or commit")
+    return rev
+
+
 def is_sweep(args: argparse.Namespace) -> bool:
     batches, contexts, prompts = _sizes(args)
     return args.generate is not None or len(batches) > 1 or len(contexts or prompts) > 1
@@ -227,7 +236,7 @@ def build_sweep(args: argparse.Namespace):
         if value:
             raise RoofcalcError(f"{flag} describes one measured step; give a single --batch and --context with it")
     batches, contexts, prompts = _sizes(args)
-    shape = load_shape(args.model, family=args.family)
+    shape = load_shape(args.model, family=args.family, revision=_revision(args))
     kw = _workload_kw(args, shape)
     hardware, profile = _hardware(args)
     return sweep(
@@ -248,7 +257,7 @@ def build_roofline(args: argparse.Namespace):
     from .roofline import parse_point, roofline
     from .shapes import load_shape
 
-    shape = load_shape(args.model, family=args.family)
+    shape = load_shape(args.model, family=args.family, revision=_revision(args))
     workload = _workload(args, shape)
     hardware, profile = _hardware(args)
     return roofline(

@@ -175,9 +175,9 @@ _UNITS = {
 
 
 def parse_quantity(text: str, kind: str) -> float:
-    """'270GB/s' -> 2.7e11, '2.0TB/s' -> 2e12, '50TFLOP/s' -> 5e13, '15ms' -> 0.015, '80GB' -> 8e10;
-    plain numbers are base units (bytes/s, FLOP/s, seconds, bytes). Decimal prefixes, as datasheets
-    use; sizes also take binary ones ('80GiB' -> 80·2³⁰)."""
+    """'270GB/s' -> 2.7e11, '250GiB/s' -> 250·2³⁰, '50TFLOP/s' -> 5e13, '15ms' -> 0.015, '80GB' -> 8e10,
+    '80GiB' -> 80·2³⁰. A rate or a time needs its unit ('2.7e11B/s', '0.015s'): a bare 270 is refused
+    with a hint rather than read as 270 B/s. A bare size is bytes."""
     from .inputs import one_line
 
     what = {"bandwidth": "a bandwidth like 270GB/s", "flops": "a rate like 50TFLOP/s", "time": "a time like 15ms",
@@ -187,12 +187,18 @@ def parse_quantity(text: str, kind: str) -> float:
     if not m:
         raise RoofcalcError(f"'{text}' is not {what}")
     number, prefix, unit = float(m.group(1)), m.group(2).lower(), m.group(3).lower()
+    if kind != "size" and not unit:
+        # a bare 270 is not 270 B/s: say what was probably meant, and how to give base units
+        meant = {"bandwidth": (f"{m.group(1)}GB/s", f"{m.group(1)}B/s"), "flops": (f"{m.group(1)}TFLOP/s",
+                 f"{m.group(1)}FLOP/s"), "time": (f"{m.group(1)}ms", f"{m.group(1)}s")}[kind]
+        raise RoofcalcError(f"'{text}' has no unit: did you mean {meant[0]}? (base units are written out: {meant[1]})")
     if kind == "time":
         scale = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}.get(prefix + unit)
         if scale is None:
             raise RoofcalcError(f"'{text}' is not {what}")
         value = number * scale
-    elif kind == "size" and prefix and unit in ("ib", "ibyte", "ibytes"):  # 80GiB: binary prefixes
+    elif prefix and (kind == "size" and unit in ("ib", "ibyte", "ibytes") or
+                     kind == "bandwidth" and unit in ("ib/s", "ibyte/s", "ibytes/s")):  # 80GiB, 250GiB/s
         value = number * 1024 ** "kmgtp".index(prefix) * 1024
     else:
         if unit and unit not in _UNITS[kind]:

@@ -323,6 +323,14 @@ def shape_from_config(cfg: Any, name: str = "model", family: str | None = None) 
     if not isinstance(model_type, str) or not model_type:
         raise RoofcalcError(f"{name}: config.json has no 'model_type'; pass --family to say which family it is")
     fam = family or model_type
+    text = cfg.get("text_config")
+    if fam not in FAMILY_DEFAULTS and family is None and isinstance(text, dict) and \
+            text.get("model_type") in FAMILY_DEFAULTS:
+        # a multimodal config (vision + language): the language model is what decodes
+        from dataclasses import replace
+
+        inner = shape_from_config(text, name)
+        return replace(inner, model_type=f"{model_type} (text_config: {inner.model_type})")
     if fam not in FAMILY_DEFAULTS:
         hint = "" if family else " (or pass --family NAME to read it as one of them)"
         raise RoofcalcError(
@@ -545,8 +553,9 @@ def _reachable(url: str, timeout_s: float = 1.5) -> bool:
     return bool(result and result[0])
 
 
-def _hub_config(repo_id: str) -> Path:
-    """config.json of a hub repo: the local HF cache first, then the hub unless offline."""
+def _hub_config(repo_id: str, revision: str | None = None) -> Path:
+    """config.json of a hub repo at ``revision`` (a branch, tag or commit; the hub library's default
+    when None): the local HF cache first, then the hub unless offline."""
     os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "2")
     os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "2")
     how = "download its config.json and pass the path (roofcalc ./config.json), or pick a catalog name (roofcalc models)"
@@ -557,7 +566,7 @@ def _hub_config(repo_id: str) -> Path:
     from .inputs import env_name_offline, one_line
 
     try:
-        cached = try_to_load_from_cache(repo_id, "config.json")
+        cached = try_to_load_from_cache(repo_id, "config.json", revision=revision)
     except Exception:  # the hub library's own validation of the id (HFValidationError)
         raise RoofcalcError(f"'{one_line(repo_id)}' is not a valid hub id (owner/name of letters, digits, '-', '_' "
                             f"and '.', not starting or ending with '.' or '-', no '--' or '..')") from None
@@ -570,12 +579,12 @@ def _hub_config(repo_id: str) -> Path:
         raise RoofcalcError(f"'{repo_id}' is not in the catalog or the HF cache, and {constants.ENDPOINT} "
                             f"cannot be reached; {how}")
     try:
-        return Path(hf_hub_download(repo_id, "config.json", etag_timeout=2))
+        return Path(hf_hub_download(repo_id, "config.json", revision=revision, etag_timeout=2))
     except Exception as exc:  # repo missing, gated, network lost...
         raise RoofcalcError(f"cannot fetch '{repo_id}' from the hub ({type(exc).__name__}); {how}") from None
 
 
-def load_config(source: str) -> tuple[dict, str, str, CatalogEntry | None]:
+def load_config(source: str, revision: str | None = None) -> tuple[dict, str, str, CatalogEntry | None]:
     """Resolve ``source`` to (config dict, model name, origin, catalog entry or None).
 
     In order: a path to a config.json or a folder holding one; a catalog hub id or alias;
@@ -600,7 +609,7 @@ def load_config(source: str) -> tuple[dict, str, str, CatalogEntry | None]:
         return _read_json(file), str(path), "file", None
     if path.is_file():
         return _read_json(path), str(path), "file", None
-    entry = find_in_catalog(source)
+    entry = find_in_catalog(source) if revision is None else None  # a revision asks the hub, not the catalog
     if entry is not None:
         return dict(entry.config), entry.hub_id, "catalog", entry
     if source.endswith(".json") or source.startswith((".", "/", "~")) or os.sep in source and not HUB_ID.match(source):
@@ -609,10 +618,10 @@ def load_config(source: str) -> tuple[dict, str, str, CatalogEntry | None]:
         raise RoofcalcError(
             f"'{source}' is not a file, a catalog name or a hub id (owner/name); 'roofcalc models' lists the catalog"
         )
-    return _read_json(_hub_config(source)), source, "hub", None
+    return _read_json(_hub_config(source, revision)), source + (f"@{revision}" if revision else ""), "hub", None
 
 
-def load_shape(source: str, family: str | None = None) -> ModelShape:
-    """Read a model shape from a path, a catalog name or a hub id."""
-    cfg, name, _, _ = load_config(source)
+def load_shape(source: str, family: str | None = None, revision: str | None = None) -> ModelShape:
+    """Read a model shape from a path, a catalog name or a hub id (at ``revision`` for a hub id)."""
+    cfg, name, _, _ = load_config(source, revision)
     return shape_from_config(cfg, name, family)
