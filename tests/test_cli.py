@@ -69,8 +69,9 @@ def test_csv_has_exact_integers_under_the_json_keys(capsys):
     # a sweep's points name their model, hardware and dtypes, so runs concatenate
     _, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--batch", "1,2", "--hw", "A100", "--format", "csv"], capsys)
     pts = list(csv.DictReader(io.StringIO(out)))
+    # (TinyLlama's checkpoint is bf16, and an A100 computes in it: bf16 when no --dtype is given)
     assert {(p["model"], p["hardware"], p["compute_dtype"], p["impl"]) for p in pts} == \
-        {("TinyLlama/TinyLlama-1.1B-Chat-v1.0", "A100-80GB", "fp16", "hf-eager")}
+        {("TinyLlama/TinyLlama-1.1B-Chat-v1.0", "A100-80GB", "bf16", "hf-eager")}
 
 
 def test_markdown_is_a_table(capsys):
@@ -292,3 +293,17 @@ def test_the_single_step_and_the_sweep_agree_on_the_ridge(capsys):
     # both: the AI tends to the same limit at this context and never reaches the T4's ridge of 203
     assert "tends to 142 FLOP/byte" in single and "tends to 142 FLOP/byte" in swept
     assert "never reaches the nominal ridge 203" in single and "never reaches the nominal ridge 203" in swept
+
+
+def test_the_default_dtype_is_the_checkpoints_where_the_device_computes_in_it(capsys):
+    # TinyLlama's config says torch_dtype bfloat16: bf16 on an A100; fp16 (the same width) on the T4,
+    # which has no bf16 peak, so the worked example stays fp16 on a T4; --dtype always wins
+    for args, dt, why in ((["--hw", "A100"], "bf16", "(the checkpoint's torch_dtype)"),
+                          ([], "fp16", "(the checkpoint is bf16; T4 has no bf16 peak, so fp16, the same width)"),
+                          (["--hw", "A100", "--dtype", "fp16"], "fp16", "")):
+        code, out, _ = run(["TinyLlama/TinyLlama-1.1B", *args], capsys)
+        line = next(x for x in out.splitlines() if x.startswith("dtypes"))
+        assert code == 0 and f"compute {dt}" in line and why in line, line
+    # GPT-2's config declares none: fp16, said so
+    code, out, _ = run(["openai-community/gpt2"], capsys)
+    assert "compute fp16 (default: the config declares no torch_dtype)" in out

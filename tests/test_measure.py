@@ -342,4 +342,5 @@ def test_the_main_job_runs_on_a_cpu_profile_with_its_defaults(measured, tmp_path
     write_profile(measured, None, str(path))
     assert main(["TinyLlama/TinyLlama-1.1B", "--hw", "EPYC-9654", "--hw-file", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "compute fp32 (default) (the profile's measured dtype: it has no fp16 peak)" in out
+    line = next(x for x in out.splitlines() if x.startswith("dtypes"))
+    assert "compute fp32 (the checkpoint is bf16; the profile '" in line and "has no bf16 peak, so fp32)" in line

@@ -60,7 +60,8 @@ def _main_parser() -> argparse.ArgumentParser:
     p.add_argument("--generate", "-n", type=positive_int,
                    help="with --prompt: a whole request generating this many tokens (time to first token, total time, "
                    "mean time per output token)")
-    p.add_argument("--dtype", help=f"weights, activations and KV cache (default {DEFAULT_DTYPE}): fp32 bf16 fp16 fp8")
+    p.add_argument("--dtype", help="weights, activations and KV cache: fp32 bf16 fp16 fp8 (default: the checkpoint's "
+                   f"torch_dtype where the device computes in it, else the same width; {DEFAULT_DTYPE} if it declares none)")
     p.add_argument("--weight-dtype", help="weights only: fp32 bf16 fp16 fp8 fp8-b128 int8 int4 "
                    "(default: the checkpoint's quantization_config, else --dtype)")
     p.add_argument("--act-dtype", help="activations only")
@@ -115,7 +116,8 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
         if value is not None and not value.strip():
             raise RoofcalcError(f"{flag} is empty; give a dtype such as fp16")
     base = args.dtype or DEFAULT_DTYPE
-    declared = shape.weight_format if shape is not None and not args.dtype else None
+    given = getattr(args, "dtype_flag", args.dtype)  # --dtype as typed (run_main may fill args.dtype in)
+    declared = shape.weight_format if shape is not None and not given else None
     kw = dict(
         weight_dtype=dtype(args.weight_dtype or declared or base),
         act_dtype=dtype(args.act_dtype or base),
@@ -275,6 +277,27 @@ def build_roofline(args: argparse.Namespace):
     )
 
 
+def choose_dtype(config_dtype: str | None, hw, profile=None) -> tuple[str, str]:
+    """(dtype, why) when no dtype flag is given: the checkpoint's torch_dtype where the device (and a
+    measured profile) computes in it, else the same-width type it has (a bf16 checkpoint runs as fp16
+    on a T4, as users run it there), else what it has."""
+    peaks = set(hw.peak_flop_per_s) & set((profile or hw).peak_flop_per_s)
+    device = f"the profile '{profile.name}'" if profile is not None else hw.name
+    if config_dtype is None:
+        if DEFAULT_DTYPE in peaks:
+            return DEFAULT_DTYPE, "default: the config declares no torch_dtype"
+        config_dtype = DEFAULT_DTYPE
+    if config_dtype in peaks:
+        return config_dtype, "the checkpoint's torch_dtype"
+    same = {"bf16": "fp16", "fp16": "bf16"}.get(config_dtype)
+    if same in peaks:
+        return same, f"the checkpoint is {config_dtype}; {device} has no {config_dtype} peak, so {same}, the same width"
+    for d in (DEFAULT_DTYPE, "bf16", "fp32"):
+        if d in peaks:
+            return d, f"the checkpoint is {config_dtype}; {device} has no {config_dtype} peak, so {d}"
+    return config_dtype, "the checkpoint's torch_dtype"
+
+
 def term_width() -> int:
     """The terminal's width when stdout is one, else 100."""
     import os
@@ -299,14 +322,15 @@ def run_main(argv: Sequence[str]) -> str:
         defaults.discard("dtype")
     if args.hw_file:
         defaults.discard("hw")
-    if "dtype" in defaults and args.hw_file is not None:
-        # a measured profile that has no fp16 peak (a CPU measured in fp32): compute in what it measured
+    args.dtype_flag = args.dtype
+    if "dtype" in defaults:  # no dtype flag: the checkpoint's own, where the device computes in it
+        from .shapes import load_shape
+
+        shape = load_shape(args.model, family=args.family, revision=_revision(args))
         hw, profile = _hardware(args)
-        if DEFAULT_DTYPE not in profile.peak_flop_per_s:
-            usable = [d for d in ("bf16", "fp32") if d in profile.peak_flop_per_s and d in hw.peak_flop_per_s]
-            if usable:
-                args.dtype = usable[0]
-                defaults.add(f"dtype-profile:{DEFAULT_DTYPE}")
+        args.dtype, why = choose_dtype(shape.config_dtype, hw, profile)
+        defaults.discard("dtype")
+        defaults.add("dtype-why:" + why)
     if args.plot:
         from .plotting import check_plot_path
 

@@ -236,8 +236,7 @@ def header_lines(a: Analysis, defaults: Iterable[str] = ()) -> list[str]:
     lines.append(
         f"dtypes    weights {w.weight_dtype.name}, activations {w.act_dtype.name}, KV cache {w.kv_dtype.name}, "
         f"compute {w.compute_dtype.name}{d('dtype')}"
-        + next((f" (the profile's measured dtype: it has no {k.split(':')[1]} peak)" for k in defaulted
-                if k.startswith("dtype-profile:")), "")
+        + next((f" ({k.split(':', 1)[1]})" for k in defaulted if k.startswith("dtype-why:")), "")
     )
     return lines
 

@@ -201,6 +201,7 @@ class ModelShape:
     mlp_types: tuple[str, ...] = ()  # "dense" | "moe" per layer (empty: all dense)
     mla: MLA | None = None
     weight_format: str | None = None  # the checkpoint's declared weight dtype (quantization_config)
+    config_dtype: str | None = None  # the checkpoint's torch_dtype (or dtype): fp32, bf16, fp16, or None
     names: tuple[tuple[str, str], ...] = ()  # role -> module name overrides
     hf_activation: str = ""  # the config's own activation name (gelu_new runs as several eager ops)
 
@@ -309,6 +310,12 @@ def _weight_format(cfg: dict, name: str) -> str | None:
     if method == "bitsandbytes":
         return "int4" if q.get("load_in_4bit") else "int8"
     raise RoofcalcError(f"{name}: quantization_config quant_method '{method}' is not known; pass --weight-dtype")
+
+
+def _config_dtype(cfg: dict) -> str | None:
+    """The dtype the checkpoint was saved in: torch_dtype (transformers 4) or dtype (5), if one of ours."""
+    value = cfg.get("torch_dtype", cfg.get("dtype"))
+    return {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(value) if isinstance(value, str) else None
 
 
 def shape_from_config(cfg: Any, name: str = "model", family: str | None = None) -> ModelShape:
@@ -466,6 +473,7 @@ def shape_from_config(cfg: Any, name: str = "model", family: str | None = None) 
         mlp_types=mlp_types,
         mla=mla,
         weight_format=_weight_format(cfg, name),
+        config_dtype=_config_dtype(cfg),
         names=tuple(FAMILY_NAMES.get(fam, {}).items()),
         hf_activation=str(act_name),
     )
