@@ -548,7 +548,7 @@ def to_csv(r: Roofline) -> str:
 def render(r: Roofline | Sweep, fmt: str = "table", defaults: Iterable[str] = (), record: bool = False,
            width: int | None = None) -> str:
     if isinstance(r, Sweep):
-        return render_sweep(r, fmt, defaults)
+        return render_sweep(r, fmt, defaults, width)
     if fmt == "json":
         return to_json(r) + "\n"
     if fmt == "csv":
@@ -750,7 +750,14 @@ def sweep_header_lines(sw: Sweep, defaults: Iterable[str] = ()) -> list[str]:
     return lines
 
 
-def render_sweep(sw: Sweep, fmt: str = "table", defaults: Iterable[str] = ()) -> str:
+# sweep columns that give way first on a narrow terminal (higher goes first; 0 always stays)
+SWEEP_PRIORITY = {"batch": 0, "context": 0, "prompt": 0, "generate": 1, "FLOPs": 3, "weights": 3, "KV cache": 3,
+                  "bytes": 3, "AI": 2, "AI/B": 3, "floor ms": 2, "step=TPOT ms": 0, "TTFT ms": 0, "upper ms": 2,
+                  "mean TPOT ms": 0, "total s": 0, "tokens/s": 0, "prompt tokens/s": 0, "output tokens/s": 0,
+                  "bound": 1, "memory GB": 1, "memory GB (end)": 1, "fits": 0}
+
+
+def render_sweep(sw: Sweep, fmt: str = "table", defaults: Iterable[str] = (), width: int | None = None) -> str:
     records = sweep_point_records(sw)
     if fmt == "json":
         return json.dumps(sweep_record(sw), indent=2) + "\n"
@@ -762,12 +769,12 @@ def render_sweep(sw: Sweep, fmt: str = "table", defaults: Iterable[str] = ()) ->
         return buf.getvalue()
     from tabulate import tabulate
 
-    cols = _SWEEP_COLUMNS[sw.kind]
-    headers = [h for h, _, _ in cols] + ["fits"]
-    rows = []
-    for r in records:
-        mark = "yes" if r["fits"] else "NO: does not fit"
-        rows.append([f(r[key]) for _, key, f in cols] + [mark])
+    spec = _SWEEP_COLUMNS[sw.kind]
+    columns = [(h, SWEEP_PRIORITY[h], [f(r[key]) for r in records]) for h, key, f in spec]
+    columns.append(("fits", 0, ["yes" if r["fits"] else "NO: does not fit" for r in records]))
+    shown = fit_columns(columns, width if fmt == "table" else None)
+    headers = [h for h, _, _ in shown]
+    rows = [list(row) for row in zip(*(cells for _, _, cells in shown))]
     align = ["left" if h in ("bound", "fits") else "right" for h in headers]
     table = tabulate(rows, headers=headers, tablefmt={"table": "simple", "markdown": "github"}[fmt],
                      colalign=align, disable_numparse=True)
@@ -777,6 +784,9 @@ def render_sweep(sw: Sweep, fmt: str = "table", defaults: Iterable[str] = ()) ->
         foot.append("fits      rows marked NO need more memory (weights + KV cache) than the device has; their "
                     "times are what the step would cost, were there room")
     foot += verdict_lines(sw)
+    if len(shown) < len(columns):
+        foot.append(f"columns   {len(shown)} of {len(columns)} shown to fit {width} columns; --wide shows all "
+                    f"(Markdown, CSV and JSON always have all)")
     if fmt == "markdown":
         head = [f"- {line}" for line in head]
         foot = [f"- {line.strip()}" for line in foot]
