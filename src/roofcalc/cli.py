@@ -228,7 +228,7 @@ def _percent(text: str) -> float:
     return value / 100
 
 
-def build_sweep(args: argparse.Namespace):
+def build_sweep(args: argparse.Namespace, shape=None):
     from .hardware import parse_quantity
     from .shapes import load_shape
     from .sweep import sweep
@@ -238,7 +238,7 @@ def build_sweep(args: argparse.Namespace):
         if value:
             raise RoofcalcError(f"{flag} describes one measured step; give a single --batch and --context with it")
     batches, contexts, prompts = _sizes(args)
-    shape = load_shape(args.model, family=args.family, revision=_revision(args))
+    shape = shape or load_shape(args.model, family=args.family, revision=_revision(args))
     kw = _workload_kw(args, shape)
     hardware, profile = _hardware(args)
     return sweep(
@@ -253,13 +253,13 @@ def build_sweep(args: argparse.Namespace):
     )
 
 
-def build_roofline(args: argparse.Namespace):
+def build_roofline(args: argparse.Namespace, shape=None):
     from .calculator import analyze
     from .hardware import parse_quantity
     from .roofline import parse_point, roofline
     from .shapes import load_shape
 
-    shape = load_shape(args.model, family=args.family, revision=_revision(args))
+    shape = shape or load_shape(args.model, family=args.family, revision=_revision(args))
     workload = _workload(args, shape)
     hardware, profile = _hardware(args)
     return roofline(
@@ -323,6 +323,7 @@ def run_main(argv: Sequence[str]) -> str:
     if args.hw_file:
         defaults.discard("hw")
     args.dtype_flag = args.dtype
+    shape = None
     if "dtype" in defaults:  # no dtype flag: the checkpoint's own, where the device computes in it
         from .shapes import load_shape
 
@@ -336,9 +337,9 @@ def run_main(argv: Sequence[str]) -> str:
 
         check_plot_path(args.plot)
     if is_sweep(args):
-        result = build_sweep(args)
+        result = build_sweep(args, shape)
     else:
-        result = build_roofline(args)
+        result = build_roofline(args, shape)
     out = report.render(result, args.format, defaults, record=args.record, width=None if args.wide else term_width())
     if args.plot:
         from .plotting import save_plot

@@ -202,11 +202,6 @@ class Placement:
         return self.launches * self.launch_overhead_s
 
     @property
-    def predicted_s(self) -> float:
-        """The larger of the floor and the launch cost: what one instance should take at best."""
-        return max(self.t_floor_s, self.t_launch_s)
-
-    @property
     def bound(self) -> str:
         if self.t_launch_s > self.t_floor_s:
             return "overhead"
