@@ -164,6 +164,8 @@ def roofline_figure(r: Roofline):
         extra.append(Line2D([], [], ls="", marker="o", mfc="white", mec="0.3", label="predicted (hollow)"))
     if True in kinds:
         extra.append(Line2D([], [], ls="", marker="o", mfc="0.3", mec="0.3", label="measured (filled)"))
+    if any(p.get("predicted") for p in pts):
+        extra.append(Line2D([], [], ls=":", color="0.3", lw=1, label="a measured point to its prediction"))
     ax.legend(handles[0] + extra, handles[1] + [h.get_label() for h in extra], loc="lower right", fontsize=8)
     w = r.analysis.workload
     what = (f"decode B={w.batch} S={w.kv_len}" if w.phase == "decode" else f"prefill B={w.batch} T={w.query_tokens}")
