@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Mapping
 
 from .calculator import Analysis, Kernel
@@ -293,9 +294,10 @@ class StepVerdict:
     n_layers: int = 1
     model: KernelModel | None = None
 
-    @property
+    @cached_property
     def times(self) -> StepTimes:
-        """The step model (predict.py) over every kernel: floors, expected device and host time."""
+        """The step model (predict.py) over every kernel: floors, expected device and host time
+        (computed once: every report line reads it)."""
         from .predict import ideal
 
         return step_times([p.term for p in self.placements], self.model or ideal(), self.impl, self.launches_per_step)
