@@ -95,7 +95,7 @@ def test_tinyllama_real_config_matches_counter_and_published_figures():
 
     The counter's totals for this config: 267,764,367,360 FLOPs (prefill, logits at every position)
     and 2,092,089,344 (decode)."""
-    from roofcalc.shapes import find_in_catalog
+    from roofcalc.sources import find_in_catalog
 
     entry = find_in_catalog("TinyLlama/TinyLlama-1.1B")
     model = build(entry.config)

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from roofcalc import RoofcalcError, Workload, analyze, catalog, load_config, load_shape, shape_from_config
-from roofcalc.shapes import FAMILY_DEFAULTS, find_in_catalog
+from roofcalc.families import FAMILIES as FAMILY_DEFAULTS
+from roofcalc.sources import find_in_catalog
 
 SUPPORTED = [e for e in catalog() if e.supported]
 MINIMAL = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8, intermediate_size=512, vocab_size=1000)

@@ -12,7 +12,8 @@ Library API (the CLI is a thin layer over it)::
 from .calculator import DTYPES, Analysis, Cost, DType, Kernel, Workload, analyze, dtype, kv_bytes_per_token
 from .errors import RoofcalcError
 from .report import render, to_record
-from .shapes import ModelShape, catalog, load_config, load_shape, shape_from_config
+from .shapes import ModelShape, shape_from_config
+from .sources import catalog, load_config, load_shape
 
 __version__ = "0.1.0"
 

@@ -468,7 +468,7 @@ def moe_kernels(s: ModelShape, wl: Workload) -> list[Kernel]:
     n_launch = math.ceil(touched)  # whole experts, for the eager launch count
     # DeepSeek-V3's router also holds a per-expert score correction (e_score_correction_bias), and
     # transformers keeps both in fp32
-    v3 = s.family == "deepseek_v3"
+    v3 = moe.router_bias  # the score correction, and an fp32 router
     router_params = d * moe.n_experts + (moe.n_experts if v3 else 0)
     router_bytes = (DTYPES["fp32"] if v3 else wl.float_weight_dtype).nbytes(router_params)
     ks = [linear("mlp.gate", d, moe.n_experts, s, wl, weight_bytes=router_bytes, params=router_params,

@@ -230,7 +230,7 @@ def _percent(text: str) -> float:
 
 def build_sweep(args: argparse.Namespace, shape=None):
     from .hardware import parse_quantity
-    from .shapes import load_shape
+    from .sources import load_shape
     from .sweep import sweep
 
     for flag, value in (("--tpot", args.tpot), ("--kernel-times", args.kernel_times), ("--point", args.point),
@@ -257,7 +257,7 @@ def build_roofline(args: argparse.Namespace, shape=None):
     from .calculator import analyze
     from .hardware import parse_quantity
     from .roofline import parse_point, roofline
-    from .shapes import load_shape
+    from .sources import load_shape
 
     shape = shape or load_shape(args.model, family=args.family, revision=_revision(args))
     workload = _workload(args, shape)
@@ -325,7 +325,7 @@ def run_main(argv: Sequence[str]) -> str:
     args.dtype_flag = args.dtype
     shape = None
     if "dtype" in defaults:  # no dtype flag: the checkpoint's own, where the device computes in it
-        from .shapes import load_shape
+        from .sources import load_shape
 
         shape = load_shape(args.model, family=args.family, revision=_revision(args))
         hw, profile = _hardware(args)
@@ -376,7 +376,8 @@ def run_hardware(argv: Sequence[str]) -> str:
 def run_models(argv: Sequence[str]) -> str:
     from tabulate import tabulate
 
-    from .shapes import SUPPORTED_FAMILIES, catalog
+    from .families import SUPPORTED_FAMILIES
+    from .sources import catalog
 
     p = _Parser(prog="roofcalc models", description="List the built-in offline catalog of model configs.")
     p.parse_args(argv)

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 
 from .calculator import Analysis, Workload, analyze, dtype
 from .errors import RoofcalcError
-from .shapes import load_config, shape_from_config
+from .shapes import shape_from_config
+from .sources import load_config
 
 TORCH_DTYPES = ("fp32", "bf16", "fp16")
 VIEW_OPS = {"aten::view", "aten::_unsafe_view", "aten::transpose", "aten::unsqueeze", "aten::slice", "aten::expand",

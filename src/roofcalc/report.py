@@ -74,6 +74,7 @@ def model_record(a: Analysis) -> dict[str, Any]:
         "name": s.name,
         "model_type": s.model_type,
         "family": s.family,
+        **({"family_defaults": dict(s.borrowed_defaults)} if s.borrowed else {}),
         "n_layers": s.n_layers,
         "d_model": s.d_model,
         "n_heads": s.n_heads,
@@ -212,6 +213,8 @@ def header_lines(a: Analysis, defaults: Iterable[str] = ()) -> list[str]:
         heads = f"N={s.n_heads} heads / K={s.n_kv_heads} KV heads x H={s.head_dim}"
     lines = [
         f"model     {s.name}  [{s.model_type}]",
+        *([f"family    read as {s.family} (--family); absent keys took {s.family}'s defaults: "
+           + (", ".join(f"{k}={v}" for k, v in s.borrowed_defaults) or "none")] if s.borrowed else []),
         f"shape     L={s.n_layers} layers, D={s.d_model}, {heads}, "
         f"F={s.d_ff}, V={s.vocab_size}{', tied embeddings' if s.tie_word_embeddings else ''}{kv_note}",
     ]

@@ -18,6 +18,7 @@ from typing import Mapping
 
 from .calculator import Analysis, Kernel
 from .errors import RoofcalcError
+from .families import FAMILIES
 from .hardware import Hardware
 from .predict import KernelModel, StepTimes, default_model, kernel_class, kernel_time, step_times
 
@@ -50,15 +51,8 @@ FLAG_FLOOR_MULTIPLE = 3.0  # a kernel above 3× its bandwidth floor "has a probl
 # cuda-graph: the fused kernels replayed from one CUDA graph: the launch cost is paid once per step.
 HF_EAGER = {"embed": 1, "pos_embed": 2, "rms_norm": (8, 6), "layer_norm": 1, "rotary": 10, "kv_cache_write": 2,
             "attention": 1, "act_mul": 2, "act": 1, "softcap": 3, "combine": 9}
-HF_EAGER_FAMILY = {
-    "gemma": {"rms_norm": (10, 7)},
-    "gemma2": {"rms_norm": (10, 7), "attention": (12, 10)},
-    "gpt_neox": {"rotary": 12}, "phi": {"rotary": 12}, "phi3": {"rotary": 12, "attention": 4},
-    "opt": {"attention": 2},
-    "mixtral": {"router": (6, 5)}, "qwen3_moe": {"router": (5, 3), "experts.down_proj": 5},
-    "deepseek_v2": {"router": (5, 4), "rotary": (10, 6), "attention": (17, 12)},
-    "deepseek_v3": {"router": (18, 17), "rotary": 14, "attention": (17, 12)},
-}
+# A family's own counts (Gemma's RMSNorm, Phi-3's rotary and mask, the MoE routers...) are in its
+# record (roofcalc.families, ``eager`` and ``eager_per_expert``).
 HF_EAGER_PER_EXPERT = {"experts.gate_up_proj": 7, "experts.act_mul": 2, "experts.down_proj": (6, 5)}
 HF_EAGER_ACTIVATION = {"gelu_new": 8}  # HF activations implemented as a formula of eager ops
 FUSED = {"embed": 1, "pos_embed": 1, "rms_norm": 1, "layer_norm": 1, "rotary": 1, "kv_cache_write": 1, "attention": 1,
@@ -87,9 +81,10 @@ def launches(kernel: Kernel, impl: str, act_dtype: str = "fp16", shape=None) -> 
     base = kernel.name.split("[")[0]
     role = kernel.role or base
     if impl == "hf-eager":
-        family = HF_EAGER_FAMILY.get(shape.family, {}) if shape is not None else {}
+        record = FAMILIES.get(shape.family) if shape is not None else None
+        family = record.eager_counts if record is not None else {}
         if kernel.experts_touched:
-            per = family.get(base, HF_EAGER_PER_EXPERT.get(base, 1))
+            per = dict(record.eager_per_expert if record else ()).get(base, HF_EAGER_PER_EXPERT.get(base, 1))
             return _pick(per, act_dtype) * kernel.experts_touched
         if role == "act" and shape is not None and shape.hf_activation in HF_EAGER_ACTIVATION:
             return HF_EAGER_ACTIVATION[shape.hf_activation]
