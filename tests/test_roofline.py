@@ -10,7 +10,8 @@ import pytest
 from roofcalc import RoofcalcError, Workload, analyze, dtype, load_shape
 from roofcalc.calculator import elementwise, matmul
 from roofcalc.cli import main
-from roofcalc.hardware import find_hardware, hardware_catalog, load_profile, parse_quantity, save_profile
+from roofcalc.hardware import find_hardware, hardware_catalog, load_profile, save_profile
+from roofcalc.inputs import parse_quantity
 from roofcalc.roofline import Point, Roof, parse_point, place, roofline
 
 FP16 = dtype("fp16")

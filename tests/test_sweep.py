@@ -10,7 +10,8 @@ from hypothesis import strategies as st  # noqa: E402
 
 from roofcalc import RoofcalcError, Workload, analyze, dtype, load_shape  # noqa: E402
 from roofcalc.roofline import Roof, place  # noqa: E402
-from roofcalc.sweep import batch_verdicts, decode_grid, parse_sizes, prefill_grid, request_grid  # noqa: E402
+from roofcalc.inputs import parse_sizes  # noqa: E402
+from roofcalc.sweep import batch_verdicts, decode_grid, prefill_grid, request_grid  # noqa: E402
 
 ROOF = Roof(320e9, 65e12)
 MODELS = ["TinyLlama/TinyLlama-1.1B", "mistralai/Mistral-7B-v0.1", "Qwen/Qwen3-8B", "google/gemma-2b", "google/gemma-2-9b",

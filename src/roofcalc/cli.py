@@ -7,6 +7,7 @@ import sys
 from typing import Sequence
 
 from .errors import RoofcalcError
+from .inputs import kernel_times, parse_quantity, parse_sizes, percent, positive_int
 
 DEFAULT_BATCH = 1
 DEFAULT_CONTEXT = 500  # the README's worked example: TinyLlama on a T4
@@ -22,20 +23,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # one line, exit 2, no usage dump
         raise RoofcalcError(f"{message} (see '{self.prog} --help')")
-
-
-def positive_int(text: str) -> int:
-    if not text.isascii():
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number (digits 0-9)")
-    try:
-        value = int(text.replace("_", ""), 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    if value > 1 << 24:
-        raise argparse.ArgumentTypeError(f"{value:,} is beyond any real workload (limit {1 << 24:,})")
-    return value
 
 
 def _main_parser() -> argparse.ArgumentParser:
@@ -136,7 +123,6 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
 def _sizes(args: argparse.Namespace) -> tuple[tuple[int, ...], tuple[int, ...] | None, tuple[int, ...] | None]:
     """(batches, contexts, prompts) from the flags; exactly one of contexts and prompts is None."""
     from .calculator import MAX_BATCH, MAX_TOKENS
-    from .sweep import parse_sizes
 
     batches = parse_sizes(args.batch, "batch", MAX_BATCH) if args.batch is not None else (DEFAULT_BATCH,)
     if args.prompt is not None:
@@ -155,44 +141,6 @@ def _workload(args: argparse.Namespace, shape=None):
     if prompts is not None:
         return Workload.prefill(batches[0], prompts[0], **kw)
     return Workload.decode(batches[0], contexts[0], **kw)
-
-
-def load_kernel_times(path: str) -> dict[str, float]:
-    """Seconds per kernel instance: CSV rows 'name,seconds' (a header row is allowed) or a JSON object."""
-    import csv
-    import math
-
-    from .inputs import one_line, parse_json, read_text
-
-    text = read_text(path, "kernel times")
-    where = one_line(path)[:200]
-    if text.lstrip().startswith("{"):
-        doc = parse_json(text, where)
-        if not isinstance(doc, dict):
-            raise RoofcalcError(f"{where} is not a JSON object of kernel name -> seconds")
-        items = list(doc.items())
-    else:
-        try:
-            items = [tuple(row) for row in csv.reader(text.splitlines()) if row and not row[0].startswith("#")]
-        except csv.Error as exc:
-            raise RoofcalcError(f"{where} is not CSV rows of 'name,seconds' ({exc})") from None
-        if items and items[0][0].strip().lower() in ("name", "kernel"):
-            items = items[1:]
-    times = {}
-    for item in items:
-        if len(item) != 2:
-            raise RoofcalcError(f"{where}: each row must be 'name,seconds', got {one_line(','.join(map(str, item)))[:80]!r}")
-        name, value = one_line(str(item[0]).strip())[:100], item[1]
-        if isinstance(value, bool):
-            raise RoofcalcError(f"{where}: the time for {name} must be a number of seconds")
-        try:
-            seconds = float(value)
-        except (TypeError, ValueError, OverflowError):
-            raise RoofcalcError(f"{where}: {one_line(str(value))[:40]!r} for {name} is not a number of seconds") from None
-        if not seconds > 0 or not math.isfinite(seconds):
-            raise RoofcalcError(f"{where}: the time for {name} must be a positive, finite number of seconds")
-        times[name] = seconds
-    return times
 
 
 def _hardware(args: argparse.Namespace):
@@ -218,18 +166,7 @@ def is_sweep(args: argparse.Namespace) -> bool:
     return args.generate is not None or len(batches) > 1 or len(contexts or prompts) > 1
 
 
-def _percent(text: str) -> float:
-    try:
-        value = float(text.strip().rstrip("%"))
-    except ValueError:
-        raise RoofcalcError(f"--min-gain '{text}' is not a percentage such as 10%") from None
-    if not 0 < value < 100:
-        raise RoofcalcError(f"--min-gain {text}: give a percentage between 0 and 100")
-    return value / 100
-
-
 def build_sweep(args: argparse.Namespace, shape=None):
-    from .hardware import parse_quantity
     from .sources import load_shape
     from .sweep import sweep
 
@@ -248,14 +185,13 @@ def build_sweep(args: argparse.Namespace, shape=None):
         measured_profile=profile, impl=args.impl,
         launch_overhead_s=parse_quantity(args.launch_overhead, "time") if args.launch_overhead is not None else None,
         capacity_bytes=parse_quantity(args.memory, "size") if args.memory is not None else None,
-        min_gain=_percent(args.min_gain),
+        min_gain=percent(args.min_gain),
         host_overhead_s=parse_quantity(args.host_overhead, "time") if args.host_overhead is not None else None, **kw,
     )
 
 
 def build_roofline(args: argparse.Namespace, shape=None):
     from .calculator import analyze
-    from .hardware import parse_quantity
     from .roofline import parse_point, roofline
     from .sources import load_shape
 
@@ -269,7 +205,7 @@ def build_roofline(args: argparse.Namespace, shape=None):
         measured_profile=profile,
         impl=args.impl,
         launch_overhead_s=parse_quantity(args.launch_overhead, "time") if args.launch_overhead is not None else None,
-        kernel_times=load_kernel_times(args.kernel_times) if args.kernel_times is not None else None,
+        kernel_times=kernel_times(args.kernel_times) if args.kernel_times is not None else None,
         tpot_s=parse_quantity(args.tpot, "time") if args.tpot is not None else None,
         points=tuple(parse_point(p) for p in args.point),
         host_overhead_s=parse_quantity(args.host_overhead, "time") if args.host_overhead is not None else None,
@@ -393,7 +329,6 @@ def run_models(argv: Sequence[str]) -> str:
 
 
 def run_measure(argv: Sequence[str]) -> str:
-    from .hardware import parse_quantity
     from .measure import closest_nominal, measure, report, write_profile
 
     p = _Parser(prog="roofcalc measure",

@@ -14,7 +14,6 @@ names the catalog entry it is measured against.
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,52 +159,3 @@ def save_profile(hw: Hardware, path: str) -> None:
     if hw.efficiency is not None:
         doc["efficiency"] = efficiency_record(hw.efficiency)
     Path(path).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-
-
-# --------------------------------------------------------------------------- units
-
-_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
-_QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmgtp]?)\s*(.*?)\s*$", re.IGNORECASE)
-_UNITS = {
-    "bandwidth": ("b/s", "bytes/s", "byte/s", "bps"),
-    "flops": ("flop/s", "flops", "flop"),
-    "time": ("s", "ms", "us", "µs", "ns"),
-    "size": ("b", "byte", "bytes"),
-}
-
-
-def parse_quantity(text: str, kind: str) -> float:
-    """'270GB/s' -> 2.7e11, '250GiB/s' -> 250·2³⁰, '50TFLOP/s' -> 5e13, '15ms' -> 0.015, '80GB' -> 8e10,
-    '80GiB' -> 80·2³⁰. A rate or a time needs its unit ('2.7e11B/s', '0.015s'): a bare 270 is refused
-    with a hint rather than read as 270 B/s. A bare size is bytes."""
-    from .inputs import one_line
-
-    what = {"bandwidth": "a bandwidth like 270GB/s", "flops": "a rate like 50TFLOP/s", "time": "a time like 15ms",
-            "size": "a size like 80GB or 80GiB"}[kind]
-    text = one_line(text)
-    m = _QUANTITY.match(text) if text.isascii() else None
-    if not m:
-        raise RoofcalcError(f"'{text}' is not {what}")
-    number, prefix, unit = float(m.group(1)), m.group(2).lower(), m.group(3).lower()
-    if kind != "size" and not unit:
-        # a bare 270 is not 270 B/s: say what was probably meant, and how to give base units
-        meant = {"bandwidth": (f"{m.group(1)}GB/s", f"{m.group(1)}B/s"), "flops": (f"{m.group(1)}TFLOP/s",
-                 f"{m.group(1)}FLOP/s"), "time": (f"{m.group(1)}ms", f"{m.group(1)}s")}[kind]
-        raise RoofcalcError(f"'{text}' has no unit: did you mean {meant[0]}? (base units are written out: {meant[1]})")
-    if kind == "time":
-        scale = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}.get(prefix + unit)
-        if scale is None:
-            raise RoofcalcError(f"'{text}' is not {what}")
-        value = number * scale
-    elif prefix and (kind == "size" and unit in ("ib", "ibyte", "ibytes") or
-                     kind == "bandwidth" and unit in ("ib/s", "ibyte/s", "ibytes/s")):  # 80GiB, 250GiB/s
-        value = number * 1024 ** "kmgtp".index(prefix) * 1024
-    else:
-        if unit and unit not in _UNITS[kind]:
-            raise RoofcalcError(f"'{text}' is not {what}")
-        value = number * _PREFIX[prefix]
-    if not value > 0:
-        raise RoofcalcError(f"'{text}' must be positive")
-    if not math.isfinite(value) or value > 1e30:
-        raise RoofcalcError(f"'{text}' is beyond any real device or workload")
-    return value

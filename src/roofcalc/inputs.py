@@ -1,15 +1,22 @@
-"""Reading what comes from outside: files and numbers, each checked once, or one line of RoofcalcError.
+"""Every outside input passes here: each is checked once and comes out as a value or one line of RoofcalcError.
 
-Files are read only if they are regular files, up to a size bound (a FIFO or /dev/zero would
-never end); JSON documents refuse NaN and Infinity, run-away nesting and integers of thousands
-of digits; numbers must be finite and within a stated range.
+- files: read only if they are regular files, up to a size bound (a FIFO or /dev/zero would never
+  end); JSON documents refuse NaN and Infinity, run-away nesting and integers of thousands of digits;
+- numbers: finite and within a stated range; command-line integers are ASCII digits only;
+- quantities with units (270GB/s, 250GiB/s, 50TFLOP/s, 15ms, 80GiB), lists and ranges of sizes,
+  percentages, measured points, kernel-time files.
+
+Configs are read key by key through their family's record (roofcalc.shapes.ConfigReader, which uses
+these checks); hardware profiles through roofcalc.hardware.hardware_from_dict.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -95,3 +102,193 @@ def env_name_offline() -> str | None:
         if os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on"):
             return name
     return None
+
+
+# --------------------------------------------------------------------------- command-line values
+
+
+def positive_int(text: str) -> int:
+    if not text.isascii():
+        raise argparse.ArgumentTypeError(f"'{one_line(text)[:40]}' is not a whole number (digits 0-9)")
+    try:
+        value = int(text.replace("_", ""), 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{one_line(text)[:40]}' is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    if value > 1 << 24:
+        raise argparse.ArgumentTypeError(f"{value:,} is beyond any real workload (limit {1 << 24:,})")
+    return value
+
+
+def percent(text: str, what: str = "--min-gain") -> float:
+    try:
+        if not text.isascii():
+            raise ValueError
+        value = float(text.strip().rstrip("%"))
+    except ValueError:
+        raise RoofcalcError(f"{what} '{one_line(text)[:40]}' is not a percentage such as 10%") from None
+    if not 0 < value < 100:
+        raise RoofcalcError(f"{what} {one_line(text)[:40]}: give a percentage between 0 and 100")
+    return value / 100
+
+
+MAX_GRID_POINTS = 10_000_000  # 80 MB per float64 array
+_RANGE = re.compile(r"^(\d+)\.\.(\d+)(?::(\d+))?$")
+
+
+def parse_sizes(text: str, what: str = "batch", limit: int = 1 << 24) -> tuple[int, ...]:
+    """'64', '1,4,16,64', '1..256' (1, 2, 4, … 256: doubling), '512..4096:512' (a step of 512),
+    or a mix such as '1,3..96,100'. Sorted, without repeats. Every value in 1 … limit."""
+    text = one_line(str(text))
+    if not text.isascii():
+        raise RoofcalcError(f"--{what} '{text[:60]}': use digits 0-9, such as 1,4,16 or 1..256")
+    items = [t.strip().replace("_", "") for t in text.split(",")]
+    if not any(items):
+        raise RoofcalcError(f"--{what} is empty; give numbers such as 1,4,16 or a range such as 1..256")
+    values: set[int] = set()
+    for item in items:
+        if not item:
+            raise RoofcalcError(f"--{what} '{text}' has an empty item; separate numbers with single commas")
+        if max((len(run) for run in re.findall(r"\d+", item)), default=0) > 12:
+            raise RoofcalcError(f"--{what}: '{item[:20]}...' is beyond any real workload (limit {limit:,})")
+        if item.isdigit():
+            values.add(int(item))
+            continue
+        if item.startswith("-") and (item[1:].isdigit() or _RANGE.match(item[1:])):
+            raise RoofcalcError(f"--{what}: {item} is negative; sizes start at 1")
+        m = _RANGE.match(item)
+        if not m:
+            raise RoofcalcError(f"--{what}: '{item}' is not a whole number or a range such as 1..256 (doubling) "
+                                f"or 512..4096:512 (a fixed step)")
+        lo, hi = int(m[1]), int(m[2])
+        if lo < 1:
+            raise RoofcalcError(f"--{what}: the range '{item}' must start at 1 or more")
+        if hi < lo:
+            raise RoofcalcError(f"--{what}: the range '{item}' runs backwards; write {hi}..{lo}")
+        if hi > limit:
+            raise RoofcalcError(f"--{what}: {hi:,} is beyond any real workload (limit {limit:,})")
+        if m[3] is None:
+            values.update(lo << k for k in range((hi // lo).bit_length()))
+        else:
+            step = int(m[3])
+            if step < 1:
+                raise RoofcalcError(f"--{what}: the step of '{item}' must be at least 1")
+            if (hi - lo) // step + 1 > MAX_GRID_POINTS:
+                raise RoofcalcError(f"--{what}: '{item}' has more than {MAX_GRID_POINTS:,} values")
+            values.update(range(lo, hi + 1, step))
+    check_sizes(sorted(values), what, limit)
+    return tuple(sorted(values))
+
+
+def check_sizes(values, what: str, limit: int) -> None:
+    if len(values) == 0:
+        raise RoofcalcError(f"no {what} values given")
+    for v in values:
+        if isinstance(v, bool) or int(v) != v:
+            raise RoofcalcError(f"{what} must be whole numbers, got {v!r}")
+        if v < 1:
+            raise RoofcalcError(f"{what} must be at least 1, got {v}")
+        if v > limit:
+            raise RoofcalcError(f"{what} {int(v):,} is beyond any real workload (limit {limit:,})")
+
+
+# --------------------------------------------------------------------------- quantities with units
+
+_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
+_QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmgtp]?)\s*(.*?)\s*$", re.IGNORECASE)
+_UNITS = {
+    "bandwidth": ("b/s", "bytes/s", "byte/s", "bps"),
+    "flops": ("flop/s", "flops", "flop"),
+    "time": ("s", "ms", "us", "µs", "ns"),
+    "size": ("b", "byte", "bytes"),
+}
+
+
+def parse_quantity(text: str, kind: str) -> float:
+    """'270GB/s' -> 2.7e11, '250GiB/s' -> 250·2³⁰, '50TFLOP/s' -> 5e13, '15ms' -> 0.015, '80GB' -> 8e10,
+    '80GiB' -> 80·2³⁰. A rate or a time needs its unit ('2.7e11B/s', '0.015s'): a bare 270 is refused
+    with a hint rather than read as 270 B/s. A bare size is bytes."""
+    what = {"bandwidth": "a bandwidth like 270GB/s", "flops": "a rate like 50TFLOP/s", "time": "a time like 15ms",
+            "size": "a size like 80GB or 80GiB"}[kind]
+    text = one_line(text)
+    m = _QUANTITY.match(text) if text.isascii() else None
+    if not m:
+        raise RoofcalcError(f"'{text}' is not {what}")
+    number, prefix, unit = float(m.group(1)), m.group(2).lower(), m.group(3).lower()
+    if kind != "size" and not unit:
+        # a bare 270 is not 270 B/s: say what was probably meant, and how to give base units
+        meant = {"bandwidth": (f"{m.group(1)}GB/s", f"{m.group(1)}B/s"), "flops": (f"{m.group(1)}TFLOP/s",
+                 f"{m.group(1)}FLOP/s"), "time": (f"{m.group(1)}ms", f"{m.group(1)}s")}[kind]
+        raise RoofcalcError(f"'{text}' has no unit: did you mean {meant[0]}? (base units are written out: {meant[1]})")
+    if kind == "time":
+        scale = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}.get(prefix + unit)
+        if scale is None:
+            raise RoofcalcError(f"'{text}' is not {what}")
+        value = number * scale
+    elif prefix and (kind == "size" and unit in ("ib", "ibyte", "ibytes") or
+                     kind == "bandwidth" and unit in ("ib/s", "ibyte/s", "ibytes/s")):  # 80GiB, 250GiB/s
+        value = number * 1024 ** "kmgtp".index(prefix) * 1024
+    else:
+        if unit and unit not in _UNITS[kind]:
+            raise RoofcalcError(f"'{text}' is not {what}")
+        value = number * _PREFIX[prefix]
+    if not value > 0:
+        raise RoofcalcError(f"'{text}' must be positive")
+    if not math.isfinite(value) or value > 1e30:
+        raise RoofcalcError(f"'{text}' is beyond any real device or workload")
+    return value
+
+
+# --------------------------------------------------------------------------- measured points and kernel times
+
+
+def point(text: str) -> tuple[str, float, float, float]:
+    """NAME:FLOPS:BYTES:SECONDS, e.g. 'matmul 4096:1.374e11:1.007e8:2.75e-3'."""
+    parts = text.rsplit(":", 3)
+    if len(parts) != 4 or not parts[0]:
+        raise RoofcalcError(f"--point '{one_line(text)[:100]}' is not NAME:FLOPS:BYTES:SECONDS")
+    try:
+        if not all(x.strip().isascii() for x in parts[1:]):
+            raise ValueError
+        flops, nbytes, seconds = (float(x) for x in parts[1:])
+    except ValueError:
+        raise RoofcalcError(f"--point '{one_line(text)[:100]}': FLOPS, BYTES and SECONDS must be numbers") from None
+    if not (flops > 0 and nbytes > 0 and seconds > 0) or math.inf in (flops, nbytes, seconds):
+        raise RoofcalcError(f"--point '{one_line(text)[:100]}': FLOPS, BYTES and SECONDS must be positive")
+    return one_line(parts[0])[:100], flops, nbytes, seconds
+
+
+def kernel_times(path: str) -> dict[str, float]:
+    """Seconds per kernel instance: CSV rows 'name,seconds' (a header row is allowed) or a JSON object."""
+    import csv
+
+    text = read_text(path, "kernel times")
+    where = one_line(path)[:200]
+    if text.lstrip().startswith("{"):
+        doc = parse_json(text, where)
+        if not isinstance(doc, dict):
+            raise RoofcalcError(f"{where} is not a JSON object of kernel name -> seconds")
+        items = list(doc.items())
+    else:
+        try:
+            items = [tuple(row) for row in csv.reader(text.splitlines()) if row and not row[0].startswith("#")]
+        except csv.Error as exc:
+            raise RoofcalcError(f"{where} is not CSV rows of 'name,seconds' ({exc})") from None
+        if items and items[0][0].strip().lower() in ("name", "kernel"):
+            items = items[1:]
+    times = {}
+    for item in items:
+        if len(item) != 2:
+            raise RoofcalcError(f"{where}: each row must be 'name,seconds', got {one_line(','.join(map(str, item)))[:80]!r}")
+        name, value = one_line(str(item[0]).strip())[:100], item[1]
+        if isinstance(value, bool):
+            raise RoofcalcError(f"{where}: the time for {name} must be a number of seconds")
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError, OverflowError):
+            raise RoofcalcError(f"{where}: {one_line(str(value))[:40]!r} for {name} is not a number of seconds") from None
+        if not seconds > 0 or not math.isfinite(seconds):
+            raise RoofcalcError(f"{where}: the time for {name} must be a positive, finite number of seconds")
+        times[name] = seconds
+    return times

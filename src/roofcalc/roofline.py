@@ -11,7 +11,6 @@ else the nominal roof.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Mapping
@@ -262,17 +261,10 @@ class Point:
 
 
 def parse_point(text: str) -> Point:
-    """NAME:FLOPS:BYTES:SECONDS, e.g. 'matmul 4096:1.374e11:1.007e8:2.75e-3'."""
-    parts = text.rsplit(":", 3)
-    if len(parts) != 4 or not parts[0]:
-        raise RoofcalcError(f"--point '{text}' is not NAME:FLOPS:BYTES:SECONDS")
-    try:
-        flops, nbytes, seconds = (float(x) for x in parts[1:])
-    except ValueError:
-        raise RoofcalcError(f"--point '{text}': FLOPS, BYTES and SECONDS must be numbers") from None
-    if not (flops > 0 and nbytes > 0 and seconds > 0) or math.inf in (flops, nbytes, seconds):
-        raise RoofcalcError(f"--point '{text}': FLOPS, BYTES and SECONDS must be positive")
-    return Point(parts[0], flops, nbytes, seconds)
+    """NAME:FLOPS:BYTES:SECONDS, e.g. 'matmul 4096:1.374e11:1.007e8:2.75e-3' (read by roofcalc.inputs)."""
+    from .inputs import point
+
+    return Point(*point(text))
 
 
 @dataclass(frozen=True)

@@ -21,87 +21,23 @@ grid's corners against the scalar path every time a sweep runs).
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, fields
 
 from .calculator import (MAX_BATCH, MAX_TOKENS, Cost, Workload, _layer_groups, analyze, decoder_layer, kv_cache_bytes,
                          model_head, touched_experts)
 from .errors import RoofcalcError
+from .inputs import MAX_GRID_POINTS, check_sizes
 from .predict import KernelModel, StepTimes, ideal, step_times
 from .roofline import Roof, launches, place, weight_format
 from .shapes import ModelShape
 
 FIELDS = tuple(f.name for f in fields(Cost))
-MAX_GRID_POINTS = 10_000_000  # 80 MB per float64 array
 DEFAULT_MIN_GAIN = 0.10  # "doubling the batch gains less than 10% tokens/s"
 _INT64_SAFE = 1 << 62
 
 
 class GridOverflow(RoofcalcError):
     """A grid whose exact integer counts would not fit in 64 bits."""
-
-# --------------------------------------------------------------------------- lists of sizes
-
-_RANGE = re.compile(r"^(\d+)\.\.(\d+)(?::(\d+))?$")
-
-
-def parse_sizes(text: str, what: str = "batch", limit: int = MAX_BATCH) -> tuple[int, ...]:
-    """'64', '1,4,16,64', '1..256' (1, 2, 4, … 256: doubling), '512..4096:512' (a step of 512),
-    or a mix such as '1,3..96,100'. Sorted, without repeats. Every value in 1 … limit."""
-    from .inputs import one_line
-
-    text = one_line(str(text))
-    if not text.isascii():
-        raise RoofcalcError(f"--{what} '{text[:60]}': use digits 0-9, such as 1,4,16 or 1..256")
-    items = [t.strip().replace("_", "") for t in text.split(",")]
-    if not any(items):
-        raise RoofcalcError(f"--{what} is empty; give numbers such as 1,4,16 or a range such as 1..256")
-    values: set[int] = set()
-    for item in items:
-        if not item:
-            raise RoofcalcError(f"--{what} '{text}' has an empty item; separate numbers with single commas")
-        if max((len(run) for run in re.findall(r"\d+", item)), default=0) > 12:
-            raise RoofcalcError(f"--{what}: '{item[:20]}...' is beyond any real workload (limit {limit:,})")
-        if item.isdigit():
-            values.add(int(item))
-            continue
-        if item.startswith("-") and (item[1:].isdigit() or _RANGE.match(item[1:])):
-            raise RoofcalcError(f"--{what}: {item} is negative; sizes start at 1")
-        m = _RANGE.match(item)
-        if not m:
-            raise RoofcalcError(f"--{what}: '{item}' is not a whole number or a range such as 1..256 (doubling) "
-                                f"or 512..4096:512 (a fixed step)")
-        lo, hi = int(m[1]), int(m[2])
-        if lo < 1:
-            raise RoofcalcError(f"--{what}: the range '{item}' must start at 1 or more")
-        if hi < lo:
-            raise RoofcalcError(f"--{what}: the range '{item}' runs backwards; write {hi}..{lo}")
-        if hi > limit:
-            raise RoofcalcError(f"--{what}: {hi:,} is beyond any real workload (limit {limit:,})")
-        if m[3] is None:
-            values.update(lo << k for k in range((hi // lo).bit_length()))
-        else:
-            step = int(m[3])
-            if step < 1:
-                raise RoofcalcError(f"--{what}: the step of '{item}' must be at least 1")
-            if (hi - lo) // step + 1 > MAX_GRID_POINTS:
-                raise RoofcalcError(f"--{what}: '{item}' has more than {MAX_GRID_POINTS:,} values")
-            values.update(range(lo, hi + 1, step))
-    check_sizes(sorted(values), what, limit)
-    return tuple(sorted(values))
-
-
-def check_sizes(values, what: str, limit: int) -> None:
-    if len(values) == 0:
-        raise RoofcalcError(f"no {what} values given")
-    for v in values:
-        if isinstance(v, bool) or int(v) != v:
-            raise RoofcalcError(f"{what} must be whole numbers, got {v!r}")
-        if v < 1:
-            raise RoofcalcError(f"{what} must be at least 1, got {v}")
-        if v > limit:
-            raise RoofcalcError(f"{what} {int(v):,} is beyond any real workload (limit {limit:,})")
-
 
 # --------------------------------------------------------------------------- decode grid
 
