@@ -201,16 +201,18 @@ def test_batch_sweep_table_and_verdicts(capsys):
     # the verdicts tests/test_sweep.py derives by hand, in words
     assert "KV-cache bytes per step overtake weight bytes from batch 45" in out
     assert "it never reaches the nominal ridge 203 at this context" in out
-    assert "the largest batch that fits in 16 GB" in out and ": 299" in out
+    # the T4's 16 GiB: (17,179,869,184 - 2,200,096,768 weights) / (2048 · 22,528 KV bytes) = 324.7
+    assert "the largest batch that fits in 16 GiB" in out and ": 324" in out
 
 
 def test_sweep_marks_what_does_not_fit(capsys):
-    # Llama-2-7B fp16 on an 80 GB device at S=4096: 30 sequences fit, 31 do not (tests/test_sweep.py)
-    code, out, _ = run(["meta-llama/Llama-2-7b-hf", "--batch", "30,31", "--context", "4096", "--hw", "H100"], capsys)
+    # Llama-2-7B fp16 on an H100's 80 GiB at S=4096: (85,899,345,920 - 13,476,831,232) / 2,147,483,648
+    # = 33.7, so 33 sequences fit and 34 do not (the 80e9 case is derived in tests/test_sweep.py)
+    code, out, _ = run(["meta-llama/Llama-2-7b-hf", "--batch", "33,34", "--context", "4096", "--hw", "H100"], capsys)
     assert code == 0
-    lines = {line.split()[0]: line for line in out.splitlines() if line.split()[:2] in (["30", "4096"], ["31", "4096"])}
-    assert lines["30"].rstrip().endswith("yes") and lines["31"].rstrip().endswith("NO: does not fit")
-    assert "largest batch that fits in 80 GB" in out and ": 30\n" in out
+    lines = {line.split()[0]: line for line in out.splitlines() if line.split()[:2] in (["33", "4096"], ["34", "4096"])}
+    assert lines["33"].rstrip().endswith("yes") and lines["34"].rstrip().endswith("NO: does not fit")
+    assert "largest batch that fits in 80 GiB" in out and ": 33\n" in out
 
 
 def test_sweep_json_has_one_record_per_point_and_the_verdicts(capsys):
@@ -276,9 +278,9 @@ def test_a_single_step_says_whether_it_fits_by_the_sweeps_rule(capsys):
     code, out, _ = run(["meta-llama/Llama-2-7b-hf", "--batch", "16", "--context", "4096", "--format", "json"], capsys)
     step = json.loads(out)["step"]
     assert step["memory_bytes"] == 13_476_831_232 + 34_359_738_368
-    assert step["capacity_bytes"] == 16e9 and step["fits"] is False  # the default T4's 16 GB
+    assert step["capacity_bytes"] == 16 * 2 ** 30 and step["fits"] is False  # the default T4's 16 GiB
     code, out, _ = run(["meta-llama/Llama-2-7b-hf", "--batch", "16", "--context", "4096"], capsys)
-    assert "= 47.8 GB: does NOT fit in 16 GB" in out
+    assert "= 47.8 GB: does NOT fit in 16 GiB" in out
     code, out, _ = run(["meta-llama/Llama-2-7b-hf", "--batch", "16", "--context", "4096", "--memory", "80GB"], capsys)
     assert "fits in 80 GB" in out
     # the sweep says the same at that point

@@ -377,3 +377,21 @@ def test_consumer_gpus_reach_their_gemm_peak_by_default():
 
     # GeForce: RTX 4090 torch matmuls at 165-168 of 165.2 TFLOP/s; datacenter parts: the MAMF median 81.1 %
     assert gemm("RTX4090") == 1.0 and gemm("RTX3090") == 1.0 and gemm("A100") == 0.811 and gemm("T4") == 0.811
+
+
+def test_catalog_memory_is_the_cards_capacity_in_its_own_unit():
+    """Each entry's capacity equals its datasheet's figure read as binary GB (JEDEC's memory GB):
+    an A100 '80GB' card holds 80 GiB = 85,899,345,920 bytes (nvidia-smi: 81,920 MiB)."""
+    import re
+
+    from roofcalc.hardware import CATALOG_PATH
+
+    entries = json.loads(CATALOG_PATH.read_text())["hardware"]
+    by_name = {hw.name: hw for hw in hardware_catalog()}
+    for e in entries:
+        quoted = re.match(r"(?:12 channels x one )?([\d,]+) Gi?B", e["memory_datasheet"])
+        count = 12 if e["memory_datasheet"].startswith("12 channels") else 1
+        assert quoted, e["name"]
+        assert by_name[e["name"]].memory_bytes == count * int(quoted[1].replace(",", "")) * 2 ** 30, e["name"]
+        assert e["memory"].endswith("GiB") and "memory_bytes" not in e
+    assert find_hardware("A100-80GB").memory_bytes == 85_899_345_920

@@ -34,6 +34,7 @@ class Hardware:
     peak_flop_per_s: Mapping[str, float]  # by compute dtype
     launch_overhead_s: float = 5e-6
     memory_bytes: float | None = None
+    memory: str | None = None  # the capacity as the catalog writes it, in the card's own unit ("80GiB")
     kind: str = "gpu"
     source: str = ""
     aliases: tuple[str, ...] = field(default=())
@@ -74,6 +75,13 @@ def hardware_from_dict(d: Any, where: str) -> Hardware:
     from .inputs import number, text
 
     mem = d.get("memory_bytes")
+    memory_text = d.get("memory")  # the card's capacity in its own unit, e.g. "80GiB"
+    if memory_text is not None:
+        from .inputs import parse_quantity
+
+        if mem is not None:
+            raise RoofcalcError(f"{where}: give 'memory' (e.g. \"80GiB\") or 'memory_bytes', not both")
+        mem = parse_quantity(text(memory_text, f"{where}: memory", 40), "size")
     version = d.get("schema_version", 1)
     if version not in PROFILE_VERSIONS:
         raise RoofcalcError(f"{where}: profile schema_version {version!r} is not one roofcalc reads "
@@ -96,6 +104,7 @@ def hardware_from_dict(d: Any, where: str) -> Hardware:
         peak_flop_per_s={k: _positive(v, f"{where}: peak_flop_per_s.{k}") for k, v in peaks.items()},
         launch_overhead_s=number(d.get("launch_overhead_s", 5e-6), f"{where}: launch_overhead_s", 0.0, 1.0),
         memory_bytes=None if mem is None else _positive(mem, f"{where}: memory_bytes"),
+        memory=None if memory_text is None else text(memory_text, f"{where}: memory", 40),
         kind=kind,
         source=text(d.get("source", ""), f"{where}: source", 400),
         aliases=tuple(text(a, f"{where}: aliases") for a in aliases),

@@ -331,8 +331,8 @@ def memory_line(r: Roofline) -> str:
     if r.capacity_bytes is None:
         return what + "; the device's memory is unknown (pass --memory)"
     if r.fits:
-        return what + f": fits in {si(r.capacity_bytes, 'B')}"
-    return what + f": does NOT fit in {si(r.capacity_bytes, 'B')} (weights + KV cache only; pass --memory to change it)"
+        return what + f": fits in {capacity(r.capacity_bytes)}"
+    return what + f": does NOT fit in {capacity(r.capacity_bytes)} (weights + KV cache only; pass --memory to change it)"
 
 
 def sig(x: float, digits: int = 3) -> str:
@@ -562,8 +562,13 @@ def render(r: Roofline | Sweep, fmt: str = "table", defaults: Iterable[str] = ()
 # --------------------------------------------------------------------------- sweeps
 
 
-def _gb(nbytes: float) -> str:
-    return f"{nbytes / 1e9:.4g}"
+def capacity(nbytes: float) -> str:
+    """A memory capacity in the unit it was most likely given in: '80 GiB' for a whole number of
+    GiB (DRAM capacities are binary), else decimal: '80 GB'."""
+    gib = nbytes / 2 ** 30
+    if gib >= 1 and gib == int(gib):
+        return f"{int(gib)} GiB"
+    return f"{nbytes / 1e9:.4g} GB"
 
 
 def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
@@ -705,9 +710,9 @@ def verdict_lines(sw: Sweep) -> list[str]:
         if v.max_batch is None:
             lines.append("  memory    the device's capacity is unknown (pass --memory)")
         elif v.max_batch == 0:
-            lines.append(f"  memory    not even batch 1 fits in {_gb(cap)} GB (weights + KV cache)")
+            lines.append(f"  memory    not even batch 1 fits in {capacity(cap)} (weights + KV cache)")
         else:
-            lines.append(f"  memory    the largest batch that fits in {_gb(cap)} GB (weights + KV cache, nothing else): "
+            lines.append(f"  memory    the largest batch that fits in {capacity(cap)} (weights + KV cache, nothing else): "
                          f"{v.max_batch:,}")
         if v.doubling_batch is None:
             lines.append(f"  doubling  every doubling up to batch {v.largest_batch_tried:,} gains at least "
@@ -739,7 +744,7 @@ def sweep_header_lines(sw: Sweep, defaults: Iterable[str] = ()) -> list[str]:
                     f"ridge {mea.ridge:.0f}" if mea else
                     f"nominal {si(nom.bandwidth_bytes_per_s, 'B/s')}, {si(nom.peak_flop_per_s, 'FLOP/s')}, "
                     f"ridge {nom.ridge:.0f} (no measured roof given)")
-                 + f"; memory {'unknown' if sw.capacity_bytes is None else _gb(sw.capacity_bytes) + ' GB'}")
+                 + f"; memory {'unknown' if sw.capacity_bytes is None else capacity(sw.capacity_bytes)}")
     graph = " (one graph launch per step)" if sw.impl == "cuda-graph" else ""
     per = {"decode": "; each sequence gets one token per step: TPOT = step time",
            "prefill": "; TTFT = the prefill step", "request": ""}[sw.kind]
