@@ -22,6 +22,7 @@ from .inputs import one_line
 MAX_DIM = 1 << 20  # d_model, d_ff, heads, head_dim
 MAX_LAYERS = 10_000
 MAX_VOCAB = 1 << 24
+MAX_PARAMS = 10 ** 14  # 50x the largest published model (about 2e12): beyond it a config is a typo
 
 ACTIVATIONS = {  # HF name -> roofcalc name
     "silu": "silu",
@@ -112,10 +113,10 @@ class ConfigReader:
     def activation(self) -> tuple[str, str]:
         """(roofcalc's name, the config's own name) of the MLP activation."""
         f = self.family
-        for key in f.act_keys:
+        for i, key in enumerate(f.act_keys):
             name = self.get(key)
-            if name is not None:
-                break
+            if name is not None or key in self.cfg and i == len(f.act_keys) - 1:
+                break  # a null activation is no activation (only Gemma's hidden_activation falls back)
         else:
             key, name = f.act_keys[0], f.act_default
             self.defaults[key] = name
@@ -361,6 +362,7 @@ def shape_from_config(cfg: Any, name: str = "model", family: str | None = None) 
                             f"supported: {', '.join(SUPPORTED_FAMILIES)}{hint}")
     r = ConfigReader(cfg, fam)
     shape = _build(r, name, model_type)
+    _check_size(shape, name)
     if fam.model_type == model_type:
         return shape
     lost = r.unrepresented()
@@ -370,6 +372,16 @@ def shape_from_config(cfg: Any, name: str = "model", family: str | None = None) 
                             f"{fam.model_type} has no place for them; pick the family whose modeling code has them, "
                             f"or remove them from the config if they do not apply")
     return replace(shape, borrowed=True, borrowed_defaults=tuple(sorted((k, v) for k, v in r.defaults.items())))
+
+
+def _check_size(s: ModelShape, name: str) -> None:
+    """Refuse a config whose dimensions, each within its limit, multiply into no real model."""
+    experts = (s.moe.n_experts * s.moe.d_expert + s.moe.d_shared) if s.moe else 0
+    per_layer = s.d_model * (2 * s.q_dim + 2 * s.kv_dim) + 3 * s.d_model * max(s.d_ff, experts)
+    estimate = s.n_layers * per_layer + 2 * s.vocab_size * s.d_model
+    if estimate > MAX_PARAMS:
+        raise RoofcalcError(f"{name}: these dimensions make about {estimate:.2g} parameters, beyond any real model "
+                            f"(limit {MAX_PARAMS:.0e}); check the config")
 
 
 def _build(r: ConfigReader, name: str, model_type: str) -> ModelShape:
