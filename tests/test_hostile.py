@@ -132,6 +132,8 @@ def test_pipes_devices_and_loops_are_refused_at_once(tmp_path):
         r = subprocess.run([sys.executable, "-m", "roofcalc", *args], capture_output=True, text=True, timeout=60)
         _assert_clean(r.returncode, r.stdout, r.stderr)
         assert r.returncode == 2
+        assert "no such file" not in r.stderr  # each is named for what it is
+        assert ("symbolic links" if args[-1].endswith("loop") else "not a regular file") in r.stderr, r.stderr
 
 
 def test_stdout_closed_or_full_is_one_line():

@@ -144,15 +144,17 @@ def load_config(source: str, revision: str | None = None) -> tuple[dict, str, st
     path = Path(os.path.expanduser(source))
     try:
         path.stat()
+        exists = True
     except OSError as exc:
         if exc.errno not in (2, 20):  # not "no such file": a loop, a name too long, no permission
             raise RoofcalcError(f"cannot read {one_line(source)[:200]}: {exc.strerror}") from None
+        exists = False
     if path.is_dir():
         file = path / "config.json"
         if not file.is_file():
-            raise RoofcalcError(f"folder {path} has no config.json")
+            raise RoofcalcError(f"folder {one_line(str(path))[:200]} has no config.json")
         return _read_json(file), str(path), "file", None
-    if path.is_file():
+    if exists:  # a regular file, or a pipe or device that the reader refuses by what it is
         return _read_json(path), str(path), "file", None
     entry = find_in_catalog(source) if revision is None else None  # a revision asks the hub, not the catalog
     if entry is not None:
