@@ -224,6 +224,7 @@ class Kernel:
     param_bytes: int = 0  # bytes those parameters take in memory
     role: str = ""  # what it does, whatever the family calls it (rms_norm, linear, experts...); launch models key on it
     experts_touched: int = 0  # routed-expert kernels: experts that get tokens (eager PyTorch loops over them)
+    launches: int = 0  # traced kernels: the eager ops one instance runs (0: the family's launch table)
 
     @property
     def step_cost(self) -> Cost:

@@ -65,6 +65,9 @@ def _main_parser() -> argparse.ArgumentParser:
                    help="DeepSeek attention: naive (what transformers computes: the latent is expanded every step) "
                    "or absorbed (what serving engines decode)")
     p.add_argument("--family", help="read a config whose model_type roofcalc does not know as this family (e.g. llama)")
+    p.add_argument("--trace", action="store_true",
+                   help="count the kernels by tracing transformers' own modeling code on the meta device (needs "
+                   "torch; automatic for a model_type without a hand model)")
     p.add_argument("--revision", help="a hub id's branch, tag or commit (the hub library's own revision handling); "
                    "the catalog is not used then")
     p.add_argument("--format", "-f", choices=("table", "markdown", "csv", "json"), default="table")
@@ -167,7 +170,6 @@ def is_sweep(args: argparse.Namespace) -> bool:
 
 
 def build_sweep(args: argparse.Namespace, shape=None):
-    from .sources import load_shape
     from .sweep import sweep
 
     for flag, value in (("--tpot", args.tpot), ("--kernel-times", args.kernel_times), ("--point", args.point),
@@ -175,7 +177,10 @@ def build_sweep(args: argparse.Namespace, shape=None):
         if value:
             raise RoofcalcError(f"{flag} describes one measured step; give a single --batch and --context with it")
     batches, contexts, prompts = _sizes(args)
-    shape = shape or load_shape(args.model, family=args.family, revision=_revision(args))
+    shape, traced = shape if shape is not None else load_model(args)
+    if traced is not None:
+        raise RoofcalcError(f"{shape.model_type} is read by tracing, and sweeps of traced models are not built yet; "
+                            f"give one --batch and one --context (or --prompt)")
     kw = _workload_kw(args, shape)
     hardware, profile = _hardware(args)
     return sweep(
@@ -190,16 +195,42 @@ def build_sweep(args: argparse.Namespace, shape=None):
     )
 
 
+def load_model(args: argparse.Namespace):
+    """The model's shape, and (config, name) when its kernels come from a trace: a model_type without
+    a hand model (transformers knows hundreds), or any model with --trace."""
+    from .errors import UnsupportedModelType
+    from .shapes import shape_from_config
+    from .sources import load_config
+
+    cfg, name, _, _ = load_config(args.model, _revision(args))
+    if not getattr(args, "trace", False):
+        try:
+            return shape_from_config(cfg, name, args.family), None
+        except UnsupportedModelType:
+            pass
+    elif args.family:
+        raise RoofcalcError("--trace reads the config as transformers does; --family is for the hand models")
+    from .trace import traced_shape
+
+    return traced_shape(cfg, name)
+
+
 def build_roofline(args: argparse.Namespace, shape=None):
     from .calculator import analyze
     from .roofline import parse_point, roofline
-    from .sources import load_shape
 
-    shape = shape or load_shape(args.model, family=args.family, revision=_revision(args))
+    shape, traced = shape if shape is not None else load_model(args)
     workload = _workload(args, shape)
     hardware, profile = _hardware(args)
+    if traced is not None:
+        from .trace import trace
+
+        cfg, name, label = traced
+        analysis = trace(cfg, name, workload, label, view="eager" if args.impl == "hf-eager" else "ideal")
+    else:
+        analysis = analyze(shape, workload)
     return roofline(
-        analyze(shape, workload), hardware,
+        analysis, hardware,
         measured_bw=parse_quantity(args.measured_bw, "bandwidth") if args.measured_bw is not None else None,
         measured_flops=parse_quantity(args.measured_flops, "flops") if args.measured_flops is not None else None,
         measured_profile=profile,
@@ -259,13 +290,10 @@ def run_main(argv: Sequence[str]) -> str:
     if args.hw_file:
         defaults.discard("hw")
     args.dtype_flag = args.dtype
-    shape = None
+    shape = load_model(args)
     if "dtype" in defaults:  # no dtype flag: the checkpoint's own, where the device computes in it
-        from .sources import load_shape
-
-        shape = load_shape(args.model, family=args.family, revision=_revision(args))
         hw, profile = _hardware(args)
-        args.dtype, why = choose_dtype(shape.config_dtype, hw, profile)
+        args.dtype, why = choose_dtype(shape[0].config_dtype, hw, profile)
         defaults.discard("dtype")
         defaults.add("dtype-why:" + why)
     if args.plot:

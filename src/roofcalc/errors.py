@@ -7,3 +7,7 @@ class RoofcalcError(ValueError):
     The message is one line that says what was wrong and what to do; the CLI prints it
     as ``roofcalc: error: <message>`` and exits with status 2.
     """
+
+
+class UnsupportedModelType(RoofcalcError):
+    """A ``model_type`` roofcalc has no hand model for (the traced backend may still read it)."""

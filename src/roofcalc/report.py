@@ -74,6 +74,9 @@ def model_record(a: Analysis) -> dict[str, Any]:
         "name": s.name,
         "model_type": s.model_type,
         "family": s.family,
+        "source": getattr(a, "source", "hand"),
+        **({"bytes_view": a.view, "traced": a.note, "config_ignored": list(a.check.ignored),
+            "config_defaulted": dict(a.check.defaulted)} if getattr(a, "source", "") == "traced" else {}),
         **({"family_defaults": dict(s.borrowed_defaults)} if s.borrowed else {}),
         "n_layers": s.n_layers,
         "d_model": s.d_model,
@@ -213,6 +216,12 @@ def header_lines(a: Analysis, defaults: Iterable[str] = ()) -> list[str]:
         heads = f"N={s.n_heads} heads / K={s.n_kv_heads} KV heads x H={s.head_dim}"
     lines = [
         f"model     {s.name}  [{s.model_type}]",
+        *([f"source    {a.note}; bytes: {a.view} view ("
+           + ("every op reads its inputs and writes its outputs, as --impl hf-eager runs it" if a.view == "eager" else
+              "each kernel reads and writes its tensors once, as a fused kernel would") + ")"
+           + (f"; the config class ignored {', '.join(a.check.ignored)}" if a.check.ignored else "")
+           + (f"; defaults taken: {', '.join(f'{k}={v}' for k, v in a.check.defaulted)}" if a.check.defaulted else "")]
+          if getattr(a, "source", "") == "traced" else []),
         *([f"family    read as {s.family} (--family); absent keys took {s.family}'s defaults: "
            + (", ".join(f"{k}={v}" for k, v in s.borrowed_defaults) or "none")] if s.borrowed else []),
         f"shape     L={s.n_layers} layers, D={s.d_model}, {heads}, "

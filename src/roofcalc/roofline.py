@@ -79,6 +79,8 @@ def launches(kernel: Kernel, impl: str, act_dtype: str = "fp16", shape=None) -> 
     model's :class:`ModelShape`) selects its family's eager counts."""
     base = kernel.name.split("[")[0]
     role = kernel.role or base
+    if impl == "hf-eager" and kernel.launches:  # traced: the ops transformers ran
+        return kernel.launches
     if impl == "hf-eager":
         record = FAMILIES.get(shape.family) if shape is not None else None
         family = record.eager_counts if record is not None else {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .errors import RoofcalcError
+from .errors import RoofcalcError, UnsupportedModelType
 from .families import FAMILIES, LLAMA_NAMES, STRUCTURAL_KEYS, SUPPORTED_FAMILIES, Family, Flag
 from .inputs import one_line
 
@@ -358,7 +358,7 @@ def shape_from_config(cfg: Any, name: str = "model", family: str | None = None) 
     fam = FAMILIES.get(family or model_type)
     if fam is None:
         hint = "" if family else " (or pass --family NAME to read it as one of them)"
-        raise RoofcalcError(f"{name}: model_type '{one_line(family or model_type)[:80]}' is not supported; "
+        raise (RoofcalcError if family else UnsupportedModelType)(f"{name}: model_type '{one_line(family or model_type)[:80]}' is not supported; "
                             f"supported: {', '.join(SUPPORTED_FAMILIES)}{hint}")
     r = ConfigReader(cfg, fam)
     shape = _build(r, name, model_type)

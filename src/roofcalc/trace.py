@@ -1,0 +1,751 @@
+"""The traced backend: kernel costs read off the real transformers modeling code, for any architecture.
+
+The model is built from its config on PyTorch's ``meta`` device (shapes only: no weights, nothing
+downloaded, never remote code). A prefill, and for a decode step the step after it with the KV cache
+the prefill left, run under a dispatch mode that records every ATen op: the module it ran in, the
+modeling-code function that called it, its FLOPs (torch's own FLOP formulas,
+``torch.utils.flop_counter``) and the storages it reads and writes.
+
+Ops are grouped into roofcalc's kernels: each leaf module (a projection, a norm, a router, the
+experts) is one; so is each modeling-code function called from a forward (the attention core, the
+rotary embedding, the cache update, ``repeat_kv``); the remaining ops of a forward body are one
+kernel per op. Layers whose kernels cost the same are merged into one row with a count.
+
+Bytes come in two views. *eager*: every op reads its inputs and writes its outputs (views move
+nothing), what transformers' eager code moves; its launches are the ops. *ideal*: each kernel reads
+what it did not itself produce and writes what something outside it reads, once, as a fused kernel
+would; the cache update writes only the new positions (the hand models' convention). An embedding
+gather reads the rows it gathers, never the whole table.
+
+Elementwise FLOPs: one per output element of each arithmetic op (torch's formulas count matmuls
+and attention only); matmul FLOPs are torch's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import math
+import os
+import sys
+import warnings
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .calculator import Analysis, Cost, Kernel, Workload
+from .errors import RoofcalcError
+from .inputs import one_line
+from .shapes import ModelShape
+
+TRACE_FORMAT = 1  # the cache file format
+ATTENTION_FUNCTIONS = ("attention_forward", "sdpa_attention_forward", "eager_attention_forward",
+                       "flash_attention_forward", "flex_attention_forward")
+NO_DATA_OPS = {"_unsafe_view", "alias", "detach", "lift_fresh", "_reshape_alias", "empty", "empty_like",
+               "empty_strided", "new_empty", "new_empty_strided", "resize_", "set_", "_local_scalar_dense", "sym_size",
+               "sym_stride", "sym_numel", "sym_storage_offset"}
+ARITHMETIC = {"add", "sub", "mul", "div", "neg", "pow", "rsqrt", "sqrt", "exp", "log", "tanh", "sigmoid", "silu",
+              "gelu", "relu", "softmax", "_softmax", "_safe_softmax", "mean", "sum", "cos", "sin", "erf", "reciprocal",
+              "where", "maximum", "minimum", "clamp", "native_layer_norm", "rsub", "abs", "addcmul", "addcdiv",
+              "masked_fill", "_log_softmax", "var_mean", "topk", "sort", "cumsum", "argmax", "max", "min"}
+# config keys that size the model: ignored or defaulted, they mean another model is traced
+DIMENSION_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                  "intermediate_size", "vocab_size", "head_dim", "n_embd", "n_layer", "n_head", "d_model",
+                  "num_layers", "num_heads", "ffn_dim", "n_inner", "multi_query", "num_local_experts", "num_experts",
+                  "n_routed_experts", "moe_intermediate_size", "num_experts_per_tok")
+GENERIC_KEYS = {"architectures", "auto_map", "model_type", "torch_dtype", "dtype", "transformers_version",
+                "_name_or_path", "bos_token_id", "eos_token_id", "pad_token_id", "quantization_config", "use_cache",
+                "tie_word_embeddings", "is_decoder", "id2label", "label2id", "task_specific_params",
+                "output_attentions", "output_hidden_states", "return_dict", "torch_dtype", "problem_type"}
+TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def _need_torch(model_type: str):
+    try:
+        import torch
+        import transformers
+
+        transformers.logging.set_verbosity_error()  # its notes on the config are not the user's output
+    except ImportError:
+        raise RoofcalcError(f"model_type '{model_type}' has no hand model in roofcalc, and tracing it needs torch and "
+                            f"transformers: pip install 'roofcalc[torch]'") from None
+    return torch, transformers
+
+
+# --------------------------------------------------------------------------- the config
+
+@dataclass(frozen=True)
+class ConfigCheck:
+    class_name: str
+    ignored: tuple[str, ...]  # keys the config gives that its class does not read
+    defaulted: tuple[tuple[str, Any], ...]  # size keys the class reads that the config leaves to the default
+
+
+def hf_config(cfg: dict, name: str):
+    """transformers' config object for ``cfg`` and what it ignored or defaulted; refusals name why."""
+    torch, transformers = _need_torch(str(cfg.get("model_type")))
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    model_type = cfg.get("model_type")
+    if not isinstance(model_type, str) or model_type not in CONFIG_MAPPING:
+        from .families import SUPPORTED_FAMILIES
+
+        near = _nearest_family(cfg)
+        raise RoofcalcError(
+            f"{name}: model_type '{one_line(str(model_type))[:60]}' is not a model transformers "
+            f"{transformers.__version__} can build (remote code only?), and roofcalc never runs remote code; "
+            f"read it as a hand-modelled family with --family {near} (one of {', '.join(SUPPORTED_FAMILIES)}) "
+            f"if its modeling code is that family's")
+    cls = CONFIG_MAPPING[model_type]
+    reads = set(inspect.signature(cls.__init__).parameters) | set(getattr(cls, "attribute_map", {}) or {})
+    reads |= _modeling_reads(model_type)
+    for base in cls.__mro__[1:]:
+        if base.__name__ == "PreTrainedConfig" or base.__name__ == "PretrainedConfig":
+            reads |= set(inspect.signature(base.__init__).parameters)
+    sub = set((getattr(cls, "sub_configs", None) or {}).keys())
+    ignored = tuple(sorted(k for k in cfg if k not in reads and k not in GENERIC_KEYS and k not in sub
+                           and not k.startswith("_")))
+    lost = [k for k in ignored if k in DIMENSION_KEYS]
+    if lost:
+        raise RoofcalcError(f"{name}: transformers' {cls.__name__} does not read {', '.join(lost)}: tracing it would "
+                            f"build the class's default model, not this one (a text config flattened under a "
+                            f"multimodal model_type?); give the config its own model_type")
+    defaults = {}
+    try:
+        sig = inspect.signature(cls.__init__).parameters
+        for k in DIMENSION_KEYS:
+            if k in sig and k not in cfg and sig[k].default is not inspect.Parameter.empty:
+                defaults[k] = sig[k].default
+    except (TypeError, ValueError):  # pragma: no cover - a class without a signature
+        pass
+    kwargs = {k: v for k, v in cfg.items() if k not in ("model_type", "quantization_config", "auto_map")}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            config = cls(**kwargs)
+    except Exception as exc:  # transformers' own validation
+        raise RoofcalcError(f"{name}: transformers cannot build a {cls.__name__} from this config "
+                            f"({type(exc).__name__}: {one_line(str(exc))[:160]})") from None
+    return config, ConfigCheck(cls.__name__, ignored, tuple(sorted(defaults.items())))
+
+
+_READS: dict[str, frozenset] = {}
+
+
+def _modeling_reads(model_type: str) -> frozenset:
+    """Config keys the modeling code reads itself (``config.head_dim``, ``getattr(config, "head_dim", ...)``):
+    a config class may leave a key to its modeling code (Qwen3-MoE's head_dim)."""
+    if model_type not in _READS:
+        import importlib
+        import re
+
+        from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+        keys: set[str] = set()
+        cls_name = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(model_type)
+        if cls_name:
+            try:
+                import transformers
+
+                module = importlib.import_module(getattr(transformers, cls_name).__module__)
+                text = inspect.getsource(module)
+                keys |= set(re.findall(r"config\.(\w+)", text))
+                keys |= set(re.findall(r"getattr\(\s*(?:self\.)?config\s*,\s*[\"'](\w+)", text))
+            except (AttributeError, ImportError, OSError, TypeError):
+                pass
+        _READS[model_type] = frozenset(keys)
+    return _READS[model_type]
+
+
+def _nearest_family(cfg: dict) -> str:
+    keys = set(cfg)
+    if keys & {"num_local_experts"}:
+        return "mixtral"
+    if keys & {"kv_lora_rank", "q_lora_rank"}:
+        return "deepseek_v3"
+    if keys & {"n_routed_experts", "num_experts"}:
+        return "qwen3_moe"
+    if keys & {"n_embd", "n_layer"}:
+        return "gpt2"
+    return "llama"
+
+
+# --------------------------------------------------------------------------- recording ops
+
+@dataclass
+class _Op:
+    name: str  # aten op, without overload
+    group: tuple[str, str]  # (module path, function or "op:<name>")
+    instance: int  # which run of that group this op belongs to
+    flops: int
+    matmul_flops: int
+    reads: list  # (storage key, bytes)
+    writes: list
+    launches: int
+    dims: str
+
+
+def _storage_key(t) -> int:
+    return t.untyped_storage()._cdata
+
+
+def _nbytes(t) -> int:
+    """Bytes a tensor's op touches: its elements, but no more than its storage holds (an expanded view)."""
+    n = t.numel() * t.element_size()
+    try:
+        return min(n, t.untyped_storage().nbytes())
+    except (RuntimeError, NotImplementedError):  # pragma: no cover - a storage-less tensor
+        return n
+
+
+class _Recorder:
+    def __init__(self, torch, model, top_k: int | None = None, experts: str = "expected"):
+        from torch.utils._python_dispatch import TorchDispatchMode
+        from torch.utils.flop_counter import flop_registry
+
+        self.torch, self.model = torch, model
+        self.top_k, self.experts = top_k, experts
+        self.ops: list[_Op] = []
+        self.keep: list = []  # every output stays alive: storage keys are never reused mid-trace
+        self.stack: list = []  # (path, module) of the modules running
+        self.names = {m: n for n, m in model.named_modules()}
+        self.leaf = {m for m in model.modules() if not any(True for _ in m.children())}
+        self.instances: dict[tuple[str, str], int] = {}
+        self.last_group: tuple[str, str] | None = None
+        import transformers
+
+        self.tf_root = str(Path(transformers.__file__).parent)
+        recorder = self
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                out = func(*args, **kwargs)
+                recorder.record(func, args, kwargs, out, flop_registry)
+                return out
+
+        self.mode = Mode()
+        self.hooks = []
+        for m in model.modules():
+            self.hooks.append(m.register_forward_pre_hook(self._enter))
+            self.hooks.append(m.register_forward_hook(self._leave))
+
+    def _enter(self, module, _args):
+        self.stack.append((self.names.get(module, "?"), module))
+
+    def _leave(self, module, _args, _out):
+        self.stack.pop()
+
+    def close(self):
+        for h in self.hooks:
+            h.remove()
+
+    def fused(self, fn):
+        """``fn`` (scaled_dot_product_attention) as one kernel: on a GPU it is one fused launch that
+        reads q, k, v (and a mask) and writes its output; the meta device runs it as its math ops."""
+        torch, recorder = self.torch, self
+
+        def call(*args, **kwargs):
+            start = len(recorder.ops)
+            out = fn(*args, **kwargs)
+            run = recorder.ops[start:]
+            if not run:
+                return out
+            ins = [a for a in torch.utils._pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+            reads, seen = [], set()
+            for t in ins:
+                key = _storage_key(t)
+                if key not in seen:
+                    seen.add(key)
+                    reads.append((key, _nbytes(t)))
+            first = run[0]
+            del recorder.ops[start:]
+            recorder.ops.append(_Op("scaled_dot_product_attention", first.group, first.instance,
+                                    sum(o.flops for o in run), sum(o.matmul_flops for o in run), reads,
+                                    [(_storage_key(out), _nbytes(out))], 1,
+                                    "x".join(f"[{','.join(map(str, t.shape))}]" for t in ins[:2])))
+            return out
+
+        return call
+
+    def _function(self) -> str | None:
+        """The outermost modeling-code function between the running module's forward and this op."""
+        frame, found = sys._getframe(3), None
+        while frame is not None:
+            code = frame.f_code
+            if code.co_name == "forward" and "self" in frame.f_locals and \
+                    isinstance(frame.f_locals["self"], self.torch.nn.Module):
+                return found
+            if code.co_filename.startswith(self.tf_root) and not code.co_name.startswith("_") and \
+                    os.sep + "utils" + os.sep not in code.co_filename[len(self.tf_root):]:  # decorators
+                found = code.co_name if "cache_utils" not in code.co_filename else "kv_cache_update"
+                if "masking_utils" in code.co_filename:
+                    found = "attention_mask"
+            frame = frame.f_back
+        return found
+
+    def record(self, func, args, kwargs, out, registry) -> None:
+        torch = self.torch
+        name = func._overloadpacket.__name__
+        flat_in = [a for a in torch.utils._pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+        flat_out = [a for a in torch.utils._pytree.tree_leaves(out) if isinstance(a, torch.Tensor)]
+        self.keep.extend(flat_out)
+        if func.is_view or name in NO_DATA_OPS:
+            return
+        module, mod_obj = self.stack[-1] if self.stack else ("", None)
+        fn = None
+        # a leaf module is one kernel whatever it calls; elsewhere the calling function names the kernel
+        if mod_obj is None or mod_obj not in self.leaf:
+            fn = self._function()
+        if fn is not None and any(fn.endswith(a) for a in ATTENTION_FUNCTIONS):
+            fn = "attention"
+        leaf = mod_obj is not None and mod_obj in self.leaf
+        group = (module, "" if leaf else fn or f"op:{name}")
+        if group != self.last_group:
+            self.instances[group] = self.instances.get(group, 0) + 1
+            self.last_group = group
+        f = registry.get(func._overloadpacket)
+        mm = int(f(*args, **kwargs, out_val=out)) if f is not None else 0
+        expert_share = None
+        if name == "_grouped_mm":  # [tokens·k, K] rows over [E, K, N] expert weights
+            a, b = flat_in[0], flat_in[1]
+            mm = 2 * a.shape[0] * a.shape[-1] * b.shape[-1]
+            if self.top_k and b.dim() == 3:  # the experts the tokens reach (roofcalc's --experts rule)
+                from .calculator import touched_experts
+
+                n_exp = b.shape[0]
+                expert_share = (_storage_key(b), touched_experts(n_exp, self.top_k, max(1, a.shape[0] // self.top_k),
+                                                                 self.experts) / n_exp)
+        elementwise = sum(t.numel() for t in flat_out) if name in ARITHMETIC else 0
+        seen, reads = set(), []
+        for i, t in enumerate(flat_in):
+            key = _storage_key(t)
+            if key in seen:
+                continue
+            seen.add(key)
+            nbytes = _nbytes(t)
+            if name in ("embedding", "index_select") and i == 0:  # a gather reads the rows it gathers
+                nbytes = min(nbytes, sum(_nbytes(o) for o in flat_out))
+            if expert_share is not None and key == expert_share[0]:
+                nbytes = round(nbytes * expert_share[1])
+            reads.append((key, nbytes))
+        writes = [(_storage_key(t), _nbytes(t)) for t in flat_out]
+        operands = [t for t in flat_in if t.dim() >= 2][:2]  # addmm's bias is not an operand
+        dims = "x".join(f"[{','.join(map(str, t.shape))}]" for t in operands) if mm else \
+            (f"[{','.join(map(str, flat_out[0].shape))}]" if flat_out else "")
+        self.ops.append(_Op(name, group, self.instances[group], mm + elementwise, mm, reads, writes, 1, dims))
+
+
+# --------------------------------------------------------------------------- grouping ops into kernels
+
+_LAYER = None
+
+
+def _layer_split(path: str) -> tuple[int | None, str, str]:
+    """(layer index or None, the path inside the layer, the prefix): 'model.layers.3.mlp.up_proj' ->
+    (3, 'mlp.up_proj', 'model.layers')."""
+    import re
+
+    global _LAYER
+    if _LAYER is None:
+        _LAYER = re.compile(r"^(.*?\b(?:layers|h|blocks|layer|decoder\.layers))\.(\d+)(?:\.(.*))?$")
+    m = _LAYER.match(path)
+    if not m:
+        return None, path, ""
+    return int(m[2]), m[3] or "", m[1]
+
+
+@dataclass(frozen=True)
+class TracedKernel:
+    name: str
+    layer: int | None
+    module: str  # the module path it ran in
+    function: str  # "" for a leaf module; the modeling-code function, "attention" or "op:<aten op>"
+    kind: str
+    dims: str
+    ideal: Cost
+    eager: Cost
+    launches: int
+    params: int
+    param_bytes: int
+
+
+def _classify(key: int, nbytes: int, write: bool, weights: set, cache: set) -> Cost:
+    if key in weights and not write:
+        return Cost(weight_bytes=nbytes)
+    if key in cache:
+        return Cost(kv_write_bytes=nbytes) if write else Cost(kv_read_bytes=nbytes)
+    return Cost(act_write_bytes=nbytes) if write else Cost(act_read_bytes=nbytes)
+
+
+def group_ops(ops: list[_Op], weights: set, cache: set, old_cache: set, finals: set,
+              module_params: dict[str, tuple[int, int]]) -> list[TracedKernel]:
+    """Kernels in execution order, one per (group, run of that group)."""
+    producer: dict[int, tuple] = {}
+    consumers: dict[int, set] = {}
+    for op in ops:
+        inst = (op.group, op.instance)
+        for key, _ in op.reads:
+            consumers.setdefault(key, set()).add(inst)
+        for key, _ in op.writes:
+            producer.setdefault(key, inst)
+    runs: dict[tuple, list[_Op]] = {}
+    for op in ops:
+        runs.setdefault((op.group, op.instance), []).append(op)
+    kernels = []
+    for inst, run in runs.items():
+        (module, fn), _ = inst
+        eager = Cost()
+        for op in run:
+            for key, nb in op.reads:
+                eager = eager + _classify(key, nb, False, weights, cache)
+            for key, nb in op.writes:
+                eager = eager + _classify(key, nb, True, weights, cache)
+        ideal = Cost()
+        read_keys, write_keys = {}, {}
+        for op in run:
+            for key, nb in op.reads:
+                if producer.get(key) != inst:
+                    read_keys[key] = max(read_keys.get(key, 0), nb)
+            for key, nb in op.writes:
+                outside = consumers.get(key, set()) - {inst}
+                if outside or key in finals:
+                    write_keys[key] = max(write_keys.get(key, 0), nb)
+        if fn == "kv_cache_update":  # the new positions only: read them, write them once
+            new = sum(nb for k, nb in read_keys.items() if k not in old_cache and k not in cache)
+            ideal = Cost(act_read_bytes=new, kv_write_bytes=new)
+        else:
+            for key, nb in read_keys.items():
+                ideal = ideal + _classify(key, nb, False, weights, cache)
+            for key, nb in write_keys.items():
+                ideal = ideal + _classify(key, nb, True, weights, cache)
+        flops = sum(op.flops for op in run)
+        mm = sum(op.matmul_flops for op in run)
+        ideal, eager = replace(ideal, flops=flops, matmul_flops=mm), replace(eager, flops=flops, matmul_flops=mm)
+        layer, inner, _ = _layer_split(module)
+        short = inner if layer is not None else module.split(".", 1)[-1] if module.startswith("model.") else module
+        if fn == "attention":
+            name, kind = (f"{short}.attention" if short else "attention"), "attention"
+        elif fn and not fn.startswith("op:"):
+            name, kind = (f"{short}.{fn}" if short else fn), "elementwise"
+        elif fn:
+            name, kind = (f"{short}.{fn[3:]}" if short else fn[3:]), "elementwise"
+        else:
+            name = short or "model"
+            kind = "matmul" if mm else "elementwise"
+        if mm and kind == "elementwise":
+            kind = "matmul"
+        if not flops and kind == "elementwise" and not eager.weight_bytes:
+            kind = "memory"
+        params, pbytes = module_params.get(module, (0, 0)) if not fn else (0, 0)
+        dims = next((op.dims for op in run if op.matmul_flops), run[0].dims)
+        if kind == "matmul" and len(dims.split("x")) == 2 and not fn:
+            dims = _linear_dims(dims)
+        kernels.append(TracedKernel(name, layer, module, fn or "", kind, dims, ideal, eager, len(run), params, pbytes))
+    return kernels
+
+
+def _linear_dims(dims: str) -> str:
+    """'[2,1,2048]x[2048,256]' -> '[2,2048]x[2048,256]' (rows first, as the matmul kernels print)."""
+    a, b = dims.split("x")
+    sa = [int(x) for x in a.strip("[]").split(",") if x]
+    rows = math.prod(sa[:-1]) if len(sa) > 1 else 1
+    return f"[{rows},{sa[-1]}]x{b}"
+
+
+def merge_layers(kernels: list[TracedKernel], view: str) -> list[Kernel]:
+    """roofcalc kernels: identical layers' kernels become one row with a count. A name that runs
+    twice in one layer (the experts' two grouped matmuls) is numbered: name, name#2."""
+    seen: dict[tuple, int] = {}
+    numbered = []
+    for k in kernels:
+        n = seen[(k.layer, k.name)] = seen.get((k.layer, k.name), 0) + 1
+        numbered.append(replace(k, name=k.name if n == 1 else f"{k.name}#{n}"))
+    kernels = numbered
+    rows: dict[tuple, list] = {}
+    for k in kernels:
+        cost = k.ideal if view == "ideal" else k.eager
+        key = (k.name, k.kind, k.dims, cost, k.launches, k.params, k.param_bytes)
+        if key in rows:
+            rows[key][1] += 1
+        else:
+            rows[key] = [k, 1]
+    names: dict[str, int] = {}
+    for (name, *_rest) in rows:
+        names[name] = names.get(name, 0) + 1
+    out, taken = [], {}
+    for (name, kind, dims, cost, launches, params, pbytes), (k, n) in rows.items():
+        label = name
+        if names[name] > 1:  # the same module costs differently in different layers (sliding, dense/MoE)
+            label = f"{name}[{k.layer}]" if k.layer is not None else f"{name}[{taken.get(name, 0)}]"
+            taken[name] = taken.get(name, 0) + 1
+        scope = "layer" if k.layer is not None else "model"
+        out.append(Kernel(label, kind, scope, n, dims, cost, params=params, param_bytes=pbytes, role="",
+                          launches=launches))
+    return out
+
+
+# --------------------------------------------------------------------------- the traced step
+
+@dataclass(frozen=True)
+class TracedAnalysis(Analysis):
+    source: str = "traced"
+    view: str = "ideal"  # which bytes the kernels carry: ideal | eager
+    traced_kv_bytes_per_token: int = 0
+    traced_cache_bytes: int = 0  # the real cache after the step
+    traced_params: int = 0
+    traced_param_bytes: int = 0
+    check: ConfigCheck | None = None
+    note: str = ""
+
+    @property
+    def params(self) -> int:
+        return self.traced_params
+
+    @property
+    def active_params(self) -> int:
+        return self.traced_params
+
+    @property
+    def weight_storage_bytes(self) -> int:
+        return self.traced_param_bytes
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        return self.traced_kv_bytes_per_token
+
+    @property
+    def memory_bytes(self) -> int:
+        return self.traced_param_bytes + self.traced_cache_bytes
+
+
+def shape_of(config, model_type: str, name: str, cfg: dict) -> ModelShape:
+    """The header's letters, read from transformers' own config object."""
+    def get(*keys, default=None):
+        for k in keys:
+            v = getattr(config, k, None)
+            if isinstance(v, int) and not isinstance(v, bool):
+                return v
+        return default
+
+    text = getattr(config, "get_text_config", lambda: config)()
+    d = get("hidden_size", "n_embd", "d_model", default=0)
+    n_heads = get("num_attention_heads", "n_head", "num_heads", default=1)
+    n_kv = get("num_key_value_heads", "num_kv_heads", default=1 if getattr(text, "multi_query", False) else n_heads)
+    n_layers = get("num_hidden_layers", "n_layer", "num_layers", default=0)
+    head_dim = get("head_dim", default=d // n_heads if n_heads else 0)
+    window = get("sliding_window", default=None)
+    from .shapes import _config_dtype
+
+    return ModelShape(
+        name=name, model_type=model_type, n_layers=n_layers, d_model=d, n_heads=n_heads, n_kv_heads=n_kv,
+        head_dim=head_dim, d_ff=get("intermediate_size", "ffn_dim", "n_inner", default=0) or 4 * d,
+        vocab_size=get("vocab_size", default=0), tie_word_embeddings=bool(getattr(config, "tie_word_embeddings", False)),
+        qkv_bias=False, o_bias=False, mlp_bias=False, qk_norm=False, activation="traced", embed_scale=False,
+        rotary_dim=0, sliding_window=window, layer_types=("full",) * n_layers, family=model_type,
+        config_dtype=_config_dtype(cfg),
+    )
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("ROOFCALC_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "roofcalc")
+    return Path(base) / "traces"
+
+
+def _cache_key(cfg: dict, wl: Workload, tf_version: str) -> str:
+    doc = json.dumps({"cfg": cfg, "tf": tf_version, "format": TRACE_FORMAT, "phase": wl.phase, "batch": wl.batch,
+                      "t": wl.query_tokens, "s": wl.kv_len, "dtype": wl.act_dtype.name, "logits": wl.logits_all},
+                     sort_keys=True, default=str)
+    return hashlib.sha256(doc.encode()).hexdigest()[:32]
+
+
+def _check_workload(wl: Workload) -> None:
+    for what, d in (("weights", wl.weight_dtype), ("activations", wl.act_dtype), ("KV cache", wl.kv_dtype)):
+        if d.name not in TORCH_DTYPES:
+            raise RoofcalcError(f"a traced model runs in fp32, bf16 or fp16; {what} {d.name} is for hand-modelled "
+                                f"families")
+    if not (wl.weight_dtype == wl.act_dtype == wl.kv_dtype):
+        raise RoofcalcError("a traced model runs weights, activations and KV cache in one dtype; give --dtype only")
+    if not wl.causal:
+        raise RoofcalcError("--full-rectangle is for hand-modelled families (a traced model runs its own mask)")
+
+
+def trace_raw(cfg: dict, name: str, wl: Workload) -> dict:
+    """Trace one step: the kernels in both views, as a JSON-able document (what the cache stores)."""
+    _check_workload(wl)
+    config, check = hf_config(cfg, name)
+    torch, transformers = _need_torch(cfg["model_type"])
+    # fp16 is traced as bf16: the same bytes, and the grouped expert matmul takes only bf16 off a GPU
+    dtype = getattr(torch, TORCH_DTYPES["bf16" if wl.act_dtype.name == "fp16" else wl.act_dtype.name])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            with torch.device("meta"):
+                model = transformers.AutoModelForCausalLM.from_config(config, dtype=dtype).eval()
+        except Exception as exc:
+            raise RoofcalcError(f"{name}: transformers cannot build a causal LM from this config "
+                                f"({type(exc).__name__}: {one_line(str(exc))[:160]})") from None
+        stored = dict(model.state_dict(keep_vars=True))  # parameters and persistent buffers: the checkpoint
+        weights = {_storage_key(p) for p in model.parameters()} | {_storage_key(t) for t in stored.values()}
+        owner = {}
+        for key_name, t in stored.items():
+            mod_name = key_name.rsplit(".", 1)[0] if "." in key_name else ""
+            owner.setdefault(mod_name, []).append(t)
+        seen, n_params, p_bytes, module_params = set(), 0, 0, {}
+        for mod_name, own in owner.items():
+            count = nb = 0
+            for p in own:
+                key = _storage_key(p)
+                if key in seen:
+                    continue  # a tied weight counts once, with the module that owns it first
+                seen.add(key)
+                count += p.numel()
+                nb += p.numel() * p.element_size()
+            module_params[mod_name] = (count, nb)
+            n_params += count
+            p_bytes += nb
+        fwd = inspect.signature(model.forward).parameters
+        cache_kw = "cache" if "cache" in fwd else "past_key_values"
+        keep = {} if wl.logits_all or "logits_to_keep" not in fwd else {"logits_to_keep": 1}
+        top_k = getattr(config, "num_experts_per_tok", None) or getattr(config, "top_k", None)
+        rec = _Recorder(torch, model, top_k if isinstance(top_k, int) else None, wl.experts)
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        torch.nn.functional.scaled_dot_product_attention = rec.fused(sdpa)
+        try:
+            with torch.no_grad():
+                if wl.phase == "prefill":
+                    ids = torch.zeros((wl.batch, wl.query_tokens), dtype=torch.long, device="meta")
+                    old_cache: set = set()
+                    with rec.mode:
+                        out = model(input_ids=ids, use_cache=True, **keep)
+                else:
+                    ids = torch.zeros((wl.batch, wl.kv_len - 1), dtype=torch.long, device="meta") \
+                        if wl.kv_len > 1 else None
+                    cache = None
+                    if ids is not None:
+                        cache = model(input_ids=ids, use_cache=True, logits_to_keep=1).past_key_values \
+                            if "logits_to_keep" in fwd else model(input_ids=ids, use_cache=True).past_key_values
+                    old_cache = _cache_storages(torch, cache)
+                    if cache is not None:  # alive to the end: the step's new tensors never reuse their storage
+                        rec.keep.extend(_cache_tensors(torch, cache))
+                    one = torch.zeros((wl.batch, 1), dtype=torch.long, device="meta")
+                    kw = {cache_kw: cache} if cache is not None else {}
+                    with rec.mode:
+                        out = model(input_ids=one, use_cache=True, **kw, **keep)
+        except RoofcalcError:
+            raise
+        except Exception as exc:
+            raise RoofcalcError(f"{name}: the {check.class_name} model did not run on the meta device "
+                                f"({type(exc).__name__}: {one_line(str(exc))[:160]})") from None
+        finally:
+            torch.nn.functional.scaled_dot_product_attention = sdpa
+            rec.close()
+    new_cache = getattr(out, "past_key_values", None)
+    cache = _cache_storages(torch, new_cache)
+    finals = cache | {_storage_key(t) for t in torch.utils._pytree.tree_leaves(getattr(out, "logits", None))
+                      if isinstance(t, torch.Tensor)}
+    traced = group_ops(rec.ops, weights, cache | old_cache, old_cache, finals, module_params)
+    cache_bytes = _cache_bytes(torch, new_cache)
+    return {
+        "format": TRACE_FORMAT, "transformers": transformers.__version__, "class": type(model).__name__,
+        "config_class": check.class_name, "ignored": list(check.ignored), "defaulted": [list(x) for x in check.defaulted],
+        "params": n_params, "param_bytes": p_bytes, "cache_bytes": cache_bytes,
+        "kv_bytes_per_token": _per_token(torch, new_cache, wl.batch),
+        "kernels": [_kernel_doc(k) for k in traced],
+    }
+
+
+def _kernel_doc(k: TracedKernel) -> dict:
+    from dataclasses import asdict
+
+    return {"name": k.name, "layer": k.layer, "module": k.module, "function": k.function, "kind": k.kind, "dims": k.dims, "ideal": asdict(k.ideal),
+            "eager": asdict(k.eager), "launches": k.launches, "params": k.params, "param_bytes": k.param_bytes}
+
+
+def _cache_storages(torch, cache) -> set:
+    if cache is None:
+        return set()
+    return {_storage_key(t) for t in _cache_tensors(torch, cache)}
+
+
+def _cache_tensors(torch, cache) -> list:
+    out = []
+    for layer in getattr(cache, "layers", []) or []:
+        for attr in ("keys", "values"):
+            t = getattr(layer, attr, None)
+            if isinstance(t, torch.Tensor):
+                out.append(t)
+    if not out:  # a legacy tuple cache
+        out = [t for t in torch.utils._pytree.tree_leaves(cache) if isinstance(t, torch.Tensor)]
+    return out
+
+
+def _per_token(torch, cache, batch: int) -> int:
+    """KV bytes one token adds in every layer: each cached tensor's bytes over its B x positions
+    (a sliding layer keeps fewer positions, not fewer bytes per position)."""
+    total = 0
+    for t in _cache_tensors(torch, cache) if cache is not None else ():
+        positions = batch * (t.shape[-2] if t.dim() >= 2 else 1)
+        if positions:
+            total += t.numel() * t.element_size() // positions
+    return total
+
+
+def _cache_bytes(torch, cache) -> int:
+    return sum(t.numel() * t.element_size() for t in _cache_tensors(torch, cache)) if cache is not None else 0
+
+
+def traced_shape(cfg: dict, name: str) -> tuple[ModelShape, tuple[dict, str, str]]:
+    """(the header's shape, what :func:`trace` takes) for a config read by tracing; a multimodal config
+    is traced through its ``text_config`` (the language model is what decodes)."""
+    use, label = cfg, str(cfg.get("model_type"))
+    text = cfg.get("text_config")
+    if isinstance(text, dict) and isinstance(text.get("model_type"), str):
+        use, label = text, f"{one_line(label)[:60]} (text_config: {one_line(text['model_type'])[:60]})"
+    config, _ = hf_config(use, name)
+    return shape_of(config, label, name, use), (use, name, label)
+
+
+def trace(cfg: dict, name: str, wl: Workload, label: str | None = None, *, view: str = "ideal",
+          use_cache: bool = True) -> TracedAnalysis:
+    """The traced step as an :class:`Analysis` whose kernels carry the ``view``'s bytes (ideal | eager).
+
+    Results are cached per (config, transformers version, workload shape) under ~/.cache/roofcalc."""
+    if view not in ("ideal", "eager"):
+        raise RoofcalcError(f"view must be ideal or eager, not {view!r}")
+    _check_workload(wl)
+    config, check = hf_config(cfg, name)
+    import transformers
+
+    doc = None
+    path = _cache_dir() / f"{_cache_key(cfg, wl, transformers.__version__)}.json"
+    if use_cache and path.is_file():
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            if doc.get("format") != TRACE_FORMAT:
+                doc = None
+        except (OSError, ValueError):
+            doc = None
+    if doc is None:
+        doc = trace_raw(cfg, name, wl)
+        if use_cache:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(".tmp")
+                tmp.write_text(json.dumps(doc), encoding="utf-8")
+                tmp.replace(path)
+            except OSError:
+                pass  # a read-only home: trace again next time
+    traced = [TracedKernel(k["name"], k["layer"], k["module"], k["function"], k["kind"], k["dims"], Cost(**k["ideal"]), Cost(**k["eager"]),
+                           k["launches"], k["params"], k["param_bytes"]) for k in doc["kernels"]]
+    shape = shape_of(config, label or cfg["model_type"], name, cfg)
+    kernels = tuple(merge_layers(traced, view))
+    return TracedAnalysis(shape, wl, kernels, view=view, traced_kv_bytes_per_token=doc["kv_bytes_per_token"],
+                          traced_cache_bytes=doc["cache_bytes"], traced_params=doc["params"],
+                          traced_param_bytes=doc["param_bytes"], check=check,
+                          note=f"traced: transformers {doc['transformers']} {doc['class']} on the meta device")
+
+
+__all__ = ["ConfigCheck", "TracedAnalysis", "hf_config", "trace", "trace_raw", "traced_shape"]

@@ -1,0 +1,247 @@
+"""The traced backend against independent oracles, on model types roofcalc has no hand model for.
+
+For each: the real transformers model built from a small random config runs under FlopCounterMode
+(tests/hf_oracle.py); every leaf module's matmul FLOPs and each layer's attention core must equal the
+trace's kernels exactly, prefill and decode; the parameters equal the real model's; the KV bytes per
+token times the tokens equal the real cache's bytes. FlopCounterMode has no formula for the grouped
+expert matmul, so MoE experts are checked by hand arithmetic instead."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from hf_oracle import build, cache_bytes, run  # noqa: E402
+
+from roofcalc import RoofcalcError, Workload, analyze, shape_from_config  # noqa: E402
+from roofcalc.cli import main  # noqa: E402
+from roofcalc.trace import trace, trace_raw  # noqa: E402
+
+BASE = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=2, intermediate_size=512,
+            vocab_size=1000, pad_token_id=0)
+TYPES = {
+    "gemma3_text": dict(BASE, head_dim=32, sliding_window=64),
+    "cohere": BASE,
+    "starcoder2": BASE,
+    "olmo2": BASE,
+    "stablelm": BASE,
+    "gpt_bigcode": dict(n_embd=256, n_layer=2, n_head=8, vocab_size=1000, multi_query=True),
+    "falcon": dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8, vocab_size=1000),
+    "qwen2_moe": dict(BASE, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=128,
+                      shared_expert_intermediate_size=256),
+    "gpt_oss": dict(BASE, num_local_experts=8, num_experts_per_tok=2, head_dim=32, sliding_window=64),
+    "olmo3": BASE,
+    "seed_oss": BASE,
+    "exaone4": BASE,
+    "apertus": BASE,
+    "granite": BASE,
+    "smollm3": BASE,
+    "glm4": dict(BASE, head_dim=32),
+}
+POINTS = [(1, 9), (3, 5)]  # (batch, prompt); decode attends to prompt + 1 keys
+
+
+def config(model_type: str) -> dict:
+    return dict(TYPES[model_type], model_type=model_type)
+
+
+@pytest.fixture(scope="module", params=sorted(TYPES))
+def traced(request):
+    cfg = config(request.param)
+    return cfg, build(cfg, dtype=torch.bfloat16)
+
+
+def _check(doc: dict, counts, model) -> None:
+    """Every leaf module the counter saw, and each attention core, equals the traced kernel's matmul FLOPs."""
+    by_module: dict[str, int] = {}
+    attention: dict[str, int] = {}
+    for k in doc["kernels"]:
+        mm = k["ideal"]["matmul_flops"]
+        if k["function"] == "":
+            by_module[k["module"]] = by_module.get(k["module"], 0) + mm
+        elif k["function"] == "attention":
+            attention[k["module"]] = attention.get(k["module"], 0) + mm
+    leaves = {n for n, m in model.named_modules() if not any(True for _ in m.children())}
+    # the counter names a module by the model class and its path: 'LlamaForCausalLM.model.layers.0.mlp'
+    paths = {k.split(".", 1)[1]: v for k, v in counts.flops.items() if "." in k}
+    checked = 0
+    for path, flops in paths.items():
+        if path in leaves and flops:
+            assert by_module.get(path) == flops, path
+            checked += 1
+    for path, mm in attention.items():  # the counter credits the attention module with its children too
+        children = sum(v for k, v in paths.items() if k.startswith(path + ".") and k.count(".") == path.count(".") + 1)
+        assert mm == paths.get(path, 0) - children, path
+        checked += 1
+    assert checked >= 4
+
+
+def _has_experts(cfg: dict) -> bool:
+    return any(k in cfg for k in ("num_experts", "num_local_experts"))
+
+
+@pytest.mark.parametrize("batch,prompt", POINTS)
+def test_traced_kernels_equal_flop_counter(traced, batch, prompt):
+    cfg, model = traced
+    prefill_counts, decode_counts, _ = run(model, batch, prompt, all_logits=False)
+    for wl, counts in ((Workload.prefill(batch, prompt, weight_dtype=_bf16(), act_dtype=_bf16(), kv_dtype=_bf16()),
+                        prefill_counts),
+                       (Workload.decode(batch, prompt + 1, weight_dtype=_bf16(), act_dtype=_bf16(),
+                                        kv_dtype=_bf16()), decode_counts)):
+        doc = trace_raw(cfg, "t", wl)
+        _check(doc, counts, model)
+        total = sum(k["ideal"]["matmul_flops"] for k in doc["kernels"])
+        if not _has_experts(cfg):
+            assert total == counts.flops["Global"]
+        else:  # the grouped expert matmuls: 2·(tokens·k)·D·2F up and 2·(tokens·k)·F·D down, per MoE layer
+            d, k = cfg["hidden_size"], cfg["num_experts_per_tok"]
+            f = cfg.get("moe_intermediate_size") or cfg["intermediate_size"]
+            rows = wl.tokens * k
+            experts = cfg["num_hidden_layers"] * (2 * rows * d * 2 * f + 2 * rows * f * d)
+            assert total == counts.flops["Global"] + experts
+
+
+def _bf16():
+    from roofcalc.calculator import DTYPES
+
+    return DTYPES["bf16"]
+
+
+def test_parameters_and_kv_cache_equal_the_real_model(traced):
+    cfg, model = traced
+    batch, prompt = 2, 6
+    _, _, cache = run(model, batch, prompt)
+    doc = trace_raw(cfg, "t", Workload.decode(batch, prompt + 1, weight_dtype=_bf16(), act_dtype=_bf16(),
+                                              kv_dtype=_bf16()))
+    # a checkpoint's tensors: the parameters and the persistent buffers (DeepSeek-V3's score correction,
+    # Apertus' xIELU constants), never rotary's inv_freq
+    persistent = set(model.state_dict())
+    buffers = sum(b.numel() for n, b in model.named_buffers() if n in persistent)
+    assert doc["params"] == sum(p.numel() for p in model.parameters()) + buffers
+    # run() returns the cache after its decode step too: prompt + 1 positions
+    assert cache_bytes(cache) == batch * (prompt + 1) * doc["kv_bytes_per_token"]
+
+
+def test_experts_read_the_experts_their_tokens_reach():
+    """qwen2_moe at decode batch 1: top-2 of 8 experts, so a quarter of each expert weight is read
+    (1,048,576 bytes of bf16 gate_up for 8 experts of [2·128, 256] -> 262,144)."""
+    a = trace(config("qwen2_moe"), "t", Workload.decode(1, 12), view="ideal", use_cache=False)
+    up = a.kernel("mlp.experts.grouped_mm_experts_forward")
+    assert up.cost.weight_bytes == 8 * 2 * 128 * 256 * 2 // 4
+
+
+def test_ideal_view_equals_the_hand_model_where_both_count_the_same_kernel():
+    """Llama traced: every projection and the MLP, norms, KV write and attention core move the hand
+    model's bytes exactly; rotary differs (docs/conventions.md: the trace reads cos and sin per head group)."""
+    cfg = dict(BASE, model_type="llama")
+    wl = Workload.decode(2, 17)
+    hand = analyze(shape_from_config(cfg, "t"), wl)
+    tr = trace(cfg, "t", wl, view="ideal", use_cache=False)
+    pairs = {"self_attn.q_proj": "q_proj", "self_attn.k_proj": "k_proj", "self_attn.v_proj": "v_proj",
+             "self_attn.o_proj": "o_proj", "mlp.gate_proj": "gate_proj", "mlp.up_proj": "up_proj",
+             "mlp.down_proj": "down_proj", "input_layernorm": "input_layernorm", "norm": "norm", "lm_head": "lm_head",
+             "self_attn.kv_cache_update": "kv_cache_write"}
+    for traced_name, hand_name in pairs.items():
+        t, h = tr.kernel(traced_name), hand.kernel(hand_name)
+        assert (t.cost.bytes, t.cost.matmul_flops, t.count) == (h.cost.bytes, h.cost.matmul_flops, h.count), traced_name
+    att = tr.kernel("self_attn.attention").cost
+    assert (att.kv_read_bytes, att.matmul_flops) == (hand.kernel("attention").cost.kv_read_bytes,
+                                                      hand.kernel("attention").cost.matmul_flops)
+    assert tr.params == hand.params and tr.kv_bytes_per_token == hand.kv_bytes_per_token
+    assert tr.totals.matmul_flops == hand.totals.matmul_flops
+
+
+def test_eager_view_counts_the_cache_copy_and_launches_from_the_ops():
+    """transformers' DynamicCache concatenates: the eager update reads the old cache and writes the new
+    one, 2 layers x K and V x (16 old + 17 new positions) x 2 heads x 32 x 2 bytes per sequence."""
+    cfg = dict(BASE, model_type="llama")
+    a = trace(cfg, "t", Workload.decode(1, 17), view="eager", use_cache=False)
+    upd = a.kernel("self_attn.kv_cache_update")
+    assert upd.cost.kv_read_bytes == 2 * 16 * 2 * 32 * 2 and upd.cost.kv_write_bytes == 2 * 17 * 2 * 32 * 2
+    assert upd.launches == 2  # cat K, cat V
+    assert a.kernel("input_layernorm").launches == 8  # the hand table's RMSNorm in 16-bit (roofline.py)
+
+
+def test_the_command_line_traces_a_type_without_a_hand_model(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("ROOFCALC_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config("starcoder2")))
+    assert main([str(path), "--format", "json", "--impl", "fused"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["model"]["source"] == "traced" and doc["model"]["bytes_view"] == "ideal"
+    assert any(k["name"] == "self_attn.attention" and k["kind"] == "attention" for k in doc["kernels"])
+    assert list((tmp_path / "cache" / "traces").glob("*.json"))  # cached for the next run
+    assert main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "source    traced: transformers" in out and "eager view" in out
+
+
+def test_refusals_are_one_line(tmp_path, capsys):
+    remote = tmp_path / "remote.json"
+    remote.write_text(json.dumps(dict(BASE, model_type="internlm2")))
+    assert main([str(remote)]) == 2
+    err = capsys.readouterr().err
+    assert "remote code" in err and "--family llama" in err and err.count("\n") == 1
+    flat = tmp_path / "flat.json"  # a text config flattened under a multimodal type: llava reads no hidden_size
+    flat.write_text(json.dumps(dict(BASE, model_type="llava")))
+    assert main([str(flat)]) == 2
+    err = capsys.readouterr().err
+    assert "does not read" in err and "hidden_size" in err
+    with pytest.raises(RoofcalcError, match="one dtype"):
+        trace(config("cohere"), "t", Workload.decode(1, 8, weight_dtype=_bf16()))
+
+
+# --------------------------------------------------------------------------- the hand models checked by their trace
+
+def _short(cfg: dict, layers: int = 4) -> dict:
+    """A catalog config cut to its first ``layers`` layers (every per-layer kernel keeps its real shape)."""
+    cfg = {k: v for k, v in cfg.items() if k != "quantization_config"}
+    key = "num_hidden_layers" if "num_hidden_layers" in cfg else "n_layer"
+    cfg[key] = min(cfg[key], layers)
+    return cfg
+
+
+def _catalog():
+    from roofcalc.sources import catalog
+
+    return catalog()
+
+
+@pytest.mark.parametrize("entry", _catalog(), ids=lambda e: e.hub_id)
+def test_every_catalog_model_counts_the_same_by_hand_and_by_trace(entry):
+    """Matmul FLOPs (decode and prefill), parameters and KV bytes per token agree exactly. The trace runs
+    the real mask, whose dense attention computes every (query, key) pair: the hand model's full rectangle."""
+    from dataclasses import replace
+
+    cfg = _short(entry.config)
+    b = _bf16()
+    shape = shape_from_config(cfg, "t")
+    for wl in (Workload.decode(2, 33, weight_dtype=b, act_dtype=b, kv_dtype=b),
+               Workload.prefill(2, 16, weight_dtype=b, act_dtype=b, kv_dtype=b)):
+        hand = analyze(shape, replace(wl, causal=False))
+        traced = trace(cfg, "t", wl, view="eager", use_cache=False)
+        assert traced.totals.matmul_flops == hand.totals.matmul_flops, wl.phase
+        assert traced.params == hand.params
+        assert traced.kv_bytes_per_token == hand.kv_bytes_per_token
+
+
+SAME_LAUNCHES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi", "gpt2", "gpt_neox", "opt")
+
+
+@pytest.mark.parametrize("model_type", SAME_LAUNCHES)
+def test_eager_launches_per_layer_equal_the_hand_tables(model_type):
+    """The hf-eager launch table (roofline.py, counted on real layers in tests/test_oracle.py) equals the
+    traced ops of a decoder layer. Where they differ is in docs/conventions.md (Phi-3's mask, MoE experts)."""
+    from roofcalc.roofline import launches
+
+    entry = next(e for e in _catalog() if e.config["model_type"] == model_type)
+    cfg, b = _short(entry.config), _bf16()
+    wl = Workload.decode(1, 33, weight_dtype=b, act_dtype=b, kv_dtype=b)
+    hand = analyze(shape_from_config(cfg, "t"), wl)
+    traced = trace(cfg, "t", wl, view="eager", use_cache=False)
+    per_layer = sum(launches(k, "hf-eager", "bf16", hand.shape) * k.count for k in hand.kernels if k.scope == "layer")
+    assert sum(k.launches * k.count for k in traced.kernels if k.scope == "layer") == per_layer
