@@ -149,3 +149,26 @@ def test_an_empty_value_is_refused_not_read_as_the_default(capsys):
         assert main(args) == 2, args
         out, err = capsys.readouterr()
         _assert_clean(2, out, err)
+
+
+TRACED = [  # configs of types without a hand model: they go to the traced backend (with torch installed)
+    '{"model_type": "starcoder2", "hidden_size": 256, "num_hidden_layers": 100000, "num_attention_heads": 8, '
+    '"intermediate_size": 512, "vocab_size": 1000}',
+    '{"model_type": "starcoder2", "hidden_size": 1048576, "num_hidden_layers": 500, "num_attention_heads": 8, '
+    '"intermediate_size": 1048576, "vocab_size": 1000}',
+    '{"model_type": "starcoder2", "hidden_size": "x"}', '{"model_type": "starcoder2", "hidden_size": 250}',
+    '{"model_type": "cohere", "text_config": []}', '{"model_type": "starcoder2", "rope_parameters": 7}',
+    '{"model_type": "gpt_oss", "num_local_experts": 0}', '{"model_type": "internlm2"}', '{"model_type": "llava"}',
+    '{"model_type": "bert", "vocab_size": -1}', '{"model_type": "starcoder2", "hidden_act": "nope"}',
+]
+
+
+@pytest.mark.parametrize("doc", TRACED, ids=lambda d: d[:40])
+def test_hostile_configs_of_traced_types(doc, tmp_path, capsys, monkeypatch):
+    pytest.importorskip("torch")
+    monkeypatch.setenv("ROOFCALC_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "config.json"
+    path.write_text(doc, encoding="utf-8")
+    code = main([str(path)])
+    out, err = capsys.readouterr()
+    _assert_clean(code, out, err)

@@ -119,6 +119,7 @@ def hf_config(cfg: dict, name: str):
                 defaults[k] = sig[k].default
     except (TypeError, ValueError):  # pragma: no cover - a class without a signature
         pass
+    _check_sizes(cfg, name)
     kwargs = {k: v for k, v in cfg.items() if k not in ("model_type", "quantization_config", "auto_map")}
     try:
         with warnings.catch_warnings():
@@ -128,6 +129,34 @@ def hf_config(cfg: dict, name: str):
         raise RoofcalcError(f"{name}: transformers cannot build a {cls.__name__} from this config "
                             f"({type(exc).__name__}: {one_line(str(exc))[:160]})") from None
     return config, ConfigCheck(cls.__name__, ignored, tuple(sorted(defaults.items())))
+
+
+MAX_TRACED_LAYERS = 512  # 4x the deepest published decoder (Llama-3.1-405B: 126); building more takes minutes
+
+
+def _check_sizes(cfg: dict, name: str) -> None:
+    """Size keys are positive integers within the hand models' limits, before anything is built."""
+    from .shapes import MAX_DIM, MAX_PARAMS, MAX_VOCAB
+
+    sizes = {}
+    for key in DIMENSION_KEYS:
+        value = cfg.get(key)
+        if value is None or key == "multi_query":
+            continue
+        limit = MAX_TRACED_LAYERS if key in ("num_hidden_layers", "n_layer", "num_layers") else \
+            MAX_VOCAB if key == "vocab_size" else MAX_DIM
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= limit:
+            raise RoofcalcError(f"{name}: '{key}' must be a positive integer of at most {limit:,}, "
+                                f"got {one_line(repr(value))[:40]}")
+        sizes[key] = value
+    d = sizes.get("hidden_size") or sizes.get("n_embd") or sizes.get("d_model") or 1
+    layers = sizes.get("num_hidden_layers") or sizes.get("n_layer") or sizes.get("num_layers") or 1
+    width = max(d, sizes.get("intermediate_size", 0), sizes.get("ffn_dim", 0), sizes.get("n_inner", 0))
+    experts = max(1, sizes.get("num_local_experts", 0), sizes.get("num_experts", 0), sizes.get("n_routed_experts", 0))
+    estimate = layers * (4 * d * d + 3 * d * width * experts) + 2 * sizes.get("vocab_size", 0) * d
+    if estimate > MAX_PARAMS:
+        raise RoofcalcError(f"{name}: these dimensions make about {estimate:.2g} parameters, beyond any real model "
+                            f"(limit {MAX_PARAMS:.0e}); check the config")
 
 
 _READS: dict[str, frozenset] = {}
@@ -700,6 +729,16 @@ def _cache_bytes(torch, cache) -> int:
 def traced_shape(cfg: dict, name: str) -> tuple[ModelShape, tuple[dict, str, str]]:
     """(the header's shape, what :func:`trace` takes) for a config read by tracing; a multimodal config
     is traced through its ``text_config`` (the language model is what decodes)."""
+    try:
+        return _traced_shape(cfg, name)
+    except RoofcalcError:
+        raise
+    except Exception as exc:  # a config class roofcalc has not met
+        raise RoofcalcError(f"{name}: transformers cannot read this config ({type(exc).__name__}: "
+                            f"{one_line(str(exc))[:160]})") from None
+
+
+def _traced_shape(cfg: dict, name: str) -> tuple[ModelShape, tuple[dict, str, str]]:
     use, label = cfg, str(cfg.get("model_type"))
     text = cfg.get("text_config")
     if isinstance(text, dict) and isinstance(text.get("model_type"), str):
@@ -713,6 +752,16 @@ def trace(cfg: dict, name: str, wl: Workload, label: str | None = None, *, view:
     """The traced step as an :class:`Analysis` whose kernels carry the ``view``'s bytes (ideal | eager).
 
     Results are cached per (config, transformers version, workload shape) under ~/.cache/roofcalc."""
+    try:
+        return _trace(cfg, name, wl, label, view=view, use_cache=use_cache)
+    except RoofcalcError:
+        raise
+    except Exception as exc:  # modeling code roofcalc has not met: one line, not a traceback
+        raise RoofcalcError(f"{name}: tracing {one_line(str(cfg.get('model_type')))[:60]} failed "
+                            f"({type(exc).__name__}: {one_line(str(exc))[:160]})") from None
+
+
+def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, use_cache: bool) -> TracedAnalysis:
     if view not in ("ideal", "eager"):
         raise RoofcalcError(f"view must be ideal or eager, not {view!r}")
     _check_workload(wl)
