@@ -353,7 +353,8 @@ def run_models(argv: Sequence[str]) -> str:
     table = tabulate(rows, headers=["hub id", "model_type", "parameters", "active per token", "aliases"],
                      tablefmt="simple", disable_numparse=True)
     return (f"{table}\n\nNames match exactly (case-insensitive); any other hub id is read from the HF cache or the hub."
-            f"\nSupported families: {', '.join(SUPPORTED_FAMILIES)}.\n")
+            f"\nHand-modelled families: {', '.join(SUPPORTED_FAMILIES)}. Any other model_type transformers "
+            f"knows is read by tracing its modeling code (needs the [torch] extra; --trace forces it).\n")
 
 
 def run_measure(argv: Sequence[str]) -> str:
