@@ -28,6 +28,7 @@ import inspect
 import json
 import math
 import os
+import re
 import sys
 import warnings
 from dataclasses import dataclass, replace
@@ -167,7 +168,6 @@ def _modeling_reads(model_type: str) -> frozenset:
     a config class may leave a key to its modeling code (Qwen3-MoE's head_dim)."""
     if model_type not in _READS:
         import importlib
-        import re
 
         from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
@@ -368,17 +368,12 @@ class _Recorder:
 
 # --------------------------------------------------------------------------- grouping ops into kernels
 
-_LAYER = None
+_LAYER = re.compile(r"^(.*?\b(?:layers|h|blocks|layer|decoder\.layers))\.(\d+)(?:\.(.*))?$")
 
 
 def _layer_split(path: str) -> tuple[int | None, str, str]:
     """(layer index or None, the path inside the layer, the prefix): 'model.layers.3.mlp.up_proj' ->
     (3, 'mlp.up_proj', 'model.layers')."""
-    import re
-
-    global _LAYER
-    if _LAYER is None:
-        _LAYER = re.compile(r"^(.*?\b(?:layers|h|blocks|layer|decoder\.layers))\.(\d+)(?:\.(.*))?$")
     m = _LAYER.match(path)
     if not m:
         return None, path, ""
@@ -601,10 +596,11 @@ def _check_workload(wl: Workload) -> None:
         raise RoofcalcError("--full-rectangle is for hand-modelled families (a traced model runs its own mask)")
 
 
-def trace_raw(cfg: dict, name: str, wl: Workload) -> dict:
-    """Trace one step: the kernels in both views, as a JSON-able document (what the cache stores)."""
+def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
+    """Trace one step: the kernels in both views, as a JSON-able document (what the cache stores).
+    ``read``: :func:`hf_config`'s answer for ``cfg``, when the caller has it."""
     _check_workload(wl)
-    config, check = hf_config(cfg, name)
+    config, check = read or hf_config(cfg, name)
     torch, transformers = _need_torch(cfg["model_type"])
     # fp16 is traced as bf16: the same bytes, and the grouped expert matmul takes only bf16 off a GPU
     dtype = getattr(torch, TORCH_DTYPES["bf16" if wl.act_dtype.name == "fp16" else wl.act_dtype.name])
@@ -778,7 +774,7 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
         except (OSError, ValueError):
             doc = None
     if doc is None:
-        doc = trace_raw(cfg, name, wl)
+        doc = trace_raw(cfg, name, wl, (config, check))
         if use_cache:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
