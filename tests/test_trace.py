@@ -245,3 +245,55 @@ def test_eager_launches_per_layer_equal_the_hand_tables(model_type):
     traced = trace(cfg, "t", wl, view="eager", use_cache=False)
     per_layer = sum(launches(k, "hf-eager", "bf16", hand.shape) * k.count for k in hand.kernels if k.scope == "layer")
     assert sum(k.launches * k.count for k in traced.kernels if k.scope == "layer") == per_layer
+
+
+# --------------------------------------------------------------------------- sweeps of a traced model
+
+def _sweep(model_type: str, **kw):
+    from roofcalc.hardware import find_hardware
+    from roofcalc.sweep import sweep
+    from roofcalc.trace import analyzer, traced_shape
+
+    cfg = config(model_type)
+    shape, (use, name, label) = traced_shape(cfg, "t")
+    an = analyzer(use, name, label, view="ideal")
+    return sweep(shape, find_hardware("A100"), impl="fused", analyzer=an, **kw), an
+
+
+def test_a_traced_decode_sweep_is_exact_at_every_point():
+    """The grid is fitted from four probe traces; every point equals a direct trace of that step."""
+    from roofcalc.roofline import place
+
+    sw, an = _sweep("cohere", batches=[1, 3, 8], contexts=[5, 17, 40])
+    g = sw.grid
+    for i, b in enumerate(g.batches):
+        for j, s in enumerate(g.contexts):
+            direct = trace(config("cohere"), "t", Workload.decode(int(b), int(s)), view="ideal", use_cache=False)
+            assert int(g.flops[i, j]) == direct.totals.flops and int(g.bytes[i, j]) == direct.totals.bytes
+            assert int(g.memory_bytes[i, j]) == direct.memory_bytes
+            st = place(direct, sw.roof, impl="fused", launch_overhead_s=sw.launch_overhead_s, model=sw.model).times
+            assert g.predicted_s[i, j] == pytest.approx(st.predicted_s, rel=1e-12)
+    assert sw.verdicts and sw.verdicts[0].kv_over_weights_batch is not None
+
+
+def test_traced_prefill_and_request_sweeps_trace_their_points():
+    sw, _ = _sweep("olmo2", batches=[1, 2], prompts=[4, 9])
+    direct = trace(config("olmo2"), "t", Workload.prefill(2, 9), view="ideal", use_cache=False)
+    assert int(sw.grid.flops[1, 1]) == direct.totals.flops
+    req, _ = _sweep("olmo2", batches=[1, 2], prompts=[4, 9], generate=3)
+    assert req.kind == "request" and req.grid.decode_s.shape == (2, 2)
+
+
+def test_a_traced_sweep_across_a_change_of_program_is_refused(tmp_path, capsys, monkeypatch):
+    """gemma3_text's window (64 here) inside the context range: the costs stop being bilinear there,
+    and the check against direct traces refuses the sweep rather than interpolate it."""
+    monkeypatch.setenv("ROOFCALC_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config("gemma3_text")))
+    assert main([str(path), "--batch", "1,2", "--context", "16..256"]) == 2
+    err = capsys.readouterr().err
+    assert "not bilinear" in err and err.count("\n") == 1
+    moe = tmp_path / "moe.json"
+    moe.write_text(json.dumps(config("qwen2_moe")))
+    assert main([str(moe), "--batch", "1,2", "--context", "16"]) == 2
+    assert "mixture-of-experts" in capsys.readouterr().err

@@ -178,10 +178,12 @@ def build_sweep(args: argparse.Namespace, shape=None):
             raise RoofcalcError(f"{flag} describes one measured step; give a single --batch and --context with it")
     batches, contexts, prompts = _sizes(args)
     shape, traced = shape if shape is not None else load_model(args)
-    if traced is not None:
-        raise RoofcalcError(f"{shape.model_type} is read by tracing, and sweeps of traced models are not built yet; "
-                            f"give one --batch and one --context (or --prompt)")
     kw = _workload_kw(args, shape)
+    if traced is not None:
+        from .trace import analyzer
+
+        cfg, name, label = traced
+        kw["analyzer"] = analyzer(cfg, name, label, view="eager" if args.impl == "hf-eager" else "ideal")
     hardware, profile = _hardware(args)
     return sweep(
         shape, hardware, batches=batches, contexts=contexts, prompts=prompts, generate=args.generate,

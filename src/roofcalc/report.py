@@ -643,8 +643,6 @@ def verdict_record(v: BatchVerdicts) -> dict[str, Any]:
 
 
 def sweep_record(sw: Sweep) -> dict[str, Any]:
-    from .calculator import analyze
-
     g = sw.grid
     w = sw.dtypes
     workload: dict[str, Any] = {"phase": sw.kind, "batches": [int(b) for b in g.batches]}
@@ -659,7 +657,7 @@ def sweep_record(sw: Sweep) -> dict[str, Any]:
                     compute_dtype=w.compute_dtype.name)
     hw = hardware_record(sw)
     hw["capacity_bytes"] = sw.capacity_bytes
-    return {"schema_version": SCHEMA_VERSION, "model": model_record(analyze(sw.shape, w)), "workload": workload,
+    return {"schema_version": SCHEMA_VERSION, "model": model_record(sw.header_analysis()), "workload": workload,
             "hardware": hw, "points": sweep_point_records(sw), "verdicts": [verdict_record(v) for v in sw.verdicts]}
 
 
@@ -734,9 +732,7 @@ def verdict_lines(sw: Sweep) -> list[str]:
 
 
 def sweep_header_lines(sw: Sweep, defaults: Iterable[str] = ()) -> list[str]:
-    from .calculator import analyze
-
-    lines = [line for line in header_lines(analyze(sw.shape, sw.dtypes), defaults) if not line.startswith("workload")]
+    lines = [line for line in header_lines(sw.header_analysis(), defaults) if not line.startswith("workload")]
     g = sw.grid
     if sw.kind == "decode":
         what = f"decode one token per sequence, {len(g.batches)} batch(es) x {len(g.contexts)} context(s)"

@@ -139,23 +139,40 @@ class DecodeGrid(_Steps):
 
 
 
-def _rows(kernels: dict, i: int, b, s):
+def _bilinear(v11: int, v21: int, v12: int, v22: int, s0: int = 1) -> tuple[int, int, int, int]:
+    """(c00, c10, c01, c11) of c00 + c10·B + c01·S + c11·B·S through its values at B = 1, 2 and
+    S = s0, s0 + 1 (exact integers)."""
+    c11 = v22 - v21 - v12 + v11  # coefficient of B·S
+    c10 = v21 - v11 - c11 * s0  # of B
+    c01 = v12 - v11 - c11  # of S
+    return v11 - c10 - c01 * s0 - c11 * s0, c10, c01, c11
+
+
+def _rows(kernels: dict, i: int, b, s, s0: int = 1):
     """M of kernel ``i`` at every (batch, attended context): bilinear in B and S' like every cost
     (MLA's kv_b_proj expands B·S cached latents), read off the four probes."""
     def rows(key):
         k = kernels[key][i][0]
         return int(k.dims.split("[", 1)[1].split(",", 1)[0]) if k.kind == "matmul" else 1
 
-    v11, v21, v12, v22 = (rows(key) for key in ((1, 1), (2, 1), (1, 2), (2, 2)))
-    c11 = v22 - v21 - v12 + v11
-    c10, c01 = v21 - v11 - c11, v12 - v11 - c11
-    return v11 - c10 - c01 - c11 + c10 * b + c01 * s + c11 * b * s
+    c00, c10, c01, c11 = _bilinear(*(rows(key) for key in ((1, s0), (2, s0), (1, s0 + 1), (2, s0 + 1))), s0)
+    return c00 + c10 * b + c01 * s + c11 * b * s
+
+
+def _probe_contexts(contexts, analyzer) -> int:
+    """S of the first probe: 1 for the hand models; for a trace, the smallest context of at least 2
+    (a step at context 1 runs with no cache, which is another program)."""
+    return 1 if analyzer is None else max(2, min(int(c) for c in contexts))
 
 
 def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str = "hf-eager",
-                launch_overhead_s: float = 5e-6, model: KernelModel | None = None, **workload_kw) -> DecodeGrid:
+                launch_overhead_s: float = 5e-6, model: KernelModel | None = None, analyzer=None,
+                **workload_kw) -> DecodeGrid:
     """Decode steps for every batch × context; ``workload_kw`` as :class:`Workload` takes them (dtypes).
-    ``model``: the efficiencies and host overheads (default: ideal, so predicted_s is the floors)."""
+    ``model``: the efficiencies and host overheads (default: ideal, so predicted_s is the floors).
+    ``analyzer(workload)``: an :class:`Analysis` of one step other than the hand model's (a trace, its
+    kernels one row per layer); its costs are fitted bilinear from four probes like the hand model's,
+    and :func:`check_corners` holds the fit to direct traces."""
     import numpy as np
 
     check_sizes(list(batches), "batch", MAX_BATCH)
@@ -166,8 +183,15 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
     b = np.asarray(batches, dtype=np.int64)[:, None]
     s = np.asarray(contexts, dtype=np.int64)[None, :]
     big_b, big_s = int(b.max()), int(s.max())
-    probe = {(bb, ss): _step_kernels(shape, Workload.decode(bb, ss, **workload_kw)) for bb in (1, 2) for ss in (1, 2)}
-    names = [k.name for k, _, _ in probe[(1, 1)]]
+    s0 = _probe_contexts(contexts, analyzer)
+
+    def kernels_of(wl):
+        if analyzer is None:
+            return _step_kernels(shape, wl)
+        return [(k, k.count, None) for k in analyzer(wl).kernels]
+
+    probe = {(bb, ss): kernels_of(Workload.decode(bb, ss, **workload_kw)) for bb in (1, 2) for ss in (s0, s0 + 1)}
+    names = [k.name for k, _, _ in probe[(1, s0)]]
     if any([k.name for k, _, _ in kernels] != names for kernels in probe.values()):
         raise AssertionError("the probe steps do not run the same kernels in the same order")
     # routed experts read the weights of the experts their tokens touch: not linear in B, but the
@@ -181,17 +205,14 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
     base = Workload.decode(1, 1, **workload_kw)
     act_name = base.act_dtype.name
     terms = []
-    for i, (kernel, count, window) in enumerate(probe[(1, 1)]):
+    for i, (kernel, count, window) in enumerate(probe[(1, s0)]):
         eff_s = s if window is None else np.minimum(s, window)
         big_eff = big_s if window is None else min(big_s, window)
         costs = {key: probe[key][i][0].cost for key in probe}
         row = {}
         for f in FIELDS:
-            v11, v21, v12, v22 = (getattr(costs[k], f) for k in ((1, 1), (2, 1), (1, 2), (2, 2)))
-            c11 = v22 - v21 - v12 + v11  # coefficient of B·S'
-            c10 = v21 - v11 - c11  # of B
-            c01 = v12 - v11 - c11  # of S'
-            c00 = v11 - c10 - c01 - c11
+            c00, c10, c01, c11 = _bilinear(*(getattr(costs[k], f) for k in ((1, s0), (2, s0), (1, s0 + 1),
+                                                                             (2, s0 + 1))), s0)
             corner += count * abs(c00 + c10 * big_b + c01 * big_eff + c11 * big_b * big_eff)
             if corner >= _INT64_SAFE:
                 raise GridOverflow(f"batch {big_b:,} x context {big_s:,} is too large to count in 64 bits; "
@@ -204,8 +225,8 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
             row["kv_write_bytes"]
         t_c, t_m = row["flops"] / roof.peak_flop_per_s, nbytes / roof.bandwidth_bytes_per_s
         floor += count * np.maximum(t_c, t_m)
-        terms.append((count, t_c, t_m, kernel.kind, _rows(probe, i, b, eff_s), weight_format(kernel, base.weight_dtype),
-                      row["weight_bytes"]))
+        terms.append((count, t_c, t_m, kernel.kind, _rows(probe, i, b, eff_s, s0),
+                      weight_format(kernel, base.weight_dtype), row["weight_bytes"]))
         if per_batch:
             n_launch += count * np.array([[launches(per_batch[int(bb)][i][0], impl, act_name, shape)]
                                           for bb in b[:, 0]])
@@ -213,12 +234,18 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
             n_launch += count * launches(kernel, impl, act_name, shape)
     launch_s = np.full(n_launch.shape, launch_overhead_s) if impl == "cuda-graph" else n_launch * launch_overhead_s
     times = step_times(terms, model or ideal(), impl, n_launch)
-    weights_in_memory = sum(count * k.param_bytes for k, count, _ in probe[(1, 1)])
+    if analyzer is None:
+        weights_in_memory = sum(count * k.param_bytes for k, count, _ in probe[(1, 1)])
+        memory = weights_in_memory + kv_cache_bytes(shape, base.kv_dtype, b, s)
+    else:  # weights + the traced cache, bilinear like the costs
+        c00, c10, c01, c11 = _bilinear(*(analyzer(Workload.decode(bb, ss, **workload_kw)).memory_bytes
+                                         for bb, ss in ((1, s0), (2, s0), (1, s0 + 1), (2, s0 + 1))), s0)
+        memory = c00 + c10 * b + c01 * s + c11 * b * s
     total_bytes = sum(totals[f] for f in FIELDS if f not in ("flops", "matmul_flops"))
     return DecodeGrid(
         batches=b[:, 0], contexts=s[0], flops=totals["flops"], bytes=total_bytes,
         weight_bytes=totals["weight_bytes"], kv_bytes=totals["kv_read_bytes"] + totals["kv_write_bytes"],
-        floor_s=floor, launch_s=launch_s, memory_bytes=weights_in_memory + kv_cache_bytes(shape, base.kv_dtype, b, s), roof=roof,
+        floor_s=floor, launch_s=launch_s, memory_bytes=memory, roof=roof,
         impl=impl, times=times,
     )
 
@@ -263,12 +290,12 @@ def _first_batch(holds) -> int | None:
 
 def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: float | None = None, *,
                    impl: str = "hf-eager", launch_overhead_s: float = 5e-6, min_gain: float = DEFAULT_MIN_GAIN,
-                   model: KernelModel | None = None, **workload_kw) -> list[BatchVerdicts]:
+                   model: KernelModel | None = None, analyzer=None, **workload_kw) -> list[BatchVerdicts]:
     import numpy as np
 
     if not 0 < min_gain < 1:
         raise RoofcalcError(f"the doubling gain must lie between 0 and 100%, got {100 * min_gain:g}%")
-    kw = dict(impl=impl, launch_overhead_s=launch_overhead_s, model=model, **workload_kw)
+    kw = dict(impl=impl, launch_overhead_s=launch_overhead_s, model=model, analyzer=analyzer, **workload_kw)
     two = decode_grid(shape, [1, 2], contexts, roof, **kw)
     ladder = [1 << k for k in range(MAX_BATCH.bit_length())]  # 1, 2, 4, … MAX_BATCH
     while True:  # huge models at huge contexts: stop the ladder where 64-bit counts would overflow
@@ -336,21 +363,29 @@ class PrefillGrid(_Steps):
 
 
 
+MAX_TRACED_PREFILLS = 64  # a traced prefill grid traces every point (about a second each for a 7B model)
+
+
 def prefill_grid(shape: ModelShape, batches, prompts, roof: Roof, *, impl: str = "hf-eager",
-                 launch_overhead_s: float = 5e-6, model: KernelModel | None = None, **workload_kw) -> PrefillGrid:
+                 launch_overhead_s: float = 5e-6, model: KernelModel | None = None, analyzer=None,
+                 **workload_kw) -> PrefillGrid:
     import numpy as np
 
     check_sizes(list(batches), "batch", MAX_BATCH)
     check_sizes(list(prompts), "prompt", MAX_TOKENS)
     if len(batches) * len(prompts) > 100_000:
         raise RoofcalcError(f"{len(batches) * len(prompts):,} prefill points is too many (at most 100,000)")
+    if analyzer is not None and len(batches) * len(prompts) > MAX_TRACED_PREFILLS:
+        raise RoofcalcError(f"a traced prefill sweep traces every point: {len(batches) * len(prompts):,} is more "
+                            f"than {MAX_TRACED_PREFILLS}; sweep fewer batches or prompts")
     shp = (len(batches), len(prompts))
     flops, nbytes, mem = (np.zeros(shp, dtype=np.int64) for _ in range(3))
     floor, launch = np.zeros(shp), np.zeros(shp)
     parts = {f: np.zeros(shp) for f in ("device_s", "device_upper_s", "host_s", "host_upper_s", "compute_s")}
     for i, b in enumerate(batches):
         for j, p in enumerate(prompts):
-            a = analyze(shape, Workload.prefill(int(b), int(p), **workload_kw))
+            wl = Workload.prefill(int(b), int(p), **workload_kw)
+            a = analyzer(wl) if analyzer is not None else analyze(shape, wl)
             v = place(a, roof, impl=impl, launch_overhead_s=launch_overhead_s, model=model)
             t, st = a.totals, v.times
             flops[i, j], nbytes[i, j] = t.flops, t.bytes
@@ -408,11 +443,12 @@ class RequestGrid(_Fits):
 
 
 def request_grid(shape: ModelShape, batches, prompts, generate: int, roof: Roof, *, impl: str = "hf-eager",
-                 launch_overhead_s: float = 5e-6, model: KernelModel | None = None, **workload_kw) -> RequestGrid:
+                 launch_overhead_s: float = 5e-6, model: KernelModel | None = None, analyzer=None,
+                 **workload_kw) -> RequestGrid:
     import numpy as np
 
     check_sizes([generate], "generated tokens", MAX_TOKENS)
-    kw = dict(impl=impl, launch_overhead_s=launch_overhead_s, model=model, **workload_kw)
+    kw = dict(impl=impl, launch_overhead_s=launch_overhead_s, model=model, analyzer=analyzer, **workload_kw)
     pre = prefill_grid(shape, batches, prompts, roof, **kw)
     decode = np.zeros(pre.ttft_s.shape)
     lower, upper = pre.predicted_lower_s.copy(), pre.predicted_upper_s.copy()
@@ -425,6 +461,8 @@ def request_grid(shape: ModelShape, batches, prompts, generate: int, roof: Roof,
         check_sizes([last], "context", MAX_TOKENS)
         if generate > 1:
             row = decode_grid(shape, batches, np.arange(int(p) + 1, last + 1), roof, **kw)
+            if analyzer is not None:
+                check_corners(shape, row, roof, **kw)
             decode[:, j] = row.step_s.sum(axis=1)
             lower[:, j] += row.predicted_lower_s.sum(axis=1)
             upper[:, j] += row.predicted_upper_s.sum(axis=1)
@@ -452,6 +490,15 @@ class Sweep:
     verdicts: tuple[BatchVerdicts, ...] = ()
     min_gain: float = DEFAULT_MIN_GAIN
     model: KernelModel | None = None
+    analyzer: "object" = None  # a traced model's wl -> Analysis (None: the hand model)
+
+    def header_analysis(self):
+        """One step's analysis for the header (its sizes, parameters, dtypes)."""
+        if self.analyzer is None:
+            return analyze(self.shape, self.dtypes)
+        from dataclasses import replace
+
+        return self.analyzer(replace(self.dtypes, kv_len=2))
 
     @property
     def roof(self) -> Roof:
@@ -461,7 +508,8 @@ class Sweep:
 def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=None, generate: int | None = None,
           measured_bw: float | None = None, measured_flops: float | None = None, measured_profile=None,
           impl: str = "hf-eager", launch_overhead_s: float | None = None, capacity_bytes: float | None = None,
-          min_gain: float = DEFAULT_MIN_GAIN, host_overhead_s: float | None = None, **workload_kw) -> Sweep:
+          min_gain: float = DEFAULT_MIN_GAIN, host_overhead_s: float | None = None, analyzer=None,
+          **workload_kw) -> Sweep:
     """Decode (``contexts``), prefill (``prompts``) or whole requests (``prompts`` and ``generate``)
     at every batch; verdicts on the measured roof when there is one. ``capacity_bytes`` defaults
     to the measured profile's memory, else the hardware's."""
@@ -480,7 +528,7 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
         launch_overhead_s = (measured_profile or hardware).launch_overhead_s
     if capacity_bytes is None:
         capacity_bytes = (measured_profile.memory_bytes if measured_profile else None) or hardware.memory_bytes
-    kw = dict(impl=impl, launch_overhead_s=launch_overhead_s, model=model, **workload_kw)
+    kw = dict(impl=impl, launch_overhead_s=launch_overhead_s, model=model, analyzer=analyzer, **workload_kw)
     verdicts: tuple[BatchVerdicts, ...] = ()
     if contexts is not None:
         kind, grid = "decode", decode_grid(shape, batches, contexts, roof, **kw)
@@ -491,19 +539,36 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
     else:
         kind, grid = "request", request_grid(shape, batches, prompts, generate, roof, **kw)
     return Sweep(kind, shape, dtypes, hardware, nominal, measured, impl, launch_overhead_s, capacity_bytes, grid,
-                 verdicts, min_gain, model)
+                 verdicts, min_gain, model, analyzer)
 
 
 def check_corners(shape: ModelShape, grid: DecodeGrid, roof: Roof, *, impl: str, launch_overhead_s: float,
-                  model: KernelModel | None, **workload_kw) -> None:
+                  model: KernelModel | None, analyzer=None, **workload_kw) -> None:
     """The grid's four corners against the single-step path (analyze, place): the same predicted,
-    lower and upper times, or a bug is reported rather than a table printed."""
-    for i in {0, len(grid.batches) - 1}:
-        for j in {0, len(grid.contexts) - 1}:
-            wl = Workload.decode(int(grid.batches[i]), int(grid.contexts[j]), **workload_kw)
-            st = place(analyze(shape, wl), roof, impl=impl, launch_overhead_s=launch_overhead_s, model=model).times
-            for name in ("predicted_s", "predicted_lower_s", "predicted_upper_s"):
-                want, got = getattr(st, name), float(getattr(grid.times, name)[i, j])
-                if not math.isclose(want, got, rel_tol=1e-9):
-                    raise AssertionError(f"sweep corner B={grid.batches[i]}, S={grid.contexts[j]}: {name} {got!r} "
-                                         f"differs from the single step's {want!r}")
+    lower and upper times, or a bug is reported rather than a table printed. A traced grid is also
+    held to a direct trace at an interior point (chosen by a seeded draw), and its memory too: a trace
+    is fitted, not derived, so a range where its costs are not bilinear (a sliding window inside it)
+    is refused rather than interpolated."""
+    import random
+
+    points = {(i, j) for i in {0, len(grid.batches) - 1} for j in {0, len(grid.contexts) - 1}}
+    if analyzer is not None:
+        draw = random.Random(len(grid.batches) * 7919 + len(grid.contexts))
+        points.add((draw.randrange(len(grid.batches)), draw.randrange(len(grid.contexts))))
+    for i, j in sorted(points):
+        wl = Workload.decode(int(grid.batches[i]), int(grid.contexts[j]), **workload_kw)
+        a = analyzer(wl) if analyzer is not None else analyze(shape, wl)
+        st = place(a, roof, impl=impl, launch_overhead_s=launch_overhead_s, model=model).times
+        checks = [(name, getattr(st, name), float(getattr(grid.times, name)[i, j]))
+                  for name in ("predicted_s", "predicted_lower_s", "predicted_upper_s")]
+        if analyzer is not None:
+            checks += [("flops", a.totals.flops, int(grid.flops[i, j])), ("bytes", a.totals.bytes, int(grid.bytes[i, j])),
+                       ("memory", a.memory_bytes, int(grid.memory_bytes[i, j]))]
+        for name, want, got in checks:
+            if not math.isclose(want, got, rel_tol=1e-9):
+                where = f"B={grid.batches[i]}, S={grid.contexts[j]}"
+                if analyzer is not None:
+                    raise RoofcalcError(f"the traced costs are not bilinear over this sweep ({name} at {where}: the "
+                                        f"fit {got:.6g}, a direct trace {want:.6g}); a sliding window or another "
+                                        f"change of program lies inside it: sweep contexts on one side of it")
+                raise AssertionError(f"sweep corner {where}: {name} {got!r} differs from the single step's {want!r}")

@@ -743,13 +743,32 @@ def _traced_shape(cfg: dict, name: str) -> tuple[ModelShape, tuple[dict, str, st
     return shape_of(config, label, name, use), (use, name, label)
 
 
+def analyzer(cfg: dict, name: str, label: str | None = None, *, view: str = "ideal"):
+    """``wl -> TracedAnalysis`` for the sweeps: the kernels one row per layer (so every probe has the same
+    rows), each workload traced once. MoE models are refused: the experts their tokens reach are not
+    bilinear in the batch."""
+    config, _ = hf_config(cfg, name)
+    if any(isinstance(getattr(config, k, None), int) for k in ("num_experts_per_tok", "moe_topk")):
+        raise RoofcalcError(f"{name}: sweeps of a traced mixture-of-experts model are not built yet (the experts "
+                            f"a step reads grow with the batch as no bilinear fit can follow); give one --batch "
+                            f"and one --context")
+    memo: dict = {}
+
+    def analyze_traced(wl: Workload) -> TracedAnalysis:
+        if wl not in memo:
+            memo[wl] = trace(cfg, name, wl, label, view=view, merge=False)
+        return memo[wl]
+
+    return analyze_traced
+
+
 def trace(cfg: dict, name: str, wl: Workload, label: str | None = None, *, view: str = "ideal",
-          use_cache: bool = True) -> TracedAnalysis:
+          use_cache: bool = True, merge: bool = True) -> TracedAnalysis:
     """The traced step as an :class:`Analysis` whose kernels carry the ``view``'s bytes (ideal | eager).
 
     Results are cached per (config, transformers version, workload shape) under ~/.cache/roofcalc."""
     try:
-        return _trace(cfg, name, wl, label, view=view, use_cache=use_cache)
+        return _trace(cfg, name, wl, label, view=view, use_cache=use_cache, merge=merge)
     except RoofcalcError:
         raise
     except Exception as exc:  # modeling code roofcalc has not met: one line, not a traceback
@@ -757,7 +776,8 @@ def trace(cfg: dict, name: str, wl: Workload, label: str | None = None, *, view:
                             f"({type(exc).__name__}: {one_line(str(exc))[:160]})") from None
 
 
-def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, use_cache: bool) -> TracedAnalysis:
+def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, use_cache: bool,
+           merge: bool) -> TracedAnalysis:
     if view not in ("ideal", "eager"):
         raise RoofcalcError(f"view must be ideal or eager, not {view!r}")
     _check_workload(wl)
@@ -786,11 +806,17 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
     traced = [TracedKernel(k["name"], k["layer"], k["module"], k["function"], k["kind"], k["dims"], Cost(**k["ideal"]), Cost(**k["eager"]),
                            k["launches"], k["params"], k["param_bytes"]) for k in doc["kernels"]]
     shape = shape_of(config, label or cfg["model_type"], name, cfg)
-    kernels = tuple(merge_layers(traced, view))
+    if merge:
+        kernels = tuple(merge_layers(traced, view))
+    else:  # one row per kernel run, named by its layer
+        kernels = tuple(Kernel(k.name if k.layer is None else f"{k.name}[{k.layer}]", k.kind,
+                               "layer" if k.layer is not None else "model", 1, k.dims,
+                               k.ideal if view == "ideal" else k.eager, params=k.params, param_bytes=k.param_bytes,
+                               launches=k.launches) for k in traced)
     return TracedAnalysis(shape, wl, kernels, view=view, traced_kv_bytes_per_token=doc["kv_bytes_per_token"],
                           traced_cache_bytes=doc["cache_bytes"], traced_params=doc["params"],
                           traced_param_bytes=doc["param_bytes"], check=check,
                           note=f"traced: transformers {doc['transformers']} {doc['class']} on the meta device")
 
 
-__all__ = ["ConfigCheck", "TracedAnalysis", "hf_config", "trace", "trace_raw", "traced_shape"]
+__all__ = ["ConfigCheck", "TracedAnalysis", "analyzer", "hf_config", "trace", "trace_raw", "traced_shape"]
