@@ -41,6 +41,9 @@ TYPES = {
     "granite": BASE,
     "smollm3": BASE,
     "glm4": dict(BASE, head_dim=32),
+    # two of the newest in transformers 5.24 (their modeling files are copyright 2026)
+    "granite_swa": BASE,
+    "flint": BASE,
 }
 POINTS = [(1, 9), (3, 5)]  # (batch, prompt); decode attends to prompt + 1 keys
 
@@ -227,6 +230,21 @@ def test_every_catalog_model_counts_the_same_by_hand_and_by_trace(entry):
         assert traced.totals.matmul_flops == hand.totals.matmul_flops, wl.phase
         assert traced.params == hand.params
         assert traced.kv_bytes_per_token == hand.kv_bytes_per_token
+    # ideal bytes of every weight matmul. Aside: the experts (the trace runs them as grouped matmuls) and
+    # the routers (transformers 5's router module also runs the softmax and top-k, whose outputs it writes)
+    wl = Workload.decode(2, 33, weight_dtype=b, act_dtype=b, kv_dtype=b)
+    hand, traced = analyze(shape, wl), trace(cfg, "t", wl, view="ideal", use_cache=False)
+    totals: dict[str, list[int]] = {}
+    for k in hand.kernels:
+        if k.kind == "matmul" and k.role == "linear":
+            totals.setdefault(k.name, [0, 0])[0] += k.count * k.cost.bytes
+    for k in traced.kernels:
+        base = k.name.split("[")[0]
+        hits = [name for name in totals if base == name or base.endswith("." + name)]
+        if hits:  # the most specific hand name: shared_experts.gate_proj before gate_proj
+            totals[max(hits, key=len)][1] += k.count * k.cost.bytes
+    mismatched = {n: v for n, v in totals.items() if v[0] != v[1]}
+    assert not mismatched and len(totals) >= 3, mismatched
 
 
 SAME_LAUNCHES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi", "gpt2", "gpt_neox", "opt")
