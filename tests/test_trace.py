@@ -311,7 +311,15 @@ def test_a_traced_sweep_across_a_change_of_program_is_refused(tmp_path, capsys, 
     assert main([str(path), "--batch", "1,2", "--context", "16..256"]) == 2
     err = capsys.readouterr().err
     assert "not bilinear" in err and err.count("\n") == 1
-    moe = tmp_path / "moe.json"
-    moe.write_text(json.dumps(config("qwen2_moe")))
-    assert main([str(moe), "--batch", "1,2", "--context", "16"]) == 2
-    assert "mixture-of-experts" in capsys.readouterr().err
+
+
+def test_a_traced_moe_sweep_reads_the_experts_each_batch_reaches():
+    """qwen2_moe: the grid's expert weights follow E·(1 − (1 − k/E)^B) per batch, as a direct trace
+    reads them, at every point."""
+    sw, _ = _sweep("qwen2_moe", batches=[1, 2, 5, 64], contexts=[8, 30])
+    g = sw.grid
+    for i, b in enumerate(g.batches):
+        for j, s in enumerate(g.contexts):
+            direct = trace(config("qwen2_moe"), "t", Workload.decode(int(b), int(s)), view="ideal", use_cache=False)
+            assert int(g.weight_bytes[i, j]) == direct.totals.weight_bytes, (b, s)
+            assert int(g.bytes[i, j]) == direct.totals.bytes and int(g.flops[i, j]) == direct.totals.flops

@@ -225,6 +225,7 @@ class Kernel:
     role: str = ""  # what it does, whatever the family calls it (rms_norm, linear, experts...); launch models key on it
     experts_touched: int = 0  # routed-expert kernels: experts that get tokens (eager PyTorch loops over them)
     launches: int = 0  # traced kernels: the eager ops one instance runs (0: the family's launch table)
+    expert_weights: tuple | None = None  # traced: (E, k, full bytes of each expert weight it reads in part)
 
     @property
     def step_cost(self) -> Cost:

@@ -68,6 +68,14 @@ def expert_weight_bytes(shape: ModelShape, wl: Workload):
     return x
 
 
+def traced_expert_bytes(expert_weights: tuple, tokens: int, mode: str) -> int:
+    """Bytes of expert weights a traced kernel reads when ``tokens`` tokens are routed: each weight's
+    full bytes times the share of experts they reach, rounded as the trace rounds them."""
+    n_exp, top_k, fulls = expert_weights
+    share = touched_experts(n_exp, top_k, tokens, mode) / n_exp
+    return sum(round(full * share) for full in fulls)
+
+
 class _Fits:
     """Grids that know the memory each point needs."""
 
@@ -220,6 +228,11 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
             row[f] = c00 + c10 * b + c01 * eff_s + c11 * b * eff_s
             if f == "weight_bytes" and per_batch:
                 row[f] = np.array([[per_batch[int(bb)][i][0].cost.weight_bytes] for bb in b[:, 0]], dtype=np.int64)
+            elif f == "weight_bytes" and kernel.expert_weights:  # traced experts: the share a batch reaches
+                mode = workload_kw.get("experts", "expected")
+                rest = costs[(1, s0)].weight_bytes - traced_expert_bytes(kernel.expert_weights, 1, mode)
+                row[f] = np.array([[rest + traced_expert_bytes(kernel.expert_weights, int(bb), mode)]
+                                   for bb in b[:, 0]], dtype=np.int64)
             totals[f] += count * row[f]
         nbytes = row["weight_bytes"] + row["act_read_bytes"] + row["act_write_bytes"] + row["kv_read_bytes"] + \
             row["kv_write_bytes"]
@@ -307,7 +320,15 @@ def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: floa
                 raise
             ladder.pop()
     tps = lad.tokens_per_s
-    x = expert_weight_bytes(shape, Workload.decode(1, 1, **workload_kw))  # x(B): 0 for a dense model
+    if analyzer is None:
+        x = expert_weight_bytes(shape, Workload.decode(1, 1, **workload_kw))  # x(B): 0 for a dense model
+    else:  # a trace's expert kernels, read off one probe
+        probe = analyzer(Workload.decode(1, _probe_contexts(contexts, analyzer), **workload_kw))
+        parts = [(k.count, k.expert_weights) for k in probe.kernels if k.expert_weights]
+        mode = workload_kw.get("experts", "expected")
+
+        def x(tokens: int) -> int:
+            return sum(count * traced_expert_bytes(ew, tokens, mode) for count, ew in parts)
     x12 = (x(1), x(2))
 
     out = []

@@ -40,7 +40,7 @@ from .errors import RoofcalcError
 from .inputs import one_line
 from .shapes import ModelShape
 
-TRACE_FORMAT = 1  # the cache file format
+TRACE_FORMAT = 2  # the cache file format (2: expert weights carry their full bytes)
 ATTENTION_FUNCTIONS = ("attention_forward", "sdpa_attention_forward", "eager_attention_forward",
                        "flash_attention_forward", "flex_attention_forward")
 NO_DATA_OPS = {"_unsafe_view", "alias", "detach", "lift_fresh", "_reshape_alias", "empty", "empty_like",
@@ -213,6 +213,7 @@ class _Op:
     writes: list
     launches: int
     dims: str
+    experts: tuple | None = None  # (E, k, ((storage key, full bytes), ...)): expert weights read in part
 
 
 def _storage_key(t) -> int:
@@ -345,9 +346,9 @@ class _Recorder:
 
                 n_exp = b.shape[0]
                 expert_share = (_storage_key(b), touched_experts(n_exp, self.top_k, max(1, a.shape[0] // self.top_k),
-                                                                 self.experts) / n_exp)
+                                                                 self.experts) / n_exp, n_exp)
         elementwise = sum(t.numel() for t in flat_out) if name in ARITHMETIC else 0
-        seen, reads = set(), []
+        seen, reads, experts = set(), [], None
         for i, t in enumerate(flat_in):
             key = _storage_key(t)
             if key in seen:
@@ -357,13 +358,14 @@ class _Recorder:
             if name in ("embedding", "index_select") and i == 0:  # a gather reads the rows it gathers
                 nbytes = min(nbytes, sum(_nbytes(o) for o in flat_out))
             if expert_share is not None and key == expert_share[0]:
+                experts = (expert_share[2], self.top_k, ((key, nbytes),))
                 nbytes = round(nbytes * expert_share[1])
             reads.append((key, nbytes))
         writes = [(_storage_key(t), _nbytes(t)) for t in flat_out]
         operands = [t for t in flat_in if t.dim() >= 2][:2]  # addmm's bias is not an operand
         dims = "x".join(f"[{','.join(map(str, t.shape))}]" for t in operands) if mm else \
             (f"[{','.join(map(str, flat_out[0].shape))}]" if flat_out else "")
-        self.ops.append(_Op(name, group, self.instances[group], mm + elementwise, mm, reads, writes, 1, dims))
+        self.ops.append(_Op(name, group, self.instances[group], mm + elementwise, mm, reads, writes, 1, dims, experts))
 
 
 # --------------------------------------------------------------------------- grouping ops into kernels
@@ -393,6 +395,7 @@ class TracedKernel:
     launches: int
     params: int
     param_bytes: int
+    experts: tuple | None = None  # (E, k, (full bytes of each expert weight read in part, ...))
 
 
 def _classify(key: int, nbytes: int, write: bool, weights: set, cache: set) -> Cost:
@@ -466,7 +469,11 @@ def group_ops(ops: list[_Op], weights: set, cache: set, old_cache: set, finals: 
         dims = next((op.dims for op in run if op.matmul_flops), run[0].dims)
         if kind == "matmul" and len(dims.split("x")) == 2 and not fn:
             dims = _linear_dims(dims)
-        kernels.append(TracedKernel(name, layer, module, fn or "", kind, dims, ideal, eager, len(run), params, pbytes))
+        parts = {key: nb for op in run if op.experts for key, nb in op.experts[2]}
+        first = next((op.experts for op in run if op.experts), None)
+        experts = (first[0], first[1], tuple(parts.values())) if first else None
+        kernels.append(TracedKernel(name, layer, module, fn or "", kind, dims, ideal, eager, len(run), params, pbytes,
+                                    experts))
     return kernels
 
 
@@ -490,7 +497,7 @@ def merge_layers(kernels: list[TracedKernel], view: str) -> list[Kernel]:
     rows: dict[tuple, list] = {}
     for k in kernels:
         cost = k.ideal if view == "ideal" else k.eager
-        key = (k.name, k.kind, k.dims, cost, k.launches, k.params, k.param_bytes)
+        key = (k.name, k.kind, k.dims, cost, k.launches, k.params, k.param_bytes, k.experts)
         if key in rows:
             rows[key][1] += 1
         else:
@@ -499,14 +506,14 @@ def merge_layers(kernels: list[TracedKernel], view: str) -> list[Kernel]:
     for (name, *_rest) in rows:
         names[name] = names.get(name, 0) + 1
     out, taken = [], {}
-    for (name, kind, dims, cost, launches, params, pbytes), (k, n) in rows.items():
+    for (name, kind, dims, cost, launches, params, pbytes, _), (k, n) in rows.items():
         label = name
         if names[name] > 1:  # the same module costs differently in different layers (sliding, dense/MoE)
             label = f"{name}[{k.layer}]" if k.layer is not None else f"{name}[{taken.get(name, 0)}]"
             taken[name] = taken.get(name, 0) + 1
         scope = "layer" if k.layer is not None else "model"
         out.append(Kernel(label, kind, scope, n, dims, cost, params=params, param_bytes=pbytes, role="",
-                          launches=launches))
+                          launches=launches, expert_weights=k.experts))
     return out
 
 
@@ -686,7 +693,8 @@ def _kernel_doc(k: TracedKernel) -> dict:
     from dataclasses import asdict
 
     return {"name": k.name, "layer": k.layer, "module": k.module, "function": k.function, "kind": k.kind, "dims": k.dims, "ideal": asdict(k.ideal),
-            "eager": asdict(k.eager), "launches": k.launches, "params": k.params, "param_bytes": k.param_bytes}
+            "eager": asdict(k.eager), "launches": k.launches, "params": k.params, "param_bytes": k.param_bytes,
+            "experts": list(k.experts[:2]) + [list(k.experts[2])] if k.experts else None}
 
 
 def _cache_storages(torch, cache) -> set:
@@ -745,13 +753,8 @@ def _traced_shape(cfg: dict, name: str) -> tuple[ModelShape, tuple[dict, str, st
 
 def analyzer(cfg: dict, name: str, label: str | None = None, *, view: str = "ideal"):
     """``wl -> TracedAnalysis`` for the sweeps: the kernels one row per layer (so every probe has the same
-    rows), each workload traced once. MoE models are refused: the experts their tokens reach are not
-    bilinear in the batch."""
-    config, _ = hf_config(cfg, name)
-    if any(isinstance(getattr(config, k, None), int) for k in ("num_experts_per_tok", "moe_topk")):
-        raise RoofcalcError(f"{name}: sweeps of a traced mixture-of-experts model are not built yet (the experts "
-                            f"a step reads grow with the batch as no bilinear fit can follow); give one --batch "
-                            f"and one --context")
+    rows), each workload traced once. Expert weights carry (E, k, full bytes): the sweep reads the
+    experts a batch reaches off them, as the trace does."""
     memo: dict = {}
 
     def analyze_traced(wl: Workload) -> TracedAnalysis:
@@ -804,7 +807,9 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
             except OSError:
                 pass  # a read-only home: trace again next time
     traced = [TracedKernel(k["name"], k["layer"], k["module"], k["function"], k["kind"], k["dims"], Cost(**k["ideal"]), Cost(**k["eager"]),
-                           k["launches"], k["params"], k["param_bytes"]) for k in doc["kernels"]]
+                           k["launches"], k["params"], k["param_bytes"],
+                           (k["experts"][0], k["experts"][1], tuple(k["experts"][2])) if k.get("experts") else None)
+              for k in doc["kernels"]]
     shape = shape_of(config, label or cfg["model_type"], name, cfg)
     if merge:
         kernels = tuple(merge_layers(traced, view))
@@ -812,7 +817,7 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
         kernels = tuple(Kernel(k.name if k.layer is None else f"{k.name}[{k.layer}]", k.kind,
                                "layer" if k.layer is not None else "model", 1, k.dims,
                                k.ideal if view == "ideal" else k.eager, params=k.params, param_bytes=k.param_bytes,
-                               launches=k.launches) for k in traced)
+                               launches=k.launches, expert_weights=k.experts) for k in traced)
     return TracedAnalysis(shape, wl, kernels, view=view, traced_kv_bytes_per_token=doc["kv_bytes_per_token"],
                           traced_cache_bytes=doc["cache_bytes"], traced_params=doc["params"],
                           traced_param_bytes=doc["param_bytes"], check=check,
