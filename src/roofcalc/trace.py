@@ -101,6 +101,12 @@ def hf_config(cfg: dict, name: str):
     cls = CONFIG_MAPPING[model_type]
     reads = set(inspect.signature(cls.__init__).parameters) | set(getattr(cls, "attribute_map", {}) or {})
     reads |= _modeling_reads(model_type)
+    try:  # what the class itself writes into a config.json it saves
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            reads |= set(cls().to_dict())
+    except Exception:  # a class whose defaults do not build alone
+        pass
     for base in cls.__mro__[1:]:
         if base.__name__ == "PreTrainedConfig" or base.__name__ == "PretrainedConfig":
             reads |= set(inspect.signature(base.__init__).parameters)
@@ -146,10 +152,13 @@ def _check_sizes(cfg: dict, name: str) -> None:
             continue
         limit = MAX_TRACED_LAYERS if key in ("num_hidden_layers", "n_layer", "num_layers") else \
             MAX_VOCAB if key == "vocab_size" else MAX_DIM
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= limit:
-            raise RoofcalcError(f"{name}: '{key}' must be a positive integer of at most {limit:,}, "
-                                f"got {one_line(repr(value))[:40]}")
-        sizes[key] = value
+        values = value if isinstance(value, list) and value and key in ("intermediate_size", "ffn_dim") \
+            and len(value) <= MAX_TRACED_LAYERS else [value]  # a width per layer (Gemma 3n)
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= limit:
+                raise RoofcalcError(f"{name}: '{key}' must be a positive integer of at most {limit:,}, "
+                                    f"got {one_line(repr(value))[:40]}")
+        sizes[key] = max(values)
     d = sizes.get("hidden_size") or sizes.get("n_embd") or sizes.get("d_model") or 1
     layers = sizes.get("num_hidden_layers") or sizes.get("n_layer") or sizes.get("num_layers") or 1
     width = max(d, sizes.get("intermediate_size", 0), sizes.get("ffn_dim", 0), sizes.get("n_inner", 0))
@@ -555,15 +564,22 @@ def shape_of(config, model_type: str, name: str, cfg: dict) -> ModelShape:
     """The header's letters, read from transformers' own config object."""
     def get(*keys, default=None):
         for k in keys:
-            v = getattr(config, k, None)
+            try:
+                v = getattr(config, k, None)
+            except Exception:  # a per-layer attribute that refuses a single value (Gemma 4)
+                v = None
             if isinstance(v, int) and not isinstance(v, bool):
                 return v
         return default
 
-    text = getattr(config, "get_text_config", lambda: config)()
+    try:
+        text = getattr(config, "get_text_config", lambda: config)()
+    except Exception:  # pragma: no cover - a config without a text part
+        text = config
     d = get("hidden_size", "n_embd", "d_model", default=0)
     n_heads = get("num_attention_heads", "n_head", "num_heads", default=1)
-    n_kv = get("num_key_value_heads", "num_kv_heads", default=1 if getattr(text, "multi_query", False) else n_heads)
+    n_kv = get("num_key_value_heads", "num_kv_heads", default=1 if getattr(text, "multi_query", False) is True
+               else n_heads)
     n_layers = get("num_hidden_layers", "n_layer", "num_layers", default=0)
     head_dim = get("head_dim", default=d // n_heads if n_heads else 0)
     window = get("sliding_window", default=None)
@@ -572,7 +588,7 @@ def shape_of(config, model_type: str, name: str, cfg: dict) -> ModelShape:
     return ModelShape(
         name=name, model_type=model_type, n_layers=n_layers, d_model=d, n_heads=n_heads, n_kv_heads=n_kv,
         head_dim=head_dim, d_ff=get("intermediate_size", "ffn_dim", "n_inner", default=0) or 4 * d,
-        vocab_size=get("vocab_size", default=0), tie_word_embeddings=bool(getattr(config, "tie_word_embeddings", False)),
+        vocab_size=get("vocab_size", default=0), tie_word_embeddings=getattr(config, "tie_word_embeddings", False) is True,
         qkv_bias=False, o_bias=False, mlp_bias=False, qk_norm=False, activation="traced", embed_scale=False,
         rotary_dim=0, sliding_window=window, layer_types=("full",) * n_layers, family=model_type,
         config_dtype=_config_dtype(cfg),
@@ -657,8 +673,11 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
                         if wl.kv_len > 1 else None
                     cache = None
                     if ids is not None:
-                        cache = model(input_ids=ids, use_cache=True, logits_to_keep=1).past_key_values \
-                            if "logits_to_keep" in fwd else model(input_ids=ids, use_cache=True).past_key_values
+                        cache = _cache_of(model(input_ids=ids, use_cache=True, **keep))
+                        if cache is None:
+                            raise RoofcalcError(f"{name}: {check.class_name}'s model keeps no KV cache (a recurrent "
+                                                f"or cache-less model); roofcalc traces decode steps on a cache: "
+                                                f"trace its prefill (--prompt)")
                     old_cache = _cache_storages(torch, cache)
                     if cache is not None:  # alive to the end: the step's new tensors never reuse their storage
                         rec.keep.extend(_cache_tensors(torch, cache))
@@ -674,7 +693,7 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
         finally:
             torch.nn.functional.scaled_dot_product_attention = sdpa
             rec.close()
-    new_cache = getattr(out, "past_key_values", None)
+    new_cache = _cache_of(out)
     cache = _cache_storages(torch, new_cache)
     finals = cache | {_storage_key(t) for t in torch.utils._pytree.tree_leaves(getattr(out, "logits", None))
                       if isinstance(t, torch.Tensor)}
@@ -695,6 +714,18 @@ def _kernel_doc(k: TracedKernel) -> dict:
     return {"name": k.name, "layer": k.layer, "module": k.module, "function": k.function, "kind": k.kind, "dims": k.dims, "ideal": asdict(k.ideal),
             "eager": asdict(k.eager), "launches": k.launches, "params": k.params, "param_bytes": k.param_bytes,
             "experts": list(k.experts[:2]) + [list(k.experts[2])] if k.experts else None}
+
+
+def _cache_of(out):
+    """The cache a forward returns (``past_key_values``, or ``cache`` in newer transformers), if any."""
+    for attr in ("past_key_values", "cache"):
+        try:
+            value = getattr(out, attr, None)
+        except Exception:  # an alias property that raises on an output without it
+            value = None
+        if value is not None:
+            return value
+    return None
 
 
 def _cache_storages(torch, cache) -> set:
