@@ -226,6 +226,9 @@ class Kernel:
     experts_touched: int = 0  # routed-expert kernels: experts that get tokens (eager PyTorch loops over them)
     launches: int = 0  # traced kernels: the eager ops one instance runs (0: the family's launch table)
     expert_weights: tuple | None = None  # traced: (E, k, full bytes of each expert weight it reads in part)
+    message_bytes: int = 0  # collectives: the per-rank input buffer
+    link_bytes: int = 0  # collectives: bytes one rank sends over its link (ring algorithm)
+    group: int = 0  # collectives: the ranks taking part
 
     @property
     def step_cost(self) -> Cost:

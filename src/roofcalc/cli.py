@@ -65,6 +65,9 @@ def _main_parser() -> argparse.ArgumentParser:
                    help="DeepSeek attention: naive (what transformers computes: the latent is expanded every step) "
                    "or absorbed (what serving engines decode)")
     p.add_argument("--family", help="read a config whose model_type roofcalc does not know as this family (e.g. llama)")
+    for flag, what in (("--tp", "tensor-parallel ranks: every number is one rank's, collectives included"),
+                       ("--pp", "pipeline stages (not built yet)"), ("--ep", "expert-parallel ranks (not built yet)")):
+        p.add_argument(flag, type=positive_int, default=1, help=f"{what} (default 1)")
     p.add_argument("--trace", action="store_true",
                    help="count the kernels by tracing transformers' own modeling code on the meta device (needs "
                    "torch; automatic for a model_type without a hand model)")
@@ -178,6 +181,8 @@ def build_sweep(args: argparse.Namespace, shape=None):
             raise RoofcalcError(f"{flag} describes one measured step; give a single --batch and --context with it")
     batches, contexts, prompts = _sizes(args)
     shape, traced = shape if shape is not None else load_model(args)
+    if _parallel(args).gpus > 1:
+        raise RoofcalcError("sweeps with --tp are not built yet; give one --batch and one --context")
     kw = _workload_kw(args, shape)
     if traced is not None:
         from .trace import analyzer
@@ -195,6 +200,12 @@ def build_sweep(args: argparse.Namespace, shape=None):
         min_gain=percent(args.min_gain),
         host_overhead_s=parse_quantity(args.host_overhead, "time") if args.host_overhead is not None else None, **kw,
     )
+
+
+def _parallel(args: argparse.Namespace):
+    from .parallel import Parallel
+
+    return Parallel(getattr(args, "tp", 1), getattr(args, "pp", 1), getattr(args, "ep", 1))
 
 
 def load_model(args: argparse.Namespace):
@@ -224,11 +235,18 @@ def build_roofline(args: argparse.Namespace, shape=None):
     shape, traced = shape if shape is not None else load_model(args)
     workload = _workload(args, shape)
     hardware, profile = _hardware(args)
+    parallel = _parallel(args)
     if traced is not None:
         from .trace import trace
 
+        if parallel.gpus > 1:
+            raise RoofcalcError("--tp is for the hand-modelled families; a traced model runs on one GPU")
         cfg, name, label = traced
         analysis = trace(cfg, name, workload, label, view="eager" if args.impl == "hf-eager" else "ideal")
+    elif parallel.gpus > 1:
+        from .parallel import analyze_parallel
+
+        analysis = analyze_parallel(shape, workload, parallel)
     else:
         analysis = analyze(shape, workload)
     return roofline(

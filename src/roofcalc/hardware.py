@@ -35,6 +35,9 @@ class Hardware:
     launch_overhead_s: float = 5e-6
     memory_bytes: float | None = None
     memory: str | None = None  # the capacity as the catalog writes it, in the card's own unit ("80GiB")
+    link_bytes_per_s: float | None = None  # one direction of one GPU's link to its peers (NVLink, PCIe)
+    gpus_per_node: int | None = None
+    link: str = ""  # what the link is, with its source
     kind: str = "gpu"
     source: str = ""
     aliases: tuple[str, ...] = field(default=())
@@ -105,6 +108,10 @@ def hardware_from_dict(d: Any, where: str) -> Hardware:
         launch_overhead_s=number(d.get("launch_overhead_s", 5e-6), f"{where}: launch_overhead_s", 0.0, 1.0),
         memory_bytes=None if mem is None else _positive(mem, f"{where}: memory_bytes"),
         memory=None if memory_text is None else text(memory_text, f"{where}: memory", 40),
+        link_bytes_per_s=None if d.get("link_bytes_per_s") is None else
+        _positive(d["link_bytes_per_s"], f"{where}: link_bytes_per_s"),
+        gpus_per_node=None if d.get("gpus_per_node") is None else _whole(d["gpus_per_node"], f"{where}: gpus_per_node"),
+        link=text(d.get("link", ""), f"{where}: link", 300),
         kind=kind,
         source=text(d.get("source", ""), f"{where}: source", 400),
         aliases=tuple(text(a, f"{where}: aliases") for a in aliases),
@@ -112,6 +119,15 @@ def hardware_from_dict(d: Any, where: str) -> Hardware:
         efficiency=model,
         segment=_segment(d.get("segment", "datacenter"), where),
     )
+
+
+def _whole(value, what: str) -> int:
+    from .inputs import number
+
+    x = number(value, what, 1, 4096)
+    if x != int(x):
+        raise RoofcalcError(f"{what} must be a whole number, got {value!r}")
+    return int(x)
 
 
 def _segment(value, where: str) -> str:

@@ -64,8 +64,11 @@ def cost_record(c: Cost) -> dict[str, Any]:
 
 
 def kernel_record(k: Kernel) -> dict[str, Any]:
-    return {"name": k.name, "kind": k.kind, "scope": k.scope, "count": k.count, "shape": k.dims,
-            **cost_record(k.cost), "params": k.params}
+    rec = {"name": k.name, "kind": k.kind, "scope": k.scope, "count": k.count, "shape": k.dims,
+           **cost_record(k.cost), "params": k.params}
+    if k.kind == "collective":
+        rec.update(collective=k.role, message_bytes=k.message_bytes, link_bytes=k.link_bytes, group=k.group)
+    return rec
 
 
 def model_record(a: Analysis) -> dict[str, Any]:
@@ -222,6 +225,10 @@ def header_lines(a: Analysis, defaults: Iterable[str] = ()) -> list[str]:
            + (f"; the config class ignored {', '.join(a.check.ignored)}" if a.check.ignored else "")
            + (f"; defaults taken: {', '.join(f'{k}={v}' for k, v in a.check.defaulted)}" if a.check.defaulted else "")]
           if getattr(a, "source", "") == "traced" else []),
+        *([f"parallel  --tp {a.parallel.tp}: every number below is one rank's, of {a.parallel.gpus} GPUs "
+           f"(transformers' tensor-parallel plan: q/k/v, gate/up column-parallel, o/down row-parallel with an "
+           f"all-reduce each, vocab-parallel embedding and lm_head); the model holds {a.full.params:,} parameters "
+           f"in all"] if getattr(a, "parallel", None) is not None and a.parallel.gpus > 1 else []),
         *([f"family    read as {s.family} (--family); absent keys took {s.family}'s defaults: "
            + (", ".join(f"{k}={v}" for k, v in s.borrowed_defaults) or "none")] if s.borrowed else []),
         f"shape     L={s.n_layers} layers, D={s.d_model}, {heads}, "

@@ -97,10 +97,16 @@ def launches(kernel: Kernel, impl: str, act_dtype: str = "fp16", shape=None) -> 
     raise RoofcalcError(f"unknown --impl '{impl}'; use {', '.join(IMPLS)}")
 
 
+# NCCL's ring all-reduce reaches 230-250 GB/s of bus bandwidth on 8 A100 SXM4 over NVLink 3 (300 GB/s a
+# direction): 0.80 (nccl-tests reference figures, docs.alayanew.com "NCCL-tests in practice", 2026).
+LINK_EFFICIENCY = 0.80
+
+
 @dataclass(frozen=True)
 class Roof:
     bandwidth_bytes_per_s: float
     peak_flop_per_s: float
+    link_bytes_per_s: float | None = None  # one direction of one GPU's link to its peers (collectives)
 
     @property
     def ridge(self) -> float:
@@ -123,7 +129,7 @@ class Roof:
 def roofs(nominal: Hardware, compute_dtype: str, measured_bw: float | None = None,
           measured_flops: float | None = None, measured: Hardware | None = None) -> tuple[Roof, Roof | None]:
     """(nominal roof, measured roof or None). A measured profile fills what flags leave out."""
-    nom = Roof(nominal.bandwidth_bytes_per_s, nominal.peak(compute_dtype))
+    nom = Roof(nominal.bandwidth_bytes_per_s, nominal.peak(compute_dtype), nominal.link_bytes_per_s)
     bw = measured_bw or (measured.bandwidth_bytes_per_s if measured else None)
     peak = measured_flops or (measured.peak_flop_per_s.get(compute_dtype) if measured else None)
     if bw is None and peak is None:
@@ -131,7 +137,8 @@ def roofs(nominal: Hardware, compute_dtype: str, measured_bw: float | None = Non
     if measured is not None and peak is None:
         raise RoofcalcError(f"the hardware profile has no measured {compute_dtype} peak; add it or pass --measured-flops")
     # one measured number alone: the other side of the roof stays nominal, and the header says so
-    return nom, Roof(bw or nom.bandwidth_bytes_per_s, peak or nom.peak_flop_per_s)
+    link = (measured.link_bytes_per_s if measured else None) or nom.link_bytes_per_s
+    return nom, Roof(bw or nom.bandwidth_bytes_per_s, peak or nom.peak_flop_per_s, link)
 
 
 @dataclass(frozen=True)
@@ -151,7 +158,20 @@ class Placement:
         """M of a matmul: the rows of its activation."""
         return int(self.kernel.dims.split("[", 1)[1].split(",", 1)[0]) if self.kernel.kind == "matmul" else 1
 
+    @property
+    def t_link_s(self) -> float:
+        """A collective's time on the link: the bytes this rank sends over one direction of it."""
+        if self.kernel.kind != "collective":
+            return 0.0
+        if not self.roof.link_bytes_per_s:
+            raise RoofcalcError("this hardware has no interconnect figure; --tp needs one (hardware.json "
+                                "'link_bytes_per_s', or a --hw-file that gives it)")
+        return self.kernel.link_bytes / self.roof.link_bytes_per_s
+
     def _expected(self) -> tuple[float, bool]:
+        if self.kernel.kind == "collective":  # the link at NCCL's measured share, or HBM if slower
+            hbm = self.t_memory_s / (self.model.classes["stream"].expected if self.model else 1.0)
+            return max(hbm, self.t_link_s / (LINK_EFFICIENCY if self.model else 1.0)), False
         if self.model is None:
             return self.t_floor_s, self.t_compute_s > self.t_memory_s
         return kernel_time(self.model, self.t_compute_s, self.t_memory_s, self.kernel.kind, self.rows,
@@ -192,7 +212,7 @@ class Placement:
 
     @property
     def t_floor_s(self) -> float:
-        return max(self.t_compute_s, self.t_memory_s)
+        return max(self.t_compute_s, self.t_memory_s, self.t_link_s)
 
     @property
     def t_launch_s(self) -> float:

@@ -1,0 +1,119 @@
+"""Tensor parallelism: one rank's kernels and the collectives between ranks.
+
+The plan is transformers' own ``base_model_tp_plan`` for the Llama-style families (and
+Megatron-style serving's): q, k, v, gate and up projections column-parallel (each rank holds 1/N of
+the heads and of the MLP width), o and down row-parallel (each rank multiplies its slice, then an
+all-reduce sums the partial outputs), the embedding vocab-parallel (each rank looks up the rows it
+holds, an all-reduce completes them) and lm_head column-parallel with an all-gather of the logits.
+Norms, rotary and residuals are replicated. KV heads are split; when there are fewer KV heads than
+ranks each rank keeps one (replicated, as vLLM does).
+
+Collectives are kernels of kind ``collective``. ``message_bytes`` is the per-rank input buffer (what
+NCCL's tests call the size of an all-reduce); the bytes a rank moves over its link follow the ring
+algorithm NCCL's tests use for bus bandwidth: an all-reduce moves 2(n−1)/n of the message, an
+all-gather (n−1) times the per-rank input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .calculator import Analysis, Cost, Kernel, Workload, analyze
+from .errors import RoofcalcError
+from .shapes import ModelShape
+
+TP_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2")  # separate q/k/v, gated MLP, one plan
+
+
+@dataclass(frozen=True)
+class Parallel:
+    tp: int = 1  # tensor-parallel ranks
+    pp: int = 1  # pipeline stages (not built yet)
+    ep: int = 1  # expert-parallel ranks (not built yet)
+
+    def __post_init__(self) -> None:
+        for name, n in (("tp", self.tp), ("pp", self.pp), ("ep", self.ep)):
+            if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1024:
+                raise RoofcalcError(f"--{name} must be a whole number of ranks from 1 to 1024, got {n!r}")
+        if self.pp > 1 or self.ep > 1:
+            raise RoofcalcError("pipeline (--pp) and expert (--ep) parallelism are not built yet; --tp is")
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.ep
+
+
+def shard(shape: ModelShape, tp: int) -> ModelShape:
+    """One tensor-parallel rank's shape: 1/tp of the heads, the KV heads, the MLP width and the vocab."""
+    if tp == 1:
+        return shape
+    if shape.family not in TP_FAMILIES or shape.moe or shape.mla or shape.fused_qkv or not shape.gated_mlp:
+        raise RoofcalcError(f"roofcalc has no tensor-parallel plan for {shape.family} yet (it shards "
+                            f"{', '.join(TP_FAMILIES)}: separate q/k/v and a gated MLP)")
+    for what, value in (("num_attention_heads", shape.n_heads), ("intermediate_size", shape.d_ff),
+                        ("vocab_size", shape.vocab_size)):
+        if value % tp:
+            raise RoofcalcError(f"--tp {tp} does not divide {what} {value}: each rank must hold a whole share")
+    k = shape.n_kv_heads
+    if k % tp and tp % k:
+        raise RoofcalcError(f"--tp {tp} and num_key_value_heads {k}: one must divide the other (split the KV "
+                            f"heads, or replicate each over tp / K ranks)")
+    return replace(shape, n_heads=shape.n_heads // tp, n_kv_heads=max(1, k // tp), d_ff=shape.d_ff // tp,
+                   vocab_size=shape.vocab_size // tp)
+
+
+def collective(name: str, op: str, message_bytes: int, group: int, count: int, scope: str, dims: str) -> Kernel:
+    """A collective of ``group`` ranks on a per-rank input of ``message_bytes`` (it reads and writes HBM
+    like a copy; the link carries ``link_bytes``)."""
+    moved = {"all_reduce": 2 * (group - 1) * message_bytes // group,
+             "all_gather": (group - 1) * message_bytes}[op]
+    out = message_bytes if op == "all_reduce" else group * message_bytes
+    return Kernel(name, "collective", scope, count, dims, Cost(act_read_bytes=message_bytes, act_write_bytes=out),
+                  role=op, message_bytes=message_bytes, link_bytes=moved, group=group)
+
+
+def tp_kernels(shape: ModelShape, wl: Workload, tp: int) -> list[Kernel]:
+    """One rank's kernels in execution order, the collectives in place."""
+    rank = analyze(shard(shape, tp), wl)
+    if tp == 1:
+        return list(rank.kernels)
+    act = wl.act_dtype
+    rows = wl.tokens
+    hidden = act.nbytes(rows * shape.d_model)
+    logit_rows = rows if wl.logits_all or wl.phase == "decode" else wl.batch
+    out: list[Kernel] = []
+    for k in rank.kernels:
+        out.append(k)
+        if k.name == shape.name_of("embed"):
+            out.append(collective("embed.all_reduce", "all_reduce", hidden, tp, 1, "model", f"[{rows},{shape.d_model}]"))
+        elif k.name in (shape.name_of("o"), shape.name_of("down")):
+            out.append(collective(f"{k.name}.all_reduce", "all_reduce", hidden, tp, k.count, "layer",
+                                  f"[{rows},{shape.d_model}]"))
+        elif k.name == shape.name_of("lm_head"):
+            n = shape.vocab_size // tp
+            out.append(collective("lm_head.all_gather", "all_gather", act.nbytes(logit_rows * n), tp, 1, "model",
+                                  f"[{logit_rows},{n}]"))
+    return out
+
+
+@dataclass(frozen=True)
+class RankAnalysis(Analysis):
+    """One tensor-parallel rank's step: its kernels (collectives included), parameters and memory."""
+
+    parallel: Parallel = Parallel()
+    full: Analysis | None = None  # the unsharded model (parameters, header)
+
+    @property
+    def params(self) -> int:  # the rank's own share
+        return sum(k.params * k.count for k in self.kernels)
+
+
+def analyze_parallel(shape: ModelShape, wl: Workload, parallel: Parallel) -> Analysis:
+    if parallel.gpus == 1:
+        return analyze(shape, wl)
+    rank_shape = shard(shape, parallel.tp)
+    return RankAnalysis(rank_shape, wl, tuple(tp_kernels(shape, wl, parallel.tp)), parallel=parallel,
+                        full=analyze(shape, wl))
+
+
+__all__ = ["Parallel", "RankAnalysis", "TP_FAMILIES", "analyze_parallel", "collective", "shard", "tp_kernels"]

@@ -1,0 +1,99 @@
+"""Tensor parallelism checked on a real distributed run: transformers' own tensor-parallel plan
+(tp_plan="auto") on 2 and 4 gloo ranks of this CPU. Each rank's FLOPs (FlopCounterMode) and its
+collectives, in number, kind and input bytes, must equal roofcalc's per-rank table for the same --tp."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from roofcalc import RoofcalcError, Workload, shape_from_config
+from roofcalc.calculator import DTYPES
+from roofcalc.parallel import Parallel, analyze_parallel, shard
+
+BASE = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8, intermediate_size=512, vocab_size=1000)
+CASES = [("llama", 2, dict(BASE, model_type="llama", num_key_value_heads=2)),
+         ("qwen3", 2, dict(BASE, model_type="qwen3", num_key_value_heads=2, head_dim=32)),
+         ("llama", 4, dict(BASE, model_type="llama", num_key_value_heads=4))]
+BATCH, PROMPT = 2, 5
+FP32 = dict(weight_dtype=DTYPES["fp32"], act_dtype=DTYPES["fp32"], kv_dtype=DTYPES["fp32"])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}-tp{c[1]}")
+def real_run(request, tmp_path_factory):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("accelerate")
+    family, tp, cfg = request.param
+    root = tmp_path_factory.mktemp(f"tp-{family}-{tp}")
+    config = transformers.AutoConfig.for_model(**cfg)
+    torch.manual_seed(0)
+    transformers.AutoModelForCausalLM.from_config(config).save_pretrained(root / "model")
+    worker = Path(__file__).with_name("tp_worker.py")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(tp), "--master_port",
+           str(_free_port()), str(worker), str(root / "model"), str(root), str(BATCH), str(PROMPT)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                          env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    ranks = [json.loads((root / f"rank{r}.json").read_text()) for r in range(tp)]
+    return cfg, tp, ranks
+
+
+def _ours(cfg: dict, tp: int, wl: Workload):
+    a = analyze_parallel(shape_from_config(cfg, "t"), wl, Parallel(tp))
+    collectives = []
+    for k in a.kernels:
+        if k.kind == "collective":
+            collectives += [[k.role, k.message_bytes]] * k.count
+    return a, collectives
+
+
+@pytest.mark.parametrize("phase", ["prefill", "decode"])
+def test_per_rank_flops_and_collectives_equal_a_real_tensor_parallel_run(real_run, phase):
+    """E.g. llama, 2 layers, batch 2, decode on 2 ranks: an all-reduce for the embedding, two per layer of
+    2·1·256·4 = 2,048 bytes, and an all-gather of the last logits, 2·1·(1000 / 2)·4 = 4,000 bytes."""
+    cfg, tp, ranks = real_run
+    wl = Workload.prefill(BATCH, PROMPT, causal=False, **FP32) if phase == "prefill" else \
+        Workload.decode(BATCH, PROMPT + 1, **FP32)
+    ours, collectives = _ours(cfg, tp, wl)
+    for rank in ranks:
+        assert rank[phase]["flops"] == ours.totals.matmul_flops
+        assert sorted(map(tuple, rank[phase]["collectives"])) == sorted(map(tuple, collectives))
+    if phase == "decode" and cfg["model_type"] == "llama" and tp == 2:
+        assert sorted(map(tuple, collectives)) == sorted([("all_reduce", 2048)] * 5 + [("all_gather", 4000)])
+
+
+def test_llama2_70b_fits_on_four_h100s_not_one():
+    """Llama-2-70B fp16: 137,953,296,384 bytes of weights; a quarter of the sharded ones per rank (the
+    norms replicated) fits an H100's 80 GiB at batch 1, context 4096."""
+    from roofcalc.sources import load_shape
+
+    shape = load_shape("meta-llama/Llama-2-70b-hf")
+    wl = Workload.decode(1, 4096)
+    one = analyze_parallel(shape, wl, Parallel(1))
+    four = analyze_parallel(shape, wl, Parallel(4))
+    assert one.memory_bytes > 80 * 2 ** 30 > four.memory_bytes
+    # norms (80 layers x 2 x 8192 + 8192 final) are on every rank; everything else is split four ways
+    norms = (80 * 2 + 1) * 8192 * 2
+    assert four.weight_storage_bytes == (one.weight_storage_bytes - norms) // 4 + norms
+
+
+def test_sizes_that_do_not_divide_are_refused_by_name():
+    shape = shape_from_config(dict(BASE, model_type="llama", num_key_value_heads=2), "t")
+    with pytest.raises(RoofcalcError, match="does not divide num_attention_heads 8"):
+        shard(shape, 3)
+    with pytest.raises(RoofcalcError, match="no tensor-parallel plan for mixtral"):
+        shard(shape_from_config(dict(BASE, model_type="mixtral", num_local_experts=4, num_experts_per_tok=2), "m"), 2)
+    with pytest.raises(RoofcalcError, match="not built yet"):
+        Parallel(2, pp=2)
