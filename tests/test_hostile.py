@@ -26,7 +26,7 @@ ARGS = [  # command lines (model first unless the case is about it)
     [M, "--launch-overhead", "-5us"], [M, "--host-overhead", "inf"], [M, "--memory", "1e999"], [M, "--memory", ""],
     [M, "--memory", "80GiB"], [M, "--min-gain", "200%"], [M, "--point", "x:1:2"], [M, "--point", "x:inf:1:1"],
     [M, "--point", ":1:1:1"], [M, "--plot", "/nonexistent/x.png"], [M, "--plot", "x.pdf"],
-    [M, "--tp", "4"], [M, "--tpo", "4ms"], [M, "--batc", "2"],  # no abbreviations
+    [M, "--tp", "3"], [M, "--tpo", "4ms"], [M, "--batc", "2"],  # --tp 3 does not divide; no abbreviations
     [M, "--impl", "jax"], [M, "--format", "xml"], [M, "--experts", "some"],
     [""], ["   "], ["\n"], ["a" * 5000], ["org/na--me"], ["org/name."], ["org/name\n"], ["/etc"], ["/dev/null"],
     ["./no/such/config.json"], ["../../x"], ["~nobody/x.json"],

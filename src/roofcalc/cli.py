@@ -348,12 +348,14 @@ def run_hardware(argv: Sequence[str]) -> str:
         rows.append([hw.name, ", ".join(hw.aliases), f"{hw.bandwidth_bytes_per_s / 1e9:.4g}", *peaks,
                      f"{hw.ridge(main_dtype):.0f} ({main_dtype})",
                      hw.memory or ("" if hw.memory_bytes is None else f"{hw.memory_bytes / 1e9:.4g}GB"),
+                     "" if hw.link_bytes_per_s is None else f"{hw.link_bytes_per_s / 1e9:.4g}",
                      f"{hw.launch_overhead_s * 1e6:.3g}"])
-    headers = ["name", "aliases", "GB/s", *(f"{d} TFLOP/s" for d in COMPUTE_DTYPES), "ridge FLOP/B", "memory",
+    headers = ["name", "aliases", "GB/s", *(f"{d} TFLOP/s" for d in COMPUTE_DTYPES), "ridge FLOP/B", "memory", "link GB/s",
                "launch us"]
     table = tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
     return (f"{table}\n\nDense datasheet peaks (no 2:4 sparsity); GeForce fp16/bf16 with fp32 accumulate. "
-            f"Memory is the card's capacity (GiB = 2^30 bytes). Names and aliases match case-insensitively.\n"
+            f"Memory is the card's capacity (GiB = 2^30 bytes); link: one direction of its NVLink or PCIe "
+            f"link, for --tp. Names and aliases match case-insensitively.\n"
             f"Each entry's source is printed in the report header and kept in the JSON output.\n")
 
 
