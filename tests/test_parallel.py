@@ -97,3 +97,33 @@ def test_sizes_that_do_not_divide_are_refused_by_name():
         shard(shape_from_config(dict(BASE, model_type="mixtral", num_local_experts=4, num_experts_per_tok=2), "m"), 2)
     with pytest.raises(RoofcalcError, match="not built yet"):
         Parallel(2, pp=2)
+
+
+def test_a_tp_sweep_finds_the_fewest_gpus_that_fit_and_where_scaling_stops():
+    """Llama-2-70B fp16 on H100s, batch 1, context 4096. --tp 1: 137,953,296,384 bytes of weights +
+    327,680 x 4096 of KV = 139,295,473,664 > 80 GiB (85,899,345,920). --tp 2: (137,953,296,384 − 2,637,824
+    of replicated norms) / 2 + 2,637,824 = 68,977,967,104, + 163,840 x 4096 = 69,649,055,744: it fits."""
+    from roofcalc.hardware import find_hardware
+    from roofcalc.parallel import tp_sweep
+    from roofcalc.sources import load_shape
+
+    shape = load_shape("meta-llama/Llama-2-70b-hf")
+    sw = tp_sweep(shape, Workload.decode(1, 4096), [1, 2, 4], find_hardware("H100"), impl="cuda-graph")
+    assert [p.result.analysis.memory_bytes for p in sw.points[:2]] == [139_295_473_664, 69_649_055_744]
+    assert [p.fits for p in sw.points] == [False, True, True] and sw.fewest_fitting == 2
+    # under hf-eager the host's time per eager op does not shrink with more GPUs: nothing gets faster
+    eager = tp_sweep(shape, Workload.decode(1, 4096), [1, 2], find_hardware("H100"), impl="hf-eager")
+    assert eager.stops_paying is not None and eager.stops_paying[0] == 2 and eager.stops_paying[1] < 0.10
+
+
+def test_the_command_line_compares_tp_sizes(capsys):
+    from roofcalc.cli import main
+
+    assert main(["meta-llama/Llama-2-70b-hf", "--hw", "H100", "--tp", "1,2,4", "--context", "4096",
+                 "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [p["tp"] for p in doc["tp_points"]] == [1, 2, 4] and doc["verdicts"]["fewest_gpus_that_fit"] == 2
+    kinds = {c["collective"] for c in doc["tp_points"][1]["collectives"]}
+    assert kinds == {"all_reduce", "all_gather"}
+    assert main(["meta-llama/Llama-2-70b-hf", "--tp", "1,2", "--batch", "1,2"]) == 2
+    assert "one --batch" in capsys.readouterr().err

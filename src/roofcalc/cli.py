@@ -65,8 +65,9 @@ def _main_parser() -> argparse.ArgumentParser:
                    help="DeepSeek attention: naive (what transformers computes: the latent is expanded every step) "
                    "or absorbed (what serving engines decode)")
     p.add_argument("--family", help="read a config whose model_type roofcalc does not know as this family (e.g. llama)")
-    for flag, what in (("--tp", "tensor-parallel ranks: every number is one rank's, collectives included"),
-                       ("--pp", "pipeline stages (not built yet)"), ("--ep", "expert-parallel ranks (not built yet)")):
+    p.add_argument("--tp", default="1", help="tensor-parallel ranks: every number is one rank's, collectives "
+                   "included; a list (1,2,4,8) compares them at one batch and context (default 1)")
+    for flag, what in (("--pp", "pipeline stages (not built yet)"), ("--ep", "expert-parallel ranks (not built yet)")):
         p.add_argument(flag, type=positive_int, default=1, help=f"{what} (default 1)")
     p.add_argument("--trace", action="store_true",
                    help="count the kernels by tracing transformers' own modeling code on the meta device (needs "
@@ -202,10 +203,42 @@ def build_sweep(args: argparse.Namespace, shape=None):
     )
 
 
+def _tps(args: argparse.Namespace) -> tuple[int, ...]:
+    return parse_sizes(getattr(args, "tp", "1"), "tp", 1024)
+
+
 def _parallel(args: argparse.Namespace):
     from .parallel import Parallel
 
-    return Parallel(getattr(args, "tp", 1), getattr(args, "pp", 1), getattr(args, "ep", 1))
+    tps = _tps(args)
+    if len(tps) > 1:
+        raise RoofcalcError("a list of --tp compares one step; give it alone")
+    return Parallel(tps[0], getattr(args, "pp", 1), getattr(args, "ep", 1))
+
+
+def build_tp_sweep(args: argparse.Namespace, shape=None):
+    from .parallel import Parallel, tp_sweep
+
+    for flag, value in (("--tpot", args.tpot), ("--kernel-times", args.kernel_times), ("--point", args.point),
+                        ("--record", args.record), ("--plot", args.plot)):
+        if value:
+            raise RoofcalcError(f"{flag} describes one step; a --tp list compares several")
+    if is_sweep(args):
+        raise RoofcalcError("a --tp list compares one step: give one --batch and one --context (or --prompt)")
+    shape, traced = shape if shape is not None else load_model(args)
+    if traced is not None:
+        raise RoofcalcError("--tp is for the hand-modelled families; a traced model runs on one GPU")
+    Parallel(1, args.pp, args.ep)
+    workload = _workload(args, shape)
+    hardware, profile = _hardware(args)
+    return tp_sweep(
+        shape, workload, _tps(args), hardware, min_gain=percent(args.min_gain),
+        measured_bw=parse_quantity(args.measured_bw, "bandwidth") if args.measured_bw is not None else None,
+        measured_flops=parse_quantity(args.measured_flops, "flops") if args.measured_flops is not None else None,
+        measured_profile=profile, impl=args.impl,
+        launch_overhead_s=parse_quantity(args.launch_overhead, "time") if args.launch_overhead is not None else None,
+        host_overhead_s=parse_quantity(args.host_overhead, "time") if args.host_overhead is not None else None,
+        capacity_bytes=parse_quantity(args.memory, "size") if args.memory is not None else None)
 
 
 def load_model(args: argparse.Namespace):
@@ -320,7 +353,9 @@ def run_main(argv: Sequence[str]) -> str:
         from .plotting import check_plot_path
 
         check_plot_path(args.plot)
-    if is_sweep(args):
+    if len(_tps(args)) > 1:
+        result = build_tp_sweep(args, shape)
+    elif is_sweep(args):
         result = build_sweep(args, shape)
     else:
         result = build_roofline(args, shape)

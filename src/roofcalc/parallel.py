@@ -117,3 +117,78 @@ def analyze_parallel(shape: ModelShape, wl: Workload, parallel: Parallel) -> Ana
 
 
 __all__ = ["Parallel", "RankAnalysis", "TP_FAMILIES", "analyze_parallel", "collective", "shard", "tp_kernels"]
+
+
+# --------------------------------------------------------------------------- a sweep over --tp
+
+@dataclass(frozen=True)
+class TPPoint:
+    """One --tp at the same workload: its roofline (one rank's step)."""
+
+    tp: int
+    result: "object"  # roofline.Roofline
+
+    @property
+    def step(self):
+        return self.result.step
+
+    @property
+    def step_s(self) -> float:
+        return self.step.times.predicted_s
+
+    @property
+    def comm_s(self) -> float:
+        """The collectives' expected device time in one step."""
+        return sum(p.t_expected_s * p.kernel.count for p in self.step.placements if p.kernel.kind == "collective")
+
+    @property
+    def comm_share(self) -> float:
+        device = self.step.times.device_s
+        return self.comm_s / device if device else 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        wl = self.result.analysis.workload
+        return (wl.batch if wl.phase == "decode" else wl.tokens) / self.step_s
+
+    @property
+    def tokens_per_s_per_gpu(self) -> float:
+        return self.tokens_per_s / self.tp
+
+    @property
+    def memory_bytes(self) -> int:
+        return self.step.memory_bytes if hasattr(self.step, "memory_bytes") else self.result.analysis.memory_bytes
+
+    @property
+    def fits(self) -> bool | None:
+        cap = self.result.capacity_bytes
+        return None if cap is None else self.result.analysis.memory_bytes <= cap
+
+
+@dataclass(frozen=True)
+class TPSweep:
+    points: tuple[TPPoint, ...]
+    min_gain: float
+
+    @property
+    def fewest_fitting(self) -> int | None:
+        """The fewest GPUs (of those swept) on which a rank's weights and KV cache fit."""
+        return next((p.tp for p in self.points if p.fits), None)
+
+    @property
+    def stops_paying(self) -> tuple[int, float] | None:
+        """(tp, gain) at the first step up where the step gets less than min_gain faster."""
+        for a, b in zip(self.points, self.points[1:]):
+            gain = a.step_s / b.step_s - 1
+            if gain < self.min_gain:
+                return b.tp, gain
+        return None
+
+
+def tp_sweep(shape: ModelShape, wl: Workload, tps, hardware, *, min_gain: float = 0.10, **roofline_kw) -> TPSweep:
+    """The same step at every --tp in ``tps``: one rank's roofline each."""
+    from .roofline import roofline
+
+    points = tuple(TPPoint(tp, roofline(analyze_parallel(shape, wl, Parallel(tp)), hardware, **roofline_kw))
+                   for tp in sorted(set(tps)))
+    return TPSweep(points, min_gain)

@@ -568,6 +568,8 @@ def render(r: Roofline | Sweep, fmt: str = "table", defaults: Iterable[str] = ()
            width: int | None = None) -> str:
     if isinstance(r, Sweep):
         return render_sweep(r, fmt, defaults, width)
+    if type(r).__name__ == "TPSweep":
+        return render_tp_sweep(r, fmt, defaults)
     if fmt == "json":
         return to_json(r) + "\n"
     if fmt == "csv":
@@ -857,3 +859,84 @@ def profile_lines(p, r: Roofline) -> list[str]:
         lines.append("outside   " + ", ".join(f"{k} {ms(v)} ms" for k, v in p.other_ops.items()))
     lines.append("unmatched " + (", ".join(p.unmatched) if p.unmatched else "none: every kernel got a measured time"))
     return lines
+
+
+# --------------------------------------------------------------------------- a sweep over --tp
+
+TP_COLUMNS = (("tp", "tp", str), ("memory per GPU GB", "memory_bytes", lambda x: sig(x / 1e9)), ("fits", "fits", None),
+              ("step ms", "step_s", lambda x: sig(x * 1e3)), ("communication ms", "comm_s", lambda x: sig(x * 1e3)),
+              ("communication %", "comm_share", lambda x: f"{100 * x:.1f}"),
+              ("tokens/s", "tokens_per_s", lambda x: sig(x)), ("tokens/s per GPU", "tokens_per_s_per_gpu", lambda x: sig(x)),
+              ("bound", "bound", str))
+
+
+def _tp_value(p, key):
+    if key == "memory_bytes":
+        return p.result.analysis.memory_bytes
+    if key == "bound":
+        return p.step.times.bound
+    return getattr(p, key)
+
+
+def tp_sweep_record(tps) -> dict[str, Any]:
+    first = tps.points[0].result
+    a = first.analysis
+    full = getattr(a, "full", None) or a
+    stop = tps.stops_paying
+    return {
+        "schema_version": SCHEMA_VERSION, "model": model_record(full), "workload": workload_record(a),
+        "hardware": {**hardware_record(first), "capacity_bytes": first.capacity_bytes,
+                     "link_bytes_per_s": first.hardware.link_bytes_per_s},
+        "tp_points": [{"tp": p.tp, "gpus": p.tp, "memory_bytes_per_gpu": p.result.analysis.memory_bytes,
+                       "fits": p.fits, "step_s": p.step_s, "communication_s": p.comm_s,
+                       "communication_share": p.comm_share, "tokens_per_s": p.tokens_per_s,
+                       "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu, "bound": p.step.times.bound,
+                       "collectives": [kernel_record(q.kernel) for q in p.step.placements
+                                       if q.kernel.kind == "collective"]} for p in tps.points],
+        "verdicts": {"fewest_gpus_that_fit": tps.fewest_fitting, "min_gain": tps.min_gain,
+                     "stops_paying_at_tp": stop[0] if stop else None, "gain_there": stop[1] if stop else None},
+    }
+
+
+def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = ()) -> str:
+    from tabulate import tabulate
+
+    if fmt == "json":
+        return json.dumps(tp_sweep_record(tps), indent=2) + "\n"
+    rows = []
+    for p in tps.points:
+        row = []
+        for _, key, show in TP_COLUMNS:
+            v = _tp_value(p, key)
+            row.append(("unknown" if v is None else "yes" if v else "NO") if key == "fits" else show(v))
+        rows.append(row)
+    headers = [h for h, _, _ in TP_COLUMNS]
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(headers)
+        w.writerows(rows)
+        return buf.getvalue()
+    first = tps.points[0].result
+    a = first.analysis
+    full = getattr(a, "full", None) or a
+    hw = first.hardware
+    link = f"link {sig(hw.link_bytes_per_s / 1e9)} GB/s a direction ({hw.link})" if hw.link_bytes_per_s else \
+        "no link figure"
+    lines = [line for line in header_lines(full, defaults) if not line.startswith(("size", "source"))]
+    lines.append(f"hardware  {hw.name} x N: {link}; memory "
+                 f"{'unknown' if first.capacity_bytes is None else capacity(first.capacity_bytes)} per GPU")
+    lines.append("parallel  one rank's step at each --tp, by transformers' tensor-parallel plan (docs/conventions.md); "
+                 "communication: the collectives' expected time, and its share of the device time")
+    table = tabulate(rows, headers=headers, tablefmt="pipe" if fmt == "markdown" else "simple", disable_numparse=True)
+    fit = tps.fewest_fitting
+    swept = ", ".join(str(p.tp) for p in tps.points)
+    verdicts = [f"  fits      the fewest GPUs on which weights and KV cache fit: "
+                f"{fit if fit is not None else 'none of ' + swept} (of {swept})"]
+    stop = tps.stops_paying
+    if stop:
+        verdicts.append(f"  scaling   adding GPUs stops paying at --tp {stop[0]}: the step is only {100 * stop[1]:+.1f}% "
+                        f"faster than at the --tp before it (less than {100 * tps.min_gain:.0f}%)")
+    else:
+        verdicts.append(f"  scaling   every step up in --tp makes the step at least {100 * tps.min_gain:.0f}% faster")
+    return "\n".join(lines) + "\n\n" + table + "\n\n" + "\n".join(verdicts) + "\n"
