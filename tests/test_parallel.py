@@ -127,3 +127,35 @@ def test_the_command_line_compares_tp_sizes(capsys):
     assert kinds == {"all_reduce", "all_gather"}
     assert main(["meta-llama/Llama-2-70b-hf", "--tp", "1,2", "--batch", "1,2"]) == 2
     assert "one --batch" in capsys.readouterr().err
+
+
+def test_measure_collectives_with_gloo_writes_the_link_into_the_profile(tmp_path):
+    """Two gloo processes on this CPU: every collective is timed at every size, the bus bandwidth follows
+    nccl-tests' formulas, and --tp on the written profile times its collectives on that link."""
+    pytest.importorskip("torch")
+    from roofcalc.collectives import bus_bandwidth, measure_collectives
+    from roofcalc.hardware import find_hardware, load_profile
+    from roofcalc.measure import closest_nominal, measure, write_profile
+    from roofcalc.roofline import LINK_EFFICIENCY, roofline
+
+    c = measure_collectives(2, "cpu", repeats=3, sizes=(1 << 12, 1 << 16))
+    assert c["backend"] == "gloo" and c["nproc"] == 2
+    for op in ("all_reduce", "all_gather", "all_to_all"):
+        assert len(c[op]) == 2 and all(b > 0 and t > 0 for b, t in c[op])
+    # all-reduce of S bytes on 2 ranks: busbw = S / t · 2·1/2 = S / t
+    (b0, t0), (b1, t1) = c["all_reduce"]
+    assert bus_bandwidth("all_reduce", b1, t1, 2) == pytest.approx(b1 / t1)
+    assert c["bus_bytes_per_s"] == max(b0 / t0, b1 / t1) and c["latency_s"] == t0
+    m = measure("cpu", None, 2, 16 << 20, quiet=True, curves=False)
+    path = tmp_path / "me.json"
+    write_profile(m, closest_nominal(m, None)[0], str(path), c)
+    profile = load_profile(str(path))
+    assert profile.link_bytes_per_s == c["bus_bytes_per_s"]
+    shape = shape_from_config(dict(BASE, model_type="llama", num_key_value_heads=2), "t")
+    r = roofline(analyze_parallel(shape, Workload.decode(2, 8, **FP32), Parallel(2)),
+                 find_hardware(profile.nominal or "EPYC-9654"), measured_profile=profile)
+    o = next(p for p in r.step.placements if p.kernel.name == "o_proj.all_reduce")
+    # 2,048 bytes on 2 ranks: the ring sends 2·1/2 x 2,048 = 2,048 bytes over the measured link
+    assert o.kernel.link_bytes == 2048
+    assert o.t_link_s == pytest.approx(2048 / c["bus_bytes_per_s"])
+    assert o.t_expected_s >= o.t_link_s / LINK_EFFICIENCY

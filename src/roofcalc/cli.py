@@ -430,6 +430,10 @@ def run_measure(argv: Sequence[str]) -> str:
                    "at most 1/8 of free memory), e.g. 512MiB")
     p.add_argument("--no-curves", action="store_true",
                    help="skip the kernel curves (matmuls over M, attention, host time per op): the roof alone")
+    p.add_argument("--collectives", action="store_true",
+                   help="also measure all-reduce, all-gather and all-to-all between --nproc processes (gloo on "
+                   "the CPU, NCCL with --device cuda): the profile's link, for --tp")
+    p.add_argument("--nproc", type=positive_int, default=2, help="processes for --collectives (default 2)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     args = p.parse_args(argv)
     if args.out:
@@ -442,11 +446,25 @@ def run_measure(argv: Sequence[str]) -> str:
         raise RoofcalcError("--dtype is empty; give compute dtypes such as fp32 or fp32,bf16")
     dtypes = [d.strip() for d in args.dtype.split(",")] if args.dtype is not None else None
     nbytes = int(parse_quantity(args.size, "size")) if args.size is not None else None
+    if args.nproc > 1 and not args.collectives and args.nproc != 2:
+        raise RoofcalcError("--nproc is for --collectives")
     m = measure(args.device, dtypes, args.repeats, nbytes, quiet=args.quiet, curves=not args.no_curves)
+    links = None
+    if args.collectives:
+        from .collectives import measure_collectives
+
+        if not args.quiet:
+            print(f"roofcalc: collectives between {args.nproc} processes", file=sys.stderr)
+        links = measure_collectives(args.nproc, args.device, max(3, args.repeats))
     nominal, why = closest_nominal(m, args.nominal)
     if args.out:
-        write_profile(m, nominal, args.out)
-    return report(m, nominal, why, args.out)
+        write_profile(m, nominal, args.out, links)
+    out = report(m, nominal, why, args.out)
+    if links is not None:
+        from .collectives import report_lines
+
+        out += "\n".join(report_lines(links)) + "\n"
+    return out
 
 
 def run_profile(argv: Sequence[str]) -> str:

@@ -720,7 +720,7 @@ def curve_lines(m: Measurement) -> list[str]:
     return lines
 
 
-def write_profile(m: Measurement, nominal: Hardware | None, path: str) -> None:
+def write_profile(m: Measurement, nominal: Hardware | None, path: str, collectives: dict | None = None) -> None:
     import json
 
     from .hardware import PROFILE_VERSION
@@ -744,6 +744,11 @@ def write_profile(m: Measurement, nominal: Hardware | None, path: str) -> None:
     }
     if hw.efficiency is not None:
         doc["efficiency"] = efficiency_record(hw.efficiency)
+    if collectives is not None:  # the measured link, which --tp times collectives on
+        doc["link_bytes_per_s"] = collectives["bus_bytes_per_s"]
+        doc["link"] = (f"measured: {collectives['backend']} between {collectives['nproc']} processes, the best "
+                       f"all-reduce bus bandwidth")
+        doc["details"]["collectives"] = collectives
     try:
         Path(path).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     except OSError as exc:
