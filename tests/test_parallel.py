@@ -159,3 +159,20 @@ def test_measure_collectives_with_gloo_writes_the_link_into_the_profile(tmp_path
     assert o.kernel.link_bytes == 2048
     assert o.t_link_s == pytest.approx(2048 / c["bus_bytes_per_s"])
     assert o.t_expected_s >= o.t_link_s / LINK_EFFICIENCY
+
+
+def test_a_ring_over_more_gpus_than_a_node_runs_at_the_network_rate():
+    """Llama-3.1-405B (D = 16,384) decode at batch 32 on H100s (8 per HGX node, NVLink 450 GB/s a
+    direction; DGX H100's 8 x 400 Gb/s ConnectX-7: 50 GB/s a GPU). An all-reduce of 32 x 16,384 x 2 =
+    1,048,576 bytes sends 2·7/8 of it = 1,835,008 bytes at --tp 8 over NVLink, and 2·15/16 of it =
+    1,966,080 bytes at --tp 16 over the network."""
+    from roofcalc.hardware import find_hardware
+    from roofcalc.roofline import roofline
+    from roofcalc.sources import load_shape
+
+    shape, h100 = load_shape("meta-llama/Llama-3.1-405B"), find_hardware("H100")
+    for tp, moved, rate in ((8, 1_835_008, 450e9), (16, 1_966_080, 50e9)):
+        r = roofline(analyze_parallel(shape, Workload.decode(32, 2000), Parallel(tp)), h100)
+        o = next(p for p in r.step.placements if p.kernel.name == "o_proj.all_reduce")
+        assert (o.kernel.message_bytes, o.kernel.link_bytes) == (1_048_576, moved)
+        assert o.t_link_s == pytest.approx(moved / rate)

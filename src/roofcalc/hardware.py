@@ -38,6 +38,8 @@ class Hardware:
     link_bytes_per_s: float | None = None  # one direction of one GPU's link to its peers (NVLink, PCIe)
     gpus_per_node: int | None = None
     link: str = ""  # what the link is, with its source
+    network_bytes_per_s: float | None = None  # one direction of one GPU's share of the network between nodes
+    network: str = ""
     kind: str = "gpu"
     source: str = ""
     aliases: tuple[str, ...] = field(default=())
@@ -112,6 +114,9 @@ def hardware_from_dict(d: Any, where: str) -> Hardware:
         _positive(d["link_bytes_per_s"], f"{where}: link_bytes_per_s"),
         gpus_per_node=None if d.get("gpus_per_node") is None else _whole(d["gpus_per_node"], f"{where}: gpus_per_node"),
         link=text(d.get("link", ""), f"{where}: link", 300),
+        network_bytes_per_s=None if d.get("network_bytes_per_s") is None else
+        _positive(d["network_bytes_per_s"], f"{where}: network_bytes_per_s"),
+        network=text(d.get("network", ""), f"{where}: network", 300),
         kind=kind,
         source=text(d.get("source", ""), f"{where}: source", 400),
         aliases=tuple(text(a, f"{where}: aliases") for a in aliases),

@@ -107,6 +107,8 @@ class Roof:
     bandwidth_bytes_per_s: float
     peak_flop_per_s: float
     link_bytes_per_s: float | None = None  # one direction of one GPU's link to its peers (collectives)
+    gpus_per_node: int | None = None  # a collective over more ranks than this crosses the network
+    network_bytes_per_s: float | None = None  # one direction of one GPU's share of the network
 
     @property
     def ridge(self) -> float:
@@ -129,7 +131,8 @@ class Roof:
 def roofs(nominal: Hardware, compute_dtype: str, measured_bw: float | None = None,
           measured_flops: float | None = None, measured: Hardware | None = None) -> tuple[Roof, Roof | None]:
     """(nominal roof, measured roof or None). A measured profile fills what flags leave out."""
-    nom = Roof(nominal.bandwidth_bytes_per_s, nominal.peak(compute_dtype), nominal.link_bytes_per_s)
+    nom = Roof(nominal.bandwidth_bytes_per_s, nominal.peak(compute_dtype), nominal.link_bytes_per_s,
+               nominal.gpus_per_node, nominal.network_bytes_per_s)
     bw = measured_bw or (measured.bandwidth_bytes_per_s if measured else None)
     peak = measured_flops or (measured.peak_flop_per_s.get(compute_dtype) if measured else None)
     if bw is None and peak is None:
@@ -138,7 +141,8 @@ def roofs(nominal: Hardware, compute_dtype: str, measured_bw: float | None = Non
         raise RoofcalcError(f"the hardware profile has no measured {compute_dtype} peak; add it or pass --measured-flops")
     # one measured number alone: the other side of the roof stays nominal, and the header says so
     link = (measured.link_bytes_per_s if measured else None) or nom.link_bytes_per_s
-    return nom, Roof(bw or nom.bandwidth_bytes_per_s, peak or nom.peak_flop_per_s, link)
+    return nom, Roof(bw or nom.bandwidth_bytes_per_s, peak or nom.peak_flop_per_s, link, nom.gpus_per_node,
+                     nom.network_bytes_per_s)
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,12 @@ class Placement:
         if not self.roof.link_bytes_per_s:
             raise RoofcalcError("this hardware has no interconnect figure; --tp needs one (hardware.json "
                                 "'link_bytes_per_s', or a --hw-file that gives it)")
+        node = self.roof.gpus_per_node
+        if node and self.kernel.group > node:  # the ring crosses nodes: its slowest hop is the network
+            if not self.roof.network_bytes_per_s:
+                raise RoofcalcError(f"--tp {self.kernel.group} spans more than one node of {node} GPUs, and this "
+                                    f"hardware has no network figure (hardware.json 'network_bytes_per_s')")
+            return self.kernel.link_bytes / self.roof.network_bytes_per_s
         return self.kernel.link_bytes / self.roof.link_bytes_per_s
 
     def _expected(self) -> tuple[float, bool]:
