@@ -136,7 +136,7 @@ OPTION_VALUES = {
     "--memory": "0123456789.e+- kMGTiB", "--min-gain": "0123456789.%- e", "--point": "abc 0123456789.e:-",
     "--dtype": "fpbint0123468", "--hw": "AHT0123456789-_ \n", "--impl": "hf-eagrfusdcp", "--experts": "allopkt",
     "--generate": "0123456789", "--format": "jsonmdcv", "--weight-dtype": "intfpb0123468", "--group-size": "0123456789",
-    "--tp": "0123456789", "--pp": "012",
+    "--tp": "0123456789", "--pp": "012", "--ep": "01248",
 }
 PLAUSIBLE = {  # values a user would type, mixed in so that many inputs get past the parser
     "--batch": ["1", "4,16", "1..64", "8..32:8"], "--context": ["500", "1..4096", "2048"], "--prompt": ["128", "1..512"],
@@ -146,7 +146,7 @@ PLAUSIBLE = {  # values a user would type, mixed in so that many inputs get past
     "--dtype": ["fp16", "bf16", "fp32", "fp8"], "--hw": ["A100", "H100", "T4", "EPYC-9654"],
     "--impl": ["hf-eager", "fused", "cuda-graph"], "--experts": ["all", "topk"], "--generate": ["4", "64"],
     "--format": ["json", "md", "csv"], "--weight-dtype": ["int4", "int8", "fp8"], "--group-size": ["64", "128"],
-    "--tp": ["2", "4", "3"], "--pp": ["1", "2"],
+    "--tp": ["2", "4", "3"], "--pp": ["1", "2"], "--ep": ["2", "8"],
 }
 ALL_OPTIONS = sorted(OPTION_VALUES)
 

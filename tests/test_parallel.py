@@ -176,3 +176,54 @@ def test_a_ring_over_more_gpus_than_a_node_runs_at_the_network_rate():
         o = next(p for p in r.step.placements if p.kernel.name == "o_proj.all_reduce")
         assert (o.kernel.message_bytes, o.kernel.link_bytes) == (1_048_576, moved)
         assert o.t_link_s == pytest.approx(moved / rate)
+
+
+def test_expert_parallel_mixtral_by_hand():
+    """Mixtral-8x7B bf16, --ep 8, decode at batch 64 (8 sequences a rank), context 1000. Each rank holds one
+    of the 8 experts: a dispatch all-to-all of 8 tokens x top-2 x 4096 x 2 bytes = 131,072, 7/8 of it =
+    114,688 bytes to other ranks. The 64 tokens reach 8·(1 − (6/8)^64) = 7.99999992 experts, 0.99999999 on
+    each rank: of one expert's gate_up (2 x 14,336 x 4,096 x 2 = 234,881,024 bytes) it reads 234,881,022."""
+    from roofcalc.sources import load_shape
+
+    shape = load_shape("mistralai/Mixtral-8x7B-v0.1")
+    a = analyze_parallel(shape, Workload.decode(64, 1000, **{k: DTYPES["bf16"] for k in FP32}), Parallel(ep=8))
+    dispatch = a.kernel("experts.dispatch")
+    assert (dispatch.message_bytes, dispatch.link_bytes, dispatch.count) == (131_072, 114_688, 32)
+    assert a.kernel("experts.combine_all_to_all").message_bytes == 131_072
+    up = a.kernel("experts.gate_up_proj")
+    assert up.cost.weight_bytes == 234_881_022 and up.params == 2 * 14_336 * 4_096
+    assert up.cost.matmul_flops == 2 * (8 * 2) * 4_096 * (2 * 14_336)  # the 16 token copies that arrive
+    assert a.workload.batch == 8
+
+
+def test_deepseek_v3_fits_on_sixteen_h100s_not_eight():
+    """DeepSeek-V3 (fp8 blocks) at batch 64, context 2000: each of 8 ranks holds 32 of 256 experts and
+    everything else: more than an H100's 80 GiB; 16 ranks (two HGX nodes) hold 16 experts each and fit;
+    their all-to-alls cross the nodes and run at the network's 50 GB/s a GPU."""
+    from roofcalc.hardware import find_hardware
+    from roofcalc.roofline import roofline
+    from roofcalc.sources import load_shape
+
+    shape, h100 = load_shape("deepseek-ai/DeepSeek-V3"), find_hardware("H100")
+    wl = Workload.decode(64, 2000, weight_dtype=DTYPES["fp8-b128"], act_dtype=DTYPES["bf16"], kv_dtype=DTYPES["bf16"])
+    eight = roofline(analyze_parallel(shape, wl, Parallel(ep=8)), h100)
+    sixteen = roofline(analyze_parallel(shape, wl, Parallel(ep=16)), h100)
+    assert eight.analysis.memory_bytes > 80 * 2 ** 30 > sixteen.analysis.memory_bytes
+    d = next(p for p in sixteen.step.placements if p.kernel.name == "experts.dispatch")
+    # 4 tokens x top-8 x 7168 x 2 bytes = 458,752; 15/16 of it = 430,080 bytes over the network
+    assert (d.kernel.message_bytes, d.kernel.link_bytes) == (458_752, 430_080)
+    assert d.t_link_s == pytest.approx(430_080 / 50e9)
+
+
+def test_expert_parallel_refusals():
+    from roofcalc.sources import load_shape
+
+    mixtral = load_shape("mistralai/Mixtral-8x7B-v0.1")
+    with pytest.raises(RoofcalcError, match="does not divide the 8 routed experts"):
+        analyze_parallel(mixtral, Workload.decode(6, 100), Parallel(ep=3))
+    with pytest.raises(RoofcalcError, match="--batch 6 does not split over --ep 4"):
+        analyze_parallel(mixtral, Workload.decode(6, 100), Parallel(ep=4))
+    with pytest.raises(RoofcalcError, match="has none"):
+        analyze_parallel(load_shape("TinyLlama/TinyLlama-1.1B"), Workload.decode(4, 100), Parallel(ep=2))
+    with pytest.raises(RoofcalcError, match="together is not built yet"):
+        Parallel(tp=2, ep=2)

@@ -67,7 +67,9 @@ def _main_parser() -> argparse.ArgumentParser:
     p.add_argument("--family", help="read a config whose model_type roofcalc does not know as this family (e.g. llama)")
     p.add_argument("--tp", default="1", help="tensor-parallel ranks: every number is one rank's, collectives "
                    "included; a list (1,2,4,8) compares them at one batch and context (default 1)")
-    for flag, what in (("--pp", "pipeline stages (not built yet)"), ("--ep", "expert-parallel ranks (not built yet)")):
+    for flag, what in (("--pp", "pipeline stages (not built yet)"),
+                       ("--ep", "expert-parallel ranks: E/N routed experts each, attention data-parallel over B/N "
+                        "sequences, all-to-all dispatch and combine")):
         p.add_argument(flag, type=positive_int, default=1, help=f"{what} (default 1)")
     p.add_argument("--trace", action="store_true",
                    help="count the kernels by tracing transformers' own modeling code on the meta device (needs "

@@ -35,8 +35,10 @@ class Parallel:
         for name, n in (("tp", self.tp), ("pp", self.pp), ("ep", self.ep)):
             if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1024:
                 raise RoofcalcError(f"--{name} must be a whole number of ranks from 1 to 1024, got {n!r}")
-        if self.pp > 1 or self.ep > 1:
-            raise RoofcalcError("pipeline (--pp) and expert (--ep) parallelism are not built yet; --tp is")
+        if self.pp > 1:
+            raise RoofcalcError("pipeline parallelism (--pp) is not built yet; --tp and --ep are")
+        if self.tp > 1 and self.ep > 1:
+            raise RoofcalcError("--tp with --ep together is not built yet; give one of them")
 
     @property
     def gpus(self) -> int:
@@ -66,8 +68,9 @@ def collective(name: str, op: str, message_bytes: int, group: int, count: int, s
     """A collective of ``group`` ranks on a per-rank input of ``message_bytes`` (it reads and writes HBM
     like a copy; the link carries ``link_bytes``)."""
     moved = {"all_reduce": 2 * (group - 1) * message_bytes // group,
-             "all_gather": (group - 1) * message_bytes}[op]
-    out = message_bytes if op == "all_reduce" else group * message_bytes
+             "all_gather": (group - 1) * message_bytes,
+             "all_to_all": (group - 1) * message_bytes // group}[op]  # uniform: (n−1)/n of it leaves the rank
+    out = group * message_bytes if op == "all_gather" else message_bytes
     return Kernel(name, "collective", scope, count, dims, Cost(act_read_bytes=message_bytes, act_write_bytes=out),
                   role=op, message_bytes=message_bytes, link_bytes=moved, group=group)
 
@@ -96,6 +99,47 @@ def tp_kernels(shape: ModelShape, wl: Workload, tp: int) -> list[Kernel]:
     return out
 
 
+def ep_kernels(shape: ModelShape, wl: Workload, ep: int) -> list[Kernel]:
+    """One expert-parallel rank: E/ep routed experts, and attention and the dense layers for B/ep of the
+    sequences (data-parallel attention, as DeepSeek-V3's own deployment and SGLang's run it). Each
+    rank's tokens go to their experts' ranks in an all-to-all (dispatch) and come back in another
+    (combine): k copies of each token, (ep−1)/ep of them to other ranks under uniform routing."""
+    import math
+
+    from .calculator import touched_experts
+
+    moe = shape.moe
+    if moe is None:
+        raise RoofcalcError(f"--ep splits routed experts, and {shape.family} has none")
+    if moe.n_experts % ep:
+        raise RoofcalcError(f"--ep {ep} does not divide the {moe.n_experts} routed experts: each rank must hold a "
+                            f"whole share")
+    if wl.batch % ep:
+        raise RoofcalcError(f"--batch {wl.batch} does not split over --ep {ep}: each rank runs attention for B/{ep} "
+                            f"of the sequences")
+    local = replace(wl, batch=wl.batch // ep)
+    rank = analyze(shape, local)
+    if ep == 1:
+        return list(rank.kernels)
+    # the experts of this rank see tokens from every rank: the global batch decides which are reached
+    touched = touched_experts(moe.n_experts, moe.top_k, wl.tokens, wl.experts) / ep
+    message = local.act_dtype.nbytes(local.tokens * moe.top_k * shape.d_model)
+    dims = f"[{local.tokens}x{moe.top_k},{shape.d_model}]"
+    out: list[Kernel] = []
+    for k in rank.kernels:
+        if k.role == "experts":
+            per = k.param_bytes // moe.n_experts
+            k = replace(k, params=k.params // ep, param_bytes=k.param_bytes // ep,
+                        cost=replace(k.cost, weight_bytes=round(touched * per)), experts_touched=math.ceil(touched),
+                        dims=f"{k.dims.split(' on ')[0]} on {touched:.3g} of {moe.n_experts // ep} local experts")
+            if k.name == "experts.gate_up_proj":
+                out.append(collective("experts.dispatch", "all_to_all", message, ep, k.count, "layer", dims))
+        out.append(k)
+        if k.role == "experts" and k.name == "experts.down_proj":
+            out.append(collective("experts.combine_all_to_all", "all_to_all", message, ep, k.count, "layer", dims))
+    return out
+
+
 @dataclass(frozen=True)
 class RankAnalysis(Analysis):
     """One tensor-parallel rank's step: its kernels (collectives included), parameters and memory."""
@@ -111,12 +155,17 @@ class RankAnalysis(Analysis):
 def analyze_parallel(shape: ModelShape, wl: Workload, parallel: Parallel) -> Analysis:
     if parallel.gpus == 1:
         return analyze(shape, wl)
+    if parallel.ep > 1:
+        kernels = ep_kernels(shape, wl, parallel.ep)
+        return RankAnalysis(shape, replace(wl, batch=wl.batch // parallel.ep), tuple(kernels), parallel=parallel,
+                            full=analyze(shape, wl))
     rank_shape = shard(shape, parallel.tp)
     return RankAnalysis(rank_shape, wl, tuple(tp_kernels(shape, wl, parallel.tp)), parallel=parallel,
                         full=analyze(shape, wl))
 
 
-__all__ = ["Parallel", "RankAnalysis", "TP_FAMILIES", "analyze_parallel", "collective", "shard", "tp_kernels"]
+__all__ = ["Parallel", "RankAnalysis", "TP_FAMILIES", "analyze_parallel", "collective", "ep_kernels", "shard",
+           "tp_kernels"]
 
 
 # --------------------------------------------------------------------------- a sweep over --tp

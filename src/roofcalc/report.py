@@ -228,7 +228,12 @@ def header_lines(a: Analysis, defaults: Iterable[str] = ()) -> list[str]:
         *([f"parallel  --tp {a.parallel.tp}: every number below is one rank's, of {a.parallel.gpus} GPUs "
            f"(transformers' tensor-parallel plan: q/k/v, gate/up column-parallel, o/down row-parallel with an "
            f"all-reduce each, vocab-parallel embedding and lm_head); the model holds {a.full.params:,} parameters "
-           f"in all"] if getattr(a, "parallel", None) is not None and a.parallel.gpus > 1 else []),
+           f"in all"] if getattr(a, "parallel", None) is not None and a.parallel.tp > 1 else []),
+        *([f"parallel  --ep {a.parallel.ep}: every number below is one rank's, of {a.parallel.gpus} GPUs: "
+           f"{s.moe.n_experts // a.parallel.ep} of the {s.moe.n_experts} routed experts, and attention and the dense "
+           f"layers for {w.batch} of the {w.batch * a.parallel.ep} sequences (data-parallel attention); all-to-all "
+           f"dispatch and combine around the experts; the model holds {a.full.params:,} parameters in all"]
+          if getattr(a, "parallel", None) is not None and a.parallel.ep > 1 else []),
         *([f"family    read as {s.family} (--family); absent keys took {s.family}'s defaults: "
            + (", ".join(f"{k}={v}" for k, v in s.borrowed_defaults) or "none")] if s.borrowed else []),
         f"shape     L={s.n_layers} layers, D={s.d_model}, {heads}, "
