@@ -225,5 +225,40 @@ def test_expert_parallel_refusals():
         analyze_parallel(mixtral, Workload.decode(6, 100), Parallel(ep=4))
     with pytest.raises(RoofcalcError, match="has none"):
         analyze_parallel(load_shape("TinyLlama/TinyLlama-1.1B"), Workload.decode(4, 100), Parallel(ep=2))
-    with pytest.raises(RoofcalcError, match="together is not built yet"):
+    with pytest.raises(RoofcalcError, match="combining --tp, --pp and --ep is not built yet"):
         Parallel(tp=2, ep=2)
+
+
+def test_pipeline_stages_and_the_step_they_make():
+    """Layers split as evenly as possible, the first stages one more; a step is the first micro-batch
+    through every stage, then one slowest-stage time per other micro-batch."""
+    from roofcalc.parallel import Pipeline, stage_kernels, stage_layers
+
+    assert stage_layers(32, 4) == [(0, 8), (8, 16), (16, 24), (24, 32)]
+    assert stage_layers(30, 4) == [(0, 8), (8, 16), (16, 23), (23, 30)]
+    pipe = Pipeline((1.0, 1.0, 1.0, 2.0), 4, 3)
+    assert pipe.step_s == 5.0 + 3 * 2.0  # 11
+    assert pipe.bubble == pytest.approx(1 - 4 * 5.0 / (4 * 11.0))  # 20 of the 44 stage-seconds busy
+    from roofcalc.sources import load_shape
+
+    shape = load_shape("meta-llama/Llama-2-7b-hf")
+    micro = Workload.decode(4, 1000)
+    parts = [stage_kernels(shape, micro, 4, s)[1] for s in range(4)]
+    # the embedding on stage 0, lm_head on stage 3; a send of 4 x 4096 x 2 = 32,768 bytes between stages
+    assert parts[0][0].name == "embed_tokens" and parts[3][-1].name == "lm_head"
+    sends = [k for ks in parts for k in ks if k.name == "pp.send"]
+    assert [k.message_bytes for k in sends] == [32_768] * 3
+    assert sum(k.params * k.count for ks in parts for k in ks) == 6_738_415_616  # every parameter, once
+
+
+def test_the_command_line_runs_a_pipeline(capsys):
+    from roofcalc.cli import main
+
+    assert main(["meta-llama/Llama-2-7b-hf", "--hw", "A100-80GB", "--pp", "4", "--batch", "16", "--context", "1000",
+                 "--impl", "cuda-graph", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    par = doc["parallel"]
+    assert par["pp"] == 4 and par["micro_batches"] == 4 and doc["workload"]["batch"] == 4
+    assert par["step_s"] == pytest.approx(sum(par["stage_s"]) + 3 * max(par["stage_s"]))
+    assert main(["meta-llama/Llama-2-7b-hf", "--pp", "64"]) == 2
+    assert "more stages than" in capsys.readouterr().err

@@ -67,7 +67,11 @@ def _main_parser() -> argparse.ArgumentParser:
     p.add_argument("--family", help="read a config whose model_type roofcalc does not know as this family (e.g. llama)")
     p.add_argument("--tp", default="1", help="tensor-parallel ranks: every number is one rank's, collectives "
                    "included; a list (1,2,4,8) compares them at one batch and context (default 1)")
-    for flag, what in (("--pp", "pipeline stages (not built yet)"),
+    p.add_argument("--micro-batches", type=positive_int,
+                   help="with --pp: micro-batches a step's batch is cut into (default: --pp when it divides the batch, "
+                   "else 1)")
+    for flag, what in (("--pp", "pipeline stages: the slowest stage's kernels on one micro-batch, and the step "
+                        "the stages make"),
                        ("--ep", "expert-parallel ranks: E/N routed experts each, attention data-parallel over B/N "
                         "sequences, all-to-all dispatch and combine")):
         p.add_argument(flag, type=positive_int, default=1, help=f"{what} (default 1)")
@@ -278,6 +282,19 @@ def build_roofline(args: argparse.Namespace, shape=None):
             raise RoofcalcError("--tp is for the hand-modelled families; a traced model runs on one GPU")
         cfg, name, label = traced
         analysis = trace(cfg, name, workload, label, view="eager" if args.impl == "hf-eager" else "ideal")
+    elif parallel.pp > 1:
+        from .parallel import pipeline_roofline
+
+        micro = args.micro_batches or (parallel.pp if workload.batch % parallel.pp == 0 else 1)
+        return pipeline_roofline(
+            shape, workload, parallel.pp, micro, hardware,
+            measured_bw=parse_quantity(args.measured_bw, "bandwidth") if args.measured_bw is not None else None,
+            measured_flops=parse_quantity(args.measured_flops, "flops") if args.measured_flops is not None else None,
+            measured_profile=profile, impl=args.impl,
+            launch_overhead_s=parse_quantity(args.launch_overhead, "time") if args.launch_overhead is not None
+            else None,
+            host_overhead_s=parse_quantity(args.host_overhead, "time") if args.host_overhead is not None else None,
+            capacity_bytes=parse_quantity(args.memory, "size") if args.memory is not None else None)
     elif parallel.gpus > 1:
         from .parallel import analyze_parallel
 

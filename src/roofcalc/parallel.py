@@ -35,10 +35,8 @@ class Parallel:
         for name, n in (("tp", self.tp), ("pp", self.pp), ("ep", self.ep)):
             if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1024:
                 raise RoofcalcError(f"--{name} must be a whole number of ranks from 1 to 1024, got {n!r}")
-        if self.pp > 1:
-            raise RoofcalcError("pipeline parallelism (--pp) is not built yet; --tp and --ep are")
-        if self.tp > 1 and self.ep > 1:
-            raise RoofcalcError("--tp with --ep together is not built yet; give one of them")
+        if sum(n > 1 for n in (self.tp, self.pp, self.ep)) > 1:
+            raise RoofcalcError("combining --tp, --pp and --ep is not built yet; give one of them")
 
     @property
     def gpus(self) -> int:
@@ -146,6 +144,7 @@ class RankAnalysis(Analysis):
 
     parallel: Parallel = Parallel()
     full: Analysis | None = None  # the unsharded model (parameters, header)
+    note_pipeline: tuple | None = None  # (Pipeline, the largest stage's memory) for a pipeline stage
 
     @property
     def params(self) -> int:  # the rank's own share
@@ -241,3 +240,100 @@ def tp_sweep(shape: ModelShape, wl: Workload, tps, hardware, *, min_gain: float 
     points = tuple(TPPoint(tp, roofline(analyze_parallel(shape, wl, Parallel(tp)), hardware, **roofline_kw))
                    for tp in sorted(set(tps)))
     return TPSweep(points, min_gain)
+
+
+# --------------------------------------------------------------------------- pipeline parallelism
+
+def stage_layers(n_layers: int, pp: int) -> list[tuple[int, int]]:
+    """[start, end) of each stage's layers: as even as possible, the first stages one more."""
+    if pp > n_layers:
+        raise RoofcalcError(f"--pp {pp} is more stages than the model's {n_layers} layers")
+    base, extra = divmod(n_layers, pp)
+    out, start = [], 0
+    for s in range(pp):
+        end = start + base + (1 if s < extra else 0)
+        out.append((start, end))
+        start = end
+    return out
+
+
+def stage_kernels(shape: ModelShape, wl: Workload, pp: int, stage: int) -> tuple[ModelShape, list[Kernel]]:
+    """(the stage's shape, its kernels at ``wl``): its layers; the embedding on the first stage, the final
+    norm and lm_head on the last; a send of the hidden states [B·T, D] to the next stage."""
+    from .calculator import layer_kernels, model_head
+
+    start, end = stage_layers(shape.n_layers, pp)[stage]
+    sub = replace(shape, n_layers=end - start, layer_types=shape.layer_types[start:end],
+                  mlp_types=shape.mlp_types[start:end] if shape.mlp_types else ())
+    before, after = model_head(shape, wl)
+    kernels = [k for k, _, _ in layer_kernels(sub, wl)]
+    if stage == 0:
+        kernels = before + kernels
+    if stage == pp - 1:
+        kernels = kernels + after
+    else:
+        message = wl.act_dtype.nbytes(wl.tokens * shape.d_model)
+        kernels.append(Kernel("pp.send", "collective", "model", 1, f"[{wl.tokens},{shape.d_model}]",
+                              Cost(act_read_bytes=message), role="send", message_bytes=message, link_bytes=message,
+                              group=2))
+    return sub, kernels
+
+
+@dataclass(frozen=True)
+class StageAnalysis(RankAnalysis):
+    """One pipeline stage on one micro-batch; its memory holds the KV cache of every sequence."""
+
+    stage: int = 0
+    layers: tuple[int, int] = (0, 0)
+    micro_batches: int = 1
+    batch: int = 1  # the whole step's sequences
+
+    @property
+    def memory_bytes(self) -> int:
+        from .calculator import kv_cache_bytes
+
+        w = self.workload
+        return self.weight_storage_bytes + kv_cache_bytes(self.shape, w.kv_dtype, self.batch, w.kv_len)
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """Every stage's step on a micro-batch, and the whole step they make."""
+
+    stage_s: tuple[float, ...]  # each stage's predicted time for one micro-batch
+    micro_batches: int
+    slowest: int
+
+    @property
+    def step_s(self) -> float:
+        """The first micro-batch through every stage, then one slowest-stage time for each of the others."""
+        return sum(self.stage_s) + (self.micro_batches - 1) * max(self.stage_s)
+
+    @property
+    def bubble(self) -> float:
+        """The share of the stages' time spent idle."""
+        busy = self.micro_batches * sum(self.stage_s)
+        return 1 - busy / (len(self.stage_s) * self.step_s)
+
+
+def pipeline_roofline(shape: ModelShape, wl: Workload, pp: int, micro_batches: int, hardware, **roofline_kw):
+    """The slowest stage's roofline on one micro-batch, with the pipeline it sets the pace of."""
+    from .roofline import roofline
+
+    if wl.batch % micro_batches:
+        raise RoofcalcError(f"--batch {wl.batch} does not split into {micro_batches} micro-batches")
+    micro = replace(wl, batch=wl.batch // micro_batches)
+    full = analyze(shape, wl)
+    spans = stage_layers(shape.n_layers, pp)
+    results = []
+    for s in range(pp):
+        sub, kernels = stage_kernels(shape, micro, pp, s)
+        a = StageAnalysis(sub, micro, tuple(kernels), parallel=Parallel(pp=pp), full=full, stage=s, layers=spans[s],
+                          micro_batches=micro_batches, batch=wl.batch)
+        results.append(roofline(a, hardware, **roofline_kw))
+    times = tuple(r.step.times.predicted_s for r in results)
+    slowest = max(range(pp), key=lambda i: times[i])
+    r = results[slowest]
+    pipe = Pipeline(times, micro_batches, slowest)
+    memory = max(x.analysis.memory_bytes for x in results)
+    return replace(r, analysis=replace(r.analysis, note_pipeline=(pipe, memory)))

@@ -192,6 +192,15 @@ def to_record(a: Analysis | Roofline) -> dict[str, Any]:
         doc["hardware"] = hardware_record(r)
         doc["step"] = step_record(r)
         doc["points"] = point_records(r)
+    par = getattr(an, "parallel", None)
+    if par is not None and par.gpus > 1:
+        doc["parallel"] = {"tp": par.tp, "pp": par.pp, "ep": par.ep, "gpus": par.gpus, "per": "rank",
+                           "model_params": an.full.params}
+    if getattr(an, "note_pipeline", None):
+        pipe, memory = an.note_pipeline
+        doc["parallel"].update(per="stage", stage=an.stage, layers=list(an.layers), micro_batches=pipe.micro_batches,
+                               batch=an.batch, stage_s=list(pipe.stage_s), step_s=pipe.step_s, bubble=pipe.bubble,
+                               tokens_per_s=an.batch / pipe.step_s, largest_stage_memory_bytes=memory)
     return doc
 
 
@@ -234,6 +243,7 @@ def header_lines(a: Analysis, defaults: Iterable[str] = ()) -> list[str]:
            f"layers for {w.batch} of the {w.batch * a.parallel.ep} sequences (data-parallel attention); all-to-all "
            f"dispatch and combine around the experts; the model holds {a.full.params:,} parameters in all"]
           if getattr(a, "parallel", None) is not None and a.parallel.ep > 1 else []),
+        *([pipeline_line(a)] if getattr(a, "note_pipeline", None) else []),
         *([f"family    read as {s.family} (--family); absent keys took {s.family}'s defaults: "
            + (", ".join(f"{k}={v}" for k, v in s.borrowed_defaults) or "none")] if s.borrowed else []),
         f"shape     L={s.n_layers} layers, D={s.d_model}, {heads}, "
@@ -343,11 +353,23 @@ def slope_words(r: Roofline) -> str:
             f"batching can raise attainable FLOP/s {v.ridge / st.intensity:.3g}x before the roof")
 
 
+def pipeline_line(a) -> str:
+    pipe, memory = a.note_pipeline
+    n, w = len(pipe.stage_s), a.workload
+    stages = ", ".join(ms(t) for t in pipe.stage_s)
+    return (f"pipeline  --pp {n}, {pipe.micro_batches} micro-batch(es) of {w.batch} of the {a.batch} sequences: every "
+            f"number below is stage {a.stage} (layers {a.layers[0]}-{a.layers[1] - 1}), the slowest, on one "
+            f"micro-batch; the whole step = the stages in turn + {pipe.micro_batches - 1} x the slowest = "
+            f"{ms(pipe.step_s)} ms (stages {stages} ms), {100 * pipe.bubble:.0f}% of the stages' time idle (the "
+            f"bubble), {sig(a.batch / pipe.step_s)} tokens/s; the largest stage holds {si(memory, 'B')}")
+
+
 def memory_line(r: Roofline) -> str:
     """The single step's memory verdict, by the sweep's rule: weights + KV cache against the device."""
     a, w = r.analysis, r.analysis.workload
     need, kv = r.memory_bytes, r.memory_bytes - a.weight_storage_bytes
-    what = (f"memory    {si(a.weight_storage_bytes, 'B')} of weights + {si(kv, 'B')} of KV cache ({w.batch:,} x "
+    what = (f"memory    {si(a.weight_storage_bytes, 'B')} of weights + {si(kv, 'B')} of KV cache "
+            f"({getattr(a, 'batch', w.batch):,} x "
             f"{w.kv_len:,} positions) = {si(need, 'B')}")
     if r.capacity_bytes is None:
         return what + "; the device's memory is unknown (pass --memory)"

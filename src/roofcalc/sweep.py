@@ -33,6 +33,7 @@ from .shapes import ModelShape
 
 FIELDS = tuple(f.name for f in fields(Cost))
 DEFAULT_MIN_GAIN = 0.10  # "doubling the batch gains less than 10% tokens/s"
+MAX_REQUEST_STEPS = 1_000_000  # decode steps a request sweep sums (about 3 s on a 2-core machine)
 _INT64_SAFE = 1 << 62
 
 
@@ -474,9 +475,9 @@ def request_grid(shape: ModelShape, batches, prompts, generate: int, roof: Roof,
     decode = np.zeros(pre.ttft_s.shape)
     lower, upper = pre.predicted_lower_s.copy(), pre.predicted_upper_s.copy()
     memory = pre.memory_bytes.copy()
-    if len(pre.prompts) * max(0, generate - 1) > MAX_GRID_POINTS:
+    if len(pre.prompts) * max(0, generate - 1) > MAX_REQUEST_STEPS:
         raise RoofcalcError(f"{len(pre.prompts):,} prompts x {generate - 1:,} decode steps is more than "
-                            f"{MAX_GRID_POINTS:,} steps to sum; generate fewer tokens or sweep fewer prompts")
+                            f"{MAX_REQUEST_STEPS:,} steps to sum; generate fewer tokens or sweep fewer prompts")
     for j, p in enumerate(pre.prompts):
         last = int(p) + generate - 1
         check_sizes([last], "context", MAX_TOKENS)
