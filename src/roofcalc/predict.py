@@ -273,12 +273,22 @@ def kernel_class(kind: str, compute_side: bool) -> str:
     return "stream"
 
 
+# Collectives: NCCL's ring all-reduce reaches 230-250 GB/s of bus bandwidth on 8 A100 SXM4 over NVLink 3
+# (300 GB/s a direction): 0.80 expected, 0.77 at the low end (nccl-tests reference figures quoted by
+# docs.alayanew.com, "NCCL-tests in practice", 2026).
+LINK_EFFICIENCY = 0.80
+LINK_EFFICIENCY_LOW = 230 / 300
+
+
 def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessimistic: bool = False,
                  weight_bytes=1.0):
     """(compute-side e, memory-side e) of a kernel, scalars or numpy arrays of ``rows``: its classes'
     fractions; for a matmul the compute side shrinks with few rows (GEMM_ROWS) unless a measured
     curve (read in log rows and log weight bytes) gives both; integer weights dequantize on the
     memory side."""
+    if kind == "collective":  # the link (or the HBM copy) at NCCL's measured share
+        e = LINK_EFFICIENCY_LOW if pessimistic else LINK_EFFICIENCY
+        return e, e
     names = {"matmul": ("gemm", "gemv"), "attention": ("attention_compute", "attention")}.get(kind)
     if names is None:
         e = m.classes["stream"].pick(pessimistic)
@@ -371,6 +381,7 @@ class StepTimes:
     compute_s: Any  # the part of device_s spent in compute-bound kernels
     overlap: bool
     host_kind: str  # what the host time is: "host" (eager ops) or "launches"
+    comm_s: Any = 0.0  # the part of device_s spent in collectives
 
     def _combine(self, device, host):
         return _maximum(device, host) if self.overlap else device + host
@@ -390,8 +401,11 @@ class StepTimes:
     @property
     def bound(self):
         """'host' or 'launches' where the host outlasts the device (on a GPU) or takes the larger
-        share (on a CPU); else 'compute' or 'memory', whichever kernels take more device time."""
-        by_kernels = _where(2 * self.compute_s > self.device_s, "compute", "memory")
+        share (on a CPU); else 'compute', 'memory' or 'communication', whichever kernels take the most
+        device time."""
+        memory = self.device_s - self.compute_s - self.comm_s
+        by_kernels = _where(self.compute_s > memory, "compute", "memory")
+        by_kernels = _where(self.comm_s > _maximum(self.compute_s, memory), "communication", by_kernels)
         return _where(self.host_s > self.device_s, self.host_kind, by_kernels)
 
 
@@ -406,16 +420,19 @@ def step_times(terms, m: KernelModel, impl: str, launches_per_step) -> StepTimes
     """The step from its kernels. ``terms`` holds one tuple per kernel,
     (count, t_compute_s, t_memory_s, kind, rows, weight_format, weight_bytes), where the times may be numpy
     arrays of one shape (a sweep) and count, kind and weight format are per kernel."""
-    floor = device = upper = compute = 0.0
+    floor = device = upper = compute = comm = 0.0
     for count, t_c, t_m, kind, rows, wfmt, wbytes in terms:
         t, side = kernel_time(m, t_c, t_m, kind, rows, wfmt, wbytes)
         t_hi, _ = kernel_time(m, t_c, t_m, kind, rows, wfmt, wbytes, pessimistic=True)
         floor = floor + count * _maximum(t_c, t_m)
         device = device + count * t
         upper = upper + count * t_hi
-        compute = compute + count * _where(side, t, 0.0)
+        if kind == "collective":
+            comm = comm + count * t
+        else:
+            compute = compute + count * _where(side, t, 0.0)
     ops = host_ops(impl, launches_per_step)
     per = m.host_per_op_s if impl == "hf-eager" else m.launch_s
     kind = "host" if impl == "hf-eager" else "launches"
     return StepTimes(_scalar(floor), _scalar(device), _scalar(upper), _scalar(ops * per.expected),
-                     _scalar(ops * per.pessimistic), _scalar(compute), m.overlap, kind)
+                     _scalar(ops * per.pessimistic), _scalar(compute), m.overlap, kind, _scalar(comm))

@@ -282,6 +282,7 @@ def ms(seconds: float) -> str:
 def bound_words(st) -> str:
     return {"host": "bound by the host (Python and dispatch of every eager op)",
             "launches": "bound by kernel launches", "memory": "bound by memory traffic",
+            "communication": "bound by communication (the collectives between GPUs)",
             "compute": "bound by compute"}[st.bound]
 
 

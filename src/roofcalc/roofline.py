@@ -97,9 +97,6 @@ def launches(kernel: Kernel, impl: str, act_dtype: str = "fp16", shape=None) -> 
     raise RoofcalcError(f"unknown --impl '{impl}'; use {', '.join(IMPLS)}")
 
 
-# NCCL's ring all-reduce reaches 230-250 GB/s of bus bandwidth on 8 A100 SXM4 over NVLink 3 (300 GB/s a
-# direction): 0.80 (nccl-tests reference figures, docs.alayanew.com "NCCL-tests in practice", 2026).
-LINK_EFFICIENCY = 0.80
 
 
 @dataclass(frozen=True)
@@ -179,9 +176,6 @@ class Placement:
         return self.kernel.link_bytes / self.roof.link_bytes_per_s
 
     def _expected(self) -> tuple[float, bool]:
-        if self.kernel.kind == "collective":  # the link at NCCL's measured share, or HBM if slower
-            hbm = self.t_memory_s / (self.model.classes["stream"].expected if self.model else 1.0)
-            return max(hbm, self.t_link_s / (LINK_EFFICIENCY if self.model else 1.0)), False
         if self.model is None:
             return self.t_floor_s, self.t_compute_s > self.t_memory_s
         return kernel_time(self.model, self.t_compute_s, self.t_memory_s, self.kernel.kind, self.rows,
@@ -218,11 +212,13 @@ class Placement:
 
     @property
     def t_memory_s(self) -> float:
-        return self.roof.t_memory(self.kernel.cost.bytes)
+        """Bytes over the bandwidth; a collective's bytes over its link too, whichever is slower."""
+        t = self.roof.t_memory(self.kernel.cost.bytes)
+        return max(t, self.t_link_s) if self.kernel.kind == "collective" else t
 
     @property
     def t_floor_s(self) -> float:
-        return max(self.t_compute_s, self.t_memory_s, self.t_link_s)
+        return max(self.t_compute_s, self.t_memory_s)
 
     @property
     def t_launch_s(self) -> float:
@@ -232,6 +228,8 @@ class Placement:
     def bound(self) -> str:
         if self.t_launch_s > self.t_floor_s:
             return "overhead"
+        if self.kernel.kind == "collective":
+            return "link" if self.t_link_s >= self.roof.t_memory(self.kernel.cost.bytes) else "memory"
         return "compute" if self.t_compute_s > self.t_memory_s else "memory"
 
     @property
