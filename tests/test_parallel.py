@@ -19,7 +19,12 @@ from roofcalc.parallel import Parallel, analyze_parallel, shard
 BASE = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8, intermediate_size=512, vocab_size=1000)
 CASES = [("llama", 2, dict(BASE, model_type="llama", num_key_value_heads=2)),
          ("qwen3", 2, dict(BASE, model_type="qwen3", num_key_value_heads=2, head_dim=32)),
-         ("llama", 4, dict(BASE, model_type="llama", num_key_value_heads=4))]
+         ("llama", 4, dict(BASE, model_type="llama", num_key_value_heads=4)),
+         # every other family roofcalc shards has a transformers plan too
+         ("mistral", 2, dict(BASE, model_type="mistral", num_key_value_heads=2, sliding_window=None)),
+         ("qwen2", 2, dict(BASE, model_type="qwen2", num_key_value_heads=2)),
+         ("gemma", 2, dict(BASE, model_type="gemma", num_key_value_heads=2, head_dim=32)),
+         ("gemma2", 2, dict(BASE, model_type="gemma2", num_key_value_heads=2, head_dim=32, sliding_window=64))]
 BATCH, PROMPT = 2, 5
 FP32 = dict(weight_dtype=DTYPES["fp32"], act_dtype=DTYPES["fp32"], kv_dtype=DTYPES["fp32"])
 
@@ -68,6 +73,7 @@ def test_per_rank_flops_and_collectives_equal_a_real_tensor_parallel_run(real_ru
         Workload.decode(BATCH, PROMPT + 1, **FP32)
     ours, collectives = _ours(cfg, tp, wl)
     for rank in ranks:
+        assert rank["params"] == ours.params  # the rank's own shards (tied weights once)
         assert rank[phase]["flops"] == ours.totals.matmul_flops
         assert sorted(map(tuple, rank[phase]["collectives"])) == sorted(map(tuple, collectives))
     if phase == "decode" and cfg["model_type"] == "llama" and tp == 2:

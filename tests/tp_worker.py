@@ -42,7 +42,8 @@ def main() -> None:
     # eager attention: its matmuls are visible to FlopCounterMode (the CPU sdpa kernel is not)
     model = transformers.AutoModelForCausalLM.from_pretrained(path, tp_plan="auto", dtype=torch.float32,
                                                               attn_implementation="eager").eval()
-    record = {}
+    local = [p.to_local() if hasattr(p, "to_local") else p for p in model.parameters()]
+    record = {"params": sum(t.numel() for t in local), "tied": model.config.tie_word_embeddings}
     with torch.no_grad():
         ids = torch.zeros((batch, prompt), dtype=torch.long)
         mode = Collectives()

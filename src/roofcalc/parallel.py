@@ -4,7 +4,8 @@ The plan is transformers' own ``base_model_tp_plan`` for the Llama-style familie
 Megatron-style serving's): q, k, v, gate and up projections column-parallel (each rank holds 1/N of
 the heads and of the MLP width), o and down row-parallel (each rank multiplies its slice, then an
 all-reduce sums the partial outputs), the embedding vocab-parallel (each rank looks up the rows it
-holds, an all-reduce completes them) and lm_head column-parallel with an all-gather of the logits.
+holds, an all-reduce completes them; a tied embedding shares lm_head's shards and transformers runs it
+without that all-reduce) and lm_head column-parallel with an all-gather of the logits.
 Norms, rotary and residuals are replicated. KV heads are split; when there are fewer KV heads than
 ranks each rank keeps one (replicated, as vLLM does).
 
@@ -85,7 +86,9 @@ def tp_kernels(shape: ModelShape, wl: Workload, tp: int) -> list[Kernel]:
     out: list[Kernel] = []
     for k in rank.kernels:
         out.append(k)
-        if k.name == shape.name_of("embed"):
+        if k.name == shape.name_of("embed") and not shape.tie_word_embeddings:
+            # transformers shards an untied embedding on the vocabulary and all-reduces its rows; a tied one
+            # shares lm_head's shards and runs without that all-reduce (tests/test_parallel.py sees both)
             out.append(collective("embed.all_reduce", "all_reduce", hidden, tp, 1, "model", f"[{rows},{shape.d_model}]"))
         elif k.name in (shape.name_of("o"), shape.name_of("down")):
             out.append(collective(f"{k.name}.all_reduce", "all_reduce", hidden, tp, k.count, "layer",
