@@ -467,6 +467,11 @@ def run_measure(argv: Sequence[str]) -> str:
     nbytes = int(parse_quantity(args.size, "size")) if args.size is not None else None
     if args.nproc > 1 and not args.collectives and args.nproc != 2:
         raise RoofcalcError("--nproc is for --collectives")
+    if args.collectives:  # before minutes of measuring the roof
+        import importlib.util
+
+        if importlib.util.find_spec("torch") is None:
+            raise RoofcalcError("measuring collectives needs PyTorch: pip install 'roofcalc[torch]'")
     m = measure(args.device, dtypes, args.repeats, nbytes, quiet=args.quiet, curves=not args.no_curves)
     links = None
     if args.collectives:
