@@ -179,6 +179,16 @@ def is_sweep(args: argparse.Namespace) -> bool:
     return args.generate is not None or len(batches) > 1 or len(contexts or prompts) > 1
 
 
+def _roof_kw(args: argparse.Namespace, profile) -> dict:
+    """The roof, launch, host and memory options every roofline and sweep takes, parsed once."""
+    def q(value, kind):
+        return parse_quantity(value, kind) if value is not None else None
+
+    return dict(measured_bw=q(args.measured_bw, "bandwidth"), measured_flops=q(args.measured_flops, "flops"),
+                measured_profile=profile, impl=args.impl, launch_overhead_s=q(args.launch_overhead, "time"),
+                host_overhead_s=q(args.host_overhead, "time"), capacity_bytes=q(args.memory, "size"))
+
+
 def build_sweep(args: argparse.Namespace, shape=None):
     from .sweep import sweep
 
@@ -199,13 +209,7 @@ def build_sweep(args: argparse.Namespace, shape=None):
     hardware, profile = _hardware(args)
     return sweep(
         shape, hardware, batches=batches, contexts=contexts, prompts=prompts, generate=args.generate,
-        measured_bw=parse_quantity(args.measured_bw, "bandwidth") if args.measured_bw is not None else None,
-        measured_flops=parse_quantity(args.measured_flops, "flops") if args.measured_flops is not None else None,
-        measured_profile=profile, impl=args.impl,
-        launch_overhead_s=parse_quantity(args.launch_overhead, "time") if args.launch_overhead is not None else None,
-        capacity_bytes=parse_quantity(args.memory, "size") if args.memory is not None else None,
-        min_gain=percent(args.min_gain),
-        host_overhead_s=parse_quantity(args.host_overhead, "time") if args.host_overhead is not None else None, **kw,
+        min_gain=percent(args.min_gain), **_roof_kw(args, profile), **kw,
     )
 
 
@@ -232,19 +236,17 @@ def build_tp_sweep(args: argparse.Namespace, shape=None):
     if is_sweep(args):
         raise RoofcalcError("a --tp list compares one step: give one --batch and one --context (or --prompt)")
     shape, traced = shape if shape is not None else load_model(args)
-    if traced is not None:
-        raise RoofcalcError("--tp is for the hand-modelled families; a traced model runs on one GPU")
+    _single_gpu_trace(traced, 2)
     Parallel(1, args.pp, args.ep)
     workload = _workload(args, shape)
     hardware, profile = _hardware(args)
     return tp_sweep(
-        shape, workload, _tps(args), hardware, min_gain=percent(args.min_gain),
-        measured_bw=parse_quantity(args.measured_bw, "bandwidth") if args.measured_bw is not None else None,
-        measured_flops=parse_quantity(args.measured_flops, "flops") if args.measured_flops is not None else None,
-        measured_profile=profile, impl=args.impl,
-        launch_overhead_s=parse_quantity(args.launch_overhead, "time") if args.launch_overhead is not None else None,
-        host_overhead_s=parse_quantity(args.host_overhead, "time") if args.host_overhead is not None else None,
-        capacity_bytes=parse_quantity(args.memory, "size") if args.memory is not None else None)
+        shape, workload, _tps(args), hardware, min_gain=percent(args.min_gain), **_roof_kw(args, profile))
+
+
+def _single_gpu_trace(traced, gpus: int) -> None:
+    if traced is not None and gpus > 1:
+        raise RoofcalcError("--tp, --pp and --ep are for the hand-modelled families; a traced model runs on one GPU")
 
 
 def load_model(args: argparse.Namespace):
@@ -278,23 +280,14 @@ def build_roofline(args: argparse.Namespace, shape=None):
     if traced is not None:
         from .trace import trace
 
-        if parallel.gpus > 1:
-            raise RoofcalcError("--tp is for the hand-modelled families; a traced model runs on one GPU")
+        _single_gpu_trace(traced, parallel.gpus)
         cfg, name, label = traced
         analysis = trace(cfg, name, workload, label, view="eager" if args.impl == "hf-eager" else "ideal")
     elif parallel.pp > 1:
         from .parallel import pipeline_roofline
 
         micro = args.micro_batches or (parallel.pp if workload.batch % parallel.pp == 0 else 1)
-        return pipeline_roofline(
-            shape, workload, parallel.pp, micro, hardware,
-            measured_bw=parse_quantity(args.measured_bw, "bandwidth") if args.measured_bw is not None else None,
-            measured_flops=parse_quantity(args.measured_flops, "flops") if args.measured_flops is not None else None,
-            measured_profile=profile, impl=args.impl,
-            launch_overhead_s=parse_quantity(args.launch_overhead, "time") if args.launch_overhead is not None
-            else None,
-            host_overhead_s=parse_quantity(args.host_overhead, "time") if args.host_overhead is not None else None,
-            capacity_bytes=parse_quantity(args.memory, "size") if args.memory is not None else None)
+        return pipeline_roofline(shape, workload, parallel.pp, micro, hardware, **_roof_kw(args, profile))
     elif parallel.gpus > 1:
         from .parallel import analyze_parallel
 
@@ -302,17 +295,10 @@ def build_roofline(args: argparse.Namespace, shape=None):
     else:
         analysis = analyze(shape, workload)
     return roofline(
-        analysis, hardware,
-        measured_bw=parse_quantity(args.measured_bw, "bandwidth") if args.measured_bw is not None else None,
-        measured_flops=parse_quantity(args.measured_flops, "flops") if args.measured_flops is not None else None,
-        measured_profile=profile,
-        impl=args.impl,
-        launch_overhead_s=parse_quantity(args.launch_overhead, "time") if args.launch_overhead is not None else None,
+        analysis, hardware, **_roof_kw(args, profile),
         kernel_times=kernel_times(args.kernel_times) if args.kernel_times is not None else None,
         tpot_s=parse_quantity(args.tpot, "time") if args.tpot is not None else None,
         points=tuple(parse_point(p) for p in args.point),
-        host_overhead_s=parse_quantity(args.host_overhead, "time") if args.host_overhead is not None else None,
-        capacity_bytes=parse_quantity(args.memory, "size") if args.memory is not None else None,
     )
 
 
