@@ -333,6 +333,37 @@ def test_defaults_move_onto_a_measured_roof():
     assert all(e.note for e in GPU_DEFAULTS.values())  # every default names its source
 
 
+def test_fp8_gemms_are_read_at_their_depth_and_rows_from_deepgemms_table():
+    import math
+
+    from roofcalc.calculator import Kernel, matmul
+    from roofcalc.predict import default_model, efficiencies
+    from roofcalc.roofline import matmul_depth
+
+    m = default_model("gpu").for_compute("fp8")
+    # DeepGEMM README, H800, M = 4096: K = 7168 -> 1058 and 1304 TFLOP/s (mean 1181) of 1979
+    assert efficiencies(m, "matmul", 4096, depth=7168)[0] == pytest.approx(1181 / 1979)
+    assert efficiencies(m, "matmul", 4096, depth=512)[0] == pytest.approx(590 / 1979)  # K = 512 row
+    assert efficiencies(m, "matmul", 4096, depth=256)[0] == pytest.approx(590 / 1979)  # flat beyond the ends
+    # K = 4096 lies between 2048 (1025) and 7168 (1181) at log(2) / log(3.5) = 0.5533 of the way
+    t = math.log(2) / math.log(3.5)
+    assert efficiencies(m, "matmul", 4096, depth=4096)[0] == pytest.approx((1025 + t * (1181 - 1025)) / 1979)
+    # M = 128, pessimistic: the CUTLASS baseline, 1073.6 at K = 7168 and M = 4096, times its
+    # M = 128 median over its M = 4096 median, 283.3 / 975.9
+    assert efficiencies(m, "matmul", 128, pessimistic=True, depth=7168)[0] == pytest.approx(
+        1073.6 / 1979 * 283.3 / 975.9)
+    # 16-bit GEMMs have no depth factor (the source is FP8 only); a depth of 0 (unknown) is none either
+    m16 = default_model("gpu")
+    assert efficiencies(m16, "matmul", 4096, depth=512) == efficiencies(m16, "matmul", 4096, depth=0)
+    assert efficiencies(m, "matmul", 4096, depth=0)[0] == pytest.approx(1181 / 1979)
+    # K is the activation's last dimension
+    k = Kernel("q_a_proj", "matmul", "layer", 1, "[4,7168]x[7168,1536]", matmul(4, 1536, 7168, weight_bytes=1,
+                                                                                act=dtype("bf16")))
+    assert matmul_depth(k) == 7168
+    assert matmul_depth(Kernel("x", "matmul", "layer", 1, "[1,1,2048]x[2048,256]", k.cost)) == 2048
+    assert matmul_depth(Kernel("x", "attention", "layer", 1, "B4:[1q,500kv]x32h/32kv x128", k.cost)) == 0
+
+
 def test_a_measured_matmul_curve_is_read_in_log_rows_and_log_weight_bytes():
     from roofcalc.predict import curve_at
 

@@ -60,8 +60,9 @@ GPU_DEFAULTS = {
                        "GEMMs at 63-74% of speed of light (midpoint; pessimistic: 63%)"),
     "gemm": Efficiency(0.811, 0.66, note="16-bit big GEMMs on NVIDIA datacenter GPUs (stas00 MAMF, torch matmul "
                        "benchmarks): 66-99 % of datasheet peak, median 81.1 %"),
-    "gemm_fp8": Efficiency(1041.5 / 1979, 590 / 1979, note="DeepGEMM README: FP8 GEMMs at M = 4096 on H800 reach "
-                           "590-1358 of 1979 TFLOP/s, median 1042 (pessimistic: 590)"),
+    "gemm_fp8": Efficiency(1181 / 1979, 1073.6 / 1979, note="DeepGEMM README: FP8 GEMMs at M = 4096, K = 7168 on "
+                           "H800 reach 1058 and 1304 of 1979 TFLOP/s (mean 1181); pessimistic: its CUTLASS baseline "
+                           "at the same shapes, 1074 (1.1x slower); other depths by GEMM_FP8_DEPTH"),
     # Dao-AILab/flash-attention issue #1572 (2025): FA3 batch decode on an H100 under CUDA graphs, batch 16,
     # 32 heads of 128, paged KV: 1226 GB/s at 128 keys, 1796 at 2000, 1849 at 4000, of 3350 GB/s
     "attention": Efficiency(1796 / 3350, 1226 / 3350, note="flash-attention issue #1572: FA3 batch decode on H100 "
@@ -76,6 +77,18 @@ GPU_DEFAULTS = {
 # M = 4096 that is 0.277 and 0.501. The defaults scale every compute dtype's GEMM efficiency by it
 # (read in log M, 1 from M = 4096 up, 0.277 below M = 64); a measured curve replaces it.
 GEMM_ROWS = ((64.0, 288 / 1041.5), (128.0, 521.5 / 1041.5), (4096.0, 1.0))
+# Its pessimistic end: the same table's CUTLASS-based baseline (each row's TFLOP/s over its
+# "speedup"), an expert-tuned implementation of the same shapes. Medians 171.8 TFLOP/s at M = 64,
+# 283.3 at M = 128, 975.9 at M = 4096; relative to M = 4096, 0.176 and 0.290. Few-row GEMMs vary
+# most between implementations (1.4-2.7x at M = 64 and 128, 1.0-1.2x at M = 4096).
+GEMM_ROWS_LOW = ((64.0, 171.8 / 975.9), (128.0, 283.3 / 975.9), (4096.0, 1.0))
+# An FP8 GEMM with a short reduction depth K runs a short main loop per output tile, so loading,
+# scaling and writing the tile weigh more. The same table at M = 4096, by K (N varies with it):
+# K = 512: 590, 1536: 990, 2048: 1025, 7168: 1058 and 1304 (mean 1181), 16384: 1358 TFLOP/s. The
+# factor is relative to K = 7168 (the gemm_fp8 class), read in log K, flat beyond the ends. Its
+# pessimistic end keeps the class's spread at one depth (1058 of 1181: the two K = 7168 shapes).
+GEMM_FP8_DEPTH = ((512.0, 590 / 1181), (1536.0, 990 / 1181), (2048.0, 1025 / 1181), (7168.0, 1.0),
+                  (16384.0, 1358 / 1181))
 
 # Weight-only int8 / int4 GEMVs dequantize on the fly: their bandwidth relative to a 16-bit GEMV
 # on the same GPU, from gpt-fast's README (A100-80GB, batch 1): bf16 1397 GB/s, int8 1069 GB/s,
@@ -112,12 +125,16 @@ class KernelModel:
     curves: Mapping[str, tuple[tuple[float, float, float], ...]] = field(default_factory=dict)
     relative_to: str = "datasheet"  # what the fractions are of: "datasheet", "measured roof" (the defaults
     # moved onto a measured roof), "measured" (a profile's own), "ideal"
+    depth: tuple[tuple[float, float], ...] = ()  # GEMMs' compute side by reduction depth K: ((K, factor), ...)
 
     def for_compute(self, compute_dtype: str) -> "KernelModel":
-        """FP8 GEMMs reach less of their (twice higher) peak than 16-bit ones: their own class."""
+        """FP8 GEMMs reach less of their (twice higher) peak than 16-bit ones: their own class, and
+        for the defaults their own depth factor (GEMM_FP8_DEPTH)."""
         if compute_dtype != "fp8" or "gemm_fp8" not in self.classes:
             return self
-        return replace(self, classes={**self.classes, "gemm": self.classes["gemm_fp8"]})
+        defaults = self.relative_to in ("datasheet", "measured roof") and self.classes["gemm_fp8"].source == "default"
+        return replace(self, classes={**self.classes, "gemm": self.classes["gemm_fp8"]},
+                       depth=GEMM_FP8_DEPTH if defaults else self.depth)
 
     def on_roof(self, bandwidth_ratio: float, peak_ratio: float) -> "KernelModel":
         """The same model on a roof other than the one its fractions are of: a datasheet fraction
@@ -281,9 +298,10 @@ LINK_EFFICIENCY_LOW = 230 / 300
 
 
 def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessimistic: bool = False,
-                 weight_bytes=1.0):
+                 weight_bytes=1.0, depth=0):
     """(compute-side e, memory-side e) of a kernel, scalars or numpy arrays of ``rows``: its classes'
-    fractions; for a matmul the compute side shrinks with few rows (GEMM_ROWS) unless a measured
+    fractions; for a matmul the compute side shrinks with few rows (GEMM_ROWS) and, where the model
+    has a depth factor, with a short reduction depth K (``depth``, 0: unknown), unless a measured
     curve (read in log rows and log weight bytes) gives both; integer weights dequantize on the
     memory side."""
     if kind == "collective":  # the link (or the HBM copy) at NCCL's measured share
@@ -295,7 +313,9 @@ def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessi
         return e, e
     comp, mem = (m.classes[n].pick(pessimistic) for n in names)
     if kind == "matmul" and m.relative_to in ("datasheet", "measured roof"):  # the defaults only
-        comp = comp * _interp_log(rows, GEMM_ROWS)
+        comp = comp * _interp_log(rows, GEMM_ROWS_LOW if pessimistic else GEMM_ROWS)
+        if m.depth and depth:
+            comp = comp * _interp_log(depth, m.depth)
     curve = m.curves.get("matmul") if kind == "matmul" else None
     if curve:  # the measured curve is the expected value; its class keeps the spread to the pessimistic end
         e = curve_at(curve, rows, weight_bytes)
@@ -308,10 +328,10 @@ def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessi
 
 
 def kernel_time(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_format: str = "", weight_bytes=1.0,
-                pessimistic: bool = False):
+                pessimistic: bool = False, depth=0):
     """(expected seconds, compute-bound?) of one kernel instance: its FLOPs over the achievable FLOP/s
     and its bytes over the achievable bandwidth, the larger of the two."""
-    e_c, e_m = efficiencies(m, kind, rows, weight_format, pessimistic, weight_bytes)
+    e_c, e_m = efficiencies(m, kind, rows, weight_format, pessimistic, weight_bytes, depth)
     t_c, t_m = t_compute / e_c, t_memory / e_m
     return _maximum(t_c, t_m), t_c > t_m
 
@@ -418,12 +438,12 @@ def host_ops(impl: str, launches_per_step):
 
 def step_times(terms, m: KernelModel, impl: str, launches_per_step) -> StepTimes:
     """The step from its kernels. ``terms`` holds one tuple per kernel,
-    (count, t_compute_s, t_memory_s, kind, rows, weight_format, weight_bytes), where the times may be numpy
-    arrays of one shape (a sweep) and count, kind and weight format are per kernel."""
+    (count, t_compute_s, t_memory_s, kind, rows, weight_format, weight_bytes, depth), where the times may be
+    numpy arrays of one shape (a sweep) and count, kind, weight format and depth are per kernel."""
     floor = device = upper = compute = comm = 0.0
-    for count, t_c, t_m, kind, rows, wfmt, wbytes in terms:
-        t, side = kernel_time(m, t_c, t_m, kind, rows, wfmt, wbytes)
-        t_hi, _ = kernel_time(m, t_c, t_m, kind, rows, wfmt, wbytes, pessimistic=True)
+    for count, t_c, t_m, kind, rows, wfmt, wbytes, depth in terms:
+        t, side = kernel_time(m, t_c, t_m, kind, rows, wfmt, wbytes, depth=depth)
+        t_hi, _ = kernel_time(m, t_c, t_m, kind, rows, wfmt, wbytes, pessimistic=True, depth=depth)
         floor = floor + count * _maximum(t_c, t_m)
         device = device + count * t
         upper = upper + count * t_hi

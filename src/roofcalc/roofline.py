@@ -69,6 +69,16 @@ def weight_format(kernel: Kernel, weight_dtype) -> str:
     return weight_dtype.name if kernel.scope == "layer" or kernel.name.startswith("project_") else ""
 
 
+def matmul_depth(kernel: Kernel) -> int:
+    """K of a matmul kernel, the last dimension of its activation in ``dims`` ("[M,K]x[K,N]..."); 0 for
+    any other kernel or dims that do not say."""
+    if kernel.kind != "matmul" or "[" not in kernel.dims:
+        return 0
+    first = kernel.dims.split("[", 1)[1].split("]", 1)[0]
+    last = first.rsplit(",", 1)[-1].strip()
+    return int(last) if last.isdigit() else 0
+
+
 def _pick(entry, act_dtype: str) -> int:
     return entry if isinstance(entry, int) else entry[act_dtype == "fp32"]
 
@@ -160,6 +170,11 @@ class Placement:
         return int(self.kernel.dims.split("[", 1)[1].split(",", 1)[0]) if self.kernel.kind == "matmul" else 1
 
     @property
+    def depth(self) -> int:
+        """K of a matmul: the reduction depth, its activation's last dimension (0 for other kernels)."""
+        return matmul_depth(self.kernel)
+
+    @property
     def t_link_s(self) -> float:
         """A collective's time on the link: the bytes this rank sends over one direction of it."""
         if self.kernel.kind != "collective":
@@ -179,7 +194,7 @@ class Placement:
         if self.model is None:
             return self.t_floor_s, self.t_compute_s > self.t_memory_s
         return kernel_time(self.model, self.t_compute_s, self.t_memory_s, self.kernel.kind, self.rows,
-                           self.weight_format, self.kernel.cost.weight_bytes)
+                           self.weight_format, self.kernel.cost.weight_bytes, depth=self.depth)
 
     @property
     def efficiency_class(self) -> str:
@@ -266,7 +281,7 @@ class Placement:
     def term(self) -> tuple:
         """What :func:`roofcalc.predict.step_times` needs of this kernel."""
         return (self.kernel.count, self.t_compute_s, self.t_memory_s, self.kernel.kind, self.rows, self.weight_format,
-                self.kernel.cost.weight_bytes)
+                self.kernel.cost.weight_bytes, self.depth)
 
 
 @dataclass(frozen=True)

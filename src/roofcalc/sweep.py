@@ -28,7 +28,7 @@ from .calculator import (MAX_BATCH, MAX_TOKENS, Cost, Workload, _layer_groups, a
 from .errors import RoofcalcError
 from .inputs import MAX_GRID_POINTS, check_sizes
 from .predict import KernelModel, StepTimes, ideal, step_times
-from .roofline import Roof, launches, place, weight_format
+from .roofline import Roof, launches, matmul_depth, place, weight_format
 from .shapes import ModelShape
 
 FIELDS = tuple(f.name for f in fields(Cost))
@@ -240,7 +240,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
         t_c, t_m = row["flops"] / roof.peak_flop_per_s, nbytes / roof.bandwidth_bytes_per_s
         floor += count * np.maximum(t_c, t_m)
         terms.append((count, t_c, t_m, kernel.kind, _rows(probe, i, b, eff_s, s0),
-                      weight_format(kernel, base.weight_dtype), row["weight_bytes"]))
+                      weight_format(kernel, base.weight_dtype), row["weight_bytes"], matmul_depth(kernel)))
         if per_batch:
             n_launch += count * np.array([[launches(per_batch[int(bb)][i][0], impl, act_name, shape)]
                                           for bb in b[:, 0]])
