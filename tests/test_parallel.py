@@ -24,7 +24,12 @@ CASES = [("llama", 2, dict(BASE, model_type="llama", num_key_value_heads=2)),
          ("mistral", 2, dict(BASE, model_type="mistral", num_key_value_heads=2, sliding_window=None)),
          ("qwen2", 2, dict(BASE, model_type="qwen2", num_key_value_heads=2)),
          ("gemma", 2, dict(BASE, model_type="gemma", num_key_value_heads=2, head_dim=32)),
-         ("gemma2", 2, dict(BASE, model_type="gemma2", num_key_value_heads=2, head_dim=32, sliding_window=64))]
+         ("gemma2", 2, dict(BASE, model_type="gemma2", num_key_value_heads=2, head_dim=32, sliding_window=64)),
+         # routed experts: every rank holds every expert at half its width, one all-reduce after them
+         ("mixtral", 2, dict(BASE, model_type="mixtral", num_key_value_heads=2, num_local_experts=4,
+                             num_experts_per_tok=2, sliding_window=None)),
+         ("qwen3_moe", 2, dict(BASE, model_type="qwen3_moe", num_key_value_heads=2, head_dim=32, num_experts=4,
+                               num_experts_per_tok=2, moe_intermediate_size=128))]
 BATCH, PROMPT = 2, 5
 FP32 = dict(weight_dtype=DTYPES["fp32"], act_dtype=DTYPES["fp32"], kv_dtype=DTYPES["fp32"])
 
@@ -95,12 +100,35 @@ def test_llama2_70b_fits_on_four_h100s_not_one():
     assert four.weight_storage_bytes == (one.weight_storage_bytes - norms) // 4 + norms
 
 
+def test_mixtral_8x7b_fits_on_two_h100s_not_one():
+    """Mixtral-8x7B bf16, 46,702,792,704 parameters: every rank holds every expert at half its width; the
+    norms (32 layers x 2 x 4096 + 4096) and the routers (32 x 4096 x 8) stay whole on both."""
+    from roofcalc.sources import load_shape
+
+    shape = load_shape("mistralai/Mixtral-8x7B-v0.1")
+    wl = Workload.decode(1, 4096)
+    one = analyze_parallel(shape, wl, Parallel(1))
+    two = analyze_parallel(shape, wl, Parallel(2))
+    assert one.params == 46_702_792_704
+    assert one.memory_bytes > 80 * 2 ** 30 > two.memory_bytes
+    whole = (32 * 2 + 1) * 4096 + 32 * 4096 * 8
+    assert two.params == (one.params - whole) // 2 + whole
+    # two all-reduces a layer (after o_proj, after the experts) and one for the untied embedding, of
+    # 1 token x 4096 x 2 bytes; the logits gathered, 32000 / 2 x 2 bytes from each rank
+    comm = [(k.role, k.message_bytes, k.count) for k in two.kernels if k.kind == "collective"]
+    assert sorted(comm) == sorted([("all_reduce", 8192, 1), ("all_reduce", 8192, 32), ("all_reduce", 8192, 32),
+                                   ("all_gather", 32000, 1)])
+
+
 def test_sizes_that_do_not_divide_are_refused_by_name():
     shape = shape_from_config(dict(BASE, model_type="llama", num_key_value_heads=2), "t")
     with pytest.raises(RoofcalcError, match="does not divide num_attention_heads 8"):
         shard(shape, 3)
-    with pytest.raises(RoofcalcError, match="no tensor-parallel plan for mixtral"):
-        shard(shape_from_config(dict(BASE, model_type="mixtral", num_local_experts=4, num_experts_per_tok=2), "m"), 2)
+    with pytest.raises(RoofcalcError, match="no tensor-parallel plan for phi3"):  # fused qkv and gate_up
+        shard(shape_from_config(dict(BASE, model_type="phi3", num_key_value_heads=2), "p"), 2)
+    with pytest.raises(RoofcalcError, match="does not divide moe_intermediate_size 100"):
+        shard(shape_from_config(dict(BASE, model_type="qwen3_moe", num_key_value_heads=2, num_experts=4,
+                                     num_experts_per_tok=2, moe_intermediate_size=100), "q"), 8)
     with pytest.raises(RoofcalcError, match="not built yet"):
         Parallel(2, pp=2)
 

@@ -40,8 +40,13 @@ def main() -> None:
     path, out_dir, batch, prompt = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     rank = int(os.environ["RANK"])
     # eager attention: its matmuls are visible to FlopCounterMode (the CPU sdpa kernel is not)
+    # and the experts' eager loop (one linear per expert reached), whose matmuls it counts too
+    moe = any(k in transformers.AutoConfig.from_pretrained(path).to_dict()
+              for k in ("num_local_experts", "num_experts"))
     model = transformers.AutoModelForCausalLM.from_pretrained(path, tp_plan="auto", dtype=torch.float32,
-                                                              attn_implementation="eager").eval()
+                                                              attn_implementation="eager",
+                                                              **({"experts_implementation": "eager"} if moe else {})
+                                                              ).eval()
     local = [p.to_local() if hasattr(p, "to_local") else p for p in model.parameters()]
     record = {"params": sum(t.numel() for t in local), "tied": model.config.tie_word_embeddings}
     with torch.no_grad():

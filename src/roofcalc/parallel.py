@@ -7,7 +7,10 @@ all-reduce sums the partial outputs), the embedding vocab-parallel (each rank lo
 holds, an all-reduce completes them; a tied embedding shares lm_head's shards and transformers runs it
 without that all-reduce) and lm_head column-parallel with an all-gather of the logits.
 Norms, rotary and residuals are replicated. KV heads are split; when there are fewer KV heads than
-ranks each rank keeps one (replicated, as vLLM does).
+ranks each rank keeps one (replicated, as vLLM does). Routed experts (Mixtral, Qwen3-MoE) follow
+transformers' ``moe_tp_experts``: every rank holds every expert, 1/N of its width (gate_up
+column-parallel, down row-parallel), the router is replicated, and one all-reduce sums the experts'
+combined output.
 
 Collectives are kernels of kind ``collective``. ``message_bytes`` is the per-rank input buffer (what
 NCCL's tests call the size of an all-reduce); the bytes a rank moves over its link follow the ring
@@ -23,7 +26,8 @@ from .calculator import Analysis, Cost, Kernel, Workload, analyze
 from .errors import RoofcalcError
 from .shapes import ModelShape
 
-TP_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2")  # separate q/k/v, gated MLP, one plan
+TP_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",  # separate q/k/v, gated MLP, one plan
+               "mixtral", "qwen3_moe")  # the same attention; every expert split on its width (moe_tp_experts)
 
 
 @dataclass(frozen=True)
@@ -48,11 +52,17 @@ def shard(shape: ModelShape, tp: int) -> ModelShape:
     """One tensor-parallel rank's shape: 1/tp of the heads, the KV heads, the MLP width and the vocab."""
     if tp == 1:
         return shape
-    if shape.family not in TP_FAMILIES or shape.moe or shape.mla or shape.fused_qkv or not shape.gated_mlp:
+    moe = shape.moe
+    if shape.family not in TP_FAMILIES or shape.mla or shape.fused_qkv or not shape.gated_mlp or \
+            (moe is not None and moe.d_shared):
         raise RoofcalcError(f"roofcalc has no tensor-parallel plan for {shape.family} yet (it shards "
-                            f"{', '.join(TP_FAMILIES)}: separate q/k/v and a gated MLP)")
-    for what, value in (("num_attention_heads", shape.n_heads), ("intermediate_size", shape.d_ff),
-                        ("vocab_size", shape.vocab_size)):
+                            f"{', '.join(TP_FAMILIES)}: separate q/k/v, a gated MLP, routed experts without "
+                            f"shared ones)")
+    checks = [("num_attention_heads", shape.n_heads), ("intermediate_size", shape.d_ff),
+              ("vocab_size", shape.vocab_size)]
+    if moe is not None and moe.d_expert != shape.d_ff:
+        checks.append(("moe_intermediate_size", moe.d_expert))
+    for what, value in checks:
         if value % tp:
             raise RoofcalcError(f"--tp {tp} does not divide {what} {value}: each rank must hold a whole share")
     k = shape.n_kv_heads
@@ -60,7 +70,8 @@ def shard(shape: ModelShape, tp: int) -> ModelShape:
         raise RoofcalcError(f"--tp {tp} and num_key_value_heads {k}: one must divide the other (split the KV "
                             f"heads, or replicate each over tp / K ranks)")
     return replace(shape, n_heads=shape.n_heads // tp, n_kv_heads=max(1, k // tp), d_ff=shape.d_ff // tp,
-                   vocab_size=shape.vocab_size // tp)
+                   vocab_size=shape.vocab_size // tp,
+                   moe=None if moe is None else replace(moe, d_expert=moe.d_expert // tp))
 
 
 def collective(name: str, op: str, message_bytes: int, group: int, count: int, scope: str, dims: str) -> Kernel:
@@ -90,7 +101,8 @@ def tp_kernels(shape: ModelShape, wl: Workload, tp: int) -> list[Kernel]:
             # transformers shards an untied embedding on the vocabulary and all-reduces its rows; a tied one
             # shares lm_head's shards and runs without that all-reduce (tests/test_parallel.py sees both)
             out.append(collective("embed.all_reduce", "all_reduce", hidden, tp, 1, "model", f"[{rows},{shape.d_model}]"))
-        elif k.name in (shape.name_of("o"), shape.name_of("down")):
+        elif k.name in (shape.name_of("o"), shape.name_of("down")) or k.role == "combine":
+            # row-parallel o and down; the experts' summed output (each rank ran its slice of every expert)
             out.append(collective(f"{k.name}.all_reduce", "all_reduce", hidden, tp, k.count, "layer",
                                   f"[{rows},{shape.d_model}]"))
         elif k.name == shape.name_of("lm_head"):

@@ -236,7 +236,10 @@ def header_lines(a: Analysis, defaults: Iterable[str] = ()) -> list[str]:
           if getattr(a, "source", "") == "traced" else []),
         *([f"parallel  --tp {a.parallel.tp}: every number below is one rank's, of {a.parallel.gpus} GPUs "
            f"(transformers' tensor-parallel plan: q/k/v, gate/up column-parallel, o/down row-parallel with an "
-           f"all-reduce each, vocab-parallel embedding and lm_head); the model holds {a.full.params:,} parameters "
+           f"all-reduce each, "
+           + ("every routed expert split on its width with one all-reduce after them, the router whole, "
+              if s.moe is not None else "")
+           + f"vocab-parallel embedding and lm_head); the model holds {a.full.params:,} parameters "
            f"in all"] if getattr(a, "parallel", None) is not None and a.parallel.tp > 1 else []),
         *([f"parallel  --ep {a.parallel.ep}: every number below is one rank's, of {a.parallel.gpus} GPUs: "
            f"{s.moe.n_experts // a.parallel.ep} of the {s.moe.n_experts} routed experts, and attention and the dense "
