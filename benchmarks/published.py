@@ -20,6 +20,7 @@ PT_BLOG = "PyTorch blog 'Accelerating Generative AI with PyTorch II: GPT, Fast' 
 MLC = "mlc-ai/llm-perf-bench pull request #1 (2023-08): RTX 4090, batch 1"
 H2O = "h2oai/h2ogpt perf.md: transformers backend, 16-bit, batch 1, summarization"
 TRT = "TensorRT-LLM docs/source/performance.md, v0.8.0"
+TRT_06 = "TensorRT-LLM docs/source/performance.md: throughput tables 'updated for v0.6.1', latency tables 'from v0.5'"
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class Case:
     kv_dtype: str | None = None
     group_size: int = 128
     note: str = ""
+    tp: int = 1  # tensor-parallel GPUs (request cases then report output tokens/s per GPU)
 
 
 CASES = (
@@ -78,6 +80,25 @@ CASES = (
 )
 
 
+# More than one GPU: Llama-2-70B under tensor parallelism (TensorRT-LLM's own plan: Megatron-style, the
+# one roofcalc's --tp models), on DGX-class nodes (NVLink / NVSwitch).
+CASES_MULTI = (
+    *(Case("request", "meta-llama/Llama-2-70b-hf", hw, "fused", dt, tps, TRT_06, batch=b, prompt=p, generate=n,
+           kv_dtype=dt, tp=tp, note="throughput table (out tok/s/GPU)")
+      for hw, dt, b, tp, p, n, tps in (("H100-SXM", "fp8", 1024, 2, 128, 128, 2657),
+                                       ("H100-SXM", "fp8", 480, 4, 128, 2048, 1486),
+                                       ("H100-SXM", "fp8", 96, 2, 2048, 128, 306),
+                                       ("H100-SXM", "fp8", 64, 2, 2048, 2048, 547),
+                                       ("A100-80GB", "fp16", 1280, 4, 128, 128, 670),
+                                       ("A100-80GB", "fp16", 240, 4, 128, 2048, 525),
+                                       ("A100-80GB", "fp16", 120, 4, 2048, 128, 79))),
+    *(Case("prefill", "meta-llama/Llama-2-70b-hf", hw, "fused", dt, ms / 1e3, TRT_06, prompt=p, kv_dtype=dt, tp=tp,
+           note="first-token latency table")
+      for hw, dt, tp, p, ms in (("H100-SXM", "fp8", 4, 128, 26), ("H100-SXM", "fp8", 4, 2048, 109),
+                                ("A100-80GB", "fp16", 4, 128, 47), ("A100-80GB", "fp16", 4, 2048, 377))),
+)
+
+
 def predict(c: Case) -> tuple[float, float, float]:
     """(predicted, lower, upper) in the case's own unit, on the datasheet roof with default efficiencies."""
     from roofcalc import load_shape
@@ -88,6 +109,10 @@ def predict(c: Case) -> tuple[float, float, float]:
     kw = dict(weight_dtype=dtype(c.weight_dtype or c.dtype), act_dtype=dtype(c.dtype),
               kv_dtype=dtype(c.kv_dtype or c.dtype), group_size=c.group_size)
     shape, hw = load_shape(c.model), find_hardware(c.hw)
+    if c.tp > 1:  # one rank's step; every rank runs it at once
+        from roofcalc.parallel import Parallel, RankAnalyzer
+
+        kw["analyzer"] = RankAnalyzer(shape, Parallel(c.tp))
     if c.what == "decode":
         g = sweep(shape, hw, batches=[c.batch], contexts=[c.context], impl=c.impl, **kw).grid
     elif c.what == "prefill":
@@ -95,15 +120,15 @@ def predict(c: Case) -> tuple[float, float, float]:
     else:
         g = sweep(shape, hw, batches=[c.batch], prompts=[c.prompt], generate=c.generate, impl=c.impl, **kw).grid
     t = tuple(float(x[0, 0]) for x in (g.predicted_s, g.predicted_lower_s, g.predicted_upper_s))
-    if c.what == "request":  # tokens/s: the fastest time gives the most tokens
-        tokens = c.batch * c.generate
+    if c.what == "request":  # tokens/s (per GPU): the fastest time gives the most tokens
+        tokens = c.batch * c.generate / c.tp
         return tokens / t[0], tokens / t[2], tokens / t[1]
     return t
 
 
-def rows():
+def rows(cases=CASES):
     out = []
-    for c in CASES:
+    for c in cases:
         p, lo, hi = predict(c)
         out.append((c, p, lo, hi))
     return out
@@ -128,7 +153,8 @@ def markdown(rs) -> str:
         wl = {"decode": f"decode B={c.batch} S={c.context}", "prefill": f"prefill P={c.prompt}",
               "request": f"B={c.batch} P={c.prompt} N={c.generate}"}[c.what]
         dt = c.dtype + (f" W{c.weight_dtype[3:]} g{c.group_size}" if c.weight_dtype else "")
-        lines.append(f"| {i} | {c.model.split('/')[-1]} {dt} on {c.hw}, {wl} | {c.note} ({c.impl}) | "
+        on = f"{c.tp}x {c.hw} (TP {c.tp})" if c.tp > 1 else c.hw
+        lines.append(f"| {i} | {c.model.split('/')[-1]} {dt} on {on}, {wl} | {c.note} ({c.impl}) | "
                      f"{_fmt(c, c.measured)} | {_fmt(c, p)} | [{_fmt(c, lo)}, {_fmt(c, hi)}] | "
                      f"{c.measured / p:.2f} | {'yes' if lo <= c.measured <= hi else 'no'} |")
     s = summary(rs)
@@ -140,3 +166,5 @@ def markdown(rs) -> str:
 
 if __name__ == "__main__":
     print(markdown(rows()))
+    print("\nMore than one GPU (tensor parallelism):\n")
+    print(markdown(rows(CASES_MULTI)))

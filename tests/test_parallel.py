@@ -150,6 +150,22 @@ def test_a_tp_sweep_finds_the_fewest_gpus_that_fit_and_where_scaling_stops():
     assert eager.stops_paying is not None and eager.stops_paying[0] == 2 and eager.stops_paying[1] < 0.10
 
 
+def test_the_command_line_sweeps_batches_and_contexts_on_one_rank(capsys):
+    """Llama-2-70B at --tp 4: per rank 34,490,302,464 bytes of weights ((137,953,296,384 − 2,637,824 of
+    norms) / 4 + 2,637,824) and 81,920 bytes of KV a token (2 of the 8 KV heads, 80 layers, K and V,
+    128 x 2 bytes): the sweep's memory is the rank's."""
+    from roofcalc.cli import main
+
+    assert main(["meta-llama/Llama-2-70b-hf", "--hw", "H100", "--tp", "4", "--batch", "1,64", "--context",
+                 "1000", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    pts = {p["batch"]: p for p in doc["points"]}
+    assert pts[1]["memory_bytes"] == 34_490_302_464 + 1000 * 81_920
+    assert pts[64]["memory_bytes"] == 34_490_302_464 + 64 * 1000 * 81_920
+    assert main(["meta-llama/Llama-2-70b-hf", "--hw", "H100", "--pp", "2", "--batch", "1,64"]) == 2
+    assert "sweeps with --pp are not built yet" in capsys.readouterr().err
+
+
 def test_the_command_line_compares_tp_sizes(capsys):
     from roofcalc.cli import main
 

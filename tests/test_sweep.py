@@ -61,6 +61,60 @@ def test_every_sweep_time_equals_the_single_step_report(model, b, s, impl, hw, d
     assert pre.predicted_upper_s[0, 0] == pytest.approx(rp.predicted_upper_s, rel=1e-12)
 
 
+TP_MODELS = ["meta-llama/Llama-2-70b-hf", "mistralai/Mixtral-8x7B-v0.1", "Qwen/Qwen3-8B", "google/gemma-2b"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(model=st.sampled_from(TP_MODELS), tp=st.sampled_from([2, 4, 16]), b=st.integers(1, 1024),
+       s=st.integers(1, 20_000), impl=st.sampled_from(["hf-eager", "fused", "cuda-graph"]))
+def test_every_tp_sweep_time_equals_the_single_step_report(model, tp, b, s, impl):
+    """--tp in a sweep: one rank's step at any point is the single-step report's, its collectives timed on
+    the link (NVLink) or, for 16 ranks over 8-GPU nodes, the network, as there."""
+    from roofcalc.hardware import find_hardware
+    from roofcalc.parallel import Parallel, RankAnalyzer, analyze_parallel
+    from roofcalc.roofline import roofline
+    from roofcalc.sweep import sweep
+
+    shape, device = load_shape(model), find_hardware("H100")
+    if shape.n_heads % tp:  # gemma-2b's 8 heads do not split 16 ways
+        tp = 4
+    par = Parallel(tp)
+    sw = sweep(shape, device, batches=[1, b], contexts=[s, 7], impl=impl, analyzer=RankAnalyzer(shape, par))
+    r = roofline(analyze_parallel(shape, Workload.decode(b, s), par), device, impl=impl).step
+    g = sw.grid
+    assert g.flops[1, 0] == analyze_parallel(shape, Workload.decode(b, s), par).totals.flops
+    assert g.predicted_s[1, 0] == pytest.approx(r.predicted_s, rel=1e-12)
+    assert g.predicted_lower_s[1, 0] == pytest.approx(r.predicted_lower_s, rel=1e-12)
+    assert g.predicted_upper_s[1, 0] == pytest.approx(r.predicted_upper_s, rel=1e-12)
+    assert g.bound[1, 0] == r.bound
+    pre = sweep(shape, device, batches=[b], prompts=[min(s, 64)], impl=impl, analyzer=RankAnalyzer(shape, par)).grid
+    rp = roofline(analyze_parallel(shape, Workload.prefill(b, min(s, 64)), par), device, impl=impl).step
+    assert pre.predicted_s[0, 0] == pytest.approx(rp.predicted_s, rel=1e-12)
+
+
+def test_a_tp_sweep_times_its_collectives_on_the_link():
+    """Llama-2-70B, --tp 4, batch 64, context 1000, fp16 on H100 (NVLink 4: 450 GB/s a direction): an
+    all-reduce of 64 x 8192 x 2 = 1,048,576 bytes sends 2 x 3/4 of it, 1,572,864 bytes, in 3.495 us;
+    the sweep's floor counts 161 of them (80 layers x 2 + the embedding) beside the kernels."""
+    from roofcalc.hardware import find_hardware
+    from roofcalc.parallel import Parallel, RankAnalyzer, analyze_parallel
+    from roofcalc.roofline import roofs
+
+    shape, device = load_shape("meta-llama/Llama-2-70b-hf"), find_hardware("H100")
+    roof = roofs(device, "fp16")[0]
+    assert roof.link_bytes_per_s == 450e9
+    par = Parallel(4)
+    g = decode_grid(shape, [64], [1000], roof, analyzer=RankAnalyzer(shape, par))
+    a = analyze_parallel(shape, Workload.decode(64, 1000), par)
+    comm = [k for k in a.kernels if k.kind == "collective" and k.role == "all_reduce"]
+    assert sum(k.count for k in comm) == 161 and {k.link_bytes for k in comm} == {1_572_864}
+    without = place(a, roof).sum_floor_s - sum(k.count * 1_572_864 / 450e9 for k in comm)
+    gather = [k for k in a.kernels if k.role == "all_gather"][0]  # 64 x 8000 x 2 bytes, 3 copies sent
+    assert gather.link_bytes == 3 * 64 * 8000 * 2
+    assert g.floor_s[0, 0] == pytest.approx(place(a, roof).sum_floor_s, rel=1e-12)
+    assert g.floor_s[0, 0] - without == pytest.approx(161 * 1_572_864 / 450e9, rel=1e-9)
+
+
 def test_a_sweep_checks_its_corners_against_the_single_step(monkeypatch):
     import roofcalc.sweep as sweep_module
     from roofcalc.hardware import find_hardware

@@ -198,9 +198,17 @@ def build_sweep(args: argparse.Namespace, shape=None):
             raise RoofcalcError(f"{flag} describes one measured step; give a single --batch and --context with it")
     batches, contexts, prompts = _sizes(args)
     shape, traced = shape if shape is not None else load_model(args)
-    if _parallel(args).gpus > 1:
-        raise RoofcalcError("sweeps with --tp are not built yet; give one --batch and one --context")
+    par = _parallel(args)
+    if par.pp > 1 or par.ep > 1:
+        raise RoofcalcError(f"sweeps with --{'pp' if par.pp > 1 else 'ep'} are not built yet; give one --batch and "
+                            f"one --context (--tp sweeps are)")
     kw = _workload_kw(args, shape)
+    if par.tp > 1:
+        from .parallel import RankAnalyzer, shard
+
+        _single_gpu_trace(traced, par.gpus)
+        shard(shape, par.tp)  # refuse a size that does not divide, or a family with no plan, before sweeping
+        kw["analyzer"] = RankAnalyzer(shape, par)
     if traced is not None:
         from .trace import analyzer
 

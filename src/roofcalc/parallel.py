@@ -74,12 +74,34 @@ def shard(shape: ModelShape, tp: int) -> ModelShape:
                    moe=None if moe is None else replace(moe, d_expert=moe.d_expert // tp))
 
 
+def link_bytes(op: str, message_bytes, group: int):
+    """Bytes one rank sends over its link in a ring collective (integers, or numpy integer arrays of
+    messages): an all-reduce 2(n−1)/n of its message, an all-gather n−1 times its input, an all-to-all
+    (n−1)/n of it (uniform: that share goes to other ranks); a pipeline send all of it."""
+    if op == "send":
+        return message_bytes
+    return {"all_reduce": 2 * (group - 1) * message_bytes // group,
+            "all_gather": (group - 1) * message_bytes,
+            "all_to_all": (group - 1) * message_bytes // group}[op]
+
+
+class RankAnalyzer:
+    """One rank's analysis at any workload, for the sweeps (``analyzer``): a hand model, exact at every
+    point, so a sweep's corners differing from it is a bug, not a fit."""
+
+    traced = False
+
+    def __init__(self, shape: ModelShape, parallel: "Parallel"):
+        self.shape, self.parallel = shape, parallel
+
+    def __call__(self, wl: Workload) -> Analysis:
+        return analyze_parallel(self.shape, wl, self.parallel)
+
+
 def collective(name: str, op: str, message_bytes: int, group: int, count: int, scope: str, dims: str) -> Kernel:
     """A collective of ``group`` ranks on a per-rank input of ``message_bytes`` (it reads and writes HBM
     like a copy; the link carries ``link_bytes``)."""
-    moved = {"all_reduce": 2 * (group - 1) * message_bytes // group,
-             "all_gather": (group - 1) * message_bytes,
-             "all_to_all": (group - 1) * message_bytes // group}[op]  # uniform: (n−1)/n of it leaves the rank
+    moved = link_bytes(op, message_bytes, group)
     out = group * message_bytes if op == "all_gather" else message_bytes
     return Kernel(name, "collective", scope, count, dims, Cost(act_read_bytes=message_bytes, act_write_bytes=out),
                   role=op, message_bytes=message_bytes, link_bytes=moved, group=group)

@@ -125,6 +125,20 @@ class Roof:
     def attainable(self, intensity: float) -> float:
         return min(self.peak_flop_per_s, self.bandwidth_bytes_per_s * intensity)
 
+    def link_rate(self, group: int) -> float:
+        """Bytes a second one rank sends to its peers in a collective of ``group`` ranks: its link, or
+        the network where the ring crosses nodes (its slowest hop)."""
+        if not self.link_bytes_per_s:
+            raise RoofcalcError("this hardware has no interconnect figure; --tp needs one (hardware.json "
+                                "'link_bytes_per_s', or a --hw-file that gives it)")
+        node = self.gpus_per_node
+        if node and group > node:
+            if not self.network_bytes_per_s:
+                raise RoofcalcError(f"--tp {group} spans more than one node of {node} GPUs, and this "
+                                    f"hardware has no network figure (hardware.json 'network_bytes_per_s')")
+            return self.network_bytes_per_s
+        return self.link_bytes_per_s
+
     def t_compute(self, flops: float) -> float:
         return flops / self.peak_flop_per_s
 
@@ -179,16 +193,7 @@ class Placement:
         """A collective's time on the link: the bytes this rank sends over one direction of it."""
         if self.kernel.kind != "collective":
             return 0.0
-        if not self.roof.link_bytes_per_s:
-            raise RoofcalcError("this hardware has no interconnect figure; --tp needs one (hardware.json "
-                                "'link_bytes_per_s', or a --hw-file that gives it)")
-        node = self.roof.gpus_per_node
-        if node and self.kernel.group > node:  # the ring crosses nodes: its slowest hop is the network
-            if not self.roof.network_bytes_per_s:
-                raise RoofcalcError(f"--tp {self.kernel.group} spans more than one node of {node} GPUs, and this "
-                                    f"hardware has no network figure (hardware.json 'network_bytes_per_s')")
-            return self.kernel.link_bytes / self.roof.network_bytes_per_s
-        return self.kernel.link_bytes / self.roof.link_bytes_per_s
+        return self.kernel.link_bytes / self.roof.link_rate(self.kernel.group)
 
     def _expected(self) -> tuple[float, bool]:
         if self.model is None:

@@ -28,6 +28,7 @@ from .calculator import (MAX_BATCH, MAX_TOKENS, Cost, Workload, _layer_groups, a
 from .errors import RoofcalcError
 from .inputs import MAX_GRID_POINTS, check_sizes
 from .predict import KernelModel, StepTimes, ideal, step_times
+from .parallel import link_bytes
 from .roofline import Roof, launches, matmul_depth, place, weight_format
 from .shapes import ModelShape
 
@@ -205,8 +206,12 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
         raise AssertionError("the probe steps do not run the same kernels in the same order")
     # routed experts read the weights of the experts their tokens touch: not linear in B, but the
     # same at every context; evaluated once per batch
-    per_batch = {int(bb): _step_kernels(shape, Workload.decode(int(bb), 1, **workload_kw)) for bb in b[:, 0]} \
-        if shape.moe else {}
+    if shape.moe and analyzer is None:
+        per_batch = {int(bb): _step_kernels(shape, Workload.decode(int(bb), 1, **workload_kw)) for bb in b[:, 0]}
+    elif shape.moe and not getattr(analyzer, "traced", True):  # one rank's experts (--tp): its own analysis
+        per_batch = {int(bb): kernels_of(Workload.decode(int(bb), s0, **workload_kw)) for bb in b[:, 0]}
+    else:
+        per_batch = {}
     totals = {f: np.zeros((b.shape[0], s.shape[1]), dtype=np.int64) for f in FIELDS}
     floor = np.zeros((b.shape[0], s.shape[1]))
     n_launch = np.zeros((b.shape[0], 1), dtype=np.int64)
@@ -238,6 +243,9 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
         nbytes = row["weight_bytes"] + row["act_read_bytes"] + row["act_write_bytes"] + row["kv_read_bytes"] + \
             row["kv_write_bytes"]
         t_c, t_m = row["flops"] / roof.peak_flop_per_s, nbytes / roof.bandwidth_bytes_per_s
+        if kernel.kind == "collective":  # its link, or the HBM copy, whichever is slower (as Placement)
+            t_m = np.maximum(t_m, link_bytes(kernel.role, row["act_read_bytes"], kernel.group)
+                             / roof.link_rate(kernel.group))
         floor += count * np.maximum(t_c, t_m)
         terms.append((count, t_c, t_m, kernel.kind, _rows(probe, i, b, eff_s, s0),
                       weight_format(kernel, base.weight_dtype), row["weight_bytes"], matmul_depth(kernel)))
@@ -589,7 +597,7 @@ def check_corners(shape: ModelShape, grid: DecodeGrid, roof: Roof, *, impl: str,
         for name, want, got in checks:
             if not math.isclose(want, got, rel_tol=1e-9):
                 where = f"B={grid.batches[i]}, S={grid.contexts[j]}"
-                if analyzer is not None:
+                if analyzer is not None and getattr(analyzer, "traced", True):
                     raise RoofcalcError(f"the traced costs are not bilinear over this sweep ({name} at {where}: the "
                                         f"fit {got:.6g}, a direct trace {want:.6g}); a sliding window or another "
                                         f"change of program lies inside it: sweep contexts on one side of it")
