@@ -186,7 +186,6 @@ def test_measure_collectives_with_gloo_writes_the_link_into_the_profile(tmp_path
     from roofcalc.collectives import bus_bandwidth, measure_collectives
     from roofcalc.hardware import find_hardware, load_profile
     from roofcalc.measure import closest_nominal, measure, write_profile
-    from roofcalc.predict import LINK_EFFICIENCY
     from roofcalc.roofline import roofline
 
     c = measure_collectives(2, "cpu", repeats=3, sizes=(1 << 12, 1 << 16))
@@ -201,7 +200,7 @@ def test_measure_collectives_with_gloo_writes_the_link_into_the_profile(tmp_path
     path = tmp_path / "me.json"
     write_profile(m, closest_nominal(m, None)[0], str(path), c)
     profile = load_profile(str(path))
-    assert profile.link_bytes_per_s == c["bus_bytes_per_s"]
+    assert profile.link_bytes_per_s == c["bus_bytes_per_s"] and profile.link_latency_s == c["latency_s"]
     shape = shape_from_config(dict(BASE, model_type="llama", num_key_value_heads=2), "t")
     r = roofline(analyze_parallel(shape, Workload.decode(2, 8, **FP32), Parallel(2)),
                  find_hardware(profile.nominal or "EPYC-9654"), measured_profile=profile)
@@ -209,7 +208,35 @@ def test_measure_collectives_with_gloo_writes_the_link_into_the_profile(tmp_path
     # 2,048 bytes on 2 ranks: the ring sends 2·1/2 x 2,048 = 2,048 bytes over the measured link
     assert o.kernel.link_bytes == 2048
     assert o.t_link_s == pytest.approx(2048 / c["bus_bytes_per_s"])
-    assert o.t_expected_s == pytest.approx(max(o.t_link_s, 2 * 2048 / r.roof.bandwidth_bytes_per_s) / LINK_EFFICIENCY)
+    # a measured link is what collectives reach (no further share), and its smallest all-reduce their fixed cost
+    assert o.t_expected_s == pytest.approx(max(o.t_link_s, 2 * 2048 / r.roof.bandwidth_bytes_per_s) + c["latency_s"])
+
+
+def test_a_small_collective_costs_its_latency_besides_its_bytes():
+    """Llama-2-70B fp16, --tp 4, decode at batch 1 on H100s. An all-reduce of 1 x 8192 x 2 = 16,384 bytes
+    sends 2 x 3/4 of it, 24,576 bytes, over NVLink 4's 450 GB/s (54.6 ns), at 80 % of it, plus 6 us (a
+    small all-reduce of 2 H100s, NVIDIA/nccl #1259): 6.068 us; 161 of them (80 layers x 2 + the embedding).
+    The logits' all-gather sends 3 x 8000 x 2 = 48,000 bytes: 0.1333 us + 6 us. The floors have no latency."""
+    from roofcalc.hardware import find_hardware
+    from roofcalc.roofline import roofline
+    from roofcalc.sources import load_shape
+
+    r = roofline(analyze_parallel(load_shape("meta-llama/Llama-2-70b-hf"), Workload.decode(1, 1000), Parallel(4)),
+                 find_hardware("H100"), impl="cuda-graph").step
+    comm = [p for p in r.placements if p.kernel.kind == "collective"]
+    ar = [p for p in comm if p.kernel.role == "all_reduce"]
+    assert sum(p.kernel.count for p in ar) == 161
+    for p in ar:
+        assert p.t_floor_s == pytest.approx(24_576 / 450e9)
+        assert p.t_expected_s == pytest.approx(24_576 / 450e9 / 0.80 + 6e-6)
+    (gather,) = [p for p in comm if p.kernel.role == "all_gather"]
+    assert gather.t_expected_s == pytest.approx(48_000 / 450e9 / 0.80 + 6e-6)
+    assert r.times.comm_s == pytest.approx(161 * (24_576 / 450e9 / 0.80 + 6e-6) + 48_000 / 450e9 / 0.80 + 6e-6)
+    # over two nodes (--tp 16 on 8-GPU nodes) each collective costs the network's 46 us instead
+    r16 = roofline(analyze_parallel(load_shape("meta-llama/Llama-2-70b-hf"), Workload.decode(1, 1000),
+                                    Parallel(16)), find_hardware("H100"), impl="cuda-graph").step
+    o = next(p for p in r16.placements if p.kernel.name == "o_proj.all_reduce")
+    assert o.hop == "network" and o.t_expected_s == pytest.approx(o.t_floor_s / 0.80 + 46e-6)
 
 
 def test_a_ring_over_more_gpus_than_a_node_runs_at_the_network_rate():

@@ -38,6 +38,7 @@ class Hardware:
     link_bytes_per_s: float | None = None  # one direction of one GPU's link to its peers (NVLink, PCIe)
     gpus_per_node: int | None = None
     link: str = ""  # what the link is, with its source
+    link_latency_s: float | None = None  # measured: the smallest all-reduce's time (roofcalc measure --collectives)
     network_bytes_per_s: float | None = None  # one direction of one GPU's share of the network between nodes
     network: str = ""
     kind: str = "gpu"
@@ -114,6 +115,8 @@ def hardware_from_dict(d: Any, where: str) -> Hardware:
         _positive(d["link_bytes_per_s"], f"{where}: link_bytes_per_s"),
         gpus_per_node=None if d.get("gpus_per_node") is None else _whole(d["gpus_per_node"], f"{where}: gpus_per_node"),
         link=text(d.get("link", ""), f"{where}: link", 300),
+        link_latency_s=None if d.get("link_latency_s") is None else
+        number(d["link_latency_s"], f"{where}: link_latency_s", 0.0, 1.0),
         network_bytes_per_s=None if d.get("network_bytes_per_s") is None else
         _positive(d["network_bytes_per_s"], f"{where}: network_bytes_per_s"),
         network=text(d.get("network", ""), f"{where}: network", 300),

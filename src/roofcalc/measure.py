@@ -746,6 +746,7 @@ def write_profile(m: Measurement, nominal: Hardware | None, path: str, collectiv
         doc["efficiency"] = efficiency_record(hw.efficiency)
     if collectives is not None:  # the measured link, which --tp times collectives on
         doc["link_bytes_per_s"] = collectives["bus_bytes_per_s"]
+        doc["link_latency_s"] = collectives["latency_s"]
         doc["link"] = (f"measured: {collectives['backend']} between {collectives['nproc']} processes, the best "
                        f"all-reduce bus bandwidth")
         doc["details"]["collectives"] = collectives

@@ -108,6 +108,20 @@ HOST_PER_OP = Efficiency(20e-6, 25e-6, note="roofcalc measure on a 2-vCPU EPYC V
                          "step at 15.6 us per op on CPU tensors, plus a CUDA launch of 5 us (pessimistic 10 us: the "
                          "worked example's 5-10 us)")
 LAUNCH = Efficiency(5e-6, 10e-6, note="the worked example: one kernel launch costs 5-10 us")
+# Collectives: NCCL's ring all-reduce reaches 230-250 GB/s of bus bandwidth on 8 A100 SXM4 over NVLink 3
+# (300 GB/s a direction): 0.80 expected, 0.77 at the low end (nccl-tests reference figures quoted by
+# docs.alayanew.com, "NCCL-tests in practice", 2026); NVIDIA/nccl issue #1455 finds the same share on
+# 8 H100 SXM (ring busbw 365-370 of 450 GB/s, 2 to 8 GPUs).
+LINK = Efficiency(0.80, 230 / 300, note="nccl-tests ring all-reduce: 230-250 GB/s bus bandwidth of 300 on 8 A100 "
+                  "SXM4 (docs.alayanew.com), 365-370 of 450 on 8 H100 SXM (NVIDIA/nccl #1455)")
+# A small collective costs a fixed time besides its bytes: 6 us for a small all-reduce of 2 H100s under
+# CUDA graphs (NVIDIA/nccl issue #1259, NCCL 2.20), 12.5 us on 8 H20s in one node (deepseek-ai/DeepEP
+# issue #303, nccl-tests at 4-16 bytes); across two nodes of 8 H20s over InfiniBand NDR, 46-47 us
+# (NVIDIA/nccl issue #1244).
+LATENCY = {"link": Efficiency(6e-6, 12.5e-6, note="small all-reduces inside a node: 6 us on 2 H100s (NVIDIA/nccl "
+                              "#1259), 12.5 us on 8 H20s (deepseek-ai/DeepEP #303)"),
+           "network": Efficiency(46e-6, 47.5e-6, note="small all-reduces over two nodes of 8 H20s, InfiniBand NDR: "
+                                 "46-47.5 us (NVIDIA/nccl #1244)")}
 CPU_HOST_PER_OP = Efficiency(15e-6, 25e-6, note="roofcalc measure on a 2-vCPU EPYC VM: a transformers Llama "
                              "decode step at 15.6 us per op; pessimistic +10 us")
 
@@ -126,6 +140,8 @@ class KernelModel:
     relative_to: str = "datasheet"  # what the fractions are of: "datasheet", "measured roof" (the defaults
     # moved onto a measured roof), "measured" (a profile's own), "ideal"
     depth: tuple[tuple[float, float], ...] = ()  # GEMMs' compute side by reduction depth K: ((K, factor), ...)
+    link: Efficiency = LINK  # a collective's share of its link
+    latency: Mapping[str, Efficiency] = field(default_factory=lambda: dict(LATENCY))  # per collective, by hop
 
     def for_compute(self, compute_dtype: str) -> "KernelModel":
         """FP8 GEMMs reach less of their (twice higher) peak than 16-bit ones: their own class, and
@@ -155,7 +171,7 @@ def ideal() -> KernelModel:
     one = Efficiency(1.0, 1.0, note="ideal")
     zero = Efficiency(0.0, 0.0, note="ideal")
     return KernelModel({c: one for c in CLASSES}, {d: one for d in DEQUANT}, zero, zero, overlap=True,
-                       relative_to="ideal")
+                       relative_to="ideal", link=one, latency={"link": zero, "network": zero})
 
 
 CONSUMER_GEMM = Efficiency(1.0, 1.0, note="GeForce GPUs reach their fp32-accumulate datasheet peak in torch matmuls: "
@@ -290,12 +306,6 @@ def kernel_class(kind: str, compute_side: bool) -> str:
     return "stream"
 
 
-# Collectives: NCCL's ring all-reduce reaches 230-250 GB/s of bus bandwidth on 8 A100 SXM4 over NVLink 3
-# (300 GB/s a direction): 0.80 expected, 0.77 at the low end (nccl-tests reference figures quoted by
-# docs.alayanew.com, "NCCL-tests in practice", 2026).
-LINK_EFFICIENCY = 0.80
-LINK_EFFICIENCY_LOW = 230 / 300
-
 
 def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessimistic: bool = False,
                  weight_bytes=1.0, depth=0):
@@ -305,7 +315,7 @@ def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessi
     curve (read in log rows and log weight bytes) gives both; integer weights dequantize on the
     memory side."""
     if kind == "collective":  # the link (or the HBM copy) at NCCL's measured share
-        e = LINK_EFFICIENCY_LOW if pessimistic else LINK_EFFICIENCY
+        e = m.link.pick(pessimistic)
         return e, e
     names = {"matmul": ("gemm", "gemv"), "attention": ("attention_compute", "attention")}.get(kind)
     if names is None:
@@ -328,12 +338,16 @@ def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessi
 
 
 def kernel_time(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_format: str = "", weight_bytes=1.0,
-                pessimistic: bool = False, depth=0):
+                pessimistic: bool = False, depth=0, hop: str = ""):
     """(expected seconds, compute-bound?) of one kernel instance: its FLOPs over the achievable FLOP/s
-    and its bytes over the achievable bandwidth, the larger of the two."""
+    and its bytes over the achievable bandwidth, the larger of the two; a collective adds its fixed
+    latency on its ``hop`` ("link" inside a node, "network" across nodes)."""
     e_c, e_m = efficiencies(m, kind, rows, weight_format, pessimistic, weight_bytes, depth)
     t_c, t_m = t_compute / e_c, t_memory / e_m
-    return _maximum(t_c, t_m), t_c > t_m
+    t = _maximum(t_c, t_m)
+    if kind == "collective" and hop:
+        t = t + m.latency[hop].pick(pessimistic)
+    return t, t_c > t_m
 
 
 def curve_at(curve, rows, weight_bytes):
@@ -438,12 +452,13 @@ def host_ops(impl: str, launches_per_step):
 
 def step_times(terms, m: KernelModel, impl: str, launches_per_step) -> StepTimes:
     """The step from its kernels. ``terms`` holds one tuple per kernel,
-    (count, t_compute_s, t_memory_s, kind, rows, weight_format, weight_bytes, depth), where the times may be
-    numpy arrays of one shape (a sweep) and count, kind, weight format and depth are per kernel."""
+    (count, t_compute_s, t_memory_s, kind, rows, weight_format, weight_bytes, depth, hop), where the times may
+    be numpy arrays of one shape (a sweep) and count, kind, weight format, depth and hop (a collective's
+    "link" or "network", else "") are per kernel."""
     floor = device = upper = compute = comm = 0.0
-    for count, t_c, t_m, kind, rows, wfmt, wbytes, depth in terms:
-        t, side = kernel_time(m, t_c, t_m, kind, rows, wfmt, wbytes, depth=depth)
-        t_hi, _ = kernel_time(m, t_c, t_m, kind, rows, wfmt, wbytes, pessimistic=True, depth=depth)
+    for count, t_c, t_m, kind, rows, wfmt, wbytes, depth, hop in terms:
+        t, side = kernel_time(m, t_c, t_m, kind, rows, wfmt, wbytes, depth=depth, hop=hop)
+        t_hi, _ = kernel_time(m, t_c, t_m, kind, rows, wfmt, wbytes, pessimistic=True, depth=depth, hop=hop)
         floor = floor + count * _maximum(t_c, t_m)
         device = device + count * t
         upper = upper + count * t_hi

@@ -125,6 +125,10 @@ class Roof:
     def attainable(self, intensity: float) -> float:
         return min(self.peak_flop_per_s, self.bandwidth_bytes_per_s * intensity)
 
+    def hop(self, group: int) -> str:
+        """Where a collective of ``group`` ranks runs: "link" inside a node, "network" across nodes."""
+        return "network" if self.gpus_per_node and group > self.gpus_per_node else "link"
+
     def link_rate(self, group: int) -> float:
         """Bytes a second one rank sends to its peers in a collective of ``group`` ranks: its link, or
         the network where the ring crosses nodes (its slowest hop)."""
@@ -132,7 +136,7 @@ class Roof:
             raise RoofcalcError("this hardware has no interconnect figure; --tp needs one (hardware.json "
                                 "'link_bytes_per_s', or a --hw-file that gives it)")
         node = self.gpus_per_node
-        if node and group > node:
+        if self.hop(group) == "network":
             if not self.network_bytes_per_s:
                 raise RoofcalcError(f"--tp {group} spans more than one node of {node} GPUs, and this "
                                     f"hardware has no network figure (hardware.json 'network_bytes_per_s')")
@@ -199,7 +203,12 @@ class Placement:
         if self.model is None:
             return self.t_floor_s, self.t_compute_s > self.t_memory_s
         return kernel_time(self.model, self.t_compute_s, self.t_memory_s, self.kernel.kind, self.rows,
-                           self.weight_format, self.kernel.cost.weight_bytes, depth=self.depth)
+                           self.weight_format, self.kernel.cost.weight_bytes, depth=self.depth, hop=self.hop)
+
+    @property
+    def hop(self) -> str:
+        """A collective's "link" or "network" (its fixed latency), "" for any other kernel."""
+        return self.roof.hop(self.kernel.group) if self.kernel.kind == "collective" else ""
 
     @property
     def efficiency_class(self) -> str:
@@ -286,7 +295,7 @@ class Placement:
     def term(self) -> tuple:
         """What :func:`roofcalc.predict.step_times` needs of this kernel."""
         return (self.kernel.count, self.t_compute_s, self.t_memory_s, self.kernel.kind, self.rows, self.weight_format,
-                self.kernel.cost.weight_bytes, self.depth)
+                self.kernel.cost.weight_bytes, self.depth, self.hop)
 
 
 @dataclass(frozen=True)
@@ -533,6 +542,13 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
         if profile is not None:  # a schema-1 profile: its measured dispatch is the cost of one launch
             model = replace(model, launch_s=Efficiency(profile.launch_overhead_s, profile.launch_overhead_s,
                                                        "measured", "the profile's launch_overhead_s"))
+    if profile is not None and profile.link_bytes_per_s and profile.link_latency_s is not None:
+        # a measured link (roofcalc measure --collectives): its bus bandwidth is what collectives reach,
+        # and its smallest all-reduce is their fixed cost inside a node
+        lat = profile.link_latency_s
+        model = replace(model, link=Efficiency(1.0, 1.0, "measured", "the profile's measured bus bandwidth"),
+                        latency={**model.latency, "link": Efficiency(lat, lat, "measured", "the profile's smallest "
+                                                                     "all-reduce")})
     model = model.for_compute(compute_dtype)
     if launch_overhead_s is not None:
         model = replace(model, launch_s=Efficiency(launch_overhead_s, launch_overhead_s, "given", "--launch-overhead"))
