@@ -130,7 +130,7 @@ def test_sizes_that_do_not_divide_are_refused_by_name():
         shard(shape_from_config(dict(BASE, model_type="qwen3_moe", num_key_value_heads=2, num_experts=4,
                                      num_experts_per_tok=2, moe_intermediate_size=100), "q"), 8)
     with pytest.raises(RoofcalcError, match="not built yet"):
-        Parallel(2, pp=2)
+        Parallel(1, pp=2, ep=2)
 
 
 def test_a_tp_sweep_finds_the_fewest_gpus_that_fit_and_where_scaling_stops():
@@ -329,6 +329,33 @@ def test_pipeline_stages_and_the_step_they_make():
     assert sum(k.params * k.count for ks in parts for k in ks) == 6_738_415_616  # every parameter, once
 
 
+def test_tensor_parallel_ranks_inside_pipeline_stages():
+    """Llama-2-70B fp16, --tp 4 --pp 2 (8 GPUs), decode at batch 64 in 2 micro-batches of 32. A layer's
+    rank holds (150,994,944 of attention + 704,643,072 of MLP) / 4 + 16,384 of norms = 213,925,888
+    parameters. Stage 1 (layers 40-79) adds the final norm (8,192) and a quarter of lm_head (8192 x 32000 /
+    4): 8,622,579,712; stage 0 a quarter of the embedding, 8,622,579,712 too. Stage 0 all-reduces the
+    embedding's output and twice a layer, and sends 32 x 8192 x 2 = 524,288 bytes to stage 1; stage 1
+    all-reduces twice a layer and gathers the logits."""
+    from roofcalc.parallel import stage_kernels
+    from roofcalc.sources import load_shape
+
+    shape = load_shape("meta-llama/Llama-2-70b-hf")
+    micro = Workload.decode(32, 1000)
+    (_, s0), (_, s1) = (stage_kernels(shape, micro, 2, s, tp=4) for s in (0, 1))
+    for ks in (s0, s1):
+        assert sum(k.params * k.count for k in ks) == 40 * 213_925_888 + 8192 * 32000 // 4 + (8192 if ks is s1 else 0)
+    comm0 = sorted((k.role, k.count, k.message_bytes) for k in s0 if k.kind == "collective")
+    comm1 = sorted((k.role, k.count, k.message_bytes) for k in s1 if k.kind == "collective")
+    hidden = 32 * 8192 * 2
+    assert comm0 == sorted([("all_reduce", 1, hidden), ("all_reduce", 40, hidden), ("all_reduce", 40, hidden),
+                            ("send", 1, hidden)])
+    assert comm1 == sorted([("all_reduce", 40, hidden), ("all_reduce", 40, hidden),
+                            ("all_gather", 1, 32 * 8000 * 2)])
+    assert Parallel(4, pp=2).gpus == 8
+    with pytest.raises(RoofcalcError, match="combining --ep with --tp or --pp"):
+        Parallel(2, ep=2)
+
+
 def test_the_command_line_runs_a_pipeline(capsys):
     from roofcalc.cli import main
 
@@ -340,6 +367,15 @@ def test_the_command_line_runs_a_pipeline(capsys):
     assert par["step_s"] == pytest.approx(sum(par["stage_s"]) + 3 * max(par["stage_s"]))
     assert main(["meta-llama/Llama-2-7b-hf", "--pp", "64"]) == 2
     assert "more stages than" in capsys.readouterr().err
+    # --tp inside the stages: the JSON says both, and each stage's table is one rank's
+    assert main(["meta-llama/Llama-2-70b-hf", "--hw", "H100", "--tp", "4", "--pp", "2", "--batch", "64", "--context",
+                 "1000", "--impl", "cuda-graph", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["parallel"]["tp"] == 4 and doc["parallel"]["pp"] == 2
+    assert {k["name"] for k in doc["kernels"] if k["kind"] == "collective"} >= {"o_proj.all_reduce",
+                                                                                 "down_proj.all_reduce"}
+    assert main(["meta-llama/Llama-2-70b-hf", "--tp", "2,4", "--pp", "2"]) == 2
+    assert "give one --tp with --pp" in capsys.readouterr().err
 
 
 def test_a_step_can_be_bound_by_communication():

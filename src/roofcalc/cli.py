@@ -246,6 +246,9 @@ def build_tp_sweep(args: argparse.Namespace, shape=None):
     shape, traced = shape if shape is not None else load_model(args)
     _single_gpu_trace(traced, 2)
     Parallel(1, args.pp, args.ep)
+    if args.pp > 1 or args.ep > 1:
+        raise RoofcalcError(f"a --tp list compares tensor-parallel sizes alone; give one --tp with "
+                            f"--{'pp' if args.pp > 1 else 'ep'}")
     workload = _workload(args, shape)
     hardware, profile = _hardware(args)
     return tp_sweep(
@@ -295,7 +298,8 @@ def build_roofline(args: argparse.Namespace, shape=None):
         from .parallel import pipeline_roofline
 
         micro = args.micro_batches or (parallel.pp if workload.batch % parallel.pp == 0 else 1)
-        return pipeline_roofline(shape, workload, parallel.pp, micro, hardware, **_roof_kw(args, profile))
+        return pipeline_roofline(shape, workload, parallel.pp, micro, hardware, tp=parallel.tp,
+                                 **_roof_kw(args, profile))
     elif parallel.gpus > 1:
         from .parallel import analyze_parallel
 

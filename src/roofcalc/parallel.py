@@ -40,8 +40,8 @@ class Parallel:
         for name, n in (("tp", self.tp), ("pp", self.pp), ("ep", self.ep)):
             if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1024:
                 raise RoofcalcError(f"--{name} must be a whole number of ranks from 1 to 1024, got {n!r}")
-        if sum(n > 1 for n in (self.tp, self.pp, self.ep)) > 1:
-            raise RoofcalcError("combining --tp, --pp and --ep is not built yet; give one of them")
+        if self.ep > 1 and (self.tp > 1 or self.pp > 1):
+            raise RoofcalcError("combining --ep with --tp or --pp is not built yet (--tp with --pp is)")
 
     @property
     def gpus(self) -> int:
@@ -112,12 +112,18 @@ def tp_kernels(shape: ModelShape, wl: Workload, tp: int) -> list[Kernel]:
     rank = analyze(shard(shape, tp), wl)
     if tp == 1:
         return list(rank.kernels)
+    return with_tp_collectives(shape, wl, tp, rank.kernels)
+
+
+def with_tp_collectives(shape: ModelShape, wl: Workload, tp: int, kernels) -> list[Kernel]:
+    """A rank's kernels (of the whole model, or of a pipeline stage) with the tensor-parallel
+    collectives in place after the kernels that need them."""
     act = wl.act_dtype
     rows = wl.tokens
     hidden = act.nbytes(rows * shape.d_model)
     logit_rows = rows if wl.logits_all or wl.phase == "decode" else wl.batch
     out: list[Kernel] = []
-    for k in rank.kernels:
+    for k in kernels:
         out.append(k)
         if k.name == shape.name_of("embed") and not shape.tie_word_embeddings:
             # transformers shards an untied embedding on the vocabulary and all-reduces its rows; a tied one
@@ -294,11 +300,16 @@ def stage_layers(n_layers: int, pp: int) -> list[tuple[int, int]]:
     return out
 
 
-def stage_kernels(shape: ModelShape, wl: Workload, pp: int, stage: int) -> tuple[ModelShape, list[Kernel]]:
+def stage_kernels(shape: ModelShape, wl: Workload, pp: int, stage: int, tp: int = 1) -> tuple[ModelShape, list[Kernel]]:
     """(the stage's shape, its kernels at ``wl``): its layers; the embedding on the first stage, the final
-    norm and lm_head on the last; a send of the hidden states [B·T, D] to the next stage."""
+    norm and lm_head on the last; a send of the hidden states [B·T, D] to the next stage. With ``tp``,
+    one tensor-parallel rank of the stage: its shards and collectives, and its send to the same rank of
+    the next stage."""
     from .calculator import layer_kernels, model_head
 
+    if tp > 1:
+        sub, kernels = stage_kernels(shard(shape, tp), wl, pp, stage)
+        return sub, with_tp_collectives(shape, wl, tp, kernels)
     start, end = stage_layers(shape.n_layers, pp)[stage]
     sub = replace(shape, n_layers=end - start, layer_types=shape.layer_types[start:end],
                   mlp_types=shape.mlp_types[start:end] if shape.mlp_types else ())
@@ -353,8 +364,10 @@ class Pipeline:
         return 1 - busy / (len(self.stage_s) * self.step_s)
 
 
-def pipeline_roofline(shape: ModelShape, wl: Workload, pp: int, micro_batches: int, hardware, **roofline_kw):
-    """The slowest stage's roofline on one micro-batch, with the pipeline it sets the pace of."""
+def pipeline_roofline(shape: ModelShape, wl: Workload, pp: int, micro_batches: int, hardware, *, tp: int = 1,
+                      **roofline_kw):
+    """The slowest stage's roofline on one micro-batch, with the pipeline it sets the pace of (each stage
+    ``tp`` tensor-parallel ranks: one rank's table)."""
     from .roofline import roofline
 
     if wl.batch % micro_batches:
@@ -364,8 +377,9 @@ def pipeline_roofline(shape: ModelShape, wl: Workload, pp: int, micro_batches: i
     spans = stage_layers(shape.n_layers, pp)
     results = []
     for s in range(pp):
-        sub, kernels = stage_kernels(shape, micro, pp, s)
-        a = StageAnalysis(sub, micro, tuple(kernels), parallel=Parallel(pp=pp), full=full, stage=s, layers=spans[s],
+        sub, kernels = stage_kernels(shape, micro, pp, s, tp)
+        a = StageAnalysis(sub, micro, tuple(kernels), parallel=Parallel(tp=tp, pp=pp), full=full, stage=s,
+                          layers=spans[s],
                           micro_batches=micro_batches, batch=wl.batch)
         results.append(roofline(a, hardware, **roofline_kw))
     times = tuple(r.step.times.predicted_s for r in results)
