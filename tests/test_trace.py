@@ -44,6 +44,13 @@ TYPES = {
     # two of the newest in transformers 5.24 (their modeling files are copyright 2026)
     "granite_swa": BASE,
     "flint": BASE,
+    # Gemma 4 as its checkpoints write it: the multimodal type around a text config (per-layer inputs,
+    # a wider full-attention layer); its masks search the position ids for packed sequences
+    "gemma4": dict(text_config=dict(BASE, model_type="gemma4_text", head_dim=32, sliding_window=64,
+                                    layer_types=["sliding_attention", "full_attention"],
+                                    vocab_size_per_layer_input=1000, hidden_size_per_layer_input=16,
+                                    per_layer_config={"01": {"head_dim": 64}}),
+                   vision_config=None, audio_config=None),
 }
 POINTS = [(1, 9), (3, 5)]  # (batch, prompt); decode attends to prompt + 1 keys
 
@@ -52,9 +59,16 @@ def config(model_type: str) -> dict:
     return dict(TYPES[model_type], model_type=model_type)
 
 
+# the oracle runs these on CPU tensors with random weights: their masks read the position ids' values,
+# which the meta device has not (eager attention, so the counter sees its matmuls)
+ON_CPU = {"gemma4"}
+
+
 @pytest.fixture(scope="module", params=sorted(TYPES))
 def traced(request):
     cfg = config(request.param)
+    if request.param in ON_CPU:
+        return cfg, build(cfg, dtype=torch.bfloat16, device="cpu", attn="eager")
     return cfg, build(cfg, dtype=torch.bfloat16)
 
 

@@ -619,6 +619,25 @@ def _check_workload(wl: Workload) -> None:
         raise RoofcalcError("--full-rectangle is for hand-modelled families (a traced model runs its own mask)")
 
 
+def _one_sequence_per_row(transformers):
+    """transformers' masks look for several sequences packed into one batch row by reading the position
+    ids' values, which a meta tensor does not have (Gemma 4, Moshi). A traced step holds one sequence per
+    row, for which that search answers None: answer it so without reading. Returns the undo."""
+    try:
+        from transformers import masking_utils
+    except ImportError:  # an older transformers without the search
+        return lambda: None
+    found = getattr(masking_utils, "find_packed_sequence_indices", None)
+    if found is None:
+        return lambda: None
+    masking_utils.find_packed_sequence_indices = lambda position_ids: None
+
+    def undo():
+        masking_utils.find_packed_sequence_indices = found
+
+    return undo
+
+
 def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
     """Trace one step: the kernels in both views, as a JSON-able document (what the cache stores).
     ``read``: :func:`hf_config`'s answer for ``cfg``, when the caller has it."""
@@ -661,6 +680,7 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
         rec = _Recorder(torch, model, top_k if isinstance(top_k, int) else None, wl.experts)
         sdpa = torch.nn.functional.scaled_dot_product_attention
         torch.nn.functional.scaled_dot_product_attention = rec.fused(sdpa)
+        unpacked = _one_sequence_per_row(transformers)
         try:
             with torch.no_grad():
                 if wl.phase == "prefill":
@@ -692,6 +712,7 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
                                 f"({type(exc).__name__}: {one_line(str(exc))[:160]})") from None
         finally:
             torch.nn.functional.scaled_dot_product_attention = sdpa
+            unpacked()
             rec.close()
     new_cache = _cache_of(out)
     cache = _cache_storages(torch, new_cache)
