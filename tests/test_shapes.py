@@ -171,3 +171,8 @@ def test_a_multimodal_config_is_read_through_its_text_config():
     shape = shape_from_config(cfg, "vlm")
     assert shape.model_type == "mistral3 (text_config: mistral)" and shape.d_model == 256 and shape.n_layers == 2
     assert shape == dataclasses.replace(shape_from_config(text, "vlm"), model_type=shape.model_type)
+    # the checkpoint's dtype written only at the top (as Mistral-Small-3.1's config.json writes it) is read;
+    # one in the text config wins
+    assert shape_from_config(dict(cfg, torch_dtype="bfloat16"), "vlm").config_dtype == "bf16"
+    assert shape_from_config(dict(cfg, torch_dtype="bfloat16", text_config=dict(text, torch_dtype="float16")),
+                             "vlm").config_dtype == "fp16"

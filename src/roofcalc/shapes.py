@@ -354,7 +354,9 @@ def shape_from_config(cfg: Any, name: str = "model", family: str | None = None) 
             isinstance(text.get("model_type"), str) and text["model_type"] in FAMILIES:
         # a multimodal config (vision + language): the language model is what decodes
         inner = shape_from_config(text, name)
-        return replace(inner, model_type=f"{model_type} (text_config: {inner.model_type})")
+        # the checkpoint's dtype is often written only at the top (Mistral-Small-3.1, Gemma 3)
+        return replace(inner, model_type=f"{model_type} (text_config: {inner.model_type})",
+                       config_dtype=inner.config_dtype or _config_dtype(cfg))
     fam = FAMILIES.get(family or model_type)
     if fam is None:
         hint = "" if family else " (or pass --family NAME to read it as one of them)"
