@@ -364,6 +364,29 @@ def test_fp8_gemms_are_read_at_their_depth_and_rows_from_deepgemms_table():
     assert matmul_depth(Kernel("x", "attention", "layer", 1, "B4:[1q,500kv]x32h/32kv x128", k.cost)) == 0
 
 
+def test_decode_attention_is_read_at_the_kv_bytes_it_streams():
+    """flash-attention issue #1572, batch decode of 16 x 32 heads of 128 (fp16): FlashInfer reads 524,288,000
+    bytes in 164.4 us (3190 of the H20's 4000 GB/s) and 1,048,576,000 in 321.4 us (0.8156); 33,554,432 in
+    18.79 us (0.4464). FA3 on an H100, the pessimistic end: 1796 and 1849 of 3350 GB/s."""
+    import math
+
+    from roofcalc.predict import Efficiency, KernelModel, default_model, efficiencies
+
+    m = default_model("gpu")
+    assert efficiencies(m, "attention", 1, weight_bytes=524_288_000)[1] == pytest.approx(3190 / 4000)
+    assert efficiencies(m, "attention", 1, weight_bytes=33_554_432)[1] == pytest.approx(0.4464)
+    assert efficiencies(m, "attention", 1, weight_bytes=1 << 20)[1] == pytest.approx(0.4464)  # flat below
+    mid = math.sqrt(524_288_000 * 1_048_576_000)  # halfway in log bytes
+    assert efficiencies(m, "attention", 1, weight_bytes=mid)[1] == pytest.approx((0.7975 + 0.8156) / 2)
+    assert efficiencies(m, "attention", 1, pessimistic=True, weight_bytes=1_048_576_000)[1] == \
+        pytest.approx(1849 / 3350)
+    # a model of its own (a measured profile's, or one built by hand) has no size factors
+    one = Efficiency(0.5, 0.5)
+    mine = KernelModel({c: one for c in ("gemv", "gemm", "attention", "attention_compute", "stream")}, {}, one, one,
+                       overlap=True)
+    assert efficiencies(mine, "attention", 1, weight_bytes=33_554_432)[1] == 0.5
+
+
 def test_a_measured_matmul_curve_is_read_in_log_rows_and_log_weight_bytes():
     from roofcalc.predict import curve_at
 

@@ -63,11 +63,13 @@ GPU_DEFAULTS = {
     "gemm_fp8": Efficiency(1181 / 1979, 1073.6 / 1979, note="DeepGEMM README: FP8 GEMMs at M = 4096, K = 7168 on "
                            "H800 reach 1058 and 1304 of 1979 TFLOP/s (mean 1181); pessimistic: its CUTLASS baseline "
                            "at the same shapes, 1074 (1.1x slower); other depths by GEMM_FP8_DEPTH"),
-    # Dao-AILab/flash-attention issue #1572 (2025): FA3 batch decode on an H100 under CUDA graphs, batch 16,
-    # 32 heads of 128, paged KV: 1226 GB/s at 128 keys, 1796 at 2000, 1849 at 4000, of 3350 GB/s
-    "attention": Efficiency(1796 / 3350, 1226 / 3350, note="flash-attention issue #1572: FA3 batch decode on H100 "
-                            "streams its KV cache at 1796 GB/s (2000 keys; expected) to 1226 GB/s (128 keys; "
-                            "pessimistic) of 3350"),
+    # Dao-AILab/flash-attention issue #1572 (2025), batch decode of 16 sequences, 32 heads of 128, fp16, paged
+    # KV (pages of 8): FlashInfer on the issue author's H20 (4.0 TB/s) reads 524,288,000 bytes of KV cache
+    # (2000 keys) in 164.4 us, 3190 GB/s; FA3 on an H100 (3350 GB/s), 1796 GB/s. The expected value is
+    # the serving engines' kernel, the pessimistic one FA3's; other sizes by ATTENTION_SIZE
+    "attention": Efficiency(3190.0 / 4000, 1796 / 3350, note="flash-attention issue #1572, batch decode of 524 MB of "
+                            "KV cache: FlashInfer at 3190 of 4000 GB/s (H20), FA3 at 1796 of 3350 (H100); other "
+                            "sizes by ATTENTION_SIZE"),
     "attention_compute": Efficiency(0.60, 0.50, note="FlashAttention-2 (Dao, 2023): forward pass at 50-73% of "
                                     "A100 peak (60% expected, 50% pessimistic)"),
 }
@@ -89,6 +91,16 @@ GEMM_ROWS_LOW = ((64.0, 171.8 / 975.9), (128.0, 283.3 / 975.9), (4096.0, 1.0))
 # pessimistic end keeps the class's spread at one depth (1058 of 1181: the two K = 7168 shapes).
 GEMM_FP8_DEPTH = ((512.0, 590 / 1181), (1536.0, 990 / 1181), (2048.0, 1025 / 1181), (7168.0, 1.0),
                   (16384.0, 1358 / 1181))
+
+# A decode attention kernel streams its KV cache well only when there is enough of it to spread over the
+# GPU: the same issue's runs by the bytes they read (batch 16; 128, 2000, 4000 and 32000 keys).
+# FlashInfer (expected): 33,554,432 B in 18.79 us (1786 GB/s, 0.446 of 4000), 524,288,000 B 0.797,
+# 1,048,576,000 B in 321.4 us (0.816), 8,388,608,000 B in 2474.9 us (0.847). FA3 (pessimistic): 1226,
+# 1796 and 1849 GB/s of 3350 at the first three. Factors relative to 524 MB, read in log bytes, flat
+# beyond the ends; the defaults only (a measured profile's attention is its own).
+ATTENTION_SIZE = ((33_554_432.0, 0.4464 / 0.7975), (524_288_000.0, 1.0), (1_048_576_000.0, 0.8156 / 0.7975),
+                  (8_388_608_000.0, 0.8474 / 0.7975))
+ATTENTION_SIZE_LOW = ((33_554_432.0, 1226 / 1796), (524_288_000.0, 1.0), (1_048_576_000.0, 1849 / 1796))
 
 # Weight-only int8 / int4 GEMVs dequantize on the fly: their bandwidth relative to a 16-bit GEMV
 # on the same GPU, from gpt-fast's README (A100-80GB, batch 1): bf16 1397 GB/s, int8 1069 GB/s,
@@ -140,6 +152,9 @@ class KernelModel:
     relative_to: str = "datasheet"  # what the fractions are of: "datasheet", "measured roof" (the defaults
     # moved onto a measured roof), "measured" (a profile's own), "ideal"
     depth: tuple[tuple[float, float], ...] = ()  # GEMMs' compute side by reduction depth K: ((K, factor), ...)
+    # decode attention's memory side by the KV bytes it reads: ((bytes, factor), ...) expected and pessimistic
+    attention_size: tuple[tuple[float, float], ...] = ()
+    attention_size_low: tuple[tuple[float, float], ...] = ()
     link: Efficiency = LINK  # a collective's share of its link
     latency: Mapping[str, Efficiency] = field(default_factory=lambda: dict(LATENCY))  # per collective, by hop
 
@@ -183,11 +198,13 @@ def default_model(kind: str, segment: str = "datacenter") -> KernelModel:
     ("datacenter" or "consumer": GeForce cards reach their fp32-accumulate GEMM peak)."""
     if kind == "cpu":
         return KernelModel(dict(GPU_DEFAULTS), dict(GPU_DEQUANT), CPU_HOST_PER_OP, Efficiency(0.0, 0.0, note="no "
-                           "launches on a CPU"), overlap=False)
+                           "launches on a CPU"), overlap=False, attention_size=ATTENTION_SIZE,
+                           attention_size_low=ATTENTION_SIZE_LOW)
     classes = dict(GPU_DEFAULTS)
     if segment == "consumer":
         classes["gemm"] = CONSUMER_GEMM
-    return KernelModel(classes, dict(GPU_DEQUANT), HOST_PER_OP, LAUNCH, overlap=True)
+    return KernelModel(classes, dict(GPU_DEQUANT), HOST_PER_OP, LAUNCH, overlap=True, attention_size=ATTENTION_SIZE,
+                       attention_size_low=ATTENTION_SIZE_LOW)
 
 
 def model_from_profile(doc: Any, kind: str, where: str) -> KernelModel:
@@ -215,7 +232,10 @@ def model_from_profile(doc: Any, kind: str, where: str) -> KernelModel:
         else:
             raise RoofcalcError(f"{where}: unknown efficiency '{name}' (use {', '.join(CLASSES + DEQUANT)}, "
                                 f"host_per_op_s, launch_s, curves)")
-    return KernelModel(classes, dequant, host, launch, base.overlap, curves, relative_to="measured")
+    default_attention = "attention" not in doc  # then its size factors stay with it
+    return KernelModel(classes, dequant, host, launch, base.overlap, curves, relative_to="measured",
+                       attention_size=base.attention_size if default_attention else (),
+                       attention_size_low=base.attention_size_low if default_attention else ())
 
 
 def _number(v: Any, what: str, lo: float, hi: float) -> float:
@@ -313,7 +333,8 @@ def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessi
     fractions; for a matmul the compute side shrinks with few rows (GEMM_ROWS) and, where the model
     has a depth factor, with a short reduction depth K (``depth``, 0: unknown), unless a measured
     curve (read in log rows and log weight bytes) gives both; integer weights dequantize on the
-    memory side."""
+    memory side. For decode attention ``weight_bytes`` is the KV cache it reads: the defaults' memory
+    side follows its size (ATTENTION_SIZE)."""
     if kind == "collective":  # the link (or the HBM copy) at NCCL's measured share
         e = m.link.pick(pessimistic)
         return e, e
@@ -326,6 +347,9 @@ def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessi
         comp = comp * _interp_log(rows, GEMM_ROWS_LOW if pessimistic else GEMM_ROWS)
         if m.depth and depth:
             comp = comp * _interp_log(depth, m.depth)
+    size = m.attention_size_low if pessimistic else m.attention_size
+    if kind == "attention" and size and _positive_size(weight_bytes):
+        mem = mem * _interp_log(weight_bytes, size)
     curve = m.curves.get("matmul") if kind == "matmul" else None
     if curve:  # the measured curve is the expected value; its class keeps the spread to the pessimistic end
         e = curve_at(curve, rows, weight_bytes)
@@ -335,6 +359,13 @@ def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessi
     if kind == "matmul" and weight_format in m.dequant:
         mem = mem * m.dequant[weight_format].pick(pessimistic)
     return comp, mem
+
+
+def _positive_size(x) -> bool:
+    """A size to read a curve at: a positive number, or an array of them (a sweep)."""
+    if _is_array(x):
+        return bool((x > 0).all())
+    return x > 1
 
 
 def kernel_time(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_format: str = "", weight_bytes=1.0,

@@ -203,7 +203,13 @@ class Placement:
         if self.model is None:
             return self.t_floor_s, self.t_compute_s > self.t_memory_s
         return kernel_time(self.model, self.t_compute_s, self.t_memory_s, self.kernel.kind, self.rows,
-                           self.weight_format, self.kernel.cost.weight_bytes, depth=self.depth, hop=self.hop)
+                           self.weight_format, self.size_bytes, depth=self.depth, hop=self.hop)
+
+    @property
+    def size_bytes(self) -> int:
+        """What the kernel's efficiency is read at: a matmul's weight bytes, decode attention's KV cache."""
+        c = self.kernel.cost
+        return c.kv_read_bytes if self.kernel.kind == "attention" else c.weight_bytes
 
     @property
     def hop(self) -> str:
@@ -295,7 +301,7 @@ class Placement:
     def term(self) -> tuple:
         """What :func:`roofcalc.predict.step_times` needs of this kernel."""
         return (self.kernel.count, self.t_compute_s, self.t_memory_s, self.kernel.kind, self.rows, self.weight_format,
-                self.kernel.cost.weight_bytes, self.depth, self.hop)
+                self.size_bytes, self.depth, self.hop)
 
 
 @dataclass(frozen=True)

@@ -248,7 +248,8 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
                              / roof.link_rate(kernel.group))
         floor += count * np.maximum(t_c, t_m)
         terms.append((count, t_c, t_m, kernel.kind, _rows(probe, i, b, eff_s, s0),
-                      weight_format(kernel, base.weight_dtype), row["weight_bytes"], matmul_depth(kernel),
+                      weight_format(kernel, base.weight_dtype),
+                      row["kv_read_bytes"] if kernel.kind == "attention" else row["weight_bytes"], matmul_depth(kernel),
                       roof.hop(kernel.group) if kernel.kind == "collective" else ""))
         if per_batch:
             n_launch += count * np.array([[launches(per_batch[int(bb)][i][0], impl, act_name, shape)]
