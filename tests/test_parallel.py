@@ -29,7 +29,11 @@ CASES = [("llama", 2, dict(BASE, model_type="llama", num_key_value_heads=2)),
          ("mixtral", 2, dict(BASE, model_type="mixtral", num_key_value_heads=2, num_local_experts=4,
                              num_experts_per_tok=2, sliding_window=None)),
          ("qwen3_moe", 2, dict(BASE, model_type="qwen3_moe", num_key_value_heads=2, head_dim=32, num_experts=4,
-                               num_experts_per_tok=2, moe_intermediate_size=128))]
+                               num_experts_per_tok=2, moe_intermediate_size=128)),
+         # a plain MLP and biases (phi: q/k/v and fc1 split, dense and fc2 reduced), and GPT-NeoX's fused
+         # query_key_value split head by head
+         ("phi", 2, dict(BASE, model_type="phi")),
+         ("gpt_neox", 2, dict(BASE, model_type="gpt_neox"))]
 BATCH, PROMPT = 2, 5
 FP32 = dict(weight_dtype=DTYPES["fp32"], act_dtype=DTYPES["fp32"], kv_dtype=DTYPES["fp32"])
 

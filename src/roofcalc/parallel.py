@@ -27,7 +27,9 @@ from .errors import RoofcalcError
 from .shapes import ModelShape
 
 TP_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",  # separate q/k/v, gated MLP, one plan
-               "mixtral", "qwen3_moe")  # the same attention; every expert split on its width (moe_tp_experts)
+               "mixtral", "qwen3_moe",  # the same attention; every expert split on its width (moe_tp_experts)
+               "phi", "gpt_neox")  # a plain MLP (fc1 / dense_h_to_4h column-, fc2 / dense_4h_to_h row-parallel);
+# GPT-NeoX's fused query_key_value is laid out head by head, so a column split gives each rank whole heads
 
 
 @dataclass(frozen=True)
@@ -53,11 +55,10 @@ def shard(shape: ModelShape, tp: int) -> ModelShape:
     if tp == 1:
         return shape
     moe = shape.moe
-    if shape.family not in TP_FAMILIES or shape.mla or shape.fused_qkv or not shape.gated_mlp or \
-            (moe is not None and moe.d_shared):
+    if shape.family not in TP_FAMILIES or shape.mla or (moe is not None and moe.d_shared):
         raise RoofcalcError(f"roofcalc has no tensor-parallel plan for {shape.family} yet (it shards "
-                            f"{', '.join(TP_FAMILIES)}: separate q/k/v, a gated MLP, routed experts without "
-                            f"shared ones)")
+                            f"{', '.join(TP_FAMILIES)}; not MLA, nor shared experts, nor Phi-3's gathered "
+                            f"qkv_proj)")
     checks = [("num_attention_heads", shape.n_heads), ("intermediate_size", shape.d_ff),
               ("vocab_size", shape.vocab_size)]
     if moe is not None and moe.d_expert != shape.d_ff:
@@ -129,8 +130,10 @@ def with_tp_collectives(shape: ModelShape, wl: Workload, tp: int, kernels) -> li
             # transformers shards an untied embedding on the vocabulary and all-reduces its rows; a tied one
             # shares lm_head's shards and runs without that all-reduce (tests/test_parallel.py sees both)
             out.append(collective("embed.all_reduce", "all_reduce", hidden, tp, 1, "model", f"[{rows},{shape.d_model}]"))
-        elif k.name in (shape.name_of("o"), shape.name_of("down")) or k.role == "combine":
-            # row-parallel o and down; the experts' summed output (each rank ran its slice of every expert)
+        elif k.name in (shape.name_of("o"), shape.name_of("down") if shape.gated_mlp else shape.name_of("fc_out")) \
+                or k.role == "combine":
+            # row-parallel o and down (fc2 in a plain MLP); the experts' summed output (each rank ran its slice
+            # of every expert)
             out.append(collective(f"{k.name}.all_reduce", "all_reduce", hidden, tp, k.count, "layer",
                                   f"[{rows},{shape.d_model}]"))
         elif k.name == shape.name_of("lm_head"):
