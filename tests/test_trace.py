@@ -143,6 +143,45 @@ def test_parameters_and_kv_cache_equal_the_real_model(traced):
     assert cache_bytes(cache) == batch * (prompt + 1) * doc["kv_bytes_per_token"]
 
 
+def _reachable_tensors(x, seen=None):
+    """Every tensor an object holds, through its attributes, dicts and lists (each once)."""
+    seen = set() if seen is None else seen
+    if isinstance(x, torch.Tensor):
+        if id(x) not in seen:
+            seen.add(id(x))
+            yield x
+    elif isinstance(x, dict):
+        for v in x.values():
+            yield from _reachable_tensors(v, seen)
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            yield from _reachable_tensors(v, seen)
+    elif hasattr(x, "__dict__") and not isinstance(x, type):
+        for v in vars(x).values():
+            yield from _reachable_tensors(v, seen)
+
+
+def test_a_hybrid_models_cache_holds_its_recurrent_states():
+    """Bamba, one Mamba-2 layer and one attention layer: the cache is the attention layer's keys and values
+    (per token) and the Mamba layer's convolution and recurrent state (per sequence, any length); the
+    traced memory holds every tensor the real cache holds, and only the keys and values grow with S."""
+    cfg = dict(BASE, model_type="bamba", attn_layer_indices=[1], mamba_n_heads=16, mamba_d_head=32,
+               mamba_d_state=16, mamba_n_groups=1, mamba_expand=2)
+    model = build(cfg, dtype=torch.bfloat16)
+    bf = _bf16()
+    for prompt in (6, 11):
+        out = model(input_ids=torch.zeros((2, prompt), dtype=torch.long, device="meta"), use_cache=True)
+        real = sum(t.numel() * t.element_size() for t in _reachable_tensors(out.past_key_values.layers))
+        doc = trace_raw(cfg, "b", Workload.prefill(2, prompt, weight_dtype=bf, act_dtype=bf, kv_dtype=bf))
+        assert doc["cache_bytes"] == real
+        # one attention layer, 2 KV heads of 32, K and V in bf16: 256 bytes a token
+        assert doc["kv_bytes_per_token"] == 2 * 2 * 32 * 2
+        states = real - 2 * prompt * doc["kv_bytes_per_token"]
+        if prompt == 6:
+            first = states
+    assert states == first > 0  # the same states at both lengths
+
+
 def test_experts_read_the_experts_their_tokens_reach():
     """qwen2_moe at decode batch 1: top-2 of 8 experts, so a quarter of each expert weight is read
     (1,048,576 bytes of bf16 gate_up for 8 experts of [2·128, 256] -> 262,144)."""

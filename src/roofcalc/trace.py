@@ -40,7 +40,7 @@ from .errors import RoofcalcError
 from .inputs import one_line
 from .shapes import ModelShape
 
-TRACE_FORMAT = 2  # the cache file format (2: expert weights carry their full bytes)
+TRACE_FORMAT = 3  # the cache file format (2: expert weights carry their full bytes; 3: recurrent states in the cache)
 ATTENTION_FUNCTIONS = ("attention_forward", "sdpa_attention_forward", "eager_attention_forward",
                        "flash_attention_forward", "flex_attention_forward")
 NO_DATA_OPS = {"_unsafe_view", "alias", "detach", "lift_fresh", "_reshape_alias", "empty", "empty_like",
@@ -700,7 +700,7 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
                                                 f"trace its prefill (--prompt)")
                     old_cache = _cache_storages(torch, cache)
                     if cache is not None:  # alive to the end: the step's new tensors never reuse their storage
-                        rec.keep.extend(_cache_tensors(torch, cache))
+                        rec.keep.extend(_cache_tensors(torch, cache) + _state_tensors(torch, cache))
                     one = torch.zeros((wl.batch, 1), dtype=torch.long, device="meta")
                     kw = {cache_kw: cache} if cache is not None else {}
                     with rec.mode:
@@ -752,7 +752,21 @@ def _cache_of(out):
 def _cache_storages(torch, cache) -> set:
     if cache is None:
         return set()
-    return {_storage_key(t) for t in _cache_tensors(torch, cache)}
+    return {_storage_key(t) for t in _cache_tensors(torch, cache) + _state_tensors(torch, cache)}
+
+
+def _state_tensors(torch, cache) -> list:
+    """A hybrid model's recurrent layers' cache (Mamba, gated delta nets: transformers' linear-attention
+    layers): a convolution and a recurrent state per sequence, the same size at every length."""
+    out = []
+    for layer in getattr(cache, "layers", []) or []:
+        for attr in ("conv_states", "recurrent_states"):
+            states = getattr(layer, attr, None)
+            if isinstance(states, dict):
+                out.extend(t for t in states.values() if isinstance(t, torch.Tensor))
+            elif isinstance(states, torch.Tensor):
+                out.append(states)
+    return out
 
 
 def _cache_tensors(torch, cache) -> list:
@@ -779,7 +793,10 @@ def _per_token(torch, cache, batch: int) -> int:
 
 
 def _cache_bytes(torch, cache) -> int:
-    return sum(t.numel() * t.element_size() for t in _cache_tensors(torch, cache)) if cache is not None else 0
+    """The whole cache: keys and values, and a hybrid model's recurrent states."""
+    if cache is None:
+        return 0
+    return sum(t.numel() * t.element_size() for t in _cache_tensors(torch, cache) + _state_tensors(torch, cache))
 
 
 def traced_shape(cfg: dict, name: str) -> tuple[ModelShape, tuple[dict, str, str]]:
