@@ -33,7 +33,9 @@ CASES = [("llama", 2, dict(BASE, model_type="llama", num_key_value_heads=2)),
          # a plain MLP and biases (phi: q/k/v and fc1 split, dense and fc2 reduced), and GPT-NeoX's fused
          # query_key_value split head by head
          ("phi", 2, dict(BASE, model_type="phi")),
-         ("gpt_neox", 2, dict(BASE, model_type="gpt_neox"))]
+         ("gpt_neox", 2, dict(BASE, model_type="gpt_neox")),
+         # Phi-3's own plan: qkv_proj and gate_up_proj gather their outputs, every head runs on every rank
+         ("phi3", 2, dict(BASE, model_type="phi3", num_key_value_heads=2, pad_token_id=0))]
 BATCH, PROMPT = 2, 5
 FP32 = dict(weight_dtype=DTYPES["fp32"], act_dtype=DTYPES["fp32"], kv_dtype=DTYPES["fp32"])
 
@@ -128,8 +130,10 @@ def test_sizes_that_do_not_divide_are_refused_by_name():
     shape = shape_from_config(dict(BASE, model_type="llama", num_key_value_heads=2), "t")
     with pytest.raises(RoofcalcError, match="does not divide num_attention_heads 8"):
         shard(shape, 3)
-    with pytest.raises(RoofcalcError, match="no tensor-parallel plan for phi3"):  # fused qkv and gate_up
-        shard(shape_from_config(dict(BASE, model_type="phi3", num_key_value_heads=2), "p"), 2)
+    from roofcalc.sources import load_shape
+
+    with pytest.raises(RoofcalcError, match="no tensor-parallel plan for deepseek_v3"):  # MLA, shared experts
+        shard(load_shape("deepseek-ai/DeepSeek-V3"), 2)
     with pytest.raises(RoofcalcError, match="does not divide moe_intermediate_size 100"):
         shard(shape_from_config(dict(BASE, model_type="qwen3_moe", num_key_value_heads=2, num_experts=4,
                                      num_experts_per_tok=2, moe_intermediate_size=100), "q"), 8)

@@ -50,15 +50,21 @@ class Parallel:
         return self.tp * self.pp * self.ep
 
 
+GATHERED_FAMILIES = ("phi3",)  # transformers' plan: fused qkv_proj and gate_up_proj colwise_gather_output,
+# o_proj and down_proj rowwise_split_input (every rank gathers the fused outputs and runs every head)
+
+
 def shard(shape: ModelShape, tp: int) -> ModelShape:
     """One tensor-parallel rank's shape: 1/tp of the heads, the KV heads, the MLP width and the vocab."""
     if tp == 1:
         return shape
     moe = shape.moe
+    if shape.family in GATHERED_FAMILIES:  # its rank keeps every head: only the vocabulary splits
+        return replace(shape, vocab_size=shape.vocab_size // tp) if shape.vocab_size % tp == 0 else \
+            _refuse_vocab(shape, tp)
     if shape.family not in TP_FAMILIES or shape.mla or (moe is not None and moe.d_shared):
         raise RoofcalcError(f"roofcalc has no tensor-parallel plan for {shape.family} yet (it shards "
-                            f"{', '.join(TP_FAMILIES)}; not MLA, nor shared experts, nor Phi-3's gathered "
-                            f"qkv_proj)")
+                            f"{', '.join(TP_FAMILIES + GATHERED_FAMILIES)}; not MLA, nor shared experts)")
     checks = [("num_attention_heads", shape.n_heads), ("intermediate_size", shape.d_ff),
               ("vocab_size", shape.vocab_size)]
     if moe is not None and moe.d_expert != shape.d_ff:
@@ -99,6 +105,10 @@ class RankAnalyzer:
         return analyze_parallel(self.shape, wl, self.parallel)
 
 
+def _refuse_vocab(shape: ModelShape, tp: int):
+    raise RoofcalcError(f"--tp {tp} does not divide vocab_size {shape.vocab_size}: each rank must hold a whole share")
+
+
 def collective(name: str, op: str, message_bytes: int, group: int, count: int, scope: str, dims: str) -> Kernel:
     """A collective of ``group`` ranks on a per-rank input of ``message_bytes`` (it reads and writes HBM
     like a copy; the link carries ``link_bytes``)."""
@@ -110,10 +120,54 @@ def collective(name: str, op: str, message_bytes: int, group: int, count: int, s
 
 def tp_kernels(shape: ModelShape, wl: Workload, tp: int) -> list[Kernel]:
     """One rank's kernels in execution order, the collectives in place."""
+    if tp > 1 and shape.family in GATHERED_FAMILIES:
+        return gathered_tp_kernels(shape, wl, tp)
     rank = analyze(shard(shape, tp), wl)
     if tp == 1:
         return list(rank.kernels)
     return with_tp_collectives(shape, wl, tp, rank.kernels)
+
+
+def gathered_tp_kernels(shape: ModelShape, wl: Workload, tp: int) -> list[Kernel]:
+    """Phi-3's plan in transformers: each rank computes 1/N of the fused qkv_proj and gate_up_proj
+    outputs and all-gathers them (colwise_gather_output), so attention, its KV cache and act_mul run
+    whole on every rank; o_proj and down_proj take their rank's slice of that input and 1/N of the
+    weight, then all-reduce (rowwise_split_input). Embedding and lm_head are vocab-parallel as in the
+    other plans."""
+    from .calculator import linear
+
+    for what, value in (("num_attention_heads x head_dim (qkv_proj's output)", shape.q_dim + 2 * shape.kv_dim),
+                        ("intermediate_size", shape.d_ff), ("hidden_size", shape.d_model),
+                        ("vocab_size", shape.vocab_size)):
+        if value % tp:
+            raise RoofcalcError(f"--tp {tp} does not divide {what} {value}: each rank must hold a whole share")
+    vocab = replace(shape, vocab_size=shape.vocab_size // tp)
+    act, rows = wl.act_dtype, wl.tokens
+    hidden = act.nbytes(rows * shape.d_model)
+    logit_rows = rows if wl.logits_all or wl.phase == "decode" else wl.batch
+    out: list[Kernel] = []
+    for k in analyze(vocab, wl).kernels:
+        if k.name in (shape.name_of("qkv"), shape.name_of("gate_up"), shape.name_of("o"), shape.name_of("down")):
+            first, second = k.dims.split("x", 1)
+            n_in, n_out = int(first.rsplit(",", 1)[1].rstrip("]")), int(second.rsplit(",", 1)[1].rstrip("]"))
+            column = k.name in (shape.name_of("qkv"), shape.name_of("gate_up"))
+            part = linear(k.name, n_in, n_out // tp, shape, wl) if column else linear(k.name, n_in // tp, n_out, shape, wl)
+            out.append(replace(k, cost=part.cost, params=part.params, param_bytes=part.param_bytes, dims=part.dims))
+            if column:
+                out.append(collective(f"{k.name}.all_gather", "all_gather", act.nbytes(rows * n_out // tp), tp, k.count,
+                                      "layer", f"[{rows},{n_out // tp}]"))
+            else:
+                out.append(collective(f"{k.name}.all_reduce", "all_reduce", hidden, tp, k.count, "layer",
+                                      f"[{rows},{shape.d_model}]"))
+            continue
+        out.append(k)
+        if k.name == shape.name_of("embed") and not shape.tie_word_embeddings:
+            out.append(collective("embed.all_reduce", "all_reduce", hidden, tp, 1, "model", f"[{rows},{shape.d_model}]"))
+        elif k.name == shape.name_of("lm_head"):
+            n = vocab.vocab_size
+            out.append(collective("lm_head.all_gather", "all_gather", act.nbytes(logit_rows * n), tp, 1, "model",
+                                  f"[{logit_rows},{n}]"))
+    return out
 
 
 def with_tp_collectives(shape: ModelShape, wl: Workload, tp: int, kernels) -> list[Kernel]:
@@ -204,13 +258,14 @@ def analyze_parallel(shape: ModelShape, wl: Workload, parallel: Parallel) -> Ana
         kernels = ep_kernels(shape, wl, parallel.ep)
         return RankAnalysis(shape, replace(wl, batch=wl.batch // parallel.ep), tuple(kernels), parallel=parallel,
                             full=analyze(shape, wl))
-    rank_shape = shard(shape, parallel.tp)
+    rank_shape = replace(shape, vocab_size=shape.vocab_size // parallel.tp) if shape.family in GATHERED_FAMILIES \
+        else shard(shape, parallel.tp)
     return RankAnalysis(rank_shape, wl, tuple(tp_kernels(shape, wl, parallel.tp)), parallel=parallel,
                         full=analyze(shape, wl))
 
 
-__all__ = ["Parallel", "RankAnalysis", "TP_FAMILIES", "analyze_parallel", "collective", "ep_kernels", "shard",
-           "tp_kernels"]
+__all__ = ["GATHERED_FAMILIES", "Parallel", "RankAnalysis", "TP_FAMILIES", "analyze_parallel", "collective",
+           "ep_kernels", "shard", "tp_kernels"]
 
 
 # --------------------------------------------------------------------------- a sweep over --tp
@@ -311,6 +366,8 @@ def stage_kernels(shape: ModelShape, wl: Workload, pp: int, stage: int, tp: int 
     from .calculator import layer_kernels, model_head
 
     if tp > 1:
+        if shape.family in GATHERED_FAMILIES:
+            raise RoofcalcError(f"--tp with --pp is not built yet for {shape.family}'s gathered plan; give one")
         sub, kernels = stage_kernels(shard(shape, tp), wl, pp, stage)
         return sub, with_tp_collectives(shape, wl, tp, kernels)
     start, end = stage_layers(shape.n_layers, pp)[stage]

@@ -13,6 +13,7 @@ import math
 from typing import Any, Iterable
 
 from .calculator import Analysis, Cost, Kernel
+from .parallel import GATHERED_FAMILIES
 from .roofline import FLAG_FLOOR_MULTIPLE, Roof, Roofline
 from .sweep import BatchVerdicts, Sweep
 
@@ -235,8 +236,12 @@ def header_lines(a: Analysis, defaults: Iterable[str] = ()) -> list[str]:
            + (f"; defaults taken: {', '.join(f'{k}={v}' for k, v in a.check.defaulted)}" if a.check.defaulted else "")]
           if getattr(a, "source", "") == "traced" else []),
         *([f"parallel  --tp {a.parallel.tp}: every number below is one rank's, of {a.parallel.gpus} GPUs "
-           f"(transformers' tensor-parallel plan: q/k/v, gate/up column-parallel, o/down row-parallel with an "
-           f"all-reduce each, "
+           + (f"(transformers' tensor-parallel plan for {s.family}: qkv_proj and gate_up_proj column-parallel with "
+              f"their outputs all-gathered, so every head and its KV cache run on every rank; o_proj and "
+              f"down_proj row-parallel on their slice of the input, an all-reduce each; "
+              if s.family in GATHERED_FAMILIES else
+              "(transformers' tensor-parallel plan: q/k/v, gate/up column-parallel, o/down row-parallel with an "
+              "all-reduce each, ")
            + ("every routed expert split on its width with one all-reduce after them, the router whole, "
               if s.moe is not None else "")
            + f"vocab-parallel embedding and lm_head); the model holds {a.full.params:,} parameters "
