@@ -51,6 +51,11 @@ TYPES = {
                                     vocab_size_per_layer_input=1000, hidden_size_per_layer_input=16,
                                     per_layer_config={"01": {"head_dim": 64}}),
                    vision_config=None, audio_config=None),
+    # models that make their own all-ones padding mask (BioGPT; BART's decoder as a causal LM)
+    "biogpt": dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8, intermediate_size=512,
+                   vocab_size=1000, pad_token_id=0),
+    "bart": dict(d_model=256, decoder_layers=2, decoder_attention_heads=8, decoder_ffn_dim=512, encoder_layers=2,
+                 encoder_attention_heads=8, encoder_ffn_dim=512, vocab_size=1000, pad_token_id=0),
 }
 POINTS = [(1, 9), (3, 5)]  # (batch, prompt); decode attends to prompt + 1 keys
 
@@ -61,7 +66,7 @@ def config(model_type: str) -> dict:
 
 # the oracle runs these on CPU tensors with random weights: their masks read the position ids' values,
 # which the meta device has not (eager attention, so the counter sees its matmuls)
-ON_CPU = {"gemma4"}
+ON_CPU = {"gemma4", "biogpt", "bart"}
 
 
 @pytest.fixture(scope="module", params=sorted(TYPES))

@@ -620,20 +620,33 @@ def _check_workload(wl: Workload) -> None:
 
 
 def _one_sequence_per_row(transformers):
-    """transformers' masks look for several sequences packed into one batch row by reading the position
-    ids' values, which a meta tensor does not have (Gemma 4, Moshi). A traced step holds one sequence per
-    row, for which that search answers None: answer it so without reading. Returns the undo."""
+    """A traced step holds one unpadded sequence per batch row. transformers' masks find that out by
+    reading tensor values a meta tensor does not have: they look for several sequences packed into a
+    row in the position ids (Gemma 4, Moshi), and whether a padding mask the model made for itself is
+    all ones before they skip it (BioGPT, BART's decoder). Answer both as for no packing and no
+    padding, without reading: no packed sequences, and the mask decision of a model given no padding
+    mask (as a Llama is). Returns the undo."""
     try:
         from transformers import masking_utils
-    except ImportError:  # an older transformers without the search
+    except ImportError:  # an older transformers without these functions
         return lambda: None
-    found = getattr(masking_utils, "find_packed_sequence_indices", None)
-    if found is None:
-        return lambda: None
-    masking_utils.find_packed_sequence_indices = lambda position_ids: None
+    saved = {name: getattr(masking_utils, name, None) for name in ("find_packed_sequence_indices",
+                                                                  "_ignore_causal_mask_sdpa")}
+    if saved["find_packed_sequence_indices"] is not None:
+        masking_utils.find_packed_sequence_indices = lambda position_ids: None
+    ignore = saved["_ignore_causal_mask_sdpa"]
+    if ignore is not None:
+        def unpadded(padding_mask, *args, **kwargs):
+            meta = padding_mask is not None and getattr(padding_mask, "device", None) is not None and \
+                padding_mask.device.type == "meta"
+            return ignore(None if meta else padding_mask, *args, **kwargs)
+
+        masking_utils._ignore_causal_mask_sdpa = unpadded
 
     def undo():
-        masking_utils.find_packed_sequence_indices = found
+        for name, fn in saved.items():
+            if fn is not None:
+                setattr(masking_utils, name, fn)
 
     return undo
 
