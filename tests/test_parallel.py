@@ -174,6 +174,36 @@ def test_the_command_line_sweeps_batches_and_contexts_on_one_rank(capsys):
     assert "sweeps with --pp are not built yet" in capsys.readouterr().err
 
 
+def test_ep_and_pp_lists_compare_sizes_like_a_tp_list(capsys):
+    """Mixtral-8x7B bf16 on H100s at batch 64, context 1000. --ep 1: 46,702,792,704 parameters (93.4 GB)
+    do not fit 80 GiB; --ep 2 holds half the experts and 32 of the sequences' KV cache (32 x 1000 x
+    131,072 bytes: 32 layers x K and V x 8 heads x 128 x 2 bytes) and fits. Every rank runs at once, so
+    a step makes all 64 sequences' tokens. --pp: the largest stage's memory, and the pipeline's step."""
+    from roofcalc.cli import main
+    from roofcalc.hardware import find_hardware
+    from roofcalc.parallel import tp_sweep
+    from roofcalc.sources import load_shape
+
+    shape, wl = load_shape("mistralai/Mixtral-8x7B-v0.1"), Workload.decode(64, 1000)
+    sw = tp_sweep(shape, wl, [1, 2, 4], find_hardware("H100"), axis="ep", impl="cuda-graph")
+    assert [p.fits for p in sw.points] == [False, True, True] and sw.fewest_fitting == 2
+    two = sw.points[1]
+    rank = analyze_parallel(shape, wl, Parallel(ep=2))
+    assert two.memory_bytes == rank.memory_bytes and rank.kv_bytes_per_token * 1000 * 32 == 32 * 1000 * 131_072
+    assert two.tokens_per_s == pytest.approx(64 / two.step_s) and two.tokens_per_s_per_gpu == two.tokens_per_s / 2
+    pipe = tp_sweep(shape, wl, [1, 2], find_hardware("H100"), axis="pp", impl="cuda-graph").points[1]
+    plan, largest = pipe.result.analysis.note_pipeline
+    assert pipe.step_s == plan.step_s and pipe.memory_bytes == largest and pipe.tokens_per_s == pytest.approx(
+        64 / plan.step_s)
+    assert main(["mistralai/Mixtral-8x7B-v0.1", "--hw", "H100", "--ep", "1,2,4", "--context", "1000", "--batch", "64",
+                 "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["axis"] == "ep" and [p["ep"] for p in doc["ep_points"]] == [1, 2, 4]
+    assert doc["verdicts"]["fewest_gpus_that_fit"] == 2
+    assert main(["mistralai/Mixtral-8x7B-v0.1", "--ep", "1,2", "--pp", "1,2"]) == 2
+    assert "give a list to one of --tp, --pp and --ep at a time" in capsys.readouterr().err
+
+
 def test_the_command_line_compares_tp_sizes(capsys):
     from roofcalc.cli import main
 

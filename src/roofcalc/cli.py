@@ -74,7 +74,7 @@ def _main_parser() -> argparse.ArgumentParser:
                         "the stages make"),
                        ("--ep", "expert-parallel ranks: E/N routed experts each, attention data-parallel over B/N "
                         "sequences, all-to-all dispatch and combine")):
-        p.add_argument(flag, type=positive_int, default=1, help=f"{what} (default 1)")
+        p.add_argument(flag, default="1", help=f"{what}; a list compares them at one batch and context (default 1)")
     p.add_argument("--trace", action="store_true",
                    help="count the kernels by tracing transformers' own modeling code on the meta device (needs "
                    "torch; automatic for a model_type without a hand model)")
@@ -221,38 +221,58 @@ def build_sweep(args: argparse.Namespace, shape=None):
     )
 
 
-def _tps(args: argparse.Namespace) -> tuple[int, ...]:
-    return parse_sizes(getattr(args, "tp", "1"), "tp", 1024)
+AXES = ("tp", "pp", "ep")
+
+
+def _sizes_of(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
+    """The ranks given on each parallel axis (--tp, --pp, --ep), each a size or a list."""
+    return {axis: parse_sizes(str(getattr(args, axis, "1")), axis, 1024) for axis in AXES}
+
+
+def _swept_axis(args: argparse.Namespace) -> str | None:
+    """The one parallel axis given as a list, if any."""
+    lists = [axis for axis, sizes in _sizes_of(args).items() if len(sizes) > 1]
+    if len(lists) > 1:
+        raise RoofcalcError(f"give a list to one of --tp, --pp and --ep at a time (got lists for "
+                            f"{' and '.join('--' + a for a in lists)})")
+    return lists[0] if lists else None
 
 
 def _parallel(args: argparse.Namespace):
     from .parallel import Parallel
 
-    tps = _tps(args)
-    if len(tps) > 1:
-        raise RoofcalcError("a list of --tp compares one step; give it alone")
-    return Parallel(tps[0], getattr(args, "pp", 1), getattr(args, "ep", 1))
+    sizes = _sizes_of(args)
+    for axis, values in sizes.items():
+        if len(values) > 1:
+            raise RoofcalcError(f"a list of --{axis} compares one step; give it alone")
+    return Parallel(sizes["tp"][0], sizes["pp"][0], sizes["ep"][0])
 
 
 def build_tp_sweep(args: argparse.Namespace, shape=None):
     from .parallel import Parallel, tp_sweep
 
+    axis = _swept_axis(args) or "tp"
     for flag, value in (("--tpot", args.tpot), ("--kernel-times", args.kernel_times), ("--point", args.point),
                         ("--record", args.record), ("--plot", args.plot)):
         if value:
-            raise RoofcalcError(f"{flag} describes one step; a --tp list compares several")
+            raise RoofcalcError(f"{flag} describes one step; a --{axis} list compares several")
     if is_sweep(args):
-        raise RoofcalcError("a --tp list compares one step: give one --batch and one --context (or --prompt)")
+        raise RoofcalcError(f"a --{axis} list compares one step: give one --batch and one --context (or --prompt)")
     shape, traced = shape if shape is not None else load_model(args)
     _single_gpu_trace(traced, 2)
-    Parallel(1, args.pp, args.ep)
-    if args.pp > 1 or args.ep > 1:
-        raise RoofcalcError(f"a --tp list compares tensor-parallel sizes alone; give one --tp with "
-                            f"--{'pp' if args.pp > 1 else 'ep'}")
+    sizes = _sizes_of(args)
+    others = [a for a in AXES if a != axis and sizes[a][0] > 1]
+    if others:
+        raise RoofcalcError(f"a --{axis} list compares {axis} sizes alone; give one --{axis} with --{others[0]}")
+    for n in sizes[axis]:
+        Parallel(**{axis: n})
+    if args.micro_batches and axis != "pp":
+        raise RoofcalcError("--micro-batches is for --pp")
     workload = _workload(args, shape)
     hardware, profile = _hardware(args)
     return tp_sweep(
-        shape, workload, _tps(args), hardware, min_gain=percent(args.min_gain), **_roof_kw(args, profile))
+        shape, workload, sizes[axis], hardware, min_gain=percent(args.min_gain), axis=axis,
+        micro_batches=args.micro_batches, **_roof_kw(args, profile))
 
 
 def _single_gpu_trace(traced, gpus: int) -> None:
@@ -370,7 +390,7 @@ def run_main(argv: Sequence[str]) -> str:
         from .plotting import check_plot_path
 
         check_plot_path(args.plot)
-    if len(_tps(args)) > 1:
+    if _swept_axis(args) is not None:
         result = build_tp_sweep(args, shape)
     elif is_sweep(args):
         result = build_sweep(args, shape)

@@ -272,22 +272,34 @@ __all__ = ["GATHERED_FAMILIES", "Parallel", "RankAnalysis", "TP_FAMILIES", "anal
 
 @dataclass(frozen=True)
 class TPPoint:
-    """One --tp at the same workload: its roofline (one rank's step)."""
+    """One size of the swept axis (--tp, --ep or --pp) at the same workload: its roofline (one rank's
+    step; for --pp, the slowest stage on one micro-batch, with the pipeline it sets the pace of)."""
 
-    tp: int
+    tp: int  # GPUs along the swept axis
     result: "object"  # roofline.Roofline
+    axis: str = "tp"
+
+    @property
+    def gpus(self) -> int:
+        return self.tp
 
     @property
     def step(self):
         return self.result.step
 
     @property
+    def _pipeline(self):
+        return getattr(self.result.analysis, "note_pipeline", None)
+
+    @property
     def step_s(self) -> float:
-        return self.step.times.predicted_s
+        """The whole step: one rank's (tp, ep: all ranks run at once), or the pipeline's."""
+        pipe = self._pipeline
+        return pipe[0].step_s if pipe else self.step.times.predicted_s
 
     @property
     def comm_s(self) -> float:
-        """The collectives' expected device time in one step."""
+        """The collectives' expected device time in one rank's step (a stage's, on one micro-batch)."""
         return sum(p.t_expected_s * p.kernel.count for p in self.step.placements if p.kernel.kind == "collective")
 
     @property
@@ -296,9 +308,19 @@ class TPPoint:
         return self.comm_s / device if device else 0.0
 
     @property
+    def sequences(self) -> int:
+        """The step's sequences over all ranks: an expert-parallel rank runs B/N of them, a stage one
+        micro-batch."""
+        a = self.result.analysis
+        if self._pipeline:
+            return a.batch
+        return a.workload.batch * (self.tp if self.axis == "ep" else 1)
+
+    @property
     def tokens_per_s(self) -> float:
         wl = self.result.analysis.workload
-        return (wl.batch if wl.phase == "decode" else wl.tokens) / self.step_s
+        per_sequence = 1 if wl.phase == "decode" else wl.query_tokens
+        return self.sequences * per_sequence / self.step_s
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
@@ -306,18 +328,21 @@ class TPPoint:
 
     @property
     def memory_bytes(self) -> int:
-        return self.step.memory_bytes if hasattr(self.step, "memory_bytes") else self.result.analysis.memory_bytes
+        """One GPU's weights and KV cache (the largest stage's, for --pp)."""
+        pipe = self._pipeline
+        return pipe[1] if pipe else self.result.analysis.memory_bytes
 
     @property
     def fits(self) -> bool | None:
         cap = self.result.capacity_bytes
-        return None if cap is None else self.result.analysis.memory_bytes <= cap
+        return None if cap is None else self.memory_bytes <= cap
 
 
 @dataclass(frozen=True)
 class TPSweep:
     points: tuple[TPPoint, ...]
     min_gain: float
+    axis: str = "tp"
 
     @property
     def fewest_fitting(self) -> int | None:
@@ -326,7 +351,7 @@ class TPSweep:
 
     @property
     def stops_paying(self) -> tuple[int, float] | None:
-        """(tp, gain) at the first step up where the step gets less than min_gain faster."""
+        """(size, gain) at the first step up where the step gets less than min_gain faster."""
         for a, b in zip(self.points, self.points[1:]):
             gain = a.step_s / b.step_s - 1
             if gain < self.min_gain:
@@ -334,13 +359,22 @@ class TPSweep:
         return None
 
 
-def tp_sweep(shape: ModelShape, wl: Workload, tps, hardware, *, min_gain: float = 0.10, **roofline_kw) -> TPSweep:
-    """The same step at every --tp in ``tps``: one rank's roofline each."""
+def tp_sweep(shape: ModelShape, wl: Workload, tps, hardware, *, min_gain: float = 0.10, axis: str = "tp",
+             micro_batches: int | None = None, **roofline_kw) -> TPSweep:
+    """The same step at every size in ``tps`` along ``axis`` ("tp", "ep" or "pp"): one rank's roofline
+    each (for "pp", the slowest stage's on ``micro_batches`` micro-batches, default: the stages when
+    they divide the batch, else 1)."""
     from .roofline import roofline
 
-    points = tuple(TPPoint(tp, roofline(analyze_parallel(shape, wl, Parallel(tp)), hardware, **roofline_kw))
-                   for tp in sorted(set(tps)))
-    return TPSweep(points, min_gain)
+    points = []
+    for n in sorted(set(tps)):
+        if axis == "pp" and n > 1:
+            micro = micro_batches or (n if wl.batch % n == 0 else 1)
+            r = pipeline_roofline(shape, wl, n, micro, hardware, **roofline_kw)
+        else:
+            r = roofline(analyze_parallel(shape, wl, Parallel(**{axis: n})), hardware, **roofline_kw)
+        points.append(TPPoint(n, r, axis))
+    return TPSweep(tuple(points), min_gain, axis)
 
 
 # --------------------------------------------------------------------------- pipeline parallelism

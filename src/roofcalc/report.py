@@ -907,11 +907,20 @@ TP_COLUMNS = (("tp", "tp", str), ("memory per GPU GB", "memory_bytes", lambda x:
 
 
 def _tp_value(p, key):
-    if key == "memory_bytes":
-        return p.result.analysis.memory_bytes
+    if key == "tp":
+        return p.tp
     if key == "bound":
         return p.step.times.bound
     return getattr(p, key)
+
+
+AXIS_WORDS = {
+    "tp": "one rank's step at each --tp, by transformers' tensor-parallel plan (docs/conventions.md)",
+    "ep": "one rank's step at each --ep: E/N routed experts, attention for B/N of the sequences, all-to-all "
+          "dispatch and combine (docs/conventions.md)",
+    "pp": "the pipeline's step at each --pp: the stages in turn, then the slowest stage once per other "
+          "micro-batch; memory is the largest stage's, and communication the slowest stage's (its send)",
+}
 
 
 def tp_sweep_record(tps) -> dict[str, Any]:
@@ -923,14 +932,16 @@ def tp_sweep_record(tps) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION, "model": model_record(full), "workload": workload_record(a),
         "hardware": {**hardware_record(first), "capacity_bytes": first.capacity_bytes,
                      "link_bytes_per_s": first.hardware.link_bytes_per_s},
-        "tp_points": [{"tp": p.tp, "gpus": p.tp, "memory_bytes_per_gpu": p.result.analysis.memory_bytes,
+        "axis": tps.axis,
+        f"{tps.axis}_points": [{tps.axis: p.tp, "gpus": p.tp, "memory_bytes_per_gpu": p.memory_bytes,
                        "fits": p.fits, "step_s": p.step_s, "communication_s": p.comm_s,
                        "communication_share": p.comm_share, "tokens_per_s": p.tokens_per_s,
                        "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu, "bound": p.step.times.bound,
                        "collectives": [kernel_record(q.kernel) for q in p.step.placements
                                        if q.kernel.kind == "collective"]} for p in tps.points],
         "verdicts": {"fewest_gpus_that_fit": tps.fewest_fitting, "min_gain": tps.min_gain,
-                     "stops_paying_at_tp": stop[0] if stop else None, "gain_there": stop[1] if stop else None},
+                     f"stops_paying_at_{tps.axis}": stop[0] if stop else None,
+                     "gain_there": stop[1] if stop else None},
     }
 
 
@@ -946,7 +957,7 @@ def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = ()) -> st
             v = _tp_value(p, key)
             row.append(("unknown" if v is None else "yes" if v else "NO") if key == "fits" else show(v))
         rows.append(row)
-    headers = [h for h, _, _ in TP_COLUMNS]
+    headers = [tps.axis if h == "tp" else h for h, _, _ in TP_COLUMNS]
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf)
@@ -962,8 +973,8 @@ def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = ()) -> st
     lines = [line for line in header_lines(full, defaults) if not line.startswith(("size", "source"))]
     lines.append(f"hardware  {hw.name} x N: {link}; memory "
                  f"{'unknown' if first.capacity_bytes is None else capacity(first.capacity_bytes)} per GPU")
-    lines.append("parallel  one rank's step at each --tp, by transformers' tensor-parallel plan (docs/conventions.md); "
-                 "communication: the collectives' expected time, and its share of the device time")
+    lines.append(f"parallel  {AXIS_WORDS[tps.axis]}; communication: the collectives' expected time, and its "
+                 f"share of the device time")
     table = tabulate(rows, headers=headers, tablefmt="pipe" if fmt == "markdown" else "simple", disable_numparse=True)
     fit = tps.fewest_fitting
     swept = ", ".join(str(p.tp) for p in tps.points)
@@ -971,8 +982,10 @@ def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = ()) -> st
                 f"{fit if fit is not None else 'none of ' + swept} (of {swept})"]
     stop = tps.stops_paying
     if stop:
-        verdicts.append(f"  scaling   adding GPUs stops paying at --tp {stop[0]}: the step is only {100 * stop[1]:+.1f}% "
-                        f"faster than at the --tp before it (less than {100 * tps.min_gain:.0f}%)")
+        verdicts.append(f"  scaling   adding GPUs stops paying at --{tps.axis} {stop[0]}: the step is only "
+                        f"{100 * stop[1]:+.1f}% faster than at the --{tps.axis} before it (less than "
+                        f"{100 * tps.min_gain:.0f}%)")
     else:
-        verdicts.append(f"  scaling   every step up in --tp makes the step at least {100 * tps.min_gain:.0f}% faster")
+        verdicts.append(f"  scaling   every step up in --{tps.axis} makes the step at least {100 * tps.min_gain:.0f}% "
+                        f"faster")
     return "\n".join(lines) + "\n\n" + table + "\n\n" + "\n".join(verdicts) + "\n"
