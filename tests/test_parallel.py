@@ -35,7 +35,17 @@ CASES = [("llama", 2, dict(BASE, model_type="llama", num_key_value_heads=2)),
          ("phi", 2, dict(BASE, model_type="phi")),
          ("gpt_neox", 2, dict(BASE, model_type="gpt_neox")),
          # Phi-3's own plan: qkv_proj and gate_up_proj gather their outputs, every head runs on every rank
-         ("phi3", 2, dict(BASE, model_type="phi3", num_key_value_heads=2, pad_token_id=0))]
+         ("phi3", 2, dict(BASE, model_type="phi3", num_key_value_heads=2, pad_token_id=0)),
+         # MLA (q and kv_b split by heads, the latent whole), a dense first layer, then routed and shared experts
+         ("deepseek_v2", 2, dict(BASE, model_type="deepseek_v2", num_key_value_heads=8, moe_intermediate_size=128,
+                                 n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1, first_k_dense_replace=1,
+                                 kv_lora_rank=64, q_lora_rank=None, qk_rope_head_dim=16, qk_nope_head_dim=32,
+                                 v_head_dim=32, pad_token_id=0, n_group=1, topk_group=1, topk_method="greedy")),
+         # DeepSeek-V3's plan leaves attention whole on every rank (no o_proj all-reduce)
+         ("deepseek_v3", 2, dict(BASE, model_type="deepseek_v3", num_key_value_heads=8, moe_intermediate_size=128,
+                                 n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1, first_k_dense_replace=1,
+                                 kv_lora_rank=64, q_lora_rank=96, qk_rope_head_dim=16, qk_nope_head_dim=32,
+                                 v_head_dim=32, pad_token_id=0, n_group=1, topk_group=1))]
 BATCH, PROMPT = 2, 5
 FP32 = dict(weight_dtype=DTYPES["fp32"], act_dtype=DTYPES["fp32"], kv_dtype=DTYPES["fp32"])
 
@@ -132,8 +142,8 @@ def test_sizes_that_do_not_divide_are_refused_by_name():
         shard(shape, 3)
     from roofcalc.sources import load_shape
 
-    with pytest.raises(RoofcalcError, match="no tensor-parallel plan for deepseek_v3"):  # MLA, shared experts
-        shard(load_shape("deepseek-ai/DeepSeek-V3"), 2)
+    with pytest.raises(RoofcalcError, match="no tensor-parallel plan for gpt2"):  # transformers has none
+        shard(load_shape("openai-community/gpt2"), 2)
     with pytest.raises(RoofcalcError, match="does not divide moe_intermediate_size 100"):
         shard(shape_from_config(dict(BASE, model_type="qwen3_moe", num_key_value_heads=2, num_experts=4,
                                      num_experts_per_tok=2, moe_intermediate_size=100), "q"), 8)

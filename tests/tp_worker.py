@@ -42,13 +42,16 @@ def main() -> None:
     # eager attention: its matmuls are visible to FlopCounterMode (the CPU sdpa kernel is not)
     # and the experts' eager loop (one linear per expert reached), whose matmuls it counts too
     moe = any(k in transformers.AutoConfig.from_pretrained(path).to_dict()
-              for k in ("num_local_experts", "num_experts"))
+              for k in ("num_local_experts", "num_experts", "n_routed_experts"))
     model = transformers.AutoModelForCausalLM.from_pretrained(path, tp_plan="auto", dtype=torch.float32,
                                                               attn_implementation="eager",
                                                               **({"experts_implementation": "eager"} if moe else {})
                                                               ).eval()
     local = [p.to_local() if hasattr(p, "to_local") else p for p in model.parameters()]
-    record = {"params": sum(t.numel() for t in local), "tied": model.config.tie_word_embeddings}
+    # a checkpoint's tensors: the parameters and the persistent buffers (DeepSeek-V3's score correction)
+    persistent = set(model.state_dict())
+    buffers = sum(b.numel() for n, b in model.named_buffers() if n in persistent)
+    record = {"params": sum(t.numel() for t in local) + buffers, "tied": model.config.tie_word_embeddings}
     with torch.no_grad():
         ids = torch.zeros((batch, prompt), dtype=torch.long)
         mode = Collectives()

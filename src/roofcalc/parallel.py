@@ -28,8 +28,11 @@ from .shapes import ModelShape
 
 TP_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",  # separate q/k/v, gated MLP, one plan
                "mixtral", "qwen3_moe",  # the same attention; every expert split on its width (moe_tp_experts)
-               "phi", "gpt_neox")  # a plain MLP (fc1 / dense_h_to_4h column-, fc2 / dense_4h_to_h row-parallel);
-# GPT-NeoX's fused query_key_value is laid out head by head, so a column split gives each rank whole heads
+               "phi", "gpt_neox",  # a plain MLP (fc1 / dense_h_to_4h column-, fc2 / dense_4h_to_h row-parallel);
+               # GPT-NeoX's fused query_key_value is laid out head by head, so a column split gives each rank whole heads
+               "deepseek_v2",  # MLA: q and kv_b split by heads, the latent (kv_a) whole; shared experts split too
+               "deepseek_v3")  # its plan leaves attention whole on every rank: only the MLPs and experts split
+WHOLE_ATTENTION = ("deepseek_v3",)  # transformers' plan has no attention entries: every rank runs every head
 
 
 @dataclass(frozen=True)
@@ -62,23 +65,31 @@ def shard(shape: ModelShape, tp: int) -> ModelShape:
     if shape.family in GATHERED_FAMILIES:  # its rank keeps every head: only the vocabulary splits
         return replace(shape, vocab_size=shape.vocab_size // tp) if shape.vocab_size % tp == 0 else \
             _refuse_vocab(shape, tp)
-    if shape.family not in TP_FAMILIES or shape.mla or (moe is not None and moe.d_shared):
+    if shape.family not in TP_FAMILIES:
         raise RoofcalcError(f"roofcalc has no tensor-parallel plan for {shape.family} yet (it shards "
-                            f"{', '.join(TP_FAMILIES + GATHERED_FAMILIES)}; not MLA, nor shared experts)")
-    checks = [("num_attention_heads", shape.n_heads), ("intermediate_size", shape.d_ff),
-              ("vocab_size", shape.vocab_size)]
+                            f"{', '.join(TP_FAMILIES + GATHERED_FAMILIES)})")
+    whole = shape.family in WHOLE_ATTENTION
+    checks = ([] if whole else [("num_attention_heads", shape.n_heads)]) + \
+        [("intermediate_size", shape.d_ff), ("vocab_size", shape.vocab_size)]
     if moe is not None and moe.d_expert != shape.d_ff:
         checks.append(("moe_intermediate_size", moe.d_expert))
+    if moe is not None and moe.d_shared:
+        checks.append(("the shared experts' width", moe.d_shared))
     for what, value in checks:
         if value % tp:
             raise RoofcalcError(f"--tp {tp} does not divide {what} {value}: each rank must hold a whole share")
     k = shape.n_kv_heads
+    if whole:
+        return replace(shape, d_ff=shape.d_ff // tp, vocab_size=shape.vocab_size // tp,
+                       moe=None if moe is None else replace(moe, d_expert=moe.d_expert // tp,
+                                                            d_shared=moe.d_shared // tp))
     if k % tp and tp % k:
         raise RoofcalcError(f"--tp {tp} and num_key_value_heads {k}: one must divide the other (split the KV "
                             f"heads, or replicate each over tp / K ranks)")
     return replace(shape, n_heads=shape.n_heads // tp, n_kv_heads=max(1, k // tp), d_ff=shape.d_ff // tp,
                    vocab_size=shape.vocab_size // tp,
-                   moe=None if moe is None else replace(moe, d_expert=moe.d_expert // tp))
+                   moe=None if moe is None else replace(moe, d_expert=moe.d_expert // tp,
+                                                        d_shared=moe.d_shared // tp))
 
 
 def link_bytes(op: str, message_bytes, group: int):
@@ -184,8 +195,9 @@ def with_tp_collectives(shape: ModelShape, wl: Workload, tp: int, kernels) -> li
             # transformers shards an untied embedding on the vocabulary and all-reduces its rows; a tied one
             # shares lm_head's shards and runs without that all-reduce (tests/test_parallel.py sees both)
             out.append(collective("embed.all_reduce", "all_reduce", hidden, tp, 1, "model", f"[{rows},{shape.d_model}]"))
-        elif k.name in (shape.name_of("o"), shape.name_of("down") if shape.gated_mlp else shape.name_of("fc_out")) \
-                or k.role == "combine":
+        elif k.name in ((() if shape.family in WHOLE_ATTENTION else (shape.name_of("o"),))
+                        + (shape.name_of("down") if shape.gated_mlp else shape.name_of("fc_out"),
+                           f"shared_experts.{shape.name_of('down')}")) or k.role == "combine":
             # row-parallel o and down (fc2 in a plain MLP); the experts' summed output (each rank ran its slice
             # of every expert)
             out.append(collective(f"{k.name}.all_reduce", "all_reduce", hidden, tp, k.count, "layer",
@@ -264,8 +276,8 @@ def analyze_parallel(shape: ModelShape, wl: Workload, parallel: Parallel) -> Ana
                         full=analyze(shape, wl))
 
 
-__all__ = ["GATHERED_FAMILIES", "Parallel", "RankAnalysis", "TP_FAMILIES", "analyze_parallel", "collective",
-           "ep_kernels", "shard", "tp_kernels"]
+__all__ = ["GATHERED_FAMILIES", "Parallel", "RankAnalysis", "TP_FAMILIES", "WHOLE_ATTENTION", "analyze_parallel",
+           "collective", "ep_kernels", "shard", "tp_kernels"]
 
 
 # --------------------------------------------------------------------------- a sweep over --tp

@@ -13,7 +13,7 @@ import math
 from typing import Any, Iterable
 
 from .calculator import Analysis, Cost, Kernel
-from .parallel import GATHERED_FAMILIES
+from .parallel import GATHERED_FAMILIES, WHOLE_ATTENTION
 from .roofline import FLAG_FLOOR_MULTIPLE, Roof, Roofline
 from .sweep import BatchVerdicts, Sweep
 
@@ -240,6 +240,14 @@ def header_lines(a: Analysis, defaults: Iterable[str] = ()) -> list[str]:
               f"their outputs all-gathered, so every head and its KV cache run on every rank; o_proj and "
               f"down_proj row-parallel on their slice of the input, an all-reduce each; "
               if s.family in GATHERED_FAMILIES else
+              f"(transformers' tensor-parallel plan for {s.family}: attention whole on every rank (the plan splits "
+              f"none of it); gate/up column-parallel, down row-parallel with an all-reduce, the shared experts "
+              f"likewise, "
+              if s.family in WHOLE_ATTENTION else
+              "(transformers' tensor-parallel plan: q and kv_b_proj column-parallel by heads, the cached latent "
+              "whole on every rank, o_proj row-parallel with an all-reduce; gate/up column-parallel, down "
+              "row-parallel with an all-reduce, the shared experts likewise, "
+              if s.mla is not None else
               "(transformers' tensor-parallel plan: q/k/v, gate/up column-parallel, o/down row-parallel with an "
               "all-reduce each, ")
            + ("every routed expert split on its width with one all-reduce after them, the router whole, "
