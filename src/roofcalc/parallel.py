@@ -63,8 +63,10 @@ def shard(shape: ModelShape, tp: int) -> ModelShape:
         return shape
     moe = shape.moe
     if shape.family in GATHERED_FAMILIES:  # its rank keeps every head: only the vocabulary splits
-        return replace(shape, vocab_size=shape.vocab_size // tp) if shape.vocab_size % tp == 0 else \
-            _refuse_vocab(shape, tp)
+        if shape.vocab_size % tp:
+            raise RoofcalcError(f"--tp {tp} does not divide vocab_size {shape.vocab_size}: each rank must hold a "
+                                f"whole share")
+        return replace(shape, vocab_size=shape.vocab_size // tp)
     if shape.family not in TP_FAMILIES:
         raise RoofcalcError(f"roofcalc has no tensor-parallel plan for {shape.family} yet (it shards "
                             f"{', '.join(TP_FAMILIES + GATHERED_FAMILIES)})")
@@ -116,10 +118,6 @@ class RankAnalyzer:
         return analyze_parallel(self.shape, wl, self.parallel)
 
 
-def _refuse_vocab(shape: ModelShape, tp: int):
-    raise RoofcalcError(f"--tp {tp} does not divide vocab_size {shape.vocab_size}: each rank must hold a whole share")
-
-
 def collective(name: str, op: str, message_bytes: int, group: int, count: int, scope: str, dims: str) -> Kernel:
     """A collective of ``group`` ranks on a per-rank input of ``message_bytes`` (it reads and writes HBM
     like a copy; the link carries ``link_bytes``)."""
@@ -155,7 +153,6 @@ def gathered_tp_kernels(shape: ModelShape, wl: Workload, tp: int) -> list[Kernel
     vocab = replace(shape, vocab_size=shape.vocab_size // tp)
     act, rows = wl.act_dtype, wl.tokens
     hidden = act.nbytes(rows * shape.d_model)
-    logit_rows = rows if wl.logits_all or wl.phase == "decode" else wl.batch
     out: list[Kernel] = []
     for k in analyze(vocab, wl).kernels:
         if k.name in (shape.name_of("qkv"), shape.name_of("gate_up"), shape.name_of("o"), shape.name_of("down")):
@@ -172,41 +169,44 @@ def gathered_tp_kernels(shape: ModelShape, wl: Workload, tp: int) -> list[Kernel
                                       f"[{rows},{shape.d_model}]"))
             continue
         out.append(k)
-        if k.name == shape.name_of("embed") and not shape.tie_word_embeddings:
-            out.append(collective("embed.all_reduce", "all_reduce", hidden, tp, 1, "model", f"[{rows},{shape.d_model}]"))
-        elif k.name == shape.name_of("lm_head"):
-            n = vocab.vocab_size
-            out.append(collective("lm_head.all_gather", "all_gather", act.nbytes(logit_rows * n), tp, 1, "model",
-                                  f"[{logit_rows},{n}]"))
+        out.extend(_vocab_collective(shape, wl, tp, k))
     return out
 
 
 def with_tp_collectives(shape: ModelShape, wl: Workload, tp: int, kernels) -> list[Kernel]:
     """A rank's kernels (of the whole model, or of a pipeline stage) with the tensor-parallel
     collectives in place after the kernels that need them."""
-    act = wl.act_dtype
     rows = wl.tokens
-    hidden = act.nbytes(rows * shape.d_model)
-    logit_rows = rows if wl.logits_all or wl.phase == "decode" else wl.batch
+    hidden = wl.act_dtype.nbytes(rows * shape.d_model)
+    down = shape.name_of("down") if shape.gated_mlp else shape.name_of("fc_out")  # fc2 in a plain MLP
+    # the row-parallel kernels, each followed by an all-reduce of its partial outputs
+    reduced = {down, f"shared_experts.{shape.name_of('down')}"} | \
+        (set() if shape.family in WHOLE_ATTENTION else {shape.name_of("o")})
     out: list[Kernel] = []
     for k in kernels:
         out.append(k)
-        if k.name == shape.name_of("embed") and not shape.tie_word_embeddings:
-            # transformers shards an untied embedding on the vocabulary and all-reduces its rows; a tied one
-            # shares lm_head's shards and runs without that all-reduce (tests/test_parallel.py sees both)
-            out.append(collective("embed.all_reduce", "all_reduce", hidden, tp, 1, "model", f"[{rows},{shape.d_model}]"))
-        elif k.name in ((() if shape.family in WHOLE_ATTENTION else (shape.name_of("o"),))
-                        + (shape.name_of("down") if shape.gated_mlp else shape.name_of("fc_out"),
-                           f"shared_experts.{shape.name_of('down')}")) or k.role == "combine":
-            # row-parallel o and down (fc2 in a plain MLP); the experts' summed output (each rank ran its slice
-            # of every expert)
+        if k.name in reduced or k.role == "combine":  # the experts' summed output: each rank ran a slice of each
             out.append(collective(f"{k.name}.all_reduce", "all_reduce", hidden, tp, k.count, "layer",
                                   f"[{rows},{shape.d_model}]"))
-        elif k.name == shape.name_of("lm_head"):
-            n = shape.vocab_size // tp
-            out.append(collective("lm_head.all_gather", "all_gather", act.nbytes(logit_rows * n), tp, 1, "model",
-                                  f"[{logit_rows},{n}]"))
+        else:
+            out.extend(_vocab_collective(shape, wl, tp, k))
     return out
+
+
+def _vocab_collective(shape: ModelShape, wl: Workload, tp: int, k: Kernel) -> list[Kernel]:
+    """The collective after a vocab-parallel kernel: the embedding's all-reduce of its rows (transformers
+    shards an untied embedding on the vocabulary; a tied one shares lm_head's shards and runs without it,
+    as tests/test_parallel.py sees), lm_head's all-gather of the logits; none after another kernel."""
+    act, rows = wl.act_dtype, wl.tokens
+    if k.name == shape.name_of("embed") and not shape.tie_word_embeddings:
+        return [collective("embed.all_reduce", "all_reduce", act.nbytes(rows * shape.d_model), tp, 1, "model",
+                           f"[{rows},{shape.d_model}]")]
+    if k.name == shape.name_of("lm_head"):
+        n = shape.vocab_size // tp
+        logit_rows = rows if wl.logits_all or wl.phase == "decode" else wl.batch
+        return [collective("lm_head.all_gather", "all_gather", act.nbytes(logit_rows * n), tp, 1, "model",
+                           f"[{logit_rows},{n}]")]
+    return []
 
 
 def ep_kernels(shape: ModelShape, wl: Workload, ep: int) -> list[Kernel]:
