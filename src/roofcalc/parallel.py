@@ -58,21 +58,18 @@ GATHERED_FAMILIES = ("phi3",)  # transformers' plan: fused qkv_proj and gate_up_
 
 
 def shard(shape: ModelShape, tp: int) -> ModelShape:
-    """One tensor-parallel rank's shape: 1/tp of the heads, the KV heads, the MLP width and the vocab."""
+    """One tensor-parallel rank's shape: 1/tp of the heads, the KV heads, the MLP width and the vocab
+    (Phi-3's gathered plan keeps every head and the whole MLP width; DeepSeek-V3's every head)."""
     if tp == 1:
         return shape
-    moe = shape.moe
-    if shape.family in GATHERED_FAMILIES:  # its rank keeps every head: only the vocabulary splits
-        if shape.vocab_size % tp:
-            raise RoofcalcError(f"--tp {tp} does not divide vocab_size {shape.vocab_size}: each rank must hold a "
-                                f"whole share")
-        return replace(shape, vocab_size=shape.vocab_size // tp)
-    if shape.family not in TP_FAMILIES:
+    gathered = shape.family in GATHERED_FAMILIES
+    if not gathered and shape.family not in TP_FAMILIES:
         raise RoofcalcError(f"roofcalc has no tensor-parallel plan for {shape.family} yet (it shards "
                             f"{', '.join(TP_FAMILIES + GATHERED_FAMILIES)})")
-    whole = shape.family in WHOLE_ATTENTION
-    checks = ([] if whole else [("num_attention_heads", shape.n_heads)]) + \
-        [("intermediate_size", shape.d_ff), ("vocab_size", shape.vocab_size)]
+    moe = shape.moe
+    heads = not gathered and shape.family not in WHOLE_ATTENTION  # the heads split over the ranks
+    checks = ([("num_attention_heads", shape.n_heads)] if heads else []) + \
+        ([] if gathered else [("intermediate_size", shape.d_ff)]) + [("vocab_size", shape.vocab_size)]
     if moe is not None and moe.d_expert != shape.d_ff:
         checks.append(("moe_intermediate_size", moe.d_expert))
     if moe is not None and moe.d_shared:
@@ -80,18 +77,17 @@ def shard(shape: ModelShape, tp: int) -> ModelShape:
     for what, value in checks:
         if value % tp:
             raise RoofcalcError(f"--tp {tp} does not divide {what} {value}: each rank must hold a whole share")
+    if gathered:
+        return replace(shape, vocab_size=shape.vocab_size // tp)
+    rank = replace(shape, d_ff=shape.d_ff // tp, vocab_size=shape.vocab_size // tp,
+                   moe=None if moe is None else replace(moe, d_expert=moe.d_expert // tp, d_shared=moe.d_shared // tp))
+    if not heads:
+        return rank
     k = shape.n_kv_heads
-    if whole:
-        return replace(shape, d_ff=shape.d_ff // tp, vocab_size=shape.vocab_size // tp,
-                       moe=None if moe is None else replace(moe, d_expert=moe.d_expert // tp,
-                                                            d_shared=moe.d_shared // tp))
     if k % tp and tp % k:
         raise RoofcalcError(f"--tp {tp} and num_key_value_heads {k}: one must divide the other (split the KV "
                             f"heads, or replicate each over tp / K ranks)")
-    return replace(shape, n_heads=shape.n_heads // tp, n_kv_heads=max(1, k // tp), d_ff=shape.d_ff // tp,
-                   vocab_size=shape.vocab_size // tp,
-                   moe=None if moe is None else replace(moe, d_expert=moe.d_expert // tp,
-                                                        d_shared=moe.d_shared // tp))
+    return replace(rank, n_heads=shape.n_heads // tp, n_kv_heads=max(1, k // tp))
 
 
 def link_bytes(op: str, message_bytes, group: int):
@@ -145,12 +141,11 @@ def gathered_tp_kernels(shape: ModelShape, wl: Workload, tp: int) -> list[Kernel
     other plans."""
     from .calculator import linear
 
+    vocab = shard(shape, tp)  # the vocabulary split, every head and the MLP width whole
     for what, value in (("num_attention_heads x head_dim (qkv_proj's output)", shape.q_dim + 2 * shape.kv_dim),
-                        ("intermediate_size", shape.d_ff), ("hidden_size", shape.d_model),
-                        ("vocab_size", shape.vocab_size)):
+                        ("intermediate_size", shape.d_ff), ("hidden_size", shape.d_model)):
         if value % tp:
             raise RoofcalcError(f"--tp {tp} does not divide {what} {value}: each rank must hold a whole share")
-    vocab = replace(shape, vocab_size=shape.vocab_size // tp)
     act, rows = wl.act_dtype, wl.tokens
     hidden = act.nbytes(rows * shape.d_model)
     out: list[Kernel] = []
@@ -270,9 +265,7 @@ def analyze_parallel(shape: ModelShape, wl: Workload, parallel: Parallel) -> Ana
         kernels = ep_kernels(shape, wl, parallel.ep)
         return RankAnalysis(shape, replace(wl, batch=wl.batch // parallel.ep), tuple(kernels), parallel=parallel,
                             full=analyze(shape, wl))
-    rank_shape = replace(shape, vocab_size=shape.vocab_size // parallel.tp) if shape.family in GATHERED_FAMILIES \
-        else shard(shape, parallel.tp)
-    return RankAnalysis(rank_shape, wl, tuple(tp_kernels(shape, wl, parallel.tp)), parallel=parallel,
+    return RankAnalysis(shard(shape, parallel.tp), wl, tuple(tp_kernels(shape, wl, parallel.tp)), parallel=parallel,
                         full=analyze(shape, wl))
 
 
