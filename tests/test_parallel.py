@@ -404,6 +404,33 @@ def test_tensor_parallel_ranks_inside_pipeline_stages():
         Parallel(2, ep=2)
 
 
+def test_a_pipeline_send_between_nodes_runs_on_the_network():
+    """Ranks fill node after node (8 H100s a node): at --tp 4 --pp 4 stage s holds ranks 4s to 4s + 3, so
+    the sends of stages 0 and 2 (ranks 0-3 to 4-7, 8-11 to 12-15) stay in a node and stage 1's (4-7 to
+    8-11) crosses to the second node. At --tp 8 --pp 2 stage 0's send (ranks 0-7 to 8-15) crosses;
+    --pp 8 alone keeps its 8 ranks in one node. A send of 32 x 8192 x 2 = 524,288 bytes takes 524,288 /
+    450e9 s over NVLink and 524,288 / 50e9 s over the network's 50 GB/s a GPU."""
+    from roofcalc.hardware import find_hardware
+    from roofcalc.roofline import roofline
+    from roofcalc.parallel import StageAnalysis, stage_kernels
+    from roofcalc.sources import load_shape
+
+    shape, h100 = load_shape("meta-llama/Llama-2-70b-hf"), find_hardware("H100")
+    micro = Workload.decode(32, 1000)
+
+    def send(pp, stage, tp):
+        sub, ks = stage_kernels(shape, micro, pp, stage, tp=tp)
+        r = roofline(StageAnalysis(sub, micro, tuple(ks), parallel=Parallel(tp, pp=pp)), h100)
+        return next(p for p in r.step.placements if p.kernel.name == "pp.send")
+
+    hops = [send(4, s, 4).hop for s in range(3)]
+    assert hops == ["link", "network", "link"]
+    assert send(4, 1, 4).t_link_s == pytest.approx(524_288 / 50e9)
+    assert send(4, 0, 4).t_link_s == pytest.approx(524_288 / 450e9)
+    assert send(2, 0, 8).hop == "network"
+    assert {send(8, s, 1).hop for s in range(7)} == {"link"}
+
+
 def test_the_command_line_runs_a_pipeline(capsys):
     from roofcalc.cli import main
 

@@ -229,6 +229,8 @@ class Kernel:
     message_bytes: int = 0  # collectives: the per-rank input buffer
     link_bytes: int = 0  # collectives: bytes one rank sends over its link (ring algorithm)
     group: int = 0  # collectives: the ranks taking part
+    ranks: tuple[int, int] = ()  # a pipeline send: the global ranks from the stage's first to the next stage's
+    # last (ranks fill node after node); some rank's send leaves its node exactly when these two sit on different nodes
 
     @property
     def step_cost(self) -> Cost:

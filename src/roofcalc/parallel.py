@@ -401,13 +401,15 @@ def stage_kernels(shape: ModelShape, wl: Workload, pp: int, stage: int, tp: int 
     """(the stage's shape, its kernels at ``wl``): its layers; the embedding on the first stage, the final
     norm and lm_head on the last; a send of the hidden states [B·T, D] to the next stage. With ``tp``,
     one tensor-parallel rank of the stage: its shards and collectives, and its send to the same rank of
-    the next stage."""
+    the next stage. Stage s holds global ranks s·tp to s·tp + tp − 1: a send leaves the node when the
+    stage's first rank and the next stage's last sit on different nodes."""
     from .calculator import layer_kernels, model_head
 
     if tp > 1:
         if shape.family in GATHERED_FAMILIES:
             raise RoofcalcError(f"--tp with --pp is not built yet for {shape.family}'s gathered plan; give one")
         sub, kernels = stage_kernels(shard(shape, tp), wl, pp, stage)
+        kernels = [replace(k, ranks=(stage * tp, (stage + 2) * tp - 1)) if k.role == "send" else k for k in kernels]
         return sub, with_tp_collectives(shape, wl, tp, kernels)
     start, end = stage_layers(shape.n_layers, pp)[stage]
     sub = replace(shape, n_layers=end - start, layer_types=shape.layer_types[start:end],
@@ -422,7 +424,7 @@ def stage_kernels(shape: ModelShape, wl: Workload, pp: int, stage: int, tp: int 
         message = wl.act_dtype.nbytes(wl.tokens * shape.d_model)
         kernels.append(Kernel("pp.send", "collective", "model", 1, f"[{wl.tokens},{shape.d_model}]",
                               Cost(act_read_bytes=message), role="send", message_bytes=message, link_bytes=message,
-                              group=2))
+                              group=2, ranks=(stage, stage + 1)))
     return sub, kernels
 
 

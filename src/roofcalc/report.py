@@ -148,7 +148,8 @@ def placement_record(r: Roofline) -> list[dict[str, Any]]:
                     "efficiency_class": p.efficiency_class, "efficiency_source": p.efficiency_source,
                     "launches": p.launches, "t_launch_s": p.t_launch_s, "bound": p.bound, "error": p.error,
                     "measured_s": p.measured_s, "achieved_flop_per_s": p.achieved_flop_per_s,
-                    "roof_fraction": p.roof_fraction, "floor_multiple": p.floor_multiple, "flagged": p.flagged})
+                    "roof_fraction": p.roof_fraction, "floor_multiple": p.floor_multiple, "flagged": p.flagged,
+                    **({"hop": p.hop} if p.kernel.kind == "collective" else {})})
     return out
 
 

@@ -125,21 +125,30 @@ class Roof:
     def attainable(self, intensity: float) -> float:
         return min(self.peak_flop_per_s, self.bandwidth_bytes_per_s * intensity)
 
-    def hop(self, group: int) -> str:
-        """Where a collective of ``group`` ranks runs: "link" inside a node, "network" across nodes."""
-        return "network" if self.gpus_per_node and group > self.gpus_per_node else "link"
+    def hop(self, group: int, ranks: tuple[int, int] = ()) -> str:
+        """Where a collective of ``group`` ranks runs: "link" inside a node, "network" across nodes. A
+        pipeline stage's sends (``ranks``: its first global rank, the next stage's last) leave the node
+        when those two sit on different nodes (ranks fill node after node)."""
+        node = self.gpus_per_node
+        if not node:
+            return "link"
+        if ranks:
+            return "network" if ranks[0] // node != ranks[1] // node else "link"
+        return "network" if group > node else "link"
 
-    def link_rate(self, group: int) -> float:
+    def link_rate(self, group: int, ranks: tuple[int, int] = ()) -> float:
         """Bytes a second one rank sends to its peers in a collective of ``group`` ranks: its link, or
-        the network where the ring crosses nodes (its slowest hop)."""
+        the network where the ring crosses nodes (its slowest hop) or a send goes to another node."""
         if not self.link_bytes_per_s:
             raise RoofcalcError("this hardware has no interconnect figure; --tp needs one (hardware.json "
                                 "'link_bytes_per_s', or a --hw-file that gives it)")
         node = self.gpus_per_node
-        if self.hop(group) == "network":
+        if self.hop(group, ranks) == "network":
             if not self.network_bytes_per_s:
-                raise RoofcalcError(f"--tp {group} spans more than one node of {node} GPUs, and this "
-                                    f"hardware has no network figure (hardware.json 'network_bytes_per_s')")
+                what = (f"a pipeline send between ranks {ranks[0]}-{ranks[1]} crosses" if ranks else
+                        f"--tp {group} spans")
+                raise RoofcalcError(f"{what} more than one node of {node} GPUs, and this hardware has no network "
+                                    f"figure (hardware.json 'network_bytes_per_s')")
             return self.network_bytes_per_s
         return self.link_bytes_per_s
 
@@ -197,7 +206,7 @@ class Placement:
         """A collective's time on the link: the bytes this rank sends over one direction of it."""
         if self.kernel.kind != "collective":
             return 0.0
-        return self.kernel.link_bytes / self.roof.link_rate(self.kernel.group)
+        return self.kernel.link_bytes / self.roof.link_rate(self.kernel.group, self.kernel.ranks)
 
     def _expected(self) -> tuple[float, bool]:
         if self.model is None:
@@ -214,7 +223,7 @@ class Placement:
     @property
     def hop(self) -> str:
         """A collective's "link" or "network" (its fixed latency), "" for any other kernel."""
-        return self.roof.hop(self.kernel.group) if self.kernel.kind == "collective" else ""
+        return self.roof.hop(self.kernel.group, self.kernel.ranks) if self.kernel.kind == "collective" else ""
 
     @property
     def efficiency_class(self) -> str:

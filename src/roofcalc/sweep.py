@@ -245,12 +245,12 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
         t_c, t_m = row["flops"] / roof.peak_flop_per_s, nbytes / roof.bandwidth_bytes_per_s
         if kernel.kind == "collective":  # its link, or the HBM copy, whichever is slower (as Placement)
             t_m = np.maximum(t_m, link_bytes(kernel.role, row["act_read_bytes"], kernel.group)
-                             / roof.link_rate(kernel.group))
+                             / roof.link_rate(kernel.group, kernel.ranks))
         floor += count * np.maximum(t_c, t_m)
         terms.append((count, t_c, t_m, kernel.kind, _rows(probe, i, b, eff_s, s0),
                       weight_format(kernel, base.weight_dtype),
                       row["kv_read_bytes"] if kernel.kind == "attention" else row["weight_bytes"], matmul_depth(kernel),
-                      roof.hop(kernel.group) if kernel.kind == "collective" else ""))
+                      roof.hop(kernel.group, kernel.ranks) if kernel.kind == "collective" else ""))
         if per_batch:
             n_launch += count * np.array([[launches(per_batch[int(bb)][i][0], impl, act_name, shape)]
                                           for bb in b[:, 0]])
