@@ -351,8 +351,52 @@ def test_expert_parallel_refusals():
         analyze_parallel(mixtral, Workload.decode(6, 100), Parallel(ep=4))
     with pytest.raises(RoofcalcError, match="has none"):
         analyze_parallel(load_shape("TinyLlama/TinyLlama-1.1B"), Workload.decode(4, 100), Parallel(ep=2))
-    with pytest.raises(RoofcalcError, match="combining --ep with --tp or --pp is not built yet"):
-        Parallel(tp=2, ep=2)
+    with pytest.raises(RoofcalcError, match="combining --ep with --pp is not built yet"):
+        Parallel(pp=2, ep=2)
+
+
+def test_expert_parallel_groups_of_tensor_parallel_ranks_by_hand():
+    """Mixtral-8x7B bf16, --tp 2 --ep 4 (8 GPUs), decode at batch 64, context 1000: 4 data-parallel groups of
+    16 sequences, each 2 tensor-parallel ranks. A rank holds half of attention (q, o 4096 x 4096, k, v 4096 x
+    1024: 41,943,040 / 2 = 20,971,520), 2 of the 8 experts at half width (8 x 3 x 4096 x 14,336 / 8 =
+    176,160,768), the router (4096 x 8 = 32,768) and two norms (8192): 197,173,248 a layer, x 32 =
+    6,309,543,936, plus half the embedding and half lm_head (32,000 x 4096 / 2 each) and the final norm:
+    6,440,620,032. Its 16 tokens send 16 x top-2 x 4096 x 2 = 262,144 bytes to the experts' groups (3/4 of it
+    to others: 196,608), and 64 x 2 / 4 = 32 token copies arrive: gate_up 2 x 32 x 4096 x (2 x 7168) FLOPs.
+    The all-reduces (embedding, o_proj, the experts' sum) carry 16 x 4096 x 2 = 131,072 bytes."""
+    from roofcalc.sources import load_shape
+
+    shape = load_shape("mistralai/Mixtral-8x7B-v0.1")
+    a = analyze_parallel(shape, Workload.decode(64, 1000, **{k: DTYPES["bf16"] for k in FP32}), Parallel(2, ep=4))
+    assert a.params == 6_440_620_032 and a.workload.batch == 16 and a.parallel.gpus == 8
+    dispatch = a.kernel("experts.dispatch")
+    assert (dispatch.message_bytes, dispatch.link_bytes, dispatch.group, dispatch.count) == (262_144, 196_608, 4, 32)
+    assert a.kernel("experts.gate_up_proj").cost.matmul_flops == 2 * 32 * 4096 * 2 * 7168
+    comm = sorted((k.name, k.role, k.count, k.message_bytes, k.group) for k in a.kernels if k.kind == "collective")
+    assert comm == sorted([("embed.all_reduce", "all_reduce", 1, 131_072, 2),
+                           ("o_proj.all_reduce", "all_reduce", 32, 131_072, 2),
+                           ("experts.dispatch", "all_to_all", 32, 262_144, 4),
+                           ("experts.combine_all_to_all", "all_to_all", 32, 262_144, 4),
+                           ("experts.combine.all_reduce", "all_reduce", 32, 131_072, 2),
+                           ("lm_head.all_gather", "all_gather", 1, 16 * 16_000 * 2, 2)])
+    # KV cache: 16 sequences x 1000 positions x 32 layers x 2 x (8 / 2 KV heads x 128) x 2 bytes
+    assert a.memory_bytes - a.weight_storage_bytes == 16 * 1000 * 32 * 2 * 4 * 128 * 2
+
+
+def test_all_to_alls_between_tensor_parallel_groups_cross_nodes():
+    """DeepSeek-V3 on 16 H100s (8 a node) as --tp 8 --ep 2: each node is one tensor-parallel group, so the
+    all-reduces stay on NVLink while the all-to-alls between the groups (ranks 0 to 15) run on the
+    network; --tp 4 --ep 2 fits one node and keeps them on NVLink."""
+    from roofcalc.hardware import find_hardware
+    from roofcalc.roofline import roofline
+    from roofcalc.sources import load_shape
+
+    shape, h100 = load_shape("deepseek-ai/DeepSeek-V3"), find_hardware("H100")
+    wl = Workload.decode(64, 2000, weight_dtype=DTYPES["fp8-b128"], act_dtype=DTYPES["bf16"], kv_dtype=DTYPES["bf16"])
+    for tp, network in ((8, True), (4, False)):
+        r = roofline(analyze_parallel(shape, wl, Parallel(tp, ep=2)), h100)
+        hops = {p.kernel.role: p.hop for p in r.step.placements if p.kernel.kind == "collective"}
+        assert hops == {"all_reduce": "link", "all_gather": "link", "all_to_all": "network" if network else "link"}
 
 
 def test_pipeline_stages_and_the_step_they_make():
@@ -400,8 +444,8 @@ def test_tensor_parallel_ranks_inside_pipeline_stages():
     assert comm1 == sorted([("all_reduce", 40, hidden), ("all_reduce", 40, hidden),
                             ("all_gather", 1, 32 * 8000 * 2)])
     assert Parallel(4, pp=2).gpus == 8
-    with pytest.raises(RoofcalcError, match="combining --ep with --tp or --pp"):
-        Parallel(2, ep=2)
+    with pytest.raises(RoofcalcError, match="combining --ep with --pp"):
+        Parallel(2, pp=2, ep=2)
 
 
 def test_a_pipeline_send_between_nodes_runs_on_the_network():

@@ -229,8 +229,9 @@ class Kernel:
     message_bytes: int = 0  # collectives: the per-rank input buffer
     link_bytes: int = 0  # collectives: bytes one rank sends over its link (ring algorithm)
     group: int = 0  # collectives: the ranks taking part
-    ranks: tuple[int, int] = ()  # a pipeline send: the global ranks from the stage's first to the next stage's
-    # last (ranks fill node after node); some rank's send leaves its node exactly when these two sit on different nodes
+    ranks: tuple[int, int] = ()  # collectives: the first and last global ranks it spans, where not 0 to group - 1
+    # (ranks fill node after node, so it leaves a node exactly when these two sit on different nodes): a pipeline
+    # send's from the stage's first to the next stage's last; an all-to-all between tensor-parallel groups'
 
     @property
     def step_cost(self) -> Cost:

@@ -38,15 +38,15 @@ WHOLE_ATTENTION = ("deepseek_v3",)  # transformers' plan has no attention entrie
 @dataclass(frozen=True)
 class Parallel:
     tp: int = 1  # tensor-parallel ranks
-    pp: int = 1  # pipeline stages (not built yet)
-    ep: int = 1  # expert-parallel ranks (not built yet)
+    pp: int = 1  # pipeline stages
+    ep: int = 1  # expert-parallel ranks (with tp: ep data-parallel groups of tp ranks each)
 
     def __post_init__(self) -> None:
         for name, n in (("tp", self.tp), ("pp", self.pp), ("ep", self.ep)):
             if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1024:
                 raise RoofcalcError(f"--{name} must be a whole number of ranks from 1 to 1024, got {n!r}")
-        if self.ep > 1 and (self.tp > 1 or self.pp > 1):
-            raise RoofcalcError("combining --ep with --tp or --pp is not built yet (--tp with --pp is)")
+        if self.ep > 1 and self.pp > 1:
+            raise RoofcalcError("combining --ep with --pp is not built yet (--tp with --pp is, and --tp with --ep)")
 
     @property
     def gpus(self) -> int:
@@ -204,11 +204,13 @@ def _vocab_collective(shape: ModelShape, wl: Workload, tp: int, k: Kernel) -> li
     return []
 
 
-def ep_kernels(shape: ModelShape, wl: Workload, ep: int) -> list[Kernel]:
+def ep_kernels(shape: ModelShape, wl: Workload, ep: int, stride: int = 1) -> list[Kernel]:
     """One expert-parallel rank: E/ep routed experts, and attention and the dense layers for B/ep of the
     sequences (data-parallel attention, as DeepSeek-V3's own deployment and SGLang's run it). Each
     rank's tokens go to their experts' ranks in an all-to-all (dispatch) and come back in another
-    (combine): k copies of each token, (ep−1)/ep of them to other ranks under uniform routing."""
+    (combine): k copies of each token, (ep−1)/ep of them to other ranks under uniform routing. With
+    ``stride`` tensor-parallel ranks a group (``shape`` already one such rank's), the all-to-alls run
+    between the ranks of the same tensor-parallel index, ``stride`` apart."""
     import math
 
     from .calculator import touched_experts
@@ -238,10 +240,12 @@ def ep_kernels(shape: ModelShape, wl: Workload, ep: int) -> list[Kernel]:
                         cost=replace(k.cost, weight_bytes=round(touched * per)), experts_touched=math.ceil(touched),
                         dims=f"{k.dims.split(' on ')[0]} on {touched:.3g} of {moe.n_experts // ep} local experts")
             if k.name == "experts.gate_up_proj":
-                out.append(collective("experts.dispatch", "all_to_all", message, ep, k.count, "layer", dims))
+                out.append(replace(collective("experts.dispatch", "all_to_all", message, ep, k.count, "layer", dims),
+                                   ranks=(0, ep * stride - 1)))
         out.append(k)
         if k.role == "experts" and k.name == "experts.down_proj":
-            out.append(collective("experts.combine_all_to_all", "all_to_all", message, ep, k.count, "layer", dims))
+            out.append(replace(collective("experts.combine_all_to_all", "all_to_all", message, ep, k.count, "layer",
+                                          dims), ranks=(0, ep * stride - 1)))
     return out
 
 
@@ -261,10 +265,13 @@ class RankAnalysis(Analysis):
 def analyze_parallel(shape: ModelShape, wl: Workload, parallel: Parallel) -> Analysis:
     if parallel.gpus == 1:
         return analyze(shape, wl)
-    if parallel.ep > 1:
-        kernels = ep_kernels(shape, wl, parallel.ep)
-        return RankAnalysis(shape, replace(wl, batch=wl.batch // parallel.ep), tuple(kernels), parallel=parallel,
-                            full=analyze(shape, wl))
+    if parallel.ep > 1:  # with tp: ep data-parallel groups of tp ranks; each expert at 1/tp of its width
+        tp, local = parallel.tp, replace(wl, batch=wl.batch // parallel.ep)
+        rank = shard(shape, tp)
+        kernels = ep_kernels(rank, wl, parallel.ep, stride=tp)
+        if tp > 1:
+            kernels = with_tp_collectives(shape, local, tp, kernels)
+        return RankAnalysis(rank, local, tuple(kernels), parallel=parallel, full=analyze(shape, wl))
     return RankAnalysis(shard(shape, parallel.tp), wl, tuple(tp_kernels(shape, wl, parallel.tp)), parallel=parallel,
                         full=analyze(shape, wl))
 

@@ -256,7 +256,10 @@ def header_lines(a: Analysis, defaults: Iterable[str] = ()) -> list[str]:
            + f"vocab-parallel embedding and lm_head); the model holds {a.full.params:,} parameters "
            f"in all"] if getattr(a, "parallel", None) is not None and a.parallel.tp > 1 else []),
         *([f"parallel  --ep {a.parallel.ep}: every number below is one rank's, of {a.parallel.gpus} GPUs: "
-           f"{s.moe.n_experts // a.parallel.ep} of the {s.moe.n_experts} routed experts, and attention and the dense "
+           f"{s.moe.n_experts // a.parallel.ep} of the {s.moe.n_experts} routed experts"
+           + (f" (each at 1/{a.parallel.tp} of its width: --ep {a.parallel.ep} groups of --tp {a.parallel.tp} ranks)"
+              if a.parallel.tp > 1 else "")
+           + f", and attention and the dense "
            f"layers for {w.batch} of the {w.batch * a.parallel.ep} sequences (data-parallel attention); all-to-all "
            f"dispatch and combine around the experts; the model holds {a.full.params:,} parameters in all"]
           if getattr(a, "parallel", None) is not None and a.parallel.ep > 1 else []),

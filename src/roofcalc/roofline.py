@@ -126,9 +126,10 @@ class Roof:
         return min(self.peak_flop_per_s, self.bandwidth_bytes_per_s * intensity)
 
     def hop(self, group: int, ranks: tuple[int, int] = ()) -> str:
-        """Where a collective of ``group`` ranks runs: "link" inside a node, "network" across nodes. A
-        pipeline stage's sends (``ranks``: its first global rank, the next stage's last) leave the node
-        when those two sit on different nodes (ranks fill node after node)."""
+        """Where a collective of ``group`` ranks runs: "link" inside a node, "network" across nodes. One
+        that spans ``ranks`` (first, last global rank: a pipeline stage's sends, an all-to-all between
+        tensor-parallel groups) leaves the node when those two sit on different nodes (ranks fill node
+        after node)."""
         node = self.gpus_per_node
         if not node:
             return "link"
@@ -145,7 +146,7 @@ class Roof:
         node = self.gpus_per_node
         if self.hop(group, ranks) == "network":
             if not self.network_bytes_per_s:
-                what = (f"a pipeline send between ranks {ranks[0]}-{ranks[1]} crosses" if ranks else
+                what = (f"a collective between ranks {ranks[0]}-{ranks[1]} crosses" if ranks else
                         f"--tp {group} spans")
                 raise RoofcalcError(f"{what} more than one node of {node} GPUs, and this hardware has no network "
                                     f"figure (hardware.json 'network_bytes_per_s')")
