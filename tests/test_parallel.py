@@ -448,6 +448,34 @@ def test_tensor_parallel_ranks_inside_pipeline_stages():
         Parallel(2, pp=2, ep=2)
 
 
+def test_phi3_gathered_plan_inside_pipeline_stages():
+    """Phi-3-mini (32 layers) at --tp 2 --pp 2: the two stages' kernels of one rank are the --tp 2 rank's
+    (the plan tests/tp_worker.py checks on gloo), cut at layer 16: the same parameters, FLOPs and
+    collectives in all, plus stage 0's send of 8 x 3072 x 2 bytes (its micro-batch's hidden states)."""
+    from collections import Counter
+
+    from roofcalc.parallel import stage_kernels, tp_kernels
+    from roofcalc.sources import load_shape
+
+    shape = load_shape("microsoft/Phi-3-mini-4k-instruct")
+    wl = Workload.decode(8, 1000, **{k: DTYPES["bf16"] for k in FP32})
+    whole = tp_kernels(shape, wl, 2)
+    stages = [stage_kernels(shape, wl, 2, s, tp=2)[1] for s in (0, 1)]
+    staged = [k for ks in stages for k in ks if k.role != "send"]
+
+    def tally(ks, what):
+        out = Counter()
+        for k in ks:
+            out[(k.name, k.role, k.message_bytes)] += k.count * what(k)
+        return out
+
+    for what in (lambda k: k.params, lambda k: k.cost.flops, lambda k: 1):
+        assert tally(staged, what) == tally(whole, what)
+    (send,) = [k for k in stages[0] if k.role == "send"]
+    assert send.message_bytes == 8 * 3072 * 2
+    assert any(k.name == "qkv_proj.all_gather" for k in stages[1])
+
+
 def test_a_pipeline_send_between_nodes_runs_on_the_network():
     """Ranks fill node after node (8 H100s a node): at --tp 4 --pp 4 stage s holds ranks 4s to 4s + 3, so
     the sends of stages 0 and 2 (ranks 0-3 to 4-7, 8-11 to 12-15) stay in a node and stage 1's (4-7 to

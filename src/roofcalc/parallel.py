@@ -139,9 +139,15 @@ def gathered_tp_kernels(shape: ModelShape, wl: Workload, tp: int) -> list[Kernel
     whole on every rank; o_proj and down_proj take their rank's slice of that input and 1/N of the
     weight, then all-reduce (rowwise_split_input). Embedding and lm_head are vocab-parallel as in the
     other plans."""
+    return with_gathered_collectives(shape, wl, tp, analyze(shard(shape, tp), wl).kernels)
+
+
+def with_gathered_collectives(shape: ModelShape, wl: Workload, tp: int, kernels) -> list[Kernel]:
+    """A rank's kernels under the gathered plan (of the whole model, or of a pipeline stage), from those
+    of the vocab-split shape: the fused projections cut to the rank's slice, each followed by its
+    collective."""
     from .calculator import linear
 
-    vocab = shard(shape, tp)  # the vocabulary split, every head and the MLP width whole
     for what, value in (("num_attention_heads x head_dim (qkv_proj's output)", shape.q_dim + 2 * shape.kv_dim),
                         ("intermediate_size", shape.d_ff), ("hidden_size", shape.d_model)):
         if value % tp:
@@ -149,7 +155,7 @@ def gathered_tp_kernels(shape: ModelShape, wl: Workload, tp: int) -> list[Kernel
     act, rows = wl.act_dtype, wl.tokens
     hidden = act.nbytes(rows * shape.d_model)
     out: list[Kernel] = []
-    for k in analyze(vocab, wl).kernels:
+    for k in kernels:
         if k.name in (shape.name_of("qkv"), shape.name_of("gate_up"), shape.name_of("o"), shape.name_of("down")):
             first, second = k.dims.split("x", 1)
             n_in, n_out = int(first.rsplit(",", 1)[1].rstrip("]")), int(second.rsplit(",", 1)[1].rstrip("]"))
@@ -413,10 +419,10 @@ def stage_kernels(shape: ModelShape, wl: Workload, pp: int, stage: int, tp: int 
     from .calculator import layer_kernels, model_head
 
     if tp > 1:
-        if shape.family in GATHERED_FAMILIES:
-            raise RoofcalcError(f"--tp with --pp is not built yet for {shape.family}'s gathered plan; give one")
         sub, kernels = stage_kernels(shard(shape, tp), wl, pp, stage)
         kernels = [replace(k, ranks=(stage * tp, (stage + 2) * tp - 1)) if k.role == "send" else k for k in kernels]
+        if shape.family in GATHERED_FAMILIES:
+            return sub, with_gathered_collectives(shape, wl, tp, kernels)
         return sub, with_tp_collectives(shape, wl, tp, kernels)
     start, end = stage_layers(shape.n_layers, pp)[stage]
     sub = replace(shape, n_layers=end - start, layer_types=shape.layer_types[start:end],
