@@ -184,6 +184,48 @@ def test_the_command_line_sweeps_batches_and_contexts_on_one_rank(capsys):
     assert "sweeps with --pp are not built yet" in capsys.readouterr().err
 
 
+def test_an_expert_parallel_sweep_is_the_single_steps_at_every_batch(capsys):
+    """Mixtral-8x7B bf16 --ep 8 on H100s: the sweep's batch is the step's (8 sequences a rank at B = 64),
+    and every point equals the single step's; the verdicts' batches are the step's, each rank's times 8,
+    and hold on the single-step path (KV bytes overtake the rank's weight bytes at that batch, not 8
+    sequences earlier; the largest batch fits and 8 more do not)."""
+    from roofcalc.cli import main
+    from roofcalc.hardware import find_hardware
+    from roofcalc.parallel import LocalBatchAnalyzer
+    from roofcalc.roofline import roofline
+    from roofcalc.sources import load_shape
+    from roofcalc.sweep import sweep
+
+    shape, h100, bf16 = load_shape("mistralai/Mixtral-8x7B-v0.1"), find_hardware("H100"), \
+        {k: DTYPES["bf16"] for k in FP32}
+    par = Parallel(ep=8)
+    sw = sweep(shape, h100, batches=[8, 24, 64], contexts=[1000, 3000], impl="cuda-graph",
+               analyzer=LocalBatchAnalyzer(shape, par), **bf16)
+    assert list(sw.grid.batches) == [8, 24, 64]
+    for i, b in enumerate((8, 24, 64)):
+        for j, s in enumerate((1000, 3000)):
+            one = roofline(analyze_parallel(shape, Workload.decode(b, s, **bf16), par), h100, impl="cuda-graph")
+            assert sw.grid.step_s[i, j] == pytest.approx(one.step.times.predicted_s, rel=1e-12)
+            assert sw.grid.memory_bytes[i, j] == one.analysis.memory_bytes
+            assert sw.grid.tokens_per_s[i, j] == pytest.approx(b / one.step.times.predicted_s, rel=1e-12)
+    v = sw.verdicts[0]
+
+    def step(b):
+        return analyze_parallel(shape, Workload.decode(b, 1000, **bf16), par).totals
+
+    kv = v.kv_over_weights_batch
+    assert kv % 8 == 0 and step(kv).kv_bytes > step(kv).weight_bytes
+    assert step(kv - 8).kv_bytes <= step(kv - 8).weight_bytes
+    fit = v.max_batch
+
+    def memory(b):
+        return analyze_parallel(shape, Workload.decode(b, 1000, **bf16), par).memory_bytes
+
+    assert fit % 8 == 0 and memory(fit) <= 80 * 2 ** 30 < memory(fit + 8)
+    assert main(["mistralai/Mixtral-8x7B-v0.1", "--hw", "H100", "--ep", "8", "--batch", "12,64"]) == 2
+    assert "--batch 12 does not split over --ep 8" in capsys.readouterr().err
+
+
 def test_ep_and_pp_lists_compare_sizes_like_a_tp_list(capsys):
     """Mixtral-8x7B bf16 on H100s at batch 64, context 1000. --ep 1: 46,702,792,704 parameters (93.4 GB)
     do not fit 80 GiB; --ep 2 holds half the experts and 32 of the sequences' KV cache (32 x 1000 x

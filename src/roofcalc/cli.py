@@ -199,16 +199,16 @@ def build_sweep(args: argparse.Namespace, shape=None):
     batches, contexts, prompts = _sizes(args)
     shape, traced = shape if shape is not None else load_model(args)
     par = _parallel(args)
-    if par.pp > 1 or par.ep > 1:
-        raise RoofcalcError(f"sweeps with --{'pp' if par.pp > 1 else 'ep'} are not built yet; give one --batch and "
-                            f"one --context (--tp sweeps are)")
+    if par.pp > 1:
+        raise RoofcalcError("sweeps with --pp are not built yet; give one --batch and one --context (--tp and --ep "
+                            "sweeps are)")
     kw = _workload_kw(args, shape)
-    if par.tp > 1:
-        from .parallel import RankAnalyzer, shard
+    if par.gpus > 1:
+        from .parallel import LocalBatchAnalyzer, RankAnalyzer, shard
 
         _single_gpu_trace(traced, par.gpus)
         shard(shape, par.tp)  # refuse a size that does not divide, or a family with no plan, before sweeping
-        kw["analyzer"] = RankAnalyzer(shape, par)
+        kw["analyzer"] = LocalBatchAnalyzer(shape, par) if par.ep > 1 else RankAnalyzer(shape, par)
     if traced is not None:
         from .trace import analyzer
 

@@ -114,6 +114,19 @@ class RankAnalyzer:
         return analyze_parallel(self.shape, wl, self.parallel)
 
 
+class LocalBatchAnalyzer(RankAnalyzer):
+    """One expert-parallel rank for the sweeps, addressed by the sequences its attention runs: a workload
+    of batch b is the step of ``scale`` · b sequences over all ranks (``--ep``). The sweep probes and
+    fits in that rank's own batch, where every cost is linear, and reports the whole step's batch."""
+
+    @property
+    def scale(self) -> int:
+        return self.parallel.ep
+
+    def __call__(self, wl: Workload) -> Analysis:
+        return analyze_parallel(self.shape, replace(wl, batch=wl.batch * self.scale), self.parallel)
+
+
 def collective(name: str, op: str, message_bytes: int, group: int, count: int, scope: str, dims: str) -> Kernel:
     """A collective of ``group`` ranks on a per-rank input of ``message_bytes`` (it reads and writes HBM
     like a copy; the link carries ``link_bytes``)."""

@@ -213,7 +213,8 @@ def to_json(a: Analysis | Roofline) -> str:
 # --------------------------------------------------------------------------- text
 
 
-def header_lines(a: Analysis, defaults: Iterable[str] = ()) -> list[str]:
+def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool = False) -> list[str]:
+    """The lines above a table; ``swept_batch``: the batch is a sweep's column, not the header's."""
     s, w = a.shape, a.workload
     defaulted = set(defaults)
 
@@ -259,8 +260,10 @@ def header_lines(a: Analysis, defaults: Iterable[str] = ()) -> list[str]:
            f"{s.moe.n_experts // a.parallel.ep} of the {s.moe.n_experts} routed experts"
            + (f" (each at 1/{a.parallel.tp} of its width: --ep {a.parallel.ep} groups of --tp {a.parallel.tp} ranks)"
               if a.parallel.tp > 1 else "")
-           + f", and attention and the dense "
-           f"layers for {w.batch} of the {w.batch * a.parallel.ep} sequences (data-parallel attention); all-to-all "
+           + f", and attention and the dense layers for "
+           + (f"B/{a.parallel.ep} of each step's B sequences (the batch column counts all of them)" if swept_batch
+              else f"{w.batch} of the {w.batch * a.parallel.ep} sequences")
+           + " (data-parallel attention); all-to-all "
            f"dispatch and combine around the experts; the model holds {a.full.params:,} parameters in all"]
           if getattr(a, "parallel", None) is not None and a.parallel.ep > 1 else []),
         *([pipeline_line(a)] if getattr(a, "note_pipeline", None) else []),
@@ -789,7 +792,8 @@ def verdict_lines(sw: Sweep) -> list[str]:
 
 
 def sweep_header_lines(sw: Sweep, defaults: Iterable[str] = ()) -> list[str]:
-    lines = [line for line in header_lines(sw.header_analysis(), defaults) if not line.startswith("workload")]
+    lines = [line for line in header_lines(sw.header_analysis(), defaults, swept_batch=True)
+             if not line.startswith("workload")]
     g = sw.grid
     if sw.kind == "decode":
         what = f"decode one token per sequence, {len(g.batches)} batch(es) x {len(g.contexts)} context(s)"

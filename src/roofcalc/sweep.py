@@ -300,12 +300,12 @@ def _linear(arr2: "object", j: int, minus: tuple[int, int] = (0, 0)) -> tuple[in
     return v1 - (v2 - v1), v2 - v1
 
 
-def _first_batch(holds) -> int | None:
-    """The smallest B in 1 … MAX_BATCH where ``holds(B)`` is true, for a predicate that stays true
-    once it is (bisection); None if it never is."""
-    if not holds(MAX_BATCH):
+def _first_batch(holds, top: int = MAX_BATCH) -> int | None:
+    """The smallest B in 1 … top where ``holds(B)`` is true, for a predicate that stays true once it
+    is (bisection); None if it never is."""
+    if not holds(top):
         return None
-    lo, hi = 0, MAX_BATCH  # holds(hi); not holds(lo) (B = 0 is never a batch)
+    lo, hi = 0, top  # holds(hi); not holds(lo) (B = 0 is never a batch)
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if holds(mid) else (mid, hi)
@@ -321,7 +321,8 @@ def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: floa
         raise RoofcalcError(f"the doubling gain must lie between 0 and 100%, got {100 * min_gain:g}%")
     kw = dict(impl=impl, launch_overhead_s=launch_overhead_s, model=model, analyzer=analyzer, **workload_kw)
     two = decode_grid(shape, [1, 2], contexts, roof, **kw)
-    ladder = [1 << k for k in range(MAX_BATCH.bit_length())]  # 1, 2, 4, … MAX_BATCH
+    top = MAX_BATCH // getattr(analyzer, "scale", 1)  # --ep: a batch of b is b·scale sequences in all
+    ladder = [1 << k for k in range(top.bit_length())]  # 1, 2, 4, … top
     while True:  # huge models at huge contexts: stop the ladder where 64-bit counts would overflow
         try:
             lad = decode_grid(shape, ladder, contexts, roof, **kw)
@@ -333,6 +334,14 @@ def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: floa
     tps = lad.tokens_per_s
     if analyzer is None:
         x = expert_weight_bytes(shape, Workload.decode(1, 1, **workload_kw))  # x(B): 0 for a dense model
+    elif not getattr(analyzer, "traced", True):  # one rank's (--tp, --ep): its expert kernels at that batch
+        s0 = _probe_contexts(contexts, analyzer)
+
+        def x(tokens: int) -> int:
+            if shape.moe is None:
+                return 0
+            a = analyzer(Workload.decode(tokens, s0, **workload_kw))
+            return sum(k.count * k.cost.weight_bytes for k in a.kernels if k.role == "experts")
     else:  # a trace's expert kernels, read off one probe
         probe = analyzer(Workload.decode(1, _probe_contexts(contexts, analyzer), **workload_kw))
         parts = [(k.count, k.expert_weights) for k in probe.kernels if k.expert_weights]
@@ -353,12 +362,12 @@ def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: floa
         ridge = roof.ridge
         # AI(B) = (f0 + f1·B) / (y0 + y1·B + x(B)) reaches the ridge; for a dense model that is
         # B >= (ridge·y0 - f0) / (f1 - ridge·y1), never when f1 / y1 <= ridge
-        ridge_batch = _first_batch(lambda bb: f0 + f1 * bb >= ridge * (y0 + y1 * bb + x(bb)))
+        ridge_batch = _first_batch(lambda bb: f0 + f1 * bb >= ridge * (y0 + y1 * bb + x(bb)), top)
         # KV bytes k0 + k1·B exceed weight bytes w0 + w1·B + x(B)
-        kv_batch = _first_batch(lambda bb: k0 + k1 * bb > w0 + w1 * bb + x(bb))
+        kv_batch = _first_batch(lambda bb: k0 + k1 * bb > w0 + w1 * bb + x(bb), top)
         max_batch = None
         if capacity_bytes is not None:
-            max_batch = max(0, min(MAX_BATCH, math.floor((capacity_bytes - m0) / m1)))
+            max_batch = max(0, min(top, math.floor((capacity_bytes - m0) / m1)))
         gains = tps[1:, j] / tps[:-1, j] - 1
         below = np.nonzero(gains < min_gain)[0]
         doubling = (ladder[below[0]], float(gains[below[0]])) if len(below) else (None, None)
@@ -561,6 +570,13 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
     if capacity_bytes is None:
         capacity_bytes = (measured_profile.memory_bytes if measured_profile else None) or hardware.memory_bytes
     kw = dict(impl=impl, launch_overhead_s=launch_overhead_s, model=model, analyzer=analyzer, **workload_kw)
+    scale = getattr(analyzer, "scale", 1)  # --ep: a rank runs B/scale of the step's B sequences
+    if scale > 1:
+        odd = [b for b in batches if b % scale]
+        if odd:
+            raise RoofcalcError(f"--batch {odd[0]} does not split over --ep {scale}: each rank runs attention for "
+                                f"B/{scale} of the sequences (give multiples of {scale})")
+        batches = [b // scale for b in batches]
     verdicts: tuple[BatchVerdicts, ...] = ()
     if contexts is not None:
         kind, grid = "decode", decode_grid(shape, batches, contexts, roof, **kw)
@@ -570,6 +586,13 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
         kind, grid = "prefill", prefill_grid(shape, batches, prompts, roof, **kw)
     else:
         kind, grid = "request", request_grid(shape, batches, prompts, generate, roof, **kw)
+    if scale > 1:  # the grid and verdicts in the step's batch: every multiple of the rank's
+        from dataclasses import replace
+
+        grid = replace(grid, batches=grid.batches * scale)
+        verdicts = tuple(replace(v, **{f: None if getattr(v, f) is None else getattr(v, f) * scale for f in
+                                       ("ridge_batch", "kv_over_weights_batch", "max_batch", "doubling_batch",
+                                        "largest_batch_tried")}) for v in verdicts)
     return Sweep(kind, shape, dtypes, hardware, nominal, measured, impl, launch_overhead_s, capacity_bytes, grid,
                  verdicts, min_gain, model, analyzer)
 
