@@ -180,8 +180,6 @@ def test_the_command_line_sweeps_batches_and_contexts_on_one_rank(capsys):
     pts = {p["batch"]: p for p in doc["points"]}
     assert pts[1]["memory_bytes"] == 34_490_302_464 + 1000 * 81_920
     assert pts[64]["memory_bytes"] == 34_490_302_464 + 64 * 1000 * 81_920
-    assert main(["meta-llama/Llama-2-70b-hf", "--hw", "H100", "--pp", "2", "--batch", "1,64"]) == 2
-    assert "sweeps with --pp are not built yet" in capsys.readouterr().err
 
 
 def test_an_expert_parallel_sweep_is_the_single_steps_at_every_batch(capsys):
@@ -224,6 +222,47 @@ def test_an_expert_parallel_sweep_is_the_single_steps_at_every_batch(capsys):
     assert fit % 8 == 0 and memory(fit) <= 80 * 2 ** 30 < memory(fit + 8)
     assert main(["mistralai/Mixtral-8x7B-v0.1", "--hw", "H100", "--ep", "8", "--batch", "12,64"]) == 2
     assert "--batch 12 does not split over --ep 8" in capsys.readouterr().err
+
+
+def test_a_pipeline_sweep_is_the_single_steps_at_every_point(capsys):
+    """Llama-2-70B fp16 --tp 4 --pp 2 on H100s: at every batch (micro-batches: 2 where 2 divides it, else 1)
+    and context, the sweep's step, memory and tokens/s are the single step's pipeline (tests above
+    check that by hand); prefills and whole requests likewise (a request = its prefill + its decode
+    steps, each a pipeline step)."""
+    from roofcalc.cli import main
+    from roofcalc.hardware import find_hardware
+    from roofcalc.parallel import PipelineAnalyzer, pipeline_roofline
+    from roofcalc.sources import load_shape
+    from roofcalc.sweep import sweep
+
+    shape, h100 = load_shape("meta-llama/Llama-2-70b-hf"), find_hardware("H100")
+    par = Parallel(4, pp=2)
+
+    def single(wl):
+        b = wl.batch
+        r = pipeline_roofline(shape, wl, 2, 2 if b % 2 == 0 else 1, h100, tp=4, impl="cuda-graph")
+        return r.analysis.note_pipeline
+
+    sw = sweep(shape, h100, batches=[1, 8, 64], contexts=[1000, 4000], impl="cuda-graph",
+               analyzer=PipelineAnalyzer(shape, par))
+    assert sw.verdicts == ()
+    for i, b in enumerate((1, 8, 64)):
+        for j, s in enumerate((1000, 4000)):
+            pipe, memory = single(Workload.decode(b, s))
+            assert sw.grid.step_s[i, j] == pytest.approx(pipe.step_s, rel=1e-12)
+            assert sw.grid.memory_bytes[i, j] == memory
+            assert sw.grid.tokens_per_s[i, j] == pytest.approx(b / pipe.step_s, rel=1e-12)
+            assert sw.grid.predicted_lower_s[i, j] < pipe.step_s < sw.grid.predicted_upper_s[i, j]
+    pre = sweep(shape, h100, batches=[2, 3], prompts=[128], impl="cuda-graph", analyzer=PipelineAnalyzer(shape, par))
+    for i, b in enumerate((2, 3)):
+        assert pre.grid.ttft_s[i, 0] == pytest.approx(single(Workload.prefill(b, 128))[0].step_s, rel=1e-12)
+    req = sweep(shape, h100, batches=[2], prompts=[128], generate=3, impl="cuda-graph",
+                analyzer=PipelineAnalyzer(shape, par))
+    want = single(Workload.prefill(2, 128))[0].step_s + sum(single(Workload.decode(2, c))[0].step_s for c in (129, 130))
+    assert req.grid.total_s[0, 0] == pytest.approx(want, rel=1e-12)
+    assert main(["meta-llama/Llama-2-70b-hf", "--hw", "H100", "--tp", "4", "--pp", "2", "--batch", "2,3",
+                 "--context", "1000", "--micro-batches", "2"]) == 2
+    assert "--batch 3 does not split into 2 micro-batches" in capsys.readouterr().err
 
 
 def test_ep_and_pp_lists_compare_sizes_like_a_tp_list(capsys):

@@ -199,16 +199,14 @@ def build_sweep(args: argparse.Namespace, shape=None):
     batches, contexts, prompts = _sizes(args)
     shape, traced = shape if shape is not None else load_model(args)
     par = _parallel(args)
-    if par.pp > 1:
-        raise RoofcalcError("sweeps with --pp are not built yet; give one --batch and one --context (--tp and --ep "
-                            "sweeps are)")
     kw = _workload_kw(args, shape)
     if par.gpus > 1:
-        from .parallel import LocalBatchAnalyzer, RankAnalyzer, shard
+        from .parallel import LocalBatchAnalyzer, PipelineAnalyzer, RankAnalyzer, shard
 
         _single_gpu_trace(traced, par.gpus)
         shard(shape, par.tp)  # refuse a size that does not divide, or a family with no plan, before sweeping
-        kw["analyzer"] = LocalBatchAnalyzer(shape, par) if par.ep > 1 else RankAnalyzer(shape, par)
+        kw["analyzer"] = LocalBatchAnalyzer(shape, par) if par.ep > 1 else \
+            PipelineAnalyzer(shape, par, args.micro_batches) if par.pp > 1 else RankAnalyzer(shape, par)
     if traced is not None:
         from .trace import analyzer
 

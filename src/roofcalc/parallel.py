@@ -515,3 +515,121 @@ def pipeline_roofline(shape: ModelShape, wl: Workload, pp: int, micro_batches: i
     pipe = Pipeline(times, micro_batches, slowest)
     memory = max(x.analysis.memory_bytes for x in results)
     return replace(r, analysis=replace(r.analysis, note_pipeline=(pipe, memory)))
+
+
+# --------------------------------------------------------------------------- a batch x context sweep over a pipeline
+
+class StageAnalyzer(RankAnalyzer):
+    """One rank of pipeline stage ``stage`` on one micro-batch, for the sweeps: a workload of batch b is
+    one of ``micro`` micro-batches of a step of b·micro sequences (whose KV cache the stage holds)."""
+
+    def __init__(self, shape: ModelShape, parallel: Parallel, stage: int, micro: int):
+        super().__init__(shape, parallel)
+        self.stage, self.micro = stage, micro
+
+    def __call__(self, wl: Workload) -> Analysis:
+        pp, tp = self.parallel.pp, self.parallel.tp
+        sub, kernels = stage_kernels(self.shape, wl, pp, self.stage, tp)
+        return StageAnalysis(sub, wl, tuple(kernels), parallel=self.parallel, stage=self.stage,
+                             layers=stage_layers(self.shape.n_layers, pp)[self.stage], micro_batches=self.micro,
+                             batch=wl.batch * self.micro)
+
+
+class PipelineAnalyzer(RankAnalyzer):
+    """A sweep over a pipeline (``--pp``, with ``--tp`` inside each stage): called with a workload it
+    gives one tensor-parallel rank of the whole model (the sweep's header); :meth:`micro` says how many
+    micro-batches a step of B sequences is cut into, as the single step does."""
+
+    def __init__(self, shape: ModelShape, parallel: Parallel, micro_batches: int | None = None):
+        super().__init__(shape, parallel)
+        self.micro_batches = micro_batches
+        stage_layers(shape.n_layers, parallel.pp)  # more stages than layers: refused before sweeping
+
+    def __call__(self, wl: Workload) -> Analysis:
+        tp = self.parallel.tp
+        return RankAnalysis(shard(self.shape, tp), wl, tuple(tp_kernels(self.shape, wl, tp)), parallel=self.parallel,
+                            full=analyze(self.shape, wl))
+
+    def describe(self) -> str:
+        """The sweep header's line: what each row's numbers are."""
+        pp, m = self.parallel.pp, self.micro_batches
+        spans = ", ".join(f"{a}-{b - 1}" for a, b in stage_layers(self.shape.n_layers, pp))
+        micro = f"{m} micro-batches" if m else f"{pp} micro-batches where {pp} divides the batch, else 1"
+        return (f"pipeline  --pp {pp} stages (layers {spans}), {micro}: each row's step is the whole pipeline's, "
+                f"the stages in turn + (M - 1) x the slowest (its floor and upper end alike); its FLOPs, bytes and "
+                f"bound are the slowest stage's on one micro-batch, its memory the largest stage's; no batch "
+                f"verdicts (the pipeline's step is not linear in the batch)")
+
+    def micro(self, batch: int) -> int:
+        pp, m = self.parallel.pp, self.micro_batches
+        if m is None:
+            return pp if batch % pp == 0 else 1
+        if batch % m:
+            raise RoofcalcError(f"--batch {batch} does not split into {m} micro-batches")
+        return m
+
+
+@dataclass(frozen=True)
+class PipelineTimes:
+    """A pipeline's step at every point: Σ stages + (M − 1) · the slowest, for the expected times, the
+    floors and the pessimistic ends alike; bound: the slowest stage's."""
+
+    predicted_s: object
+    predicted_lower_s: object
+    predicted_upper_s: object
+    bound: object
+
+
+def pipeline_grid(kind: str, shape: ModelShape, batches, lengths, roof, *, analyzer: PipelineAnalyzer, **kw):
+    """Decode steps (``kind`` "decode", ``lengths`` the contexts) or prefills ("prefill", the prompts) of
+    the pipeline at every point: each stage's grid on its micro-batches (exact, as every grid), combined
+    as the single step combines its stages. The times (floor, expected, upper) are the whole
+    pipeline's; the FLOPs, bytes and bound the slowest stage's on one micro-batch (what one GPU runs
+    at that pace), the memory the largest stage's."""
+    import numpy as np
+
+    from .sweep import DecodeGrid, PrefillGrid, check_corners, decode_grid, prefill_grid
+
+    pp = analyzer.parallel.pp
+    rows: dict[int, list[int]] = {}
+    for i, b in enumerate(batches):
+        rows.setdefault(analyzer.micro(int(b)), []).append(i)
+    n_b, n_s = len(batches), len(lengths)
+    fields = ("flops", "bytes", "weight_bytes", "kv_bytes") if kind == "decode" else ("flops", "bytes")
+    out = {f: np.zeros((n_b, n_s), dtype=np.int64) for f in fields + ("memory_bytes",)}
+    step, lower, upper = (np.zeros((n_b, n_s)) for _ in range(3))
+    launch = np.zeros((n_b, 1 if kind == "decode" else n_s))
+    bound = np.empty((n_b, n_s), dtype=object)
+    for micro, idx in rows.items():
+        local = [int(batches[i]) // micro for i in idx]
+        grids = []
+        for s in range(pp):
+            stage_kw = dict(kw, analyzer=StageAnalyzer(shape, analyzer.parallel, s, micro))
+            if kind == "decode":
+                g = decode_grid(shape, local, lengths, roof, **stage_kw)
+                check_corners(shape, g, roof, **stage_kw)
+            else:
+                g = prefill_grid(shape, local, lengths, roof, **stage_kw)
+            grids.append(g)
+        t = np.stack([g.predicted_s for g in grids])
+        slowest = t.argmax(axis=0)
+
+        def pick(arrays):
+            return np.take_along_axis(np.stack(arrays), slowest[None], axis=0)[0]
+
+        step[idx] = t.sum(axis=0) + (micro - 1) * t.max(axis=0)
+        for name, target in (("predicted_lower_s", lower), ("predicted_upper_s", upper)):
+            a = np.stack([getattr(g, name) for g in grids])
+            target[idx] = a.sum(axis=0) + (micro - 1) * a.max(axis=0)
+        for f in fields:
+            out[f][idx] = pick([getattr(g, f) for g in grids])
+        out["memory_bytes"][idx] = np.stack([g.memory_bytes for g in grids]).max(axis=0)
+        bound[idx] = pick([np.asarray(g.bound, dtype=object) for g in grids])
+        launch[idx] = np.stack([g.launch_s for g in grids]).max(axis=0)
+    floor = lower  # the pipeline at its floors
+    times = PipelineTimes(step, lower, upper, bound)
+    b, n = np.asarray(batches, dtype=np.int64), np.asarray(lengths, dtype=np.int64)
+    if kind == "decode":
+        return DecodeGrid(b, n, out["flops"], out["bytes"], out["weight_bytes"], out["kv_bytes"], floor, launch,
+                          out["memory_bytes"], roof, kw.get("impl", "hf-eager"), times)
+    return PrefillGrid(b, n, out["flops"], out["bytes"], floor, launch, out["memory_bytes"], roof, times)

@@ -717,8 +717,18 @@ def sweep_record(sw: Sweep) -> dict[str, Any]:
                     compute_dtype=w.compute_dtype.name)
     hw = hardware_record(sw)
     hw["capacity_bytes"] = sw.capacity_bytes
-    return {"schema_version": SCHEMA_VERSION, "model": model_record(sw.header_analysis()), "workload": workload,
-            "hardware": hw, "points": sweep_point_records(sw), "verdicts": [verdict_record(v) for v in sw.verdicts]}
+    head = sw.header_analysis()
+    doc = {"schema_version": SCHEMA_VERSION, "model": model_record(head), "workload": workload,
+           "hardware": hw, "points": sweep_point_records(sw), "verdicts": [verdict_record(v) for v in sw.verdicts]}
+    par = getattr(head, "parallel", None)
+    if par is not None and par.gpus > 1:  # every point is one rank's (a pipeline's: see "step")
+        doc["parallel"] = {"tp": par.tp, "pp": par.pp, "ep": par.ep, "gpus": par.gpus, "per": "rank",
+                           "model_params": head.full.params, "batch": "the step's sequences, over all ranks"}
+        if par.pp > 1:
+            doc["parallel"].update(micro_batches=sw.analyzer.micro_batches,
+                                   step="the whole pipeline's: the stages in turn + (M - 1) x the slowest; flops and "
+                                        "bytes the slowest stage's on one micro-batch, memory the largest stage's")
+    return doc
 
 
 def _ms_cell(seconds):
@@ -794,6 +804,9 @@ def verdict_lines(sw: Sweep) -> list[str]:
 def sweep_header_lines(sw: Sweep, defaults: Iterable[str] = ()) -> list[str]:
     lines = [line for line in header_lines(sw.header_analysis(), defaults, swept_batch=True)
              if not line.startswith("workload")]
+    if hasattr(sw.analyzer, "describe"):
+        lines.insert(next((i + 1 for i, line in enumerate(lines) if line.startswith("parallel")), 1),
+                     sw.analyzer.describe())
     g = sw.grid
     if sw.kind == "decode":
         what = f"decode one token per sequence, {len(g.batches)} batch(es) x {len(g.contexts)} context(s)"

@@ -416,7 +416,7 @@ def prefill_grid(shape: ModelShape, batches, prompts, roof: Roof, *, impl: str =
     check_sizes(list(prompts), "prompt", MAX_TOKENS)
     if len(batches) * len(prompts) > 100_000:
         raise RoofcalcError(f"{len(batches) * len(prompts):,} prefill points is too many (at most 100,000)")
-    if analyzer is not None and len(batches) * len(prompts) > MAX_TRACED_PREFILLS:
+    if analyzer is not None and getattr(analyzer, "traced", True) and len(batches) * len(prompts) > MAX_TRACED_PREFILLS:
         raise RoofcalcError(f"a traced prefill sweep traces every point: {len(batches) * len(prompts):,} is more "
                             f"than {MAX_TRACED_PREFILLS}; sweep fewer batches or prompts")
     shp = (len(batches), len(prompts))
@@ -490,7 +490,11 @@ def request_grid(shape: ModelShape, batches, prompts, generate: int, roof: Roof,
 
     check_sizes([generate], "generated tokens", MAX_TOKENS)
     kw = dict(impl=impl, launch_overhead_s=launch_overhead_s, model=model, analyzer=analyzer, **workload_kw)
-    pre = prefill_grid(shape, batches, prompts, roof, **kw)
+    pipelined = getattr(analyzer, "parallel", None) is not None and analyzer.parallel.pp > 1
+    if pipelined:  # each step through the stages (pipeline_grid checks its stages' corners)
+        from .parallel import pipeline_grid
+    pre = pipeline_grid("prefill", shape, batches, prompts, roof, **kw) if pipelined else \
+        prefill_grid(shape, batches, prompts, roof, **kw)
     decode = np.zeros(pre.ttft_s.shape)
     lower, upper = pre.predicted_lower_s.copy(), pre.predicted_upper_s.copy()
     memory = pre.memory_bytes.copy()
@@ -501,9 +505,13 @@ def request_grid(shape: ModelShape, batches, prompts, generate: int, roof: Roof,
         last = int(p) + generate - 1
         check_sizes([last], "context", MAX_TOKENS)
         if generate > 1:
-            row = decode_grid(shape, batches, np.arange(int(p) + 1, last + 1), roof, **kw)
-            if analyzer is not None:
-                check_corners(shape, row, roof, **kw)
+            steps = np.arange(int(p) + 1, last + 1)
+            if pipelined:
+                row = pipeline_grid("decode", shape, batches, steps, roof, **kw)
+            else:
+                row = decode_grid(shape, batches, steps, roof, **kw)
+                if analyzer is not None:
+                    check_corners(shape, row, roof, **kw)
             decode[:, j] = row.step_s.sum(axis=1)
             lower[:, j] += row.predicted_lower_s.sum(axis=1)
             upper[:, j] += row.predicted_upper_s.sum(axis=1)
@@ -578,7 +586,15 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
                                 f"B/{scale} of the sequences (give multiples of {scale})")
         batches = [b // scale for b in batches]
     verdicts: tuple[BatchVerdicts, ...] = ()
-    if contexts is not None:
+    if getattr(analyzer, "parallel", None) is not None and analyzer.parallel.pp > 1:
+        from .parallel import pipeline_grid  # no verdicts: the pipeline's step is not linear in the batch
+
+        if generate is not None:
+            kind, grid = "request", request_grid(shape, batches, prompts, generate, roof, **kw)
+        else:
+            kind = "decode" if contexts is not None else "prefill"
+            grid = pipeline_grid(kind, shape, batches, contexts if contexts is not None else prompts, roof, **kw)
+    elif contexts is not None:
         kind, grid = "decode", decode_grid(shape, batches, contexts, roof, **kw)
         check_corners(shape, grid, roof, **kw)
         verdicts = tuple(batch_verdicts(shape, contexts, roof, capacity_bytes, min_gain=min_gain, **kw))
