@@ -260,7 +260,7 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
            f"{s.moe.n_experts // a.parallel.ep} of the {s.moe.n_experts} routed experts"
            + (f" (each at 1/{a.parallel.tp} of its width: --ep {a.parallel.ep} groups of --tp {a.parallel.tp} ranks)"
               if a.parallel.tp > 1 else "")
-           + f", and attention and the dense layers for "
+           + ", and attention and the dense layers for "
            + (f"B/{a.parallel.ep} of each step's B sequences (the batch column counts all of them)" if swept_batch
               else f"{w.batch} of the {w.batch * a.parallel.ep} sequences")
            + " (data-parallel attention); all-to-all "
