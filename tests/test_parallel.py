@@ -147,8 +147,6 @@ def test_sizes_that_do_not_divide_are_refused_by_name():
     with pytest.raises(RoofcalcError, match="does not divide moe_intermediate_size 100"):
         shard(shape_from_config(dict(BASE, model_type="qwen3_moe", num_key_value_heads=2, num_experts=4,
                                      num_experts_per_tok=2, moe_intermediate_size=100), "q"), 8)
-    with pytest.raises(RoofcalcError, match="not built yet"):
-        Parallel(1, pp=2, ep=2)
 
 
 def test_a_tp_sweep_finds_the_fewest_gpus_that_fit_and_where_scaling_stops():
@@ -263,6 +261,20 @@ def test_a_pipeline_sweep_is_the_single_steps_at_every_point(capsys):
     assert main(["meta-llama/Llama-2-70b-hf", "--hw", "H100", "--tp", "4", "--pp", "2", "--batch", "2,3",
                  "--context", "1000", "--micro-batches", "2"]) == 2
     assert "--batch 3 does not split into 2 micro-batches" in capsys.readouterr().err
+    # expert-parallel stages: Mixtral --ep 2 --pp 2, micro-batches 2 where 4 divides the batch, else 1
+    mixtral = load_shape("mistralai/Mixtral-8x7B-v0.1")
+    par = Parallel(pp=2, ep=2)
+    sw = sweep(mixtral, h100, batches=[2, 6, 8], contexts=[1000, 2000], impl="cuda-graph",
+               analyzer=PipelineAnalyzer(mixtral, par))
+    for i, (b, m) in enumerate(((2, 1), (6, 1), (8, 2))):
+        for j, s in enumerate((1000, 2000)):
+            r = pipeline_roofline(mixtral, Workload.decode(b, s), 2, m, h100, ep=2, impl="cuda-graph")
+            pipe, memory = r.analysis.note_pipeline
+            assert sw.grid.step_s[i, j] == pytest.approx(pipe.step_s, rel=1e-12)
+            assert sw.grid.memory_bytes[i, j] == memory
+    assert main(["mistralai/Mixtral-8x7B-v0.1", "--hw", "H100", "--ep", "2", "--pp", "2", "--batch", "3",
+                 "--context", "1000,2000"]) == 2
+    assert "a micro-batch of 3 sequences does not split over --ep 2" in capsys.readouterr().err
 
 
 def test_ep_and_pp_lists_compare_sizes_like_a_tp_list(capsys):
@@ -432,8 +444,6 @@ def test_expert_parallel_refusals():
         analyze_parallel(mixtral, Workload.decode(6, 100), Parallel(ep=4))
     with pytest.raises(RoofcalcError, match="has none"):
         analyze_parallel(load_shape("TinyLlama/TinyLlama-1.1B"), Workload.decode(4, 100), Parallel(ep=2))
-    with pytest.raises(RoofcalcError, match="combining --ep with --pp is not built yet"):
-        Parallel(pp=2, ep=2)
 
 
 def test_expert_parallel_groups_of_tensor_parallel_ranks_by_hand():
@@ -525,8 +535,6 @@ def test_tensor_parallel_ranks_inside_pipeline_stages():
     assert comm1 == sorted([("all_reduce", 40, hidden), ("all_reduce", 40, hidden),
                             ("all_gather", 1, 32 * 8000 * 2)])
     assert Parallel(4, pp=2).gpus == 8
-    with pytest.raises(RoofcalcError, match="combining --ep with --pp"):
-        Parallel(2, pp=2, ep=2)
 
 
 def test_phi3_gathered_plan_inside_pipeline_stages():
@@ -555,6 +563,44 @@ def test_phi3_gathered_plan_inside_pipeline_stages():
     (send,) = [k for k in stages[0] if k.role == "send"]
     assert send.message_bytes == 8 * 3072 * 2
     assert any(k.name == "qkv_proj.all_gather" for k in stages[1])
+
+
+def test_expert_parallel_ranks_inside_pipeline_stages():
+    """Mixtral-8x7B bf16 at --pp 2 with --ep 4 and with --tp 2 --ep 2 (8 GPUs each), a micro-batch of 32:
+    one rank's two stages hold, run and communicate what that rank of the unpipelined model does (the
+    --ep and --tp --ep ranks, checked by hand above), cut at layer 16, plus stage 0's send of its share
+    of the micro-batch: 32 / ep sequences x 4096 x 2 bytes, to the same rank of stage 1 (a stage is 4
+    ranks: global ranks 0-3 send to 4-7, inside one 8-GPU node). A stage holds the KV cache of its
+    layers for its rank's share of the step's 64 sequences."""
+    from collections import Counter
+
+    from roofcalc.hardware import find_hardware
+    from roofcalc.parallel import pipeline_roofline, stage_kernels
+    from roofcalc.sources import load_shape
+
+    shape = load_shape("mistralai/Mixtral-8x7B-v0.1")
+    bf16 = {k: DTYPES["bf16"] for k in FP32}
+    micro = Workload.decode(32, 1000, **bf16)
+
+    def tally(ks, what):
+        out = Counter()
+        for k in ks:
+            out[(k.name, k.role, k.message_bytes)] += k.count * what(k)
+        return out
+
+    for tp, ep in ((1, 4), (2, 2)):
+        whole = analyze_parallel(shape, micro, Parallel(tp, ep=ep)).kernels
+        stages = [stage_kernels(shape, micro, 2, s, tp, ep)[1] for s in (0, 1)]
+        staged = [k for ks in stages for k in ks if k.role != "send"]
+        for what in (lambda k: k.params, lambda k: k.cost.flops, lambda k: k.cost.bytes, lambda k: 1):
+            assert tally(staged, what) == tally(whole, what)
+        (send,) = [k for k in stages[0] if k.role == "send"]
+        assert send.message_bytes == 32 // ep * 4096 * 2 and send.ranks == (0, 7)
+    r = pipeline_roofline(shape, Workload.decode(64, 1000, **bf16), 2, 2, find_hardware("H100"), ep=4)
+    a = r.analysis
+    assert a.workload.batch == 8 and a.parallel.gpus == 8
+    # 16 of the 64 sequences a rank, 16 layers x K and V x 8 KV heads x 128 x 2 bytes a position
+    assert a.memory_bytes - a.weight_storage_bytes == 16 * 1000 * 16 * 2 * 8 * 128 * 2
 
 
 def test_a_pipeline_send_between_nodes_runs_on_the_network():

@@ -68,12 +68,12 @@ def _main_parser() -> argparse.ArgumentParser:
     p.add_argument("--tp", default="1", help="tensor-parallel ranks: every number is one rank's, collectives "
                    "included; a list (1,2,4,8) compares them at one batch and context (default 1)")
     p.add_argument("--micro-batches", type=positive_int,
-                   help="with --pp: micro-batches a step's batch is cut into (default: --pp when it divides the batch, "
-                   "else 1)")
+                   help="with --pp: micro-batches a step's batch is cut into (default: --pp when the batch splits into "
+                   "them, over the --ep ranks too; else 1)")
     for flag, what in (("--pp", "pipeline stages: the slowest stage's kernels on one micro-batch, and the step "
                         "the stages make"),
                        ("--ep", "expert-parallel ranks: E/N routed experts each, attention data-parallel over B/N "
-                        "sequences, all-to-all dispatch and combine")):
+                        "sequences, all-to-all dispatch and combine; with --tp, each of the N groups is --tp ranks")):
         p.add_argument(flag, default="1", help=f"{what}; a list compares them at one batch and context (default 1)")
     p.add_argument("--trace", action="store_true",
                    help="count the kernels by tracing transformers' own modeling code on the meta device (needs "
@@ -205,8 +205,8 @@ def build_sweep(args: argparse.Namespace, shape=None):
 
         _single_gpu_trace(traced, par.gpus)
         shard(shape, par.tp)  # refuse a size that does not divide, or a family with no plan, before sweeping
-        kw["analyzer"] = LocalBatchAnalyzer(shape, par) if par.ep > 1 else \
-            PipelineAnalyzer(shape, par, args.micro_batches) if par.pp > 1 else RankAnalyzer(shape, par)
+        kw["analyzer"] = PipelineAnalyzer(shape, par, args.micro_batches) if par.pp > 1 else \
+            LocalBatchAnalyzer(shape, par) if par.ep > 1 else RankAnalyzer(shape, par)
     if traced is not None:
         from .trace import analyzer
 
@@ -313,10 +313,10 @@ def build_roofline(args: argparse.Namespace, shape=None):
         cfg, name, label = traced
         analysis = trace(cfg, name, workload, label, view="eager" if args.impl == "hf-eager" else "ideal")
     elif parallel.pp > 1:
-        from .parallel import pipeline_roofline
+        from .parallel import default_micro_batches, pipeline_roofline
 
-        micro = args.micro_batches or (parallel.pp if workload.batch % parallel.pp == 0 else 1)
-        return pipeline_roofline(shape, workload, parallel.pp, micro, hardware, tp=parallel.tp,
+        micro = args.micro_batches or default_micro_batches(workload.batch, parallel)
+        return pipeline_roofline(shape, workload, parallel.pp, micro, hardware, tp=parallel.tp, ep=parallel.ep,
                                  **_roof_kw(args, profile))
     elif parallel.gpus > 1:
         from .parallel import analyze_parallel

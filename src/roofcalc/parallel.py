@@ -45,8 +45,6 @@ class Parallel:
         for name, n in (("tp", self.tp), ("pp", self.pp), ("ep", self.ep)):
             if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1024:
                 raise RoofcalcError(f"--{name} must be a whole number of ranks from 1 to 1024, got {n!r}")
-        if self.ep > 1 and self.pp > 1:
-            raise RoofcalcError("combining --ep with --pp is not built yet (--tp with --pp is, and --tp with --ep)")
 
     @property
     def gpus(self) -> int:
@@ -230,10 +228,12 @@ def ep_kernels(shape: ModelShape, wl: Workload, ep: int, stride: int = 1) -> lis
     (combine): k copies of each token, (ep−1)/ep of them to other ranks under uniform routing. With
     ``stride`` tensor-parallel ranks a group (``shape`` already one such rank's), the all-to-alls run
     between the ranks of the same tensor-parallel index, ``stride`` apart."""
-    import math
+    check_ep(shape, wl, ep)
+    local = replace(wl, batch=wl.batch // ep)
+    return with_ep_experts(shape, wl, ep, analyze(shape, local).kernels, stride)
 
-    from .calculator import touched_experts
 
+def check_ep(shape: ModelShape, wl: Workload, ep: int, what: str = "--batch") -> None:
     moe = shape.moe
     if moe is None:
         raise RoofcalcError(f"--ep splits routed experts, and {shape.family} has none")
@@ -241,18 +241,29 @@ def ep_kernels(shape: ModelShape, wl: Workload, ep: int, stride: int = 1) -> lis
         raise RoofcalcError(f"--ep {ep} does not divide the {moe.n_experts} routed experts: each rank must hold a "
                             f"whole share")
     if wl.batch % ep:
-        raise RoofcalcError(f"--batch {wl.batch} does not split over --ep {ep}: each rank runs attention for B/{ep} "
+        raise RoofcalcError(f"{what} {wl.batch} does not split over --ep {ep}: each rank runs attention for B/{ep} "
                             f"of the sequences")
-    local = replace(wl, batch=wl.batch // ep)
-    rank = analyze(shape, local)
+
+
+def with_ep_experts(shape: ModelShape, wl: Workload, ep: int, kernels, stride: int = 1, first: int = 0) -> list[Kernel]:
+    """A rank's kernels for B/ep of ``wl``'s sequences (of the whole model, or of a pipeline stage) with
+    its E/ep experts and the all-to-alls around them; those span global ranks ``first`` to
+    ``first`` + ep·stride − 1."""
+    import math
+
+    from .calculator import touched_experts
+
+    moe = shape.moe
     if ep == 1:
-        return list(rank.kernels)
+        return list(kernels)
+    local = replace(wl, batch=wl.batch // ep)
     # the experts of this rank see tokens from every rank: the global batch decides which are reached
     touched = touched_experts(moe.n_experts, moe.top_k, wl.tokens, wl.experts) / ep
     message = local.act_dtype.nbytes(local.tokens * moe.top_k * shape.d_model)
     dims = f"[{local.tokens}x{moe.top_k},{shape.d_model}]"
+    span = (first, first + ep * stride - 1)
     out: list[Kernel] = []
-    for k in rank.kernels:
+    for k in kernels:
         if k.role == "experts":
             per = k.param_bytes // moe.n_experts
             k = replace(k, params=k.params // ep, param_bytes=k.param_bytes // ep,
@@ -260,11 +271,11 @@ def ep_kernels(shape: ModelShape, wl: Workload, ep: int, stride: int = 1) -> lis
                         dims=f"{k.dims.split(' on ')[0]} on {touched:.3g} of {moe.n_experts // ep} local experts")
             if k.name == "experts.gate_up_proj":
                 out.append(replace(collective("experts.dispatch", "all_to_all", message, ep, k.count, "layer", dims),
-                                   ranks=(0, ep * stride - 1)))
+                                   ranks=span))
         out.append(k)
         if k.role == "experts" and k.name == "experts.down_proj":
             out.append(replace(collective("experts.combine_all_to_all", "all_to_all", message, ep, k.count, "layer",
-                                          dims), ranks=(0, ep * stride - 1)))
+                                          dims), ranks=span))
     return out
 
 
@@ -423,20 +434,32 @@ def stage_layers(n_layers: int, pp: int) -> list[tuple[int, int]]:
     return out
 
 
-def stage_kernels(shape: ModelShape, wl: Workload, pp: int, stage: int, tp: int = 1) -> tuple[ModelShape, list[Kernel]]:
+def stage_kernels(shape: ModelShape, wl: Workload, pp: int, stage: int, tp: int = 1,
+                  ep: int = 1) -> tuple[ModelShape, list[Kernel]]:
     """(the stage's shape, its kernels at ``wl``): its layers; the embedding on the first stage, the final
     norm and lm_head on the last; a send of the hidden states [B·T, D] to the next stage. With ``tp``,
     one tensor-parallel rank of the stage: its shards and collectives, and its send to the same rank of
-    the next stage. Stage s holds global ranks s·tp to s·tp + tp − 1: a send leaves the node when the
-    stage's first rank and the next stage's last sit on different nodes."""
+    the next stage. With ``ep``, one expert-parallel rank of it: B/ep of ``wl``'s sequences, E/ep
+    experts and the all-to-alls (``tp`` ranks in each of its ``ep`` groups). Stage s holds global ranks
+    s·g to s·g + g − 1 (g = tp·ep): a send leaves the node when the stage's first rank and the next
+    stage's last sit on different nodes."""
     from .calculator import layer_kernels, model_head
 
-    if tp > 1:
-        sub, kernels = stage_kernels(shard(shape, tp), wl, pp, stage)
-        kernels = [replace(k, ranks=(stage * tp, (stage + 2) * tp - 1)) if k.role == "send" else k for k in kernels]
+    g = tp * ep
+    if g > 1:
+        rank = shard(shape, tp)
+        local = wl
+        if ep > 1:
+            check_ep(shape, wl, ep, "a micro-batch of")
+            local = replace(wl, batch=wl.batch // ep)
+        sub, kernels = stage_kernels(rank, local, pp, stage)
+        kernels = [replace(k, ranks=(stage * g, (stage + 2) * g - 1)) if k.role == "send" else k for k in kernels]
+        kernels = with_ep_experts(rank, wl, ep, kernels, stride=tp, first=stage * g)
+        if tp == 1:
+            return sub, kernels
         if shape.family in GATHERED_FAMILIES:
-            return sub, with_gathered_collectives(shape, wl, tp, kernels)
-        return sub, with_tp_collectives(shape, wl, tp, kernels)
+            return sub, with_gathered_collectives(shape, local, tp, kernels)
+        return sub, with_tp_collectives(shape, local, tp, kernels)
     start, end = stage_layers(shape.n_layers, pp)[stage]
     sub = replace(shape, n_layers=end - start, layer_types=shape.layer_types[start:end],
                   mlp_types=shape.mlp_types[start:end] if shape.mlp_types else ())
@@ -461,14 +484,15 @@ class StageAnalysis(RankAnalysis):
     stage: int = 0
     layers: tuple[int, int] = (0, 0)
     micro_batches: int = 1
-    batch: int = 1  # the whole step's sequences
+    batch: int = 1  # the whole step's sequences (over every expert-parallel rank)
 
     @property
     def memory_bytes(self) -> int:
         from .calculator import kv_cache_bytes
 
         w = self.workload
-        return self.weight_storage_bytes + kv_cache_bytes(self.shape, w.kv_dtype, self.batch, w.kv_len)
+        return self.weight_storage_bytes + kv_cache_bytes(self.shape, w.kv_dtype, self.batch // self.parallel.ep,
+                                                          w.kv_len)
 
 
 @dataclass(frozen=True)
@@ -492,9 +516,9 @@ class Pipeline:
 
 
 def pipeline_roofline(shape: ModelShape, wl: Workload, pp: int, micro_batches: int, hardware, *, tp: int = 1,
-                      **roofline_kw):
+                      ep: int = 1, **roofline_kw):
     """The slowest stage's roofline on one micro-batch, with the pipeline it sets the pace of (each stage
-    ``tp`` tensor-parallel ranks: one rank's table)."""
+    ``tp`` · ``ep`` ranks: one rank's table)."""
     from .roofline import roofline
 
     if wl.batch % micro_batches:
@@ -504,9 +528,9 @@ def pipeline_roofline(shape: ModelShape, wl: Workload, pp: int, micro_batches: i
     spans = stage_layers(shape.n_layers, pp)
     results = []
     for s in range(pp):
-        sub, kernels = stage_kernels(shape, micro, pp, s, tp)
-        a = StageAnalysis(sub, micro, tuple(kernels), parallel=Parallel(tp=tp, pp=pp), full=full, stage=s,
-                          layers=spans[s],
+        sub, kernels = stage_kernels(shape, micro, pp, s, tp, ep)
+        a = StageAnalysis(sub, replace(micro, batch=micro.batch // ep), tuple(kernels),
+                          parallel=Parallel(tp=tp, pp=pp, ep=ep), full=full, stage=s, layers=spans[s],
                           micro_batches=micro_batches, batch=wl.batch)
         results.append(roofline(a, hardware, **roofline_kw))
     times = tuple(r.step.times.predicted_s for r in results)
@@ -528,11 +552,12 @@ class StageAnalyzer(RankAnalyzer):
         self.stage, self.micro = stage, micro
 
     def __call__(self, wl: Workload) -> Analysis:
-        pp, tp = self.parallel.pp, self.parallel.tp
-        sub, kernels = stage_kernels(self.shape, wl, pp, self.stage, tp)
+        pp, tp, ep = self.parallel.pp, self.parallel.tp, self.parallel.ep
+        micro = replace(wl, batch=wl.batch * ep)  # with --ep, b is a rank's share of the micro-batch
+        sub, kernels = stage_kernels(self.shape, micro, pp, self.stage, tp, ep)
         return StageAnalysis(sub, wl, tuple(kernels), parallel=self.parallel, stage=self.stage,
                              layers=stage_layers(self.shape.n_layers, pp)[self.stage], micro_batches=self.micro,
-                             batch=wl.batch * self.micro)
+                             batch=micro.batch * self.micro)
 
 
 class PipelineAnalyzer(RankAnalyzer):
@@ -546,7 +571,10 @@ class PipelineAnalyzer(RankAnalyzer):
         stage_layers(shape.n_layers, parallel.pp)  # more stages than layers: refused before sweeping
 
     def __call__(self, wl: Workload) -> Analysis:
-        tp = self.parallel.tp
+        tp, ep = self.parallel.tp, self.parallel.ep
+        if ep > 1:  # the header's rank: b of the step's ep·b sequences
+            a = analyze_parallel(self.shape, replace(wl, batch=wl.batch * ep), Parallel(tp, ep=ep))
+            return replace(a, parallel=self.parallel)
         return RankAnalysis(shard(self.shape, tp), wl, tuple(tp_kernels(self.shape, wl, tp)), parallel=self.parallel,
                             full=analyze(self.shape, wl))
 
@@ -561,12 +589,21 @@ class PipelineAnalyzer(RankAnalyzer):
                 f"verdicts (the pipeline's step is not linear in the batch)")
 
     def micro(self, batch: int) -> int:
-        pp, m = self.parallel.pp, self.micro_batches
-        if m is None:
-            return pp if batch % pp == 0 else 1
+        """Micro-batches of a step of ``batch`` sequences: --micro-batches, else the stages where each
+        micro-batch then splits over --ep, else 1 (the single step's rule, :func:`default_micro_batches`)."""
+        m = self.micro_batches or default_micro_batches(batch, self.parallel)
         if batch % m:
             raise RoofcalcError(f"--batch {batch} does not split into {m} micro-batches")
+        if (batch // m) % self.parallel.ep:
+            raise RoofcalcError(f"a micro-batch of {batch // m} sequences does not split over --ep "
+                                f"{self.parallel.ep}: each rank runs attention for B/{self.parallel.ep} of them")
         return m
+
+
+def default_micro_batches(batch: int, parallel: Parallel) -> int:
+    """--pp stages' worth of micro-batches when the batch splits into them (over --ep ranks too), else 1."""
+    pp = parallel.pp
+    return pp if batch % (pp * parallel.ep) == 0 else 1
 
 
 @dataclass(frozen=True)
@@ -601,7 +638,7 @@ def pipeline_grid(kind: str, shape: ModelShape, batches, lengths, roof, *, analy
     launch = np.zeros((n_b, 1 if kind == "decode" else n_s))
     bound = np.empty((n_b, n_s), dtype=object)
     for micro, idx in rows.items():
-        local = [int(batches[i]) // micro for i in idx]
+        local = [int(batches[i]) // micro // analyzer.parallel.ep for i in idx]
         grids = []
         for s in range(pp):
             stage_kw = dict(kw, analyzer=StageAnalyzer(shape, analyzer.parallel, s, micro))

@@ -381,7 +381,10 @@ def pipeline_line(a) -> str:
     pipe, memory = a.note_pipeline
     n, w = len(pipe.stage_s), a.workload
     stages = ", ".join(ms(t) for t in pipe.stage_s)
-    return (f"pipeline  --pp {n}, {pipe.micro_batches} micro-batch(es) of {w.batch} of the {a.batch} sequences: every "
+    ep = a.parallel.ep
+    share = f" ({w.batch} a rank over --ep {ep})" if ep > 1 else ""
+    return (f"pipeline  --pp {n}, {pipe.micro_batches} micro-batch(es) of {a.batch // pipe.micro_batches}{share} of the "
+            f"{a.batch} sequences: every "
             f"number below is stage {a.stage} (layers {a.layers[0]}-{a.layers[1] - 1}), the slowest, on one "
             f"micro-batch; the whole step = the stages in turn + {pipe.micro_batches - 1} x the slowest = "
             f"{ms(pipe.step_s)} ms (stages {stages} ms), {100 * pipe.bubble:.0f}% of the stages' time idle (the "
@@ -392,9 +395,10 @@ def memory_line(r: Roofline) -> str:
     """The single step's memory verdict, by the sweep's rule: weights + KV cache against the device."""
     a, w = r.analysis, r.analysis.workload
     need, kv = r.memory_bytes, r.memory_bytes - a.weight_storage_bytes
+    # a pipeline stage holds the cache of the step's sequences (its ranks' share of them), not one micro-batch's
+    cached = a.batch // a.parallel.ep if hasattr(a, "micro_batches") else w.batch
     what = (f"memory    {si(a.weight_storage_bytes, 'B')} of weights + {si(kv, 'B')} of KV cache "
-            f"({getattr(a, 'batch', w.batch):,} x "
-            f"{w.kv_len:,} positions) = {si(need, 'B')}")
+            f"({cached:,} x {w.kv_len:,} positions) = {si(need, 'B')}")
     if r.capacity_bytes is None:
         return what + "; the device's memory is unknown (pass --memory)"
     if r.fits:
