@@ -307,6 +307,36 @@ def test_ep_and_pp_lists_compare_sizes_like_a_tp_list(capsys):
     assert "give a list to one of --tp, --pp and --ep at a time" in capsys.readouterr().err
 
 
+def test_a_list_along_one_axis_keeps_the_others_fixed(capsys):
+    """--tp 1,2,4 --pp 2: each point is the single step at --tp n --pp 2 on 2n GPUs (its tokens/s per GPU
+    over 2n); --ep 2,4 --tp 2: the --tp 2 --ep n rank on 2n GPUs, all n groups' sequences counted."""
+    from roofcalc.cli import main
+    from roofcalc.hardware import find_hardware
+    from roofcalc.parallel import default_micro_batches, pipeline_roofline, tp_sweep
+    from roofcalc.roofline import roofline
+    from roofcalc.sources import load_shape
+
+    h100 = find_hardware("H100")
+    llama, wl = load_shape("meta-llama/Llama-2-70b-hf"), Workload.decode(64, 2000)
+    sw = tp_sweep(llama, wl, [1, 2, 4], h100, base=Parallel(pp=2), impl="cuda-graph")
+    for p, n in zip(sw.points, (1, 2, 4)):
+        r = pipeline_roofline(llama, wl, 2, default_micro_batches(64, Parallel(n, pp=2)), h100, tp=n,
+                              impl="cuda-graph")
+        pipe, memory = r.analysis.note_pipeline
+        assert (p.gpus, p.step_s, p.memory_bytes) == (2 * n, pipe.step_s, memory)
+        assert p.tokens_per_s_per_gpu == pytest.approx(64 / pipe.step_s / (2 * n))
+    mixtral, bf16 = load_shape("mistralai/Mixtral-8x7B-v0.1"), {k: DTYPES["bf16"] for k in FP32}
+    wl = Workload.decode(64, 1000, **bf16)
+    sw = tp_sweep(mixtral, wl, [2, 4], h100, axis="ep", base=Parallel(tp=2), impl="cuda-graph")
+    for p, n in zip(sw.points, (2, 4)):
+        one = roofline(analyze_parallel(mixtral, wl, Parallel(2, ep=n)), h100, impl="cuda-graph")
+        assert (p.gpus, p.step_s, p.sequences) == (2 * n, one.step.times.predicted_s, 64)
+    assert main(["mistralai/Mixtral-8x7B-v0.1", "--hw", "H100", "--ep", "2,4", "--tp", "2", "--batch", "64",
+                 "--context", "1000", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["fixed"] == {"tp": 2, "pp": 1} and [p["gpus"] for p in doc["ep_points"]] == [4, 8]
+
+
 def test_the_command_line_compares_tp_sizes(capsys):
     from roofcalc.cli import main
 

@@ -259,18 +259,14 @@ def build_tp_sweep(args: argparse.Namespace, shape=None):
     shape, traced = shape if shape is not None else load_model(args)
     _single_gpu_trace(traced, 2)
     sizes = _sizes_of(args)
-    others = [a for a in AXES if a != axis and sizes[a][0] > 1]
-    if others:
-        raise RoofcalcError(f"a --{axis} list compares {axis} sizes alone; give one --{axis} with --{others[0]}")
-    for n in sizes[axis]:
-        Parallel(**{axis: n})
-    if args.micro_batches and axis != "pp":
+    base = Parallel(**{a: sizes[a][0] for a in AXES if a != axis})  # the other axes, fixed
+    if args.micro_batches and axis != "pp" and base.pp == 1:
         raise RoofcalcError("--micro-batches is for --pp")
     workload = _workload(args, shape)
     hardware, profile = _hardware(args)
     return tp_sweep(
         shape, workload, sizes[axis], hardware, min_gain=percent(args.min_gain), axis=axis,
-        micro_batches=args.micro_batches, **_roof_kw(args, profile))
+        micro_batches=args.micro_batches, base=base, **_roof_kw(args, profile))
 
 
 def _single_gpu_trace(traced, gpus: int) -> None:

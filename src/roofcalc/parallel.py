@@ -317,13 +317,18 @@ class TPPoint:
     """One size of the swept axis (--tp, --ep or --pp) at the same workload: its roofline (one rank's
     step; for --pp, the slowest stage on one micro-batch, with the pipeline it sets the pace of)."""
 
-    tp: int  # GPUs along the swept axis
+    tp: int  # the size along the swept axis
     result: "object"  # roofline.Roofline
     axis: str = "tp"
 
     @property
+    def parallel(self) -> Parallel:
+        return getattr(self.result.analysis, "parallel", None) or Parallel()
+
+    @property
     def gpus(self) -> int:
-        return self.tp
+        """Every GPU the step runs on: the swept size times the other axes' fixed sizes."""
+        return self.parallel.gpus
 
     @property
     def step(self):
@@ -356,7 +361,7 @@ class TPPoint:
         a = self.result.analysis
         if self._pipeline:
             return a.batch
-        return a.workload.batch * (self.tp if self.axis == "ep" else 1)
+        return a.workload.batch * self.parallel.ep
 
     @property
     def tokens_per_s(self) -> float:
@@ -366,7 +371,7 @@ class TPPoint:
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
-        return self.tokens_per_s / self.tp
+        return self.tokens_per_s / self.gpus
 
     @property
     def memory_bytes(self) -> int:
@@ -385,11 +390,12 @@ class TPSweep:
     points: tuple[TPPoint, ...]
     min_gain: float
     axis: str = "tp"
+    base: Parallel = Parallel()  # the other axes' fixed sizes
 
     @property
     def fewest_fitting(self) -> int | None:
         """The fewest GPUs (of those swept) on which a rank's weights and KV cache fit."""
-        return next((p.tp for p in self.points if p.fits), None)
+        return next((p.gpus for p in self.points if p.fits), None)
 
     @property
     def stops_paying(self) -> tuple[int, float] | None:
@@ -402,21 +408,22 @@ class TPSweep:
 
 
 def tp_sweep(shape: ModelShape, wl: Workload, tps, hardware, *, min_gain: float = 0.10, axis: str = "tp",
-             micro_batches: int | None = None, **roofline_kw) -> TPSweep:
-    """The same step at every size in ``tps`` along ``axis`` ("tp", "ep" or "pp"): one rank's roofline
-    each (for "pp", the slowest stage's on ``micro_batches`` micro-batches, default: the stages when
-    they divide the batch, else 1)."""
+             micro_batches: int | None = None, base: Parallel = Parallel(), **roofline_kw) -> TPSweep:
+    """The same step at every size in ``tps`` along ``axis`` ("tp", "ep" or "pp"), the other axes at
+    ``base``'s sizes: one rank's roofline each (with a pipeline, the slowest stage's on
+    ``micro_batches`` micro-batches, default :func:`default_micro_batches`)."""
     from .roofline import roofline
 
     points = []
     for n in sorted(set(tps)):
-        if axis == "pp" and n > 1:
-            micro = micro_batches or (n if wl.batch % n == 0 else 1)
-            r = pipeline_roofline(shape, wl, n, micro, hardware, **roofline_kw)
+        par = replace(base, **{axis: n})
+        if par.pp > 1:
+            micro = micro_batches or default_micro_batches(wl.batch, par)
+            r = pipeline_roofline(shape, wl, par.pp, micro, hardware, tp=par.tp, ep=par.ep, **roofline_kw)
         else:
-            r = roofline(analyze_parallel(shape, wl, Parallel(**{axis: n})), hardware, **roofline_kw)
+            r = roofline(analyze_parallel(shape, wl, par), hardware, **roofline_kw)
         points.append(TPPoint(n, r, axis))
-    return TPSweep(tuple(points), min_gain, axis)
+    return TPSweep(tuple(points), min_gain, axis, base)
 
 
 # --------------------------------------------------------------------------- pipeline parallelism

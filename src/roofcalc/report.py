@@ -966,7 +966,8 @@ def tp_sweep_record(tps) -> dict[str, Any]:
         "hardware": {**hardware_record(first), "capacity_bytes": first.capacity_bytes,
                      "link_bytes_per_s": first.hardware.link_bytes_per_s},
         "axis": tps.axis,
-        f"{tps.axis}_points": [{tps.axis: p.tp, "gpus": p.tp, "memory_bytes_per_gpu": p.memory_bytes,
+        "fixed": {a: getattr(tps.base, a) for a in ("tp", "pp", "ep") if a != tps.axis},
+        f"{tps.axis}_points": [{tps.axis: p.tp, "gpus": p.gpus, "memory_bytes_per_gpu": p.memory_bytes,
                        "fits": p.fits, "step_s": p.step_s, "communication_s": p.comm_s,
                        "communication_share": p.comm_share, "tokens_per_s": p.tokens_per_s,
                        "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu, "bound": p.step.times.bound,
@@ -991,6 +992,11 @@ def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = ()) -> st
             row.append(("unknown" if v is None else "yes" if v else "NO") if key == "fits" else show(v))
         rows.append(row)
     headers = [tps.axis if h == "tp" else h for h, _, _ in TP_COLUMNS]
+    fixed = [f"--{a} {getattr(tps.base, a)}" for a in ("tp", "pp", "ep") if a != tps.axis and getattr(tps.base, a) > 1]
+    if fixed:  # the GPUs are more than the swept size
+        headers.insert(1, "GPUs")
+        for row, p in zip(rows, tps.points):
+            row.insert(1, str(p.gpus))
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf)
@@ -1006,13 +1012,15 @@ def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = ()) -> st
     lines = [line for line in header_lines(full, defaults) if not line.startswith(("size", "source"))]
     lines.append(f"hardware  {hw.name} x N: {link}; memory "
                  f"{'unknown' if first.capacity_bytes is None else capacity(first.capacity_bytes)} per GPU")
-    lines.append(f"parallel  {AXIS_WORDS[tps.axis]}; communication: the collectives' expected time, and its "
-                 f"share of the device time")
+    lines.append(f"parallel  {AXIS_WORDS[tps.axis]}"
+                 + (f", each with {' and '.join(fixed)}" if fixed else "")
+                 + "; communication: the collectives' expected time, and its share of the device time")
     table = tabulate(rows, headers=headers, tablefmt="pipe" if fmt == "markdown" else "simple", disable_numparse=True)
-    fit = tps.fewest_fitting
+    first_fit = next((p for p in tps.points if p.fits), None)
     swept = ", ".join(str(p.tp) for p in tps.points)
-    verdicts = [f"  fits      the fewest GPUs on which weights and KV cache fit: "
-                f"{fit if fit is not None else 'none of ' + swept} (of {swept})"]
+    where = "none" if first_fit is None else \
+        f"{first_fit.gpus}" + (f" (--{tps.axis} {first_fit.tp})" if fixed else "")
+    verdicts = [f"  fits      the fewest GPUs on which weights and KV cache fit: {where} (of --{tps.axis} {swept})"]
     stop = tps.stops_paying
     if stop:
         verdicts.append(f"  scaling   adding GPUs stops paying at --{tps.axis} {stop[0]}: the step is only "
