@@ -1,5 +1,6 @@
 """Which of the causal LMs the installed transformers knows roofcalc can trace: each type's config class
-with its own defaults, cut to at most 4 layers, decode at batch 2 and context 12. Prints one line per
+with its own defaults, cut to at most 4 layers, read as the command line reads it (a multimodal config
+through its text_config), decode at batch 2 and context 12. Prints one line per
 type that fails and a count; the run is also a check that every failure is one line of RoofcalcError."""
 
 from __future__ import annotations
@@ -13,22 +14,33 @@ LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
 LIST_KEYS = ("layer_types", "mlp_only_layers", "attn_layer_indices", "layers_block_type", "block_types")
 
 
-def small_config(model_type: str, cut: bool = True) -> dict | None:
-    """The class's default config as a dict, with at most 4 layers (per-layer lists cut to match)."""
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
-
-    cfg = CONFIG_MAPPING[model_type]().to_dict()
-    if not cut:
-        return {k: v for k, v in cfg.items() if not k.startswith("_") and k != "transformers_version"} | \
-            {"model_type": model_type}
+def _cut(cfg: dict) -> dict:
+    """At most 4 layers, and every per-layer list cut to match (a list as long as the layers)."""
+    cfg = dict(cfg)
+    layers = next((cfg[k] for k in LAYER_KEYS if isinstance(cfg.get(k), int)), None)
     for key in LAYER_KEYS:
         if isinstance(cfg.get(key), int) and cfg[key] > 4:
             cfg[key] = 4
-    for key in LIST_KEYS:
-        if isinstance(cfg.get(key), list) and len(cfg[key]) > 4:
-            cfg[key] = cfg[key][:4]
+    for key, value in list(cfg.items()):
+        if isinstance(value, list) and len(value) > 4 and (key in LIST_KEYS or len(value) == layers):
+            cfg[key] = value[:4]
+    return cfg
+
+
+def small_config(model_type: str, cut: bool = True) -> dict | None:
+    """The class's default config as a dict, with at most 4 layers (per-layer lists cut to match), its
+    text_config too."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    cfg = CONFIG_MAPPING[model_type]().to_dict()
+    cfg = {k: v for k, v in cfg.items() if not k.startswith("_") and k != "transformers_version"}
     cfg["model_type"] = model_type
-    return {k: v for k, v in cfg.items() if not k.startswith("_") and k not in ("transformers_version",)}
+    if not cut:
+        return cfg
+    cfg = _cut(cfg)
+    if isinstance(cfg.get("text_config"), dict):
+        cfg["text_config"] = _cut(cfg["text_config"])
+    return cfg
 
 
 def main() -> None:
@@ -36,7 +48,11 @@ def main() -> None:
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     from roofcalc import RoofcalcError, Workload
-    from roofcalc.trace import trace
+    from roofcalc.trace import trace, traced_shape
+
+    def run(cfg: dict, model_type: str) -> None:  # as the command line does: a multimodal config by its text_config
+        _, (use, name, label) = traced_shape(cfg, model_type)
+        trace(use, name, Workload.decode(2, 12), label, use_cache=False)
 
     types = sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
     if len(sys.argv) > 1:
@@ -46,13 +62,11 @@ def main() -> None:
     for model_type in types:
         try:
             try:
-                cfg = small_config(model_type)
-                trace(cfg, model_type, Workload.decode(2, 12), use_cache=False)
+                run(small_config(model_type), model_type)
             except RoofcalcError as cut:  # the class's per-layer lists may not survive the cut: its own layers
                 if "cannot build" not in str(cut) and "get_seq_length" not in str(cut):
                     raise
-                cfg = small_config(model_type, cut=False)
-                trace(cfg, model_type, Workload.decode(2, 12), use_cache=False)
+                run(small_config(model_type, cut=False), model_type)
             ok += 1
         except RoofcalcError as exc:
             failed.append((model_type, str(exc)))

@@ -824,10 +824,19 @@ def traced_shape(cfg: dict, name: str) -> tuple[ModelShape, tuple[dict, str, str
                             f"{one_line(str(exc))[:160]})") from None
 
 
+def _causal_lm(model_type: str) -> bool:
+    """Whether transformers builds a causal LM from this model_type itself (Mllama's and Emu3's text
+    configs it does not: their causal LM is built from the whole config)."""
+    _need_torch(model_type)
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    return model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+
 def _traced_shape(cfg: dict, name: str) -> tuple[ModelShape, tuple[dict, str, str]]:
     use, label = cfg, str(cfg.get("model_type"))
     text = cfg.get("text_config")
-    if isinstance(text, dict) and isinstance(text.get("model_type"), str):
+    if isinstance(text, dict) and isinstance(text.get("model_type"), str) and _causal_lm(text["model_type"]):
         use, label = text, f"{one_line(label)[:60]} (text_config: {one_line(text['model_type'])[:60]})"
     config, _ = hf_config(use, name)
     return shape_of(config, label, name, use), (use, name, label)
