@@ -41,6 +41,11 @@ TYPES = {
     "granite": BASE,
     "smollm3": BASE,
     "glm4": dict(BASE, head_dim=32),
+    # types whose config classes leave a size unset (Nemotron's KV heads, Ministral's and Hunyuan's head_dim),
+    # so their class defaults do not build: a checkpoint's config sets it
+    "nemotron": BASE,
+    "ministral": dict(BASE, head_dim=32, sliding_window=64, layer_types=["sliding_attention", "full_attention"]),
+    "hunyuan_v1_dense": dict(BASE, head_dim=32),
     # two of the newest in transformers 5.24 (their modeling files are copyright 2026)
     "granite_swa": BASE,
     "flint": BASE,
