@@ -309,3 +309,13 @@ def test_the_default_dtype_is_the_checkpoints_where_the_device_computes_in_it(ca
     # GPT-2's config declares none: fp16, said so
     code, out, _ = run(["openai-community/gpt2"], capsys)
     assert "compute fp16 (default: the config declares no torch_dtype)" in out
+
+
+def test_an_asymptote_just_under_the_ridge_does_not_print_as_the_ridge():
+    """Llama-2-70B at --tp 4 on an H100 (ridge 989.4e12 / 3.35e12 = 295.3) tends to 294.7 FLOP/byte at
+    context 1000: three digits would print both as 295."""
+    from roofcalc.report import _apart
+
+    assert _apart(294.7, 295.3) == ("294.7", "295.3")
+    assert _apart(102.4, 295.3) == ("102", "295")
+    assert _apart(50.61, 295.3) == ("50.6", "295")

@@ -361,6 +361,19 @@ def roof_lines(r: Roofline, defaults: Iterable[str] = ()) -> list[str]:
     return lines
 
 
+def _apart(x: float, y: float) -> tuple[str, str]:
+    """x and y with the fewest significant digits (3 or more) at which they print differently: an
+    asymptote just under the ridge must not read as the ridge itself."""
+    def show(v: float, extra: int) -> str:
+        return f"{v:.{extra}f}" if abs(v) >= 100 else f"{v:.{3 + extra}g}"
+
+    for extra in range(6):
+        a, b = show(x, extra), show(y, extra)
+        if a != b:
+            break
+    return a, b
+
+
 def slope_words(r: Roofline) -> str:
     """Distance 2 in words: what batching can do at this context, as the sweep's verdicts say it."""
     st, roof_name = r.step, "measured" if r.measured else "nominal"
@@ -369,8 +382,9 @@ def slope_words(r: Roofline) -> str:
         return (f"the ridge is {st.batching_headroom:.3g}x further right; a longer prompt or more sequences per step "
                 f"raise the AI toward it")
     if v.ridge_batch is None:
-        return (f"the step's AI tends to {v.intensity_limit:.3g} FLOP/byte as the batch grows (the KV cache grows with "
-                f"it): it never reaches the {roof_name} ridge {v.ridge:.0f} at this context; batching can raise "
+        limit, ridge = _apart(v.intensity_limit, v.ridge)
+        return (f"the step's AI tends to {limit} FLOP/byte as the batch grows (the KV cache grows with "
+                f"it): it never reaches the {roof_name} ridge {ridge} at this context; batching can raise "
                 f"attainable FLOP/s {v.intensity_limit / st.intensity:.3g}x at most")
     fits = "" if v.max_batch is None or v.ridge_batch <= v.max_batch else f" (more than fits: {v.max_batch:,})"
     return (f"the step's AI reaches the {roof_name} ridge {v.ridge:.0f} FLOP/byte at batch {v.ridge_batch:,}{fits}; "
@@ -778,8 +792,9 @@ def verdict_lines(sw: Sweep) -> list[str]:
     for v in sw.verdicts:
         lines.append(f"context {v.context:,}:")
         if v.ridge_batch is None:
-            lines.append(f"  ridge     the step's AI tends to {v.intensity_limit:.3g} FLOP/byte as the batch grows (the KV "
-                         f"cache grows with it): it never reaches the {roof_name} ridge {v.ridge:.0f} at this context")
+            limit, ridge = _apart(v.intensity_limit, v.ridge)
+            lines.append(f"  ridge     the step's AI tends to {limit} FLOP/byte as the batch grows (the KV "
+                         f"cache grows with it): it never reaches the {roof_name} ridge {ridge} at this context")
         else:
             fits = "" if v.max_batch is None or v.ridge_batch <= v.max_batch else " (more than fits in memory)"
             lines.append(f"  ridge     the step's AI reaches the {roof_name} ridge {v.ridge:.0f} FLOP/byte at "
