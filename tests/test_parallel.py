@@ -472,6 +472,8 @@ def test_expert_parallel_refusals():
         analyze_parallel(mixtral, Workload.decode(6, 100), Parallel(ep=3))
     with pytest.raises(RoofcalcError, match="--batch 6 does not split over --ep 4"):
         analyze_parallel(mixtral, Workload.decode(6, 100), Parallel(ep=4))
+    with pytest.raises(RoofcalcError, match="--batch 1 does not split over --ep 2"):  # the default batch
+        analyze_parallel(mixtral, Workload.decode(1, 100), Parallel(ep=2))
     with pytest.raises(RoofcalcError, match="has none"):
         analyze_parallel(load_shape("TinyLlama/TinyLlama-1.1B"), Workload.decode(4, 100), Parallel(ep=2))
 

@@ -296,6 +296,7 @@ def analyze_parallel(shape: ModelShape, wl: Workload, parallel: Parallel) -> Ana
     if parallel.gpus == 1:
         return analyze(shape, wl)
     if parallel.ep > 1:  # with tp: ep data-parallel groups of tp ranks; each expert at 1/tp of its width
+        check_ep(shape, wl, parallel.ep)
         tp, local = parallel.tp, replace(wl, batch=wl.batch // parallel.ep)
         rank = shard(shape, tp)
         kernels = ep_kernels(rank, wl, parallel.ep, stride=tp)
