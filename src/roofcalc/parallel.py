@@ -635,7 +635,12 @@ def pipeline_grid(kind: str, shape: ModelShape, batches, lengths, roof, *, analy
 
     from .sweep import DecodeGrid, PrefillGrid, check_corners, decode_grid, prefill_grid
 
+    from .sweep import MAX_PREFILL_POINTS
+
     pp = analyzer.parallel.pp
+    if kind == "prefill" and len(batches) * len(lengths) * pp > MAX_PREFILL_POINTS:
+        raise RoofcalcError(f"{len(batches) * len(lengths):,} prefill points x {pp} stages is too many (at most "
+                            f"{MAX_PREFILL_POINTS:,} stage steps); sweep fewer batches or prompts")
     rows: dict[int, list[int]] = {}
     for i, b in enumerate(batches):
         rows.setdefault(analyzer.micro(int(b)), []).append(i)

@@ -35,6 +35,8 @@ from .shapes import ModelShape
 FIELDS = tuple(f.name for f in fields(Cost))
 DEFAULT_MIN_GAIN = 0.10  # "doubling the batch gains less than 10% tokens/s"
 MAX_REQUEST_STEPS = 1_000_000  # decode steps a request sweep sums (about 3 s on a 2-core machine)
+MAX_PREFILL_POINTS = 5_000  # prefills a sweep evaluates one by one (about 1.5 ms each for a hand model here)
+MAX_RANK_REQUEST_ROWS = 256  # prompts x pipeline stages a request sweep over one rank's analysis checks
 _INT64_SAFE = 1 << 62
 
 
@@ -414,8 +416,9 @@ def prefill_grid(shape: ModelShape, batches, prompts, roof: Roof, *, impl: str =
 
     check_sizes(list(batches), "batch", MAX_BATCH)
     check_sizes(list(prompts), "prompt", MAX_TOKENS)
-    if len(batches) * len(prompts) > 100_000:
-        raise RoofcalcError(f"{len(batches) * len(prompts):,} prefill points is too many (at most 100,000)")
+    if len(batches) * len(prompts) > MAX_PREFILL_POINTS:  # each point is one whole step (attention is not linear in P)
+        raise RoofcalcError(f"{len(batches) * len(prompts):,} prefill points is too many (at most "
+                            f"{MAX_PREFILL_POINTS:,}: each is a whole step); sweep fewer batches or prompts")
     if analyzer is not None and getattr(analyzer, "traced", True) and len(batches) * len(prompts) > MAX_TRACED_PREFILLS:
         raise RoofcalcError(f"a traced prefill sweep traces every point: {len(batches) * len(prompts):,} is more "
                             f"than {MAX_TRACED_PREFILLS}; sweep fewer batches or prompts")
@@ -491,6 +494,12 @@ def request_grid(shape: ModelShape, batches, prompts, generate: int, roof: Roof,
     check_sizes([generate], "generated tokens", MAX_TOKENS)
     kw = dict(impl=impl, launch_overhead_s=launch_overhead_s, model=model, analyzer=analyzer, **workload_kw)
     pipelined = getattr(analyzer, "parallel", None) is not None and analyzer.parallel.pp > 1
+    if analyzer is not None and not getattr(analyzer, "traced", True):  # each prompt's row checked at its corners
+        rows = len(prompts) * (analyzer.parallel.pp if pipelined else 1)
+        if rows > MAX_RANK_REQUEST_ROWS:
+            raise RoofcalcError(f"{len(prompts):,} prompts" + (f" x {analyzer.parallel.pp} stages" if pipelined else "")
+                                + f" is more than {MAX_RANK_REQUEST_ROWS} rows for a request sweep over GPUs; "
+                                  f"sweep fewer prompts")
     if pipelined:  # each step through the stages (pipeline_grid checks its stages' corners)
         from .parallel import pipeline_grid
     pre = pipeline_grid("prefill", shape, batches, prompts, roof, **kw) if pipelined else \
