@@ -109,7 +109,11 @@ def param_bytes(model, buffers: tuple[str, ...] = ()) -> int:
 
 
 def cache_bytes(cache) -> int:
+    """The keys and values the cache holds (a hybrid's recurrent layers hold states instead: tests/test_trace.py
+    checks those apart)."""
     total = 0
     for layer in cache.layers:
+        if getattr(layer, "keys", None) is None:
+            continue
         total += layer.keys.numel() * layer.keys.element_size() + layer.values.numel() * layer.values.element_size()
     return total

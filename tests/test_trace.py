@@ -46,6 +46,13 @@ TYPES = {
     "nemotron": BASE,
     "ministral": dict(BASE, head_dim=32, sliding_window=64, layer_types=["sliding_attention", "full_attention"]),
     "hunyuan_v1_dense": dict(BASE, head_dim=32),
+    # hybrids: a Mamba-2 layer, then an attention layer (Bamba; Granite 4.0-H's type, with routed and shared
+    # experts)
+    "bamba": dict(BASE, attn_layer_indices=[1], mamba_n_heads=16, mamba_d_head=32, mamba_d_state=16,
+                  mamba_n_groups=1, mamba_expand=2),
+    "granitemoehybrid": dict(BASE, layer_types=["mamba", "attention"], mamba_n_heads=16, mamba_d_head=32,
+                             mamba_d_state=16, mamba_n_groups=1, mamba_expand=2, num_local_experts=4,
+                             num_experts_per_tok=2, shared_intermediate_size=256),
     # two of the newest in transformers 5.24 (their modeling files are copyright 2026)
     "granite_swa": BASE,
     "flint": BASE,
@@ -171,12 +178,15 @@ def _reachable_tensors(x, seen=None):
             yield from _reachable_tensors(v, seen)
 
 
-def test_a_hybrid_models_cache_holds_its_recurrent_states():
-    """Bamba, one Mamba-2 layer and one attention layer: the cache is the attention layer's keys and values
-    (per token) and the Mamba layer's convolution and recurrent state (per sequence, any length); the
-    traced memory holds every tensor the real cache holds, and only the keys and values grow with S."""
-    cfg = dict(BASE, model_type="bamba", attn_layer_indices=[1], mamba_n_heads=16, mamba_d_head=32,
-               mamba_d_state=16, mamba_n_groups=1, mamba_expand=2)
+HYBRIDS = ("bamba", "granitemoehybrid")  # one Mamba-2 layer, then one attention layer
+
+
+@pytest.mark.parametrize("model_type", sorted(HYBRIDS))
+def test_a_hybrid_models_cache_holds_its_recurrent_states(model_type):
+    """A Mamba-2 layer and an attention layer: the cache is the attention layer's keys and values (per
+    token) and the Mamba layer's convolution and recurrent state (per sequence, any length); the traced
+    memory holds every tensor the real cache holds, and only the keys and values grow with S."""
+    cfg = config(model_type)
     model = build(cfg, dtype=torch.bfloat16)
     bf = _bf16()
     for prompt in (6, 11):
