@@ -53,6 +53,12 @@ TYPES = {
     "granitemoehybrid": dict(BASE, layer_types=["mamba", "attention"], mamba_n_heads=16, mamba_d_head=32,
                              mamba_d_state=16, mamba_n_groups=1, mamba_expand=2, num_local_experts=4,
                              num_experts_per_tok=2, shared_intermediate_size=256),
+    # Falcon-H1 (attention and Mamba-2 side by side in every layer), LFM2 (short convolutions and attention)
+    "falcon_h1": dict(BASE, mamba_n_heads=16, mamba_d_head=32, mamba_d_ssm=512, mamba_d_state=16, mamba_n_groups=1),
+    "lfm2": dict(BASE, layer_types=["conv", "full_attention"]),
+    # mixtures of experts in every layer
+    "olmoe": dict(BASE, num_experts=4, num_experts_per_tok=2),
+    "phimoe": dict(BASE, num_local_experts=4, num_experts_per_tok=2),
     # two of the newest in transformers 5.24 (their modeling files are copyright 2026)
     "granite_swa": BASE,
     "flint": BASE,
