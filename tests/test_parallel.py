@@ -680,8 +680,11 @@ def test_the_command_line_runs_a_pipeline(capsys):
     assert doc["parallel"]["tp"] == 4 and doc["parallel"]["pp"] == 2
     assert {k["name"] for k in doc["kernels"] if k["kind"] == "collective"} >= {"o_proj.all_reduce",
                                                                                  "down_proj.all_reduce"}
-    assert main(["meta-llama/Llama-2-70b-hf", "--tp", "2,4", "--pp", "2"]) == 2
-    assert "give one --tp with --pp" in capsys.readouterr().err
+    # a --tp list inside the stages: 4 and 8 GPUs
+    assert main(["meta-llama/Llama-2-70b-hf", "--tp", "2,4", "--pp", "2", "--format", "json"]) == 0
+    assert [p["gpus"] for p in json.loads(capsys.readouterr().out)["tp_points"]] == [4, 8]
+    assert main(["meta-llama/Llama-2-70b-hf", "--tp", "2,4", "--pp", "1,2"]) == 2
+    assert "give a list to one of --tp, --pp and --ep at a time" in capsys.readouterr().err
 
 
 def test_a_step_can_be_bound_by_communication():
