@@ -624,29 +624,41 @@ def _one_sequence_per_row(transformers):
     reading tensor values a meta tensor does not have: they look for several sequences packed into a
     row in the position ids (Gemma 4, Moshi), and whether a padding mask the model made for itself is
     all ones before they skip it (BioGPT, BART's decoder). Answer both as for no packing and no
-    padding, without reading: no packed sequences, and the mask decision of a model given no padding
-    mask (as a Llama is). Returns the undo."""
+    padding, without reading: no packed sequences, and the mask decision (causal or bidirectional) of a
+    model given no padding mask (as a Llama is). Encoder-style models (RoFormer, RemBERT, BigBird) look for padding tokens in
+    the ids to warn of a missing mask: there are none, so that warning is skipped. Returns the undo."""
     try:
-        from transformers import masking_utils
+        from transformers import masking_utils, modeling_utils
     except ImportError:  # an older transformers without these functions
         return lambda: None
+    pretrained = modeling_utils.PreTrainedModel
+    warn = pretrained.__dict__.get("warn_if_padding_and_no_attention_mask")
+    if warn is not None:
+        pretrained.warn_if_padding_and_no_attention_mask = lambda self, input_ids, attention_mask: None
     saved = {name: getattr(masking_utils, name, None) for name in ("find_packed_sequence_indices",
-                                                                  "_ignore_causal_mask_sdpa")}
+                                                                  "_ignore_causal_mask_sdpa",
+                                                                  "_ignore_bidirectional_mask_sdpa")}
     if saved["find_packed_sequence_indices"] is not None:
         masking_utils.find_packed_sequence_indices = lambda position_ids: None
-    ignore = saved["_ignore_causal_mask_sdpa"]
-    if ignore is not None:
-        def unpadded(padding_mask, *args, **kwargs):
+
+    def unpadded(ignore):
+        def call(padding_mask, *args, **kwargs):
             meta = padding_mask is not None and getattr(padding_mask, "device", None) is not None and \
                 padding_mask.device.type == "meta"
             return ignore(None if meta else padding_mask, *args, **kwargs)
 
-        masking_utils._ignore_causal_mask_sdpa = unpadded
+        return call
+
+    for name in ("_ignore_causal_mask_sdpa", "_ignore_bidirectional_mask_sdpa"):
+        if saved[name] is not None:
+            setattr(masking_utils, name, unpadded(saved[name]))
 
     def undo():
         for name, fn in saved.items():
             if fn is not None:
                 setattr(masking_utils, name, fn)
+        if warn is not None:
+            pretrained.warn_if_padding_and_no_attention_mask = warn
 
     return undo
 
