@@ -111,6 +111,8 @@ def param_bytes(model, buffers: tuple[str, ...] = ()) -> int:
 def cache_bytes(cache) -> int:
     """The keys and values the cache holds (a hybrid's recurrent layers hold states instead: tests/test_trace.py
     checks those apart)."""
+    if hasattr(cache, "self_attention_cache"):  # an encoder-decoder cache (a BERT-style decoder's cross part is empty)
+        return cache_bytes(cache.self_attention_cache) + cache_bytes(cache.cross_attention_cache)
     total = 0
     for layer in cache.layers:
         if getattr(layer, "keys", None) is None:

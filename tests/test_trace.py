@@ -59,6 +59,11 @@ TYPES = {
     # mixtures of experts in every layer
     "olmoe": dict(BASE, num_experts=4, num_experts_per_tok=2),
     "phimoe": dict(BASE, num_local_experts=4, num_experts_per_tok=2),
+    # encoder-style models run as decoders: they look for padding tokens in the ids to warn of a missing mask
+    "roformer": dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8, intermediate_size=512,
+                     vocab_size=1000, pad_token_id=0, is_decoder=True),
+    "megatron-bert": dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8, intermediate_size=512,
+                          vocab_size=1000, pad_token_id=0, is_decoder=True),
     # two of the newest in transformers 5.24 (their modeling files are copyright 2026)
     "granite_swa": BASE,
     "flint": BASE,
@@ -82,9 +87,9 @@ def config(model_type: str) -> dict:
     return dict(TYPES[model_type], model_type=model_type)
 
 
-# the oracle runs these on CPU tensors with random weights: their masks read the position ids' values,
-# which the meta device has not (eager attention, so the counter sees its matmuls)
-ON_CPU = {"gemma4", "biogpt", "bart"}
+# the oracle runs these on CPU tensors with random weights: their masks read the position ids' values, or
+# their warnings the ids', which the meta device has not (eager attention, so the counter sees its matmuls)
+ON_CPU = {"gemma4", "biogpt", "bart", "roformer", "megatron-bert"}
 
 
 @pytest.fixture(scope="module", params=sorted(TYPES))

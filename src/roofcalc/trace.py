@@ -40,7 +40,8 @@ from .errors import RoofcalcError
 from .inputs import one_line
 from .shapes import ModelShape
 
-TRACE_FORMAT = 3  # the cache file format (2: expert weights carry their full bytes; 3: recurrent states in the cache)
+TRACE_FORMAT = 4  # the cache file format (2: expert weights carry their full bytes; 3: recurrent states in the
+# cache; 4: the keys and values of an encoder-decoder cache)
 ATTENTION_FUNCTIONS = ("attention_forward", "sdpa_attention_forward", "eager_attention_forward",
                        "flash_attention_forward", "flex_attention_forward")
 NO_DATA_OPS = {"_unsafe_view", "alias", "detach", "lift_fresh", "_reshape_alias", "empty", "empty_like",
@@ -780,11 +781,19 @@ def _cache_storages(torch, cache) -> set:
     return {_storage_key(t) for t in _cache_tensors(torch, cache) + _state_tensors(torch, cache)}
 
 
+def _layers(cache) -> list:
+    """The cache's layers; an encoder-decoder cache's self-attention and cross-attention layers (a
+    BERT-style decoder run as a causal LM keeps its keys and values there, the cross part empty)."""
+    if hasattr(cache, "self_attention_cache"):
+        return _layers(cache.self_attention_cache) + _layers(getattr(cache, "cross_attention_cache", None))
+    return list(getattr(cache, "layers", []) or [])
+
+
 def _state_tensors(torch, cache) -> list:
     """A hybrid model's recurrent layers' cache (Mamba, gated delta nets: transformers' linear-attention
     layers): a convolution and a recurrent state per sequence, the same size at every length."""
     out = []
-    for layer in getattr(cache, "layers", []) or []:
+    for layer in _layers(cache):
         for attr in ("conv_states", "recurrent_states"):
             states = getattr(layer, attr, None)
             if isinstance(states, dict):
@@ -796,7 +805,7 @@ def _state_tensors(torch, cache) -> list:
 
 def _cache_tensors(torch, cache) -> list:
     out = []
-    for layer in getattr(cache, "layers", []) or []:
+    for layer in _layers(cache):
         for attr in ("keys", "values"):
             t = getattr(layer, attr, None)
             if isinstance(t, torch.Tensor):
