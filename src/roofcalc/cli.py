@@ -484,14 +484,14 @@ def run_measure(argv: Sequence[str]) -> str:
 
         if importlib.util.find_spec("torch") is None:
             raise RoofcalcError("measuring collectives needs PyTorch: pip install 'roofcalc[torch]'")
-    m = measure(args.device, dtypes, args.repeats, nbytes, quiet=args.quiet, curves=not args.no_curves)
     links = None
-    if args.collectives:
-        from .collectives import measure_collectives
+    if args.collectives:  # first, while this process is idle: threads still spinning after the matmuls
+        from .collectives import measure_collectives  # took the cores from gloo's processes (8 ms, not 1,
 
-        if not args.quiet:
+        if not args.quiet:  # for a 4 KiB all-reduce here)
             print(f"roofcalc: collectives between {args.nproc} processes", file=sys.stderr)
         links = measure_collectives(args.nproc, args.device, max(3, args.repeats))
+    m = measure(args.device, dtypes, args.repeats, nbytes, quiet=args.quiet, curves=not args.no_curves)
     nominal, why = closest_nominal(m, args.nominal)
     if args.out:
         write_profile(m, nominal, args.out, links)

@@ -38,6 +38,7 @@ def _worker(rank: int, world: int, port: int, backend: str, sizes, repeats: int,
     if backend == "nccl":
         torch.cuda.set_device(device)
     sync = torch.cuda.synchronize if backend == "nccl" else (lambda: None)
+    gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor  # the older name is deprecated
     out: dict[str, list] = {}
     try:
         for op in OPS:
@@ -53,7 +54,7 @@ def _worker(rank: int, world: int, port: int, backend: str, sizes, repeats: int,
                     if op == "all_reduce":
                         dist.all_reduce(x)
                     elif op == "all_gather":
-                        dist.all_gather_into_tensor(full, x)
+                        gather(full, x)
                     else:
                         dist.all_to_all_single(y, x)
 
