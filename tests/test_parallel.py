@@ -277,6 +277,38 @@ def test_a_pipeline_sweep_is_the_single_steps_at_every_point(capsys):
     assert "a micro-batch of 3 sequences does not split over --ep 2" in capsys.readouterr().err
 
 
+def test_sweeps_over_gpus_follow_sliding_windows():
+    """A sliding layer's attention and cache stop growing at its window: Phi-3-mini (every layer 2047) at
+    --tp 2 and Gemma-2-9B (every other layer 4096) at --tp 2 --pp 2, swept across their windows, equal
+    the single step at every point, time and memory (the sweep fits from probes at short contexts, where
+    sliding and full layers cost the same)."""
+    from roofcalc.hardware import find_hardware
+    from roofcalc.parallel import PipelineAnalyzer, RankAnalyzer, pipeline_roofline
+    from roofcalc.roofline import roofline
+    from roofcalc.sources import load_shape
+    from roofcalc.sweep import sweep
+
+    h100 = find_hardware("H100")
+    phi3 = load_shape("microsoft/Phi-3-mini-4k-instruct")
+    contexts = [100, 2047, 2048, 4000]
+    sw = sweep(phi3, h100, batches=[1, 3], contexts=contexts, impl="cuda-graph", analyzer=RankAnalyzer(phi3, Parallel(2)))
+    for i, b in enumerate((1, 3)):
+        for j, s in enumerate(contexts):
+            one = roofline(analyze_parallel(phi3, Workload.decode(b, s), Parallel(2)), h100, impl="cuda-graph")
+            assert sw.grid.step_s[i, j] == pytest.approx(one.step.times.predicted_s, rel=1e-12)
+            assert sw.grid.memory_bytes[i, j] == one.analysis.memory_bytes
+    gemma = load_shape("google/gemma-2-9b")
+    contexts = [1000, 8000]
+    par = Parallel(2, pp=2)
+    sw = sweep(gemma, h100, batches=[2, 8], contexts=contexts, impl="cuda-graph", analyzer=PipelineAnalyzer(gemma, par))
+    for i, b in enumerate((2, 8)):
+        for j, s in enumerate(contexts):
+            pipe, memory = pipeline_roofline(gemma, Workload.decode(b, s), 2, 2, h100, tp=2,
+                                             impl="cuda-graph").analysis.note_pipeline
+            assert sw.grid.step_s[i, j] == pytest.approx(pipe.step_s, rel=1e-12)
+            assert sw.grid.memory_bytes[i, j] == memory
+
+
 def test_ep_and_pp_lists_compare_sizes_like_a_tp_list(capsys):
     """Mixtral-8x7B bf16 on H100s at batch 64, context 1000. --ep 1: 46,702,792,704 parameters (93.4 GB)
     do not fit 80 GiB; --ep 2 holds half the experts and 32 of the sequences' KV cache (32 x 1000 x

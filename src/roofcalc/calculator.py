@@ -229,6 +229,7 @@ class Kernel:
     message_bytes: int = 0  # collectives: the per-rank input buffer
     link_bytes: int = 0  # collectives: bytes one rank sends over its link (ring algorithm)
     group: int = 0  # collectives: the ranks taking part
+    window: int = 0  # the attention window of the layers running it (0: they attend to every position)
     ranks: tuple[int, int] = ()  # collectives: the first and last global ranks it spans, where not 0 to group - 1
     # (ranks fill node after node, so it leaves a node exactly when these two sit on different nodes): a pipeline
     # send's from the stage's first to the next stage's last; an all-to-all between tensor-parallel groups'
@@ -730,9 +731,11 @@ def _label(key: tuple[str, str], keys: list[tuple[str, str]]) -> str:
     return ",".join(parts)
 
 
-def layer_kernels(shape: ModelShape, workload: Workload) -> list[tuple[Kernel, int, int | None]]:
+def layer_kernels(shape: ModelShape, workload: Workload, merge: bool = True) -> list[tuple[Kernel, int, int | None]]:
     """(kernel, layers running it, its attention window) for every per-layer kernel, kinds of layer
-    merged where a kernel costs the same in each."""
+    merged where a kernel costs the same in each (``merge``; without it every kind of layer keeps its
+    own rows, so the rows are the same at every workload: what a sweep fits). Each kernel carries its
+    window too."""
     groups = _layer_groups(shape)
     keys = [k for k, _ in groups]
     per_group = [decoder_layer(shape, workload, t, m) for (t, m), _ in groups]
@@ -747,19 +750,25 @@ def layer_kernels(shape: ModelShape, workload: Workload) -> list[tuple[Kernel, i
     for name in order:
         variants = by_name[name]
         window = lambda key: shape.sliding_window if key[0] == "sliding" else None  # noqa: E731
-        if len(variants) == len(groups) and all(v[0].cost == variants[0][0].cost for v in variants):
+        if len(variants) == 1:
+            k, key, n = variants[0]
+            out.append((replace(k, count=n, window=window(key) or 0), n, window(key)))
+        elif merge and len(variants) == len(groups) and all(v[0].cost == variants[0][0].cost for v in variants):
             # the same in every kind of layer (its window matters only to attention, which differs then)
-            out.append((replace(variants[0][0], count=shape.n_layers), shape.n_layers, window(variants[0][1])))
-        elif len({v[0].cost for v in variants}) == 1 and len(variants) < len(groups):
+            w = window(variants[0][1])
+            out.append((replace(variants[0][0], count=shape.n_layers, window=w or 0), shape.n_layers, w))
+        elif merge and len({v[0].cost for v in variants}) == 1 and len(variants) < len(groups):
             n = sum(v[2] for v in variants)  # only some kinds of layer run it, at one cost
-            out.append((replace(variants[0][0], count=n), n, window(variants[0][1])))
+            w = window(variants[0][1])
+            out.append((replace(variants[0][0], count=n, window=w or 0), n, w))
         else:
             for k, key, n in variants:
-                out.append((replace(k, name=f"{k.name}[{_label(key, keys)}]", count=n), n, window(key)))
+                out.append((replace(k, name=f"{k.name}[{_label(key, keys)}]", count=n, window=window(key) or 0), n,
+                            window(key)))
     return out
 
 
-def analyze(shape: ModelShape, workload: Workload) -> Analysis:
+def analyze(shape: ModelShape, workload: Workload, merge: bool = True) -> Analysis:
     """All kernels of one step; per-layer kernels carry count = the number of layers running them.
 
     Layers of different kinds (full / sliding attention, dense / MoE MLP) share every kernel they
@@ -767,5 +776,5 @@ def analyze(shape: ModelShape, workload: Workload) -> Analysis:
     kind (``attention[sliding]``), and a kernel only some layers run counts only those.
     """
     before, after = model_head(shape, workload)
-    merged = [k for k, _, _ in layer_kernels(shape, workload)]
+    merged = [k for k, _, _ in layer_kernels(shape, workload, merge)]
     return Analysis(shape, workload, (*before, *merged, *after))

@@ -88,6 +88,11 @@ def shard(shape: ModelShape, tp: int) -> ModelShape:
     return replace(rank, n_heads=shape.n_heads // tp, n_kv_heads=max(1, k // tp))
 
 
+def base_name(k: Kernel) -> str:
+    """A kernel's module name without the kind of layer a sweep's unmerged rows carry (``o_proj[full]``)."""
+    return k.name.split("[", 1)[0]
+
+
 def link_bytes(op: str, message_bytes, group: int):
     """Bytes one rank sends over its link in a ring collective (integers, or numpy integer arrays of
     messages): an all-reduce 2(n−1)/n of its message, an all-gather n−1 times its input, an all-to-all
@@ -108,8 +113,22 @@ class RankAnalyzer:
     def __init__(self, shape: ModelShape, parallel: "Parallel"):
         self.shape, self.parallel = shape, parallel
 
+    kv_rows = 1  # sequences whose KV cache a rank holds, per sequence of the sweep's batch
+
     def __call__(self, wl: Workload) -> Analysis:
+        return analyze_parallel(self.shape, wl, self.parallel, merge=False)
+
+    def single(self, wl: Workload) -> Analysis:
+        """The single step's own analysis (kinds of layer merged), which a sweep's corners must equal."""
         return analyze_parallel(self.shape, wl, self.parallel)
+
+    def memory_grid(self, b, s, **workload_kw):
+        """A rank's weights and KV cache at every (batch, context) of a sweep, exactly (a sliding
+        window's cache stops growing at W): the weights do not change with the workload."""
+        from .calculator import kv_cache_bytes
+
+        a = self(Workload.decode(1, 2, **workload_kw))
+        return a.weight_storage_bytes + kv_cache_bytes(a.shape, a.workload.kv_dtype, b * self.kv_rows, s)
 
 
 class LocalBatchAnalyzer(RankAnalyzer):
@@ -122,6 +141,9 @@ class LocalBatchAnalyzer(RankAnalyzer):
         return self.parallel.ep
 
     def __call__(self, wl: Workload) -> Analysis:
+        return analyze_parallel(self.shape, replace(wl, batch=wl.batch * self.scale), self.parallel, merge=False)
+
+    def single(self, wl: Workload) -> Analysis:
         return analyze_parallel(self.shape, replace(wl, batch=wl.batch * self.scale), self.parallel)
 
 
@@ -134,23 +156,23 @@ def collective(name: str, op: str, message_bytes: int, group: int, count: int, s
                   role=op, message_bytes=message_bytes, link_bytes=moved, group=group)
 
 
-def tp_kernels(shape: ModelShape, wl: Workload, tp: int) -> list[Kernel]:
-    """One rank's kernels in execution order, the collectives in place."""
+def tp_kernels(shape: ModelShape, wl: Workload, tp: int, merge: bool = True) -> list[Kernel]:
+    """One rank's kernels in execution order, the collectives in place (``merge``: as :func:`analyze`)."""
     if tp > 1 and shape.family in GATHERED_FAMILIES:
-        return gathered_tp_kernels(shape, wl, tp)
-    rank = analyze(shard(shape, tp), wl)
+        return gathered_tp_kernels(shape, wl, tp, merge)
+    rank = analyze(shard(shape, tp), wl, merge)
     if tp == 1:
         return list(rank.kernels)
     return with_tp_collectives(shape, wl, tp, rank.kernels)
 
 
-def gathered_tp_kernels(shape: ModelShape, wl: Workload, tp: int) -> list[Kernel]:
+def gathered_tp_kernels(shape: ModelShape, wl: Workload, tp: int, merge: bool = True) -> list[Kernel]:
     """Phi-3's plan in transformers: each rank computes 1/N of the fused qkv_proj and gate_up_proj
     outputs and all-gathers them (colwise_gather_output), so attention, its KV cache and act_mul run
     whole on every rank; o_proj and down_proj take their rank's slice of that input and 1/N of the
     weight, then all-reduce (rowwise_split_input). Embedding and lm_head are vocab-parallel as in the
     other plans."""
-    return with_gathered_collectives(shape, wl, tp, analyze(shard(shape, tp), wl).kernels)
+    return with_gathered_collectives(shape, wl, tp, analyze(shard(shape, tp), wl, merge).kernels)
 
 
 def with_gathered_collectives(shape: ModelShape, wl: Workload, tp: int, kernels) -> list[Kernel]:
@@ -167,10 +189,10 @@ def with_gathered_collectives(shape: ModelShape, wl: Workload, tp: int, kernels)
     hidden = act.nbytes(rows * shape.d_model)
     out: list[Kernel] = []
     for k in kernels:
-        if k.name in (shape.name_of("qkv"), shape.name_of("gate_up"), shape.name_of("o"), shape.name_of("down")):
+        if base_name(k) in (shape.name_of("qkv"), shape.name_of("gate_up"), shape.name_of("o"), shape.name_of("down")):
             first, second = k.dims.split("x", 1)
             n_in, n_out = int(first.rsplit(",", 1)[1].rstrip("]")), int(second.rsplit(",", 1)[1].rstrip("]"))
-            column = k.name in (shape.name_of("qkv"), shape.name_of("gate_up"))
+            column = base_name(k) in (shape.name_of("qkv"), shape.name_of("gate_up"))
             part = linear(k.name, n_in, n_out // tp, shape, wl) if column else linear(k.name, n_in // tp, n_out, shape, wl)
             out.append(replace(k, cost=part.cost, params=part.params, param_bytes=part.param_bytes, dims=part.dims))
             if column:
@@ -197,7 +219,7 @@ def with_tp_collectives(shape: ModelShape, wl: Workload, tp: int, kernels) -> li
     out: list[Kernel] = []
     for k in kernels:
         out.append(k)
-        if k.name in reduced or k.role == "combine":  # the experts' summed output: each rank ran a slice of each
+        if base_name(k) in reduced or k.role == "combine":  # the experts' summed output: each rank ran a slice of each
             out.append(collective(f"{k.name}.all_reduce", "all_reduce", hidden, tp, k.count, "layer",
                                   f"[{rows},{shape.d_model}]"))
         else:
@@ -221,7 +243,7 @@ def _vocab_collective(shape: ModelShape, wl: Workload, tp: int, k: Kernel) -> li
     return []
 
 
-def ep_kernels(shape: ModelShape, wl: Workload, ep: int, stride: int = 1) -> list[Kernel]:
+def ep_kernels(shape: ModelShape, wl: Workload, ep: int, stride: int = 1, merge: bool = True) -> list[Kernel]:
     """One expert-parallel rank: E/ep routed experts, and attention and the dense layers for B/ep of the
     sequences (data-parallel attention, as DeepSeek-V3's own deployment and SGLang's run it). Each
     rank's tokens go to their experts' ranks in an all-to-all (dispatch) and come back in another
@@ -230,7 +252,7 @@ def ep_kernels(shape: ModelShape, wl: Workload, ep: int, stride: int = 1) -> lis
     between the ranks of the same tensor-parallel index, ``stride`` apart."""
     check_ep(shape, wl, ep)
     local = replace(wl, batch=wl.batch // ep)
-    return with_ep_experts(shape, wl, ep, analyze(shape, local).kernels, stride)
+    return with_ep_experts(shape, wl, ep, analyze(shape, local, merge).kernels, stride)
 
 
 def check_ep(shape: ModelShape, wl: Workload, ep: int, what: str = "--batch") -> None:
@@ -269,11 +291,11 @@ def with_ep_experts(shape: ModelShape, wl: Workload, ep: int, kernels, stride: i
             k = replace(k, params=k.params // ep, param_bytes=k.param_bytes // ep,
                         cost=replace(k.cost, weight_bytes=round(touched * per)), experts_touched=math.ceil(touched),
                         dims=f"{k.dims.split(' on ')[0]} on {touched:.3g} of {moe.n_experts // ep} local experts")
-            if k.name == "experts.gate_up_proj":
+            if base_name(k) == "experts.gate_up_proj":
                 out.append(replace(collective("experts.dispatch", "all_to_all", message, ep, k.count, "layer", dims),
                                    ranks=span))
         out.append(k)
-        if k.role == "experts" and k.name == "experts.down_proj":
+        if k.role == "experts" and base_name(k) == "experts.down_proj":
             out.append(replace(collective("experts.combine_all_to_all", "all_to_all", message, ep, k.count, "layer",
                                           dims), ranks=span))
     return out
@@ -292,18 +314,19 @@ class RankAnalysis(Analysis):
         return sum(k.params * k.count for k in self.kernels)
 
 
-def analyze_parallel(shape: ModelShape, wl: Workload, parallel: Parallel) -> Analysis:
+def analyze_parallel(shape: ModelShape, wl: Workload, parallel: Parallel, merge: bool = True) -> Analysis:
+    """One rank's step (``merge``: kinds of layer merged where a kernel costs the same, as :func:`analyze`)."""
     if parallel.gpus == 1:
-        return analyze(shape, wl)
+        return analyze(shape, wl, merge)
     if parallel.ep > 1:  # with tp: ep data-parallel groups of tp ranks; each expert at 1/tp of its width
         check_ep(shape, wl, parallel.ep)
         tp, local = parallel.tp, replace(wl, batch=wl.batch // parallel.ep)
         rank = shard(shape, tp)
-        kernels = ep_kernels(rank, wl, parallel.ep, stride=tp)
+        kernels = ep_kernels(rank, wl, parallel.ep, stride=tp, merge=merge)
         if tp > 1:
             kernels = with_tp_collectives(shape, local, tp, kernels)
         return RankAnalysis(rank, local, tuple(kernels), parallel=parallel, full=analyze(shape, wl))
-    return RankAnalysis(shard(shape, parallel.tp), wl, tuple(tp_kernels(shape, wl, parallel.tp)), parallel=parallel,
+    return RankAnalysis(shard(shape, parallel.tp), wl, tuple(tp_kernels(shape, wl, parallel.tp, merge)), parallel=parallel,
                         full=analyze(shape, wl))
 
 
@@ -443,7 +466,7 @@ def stage_layers(n_layers: int, pp: int) -> list[tuple[int, int]]:
 
 
 def stage_kernels(shape: ModelShape, wl: Workload, pp: int, stage: int, tp: int = 1,
-                  ep: int = 1) -> tuple[ModelShape, list[Kernel]]:
+                  ep: int = 1, merge: bool = True) -> tuple[ModelShape, list[Kernel]]:
     """(the stage's shape, its kernels at ``wl``): its layers; the embedding on the first stage, the final
     norm and lm_head on the last; a send of the hidden states [B·T, D] to the next stage. With ``tp``,
     one tensor-parallel rank of the stage: its shards and collectives, and its send to the same rank of
@@ -460,7 +483,7 @@ def stage_kernels(shape: ModelShape, wl: Workload, pp: int, stage: int, tp: int 
         if ep > 1:
             check_ep(shape, wl, ep, "a micro-batch of")
             local = replace(wl, batch=wl.batch // ep)
-        sub, kernels = stage_kernels(rank, local, pp, stage)
+        sub, kernels = stage_kernels(rank, local, pp, stage, merge=merge)
         kernels = [replace(k, ranks=(stage * g, (stage + 2) * g - 1)) if k.role == "send" else k for k in kernels]
         kernels = with_ep_experts(rank, wl, ep, kernels, stride=tp, first=stage * g)
         if tp == 1:
@@ -472,7 +495,7 @@ def stage_kernels(shape: ModelShape, wl: Workload, pp: int, stage: int, tp: int 
     sub = replace(shape, n_layers=end - start, layer_types=shape.layer_types[start:end],
                   mlp_types=shape.mlp_types[start:end] if shape.mlp_types else ())
     before, after = model_head(shape, wl)
-    kernels = [k for k, _, _ in layer_kernels(sub, wl)]
+    kernels = [k for k, _, _ in layer_kernels(sub, wl, merge)]
     if stage == 0:
         kernels = before + kernels
     if stage == pp - 1:
@@ -558,11 +581,15 @@ class StageAnalyzer(RankAnalyzer):
     def __init__(self, shape: ModelShape, parallel: Parallel, stage: int, micro: int):
         super().__init__(shape, parallel)
         self.stage, self.micro = stage, micro
+        self.kv_rows = micro  # the stage holds the cache of every micro-batch
 
-    def __call__(self, wl: Workload) -> Analysis:
+    def single(self, wl: Workload) -> Analysis:
+        return self(wl, merge=True)
+
+    def __call__(self, wl: Workload, merge: bool = False) -> Analysis:
         pp, tp, ep = self.parallel.pp, self.parallel.tp, self.parallel.ep
         micro = replace(wl, batch=wl.batch * ep)  # with --ep, b is a rank's share of the micro-batch
-        sub, kernels = stage_kernels(self.shape, micro, pp, self.stage, tp, ep)
+        sub, kernels = stage_kernels(self.shape, micro, pp, self.stage, tp, ep, merge=merge)
         return StageAnalysis(sub, wl, tuple(kernels), parallel=self.parallel, stage=self.stage,
                              layers=stage_layers(self.shape.n_layers, pp)[self.stage], micro_batches=self.micro,
                              batch=micro.batch * self.micro)

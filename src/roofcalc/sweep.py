@@ -200,7 +200,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
     def kernels_of(wl):
         if analyzer is None:
             return _step_kernels(shape, wl)
-        return [(k, k.count, None) for k in analyzer(wl).kernels]
+        return [(k, k.count, k.window or None) for k in analyzer(wl).kernels]
 
     probe = {(bb, ss): kernels_of(Workload.decode(bb, ss, **workload_kw)) for bb in (1, 2) for ss in (s0, s0 + 1)}
     names = [k.name for k, _, _ in probe[(1, s0)]]
@@ -263,6 +263,8 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
     if analyzer is None:
         weights_in_memory = sum(count * k.param_bytes for k, count, _ in probe[(1, 1)])
         memory = weights_in_memory + kv_cache_bytes(shape, base.kv_dtype, b, s)
+    elif hasattr(analyzer, "memory_grid"):  # one rank's weights and cache, exactly
+        memory = analyzer.memory_grid(b, s, **workload_kw)
     else:  # weights + the traced cache, bilinear like the costs
         c00, c10, c01, c11 = _bilinear(*(analyzer(Workload.decode(bb, ss, **workload_kw)).memory_bytes
                                          for bb, ss in ((1, s0), (2, s0), (1, s0 + 1), (2, s0 + 1))), s0)
@@ -637,7 +639,8 @@ def check_corners(shape: ModelShape, grid: DecodeGrid, roof: Roof, *, impl: str,
         points.add((draw.randrange(len(grid.batches)), draw.randrange(len(grid.contexts))))
     for i, j in sorted(points):
         wl = Workload.decode(int(grid.batches[i]), int(grid.contexts[j]), **workload_kw)
-        a = analyzer(wl) if analyzer is not None else analyze(shape, wl)
+        # one rank's analyzer has the single step's own analysis (its rows merged), the trace only itself
+        a = getattr(analyzer, "single", analyzer)(wl) if analyzer is not None else analyze(shape, wl)
         st = place(a, roof, impl=impl, launch_overhead_s=launch_overhead_s, model=model).times
         checks = [(name, getattr(st, name), float(getattr(grid.times, name)[i, j]))
                   for name in ("predicted_s", "predicted_lower_s", "predicted_upper_s")]
