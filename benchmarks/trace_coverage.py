@@ -1,6 +1,7 @@
-"""Which of the causal LMs the installed transformers knows roofcalc can trace: each type's config class
-with its own defaults, cut to at most 4 layers, read as the command line reads it (a multimodal config
-through its text_config), decode at batch 2 and context 12. Prints one line per
+"""Which of the causal LMs the installed transformers knows roofcalc can trace (and the vision-language
+models whose language part has no causal LM class, traced as their image-text model): each type's
+config class with its own defaults, cut to at most 4 layers, read as the command line reads it (a
+multimodal config through its text_config), decode at batch 2 and context 12. Prints one line per
 type that fails and a count; the run is also a check that every failure is one line of RoofcalcError."""
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ def small_config(model_type: str, cut: bool = True) -> dict | None:
 
 def main() -> None:
     warnings.simplefilter("ignore")
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    from transformers.models.auto.modeling_auto import (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+                                                        MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES)
 
     from roofcalc import RoofcalcError, Workload
     from roofcalc.trace import trace, traced_shape
@@ -54,10 +56,13 @@ def main() -> None:
         _, (use, name, label) = traced_shape(cfg, model_type)
         trace(use, name, Workload.decode(2, 12), label, use_cache=False)
 
-    types = sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+    # the causal LMs, and the vision-language models roofcalc traces as their image-text model (their
+    # language part has no causal LM class of its own: Qwen2.5-VL, Qwen3-VL, GLM-4.1V...)
+    vision = sorted(set(MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES) - set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES))
+    types = sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES) + vision
     if len(sys.argv) > 1:
         types = [t for t in types if t in sys.argv[1:]]
-    ok, failed, kinds = 0, [], collections.Counter()
+    ok, failed, kinds = collections.Counter(), [], collections.Counter()
     started = time.perf_counter()
     for model_type in types:
         try:
@@ -67,7 +72,7 @@ def main() -> None:
                 if "cannot build" not in str(cut) and "get_seq_length" not in str(cut):
                     raise
                 run(small_config(model_type, cut=False), model_type)
-            ok += 1
+            ok[model_type in vision] += 1
         except RoofcalcError as exc:
             failed.append((model_type, str(exc)))
             kinds[str(exc).split("(", 1)[-1].split(":", 1)[0][:40]] += 1
@@ -76,7 +81,9 @@ def main() -> None:
             kinds["the class default config"] += 1
     for model_type, why in failed:
         print(f"  {model_type:28s} {why[:170]}")
-    print(f"{ok} of {len(types)} causal LM types traced in {time.perf_counter() - started:.0f} s; failures by kind: "
+    n_vision = sum(t in vision for t in types)
+    print(f"{ok[False]} of {len(types) - n_vision} causal LM types and {ok[True]} of {n_vision} other vision-language "
+          f"types traced in {time.perf_counter() - started:.0f} s; failures by kind: "
           + ", ".join(f"{k} {n}" for k, n in kinds.most_common()))
 
 

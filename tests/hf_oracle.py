@@ -32,8 +32,13 @@ def build(config: dict, dtype=torch.float16, *, device: str = "meta", attn: str 
         cfg._experts_implementation = "eager"
     kw = {"attn_implementation": attn} if attn else {}
     torch.manual_seed(0)
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    # a vision-language model without a causal LM class is its image-text model (the checkpoint's class)
+    auto = transformers.AutoModelForCausalLM if cfg.model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES else \
+        transformers.AutoModelForImageTextToText
     with torch.device(device):
-        model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype, **kw)
+        model = auto.from_config(cfg, dtype=dtype, **kw)
     return model.eval()
 
 

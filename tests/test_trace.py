@@ -74,6 +74,18 @@ TYPES = {
                                     vocab_size_per_layer_input=1000, hidden_size_per_layer_input=16,
                                     per_layer_config={"01": {"head_dim": 64}}),
                    vision_config=None, audio_config=None),
+    # vision-language models whose language part has no causal LM class: the image-text model decodes
+    # text from token ids alone (Qwen2.5-VL with multimodal rotary sections; Qwen3-VL)
+    "qwen2_5_vl": dict(text_config=dict(BASE, model_type="qwen2_5_vl_text", layer_types=["full_attention"] * 2,
+                                        rope_parameters={"rope_type": "default", "rope_theta": 1e6,
+                                                         "mrope_section": [4, 6, 6]}),
+                       vision_config=dict(depth=1, hidden_size=64, intermediate_size=128, num_heads=2,
+                                          out_hidden_size=256)),
+    "qwen3_vl": dict(text_config=dict(BASE, model_type="qwen3_vl_text", head_dim=32,
+                                      rope_parameters={"rope_type": "default", "rope_theta": 5e6,
+                                                       "mrope_section": [4, 6, 6], "mrope_interleaved": True}),
+                     vision_config=dict(depth=1, hidden_size=64, intermediate_size=128, num_heads=2,
+                                        out_hidden_size=256, deepstack_visual_indexes=[])),
     # models that make their own all-ones padding mask (BioGPT; BART's decoder as a causal LM)
     "biogpt": dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8, intermediate_size=512,
                    vocab_size=1000, pad_token_id=0),

@@ -462,6 +462,8 @@ def group_ops(ops: list[_Op], weights: set, cache: set, old_cache: set, finals: 
         ideal, eager = replace(ideal, flops=flops, matmul_flops=mm), replace(eager, flops=flops, matmul_flops=mm)
         layer, inner, _ = _layer_split(module)
         short = inner if layer is not None else module.split(".", 1)[-1] if module.startswith("model.") else module
+        if short == "language_model" or short.startswith("language_model."):  # a multimodal model's decoder,
+            short = short[len("language_model."):] or "model"  # named as a causal LM's: norm, model.arange
         if fn == "attention":
             name, kind = (f"{short}.attention" if short else "attention"), "attention"
         elif fn and not fn.startswith("op:"):
@@ -676,7 +678,7 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
         warnings.simplefilter("ignore")
         try:
             with torch.device("meta"):
-                model = transformers.AutoModelForCausalLM.from_config(config, dtype=dtype).eval()
+                model = _auto_class(transformers, cfg["model_type"]).from_config(config, dtype=dtype).eval()
         except Exception as exc:
             raise RoofcalcError(f"{name}: transformers cannot build a causal LM from this config "
                                 f"({type(exc).__name__}: {one_line(str(exc))[:160]})") from None
@@ -843,6 +845,18 @@ def traced_shape(cfg: dict, name: str) -> tuple[ModelShape, tuple[dict, str, str
     except Exception as exc:  # a config class roofcalc has not met
         raise RoofcalcError(f"{name}: transformers cannot read this config ({type(exc).__name__}: "
                             f"{one_line(str(exc))[:160]})") from None
+
+
+def _auto_class(transformers, model_type: str):
+    """The auto class that builds this model_type's decoding model: a causal LM, or, for a vision-language
+    model whose language part has no causal LM of its own (Qwen2.5-VL, Qwen3-VL), the whole image-text
+    model, which decodes text from token ids alone (its vision tower then runs no op)."""
+    from transformers.models.auto.modeling_auto import (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+                                                        MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES)
+
+    if model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES:
+        return transformers.AutoModelForImageTextToText
+    return transformers.AutoModelForCausalLM
 
 
 def _causal_lm(model_type: str) -> bool:
