@@ -294,6 +294,27 @@ def test_refusals_are_one_line(tmp_path, capsys):
         trace(config("cohere"), "t", Workload.decode(1, 8, weight_dtype=_bf16()))
 
 
+def test_a_flattened_text_config_that_the_class_reads_is_traced(tmp_path, capsys):
+    """Qwen2.5-VL's checkpoints write the text sizes at the top of config.json (beside vision_config), and
+    its config class moves them into its text config: the trace reads them, the model is the config's (its
+    parameters the real model's, vision tower included), not the class's default."""
+    from roofcalc.trace import traced_shape
+
+    flat = dict(BASE, model_type="qwen2_5_vl", rope_scaling={"type": "mrope", "mrope_section": [4, 6, 6]},
+                rope_theta=1e6, vision_config=dict(depth=1, hidden_size=64, intermediate_size=128, num_heads=2,
+                                                   out_hidden_size=256))
+    shape, (use, name, label) = traced_shape(flat, "q")
+    assert (shape.d_model, shape.n_layers, shape.n_kv_heads, shape.vocab_size) == (256, 2, 2, 1000)
+    real = build(flat, dtype=torch.bfloat16)
+    doc = trace_raw(use, name, Workload.decode(2, 7, weight_dtype=_bf16(), act_dtype=_bf16(), kv_dtype=_bf16()))
+    assert doc["params"] == sum(p.numel() for p in real.parameters())
+    assert "rope_theta" not in doc["ignored"]  # moved into the text config's rope_parameters
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(flat))
+    assert main([str(path), "--batch", "2"]) == 0
+    assert "L=2 layers, D=256" in capsys.readouterr().out
+
+
 # --------------------------------------------------------------------------- the hand models checked by their trace
 
 def _short(cfg: dict, layers: int = 4) -> dict:

@@ -114,6 +114,20 @@ def hf_config(cfg: dict, name: str):
     sub = set((getattr(cls, "sub_configs", None) or {}).keys())
     ignored = tuple(sorted(k for k in cfg if k not in reads and k not in GENERIC_KEYS and k not in sub
                            and not k.startswith("_")))
+    _check_sizes(cfg, name)
+    kwargs = {k: v for k, v in cfg.items() if k not in ("model_type", "quantization_config", "auto_map")}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            config = cls(**kwargs)
+    except Exception as exc:  # transformers' own validation
+        raise RoofcalcError(f"{name}: transformers cannot build a {cls.__name__} from this config "
+                            f"({type(exc).__name__}: {one_line(str(exc))[:160]})") from None
+    # a multimodal class may move flattened text keys into its text config (Qwen2.5-VL's checkpoints
+    # write them so): a key a sub-config holds with the given value was read (the config itself keeps
+    # any unknown key as an attribute, so only its sub-configs tell)
+    parts = [getattr(config, k) for k in sorted(sub) if hasattr(getattr(config, k, None), "to_dict")]
+    ignored = tuple(k for k in ignored if not any(_holds(c, k, cfg[k]) for c in parts))
     lost = [k for k in ignored if k in DIMENSION_KEYS]
     if lost:
         raise RoofcalcError(f"{name}: transformers' {cls.__name__} does not read {', '.join(lost)}: tracing it would "
@@ -127,16 +141,18 @@ def hf_config(cfg: dict, name: str):
                 defaults[k] = sig[k].default
     except (TypeError, ValueError):  # pragma: no cover - a class without a signature
         pass
-    _check_sizes(cfg, name)
-    kwargs = {k: v for k, v in cfg.items() if k not in ("model_type", "quantization_config", "auto_map")}
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            config = cls(**kwargs)
-    except Exception as exc:  # transformers' own validation
-        raise RoofcalcError(f"{name}: transformers cannot build a {cls.__name__} from this config "
-                            f"({type(exc).__name__}: {one_line(str(exc))[:160]})") from None
     return config, ConfigCheck(cls.__name__, ignored, tuple(sorted(defaults.items())))
+
+
+def _holds(config, key: str, value) -> bool:
+    """Whether the built config holds ``key`` at ``value`` (rotary keys inside its rope_parameters)."""
+    try:
+        if getattr(config, key) == value:
+            return True
+    except Exception:  # an attribute the config does not have, or one that raises
+        pass
+    rope = getattr(config, "rope_parameters", None)
+    return isinstance(rope, dict) and key in rope and rope[key] == value
 
 
 MAX_TRACED_LAYERS = 512  # 4x the deepest published decoder (Llama-3.1-405B: 126); building more takes minutes
@@ -564,21 +580,23 @@ class TracedAnalysis(Analysis):
 
 
 def shape_of(config, model_type: str, name: str, cfg: dict) -> ModelShape:
-    """The header's letters, read from transformers' own config object."""
-    def get(*keys, default=None):
-        for k in keys:
-            try:
-                v = getattr(config, k, None)
-            except Exception:  # a per-layer attribute that refuses a single value (Gemma 4)
-                v = None
-            if isinstance(v, int) and not isinstance(v, bool):
-                return v
-        return default
-
+    """The header's letters, read from transformers' own config object (a multimodal one's text config)."""
     try:
         text = getattr(config, "get_text_config", lambda: config)()
     except Exception:  # pragma: no cover - a config without a text part
         text = config
+
+    def get(*keys, default=None):
+        for k in keys:
+            for c in (text, config):
+                try:
+                    v = getattr(c, k, None)
+                except Exception:  # a per-layer attribute that refuses a single value (Gemma 4)
+                    v = None
+                if isinstance(v, int) and not isinstance(v, bool):
+                    return v
+        return default
+
     d = get("hidden_size", "n_embd", "d_model", default=0)
     n_heads = get("num_attention_heads", "n_head", "num_heads", default=1)
     n_kv = get("num_key_value_heads", "num_kv_heads", default=1 if getattr(text, "multi_query", False) is True
