@@ -396,6 +396,8 @@ class StepVerdict:
         """Per decoder layer, averaged over the layers (kinds of layer can differ: dense or MoE)."""
         layer = [p for p in self.placements if p.kernel.scope == "layer"]
         total = sum(p.launches * p.kernel.count for p in layer)
+        if not self.n_layers:  # a traced model whose config names no layer count
+            return total
         return total / self.n_layers if total % self.n_layers else total // self.n_layers
 
     @property
