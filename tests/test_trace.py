@@ -290,6 +290,12 @@ def test_refusals_are_one_line(tmp_path, capsys):
     assert main([str(flat)]) == 2
     err = capsys.readouterr().err
     assert "does not read" in err and "hidden_size" in err
+    deep = tmp_path / "deep.json"  # a vision tower is built too: its depth is bounded like the layers
+    deep.write_text(json.dumps(dict(TYPES["qwen2_5_vl"], model_type="qwen2_5_vl",
+                                    vision_config=dict(TYPES["qwen2_5_vl"]["vision_config"], depth=100_000))))
+    assert main([str(deep)]) == 2
+    err = capsys.readouterr().err
+    assert "vision_config: 'depth' must be a positive integer of at most 512" in err and err.count("\n") == 1
     with pytest.raises(RoofcalcError, match="one dtype"):
         trace(config("cohere"), "t", Workload.decode(1, 8, weight_dtype=_bf16()))
 

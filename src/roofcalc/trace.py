@@ -158,16 +158,21 @@ def _holds(config, key: str, value) -> bool:
 MAX_TRACED_LAYERS = 512  # 4x the deepest published decoder (Llama-3.1-405B: 126); building more takes minutes
 
 
-def _check_sizes(cfg: dict, name: str) -> None:
-    """Size keys are positive integers within the hand models' limits, before anything is built."""
+def _check_sizes(cfg: dict, name: str, depth: int = 0) -> None:
+    """Size keys are positive integers within the hand models' limits, before anything is built: the
+    config's own and its sub-configs' (a vision tower's depth and widths are built too)."""
     from .shapes import MAX_DIM, MAX_PARAMS, MAX_VOCAB
 
+    if depth < 2:
+        for key, sub in cfg.items():
+            if isinstance(sub, dict) and key.endswith("_config"):
+                _check_sizes(sub, f"{name}: {key}", depth + 1)
     sizes = {}
-    for key in DIMENSION_KEYS:
+    for key in DIMENSION_KEYS + (("depth",) if depth else ()):
         value = cfg.get(key)
         if value is None or key == "multi_query":
             continue
-        limit = MAX_TRACED_LAYERS if key in ("num_hidden_layers", "n_layer", "num_layers") else \
+        limit = MAX_TRACED_LAYERS if key in ("num_hidden_layers", "n_layer", "num_layers", "depth") else \
             MAX_VOCAB if key == "vocab_size" else MAX_DIM
         values = value if isinstance(value, list) and value and key in ("intermediate_size", "ffn_dim") \
             and len(value) <= MAX_TRACED_LAYERS else [value]  # a width per layer (Gemma 3n)
