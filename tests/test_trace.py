@@ -290,6 +290,14 @@ def test_refusals_are_one_line(tmp_path, capsys):
     assert main([str(flat)]) == 2
     err = capsys.readouterr().err
     assert "does not read" in err and "hidden_size" in err
+    awq = tmp_path / "awq.json"  # a 4-bit checkpoint: its weights are not the float dtype a trace runs in
+    awq.write_text(json.dumps(dict(config("cohere"), quantization_config={"quant_method": "awq", "bits": 4,
+                                                                           "group_size": 128})))
+    assert main([str(awq)]) == 2
+    err = capsys.readouterr().err
+    assert "weights int4" in err and "a quantized checkpoint: give --dtype" in err and err.count("\n") == 1
+    assert main([str(awq), "--dtype", "fp16"]) == 0  # traced as fp16, as asked
+    assert "(fp16)" in capsys.readouterr().out
     deep = tmp_path / "deep.json"  # a vision tower is built too: its depth is bounded like the layers
     deep.write_text(json.dumps(dict(TYPES["qwen2_5_vl"], model_type="qwen2_5_vl",
                                     vision_config=dict(TYPES["qwen2_5_vl"]["vision_config"], depth=100_000))))

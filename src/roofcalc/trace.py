@@ -609,7 +609,7 @@ def shape_of(config, model_type: str, name: str, cfg: dict) -> ModelShape:
     n_layers = get("num_hidden_layers", "n_layer", "num_layers", default=0)
     head_dim = get("head_dim", default=d // n_heads if n_heads else 0)
     window = get("sliding_window", default=None)
-    from .shapes import _config_dtype
+    from .shapes import _config_dtype, _weight_format
 
     return ModelShape(
         name=name, model_type=model_type, n_layers=n_layers, d_model=d, n_heads=n_heads, n_kv_heads=n_kv,
@@ -617,7 +617,7 @@ def shape_of(config, model_type: str, name: str, cfg: dict) -> ModelShape:
         vocab_size=get("vocab_size", default=0), tie_word_embeddings=getattr(config, "tie_word_embeddings", False) is True,
         qkv_bias=False, o_bias=False, mlp_bias=False, qk_norm=False, activation="traced", embed_scale=False,
         rotary_dim=0, sliding_window=window, layer_types=("full",) * n_layers, family=model_type,
-        config_dtype=_config_dtype(cfg),
+        config_dtype=_config_dtype(cfg), weight_format=_weight_format(cfg, name),
     )
 
 
@@ -638,7 +638,8 @@ def _check_workload(wl: Workload) -> None:
     for what, d in (("weights", wl.weight_dtype), ("activations", wl.act_dtype), ("KV cache", wl.kv_dtype)):
         if d.name not in TORCH_DTYPES:
             raise RoofcalcError(f"a traced model runs in fp32, bf16 or fp16; {what} {d.name} is for hand-modelled "
-                                f"families")
+                                f"families" + (" (a quantized checkpoint: give --dtype to trace it as that float "
+                                               "dtype, unquantized)" if what == "weights" else ""))
     if not (wl.weight_dtype == wl.act_dtype == wl.kv_dtype):
         raise RoofcalcError("a traced model runs weights, activations and KV cache in one dtype; give --dtype only")
     if not wl.causal:
