@@ -1,4 +1,5 @@
-"""Tensor parallelism: one rank's kernels and the collectives between ranks.
+"""More than one GPU: one rank's kernels and the collectives between ranks, for tensor (--tp), expert
+(--ep) and pipeline (--pp) parallelism and their combinations; the sweeps over them.
 
 The plan is transformers' own ``base_model_tp_plan`` for the Llama-style families (and
 Megatron-style serving's): q, k, v, gate and up projections column-parallel (each rank holds 1/N of
@@ -16,6 +17,12 @@ Collectives are kernels of kind ``collective``. ``message_bytes`` is the per-ran
 NCCL's tests call the size of an all-reduce); the bytes a rank moves over its link follow the ring
 algorithm NCCL's tests use for bus bandwidth: an all-reduce moves 2(n−1)/n of the message, an
 all-gather (n−1) times the per-rank input.
+
+Expert parallelism (``ep_kernels``): E/N routed experts a rank, attention data-parallel over B/N of
+the sequences, all-to-all dispatch and combine; with --tp each of the N groups is T tensor-parallel
+ranks. Pipelines (``stage_kernels``, ``pipeline_roofline``): consecutive layers a stage, the step the
+stages in turn plus the slowest once per further micro-batch. Ranks fill node after node; a
+collective whose ranks span nodes runs on the network.
 """
 
 from __future__ import annotations
