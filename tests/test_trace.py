@@ -290,14 +290,15 @@ def test_refusals_are_one_line(tmp_path, capsys):
     assert main([str(flat)]) == 2
     err = capsys.readouterr().err
     assert "does not read" in err and "hidden_size" in err
-    awq = tmp_path / "awq.json"  # a 4-bit checkpoint: its weights are not the float dtype a trace runs in
+    awq = tmp_path / "awq.json"  # a 4-bit checkpoint: its layers' weights in int4, traced in its float dtype
     awq.write_text(json.dumps(dict(config("cohere"), quantization_config={"quant_method": "awq", "bits": 4,
                                                                            "group_size": 128})))
-    assert main([str(awq)]) == 2
-    err = capsys.readouterr().err
-    assert "weights int4" in err and "a quantized checkpoint: give --dtype" in err and err.count("\n") == 1
+    assert main([str(awq)]) == 0
+    assert "bytes of weights (int4, group 128" in capsys.readouterr().out
     assert main([str(awq), "--dtype", "fp16"]) == 0  # traced as fp16, as asked
-    assert "(fp16)" in capsys.readouterr().out
+    assert "bytes of weights (fp16)" in capsys.readouterr().out
+    assert main([str(awq), "--weight-dtype", "fp8"]) == 2  # unscaled fp8 weights would need fp8 activations
+    assert "a traced model runs in fp32, bf16 or fp16" in capsys.readouterr().err
     deep = tmp_path / "deep.json"  # a vision tower is built too: its depth is bounded like the layers
     deep.write_text(json.dumps(dict(TYPES["qwen2_5_vl"], model_type="qwen2_5_vl",
                                     vision_config=dict(TYPES["qwen2_5_vl"]["vision_config"], depth=100_000))))
@@ -454,3 +455,37 @@ def test_a_traced_moe_sweep_reads_the_experts_each_batch_reaches():
             direct = trace(config("qwen2_moe"), "t", Workload.decode(int(b), int(s)), view="ideal", use_cache=False)
             assert int(g.weight_bytes[i, j]) == direct.totals.weight_bytes, (b, s)
             assert int(g.bytes[i, j]) == direct.totals.bytes and int(g.flops[i, j]) == direct.totals.flops
+
+
+@pytest.mark.parametrize("hub_id", ["TinyLlama/TinyLlama-1.1B-Chat-v1.0", "Qwen/Qwen2.5-7B", "mistralai/Mixtral-8x7B-v0.1"])
+@pytest.mark.parametrize("weights", ["int4", "int8", "fp8-b128"])
+def test_quantized_weights_count_the_same_by_hand_and_by_trace(hub_id, weights):
+    """A checkpoint whose decoder layers' weights are int4 / int8 (an fp16 scale per 128 inputs) or fp8
+    (an fp32 scale per 128 x 128 block): the trace runs in the activation dtype and stores each layer's
+    weight matrices (the experts' stacks too) as the hand model does, embeddings, norms and routers in
+    the float dtype. Every weight's bytes in memory, and each linear's bytes read, agree."""
+    from dataclasses import replace
+
+    from roofcalc.calculator import DTYPES
+
+    entry = next(e for e in _catalog() if e.hub_id == hub_id)
+    cfg, b = _short(entry.config), _bf16()
+    wl = Workload.decode(2, 33, weight_dtype=DTYPES[weights], act_dtype=b, kv_dtype=b)
+    hand, traced = analyze(shape_from_config(cfg, "t"), wl), trace(cfg, "t", wl, use_cache=False)
+    assert traced.weight_storage_bytes == hand.weight_storage_bytes
+    assert traced.totals.matmul_flops == analyze(shape_from_config(cfg, "t"), replace(wl, causal=False)).totals.matmul_flops
+    totals: dict[str, list[int]] = {}
+    for k in hand.kernels:
+        if k.kind == "matmul" and k.role == "linear" and k.scope == "layer":
+            totals.setdefault(k.name, [0, 0])[0] += k.count * k.cost.weight_bytes
+    for k in traced.kernels:
+        base = k.name.split("[")[0]
+        hits = [name for name in totals if base == name or base.endswith("." + name)]
+        if hits:
+            totals[max(hits, key=len)][1] += k.count * k.cost.weight_bytes
+    assert all(v[0] == v[1] for v in totals.values()) and len(totals) >= 3, totals
+    for batch in (1, 2, 64):  # the experts' weights a batch reaches, read off the stacks' quantized bytes
+        wl = replace(wl, batch=batch)
+        hand, traced = analyze(shape_from_config(cfg, "t"), wl), trace(cfg, "t", wl, use_cache=False)
+        assert sum(k.count * k.cost.weight_bytes for k in traced.kernels if k.expert_weights) == \
+            sum(k.count * k.cost.weight_bytes for k in hand.kernels if k.role == "experts")

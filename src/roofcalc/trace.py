@@ -40,8 +40,8 @@ from .errors import RoofcalcError
 from .inputs import one_line
 from .shapes import ModelShape
 
-TRACE_FORMAT = 4  # the cache file format (2: expert weights carry their full bytes; 3: recurrent states in the
-# cache; 4: the keys and values of an encoder-decoder cache)
+TRACE_FORMAT = 5  # the cache file format (2: expert weights carry their full bytes; 3: recurrent states in the
+# cache; 4: the keys and values of an encoder-decoder cache; 5: each module's weight shapes)
 ATTENTION_FUNCTIONS = ("attention_forward", "sdpa_attention_forward", "eager_attention_forward",
                        "flash_attention_forward", "flex_attention_forward")
 NO_DATA_OPS = {"_unsafe_view", "alias", "detach", "lift_fresh", "_reshape_alias", "empty", "empty_like",
@@ -427,6 +427,7 @@ class TracedKernel:
     params: int
     param_bytes: int
     experts: tuple | None = None  # (E, k, (full bytes of each expert weight read in part, ...))
+    role: str = ""  # "linear" or "experts" for a decoder layer's weights in a quantized format (they dequantize)
 
 
 def _classify(key: int, nbytes: int, write: bool, weights: set, cache: set) -> Cost:
@@ -545,7 +546,7 @@ def merge_layers(kernels: list[TracedKernel], view: str) -> list[Kernel]:
             label = f"{name}[{k.layer}]" if k.layer is not None else f"{name}[{taken.get(name, 0)}]"
             taken[name] = taken.get(name, 0) + 1
         scope = "layer" if k.layer is not None else "model"
-        out.append(Kernel(label, kind, scope, n, dims, cost, params=params, param_bytes=pbytes, role="",
+        out.append(Kernel(label, kind, scope, n, dims, cost, params=params, param_bytes=pbytes, role=k.role,
                           launches=launches, expert_weights=k.experts))
     return out
 
@@ -636,12 +637,12 @@ def _cache_key(cfg: dict, wl: Workload, tf_version: str) -> str:
 
 def _check_workload(wl: Workload) -> None:
     for what, d in (("weights", wl.weight_dtype), ("activations", wl.act_dtype), ("KV cache", wl.kv_dtype)):
-        if d.name not in TORCH_DTYPES:
-            raise RoofcalcError(f"a traced model runs in fp32, bf16 or fp16; {what} {d.name} is for hand-modelled "
-                                f"families" + (" (a quantized checkpoint: give --dtype to trace it as that float "
-                                               "dtype, unquantized)" if what == "weights" else ""))
-    if not (wl.weight_dtype == wl.act_dtype == wl.kv_dtype):
-        raise RoofcalcError("a traced model runs weights, activations and KV cache in one dtype; give --dtype only")
+        if d.name not in TORCH_DTYPES and not (what == "weights" and d.scaled):
+            raise RoofcalcError(f"a traced model runs in fp32, bf16 or fp16 (its weights also int8, int4 or fp8-b128); "
+                                f"{what} {d.name} is for hand-modelled families")
+    if not wl.act_dtype == wl.kv_dtype or not (wl.weight_dtype == wl.act_dtype or wl.weight_dtype.scaled):
+        raise RoofcalcError("a traced model runs weights, activations and KV cache in one dtype (weights may be "
+                            "int8, int4 or fp8-b128 besides); give --dtype, and --weight-dtype for those")
     if not wl.causal:
         raise RoofcalcError("--full-rectangle is for hand-modelled families (a traced model runs its own mask)")
 
@@ -712,7 +713,7 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
         for key_name, t in stored.items():
             mod_name = key_name.rsplit(".", 1)[0] if "." in key_name else ""
             owner.setdefault(mod_name, []).append(t)
-        seen, n_params, p_bytes, module_params = set(), 0, 0, {}
+        seen, n_params, p_bytes, module_params, weight_shapes = set(), 0, 0, {}, {}
         for mod_name, own in owner.items():
             count = nb = 0
             for p in own:
@@ -722,6 +723,8 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
                 seen.add(key)
                 count += p.numel()
                 nb += p.numel() * p.element_size()
+                if p.dim() >= 2:  # a weight matrix (or a stack of experts'): what a quantized checkpoint stores
+                    weight_shapes.setdefault(mod_name, []).append(list(p.shape))
             module_params[mod_name] = (count, nb)
             n_params += count
             p_bytes += nb
@@ -775,10 +778,68 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
     return {
         "format": TRACE_FORMAT, "transformers": transformers.__version__, "class": type(model).__name__,
         "config_class": check.class_name, "ignored": list(check.ignored), "defaulted": [list(x) for x in check.defaulted],
-        "params": n_params, "param_bytes": p_bytes, "cache_bytes": cache_bytes,
+        "params": n_params, "param_bytes": p_bytes, "cache_bytes": cache_bytes, "weight_shapes": weight_shapes,
         "kv_bytes_per_token": _per_token(torch, new_cache, wl.batch),
         "kernels": [_kernel_doc(k) for k in traced],
     }
+
+
+def _quantized(traced: list, doc: dict, wl: Workload, config) -> tuple[list, int]:
+    """The kernels and the weights' bytes of a checkpoint whose decoder layers' weight matrices are stored in
+    ``wl.weight_dtype`` (int8 / int4 with a scale per group, fp8 with a scale per block), as the hand models
+    count them: each [n_out, n_in] matrix (a stack of experts' too) of a module the layers run is
+    linear_weight_bytes; embeddings, lm_head, norms, biases, routers (an output per expert, or a single gate)
+    and modules the step never runs (a vision tower) keep the float dtype. The trace itself runs in the
+    activation dtype: FLOPs and activations do not change."""
+    from .calculator import linear_weight_bytes
+    from .sweep import traced_expert_bytes
+
+    text = getattr(config, "get_text_config", lambda: config)()
+    n_experts = next((v for k in ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
+                      for c in (text, config) if isinstance(v := getattr(c, k, None), int)), 0)
+    float_size = wl.act_dtype.bits // 8
+    shapes = doc.get("weight_shapes", {})
+
+    def stored(m) -> int:
+        return _numel(m) * float_size
+
+    def quant(m) -> int:
+        return (_numel(m[:-2]) or 1) * linear_weight_bytes(m[-1], m[-2], wl)
+
+    def mats(module: str) -> list:
+        return [m for m in shapes.get(module, []) if m[-2] not in (1, n_experts)]  # routers stay float
+
+    runs = {k.module for k in traced if k.layer is not None and k.kind == "matmul" and (not k.function or k.experts)}
+    total = doc["param_bytes"] + sum(quant(m) - stored(m) for module in runs for m in mats(module))
+    out = []
+    for k in traced:
+        if k.module not in runs or not mats(k.module):
+            out.append(k)
+            continue
+        if k.experts is not None:  # the expert stacks it reads, by their stored bytes
+            n_exp, top_k, fulls = k.experts
+            by_bytes = {stored(m): quant(m) for m in mats(k.module)}
+            new_experts = (n_exp, top_k, tuple(by_bytes.get(f, f) for f in fulls))
+            change = {c: traced_expert_bytes(new_experts, wl.tokens, wl.experts)
+                      - traced_expert_bytes(k.experts, wl.tokens, wl.experts) for c in ("ideal", "eager")}
+            k = replace(k, experts=new_experts, role="experts")
+        elif not k.function:  # a leaf linear: it reads its whole weight
+            delta = sum(quant(m) - stored(m) for m in mats(k.module))
+            change = {"ideal": delta, "eager": delta}
+            k = replace(k, role="linear", param_bytes=k.param_bytes + delta if k.param_bytes else 0)
+        else:
+            out.append(k)
+            continue
+        out.append(replace(k, ideal=replace(k.ideal, weight_bytes=k.ideal.weight_bytes + change["ideal"]),
+                           eager=replace(k.eager, weight_bytes=k.eager.weight_bytes + change["eager"])))
+    return out, total
+
+
+def _numel(dims) -> int:
+    n = 1
+    for d in dims:
+        n *= d
+    return n if dims else 0
 
 
 def _kernel_doc(k: TracedKernel) -> dict:
@@ -960,6 +1021,9 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
                            k["launches"], k["params"], k["param_bytes"],
                            (k["experts"][0], k["experts"][1], tuple(k["experts"][2])) if k.get("experts") else None)
               for k in doc["kernels"]]
+    param_bytes = doc["param_bytes"]
+    if wl.weight_dtype.scaled:
+        traced, param_bytes = _quantized(traced, doc, wl, config)
     shape = shape_of(config, label or cfg["model_type"], name, cfg)
     if merge:
         kernels = tuple(merge_layers(traced, view))
@@ -967,10 +1031,10 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
         kernels = tuple(Kernel(k.name if k.layer is None else f"{k.name}[{k.layer}]", k.kind,
                                "layer" if k.layer is not None else "model", 1, k.dims,
                                k.ideal if view == "ideal" else k.eager, params=k.params, param_bytes=k.param_bytes,
-                               launches=k.launches, expert_weights=k.experts) for k in traced)
+                               launches=k.launches, expert_weights=k.experts, role=k.role) for k in traced)
     return TracedAnalysis(shape, wl, kernels, view=view, traced_kv_bytes_per_token=doc["kv_bytes_per_token"],
                           traced_cache_bytes=doc["cache_bytes"], traced_params=doc["params"],
-                          traced_param_bytes=doc["param_bytes"], check=check,
+                          traced_param_bytes=param_bytes, check=check,
                           note=f"traced: transformers {doc['transformers']} {doc['class']} on the meta device")
 
 
