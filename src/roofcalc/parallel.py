@@ -122,12 +122,16 @@ class RankAnalyzer:
 
     kv_rows = 1  # sequences whose KV cache a rank holds, per sequence of the sweep's batch
 
+    def analysis(self, wl: Workload, merge: bool) -> Analysis:
+        return analyze_parallel(self.shape, wl, self.parallel, merge=merge)
+
     def __call__(self, wl: Workload) -> Analysis:
-        return analyze_parallel(self.shape, wl, self.parallel, merge=False)
+        """The sweep's rows: every kind of layer its own, so they are the same at every workload."""
+        return self.analysis(wl, merge=False)
 
     def single(self, wl: Workload) -> Analysis:
         """The single step's own analysis (kinds of layer merged), which a sweep's corners must equal."""
-        return analyze_parallel(self.shape, wl, self.parallel)
+        return self.analysis(wl, merge=True)
 
     def memory_grid(self, b, s, **workload_kw):
         """A rank's weights and KV cache at every (batch, context) of a sweep, exactly (a sliding
@@ -147,11 +151,8 @@ class LocalBatchAnalyzer(RankAnalyzer):
     def scale(self) -> int:
         return self.parallel.ep
 
-    def __call__(self, wl: Workload) -> Analysis:
-        return analyze_parallel(self.shape, replace(wl, batch=wl.batch * self.scale), self.parallel, merge=False)
-
-    def single(self, wl: Workload) -> Analysis:
-        return analyze_parallel(self.shape, replace(wl, batch=wl.batch * self.scale), self.parallel)
+    def analysis(self, wl: Workload, merge: bool) -> Analysis:
+        return analyze_parallel(self.shape, replace(wl, batch=wl.batch * self.scale), self.parallel, merge=merge)
 
 
 def collective(name: str, op: str, message_bytes: int, group: int, count: int, scope: str, dims: str) -> Kernel:
@@ -590,10 +591,7 @@ class StageAnalyzer(RankAnalyzer):
         self.stage, self.micro = stage, micro
         self.kv_rows = micro  # the stage holds the cache of every micro-batch
 
-    def single(self, wl: Workload) -> Analysis:
-        return self(wl, merge=True)
-
-    def __call__(self, wl: Workload, merge: bool = False) -> Analysis:
+    def analysis(self, wl: Workload, merge: bool) -> Analysis:
         pp, tp, ep = self.parallel.pp, self.parallel.tp, self.parallel.ep
         micro = replace(wl, batch=wl.batch * ep)  # with --ep, b is a rank's share of the micro-batch
         sub, kernels = stage_kernels(self.shape, micro, pp, self.stage, tp, ep, merge=merge)

@@ -495,7 +495,7 @@ def request_grid(shape: ModelShape, batches, prompts, generate: int, roof: Roof,
 
     check_sizes([generate], "generated tokens", MAX_TOKENS)
     kw = dict(impl=impl, launch_overhead_s=launch_overhead_s, model=model, analyzer=analyzer, **workload_kw)
-    pipelined = getattr(analyzer, "parallel", None) is not None and analyzer.parallel.pp > 1
+    pipelined = _pipelined(analyzer)
     if analyzer is not None and not getattr(analyzer, "traced", True):  # each prompt's row checked at its corners
         rows = len(prompts) * (analyzer.parallel.pp if pipelined else 1)
         if rows > MAX_RANK_REQUEST_ROWS:
@@ -597,7 +597,7 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
                                 f"B/{scale} of the sequences (give multiples of {scale})")
         batches = [b // scale for b in batches]
     verdicts: tuple[BatchVerdicts, ...] = ()
-    if getattr(analyzer, "parallel", None) is not None and analyzer.parallel.pp > 1:
+    if _pipelined(analyzer):
         from .parallel import pipeline_grid  # no verdicts: the pipeline's step is not linear in the batch
 
         if generate is not None:
@@ -622,6 +622,11 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
                                         "largest_batch_tried")}) for v in verdicts)
     return Sweep(kind, shape, dtypes, hardware, nominal, measured, impl, launch_overhead_s, capacity_bytes, grid,
                  verdicts, min_gain, model, analyzer)
+
+
+def _pipelined(analyzer) -> bool:
+    """A sweep over a pipeline (``--pp``): its steps combine the stages' grids."""
+    return getattr(analyzer, "parallel", None) is not None and analyzer.parallel.pp > 1
 
 
 def check_corners(shape: ModelShape, grid: DecodeGrid, roof: Roof, *, impl: str, launch_overhead_s: float,
