@@ -801,10 +801,10 @@ def _quantized(traced: list, doc: dict, wl: Workload, config) -> tuple[list, int
     shapes = doc.get("weight_shapes", {})
 
     def stored(m) -> int:
-        return _numel(m) * float_size
+        return math.prod(m) * float_size
 
     def quant(m) -> int:
-        return (_numel(m[:-2]) or 1) * linear_weight_bytes(m[-1], m[-2], wl)
+        return math.prod(m[:-2]) * linear_weight_bytes(m[-1], m[-2], wl)
 
     def mats(module: str) -> list:
         return [m for m in shapes.get(module, []) if m[-2] not in (1, n_experts)]  # routers stay float
@@ -833,13 +833,6 @@ def _quantized(traced: list, doc: dict, wl: Workload, config) -> tuple[list, int
         out.append(replace(k, ideal=replace(k.ideal, weight_bytes=k.ideal.weight_bytes + change["ideal"]),
                            eager=replace(k.eager, weight_bytes=k.eager.weight_bytes + change["eager"])))
     return out, total
-
-
-def _numel(dims) -> int:
-    n = 1
-    for d in dims:
-        n *= d
-    return n if dims else 0
 
 
 def _kernel_doc(k: TracedKernel) -> dict:
