@@ -39,7 +39,9 @@ def build(config: dict, dtype=torch.float16, *, device: str = "meta", attn: str 
         transformers.AutoModelForImageTextToText
     with torch.device(device):
         model = auto.from_config(cfg, dtype=dtype, **kw)
-    return model.eval()
+    # inference only: FlopCounterMode's module tracker hooks the gradients of a module's inputs, which fails
+    # on a parameter passed to a module call (DBRX's expert loop hands each expert's weights to its GLU)
+    return model.eval().requires_grad_(False)
 
 
 def _counts(fc: FlopCounterMode) -> dict[str, int]:

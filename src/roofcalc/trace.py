@@ -691,6 +691,48 @@ def _one_sequence_per_row(transformers):
     return undo
 
 
+def _grouped_experts(torch):
+    """Expert loops that ask which experts a batch reached (``nonzero`` on the router's choice, as DBRX's
+    does) cannot run on meta tensors, which hold no values. In a trace such an experts module runs as
+    one grouped matmul per expert weight stack, as transformers' own ``grouped_mm`` experts run Mixtral's:
+    the same FLOPs (each token through its k experts) and, through the recorder, the weights of the
+    experts the batch reaches. The module and its weights are the model's own, and it is one kernel.
+    Returns (the undo, the classes whose modules are each one kernel)."""
+    undo = []
+    try:
+        from transformers.models.dbrx import modeling_dbrx as dbrx
+    except ImportError:  # pragma: no cover - a transformers without DBRX
+        return (lambda: None), ()
+
+    def glu(self, hidden_states, top_k_index, top_k_weights):  # DbrxExpertGLU on every (token, expert) pair
+        k, d = top_k_index.shape[-1], hidden_states.shape[-1]
+        stack = (self.moe_num_experts, self.ffn_hidden_size, d)
+        expert_ids, order = torch.sort(top_k_index.reshape(-1))
+        rows = hidden_states[order // k]
+        offsets = torch.cumsum(torch.histc(expert_ids.float(), bins=self.moe_num_experts, min=0,
+                                           max=self.moe_num_experts - 1), dim=0, dtype=torch.int32)
+        gate = torch._grouped_mm(rows, self.w1.view(stack).transpose(1, 2), offs=offsets)
+        up = torch._grouped_mm(rows, self.v1.view(stack).transpose(1, 2), offs=offsets)
+        out = torch._grouped_mm(self.activation_fn.forward(gate) * up, self.w2.view(stack), offs=offsets)
+        out = out * top_k_weights.reshape(-1)[order, None]
+        return torch.zeros_like(hidden_states).index_add_(0, order // k, out)
+
+    def experts(self, hidden_states, top_k_index, top_k_weights):
+        batch = hidden_states.shape[0]
+        flat = hidden_states.reshape(-1, self.hidden_size)
+        return self.mlp(flat, top_k_index, top_k_weights).view(batch, -1, self.hidden_size)
+
+    for cls, fn in ((dbrx.DbrxExpertGLU, glu), (dbrx.DbrxExperts, experts)):
+        undo.append((cls, cls.__dict__["forward"]))
+        cls.forward = fn
+
+    def restore():
+        for cls, fn in undo:
+            cls.forward = fn
+
+    return restore, (dbrx.DbrxExpertGLU,)
+
+
 def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
     """Trace one step: the kernels in both views, as a JSON-able document (what the cache stores).
     ``read``: :func:`hf_config`'s answer for ``cfg``, when the caller has it."""
@@ -731,11 +773,14 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
         fwd = inspect.signature(model.forward).parameters
         cache_kw = "cache" if "cache" in fwd else "past_key_values"
         keep = {} if wl.logits_all or "logits_to_keep" not in fwd else {"logits_to_keep": 1}
-        top_k = getattr(config, "num_experts_per_tok", None) or getattr(config, "top_k", None)
+        top_k = getattr(config, "num_experts_per_tok", None) or getattr(config, "top_k", None) or \
+            getattr(getattr(config, "ffn_config", None), "moe_top_k", None)  # DBRX keeps it in its ffn_config
         rec = _Recorder(torch, model, top_k if isinstance(top_k, int) else None, wl.experts)
         sdpa = torch.nn.functional.scaled_dot_product_attention
         torch.nn.functional.scaled_dot_product_attention = rec.fused(sdpa)
         unpacked = _one_sequence_per_row(transformers)
+        grouped, one_kernel = _grouped_experts(torch)
+        rec.leaf |= {m for m in model.modules() if isinstance(m, one_kernel)}
         try:
             with torch.no_grad():
                 if wl.phase == "prefill":
@@ -768,6 +813,7 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
         finally:
             torch.nn.functional.scaled_dot_product_attention = sdpa
             unpacked()
+            grouped()
             rec.close()
     new_cache = _cache_of(out)
     cache = _cache_storages(torch, new_cache)
