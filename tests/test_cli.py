@@ -91,6 +91,49 @@ def test_models_lists_catalog(capsys):
     assert "46,702,792,704" in mixtral and "12,879,925,248" in mixtral  # total, active (catalog, published)
 
 
+def test_a_quantized_config_declares_its_format_and_group_size(tmp_path, capsys):
+    """TinyLlama as a GPTQ 4-bit checkpoint. Its 22 layers' linears hold 22 x (2 x 2048² + 2 x 2048·256 +
+    3 x 2048·5632) = 968,884,224 weights. Group 32 has 1/32 - 1/128 = 3/128 more fp16 scales per weight
+    than the default 128: 968,884,224 x 3/128 x 2 = 45,416,448 bytes more. group_size -1 is one scale per
+    output row: 22 x (q 2048 + k 256 + v 256 + o 2048 + gate 5632 + up 5632 + down 2048 = 17,920 rows) x 2
+    = 788,480 bytes of scales, where group 128 has 968,884,224 / 128 x 2 = 15,138,816."""
+    from roofcalc.sources import catalog
+
+    cfg = next(e for e in catalog() if e.hub_id == "TinyLlama/TinyLlama-1.1B-Chat-v1.0").config
+    sizes = {}
+    for group in (32, -1):
+        path = tmp_path / f"g{group}.json"
+        path.write_text(json.dumps(dict(cfg, quantization_config={"quant_method": "gptq", "bits": 4,
+                                                                  "group_size": group})))
+        for extra in ([], ["--group-size", "128"]):
+            code, out, _ = run([str(path), "--format", "json", *extra], capsys)
+            assert code == 0
+            sizes[group, bool(extra)] = json.loads(out)["model"]["weight_bytes"]
+    assert sizes[32, True] == sizes[-1, True]  # --group-size overrides the declared group
+    assert sizes[32, False] - sizes[32, True] == 45_416_448
+    assert sizes[32, True] - sizes[-1, False] == 15_138_816 - 788_480
+    # llm-compressor's W4A16 (compressed-tensors: int 4-bit weights, a scale per group of 128) is int4 at group 128
+    w4a16 = {"weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128}, "input_activations": None}
+    fp8 = {"weights": {"num_bits": 8, "type": "float", "strategy": "channel"},
+           "input_activations": {"num_bits": 8, "type": "float", "dynamic": True, "strategy": "token"}}
+    w8a8 = {"weights": {"num_bits": 8, "type": "int", "strategy": "channel"},
+            "input_activations": {"num_bits": 8, "type": "int", "dynamic": True}}
+    for label, group in (("w4a16", w4a16), ("fp8", fp8), ("w8a8", w8a8), ("hqq", None)):
+        q = {"quant_method": "hqq"} if group is None else \
+            {"quant_method": "compressed-tensors", "config_groups": {"group_0": dict(group, targets=["Linear"])}}
+        path = tmp_path / f"{label}.json"
+        path.write_text(json.dumps(dict(cfg, quantization_config=q)))
+        code, out, err = run([str(path), "--format", "json", "--hw", "H100-SXM"], capsys)
+        if label == "w4a16":
+            assert code == 0 and json.loads(out)["model"]["weight_bytes"] == sizes[32, True]
+        elif label == "fp8":
+            assert code == 0 and json.loads(out)["workload"]["weight_dtype"] == "fp8"
+        else:  # integer GEMMs, or a method roofcalc does not read: refused, and read with the flag it names
+            assert code == 2 and err.count("\n") == 1 and "--weight-dtype" in err
+            code, out, _ = run([str(path), "--format", "json", "--weight-dtype", "int8"], capsys)
+            assert code == 0 and json.loads(out)["workload"]["weight_dtype"] == "int8"
+
+
 ERRORS = [
     (["missing/config.json"], "no such file"),
     (["TinyLlama/TinyLlama-1.1B", "--batch", "0"], "must be at least 1"),
@@ -99,6 +142,7 @@ ERRORS = [
     (["TinyLlama/TinyLlama-1.1B", "--batch", "1000000000000"], "beyond any real workload"),
     (["TinyLlama/TinyLlama-1.1B", "--dtype", "fp12"], "unknown dtype 'fp12'"),
     (["TinyLlama/TinyLlama-1.1B", "--act-dtype", "int4"], "activations cannot be int4"),
+    (["TinyLlama/TinyLlama-1.1B", "--weight-dtype", "mxfp4"], "has no experts: mxfp4 stores"),
     (["TinyLlama/TinyLlama-1.1B", "--context", "5", "--prompt", "3"], "not allowed with argument"),
     (["mistralai/Mixtral-8x7B-v0.1", "--experts", "most"], "invalid choice: 'most'"),
     ([], "the following arguments are required: model"),

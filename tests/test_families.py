@@ -3,6 +3,8 @@ learned positions, soft-capping, partial rotary; and the bad configs of these fa
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from roofcalc import RoofcalcError, Workload, analyze, dtype, load_shape, shape_from_config
@@ -84,6 +86,18 @@ def test_deepseek_v2_lite_mla_naive_and_absorbed():
     assert absorbed.totals.flops < naive.totals.flops / 5
 
 
+def test_mxfp4_stores_the_experts_alone():
+    """Mixtral-8x7B with MXFP4 experts (gpt-oss's format: 4-bit values, one byte of scale per 32 inputs):
+    32 layers x 8 experts x 3 x 4096 x 14336 = 45,097,156,608 expert values in 45,097,156,608 x 17/32 =
+    23,957,864,448 bytes; the other 46,702,792,704 - 45,097,156,608 = 1,605,636,096 parameters in fp16,
+    3,211,272,192 bytes: 27,169,136,640 in all."""
+    s = load_shape("mistralai/Mixtral-8x7B-v0.1")
+    a = analyze(s, Workload.decode(1, 10, weight_dtype=dtype("mxfp4")))
+    assert a.params == 46_702_792_704
+    assert a.weight_storage_bytes == 23_957_864_448 + 3_211_272_192
+    assert a.kernel("q_proj").cost.weight_bytes == 4096 * 4096 * 2  # attention stays fp16
+
+
 def test_deepseek_v3_fp8_block_weights_from_quantization_config():
     s = load_shape("deepseek-ai/DeepSeek-V3")
     assert s.weight_format == "fp8-b128"  # quant_method fp8, weight_block_size [128, 128]
@@ -143,15 +157,33 @@ MOE = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8, intermed
     (dict(MOE, model_type="mixtral", num_local_experts=0, num_experts_per_tok=2), "must be a positive integer"),
     (dict(MOE, model_type="phi3", sliding_window=0), "'sliding_window' must be a positive integer"),
     (dict(MOE, model_type="gemma2", sliding_window=0), "'sliding_window' must be a positive integer"),
-    (dict(MOE, model_type="deepseek_v3", n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=64,
-          quantization_config={"quant_method": "fp8", "weight_block_size": [64, 64]}), "only \\[128, 128\\]"),
-    (dict(MOE, model_type="llama", quantization_config={"quant_method": "hqq"}), "quant_method 'hqq'"),
     (dict(MOE, model_type="gpt_neox", rotary_pct=1.5), "fraction"),
     (dict(MOE, model_type="qwen3_moe", num_experts=8, num_experts_per_tok=2, mlp_only_layers="all"), "list of layer"),
 ])
 def test_bad_family_configs(cfg, message):
     with pytest.raises(RoofcalcError, match=message):
         shape_from_config(cfg, "t")
+
+
+@pytest.mark.parametrize("cfg,message", [
+    (dict(MOE, model_type="deepseek_v3", n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=64,
+          quantization_config={"quant_method": "fp8", "weight_block_size": [64, 64]}), "only \\[128, 128\\]"),
+    (dict(MOE, model_type="llama", quantization_config={"quant_method": "hqq"}), "quant_method 'hqq'"),
+])
+def test_unreadable_quantization_configs_are_refused_unless_overridden(cfg, message, tmp_path, capsys):
+    """The shape keeps why its declared weights cannot be read; the command line refuses it in one line
+    unless --weight-dtype (or --dtype) says what to read instead."""
+    import json
+
+    from roofcalc.cli import main
+
+    assert re.search(message, shape_from_config(cfg, "t").weight_format_refusal)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert main([str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.search(message, err)
+    assert main([str(path), "--weight-dtype", "int4"]) == 0
 
 
 def test_unknown_model_type_read_as_a_family_explicitly():

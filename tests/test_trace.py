@@ -234,6 +234,33 @@ def test_a_hybrid_models_cache_holds_its_recurrent_states(model_type):
     assert states == first > 0  # the same states at both lengths
 
 
+def test_gpt_oss_mxfp4_checkpoint_stores_its_experts_in_mxfp4():
+    """gpt-oss checkpoints declare quant_method mxfp4: the experts' stacks in MXFP4 (4 bits a value and one
+    byte of scale per 32), every other tensor (attention, router, biases, embeddings) in bf16. The small
+    config's experts: 2 layers x 8 x (256 x 2·512 gate_up + 512 x 256 down) = 6,291,456 values, stored in
+    6,291,456 x (1/2 + 1/32) = 3,342,336 bytes."""
+    # as the checkpoints write it: legacy rotary keys, which transformers 5 reads into rope_parameters
+    yarn = {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096, "beta_fast": 32.0,
+            "beta_slow": 1.0, "truncate": False}
+    cfg = dict(config("gpt_oss"), quantization_config={"quant_method": "mxfp4"}, rope_theta=150000, rope_scaling=yarn)
+    b = _bf16()
+    shape = trace(cfg, "t", Workload.decode(1, 12, weight_dtype=b, act_dtype=b, kv_dtype=b), use_cache=False)
+    assert shape.shape.weight_format == "mxfp4"
+    assert shape.check.ignored == ()  # rope_theta and rope_scaling were read
+    from roofcalc.calculator import DTYPES
+
+    wl = Workload.decode(1, 12, weight_dtype=DTYPES["mxfp4"], act_dtype=b, kv_dtype=b)
+    a = trace(cfg, "t", wl, use_cache=False)
+    experts = 2 * 8 * (256 * 2 * 512 + 512 * 256)
+    assert experts == 6_291_456
+    assert a.weight_storage_bytes == (a.params - experts) * 2 + 3_342_336
+    # q_proj 256 -> 8 heads x 32 and its bias, bf16 as the checkpoint keeps them
+    assert a.kernel("self_attn.q_proj").cost.weight_bytes == (256 * 8 * 32 + 8 * 32) * 2
+    # a model without experts has nothing MXFP4 stores
+    with pytest.raises(RoofcalcError, match="runs no experts"):
+        trace(config("cohere"), "t", wl, use_cache=False)
+
+
 def test_experts_read_the_experts_their_tokens_reach():
     """qwen2_moe at decode batch 1: top-2 of 8 experts, so a quarter of each expert weight is read
     (1,048,576 bytes of bf16 gate_up for 8 experts of [2·128, 256] -> 262,144)."""
@@ -466,13 +493,15 @@ def test_a_traced_moe_sweep_reads_the_experts_each_batch_reaches():
             assert int(g.bytes[i, j]) == direct.totals.bytes and int(g.flops[i, j]) == direct.totals.flops
 
 
-@pytest.mark.parametrize("hub_id", ["TinyLlama/TinyLlama-1.1B-Chat-v1.0", "Qwen/Qwen2.5-7B", "mistralai/Mixtral-8x7B-v0.1"])
-@pytest.mark.parametrize("weights", ["int4", "int8", "fp8-b128"])
+@pytest.mark.parametrize("hub_id,weights", [
+    (h, w) for h in ("TinyLlama/TinyLlama-1.1B-Chat-v1.0", "Qwen/Qwen2.5-7B", "mistralai/Mixtral-8x7B-v0.1")
+    for w in ("int4", "int8", "fp8-b128")] + [("mistralai/Mixtral-8x7B-v0.1", "mxfp4")])
 def test_quantized_weights_count_the_same_by_hand_and_by_trace(hub_id, weights):
     """A checkpoint whose decoder layers' weights are int4 / int8 (an fp16 scale per 128 inputs) or fp8
-    (an fp32 scale per 128 x 128 block): the trace runs in the activation dtype and stores each layer's
-    weight matrices (the experts' stacks too) as the hand model does, embeddings, norms and routers in
-    the float dtype. Every weight's bytes in memory, and each linear's bytes read, agree."""
+    (an fp32 scale per 128 x 128 block), or whose experts are MXFP4 (a byte of scale per 32): the trace
+    runs in the activation dtype and stores each layer's weight matrices (the experts' stacks too) as the
+    hand model does, embeddings, norms and routers in the float dtype. Every weight's bytes in memory,
+    and each linear's bytes read, agree."""
     from dataclasses import replace
 
     from roofcalc.calculator import DTYPES

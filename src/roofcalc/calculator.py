@@ -50,6 +50,9 @@ MAX_TOKENS = 1 << 24
 # --------------------------------------------------------------------------- data types
 
 
+SCALE_BYTES = 2  # one fp16 scale per group of quantized weights (symmetric; no zero point)
+
+
 @dataclass(frozen=True)
 class DType:
     """A storage type. ``quantized`` types hold integer weights with one fp16 scale per group."""
@@ -58,6 +61,9 @@ class DType:
     bits: int
     quantized: bool = False
     block: int = 0  # block-scaled float weights: one fp32 scale per block x block tile (DeepSeek-V3 fp8)
+    group: int = 0  # a format's own group along the input dimension (else the workload's group_size)
+    scale_bytes: int = SCALE_BYTES  # bytes of one group's scale
+    experts_only: bool = False  # the format stores a mixture of experts' expert weights only
 
     @property
     def scaled(self) -> bool:
@@ -77,10 +83,13 @@ DTYPES = {
     "fp8-b128": DType("fp8-b128", 8, block=128),
     "int8": DType("int8", 8, quantized=True),
     "int4": DType("int4", 4, quantized=True),
+    # OCP Microscaling Formats (MX) v1.0: MXFP4 is FP4 (E2M1) values in blocks of 32 sharing one 8-bit (E8M0)
+    # scale. gpt-oss checkpoints store their experts so (quant_method "mxfp4"), everything else in bf16, as
+    # transformers' Mxfp4 integration loads them: it replaces the experts alone
+    "mxfp4": DType("mxfp4", 4, quantized=True, group=32, scale_bytes=1, experts_only=True),
 }
 DTYPE_ALIASES = {"float32": "fp32", "float": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16",
                  "float8": "fp8", "fp8_e4m3": "fp8", "e4m3": "fp8"}
-SCALE_BYTES = 2  # one fp16 scale per group of quantized weights (symmetric; no zero point)
 BLOCK_SCALE_BYTES = 4  # one fp32 scale (weight_scale_inv) per 128 x 128 block of fp8 weights
 EXPERT_MODES = ("expected", "all", "topk")
 MLA_MODES = ("naive", "absorbed")
@@ -148,6 +157,11 @@ class Workload:
     def tokens(self) -> int:
         """B·T: rows of every token-wise kernel."""
         return self.batch * self.query_tokens
+
+    @property
+    def weight_group(self) -> int:
+        """Values per scale of quantized weights: the format's own group (MXFP4: 32), else group_size."""
+        return self.weight_dtype.group or self.group_size
 
     @property
     def float_weight_dtype(self) -> DType:
@@ -256,13 +270,16 @@ def matmul(m: int, n: int, k: int, *, weight_bytes: int, act: DType, bias_bytes:
     )
 
 
-def linear_weight_bytes(n_in: int, n_out: int, wl: Workload) -> int:
-    """Bytes of an [n_out, n_in] weight; quantized formats add one fp16 scale per group of
-    ``group_size`` inputs of each output row, block-scaled fp8 one fp32 scale per block."""
+def linear_weight_bytes(n_in: int, n_out: int, wl: Workload, experts: bool = False) -> int:
+    """Bytes of an [n_out, n_in] weight (an expert's, if ``experts``); quantized formats add one fp16
+    scale per group of ``group_size`` inputs of each output row (MXFP4: one byte per 32), block-scaled
+    fp8 one fp32 scale per block. A format of expert weights only leaves the others in the float dtype."""
     w = wl.weight_dtype
+    if w.experts_only and not experts:
+        return wl.float_weight_dtype.nbytes(n_in * n_out)
     if w.block:
         return w.nbytes(n_in * n_out) + -(-n_out // w.block) * -(-n_in // w.block) * BLOCK_SCALE_BYTES
-    scales = n_out * -(-n_in // wl.group_size) * SCALE_BYTES if w.quantized else 0
+    scales = n_out * -(-n_in // wl.weight_group) * w.scale_bytes if w.quantized else 0
     return w.nbytes(n_in * n_out) + scales
 
 
@@ -317,7 +334,8 @@ def linear(name: str, n_in: int, n_out: int, s: ModelShape, wl: Workload, *, bia
     if weight_bytes is not None:
         wb = weight_bytes
     else:
-        wb = wl.float_weight_dtype.nbytes(n_in * n_out) if float_weight else linear_weight_bytes(n_in, n_out, wl)
+        wb = wl.float_weight_dtype.nbytes(n_in * n_out) if float_weight else \
+            linear_weight_bytes(n_in, n_out, wl, experts=role == "experts")
     bias_bytes = wl.float_weight_dtype.nbytes(n_out) if bias else 0
     cost = matmul(rows, n_out, n_in, weight_bytes=wb, act=wl.act_dtype, bias_bytes=bias_bytes)
     own = n_in * n_out + (n_out if bias else 0) if params is None else params
@@ -482,8 +500,8 @@ def moe_kernels(s: ModelShape, wl: Workload) -> list[Kernel]:
     router_bytes = (DTYPES["fp32"] if v3 else wl.float_weight_dtype).nbytes(router_params)
     ks = [linear("mlp.gate", d, moe.n_experts, s, wl, weight_bytes=router_bytes, params=router_params,
                  role="router")]
-    per_gate_up = linear_weight_bytes(d, 2 * moe.d_expert, wl)
-    per_down = linear_weight_bytes(moe.d_expert, d, wl)
+    per_gate_up = linear_weight_bytes(d, 2 * moe.d_expert, wl, experts=True)
+    per_down = linear_weight_bytes(moe.d_expert, d, wl, experts=True)
     for name, n_in, n_out, per in (("experts.gate_up_proj", d, 2 * moe.d_expert, per_gate_up),
                                    ("experts.down_proj", moe.d_expert, d, per_down)):
         k = linear(name, n_in, n_out, s, wl, rows=rows, weight_bytes=round(touched * per),

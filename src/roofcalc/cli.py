@@ -49,11 +49,12 @@ def _main_parser() -> argparse.ArgumentParser:
                    "mean time per output token)")
     p.add_argument("--dtype", help="weights, activations and KV cache: fp32 bf16 fp16 fp8 (default: the checkpoint's "
                    f"torch_dtype where the device computes in it, else the same width; {DEFAULT_DTYPE} if it declares none)")
-    p.add_argument("--weight-dtype", help="weights only: fp32 bf16 fp16 fp8 fp8-b128 int8 int4 "
-                   "(default: the checkpoint's quantization_config, else --dtype)")
+    p.add_argument("--weight-dtype", help="weights only: fp32 bf16 fp16 fp8 fp8-b128 int8 int4, or mxfp4 (the "
+                   "experts of a mixture of experts) (default: the checkpoint's quantization_config, else --dtype)")
     p.add_argument("--act-dtype", help="activations only")
     p.add_argument("--kv-dtype", help="KV cache only (also int8)")
-    p.add_argument("--group-size", type=positive_int, default=128, help="int8/int4 weights: values per fp16 scale (default 128)")
+    p.add_argument("--group-size", type=positive_int, help="int8/int4 weights: values per fp16 scale (default: the "
+                   "checkpoint's quantization_config, else 128)")
     p.add_argument("--full-rectangle", action="store_true",
                    help="prefill: count every (query, key) pair, as dense attention and FLOP counters do (default: causal)")
     p.add_argument("--logits", choices=("last", "all"), default="last",
@@ -118,11 +119,14 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
     base = args.dtype or DEFAULT_DTYPE
     given = getattr(args, "dtype_flag", args.dtype)  # --dtype as typed (run_main may fill args.dtype in)
     declared = shape.weight_format if shape is not None and not given else None
+    if shape is not None and shape.weight_format_refusal and not given and not args.weight_dtype:
+        raise RoofcalcError(shape.weight_format_refusal)
     kw = dict(
         weight_dtype=dtype(args.weight_dtype or declared or base),
         act_dtype=dtype(args.act_dtype or base),
         kv_dtype=dtype(args.kv_dtype or base),
-        group_size=args.group_size,
+        group_size=args.group_size or (shape.weight_group if declared and not args.weight_dtype and shape.weight_group
+                                       else 128),
         causal=not args.full_rectangle,
         logits_all=args.logits == "all",
         experts=args.experts,
@@ -130,6 +134,9 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
     )
     if kw["act_dtype"].quantized:
         raise RoofcalcError(f"activations cannot be {kw['act_dtype'].name}; use --weight-dtype for integer weights")
+    if kw["weight_dtype"].experts_only and shape is not None and shape.moe is None and shape.activation != "traced":
+        raise RoofcalcError(f"{shape.name} has no experts: {kw['weight_dtype'].name} stores a mixture of experts' "
+                            f"expert weights (use int4 or int8 for every linear)")
     return kw
 
 

@@ -15,6 +15,7 @@ from typing import Any, Iterable
 from .calculator import Analysis, Cost, Kernel
 from .parallel import GATHERED_FAMILIES, WHOLE_ATTENTION
 from .roofline import FLAG_FLOOR_MULTIPLE, Roof, Roofline
+from .shapes import PER_CHANNEL
 from .sweep import BatchVerdicts, Sweep
 
 SCHEMA_VERSION = 2  # 2: predicted_s and the efficiency model; predicted_lower_s / predicted_upper_s are the floors and the pessimistic end
@@ -109,7 +110,7 @@ def workload_record(a: Analysis) -> dict[str, Any]:
     rec.update(query_tokens=w.query_tokens, kv_len=w.kv_len, weight_dtype=w.weight_dtype.name,
                act_dtype=w.act_dtype.name, kv_dtype=w.kv_dtype.name, compute_dtype=w.compute_dtype.name)
     if w.weight_dtype.quantized:
-        rec["group_size"] = w.group_size
+        rec["group_size"] = w.weight_group
     return rec
 
 
@@ -281,7 +282,7 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
                      f"per token, {a.active_params:,} active)")
     declared = " (the checkpoint's quantization_config)" if s.weight_format == w.weight_dtype.name else ""
     lines.append(f"size      {a.params:,} parameters, {a.weight_storage_bytes:,} bytes of weights ({w.weight_dtype.name}"
-                 f"{f', group {w.group_size}' if w.weight_dtype.quantized else ''}{declared}), "
+                 f"{(', one scale a row' if w.weight_group >= PER_CHANNEL else f', group {w.weight_group}') if w.weight_dtype.quantized else ''}{declared}), "
                  f"KV cache {a.kv_bytes_per_token:,} bytes per token ({w.kv_dtype.name})")
     if w.phase == "decode":
         what = f"decode one token, batch B={w.batch}{d('batch')}, context S={w.kv_len}{d('context')} (the new token included)"

@@ -64,7 +64,8 @@ IMPLS = ("hf-eager", "fused", "cuda-graph")
 def weight_format(kernel: Kernel, weight_dtype) -> str:
     """'int8' / 'int4' for a kernel whose weights are stored in that integer format and dequantized
     on the fly (the decoder layers' linears and experts, OPT's project_in/out), else ''."""
-    if not weight_dtype.quantized or kernel.role not in ("linear", "experts"):
+    if not weight_dtype.quantized or kernel.role not in ("linear", "experts") or \
+            weight_dtype.experts_only and kernel.role != "experts":
         return ""
     return weight_dtype.name if kernel.scope == "layer" or kernel.name.startswith("project_") else ""
 

@@ -202,6 +202,8 @@ class ModelShape:
     mlp_types: tuple[str, ...] = ()  # "dense" | "moe" per layer (empty: all dense)
     mla: MLA | None = None
     weight_format: str | None = None  # the checkpoint's declared weight dtype (quantization_config)
+    weight_group: int | None = None  # and its values per scale (GPTQ/AWQ group_size; a whole row: PER_CHANNEL)
+    weight_format_refusal: str = ""  # why the declared format cannot be read (the CLI refuses unless overridden)
     config_dtype: str | None = None  # the checkpoint's torch_dtype (or dtype): fp32, bf16, fp16, or None
     names: tuple[tuple[str, str], ...] = ()  # role -> module name overrides
     hf_activation: str = ""  # the config's own activation name (gelu_new runs as several eager ops)
@@ -307,6 +309,15 @@ def _mla(r: ConfigReader) -> MLA:
     )
 
 
+def declared_weights(cfg: dict, name: str) -> dict:
+    """The ModelShape fields of a config's quantization_config: its weight format and group, or why they
+    cannot be read (a refusal only where nothing overrides the format)."""
+    try:
+        return {"weight_format": _weight_format(cfg, name), "weight_group": _weight_group(cfg, name)}
+    except RoofcalcError as exc:
+        return {"weight_format_refusal": str(exc)}
+
+
 def _weight_format(cfg: dict, name: str) -> str | None:
     """The weight dtype a quantization_config declares (None: the checkpoint's float dtype)."""
     q = cfg.get("quantization_config")
@@ -322,12 +333,66 @@ def _weight_format(cfg: dict, name: str) -> str | None:
         if block != [128, 128]:
             raise RoofcalcError(f"{name}: fp8 weight_block_size {_show(block)} is not supported (only [128, 128])")
         return "fp8-b128"
+    if method == "mxfp4":  # gpt-oss: the experts in MXFP4, the rest in the checkpoint's float dtype
+        return "mxfp4"
+    if method == "compressed-tensors":
+        return _compressed(q, name)[0]
     bits = q.get("bits") or q.get("w_bit")
     if method in ("gptq", "awq") and isinstance(bits, int) and bits in (4, 8):
         return f"int{bits}"
     if method == "bitsandbytes":
         return "int4" if q.get("load_in_4bit") else "int8"
     raise RoofcalcError(f"{name}: quantization_config quant_method '{method}' is not known; pass --weight-dtype")
+
+
+PER_CHANNEL = 1 << 24  # group_size -1: one scale per output row (a group wider than any row)
+
+
+def _compressed(q: dict, name: str) -> tuple[str, int | None]:
+    """(weight dtype, values per scale) of a compressed-tensors quantization_config (llm-compressor's
+    checkpoints): one config group whose weights are 4- or 8-bit integers with a scale per group or per
+    output row (W4A16, W8A16), or 8-bit floats (FP8, with fp8 activations or none). Integer activations
+    (W8A8-INT8 GEMMs) are not modelled: refused, with the flag that reads the weights alone."""
+    groups = q.get("config_groups")
+    if not isinstance(groups, dict) or len(groups) != 1 or not isinstance(next(iter(groups.values())), dict):
+        raise RoofcalcError(f"{name}: a compressed-tensors quantization_config with other than one config group is "
+                            f"not read; pass --weight-dtype")
+    group = next(iter(groups.values()))
+    w, a = group.get("weights"), group.get("input_activations")
+    if not isinstance(w, dict):
+        raise RoofcalcError(f"{name}: compressed-tensors config group without weights; pass --weight-dtype")
+    bits, kind, strategy = w.get("num_bits"), w.get("type"), w.get("strategy")
+    if isinstance(a, dict) and a.get("type") == "int":
+        raise RoofcalcError(f"{name}: compressed-tensors int{a.get('num_bits')} activations (integer GEMMs) are not "
+                            f"modelled; pass --weight-dtype int8 to read its weights as W8A16")
+    if kind == "float" and bits == 8 and strategy in ("tensor", "channel"):
+        return "fp8", None
+    if kind == "float" and bits == 8 and strategy == "block" and w.get("block_structure") == [128, 128]:
+        return "fp8-b128", None
+    if kind == "int" and bits in (4, 8) and strategy in ("group", "channel"):
+        g = w.get("group_size") if strategy == "group" else -1
+        if g != -1 and (isinstance(g, bool) or not isinstance(g, int) or not 1 <= g <= PER_CHANNEL):
+            raise RoofcalcError(f"{name}: compressed-tensors group_size must be a positive integer, got {_show(g)}")
+        return f"int{bits}", PER_CHANNEL if g == -1 else g
+    raise RoofcalcError(f"{name}: compressed-tensors weights {_show(kind)} {_show(bits)}-bit by {_show(strategy)} "
+                        f"are not read; pass --weight-dtype")
+
+
+def _weight_group(cfg: dict, name: str) -> int | None:
+    """The values per scale a GPTQ/AWQ or compressed-tensors quantization_config declares (None: not declared)."""
+    q = cfg.get("quantization_config")
+    if isinstance(q, dict) and str(q.get("quant_method", "")).lower() == "compressed-tensors":
+        return _compressed(q, name)[1]
+    if not isinstance(q, dict) or str(q.get("quant_method", "")).lower() not in ("gptq", "awq"):
+        return None
+    g = q.get("group_size", q.get("q_group_size"))
+    if g is None:
+        return None
+    if g == -1:
+        return PER_CHANNEL
+    if isinstance(g, bool) or not isinstance(g, int) or not 1 <= g <= PER_CHANNEL:
+        raise RoofcalcError(f"{name}: quantization_config group_size must be a positive integer or -1, got {_show(g)}")
+    return g
 
 
 def _config_dtype(cfg: dict) -> str | None:
@@ -459,7 +524,7 @@ def _build(r: ConfigReader, name: str, model_type: str) -> ModelShape:
         moe=moe,
         mlp_types=mlp_types,
         mla=mla,
-        weight_format=_weight_format(r.cfg, name),
+        **declared_weights(r.cfg, name),
         config_dtype=_config_dtype(r.cfg),
         names=f.names,
         hf_activation=hf_activation,

@@ -127,7 +127,7 @@ def hf_config(cfg: dict, name: str):
     # write them so): a key a sub-config holds with the given value was read (the config itself keeps
     # any unknown key as an attribute, so only its sub-configs tell)
     parts = [getattr(config, k) for k in sorted(sub) if hasattr(getattr(config, k, None), "to_dict")]
-    ignored = tuple(k for k in ignored if not any(_holds(c, k, cfg[k]) for c in parts))
+    ignored = tuple(k for k in ignored if not any(_holds(c, k, cfg[k]) for c in parts) and not _in_rope(config, k, cfg[k]))
     lost = [k for k in ignored if k in DIMENSION_KEYS]
     if lost:
         raise RoofcalcError(f"{name}: transformers' {cls.__name__} does not read {', '.join(lost)}: tracing it would "
@@ -142,6 +142,17 @@ def hf_config(cfg: dict, name: str):
     except (TypeError, ValueError):  # pragma: no cover - a class without a signature
         pass
     return config, ConfigCheck(cls.__name__, ignored, tuple(sorted(defaults.items())))
+
+
+def _in_rope(config, key: str, value) -> bool:
+    """Whether a legacy rotary key (rope_theta, or a rope_scaling object) was read into the config's
+    rope_parameters, as transformers 5 reads them."""
+    rope = getattr(config, "rope_parameters", None)
+    if not isinstance(rope, dict):
+        return False
+    if key == "rope_scaling" and isinstance(value, dict):
+        return all(rope.get("rope_type" if k == "type" else k) == v for k, v in value.items())
+    return key == "rope_theta" and rope.get(key) == value
 
 
 def _holds(config, key: str, value) -> bool:
@@ -610,7 +621,7 @@ def shape_of(config, model_type: str, name: str, cfg: dict) -> ModelShape:
     n_layers = get("num_hidden_layers", "n_layer", "num_layers", default=0)
     head_dim = get("head_dim", default=d // n_heads if n_heads else 0)
     window = get("sliding_window", default=None)
-    from .shapes import _config_dtype, _weight_format
+    from .shapes import _config_dtype, declared_weights
 
     return ModelShape(
         name=name, model_type=model_type, n_layers=n_layers, d_model=d, n_heads=n_heads, n_kv_heads=n_kv,
@@ -618,7 +629,7 @@ def shape_of(config, model_type: str, name: str, cfg: dict) -> ModelShape:
         vocab_size=get("vocab_size", default=0), tie_word_embeddings=getattr(config, "tie_word_embeddings", False) is True,
         qkv_bias=False, o_bias=False, mlp_bias=False, qk_norm=False, activation="traced", embed_scale=False,
         rotary_dim=0, sliding_window=window, layer_types=("full",) * n_layers, family=model_type,
-        config_dtype=_config_dtype(cfg), weight_format=_weight_format(cfg, name),
+        config_dtype=_config_dtype(cfg), **declared_weights(cfg, name),
     )
 
 
@@ -638,11 +649,11 @@ def _cache_key(cfg: dict, wl: Workload, tf_version: str) -> str:
 def _check_workload(wl: Workload) -> None:
     for what, d in (("weights", wl.weight_dtype), ("activations", wl.act_dtype), ("KV cache", wl.kv_dtype)):
         if d.name not in TORCH_DTYPES and not (what == "weights" and d.scaled):
-            raise RoofcalcError(f"a traced model runs in fp32, bf16 or fp16 (its weights also int8, int4 or fp8-b128); "
+            raise RoofcalcError(f"a traced model runs in fp32, bf16 or fp16 (its weights also int8, int4, mxfp4 or fp8-b128); "
                                 f"{what} {d.name} is for hand-modelled families")
     if not wl.act_dtype == wl.kv_dtype or not (wl.weight_dtype == wl.act_dtype or wl.weight_dtype.scaled):
         raise RoofcalcError("a traced model runs weights, activations and KV cache in one dtype (weights may be "
-                            "int8, int4 or fp8-b128 besides); give --dtype, and --weight-dtype for those")
+                            "int8, int4, mxfp4 or fp8-b128 besides); give --dtype, and --weight-dtype for those")
     if not wl.causal:
         raise RoofcalcError("--full-rectangle is for hand-modelled families (a traced model runs its own mask)")
 
@@ -850,12 +861,16 @@ def _quantized(traced: list, doc: dict, wl: Workload, config) -> tuple[list, int
         return math.prod(m) * float_size
 
     def quant(m) -> int:
-        return math.prod(m[:-2]) * linear_weight_bytes(m[-1], m[-2], wl)
+        return math.prod(m[:-2]) * linear_weight_bytes(m[-1], m[-2], wl, experts=True)
 
     def mats(module: str) -> list:
         return [m for m in shapes.get(module, []) if m[-2] not in (1, n_experts)]  # routers stay float
 
-    runs = {k.module for k in traced if k.layer is not None and k.kind == "matmul" and (not k.function or k.experts)}
+    runs = {k.module for k in traced if k.layer is not None and k.kind == "matmul" and (not k.function or k.experts)
+            and (k.experts or not wl.weight_dtype.experts_only)}  # MXFP4: the expert stacks alone
+    if not runs and wl.weight_dtype.experts_only:
+        raise RoofcalcError(f"{doc['class']} runs no experts: {wl.weight_dtype.name} stores a mixture of experts' "
+                            f"expert weights (use int4 or int8 for every linear)")
     total = doc["param_bytes"] + sum(quant(m) - stored(m) for module in runs for m in mats(module))
     out = []
     for k in traced:
