@@ -596,6 +596,12 @@ class TracedAnalysis(Analysis):
         return self.traced_param_bytes + self.traced_cache_bytes
 
 
+def _nested(config, part: str, key: str) -> int:
+    """An integer a config keeps in a sub-object of its own (DBRX's ffn_config), else 0."""
+    v = getattr(getattr(config, part, None), key, None)
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
 def shape_of(config, model_type: str, name: str, cfg: dict) -> ModelShape:
     """The header's letters, read from transformers' own config object (a multimodal one's text config)."""
     try:
@@ -621,11 +627,15 @@ def shape_of(config, model_type: str, name: str, cfg: dict) -> ModelShape:
     n_layers = get("num_hidden_layers", "n_layer", "num_layers", default=0)
     head_dim = get("head_dim", default=d // n_heads if n_heads else 0)
     window = get("sliding_window", default=None)
+    kinds = getattr(text, "layer_types", None)
+    if isinstance(kinds, (list, tuple)) and kinds and not any("sliding" in str(k) for k in kinds):
+        window = None  # a window the class keeps but no layer uses (Dots1's 4096)
     from .shapes import _config_dtype, declared_weights
 
     return ModelShape(
         name=name, model_type=model_type, n_layers=n_layers, d_model=d, n_heads=n_heads, n_kv_heads=n_kv,
-        head_dim=head_dim, d_ff=get("intermediate_size", "ffn_dim", "n_inner", default=0) or 4 * d,
+        head_dim=head_dim, d_ff=get("intermediate_size", "ffn_dim", "n_inner", "decoder_ffn_dim", "ffn_hidden_size",
+                                    default=0) or _nested(config, "ffn_config", "ffn_hidden_size") or 4 * d,
         vocab_size=get("vocab_size", default=0), tie_word_embeddings=getattr(config, "tie_word_embeddings", False) is True,
         qkv_bias=False, o_bias=False, mlp_bias=False, qk_norm=False, activation="traced", embed_scale=False,
         rotary_dim=0, sliding_window=window, layer_types=("full",) * n_layers, family=model_type,
@@ -702,18 +712,8 @@ def _one_sequence_per_row(transformers):
     return undo
 
 
-def _grouped_experts(torch):
-    """Expert loops that ask which experts a batch reached (``nonzero`` on the router's choice, as DBRX's
-    does) cannot run on meta tensors, which hold no values. In a trace such an experts module runs as
-    one grouped matmul per expert weight stack, as transformers' own ``grouped_mm`` experts run Mixtral's:
-    the same FLOPs (each token through its k experts) and, through the recorder, the weights of the
-    experts the batch reaches. The module and its weights are the model's own, and it is one kernel.
-    Returns (the undo, the classes whose modules are each one kernel)."""
-    undo = []
-    try:
-        from transformers.models.dbrx import modeling_dbrx as dbrx
-    except ImportError:  # pragma: no cover - a transformers without DBRX
-        return (lambda: None), ()
+def _dbrx_experts(torch, module):
+    """DBRX: DbrxExperts hands its GLU each expert the router reached (``nonzero``)."""
 
     def glu(self, hidden_states, top_k_index, top_k_weights):  # DbrxExpertGLU on every (token, expert) pair
         k, d = top_k_index.shape[-1], hidden_states.shape[-1]
@@ -733,15 +733,59 @@ def _grouped_experts(torch):
         flat = hidden_states.reshape(-1, self.hidden_size)
         return self.mlp(flat, top_k_index, top_k_weights).view(batch, -1, self.hidden_size)
 
-    for cls, fn in ((dbrx.DbrxExpertGLU, glu), (dbrx.DbrxExperts, experts)):
-        undo.append((cls, cls.__dict__["forward"]))
+    return {module.DbrxExpertGLU: glu, module.DbrxExperts: experts}, (module.DbrxExpertGLU,)
+
+
+def _jetmoe_experts(torch, module):
+    """JetMoE: its router hands each expert stack the count of tokens it reached (``tolist``), and the
+    stack splits its rows by them; here the counts stay a tensor, the offsets of one grouped matmul."""
+
+    def gating(self, hidden_states):  # JetMoeTopKGating, its counts per expert kept on the device
+        logits = self.layer(hidden_states).float()
+        top_logits, top_experts = logits.topk(self.top_k, dim=1)
+        gates = torch.softmax(top_logits, dim=1).type_as(hidden_states).flatten()
+        counts = torch.zeros((hidden_states.shape[0], self.num_experts), dtype=torch.long,
+                             device=hidden_states.device).scatter(1, top_experts, 1).sum(0)
+        _, order = top_experts.flatten().sort(0)
+        return order, order.div(self.top_k, rounding_mode="trunc"), gates[order], counts, logits
+
+    def stack(self, inputs, expert_size):  # JetMoeParallelExperts: every row through its expert
+        offsets = torch.cumsum(expert_size, dim=0, dtype=torch.int32)
+        return torch._grouped_mm(inputs, self.weight.transpose(1, 2), offs=offsets)
+
+    return {module.JetMoeTopKGating: gating, module.JetMoeParallelExperts: stack}, ()
+
+
+# model package -> (module name, substitutes): expert loops that read routing values
+_EXPERT_LOOPS = {"dbrx": ("modeling_dbrx", _dbrx_experts), "jetmoe": ("modeling_jetmoe", _jetmoe_experts)}
+
+
+def _grouped_experts(torch, model_type: str):
+    """Expert loops that ask which experts a batch reached (``nonzero`` or ``tolist`` on the router's
+    choice, as DBRX's and JetMoE's do) cannot run on meta tensors, which hold no values. In a trace such
+    an experts module runs as one grouped matmul per expert weight stack, as transformers' own
+    ``grouped_mm`` experts run Mixtral's: the same FLOPs (each token through its k experts) and, through
+    the recorder, the weights of the experts the batch reaches. The modules and their weights are the
+    model's own. Returns (the undo, the classes whose modules are each one kernel)."""
+    if model_type not in _EXPERT_LOOPS:
+        return (lambda: None), ()
+    import importlib
+
+    name, substitutes = _EXPERT_LOOPS[model_type]
+    try:
+        module = importlib.import_module(f"transformers.models.{model_type}.{name}")
+    except ImportError:  # pragma: no cover - a transformers without the model
+        return (lambda: None), ()
+    forwards, one_kernel = substitutes(torch, module)
+    undo = [(cls, cls.__dict__["forward"]) for cls in forwards]
+    for cls, fn in forwards.items():
         cls.forward = fn
 
     def restore():
         for cls, fn in undo:
             cls.forward = fn
 
-    return restore, (dbrx.DbrxExpertGLU,)
+    return restore, one_kernel
 
 
 def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
@@ -790,7 +834,7 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
         sdpa = torch.nn.functional.scaled_dot_product_attention
         torch.nn.functional.scaled_dot_product_attention = rec.fused(sdpa)
         unpacked = _one_sequence_per_row(transformers)
-        grouped, one_kernel = _grouped_experts(torch)
+        grouped, one_kernel = _grouped_experts(torch, config.model_type)
         rec.leaf |= {m for m in model.modules() if isinstance(m, one_kernel)}
         try:
             with torch.no_grad():
