@@ -372,6 +372,23 @@ def test_a_flattened_text_config_that_the_class_reads_is_traced(tmp_path, capsys
     assert "L=2 layers, D=256" in capsys.readouterr().out
 
 
+def test_a_multimodal_configs_top_level_dtype_and_legacy_rope_keys_are_read(tmp_path):
+    """Gemma 3's checkpoints write torch_dtype only at the top, beside a text_config whose rope_scaling
+    transformers 5 reads into each kind of layer's rope_parameters: the language model traces in the
+    checkpoint's dtype, and nothing is listed as ignored."""
+    from roofcalc.trace import traced_shape
+
+    cfg = dict(model_type="gemma3", torch_dtype="bfloat16",
+               text_config=dict(BASE, model_type="gemma3_text", head_dim=32, sliding_window=64,
+                                rope_scaling={"factor": 8.0, "rope_type": "linear"}),
+               vision_config=dict(model_type="siglip_vision_model", hidden_size=64, intermediate_size=128,
+                                  num_attention_heads=2, num_hidden_layers=1, image_size=28, patch_size=14))
+    shape, (use, name, _) = traced_shape(cfg, "g")
+    assert shape.config_dtype == "bf16"
+    doc = trace_raw(use, name, Workload.decode(1, 5, weight_dtype=_bf16(), act_dtype=_bf16(), kv_dtype=_bf16()))
+    assert doc["ignored"] == []
+
+
 # --------------------------------------------------------------------------- the hand models checked by their trace
 
 def _short(cfg: dict, layers: int = 4) -> dict:

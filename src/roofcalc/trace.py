@@ -150,9 +150,11 @@ def _in_rope(config, key: str, value) -> bool:
     rope = getattr(config, "rope_parameters", None)
     if not isinstance(rope, dict):
         return False
+    # one set of parameters, or one per kind of layer (Gemma 3: full and sliding attention)
+    sets = [r for r in rope.values() if isinstance(r, dict)] or [rope]
     if key == "rope_scaling" and isinstance(value, dict):
-        return all(rope.get("rope_type" if k == "type" else k) == v for k, v in value.items())
-    return key == "rope_theta" and rope.get(key) == value
+        return any(all(r.get("rope_type" if k == "type" else k) == v for k, v in value.items()) for r in sets)
+    return key == "rope_theta" and any(r.get(key) == value for r in sets)
 
 
 def _holds(config, key: str, value) -> bool:
@@ -1056,6 +1058,9 @@ def _traced_shape(cfg: dict, name: str) -> tuple[ModelShape, tuple[dict, str, st
     text = cfg.get("text_config")
     if isinstance(text, dict) and isinstance(text.get("model_type"), str) and _causal_lm(text["model_type"]):
         use, label = text, f"{one_line(label)[:60]} (text_config: {one_line(text['model_type'])[:60]})"
+        top = {k: cfg[k] for k in ("torch_dtype", "dtype") if k in cfg}
+        if top and not any(k in text for k in ("torch_dtype", "dtype")):
+            use = dict(text, **top)  # the checkpoint's dtype, often written only at the top (Gemma 3)
     config, _ = hf_config(use, name)
     return shape_of(config, label, name, use), (use, name, label)
 
