@@ -349,6 +349,13 @@ def test_refusals_are_one_line(tmp_path, capsys):
     assert "vision_config: 'depth' must be a positive integer of at most 512" in err and err.count("\n") == 1
     with pytest.raises(RoofcalcError, match="one dtype"):
         trace(config("cohere"), "t", Workload.decode(1, 8, weight_dtype=_bf16()))
+    zero = tmp_path / "zero.json"  # LongCat-Flash: how many experts compute depends on the router's values
+    zero.write_text(json.dumps(dict(model_type="longcat_flash", hidden_size=256, num_layers=1, num_attention_heads=8,
+                                    vocab_size=1000, n_routed_experts=4, zero_expert_num=2, moe_topk=2,
+                                    expert_ffn_hidden_size=128, ffn_hidden_size=512)))
+    assert main([str(zero)]) == 2
+    err = capsys.readouterr().err
+    assert "2 zero-computation experts" in err and err.count("\n") == 1
 
 
 def test_a_flattened_text_config_that_the_class_reads_is_traced(tmp_path, capsys):

@@ -796,6 +796,11 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
     _check_workload(wl)
     config, check = read or hf_config(cfg, name)
     torch, transformers = _need_torch(cfg["model_type"])
+    zero = getattr(config, "zero_expert_num", None)
+    if isinstance(zero, int) and not isinstance(zero, bool) and zero > 0:
+        raise RoofcalcError(f"{name}: {check.class_name}'s router also picks {zero} zero-computation experts, so how "
+                            f"many expert matmuls a token runs depends on the router's values, which a trace on the "
+                            f"meta device has not; roofcalc does not guess them")
     # fp16 is traced as bf16: the same bytes, and the grouped expert matmul takes only bf16 off a GPU
     dtype = getattr(torch, TORCH_DTYPES["bf16" if wl.act_dtype.name == "fp16" else wl.act_dtype.name])
     with warnings.catch_warnings():
