@@ -100,8 +100,14 @@ def run(model, batch: int, prompt: int, *, all_logits: bool = True):
         warnings.simplefilter("ignore")
         with FlopCounterMode(display=False) as fc:
             out = model(input_ids=ids, use_cache=True, **keep)
+        cache = getattr(out, "past_key_values", None)
+        if cache is None and kw_cache in inspect.signature(model.forward).parameters:
+            # a model that makes its cache inside its forward and returns none (recurrent Gemma): hand it one
+            handed = transformers.DynamicCache(config=model.config)
+            with FlopCounterMode(display=False) as fc:
+                out = model(input_ids=ids, use_cache=True, **{kw_cache: handed}, **keep)
+            cache = handed
         prefill = Counts(_counts(fc))
-        cache = out.past_key_values
         one = torch.zeros((batch, 1), dtype=torch.long, device=dev)
         with FlopCounterMode(display=False) as fc:
             model(input_ids=one, use_cache=True, **{kw_cache: cache})

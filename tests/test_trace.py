@@ -56,6 +56,11 @@ TYPES = {
     # Falcon-H1 (attention and Mamba-2 side by side in every layer), LFM2 (short convolutions and attention)
     "falcon_h1": dict(BASE, mamba_n_heads=16, mamba_d_head=32, mamba_d_ssm=512, mamba_d_state=16, mamba_n_groups=1),
     "lfm2": dict(BASE, layer_types=["conv", "full_attention"]),
+    # recurrent Gemma: two RG-LRU blocks, then local attention; it makes its cache inside its forward,
+    # keeps the recurrent states in its modules, and returns no cache: the trace hands it one
+    "recurrent_gemma": dict(hidden_size=256, num_hidden_layers=3, num_attention_heads=8, num_key_value_heads=1,
+                            head_dim=32, lru_width=256, attention_window_size=64, intermediate_size=768,
+                            vocab_size=1000, block_types=["recurrent", "recurrent", "attention"], pad_token_id=0),
     # mixtures of experts in every layer
     "olmoe": dict(BASE, num_experts=4, num_experts_per_tok=2),
     "phimoe": dict(BASE, num_local_experts=4, num_experts_per_tok=2),

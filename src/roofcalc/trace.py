@@ -315,6 +315,12 @@ class _Recorder:
         for h in self.hooks:
             h.remove()
 
+    def restart(self) -> None:
+        """Forget the ops recorded so far (a step run again)."""
+        self.ops.clear()
+        self.instances.clear()
+        self.last_group = None
+
     def fused(self, fn):
         """``fn`` (scaled_dot_product_attention) as one kernel: on a GPU it is one fused launch that
         reads q, k, v (and a mask) and writes its output; the meta device runs it as its math ops."""
@@ -840,6 +846,9 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
         rec = _Recorder(torch, model, top_k if isinstance(top_k, int) else None, wl.experts)
         sdpa = torch.nn.functional.scaled_dot_product_attention
         torch.nn.functional.scaled_dot_product_attention = rec.fused(sdpa)
+        handed = None  # a cache handed to a model that keeps its own (recurrent Gemma)
+        # which may keep its own: takes a cache and is no encoder (BERT-style classes declare is_decoder False)
+        keeps_own = cache_kw in fwd and getattr(config, "is_decoder", None) is not False
         unpacked = _one_sequence_per_row(transformers)
         grouped, one_kernel = _grouped_experts(torch, config.model_type)
         rec.leaf |= {m for m in model.modules() if isinstance(m, one_kernel)}
@@ -850,12 +859,29 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
                     old_cache: set = set()
                     with rec.mode:
                         out = model(input_ids=ids, use_cache=True, **keep)
+                    if _cache_of(out) is None and keeps_own:  # perhaps a cache it keeps to itself
+                        handed = _handed_cache(transformers, config)
+                        rec.restart()
+                        with rec.mode:
+                            out = model(input_ids=ids, use_cache=True, **{cache_kw: handed}, **keep)
+                        if not _filled(handed):  # no cache at all (an encoder): the first run stands
+                            handed = None
+                            rec.restart()
+                            with rec.mode:
+                                out = model(input_ids=ids, use_cache=True, **keep)
                 else:
                     ids = torch.zeros((wl.batch, wl.kv_len - 1), dtype=torch.long, device="meta") \
                         if wl.kv_len > 1 else None
                     cache = None
                     if ids is not None:
                         cache = _cache_of(model(input_ids=ids, use_cache=True, **keep))
+                        if cache is None and keeps_own:
+                            # a model that builds its cache inside its forward and returns none (recurrent
+                            # Gemma keeps its recurrent states in its modules): hand it one to fill
+                            handed = _handed_cache(transformers, config)
+                            model(input_ids=ids, use_cache=True, **{cache_kw: handed}, **keep)
+                            handed = handed if _filled(handed) else None
+                            cache = handed
                         if cache is None:
                             raise RoofcalcError(f"{name}: {check.class_name}'s model keeps no KV cache (a recurrent "
                                                 f"or cache-less model); roofcalc traces decode steps on a cache: "
@@ -878,6 +904,8 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
             grouped()
             rec.close()
     new_cache = _cache_of(out)
+    if new_cache is None:  # a cache handed to the model, which fills it and returns none
+        new_cache = handed
     cache = _cache_storages(torch, new_cache)
     finals = cache | {_storage_key(t) for t in torch.utils._pytree.tree_leaves(getattr(out, "logits", None))
                       if isinstance(t, torch.Tensor)}
@@ -965,6 +993,18 @@ def _cache_of(out):
         if value is not None:
             return value
     return None
+
+
+def _handed_cache(transformers, config):
+    """A cache to hand a model whose forward makes one and returns none: the one it would make."""
+    return transformers.DynamicCache(config=config)
+
+
+def _filled(cache) -> bool:
+    try:
+        return cache is not None and cache.get_seq_length() > 0
+    except Exception:  # a cache whose layers cannot say (it was not filled)
+        return False
 
 
 def _cache_storages(torch, cache) -> set:
