@@ -363,6 +363,26 @@ def test_refusals_are_one_line(tmp_path, capsys):
     assert "2 zero-computation experts" in err and err.count("\n") == 1
 
 
+def test_a_model_without_a_kv_cache_runs_a_forward_pass_unless_a_decode_is_asked_for(tmp_path, capsys):
+    """BERT keeps no KV cache, so it has no decode step: asked for nothing in particular, the command shows
+    a forward pass over the default context's 500 tokens, and says so; asked for a decode (--context), it
+    refuses in one line. The forward pass is what a direct prefill trace of 500 tokens gives."""
+    path = tmp_path / "bert.json"
+    cfg = dict(model_type="bert", hidden_size=256, num_hidden_layers=2, num_attention_heads=8, intermediate_size=512,
+               vocab_size=1000)
+    path.write_text(json.dumps(cfg))
+    assert main([str(path), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["workload"]["phase"] == "prefill" and doc["workload"]["prompt"] == 500
+    direct = trace(cfg, "t", Workload.prefill(1, 500), view="eager", use_cache=False)
+    assert doc["totals"]["flops"] == direct.totals.flops
+    assert main([str(path)]) == 0
+    assert "a forward pass over 500 tokens (the default context) instead of a decode step" in capsys.readouterr().out
+    assert main([str(path), "--context", "100"]) == 2
+    err = capsys.readouterr().err
+    assert "keeps no KV cache" in err and err.count("\n") == 1
+
+
 def test_a_flattened_text_config_that_the_class_reads_is_traced(tmp_path, capsys):
     """Qwen2.5-VL's checkpoints write the text sizes at the top of config.json (beside vision_config), and
     its config class moves them into its text config: the trace reads them, the model is the config's (its

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from .errors import RoofcalcError
+from .errors import NoKVCache, RoofcalcError
 from .inputs import kernel_times, parse_quantity, parse_sizes, percent, positive_int
 
 DEFAULT_BATCH = 1
@@ -391,12 +391,17 @@ def run_main(argv: Sequence[str]) -> str:
         from .plotting import check_plot_path
 
         check_plot_path(args.plot)
-    if _swept_axis(args) is not None:
-        result = build_tp_sweep(args, shape)
-    elif is_sweep(args):
-        result = build_sweep(args, shape)
-    else:
-        result = build_roofline(args, shape)
+    try:
+        result = _build(args, shape)
+    except NoKVCache as exc:
+        # a model without a KV cache (an encoder) has no decode step: with no context asked for, the
+        # user gets what running it costs, a forward pass over the default context's tokens
+        if "context" not in defaults or args.generate is not None or _swept_axis(args) is not None:
+            raise
+        args.prompt = str(DEFAULT_CONTEXT)
+        defaults.add(f"forward-why:{str(exc).split(': ', 1)[-1].split(';')[0]}: a forward pass over "
+                     f"{DEFAULT_CONTEXT} tokens (the default context) instead of a decode step")
+        result = _build(args, shape)
     out = report.render(result, args.format, defaults, record=args.record, width=None if args.wide else term_width())
     if args.plot:
         from .plotting import save_plot
@@ -405,6 +410,14 @@ def run_main(argv: Sequence[str]) -> str:
         if args.format in ("table", "markdown"):
             out += f"\nplot      written to {args.plot}\n"
     return out
+
+
+def _build(args: argparse.Namespace, shape):
+    if _swept_axis(args) is not None:
+        return build_tp_sweep(args, shape)
+    if is_sweep(args):
+        return build_sweep(args, shape)
+    return build_roofline(args, shape)
 
 
 def run_hardware(argv: Sequence[str]) -> str:

@@ -9,5 +9,9 @@ class RoofcalcError(ValueError):
     """
 
 
+class NoKVCache(RoofcalcError):
+    """A traced model that keeps no KV cache (an encoder, RWKV): it has no decode step to trace."""
+
+
 class UnsupportedModelType(RoofcalcError):
     """A ``model_type`` roofcalc has no hand model for (the traced backend may still read it)."""

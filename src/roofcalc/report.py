@@ -287,9 +287,11 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
     if w.phase == "decode":
         what = f"decode one token, batch B={w.batch}{d('batch')}, context S={w.kv_len}{d('context')} (the new token included)"
     else:
-        mask = "causal" if w.causal else "full rectangle (no causal discount)"
-        logits = "every position" if w.logits_all else "last token only"
-        what = f"prefill, batch B={w.batch}{d('batch')}, prompt T={w.query_tokens}, {mask}, logits for {logits}"
+        traced = getattr(a, "source", "") == "traced"
+        mask = "the model's own mask" if traced else "causal" if w.causal else "full rectangle (no causal discount)"
+        logits = "every position" if w.logits_all or getattr(a, "logits", "last") == "all" else "last token only"
+        what = f"prefill, batch B={w.batch}{d('batch')}, prompt T={w.query_tokens}, {mask}, logits for {logits}" + \
+            next((f" ({k.split(':', 1)[1]})" for k in defaulted if k.startswith("forward-why:")), "")
     lines.append(f"workload  {what}")
     lines.append(
         f"dtypes    weights {w.weight_dtype.name}, activations {w.act_dtype.name}, KV cache {w.kv_dtype.name}, "
@@ -831,7 +833,8 @@ def sweep_header_lines(sw: Sweep, defaults: Iterable[str] = ()) -> list[str]:
     if sw.kind == "decode":
         what = f"decode one token per sequence, {len(g.batches)} batch(es) x {len(g.contexts)} context(s)"
     elif sw.kind == "prefill":
-        what = f"prefill, {len(g.batches)} batch(es) x {len(g.prompts)} prompt length(s)"
+        what = f"prefill, {len(g.batches)} batch(es) x {len(g.prompts)} prompt length(s)" + \
+            next((f" ({k.split(':', 1)[1]})" for k in defaults if k.startswith("forward-why:")), "")
     else:
         what = (f"whole request: prefill the prompt (first token), then {g.generate - 1} decode step(s) at contexts "
                 f"P+1 .. P+{g.generate - 1}")

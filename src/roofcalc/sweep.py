@@ -558,7 +558,8 @@ class Sweep:
             return analyze(self.shape, self.dtypes)
         from dataclasses import replace
 
-        return self.analyzer(replace(self.dtypes, kv_len=2))
+        wl = replace(self.dtypes, kv_len=2)  # a short step of the sweep's kind (a model without a cache has no decode)
+        return self.analyzer(wl if self.kind == "decode" else replace(wl, phase="prefill", query_tokens=2))
 
     @property
     def roof(self) -> Roof:

@@ -36,12 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from .calculator import Analysis, Cost, Kernel, Workload
-from .errors import RoofcalcError
+from .errors import NoKVCache, RoofcalcError
 from .inputs import one_line
 from .shapes import ModelShape
 
-TRACE_FORMAT = 5  # the cache file format (2: expert weights carry their full bytes; 3: recurrent states in the
-# cache; 4: the keys and values of an encoder-decoder cache; 5: each module's weight shapes)
+TRACE_FORMAT = 6  # the cache file format (2: expert weights carry their full bytes; 3: recurrent states in the
+# cache; 4: the keys and values of an encoder-decoder cache; 5: each module's weight shapes; 6: which logits)
 ATTENTION_FUNCTIONS = ("attention_forward", "sdpa_attention_forward", "eager_attention_forward",
                        "flash_attention_forward", "flex_attention_forward")
 NO_DATA_OPS = {"_unsafe_view", "alias", "detach", "lift_fresh", "_reshape_alias", "empty", "empty_like",
@@ -582,6 +582,7 @@ class TracedAnalysis(Analysis):
     traced_param_bytes: int = 0
     check: ConfigCheck | None = None
     note: str = ""
+    logits: str = "last"  # the positions lm_head ran on: "last", or "all" (a model without logits_to_keep)
 
     @property
     def params(self) -> int:
@@ -883,7 +884,7 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
                             handed = handed if _filled(handed) else None
                             cache = handed
                         if cache is None:
-                            raise RoofcalcError(f"{name}: {check.class_name}'s model keeps no KV cache (a recurrent "
+                            raise NoKVCache(f"{name}: {check.class_name}'s model keeps no KV cache (a recurrent "
                                                 f"or cache-less model); roofcalc traces decode steps on a cache: "
                                                 f"trace its prefill (--prompt)")
                     old_cache = _cache_storages(torch, cache)
@@ -916,6 +917,7 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
         "config_class": check.class_name, "ignored": list(check.ignored), "defaulted": [list(x) for x in check.defaulted],
         "params": n_params, "param_bytes": p_bytes, "cache_bytes": cache_bytes, "weight_shapes": weight_shapes,
         "kv_bytes_per_token": _per_token(torch, new_cache, wl.batch),
+        "logits": "last" if keep else "all",
         "kernels": [_kernel_doc(k) for k in traced],
     }
 
@@ -1182,7 +1184,7 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
                                launches=k.launches, expert_weights=k.experts, role=k.role) for k in traced)
     return TracedAnalysis(shape, wl, kernels, view=view, traced_kv_bytes_per_token=doc["kv_bytes_per_token"],
                           traced_cache_bytes=doc["cache_bytes"], traced_params=doc["params"],
-                          traced_param_bytes=param_bytes, check=check,
+                          traced_param_bytes=param_bytes, check=check, logits=doc["logits"],
                           note=f"traced: transformers {doc['transformers']} {doc['class']} on the meta device")
 
 
