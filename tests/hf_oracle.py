@@ -98,12 +98,16 @@ def run(model, batch: int, prompt: int, *, all_logits: bool = True):
     ids = torch.zeros((batch, prompt), dtype=torch.long, device=dev)
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
-        with FlopCounterMode(display=False) as fc:
-            out = model(input_ids=ids, use_cache=True, **keep)
-        cache = getattr(out, "past_key_values", None)
+        try:
+            with FlopCounterMode(display=False) as fc:
+                out = model(input_ids=ids, use_cache=True, **keep)
+            cache = getattr(out, "past_key_values", None)
+        except IndexError:  # its own cache sized by its encoder's layers (Blenderbot's causal LM)
+            out = cache = None
         if cache is None and kw_cache in inspect.signature(model.forward).parameters:
             # a model that makes its cache inside its forward and returns none (recurrent Gemma): hand it one
-            handed = transformers.DynamicCache(config=model.config)
+            # (one that grows with the layers where its own is sized wrong)
+            handed = transformers.DynamicCache(config=model.config) if out is not None else transformers.DynamicCache()
             with FlopCounterMode(display=False) as fc:
                 out = model(input_ids=ids, use_cache=True, **{kw_cache: handed}, **keep)
             cache = handed

@@ -23,6 +23,7 @@ and attention only); matmul FLOPs are torch's.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import json
@@ -629,11 +630,12 @@ def shape_of(config, model_type: str, name: str, cfg: dict) -> ModelShape:
                     return v
         return default
 
+    # an encoder-decoder config read as its causal LM (BART's family) is its decoder
     d = get("hidden_size", "n_embd", "d_model", default=0)
-    n_heads = get("num_attention_heads", "n_head", "num_heads", default=1)
+    n_heads = get("decoder_attention_heads", "num_attention_heads", "n_head", "num_heads", default=1)
     n_kv = get("num_key_value_heads", "num_kv_heads", default=1 if getattr(text, "multi_query", False) is True
                else n_heads)
-    n_layers = get("num_hidden_layers", "n_layer", "num_layers", default=0)
+    n_layers = get("decoder_layers", "num_hidden_layers", "n_layer", "num_layers", default=0)
     head_dim = get("head_dim", default=d // n_heads if n_heads else 0)
     window = get("sliding_window", default=None)
     kinds = getattr(text, "layer_types", None)
@@ -643,7 +645,7 @@ def shape_of(config, model_type: str, name: str, cfg: dict) -> ModelShape:
 
     return ModelShape(
         name=name, model_type=model_type, n_layers=n_layers, d_model=d, n_heads=n_heads, n_kv_heads=n_kv,
-        head_dim=head_dim, d_ff=get("intermediate_size", "ffn_dim", "n_inner", "decoder_ffn_dim", "ffn_hidden_size",
+        head_dim=head_dim, d_ff=get("decoder_ffn_dim", "intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size",
                                     default=0) or _nested(config, "ffn_config", "ffn_hidden_size") or 4 * d,
         vocab_size=get("vocab_size", default=0), tie_word_embeddings=getattr(config, "tie_word_embeddings", False) is True,
         qkv_bias=False, o_bias=False, mlp_bias=False, qk_norm=False, activation="traced", embed_scale=False,
@@ -855,34 +857,46 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
         rec.leaf |= {m for m in model.modules() if isinstance(m, one_kernel)}
         try:
             with torch.no_grad():
+                def first_pass(ids, recorded: bool):
+                    """``ids`` through the model from an empty cache: (its output, the cache handed to it or
+                    None). A model that makes its cache inside its forward and returns none (recurrent Gemma
+                    keeps its recurrent states in its modules) is handed the one it would make; one whose
+                    own cache is sized by another count of layers than its decoder runs (Blenderbot's
+                    causal LM: by its encoder's) is handed one that grows with the layers."""
+                    ctx = rec.mode if recorded else contextlib.nullcontext()
+                    try:
+                        with ctx:
+                            out = model(input_ids=ids, use_cache=True, **keep)
+                    except IndexError:
+                        if cache_kw not in fwd:
+                            raise
+                        out = None
+                    if out is not None and (_cache_of(out) is not None or not keeps_own):
+                        return out, None
+                    handed = transformers.DynamicCache() if out is None else _handed_cache(transformers, config)
+                    if recorded:
+                        rec.restart()
+                    with ctx:
+                        again = model(input_ids=ids, use_cache=True, **{cache_kw: handed}, **keep)
+                    if _filled(handed) or out is None:
+                        return again, handed if _filled(handed) else None
+                    if recorded:  # no cache at all (an encoder): the first run stands
+                        rec.restart()
+                        with ctx:
+                            out = model(input_ids=ids, use_cache=True, **keep)
+                    return out, None
+
                 if wl.phase == "prefill":
                     ids = torch.zeros((wl.batch, wl.query_tokens), dtype=torch.long, device="meta")
                     old_cache: set = set()
-                    with rec.mode:
-                        out = model(input_ids=ids, use_cache=True, **keep)
-                    if _cache_of(out) is None and keeps_own:  # perhaps a cache it keeps to itself
-                        handed = _handed_cache(transformers, config)
-                        rec.restart()
-                        with rec.mode:
-                            out = model(input_ids=ids, use_cache=True, **{cache_kw: handed}, **keep)
-                        if not _filled(handed):  # no cache at all (an encoder): the first run stands
-                            handed = None
-                            rec.restart()
-                            with rec.mode:
-                                out = model(input_ids=ids, use_cache=True, **keep)
+                    out, handed = first_pass(ids, recorded=True)
                 else:
                     ids = torch.zeros((wl.batch, wl.kv_len - 1), dtype=torch.long, device="meta") \
                         if wl.kv_len > 1 else None
                     cache = None
                     if ids is not None:
-                        cache = _cache_of(model(input_ids=ids, use_cache=True, **keep))
-                        if cache is None and keeps_own:
-                            # a model that builds its cache inside its forward and returns none (recurrent
-                            # Gemma keeps its recurrent states in its modules): hand it one to fill
-                            handed = _handed_cache(transformers, config)
-                            model(input_ids=ids, use_cache=True, **{cache_kw: handed}, **keep)
-                            handed = handed if _filled(handed) else None
-                            cache = handed
+                        out, handed = first_pass(ids, recorded=False)
+                        cache = handed or _cache_of(out)
                         if cache is None:
                             raise NoKVCache(f"{name}: {check.class_name}'s model keeps no KV cache (a recurrent "
                                                 f"or cache-less model); roofcalc traces decode steps on a cache: "
