@@ -41,6 +41,7 @@ class Case:
     group_size: int = 128
     note: str = ""
     tp: int = 1  # tensor-parallel GPUs (request cases then report output tokens/s per GPU)
+    cache: str = "in-place"  # how the engine's KV cache takes a token: "concat" for transformers' DynamicCache
 
 
 CASES = (
@@ -58,11 +59,11 @@ CASES = (
     Case("decode", "meta-llama/Llama-2-13b-hf", "RTX4090", "fused", "fp16", 1 / 93.88, MLC, context=256,
          weight_dtype="int4", group_size=128, note="ExLlama, GPTQ 4-bit"),
     Case("decode", "meta-llama/Llama-2-7b-hf", "RTX4090", "hf-eager", "fp16", 1 / 40.9252, H2O, context=2048,
-         note="HF generate (context not stated: 2048 assumed)"),
+         note="HF generate (context not stated: 2048 assumed)", cache="concat"),
     Case("decode", "meta-llama/Llama-2-7b-hf", "A100-80GB", "hf-eager", "fp16", 1 / 30.9821, H2O, context=2048,
-         note="HF generate"),
+         note="HF generate", cache="concat"),
     Case("decode", "meta-llama/Llama-2-7b-hf", "RTX3090", "hf-eager", "fp16", 1 / 18.0571, H2O, context=2048,
-         note="HF generate"),
+         note="HF generate", cache="concat"),
     # prefill, batch 1: time to first token
     *(Case("prefill", "meta-llama/Llama-2-7b-hf", hw, "fused", dt, ms / 1e3, TRT, prompt=p, kv_dtype=kv,
            note="first-token latency table")
@@ -107,7 +108,7 @@ def predict(c: Case) -> tuple[float, float, float]:
     from roofcalc.sweep import sweep
 
     kw = dict(weight_dtype=dtype(c.weight_dtype or c.dtype), act_dtype=dtype(c.dtype),
-              kv_dtype=dtype(c.kv_dtype or c.dtype), group_size=c.group_size)
+              kv_dtype=dtype(c.kv_dtype or c.dtype), group_size=c.group_size, cache_update=c.cache)
     shape, hw = load_shape(c.model), find_hardware(c.hw)
     if c.tp > 1:  # one rank's step; every rank runs it at once
         from roofcalc.parallel import Parallel, RankAnalyzer

@@ -120,6 +120,27 @@ def test_quantized_weights_count_their_scales():
     assert w4.kernel("input_layernorm").cost.weight_bytes == 2048 * 2
 
 
+def test_a_concatenated_cache_is_read_and_written_whole():
+    """transformers' DynamicCache appends by torch.cat: each layer reads its old cache and writes it whole.
+    TinyLlama, batch 2 at S = 100: a token's K and V in a layer are 2 x 4 heads x 64 x 2 bytes = 1,024; the
+    write reads 2 x 99 old positions (202,752 bytes) and writes 2 x 100 (204,800), where in place it writes
+    the 2 new ones (2,048). A prefill has no old cache: the same either way."""
+    cat = analyze(TINY, Workload.decode(2, 100, cache_update="concat")).kernel("kv_cache_write").cost
+    put = analyze(TINY, Workload.decode(2, 100)).kernel("kv_cache_write").cost
+    assert (cat.kv_read_bytes, cat.kv_write_bytes) == (2 * 99 * 1024, 2 * 100 * 1024)
+    assert (put.kv_read_bytes, put.kv_write_bytes) == (0, 2 * 1024)
+    assert cat.act_read_bytes == put.act_read_bytes == 2 * 1024  # the new K and V come in either way
+    assert analyze(TINY, Workload.prefill(2, 64, cache_update="concat")).totals == \
+        analyze(TINY, Workload.prefill(2, 64)).totals
+    # under a sliding window the layer holds the last W - 1 + T positions: Mistral-7B's 4096 at S = 10,000
+    # (8 KV heads x 128 x 2 (K, V) x 2 bytes = 4,096 a token): reads 4,095, writes 4,096
+    w = analyze(load_shape("mistralai/Mistral-7B-v0.1"), Workload.decode(1, 10_000, cache_update="concat"))
+    k = next(k for k in w.kernels if k.name.startswith("kv_cache_write")).cost
+    assert (k.kv_read_bytes, k.kv_write_bytes) == (4095 * 4096, 4096 * 4096)
+    with pytest.raises(RoofcalcError, match="cache_update"):
+        Workload.decode(1, 10, cache_update="append")
+
+
 def test_fp32_doubles_every_byte():
     fp16 = analyze(TINY, Workload.decode(1, 500))
     fp32 = analyze(TINY, Workload.decode(1, 500, weight_dtype=dtype("fp32"), act_dtype=dtype("fp32"),

@@ -93,6 +93,7 @@ DTYPE_ALIASES = {"float32": "fp32", "float": "fp32", "bfloat16": "bf16", "float1
 BLOCK_SCALE_BYTES = 4  # one fp32 scale (weight_scale_inv) per 128 x 128 block of fp8 weights
 EXPERT_MODES = ("expected", "all", "topk")
 MLA_MODES = ("naive", "absorbed")
+CACHE_UPDATES = ("in-place", "concat")
 
 
 def dtype(name: str | DType) -> DType:
@@ -126,6 +127,9 @@ class Workload:
     logits_all: bool = False  # prefill: lm_head on every position (else the last one only)
     experts: str = "expected"  # MoE weights read: expected distinct experts (uniform routing) | all | topk
     mla: str = "naive"  # DeepSeek attention: as transformers computes it | absorbed (as serving engines decode)
+    # how the KV cache takes the new tokens: written in place (a serving engine's paged or static cache), or
+    # concatenated (transformers' DynamicCache: torch.cat reads the whole cache and writes it again, every step)
+    cache_update: str = "in-place"
 
     def __post_init__(self) -> None:
         if self.phase not in ("decode", "prefill"):
@@ -144,6 +148,8 @@ class Workload:
             raise RoofcalcError(f"experts must be one of {', '.join(EXPERT_MODES)}, not {self.experts!r}")
         if self.mla not in MLA_MODES:
             raise RoofcalcError(f"mla must be one of {', '.join(MLA_MODES)}, not {self.mla!r}")
+        if self.cache_update not in CACHE_UPDATES:
+            raise RoofcalcError(f"cache_update must be one of {', '.join(CACHE_UPDATES)}, not {self.cache_update!r}")
 
     @classmethod
     def decode(cls, batch: int = 1, context: int = 500, **kw) -> "Workload":
@@ -378,10 +384,15 @@ def kv_values_per_token(s: ModelShape) -> int:
     return s.mla.cached_per_token if s.mla else 2 * s.kv_dim
 
 
-def kv_cache_write(s: ModelShape, wl: Workload) -> Kernel:
-    """Appends the new tokens' K and V (B·T·K·H values each; MLA: the latent) to the cache."""
-    n = wl.tokens * kv_values_per_token(s)
-    cost = Cost(act_read_bytes=wl.act_dtype.nbytes(n), kv_write_bytes=wl.kv_dtype.nbytes(n))
+def kv_cache_write(s: ModelShape, wl: Workload, window: int | None = None) -> Kernel:
+    """Appends the new tokens' K and V (B·T·K·H values each; MLA: the latent) to the cache. Concatenated
+    (transformers' DynamicCache), the layer's cache is read and written whole: its P = keys_read positions
+    (the last T + W - 1 under a window) are written, the P - T old ones read."""
+    per = kv_values_per_token(s)
+    n = wl.tokens * per
+    old = wl.batch * (keys_read(wl, window) - wl.query_tokens) * per if wl.cache_update == "concat" else 0
+    cost = Cost(act_read_bytes=wl.act_dtype.nbytes(n), kv_read_bytes=wl.kv_dtype.nbytes(old),
+                kv_write_bytes=wl.kv_dtype.nbytes(n + old))
     what = f"[{wl.tokens},{s.mla.cached_per_token}]" if s.mla else f"2x[{wl.tokens},{s.n_kv_heads},{s.head_dim}]"
     return Kernel("kv_cache_write", "memory", "layer", 1, what, cost, role="kv_cache_write")
 
@@ -544,7 +555,7 @@ def mla_kernels(s: ModelShape, wl: Workload, window: int | None) -> list[Kernel]
     ks += [linear("kv_a_proj_with_mqa", d, m.cached_per_token, s, wl, bias=s.qkv_bias),
            rms_norm("kv_a_layernorm", m.kv_lora_rank, t, wl),
            rotary(s, wl, q_heads=n, k_heads=1),
-           kv_cache_write(s, wl)]
+           kv_cache_write(s, wl, window)]
     pairs = score_pairs(wl, window)
     keys = keys_read(wl, window)
     softmax = SOFTMAX_FLOPS_PER_SCORE * b * n * pairs
@@ -600,7 +611,7 @@ def attention_block(s: ModelShape, wl: Workload, window: int | None) -> list[Ker
                norm("k_norm", s.head_dim, rows * s.n_kv_heads, s, wl)]
     if s.rotary_dim:
         ks.append(rotary(s, wl))
-    ks += [kv_cache_write(s, wl), attention(s, wl, window),
+    ks += [kv_cache_write(s, wl, window), attention(s, wl, window),
            linear(s.name_of("o"), s.q_dim, d, s, wl, bias=s.o_bias)]
     return ks
 

@@ -131,6 +131,8 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
         logits_all=args.logits == "all",
         experts=args.experts,
         mla=args.mla,
+        # eager transformers appends to its DynamicCache by concatenation (a traced model's eager view counts it)
+        cache_update="concat" if getattr(args, "impl", None) == "hf-eager" else "in-place",
     )
     if kw["act_dtype"].quantized:
         raise RoofcalcError(f"activations cannot be {kw['act_dtype'].name}; use --weight-dtype for integer weights")

@@ -328,7 +328,9 @@ def profile_model(source: str, *, device: str = "cpu", dtype_name: str = "fp32",
     cfg, name, _, _ = load_config(source)
     shape = shape_from_config(cfg, name, family)
     d = dtype(dtype_name)
-    analysis = analyze(shape, Workload.decode(batch, context, weight_dtype=d, act_dtype=d, kv_dtype=d))
+    # the profiled step runs transformers' DynamicCache, which concatenates its cache every step
+    analysis = analyze(shape, Workload.decode(batch, context, weight_dtype=d, act_dtype=d, kv_dtype=d,
+                                              cache_update="concat"))
     prefill_step = analyze(shape, Workload.prefill(batch, context - 1, weight_dtype=d, act_dtype=d, kv_dtype=d))
     work = prefill_step.totals.activation_bytes // max(1, shape.n_layers)
     need = int(1.1 * (analysis.weight_storage_bytes + batch * context * analysis.kv_bytes_per_token + 4 * work))

@@ -107,7 +107,7 @@ def workload_record(a: Analysis) -> dict[str, Any]:
         rec["prompt"] = w.query_tokens
         rec["causal"] = w.causal
         rec["logits"] = "all" if w.logits_all else "last"
-    rec.update(query_tokens=w.query_tokens, kv_len=w.kv_len, weight_dtype=w.weight_dtype.name,
+    rec.update(query_tokens=w.query_tokens, kv_len=w.kv_len, cache_update=w.cache_update, weight_dtype=w.weight_dtype.name,
                act_dtype=w.act_dtype.name, kv_dtype=w.kv_dtype.name, compute_dtype=w.compute_dtype.name)
     if w.weight_dtype.quantized:
         rec["group_size"] = w.weight_group
@@ -285,7 +285,8 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
                  f"{(', one scale a row' if w.weight_group >= PER_CHANNEL else f', group {w.weight_group}') if w.weight_dtype.quantized else ''}{declared}), "
                  f"KV cache {a.kv_bytes_per_token:,} bytes per token ({w.kv_dtype.name})")
     if w.phase == "decode":
-        what = f"decode one token, batch B={w.batch}{d('batch')}, context S={w.kv_len}{d('context')} (the new token included)"
+        what = f"decode one token, batch B={w.batch}{d('batch')}, context S={w.kv_len}{d('context')} (the new token included)" + \
+            ("; the cache appended by concatenation (transformers' DynamicCache)" if w.cache_update == "concat" else "")
     else:
         traced = getattr(a, "source", "") == "traced"
         mask = "the model's own mask" if traced else "causal" if w.causal else "full rectangle (no causal discount)"

@@ -517,7 +517,7 @@ class Roofline:
         if w.phase != "decode":
             return None
         kw = dict(weight_dtype=w.weight_dtype, act_dtype=w.act_dtype, kv_dtype=w.kv_dtype, group_size=w.group_size,
-                  experts=w.experts, mla=w.mla)
+                  experts=w.experts, mla=w.mla, cache_update=w.cache_update)
         return batch_verdicts(self.analysis.shape, [w.kv_len], self.roof, self.capacity_bytes, impl=self.step.impl,
                               launch_overhead_s=self.step.launch_overhead_s, model=self.model, **kw)[0]
 
