@@ -276,6 +276,30 @@ def test_gpt_oss_mxfp4_checkpoint_stores_its_experts_in_mxfp4():
         trace(config("cohere"), "t", wl, use_cache=False)
 
 
+def test_gpt_oss_20b_as_published():
+    """openai/gpt-oss-20b's config.json (tests/configs; the model card, arXiv:2508.10925, gives 20.9B
+    parameters). By hand, a layer: q 2880 x 4096 + 4096 bias, k and v 2880 x 512 + 512 each, o 4096 x
+    2880 + 2880, 64 sinks (26,550,144); two norms (5,760); the router 2880 x 32 + 32 (92,192); the experts'
+    gate_up 32 x 2880 x 5760 and down 32 x 2880 x 2880 with their biases (796,538,880): 823,186,976, x 24 =
+    19,756,487,424; the embedding and lm_head 201,088 x 2880 each and the final norm: 20,914,757,184. Its
+    MXFP4 experts' 24 x 796,262,400 values take 17/32 byte each (10,152,345,600 bytes), the other
+    1,804,459,584 parameters two: 13,761,264,768 bytes of weights. Attention: 8 KV heads x 64, K and V,
+    in 24 layers, bf16: 49,152 bytes a token."""
+    from pathlib import Path
+
+    from roofcalc.calculator import DTYPES
+
+    cfg = json.loads((Path(__file__).parent / "configs" / "gpt-oss-20b.json").read_text())
+    b = _bf16()
+    a = trace(cfg, "gpt-oss-20b", Workload.decode(1, 64, weight_dtype=DTYPES["mxfp4"], act_dtype=b, kv_dtype=b),
+              use_cache=False)
+    assert a.params == 24 * 823_186_976 + 2 * 201_088 * 2880 + 2880 == 20_914_757_184
+    assert round(a.params / 1e8) == 209  # the model card's 20.9B
+    assert a.weight_storage_bytes == 10_152_345_600 + 2 * 1_804_459_584 == 13_761_264_768
+    assert a.kv_bytes_per_token == 24 * 2 * 8 * 64 * 2 == 49_152
+    assert a.shape.weight_format == "mxfp4" and a.check.ignored == ("experts_per_token", "initial_context_length")
+
+
 def test_experts_read_the_experts_their_tokens_reach():
     """qwen2_moe at decode batch 1: top-2 of 8 experts, so a quarter of each expert weight is read
     (1,048,576 bytes of bf16 gate_up for 8 experts of [2·128, 256] -> 262,144)."""
