@@ -300,6 +300,24 @@ def test_gpt_oss_20b_as_published():
     assert a.shape.weight_format == "mxfp4" and a.check.ignored == ("experts_per_token", "initial_context_length")
 
 
+def test_dbrx_instruct_as_published():
+    """databricks/dbrx-instruct's config.json (tests/configs; its model card: 132B total parameters, 36B
+    active). By hand, a layer: norm 6144; Wqkv 6144 x (6144 + 2 x 8 x 128); out_proj 6144 x 6144; norm
+    6144; router 6144 x 16; w1, v1 and w2 of 16 experts x 10752 x 6144 (3,170,893,824): 3,259,084,800, x 40
+    = 130,363,392,000; wte and lm_head 100,352 x 6144 each, norm_f 6144: 131,596,523,520. At decode batch
+    1 the step reads 4 of the 16 experts (top-4): a quarter of their bytes."""
+    from pathlib import Path
+
+    cfg = json.loads((Path(__file__).parent / "configs" / "dbrx-instruct.json").read_text())
+    b = _bf16()
+    a = trace(cfg, "dbrx", Workload.decode(1, 64, weight_dtype=b, act_dtype=b, kv_dtype=b), view="ideal",
+              use_cache=False)
+    assert a.params == 40 * 3_259_084_800 + 2 * 100_352 * 6144 + 6144 == 131_596_523_520
+    assert round(a.params / 1e9) == 132
+    experts = a.kernel("ffn.experts.mlp")
+    assert experts.count == 40 and experts.cost.weight_bytes == 3 * 16 * 10752 * 6144 * 2 // 4
+
+
 def test_experts_read_the_experts_their_tokens_reach():
     """qwen2_moe at decode batch 1: top-2 of 8 experts, so a quarter of each expert weight is read
     (1,048,576 bytes of bf16 gate_up for 8 experts of [2·128, 256] -> 262,144)."""
