@@ -243,7 +243,6 @@ class Kernel:
     params: int = 0  # parameters this kernel's module owns (0 for a tied lm_head)
     param_bytes: int = 0  # bytes those parameters take in memory
     role: str = ""  # what it does, whatever the family calls it (rms_norm, linear, experts...); launch models key on it
-    experts_touched: int = 0  # routed-expert kernels: experts that get tokens (eager PyTorch loops over them)
     launches: int = 0  # traced kernels: the eager ops one instance runs (0: the family's launch table)
     expert_weights: tuple | None = None  # traced: (E, k, full bytes of each expert weight it reads in part)
     message_bytes: int = 0  # collectives: the per-rank input buffer
@@ -503,7 +502,6 @@ def moe_kernels(s: ModelShape, wl: Workload) -> list[Kernel]:
     moe, d, t = s.moe, s.d_model, wl.tokens
     rows = t * moe.top_k
     touched = touched_experts(moe.n_experts, moe.top_k, t, wl.experts)
-    n_launch = math.ceil(touched)  # whole experts, for the eager launch count
     # DeepSeek-V3's router also holds a per-expert score correction (e_score_correction_bias), and
     # transformers keeps both in fp32
     v3 = moe.router_bias  # the score correction, and an fp32 router
@@ -517,11 +515,11 @@ def moe_kernels(s: ModelShape, wl: Workload) -> list[Kernel]:
                                    ("experts.down_proj", moe.d_expert, d, per_down)):
         k = linear(name, n_in, n_out, s, wl, rows=rows, weight_bytes=round(touched * per),
                    params=moe.n_experts * n_in * n_out, role="experts")
-        k = replace(k, param_bytes=moe.n_experts * per, experts_touched=n_launch,
+        k = replace(k, param_bytes=moe.n_experts * per,
                     dims=f"{k.dims} on {touched:.3g} of {moe.n_experts} experts")
         ks.append(k)
         if name == "experts.gate_up_proj":
-            ks.append(replace(act_mul(s, wl, moe.d_expert, rows, name="experts.act_mul"), experts_touched=n_launch))
+            ks.append(act_mul(s, wl, moe.d_expert, rows, name="experts.act_mul"))
     combine = elementwise(rows * d, COMBINE_FLOPS_PER_ELEMENT, reads=1, writes=0, act=wl.act_dtype)
     combine = replace(combine, act_read_bytes=combine.act_read_bytes + wl.act_dtype.nbytes(rows),
                       act_write_bytes=wl.act_dtype.nbytes(t * d))

@@ -85,7 +85,7 @@ class Family:
     mla: bool = False  # DeepSeek's latent attention
     names: tuple[tuple[str, str], ...] = ()  # role -> module name, where it differs from Llama's
     eager: EagerCounts = ()
-    eager_per_expert: EagerCounts = ()
+    eager_experts: EagerCounts = ()
 
     @property
     def eager_counts(self) -> dict:
@@ -125,13 +125,13 @@ _RECORDS = (
            experts=Experts("num_local_experts", width_key=None), eager=(("router", (6, 5)),)),
     Family("qwen3_moe", kv_default=4, layers="qwen", qk_norm=ALWAYS, o_bias=NONE,
            experts=Experts("num_experts", width_default=768, layout="sparse_step"),
-           eager=(("router", (5, 3)),), eager_per_expert=(("experts.down_proj", 5),)),
+           eager=(("router", (5, 3)),), eager_experts=(("experts.down_proj", 6),)),
     Family("deepseek_v2", **DEEPSEEK, experts=Experts("n_routed_experts", layout="first_k_dense", shared=True),
-           eager=(("router", (5, 4)), ("rotary", (10, 6)), ("attention", (17, 12)))),
+           eager=(("router", (5, 4)), ("rotary", (10, 6)), ("attention", (16, 11)))),
     Family("deepseek_v3", **DEEPSEEK,
            experts=Experts("n_routed_experts", layout="first_k_dense", first_dense_default=3, shared=True,
                            router_bias=True),
-           eager=(("router", (18, 17)), ("rotary", 14), ("attention", (17, 12)))),
+           eager=(("router", (18, 17)), ("rotary", 14), ("attention", (16, 11)))),
     Family("gpt2", d_model_key="n_embd", n_layers_key="n_layer", n_heads_key="n_head", d_ff_key="n_inner",
            d_ff_per_d=4, gqa=False, head_dim_key=False, tie_default=True, act_keys=("activation_function",),
            act_default="gelu_new", norm="layer", gated_mlp=False, fused_qkv=True,

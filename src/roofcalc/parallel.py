@@ -279,8 +279,6 @@ def with_ep_experts(shape: ModelShape, wl: Workload, ep: int, kernels, stride: i
     """A rank's kernels for B/ep of ``wl``'s sequences (of the whole model, or of a pipeline stage) with
     its E/ep experts and the all-to-alls around them; those span global ranks ``first`` to
     ``first`` + ep·stride − 1."""
-    import math
-
     from .calculator import touched_experts
 
     moe = shape.moe
@@ -297,7 +295,7 @@ def with_ep_experts(shape: ModelShape, wl: Workload, ep: int, kernels, stride: i
         if k.role == "experts":
             per = k.param_bytes // moe.n_experts
             k = replace(k, params=k.params // ep, param_bytes=k.param_bytes // ep,
-                        cost=replace(k.cost, weight_bytes=round(touched * per)), experts_touched=math.ceil(touched),
+                        cost=replace(k.cost, weight_bytes=round(touched * per)),
                         dims=f"{k.dims.split(' on ')[0]} on {touched:.3g} of {moe.n_experts // ep} local experts")
             if base_name(k) == "experts.gate_up_proj":
                 out.append(replace(collective("experts.dispatch", "all_to_all", message, ep, k.count, "layer", dims),

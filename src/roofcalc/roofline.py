@@ -38,21 +38,24 @@ FLAG_FLOOR_MULTIPLE = 3.0  # a kernel above 3× its bandwidth floor "has a probl
 #   the cache update: cat K, cat V = 2. attention: one SDPA = 1; OPT scales q first: 2; Phi-3's
 #     sliding mask adds scalar_tensor, scalar_tensor, where: 4; Gemma 2 runs eager attention
 #     (repeat_kv clones, bmm, scale, soft-cap ÷ tanh ×, mask add, softmax, bmm): (12, 10);
-#     DeepSeek's latent expansion, concatenations and eager attention: (17, 12).
+#     DeepSeek's latent expansion, concatenations and eager attention: (16, 11) (its new_empty allocates: no launch).
 #   SiLU × up = 2; a plain GELU 1, but gelu_new is a Python formula of 8 ops; learned positions:
 #     gather + add = 2; logit soft-capping 3; every linear, add, gather = 1.
 #   MoE routers: Mixtral (6, 5), Qwen3-MoE (5, 3), DeepSeek-V2 (5, 4), DeepSeek-V3 (18, 17); the
-#     experts loop: 9 ops to sort tokens, then per expert that got tokens 7 (find its tokens, up
-#     projection), 2 (SiLU, × up), and (6, 5) to project down and add back ((5, 5) in Qwen3-MoE).
+#     experts as transformers 5 runs them by default (grouped_mm), whatever the batch: 8 ops to sort
+#     the (token, expert) pairs, gather their rows, count them per expert and run the gate/up grouped
+#     matmul; 2 (SiLU, × up); (7, 6) for the down grouped matmul, the routing weights and the sum back
+#     into the tokens (6 in Qwen3-MoE). (The per-expert loop, experts_implementation="eager", is
+#     not the default.)
 # fused: what serving engines (vLLM, TensorRT-LLM) run: one GEMM for q/k/v, one for gate/up,
 #   residual adds fused into the following norm, SiLU×up one kernel, rotary one kernel, one grouped
 #   GEMM per expert projection.
 # cuda-graph: the fused kernels replayed from one CUDA graph: the launch cost is paid once per step.
 HF_EAGER = {"embed": 1, "pos_embed": 2, "rms_norm": (8, 6), "layer_norm": 1, "rotary": 10, "kv_cache_write": 2,
-            "attention": 1, "act_mul": 2, "act": 1, "softcap": 3, "combine": 9}
+            "attention": 1, "act_mul": 2, "act": 1, "softcap": 3, "combine": 0}
 # A family's own counts (Gemma's RMSNorm, Phi-3's rotary and mask, the MoE routers...) are in its
-# record (roofcalc.families, ``eager`` and ``eager_per_expert``).
-HF_EAGER_PER_EXPERT = {"experts.gate_up_proj": 7, "experts.act_mul": 2, "experts.down_proj": (6, 5)}
+# record (roofcalc.families, ``eager`` and ``eager_experts``).
+HF_EAGER_EXPERTS = {"experts.gate_up_proj": 8, "experts.down_proj": (7, 6)}  # a MoE layer's grouped experts
 HF_EAGER_ACTIVATION = {"gelu_new": 8}  # HF activations implemented as a formula of eager ops
 FUSED = {"embed": 1, "pos_embed": 1, "rms_norm": 1, "layer_norm": 1, "rotary": 1, "kv_cache_write": 1, "attention": 1,
          "act_mul": 1, "act": 1, "softcap": 1, "residual": 0, "linear": 1, "router": 1, "experts": 1, "combine": 1}
@@ -95,9 +98,9 @@ def launches(kernel: Kernel, impl: str, act_dtype: str = "fp16", shape=None) -> 
     if impl == "hf-eager":
         record = FAMILIES.get(shape.family) if shape is not None else None
         family = record.eager_counts if record is not None else {}
-        if kernel.experts_touched:
-            per = dict(record.eager_per_expert if record else ()).get(base, HF_EAGER_PER_EXPERT.get(base, 1))
-            return _pick(per, act_dtype) * kernel.experts_touched
+        if role == "experts":
+            return _pick(dict(record.eager_experts if record else ()).get(base, HF_EAGER_EXPERTS.get(base, 1)),
+                         act_dtype)
         if role == "act" and shape is not None and shape.hf_activation in HF_EAGER_ACTIVATION:
             return HF_EAGER_ACTIVATION[shape.hf_activation]
         return _pick(family.get(role, HF_EAGER.get(role, 1)), act_dtype)
