@@ -145,6 +145,9 @@ def _eager_families():
         if name == "qwen3_moe":
             cfg["decoder_sparse_step"] = 1
         cases[name] = cfg
+    # norm_topk_prob renormalizes the top-k routing weights: set against each family's class default
+    cases["qwen3_moe+norm_topk_prob"] = dict(cases["qwen3_moe"], norm_topk_prob=True)
+    cases["deepseek_v3-norm_topk_prob"] = dict(cases["deepseek_v3"], norm_topk_prob=False)
     return cases
 
 

@@ -516,7 +516,8 @@ def test_every_catalog_model_counts_the_same_by_hand_and_by_trace(entry):
     assert not mismatched and len(totals) >= 3, mismatched
 
 
-SAME_LAUNCHES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi", "gpt2", "gpt_neox", "opt", "mixtral")
+SAME_LAUNCHES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi", "gpt2", "gpt_neox", "opt", "mixtral",
+                 "qwen3_moe")
 
 
 @pytest.mark.parametrize("model_type", SAME_LAUNCHES)

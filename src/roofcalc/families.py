@@ -33,6 +33,8 @@ class Experts:
     first_dense_default: int = 0  # first_k_dense_replace when absent
     shared: bool = False  # n_shared_experts of the expert width each
     router_bias: bool = False  # a per-expert score correction, router kept in fp32 (DeepSeek-V3)
+    # norm_topk_prob: (its class default, the eager ops renormalizing the top-k weights adds to the router)
+    renormalize: tuple[bool, int] = (False, 0)
 
 
 # Launch counts of transformers' eager modules, by kernel role, where a family differs from the
@@ -124,14 +126,14 @@ _RECORDS = (
     Family("mixtral", kv_default=8, layers="window", qkv_bias=NONE, o_bias=NONE,
            experts=Experts("num_local_experts", width_key=None), eager=(("router", (6, 5)),)),
     Family("qwen3_moe", kv_default=4, layers="qwen", qk_norm=ALWAYS, o_bias=NONE,
-           experts=Experts("num_experts", width_default=768, layout="sparse_step"),
+           experts=Experts("num_experts", width_default=768, layout="sparse_step", renormalize=(False, 2)),
            eager=(("router", (5, 3)),), eager_experts=(("experts.down_proj", 6),)),
     Family("deepseek_v2", **DEEPSEEK, experts=Experts("n_routed_experts", layout="first_k_dense", shared=True),
            eager=(("router", (5, 4)), ("rotary", (10, 6)), ("attention", (16, 11)))),
     Family("deepseek_v3", **DEEPSEEK,
            experts=Experts("n_routed_experts", layout="first_k_dense", first_dense_default=3, shared=True,
-                           router_bias=True),
-           eager=(("router", (18, 17)), ("rotary", 14), ("attention", (16, 11)))),
+                           router_bias=True, renormalize=(True, 3)),
+           eager=(("router", (15, 14)), ("rotary", 14), ("attention", (16, 11)))),
     Family("gpt2", d_model_key="n_embd", n_layers_key="n_layer", n_heads_key="n_head", d_ff_key="n_inner",
            d_ff_per_d=4, gqa=False, head_dim_key=False, tie_default=True, act_keys=("activation_function",),
            act_default="gelu_new", norm="layer", gated_mlp=False, fused_qkv=True,

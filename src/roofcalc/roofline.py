@@ -41,7 +41,8 @@ FLAG_FLOOR_MULTIPLE = 3.0  # a kernel above 3× its bandwidth floor "has a probl
 #     DeepSeek's latent expansion, concatenations and eager attention: (16, 11) (its new_empty allocates: no launch).
 #   SiLU × up = 2; a plain GELU 1, but gelu_new is a Python formula of 8 ops; learned positions:
 #     gather + add = 2; logit soft-capping 3; every linear, add, gather = 1.
-#   MoE routers: Mixtral (6, 5), Qwen3-MoE (5, 3), DeepSeek-V2 (5, 4), DeepSeek-V3 (18, 17); the
+#   MoE routers: Mixtral (6, 5), Qwen3-MoE (5, 3), DeepSeek-V2 (5, 4), DeepSeek-V3 (15, 14), and where
+#     norm_topk_prob renormalizes the top-k weights 2 more (Qwen3-MoE) or 3 (DeepSeek-V3, its default); the
 #     experts as transformers 5 runs them by default (grouped_mm), whatever the batch: 8 ops to sort
 #     the (token, expert) pairs, gather their rows, count them per expert and run the gate/up grouped
 #     matmul; 2 (SiLU, × up); (7, 6) for the down grouped matmul, the routing weights and the sum back
@@ -103,6 +104,8 @@ def launches(kernel: Kernel, impl: str, act_dtype: str = "fp16", shape=None) -> 
                          act_dtype)
         if role == "act" and shape is not None and shape.hf_activation in HF_EAGER_ACTIVATION:
             return HF_EAGER_ACTIVATION[shape.hf_activation]
+        if role == "router" and shape is not None and shape.moe is not None:  # norm_topk_prob's ops
+            return _pick(family.get(role, HF_EAGER.get(role, 1)), act_dtype) + shape.moe.router_renorm_ops
         return _pick(family.get(role, HF_EAGER.get(role, 1)), act_dtype)
     if impl in ("fused", "cuda-graph"):
         if base in FUSED_RIDERS:
