@@ -107,8 +107,8 @@ def workload_record(a: Analysis) -> dict[str, Any]:
         rec["prompt"] = w.query_tokens
         rec["causal"] = w.causal
         rec["logits"] = "all" if w.logits_all else "last"
-    rec.update(query_tokens=w.query_tokens, kv_len=w.kv_len, cache_update=w.cache_update, weight_dtype=w.weight_dtype.name,
-               act_dtype=w.act_dtype.name, kv_dtype=w.kv_dtype.name, compute_dtype=w.compute_dtype.name)
+    rec.update(query_tokens=w.query_tokens, kv_len=w.kv_len, cache_update=w.cache_update,
+               weight_dtype=w.weight_dtype.name, act_dtype=w.act_dtype.name, kv_dtype=w.kv_dtype.name, compute_dtype=w.compute_dtype.name)
     if w.weight_dtype.quantized:
         rec["group_size"] = w.weight_group
     return rec
@@ -281,8 +281,10 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
                      f"{shared}; weights read per step: {w.experts} ({a.params - a.active_params:,} parameters idle "
                      f"per token, {a.active_params:,} active)")
     declared = " (the checkpoint's quantization_config)" if s.weight_format == w.weight_dtype.name else ""
+    group = "" if not w.weight_dtype.quantized else \
+        ", one scale a row" if w.weight_group >= PER_CHANNEL else f", group {w.weight_group}"
     lines.append(f"size      {a.params:,} parameters, {a.weight_storage_bytes:,} bytes of weights ({w.weight_dtype.name}"
-                 f"{(', one scale a row' if w.weight_group >= PER_CHANNEL else f', group {w.weight_group}') if w.weight_dtype.quantized else ''}{declared}), "
+                 f"{group}{declared}), "
                  f"KV cache {a.kv_bytes_per_token:,} bytes per token ({w.kv_dtype.name})")
     if w.phase == "decode":
         what = f"decode one token, batch B={w.batch}{d('batch')}, context S={w.kv_len}{d('context')} (the new token included)" + \
