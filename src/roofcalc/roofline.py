@@ -104,9 +104,10 @@ def launches(kernel: Kernel, impl: str, act_dtype: str = "fp16", shape=None) -> 
                          act_dtype)
         if role == "act" and shape is not None and shape.hf_activation in HF_EAGER_ACTIVATION:
             return HF_EAGER_ACTIVATION[shape.hf_activation]
-        if role == "router" and shape is not None and shape.moe is not None:  # norm_topk_prob's ops
-            return _pick(family.get(role, HF_EAGER.get(role, 1)), act_dtype) + shape.moe.router_renorm_ops
-        return _pick(family.get(role, HF_EAGER.get(role, 1)), act_dtype)
+        count = _pick(family.get(role, HF_EAGER.get(role, 1)), act_dtype)
+        if role == "router" and shape is not None and shape.moe is not None:
+            count += shape.moe.router_renorm_ops  # norm_topk_prob renormalizes the top-k weights
+        return count
     if impl in ("fused", "cuda-graph"):
         if base in FUSED_RIDERS:
             return 0
