@@ -401,7 +401,7 @@ def run_main(argv: Sequence[str]) -> str:
         if "context" not in defaults or args.generate is not None or _swept_axis(args) is not None:
             raise
         args.prompt = str(DEFAULT_CONTEXT)
-        defaults.add(f"forward-why:{str(exc).split(': ', 1)[-1].split(';')[0]}: a forward pass over "
+        defaults.add(f"forward-why:{exc.why}: a forward pass over "
                      f"{DEFAULT_CONTEXT} tokens (the default context) instead of a decode step")
         result = _build(args, shape)
     out = report.render(result, args.format, defaults, record=args.record, width=None if args.wide else term_width())

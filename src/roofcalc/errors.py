@@ -12,6 +12,10 @@ class RoofcalcError(ValueError):
 class NoKVCache(RoofcalcError):
     """A traced model that keeps no KV cache (an encoder, RWKV): it has no decode step to trace."""
 
+    def __init__(self, message: str, why: str = ""):
+        super().__init__(message)
+        self.why = why  # the reason in a few words, for a header that says what it ran instead
+
 
 class UnsupportedModelType(RoofcalcError):
     """A ``model_type`` roofcalc has no hand model for (the traced backend may still read it)."""

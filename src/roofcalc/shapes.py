@@ -316,39 +316,50 @@ def declared_weights(cfg: dict, name: str) -> dict:
     """The ModelShape fields of a config's quantization_config: its weight format and group, or why they
     cannot be read (a refusal only where nothing overrides the format)."""
     try:
-        return {"weight_format": _weight_format(cfg, name), "weight_group": _weight_group(cfg, name)}
+        fmt, group = _declared(cfg, name)
     except RoofcalcError as exc:
         return {"weight_format_refusal": str(exc)}
+    return {"weight_format": fmt, "weight_group": group}
 
 
-def _weight_format(cfg: dict, name: str) -> str | None:
-    """The weight dtype a quantization_config declares (None: the checkpoint's float dtype)."""
+PER_CHANNEL = 1 << 24  # group_size -1: one scale per output row (a group wider than any row)
+
+
+def _group(g, name: str) -> int | None:
+    """A declared group size: values per scale, -1 for one scale per output row (PER_CHANNEL)."""
+    if g is None or g == -1:
+        return None if g is None else PER_CHANNEL
+    if isinstance(g, bool) or not isinstance(g, int) or not 1 <= g <= PER_CHANNEL:
+        raise RoofcalcError(f"{name}: quantization_config group_size must be a positive integer or -1, got {_show(g)}")
+    return g
+
+
+def _declared(cfg: dict, name: str) -> tuple[str | None, int | None]:
+    """(weight dtype, values per scale) a quantization_config declares (None: the checkpoint's float dtype;
+    no group declared)."""
     q = cfg.get("quantization_config")
     if q is None:
-        return None
+        return None, None
     if not isinstance(q, dict):
         raise RoofcalcError(f"{name}: 'quantization_config' must be an object")
     method = one_line(str(q.get("quant_method", "")).lower())[:40]
     if method == "fp8":
         block = q.get("weight_block_size")
         if block is None:
-            return "fp8"
+            return "fp8", None
         if block != [128, 128]:
             raise RoofcalcError(f"{name}: fp8 weight_block_size {_show(block)} is not supported (only [128, 128])")
-        return "fp8-b128"
+        return "fp8-b128", None
     if method == "mxfp4":  # gpt-oss: the experts in MXFP4, the rest in the checkpoint's float dtype
-        return "mxfp4"
+        return "mxfp4", None
     if method == "compressed-tensors":
-        return _compressed(q, name)[0]
+        return _compressed(q, name)
     bits = q.get("bits") or q.get("w_bit")
     if method in ("gptq", "awq") and isinstance(bits, int) and bits in (4, 8):
-        return f"int{bits}"
+        return f"int{bits}", _group(q.get("group_size", q.get("q_group_size")), name)
     if method == "bitsandbytes":
-        return "int4" if q.get("load_in_4bit") else "int8"
+        return ("int4" if q.get("load_in_4bit") else "int8"), None
     raise RoofcalcError(f"{name}: quantization_config quant_method '{method}' is not known; pass --weight-dtype")
-
-
-PER_CHANNEL = 1 << 24  # group_size -1: one scale per output row (a group wider than any row)
 
 
 def _compressed(q: dict, name: str) -> tuple[str, int | None]:
@@ -374,28 +385,11 @@ def _compressed(q: dict, name: str) -> tuple[str, int | None]:
         return "fp8-b128", None
     if kind == "int" and bits in (4, 8) and strategy in ("group", "channel"):
         g = w.get("group_size") if strategy == "group" else -1
-        if g != -1 and (isinstance(g, bool) or not isinstance(g, int) or not 1 <= g <= PER_CHANNEL):
-            raise RoofcalcError(f"{name}: compressed-tensors group_size must be a positive integer, got {_show(g)}")
-        return f"int{bits}", PER_CHANNEL if g == -1 else g
+        if g is None:
+            raise RoofcalcError(f"{name}: compressed-tensors group_size must be a positive integer, got null")
+        return f"int{bits}", _group(g, name)
     raise RoofcalcError(f"{name}: compressed-tensors weights {_show(kind)} {_show(bits)}-bit by {_show(strategy)} "
                         f"are not read; pass --weight-dtype")
-
-
-def _weight_group(cfg: dict, name: str) -> int | None:
-    """The values per scale a GPTQ/AWQ or compressed-tensors quantization_config declares (None: not declared)."""
-    q = cfg.get("quantization_config")
-    if isinstance(q, dict) and str(q.get("quant_method", "")).lower() == "compressed-tensors":
-        return _compressed(q, name)[1]
-    if not isinstance(q, dict) or str(q.get("quant_method", "")).lower() not in ("gptq", "awq"):
-        return None
-    g = q.get("group_size", q.get("q_group_size"))
-    if g is None:
-        return None
-    if g == -1:
-        return PER_CHANNEL
-    if isinstance(g, bool) or not isinstance(g, int) or not 1 <= g <= PER_CHANNEL:
-        raise RoofcalcError(f"{name}: quantization_config group_size must be a positive integer or -1, got {_show(g)}")
-    return g
 
 
 def _config_dtype(cfg: dict) -> str | None:

@@ -898,9 +898,9 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
                         out, handed = first_pass(ids, recorded=False)
                         cache = handed if handed is not None else _cache_of(out)
                         if cache is None:
-                            raise NoKVCache(f"{name}: {check.class_name}'s model keeps no KV cache (a recurrent "
-                                            f"or cache-less model); roofcalc traces decode steps on a cache: "
-                                            f"trace its prefill (--prompt)")
+                            why = f"{check.class_name}'s model keeps no KV cache (a recurrent or cache-less model)"
+                            raise NoKVCache(f"{name}: {why}; roofcalc traces decode steps on a cache: trace its "
+                                            f"prefill (--prompt)", why)
                     old_cache = _cache_storages(torch, cache)
                     if cache is not None:  # alive to the end: the step's new tensors never reuse their storage
                         rec.keep.extend(_cache_tensors(torch, cache) + _state_tensors(torch, cache))
