@@ -128,7 +128,7 @@ def test_a_quantized_config_declares_its_format_and_group_size(tmp_path, capsys)
         if label == "w4a16":
             assert code == 0 and json.loads(out)["model"]["weight_bytes"] == sizes[32, True]
         elif label == "fp8":
-            assert code == 0 and json.loads(out)["workload"]["weight_dtype"] == "fp8"
+            assert code == 0 and json.loads(out)["workload"]["weight_dtype"] == "fp8-ch"
         else:  # integer GEMMs, or a method roofcalc does not read: refused, and read with the flag it names
             assert code == 2 and err.count("\n") == 1 and "--weight-dtype" in err
             code, out, _ = run([str(path), "--format", "json", "--weight-dtype", "int8"], capsys)

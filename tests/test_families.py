@@ -110,6 +110,37 @@ def test_deepseek_v3_fp8_block_weights_from_quantization_config():
     assert a.workload.compute_dtype.name == "bf16"  # fp8 weights rescaled into bf16 GEMMs
 
 
+def test_fp8_checkpoints_with_a_scale_per_row_or_per_matrix():
+    """Llama 3.1's FBGEMM FP8 checkpoints and compressed-tensors FP8 by channel store each decoder linear in
+    fp8 with one fp32 scale per output row, by tensor one per matrix; the embedding, the norms and lm_head
+    stay in bf16, and the GEMMs run in fp8 (fp8 activations per token)."""
+    from roofcalc import load_config
+
+    cfg = load_config("TinyLlama/TinyLlama-1.1B")[0]
+    fbgemm = shape_from_config(dict(cfg, quantization_config={"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0,
+                                                              "modules_to_not_convert": ["lm_head"]}), "t")
+    assert fbgemm.weight_format == "fp8-ch"
+    channel = {"weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}
+    tensor = {"weights": {"num_bits": 8, "type": "float", "strategy": "tensor"}}
+    for strategy, fmt in ((channel, "fp8-ch"), (tensor, "fp8-t")):
+        q = {"quant_method": "compressed-tensors", "config_groups": {"group_0": dict(strategy, targets=["Linear"])}}
+        assert shape_from_config(dict(cfg, quantization_config=q), "t").weight_format == fmt
+    bf16 = dtype("bf16")
+    rows = analyze(fbgemm, Workload.decode(1, 10, weight_dtype=dtype("fp8-ch"), act_dtype=bf16, kv_dtype=bf16))
+    per_matrix = analyze(fbgemm, Workload.decode(1, 10, weight_dtype=dtype("fp8-t"), act_dtype=bf16, kv_dtype=bf16))
+    # q_proj 2048 -> 2048: 4,194,304 fp8 bytes and 2048 fp32 row scales (8,192 bytes), or one (4 bytes)
+    assert rows.kernel("q_proj").cost.weight_bytes == 2048 * 2048 + 2048 * 4
+    assert per_matrix.kernel("q_proj").cost.weight_bytes == 2048 * 2048 + 4
+    assert rows.kernel("lm_head").cost.weight_bytes == 32000 * 2048 * 2  # bf16
+    # the whole model: 22 layers of q, k, v, o, gate, up, down (2048·2048·2 + 2048·256·2 + 3·2048·5632 =
+    # 44,040,192 values, 2048 + 256 + 256 + 2048 + 5632 + 5632 + 2048 = 17,920 rows) in fp8 with their scales;
+    # the embedding and lm_head (2 x 65,536,000 values) and 45 norms of 2048 in bf16
+    linear = 22 * (44_040_192 + 17_920 * 4)
+    assert rows.weight_storage_bytes == linear + 2 * 65_536_000 * 2 + 45 * 2048 * 2
+    assert rows.params == 1_100_048_384
+    assert rows.workload.compute_dtype.name == "fp8"
+
+
 def test_gemma2_alternates_sliding_layers_and_soft_caps():
     s = load_shape("google/gemma-2-9b")
     assert s.layer_types[:4] == ("sliding", "full", "sliding", "full") and s.sliding_window == 4096

@@ -107,6 +107,41 @@ def test_absent_keys_take_the_transformers_class_default(model_type):
             assert ours.moe.top_k == ref.num_experts_per_tok
 
 
+@pytest.mark.parametrize("model_type", sorted(FAMILY_DEFAULTS))
+def test_a_text_configs_absent_sizes_take_the_class_defaults(model_type):
+    """Oracle: transformers' config class with no keys at all. Inside a multimodal config's text_config the
+    class fills absent sizes, and published checkpoints rely on it; each record's class_sizes are those."""
+    transformers = pytest.importorskip("transformers")
+    ref = transformers.AutoConfig.for_model(model_type=model_type)
+    f = FAMILY_DEFAULTS[model_type]
+    keys = (f.d_model_key, f.n_layers_key, f.n_heads_key, f.d_ff_key, "vocab_size")
+    assert f.class_sizes == tuple(getattr(ref, k) for k in keys)
+
+
+# LLaVA-1.5-7B's published config.json (llava-hf/llava-1.5-7b-hf), the architectural keys: its text_config
+# gives only the vocabulary and leaves Llama's sizes to LlamaConfig
+LLAVA_15 = {"model_type": "llava", "image_token_index": 32000, "projector_hidden_act": "gelu", "torch_dtype": "float16",
+            "text_config": {"architectures": ["LlamaForCausalLM"], "max_position_embeddings": 4096, "model_type": "llama",
+                            "rms_norm_eps": 1e-05, "torch_dtype": "float16", "vocab_size": 32064},
+            "vision_config": {"hidden_size": 1024, "image_size": 336, "intermediate_size": 4096,
+                              "model_type": "clip_vision_model", "num_attention_heads": 16, "num_hidden_layers": 24,
+                              "patch_size": 14, "projection_dim": 768, "vocab_size": 32000},
+            "vision_feature_layer": -2, "vocab_size": 32064}
+
+
+def test_llava_15s_text_config_reads_with_llamas_class_sizes():
+    s = shape_from_config(LLAVA_15, "llava-1.5-7b")
+    assert dict(s.class_defaults) == {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+                                      "intermediate_size": 11008}
+    assert (s.vocab_size, s.n_kv_heads) == (32064, 32)
+    # Llama-2-7B's 6,738,415,616 parameters (the catalog's, its model card's) with 64 more vocabulary rows
+    # in the embedding and in lm_head: 6,738,415,616 + 2 x 64 x 4096 = 6,738,939,904
+    assert analyze(s, Workload.decode(1, 10)).params == 6_738_939_904
+    # the same keys at the top level are still refused: a config of its own must give its sizes
+    with pytest.raises(RoofcalcError, match="no 'hidden_size'"):
+        shape_from_config(LLAVA_15["text_config"], "t")
+
+
 def test_absent_kv_heads_is_mha_for_llama():
     assert shape_from_config(dict(MINIMAL, model_type="llama")).n_kv_heads == 8
 

@@ -597,10 +597,12 @@ def test_a_traced_moe_sweep_reads_the_experts_each_batch_reaches():
 
 @pytest.mark.parametrize("hub_id,weights", [
     (h, w) for h in ("TinyLlama/TinyLlama-1.1B-Chat-v1.0", "Qwen/Qwen2.5-7B", "mistralai/Mixtral-8x7B-v0.1")
-    for w in ("int4", "int8", "fp8-b128")] + [("mistralai/Mixtral-8x7B-v0.1", "mxfp4")])
+    for w in ("int4", "int8", "fp8-b128")] + [("mistralai/Mixtral-8x7B-v0.1", "mxfp4"),
+                                             ("TinyLlama/TinyLlama-1.1B-Chat-v1.0", "fp8-ch"),
+                                             ("mistralai/Mixtral-8x7B-v0.1", "fp8-t")])
 def test_quantized_weights_count_the_same_by_hand_and_by_trace(hub_id, weights):
     """A checkpoint whose decoder layers' weights are int4 / int8 (an fp16 scale per 128 inputs) or fp8
-    (an fp32 scale per 128 x 128 block), or whose experts are MXFP4 (a byte of scale per 32): the trace
+    (an fp32 scale per 128 x 128 block, per output row or per matrix), or whose experts are MXFP4 (a byte of scale per 32): the trace
     runs in the activation dtype and stores each layer's weight matrices (the experts' stacks too) as the
     hand model does, embeddings, norms and routers in the float dtype. Every weight's bytes in memory,
     and each linear's bytes read, agree."""
@@ -629,3 +631,60 @@ def test_quantized_weights_count_the_same_by_hand_and_by_trace(hub_id, weights):
         hand, traced = analyze(shape_from_config(cfg, "t"), wl), trace(cfg, "t", wl, use_cache=False)
         assert sum(k.count * k.cost.weight_bytes for k in traced.kernels if k.expert_weights) == \
             sum(k.count * k.cost.weight_bytes for k in hand.kernels if k.role == "experts")
+
+
+# --------------------------------------------------------------------------- configs as checkpoints write them
+
+def _longrope(head_dim: int) -> dict:
+    """A longrope rotary as Phi-3.5 and Phi-4-mini checkpoints write it: a factor per rotated frequency, and
+    an original context of 8 positions, so a step past it takes the long factors."""
+    return {"type": "longrope", "short_factor": [1.0] * (head_dim // 2), "long_factor": [2.0] * (head_dim // 2)}
+
+
+READS_POSITIONS = {
+    # dynamic (NTK) scaling grows its frequencies past max_position_embeddings (16 here)
+    "cohere": dict(BASE, rope_scaling={"rope_type": "dynamic", "factor": 2.0}, max_position_embeddings=16),
+    # Phi-3.5-mini / Phi-4-mini: a hand-modelled family, traced with --trace (transformers' longrope picks its
+    # factors without reading a value, as a regression check)
+    "phi3": dict(BASE, rope_scaling=_longrope(32), original_max_position_embeddings=8, max_position_embeddings=64),
+    # Phi-3.5-MoE: its rotary also picks its scale by the step's last position
+    "phimoe": dict(BASE, num_local_experts=4, num_experts_per_tok=2, head_dim=32, original_max_position_embeddings=8,
+                   max_position_embeddings=64, rope_scaling=dict(_longrope(32), short_mscale=1.2, long_mscale=1.3)),
+}
+
+
+@pytest.mark.parametrize("model_type", sorted(READS_POSITIONS))
+@pytest.mark.parametrize("prompt", [5, 20])  # decode before and past the original 8 (16) positions
+def test_a_rotary_that_reads_its_positions_traces(model_type, prompt):
+    """Dynamic and Phi-3.5-MoE's longrope rotaries read the step's last position (a meta tensor holds none): the
+    trace runs them on the real positions. Oracle: the model on CPU tensors under FlopCounterMode, experts as
+    their eager loop."""
+    cfg = dict(READS_POSITIONS[model_type], model_type=model_type)
+    model = build(cfg, dtype=torch.bfloat16, device="cpu", attn="eager", eager_experts=True)
+    prefill_counts, decode_counts, cache = run(model, 2, prompt, all_logits=False)
+    b = _bf16()
+    for wl, counts in ((Workload.prefill(2, prompt, weight_dtype=b, act_dtype=b, kv_dtype=b), prefill_counts),
+                       (Workload.decode(2, prompt + 1, weight_dtype=b, act_dtype=b, kv_dtype=b), decode_counts)):
+        doc = trace_raw(cfg, "t", wl)
+        _check(doc, counts, model)
+        assert sum(k["ideal"]["matmul_flops"] for k in doc["kernels"]) == counts.flops["Global"]
+    assert doc["params"] == sum(p.numel() for p in model.parameters())
+    assert cache_bytes(cache) == 2 * (prompt + 1) * doc["kv_bytes_per_token"]
+    if model_type == "phi3":  # and the hand model counts the same
+        wl = Workload.decode(2, prompt + 1, weight_dtype=b, act_dtype=b, kv_dtype=b)
+        assert trace(cfg, "t", wl, use_cache=False).totals.matmul_flops == \
+            analyze(shape_from_config(cfg, "t"), wl).totals.matmul_flops
+
+
+def test_a_legacy_size_name_beside_the_one_the_class_reads(tmp_path, capsys):
+    """Mamba checkpoints write n_layer beside num_hidden_layers, LFM2's num_heads beside num_attention_heads: a
+    size the class reads under another name at the same value is not a lost dimension; at another value it is."""
+    from roofcalc.trace import hf_config
+
+    mamba = dict(model_type="mamba", hidden_size=256, state_size=8, num_hidden_layers=3, n_layer=3, vocab_size=1000)
+    _, check = hf_config(mamba, "m")
+    assert "n_layer" not in check.ignored
+    with pytest.raises(RoofcalcError, match="does not read n_layer"):
+        hf_config(dict(mamba, n_layer=64), "m")
+    lfm2 = dict(TYPES["lfm2"], model_type="lfm2", num_heads=8)
+    assert "num_heads" not in hf_config(lfm2, "l")[1].ignored

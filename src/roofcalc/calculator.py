@@ -64,10 +64,20 @@ class DType:
     group: int = 0  # a format's own group along the input dimension (else the workload's group_size)
     scale_bytes: int = SCALE_BYTES  # bytes of one group's scale
     experts_only: bool = False  # the format stores a mixture of experts' expert weights only
+    # fp8 checkpoints' linears with one fp32 scale per output row or per matrix, multiplied into an fp8 GEMM's
+    # output (FBGEMM FP8, compressed-tensors FP8): bytes of the scales
+    row_scale: int = 0
+    tensor_scale: int = 0
 
     @property
     def scaled(self) -> bool:
-        """Weights that carry scales and are dequantized or rescaled to the activation dtype."""
+        """Weights that carry scales: the decoder layers' linears alone (embeddings, norms and lm_head stay in
+        the float dtype)."""
+        return self.quantized or bool(self.block or self.row_scale or self.tensor_scale)
+
+    @property
+    def dequantized(self) -> bool:
+        """Weights dequantized to the activation dtype, whose GEMMs then compute in it."""
         return self.quantized or bool(self.block)
 
     def nbytes(self, n_elements: int) -> int:
@@ -81,6 +91,10 @@ DTYPES = {
     "fp16": DType("fp16", 16),
     "fp8": DType("fp8", 8),
     "fp8-b128": DType("fp8-b128", 8, block=128),
+    # FBGEMM FP8 (Llama 3.1's FP8 checkpoints) and compressed-tensors FP8 by channel: one fp32 scale per output
+    # row; by tensor (and AutoFP8's quant_method fp8): one per matrix. Their GEMMs run in fp8
+    "fp8-ch": DType("fp8-ch", 8, row_scale=4),
+    "fp8-t": DType("fp8-t", 8, tensor_scale=4),
     "int8": DType("int8", 8, quantized=True),
     "int4": DType("int4", 4, quantized=True),
     # OCP Microscaling Formats (MX) v1.0: MXFP4 is FP4 (E2M1) values in blocks of 32 sharing one 8-bit (E8M0)
@@ -176,9 +190,11 @@ class Workload:
 
     @property
     def compute_dtype(self) -> DType:
-        """What the matmuls compute in: scaled weights are dequantized to the activation dtype (W4A16,
-        W8A16; fp8 block weights with fp8 activations compute in fp8)."""
-        return self.act_dtype if self.weight_dtype.scaled else self.weight_dtype
+        """What the matmuls compute in: dequantized weights in the activation dtype (W4A16, W8A16; fp8 block
+        weights with fp8 activations compute in fp8); fp8 weights with row or tensor scales in fp8."""
+        if self.weight_dtype.row_scale or self.weight_dtype.tensor_scale:
+            return DTYPES["fp8"]
+        return self.act_dtype if self.weight_dtype.dequantized else self.weight_dtype
 
 
 # --------------------------------------------------------------------------- cost records
@@ -284,6 +300,8 @@ def linear_weight_bytes(n_in: int, n_out: int, wl: Workload, experts: bool = Fal
         return wl.float_weight_dtype.nbytes(n_in * n_out)
     if w.block:
         return w.nbytes(n_in * n_out) + -(-n_out // w.block) * -(-n_in // w.block) * BLOCK_SCALE_BYTES
+    if w.row_scale or w.tensor_scale:
+        return w.nbytes(n_in * n_out) + n_out * w.row_scale + w.tensor_scale
     scales = n_out * -(-n_in // wl.weight_group) * w.scale_bytes if w.quantized else 0
     return w.nbytes(n_in * n_out) + scales
 

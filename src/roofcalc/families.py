@@ -88,6 +88,9 @@ class Family:
     names: tuple[tuple[str, str], ...] = ()  # role -> module name, where it differs from Llama's
     eager: EagerCounts = ()
     eager_experts: EagerCounts = ()
+    # the config class's defaults for (D, L, N, F, V), filled only inside a multimodal config's text_config,
+    # where the published checkpoints leave them to the class (LLaVA-1.5's Llama, PaliGemma 2's Gemma 2)
+    class_sizes: tuple[int, int, int, int | None, int] = (4096, 32, 32, 11008, 32000)
 
     @property
     def eager_counts(self) -> dict:
@@ -112,29 +115,29 @@ DEEPSEEK = dict(gqa=False, head_dim_key=False, mla=True)
 
 _RECORDS = (
     Family("llama", mlp_bias=Flag("mlp_bias")),
-    Family("mistral", kv_default=8, window_default=4096, layers="window", qkv_bias=NONE, o_bias=NONE),
-    Family("qwen2", kv_default=32, layers="qwen", qkv_bias=ALWAYS, o_bias=NONE),  # bias hard-coded on q, k, v
-    Family("qwen3", kv_default=32, head_dim_default=128, layers="qwen", qk_norm=ALWAYS),
-    Family("gemma", kv_default=16, head_dim_default=256, tie_default=True, embed_scale=True, **GEMMA_ACT,
+    Family("mistral", class_sizes=(4096, 32, 32, 14336, 32000), kv_default=8, window_default=4096, layers="window", qkv_bias=NONE, o_bias=NONE),
+    Family("qwen2", class_sizes=(4096, 32, 32, 22016, 151936), kv_default=32, layers="qwen", qkv_bias=ALWAYS, o_bias=NONE),  # bias hard-coded on q, k, v
+    Family("qwen3", class_sizes=(4096, 32, 32, 22016, 151936), kv_default=32, head_dim_default=128, layers="qwen", qk_norm=ALWAYS),
+    Family("gemma", class_sizes=(3072, 28, 16, 24576, 256000), kv_default=16, head_dim_default=256, tie_default=True, embed_scale=True, **GEMMA_ACT,
            eager=(("rms_norm", (10, 7)),)),
-    Family("gemma2", kv_default=4, head_dim_default=256, tie_default=True, window_default=4096, layers="alternate",
+    Family("gemma2", class_sizes=(2304, 26, 8, 9216, 256000), kv_default=4, head_dim_default=256, tie_default=True, window_default=4096, layers="alternate",
            window_required=True, embed_scale=True, block="sandwich", **GEMMA_ACT,
            softcaps=(("attn_logit_softcapping", 50.0), ("final_logit_softcapping", 30.0)),
            eager=(("rms_norm", (10, 7)), ("attention", (12, 10)))),
-    Family("phi3", layers="window", fused_qkv=True, fused_gate_up=True, qkv_bias=NONE, o_bias=NONE,
+    Family("phi3", class_sizes=(3072, 32, 32, 8192, 32064), layers="window", fused_qkv=True, fused_gate_up=True, qkv_bias=NONE, o_bias=NONE,
            eager=(("rotary", 12), ("attention", 4))),
-    Family("mixtral", kv_default=8, layers="window", qkv_bias=NONE, o_bias=NONE,
+    Family("mixtral", class_sizes=(4096, 32, 32, 14336, 32000), kv_default=8, layers="window", qkv_bias=NONE, o_bias=NONE,
            experts=Experts("num_local_experts", width_key=None), eager=(("router", (6, 5)),)),
-    Family("qwen3_moe", kv_default=4, layers="qwen", qk_norm=ALWAYS, o_bias=NONE,
+    Family("qwen3_moe", class_sizes=(2048, 24, 32, 6144, 151936), kv_default=4, layers="qwen", qk_norm=ALWAYS, o_bias=NONE,
            experts=Experts("num_experts", width_default=768, layout="sparse_step", renormalize=(False, 2)),
            eager=(("router", (5, 3)),), eager_experts=(("experts.down_proj", 6),)),
-    Family("deepseek_v2", **DEEPSEEK, experts=Experts("n_routed_experts", layout="first_k_dense", shared=True),
+    Family("deepseek_v2", class_sizes=(4096, 32, 32, 11008, 102400), **DEEPSEEK, experts=Experts("n_routed_experts", layout="first_k_dense", shared=True),
            eager=(("router", (5, 4)), ("rotary", (10, 6)), ("attention", (16, 11)))),
-    Family("deepseek_v3", **DEEPSEEK,
+    Family("deepseek_v3", class_sizes=(7168, 61, 128, 18432, 129280), **DEEPSEEK,
            experts=Experts("n_routed_experts", layout="first_k_dense", first_dense_default=3, shared=True,
                            router_bias=True, renormalize=(True, 3)),
            eager=(("router", (15, 14)), ("rotary", 14), ("attention", (16, 11)))),
-    Family("gpt2", d_model_key="n_embd", n_layers_key="n_layer", n_heads_key="n_head", d_ff_key="n_inner",
+    Family("gpt2", class_sizes=(768, 12, 12, None, 50257), d_model_key="n_embd", n_layers_key="n_layer", n_heads_key="n_head", d_ff_key="n_inner",
            d_ff_per_d=4, gqa=False, head_dim_key=False, tie_default=True, act_keys=("activation_function",),
            act_default="gelu_new", norm="layer", gated_mlp=False, fused_qkv=True,
            qkv_bias=ALWAYS, o_bias=ALWAYS, mlp_bias=ALWAYS, rotary_keys=(), rotary_default=0.0,
@@ -142,14 +145,14 @@ _RECORDS = (
            names=(("embed", "wte"), ("pos_embed", "wpe"), ("input_norm", "ln_1"), ("qkv", "c_attn"),
                   ("o", "attn.c_proj"), ("post_attn_norm", "ln_2"), ("fc_in", "c_fc"), ("fc_out", "mlp.c_proj"),
                   ("final_norm", "ln_f"))),
-    Family("gpt_neox", gqa=False, head_dim_key=False, act_default="gelu", norm="layer", block="parallel",
+    Family("gpt_neox", class_sizes=(6144, 44, 64, 24576, 50432), gqa=False, head_dim_key=False, act_default="gelu", norm="layer", block="parallel",
            parallel_residual=Flag("use_parallel_residual", True), gated_mlp=False, fused_qkv=True,
            qkv_bias=Flag("attention_bias", True), o_bias=Flag("attention_bias", True),
            mlp_bias=Flag("attention_bias", True), rotary_keys=("rotary_pct", "partial_rotary_factor"),
            rotary_default=0.25, eager=(("rotary", 12),),
            names=(("embed", "embed_in"), ("qkv", "query_key_value"), ("o", "dense"), ("fc_in", "dense_h_to_4h"),
                   ("fc_out", "dense_4h_to_h"), ("final_norm", "final_layer_norm"))),
-    Family("opt", d_ff_key="ffn_dim", d_ff_default=3072, gqa=False, head_dim_key=False, tie_default=True,
+    Family("opt", class_sizes=(768, 12, 12, 3072, 50272), d_ff_key="ffn_dim", d_ff_default=3072, gqa=False, head_dim_key=False, tie_default=True,
            act_keys=("activation_function",), act_default="relu", norm="layer", gated_mlp=False,
            qkv_bias=Flag("enable_bias", True), o_bias=Flag("enable_bias", True), mlp_bias=Flag("enable_bias", True),
            rotary_keys=(), rotary_default=0.0, positions=("max_position_embeddings", 2048, 2),  # OPT's offset of 2
@@ -158,7 +161,7 @@ _RECORDS = (
            eager=(("attention", 2),),
            names=(("input_norm", "self_attn_layer_norm"), ("o", "out_proj"), ("post_attn_norm", "final_layer_norm"),
                   ("final_norm", "decoder.final_layer_norm"))),
-    Family("phi", head_dim_key=False, act_default="gelu_new", norm="layer", block="parallel_shared",
+    Family("phi", class_sizes=(2048, 24, 32, 8192, 51200), head_dim_key=False, act_default="gelu_new", norm="layer", block="parallel_shared",
            gated_mlp=False, qkv_bias=ALWAYS, o_bias=ALWAYS, mlp_bias=ALWAYS, rotary_default=0.5,
            qk_norm=Flag("qk_layernorm"), lm_head_bias=True, eager=(("rotary", 12),),
            names=(("o", "dense"), ("final_norm", "final_layernorm"))),

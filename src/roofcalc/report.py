@@ -83,6 +83,7 @@ def model_record(a: Analysis) -> dict[str, Any]:
         **({"bytes_view": a.view, "traced": a.note, "config_ignored": list(a.check.ignored),
             "config_defaulted": dict(a.check.defaulted)} if getattr(a, "source", "") == "traced" else {}),
         **({"family_defaults": dict(s.borrowed_defaults)} if s.borrowed else {}),
+        **({"config_class_defaults": dict(s.class_defaults)} if s.class_defaults else {}),
         "n_layers": s.n_layers,
         "d_model": s.d_model,
         "n_heads": s.n_heads,
@@ -268,6 +269,8 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
            f"dispatch and combine around the experts; the model holds {a.full.params:,} parameters in all"]
           if getattr(a, "parallel", None) is not None and a.parallel.ep > 1 else []),
         *([pipeline_line(a)] if getattr(a, "note_pipeline", None) else []),
+        *([f"config    the text_config leaves {', '.join(k for k, _ in s.class_defaults)} to its config class, as "
+           f"transformers does: {', '.join(f'{k}={v}' for k, v in s.class_defaults)}"] if s.class_defaults else []),
         *([f"family    read as {s.family} (--family); absent keys took {s.family}'s defaults: "
            + (", ".join(f"{k}={v}" for k, v in s.borrowed_defaults) or "none")] if s.borrowed else []),
         f"shape     L={s.n_layers} layers, D={s.d_model}, {heads}, "

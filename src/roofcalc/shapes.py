@@ -45,10 +45,17 @@ def _show(value: Any) -> str:
 class ConfigReader:
     """One config's keys, each checked once; it remembers which keys it read and which defaults it took."""
 
-    def __init__(self, cfg: dict, family: Family):
+    def __init__(self, cfg: dict, family: Family, sub_config: bool = False):
         self.cfg, self.family = cfg, family
         self.read: set[str] = set()
         self.defaults: dict[str, Any] = {}
+        # a multimodal config's text_config: transformers' class fills absent sizes, and checkpoints rely on it
+        self.class_sizes = {}
+        if sub_config:
+            f = family
+            self.class_sizes = {k: v for k, v in zip((f.d_model_key, f.n_layers_key, f.n_heads_key, f.d_ff_key,
+                                                      "vocab_size"), f.class_sizes) if v is not None}
+        self.class_defaults: dict[str, int] = {}
 
     def get(self, key: str, default: Any = None) -> Any:
         self.read.add(key)
@@ -60,6 +67,8 @@ class ConfigReader:
     def int(self, key: str, default: Any = None, *, required: bool = False, limit: int = MAX_DIM) -> Any:
         """A positive integer under ``key`` (``default`` when the key is absent or null)."""
         value = self.get(key, default)
+        if value is None and required and key in self.class_sizes:
+            value = self.class_defaults[key] = self.class_sizes[key]
         if value is None:
             if required:
                 raise RoofcalcError(f"config.json has no '{key}'; every {self.family.model_type} config needs it")
@@ -210,6 +219,8 @@ class ModelShape:
     hf_activation: str = ""  # the config's own activation name (gelu_new runs as several eager ops)
     borrowed: bool = False  # read through another family's record (--family)
     borrowed_defaults: tuple[tuple[str, Any], ...] = ()  # then: absent keys that family's defaults filled
+    # a multimodal config's text_config: absent sizes its config class filled (LLaVA-1.5 leaves Llama's to it)
+    class_defaults: tuple[tuple[str, int], ...] = ()
 
     @property
     def q_dim(self) -> int:
@@ -345,11 +356,18 @@ def _declared(cfg: dict, name: str) -> tuple[str | None, int | None]:
     method = one_line(str(q.get("quant_method", "")).lower())[:40]
     if method == "fp8":
         block = q.get("weight_block_size")
-        if block is None:
-            return "fp8", None
+        if block is None:  # AutoFP8's checkpoints: a scale per matrix
+            return "fp8-t", None
         if block != [128, 128]:
             raise RoofcalcError(f"{name}: fp8 weight_block_size {_show(block)} is not supported (only [128, 128])")
         return "fp8-b128", None
+    if method == "fbgemm_fp8":  # FP8 (E4M3) weights with a scale per output row, activations fp8 per token
+        kept = [m for m in q.get("modules_to_not_convert") or [] if not str(m).startswith("lm_head")]
+        if kept:
+            raise RoofcalcError(f"{name}: fbgemm_fp8 keeps {len(kept)} modules in 16 bits "
+                                f"({one_line(str(kept[0]))[:40]}...), which roofcalc would count as fp8; pass "
+                                f"--weight-dtype fp8-ch to count every linear in fp8, or bf16 for none")
+        return "fp8-ch", None
     if method == "mxfp4":  # gpt-oss: the experts in MXFP4, the rest in the checkpoint's float dtype
         return "mxfp4", None
     if method == "compressed-tensors":
@@ -380,7 +398,7 @@ def _compressed(q: dict, name: str) -> tuple[str, int | None]:
         raise RoofcalcError(f"{name}: compressed-tensors int{a.get('num_bits')} activations (integer GEMMs) are not "
                             f"modelled; pass --weight-dtype int8 to read its weights as W8A16")
     if kind == "float" and bits == 8 and strategy in ("tensor", "channel"):
-        return "fp8", None
+        return ("fp8-t" if strategy == "tensor" else "fp8-ch"), None
     if kind == "float" and bits == 8 and strategy == "block" and w.get("block_structure") == [128, 128]:
         return "fp8-b128", None
     if kind == "int" and bits in (4, 8) and strategy in ("group", "channel"):
@@ -398,12 +416,16 @@ def _config_dtype(cfg: dict) -> str | None:
     return {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(value) if isinstance(value, str) else None
 
 
-def shape_from_config(cfg: Any, name: str = "model", family: str | None = None) -> ModelShape:
+def shape_from_config(cfg: Any, name: str = "model", family: str | None = None, *,
+                      sub_config: bool = False) -> ModelShape:
     """Build a :class:`ModelShape` from a parsed config.json, read through its family's record.
 
     ``family`` reads a config whose ``model_type`` roofcalc does not know as a known family (a
     fine-tune with a custom type); it is never guessed. Keys of the config that the borrowed family
     cannot represent are refused by name; the defaults it supplied are kept in ``borrowed_defaults``.
+    ``sub_config``: ``cfg`` is a multimodal config's text_config, whose absent sizes take the config
+    class's defaults, as transformers fills them (kept in ``class_defaults``); a top-level config must
+    give its sizes.
     """
     if not isinstance(cfg, dict):
         raise RoofcalcError(f"{name}: config.json must hold a JSON object, got {type(cfg).__name__}")
@@ -415,7 +437,7 @@ def shape_from_config(cfg: Any, name: str = "model", family: str | None = None) 
     if family is None and model_type not in FAMILIES and isinstance(text, dict) and \
             isinstance(text.get("model_type"), str) and text["model_type"] in FAMILIES:
         # a multimodal config (vision + language): the language model is what decodes
-        inner = shape_from_config(text, name)
+        inner = shape_from_config(text, name, sub_config=True)
         # the checkpoint's dtype is often written only at the top (Mistral-Small-3.1, Gemma 3)
         return replace(inner, model_type=f"{model_type} (text_config: {inner.model_type})",
                        config_dtype=inner.config_dtype or _config_dtype(cfg))
@@ -424,9 +446,11 @@ def shape_from_config(cfg: Any, name: str = "model", family: str | None = None) 
         hint = "" if family else " (or pass --family NAME to read it as one of them)"
         raise (RoofcalcError if family else UnsupportedModelType)(f"{name}: model_type '{one_line(family or model_type)[:80]}' is not supported; "
                             f"supported: {', '.join(SUPPORTED_FAMILIES)}{hint}")
-    r = ConfigReader(cfg, fam)
+    r = ConfigReader(cfg, fam, sub_config)
     shape = _build(r, name, model_type)
     _check_size(shape, name)
+    if r.class_defaults:
+        shape = replace(shape, class_defaults=tuple(r.class_defaults.items()))
     if fam.model_type == model_type:
         return shape
     lost = r.unrepresented()

@@ -57,6 +57,11 @@ DIMENSION_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "nu
                   "intermediate_size", "vocab_size", "head_dim", "n_embd", "n_layer", "n_head", "d_model",
                   "num_layers", "num_heads", "ffn_dim", "n_inner", "multi_query", "num_local_experts", "num_experts",
                   "n_routed_experts", "moe_intermediate_size", "num_experts_per_tok")
+# one size under several names: a checkpoint may write a legacy name beside the one its class reads (Mamba's
+# n_layer beside num_hidden_layers, LFM2's num_heads beside num_attention_heads)
+SIZE_NAMES = (("hidden_size", "n_embd", "d_model"), ("num_hidden_layers", "n_layer", "num_layers"),
+              ("num_attention_heads", "n_head", "num_heads"), ("intermediate_size", "ffn_dim", "n_inner"),
+              ("num_local_experts", "num_experts", "n_routed_experts"))
 GENERIC_KEYS = {"architectures", "auto_map", "model_type", "torch_dtype", "dtype", "transformers_version",
                 "_name_or_path", "bos_token_id", "eos_token_id", "pad_token_id", "quantization_config", "use_cache",
                 "tie_word_embeddings", "is_decoder", "id2label", "label2id", "task_specific_params",
@@ -129,6 +134,7 @@ def hf_config(cfg: dict, name: str):
     # any unknown key as an attribute, so only its sub-configs tell)
     parts = [getattr(config, k) for k in sorted(sub) if hasattr(getattr(config, k, None), "to_dict")]
     ignored = tuple(k for k in ignored if not any(_holds(c, k, cfg[k]) for c in parts) and not _in_rope(config, k, cfg[k]))
+    ignored = tuple(k for k in ignored if not _read_as(config, reads, k, cfg[k]))
     lost = [k for k in ignored if k in DIMENSION_KEYS]
     if lost:
         raise RoofcalcError(f"{name}: transformers' {cls.__name__} does not read {', '.join(lost)}: tracing it would "
@@ -145,9 +151,15 @@ def hf_config(cfg: dict, name: str):
     return config, ConfigCheck(cls.__name__, ignored, tuple(sorted(defaults.items())))
 
 
+def _read_as(config, reads: set, key: str, value) -> bool:
+    """Whether the class read the size ``key`` holds under another of its names, at the same value."""
+    names = next((n for n in SIZE_NAMES if key in n), ())
+    return any(other != key and other in reads and _holds(config, other, value) for other in names)
+
+
 def _in_rope(config, key: str, value) -> bool:
-    """Whether a legacy rotary key (rope_theta, or a rope_scaling object) was read into the config's
-    rope_parameters, as transformers 5 reads them."""
+    """Whether a rotary key given at the top (rope_theta, partial_rotary_factor, or a rope_scaling object)
+    was read into the config's rope_parameters, as transformers 5 reads them."""
     rope = getattr(config, "rope_parameters", None)
     if not isinstance(rope, dict):
         return False
@@ -155,7 +167,7 @@ def _in_rope(config, key: str, value) -> bool:
     sets = [r for r in rope.values() if isinstance(r, dict)] or [rope]
     if key == "rope_scaling" and isinstance(value, dict):
         return any(all(r.get("rope_type" if k == "type" else k) == v for k, v in value.items()) for r in sets)
-    return key == "rope_theta" and any(r.get(key) == value for r in sets)
+    return any(key in r and r[key] == value for r in sets)  # rope_theta, partial_rotary_factor (Phi-3)
 
 
 def _holds(config, key: str, value) -> bool:
@@ -670,11 +682,11 @@ def _cache_key(cfg: dict, wl: Workload, tf_version: str) -> str:
 def _check_workload(wl: Workload) -> None:
     for what, d in (("weights", wl.weight_dtype), ("activations", wl.act_dtype), ("KV cache", wl.kv_dtype)):
         if d.name not in TORCH_DTYPES and not (what == "weights" and d.scaled):
-            raise RoofcalcError(f"a traced model runs in fp32, bf16 or fp16 (its weights also int8, int4, mxfp4 or fp8-b128); "
+            raise RoofcalcError(f"a traced model runs in fp32, bf16 or fp16 (its weights also int8, int4, mxfp4, fp8-b128, fp8-ch or fp8-t); "
                                 f"{what} {d.name} is for hand-modelled families")
     if not wl.act_dtype == wl.kv_dtype or not (wl.weight_dtype == wl.act_dtype or wl.weight_dtype.scaled):
         raise RoofcalcError("a traced model runs weights, activations and KV cache in one dtype (weights may be "
-                            "int8, int4, mxfp4 or fp8-b128 besides); give --dtype, and --weight-dtype for those")
+                            "int8, int4, mxfp4, fp8-b128, fp8-ch or fp8-t besides); give --dtype, and --weight-dtype for those")
     if not wl.causal:
         raise RoofcalcError("--full-rectangle is for hand-modelled families (a traced model runs its own mask)")
 
@@ -721,6 +733,48 @@ def _one_sequence_per_row(transformers):
             pretrained.warn_if_padding_and_no_attention_mask = warn
 
     return undo
+
+
+def _positional_rotaries(torch, model, dtype, positions: int):
+    """Rotary embeddings that read their position ids' values cannot run on meta tensors, which hold none:
+    dynamic (NTK) scaling grows its frequencies with the step's last position (transformers'
+    ``dynamic_rope_update``), Phi-3.5-MoE's longrope rotary picks its scale by it. Each such module (found by running
+    it once on meta tensors) runs its own forward on the CPU instead, on the step's real positions (one
+    unpadded sequence per row, the first at ``start[0]``) and with the buffers its class computes from the
+    config, and hands meta tensors of its outputs' shapes on: the ops it records are the module's own,
+    those that read the positions included (a GPU runs them too). Returns (the undo, ``start``)."""
+    start, patched = [0], []
+    base = torch.arange(positions)
+    x, ids = torch.empty((1, 1, 1), dtype=dtype, device="meta"), torch.zeros((1, 1), dtype=torch.long, device="meta")
+    for module in model.modules():
+        if not hasattr(module, "rope_init_fn") and "inv_freq" not in dict(module.named_buffers(recurse=False)):
+            continue
+        try:
+            module.forward(x, ids)
+            continue
+        except RuntimeError as exc:  # reads a value: "Tensor.item() cannot be called on meta tensors"
+            if "meta" not in str(exc):
+                continue
+        except Exception:  # another signature (per-layer-type rotaries): it runs as it is
+            continue
+        try:
+            twin = type(module)(module.config)
+        except Exception:  # a class that cannot be rebuilt alone: the trace refuses as before
+            continue
+
+        def forward(x, position_ids, *args, _twin=twin, **kwargs):
+            at = base[start[0]:start[0] + position_ids.shape[-1]].expand(position_ids.shape)
+            out = _twin.forward(torch.empty(0, dtype=x.dtype), at, *args, **kwargs)
+            return tuple(torch.empty(t.shape, dtype=t.dtype, device=x.device) for t in out)
+
+        module.forward = forward
+        patched.append(module)
+
+    def undo():
+        for module in patched:
+            del module.forward
+
+    return undo, start
 
 
 def _dbrx_experts(torch, module):
@@ -853,6 +907,7 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
         # which may keep its own: takes a cache and is no encoder (BERT-style classes declare is_decoder False)
         keeps_own = cache_kw in fwd and getattr(config, "is_decoder", None) is not False
         unpacked = _one_sequence_per_row(transformers)
+        rotaries, first_position = _positional_rotaries(torch, model, dtype, max(wl.kv_len, wl.query_tokens) + 1)
         grouped, one_kernel = _grouped_experts(torch, config.model_type)
         rec.leaf |= {m for m in model.modules() if isinstance(m, one_kernel)}
         try:
@@ -905,6 +960,7 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
                     if cache is not None:  # alive to the end: the step's new tensors never reuse their storage
                         rec.keep.extend(_cache_tensors(torch, cache) + _state_tensors(torch, cache))
                     one = torch.zeros((wl.batch, 1), dtype=torch.long, device="meta")
+                    first_position[0] = wl.kv_len - 1
                     kw = {cache_kw: cache} if cache is not None else {}
                     with rec.mode:
                         out = model(input_ids=one, use_cache=True, **kw, **keep)
@@ -916,6 +972,7 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
         finally:
             torch.nn.functional.scaled_dot_product_attention = sdpa
             unpacked()
+            rotaries()
             grouped()
             rec.close()
     new_cache = _cache_of(out)

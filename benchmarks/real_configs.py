@@ -1,0 +1,124 @@
+"""Published config.json files of popular models, as a new user would hand them to roofcalc.
+
+Each file in benchmarks/configs/published/ holds a model's architectural keys as its hub repository publishes
+them (token ids, dropout and initializer keys left out). Two are abridged where a value changes no count: the
+longrope factor lists of Phi-4-mini and Phi-3.5-MoE (1.0 in place of their published floats). For each:
+
+* the main job, `roofcalc FILE --format json` (in-process): exit 0, or a one-line refusal (exit 2);
+* parameters against the count the model card gives;
+* for a traced model, the oracle of tests/test_trace.py on the real config at its real size: transformers'
+  model built on the meta device runs a prefill of 6 tokens and a decode step at batch 2 under
+  FlopCounterMode; every leaf module's and each attention core's matmul FLOPs must equal the trace's, the
+  parameters the real model's, and the KV bytes per token the real cache's. A model whose own code reads
+  tensor values cannot run on meta; its trace is checked on a small config on the CPU in the tests instead.
+
+Run: python benchmarks/real_configs.py [NAME-FRAGMENT ...]   (needs the [torch] extra; about a minute)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+# the model cards' parameter counts (total; a mixture of experts' active count after the slash)
+PUBLISHED = {
+    "meta-llama/Llama-4-Scout-17B-16E-Instruct": "109B / 17B, the vision encoder included",
+    "Qwen/Qwen3-Next-80B-A3B-Instruct": "80B / 3B", "zai-org/GLM-4.5-Air": "106B / 12B",
+    "baidu/ERNIE-4.5-21B-A3B-PT": "21B / 3B", "baidu/ERNIE-4.5-0.3B-PT": "0.36B",
+    "mistralai/Mistral-Small-3.1-24B-Instruct-2503": "24B, the vision encoder included",
+    "google/gemma-3-4b-it": "4B, the vision encoder included", "google/gemma-3-1b-it": "1B",
+    "CohereLabs/c4ai-command-r7b-12-2024": "7B", "ibm-granite/granite-4.0-h-tiny": "7B / 1B",
+    "state-spaces/mamba-2.8b-hf": "2.8B", "ai21labs/AI21-Jamba-Mini-1.5": "52B / 12B",
+    "tiiuae/falcon-7b": "7B", "tiiuae/falcon-40b": "40B", "bigcode/starcoder2-15b": "15B",
+    "bigcode/starcoderbase-1b": "1B", "stabilityai/stablelm-2-1_6b": "1.6B", "allenai/OLMo-2-1124-7B": "7B",
+    "Qwen/Qwen1.5-MoE-A2.7B": "14.3B / 2.7B", "LiquidAI/LFM2-1.2B": "1.2B", "HuggingFaceTB/SmolLM3-3B": "3B",
+    "llava-hf/llava-1.5-7b-hf": "7B, the vision encoder included", "microsoft/Phi-4-mini-instruct": "3.8B",
+    "Qwen/Qwen2-VL-2B-Instruct": "2B", "LGAI-EXAONE/EXAONE-4.0-1.2B": "1.2B", "arcee-ai/AFM-4.5B": "4.5B",
+    "microsoft/bitnet-b1.58-2B-4T": "2B", "unsloth/llama-3-8b-bnb-4bit": "8B",
+    "hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4": "8B", "meta-llama/Llama-3.1-405B-Instruct-FP8": "405B",
+    "Qwen/Qwen3-8B-FP8": "8.2B", "mistralai/Mistral-Nemo-Base-2407": "12B", "google/gemma-2-27b": "27B",
+    "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4": "7.6B", "microsoft/Phi-3.5-MoE-instruct": "42B / 6.6B",
+    "deepseek-ai/DeepSeek-V2-Lite-Chat": "15.7B / 2.4B",
+}
+
+
+def main_job(path: Path) -> tuple[int, dict | None, str, float]:
+    """`roofcalc PATH --format json --hw H100` as the command line runs it: (exit code, document, error, s)."""
+    from roofcalc.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    started = time.perf_counter()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(path), "--format", "json", "--hw", "H100"])
+    doc = json.loads(out.getvalue()) if code == 0 else None
+    return code, doc, err.getvalue().strip(), time.perf_counter() - started
+
+
+def oracle(cfg: dict) -> str:
+    """The trace of the real config against FlopCounterMode, the real parameters and the real cache."""
+    import torch
+    from hf_oracle import build, cache_bytes, run
+    from test_trace import _check
+
+    from roofcalc import Workload
+    from roofcalc.calculator import DTYPES
+    from roofcalc.trace import trace_raw, traced_shape
+
+    bf = DTYPES["bf16"]
+    _, (use, _, _) = traced_shape(cfg, cfg["model_type"])
+    model = build(use, dtype=torch.bfloat16)
+    batch, prompt = 2, 6
+    try:
+        prefill, decode, cache = run(model, batch, prompt, all_logits=False)
+    except RuntimeError as exc:
+        if "meta" not in str(exc):
+            raise
+        return "the real model reads tensor values (not runnable on meta); small config checked in the tests"
+    for wl, counts in ((Workload.prefill(batch, prompt, weight_dtype=bf, act_dtype=bf, kv_dtype=bf), prefill),
+                       (Workload.decode(batch, prompt + 1, weight_dtype=bf, act_dtype=bf, kv_dtype=bf), decode)):
+        doc = trace_raw(use, "t", wl)
+        _check(doc, counts, model)  # asserts, module by module
+    persistent = set(model.state_dict())
+    real = sum(p.numel() for p in model.parameters()) + \
+        sum(b.numel() for n, b in model.named_buffers() if n in persistent)
+    kv = cache_bytes(cache) == batch * (prompt + 1) * doc["kv_bytes_per_token"]
+    return ("per-module FLOPs equal" + ("; parameters equal" if doc["params"] == real else f"; PARAMETERS {real:,}")
+            + ("; KV bytes equal" if kv else "; KV BYTES DIFFER"))
+
+
+def main() -> None:
+    warnings.simplefilter("ignore")
+    files = sorted((HERE / "configs" / "published").glob("*.json"))
+    if len(sys.argv) > 1:
+        files = [f for f in files if any(a.lower() in f.name.lower() for a in sys.argv[1:])]
+    ran = refused = 0
+    for f in files:
+        hub = f.stem.replace("--", "/")
+        cfg = json.loads(f.read_text())
+        code, doc, err, seconds = main_job(f)
+        if code != 0:
+            refused += 1
+            print(f"{hub:50s} exit {code} in {seconds:.1f} s: {err}")
+            continue
+        ran += 1
+        m = doc["model"]
+        line = f"{hub:50s} {m['source']:6s} {m['params'] / 1e9:8.2f}B (card: {PUBLISHED.get(hub, '?')}) {seconds:4.1f} s"
+        if m["source"] == "traced":
+            try:
+                line += "; " + oracle(cfg)
+            except AssertionError as exc:
+                line += f"; ORACLE DIFFERS: {exc}"
+        print(line, flush=True)
+    print(f"{ran} of {len(files)} published configs ran, {refused} refused in one line")
+
+
+if __name__ == "__main__":
+    main()
