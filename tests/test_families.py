@@ -242,3 +242,15 @@ def test_phi3_rotates_only_its_partial_rotary_share():
     assert 2 * model.model.rotary_emb.inv_freq.numel() == shape.rotary_dim
     # rotary FLOPs at batch 1 decode: 3 per element over (N + K) heads x 96 dims = 3 x 4 x 96 = 1,152
     assert analyze(shape, Workload.decode(1, 8)).kernel("rotary").cost.flops == 1_152
+
+
+def test_a_deepseek_v3_config_under_another_type_reads_as_deepseek_v3():
+    """Kimi K2 ships DeepSeek-V3's architecture under its own remote-code model_type; its config writes
+    num_key_value_heads, which MLA's attention does not use, so --family deepseek_v3 must not refuse it as a
+    key it would drop. DeepSeek-V3's own config read so has its 671,026,419,200 parameters (the catalog's)."""
+    from roofcalc import load_config
+
+    cfg = dict(load_config("deepseek-ai/DeepSeek-V3")[0], model_type="kimi_k2")
+    assert cfg["num_key_value_heads"] == 128
+    s = shape_from_config(cfg, "k", family="deepseek_v3")
+    assert analyze(s, Workload.decode(1, 10)).params == 671_026_419_200

@@ -378,6 +378,14 @@ def test_refusals_are_one_line(tmp_path, capsys):
     assert main([str(remote)]) == 2
     err = capsys.readouterr().err
     assert "remote code" in err and "--family llama" in err and err.count("\n") == 1
+    # ChatGLM's remote-code config (THUDM/glm-4-9b-chat's keys) names its sizes so that no hand family reads
+    # them: no family is suggested
+    remote.write_text(json.dumps(dict(model_type="chatglm", num_layers=2, hidden_size=256, ffn_hidden_size=512,
+                                      kv_channels=32, num_attention_heads=8, multi_query_group_num=2,
+                                      padded_vocab_size=1000)))
+    assert main([str(remote)]) == 2
+    err = capsys.readouterr().err
+    assert "no hand-modelled family" in err and "--family" not in err and err.count("\n") == 1
     flat = tmp_path / "flat.json"  # a text config flattened under a multimodal type: llava reads no hidden_size
     flat.write_text(json.dumps(dict(BASE, model_type="llava")))
     assert main([str(flat)]) == 2
@@ -465,6 +473,11 @@ def test_a_multimodal_configs_top_level_dtype_and_legacy_rope_keys_are_read(tmp_
     assert shape.config_dtype == "bf16"
     doc = trace_raw(use, name, Workload.decode(1, 5, weight_dtype=_bf16(), act_dtype=_bf16(), kv_dtype=_bf16()))
     assert doc["ignored"] == []
+    # Qwen3-VL's checkpoints write their dtype only in the text_config, and the whole model is traced
+    qwen3_vl = config("qwen3_vl")
+    qwen3_vl["text_config"] = dict(qwen3_vl["text_config"], dtype="bfloat16")
+    assert traced_shape(qwen3_vl, "q")[0].config_dtype == "bf16"
+    assert traced_shape(config("qwen3_vl"), "q")[0].config_dtype is None  # none written: none read
 
 
 # --------------------------------------------------------------------------- the hand models checked by their trace
@@ -678,7 +691,8 @@ def test_a_rotary_that_reads_its_positions_traces(model_type, prompt):
 
 def test_a_legacy_size_name_beside_the_one_the_class_reads(tmp_path, capsys):
     """Mamba checkpoints write n_layer beside num_hidden_layers, LFM2's num_heads beside num_attention_heads: a
-    size the class reads under another name at the same value is not a lost dimension; at another value it is."""
+    size the class reads under another name at the same value (in every layer, for a per-layer list) is not a
+    lost dimension; at another value it is."""
     from roofcalc.trace import hf_config
 
     mamba = dict(model_type="mamba", hidden_size=256, state_size=8, num_hidden_layers=3, n_layer=3, vocab_size=1000)
@@ -688,3 +702,9 @@ def test_a_legacy_size_name_beside_the_one_the_class_reads(tmp_path, capsys):
         hf_config(dict(mamba, n_layer=64), "m")
     lfm2 = dict(TYPES["lfm2"], model_type="lfm2", num_heads=8)
     assert "num_heads" not in hf_config(lfm2, "l")[1].ignored
+    # Hunyuan-A13B writes its experts' width per layer as moe_intermediate_size, which transformers does not
+    # read: it sizes them by intermediate_size (512 in BASE)
+    hunyuan = dict(BASE, model_type="hunyuan_v1_moe", head_dim=32, num_experts=4, moe_topk=[2, 2])
+    assert "moe_intermediate_size" not in hf_config(dict(hunyuan, moe_intermediate_size=[512, 512]), "h")[1].ignored
+    with pytest.raises(RoofcalcError, match="does not read moe_intermediate_size"):
+        hf_config(dict(hunyuan, moe_intermediate_size=[256, 256]), "h")

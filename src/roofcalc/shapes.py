@@ -482,6 +482,8 @@ def _build(r: ConfigReader, name: str, model_type: str) -> ModelShape:
     vocab = r.int("vocab_size", required=True, limit=MAX_VOCAB)
     # MLA's num_key_value_heads is nominal; GPT-2, NeoX and OPT have no GQA
     n_kv = r.int("num_key_value_heads", f.kv_default or n_heads) if f.gqa else n_heads
+    if f.mla:
+        r.read.add("num_key_value_heads")  # nominal under MLA: DeepSeek's configs write it, its attention ignores it
     head_dim = r.int("head_dim", f.head_dim_default) if f.head_dim_key else None
     if head_dim is None:
         if d % n_heads:

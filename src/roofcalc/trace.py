@@ -58,9 +58,11 @@ DIMENSION_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "nu
                   "num_layers", "num_heads", "ffn_dim", "n_inner", "multi_query", "num_local_experts", "num_experts",
                   "n_routed_experts", "moe_intermediate_size", "num_experts_per_tok")
 # one size under several names: a checkpoint may write a legacy name beside the one its class reads (Mamba's
-# n_layer beside num_hidden_layers, LFM2's num_heads beside num_attention_heads)
+# n_layer beside num_hidden_layers, LFM2's num_heads beside num_attention_heads; Hunyuan-A13B's per-layer
+# moe_intermediate_size, whose experts transformers sizes by intermediate_size)
 SIZE_NAMES = (("hidden_size", "n_embd", "d_model"), ("num_hidden_layers", "n_layer", "num_layers"),
-              ("num_attention_heads", "n_head", "num_heads"), ("intermediate_size", "ffn_dim", "n_inner"),
+              ("num_attention_heads", "n_head", "num_heads"),
+              ("intermediate_size", "ffn_dim", "n_inner", "moe_intermediate_size"),
               ("num_local_experts", "num_experts", "n_routed_experts"))
 GENERIC_KEYS = {"architectures", "auto_map", "model_type", "torch_dtype", "dtype", "transformers_version",
                 "_name_or_path", "bos_token_id", "eos_token_id", "pad_token_id", "quantization_config", "use_cache",
@@ -100,11 +102,14 @@ def hf_config(cfg: dict, name: str):
         from .families import SUPPORTED_FAMILIES
 
         near = _nearest_family(cfg)
+        hint = (f"read it as a hand-modelled family with --family {near} (one of {', '.join(SUPPORTED_FAMILIES)}) "
+                f"if its modeling code is that family's" if near else
+                f"no hand-modelled family ({', '.join(SUPPORTED_FAMILIES)}) reads its keys either: its sizes "
+                f"are under names of its own")
         raise RoofcalcError(
             f"{name}: model_type '{one_line(str(model_type))[:60]}' is not a model transformers "
             f"{transformers.__version__} can build (remote code only?), and roofcalc never runs remote code; "
-            f"read it as a hand-modelled family with --family {near} (one of {', '.join(SUPPORTED_FAMILIES)}) "
-            f"if its modeling code is that family's")
+            + hint)
     cls = CONFIG_MAPPING[model_type]
     reads = set(inspect.signature(cls.__init__).parameters) | set(getattr(cls, "attribute_map", {}) or {})
     reads |= _modeling_reads(model_type)
@@ -154,6 +159,8 @@ def hf_config(cfg: dict, name: str):
 def _read_as(config, reads: set, key: str, value) -> bool:
     """Whether the class read the size ``key`` holds under another of its names, at the same value."""
     names = next((n for n in SIZE_NAMES if key in n), ())
+    if isinstance(value, list) and value and all(v == value[0] for v in value):
+        value = value[0]  # the same size in every layer
     return any(other != key and other in reads and _holds(config, other, value) for other in names)
 
 
@@ -200,8 +207,8 @@ def _check_sizes(cfg: dict, name: str, depth: int = 0) -> None:
             continue
         limit = MAX_TRACED_LAYERS if key in ("num_hidden_layers", "n_layer", "num_layers", "depth") else \
             MAX_VOCAB if key == "vocab_size" else MAX_DIM
-        values = value if isinstance(value, list) and value and key in ("intermediate_size", "ffn_dim") \
-            and len(value) <= MAX_TRACED_LAYERS else [value]  # a width per layer (Gemma 3n)
+        # a size per layer (Gemma 3n's intermediate_size, Hunyuan-A13B's moe_intermediate_size)
+        values = value if isinstance(value, list) and value and len(value) <= MAX_TRACED_LAYERS else [value]
         for v in values:
             if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= limit:
                 raise RoofcalcError(f"{name}: '{key}' must be a positive integer of at most {limit:,}, "
@@ -244,17 +251,23 @@ def _modeling_reads(model_type: str) -> frozenset:
     return _READS[model_type]
 
 
-def _nearest_family(cfg: dict) -> str:
+def _nearest_family(cfg: dict) -> str | None:
+    """The hand family to suggest for a remote-code config: the likeliest by its keys that reads it at all
+    (ChatGLM's num_layers and padded_vocab_size no family reads: None)."""
+    from .families import SUPPORTED_FAMILIES
+    from .shapes import shape_from_config
+
     keys = set(cfg)
-    if keys & {"num_local_experts"}:
-        return "mixtral"
-    if keys & {"kv_lora_rank", "q_lora_rank"}:
-        return "deepseek_v3"
-    if keys & {"n_routed_experts", "num_experts"}:
-        return "qwen3_moe"
-    if keys & {"n_embd", "n_layer"}:
-        return "gpt2"
-    return "llama"
+    first = "mixtral" if keys & {"num_local_experts"} else "deepseek_v3" if keys & {"kv_lora_rank", "q_lora_rank"} \
+        else "qwen3_moe" if keys & {"n_routed_experts", "num_experts"} else "gpt2" if keys & {"n_embd", "n_layer"} \
+        else "llama"
+    for family in [first, "llama"] + [f for f in SUPPORTED_FAMILIES if f not in (first, "llama")]:
+        try:
+            shape_from_config(cfg, "t", family=family)
+            return family
+        except RoofcalcError:
+            continue
+    return None
 
 
 # --------------------------------------------------------------------------- recording ops
@@ -1179,6 +1192,10 @@ def _traced_shape(cfg: dict, name: str) -> tuple[ModelShape, tuple[dict, str, st
         top = {k: cfg[k] for k in ("torch_dtype", "dtype") if k in cfg}
         if top and not any(k in text for k in ("torch_dtype", "dtype")):
             use = dict(text, **top)  # the checkpoint's dtype, often written only at the top (Gemma 3)
+    elif isinstance(text, dict) and not any(k in cfg for k in ("torch_dtype", "dtype")):
+        inner = {k: text[k] for k in ("torch_dtype", "dtype") if k in text}
+        if inner:  # the whole model traced, its dtype written only in its text_config (Qwen3-VL)
+            use = dict(cfg, **inner)
     config, _ = hf_config(use, name)
     return shape_of(config, label, name, use), (use, name, label)
 
