@@ -254,3 +254,22 @@ def test_a_deepseek_v3_config_under_another_type_reads_as_deepseek_v3():
     assert cfg["num_key_value_heads"] == 128
     s = shape_from_config(cfg, "k", family="deepseek_v3")
     assert analyze(s, Workload.decode(1, 10)).params == 671_026_419_200
+
+
+def test_bitsandbytes_checkpoints():
+    """bitsandbytes' 4-bit checkpoints store NF4 values in blocks of 64 with one absmax each: 8-bit absmaxes
+    when double-quantized (1 byte per 64 values: int4 at group 128 with fp16 scales), fp32 ones otherwise (4
+    bytes per 64: group 32); 8-bit ones (LLM.int8()) int8 weights with a scale per row. TinyLlama's q_proj
+    (2048 x 2048): 2,097,152 bytes of values, + 2048 x 16 x 2 = 65,536 (group 128) or 2048 x 64 x 2 = 262,144
+    (group 32) of scales; int8: 4,194,304 + 2048 x 2."""
+    from roofcalc import load_config
+
+    cfg = load_config("TinyLlama/TinyLlama-1.1B")[0]
+    nf4 = {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}
+    for q, fmt, q_bytes in ((dict(nf4, bnb_4bit_use_double_quant=True), "int4", 2_097_152 + 65_536),
+                            (dict(nf4, bnb_4bit_use_double_quant=False), "int4", 2_097_152 + 262_144),
+                            ({"quant_method": "bitsandbytes", "load_in_8bit": True}, "int8", 4_194_304 + 2048 * 2)):
+        s = shape_from_config(dict(cfg, quantization_config=q), "t")
+        assert s.weight_format == fmt
+        wl = Workload.decode(1, 10, weight_dtype=dtype(fmt), group_size=s.weight_group)
+        assert analyze(s, wl).kernel("q_proj").cost.weight_bytes == q_bytes

@@ -41,6 +41,7 @@ TYPES = {
     "granite": BASE,
     "smollm3": BASE,
     "glm4": dict(BASE, head_dim=32),
+    "bitnet": dict(BASE, tie_word_embeddings=True),
     # types whose config classes leave a size unset (Nemotron's KV heads, Ministral's and Hunyuan's head_dim),
     # so their class defaults do not build: a checkpoint's config sets it
     "nemotron": BASE,
@@ -274,6 +275,26 @@ def test_gpt_oss_mxfp4_checkpoint_stores_its_experts_in_mxfp4():
     # a model without experts has nothing MXFP4 stores
     with pytest.raises(RoofcalcError, match="runs no experts"):
         trace(config("cohere"), "t", wl, use_cache=False)
+
+
+def test_a_bitnet_checkpoint_stores_ternary_weights_packed():
+    """BitNet b1.58's checkpoints (quant_method bitnet, offline) pack each decoder linear's ternary weights four
+    to a byte, with one bf16 scale per matrix (transformers' BitLinear); embeddings and norms stay bf16. The
+    small config: 2 layers x (q, o 256·256 + k, v 256·64 + gate, up, down 256·512) = 1,114,112 values in
+    278,528 bytes, + 2 x 7 scales of 2 bytes; the tied embedding 1000·256 and the norms (per layer input,
+    post-attention and attention sub-norm of 256, the MLP sub-norm of 512; the final 256: 2,816) in bf16."""
+    cfg = dict(config("bitnet"), quantization_config={"quant_method": "bitnet", "linear_class": "autobitlinear",
+                                                      "quantization_mode": "offline"})
+    from roofcalc.calculator import DTYPES
+    from roofcalc.trace import traced_shape
+
+    shape, (use, name, label) = traced_shape(cfg, "b")
+    assert shape.weight_format == "ternary"
+    b = _bf16()
+    a = trace(use, name, Workload.decode(1, 12, weight_dtype=DTYPES["ternary"], act_dtype=b, kv_dtype=b), label,
+              use_cache=False)
+    assert a.weight_storage_bytes == 278_528 + 2 * 7 * 2 + 1000 * 256 * 2 + 2_816 * 2
+    assert a.workload.compute_dtype.name == "bf16"  # unpacked for a bf16 GEMM
 
 
 def test_gpt_oss_20b_as_published():

@@ -64,10 +64,11 @@ class DType:
     group: int = 0  # a format's own group along the input dimension (else the workload's group_size)
     scale_bytes: int = SCALE_BYTES  # bytes of one group's scale
     experts_only: bool = False  # the format stores a mixture of experts' expert weights only
-    # fp8 checkpoints' linears with one fp32 scale per output row or per matrix, multiplied into an fp8 GEMM's
-    # output (FBGEMM FP8, compressed-tensors FP8): bytes of the scales
+    # a checkpoint's linears with one scale per output row or per matrix (bytes of one): FBGEMM and
+    # compressed-tensors FP8, BitNet's ternary weights
     row_scale: int = 0
     tensor_scale: int = 0
+    computes: str = ""  # the dtype its GEMMs run in, where the format fixes it (fp8 weights with fp8 activations)
 
     @property
     def scaled(self) -> bool:
@@ -77,8 +78,8 @@ class DType:
 
     @property
     def dequantized(self) -> bool:
-        """Weights dequantized to the activation dtype, whose GEMMs then compute in it."""
-        return self.quantized or bool(self.block)
+        """Scaled weights turned into the activation dtype, whose GEMMs then compute in it."""
+        return self.scaled and not self.computes
 
     def nbytes(self, n_elements: int) -> int:
         """Bytes of ``n_elements`` values (rounded up to a whole byte)."""
@@ -93,8 +94,11 @@ DTYPES = {
     "fp8-b128": DType("fp8-b128", 8, block=128),
     # FBGEMM FP8 (Llama 3.1's FP8 checkpoints) and compressed-tensors FP8 by channel: one fp32 scale per output
     # row; by tensor (and AutoFP8's quant_method fp8): one per matrix. Their GEMMs run in fp8
-    "fp8-ch": DType("fp8-ch", 8, row_scale=4),
-    "fp8-t": DType("fp8-t", 8, tensor_scale=4),
+    "fp8-ch": DType("fp8-ch", 8, row_scale=4, computes="fp8"),
+    "fp8-t": DType("fp8-t", 8, tensor_scale=4, computes="fp8"),
+    # BitNet b1.58: ternary weights packed four to a byte, one bf16 scale per matrix (transformers' BitLinear),
+    # unpacked to the activation dtype for the GEMM
+    "ternary": DType("ternary", 2, tensor_scale=2),
     "int8": DType("int8", 8, quantized=True),
     "int4": DType("int4", 4, quantized=True),
     # OCP Microscaling Formats (MX) v1.0: MXFP4 is FP4 (E2M1) values in blocks of 32 sharing one 8-bit (E8M0)
@@ -190,10 +194,10 @@ class Workload:
 
     @property
     def compute_dtype(self) -> DType:
-        """What the matmuls compute in: dequantized weights in the activation dtype (W4A16, W8A16; fp8 block
-        weights with fp8 activations compute in fp8); fp8 weights with row or tensor scales in fp8."""
-        if self.weight_dtype.row_scale or self.weight_dtype.tensor_scale:
-            return DTYPES["fp8"]
+        """What the matmuls compute in: dequantized weights in the activation dtype (W4A16, W8A16, ternary; fp8
+        block weights with fp8 activations compute in fp8); fp8 weights with row or tensor scales in fp8."""
+        if self.weight_dtype.computes:
+            return DTYPES[self.weight_dtype.computes]
         return self.act_dtype if self.weight_dtype.dequantized else self.weight_dtype
 
 

@@ -49,7 +49,7 @@ def _main_parser() -> argparse.ArgumentParser:
                    "mean time per output token)")
     p.add_argument("--dtype", help="weights, activations and KV cache: fp32 bf16 fp16 fp8 (default: the checkpoint's "
                    f"torch_dtype where the device computes in it, else the same width; {DEFAULT_DTYPE} if it declares none)")
-    p.add_argument("--weight-dtype", help="weights only: fp32 bf16 fp16 fp8 fp8-b128 fp8-ch fp8-t int8 int4, or mxfp4 (the "
+    p.add_argument("--weight-dtype", help="weights only: fp32 bf16 fp16 fp8 fp8-b128 fp8-ch fp8-t int8 int4 ternary, or mxfp4 (the "
                    "experts of a mixture of experts) (default: the checkpoint's quantization_config, else --dtype)")
     p.add_argument("--act-dtype", help="activations only")
     p.add_argument("--kv-dtype", help="KV cache only (also int8)")

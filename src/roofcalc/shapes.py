@@ -368,6 +368,8 @@ def _declared(cfg: dict, name: str) -> tuple[str | None, int | None]:
                                 f"({one_line(str(kept[0]))[:40]}...), which roofcalc would count as fp8; pass "
                                 f"--weight-dtype fp8-ch to count every linear in fp8, or bf16 for none")
         return "fp8-ch", None
+    if method == "bitnet":  # BitNet b1.58: "offline" checkpoints store ternary weights packed; "online" float ones
+        return ("ternary" if q.get("quantization_mode", "offline") == "offline" else None), None
     if method == "mxfp4":  # gpt-oss: the experts in MXFP4, the rest in the checkpoint's float dtype
         return "mxfp4", None
     if method == "compressed-tensors":
@@ -376,7 +378,12 @@ def _declared(cfg: dict, name: str) -> tuple[str | None, int | None]:
     if method in ("gptq", "awq") and isinstance(bits, int) and bits in (4, 8):
         return f"int{bits}", _group(q.get("group_size", q.get("q_group_size")), name)
     if method == "bitsandbytes":
-        return ("int4" if q.get("load_in_4bit") else "int8"), None
+        if q.get("load_in_4bit"):
+            # NF4 in blocks of 64 values with an absmax each (bitsandbytes' Params4bit): 8-bit absmaxes when
+            # double-quantized, one byte per 64 values as int4 at group 128 with fp16 scales has (to 4 bytes
+            # of nested fp32 scale per 16,384); fp32 ones otherwise, 4 bytes per 64 as at group 32
+            return "int4", 128 if q.get("bnb_4bit_use_double_quant") else 32
+        return "int8", PER_CHANNEL  # LLM.int8(): int8 weights with a scale per output row
     raise RoofcalcError(f"{name}: quantization_config quant_method '{method}' is not known; pass --weight-dtype")
 
 

@@ -695,11 +695,11 @@ def _cache_key(cfg: dict, wl: Workload, tf_version: str) -> str:
 def _check_workload(wl: Workload) -> None:
     for what, d in (("weights", wl.weight_dtype), ("activations", wl.act_dtype), ("KV cache", wl.kv_dtype)):
         if d.name not in TORCH_DTYPES and not (what == "weights" and d.scaled):
-            raise RoofcalcError(f"a traced model runs in fp32, bf16 or fp16 (its weights also int8, int4, mxfp4, fp8-b128, fp8-ch or fp8-t); "
+            raise RoofcalcError(f"a traced model runs in fp32, bf16 or fp16 (its weights also int8, int4, mxfp4, fp8-b128, fp8-ch, fp8-t or ternary); "
                                 f"{what} {d.name} is for hand-modelled families")
     if not wl.act_dtype == wl.kv_dtype or not (wl.weight_dtype == wl.act_dtype or wl.weight_dtype.scaled):
         raise RoofcalcError("a traced model runs weights, activations and KV cache in one dtype (weights may be "
-                            "int8, int4, mxfp4, fp8-b128, fp8-ch or fp8-t besides); give --dtype, and --weight-dtype for those")
+                            "int8, int4, mxfp4, fp8-b128, fp8-ch, fp8-t or ternary besides); give --dtype, and --weight-dtype for those")
     if not wl.causal:
         raise RoofcalcError("--full-rectangle is for hand-modelled families (a traced model runs its own mask)")
 
