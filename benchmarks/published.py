@@ -21,6 +21,11 @@ MLC = "mlc-ai/llm-perf-bench pull request #1 (2023-08): RTX 4090, batch 1"
 H2O = "h2oai/h2ogpt perf.md: transformers backend, 16-bit, batch 1, summarization"
 TRT = "TensorRT-LLM docs/source/performance.md, v0.8.0"
 TRT_06 = "TensorRT-LLM docs/source/performance.md: throughput tables 'updated for v0.6.1', latency tables 'from v0.5'"
+# TensorRT-LLM's FP8 ("FP8 Per Tensor" and "FP8 KV Cache" in its quantization docs): the GEMMs' weights and
+# inputs in fp8 with one scale per tensor, the KV cache in fp8, every other tensor (activations between
+# kernels, embeddings, lm_head) in fp16, as vLLM's FP8 docs also describe W8A8 ("all Linear modules (except
+# for the final lm_head)" quantized with a per-tensor scale)
+FP8 = dict(dtype="fp16", weight_dtype="fp8-t", kv_dtype="fp8")
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,11 @@ class Case:
     cache: str = "in-place"  # how the engine's KV cache takes a token: "concat" for transformers' DynamicCache
 
 
+def _dtypes(name: str) -> dict:
+    """A TensorRT-LLM table's precision as roofcalc's dtypes: its FP8 recipe, or one dtype throughout."""
+    return dict(FP8) if name == "fp8" else dict(dtype=name, kv_dtype=name)
+
+
 CASES = (
     # decode, batch 1: TPOT = 1 / tokens per second; the context is the middle of the generation
     Case("decode", "meta-llama/Llama-2-7b-hf", "A100-80GB", "cuda-graph", "bf16", 1 / 104.9, GPT_FAST, context=105,
@@ -65,15 +75,15 @@ CASES = (
     Case("decode", "meta-llama/Llama-2-7b-hf", "RTX3090", "hf-eager", "fp16", 1 / 18.0571, H2O, context=2048,
          note="HF generate", cache="concat"),
     # prefill, batch 1: time to first token
-    *(Case("prefill", "meta-llama/Llama-2-7b-hf", hw, "fused", dt, ms / 1e3, TRT, prompt=p, kv_dtype=kv,
+    *(Case("prefill", "meta-llama/Llama-2-7b-hf", hw, "fused", measured=ms / 1e3, source=TRT, prompt=p, **_dtypes(dt),
            note="first-token latency table")
-      for hw, dt, kv, p, ms in (("H100-SXM", "fp8", "fp8", 128, 6.4), ("H100-SXM", "fp8", "fp8", 2048, 31.0),
-                                ("H200", "fp8", "fp8", 128, 5.8), ("H200", "fp8", "fp8", 2048, 30.1),
-                                ("A100-80GB", "fp16", "fp16", 128, 16.1), ("A100-80GB", "fp16", "fp16", 2048, 120.5),
-                                ("L40S", "fp8", "fp8", 128, 14.3), ("L40S", "fp8", "fp8", 2048, 79.0))),
+      for hw, dt, p, ms in (("H100-SXM", "fp8", 128, 6.4), ("H100-SXM", "fp8", 2048, 31.0),
+                            ("H200", "fp8", 128, 5.8), ("H200", "fp8", 2048, 30.1),
+                            ("A100-80GB", "fp16", 128, 16.1), ("A100-80GB", "fp16", 2048, 120.5),
+                            ("L40S", "fp8", 128, 14.3), ("L40S", "fp8", 2048, 79.0))),
     # whole static batches: output tokens/s over prefill + generation
-    *(Case("request", "meta-llama/Llama-2-7b-hf", hw, "fused", dt, tps, TRT, batch=b, prompt=p, generate=n,
-           kv_dtype=dt, note="throughput table (out tok/s/GPU)")
+    *(Case("request", "meta-llama/Llama-2-7b-hf", hw, "fused", measured=tps, source=TRT, batch=b, prompt=p,
+           generate=n, **_dtypes(dt), note="throughput table (out tok/s/GPU)")
       for hw, dt, b, p, n, tps in (("A100-80GB", "fp16", 256, 128, 128, 5353), ("A100-80GB", "fp16", 32, 128, 2048, 1518),
                                    ("A100-80GB", "fp16", 32, 2048, 128, 547), ("A100-80GB", "fp16", 16, 2048, 2048, 613),
                                    ("H100-SXM", "fp8", 896, 128, 128, 20241), ("H100-SXM", "fp8", 120, 128, 2048, 6922),
@@ -84,8 +94,8 @@ CASES = (
 # More than one GPU: Llama-2-70B under tensor parallelism (TensorRT-LLM's own plan: Megatron-style, the
 # one roofcalc's --tp models), on DGX-class nodes (NVLink / NVSwitch).
 CASES_MULTI = (
-    *(Case("request", "meta-llama/Llama-2-70b-hf", hw, "fused", dt, tps, TRT_06, batch=b, prompt=p, generate=n,
-           kv_dtype=dt, tp=tp, note="throughput table (out tok/s/GPU)")
+    *(Case("request", "meta-llama/Llama-2-70b-hf", hw, "fused", measured=tps, source=TRT_06, batch=b, prompt=p,
+           generate=n, **_dtypes(dt), tp=tp, note="throughput table (out tok/s/GPU)")
       for hw, dt, b, tp, p, n, tps in (("H100-SXM", "fp8", 1024, 2, 128, 128, 2657),
                                        ("H100-SXM", "fp8", 480, 4, 128, 2048, 1486),
                                        ("H100-SXM", "fp8", 96, 2, 2048, 128, 306),
@@ -93,8 +103,8 @@ CASES_MULTI = (
                                        ("A100-80GB", "fp16", 1280, 4, 128, 128, 670),
                                        ("A100-80GB", "fp16", 240, 4, 128, 2048, 525),
                                        ("A100-80GB", "fp16", 120, 4, 2048, 128, 79))),
-    *(Case("prefill", "meta-llama/Llama-2-70b-hf", hw, "fused", dt, ms / 1e3, TRT_06, prompt=p, kv_dtype=dt, tp=tp,
-           note="first-token latency table")
+    *(Case("prefill", "meta-llama/Llama-2-70b-hf", hw, "fused", measured=ms / 1e3, source=TRT_06, prompt=p, **_dtypes(dt),
+           tp=tp, note="first-token latency table")
       for hw, dt, tp, p, ms in (("H100-SXM", "fp8", 4, 128, 26), ("H100-SXM", "fp8", 4, 2048, 109),
                                 ("A100-80GB", "fp16", 4, 128, 47), ("A100-80GB", "fp16", 4, 2048, 377))),
 )
@@ -153,7 +163,8 @@ def markdown(rs) -> str:
     for i, (c, p, lo, hi) in enumerate(rs, 1):
         wl = {"decode": f"decode B={c.batch} S={c.context}", "prefill": f"prefill P={c.prompt}",
               "request": f"B={c.batch} P={c.prompt} N={c.generate}"}[c.what]
-        dt = c.dtype + (f" W{c.weight_dtype[3:]} g{c.group_size}" if c.weight_dtype else "")
+        dt = "fp8 (W8A8 per tensor, KV fp8, fp16 between)" if c.weight_dtype == "fp8-t" else \
+            c.dtype + (f" W{c.weight_dtype[3:]} g{c.group_size}" if c.weight_dtype else "")
         on = f"{c.tp}x {c.hw} (TP {c.tp})" if c.tp > 1 else c.hw
         lines.append(f"| {i} | {c.model.split('/')[-1]} {dt} on {on}, {wl} | {c.note} ({c.impl}) | "
                      f"{_fmt(c, c.measured)} | {_fmt(c, p)} | [{_fmt(c, lo)}, {_fmt(c, hi)}] | "
