@@ -104,12 +104,16 @@ ATTENTION_SIZE_LOW = ((33_554_432.0, 1226 / 1796), (524_288_000.0, 1.0), (1_048_
 
 # Weight-only int8 / int4 GEMVs dequantize on the fly: their bandwidth relative to a 16-bit GEMV
 # on the same GPU, from gpt-fast's README (A100-80GB, batch 1): bf16 1397 GB/s, int8 1069 GB/s,
-# int4 (group 32) 863 GB/s.
+# int4 (group 32) 863 GB/s. For int4 that is the pessimistic end: Marlin, the FP16xINT4 kernel serving
+# engines run GPTQ and AWQ checkpoints with, "delivers essentially ideal speedups at all batchsizes,
+# enabling the maximum possible 3.87x speedup up to batchsizes around 16-32" over FP16 weights at group
+# 128 on an A10 (IST-DASLab/marlin README): the 16-bit GEMV's share of bandwidth, a factor of 1.
 GPU_DEQUANT = {
     "int8": Efficiency(1069.20 / 1397.31, 1069.20 / 1397.31, note="gpt-fast README, A100: int8 GEMVs stream "
                        "1069 GB/s where bf16 ones stream 1397 GB/s (0.77)"),
-    "int4": Efficiency(862.69 / 1397.31, 862.69 / 1397.31, note="gpt-fast README, A100: int4 (group 32) GEMVs "
-                       "stream 863 GB/s where bf16 ones stream 1397 GB/s (0.62)"),
+    "int4": Efficiency(1.0, 862.69 / 1397.31, note="Marlin README (A10, group 128): int4 GEMVs at the ideal 3.87x "
+                       "of FP16 up to batch 16-32, the 16-bit GEMV's share of bandwidth (1.0); pessimistic: gpt-fast "
+                       "README, A100: int4 (group 32) GEMVs stream 863 GB/s where bf16 ones stream 1397 GB/s (0.62)"),
     # No published GEMV figure for MXFP4 weights was found; the nearest is the same 4-bit group-32 kernel's
     "mxfp4": Efficiency(862.69 / 1397.31, 862.69 / 1397.31, note="no published MXFP4 GEMV figure found: gpt-fast's "
                         "int4 (group 32) one, 863 of bf16's 1397 GB/s on an A100 (0.62)"),
