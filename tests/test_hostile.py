@@ -64,6 +64,17 @@ CONFIGS = [  # config.json documents
     '{"model_type": "llama", "hidden_size": 2048.5}', '{"model_type": "llama", "num_hidden_layers": 0}',
     '{"model_type": "llama", "num_attention_heads": 3, "hidden_size": 64}',
     '{"model_type": "mixtral", "num_local_experts": 8}',
+    # declared weight formats and a multimodal text_config, malformed
+    *(json.dumps({"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 8,
+                  "intermediate_size": 512, "vocab_size": 1000, "quantization_config": q}) for q in (
+        {"quant_method": "fbgemm_fp8", "modules_to_not_convert": 5},
+        {"quant_method": "fbgemm_fp8", "modules_to_not_convert": [[1, 2]]},
+        {"quant_method": "bitnet", "quantization_mode": ["offline"]},
+        {"quant_method": "bitsandbytes", "load_in_4bit": "yes"},
+        {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_use_double_quant": [1]})),
+    '{"model_type": "llava", "text_config": {"model_type": "llama", "hidden_size": "big"}}',
+    '{"model_type": "llava", "text_config": {"model_type": "deepseek_v3", "vocab_size": 1000000000}}',
+    '{"model_type": "llava", "text_config": {"model_type": "gpt2"}}',
 ]
 
 

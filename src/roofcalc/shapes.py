@@ -362,14 +362,22 @@ def _declared(cfg: dict, name: str) -> tuple[str | None, int | None]:
             raise RoofcalcError(f"{name}: fp8 weight_block_size {_show(block)} is not supported (only [128, 128])")
         return "fp8-b128", None
     if method == "fbgemm_fp8":  # FP8 (E4M3) weights with a scale per output row, activations fp8 per token
-        kept = [m for m in q.get("modules_to_not_convert") or [] if not str(m).startswith("lm_head")]
+        skip = q.get("modules_to_not_convert") or []
+        skip = [skip] if isinstance(skip, str) else skip
+        if not isinstance(skip, list) or not all(isinstance(m, str) for m in skip):
+            raise RoofcalcError(f"{name}: fbgemm_fp8 modules_to_not_convert must be a list of module names, got "
+                                f"{_show(q.get('modules_to_not_convert'))}")
+        kept = [m for m in skip if not m.startswith("lm_head")]
         if kept:
             raise RoofcalcError(f"{name}: fbgemm_fp8 keeps {len(kept)} modules in 16 bits "
                                 f"({one_line(str(kept[0]))[:40]}...), which roofcalc would count as fp8; pass "
                                 f"--weight-dtype fp8-ch to count every linear in fp8, or bf16 for none")
         return "fp8-ch", None
     if method == "bitnet":  # BitNet b1.58: "offline" checkpoints store ternary weights packed; "online" float ones
-        return ("ternary" if q.get("quantization_mode", "offline") == "offline" else None), None
+        mode = q.get("quantization_mode", "offline")
+        if mode not in ("offline", "online"):
+            raise RoofcalcError(f"{name}: bitnet quantization_mode must be \"offline\" or \"online\", got {_show(mode)}")
+        return ("ternary" if mode == "offline" else None), None
     if method == "mxfp4":  # gpt-oss: the experts in MXFP4, the rest in the checkpoint's float dtype
         return "mxfp4", None
     if method == "compressed-tensors":
@@ -378,6 +386,9 @@ def _declared(cfg: dict, name: str) -> tuple[str | None, int | None]:
     if method in ("gptq", "awq") and isinstance(bits, int) and bits in (4, 8):
         return f"int{bits}", _group(q.get("group_size", q.get("q_group_size")), name)
     if method == "bitsandbytes":
+        for key in ("load_in_4bit", "load_in_8bit", "bnb_4bit_use_double_quant"):
+            if q.get(key) is not None and not isinstance(q[key], bool):
+                raise RoofcalcError(f"{name}: bitsandbytes {key} must be true or false, got {_show(q[key])}")
         if q.get("load_in_4bit"):
             # NF4 in blocks of 64 values with an absmax each (bitsandbytes' Params4bit): 8-bit absmaxes when
             # double-quantized, one byte per 64 values as int4 at group 128 with fp16 scales has (to 4 bytes
