@@ -729,3 +729,23 @@ def test_a_legacy_size_name_beside_the_one_the_class_reads(tmp_path, capsys):
     assert "moe_intermediate_size" not in hf_config(dict(hunyuan, moe_intermediate_size=[512, 512]), "h")[1].ignored
     with pytest.raises(RoofcalcError, match="does not read moe_intermediate_size"):
         hf_config(dict(hunyuan, moe_intermediate_size=[256, 256]), "h")
+
+
+def test_a_state_space_models_header_says_recurrent_state_not_kv_cache(tmp_path, capsys):
+    """Mamba keeps a convolution and an SSM state per sequence and no keys or values: the header says so, and
+    its memory line counts that state per sequence, not a KV cache over positions; a hybrid's (Bamba's) both.
+    The small Mamba at batch 3: 2 layers x (a conv state of 2·256 channels x 4 in fp16 + an SSM state of 512 x 8,
+    which transformers keeps in fp32) = 2 x 3 x (2,048 x 2 + 4,096 x 4) = 122,880 bytes, as the real cache holds."""
+    mamba = tmp_path / "mamba.json"
+    mamba.write_text(json.dumps(dict(model_type="mamba", hidden_size=256, state_size=8, num_hidden_layers=2,
+                                     vocab_size=1000, conv_kernel=4, expand=2, pad_token_id=0)))
+    assert main([str(mamba), "--batch", "3", "--dtype", "fp16"]) == 0
+    out = capsys.readouterr().out
+    assert "no attention (a recurrent state per sequence instead of a KV cache)" in out
+    assert "123 kB of recurrent state (3 sequences)" in out and "concatenation" not in out
+    bamba = tmp_path / "bamba.json"
+    bamba.write_text(json.dumps(config("bamba")))
+    assert main([str(bamba), "--batch", "1", "--context", "100", "--dtype", "bf16", "--hw", "A100"]) == 0
+    out = capsys.readouterr().out
+    # its one attention layer: 2 KV heads of 32, K and V in bf16, 100 positions = 25,600 bytes
+    assert "25.6 kB of KV cache (1 x 100 positions) + " in out and "of recurrent state (1 sequence)" in out

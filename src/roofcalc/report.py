@@ -231,6 +231,8 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
                  f"per head ({w.mla})")
     else:
         heads = f"N={s.n_heads} heads / K={s.n_kv_heads} KV heads x H={s.head_dim}"
+    if _states_only(a):  # Mamba, xLSTM, RWKV-style: no attention layer, a recurrent state per sequence
+        heads = "no attention (a recurrent state per sequence instead of a KV cache)"
     lines = [
         f"model     {s.name}  [{s.model_type}]",
         *([f"source    {a.note}; bytes: {a.view} view ("
@@ -291,7 +293,8 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
                  f"KV cache {a.kv_bytes_per_token:,} bytes per token ({w.kv_dtype.name})")
     if w.phase == "decode":
         what = f"decode one token, batch B={w.batch}{d('batch')}, context S={w.kv_len}{d('context')} (the new token included)" + \
-            ("; the cache appended by concatenation (transformers' DynamicCache)" if w.cache_update == "concat" else "")
+            ("; the cache appended by concatenation (transformers' DynamicCache)"
+             if w.cache_update == "concat" and not _states_only(a) else "")
     else:
         traced = getattr(a, "source", "") == "traced"
         mask = "the model's own mask" if traced else "causal" if w.causal else "full rectangle (no causal discount)"
@@ -414,14 +417,25 @@ def pipeline_line(a) -> str:
             f"bubble), {sig(a.batch / pipe.step_s)} tokens/s; the largest stage holds {si(memory, 'B')}")
 
 
+def _states_only(a) -> bool:
+    """A traced model whose cache holds no keys and values, only recurrent states (Mamba, xLSTM)."""
+    return getattr(a, "source", "") == "traced" and a.kv_bytes_per_token == 0 and \
+        getattr(a, "traced_cache_bytes", 0) > 0
+
+
 def memory_line(r: Roofline) -> str:
     """The single step's memory verdict, by the sweep's rule: weights + KV cache against the device."""
     a, w = r.analysis, r.analysis.workload
     need, kv = r.memory_bytes, r.memory_bytes - a.weight_storage_bytes
     # a pipeline stage holds the cache of the step's sequences (its ranks' share of them), not one micro-batch's
     cached = a.batch // a.parallel.ep if hasattr(a, "micro_batches") else w.batch
-    what = (f"memory    {si(a.weight_storage_bytes, 'B')} of weights + {si(kv, 'B')} of KV cache "
-            f"({cached:,} x {w.kv_len:,} positions) = {si(need, 'B')}")
+    # a traced hybrid's (or a state-space model's) recurrent states: the same size at every length
+    states = kv - a.kv_bytes_per_token * cached * w.kv_len if getattr(a, "source", "") == "traced" else 0
+    cache = (f"{si(kv - states, 'B')} of KV cache ({cached:,} x {w.kv_len:,} positions)" if kv > states else "")
+    if states > 0:
+        cache = " + ".join(filter(None, (cache, f"{si(states, 'B')} of recurrent state ({cached:,} sequence{'s' * (cached != 1)})")))
+    what = (f"memory    {si(a.weight_storage_bytes, 'B')} of weights + "
+            f"{cache or si(kv, 'B') + ' of KV cache'} = {si(need, 'B')}")
     if r.capacity_bytes is None:
         return what + "; the device's memory is unknown (pass --memory)"
     if r.fits:
