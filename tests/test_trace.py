@@ -743,6 +743,8 @@ def test_a_state_space_models_header_says_recurrent_state_not_kv_cache(tmp_path,
     out = capsys.readouterr().out
     assert "no attention (a recurrent state per sequence instead of a KV cache)" in out
     assert "123 kB of recurrent state (3 sequences)" in out and "concatenation" not in out
+    # its reference kernels run inside a hub-kernel decorator's "wrapped": named by the function it wraps
+    assert "mixer.causal_conv1d_update" in out and "wrapped" not in out
     bamba = tmp_path / "bamba.json"
     bamba.write_text(json.dumps(config("bamba")))
     assert main([str(bamba), "--batch", "1", "--context", "100", "--dtype", "bf16", "--hw", "A100"]) == 0

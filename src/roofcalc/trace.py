@@ -53,6 +53,9 @@ ARITHMETIC = {"add", "sub", "mul", "div", "neg", "pow", "rsqrt", "sqrt", "exp", 
               "gelu", "relu", "softmax", "_softmax", "_safe_softmax", "mean", "sum", "cos", "sin", "erf", "reciprocal",
               "where", "maximum", "minimum", "clamp", "native_layer_norm", "rsub", "abs", "addcmul", "addcdiv",
               "masked_fill", "_log_softmax", "var_mean", "topk", "sort", "cumsum", "argmax", "max", "min"}
+# the inner functions of transformers' decorators (a hub kernel's reference fallback runs inside "wrapped"):
+# a kernel is named by the function they wrap
+DECORATOR_SHIMS = {"wrapped", "wrapper", "wrapped_func", "wrapped_fn", "inner"}
 # config keys that size the model: ignored or defaulted, they mean another model is traced
 DIMENSION_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
                   "intermediate_size", "vocab_size", "head_dim", "n_embd", "n_layer", "n_head", "d_model",
@@ -385,6 +388,7 @@ class _Recorder:
                     isinstance(frame.f_locals["self"], self.torch.nn.Module):
                 return found
             if code.co_filename.startswith(self.tf_root) and not code.co_name.startswith("_") and \
+                    code.co_name not in DECORATOR_SHIMS and \
                     os.sep + "utils" + os.sep not in code.co_filename[len(self.tf_root):]:  # decorators
                 found = code.co_name if "cache_utils" not in code.co_filename else "kv_cache_update"
                 if "masking_utils" in code.co_filename:
