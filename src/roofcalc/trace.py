@@ -41,9 +41,10 @@ from .errors import NoKVCache, RoofcalcError
 from .inputs import one_line
 from .shapes import ModelShape
 
-TRACE_FORMAT = 7  # the cache file format (2: expert weights carry their full bytes; 3: recurrent states in the
+TRACE_FORMAT = 8  # the cache file format (2: expert weights carry their full bytes; 3: recurrent states in the
 # cache; 4: the keys and values of an encoder-decoder cache; 5: each module's weight shapes; 6: which logits;
-# 7: sizes read under another name and rotary keys read into rope_parameters are no longer listed as ignored)
+# 7: sizes read under another name and rotary keys read into rope_parameters are no longer listed as ignored;
+# 8: kernels named by the function a decorator wraps)
 ATTENTION_FUNCTIONS = ("attention_forward", "sdpa_attention_forward", "eager_attention_forward",
                        "flash_attention_forward", "flex_attention_forward")
 NO_DATA_OPS = {"_unsafe_view", "alias", "detach", "lift_fresh", "_reshape_alias", "empty", "empty_like",
