@@ -752,6 +752,14 @@ def test_a_state_space_models_header_says_recurrent_state_not_kv_cache(tmp_path,
     out = capsys.readouterr().out
     # its one attention layer: 2 KV heads of 32, K and V in bf16, 100 positions = 25,600 bytes
     assert "25.6 kB of KV cache (1 x 100 positions) + " in out and "of recurrent state (1 sequence)" in out
+    # a sliding window holds fewer positions than the context: its KV cache is what the cache holds, no state
+    gemma = tmp_path / "gemma3.json"
+    gemma.write_text(json.dumps(config("gemma3_text")))  # 2 layers, one sliding (64), K=2 x H=32
+    assert main([str(gemma), "--context", "200", "--dtype", "bf16", "--hw", "A100"]) == 0
+    out = capsys.readouterr().out
+    # both layers slide; transformers' sliding-window cache keeps window - 1 = 63 positions a layer, of K and V
+    # x 2 heads x 32 x 2 bytes = 256 bytes: 2 x 63 x 256 = 32,256 bytes, not 200 positions' 102,400
+    assert "32.3 kB of KV cache (1 x 200 positions) = " in out and "recurrent state" not in out
 
 
 PUBLISHED = Path(__file__).parent.parent / "benchmarks" / "configs" / "published"

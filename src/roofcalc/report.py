@@ -429,8 +429,10 @@ def memory_line(r: Roofline) -> str:
     need, kv = r.memory_bytes, r.memory_bytes - a.weight_storage_bytes
     # a pipeline stage holds the cache of the step's sequences (its ranks' share of them), not one micro-batch's
     cached = a.batch // a.parallel.ep if hasattr(a, "micro_batches") else w.batch
-    # a traced hybrid's (or a state-space model's) recurrent states: the same size at every length
+    # a traced hybrid's (or a state-space model's) recurrent states: the same size at every length (none where
+    # a sliding window holds fewer positions than the context)
     states = kv - a.kv_bytes_per_token * cached * w.kv_len if getattr(a, "source", "") == "traced" else 0
+    states = max(states, 0)
     cache = (f"{si(kv - states, 'B')} of KV cache ({cached:,} x {w.kv_len:,} positions)" if kv > states else "")
     if states > 0:
         cache = " + ".join(filter(None, (cache, f"{si(states, 'B')} of recurrent state ({cached:,} sequence{'s' * (cached != 1)})")))
