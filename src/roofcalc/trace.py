@@ -143,8 +143,8 @@ def hf_config(cfg: dict, name: str):
     # write them so): a key a sub-config holds with the given value was read (the config itself keeps
     # any unknown key as an attribute, so only its sub-configs tell)
     parts = [getattr(config, k) for k in sorted(sub) if hasattr(getattr(config, k, None), "to_dict")]
-    ignored = tuple(k for k in ignored if not any(_holds(c, k, cfg[k]) for c in parts) and not _in_rope(config, k, cfg[k]))
-    ignored = tuple(k for k in ignored if not _read_as(config, reads, k, cfg[k]))
+    ignored = tuple(k for k in ignored if not any(_holds(c, k, cfg[k]) for c in parts)
+                    and not _in_rope(config, k, cfg[k]) and not _read_as(config, reads, k, cfg[k]))
     lost = [k for k in ignored if k in DIMENSION_KEYS]
     if lost:
         raise RoofcalcError(f"{name}: transformers' {cls.__name__} does not read {', '.join(lost)}: tracing it would "
