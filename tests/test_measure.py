@@ -21,7 +21,7 @@ from roofcalc.roofline import Roof  # noqa: E402
 
 @pytest.fixture(scope="module")
 def measured():
-    return measure("cpu", repeats=5, nbytes=96 << 20, quiet=True)  # 3x the 32 MiB L3 here
+    return measure("cpu", repeats=5, nbytes=96 << 20, quiet=True, passes=2)  # 3x the 32 MiB L3 here
 
 
 def test_bandwidth_and_flops_are_positive_and_physical(measured):
@@ -55,6 +55,8 @@ def test_curves_become_the_profiles_kernel_model(measured, tmp_path, capsys):
     assert [r for r, _, _, _ in c.matmul] == [1, 4, 16, 64, 256, 1024, 4096] * 3
     assert len(c.attention) == 4 and len(c.prefill_attention) == 1
     assert c.host_ops > 20 and all(0 < x < 1e-3 for x in c.host_per_op)  # tens of ops, microseconds each
+    # two passes: every point holds each pass's median, and the host one value per pass
+    assert len(c.host_per_op) == 2 and all(len(smp.seconds) == 2 for *_, smp in c.matmul + c.attention)
     model = measured.profile(None).efficiency
     # (rows, weight bytes, e) at 7 rows for each of 3 fp32 weights: 512x1024, 1024x3072 and 2048x5632 x 4 bytes
     assert model.relative_to == "measured" and len(model.curves["matmul"]) == 21
@@ -112,6 +114,8 @@ def test_written_profile_round_trips_through_hw_file(measured, tmp_path, capsys)
     (["measure", "--dtype", "fp8"], "--dtype fp8"),
     (["measure", "--out", "/no/such/folder/p.json"], "does not exist"),
     (["measure", "--size", "lots"], "a size like"),
+    (["measure", "--passes", "3", "--no-curves"], "--no-curves skips them"),
+    (["measure", "--passes", "0"], "--passes"),
     (["profile", "TinyLlama/TinyLlama-1.1B", "--dtype", "int4"], "invalid choice"),
 ])
 def test_measure_and_profile_bad_input(args, message, capsys):

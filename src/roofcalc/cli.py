@@ -483,6 +483,9 @@ def run_measure(argv: Sequence[str]) -> str:
                    "at most 1/8 of free memory), e.g. 512MiB")
     p.add_argument("--no-curves", action="store_true",
                    help="skip the kernel curves (matmuls over M, attention, host time per op): the roof alone")
+    p.add_argument("--passes", type=positive_int,
+                   help="passes over the kernel curves, each point the median of its passes (default 5 on a CPU, "
+                   "3 on a GPU; more on a machine whose load changes)")
     p.add_argument("--collectives", action="store_true",
                    help="also measure all-reduce, all-gather and all-to-all between --nproc processes (gloo on "
                    "the CPU, NCCL with --device cuda): the profile's link, for --tp")
@@ -513,7 +516,10 @@ def run_measure(argv: Sequence[str]) -> str:
         if not args.quiet:  # for a 4 KiB all-reduce here)
             print(f"roofcalc: collectives between {args.nproc} processes", file=sys.stderr)
         links = measure_collectives(args.nproc, args.device, max(3, args.repeats))
-    m = measure(args.device, dtypes, args.repeats, nbytes, quiet=args.quiet, curves=not args.no_curves)
+    if args.passes is not None and args.no_curves:
+        raise RoofcalcError("--passes is for the kernel curves; --no-curves skips them")
+    m = measure(args.device, dtypes, args.repeats, nbytes, quiet=args.quiet, curves=not args.no_curves,
+                passes=args.passes)
     nominal, why = closest_nominal(m, args.nominal)
     if args.out:
         write_profile(m, nominal, args.out, links)
@@ -568,7 +574,7 @@ def run_profile(argv: Sequence[str]) -> str:
     else:
         from .measure import closest_nominal, measure
 
-        m = measure(args.device, [args.dtype], repeats=3, quiet=args.quiet)
+        m = measure(args.device, [args.dtype], repeats=3, quiet=args.quiet, passes=2)  # quick: `measure` does more
         nominal, _ = closest_nominal(m, None)
         hw_profile = m.profile(nominal)
     result = profile_model(args.model, device=args.device, dtype_name=args.dtype, batch=args.batch,

@@ -295,7 +295,8 @@ def _cuda_time(torch, fn, repeats: int, warmup: int = 3) -> tuple[float, ...]:
     return tuple(out)
 
 
-def cuda_measure(dtypes, repeats: int, nbytes: int | None, progress, curves: bool = True) -> Measurement:
+def cuda_measure(dtypes, repeats: int, nbytes: int | None, progress, curves: bool = True,
+                 passes: int | None = None) -> Measurement:
     torch = _torch_cuda()
     types = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
     for d in dtypes:
@@ -342,7 +343,8 @@ def cuda_measure(dtypes, repeats: int, nbytes: int | None, progress, curves: boo
     if curves:
         half = next((d for d in ("bf16", "fp16") if d in matmuls), dtypes[0])
         curve_set = measure_curves(torch, "cuda", half, repeats, progress,
-                                   timer=lambda fn, r: _cuda_time(torch, fn, r))
+                                   timer=lambda fn, r: _cuda_time(torch, fn, r),
+                                   passes=passes or CURVE_PASSES["cuda"])
     return Measurement("cuda", torch.cuda.get_device_name(), copy, add, matmuls, dispatch, float(total),
                        curves=curve_set)
 
@@ -362,6 +364,10 @@ ATTENTION_HEADS = (32, 4, 64)  # N query heads, K KV heads, H: TinyLlama's
 MAX_COPIES = 2048  # copies of one operand a curve point cycles through (a 2 MB weight over a 480 MiB cache: 480)
 CURVE_FLOPS_PER_RUN = 4e9  # a curve point's calls per timed run stop here (memory-bound points do not reach it)
 HOST_LAYERS = 2
+# passes over the whole set of curve points: each point's value is the median of its passes' medians, its
+# pessimistic end the slowest pass (a shared 2-core VM has slow spells of seconds; five passes of about 13 s
+# spread each point over a minute, as a profile's steps are)
+CURVE_PASSES = {"cpu": 5, "cuda": 3}
 
 
 @dataclass(frozen=True)
@@ -371,7 +377,7 @@ class Curves:
     matmul: tuple  # (M, K, N, Sample)
     attention: tuple  # (B, S, flops, bytes, Sample)
     prefill_attention: tuple  # (T, flops, bytes, Sample)
-    host_per_op: tuple[float, ...]  # seconds per eager op, one value per round
+    host_per_op: tuple[float, ...]  # seconds per eager op, one value per pass
     host_ops: int  # eager ops of the tiny decoder's step
     itemsize: int  # bytes per element of the measured dtype
     dtype: str
@@ -435,9 +441,12 @@ def _sdpa_cost(b: int, t: int, s: int, itemsize: int, causal: bool = False) -> t
     return 4.0 * b * n * pairs * h, float(itemsize * (2 * b * t * n * h + 2 * b * s * k * h))
 
 
-def measure_curves(torch, device: str, dtype: str, repeats: int, progress, timer=None, host: bool = True) -> Curves:
+def measure_curves(torch, device: str, dtype: str, repeats: int, progress, timer=None, host: bool = True,
+                   passes: int = 1) -> Curves:
     """The kernel curves with torch on ``device`` (cpu or cuda) in ``dtype``; ``timer(fn, repeats)``
-    times one call (CUDA events on a GPU, the wall clock on a CPU)."""
+    times one call (CUDA events on a GPU, the wall clock on a CPU). Each point is timed in ``passes``
+    passes over the whole set, ``repeats`` runs each; its Sample holds each pass's median, so a slow
+    spell of a shared machine moves one pass of every point rather than every run of one point."""
     types = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
     t = types[dtype]
     itemsize = torch.tensor([], dtype=t).element_size()
@@ -459,43 +468,61 @@ def measure_curves(torch, device: str, dtype: str, repeats: int, progress, timer
         base = rand(*shape)
         return [base] + [base.clone() for _ in range(max(1, min(MAX_COPIES, -(-stream // one))) - 1)]
 
-    def per_call(fn_over, items, flops: float = 0.0):
-        """Seconds per call, timing the calls back to back over ``items`` (as a step runs its kernels).
-        A call of ``flops`` that the compute roof bounds needs no copies: its weight is reused from the
-        cache in any case, and a few copies keep its timing short."""
+    def per_call(fn_over, items, flops: float = 0.0) -> float:
+        """The median seconds per call, timing the calls back to back over ``items`` (as a step runs its
+        kernels). A call of ``flops`` that the compute roof bounds needs no copies: its weight is reused
+        from the cache in any case, and a few copies keep its timing short."""
         if flops:
             items = items[:max(1, min(len(items), int(CURVE_FLOPS_PER_RUN // flops)))]
-        return tuple(x / len(items) for x in timer(lambda: fn_over(items), repeats))
+        return statistics.median(timer(lambda: fn_over(items), repeats)) / len(items)
 
-    mm = []
-    progress(f"{dtype} matmul curve: M = {', '.join(map(str, CURVE_ROWS))} on {len(CURVE_SHAPES)} weight shapes")
+    mm: dict = {}
+    att: dict = {}
+    pre: dict = {}
+    host_rounds, ops, host_round = [], 0, None
     linear = torch.nn.functional.linear
-    for k, n in CURVE_SHAPES:
-        ws = copies(n, k)
-        for rows in CURVE_ROWS:
-            x = rand(rows, k)
-            mm.append((rows, k, n, Sample(f"linear {rows}x{k}x{n}", 2.0 * rows * k * n,
-                                          per_call(lambda items: [linear(x, w) for w in items], ws,
-                                                   flops=2.0 * rows * k * n))))
     nq, nk, h = ATTENTION_HEADS
     sdpa = torch.nn.functional.scaled_dot_product_attention
-    att = []
-    progress(f"{dtype} attention: decode at (batch, context) {', '.join(map(str, ATTENTION_POINTS))}, and a prefill")
-    for b, s in ATTENTION_POINTS:
-        q = rand(b, nq, 1, h)
-        # K KV heads shared by N query heads, as transformers calls SDPA in decode (no mask: enable_gqa)
-        kvs = copies(2, b, nk, s, h)
+    for p in range(passes):
+        of = f" (pass {p + 1} of {passes})" if passes > 1 else ""
+        progress(f"{dtype} matmul curve{of}: M = {', '.join(map(str, CURVE_ROWS))} on {len(CURVE_SHAPES)} "
+                 f"weight shapes")
+        for k, n in CURVE_SHAPES:
+            ws = copies(n, k)
+            for rows in CURVE_ROWS:
+                x = rand(rows, k)
+                mm.setdefault((rows, k, n), []).append(
+                    per_call(lambda items: [linear(x, w) for w in items], ws, flops=2.0 * rows * k * n))
+            ws = None
+        progress(f"{dtype} attention{of}: decode at (batch, context) {', '.join(map(str, ATTENTION_POINTS))}, "
+                 f"and a prefill")
+        for b, s in ATTENTION_POINTS:
+            q = rand(b, nq, 1, h)
+            # K KV heads shared by N query heads, as transformers calls SDPA in decode (no mask: enable_gqa)
+            kvs = copies(2, b, nk, s, h)
+            att.setdefault((b, s), []).append(per_call(
+                lambda items: [sdpa(q, kv[0], kv[1], enable_gqa=True) for kv in items], kvs))
+            kvs = None
+        for tt in (512,):
+            q = rand(1, nq, tt, h)
+            pre.setdefault(tt, []).append(statistics.median(timer(lambda: sdpa(q, q, q, is_causal=True), repeats)))
+        if host:
+            if host_round is None:
+                host_round, ops = _host_per_op(torch, device, t, progress)
+            if host_round is not None:
+                progress(f"host time per op{of}: a {HOST_LAYERS}-layer transformers Llama decode step")
+                host_rounds.append(host_round())
+    matmul = tuple((rows, k, n, Sample(f"linear {rows}x{k}x{n}", 2.0 * rows * k * n, tuple(v)))
+                   for (rows, k, n), v in mm.items())
+    attention = []
+    for (b, s), v in att.items():
         f, nbytes = _sdpa_cost(b, 1, s, itemsize)
-        att.append((b, s, f, nbytes, Sample(f"sdpa B{b} S{s}", f, per_call(
-            lambda items: [sdpa(q, kv[0], kv[1], enable_gqa=True) for kv in items], kvs))))
-    pre = []
-    for tt in (512,):
-        q = rand(1, nq, tt, h)
+        attention.append((b, s, f, nbytes, Sample(f"sdpa B{b} S{s}", f, tuple(v))))
+    prefill = []
+    for tt, v in pre.items():
         f, nbytes = _sdpa_cost(1, tt, tt, itemsize, causal=True)
-        pre.append((tt, f, nbytes, Sample(f"sdpa prefill T{tt}", f,
-                                          timer(lambda: sdpa(q, q, q, is_causal=True), repeats))))
-    host, ops = _host_per_op(torch, device, t, progress) if host else ((), 0)
-    return Curves(tuple(mm), tuple(att), tuple(pre), host, ops, itemsize, dtype)
+        prefill.append((tt, f, nbytes, Sample(f"sdpa prefill T{tt}", f, tuple(v))))
+    return Curves(matmul, tuple(attention), tuple(prefill), tuple(host_rounds), ops, itemsize, dtype)
 
 
 def _cache_bytes(torch, device: str) -> int:
@@ -508,19 +535,19 @@ def _cache_bytes(torch, device: str) -> int:
     return last_level_cache_bytes()
 
 
-def _host_per_op(torch, device: str, torch_dtype, progress) -> tuple[tuple[float, ...], int]:
-    """Seconds per eager op of a tiny transformers Llama decode step (device work negligible), in
-    3 rounds; ((), 0) without transformers."""
+def _host_per_op(torch, device: str, torch_dtype, progress):
+    """(one round, its eager ops): a callable that times a tiny transformers Llama decode step (device
+    work negligible) 15 times and returns the median seconds per eager op; (None, 0) without transformers."""
     try:
         import transformers
         from torch.utils._python_dispatch import TorchDispatchMode
     except ImportError:
-        return (), 0
+        return None, 0
     import warnings
 
     from .profile import VIEW_OPS
 
-    progress(f"host time per op: a {HOST_LAYERS}-layer transformers Llama decode step")
+    progress(f"host time per op: building a {HOST_LAYERS}-layer transformers Llama")
     cfg = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
                                    num_hidden_layers=HOST_LAYERS, vocab_size=256)
     with warnings.catch_warnings():
@@ -548,13 +575,16 @@ def _host_per_op(torch, device: str, torch_dtype, progress) -> tuple[tuple[float
         step()
         with Count():
             step()
-        rounds = []
-        for _ in range(3):
+
+    def one_round() -> float:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             times = _time(step, 15, warmup=2)
             if device == "cuda":
                 torch.cuda.synchronize()
-            rounds.append(statistics.median(times) / count[0])
-    return tuple(rounds), count[0]
+        return statistics.median(times) / count[0]
+
+    return one_round, count[0]
 
 
 # --------------------------------------------------------------------------- both
@@ -581,13 +611,14 @@ def closest_nominal(m: Measurement, requested: str | None) -> tuple[Hardware | N
 
 
 def measure(device: str = "cpu", dtypes=None, repeats: int = 7, nbytes: int | None = None,
-            quiet: bool = False, curves: bool = True) -> Measurement:
-    """The roof, and with ``curves`` the kernel efficiencies and host overhead (measure_curves)."""
+            quiet: bool = False, curves: bool = True, passes: int | None = None) -> Measurement:
+    """The roof, and with ``curves`` the kernel efficiencies and host overhead (measure_curves, in
+    ``passes`` passes: CURVE_PASSES for the device when None)."""
     def progress(msg: str) -> None:
         _progress(msg, quiet)
 
     if device == "cuda":
-        return cuda_measure(tuple(dtypes or CUDA_DTYPES), repeats, nbytes, progress, curves)
+        return cuda_measure(tuple(dtypes or CUDA_DTYPES), repeats, nbytes, progress, curves, passes)
     if device != "cpu":
         raise RoofcalcError(f"--device {device}: use cpu or cuda")
     for d in dtypes or CPU_DTYPES:
@@ -615,7 +646,8 @@ def measure(device: str = "cpu", dtypes=None, repeats: int = 7, nbytes: int | No
         except ImportError:
             torch = None
         if torch is not None:
-            curve_set = measure_curves(torch, "cpu", "fp32", max(3, repeats // 2), progress)
+            curve_set = measure_curves(torch, "cpu", "fp32", max(3, repeats // 2), progress,
+                                       passes=passes or CURVE_PASSES["cpu"])
     notes = []
     if "fp32" in matmuls:
         for d in matmuls:
@@ -729,7 +761,7 @@ def curve_lines(m: Measurement) -> list[str]:
              f"{100 * c['stream'].expected:.0f}%"]
     if m.curves.host_per_op:
         lines.append(f"host      {model.host_per_op_s.expected * 1e6:.3g} us per eager op (transformers, "
-                     f"{m.curves.host_ops} ops a step; rounds {', '.join(f'{x * 1e6:.3g}' for x in m.curves.host_per_op)})")
+                     f"{m.curves.host_ops} ops a step; passes {', '.join(f'{x * 1e6:.3g}' for x in m.curves.host_per_op)})")
     return lines
 
 
