@@ -88,8 +88,10 @@ class Counts:
         return self.flops[parent] - inner
 
 
-def run(model, batch: int, prompt: int, *, all_logits: bool = True):
-    """A prefill of ``prompt`` tokens, then one decode step (which attends to prompt + 1 keys).
+def run(model, batch: int, prompt: int, *, all_logits: bool = True, whole: bool = False):
+    """A prefill of ``prompt`` tokens, then one decode step (which attends to prompt + 1 keys): its new
+    token, or with ``whole`` the whole sequence (XLM's generate hands its forward every token so far, and
+    its forward runs only the positions its cache does not hold).
 
     Returns (prefill counts, decode counts, the cache after the prefill)."""
     kw_cache = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
@@ -112,7 +114,7 @@ def run(model, batch: int, prompt: int, *, all_logits: bool = True):
                 out = model(input_ids=ids, use_cache=True, **{kw_cache: handed}, **keep)
             cache = handed
         prefill = Counts(_counts(fc))
-        one = torch.zeros((batch, 1), dtype=torch.long, device=dev)
+        one = torch.zeros((batch, prompt + 1 if whole else 1), dtype=torch.long, device=dev)
         with FlopCounterMode(display=False) as fc:
             model(input_ids=one, use_cache=True, **{kw_cache: cache})
         decode = Counts(_counts(fc))

@@ -111,6 +111,12 @@ TYPES = {
                        pad_token_id=0),
     "bart": dict(d_model=256, decoder_layers=2, decoder_attention_heads=8, decoder_ffn_dim=512, encoder_layers=2,
                  encoder_attention_heads=8, encoder_ffn_dim=512, vocab_size=1000, pad_token_id=0),
+    # models whose code reads tensor values (XLM's and ProphetNet's asserts on their inputs): traced on the
+    # CPU with random weights; XLM's decode step takes the whole sequence and runs the new position
+    "xlm": dict(emb_dim=256, n_layers=2, n_heads=8, vocab_size=1000, causal=True),
+    "prophetnet": dict(hidden_size=256, num_encoder_layers=1, num_decoder_layers=2, num_encoder_attention_heads=8,
+                       num_decoder_attention_heads=8, encoder_ffn_dim=512, decoder_ffn_dim=512, vocab_size=1000,
+                       ngram=2, pad_token_id=0),
 }
 POINTS = [(1, 9), (3, 5)]  # (batch, prompt); decode attends to prompt + 1 keys
 
@@ -121,7 +127,8 @@ def config(model_type: str) -> dict:
 
 # the oracle runs these on CPU tensors with random weights: their masks read the position ids' values, or
 # their warnings the ids', which the meta device has not (eager attention, so the counter sees its matmuls)
-ON_CPU = {"gemma4", "biogpt", "bart", "blenderbot", "roformer", "megatron-bert", "dbrx", "jetmoe"}
+ON_CPU = {"gemma4", "biogpt", "bart", "blenderbot", "roformer", "megatron-bert", "dbrx", "jetmoe", "xlm", "prophetnet"}
+WHOLE = {"xlm"}
 
 
 @pytest.fixture(scope="module", params=sorted(TYPES))
@@ -170,7 +177,8 @@ def _has_experts(cfg: dict) -> bool:
 @pytest.mark.parametrize("batch,prompt", POINTS)
 def test_traced_kernels_equal_flop_counter(traced, batch, prompt):
     cfg, model = traced
-    prefill_counts, decode_counts, _ = run(model, batch, prompt, all_logits=False)
+    prefill_counts, decode_counts, _ = run(model, batch, prompt, all_logits=False,
+                                           whole=cfg["model_type"] in WHOLE)
     for wl, counts in ((Workload.prefill(batch, prompt, weight_dtype=_bf16(), act_dtype=_bf16(), kv_dtype=_bf16()),
                         prefill_counts),
                        (Workload.decode(batch, prompt + 1, weight_dtype=_bf16(), act_dtype=_bf16(),
@@ -197,7 +205,7 @@ def _bf16():
 def test_parameters_and_kv_cache_equal_the_real_model(traced):
     cfg, model = traced
     batch, prompt = 2, 6
-    _, _, cache = run(model, batch, prompt)
+    _, _, cache = run(model, batch, prompt, whole=cfg["model_type"] in WHOLE)
     doc = trace_raw(cfg, "t", Workload.decode(batch, prompt + 1, weight_dtype=_bf16(), act_dtype=_bf16(),
                                               kv_dtype=_bf16()))
     # a checkpoint's tensors: the parameters and the persistent buffers (DeepSeek-V3's score correction,
@@ -437,6 +445,54 @@ def test_refusals_are_one_line(tmp_path, capsys):
     assert main([str(zero)]) == 2
     err = capsys.readouterr().err
     assert "2 zero-computation experts" in err and err.count("\n") == 1
+
+
+def test_a_model_whose_code_reads_values_is_traced_on_the_cpu(tmp_path, capsys, monkeypatch):
+    """XLM asserts on its inputs' values (``lengths.max().item()``), which the meta device has not: it runs on
+    the CPU with random weights. Its layers are entries of four lists (attentions, layer_norm1, ffns,
+    layer_norm2) with one GELU module shared by every ffn, and its residual adds run in the module that holds
+    the lists: each is one kernel per layer, counted once per layer."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = tmp_path / "xlm.json"
+    path.write_text(json.dumps(config("xlm")))
+    assert main([str(path), "--format", "json", "--context", "9"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert "on the CPU with random weights" in doc["model"]["traced"]
+    counts = {k["name"]: k["count"] for k in doc["kernels"]}
+    # 2 layers: one row each for their projections, their shared GELU and their two residual adds (the
+    # embeddings' add, before the first layer, costs the same as a residual's and joins its row: 2 + 1)
+    assert counts["attentions.q_lin"] == counts["ffns.lin1"] == counts["ffns.act"] == counts["layer_norm2"] == 2
+    assert counts["transformer.add"] == 3 and counts["transformer.add#2"] == 2
+    # too much work to run on the CPU instead: one line that says what to change
+    monkeypatch.setattr("roofcalc.trace.CPU_TRACE_FLOPS", 1e3)
+    assert main([str(path), "--context", "10"]) == 2
+    err = capsys.readouterr().err
+    assert "did not run on the meta device" in err and "--context" in err and err.count("\n") == 1
+
+
+def test_a_model_that_mixes_float32_into_bf16_is_told_to_run_in_fp32(tmp_path, capsys, monkeypatch):
+    """XLNet's relative positions are float32 beside bf16 activations: refused in one line naming --dtype fp32,
+    and in fp32 (on the CPU: it reads values) its forward pass has the real model's matmul FLOPs and
+    parameters (FlopCounterMode on the model run the same way; XLNet keeps no KV cache, so no decode)."""
+    from roofcalc.calculator import DTYPES
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    cfg = dict(model_type="xlnet", d_model=256, n_layer=2, n_head=8, d_inner=512, vocab_size=1000)
+    path = tmp_path / "xlnet.json"
+    path.write_text(json.dumps(cfg))
+    assert main([str(path), "--dtype", "bf16"]) == 2
+    err = capsys.readouterr().err
+    assert "expected scalar type" in err and "try --dtype fp32" in err and err.count("\n") == 1
+    fp32 = DTYPES["fp32"]
+    doc = trace_raw(cfg, "x", Workload.prefill(2, 7, weight_dtype=fp32, act_dtype=fp32, kv_dtype=fp32))
+    assert doc["device"] == "cpu"
+    model = build(cfg, dtype=torch.float32, device="cpu", attn="eager")
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with torch.no_grad(), FlopCounterMode(display=False) as fc:
+        model(input_ids=torch.zeros((2, 7), dtype=torch.long), logits_to_keep=1)
+    assert sum(k["ideal"]["matmul_flops"] for k in doc["kernels"]) == fc.get_total_flops()
+    assert doc["params"] == sum(p.numel() for p in model.parameters())
 
 
 def test_a_model_without_a_kv_cache_runs_a_forward_pass_unless_a_decode_is_asked_for(tmp_path, capsys):

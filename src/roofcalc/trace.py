@@ -41,10 +41,11 @@ from .errors import NoKVCache, RoofcalcError
 from .inputs import one_line
 from .shapes import ModelShape
 
-TRACE_FORMAT = 8  # the cache file format (2: expert weights carry their full bytes; 3: recurrent states in the
+TRACE_FORMAT = 9  # the cache file format (2: expert weights carry their full bytes; 3: recurrent states in the
 # cache; 4: the keys and values of an encoder-decoder cache; 5: each module's weight shapes; 6: which logits;
 # 7: sizes read under another name and rotary keys read into rope_parameters are no longer listed as ignored;
-# 8: kernels named by the function a decorator wraps)
+# 8: kernels named by the function a decorator wraps; 9: module lists of one entry per layer under other names
+# are layers)
 ATTENTION_FUNCTIONS = ("attention_forward", "sdpa_attention_forward", "eager_attention_forward",
                        "flash_attention_forward", "flex_attention_forward")
 NO_DATA_OPS = {"_unsafe_view", "alias", "detach", "lift_fresh", "_reshape_alias", "empty", "empty_like",
@@ -315,6 +316,10 @@ class _Recorder:
         self.keep: list = []  # every output stays alive: storage keys are never reused mid-trace
         self.stack: list = []  # (path, module) of the modules running
         self.names = {m: n for n, m in model.named_modules()}
+        paths: dict = {}
+        for n, m in model.named_modules(remove_duplicate=False):
+            paths.setdefault(m, []).append(n)
+        self.shared = {m for m, ps in paths.items() if len(ps) > 1}  # one module under several paths
         self.leaf = {m for m in model.modules() if not any(True for _ in m.children())}
         self.instances: dict[tuple[str, str], int] = {}
         self.last_group: tuple[str, str] | None = None
@@ -337,7 +342,12 @@ class _Recorder:
             self.hooks.append(m.register_forward_hook(self._leave))
 
     def _enter(self, module, _args):
-        self.stack.append((self.names.get(module, "?"), module))
+        name = self.names.get(module, "?")
+        if module in self.shared and self.stack:  # named by the module that runs it (XLM's one GELU in every
+            outer, parent = self.stack[-1]  # layer's ffn), not by the first path that holds it
+            name = next((f"{outer}.{attr}" if outer else attr for attr, child in parent.named_children()
+                         if child is module), name)
+        self.stack.append((name, module))
 
     def _leave(self, module, _args, _out):
         self.stack.pop()
@@ -455,13 +465,30 @@ class _Recorder:
 _LAYER = re.compile(r"^(.*?\b(?:layers|h|blocks|layer|decoder\.layers))\.(\d+)(?:\.(.*))?$")
 
 
-def _layer_split(path: str) -> tuple[int | None, str, str]:
+def _layer_split(path: str, lists: tuple[str, ...] = ()) -> tuple[int | None, str, str]:
     """(layer index or None, the path inside the layer, the prefix): 'model.layers.3.mlp.up_proj' ->
-    (3, 'mlp.up_proj', 'model.layers')."""
+    (3, 'mlp.up_proj', 'model.layers'). ``lists``: module lists of one entry per layer under other names,
+    a model that keeps each part of its layers in a list of its own (XLM: 'transformer.attentions.3.q_lin'
+    -> (3, 'attentions.q_lin', 'transformer'))."""
     m = _LAYER.match(path)
-    if not m:
-        return None, path, ""
-    return int(m[2]), m[3] or "", m[1]
+    if m:
+        return int(m[2]), m[3] or "", m[1]
+    for prefix in lists:
+        if path.startswith(prefix + "."):
+            index, _, rest = path[len(prefix) + 1:].partition(".")
+            if index.isdigit():
+                outer, _, own = prefix.rpartition(".")
+                return int(index), own + ("." + rest if rest else ""), outer
+    return None, path, ""
+
+
+def _layer_lists(torch, model, layers) -> tuple[str, ...]:
+    """The model's module lists of one entry per layer that are not named as layers (XLM's attentions,
+    ffns, layer_norm1 and layer_norm2)."""
+    if not isinstance(layers, int) or layers < 1:
+        return ()
+    return tuple(n for n, m in model.named_modules()
+                 if n and isinstance(m, torch.nn.ModuleList) and len(m) == layers and not _LAYER.match(n + ".0"))
 
 
 @dataclass(frozen=True)
@@ -490,8 +517,8 @@ def _classify(key: int, nbytes: int, write: bool, weights: set, cache: set) -> C
 
 
 def group_ops(ops: list[_Op], weights: set, cache: set, old_cache: set, finals: set,
-              module_params: dict[str, tuple[int, int]]) -> list[TracedKernel]:
-    """Kernels in execution order, one per (group, run of that group)."""
+              module_params: dict[str, tuple[int, int]], lists: tuple[str, ...] = ()) -> list[TracedKernel]:
+    """Kernels in execution order, one per (group, run of that group); ``lists`` as :func:`_layer_split`."""
     producer: dict[int, tuple] = {}
     consumers: dict[int, set] = {}
     for op in ops:
@@ -533,7 +560,7 @@ def group_ops(ops: list[_Op], weights: set, cache: set, old_cache: set, finals: 
         flops = sum(op.flops for op in run)
         mm = sum(op.matmul_flops for op in run)
         ideal, eager = replace(ideal, flops=flops, matmul_flops=mm), replace(eager, flops=flops, matmul_flops=mm)
-        layer, inner, _ = _layer_split(module)
+        layer, inner, _ = _layer_split(module, lists)
         short = inner if layer is not None else module.split(".", 1)[-1] if module.startswith("model.") else module
         if short == "language_model" or short.startswith("language_model."):  # a multimodal model's decoder,
             short = short[len("language_model."):] or "model"  # named as a causal LM's: norm, model.arange
@@ -559,6 +586,15 @@ def group_ops(ops: list[_Op], weights: set, cache: set, old_cache: set, finals: 
         experts = (first[0], first[1], tuple(parts.values())) if first else None
         kernels.append(TracedKernel(name, layer, module, fn or "", kind, dims, ideal, eager, len(run), params, pbytes,
                                     experts))
+    # a model whose layers are entries of several lists runs its residuals between them in the module that
+    # holds the lists (XLM's transformer): those ops belong to the layer whose entries ran last
+    outers = {p.rpartition(".")[0] for p in lists}
+    layer = None
+    for i, k in enumerate(kernels):
+        if k.layer is not None and any(k.module.startswith(p + ".") for p in lists):
+            layer = k.layer
+        elif k.layer is None and layer is not None and k.module in outers:
+            kernels[i] = replace(k, layer=layer)
     return kernels
 
 
@@ -872,11 +908,64 @@ def _grouped_experts(torch, model_type: str):
     return restore, one_kernel
 
 
+class _NotOnMeta(Exception):
+    """The model's own code could not run on meta tensors (it reads a value, or mixes devices)."""
+
+    def __init__(self, why: str, param_bytes: int, params: int):
+        super().__init__(why)
+        self.why, self.param_bytes, self.params = why, param_bytes, params
+
+
+# A model whose code reads tensor values (XLM's and ProphetNet's asserts on its inputs, Reformer's
+# buckets) or makes tensors on the default device beside its meta weights (XLNet) cannot run on meta
+# tensors. It then runs on the CPU for real, with random weights, when its weights take at most this
+# share of the free memory and the step is at most CPU_TRACE_FLOPS (a few seconds to a minute here).
+CPU_TRACE_MEMORY_SHARE = 4
+_MIXED = re.compile(r"scalar type|mixed dtype")  # XLNet's and Reformer's float32 tensors beside bf16 ones
+CPU_TRACE_FLOPS = 2e12
+
+
 def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
     """Trace one step: the kernels in both views, as a JSON-able document (what the cache stores).
-    ``read``: :func:`hf_config`'s answer for ``cfg``, when the caller has it."""
+    ``read``: :func:`hf_config`'s answer for ``cfg``, when the caller has it. On the meta device; a
+    model whose own code cannot run there runs on the CPU, when it is small enough (the document
+    says ``"device": "cpu"``)."""
     _check_workload(wl)
-    config, check = read or hf_config(cfg, name)
+    read = read or hf_config(cfg, name)
+    try:
+        return _trace_on(cfg, name, wl, read, "meta")
+    except _NotOnMeta as exc:
+        from .measure import available_memory_bytes
+
+        check = read[1]
+        why = f"{name}: the {check.class_name} model did not run on the meta device ({exc.why})"
+        half = wl.act_dtype.name != "fp32"
+        hint = "; its code mixes float32 into {} tensors: try --dtype fp32".format(wl.act_dtype.name)
+        if not re.search(r"\bmeta\b|device", exc.why):  # its own refusal (an image it needs): the CPU would too
+            raise RoofcalcError(why + (hint if half and _MIXED.search(exc.why) else "")) from None
+        free = available_memory_bytes()
+        # the prefill before a decode step runs too: every token of the context through every weight once
+        tokens = wl.batch * (wl.query_tokens if wl.phase == "prefill" else wl.kv_len)
+        flops = 2.0 * exc.params * tokens
+        if free is not None and exc.param_bytes * CPU_TRACE_MEMORY_SHARE > free:
+            raise RoofcalcError(f"{why}, and its {exc.param_bytes / 1e9:.1f} GB of weights are too large to run "
+                                f"on this CPU instead ({free / 1e9:.1f} GB free)") from None
+        if flops > CPU_TRACE_FLOPS:
+            raise RoofcalcError(f"{why}, and running it on the CPU instead would take about {flops / 1e12:.0f} "
+                                f"TFLOP ({wl.batch} x {tokens // wl.batch} tokens): try a smaller --batch or "
+                                f"--context") from None
+        try:
+            doc = _trace_on(cfg, name, wl, read, "cpu")
+        except _NotOnMeta as again:
+            raise RoofcalcError(f"{why}, nor on the CPU ({again.why})"
+                                + (hint if half and _MIXED.search(again.why) else "")) from None
+        doc["device"] = "cpu"
+        return doc
+
+
+def _trace_on(cfg: dict, name: str, wl: Workload, read, device: str) -> dict:
+    """:func:`trace_raw` on ``device``: "meta", or "cpu" (real tensors, random weights)."""
+    config, check = read
     torch, transformers = _need_torch(cfg["model_type"])
     zero = getattr(config, "zero_expert_num", None)
     if isinstance(zero, int) and not isinstance(zero, bool) and zero > 0:
@@ -888,7 +977,7 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            with torch.device("meta"):
+            with torch.device(device):
                 model = _auto_class(transformers, cfg["model_type"]).from_config(config, dtype=dtype).eval()
         except Exception as exc:
             raise RoofcalcError(f"{name}: transformers cannot build a causal LM from this config "
@@ -926,7 +1015,8 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
         # which may keep its own: takes a cache and is no encoder (BERT-style classes declare is_decoder False)
         keeps_own = cache_kw in fwd and getattr(config, "is_decoder", None) is not False
         unpacked = _one_sequence_per_row(transformers)
-        rotaries, first_position = _positional_rotaries(torch, model, dtype, max(wl.kv_len, wl.query_tokens) + 1)
+        rotaries, first_position = _positional_rotaries(torch, model, dtype, max(wl.kv_len, wl.query_tokens) + 1) \
+            if device == "meta" else ((lambda: None), [0])  # real tensors hold their positions
         grouped, one_kernel = _grouped_experts(torch, config.model_type)
         rec.leaf |= {m for m in model.modules() if isinstance(m, one_kernel)}
         try:
@@ -961,33 +1051,49 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
                     return out, None
 
                 if wl.phase == "prefill":
-                    ids = torch.zeros((wl.batch, wl.query_tokens), dtype=torch.long, device="meta")
+                    ids = torch.zeros((wl.batch, wl.query_tokens), dtype=torch.long, device=device)
                     old_cache: set = set()
                     out, handed = first_pass(ids, recorded=True)
                 else:
-                    ids = torch.zeros((wl.batch, wl.kv_len - 1), dtype=torch.long, device="meta") \
-                        if wl.kv_len > 1 else None
-                    cache = None
-                    if ids is not None:
-                        out, handed = first_pass(ids, recorded=False)
-                        cache = handed if handed is not None else _cache_of(out)
-                        if cache is None:
-                            why = f"{check.class_name}'s model keeps no KV cache (a recurrent or cache-less model)"
-                            raise NoKVCache(f"{name}: {why}; roofcalc traces decode steps on a cache: trace its "
-                                            f"prefill (--prompt)", why)
-                    old_cache = _cache_storages(torch, cache)
-                    if cache is not None:  # alive to the end: the step's new tensors never reuse their storage
-                        rec.keep.extend(_cache_tensors(torch, cache) + _state_tensors(torch, cache))
-                    one = torch.zeros((wl.batch, 1), dtype=torch.long, device="meta")
-                    first_position[0] = wl.kv_len - 1
-                    kw = {cache_kw: cache} if cache is not None else {}
-                    with rec.mode:
-                        out = model(input_ids=one, use_cache=True, **kw, **keep)
+                    def decode(whole: bool):
+                        """The context less one token into a cache, then the step: its new token, or with
+                        ``whole`` the whole sequence (a model that skips the positions its cache holds)."""
+                        ids = torch.zeros((wl.batch, wl.kv_len - 1), dtype=torch.long, device=device) \
+                            if wl.kv_len > 1 else None
+                        cache, handed = None, None
+                        if ids is not None:
+                            out, handed = first_pass(ids, recorded=False)
+                            cache = handed if handed is not None else _cache_of(out)
+                            if cache is None:
+                                why = (f"{check.class_name}'s model keeps no KV cache (a recurrent or cache-less "
+                                       f"model)")
+                                raise NoKVCache(f"{name}: {why}; roofcalc traces decode steps on a cache: trace "
+                                                f"its prefill (--prompt)", why)
+                        old_cache = _cache_storages(torch, cache)
+                        if cache is not None:  # alive to the end: the step's new tensors never reuse their storage
+                            rec.keep.extend(_cache_tensors(torch, cache) + _state_tensors(torch, cache))
+                        step = torch.zeros((wl.batch, wl.kv_len if whole else 1), dtype=torch.long, device=device)
+                        first_position[0] = wl.kv_len - 1
+                        kw = {cache_kw: cache} if cache is not None else {}
+                        with rec.mode:
+                            out = model(input_ids=step, use_cache=True, **kw, **keep)
+                        return out, handed, old_cache
+
+                    try:
+                        out, handed, old_cache = decode(whole=False)
+                    except RoofcalcError:
+                        raise
+                    except Exception:
+                        # on real tensors, a model whose forward takes the whole sequence and runs only the
+                        # positions its cache does not hold (XLM, as its generate calls it) gets it
+                        if device == "meta" or wl.kv_len < 2:
+                            raise
+                        rec.restart()
+                        out, handed, old_cache = decode(whole=True)
         except RoofcalcError:
             raise
         except Exception as exc:
-            raise RoofcalcError(f"{name}: the {check.class_name} model did not run on the meta device "
-                                f"({type(exc).__name__}: {one_line(str(exc))[:160]})") from None
+            raise _NotOnMeta(f"{type(exc).__name__}: {one_line(str(exc))[:160]}", p_bytes, n_params) from None
         finally:
             torch.nn.functional.scaled_dot_product_attention = sdpa
             unpacked()
@@ -1000,7 +1106,9 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
     cache = _cache_storages(torch, new_cache)
     finals = cache | {_storage_key(t) for t in torch.utils._pytree.tree_leaves(getattr(out, "logits", None))
                       if isinstance(t, torch.Tensor)}
-    traced = group_ops(rec.ops, weights, cache | old_cache, old_cache, finals, module_params)
+    text = getattr(config, "get_text_config", lambda: config)()
+    lists = _layer_lists(torch, model, getattr(text, "num_hidden_layers", None))
+    traced = group_ops(rec.ops, weights, cache | old_cache, old_cache, finals, module_params, lists)
     cache_bytes = _cache_bytes(torch, new_cache)
     return {
         "format": TRACE_FORMAT, "transformers": transformers.__version__, "class": type(model).__name__,
@@ -1279,7 +1387,9 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
     return TracedAnalysis(shape, wl, kernels, view=view, traced_kv_bytes_per_token=doc["kv_bytes_per_token"],
                           traced_cache_bytes=doc["cache_bytes"], traced_params=doc["params"],
                           traced_param_bytes=param_bytes, check=check, logits=doc["logits"],
-                          note=f"traced: transformers {doc['transformers']} {doc['class']} on the meta device")
+                          note=f"traced: transformers {doc['transformers']} {doc['class']} " + (
+                              "on the CPU with random weights (its code reads tensor values, which the meta "
+                              "device has not)" if doc.get("device") == "cpu" else "on the meta device"))
 
 
 __all__ = ["ConfigCheck", "TracedAnalysis", "analyzer", "hf_config", "trace", "trace_raw", "traced_shape"]
