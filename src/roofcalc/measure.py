@@ -356,9 +356,10 @@ def cuda_measure(dtypes, repeats: int, nbytes: int | None, progress, curves: boo
 # negligible). roofcalc.predict turns them into each kernel's expected time.
 
 CURVE_ROWS = (1, 4, 16, 64, 256, 1024, 4096)
-# (K, N) weights of three sizes, 2, 12.6 and 46 MB in fp32 (a small model's q_proj to a 1B
-# model's gate_proj): a GEMV's efficiency depends on how much it streams as well as on M
-CURVE_SHAPES = ((512, 1024), (1024, 3072), (2048, 5632))
+# (K, N) weights of four sizes, 0.5, 2, 12.6 and 46 MB in fp32 (a 135M model's k_proj to a 1B
+# model's gate_proj): a GEMV's efficiency depends on how much it streams as well as on M, and
+# falls as the weight shrinks (past the smallest, the curve is read flat)
+CURVE_SHAPES = ((256, 512), (512, 1024), (1024, 3072), (2048, 5632))
 ATTENTION_POINTS = ((1, 256), (1, 2048), (8, 256), (8, 2048))  # (B, S) of a decode step
 ATTENTION_HEADS = (32, 4, 64)  # N query heads, K KV heads, H: TinyLlama's
 MAX_COPIES = 2048  # copies of one operand a curve point cycles through (a 2 MB weight over a 480 MiB cache: 480)
