@@ -361,6 +361,12 @@ def test_the_default_dtype_is_the_checkpoints_where_the_device_computes_in_it(ca
     # GPT-2's config declares none: fp16, said so
     code, out, _ = run(["openai-community/gpt2"], capsys)
     assert "compute fp16 (default: the config declares no torch_dtype)" in out
+    # a weight format alone leaves the activations and the cache to the checkpoint's dtype; fp8 weights by
+    # channel compute in fp8, and the header gives each dtype its own reason
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw", "H100", "--weight-dtype", "fp8-ch"], capsys)
+    line = next(x for x in out.splitlines() if x.startswith("dtypes"))
+    assert line == ("dtypes    weights fp8-ch, activations bf16 (the checkpoint's torch_dtype), KV cache bf16, "
+                    "compute fp8 (the weights' format)")
 
 
 def test_an_asymptote_just_under_the_ridge_does_not_print_as_the_ridge():

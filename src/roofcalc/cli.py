@@ -378,7 +378,7 @@ def run_main(argv: Sequence[str]) -> str:
     defaults = {name for name in ("batch", "context", "dtype", "hw") if getattr(args, name) is None}
     if args.prompt:
         defaults.discard("context")
-    if args.weight_dtype or args.act_dtype or args.kv_dtype:
+    if args.act_dtype and args.kv_dtype:  # else the activations or the cache follow the checkpoint's dtype
         defaults.discard("dtype")
     if args.hw_file:
         defaults.discard("hw")

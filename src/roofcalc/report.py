@@ -302,11 +302,14 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
         what = f"prefill, batch B={w.batch}{d('batch')}, prompt T={w.query_tokens}, {mask}, logits for {logits}" + \
             next((f" ({k.split(':', 1)[1]})" for k in defaulted if k.startswith("forward-why:")), "")
     lines.append(f"workload  {what}")
-    lines.append(
-        f"dtypes    weights {w.weight_dtype.name}, activations {w.act_dtype.name}, KV cache {w.kv_dtype.name}, "
-        f"compute {w.compute_dtype.name}{d('dtype')}"
-        + next((f" ({k.split(':', 1)[1]})" for k in defaulted if k.startswith("dtype-why:")), "")
-    )
+    why = d('dtype') + next((f" ({k.split(':', 1)[1]})" for k in defaulted if k.startswith("dtype-why:")), "")
+    if w.compute_dtype.name == w.act_dtype.name:
+        lines.append(f"dtypes    weights {w.weight_dtype.name}, activations {w.act_dtype.name}, "
+                     f"KV cache {w.kv_dtype.name}, compute {w.compute_dtype.name}{why}")
+    else:  # the GEMMs compute in the weights' format (fp8 by channel or tensor): the reason is the activations'
+        lines.append(f"dtypes    weights {w.weight_dtype.name}, activations {w.act_dtype.name}{why}, "
+                     f"KV cache {w.kv_dtype.name}, compute {w.compute_dtype.name} (the weights' "
+                     f"{'format' if w.weight_dtype.computes else 'dtype'})")
     return lines
 
 
