@@ -10,6 +10,8 @@ parameters and the real cache.
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -112,10 +114,13 @@ def test_tinyllama_real_config_matches_counter_and_published_figures():
 
 
 class _OpCounter:
-    """Counts the ATen ops that compute (views and metadata ops launch nothing)."""
+    """Counts the ATen ops that compute (views and metadata ops launch nothing); SDPA is one op, one fused
+    kernel as a GPU runs it (on a CPU, heads of unequal widths, DeepSeek's, or a boolean mask, Phi-3's,
+    fall back to its math ops, which a GPU's fused kernel does not run)."""
 
     VIEWS = {"view", "_unsafe_view", "transpose", "unsqueeze", "slice", "expand", "t", "detach", "alias", "select",
-             "permute", "squeeze", "as_strided", "split", "unbind", "lift_fresh", "_reshape_alias",
+             "permute", "squeeze", "as_strided", "split", "split_with_sizes", "unbind", "lift_fresh", "_reshape_alias",
+             "view_as_complex", "view_as_real",  # DeepSeek-V2's rotary: a complex view of the same storage
              "empty", "empty_like", "empty_strided", "new_empty"}  # allocations launch nothing either
 
     def __init__(self):
@@ -125,12 +130,33 @@ class _OpCounter:
 
         class Mode(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                if func.__name__.split(".")[0] not in counter.VIEWS:
+                if func.__name__.split(".")[0] not in counter.VIEWS and not counter.inside:
                     counter.n += 1
                 return func(*args, **(kwargs or {}))
 
         self.n = 0
+        self.inside = False  # within one SDPA call
         self.mode = Mode()
+
+    @contextlib.contextmanager
+    def counting(self):
+        """The mode, with torch's SDPA counted as one op."""
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+
+        def fused(*args, **kwargs):
+            self.n += 1
+            self.inside = True
+            try:
+                return sdpa(*args, **kwargs)
+            finally:
+                self.inside = False
+
+        torch.nn.functional.scaled_dot_product_attention = fused
+        try:
+            with self.mode:
+                yield
+        finally:
+            torch.nn.functional.scaled_dot_product_attention = sdpa
 
 
 def _eager_families():
@@ -148,6 +174,8 @@ def _eager_families():
     # norm_topk_prob renormalizes the top-k routing weights: set against each family's class default
     cases["qwen3_moe+norm_topk_prob"] = dict(cases["qwen3_moe"], norm_topk_prob=True)
     cases["deepseek_v3-norm_topk_prob"] = dict(cases["deepseek_v3"], norm_topk_prob=False)
+    # two groups of experts (DeepSeek-V3 has 8): the expanded group mask is copied when reshaped
+    cases["deepseek_v3+groups"] = dict(cases["deepseek_v3"], n_group=2, topk_group=1)
     return cases
 
 
@@ -179,7 +207,7 @@ def test_hf_eager_launches_per_layer_equal_aten_ops_of_a_real_layer(family_name,
             warnings.simplefilter("ignore")
             cache = model(input_ids=torch.zeros((1, 8), dtype=torch.long), use_cache=True).past_key_values
             counter = _OpCounter()
-            with counter.mode:
+            with counter.counting():
                 model(input_ids=torch.zeros((1, 1), dtype=torch.long), past_key_values=cache, use_cache=True,
                       logits_to_keep=1)
         counts[layers] = counter.n

@@ -34,11 +34,13 @@ FLAG_FLOOR_MULTIPLE = 3.0  # a kernel above 3× its bandwidth floor "has a probl
 #     (1 + weight) adds a cast and an add: (10, 7). LayerNorm: native_layer_norm = 1.
 #   rotary: x·cos, neg, cat (rotate_half), ·sin, add, for q and for k = 10; a partial rotary
 #     (NeoX, Phi; Phi-3 splits too) concatenates the rotated and the passed dims back: 12;
-#     DeepSeek: V2's complex-number form (10, 6), V3's interleaved form 14.
-#   the cache update: cat K, cat V = 2. attention: one SDPA = 1; OPT scales q first: 2; Phi-3's
-#     sliding mask adds scalar_tensor, scalar_tensor, where: 4; Gemma 2 runs eager attention
-#     (repeat_kv clones, bmm, scale, soft-cap ÷ tanh ×, mask add, softmax, bmm): (12, 10);
-#     DeepSeek's latent expansion, concatenations and eager attention: (16, 11) (its new_empty allocates: no launch).
+#     DeepSeek: V2's complex-number form (6, 2): casts to fp32 and back, and a multiply each (its complex
+#     views launch nothing); V3's interleaved form 14.
+#   the cache update: cat K, cat V = 2. attention: one SDPA = 1 (one fused kernel, as a GPU runs it;
+#     a CPU may run its math fallback's ops instead, which the counts leave out); OPT scales q first: 2;
+#     Gemma 2 runs eager attention (repeat_kv clones, bmm, scale, soft-cap ÷ tanh ×, mask add, softmax,
+#     bmm): (12, 10); DeepSeek's latent expansion, its concatenations and one SDPA: 7 (its new_empty
+#     allocates: no launch).
 #   SiLU × up = 2; a plain GELU 1, but gelu_new is a Python formula of 8 ops; learned positions:
 #     gather + add = 2; logit soft-capping 3; every linear, add, gather = 1.
 #   MoE routers: Mixtral (6, 5), Qwen3-MoE (5, 3), DeepSeek-V2 (5, 4), DeepSeek-V3 (15, 14), and where

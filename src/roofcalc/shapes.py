@@ -149,7 +149,8 @@ class MoE:
     d_expert: int  # each expert's FFN width
     d_shared: int = 0  # the shared-expert MLP's width (0: none); DeepSeek: moe_intermediate_size x n_shared_experts
     router_bias: bool = False  # a per-expert score correction, the router kept in fp32 (DeepSeek-V3)
-    router_renorm_ops: int = 0  # eager ops renormalizing the top-k weights (norm_topk_prob), beyond the router's table
+    router_renorm_ops: int = 0  # eager ops beyond the router's table: renormalizing the top-k weights
+    # (norm_topk_prob), copying DeepSeek-V3's group mask (n_group > 1)
 
 
 @dataclass(frozen=True)
@@ -297,6 +298,10 @@ def _moe(r: ConfigReader, name: str, n_layers: int, d_ff: int) -> tuple[MoE, tup
     shared = r.count("n_shared_experts", 0, limit=n_exp) if x.shared else 0
     default, ops = x.renormalize
     renorm = ops if ops and r.bool("norm_topk_prob", default) else 0
+    # DeepSeek-V3's group-limited routing: its group mask, expanded over each group's experts, is copied
+    # when reshaped (one more eager op), unless there is one group (8 in its config class)
+    if x.router_bias and r.int("n_group", 8) > 1:
+        renorm += 1
     moe = MoE(n_exp, top_k, d_expert, d_expert * shared, router_bias=x.router_bias, router_renorm_ops=renorm)
     if x.layout == "sparse_step":
         step = r.int("decoder_sparse_step", 1, limit=MAX_LAYERS)
