@@ -921,8 +921,8 @@ class _NotOnMeta(Exception):
 # tensors. It then runs on the CPU for real, with random weights, when its weights take at most this
 # share of the free memory and the step is at most CPU_TRACE_FLOPS (a few seconds to a minute here).
 CPU_TRACE_MEMORY_SHARE = 4
-_MIXED = re.compile(r"scalar type|mixed dtype")  # XLNet's and Reformer's float32 tensors beside bf16 ones
 CPU_TRACE_FLOPS = 2e12
+_MIXED = re.compile(r"scalar type|mixed dtype")  # XLNet's and Reformer's float32 tensors beside bf16 ones
 
 
 def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
@@ -939,10 +939,15 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
 
         check = read[1]
         why = f"{name}: the {check.class_name} model did not run on the meta device ({exc.why})"
-        half = wl.act_dtype.name != "fp32"
-        hint = "; its code mixes float32 into {} tensors: try --dtype fp32".format(wl.act_dtype.name)
+
+        def hint(error: str) -> str:
+            """Where the model's own code mixes float32 into half-precision tensors: what runs instead."""
+            if wl.act_dtype.name == "fp32" or not _MIXED.search(error):
+                return ""
+            return f"; its code mixes float32 into {wl.act_dtype.name} tensors: try --dtype fp32"
+
         if not re.search(r"\bmeta\b|device", exc.why):  # its own refusal (an image it needs): the CPU would too
-            raise RoofcalcError(why + (hint if half and _MIXED.search(exc.why) else "")) from None
+            raise RoofcalcError(why + hint(exc.why)) from None
         free = available_memory_bytes()
         # the prefill before a decode step runs too: every token of the context through every weight once
         tokens = wl.batch * (wl.query_tokens if wl.phase == "prefill" else wl.kv_len)
@@ -957,8 +962,7 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
         try:
             doc = _trace_on(cfg, name, wl, read, "cpu")
         except _NotOnMeta as again:
-            raise RoofcalcError(f"{why}, nor on the CPU ({again.why})"
-                                + (hint if half and _MIXED.search(again.why) else "")) from None
+            raise RoofcalcError(f"{why}, nor on the CPU ({again.why}){hint(again.why)}") from None
         doc["device"] = "cpu"
         return doc
 
