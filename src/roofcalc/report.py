@@ -303,13 +303,12 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
             next((f" ({k.split(':', 1)[1]})" for k in defaulted if k.startswith("forward-why:")), "")
     lines.append(f"workload  {what}")
     why = d('dtype') + next((f" ({k.split(':', 1)[1]})" for k in defaulted if k.startswith("dtype-why:")), "")
-    if w.compute_dtype.name == w.act_dtype.name:
-        lines.append(f"dtypes    weights {w.weight_dtype.name}, activations {w.act_dtype.name}, "
-                     f"KV cache {w.kv_dtype.name}, compute {w.compute_dtype.name}{why}")
-    else:  # the GEMMs compute in the weights' format (fp8 by channel or tensor): the reason is the activations'
-        lines.append(f"dtypes    weights {w.weight_dtype.name}, activations {w.act_dtype.name}{why}, "
-                     f"KV cache {w.kv_dtype.name}, compute {w.compute_dtype.name} (the weights' "
-                     f"{'format' if w.weight_dtype.computes else 'dtype'})")
+    act_why, compute_why = "", why
+    if w.compute_dtype.name != w.act_dtype.name:  # the GEMMs compute in the weights' dtype or format: the
+        # reason given is the activations'
+        act_why, compute_why = why, f" (the weights' {'format' if w.weight_dtype.computes else 'dtype'})"
+    lines.append(f"dtypes    weights {w.weight_dtype.name}, activations {w.act_dtype.name}{act_why}, "
+                 f"KV cache {w.kv_dtype.name}, compute {w.compute_dtype.name}{compute_why}")
     return lines
 
 

@@ -108,7 +108,7 @@ def launches(kernel: Kernel, impl: str, act_dtype: str = "fp16", shape=None) -> 
             return HF_EAGER_ACTIVATION[shape.hf_activation]
         count = _pick(family.get(role, HF_EAGER.get(role, 1)), act_dtype)
         if role == "router" and shape is not None and shape.moe is not None:
-            count += shape.moe.router_renorm_ops  # norm_topk_prob renormalizes the top-k weights
+            count += shape.moe.router_extra_ops  # norm_topk_prob's renormalization, V3's group mask copy
         return count
     if impl in ("fused", "cuda-graph"):
         if base in FUSED_RIDERS:

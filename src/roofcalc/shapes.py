@@ -149,7 +149,7 @@ class MoE:
     d_expert: int  # each expert's FFN width
     d_shared: int = 0  # the shared-expert MLP's width (0: none); DeepSeek: moe_intermediate_size x n_shared_experts
     router_bias: bool = False  # a per-expert score correction, the router kept in fp32 (DeepSeek-V3)
-    router_renorm_ops: int = 0  # eager ops beyond the router's table: renormalizing the top-k weights
+    router_extra_ops: int = 0  # eager ops beyond the router's table: renormalizing the top-k weights
     # (norm_topk_prob), copying DeepSeek-V3's group mask (n_group > 1)
 
 
@@ -297,12 +297,12 @@ def _moe(r: ConfigReader, name: str, n_layers: int, d_ff: int) -> tuple[MoE, tup
         r.int(x.width_key, x.width_default, required=x.width_default is None)
     shared = r.count("n_shared_experts", 0, limit=n_exp) if x.shared else 0
     default, ops = x.renormalize
-    renorm = ops if ops and r.bool("norm_topk_prob", default) else 0
+    extra = ops if ops and r.bool("norm_topk_prob", default) else 0
     # DeepSeek-V3's group-limited routing: its group mask, expanded over each group's experts, is copied
     # when reshaped (one more eager op), unless there is one group (8 in its config class)
     if x.router_bias and r.int("n_group", 8) > 1:
-        renorm += 1
-    moe = MoE(n_exp, top_k, d_expert, d_expert * shared, router_bias=x.router_bias, router_renorm_ops=renorm)
+        extra += 1
+    moe = MoE(n_exp, top_k, d_expert, d_expert * shared, router_bias=x.router_bias, router_extra_ops=extra)
     if x.layout == "sparse_step":
         step = r.int("decoder_sparse_step", 1, limit=MAX_LAYERS)
         dense_only = r.get("mlp_only_layers") or []
