@@ -349,3 +349,57 @@ def test_the_main_job_runs_on_a_cpu_profile_with_its_defaults(measured, tmp_path
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("dtypes"))
     assert "compute fp32 (the checkpoint is bf16; the profile '" in line and "has no bf16 peak, so fp32)" in line
+
+
+# Every field of the profile schema, set to a value other than its default, and keys beyond the schema (a
+# measurement's details, a user's own note): what a writer must keep.
+EVERY_FIELD = {
+    "schema_version": 2, "name": "my H100 (measured)", "bandwidth_bytes_per_s": 2.9e12,
+    "peak_flop_per_s": {"bf16": 7.1e14, "fp8": 1.3e15}, "launch_overhead_s": 4e-6, "memory": "80GiB",
+    "link_bytes_per_s": 3.6e11, "gpus_per_node": 8, "link": "measured: nccl between 8 processes",
+    "link_latency_s": 1.1e-5, "network_bytes_per_s": 4.5e10, "network": "InfiniBand NDR, one port a GPU",
+    "aliases": ["mine"], "nominal": "H100", "kind": "gpu", "segment": "consumer", "source": "roofcalc measure",
+    "efficiency": {"gemm": {"expected": 0.7, "pessimistic": 0.6, "note": "mine"},
+                   "host_per_op_s": {"expected": 1.2e-5, "pessimistic": 2e-5},
+                   "curves": {"matmul": [[1, 1048576, 0.5], [64, 1048576, 0.6]]}},
+    "details": {"copy": {"bytes": 1, "seconds": [1.0]}}, "my_note": "kept",
+}
+
+
+def _schema_keys(doc):
+    return {k: v for k, v in doc.items() if k not in ("efficiency", "details", "my_note")}
+
+
+def test_a_profile_loaded_and_saved_is_the_same_profile(tmp_path):
+    from roofcalc.hardware import save_profile
+
+    src, out = tmp_path / "in.json", tmp_path / "out.json"
+    src.write_text(json.dumps(EVERY_FIELD))
+    hw = load_profile(str(src))
+    save_profile(hw, str(out), keep=EVERY_FIELD)
+    doc = json.loads(out.read_text())
+    assert _schema_keys(doc) == _schema_keys(EVERY_FIELD)
+    assert doc["details"] == EVERY_FIELD["details"] and doc["my_note"] == "kept"
+    assert load_profile(str(out)) == hw
+    # the efficiency comes back with every class the model holds; the ones the file set keep their numbers
+    assert doc["efficiency"]["gemm"]["expected"] == 0.7 and doc["efficiency"]["curves"]["matmul"] == \
+        EVERY_FIELD["efficiency"]["curves"]["matmul"]
+
+
+def test_profile_update_keeps_every_field(tmp_path, capsys):
+    pytest.importorskip("torch")
+    cfg, prof = tmp_path / "config.json", tmp_path / "me.json"
+    cfg.write_text(json.dumps(SMALL))
+    # a CPU profile (the test runs on the CPU) with every other field set
+    mine = {**EVERY_FIELD, "kind": "cpu", "segment": "datacenter", "nominal": "EPYC-9654",
+            "peak_flop_per_s": {"fp32": 1e11}, "bandwidth_bytes_per_s": 1e10}
+    prof.write_text(json.dumps(mine))
+    code = main(["profile", str(cfg), "--context", "16", "--steps", "2", "--hw-file", str(prof), "-q",
+                 "--dtype", "fp32", "--update"])
+    assert code == 0, capsys.readouterr().err
+    doc = json.loads(prof.read_text())
+    assert _schema_keys(doc) == _schema_keys(mine)
+    assert doc["details"] == mine["details"] and doc["my_note"] == "kept"
+    # the curve gains this run's (rows, weight bytes) points; the file's own (other weight sizes) stay
+    assert all(pt in doc["efficiency"]["curves"]["matmul"] for pt in mine["efficiency"]["curves"]["matmul"])
+    assert "roofcalc profile" in doc["efficiency"]["attention"]["note"]  # what this run measured went in

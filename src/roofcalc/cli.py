@@ -598,7 +598,10 @@ def run_profile(argv: Sequence[str]) -> str:
 
         note = (f"roofcalc profile {args.model} ({args.dtype}, batch {args.batch}, context {args.context}), "
                 f"{time.strftime('%Y-%m-%d')}")
-        save_profile(replace(hw_profile, efficiency=updated_model(result, r, note)), args.hw_file)
+        from .inputs import read_json
+
+        original = read_json(args.hw_file, "hardware profile")  # what it holds beyond the schema stays
+        save_profile(replace(hw_profile, efficiency=updated_model(result, r, note)), args.hw_file, keep=original)
         updated = f"updated   {args.hw_file}: this run's matmul and attention efficiencies and host time per op"
     if args.format == "json":
         import json

@@ -175,20 +175,43 @@ def load_profile(path: str) -> Hardware:
     return hardware_from_dict(read_json(path, "hardware profile"), one_line(str(path))[:200])
 
 
-def save_profile(hw: Hardware, path: str) -> None:
+def profile_record(hw: Hardware) -> dict[str, Any]:
+    """Every field of a profile, as ``hardware_from_dict`` reads it back: a profile loaded and saved is
+    the same profile. Fields left unset (None, empty) are left out, as a reader takes them to be."""
     from .predict import efficiency_record
 
-    doc = {
-        "schema_version": PROFILE_VERSION,
-        "name": hw.name,
-        "bandwidth_bytes_per_s": hw.bandwidth_bytes_per_s,
-        "peak_flop_per_s": dict(hw.peak_flop_per_s),
-        "launch_overhead_s": hw.launch_overhead_s,
-        "memory_bytes": hw.memory_bytes,
-        "kind": hw.kind,
-        "nominal": hw.nominal,
-        "source": hw.source,
-    }
+    doc: dict[str, Any] = {"schema_version": PROFILE_VERSION, "name": hw.name,
+                           "bandwidth_bytes_per_s": hw.bandwidth_bytes_per_s,
+                           "peak_flop_per_s": dict(hw.peak_flop_per_s), "launch_overhead_s": hw.launch_overhead_s}
+    if hw.memory is not None:  # the capacity in the unit it was given in ("80GiB"), which memory_bytes follows
+        doc["memory"] = hw.memory
+    elif hw.memory_bytes is not None:
+        doc["memory_bytes"] = hw.memory_bytes
+    optional = {"link_bytes_per_s": hw.link_bytes_per_s, "gpus_per_node": hw.gpus_per_node, "link": hw.link,
+                "link_latency_s": hw.link_latency_s, "network_bytes_per_s": hw.network_bytes_per_s,
+                "network": hw.network, "aliases": list(hw.aliases), "nominal": hw.nominal}
+    doc.update({k: v for k, v in optional.items() if v not in (None, "", [])})
+    doc.update(kind=hw.kind, segment=hw.segment, source=hw.source)
     if hw.efficiency is not None:
         doc["efficiency"] = efficiency_record(hw.efficiency)
-    Path(path).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    return doc
+
+
+def save_profile(hw: Hardware, path: str, keep: Mapping[str, Any] | None = None) -> None:
+    """Write ``hw`` to ``path``. ``keep``: the document the profile was read from; what it holds beyond
+    the schema (a measurement's ``details``, a user's own keys) is written back unchanged."""
+    doc = {**(keep or {}), **profile_record(hw)}
+    write_json(doc, path)
+
+
+def write_json(doc: Mapping[str, Any], path: str) -> None:
+    """Write a JSON document whole or not at all: into a file beside ``path``, then renamed over it."""
+    import os
+
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.tmp")
+    try:
+        tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise RoofcalcError(f"cannot write {path}: {exc.strerror}") from None

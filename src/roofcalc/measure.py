@@ -767,37 +767,25 @@ def curve_lines(m: Measurement) -> list[str]:
 
 
 def write_profile(m: Measurement, nominal: Hardware | None, path: str, collectives: dict | None = None) -> None:
-    import json
+    from dataclasses import replace
 
-    from .hardware import PROFILE_VERSION
-    from .predict import efficiency_record
+    from .hardware import profile_record, write_json
 
     hw = m.profile(nominal)
-    doc = {
-        "schema_version": PROFILE_VERSION,
-        "name": hw.name, "bandwidth_bytes_per_s": hw.bandwidth_bytes_per_s, "peak_flop_per_s": dict(hw.peak_flop_per_s),
-        "launch_overhead_s": hw.launch_overhead_s, "memory_bytes": hw.memory_bytes, "kind": hw.kind,
-        "nominal": hw.nominal, "source": hw.source,
-        "details": {
-            "copy": {"bytes": m.copy.work, "seconds": list(m.copy.seconds)},
-            "add": {"bytes": m.add.work, "seconds": list(m.add.seconds)},
-            **({"read": {"bytes": m.read.work, "seconds": list(m.read.seconds)}} if m.read else {}),
-            "matmul": {d: {s.name: {"flops": s.work, "seconds": list(s.seconds)} for s in m.matmuls[d]}
-                       for d in m.matmuls},
-            "dispatch": {"what": m.dispatch.name, "seconds_median": m.dispatch.median_s},
-            **({"curves": curve_details(m.curves)} if m.curves else {}),
-        },
-    }
-    if hw.efficiency is not None:
-        doc["efficiency"] = efficiency_record(hw.efficiency)
     if collectives is not None:  # the measured link, which --tp times collectives on
-        doc["link_bytes_per_s"] = collectives["bus_bytes_per_s"]
-        doc["link_latency_s"] = collectives["latency_s"]
-        doc["link"] = (f"measured: {collectives['backend']} between {collectives['nproc']} processes, the best "
-                       f"all-reduce bus bandwidth")
-        doc["details"]["collectives"] = collectives
-    try:
-        Path(path).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise RoofcalcError(f"cannot write {path}: {exc.strerror}") from None
+        hw = replace(hw, link_bytes_per_s=collectives["bus_bytes_per_s"], link_latency_s=collectives["latency_s"],
+                     link=f"measured: {collectives['backend']} between {collectives['nproc']} processes, the best "
+                          f"all-reduce bus bandwidth")
+    doc = profile_record(hw)
+    doc["details"] = {
+        "copy": {"bytes": m.copy.work, "seconds": list(m.copy.seconds)},
+        "add": {"bytes": m.add.work, "seconds": list(m.add.seconds)},
+        **({"read": {"bytes": m.read.work, "seconds": list(m.read.seconds)}} if m.read else {}),
+        "matmul": {d: {s.name: {"flops": s.work, "seconds": list(s.seconds)} for s in m.matmuls[d]}
+                   for d in m.matmuls},
+        "dispatch": {"what": m.dispatch.name, "seconds_median": m.dispatch.median_s},
+        **({"curves": curve_details(m.curves)} if m.curves else {}),
+        **({"collectives": collectives} if collectives is not None else {}),
+    }
+    write_json(doc, path)
 

@@ -239,7 +239,8 @@ def model_from_profile(doc: Any, kind: str, where: str) -> KernelModel:
         else:
             raise RoofcalcError(f"{where}: unknown efficiency '{name}' (use {', '.join(CLASSES + DEQUANT)}, "
                                 f"host_per_op_s, launch_s, curves)")
-    default_attention = "attention" not in doc  # then its size factors stay with it
+    # a default attention efficiency (absent, or written back as the default it was) keeps its size factors
+    default_attention = classes["attention"].source == "default"
     return KernelModel(classes, dequant, host, launch, base.overlap, curves, relative_to="measured",
                        attention_size=base.attention_size if default_attention else (),
                        attention_size_low=base.attention_size_low if default_attention else ())
@@ -257,7 +258,10 @@ def _efficiency(v: Any, what: str, seconds: bool = False) -> Efficiency:
         raise RoofcalcError(f"{what} must be an object with 'expected' (and 'pessimistic', 'note')")
     exp = _number(v["expected"], f"{what}.expected", lo, hi)
     pes = _number(v.get("pessimistic", exp), f"{what}.pessimistic", lo, hi)
-    return Efficiency(exp, pes, "measured", str(v.get("note", "")))
+    source = v.get("source", "measured")  # a profile written back names the defaults it carried as such
+    if source not in ("default", "measured", "given"):
+        raise RoofcalcError(f"{what}.source must be default, measured or given, got {source!r}")
+    return Efficiency(exp, pes, source, str(v.get("note", "")))
 
 
 def _curves(v: Any, where: str) -> dict:
