@@ -270,7 +270,7 @@ def test_sweep_json_has_one_record_per_point_and_the_verdicts(capsys):
     assert set(doc) == {"schema_version", "model", "workload", "hardware", "points", "verdicts"}
     assert [(p["batch"], p["context"]) for p in doc["points"]] == [(b, s) for b in (1, 2, 4, 8) for s in (512, 2048)]
     p = doc["points"][0]
-    assert set(p) >= {"flops", "weight_bytes", "kv_bytes", "intensity", "intensity_per_batch", "floor_s", "launch_s",
+    assert set(p) >= {"flops", "weight_bytes", "kv_bytes", "intensity", "intensity_per_batch", "floor_s",
                       "step_s", "tokens_per_s", "tpot_s", "bound", "memory_bytes", "fits"}
     assert doc["hardware"]["capacity_bytes"] == 4 * 2 ** 30
     assert [v["context"] for v in doc["verdicts"]] == [512, 2048]

@@ -31,7 +31,7 @@ def test_grid_equals_scalar_calculator(model, b, s):
     assert grid.weight_bytes[1, 0] == t.weight_bytes
     assert grid.kv_bytes[1, 0] == t.kv_bytes
     assert grid.floor_s[1, 0] == pytest.approx(verdict.sum_floor_s, rel=1e-12)
-    assert grid.launch_s[1, 0] == pytest.approx(verdict.sum_launch_s)
+    assert grid.times.host_s[1, 0] == pytest.approx(verdict.times.host_s)
 
 
 @settings(max_examples=40, deadline=None)

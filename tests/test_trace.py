@@ -650,7 +650,7 @@ def test_a_traced_decode_sweep_is_exact_at_every_point():
             direct = trace(config("cohere"), "t", Workload.decode(int(b), int(s)), view="ideal", use_cache=False)
             assert int(g.flops[i, j]) == direct.totals.flops and int(g.bytes[i, j]) == direct.totals.bytes
             assert int(g.memory_bytes[i, j]) == direct.memory_bytes
-            st = place(direct, sw.roof, impl="fused", launch_overhead_s=sw.launch_overhead_s, model=sw.model).times
+            st = place(direct, sw.roof, impl="fused", model=sw.model).times
             assert g.predicted_s[i, j] == pytest.approx(st.predicted_s, rel=1e-12)
     assert sw.verdicts and sw.verdicts[0].kv_over_weights_batch is not None
 

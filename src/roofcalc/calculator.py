@@ -251,6 +251,31 @@ class Cost:
 
 
 @dataclass(frozen=True)
+class MatmulSizes:
+    """A matmul's work as integers: an [m, k] activation times a [k, n] weight (experts: per expert run)."""
+
+    m: int  # rows: the tokens it runs on
+    n: int  # outputs
+    k: int  # the reduction depth: inputs
+
+    @property
+    def text(self) -> str:
+        return f"[{self.m},{self.k}]x[{self.k},{self.n}]"
+
+
+@dataclass(frozen=True)
+class AttentionSizes:
+    """An attention call's work as integers: B sequences of q_len queries over kv_len keys each."""
+
+    batch: int
+    heads: int  # query heads
+    kv_heads: int  # key/value heads (MLA: 1, the shared latent)
+    q_len: int
+    kv_len: int  # the keys each query reads (a sliding window's at most)
+    head_dim: int  # the width a score reduces over (MLA: the latent's)
+
+
+@dataclass(frozen=True)
 class Kernel:
     """One kernel of the step: its cost per instance and how many instances a step runs."""
 
@@ -272,6 +297,17 @@ class Kernel:
     ranks: tuple[int, int] = ()  # collectives: the first and last global ranks it spans, where not 0 to group - 1
     # (ranks fill node after node, so it leaves a node exactly when these two sit on different nodes): a pipeline
     # send's from the stage's first to the next stage's last; an all-to-all between tensor-parallel groups'
+    sizes: MatmulSizes | AttentionSizes | None = None  # its work as integers (dims is their display, not data)
+
+    @property
+    def rows(self) -> int:
+        """M of a matmul (1 for any other kernel): what its efficiency is read at."""
+        return self.sizes.m if isinstance(self.sizes, MatmulSizes) else 1
+
+    @property
+    def depth(self) -> int:
+        """K of a matmul, its reduction depth (0 for any other kernel, or a matmul whose K is unknown)."""
+        return self.sizes.k if isinstance(self.sizes, MatmulSizes) else 0
 
     @property
     def step_cost(self) -> Cost:
@@ -352,6 +388,11 @@ def keys_read(wl: Workload, window: int | None) -> int:
 # --------------------------------------------------------------------------- the kernels
 
 
+def experts_dims(sizes: MatmulSizes, touched: float, experts: int, local: bool = False) -> str:
+    """How an experts kernel prints: its matmul on the share of the experts its tokens reach."""
+    return f"{sizes.text} on {touched:.3g} of {experts}{' local' if local else ''} experts"
+
+
 def linear(name: str, n_in: int, n_out: int, s: ModelShape, wl: Workload, *, bias: bool = False,
            rows: int | None = None, weight_bytes: int | None = None, params: int | None = None,
            scope: str = "layer", role: str = "linear", float_weight: bool = False) -> Kernel:
@@ -366,8 +407,9 @@ def linear(name: str, n_in: int, n_out: int, s: ModelShape, wl: Workload, *, bia
     bias_bytes = wl.float_weight_dtype.nbytes(n_out) if bias else 0
     cost = matmul(rows, n_out, n_in, weight_bytes=wb, act=wl.act_dtype, bias_bytes=bias_bytes)
     own = n_in * n_out + (n_out if bias else 0) if params is None else params
-    return Kernel(name, "matmul", scope, 1, f"[{rows},{n_in}]x[{n_in},{n_out}]", cost,
-                  params=own, param_bytes=(wb if own else 0) + bias_bytes, role=role)
+    sizes = MatmulSizes(rows, n_out, n_in)
+    return Kernel(name, "matmul", scope, 1, sizes.text, cost, params=own, param_bytes=(wb if own else 0) + bias_bytes,
+                  role=role, sizes=sizes)
 
 
 def norm(name: str, width: int, rows: int, s: ModelShape | None, wl: Workload, scope: str = "layer",
@@ -436,7 +478,8 @@ def attention(s: ModelShape, wl: Workload, window: int | None) -> Kernel:
     )
     w = f",window {window}" if window else ""
     return Kernel("attention", "attention", "layer", 1,
-                  f"B{b}:[{t}q,{keys}kv]x{s.n_heads}h/{s.n_kv_heads}kv x{s.head_dim}{w}", cost, role="attention")
+                  f"B{b}:[{t}q,{keys}kv]x{s.n_heads}h/{s.n_kv_heads}kv x{s.head_dim}{w}", cost, role="attention",
+                  sizes=AttentionSizes(b, s.n_heads, s.n_kv_heads, t, keys, s.head_dim))
 
 
 def residual(name: str, s: ModelShape, wl: Workload) -> Kernel:
@@ -537,8 +580,7 @@ def moe_kernels(s: ModelShape, wl: Workload) -> list[Kernel]:
                                    ("experts.down_proj", moe.d_expert, d, per_down)):
         k = linear(name, n_in, n_out, s, wl, rows=rows, weight_bytes=round(touched * per),
                    params=moe.n_experts * n_in * n_out, role="experts")
-        k = replace(k, param_bytes=moe.n_experts * per,
-                    dims=f"{k.dims} on {touched:.3g} of {moe.n_experts} experts")
+        k = replace(k, param_bytes=moe.n_experts * per, dims=experts_dims(k.sizes, touched, moe.n_experts))
         ks.append(k)
         if name == "experts.gate_up_proj":
             ks.append(act_mul(s, wl, moe.d_expert, rows, name="experts.act_mul"))
@@ -592,7 +634,7 @@ def mla_kernels(s: ModelShape, wl: Workload, window: int | None) -> list[Kernel]
                     act_write_bytes=act.nbytes(t * n * m.v_head_dim))
         ks += [kv_b, Kernel("attention", "attention", "layer", 1,
                             f"B{b}:[{wl.query_tokens}q,{keys}kv]x{n}h x{m.qk_head_dim}/{m.v_head_dim}{wdims}", cost,
-                            role="attention")]
+                            role="attention", sizes=AttentionSizes(b, n, n, wl.query_tokens, keys, m.qk_head_dim))]
     else:
         latent = m.cached_per_token
         q_abs = linear("q_absorb", m.qk_nope_head_dim, m.kv_lora_rank, s, wl, rows=t * n,
@@ -607,7 +649,7 @@ def mla_kernels(s: ModelShape, wl: Workload, window: int | None) -> list[Kernel]
                       weight_bytes=n * linear_weight_bytes(m.kv_lora_rank, m.v_head_dim, wl))
         ks += [q_abs, Kernel("attention", "attention", "layer", 1,
                              f"B{b}:[{wl.query_tokens}q,{keys}kv]x{n}h over the latent x{latent}{wdims}", cost,
-                             role="attention"), v_up]
+                             role="attention", sizes=AttentionSizes(b, n, 1, wl.query_tokens, keys, latent)), v_up]
     ks.append(linear(s.name_of("o"), n * m.v_head_dim, d, s, wl, bias=s.o_bias))
     return ks
 

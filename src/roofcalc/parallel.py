@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .calculator import Analysis, Cost, Kernel, Workload, analyze
+from .calculator import Analysis, Cost, Kernel, Workload, analyze, experts_dims
 from .errors import RoofcalcError
 from .shapes import ModelShape
 
@@ -198,8 +198,7 @@ def with_gathered_collectives(shape: ModelShape, wl: Workload, tp: int, kernels)
     out: list[Kernel] = []
     for k in kernels:
         if base_name(k) in (shape.name_of("qkv"), shape.name_of("gate_up"), shape.name_of("o"), shape.name_of("down")):
-            first, second = k.dims.split("x", 1)
-            n_in, n_out = int(first.rsplit(",", 1)[1].rstrip("]")), int(second.rsplit(",", 1)[1].rstrip("]"))
+            n_in, n_out = k.sizes.k, k.sizes.n
             column = base_name(k) in (shape.name_of("qkv"), shape.name_of("gate_up"))
             part = linear(k.name, n_in, n_out // tp, shape, wl) if column else linear(k.name, n_in // tp, n_out, shape, wl)
             out.append(replace(k, cost=part.cost, params=part.params, param_bytes=part.param_bytes, dims=part.dims))
@@ -296,7 +295,7 @@ def with_ep_experts(shape: ModelShape, wl: Workload, ep: int, kernels, stride: i
             per = k.param_bytes // moe.n_experts
             k = replace(k, params=k.params // ep, param_bytes=k.param_bytes // ep,
                         cost=replace(k.cost, weight_bytes=round(touched * per)),
-                        dims=f"{k.dims.split(' on ')[0]} on {touched:.3g} of {moe.n_experts // ep} local experts")
+                        dims=experts_dims(k.sizes, touched, moe.n_experts // ep, local=True))
             if base_name(k) == "experts.gate_up_proj":
                 out.append(replace(collective("experts.dispatch", "all_to_all", message, ep, k.count, "layer", dims),
                                    ranks=span))
@@ -678,7 +677,6 @@ def pipeline_grid(kind: str, shape: ModelShape, batches, lengths, roof, *, analy
     fields = ("flops", "bytes", "weight_bytes", "kv_bytes") if kind == "decode" else ("flops", "bytes")
     out = {f: np.zeros((n_b, n_s), dtype=np.int64) for f in fields + ("memory_bytes",)}
     step, lower, upper = (np.zeros((n_b, n_s)) for _ in range(3))
-    launch = np.zeros((n_b, 1 if kind == "decode" else n_s))
     bound = np.empty((n_b, n_s), dtype=object)
     for micro, idx in rows.items():
         local = [int(batches[i]) // micro // analyzer.parallel.ep for i in idx]
@@ -705,11 +703,10 @@ def pipeline_grid(kind: str, shape: ModelShape, batches, lengths, roof, *, analy
             out[f][idx] = pick([getattr(g, f) for g in grids])
         out["memory_bytes"][idx] = np.stack([g.memory_bytes for g in grids]).max(axis=0)
         bound[idx] = pick([np.asarray(g.bound, dtype=object) for g in grids])
-        launch[idx] = np.stack([g.launch_s for g in grids]).max(axis=0)
     floor = lower  # the pipeline at its floors
     times = PipelineTimes(step, lower, upper, bound)
     b, n = np.asarray(batches, dtype=np.int64), np.asarray(lengths, dtype=np.int64)
     if kind == "decode":
-        return DecodeGrid(b, n, out["flops"], out["bytes"], out["weight_bytes"], out["kv_bytes"], floor, launch,
+        return DecodeGrid(b, n, out["flops"], out["bytes"], out["weight_bytes"], out["kv_bytes"], floor,
                           out["memory_bytes"], roof, kw.get("impl", "hf-eager"), times)
-    return PrefillGrid(b, n, out["flops"], out["bytes"], floor, launch, out["memory_bytes"], roof, times)
+    return PrefillGrid(b, n, out["flops"], out["bytes"], floor, out["memory_bytes"], roof, times)

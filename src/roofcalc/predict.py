@@ -3,13 +3,20 @@
 A floor (``roofline.py``) is what no kernel can beat. A prediction adds what real kernels and a
 real host lose (docs/conventions.md, "Predicted time"):
 
-    t_kernel = t_floor / e        e: the fraction of the roof that kind of kernel reaches
+    t_kernel = fixed + max(FLOPs / (P · e_compute), bytes / (B · e_memory))
+                                  e: the fraction of the roof that kind of kernel reaches;
+                                  fixed: what the smallest kernel of its class takes on the
+                                  device (a collective's latency is its fixed cost)
     device   = Σ count · t_kernel
     host     = host ops · seconds per op   hf-eager: Python and dispatch of every eager op;
                                            fused: one launch call per kernel;
                                            cuda-graph: one graph replay per step
     step     = max(device, host) where host and device overlap (a GPU: the CPU queues work
                ahead), device + host where they cannot (a CPU does both)
+
+This is the only overhead model: every report, sweep, rank, pipeline stage and ``profile`` reads
+its times and its verdicts from here. A kernel is bound by one of KERNEL_BOUNDS (the largest
+term of its expected time), a step by one of STEP_BOUNDS.
 
 ``predicted_s`` uses the expected efficiencies and overheads, ``predicted_upper_s`` the
 pessimistic ends, ``predicted_lower_s`` the floors (every efficiency 1, no host time):
@@ -30,6 +37,10 @@ from .errors import RoofcalcError
 
 CLASSES = ("gemv", "gemm", "gemm_fp8", "attention", "attention_compute", "stream")
 DEQUANT = ("int8", "int4", "mxfp4")
+# What bounds one kernel: the largest term of its expected time (a collective's link is its memory side).
+KERNEL_BOUNDS = ("memory", "compute", "link", "fixed")
+# What bounds a step: the host where it outlasts the device, else the kind of kernel time that takes most.
+STEP_BOUNDS = ("memory", "compute", "host", "communication", "fixed")
 
 
 @dataclass(frozen=True)
@@ -141,6 +152,31 @@ LATENCY = {"link": Efficiency(6e-6, 12.5e-6, note="small all-reduces inside a no
                               "#1259), 12.5 us on 8 H20s (deepseek-ai/DeepEP #303)"),
            "network": Efficiency(46e-6, 47.5e-6, note="small all-reduces over two nodes of 8 H20s, InfiniBand NDR: "
                                  "46-47.5 us (NVIDIA/nccl #1244)")}
+# The fixed cost of one GPU kernel: what the smallest kernel of its class takes whatever its size.
+# NVIDIA AIConfigurator 0.12.0 (pip aiconfigurator-core, Apache-2.0), vLLM tables (0.24.0; A100 0.14.0),
+# the median of each table's five fastest rows, on A100 SXM, H100 SXM, H200 SXM, B200 SXM and L40S:
+#   GEMM (bf16, one linear of a CUDA graph of six)     2.51, 2.49, 2.44, 1.79, 1.68 us: median 2.44
+#   activation quantization (scale_matrix: one elementwise pass)  -, 1.90, 1.73, 1.74, 1.47 us: median 1.735
+#   decode attention (generation_attention)           10.67, 9.96, 9.71, 8.51, 7.17 us: median 9.71
+#   prefill attention (context_attention)             10.68, 10.01, 9.81, 7.41, 5.95 us: median 9.81
+# Both attention calls also write the new K and V into the cache, one elementwise kernel that roofcalc
+# counts apart (kv_cache_write): its fixed cost is taken off theirs. Pessimistic ends: the slowest GPU.
+# One figure for every GPU until per-GPU fits replace it; a kernel of n launches pays it n times.
+_STREAM_FIXED = 1.735e-6
+GPU_FIXED = {
+    "gemv": Efficiency(2.44e-6, 2.51e-6, note="AIConfigurator 0.12 vLLM GEMM tables, the five fastest rows on "
+                       "A100/H100/H200/B200/L40S: 1.68-2.51 us, median 2.44"),
+    "gemm": Efficiency(2.44e-6, 2.51e-6, note="AIConfigurator 0.12 vLLM GEMM tables, the five fastest rows on "
+                       "A100/H100/H200/B200/L40S: 1.68-2.51 us, median 2.44"),
+    "attention": Efficiency(9.71e-6 - _STREAM_FIXED, 10.67e-6 - 1.90e-6, note="AIConfigurator 0.12 vLLM decode "
+                            "attention, the five fastest rows: 7.17-10.67 us, median 9.71, less the cache write's "
+                            "elementwise kernel"),
+    "attention_compute": Efficiency(9.81e-6 - _STREAM_FIXED, 10.68e-6 - 1.90e-6, note="AIConfigurator 0.12 vLLM "
+                                    "prefill attention, the five fastest rows: 5.95-10.68 us, median 9.81, less the "
+                                    "cache write's elementwise kernel"),
+    "stream": Efficiency(_STREAM_FIXED, 1.90e-6, note="AIConfigurator 0.12 vLLM activation quantization "
+                         "(scale_matrix), the five fastest rows on H100/H200/B200/L40S: 1.47-1.90 us, median 1.735"),
+}
 CPU_HOST_PER_OP = Efficiency(15e-6, 25e-6, note="roofcalc measure on a 2-vCPU EPYC VM: a transformers Llama "
                              "decode step at 15.6 us per op; pessimistic +10 us")
 
@@ -164,6 +200,16 @@ class KernelModel:
     attention_size_low: tuple[tuple[float, float], ...] = ()
     link: Efficiency = LINK  # a collective's share of its link
     latency: Mapping[str, Efficiency] = field(default_factory=lambda: dict(LATENCY))  # per collective, by hop
+    # seconds the smallest kernel of a class takes on the device, whatever its size (absent: 0)
+    fixed_s: Mapping[str, Efficiency] = field(default_factory=dict)
+
+    def fixed(self, kind: str, compute_side, pessimistic: bool = False):
+        """The fixed cost of one kernel of ``kind`` on the side of the roof that bounds it."""
+        if not self.fixed_s:
+            return 0.0
+        both = [self.fixed_s.get(kernel_class(kind, side)) for side in (True, False)]
+        comp, mem = (e.pick(pessimistic) if e is not None else 0.0 for e in both)
+        return comp if comp == mem else _where(compute_side, comp, mem)
 
     def for_compute(self, compute_dtype: str) -> "KernelModel":
         """FP8 GEMMs reach less of their (twice higher) peak than 16-bit ones: their own class, and
@@ -193,7 +239,7 @@ def ideal() -> KernelModel:
     one = Efficiency(1.0, 1.0, note="ideal")
     zero = Efficiency(0.0, 0.0, note="ideal")
     return KernelModel({c: one for c in CLASSES}, {d: one for d in DEQUANT}, zero, zero, overlap=True,
-                       relative_to="ideal", link=one, latency={"link": zero, "network": zero})
+                       relative_to="ideal", link=one, latency={"link": zero, "network": zero}, fixed_s={})
 
 
 CONSUMER_GEMM = Efficiency(1.0, 1.0, note="GeForce GPUs reach their fp32-accumulate datasheet peak in torch matmuls: "
@@ -206,12 +252,12 @@ def default_model(kind: str, segment: str = "datacenter") -> KernelModel:
     if kind == "cpu":
         return KernelModel(dict(GPU_DEFAULTS), dict(GPU_DEQUANT), CPU_HOST_PER_OP, Efficiency(0.0, 0.0, note="no "
                            "launches on a CPU"), overlap=False, attention_size=ATTENTION_SIZE,
-                           attention_size_low=ATTENTION_SIZE_LOW)
+                           attention_size_low=ATTENTION_SIZE_LOW)  # no fixed cost measured on a CPU: none
     classes = dict(GPU_DEFAULTS)
     if segment == "consumer":
         classes["gemm"] = CONSUMER_GEMM
     return KernelModel(classes, dict(GPU_DEQUANT), HOST_PER_OP, LAUNCH, overlap=True, attention_size=ATTENTION_SIZE,
-                       attention_size_low=ATTENTION_SIZE_LOW)
+                       attention_size_low=ATTENTION_SIZE_LOW, fixed_s=dict(GPU_FIXED))
 
 
 def model_from_profile(doc: Any, kind: str, where: str) -> KernelModel:
@@ -221,11 +267,18 @@ def model_from_profile(doc: Any, kind: str, where: str) -> KernelModel:
         return base
     if not isinstance(doc, dict):
         raise RoofcalcError(f"{where}: 'efficiency' must be an object")
-    classes, dequant, curves = dict(base.classes), dict(base.dequant), {}
+    classes, dequant, curves, fixed = dict(base.classes), dict(base.dequant), {}, dict(base.fixed_s)
     host, launch = base.host_per_op_s, base.launch_s
     for name, value in doc.items():
         if name == "curves":
             curves = _curves(value, where)
+            continue
+        if name == "fixed_s":
+            if not isinstance(value, dict) or set(value) - set(CLASSES):
+                raise RoofcalcError(f"{where}: efficiency.fixed_s must map a class ({', '.join(CLASSES)}) to "
+                                    f"{{'expected': seconds, ...}}")
+            fixed.update({n: _efficiency(v, f"{where}: efficiency.fixed_s.{n}", seconds=True)
+                          for n, v in value.items()})
             continue
         e = _efficiency(value, f"{where}: efficiency.{name}", seconds=name in ("host_per_op_s", "launch_s"))
         if name in CLASSES:
@@ -238,12 +291,12 @@ def model_from_profile(doc: Any, kind: str, where: str) -> KernelModel:
             launch = e
         else:
             raise RoofcalcError(f"{where}: unknown efficiency '{name}' (use {', '.join(CLASSES + DEQUANT)}, "
-                                f"host_per_op_s, launch_s, curves)")
+                                f"host_per_op_s, launch_s, fixed_s, curves)")
     # a default attention efficiency (absent, or written back as the default it was) keeps its size factors
     default_attention = classes["attention"].source == "default"
     return KernelModel(classes, dequant, host, launch, base.overlap, curves, relative_to="measured",
                        attention_size=base.attention_size if default_attention else (),
-                       attention_size_low=base.attention_size_low if default_attention else ())
+                       attention_size_low=base.attention_size_low if default_attention else (), fixed_s=fixed)
 
 
 def _number(v: Any, what: str, lo: float, hi: float) -> float:
@@ -291,6 +344,9 @@ def efficiency_record(m: KernelModel) -> dict:
     for n, e in list(m.classes.items()) + list(m.dequant.items()) + [("host_per_op_s", m.host_per_op_s),
                                                                       ("launch_s", m.launch_s)]:
         doc[n] = {"expected": e.expected, "pessimistic": e.pessimistic, "source": e.source, "note": e.note}
+    if m.fixed_s:
+        doc["fixed_s"] = {n: {"expected": e.expected, "pessimistic": e.pessimistic, "source": e.source, "note": e.note}
+                          for n, e in m.fixed_s.items()}
     if m.curves:
         doc["curves"] = {k: [list(p) for p in v] for k, v in m.curves.items()}
     return doc
@@ -380,16 +436,23 @@ def _positive_size(x) -> bool:
 
 
 def kernel_time(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_format: str = "", weight_bytes=1.0,
-                pessimistic: bool = False, depth=0, hop: str = ""):
-    """(expected seconds, compute-bound?) of one kernel instance: its FLOPs over the achievable FLOP/s
-    and its bytes over the achievable bandwidth, the larger of the two; a collective adds its fixed
-    latency on its ``hop`` ("link" inside a node, "network" across nodes)."""
+                pessimistic: bool = False, depth=0, hop: str = "", launches=1):
+    """(expected seconds, bound) of one kernel instance: its fixed cost (once per device kernel it
+    ``launches``) plus the larger of its FLOPs over the achievable FLOP/s and its bytes over the
+    achievable bandwidth; a collective's fixed cost is its latency on its ``hop`` ("link" inside a node,
+    "network" across nodes). ``bound`` is one of KERNEL_BOUNDS: the largest of the three terms ("link"
+    for a collective's bytes)."""
     e_c, e_m = efficiencies(m, kind, rows, weight_format, pessimistic, weight_bytes, depth)
     t_c, t_m = t_compute / e_c, t_memory / e_m
-    t = _maximum(t_c, t_m)
-    if kind == "collective" and hop:
-        t = t + m.latency[hop].pick(pessimistic)
-    return t, t_c > t_m
+    side = t_c > t_m
+    work = _maximum(t_c, t_m)
+    if kind == "collective":
+        fixed = m.latency[hop].pick(pessimistic) if hop else 0.0
+        by_work = "link"
+    else:
+        fixed = launches * m.fixed(kind, side, pessimistic)
+        by_work = _where(side, "compute", "memory")
+    return work + fixed, _where(fixed > work, "fixed", by_work)
 
 
 def curve_at(curve, rows, weight_bytes):
@@ -450,14 +513,14 @@ class StepTimes:
     """One step's times (scalars, or numpy arrays of one shape for a sweep), in seconds."""
 
     floor_s: Any  # Σ count · t_floor
-    device_s: Any  # Σ count · t_floor / e, expected
-    device_upper_s: Any  # the same at the pessimistic efficiencies
+    device_s: Any  # Σ count · t_kernel, expected
+    device_upper_s: Any  # the same at the pessimistic efficiencies and fixed costs
     host_s: Any  # host ops · seconds per op, expected
     host_upper_s: Any
     compute_s: Any  # the part of device_s spent in compute-bound kernels
     overlap: bool
-    host_kind: str  # what the host time is: "host" (eager ops) or "launches"
     comm_s: Any = 0.0  # the part of device_s spent in collectives
+    fixed_s: Any = 0.0  # the part of device_s spent in kernels whose fixed cost outweighs their work
 
     def _combine(self, device, host):
         return _maximum(device, host) if self.overlap else device + host
@@ -475,14 +538,22 @@ class StepTimes:
         return self.floor_s
 
     @property
+    def memory_s(self):
+        """The part of device_s spent in memory-bound kernels."""
+        return self.device_s - self.compute_s - self.comm_s - self.fixed_s
+
+    @property
     def bound(self):
-        """'host' or 'launches' where the host outlasts the device (on a GPU) or takes the larger
-        share (on a CPU); else 'compute', 'memory' or 'communication', whichever kernels take the most
-        device time."""
-        memory = self.device_s - self.compute_s - self.comm_s
+        """One of STEP_BOUNDS: 'host' where the host outlasts the device (on a GPU) or takes the larger
+        share (on a CPU); else 'compute', 'memory', 'communication' or 'fixed', whichever kind of kernel
+        takes the most device time."""
+        memory = self.memory_s
         by_kernels = _where(self.compute_s > memory, "compute", "memory")
-        by_kernels = _where(self.comm_s > _maximum(self.compute_s, memory), "communication", by_kernels)
-        return _where(self.host_s > self.device_s, self.host_kind, by_kernels)
+        top = _maximum(self.compute_s, memory)
+        by_kernels = _where(self.comm_s > top, "communication", by_kernels)
+        top = _maximum(top, self.comm_s)
+        by_kernels = _where(self.fixed_s > top, "fixed", by_kernels)
+        return _where(self.host_s > self.device_s, "host", by_kernels)
 
 
 def host_ops(impl: str, launches_per_step):
@@ -492,24 +563,32 @@ def host_ops(impl: str, launches_per_step):
     return launches_per_step
 
 
+def host_seconds_per_op(m: KernelModel, impl: str) -> Efficiency:
+    """What one host operation of ``impl`` costs: an eager op's Python and dispatch, else a launch call
+    (fused) or a graph replay (cuda-graph)."""
+    return m.host_per_op_s if impl == "hf-eager" else m.launch_s
+
+
 def step_times(terms, m: KernelModel, impl: str, launches_per_step) -> StepTimes:
     """The step from its kernels. ``terms`` holds one tuple per kernel,
-    (count, t_compute_s, t_memory_s, kind, rows, weight_format, weight_bytes, depth, hop), where the times may
-    be numpy arrays of one shape (a sweep) and count, kind, weight format, depth and hop (a collective's
-    "link" or "network", else "") are per kernel."""
-    floor = device = upper = compute = comm = 0.0
-    for count, t_c, t_m, kind, rows, wfmt, wbytes, depth, hop in terms:
-        t, side = kernel_time(m, t_c, t_m, kind, rows, wfmt, wbytes, depth=depth, hop=hop)
-        t_hi, _ = kernel_time(m, t_c, t_m, kind, rows, wfmt, wbytes, pessimistic=True, depth=depth, hop=hop)
+    (count, t_compute_s, t_memory_s, kind, rows, weight_format, weight_bytes, depth, hop, launches), where the
+    times may be numpy arrays of one shape (a sweep) and count, kind, weight format, depth and hop (a
+    collective's "link" or "network", else "") are per kernel; launches (device kernels one instance runs,
+    each paying its class's fixed cost) per kernel or per batch."""
+    floor = device = upper = compute = comm = fixed = 0.0
+    for count, t_c, t_m, kind, rows, wfmt, wbytes, depth, hop, n in terms:
+        t, bound = kernel_time(m, t_c, t_m, kind, rows, wfmt, wbytes, depth=depth, hop=hop, launches=n)
+        t_hi, _ = kernel_time(m, t_c, t_m, kind, rows, wfmt, wbytes, pessimistic=True, depth=depth, hop=hop,
+                              launches=n)
         floor = floor + count * _maximum(t_c, t_m)
         device = device + count * t
         upper = upper + count * t_hi
         if kind == "collective":
             comm = comm + count * t
         else:
-            compute = compute + count * _where(side, t, 0.0)
+            compute = compute + count * _where(bound == "compute", t, 0.0)
+            fixed = fixed + count * _where(bound == "fixed", t, 0.0)
     ops = host_ops(impl, launches_per_step)
-    per = m.host_per_op_s if impl == "hf-eager" else m.launch_s
-    kind = "host" if impl == "hf-eager" else "launches"
+    per = host_seconds_per_op(m, impl)
     return StepTimes(_scalar(floor), _scalar(device), _scalar(upper), _scalar(ops * per.expected),
-                     _scalar(ops * per.pessimistic), _scalar(compute), m.overlap, kind, _scalar(comm))
+                     _scalar(ops * per.pessimistic), _scalar(compute), m.overlap, _scalar(comm), _scalar(fixed))

@@ -14,11 +14,13 @@ from typing import Any, Iterable
 
 from .calculator import Analysis, Cost, Kernel
 from .parallel import GATHERED_FAMILIES, WHOLE_ATTENTION
-from .roofline import FLAG_FLOOR_MULTIPLE, Roof, Roofline
+from .roofline import FLAG_MULTIPLE, Roof, Roofline
 from .shapes import PER_CHANNEL
 from .sweep import BatchVerdicts, Sweep
 
-SCHEMA_VERSION = 2  # 2: predicted_s and the efficiency model; predicted_lower_s / predicted_upper_s are the floors and the pessimistic end
+SCHEMA_VERSION = 3  # 2: predicted_s and the efficiency model; predicted_lower_s / predicted_upper_s are the floors and the
+# pessimistic end. 3: one overhead model: the launch model's fields (launch_overhead_s, t_launch_s, sum_launch_s, dominant,
+# launch_share_of_gap) are gone; a kernel's bound is memory, compute, link or fixed, with t_fixed_s beside it
 FORMATS = ("table", "markdown", "csv", "json")
 
 
@@ -129,15 +131,15 @@ def hardware_record(r: Roofline | Sweep) -> dict[str, Any]:
         measured["bandwidth_ratio"] = r.measured.bandwidth_bytes_per_s / r.nominal.bandwidth_bytes_per_s
         measured["peak_ratio"] = r.measured.peak_flop_per_s / r.nominal.peak_flop_per_s
     if isinstance(r, Sweep):
-        compute, impl, overhead = r.dtypes.compute_dtype.name, r.impl, r.launch_overhead_s
+        compute, impl = r.dtypes.compute_dtype.name, r.impl
     else:
-        compute, impl, overhead = r.compute_dtype, r.step.impl, r.step.launch_overhead_s
+        compute, impl = r.compute_dtype, r.step.impl
     from .predict import efficiency_record
 
     return {"name": hw.name, "source": hw.source, "compute_dtype": compute, "memory_bytes": hw.memory_bytes,
             "nominal": roof_record(r.nominal), "measured": measured,
             "verdict_roof": "measured" if r.measured else "nominal",
-            "impl": impl, "launch_overhead_s": overhead,
+            "impl": impl,
             "efficiency": None if r.model is None else efficiency_record(r.model),
             "efficiency_of": None if r.model is None else r.model.relative_to}
 
@@ -148,7 +150,7 @@ def placement_record(r: Roofline) -> list[dict[str, Any]]:
         out.append({"t_compute_s": p.t_compute_s, "t_memory_s": p.t_memory_s, "t_floor_s": p.t_floor_s,
                     "t_expected_s": p.t_expected_s, "efficiency": p.efficiency,
                     "efficiency_class": p.efficiency_class, "efficiency_source": p.efficiency_source,
-                    "launches": p.launches, "t_launch_s": p.t_launch_s, "bound": p.bound, "error": p.error,
+                    "t_fixed_s": p.t_fixed_s, "launches": p.launches, "bound": p.bound, "error": p.error,
                     "measured_s": p.measured_s, "achieved_flop_per_s": p.achieved_flop_per_s,
                     "roof_fraction": p.roof_fraction, "floor_multiple": p.floor_multiple, "flagged": p.flagged,
                     **({"hop": p.hop} if p.kernel.kind == "collective" else {})})
@@ -160,15 +162,17 @@ def step_record(r: Roofline) -> dict[str, Any]:
     t = st.times
     return {
         "flops": st.flops, "bytes": st.bytes, "intensity": st.intensity,
-        "sum_floor_s": st.sum_floor_s, "step_floor_s": st.step_floor_s, "sum_launch_s": st.sum_launch_s,
+        "sum_floor_s": st.sum_floor_s, "step_floor_s": st.step_floor_s,
         "launches_per_layer": st.launches_per_layer, "launches_per_step": st.launches_per_step,
         "memory_bytes": r.memory_bytes, "capacity_bytes": r.capacity_bytes, "fits": r.fits,
         "predicted_s": st.predicted_s, "predicted_lower_s": st.predicted_lower_s,
         "predicted_upper_s": st.predicted_upper_s, "device_s": t.device_s, "device_upper_s": t.device_upper_s,
         "host_s": t.host_s, "host_upper_s": t.host_upper_s, "overlap": t.overlap, "step_bound": st.bound,
-        "dominant": st.dominant, "tpot_s": st.tpot_s, "achieved_flop_per_s": st.achieved_flop_per_s,
+        "device_parts_s": {"memory": t.memory_s, "compute": t.compute_s, "communication": t.comm_s,
+                           "fixed": t.fixed_s},
+        "tpot_s": st.tpot_s, "achieved_flop_per_s": st.achieved_flop_per_s,
         "roof_fraction": st.roof_fraction, "floor_multiple": st.floor_multiple, "gap_s": st.gap_s,
-        "launch_share_of_gap": st.launch_share_of_gap, "batching_headroom": st.batching_headroom,
+        "batching_headroom": st.batching_headroom,
     }
 
 
@@ -317,10 +321,13 @@ def ms(seconds: float) -> str:
 
 
 def bound_words(st) -> str:
-    return {"host": "bound by the host (Python and dispatch of every eager op)",
-            "launches": "bound by kernel launches", "memory": "bound by memory traffic",
+    """The step's bound (one of STEP_BOUNDS) in words."""
+    host = {"hf-eager": "Python and dispatch of every eager op", "fused": "one launch call per kernel",
+            "cuda-graph": "a graph replay per step"}[st.impl]
+    return {"host": f"bound by the host ({host})", "memory": "bound by memory traffic",
             "communication": "bound by communication (the collectives between GPUs)",
-            "compute": "bound by compute"}[st.bound]
+            "compute": "bound by compute",
+            "fixed": "bound by the kernels' fixed costs (many kernels too small for their work to count)"}[st.bound]
 
 
 def efficiency_words(r) -> str:
@@ -366,9 +373,6 @@ def roof_lines(r: Roofline, defaults: Iterable[str] = ()) -> list[str]:
                      f"({100 * mea.bandwidth_bytes_per_s / nom.bandwidth_bytes_per_s:.0f}% of nominal), "
                      f"{si(mea.peak_flop_per_s, 'FLOP/s')} ({100 * mea.peak_flop_per_s / nom.peak_flop_per_s:.0f}%), "
                      f"ridge {mea.ridge:.0f} FLOP/byte; verdicts use the measured roof")
-    st = r.step
-    graph = " (one graph launch per step)" if st.impl == "cuda-graph" else ""
-    lines.append(f"launch    --impl {st.impl}{graph}, {st.launch_overhead_s * 1e6:.3g} us per launch")
     if r.model is not None:
         lines.append(f"predict   {efficiency_words(r)}; host {host_words(r)}")
     lines.append(memory_line(r))
@@ -469,7 +473,7 @@ def time_column(name: str, seconds: list[float | None]) -> tuple[str, list[str]]
 # (header, priority): on a narrow terminal the highest priorities go first; 0 always stays
 KERNEL_COLUMNS = {"kernel": 0, "count": 0, "shape": 4, "FLOPs": 2, "bytes": 1, "weights": 5, "activations": 5,
                   "KV cache": 5, "AI": 1, "% step bytes": 3, "floor": 1, "eff": 2, "expected": 0, "launches": 4,
-                  "launch": 4, "bound": 1, "measured": 0, "% roof": 3, "x floor": 1, "error": 1, "flag": 0}
+                  "fixed": 4, "bound": 1, "measured": 0, "% roof": 3, "x floor": 1, "error": 1, "flag": 0}
 
 
 def kernel_columns(r: Roofline) -> list[tuple[str, int, list[str]]]:
@@ -486,9 +490,9 @@ def kernel_columns(r: Roofline) -> list[tuple[str, int, list[str]]]:
             ("AI", [ratio(p.kernel.cost.intensity) for p in pl]),
             ("% step bytes", [f"{100 * p.kernel.count * p.kernel.cost.bytes / total_bytes:.1f}" for p in pl]),
             ("floor", None), ("eff", [f"{p.efficiency:.2f}" for p in pl]), ("expected", None),
-            ("launches", [str(p.launches) for p in pl]), ("launch", None), ("bound", [p.bound for p in pl])]
+            ("fixed", None), ("launches", [str(p.launches) for p in pl]), ("bound", [p.bound for p in pl])]
     times = {"floor": [p.t_floor_s for p in pl], "expected": [p.t_expected_s for p in pl],
-             "launch": [p.t_launch_s for p in pl]}
+             "fixed": [p.t_fixed_s for p in pl]}
     if measured:
         cols += [("measured", None), ("% roof", [pct(p.roof_fraction) for p in pl]),
                  ("x floor", ["" if p.floor_multiple is None else sig(p.floor_multiple) for p in pl]),
@@ -520,13 +524,11 @@ def anomaly_lines(r: Roofline, n: int = 3) -> list[str]:
 
 
 def measured_label(p) -> str:
-    """What a measured kernel's time says, from the measurement: above 3x its floor it is flagged,
-    unless its launches explain it (then 'launch-bound')."""
-    if p.measured_s is None or p.floor_multiple is None or p.floor_multiple <= FLAG_FLOOR_MULTIPLE:
+    """The one flag rule (Placement.flagged) in words: above 3x the least a real kernel of its size
+    takes, its floor or (where larger) its fixed cost."""
+    if not p.flagged:
         return ""
-    if p.t_launch_s and p.measured_s <= 1.5 * max(p.t_launch_s, p.t_expected_s):
-        return "launch-bound"
-    return "above 3x floor"
+    return f"above {FLAG_MULTIPLE:g}x " + ("its fixed cost" if p.t_fixed_s > p.t_floor_s else "its floor")
 
 
 def fit_columns(cols, width: int | None):
@@ -640,7 +642,7 @@ def to_text(r: Roofline, fmt: str = "table", defaults: Iterable[str] = (), recor
 def to_csv(r: Roofline) -> str:
     """One row per kernel with the JSON kernel record's keys and numbers (per instance, exact
     integers, seconds), then one row of scope 'step': the step's totals under the same keys
-    (t_floor_s: Σ floors, t_expected_s: predicted_s, launches and t_launch_s per step, measured_s:
+    (t_floor_s: Σ floors, t_expected_s: predicted_s, launches per step, measured_s:
     the measured step time)."""
     doc = to_record(r)
     kernels = doc["kernels"]
@@ -649,7 +651,7 @@ def to_csv(r: Roofline) -> str:
     step = {k: "" for k in keys}
     step.update(name="step total", kind="step", scope="step", count=1, shape="", **cost_record(t),
                 params=r.analysis.params, t_floor_s=st.sum_floor_s, t_expected_s=st.predicted_s,
-                efficiency=st.sum_floor_s / st.predicted_s, launches=st.launches_per_step, t_launch_s=st.sum_launch_s,
+                efficiency=st.sum_floor_s / st.predicted_s, launches=st.launches_per_step, t_fixed_s=st.times.fixed_s,
                 bound=st.bound, measured_s=st.tpot_s, roof_fraction=st.roof_fraction,
                 floor_multiple=st.floor_multiple)
     buf = io.StringIO()
@@ -703,7 +705,7 @@ def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
                     **ident, "batch": int(b), "context": int(s), "flops": int(g.flops[i, j]), "bytes": int(g.bytes[i, j]),
                     "weight_bytes": int(g.weight_bytes[i, j]), "kv_bytes": int(g.kv_bytes[i, j]),
                     "intensity": float(inten[i, j]), "intensity_per_batch": float(inten[i, j] / b),
-                    "floor_s": float(g.floor_s[i, j]), "launch_s": float(g.launch_s[i, 0]),
+                    "floor_s": float(g.floor_s[i, j]),
                     "step_s": float(step[i, j]), "step_upper_s": float(upper[i, j]), "tpot_s": float(step[i, j]),
                     "predicted_s": float(step[i, j]), "predicted_lower_s": float(g.predicted_lower_s[i, j]),
                     "predicted_upper_s": float(upper[i, j]),
@@ -717,7 +719,7 @@ def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
                 out.append({
                     **ident, "batch": int(b), "prompt": int(p), "flops": int(g.flops[i, j]), "bytes": int(g.bytes[i, j]),
                     "intensity": float(inten[i, j]), "floor_s": float(g.floor_s[i, j]),
-                    "launch_s": float(g.launch_s[i, j]), "ttft_s": float(ttft[i, j]),
+                    "ttft_s": float(ttft[i, j]),
                     "predicted_s": float(ttft[i, j]), "predicted_lower_s": float(g.predicted_lower_s[i, j]),
                     "predicted_upper_s": float(g.predicted_upper_s[i, j]),
                     "prompt_tokens_per_s": float(tps[i, j]), "bound": str(bound[i, j]),

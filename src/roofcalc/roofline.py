@@ -2,11 +2,10 @@
 
 attainable(AI) = min(P, B·AI)  (Williams, Waterman & Patterson, CACM 2009)
 
-Per kernel: t_compute = FLOPs / P, t_memory = bytes / B, t_floor = max of the two;
-t_launch = launches × launch overhead. The bound is ``overhead`` when the launch cost
-exceeds the floor, else ``compute`` or ``memory``, whichever floor is larger.
-Verdicts use the measured roof when there is one (only it says what distance is yours),
-else the nominal roof.
+Per kernel: t_compute = FLOPs / P, t_memory = bytes / B, t_floor = max of the two. What a
+kernel and a step are expected to take, and what bounds them, is the one step model's
+(predict.py): this module places kernels on a roof and asks it. Verdicts use the measured roof
+when there is one (only it says what distance is yours), else the nominal roof.
 """
 
 from __future__ import annotations
@@ -21,7 +20,10 @@ from .families import FAMILIES
 from .hardware import Hardware
 from .predict import KernelModel, StepTimes, default_model, kernel_class, kernel_time, step_times
 
-FLAG_FLOOR_MULTIPLE = 3.0  # a kernel above 3× its bandwidth floor "has a problem"
+# The worked example: a GEMM should measure 1.2-2x its floor, "above 3x the kernel has a problem"; a
+# norm at 100x its floor is no problem, it is the cost of running a kernel at all. One rule: a measured
+# kernel is flagged above 3x the least a real kernel takes, its floor or its fixed cost if that is larger.
+FLAG_MULTIPLE = 3.0
 
 # GPU kernel launches per kernel instance under each implementation profile, by kernel role.
 #
@@ -76,24 +78,14 @@ def weight_format(kernel: Kernel, weight_dtype) -> str:
     return weight_dtype.name if kernel.scope == "layer" or kernel.name.startswith("project_") else ""
 
 
-def matmul_depth(kernel: Kernel) -> int:
-    """K of a matmul kernel, the last dimension of its activation in ``dims`` ("[M,K]x[K,N]..."); 0 for
-    any other kernel or dims that do not say."""
-    if kernel.kind != "matmul" or "[" not in kernel.dims:
-        return 0
-    first = kernel.dims.split("[", 1)[1].split("]", 1)[0]
-    last = first.rsplit(",", 1)[-1].strip()
-    return int(last) if last.isdigit() else 0
-
-
 def _pick(entry, act_dtype: str) -> int:
     return entry if isinstance(entry, int) else entry[act_dtype == "fp32"]
 
 
 def launches(kernel: Kernel, impl: str, act_dtype: str = "fp16", shape=None) -> int:
-    """GPU kernel launches one instance of ``kernel`` costs under ``impl`` (cuda-graph: the same
-    kernels, but :attr:`StepVerdict.sum_launch_s` charges one launch per step). ``shape`` (the
-    model's :class:`ModelShape`) selects its family's eager counts."""
+    """GPU kernel launches (eager ops under hf-eager) one instance of ``kernel`` costs under ``impl``
+    (cuda-graph: the same kernels, replayed from one graph: the host pays one replay a step).
+    ``shape`` (the model's :class:`ModelShape`) selects its family's eager counts."""
     base = kernel.name.split("[")[0]
     role = kernel.role or base
     if impl == "hf-eager" and kernel.launches:  # traced: the ops transformers ran
@@ -196,21 +188,20 @@ class Placement:
 
     kernel: Kernel
     roof: Roof
-    launches: int
-    launch_overhead_s: float
+    launches: int  # eager ops (hf-eager) or kernel launches one instance costs the host
     measured_s: float | None = None
     model: KernelModel | None = None  # the efficiencies that turn its floor into an expected time
     weight_format: str = ""  # int8 / int4 weights dequantize on the fly
 
     @property
     def rows(self) -> int:
-        """M of a matmul: the rows of its activation."""
-        return int(self.kernel.dims.split("[", 1)[1].split(",", 1)[0]) if self.kernel.kind == "matmul" else 1
+        """M of a matmul: the rows of its activation (1 for other kernels)."""
+        return self.kernel.rows
 
     @property
     def depth(self) -> int:
-        """K of a matmul: the reduction depth, its activation's last dimension (0 for other kernels)."""
-        return matmul_depth(self.kernel)
+        """K of a matmul: the reduction depth (0 for other kernels)."""
+        return self.kernel.depth
 
     @property
     def t_link_s(self) -> float:
@@ -219,11 +210,13 @@ class Placement:
             return 0.0
         return self.kernel.link_bytes / self.roof.link_rate(self.kernel.group, self.kernel.ranks)
 
-    def _expected(self) -> tuple[float, bool]:
-        if self.model is None:
-            return self.t_floor_s, self.t_compute_s > self.t_memory_s
-        return kernel_time(self.model, self.t_compute_s, self.t_memory_s, self.kernel.kind, self.rows,
-                           self.weight_format, self.size_bytes, depth=self.depth, hop=self.hop)
+    @cached_property
+    def _expected(self) -> tuple[float, str]:
+        """(expected seconds, bound) from the one step model (ideal efficiencies without a model)."""
+        from .predict import ideal
+
+        return kernel_time(self.model or ideal(), self.t_compute_s, self.t_memory_s, self.kernel.kind, self.rows,
+                           self.weight_format, self.size_bytes, depth=self.depth, hop=self.hop, launches=self.launches)
 
     @property
     def size_bytes(self) -> int:
@@ -239,13 +232,27 @@ class Placement:
     @property
     def efficiency_class(self) -> str:
         """The class whose efficiency bounds the kernel: gemv or gemm, attention or attention_compute, stream."""
-        return kernel_class(self.kernel.kind, self._expected()[1])
+        return kernel_class(self.kernel.kind, self.t_compute_s / self._efficiencies[0] >
+                            self.t_memory_s / self._efficiencies[1])
+
+    @cached_property
+    def _efficiencies(self) -> tuple[float, float]:
+        from .predict import efficiencies, ideal
+
+        return efficiencies(self.model or ideal(), self.kernel.kind, self.rows, self.weight_format,
+                            weight_bytes=self.size_bytes, depth=self.depth)
 
     @property
     def t_expected_s(self) -> float:
         """FLOPs over the achievable FLOP/s or bytes over the achievable bandwidth, the larger: what one
         instance should take on this device."""
-        return self._expected()[0]
+        return self._expected[0]
+
+    @property
+    def t_fixed_s(self) -> float:
+        """The fixed part of the expected time: the class's fixed cost (a collective's latency)."""
+        t_c, t_m = (t / e for t, e in zip((self.t_compute_s, self.t_memory_s), self._efficiencies))
+        return self.t_expected_s - max(t_c, t_m)
 
     @property
     def efficiency(self) -> float:
@@ -276,16 +283,18 @@ class Placement:
         return max(self.t_compute_s, self.t_memory_s)
 
     @property
-    def t_launch_s(self) -> float:
-        return self.launches * self.launch_overhead_s
+    def bound(self) -> str:
+        """One of KERNEL_BOUNDS (predict.py): memory, compute, link or fixed, the largest term of the
+        kernel's expected time; a collective's bytes are "link" where its link is slower than its copy."""
+        bound = self._expected[1]
+        if bound == "link" and self.t_link_s < self.roof.t_memory(self.kernel.cost.bytes):
+            return "memory"
+        return bound
 
     @property
-    def bound(self) -> str:
-        if self.t_launch_s > self.t_floor_s:
-            return "overhead"
-        if self.kernel.kind == "collective":
-            return "link" if self.t_link_s >= self.roof.t_memory(self.kernel.cost.bytes) else "memory"
-        return "compute" if self.t_compute_s > self.t_memory_s else "memory"
+    def t_best_s(self) -> float:
+        """The least a real kernel of this size takes: its floor, or its fixed cost where that is larger."""
+        return max(self.t_floor_s, self.t_fixed_s)
 
     @property
     def intensity(self) -> float:
@@ -308,9 +317,8 @@ class Placement:
 
     @property
     def flagged(self) -> bool:
-        """Above 3× the floor and not explained by launch overhead: the kernel has a problem."""
-        m = self.floor_multiple
-        return m is not None and m > FLAG_FLOOR_MULTIPLE and self.bound != "overhead"
+        """The one rule (FLAG_MULTIPLE): measured above 3x the least a real kernel of its size takes."""
+        return self.measured_s is not None and self.measured_s > FLAG_MULTIPLE * self.t_best_s
 
     @property
     def error(self) -> float | None:
@@ -321,7 +329,7 @@ class Placement:
     def term(self) -> tuple:
         """What :func:`roofcalc.predict.step_times` needs of this kernel."""
         return (self.kernel.count, self.t_compute_s, self.t_memory_s, self.kernel.kind, self.rows, self.weight_format,
-                self.size_bytes, self.depth, self.hop)
+                self.size_bytes, self.depth, self.hop, self.launches)
 
 
 @dataclass(frozen=True)
@@ -359,7 +367,6 @@ class StepVerdict:
     placements: tuple[Placement, ...]
     roof: Roof
     impl: str
-    launch_overhead_s: float
     flops: int
     bytes: int
     tpot_s: float | None = None
@@ -381,7 +388,7 @@ class StepVerdict:
 
     @property
     def bound(self) -> str:
-        """What bounds the step: memory, compute, host (eager ops) or launches."""
+        """What bounds the step: one of STEP_BOUNDS (predict.py)."""
         return self.times.bound
 
     @property
@@ -411,12 +418,6 @@ class StepVerdict:
         return total / self.n_layers if total % self.n_layers else total // self.n_layers
 
     @property
-    def sum_launch_s(self) -> float:
-        if self.impl == "cuda-graph":
-            return self.launch_overhead_s  # one graph launch per step
-        return self.launches_per_step * self.launch_overhead_s
-
-    @property
     def predicted_lower_s(self) -> float:
         """The floors: every kernel at its roof, no host time. Nothing beats it."""
         return self.times.predicted_lower_s
@@ -425,15 +426,6 @@ class StepVerdict:
     def predicted_upper_s(self) -> float:
         """The pessimistic end: every efficiency and overhead at the low end of its source's range."""
         return self.times.predicted_upper_s
-
-    @property
-    def overlap_range_s(self) -> tuple[float, float]:
-        """The launch model alone: (full overlap, no overlap) of Σ floors and Σ launches."""
-        return max(self.sum_floor_s, self.sum_launch_s), self.sum_floor_s + self.sum_launch_s
-
-    @property
-    def dominant(self) -> str:
-        return "launch overhead" if self.sum_launch_s > self.sum_floor_s else "the kernels' floors"
 
     # ---- a measured step time (TPOT in decode)
     @property
@@ -454,38 +446,27 @@ class StepVerdict:
         return None if self.tpot_s is None else self.tpot_s - self.sum_floor_s
 
     @property
-    def launch_share_of_gap(self) -> float | None:
-        """How much of distance 1 the launch model explains (with no overlap)."""
-        gap = self.gap_s
-        return None if gap is None or gap <= 0 else min(1.0, self.sum_launch_s / gap)
-
-    @property
     def batching_headroom(self) -> float:
         """Distance 2: how far along the slope the ridge is (×) from this AI."""
         return self.roof.ridge / self.intensity
 
 
-def place(analysis: Analysis, roof: Roof, *, impl: str = "hf-eager", launch_overhead_s: float = 5e-6,
+def place(analysis: Analysis, roof: Roof, *, impl: str = "hf-eager",
           kernel_times: Mapping[str, float] | None = None, tpot_s: float | None = None,
           model: KernelModel | None = None) -> StepVerdict:
-    if launch_overhead_s < 0:
-        raise RoofcalcError("the launch overhead cannot be negative")
     times = dict(kernel_times or {})
     unknown = sorted(set(times) - {k.name for k in analysis.kernels})
     if unknown:
         names = ", ".join(k.name for k in analysis.kernels)
         raise RoofcalcError(f"kernel times name kernels this model has not: {', '.join(unknown)} (it has: {names})")
-    graph = impl == "cuda-graph"
     wdt = analysis.workload.weight_dtype
     placements = tuple(
         Placement(k, roof, launches(k, impl, analysis.workload.act_dtype.name, analysis.shape),
-                  0.0 if graph else launch_overhead_s,
                   times.get(k.name), model, weight_format(k, wdt))
         for k in analysis.kernels
     )
     totals = analysis.totals
-    return StepVerdict(placements, roof, impl, launch_overhead_s, totals.flops, totals.bytes, tpot_s,
-                       analysis.shape.n_layers, model)
+    return StepVerdict(placements, roof, impl, totals.flops, totals.bytes, tpot_s, analysis.shape.n_layers, model)
 
 
 @dataclass(frozen=True)
@@ -528,7 +509,7 @@ class Roofline:
         kw = dict(weight_dtype=w.weight_dtype, act_dtype=w.act_dtype, kv_dtype=w.kv_dtype, group_size=w.group_size,
                   experts=w.experts, mla=w.mla, cache_update=w.cache_update)
         return batch_verdicts(self.analysis.shape, [w.kv_len], self.roof, self.capacity_bytes, impl=self.step.impl,
-                              launch_overhead_s=self.step.launch_overhead_s, model=self.model, **kw)[0]
+                              model=self.model, **kw)[0]
 
 
 def roofline(analysis: Analysis, hardware: Hardware, *, measured_bw: float | None = None,
@@ -539,12 +520,8 @@ def roofline(analysis: Analysis, hardware: Hardware, *, measured_bw: float | Non
              capacity_bytes: float | None = None) -> Roofline:
     compute = analysis.workload.compute_dtype.name
     nominal, measured = roofs(hardware, compute, measured_bw, measured_flops, measured_profile)
-    overhead = launch_overhead_s
-    if overhead is None:
-        overhead = measured_profile.launch_overhead_s if measured_profile else hardware.launch_overhead_s
     model = kernel_model(hardware, nominal, measured, measured_profile, launch_overhead_s, host_overhead_s, compute)
-    step = place(analysis, measured or nominal, impl=impl, launch_overhead_s=overhead, kernel_times=kernel_times,
-                 tpot_s=tpot_s, model=model)
+    step = place(analysis, measured or nominal, impl=impl, kernel_times=kernel_times, tpot_s=tpot_s, model=model)
     if capacity_bytes is None:
         capacity_bytes = (measured_profile.memory_bytes if measured_profile else None) or hardware.memory_bytes
     return Roofline(analysis, hardware, compute, nominal, measured, step, tuple(points), model, capacity_bytes,
@@ -578,6 +555,8 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
                         latency={**model.latency, "link": Efficiency(lat, lat, "measured", "the profile's smallest "
                                                                      "all-reduce")})
     model = model.for_compute(compute_dtype)
+    if launch_overhead_s is not None and launch_overhead_s < 0:
+        raise RoofcalcError("the launch overhead cannot be negative")
     if launch_overhead_s is not None:
         model = replace(model, launch_s=Efficiency(launch_overhead_s, launch_overhead_s, "given", "--launch-overhead"))
     if host_overhead_s is not None:

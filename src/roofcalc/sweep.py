@@ -29,7 +29,7 @@ from .errors import RoofcalcError
 from .inputs import MAX_GRID_POINTS, check_sizes
 from .predict import KernelModel, StepTimes, ideal, step_times
 from .parallel import link_bytes
-from .roofline import Roof, launches, matmul_depth, place, weight_format
+from .roofline import Roof, launches, place, weight_format
 from .shapes import ModelShape
 
 FIELDS = tuple(f.name for f in fields(Cost))
@@ -101,7 +101,7 @@ class _Steps(_Fits):
 
     @property
     def bound(self):
-        """What bounds each step: memory, compute, host (eager ops) or launches (the step model's verdict)."""
+        """What bounds each step: one of STEP_BOUNDS, the step model's verdict (predict.py)."""
         return self.times.bound
 
     @property
@@ -129,7 +129,6 @@ class DecodeGrid(_Steps):
     weight_bytes: "object"
     kv_bytes: "object"
     floor_s: "object"  # Σ count × max(t_compute, t_memory) per kernel
-    launch_s: "object"  # Σ launches × overhead, shape (len(batches), 1): MoE expert loops vary with B
     memory_bytes: "object"  # weights in memory + the KV cache of B sequences of S tokens
     roof: Roof
     impl: str = "hf-eager"
@@ -164,8 +163,7 @@ def _rows(kernels: dict, i: int, b, s, s0: int = 1):
     """M of kernel ``i`` at every (batch, attended context): bilinear in B and S' like every cost
     (MLA's kv_b_proj expands B·S cached latents), read off the four probes."""
     def rows(key):
-        k = kernels[key][i][0]
-        return int(k.dims.split("[", 1)[1].split(",", 1)[0]) if k.kind == "matmul" else 1
+        return kernels[key][i][0].rows
 
     c00, c10, c01, c11 = _bilinear(*(rows(key) for key in ((1, s0), (2, s0), (1, s0 + 1), (2, s0 + 1))), s0)
     return c00 + c10 * b + c01 * s + c11 * b * s
@@ -178,8 +176,7 @@ def _probe_contexts(contexts, analyzer) -> int:
 
 
 def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str = "hf-eager",
-                launch_overhead_s: float = 5e-6, model: KernelModel | None = None, analyzer=None,
-                **workload_kw) -> DecodeGrid:
+                model: KernelModel | None = None, analyzer=None, **workload_kw) -> DecodeGrid:
     """Decode steps for every batch × context; ``workload_kw`` as :class:`Workload` takes them (dtypes).
     ``model``: the efficiencies and host overheads (default: ideal, so predicted_s is the floors).
     ``analyzer(workload)``: an :class:`Analysis` of one step other than the hand model's (a trace, its
@@ -249,16 +246,15 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
             t_m = np.maximum(t_m, link_bytes(kernel.role, row["act_read_bytes"], kernel.group)
                              / roof.link_rate(kernel.group, kernel.ranks))
         floor += count * np.maximum(t_c, t_m)
+        if per_batch:
+            n = np.array([[launches(per_batch[int(bb)][i][0], impl, act_name, shape)] for bb in b[:, 0]])
+        else:
+            n = launches(kernel, impl, act_name, shape)
+        n_launch += count * n
         terms.append((count, t_c, t_m, kernel.kind, _rows(probe, i, b, eff_s, s0),
                       weight_format(kernel, base.weight_dtype),
-                      row["kv_read_bytes"] if kernel.kind == "attention" else row["weight_bytes"], matmul_depth(kernel),
-                      roof.hop(kernel.group, kernel.ranks) if kernel.kind == "collective" else ""))
-        if per_batch:
-            n_launch += count * np.array([[launches(per_batch[int(bb)][i][0], impl, act_name, shape)]
-                                          for bb in b[:, 0]])
-        else:
-            n_launch += count * launches(kernel, impl, act_name, shape)
-    launch_s = np.full(n_launch.shape, launch_overhead_s) if impl == "cuda-graph" else n_launch * launch_overhead_s
+                      row["kv_read_bytes"] if kernel.kind == "attention" else row["weight_bytes"], kernel.depth,
+                      roof.hop(kernel.group, kernel.ranks) if kernel.kind == "collective" else "", n))
     times = step_times(terms, model or ideal(), impl, n_launch)
     if analyzer is None:
         weights_in_memory = sum(count * k.param_bytes for k, count, _ in probe[(1, 1)])
@@ -273,7 +269,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
     return DecodeGrid(
         batches=b[:, 0], contexts=s[0], flops=totals["flops"], bytes=total_bytes,
         weight_bytes=totals["weight_bytes"], kv_bytes=totals["kv_read_bytes"] + totals["kv_write_bytes"],
-        floor_s=floor, launch_s=launch_s, memory_bytes=memory, roof=roof,
+        floor_s=floor, memory_bytes=memory, roof=roof,
         impl=impl, times=times,
     )
 
@@ -317,13 +313,13 @@ def _first_batch(holds, top: int = MAX_BATCH) -> int | None:
 
 
 def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: float | None = None, *,
-                   impl: str = "hf-eager", launch_overhead_s: float = 5e-6, min_gain: float = DEFAULT_MIN_GAIN,
+                   impl: str = "hf-eager", min_gain: float = DEFAULT_MIN_GAIN,
                    model: KernelModel | None = None, analyzer=None, **workload_kw) -> list[BatchVerdicts]:
     import numpy as np
 
     if not 0 < min_gain < 1:
         raise RoofcalcError(f"the doubling gain must lie between 0 and 100%, got {100 * min_gain:g}%")
-    kw = dict(impl=impl, launch_overhead_s=launch_overhead_s, model=model, analyzer=analyzer, **workload_kw)
+    kw = dict(impl=impl, model=model, analyzer=analyzer, **workload_kw)
     two = decode_grid(shape, [1, 2], contexts, roof, **kw)
     top = MAX_BATCH // getattr(analyzer, "scale", 1)  # --ep: a batch of b is b·scale sequences in all
     ladder = [1 << k for k in range(top.bit_length())]  # 1, 2, 4, … top
@@ -392,7 +388,6 @@ class PrefillGrid(_Steps):
     flops: "object"
     bytes: "object"
     floor_s: "object"
-    launch_s: "object"
     memory_bytes: "object"  # weights + the KV cache the prompts leave
     roof: Roof
     times: StepTimes | None = None
@@ -412,8 +407,7 @@ MAX_TRACED_PREFILLS = 64  # a traced prefill grid traces every point (about a se
 
 
 def prefill_grid(shape: ModelShape, batches, prompts, roof: Roof, *, impl: str = "hf-eager",
-                 launch_overhead_s: float = 5e-6, model: KernelModel | None = None, analyzer=None,
-                 **workload_kw) -> PrefillGrid:
+                 model: KernelModel | None = None, analyzer=None, **workload_kw) -> PrefillGrid:
     import numpy as np
 
     check_sizes(list(batches), "batch", MAX_BATCH)
@@ -426,24 +420,20 @@ def prefill_grid(shape: ModelShape, batches, prompts, roof: Roof, *, impl: str =
                             f"than {MAX_TRACED_PREFILLS}; sweep fewer batches or prompts")
     shp = (len(batches), len(prompts))
     flops, nbytes, mem = (np.zeros(shp, dtype=np.int64) for _ in range(3))
-    floor, launch = np.zeros(shp), np.zeros(shp)
-    parts = {f: np.zeros(shp) for f in ("device_s", "device_upper_s", "host_s", "host_upper_s", "compute_s")}
+    parts = {f: np.zeros(shp) for f in ("floor_s", "device_s", "device_upper_s", "host_s", "host_upper_s",
+                                         "compute_s", "comm_s", "fixed_s")}
     for i, b in enumerate(batches):
         for j, p in enumerate(prompts):
             wl = Workload.prefill(int(b), int(p), **workload_kw)
             a = analyzer(wl) if analyzer is not None else analyze(shape, wl)
-            v = place(a, roof, impl=impl, launch_overhead_s=launch_overhead_s, model=model)
-            t, st = a.totals, v.times
+            t, st = a.totals, place(a, roof, impl=impl, model=model).times
             flops[i, j], nbytes[i, j] = t.flops, t.bytes
-            floor[i, j], launch[i, j] = st.floor_s, v.sum_launch_s
             for f in parts:
                 parts[f][i, j] = getattr(st, f)
             mem[i, j] = a.memory_bytes
-    m = model or ideal()
-    times = StepTimes(floor, parts["device_s"], parts["device_upper_s"], parts["host_s"], parts["host_upper_s"],
-                      parts["compute_s"], m.overlap, "host" if impl == "hf-eager" else "launches")
+    times = StepTimes(**parts, overlap=(model or ideal()).overlap)
     return PrefillGrid(np.asarray(batches, dtype=np.int64), np.asarray(prompts, dtype=np.int64), flops, nbytes,
-                       floor, launch, mem, roof, times)
+                       parts["floor_s"], mem, roof, times)
 
 
 @dataclass(frozen=True)
@@ -489,12 +479,11 @@ class RequestGrid(_Fits):
 
 
 def request_grid(shape: ModelShape, batches, prompts, generate: int, roof: Roof, *, impl: str = "hf-eager",
-                 launch_overhead_s: float = 5e-6, model: KernelModel | None = None, analyzer=None,
-                 **workload_kw) -> RequestGrid:
+                 model: KernelModel | None = None, analyzer=None, **workload_kw) -> RequestGrid:
     import numpy as np
 
     check_sizes([generate], "generated tokens", MAX_TOKENS)
-    kw = dict(impl=impl, launch_overhead_s=launch_overhead_s, model=model, analyzer=analyzer, **workload_kw)
+    kw = dict(impl=impl, model=model, analyzer=analyzer, **workload_kw)
     pipelined = _pipelined(analyzer)
     if analyzer is not None and not getattr(analyzer, "traced", True):  # each prompt's row checked at its corners
         rows = len(prompts) * (analyzer.parallel.pp if pipelined else 1)
@@ -544,7 +533,6 @@ class Sweep:
     nominal: Roof
     measured: Roof | None
     impl: str
-    launch_overhead_s: float
     capacity_bytes: float | None
     grid: "DecodeGrid | PrefillGrid | RequestGrid"
     verdicts: tuple[BatchVerdicts, ...] = ()
@@ -585,11 +573,9 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
     roof = measured or nominal
     model = kernel_model(hardware, nominal, measured, measured_profile, launch_overhead_s, host_overhead_s,
                          dtypes.compute_dtype.name)
-    if launch_overhead_s is None:
-        launch_overhead_s = (measured_profile or hardware).launch_overhead_s
     if capacity_bytes is None:
         capacity_bytes = (measured_profile.memory_bytes if measured_profile else None) or hardware.memory_bytes
-    kw = dict(impl=impl, launch_overhead_s=launch_overhead_s, model=model, analyzer=analyzer, **workload_kw)
+    kw = dict(impl=impl, model=model, analyzer=analyzer, **workload_kw)
     scale = getattr(analyzer, "scale", 1)  # --ep: a rank runs B/scale of the step's B sequences
     if scale > 1:
         odd = [b for b in batches if b % scale]
@@ -621,7 +607,7 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
         verdicts = tuple(replace(v, **{f: None if getattr(v, f) is None else getattr(v, f) * scale for f in
                                        ("ridge_batch", "kv_over_weights_batch", "max_batch", "doubling_batch",
                                         "largest_batch_tried")}) for v in verdicts)
-    return Sweep(kind, shape, dtypes, hardware, nominal, measured, impl, launch_overhead_s, capacity_bytes, grid,
+    return Sweep(kind, shape, dtypes, hardware, nominal, measured, impl, capacity_bytes, grid,
                  verdicts, min_gain, model, analyzer)
 
 
@@ -630,7 +616,7 @@ def _pipelined(analyzer) -> bool:
     return getattr(analyzer, "parallel", None) is not None and analyzer.parallel.pp > 1
 
 
-def check_corners(shape: ModelShape, grid: DecodeGrid, roof: Roof, *, impl: str, launch_overhead_s: float,
+def check_corners(shape: ModelShape, grid: DecodeGrid, roof: Roof, *, impl: str,
                   model: KernelModel | None, analyzer=None, **workload_kw) -> None:
     """The grid's four corners against the single-step path (analyze, place): the same predicted,
     lower and upper times, or a bug is reported rather than a table printed. A traced grid is also
@@ -647,7 +633,7 @@ def check_corners(shape: ModelShape, grid: DecodeGrid, roof: Roof, *, impl: str,
         wl = Workload.decode(int(grid.batches[i]), int(grid.contexts[j]), **workload_kw)
         # one rank's analyzer has the single step's own analysis (its rows merged), the trace only itself
         a = getattr(analyzer, "single", analyzer)(wl) if analyzer is not None else analyze(shape, wl)
-        st = place(a, roof, impl=impl, launch_overhead_s=launch_overhead_s, model=model).times
+        st = place(a, roof, impl=impl, model=model).times
         checks = [(name, getattr(st, name), float(getattr(grid.times, name)[i, j]))
                   for name in ("predicted_s", "predicted_lower_s", "predicted_upper_s")]
         if analyzer is not None:
