@@ -130,8 +130,13 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
     declared = shape.weight_format if shape is not None and not given else None
     if shape is not None and shape.weight_format_refusal and not given and not args.weight_dtype:
         raise RoofcalcError(shape.weight_format_refusal)
+    weights = dtype(args.weight_dtype or declared or base)
+    if declared and not args.weight_dtype and shape.weight_scope == "experts" and not weights.experts_only:
+        from dataclasses import replace
+
+        weights = replace(weights, experts_only=True)  # the checkpoint quantizes its routed experts alone (Kimi-K2.5)
     kw = dict(
-        weight_dtype=dtype(args.weight_dtype or declared or base),
+        weight_dtype=weights,
         act_dtype=dtype(args.act_dtype or base),
         kv_dtype=dtype(args.kv_dtype or base),
         group_size=args.group_size or (shape.weight_group if declared and not args.weight_dtype and shape.weight_group
