@@ -2,7 +2,9 @@
 
 Each file in benchmarks/configs/published/ holds a model's architectural keys as its hub repository publishes
 them (token ids, dropout and initializer keys left out), written down from the published files without the
-network (each checked against its model card's parameter count below, which a wrong size would miss). Two are abridged where a value changes no count: the
+network (each checked against its model card's parameter count below, which a wrong size would miss); the two
+of 2026, Kimi-K2.5 and Devstral-Small-2, from their hub files as remembered (architectural keys and the
+quantization_config; their vision_config cut to a few keys, which no count here reads). Two are abridged where a value changes no count: the
 longrope factor lists of Phi-4-mini and Phi-3.5-MoE (1.0 in place of their published floats). For each:
 
 * the main job, `roofcalc FILE --format json` (in-process): exit 0, or a one-line refusal (exit 2);
@@ -68,6 +70,8 @@ PUBLISHED = {
     "adept/persimmon-8b-base": "8B by its name; 9.4B on its hub page", "nvidia/Minitron-4B-Base": "4.2B", "RWKV/rwkv-4-169m-pile": "169M",
     "google/recurrentgemma-2b": "2.7B", "facebook/xglm-564M": "564M", "microsoft/biogpt": "347M",
     "kyutai/helium-1-preview-2b": "2B", "ByteDance-Seed/Seed-OSS-36B-Instruct": "36B",
+    "moonshotai/Kimi-K2.5": "1T / 32B, the vision encoder included",
+    "mistralai/Devstral-Small-2-24B-Instruct-2512": "24B, the vision encoder included",
     "jetmoe/jetmoe-8b": "8B / 2.2B", "CohereForAI/c4ai-command-r-v01": "35B", "ibm-ai-platform/Bamba-9B": "9.78B",
     "swiss-ai/Apertus-8B-2509": "8B", "tencent/Hunyuan-7B-Instruct": "7.5B", "allenai/Olmo-3-1025-7B": "7B",
 }

@@ -156,6 +156,12 @@ ERRORS = [
     (["TinyLlama/TinyLlama-1.1B", "--batch", "1,2", "--tpot", "5ms"], "describes one measured step"),
     (["TinyLlama/TinyLlama-1.1B", "--batch", "1,2", "--min-gain", "0"], "between 0 and 100"),
     (["TinyLlama/TinyLlama-1.1B", "--batch", "1,2", "--memory", "lots"], "a size like 80GB"),
+    # an empty --plot name is refused, not a step without its plot
+    (["TinyLlama/TinyLlama-1.1B", "--plot", ""], "--plot is empty"),
+    (["TinyLlama/TinyLlama-1.1B", "--batch", "1,2", "--plot", ""], "--plot is empty"),
+    # a --size no machine holds is refused before an array is allocated: 1e30 bytes is 9.3e20 GiB
+    (["measure", "--size", "1e30"], "two arrays of 9.313e+20 GiB each are more than the"),
+    (["measure", "--size", "1KB"], "at least 16MiB per array"),
 ]
 
 

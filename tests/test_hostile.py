@@ -87,6 +87,36 @@ def test_hostile_configs(doc, tmp_path, capsys):
     _assert_clean(code, out, err)
 
 
+SMALL = ('"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 8, '
+         '"intermediate_size": 512, "vocab_size": 1000')
+
+
+@pytest.mark.parametrize("extra", ['"time_step_limit": [0.0, Infinity]', '"unused": NaN', '"unused": -Infinity'])
+def test_config_non_finite_numbers_in_unused_keys_are_read(extra, tmp_path, capsys):
+    """Python's json and transformers read NaN and Infinity (Nemotron-H-56B's config.json writes
+    "time_step_limit": [0.0, Infinity]): a config holding one in a key roofcalc never reads runs."""
+    path = tmp_path / "config.json"
+    path.write_text("{" + SMALL + ", " + extra + "}", encoding="utf-8")
+    code = main([str(path)])
+    out, err = capsys.readouterr()
+    assert code == 0 and err == "" and "L=2 layers, D=256" in out
+
+
+@pytest.mark.parametrize("key, value, shown", [("hidden_size", "Infinity", "inf"), ("vocab_size", "NaN", "nan"),
+                                               ("head_dim", "-Infinity", "-inf"),
+                                               ("partial_rotary_factor", "NaN", "nan")])
+def test_config_non_finite_sizes_are_refused(key, value, shown, tmp_path, capsys):
+    """A key roofcalc reads as a size (or a fraction of one) refuses NaN and Infinity in one line, naming it."""
+    doc = json.loads("{" + SMALL + "}")
+    doc.pop(key, None)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(doc)[:-1] + f', "{key}": {value}}}', encoding="utf-8")
+    code = main([str(path)])
+    out, err = capsys.readouterr()
+    _assert_clean(code, out, err)
+    assert code == 2 and f"'{key}'" in err and shown in err
+
+
 PROFILES = [
     {"bandwidth_bytes_per_s": 2.7e11, "peak_flop_per_s": {"fp16": 5e13}, "launch_overhead_s": "5us"},
     {"bandwidth_bytes_per_s": 2.7e11, "peak_flop_per_s": {"fp16": 5e13}, "launch_overhead_s": None},
@@ -120,7 +150,7 @@ def test_hostile_hardware_profiles(doc, tmp_path, capsys):
 
 
 KERNEL_TIMES = ["q_proj,inf\n", "q_proj,nan\n", "q_proj,-1\n", "q_proj\n", '{"q_proj": "fast"}', '{"q_proj": true}',
-                "[1, 2]", '{"q_proj": 1e999}', b"\xff\xfe\x00q_proj,1\n", "nope,1e-5\n", "q_proj,1e-5\nq_proj\n"]
+                "[1, 2]", '{"q_proj": 1e999}', '{"q_proj": NaN}', b"\xff\xfe\x00q_proj,1\n", "nope,1e-5\n", "q_proj,1e-5\nq_proj\n"]
 
 
 @pytest.mark.parametrize("doc", KERNEL_TIMES, ids=lambda d: str(d)[:20].encode("unicode_escape").decode())

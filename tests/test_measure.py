@@ -225,6 +225,8 @@ def test_the_cuda_measuring_path_on_a_shim(monkeypatch, tmp_path, capsys):
     assert c.host_per_op == () and c.model(m).classes["attention"].source == "measured"
     with pytest.raises(RoofcalcError, match="--dtype int8"):
         measure_module.measure("cuda", dtypes=["int8"], quiet=True)
+    with pytest.raises(RoofcalcError, match="do not fit in the 0.00 GiB of GPU memory free"):
+        measure_module.measure("cuda", nbytes=10 ** 30, quiet=True)  # beyond any allocation: refused in one line
     shim.cuda.mem_get_info = lambda: (100_000, 400_000)  # not even the 128-square matmul fits
     with pytest.raises(RoofcalcError, match="GB of GPU memory is free"):
         measure_module.measure("cuda", nbytes=1 << 16, quiet=True)

@@ -211,3 +211,108 @@ def test_a_multimodal_config_is_read_through_its_text_config():
     assert shape_from_config(dict(cfg, torch_dtype="bfloat16"), "vlm").config_dtype == "bf16"
     assert shape_from_config(dict(cfg, torch_dtype="bfloat16", text_config=dict(text, torch_dtype="float16")),
                              "vlm").config_dtype == "fp16"
+
+
+# --------------------------------------------------------------------------- quantization_config wherever it is
+
+from pathlib import Path  # noqa: E402
+
+PUBLISHED = Path(__file__).parent.parent / "benchmarks" / "configs" / "published"
+# moonshotai/Kimi-K2.5 and mistralai/Devstral-Small-2-24B-Instruct-2512, written by hand from their published
+# config.json files (architectural keys and quantization_config; vision_config trimmed)
+KIMI_K25 = PUBLISHED / "moonshotai--Kimi-K2.5.json"
+DEVSTRAL_2 = PUBLISHED / "mistralai--Devstral-Small-2-24B-Instruct-2512.json"
+
+
+def _run_json(args, capsys):
+    from roofcalc.cli import main
+
+    code = main([*args, "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_kimi_k25_int4_experts_in_its_text_config(capsys):
+    """Kimi-K2.5 (kimi_k25 around a DeepSeek-V3 text_config, read with --family deepseek_v3) keeps its
+    compressed-tensors int4 quantization_config inside text_config, ignoring attention, shared experts and
+    the dense layer's MLP: the routed experts alone are int4 with an fp16 scale per 32 values.
+    Routed experts: 60 MoE layers x 384 experts x 3 x 7168·2048 = 1,014,686,023,680 weights, 0.5 byte each =
+    507,343,011,840 bytes, + one 2-byte scale per 32 = 1,014,686,023,680 / 16 = 63,417,876,480 bytes.
+    The rest of the 1,026,408,232,448 parameters (Kimi K2's count, README) stay bf16, the router in fp32
+    (DeepSeek-V3's gate and its bias): 60 x (384·7168 + 384) = 165,173,760 at 4 bytes = 660,695,040, and
+    1,026,408,232,448 - 1,014,686,023,680 - 165,173,760 = 11,557,035,008 at 2 = 23,114,070,016.
+    Total: 507,343,011,840 + 63,417,876,480 + 660,695,040 + 23,114,070,016 = 594,535,653,376 bytes."""
+    cfg = load_config(str(KIMI_K25))[0]
+    s = shape_from_config(cfg, "kimi", family="deepseek_v3")
+    assert (s.weight_format, s.weight_group, s.weight_format_where, s.weight_scope) == ("int4", 32, "text_config",
+                                                                                      "experts")
+    doc = _run_json([str(KIMI_K25), "--family", "deepseek_v3", "--hw", "H100"], capsys)
+    assert doc["model"]["params"] == 1_026_408_232_448
+    assert doc["model"]["weight_bytes"] == 594_535_653_376
+    assert doc["workload"]["weight_dtype"] == "int4"
+    from roofcalc.cli import main
+
+    assert main([str(KIMI_K25), "--family", "deepseek_v3", "--hw", "H100"]) == 0
+    out = capsys.readouterr().out
+    assert "(int4, group 32 (the checkpoint's quantization_config, in text_config, the routed experts alone))" in out
+    # --weight-dtype overrides the declared scope: int4 on every decoder linear weighs less
+    every = _run_json([str(KIMI_K25), "--family", "deepseek_v3", "--hw", "H100", "--weight-dtype", "int4",
+                       "--group-size", "32"], capsys)
+    assert every["model"]["weight_bytes"] < 594_535_653_376
+
+
+def test_the_same_quantization_config_at_the_top_reads_the_same():
+    """Kimi-K2-Thinking writes the same compressed-tensors block at the top of a kimi_k2 config: the same
+    format, group and scope, found at the top."""
+    cfg = load_config(str(KIMI_K25))[0]
+    flat = dict(cfg["text_config"])
+    s = shape_from_config(flat, "k2", family="deepseek_v3")
+    assert (s.weight_format, s.weight_group, s.weight_format_where, s.weight_scope) == ("int4", 32, "", "experts")
+
+
+@pytest.mark.parametrize("ignore, expect", [
+    (["lm_head"], ""),  # outside the decoder's layers: every linear int4
+    (["re:.*self_attn.*", "re:.*shared_experts.*", "re:.*mlp\\.(gate|up|gate_up|down)_proj.*"], "experts"),
+    (["re:.*self_attn.*"], "the attention"),  # attention alone kept: a split roofcalc does not count
+    (["re:.*layers\\.0\\.self_attn.*", "re:.*shared_experts.*", "re:.*mlp\\.(gate|up|down)_proj.*"],
+     "part of the attention"),
+])
+def test_an_exclusion_list_is_read_against_the_decoders_linears(ignore, expect):
+    cfg = json.loads(KIMI_K25.read_text())["text_config"]
+    cfg["quantization_config"] = dict(cfg["quantization_config"], ignore=ignore)
+    s = shape_from_config(cfg, "k", family="deepseek_v3")
+    if expect in ("", "experts"):
+        assert s.weight_scope == expect and s.weight_format == "int4" and not s.weight_format_refusal
+    else:
+        assert s.weight_format is None and expect in s.weight_format_refusal
+        assert "--weight-dtype int4" in s.weight_format_refusal and "\n" not in s.weight_format_refusal
+
+
+def test_devstral_small_2_fp8_on_its_wrapper(capsys):
+    """Devstral-Small-2 (mistral3 around a ministral3 text_config) writes its FP8 quantization_config at the top,
+    beside text_config: per-tensor FP8 (quant_method fp8, no weight_block_size), vision tower, projector and
+    lm_head left out. Its 40 layers' linears: q 5120·4096 + k, v 2 x 5120·1024 + o 4096·5120 + gate, up, down
+    3 x 5120·32768 = 555,745,280 a layer, 22,229,811,200 in all, 1 byte each, + a 4-byte scale per matrix
+    (280 matrices: 1,120 bytes). Embeddings and the untied lm_head (2 x 131072·5120 = 1,342,177,280) and the
+    norms (81 x 5120 = 414,720) stay bf16: 2 x 1,342,592,000 = 2,685,184,000.
+    Total: 22,229,811,200 + 1,120 + 2,685,184,000 = 24,914,996,320 bytes; 23,572,403,200 parameters."""
+    cfg = load_config(str(DEVSTRAL_2))[0]
+    s = shape_from_config(cfg, "devstral", family="mistral")
+    assert (s.weight_format, s.weight_format_where, s.weight_scope) == ("fp8-t", "", "")
+    doc = _run_json([str(DEVSTRAL_2), "--family", "mistral", "--hw", "H100"], capsys)
+    assert doc["model"]["params"] == 23_572_403_200
+    assert doc["model"]["weight_bytes"] == 24_914_996_320
+    pytest.importorskip("transformers")  # ministral3 has no hand model: traced by default, the same bytes
+    doc = _run_json([str(DEVSTRAL_2), "--hw", "H100"], capsys)
+    assert doc["model"]["weight_bytes"] == 24_914_996_320 and doc["workload"]["weight_dtype"] == "fp8-t"
+
+
+def test_kimi_k25_traced_reads_its_text_configs_quantization(capsys):
+    """transformers knows kimi_k25: traced whole by default, its vision tower's 1,026,879,376,368 -
+    1,026,408,232,448 = 471,143,920 parameters in bf16 (942,287,840 bytes) beside the hand model's
+    594,535,653,376: 595,477,941,216 bytes; the routed experts alone int4, top-8 of 384 read per token."""
+    pytest.importorskip("transformers")
+    doc = _run_json([str(KIMI_K25), "--hw", "H100"], capsys)
+    assert doc["model"]["params"] == 1_026_879_376_368
+    assert doc["model"]["weight_bytes"] == 594_535_653_376 + 942_287_840

@@ -107,6 +107,15 @@ def _main_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _check_plot(path: str) -> None:
+    """--plot's file, checked before any work: an empty name would otherwise make no plot without a word."""
+    from .plotting import check_plot_path
+
+    if not path.strip():
+        raise RoofcalcError("--plot is empty; give a file name such as roofline.png or roofline.svg")
+    check_plot_path(path)
+
+
 def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
     """Workload keywords from the flags; a checkpoint's declared weight format (quantization_config)
     is the weight dtype unless --dtype or --weight-dtype says otherwise."""
@@ -121,8 +130,13 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
     declared = shape.weight_format if shape is not None and not given else None
     if shape is not None and shape.weight_format_refusal and not given and not args.weight_dtype:
         raise RoofcalcError(shape.weight_format_refusal)
+    weights = dtype(args.weight_dtype or declared or base)
+    if declared and not args.weight_dtype and shape.weight_scope == "experts" and not weights.experts_only:
+        from dataclasses import replace
+
+        weights = replace(weights, experts_only=True)  # the checkpoint quantizes its routed experts alone (Kimi-K2.5)
     kw = dict(
-        weight_dtype=dtype(args.weight_dtype or declared or base),
+        weight_dtype=weights,
         act_dtype=dtype(args.act_dtype or base),
         kv_dtype=dtype(args.kv_dtype or base),
         group_size=args.group_size or (shape.weight_group if declared and not args.weight_dtype and shape.weight_group
@@ -389,10 +403,8 @@ def run_main(argv: Sequence[str]) -> str:
         args.dtype, why = choose_dtype(shape[0].config_dtype, hw, profile)
         defaults.discard("dtype")
         defaults.add("dtype-why:" + why)
-    if args.plot:
-        from .plotting import check_plot_path
-
-        check_plot_path(args.plot)
+    if args.plot is not None:
+        _check_plot(args.plot)
     try:
         result = _build(args, shape)
     except NoKVCache as exc:
@@ -502,6 +514,11 @@ def run_measure(argv: Sequence[str]) -> str:
         raise RoofcalcError("--dtype is empty; give compute dtypes such as fp32 or fp32,bf16")
     dtypes = [d.strip() for d in args.dtype.split(",")] if args.dtype is not None else None
     nbytes = int(parse_quantity(args.size, "size")) if args.size is not None else None
+    if nbytes is not None and args.device == "cpu":  # a GPU's arrays are refused when torch cannot allocate them
+        from .inputs import one_line
+        from .measure import check_stream_size
+
+        check_stream_size(nbytes, one_line(args.size)[:40])
     if args.nproc > 1 and not args.collectives and args.nproc != 2:
         raise RoofcalcError("--nproc is for --collectives")
     if args.collectives:  # before minutes of measuring the roof
@@ -565,10 +582,8 @@ def run_profile(argv: Sequence[str]) -> str:
     if args.update and not args.hw_file:
         raise RoofcalcError("--update writes into the --hw-file profile; give one (roofcalc measure --out me.json)")
     _torch()  # says which extra to install before any work
-    if args.plot:
-        from .plotting import check_plot_path
-
-        check_plot_path(args.plot)
+    if args.plot is not None:
+        _check_plot(args.plot)
     if args.hw_file:
         hw_profile = load_profile(args.hw_file)
     else:

@@ -1,7 +1,9 @@
 """Every outside input passes here: each is checked once and comes out as a value or one line of RoofcalcError.
 
 - files: read only if they are regular files, up to a size bound (a FIFO or /dev/zero would never
-  end); JSON documents refuse NaN and Infinity, run-away nesting and integers of thousands of digits;
+  end); JSON documents refuse run-away nesting and integers of thousands of digits, and NaN and Infinity
+  except in a config.json (Python's json and transformers read them: Nemotron-H's time_step_limit holds
+  Infinity), whose keys roofcalc reads are each checked finite and in range where it reads them;
 - numbers: finite and within a stated range; command-line integers are ASCII digits only;
 - quantities with units (270GB/s, 250GiB/s, 50TFLOP/s, 15ms, 80GiB), lists and ranges of sizes,
   percentages, measured points, kernel-time files.
@@ -58,10 +60,11 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def parse_json(text: str, where: str) -> Any:
-    """JSON without NaN or Infinity, nesting or digits without end."""
+def parse_json(text: str, where: str, constants: bool = False) -> Any:
+    """JSON without nesting or digits without end; without NaN or Infinity unless ``constants`` (a config.json,
+    read as transformers reads it: each key roofcalc uses is checked where it is read)."""
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        return json.loads(text) if constants else json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise RoofcalcError(f"{where} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
                             f"is it truncated?") from None
@@ -71,8 +74,8 @@ def parse_json(text: str, where: str) -> Any:
         raise RoofcalcError(f"{where}: {one_line(str(exc))[:160]}") from None
 
 
-def read_json(path: str | Path, what: str) -> Any:
-    return parse_json(read_text(path, what), f"{what} {one_line(str(path))[:200]}")
+def read_json(path: str | Path, what: str, constants: bool = False) -> Any:
+    return parse_json(read_text(path, what), f"{what} {one_line(str(path))[:200]}", constants)
 
 
 def number(value: Any, what: str, lo: float = 0.0, hi: float = math.inf, *, low_open: bool = False) -> float:

@@ -166,6 +166,20 @@ def cpu_name() -> str:
     return platform.processor() or "CPU"
 
 
+MIN_STREAM_BYTES = 16 << 20  # below this a bandwidth array sits in the last-level cache of any recent CPU or GPU
+
+
+def check_stream_size(nbytes: int, text: str) -> None:
+    """Refuse a CPU --size before anything is allocated: each bandwidth run holds two arrays of ``nbytes``
+    (x and y), which must fit in the memory free now (available_memory_bytes; unknown: not checked)."""
+    if nbytes < MIN_STREAM_BYTES:
+        raise RoofcalcError(f"--size {text}: at least 16MiB per array, or the arrays sit in a cache")
+    free = available_memory_bytes()
+    if free is not None and 2 * nbytes > free:
+        raise RoofcalcError(f"--size {text}: two arrays of {nbytes / GIB:.4g} GiB each are more than the "
+                            f"{free / GIB:.2f} GiB of memory free; give a smaller size such as 512MiB")
+
+
 def stream_bytes(requested: int | None = None) -> int:
     """Bytes per array: 8x the last-level cache (at least 256 MiB), at most 1/8 of free memory."""
     want = requested or max(8 * last_level_cache_bytes(), 256 << 20)
@@ -304,8 +318,13 @@ def cuda_measure(dtypes, repeats: int, nbytes: int | None, progress, curves: boo
             raise RoofcalcError(f"--dtype {d}: roofcalc measures {', '.join(types)} matmuls on CUDA")
     free, total = torch.cuda.mem_get_info()
     n = (nbytes or min(2 * GIB, free // 8)) // 4
-    x = torch.ones(n, device="cuda")
-    y = torch.empty_like(x)
+    try:
+        x = torch.ones(n, device="cuda")
+        y = torch.empty_like(x)
+    except (RuntimeError, TypeError, OverflowError, MemoryError):  # OutOfMemoryError is a RuntimeError; a size
+        # beyond int64 a TypeError
+        raise RoofcalcError(f"--size {n * 4:,} bytes: two arrays of it do not fit in the {free / GIB:.2f} GiB of "
+                            f"GPU memory free; give a smaller size such as 512MiB") from None
     progress("copy and y = x + 1 bandwidth")
     copy = Sample("copy", 8 * n, _cuda_time(torch, lambda: y.copy_(x), repeats))
     add = Sample("y = x + 1", 8 * n, _cuda_time(torch, lambda: torch.add(x, 1, out=y), repeats))

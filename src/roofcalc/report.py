@@ -289,7 +289,7 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
         lines.append(f"experts   {n_moe} of {s.n_layers} layers: {e.n_experts} experts of width {e.d_expert}, top-{e.top_k}"
                      f"{shared}; weights read per step: {w.experts} ({a.params - a.active_params:,} parameters idle "
                      f"per token, {a.active_params:,} active)")
-    declared = " (the checkpoint's quantization_config)" if s.weight_format == w.weight_dtype.name else ""
+    declared = f" (the checkpoint's quantization_config{', in text_config' if getattr(s, 'weight_format_where', '') else ''}{', the routed experts alone' if getattr(s, 'weight_scope', '') == 'experts' else ''})" if s.weight_format == w.weight_dtype.name else ""
     group = "" if not w.weight_dtype.quantized else \
         ", one scale a row" if w.weight_group >= PER_CHANNEL else f", group {w.weight_group}"
     lines.append(f"size      {a.params:,} parameters, {a.weight_storage_bytes:,} bytes of weights ({w.weight_dtype.name}"

@@ -215,6 +215,8 @@ class ModelShape:
     weight_format: str | None = None  # the checkpoint's declared weight dtype (quantization_config)
     weight_group: int | None = None  # and its values per scale (GPTQ/AWQ group_size; a whole row: PER_CHANNEL)
     weight_format_refusal: str = ""  # why the declared format cannot be read (the CLI refuses unless overridden)
+    weight_format_where: str = ""  # where the quantization_config was found: "" the file's top, or "text_config"
+    weight_scope: str = ""  # the linears it quantizes: "" every decoder linear, "experts" the routed experts alone
     config_dtype: str | None = None  # the checkpoint's torch_dtype (or dtype): fp32, bf16, fp16, or None
     names: tuple[tuple[str, str], ...] = ()  # role -> module name overrides
     hf_activation: str = ""  # the config's own activation name (gelu_new runs as several eager ops)
@@ -328,14 +330,122 @@ def _mla(r: ConfigReader) -> MLA:
     )
 
 
-def declared_weights(cfg: dict, name: str) -> dict:
-    """The ModelShape fields of a config's quantization_config: its weight format and group, or why they
-    cannot be read (a refusal only where nothing overrides the format)."""
+def declared_weights(cfg: dict, name: str, used: dict | None = None, shape: "ModelShape | None" = None) -> dict:
+    """The ModelShape fields of the checkpoint's quantization_config: its weight format and group, where it was
+    found and the linears it covers, or why they cannot be read (a refusal only where nothing overrides the
+    format). ``cfg`` is the whole config.json, ``used`` the part its sizes were read from (``cfg`` itself or
+    its text_config); the quantization_config is looked for there first, then in the other: a wrapper's top
+    (Devstral-Small-2's mistral3, its sizes in text_config) or its text_config (Kimi-K2.5's). ``shape`` (or,
+    without one, ``used``'s keys) names the decoder's linears, against which its exclusion list is read."""
+    used = cfg if used is None else used
+    text = cfg.get("text_config")
+    other = cfg if used is not cfg else text if isinstance(text, dict) else None
+    where, holder = next(((("" if d is cfg else "text_config"), d) for d in (used, other)
+                          if isinstance(d, dict) and d.get("quantization_config") is not None), ("", used))
     try:
-        fmt, group = _declared(cfg, name)
+        fmt, group = _declared(holder, name)
+        sized = used if "num_hidden_layers" in used or not isinstance(text, dict) else text  # a traced wrapper's
+        scope = _scope(holder.get("quantization_config"), fmt, name, shape, sized)
     except RoofcalcError as exc:
-        return {"weight_format_refusal": str(exc)}
-    return {"weight_format": fmt, "weight_group": group}
+        return {"weight_format_refusal": str(exc), "weight_format_where": where}
+    return {"weight_format": fmt, "weight_group": group, "weight_format_where": where, "weight_scope": scope}
+
+
+# --------------------------------------------------------------------------- which linears a checkpoint quantizes
+
+_PREFIXES = ("model.layers.{}.", "model.language_model.layers.{}.", "language_model.model.layers.{}.")
+_EXCLUSION_KEYS = {"compressed-tensors": "ignore", "bitsandbytes": "llm_int8_skip_modules"}
+
+
+def _matcher(pattern: str, name: str):
+    """compressed-tensors' "re:" patterns (re.match on the module's full name); else a module name, which
+    matches that module and those inside it, wherever it sits in the tree ("lm_head", "model.vision_tower",
+    gpt-oss's "model.layers.*.self_attn")."""
+    import re
+
+    try:
+        if pattern.startswith("re:"):
+            rx = re.compile(pattern[3:])
+            return lambda n: rx.match(n) is not None
+        body = r"\.".join(re.escape(part).replace(r"\*", "[^.]*") for part in pattern.split("."))
+        rx = re.compile(rf"(?:.*\.)?{body}(?:\..*)?")
+        return lambda n: rx.fullmatch(n) is not None
+    except re.error:
+        raise RoofcalcError(f"{name}: quantization_config module pattern {_show(pattern)} is not a regular expression") \
+            from None
+
+
+def _linears(shape: "ModelShape | None", cfg: dict) -> dict[str, tuple[tuple[int, ...], tuple[str, ...]]]:
+    """The decoder's linears by kind: (layer indices, module names in a layer), from the hand model's shape,
+    or for a traced one from its config's keys (DeepSeek's MLA and expert keys, Llama's names otherwise)."""
+    def key(k):
+        v = cfg.get(k)
+        return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
+
+    if shape is not None:
+        n, mla, types = shape.n_layers, shape.mla is not None, shape.layer_mlp_types
+        q_lora = shape.mla.q_lora_rank is not None if shape.mla else True
+        shared = bool(shape.moe and shape.moe.d_shared)
+        family = shape.family
+    else:
+        n, mla, q_lora = min(key("num_hidden_layers"), MAX_LAYERS), "kv_lora_rank" in cfg, cfg.get("q_lora_rank") is not None
+        experts = any(key(k) for k in ("n_routed_experts", "num_experts", "num_local_experts"))
+        first = min(key("first_k_dense_replace"), n)
+        types = ("dense",) * first + ("moe",) * (n - first) if experts else ("dense",) * n
+        shared, family = bool(key("n_shared_experts")), str(cfg.get("model_type"))
+    if mla:
+        attn = (("self_attn.q_a_proj", "self_attn.q_b_proj") if q_lora else ("self_attn.q_proj",)) + \
+            ("self_attn.kv_a_proj_with_mqa", "self_attn.kv_b_proj", "self_attn.o_proj")
+    elif shape is not None and shape.fused_qkv:
+        attn = (f"self_attn.{shape.name_of('qkv')}", f"self_attn.{shape.name_of('o')}")
+    else:
+        attn = tuple(f"self_attn.{shape.name_of(r) if shape else LLAMA_NAMES[r]}" for r in ("q", "k", "v", "o"))
+    gated = shape is None or shape.gated_mlp
+    mlp = tuple(f"mlp.{shape.name_of(r) if shape else LLAMA_NAMES[r]}"
+                for r in (("gate", "up", "down") if gated else ("fc_in", "fc_out")))
+    dense = tuple(i for i, t in enumerate(types) if t == "dense")
+    moe = tuple(i for i, t in enumerate(types) if t == "moe")
+    box = "block_sparse_moe" if family == "mixtral" else "mlp"
+    one = "shared_expert" if family.startswith("qwen") else "shared_experts"
+    kinds = {"attention": (tuple(range(n)), attn), "dense MLP": (dense, mlp),
+             "shared experts": (moe if shared else (), tuple(f"mlp.{one}.{m}" for m in ("gate_proj", "up_proj", "down_proj"))),
+             "routed experts": (moe, tuple(f"{box}.experts.0.{m}" for m in (("w1", "w2", "w3") if box != "mlp" else
+                                                                            ("gate_proj", "up_proj", "down_proj"))))}
+    return {k: v for k, v in kinds.items() if v[0]}
+
+
+def _scope(q: Any, fmt: str | None, name: str, shape: "ModelShape | None", cfg: dict) -> str:
+    """The linears a quantization_config covers, read off its exclusion list (compressed-tensors' ignore,
+    modules_to_not_convert, bitsandbytes' llm_int8_skip_modules): "" every decoder linear (the list names
+    only modules outside the decoder's layers: lm_head, a vision tower), "experts" the routed experts alone
+    (Kimi-K2.5: attention, shared experts and the dense layers' MLP ignored). A split roofcalc cannot count
+    (the attention alone kept in 16 bits) is refused, with the flag that reads every linear one way."""
+    if not isinstance(q, dict) or fmt is None or fmt == "mxfp4":  # MXFP4 is the experts' format already
+        return ""
+    method = one_line(str(q.get("quant_method", "")).lower())[:40]
+    field = _EXCLUSION_KEYS.get(method, "modules_to_not_convert")
+    skip = q.get(field) or []
+    skip = [skip] if isinstance(skip, str) else skip
+    if not isinstance(skip, list) or not all(isinstance(m, str) for m in skip):
+        raise RoofcalcError(f"{name}: {method} {field} must be a list of module names, got {_show(q.get(field))}")
+    if not skip:
+        return ""
+    matchers = [_matcher(m, name) for m in skip[:1000]]
+    kept: dict[str, str] = {}  # kind -> "all" | "part" of its linears kept in 16 bits
+    for kind, (layers, modules) in _linears(shape, cfg).items():
+        hits = [any(f(p.format(i) + m) for p in _PREFIXES for f in matchers) for i in layers for m in modules]
+        if any(hits):
+            kept[kind] = "all" if all(hits) else "part"
+    kinds = _linears(shape, cfg)
+    if not kept:
+        return ""
+    if "routed experts" in kinds and "routed experts" not in kept and set(kept) == set(kinds) - {"routed experts"} \
+            and all(v == "all" for v in kept.values()):
+        return "experts"
+    shown = ", ".join(f"{'' if v == 'all' else 'part of '}the {k}" for k, v in kept.items())
+    raise RoofcalcError(f"{name}: its quantization_config ({field}) keeps {shown} in 16 bits and quantizes the other "
+                        f"linears, a split roofcalc does not count; pass --weight-dtype {fmt} to count every linear "
+                        f"in {fmt}, or bf16 for none")
 
 
 PER_CHANNEL = 1 << 24  # group_size -1: one scale per output row (a group wider than any row)
@@ -367,17 +477,7 @@ def _declared(cfg: dict, name: str) -> tuple[str | None, int | None]:
             raise RoofcalcError(f"{name}: fp8 weight_block_size {_show(block)} is not supported (only [128, 128])")
         return "fp8-b128", None
     if method == "fbgemm_fp8":  # FP8 (E4M3) weights with a scale per output row, activations fp8 per token
-        skip = q.get("modules_to_not_convert") or []
-        skip = [skip] if isinstance(skip, str) else skip
-        if not isinstance(skip, list) or not all(isinstance(m, str) for m in skip):
-            raise RoofcalcError(f"{name}: fbgemm_fp8 modules_to_not_convert must be a list of module names, got "
-                                f"{_show(q.get('modules_to_not_convert'))}")
-        kept = [m for m in skip if not m.startswith("lm_head")]
-        if kept:
-            raise RoofcalcError(f"{name}: fbgemm_fp8 keeps {len(kept)} modules in 16 bits "
-                                f"({one_line(str(kept[0]))[:40]}...), which roofcalc would count as fp8; pass "
-                                f"--weight-dtype fp8-ch to count every linear in fp8, or bf16 for none")
-        return "fp8-ch", None
+        return "fp8-ch", None  # its modules_to_not_convert: read by _scope
     if method == "bitnet":  # BitNet b1.58: "offline" checkpoints store ternary weights packed; "online" float ones
         mode = q.get("quantization_mode", "offline")
         if mode not in ("offline", "online"):
@@ -457,13 +557,26 @@ def shape_from_config(cfg: Any, name: str = "model", family: str | None = None, 
         raise RoofcalcError(f"{name}: config.json has no 'model_type'; pass --family to say which family it is")
     model_type = one_line(model_type)[:80]
     text = cfg.get("text_config")
-    if family is None and model_type not in FAMILIES and isinstance(text, dict) and \
-            isinstance(text.get("model_type"), str) and text["model_type"] in FAMILIES:
-        # a multimodal config (vision + language): the language model is what decodes
-        inner = shape_from_config(text, name, sub_config=True)
-        # the checkpoint's dtype is often written only at the top (Mistral-Small-3.1, Gemma 3)
-        return replace(inner, model_type=f"{model_type} (text_config: {inner.model_type})",
-                       config_dtype=inner.config_dtype or _config_dtype(cfg))
+    if model_type not in FAMILIES and isinstance(text, dict) and isinstance(text.get("model_type"), str) and (
+            family is None and text["model_type"] in FAMILIES or
+            family in FAMILIES and FAMILIES[family].d_model_key not in cfg and FAMILIES[family].d_model_key in text):
+        # a multimodal config (vision + language): the language model is what decodes; under --family, a
+        # wrapper whose sizes are all in its text_config (Kimi-K2.5's kimi_k25 around a DeepSeek-V3) reads that
+        inner = _shape_from_config(text, name, family, sub_config=family is None)
+        # the checkpoint's dtype is often written only at the top (Mistral-Small-3.1, Gemma 3); so may its
+        # quantization_config be (Devstral-Small-2's FP8)
+        return replace(inner, model_type=f"{model_type} (text_config: {one_line(str(text['model_type']))[:60]})",
+                       config_dtype=inner.config_dtype or _config_dtype(cfg),
+                       **declared_weights(cfg, name, text, inner))
+    shape = _shape_from_config(cfg, name, family, sub_config=sub_config)
+    return replace(shape, **declared_weights(cfg, name, cfg, shape))
+
+
+def _shape_from_config(cfg: dict, name: str, family: str | None, *, sub_config: bool) -> ModelShape:
+    """The shape of one config dict (a top-level config or a text_config), before its quantization_config."""
+    model_type = one_line(cfg.get("model_type") if isinstance(cfg.get("model_type"), str) else "")[:80]
+    if not model_type:
+        raise RoofcalcError(f"{name}: config.json has no 'model_type'; pass --family to say which family it is")
     fam = FAMILIES.get(family or model_type)
     if fam is None:
         hint = "" if family else " (or pass --family NAME to read it as one of them)"
@@ -570,7 +683,6 @@ def _build(r: ConfigReader, name: str, model_type: str) -> ModelShape:
         moe=moe,
         mlp_types=mlp_types,
         mla=mla,
-        **declared_weights(r.cfg, name),
         config_dtype=_config_dtype(r.cfg),
         names=f.names,
         hf_activation=hf_activation,

@@ -70,7 +70,9 @@ HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 def _read_json(path: Path) -> Any:
     from .inputs import read_json
 
-    return read_json(path, "config")
+    # NaN and Infinity allowed, as transformers reads them (Nemotron-H's "time_step_limit": [0.0, Infinity]);
+    # every key roofcalc reads as a size is checked a finite number in range where it is read
+    return read_json(path, "config", constants=True)
 
 
 def _reachable(url: str, timeout_s: float = 1.5) -> bool:

@@ -41,11 +41,11 @@ from .errors import NoKVCache, RoofcalcError
 from .inputs import one_line
 from .shapes import ModelShape
 
-TRACE_FORMAT = 9  # the cache file format (2: expert weights carry their full bytes; 3: recurrent states in the
+TRACE_FORMAT = 10  # the cache file format (2: expert weights carry their full bytes; 3: recurrent states in the
 # cache; 4: the keys and values of an encoder-decoder cache; 5: each module's weight shapes; 6: which logits;
 # 7: sizes read under another name and rotary keys read into rope_parameters are no longer listed as ignored;
 # 8: kernels named by the function a decorator wraps; 9: module lists of one entry per layer under other names
-# are layers)
+# are layers; 10: a wrapper's experts per token read from its text config, Kimi-K2.5's)
 ATTENTION_FUNCTIONS = ("attention_forward", "sdpa_attention_forward", "eager_attention_forward",
                        "flash_attention_forward", "flex_attention_forward")
 NO_DATA_OPS = {"_unsafe_view", "alias", "detach", "lift_fresh", "_reshape_alias", "empty", "empty_like",
@@ -1010,7 +1010,9 @@ def _trace_on(cfg: dict, name: str, wl: Workload, read, device: str) -> dict:
         fwd = inspect.signature(model.forward).parameters
         cache_kw = "cache" if "cache" in fwd else "past_key_values"
         keep = {} if wl.logits_all or "logits_to_keep" not in fwd else {"logits_to_keep": 1}
-        top_k = getattr(config, "num_experts_per_tok", None) or getattr(config, "top_k", None) or \
+        inner = getattr(config, "get_text_config", lambda: config)()  # a wrapper's (Kimi-K2.5's) is its text config's
+        top_k = next((v for c in (config, inner) for v in (getattr(c, "num_experts_per_tok", None),
+                                                           getattr(c, "top_k", None)) if v), None) or \
             getattr(getattr(config, "ffn_config", None), "moe_top_k", None)  # DBRX keeps it in its ffn_config
         rec = _Recorder(torch, model, top_k if isinstance(top_k, int) else None, wl.experts)
         sdpa = torch.nn.functional.scaled_dot_product_attention
@@ -1310,6 +1312,9 @@ def _traced_shape(cfg: dict, name: str) -> tuple[ModelShape, tuple[dict, str, st
         top = {k: cfg[k] for k in ("torch_dtype", "dtype") if k in cfg}
         if top and not any(k in text for k in ("torch_dtype", "dtype")):
             use = dict(text, **top)  # the checkpoint's dtype, often written only at the top (Gemma 3)
+        if cfg.get("quantization_config") is not None and text.get("quantization_config") is None:
+            use = dict(use, quantization_config=cfg["quantization_config"])  # so may its quantization_config be
+            # (Devstral-Small-2's FP8 on its mistral3 wrapper); transformers' config class is built without it
     elif isinstance(text, dict) and not any(k in cfg for k in ("torch_dtype", "dtype")):
         inner = {k: text[k] for k in ("torch_dtype", "dtype") if k in text}
         if inner:  # the whole model traced, its dtype written only in its text_config (Qwen3-VL)
