@@ -13,6 +13,7 @@ from roofcalc import RoofcalcError, Workload, analyze, shape_from_config
 from roofcalc.cli import main
 from roofcalc.families import FAMILIES, Family, Flag
 from roofcalc.sources import find_in_catalog
+from textutil import unwrap  # noqa: E402
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "roofcalc"
 
@@ -46,7 +47,7 @@ def test_borrowed_defaults_are_listed_in_the_header_and_the_json(tmp_path, capsy
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
     assert main([str(path), "--family", "llama"]) == 0
-    out = capsys.readouterr().out
+    out = unwrap(capsys.readouterr().out)
     assert re.search(r"read as llama \(--family\); absent keys took llama's defaults: .*num_key_value_heads=32", out)
     assert main([str(path), "--family", "llama", "--format", "json"]) == 0
     rec = json.loads(capsys.readouterr().out)

@@ -18,6 +18,7 @@ from roofcalc.cli import main  # noqa: E402
 from roofcalc.hardware import load_profile  # noqa: E402
 from roofcalc.measure import measure, write_profile  # noqa: E402
 from roofcalc.roofline import Roof  # noqa: E402
+from textutil import unwrap  # noqa: E402
 
 @pytest.fixture(scope="module")
 def measured():
@@ -349,7 +350,7 @@ def test_the_main_job_runs_on_a_cpu_profile_with_its_defaults(measured, tmp_path
     path = tmp_path / "me.json"
     write_profile(measured, None, str(path))
     assert main(["TinyLlama/TinyLlama-1.1B", "--hw", "EPYC-9654", "--hw-file", str(path)]) == 0
-    out = capsys.readouterr().out
+    out = unwrap(capsys.readouterr().out)
     line = next(x for x in out.splitlines() if x.startswith("dtypes"))
     assert "compute fp32 (the checkpoint is bf16; the profile '" in line and "has no bf16 peak, so fp32)" in line
 

@@ -366,9 +366,8 @@ def test_defaults_move_onto_a_measured_roof():
 def test_fp8_gemms_are_read_at_their_depth_and_rows_from_deepgemms_table():
     import math
 
-    from roofcalc.calculator import Kernel, matmul
+    from roofcalc.calculator import AttentionSizes, MatmulSizes, linear
     from roofcalc.predict import default_model, efficiencies
-    from roofcalc.roofline import matmul_depth
 
     m = default_model("gpu").for_compute("fp8")
     # DeepGEMM README, H800, M = 4096: K = 7168 -> 1058 and 1304 TFLOP/s (mean 1181) of 1979
@@ -386,12 +385,13 @@ def test_fp8_gemms_are_read_at_their_depth_and_rows_from_deepgemms_table():
     m16 = default_model("gpu")
     assert efficiencies(m16, "matmul", 4096, depth=512) == efficiencies(m16, "matmul", 4096, depth=0)
     assert efficiencies(m, "matmul", 4096, depth=0)[0] == pytest.approx(1181 / 1979)
-    # K is the activation's last dimension
-    k = Kernel("q_a_proj", "matmul", "layer", 1, "[4,7168]x[7168,1536]", matmul(4, 1536, 7168, weight_bytes=1,
-                                                                                act=dtype("bf16")))
-    assert matmul_depth(k) == 7168
-    assert matmul_depth(Kernel("x", "matmul", "layer", 1, "[1,1,2048]x[2048,256]", k.cost)) == 2048
-    assert matmul_depth(Kernel("x", "attention", "layer", 1, "B4:[1q,500kv]x32h/32kv x128", k.cost)) == 0
+    # K is the reduction depth the kernel carries as an integer; its display string is derived from it
+    k = linear("q_a_proj", 7168, 1536, TINY, Workload.decode(4, 10))
+    assert (k.rows, k.depth, k.dims) == (4, 7168, "[4,7168]x[7168,1536]")
+    assert k.sizes == MatmulSizes(m=4, n=1536, k=7168)
+    attn = analyze(TINY, Workload.decode(4, 500)).kernel("attention")
+    assert (attn.rows, attn.depth) == (1, 0)
+    assert attn.sizes == AttentionSizes(batch=4, heads=32, kv_heads=4, q_len=1, kv_len=500, head_dim=64)
 
 
 def test_decode_attention_is_read_at_the_kv_bytes_it_streams():

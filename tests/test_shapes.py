@@ -10,6 +10,7 @@ import pytest
 from roofcalc import RoofcalcError, Workload, analyze, catalog, load_config, load_shape, shape_from_config
 from roofcalc.families import FAMILIES as FAMILY_DEFAULTS
 from roofcalc.sources import find_in_catalog
+from textutil import unwrap  # noqa: E402
 
 SUPPORTED = [e for e in catalog() if e.supported]
 MINIMAL = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8, intermediate_size=512, vocab_size=1000)
@@ -254,7 +255,7 @@ def test_kimi_k25_int4_experts_in_its_text_config(capsys):
     from roofcalc.cli import main
 
     assert main([str(KIMI_K25), "--family", "deepseek_v3", "--hw", "H100"]) == 0
-    out = capsys.readouterr().out
+    out = unwrap(capsys.readouterr().out)
     assert "(int4, group 32 (the checkpoint's quantization_config, in text_config, the routed experts alone))" in out
     # --weight-dtype overrides the declared scope: int4 on every decoder linear weighs less
     every = _run_json([str(KIMI_K25), "--family", "deepseek_v3", "--hw", "H100", "--weight-dtype", "int4",

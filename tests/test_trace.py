@@ -21,6 +21,7 @@ from hf_oracle import build, cache_bytes, run  # noqa: E402
 from roofcalc import RoofcalcError, Workload, analyze, shape_from_config  # noqa: E402
 from roofcalc.cli import main  # noqa: E402
 from roofcalc.trace import trace, trace_raw  # noqa: E402
+from textutil import unwrap  # noqa: E402
 
 BASE = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=2, intermediate_size=512,
             vocab_size=1000, pad_token_id=0)
@@ -509,7 +510,7 @@ def test_a_model_without_a_kv_cache_runs_a_forward_pass_unless_a_decode_is_asked
     direct = trace(cfg, "t", Workload.prefill(1, 500), view="eager", use_cache=False)
     assert doc["totals"]["flops"] == direct.totals.flops
     assert main([str(path)]) == 0
-    assert "a forward pass over 500 tokens (the default context) instead of a decode step" in capsys.readouterr().out
+    assert "a forward pass over 500 tokens (the default context) instead of a decode step" in unwrap(capsys.readouterr().out)
     assert main([str(path), "--context", "100"]) == 2
     err = capsys.readouterr().err
     assert "keeps no KV cache" in err and err.count("\n") == 1
@@ -797,7 +798,7 @@ def test_a_state_space_models_header_says_recurrent_state_not_kv_cache(tmp_path,
     mamba.write_text(json.dumps(dict(model_type="mamba", hidden_size=256, state_size=8, num_hidden_layers=2,
                                      vocab_size=1000, conv_kernel=4, expand=2, pad_token_id=0)))
     assert main([str(mamba), "--batch", "3", "--dtype", "fp16"]) == 0
-    out = capsys.readouterr().out
+    out = unwrap(capsys.readouterr().out)
     assert "no attention (a recurrent state per sequence instead of a KV cache)" in out
     assert "123 kB of recurrent state (3 sequences)" in out and "concatenation" not in out
     # its reference kernels run inside a hub-kernel decorator's "wrapped": named by the function it wraps
@@ -805,14 +806,14 @@ def test_a_state_space_models_header_says_recurrent_state_not_kv_cache(tmp_path,
     bamba = tmp_path / "bamba.json"
     bamba.write_text(json.dumps(config("bamba")))
     assert main([str(bamba), "--batch", "1", "--context", "100", "--dtype", "bf16", "--hw", "A100"]) == 0
-    out = capsys.readouterr().out
+    out = unwrap(capsys.readouterr().out)
     # its one attention layer: 2 KV heads of 32, K and V in bf16, 100 positions = 25,600 bytes
     assert "25.6 kB of KV cache (1 x 100 positions) + " in out and "of recurrent state (1 sequence)" in out
     # a sliding window holds fewer positions than the context: its KV cache is what the cache holds, no state
     gemma = tmp_path / "gemma3.json"
     gemma.write_text(json.dumps(config("gemma3_text")))  # 2 layers, one sliding (64), K=2 x H=32
     assert main([str(gemma), "--context", "200", "--dtype", "bf16", "--hw", "A100"]) == 0
-    out = capsys.readouterr().out
+    out = unwrap(capsys.readouterr().out)
     # both layers slide; transformers' sliding-window cache keeps window - 1 = 63 positions a layer, of K and V
     # x 2 heads x 32 x 2 bytes = 256 bytes: 2 x 63 x 256 = 32,256 bytes, not 200 positions' 102,400
     assert "32.3 kB of KV cache (1 x 200 positions) = " in out and "recurrent state" not in out

@@ -314,6 +314,25 @@ class Kernel:
         return self.cost * self.count
 
 
+class Analyzer:
+    """A step's :class:`Analysis` at any workload, for the sweeps, where the hand model's is not the one:
+    a trace's, or one rank's. A sweep fits its costs bilinear from a few probes and holds the grid's
+    corners to ``single``."""
+
+    traced = True  # its costs are a trace's: fitted over a sweep, not derived
+    scale = 1  # --ep: a workload of batch b is the step of scale x b sequences over every rank
+    parallel = None  # the Parallel it runs under (None: one device)
+    memory_grid = None  # (b, s, **workload) -> exact memory at every point, where it knows it
+    describe = None  # () -> a header line of its own (a pipeline's)
+
+    def __call__(self, wl: "Workload") -> "Analysis":
+        raise NotImplementedError
+
+    def single(self, wl: "Workload") -> "Analysis":
+        """The single step's own analysis, which a sweep's corners must equal."""
+        return self(wl)
+
+
 # --------------------------------------------------------------------------- primitives
 
 
@@ -550,6 +569,14 @@ def logit_softcap(s: ModelShape, wl: Workload) -> Kernel:
 # ---- mixture of experts
 
 
+def traced_expert_bytes(expert_weights: tuple, tokens: int, mode: str) -> int:
+    """Bytes of expert weights a traced kernel reads when ``tokens`` tokens are routed: each weight's
+    full bytes times the share of experts they reach, rounded as the trace rounds them."""
+    n_exp, top_k, fulls = expert_weights
+    share = touched_experts(n_exp, top_k, tokens, mode) / n_exp
+    return sum(round(full * share) for full in fulls)
+
+
 def touched_experts(n_experts: int, top_k: int, tokens: int, mode: str) -> float:
     """Distinct experts whose weights a step reads. "expected": uniform, independent routing of
     ``tokens`` tokens to k of E experts each, E·(1 − (1 − k/E)^tokens) (an assumption: real routers
@@ -730,11 +757,26 @@ def model_head(s: ModelShape, wl: Workload) -> tuple[list[Kernel], list[Kernel]]
 
 @dataclass(frozen=True)
 class Analysis:
-    """Every kernel of one step of ``shape`` under ``workload``, in execution order."""
+    """Every kernel of one step of ``shape`` under ``workload``, in execution order. The hand model's;
+    a trace (``roofcalc.trace.TracedAnalysis``), one rank's and one pipeline stage's
+    (``roofcalc.parallel``) are subclasses that set what differs."""
 
     shape: ModelShape
     workload: Workload
     kernels: tuple[Kernel, ...]
+
+    # what the other kinds of analysis set (class attributes here, fields of theirs)
+    source = "hand"  # "hand" or "traced"
+    logits = "last"  # the positions lm_head runs on ("all": a traced model without logits_to_keep)
+    traced_cache_bytes = 0  # a trace's real cache after the step (recurrent states included)
+    parallel = None  # roofcalc.parallel.Parallel for one rank's step
+    full = None  # the whole model's Analysis, for one rank's step
+    note_pipeline = None  # (Pipeline, the largest stage's memory) for a pipeline stage
+
+    @property
+    def cached_sequences(self) -> int:
+        """The sequences whose KV cache this step's memory holds."""
+        return self.workload.batch
 
     @property
     def totals(self) -> Cost:

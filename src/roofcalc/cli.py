@@ -435,48 +435,24 @@ def _build(args: argparse.Namespace, shape):
 
 
 def run_hardware(argv: Sequence[str]) -> str:
-    from tabulate import tabulate
-
-    from .hardware import COMPUTE_DTYPES, hardware_catalog
+    from . import report
+    from .hardware import hardware_catalog
 
     p = _Parser(prog="roofcalc hardware", description="List the built-in hardware catalog (nominal, dense peaks).")
-    p.parse_args(argv)
-    rows = []
-    for hw in hardware_catalog():
-        peaks = [f"{hw.peak_flop_per_s[d] / 1e12:.4g}" if d in hw.peak_flop_per_s else "" for d in COMPUTE_DTYPES]
-        main_dtype = "fp16" if "fp16" in hw.peak_flop_per_s else "bf16"
-        rows.append([hw.name, ", ".join(hw.aliases), f"{hw.bandwidth_bytes_per_s / 1e9:.4g}", *peaks,
-                     f"{hw.ridge(main_dtype):.0f} ({main_dtype})",
-                     hw.memory or ("" if hw.memory_bytes is None else f"{hw.memory_bytes / 1e9:.4g}GB"),
-                     "" if hw.link_bytes_per_s is None else f"{hw.link_bytes_per_s / 1e9:.4g}",
-                     f"{hw.launch_overhead_s * 1e6:.3g}"])
-    headers = ["name", "aliases", "GB/s", *(f"{d} TFLOP/s" for d in COMPUTE_DTYPES), "ridge FLOP/B", "memory", "link GB/s",
-               "launch us"]
-    table = tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
-    return (f"{table}\n\nDense datasheet peaks (no 2:4 sparsity); GeForce fp16/bf16 with fp32 accumulate. "
-            f"Memory is the card's capacity (GiB = 2^30 bytes); link: one direction of its NVLink or PCIe "
-            f"link, for --tp. Names and aliases match case-insensitively.\n"
-            f"Each entry's source is printed in the report header and kept in the JSON output.\n")
+    p.add_argument("--wide", action="store_true", help="every column, whatever the terminal's width")
+    args = p.parse_args(argv)
+    return report.hardware_table(hardware_catalog(), None if args.wide else term_width())
 
 
 def run_models(argv: Sequence[str]) -> str:
-    from tabulate import tabulate
-
+    from . import report
     from .families import SUPPORTED_FAMILIES
     from .sources import catalog
 
     p = _Parser(prog="roofcalc models", description="List the built-in offline catalog of model configs.")
-    p.parse_args(argv)
-    rows = []
-    for e in catalog():
-        c = e.config
-        rows.append([e.hub_id, c["model_type"], f"{e.params_total:,}",
-                     "" if e.params_active is None else f"{e.params_active:,}", ", ".join(e.aliases)])
-    table = tabulate(rows, headers=["hub id", "model_type", "parameters", "active per token", "aliases"],
-                     tablefmt="simple", disable_numparse=True)
-    return (f"{table}\n\nNames match exactly (case-insensitive); any other hub id is read from the HF cache or the hub."
-            f"\nHand-modelled families: {', '.join(SUPPORTED_FAMILIES)}. Any other model_type transformers "
-            f"knows is read by tracing its modeling code (needs the [torch] extra; --trace forces it).\n")
+    p.add_argument("--wide", action="store_true", help="every column, whatever the terminal's width")
+    args = p.parse_args(argv)
+    return report.models_table(catalog(), SUPPORTED_FAMILIES, None if args.wide else term_width())
 
 
 def run_measure(argv: Sequence[str]) -> str:

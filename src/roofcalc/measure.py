@@ -104,6 +104,14 @@ class Measurement:
         )
 
 
+VIEW_OPS = {"aten::view", "aten::_unsafe_view", "aten::transpose", "aten::unsqueeze", "aten::slice", "aten::expand",
+            "aten::t", "aten::detach", "aten::alias", "aten::select", "aten::permute", "aten::squeeze",
+            "aten::as_strided", "aten::split", "aten::unbind", "aten::lift_fresh", "aten::reshape", "aten::empty",
+            "aten::empty_like", "aten::empty_strided", "aten::contiguous", "aten::split_with_sizes", "aten::chunk",
+            "aten::narrow", "aten::_reshape_alias", "aten::resolve_conj", "aten::resolve_neg", "aten::result_type",
+            "aten::size", "aten::is_nonzero", "aten::item", "aten::_local_scalar_dense"}
+
+
 def _progress(message: str, quiet: bool) -> None:
     if not quiet:
         print(f"roofcalc measure: {message}", file=sys.stderr, flush=True)
@@ -565,7 +573,6 @@ def _host_per_op(torch, device: str, torch_dtype, progress):
         return None, 0
     import warnings
 
-    from .profile import VIEW_OPS
 
     progress(f"host time per op: building a {HOST_LAYERS}-layer transformers Llama")
     cfg = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
@@ -698,10 +705,9 @@ def compute_bound_note(m: Measurement, dtype: str) -> str:
 
 
 def _fmt(rate: float, unit: str) -> str:
-    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M")):
-        if rate >= scale:
-            return f"{rate / scale:.4g} {prefix}{unit}"
-    return f"{rate:.4g} {unit}"
+    from .units import si
+
+    return si(rate, unit, digits=4)
 
 
 def report(m: Measurement, nominal: Hardware | None, why: str, path: str | None) -> str:

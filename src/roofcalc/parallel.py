@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .calculator import Analysis, Cost, Kernel, Workload, analyze, experts_dims
+from .calculator import Analysis, Analyzer, Cost, Kernel, Workload, analyze, experts_dims
 from .errors import RoofcalcError
 from .shapes import ModelShape
 
@@ -111,7 +111,7 @@ def link_bytes(op: str, message_bytes, group: int):
             "all_to_all": (group - 1) * message_bytes // group}[op]
 
 
-class RankAnalyzer:
+class RankAnalyzer(Analyzer):
     """One rank's analysis at any workload, for the sweeps (``analyzer``): a hand model, exact at every
     point, so a sweep's corners differing from it is a bug, not a fit."""
 
@@ -523,6 +523,11 @@ class StageAnalysis(RankAnalysis):
     batch: int = 1  # the whole step's sequences (over every expert-parallel rank)
 
     @property
+    def cached_sequences(self) -> int:
+        """A stage holds the cache of its ranks' share of every sequence, not one micro-batch's."""
+        return self.batch // self.parallel.ep
+
+    @property
     def memory_bytes(self) -> int:
         from .calculator import kv_cache_bytes
 
@@ -641,72 +646,3 @@ def default_micro_batches(batch: int, parallel: Parallel) -> int:
     """--pp stages' worth of micro-batches when the batch splits into them (over --ep ranks too), else 1."""
     pp = parallel.pp
     return pp if batch % (pp * parallel.ep) == 0 else 1
-
-
-@dataclass(frozen=True)
-class PipelineTimes:
-    """A pipeline's step at every point: Σ stages + (M − 1) · the slowest, for the expected times, the
-    floors and the pessimistic ends alike; bound: the slowest stage's."""
-
-    predicted_s: object
-    predicted_lower_s: object
-    predicted_upper_s: object
-    bound: object
-
-
-def pipeline_grid(kind: str, shape: ModelShape, batches, lengths, roof, *, analyzer: PipelineAnalyzer, **kw):
-    """Decode steps (``kind`` "decode", ``lengths`` the contexts) or prefills ("prefill", the prompts) of
-    the pipeline at every point: each stage's grid on its micro-batches (exact, as every grid), combined
-    as the single step combines its stages. The times (floor, expected, upper) are the whole
-    pipeline's; the FLOPs, bytes and bound the slowest stage's on one micro-batch (what one GPU runs
-    at that pace), the memory the largest stage's."""
-    import numpy as np
-
-    from .sweep import DecodeGrid, PrefillGrid, check_corners, decode_grid, prefill_grid
-
-    from .sweep import MAX_PREFILL_POINTS
-
-    pp = analyzer.parallel.pp
-    if kind == "prefill" and len(batches) * len(lengths) * pp > MAX_PREFILL_POINTS:
-        raise RoofcalcError(f"{len(batches) * len(lengths):,} prefill points x {pp} stages is too many (at most "
-                            f"{MAX_PREFILL_POINTS:,} stage steps); sweep fewer batches or prompts")
-    rows: dict[int, list[int]] = {}
-    for i, b in enumerate(batches):
-        rows.setdefault(analyzer.micro(int(b)), []).append(i)
-    n_b, n_s = len(batches), len(lengths)
-    fields = ("flops", "bytes", "weight_bytes", "kv_bytes") if kind == "decode" else ("flops", "bytes")
-    out = {f: np.zeros((n_b, n_s), dtype=np.int64) for f in fields + ("memory_bytes",)}
-    step, lower, upper = (np.zeros((n_b, n_s)) for _ in range(3))
-    bound = np.empty((n_b, n_s), dtype=object)
-    for micro, idx in rows.items():
-        local = [int(batches[i]) // micro // analyzer.parallel.ep for i in idx]
-        grids = []
-        for s in range(pp):
-            stage_kw = dict(kw, analyzer=StageAnalyzer(shape, analyzer.parallel, s, micro))
-            if kind == "decode":
-                g = decode_grid(shape, local, lengths, roof, **stage_kw)
-                check_corners(shape, g, roof, **stage_kw)
-            else:
-                g = prefill_grid(shape, local, lengths, roof, **stage_kw)
-            grids.append(g)
-        t = np.stack([g.predicted_s for g in grids])
-        slowest = t.argmax(axis=0)
-
-        def pick(arrays):
-            return np.take_along_axis(np.stack(arrays), slowest[None], axis=0)[0]
-
-        step[idx] = t.sum(axis=0) + (micro - 1) * t.max(axis=0)
-        for name, target in (("predicted_lower_s", lower), ("predicted_upper_s", upper)):
-            a = np.stack([getattr(g, name) for g in grids])
-            target[idx] = a.sum(axis=0) + (micro - 1) * a.max(axis=0)
-        for f in fields:
-            out[f][idx] = pick([getattr(g, f) for g in grids])
-        out["memory_bytes"][idx] = np.stack([g.memory_bytes for g in grids]).max(axis=0)
-        bound[idx] = pick([np.asarray(g.bound, dtype=object) for g in grids])
-    floor = lower  # the pipeline at its floors
-    times = PipelineTimes(step, lower, upper, bound)
-    b, n = np.asarray(batches, dtype=np.int64), np.asarray(lengths, dtype=np.int64)
-    if kind == "decode":
-        return DecodeGrid(b, n, out["flops"], out["bytes"], out["weight_bytes"], out["kv_bytes"], floor,
-                          out["memory_bytes"], roof, kw.get("impl", "hf-eager"), times)
-    return PrefillGrid(b, n, out["flops"], out["bytes"], floor, out["memory_bytes"], roof, times)

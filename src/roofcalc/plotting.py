@@ -7,6 +7,7 @@ from pathlib import Path
 
 from .errors import RoofcalcError
 from .roofline import Roof, Roofline
+from .units import si, sig
 
 INDIGO = "#2b53d8"  # left of the measured ridge: memory-bound (the seed's colours)
 AMBER = "#b26a12"  # right of it: compute-bound
@@ -27,10 +28,7 @@ def check_plot_path(path: str) -> None:
 
 
 def _fmt_rate(x: float) -> str:
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if x >= scale:
-            return f"{x / scale:.3g} {prefix}FLOP/s"
-    return f"{x:.3g} FLOP/s"
+    return si(x, "FLOP/s")
 
 
 def plot_points(r: Roofline) -> list[dict]:
@@ -192,8 +190,6 @@ def roofline_figure(r: Roofline):
 
 
 def _sig(x: float) -> str:
-    from .report import sig
-
     return sig(x)
 
 

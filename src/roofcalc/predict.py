@@ -435,23 +435,29 @@ def _positive_size(x) -> bool:
     return x > 1
 
 
-def kernel_time(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_format: str = "", weight_bytes=1.0,
-                pessimistic: bool = False, depth=0, hop: str = "", launches=1):
-    """(expected seconds, bound) of one kernel instance: its fixed cost (once per device kernel it
-    ``launches``) plus the larger of its FLOPs over the achievable FLOP/s and its bytes over the
-    achievable bandwidth; a collective's fixed cost is its latency on its ``hop`` ("link" inside a node,
-    "network" across nodes). ``bound`` is one of KERNEL_BOUNDS: the largest of the three terms ("link"
-    for a collective's bytes)."""
+def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_format: str = "", weight_bytes=1.0,
+                 pessimistic: bool = False, depth=0, hop: str = "", launches=1):
+    """(work seconds, fixed seconds, compute-bound?) of one kernel instance, scalars or numpy arrays: its work
+    is the larger of its FLOPs over the achievable FLOP/s and its bytes over the achievable bandwidth; its
+    fixed cost is paid once per device kernel it ``launches``, a collective's is its latency on its ``hop``
+    ("link" inside a node, "network" across nodes)."""
     e_c, e_m = efficiencies(m, kind, rows, weight_format, pessimistic, weight_bytes, depth)
     t_c, t_m = t_compute / e_c, t_memory / e_m
     side = t_c > t_m
-    work = _maximum(t_c, t_m)
     if kind == "collective":
         fixed = m.latency[hop].pick(pessimistic) if hop else 0.0
-        by_work = "link"
     else:
         fixed = launches * m.fixed(kind, side, pessimistic)
-        by_work = _where(side, "compute", "memory")
+    return _maximum(t_c, t_m), fixed, side
+
+
+def kernel_time(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_format: str = "", weight_bytes=1.0,
+                pessimistic: bool = False, depth=0, hop: str = "", launches=1):
+    """(expected seconds, bound) of one kernel instance: its fixed cost plus its work (kernel_terms).
+    ``bound`` is one of KERNEL_BOUNDS: the largest term ("link" for a collective's bytes)."""
+    work, fixed, side = kernel_terms(m, t_compute, t_memory, kind, rows, weight_format, weight_bytes, pessimistic,
+                                     depth, hop, launches)
+    by_work = "link" if kind == "collective" else _where(side, "compute", "memory")
     return work + fixed, _where(fixed > work, "fixed", by_work)
 
 
@@ -537,6 +543,10 @@ class StepTimes:
     def predicted_lower_s(self):
         return self.floor_s
 
+    def holds(self, measured_s) -> bool:
+        """The one rule for "as predicted": a measured step inside [predicted_lower_s, predicted_upper_s]."""
+        return self.predicted_lower_s <= measured_s <= self.predicted_upper_s
+
     @property
     def memory_s(self):
         """The part of device_s spent in memory-bound kernels."""
@@ -577,17 +587,20 @@ def step_times(terms, m: KernelModel, impl: str, launches_per_step) -> StepTimes
     each paying its class's fixed cost) per kernel or per batch."""
     floor = device = upper = compute = comm = fixed = 0.0
     for count, t_c, t_m, kind, rows, wfmt, wbytes, depth, hop, n in terms:
-        t, bound = kernel_time(m, t_c, t_m, kind, rows, wfmt, wbytes, depth=depth, hop=hop, launches=n)
-        t_hi, _ = kernel_time(m, t_c, t_m, kind, rows, wfmt, wbytes, pessimistic=True, depth=depth, hop=hop,
-                              launches=n)
+        work, fix, side = kernel_terms(m, t_c, t_m, kind, rows, wfmt, wbytes, depth=depth, hop=hop, launches=n)
+        hi_work, hi_fix, _ = kernel_terms(m, t_c, t_m, kind, rows, wfmt, wbytes, pessimistic=True, depth=depth,
+                                          hop=hop, launches=n)
+        t = work + fix
         floor = floor + count * _maximum(t_c, t_m)
         device = device + count * t
-        upper = upper + count * t_hi
+        upper = upper + count * (hi_work + hi_fix)
         if kind == "collective":
             comm = comm + count * t
-        else:
-            compute = compute + count * _where(bound == "compute", t, 0.0)
-            fixed = fixed + count * _where(bound == "fixed", t, 0.0)
+        else:  # each kernel's time under its bound (kernel_time's rule), as numbers rather than words
+            by_fixed = fix > work
+            compute = compute + count * _where(side & ~by_fixed if _is_array(side, by_fixed) else side and not by_fixed,
+                                               t, 0.0)
+            fixed = fixed + count * _where(by_fixed, t, 0.0)
     ops = host_ops(impl, launches_per_step)
     per = host_seconds_per_op(m, impl)
     return StepTimes(_scalar(floor), _scalar(device), _scalar(upper), _scalar(ops * per.expected),

@@ -33,16 +33,11 @@ from dataclasses import dataclass, field
 
 from .calculator import Analysis, Workload, analyze, dtype
 from .errors import RoofcalcError
+from .measure import VIEW_OPS
 from .shapes import shape_from_config
 from .sources import load_config
 
 TORCH_DTYPES = ("fp32", "bf16", "fp16")
-VIEW_OPS = {"aten::view", "aten::_unsafe_view", "aten::transpose", "aten::unsqueeze", "aten::slice", "aten::expand",
-            "aten::t", "aten::detach", "aten::alias", "aten::select", "aten::permute", "aten::squeeze",
-            "aten::as_strided", "aten::split", "aten::unbind", "aten::lift_fresh", "aten::reshape", "aten::empty",
-            "aten::empty_like", "aten::empty_strided", "aten::contiguous", "aten::split_with_sizes", "aten::chunk",
-            "aten::narrow", "aten::_reshape_alias", "aten::resolve_conj", "aten::resolve_neg", "aten::result_type",
-            "aten::size", "aten::is_nonzero", "aten::item", "aten::_local_scalar_dense"}
 ATTENTION_OPS = ("scaled_dot_product", "aten::matmul", "aten::bmm", "aten::softmax", "aten::_softmax", "flash", "efficient")
 MARK = "roofcalc::"
 

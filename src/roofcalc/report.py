@@ -1,7 +1,7 @@
 """Turning an :class:`Analysis` into records, JSON, CSV and text tables.
 
 The JSON record (``to_record``) is the stable API; README.md documents its schema. The text
-formats show the same numbers, rounded with SI prefixes. Only this module formats numbers.
+formats show the same numbers, rounded with SI prefixes by ``roofcalc.units``, the one number formatter.
 """
 
 from __future__ import annotations
@@ -13,37 +13,16 @@ import math
 from typing import Any, Iterable
 
 from .calculator import Analysis, Cost, Kernel
-from .parallel import GATHERED_FAMILIES, WHOLE_ATTENTION
+from .parallel import GATHERED_FAMILIES, WHOLE_ATTENTION, TPSweep
 from .roofline import FLAG_MULTIPLE, Roof, Roofline
 from .shapes import PER_CHANNEL
-from .sweep import BatchVerdicts, Sweep
+from .sweep import BatchVerdicts, Sweep, step_batch_verdicts
+from .units import capacity, ms, pct, ratio, si, sig, us
 
 SCHEMA_VERSION = 3  # 2: predicted_s and the efficiency model; predicted_lower_s / predicted_upper_s are the floors and the
 # pessimistic end. 3: one overhead model: the launch model's fields (launch_overhead_s, t_launch_s, sum_launch_s, dominant,
 # launch_share_of_gap) are gone; a kernel's bound is memory, compute, link or fixed, with t_fixed_s beside it
 FORMATS = ("table", "markdown", "csv", "json")
-
-
-# --------------------------------------------------------------------------- numbers
-
-
-def si(value: float, unit: str = "", digits: int = 3) -> str:
-    """8388608 -> '8.39 M'; decimal prefixes (k = 1e3), as datasheets use."""
-    if value == 0:
-        return f"0 {unit}".rstrip()
-    if math.isinf(value):
-        return "inf"
-    prefixes = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
-    for scale, p in prefixes:
-        if abs(value) >= scale:
-            return f"{value / scale:.{digits}g} {p}{unit}"
-    return f"{value:.{digits}g} {unit}".rstrip()
-
-
-def ratio(value: float) -> str:
-    if math.isinf(value):
-        return "inf"
-    return f"{value:.3g}" if value < 1000 else f"{value:,.0f}"
 
 
 def _finite(x: float) -> float | None:
@@ -81,9 +60,9 @@ def model_record(a: Analysis) -> dict[str, Any]:
         "name": s.name,
         "model_type": s.model_type,
         "family": s.family,
-        "source": getattr(a, "source", "hand"),
+        "source": a.source,
         **({"bytes_view": a.view, "traced": a.note, "config_ignored": list(a.check.ignored),
-            "config_defaulted": dict(a.check.defaulted)} if getattr(a, "source", "") == "traced" else {}),
+            "config_defaulted": dict(a.check.defaulted)} if a.source == "traced" else {}),
         **({"family_defaults": dict(s.borrowed_defaults)} if s.borrowed else {}),
         **({"config_class_defaults": dict(s.class_defaults)} if s.class_defaults else {}),
         "n_layers": s.n_layers,
@@ -200,11 +179,11 @@ def to_record(a: Analysis | Roofline) -> dict[str, Any]:
         doc["hardware"] = hardware_record(r)
         doc["step"] = step_record(r)
         doc["points"] = point_records(r)
-    par = getattr(an, "parallel", None)
+    par = an.parallel
     if par is not None and par.gpus > 1:
         doc["parallel"] = {"tp": par.tp, "pp": par.pp, "ep": par.ep, "gpus": par.gpus, "per": "rank",
                            "model_params": an.full.params}
-    if getattr(an, "note_pipeline", None):
+    if an.note_pipeline:
         pipe, memory = an.note_pipeline
         doc["parallel"].update(per="stage", stage=an.stage, layers=list(an.layers), micro_batches=pipe.micro_batches,
                                batch=an.batch, stage_s=list(pipe.stage_s), step_s=pipe.step_s, bubble=pipe.bubble,
@@ -244,7 +223,7 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
               "each kernel reads and writes its tensors once, as a fused kernel would") + ")"
            + (f"; the config class ignored {', '.join(a.check.ignored)}" if a.check.ignored else "")
            + (f"; defaults taken: {', '.join(f'{k}={v}' for k, v in a.check.defaulted)}" if a.check.defaulted else "")]
-          if getattr(a, "source", "") == "traced" else []),
+          if a.source == "traced" else []),
         *([f"parallel  --tp {a.parallel.tp}: every number below is one rank's, of {a.parallel.gpus} GPUs "
            + (f"(transformers' tensor-parallel plan for {s.family}: qkv_proj and gate_up_proj column-parallel with "
               f"their outputs all-gathered, so every head and its KV cache run on every rank; o_proj and "
@@ -263,7 +242,7 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
            + ("every routed expert split on its width with one all-reduce after them, the router whole, "
               if s.moe is not None else "")
            + f"vocab-parallel embedding and lm_head); the model holds {a.full.params:,} parameters "
-           f"in all"] if getattr(a, "parallel", None) is not None and a.parallel.tp > 1 else []),
+           f"in all"] if a.parallel is not None and a.parallel.tp > 1 else []),
         *([f"parallel  --ep {a.parallel.ep}: every number below is one rank's, of {a.parallel.gpus} GPUs: "
            f"{s.moe.n_experts // a.parallel.ep} of the {s.moe.n_experts} routed experts"
            + (f" (each at 1/{a.parallel.tp} of its width: --ep {a.parallel.ep} groups of --tp {a.parallel.tp} ranks)"
@@ -273,8 +252,8 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
               else f"{w.batch} of the {w.batch * a.parallel.ep} sequences")
            + " (data-parallel attention); all-to-all "
            f"dispatch and combine around the experts; the model holds {a.full.params:,} parameters in all"]
-          if getattr(a, "parallel", None) is not None and a.parallel.ep > 1 else []),
-        *([pipeline_line(a)] if getattr(a, "note_pipeline", None) else []),
+          if a.parallel is not None and a.parallel.ep > 1 else []),
+        *([pipeline_line(a)] if a.note_pipeline else []),
         *([f"config    the text_config leaves {', '.join(k for k, _ in s.class_defaults)} to its config class, as "
            f"transformers does: {', '.join(f'{k}={v}' for k, v in s.class_defaults)}"] if s.class_defaults else []),
         *([f"family    read as {s.family} (--family); absent keys took {s.family}'s defaults: "
@@ -289,7 +268,7 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
         lines.append(f"experts   {n_moe} of {s.n_layers} layers: {e.n_experts} experts of width {e.d_expert}, top-{e.top_k}"
                      f"{shared}; weights read per step: {w.experts} ({a.params - a.active_params:,} parameters idle "
                      f"per token, {a.active_params:,} active)")
-    declared = f" (the checkpoint's quantization_config{', in text_config' if getattr(s, 'weight_format_where', '') else ''}{', the routed experts alone' if getattr(s, 'weight_scope', '') == 'experts' else ''})" if s.weight_format == w.weight_dtype.name else ""
+    declared = f" (the checkpoint's quantization_config{', in text_config' if s.weight_format_where else ''}{', the routed experts alone' if s.weight_scope == 'experts' else ''})" if s.weight_format == w.weight_dtype.name else ""
     group = "" if not w.weight_dtype.quantized else \
         ", one scale a row" if w.weight_group >= PER_CHANNEL else f", group {w.weight_group}"
     lines.append(f"size      {a.params:,} parameters, {a.weight_storage_bytes:,} bytes of weights ({w.weight_dtype.name}"
@@ -300,9 +279,9 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
             ("; the cache appended by concatenation (transformers' DynamicCache)"
              if w.cache_update == "concat" and not _states_only(a) else "")
     else:
-        traced = getattr(a, "source", "") == "traced"
+        traced = a.source == "traced"
         mask = "the model's own mask" if traced else "causal" if w.causal else "full rectangle (no causal discount)"
-        logits = "every position" if w.logits_all or getattr(a, "logits", "last") == "all" else "last token only"
+        logits = "every position" if w.logits_all or a.logits == "all" else "last token only"
         what = f"prefill, batch B={w.batch}{d('batch')}, prompt T={w.query_tokens}, {mask}, logits for {logits}" + \
             next((f" ({k.split(':', 1)[1]})" for k in defaulted if k.startswith("forward-why:")), "")
     lines.append(f"workload  {what}")
@@ -314,10 +293,6 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
     lines.append(f"dtypes    weights {w.weight_dtype.name}, activations {w.act_dtype.name}{act_why}, "
                  f"KV cache {w.kv_dtype.name}, compute {w.compute_dtype.name}{compute_why}")
     return lines
-
-
-def ms(seconds: float) -> str:
-    return sig(seconds * 1e3)
 
 
 def bound_words(st) -> str:
@@ -348,14 +323,6 @@ def host_words(r: Roofline) -> str:
     if st.impl == "cuda-graph":
         return f"one graph replay, {m.launch_s.expected * 1e6:.3g} us"
     return f"{st.launches_per_step} launches x {m.launch_s.expected * 1e6:.3g} us"
-
-
-def us(seconds: float | None) -> str:
-    return "" if seconds is None else f"{seconds * 1e6:.3g}"
-
-
-def pct(fraction: float | None) -> str:
-    return "" if fraction is None else f"{100 * fraction:.0f}%"
 
 
 def roof_lines(r: Roofline, defaults: Iterable[str] = ()) -> list[str]:
@@ -395,7 +362,7 @@ def _apart(x: float, y: float) -> tuple[str, str]:
 def slope_words(r: Roofline) -> str:
     """Distance 2 in words: what batching can do at this context, as the sweep's verdicts say it."""
     st, roof_name = r.step, "measured" if r.measured else "nominal"
-    v = r.batching()
+    v = step_batch_verdicts(r)
     if v is None:  # prefill: more tokens per step, not more sequences
         return (f"the ridge is {st.batching_headroom:.3g}x further right; a longer prompt or more sequences per step "
                 f"raise the AI toward it")
@@ -425,8 +392,8 @@ def pipeline_line(a) -> str:
 
 def _states_only(a) -> bool:
     """A traced model whose cache holds no keys and values, only recurrent states (Mamba, xLSTM)."""
-    return getattr(a, "source", "") == "traced" and a.kv_bytes_per_token == 0 and \
-        getattr(a, "traced_cache_bytes", 0) > 0
+    return a.source == "traced" and a.kv_bytes_per_token == 0 and \
+        a.traced_cache_bytes > 0
 
 
 def memory_line(r: Roofline) -> str:
@@ -434,10 +401,10 @@ def memory_line(r: Roofline) -> str:
     a, w = r.analysis, r.analysis.workload
     need, kv = r.memory_bytes, r.memory_bytes - a.weight_storage_bytes
     # a pipeline stage holds the cache of the step's sequences (its ranks' share of them), not one micro-batch's
-    cached = a.batch // a.parallel.ep if hasattr(a, "micro_batches") else w.batch
+    cached = a.cached_sequences
     # a traced hybrid's (or a state-space model's) recurrent states: the same size at every length (none where
     # a sliding window holds fewer positions than the context)
-    states = kv - a.kv_bytes_per_token * cached * w.kv_len if getattr(a, "source", "") == "traced" else 0
+    states = kv - a.kv_bytes_per_token * cached * w.kv_len if a.source == "traced" else 0
     states = max(states, 0)
     cache = (f"{si(kv - states, 'B')} of KV cache ({cached:,} x {w.kv_len:,} positions)" if kv > states else "")
     if states > 0:
@@ -451,18 +418,6 @@ def memory_line(r: Roofline) -> str:
     return what + f": does NOT fit in {capacity(r.capacity_bytes)} (weights + KV cache only; pass --memory to change it)"
 
 
-def sig(x: float, digits: int = 3) -> str:
-    """``digits`` significant digits and never an exponent: 0.0384, 26.2, 1,550, 13,900."""
-    if x == 0:
-        return "0"
-    if not math.isfinite(x):
-        return "inf"
-    places = digits - 1 - math.floor(math.log10(abs(x)))
-    if places <= 0:
-        return f"{round(x, places):,.0f}"
-    return f"{x:.{places}f}"
-
-
 def time_column(name: str, seconds: list[float | None]) -> tuple[str, list[str]]:
     """A column of times in one unit, the one that suits its largest value (us, or ms from 10 ms)."""
     values = [t for t in seconds if t is not None]
@@ -472,7 +427,7 @@ def time_column(name: str, seconds: list[float | None]) -> tuple[str, list[str]]
 
 # (header, priority): on a narrow terminal the highest priorities go first; 0 always stays
 KERNEL_COLUMNS = {"kernel": 0, "count": 0, "shape": 4, "FLOPs": 2, "bytes": 1, "weights": 5, "activations": 5,
-                  "KV cache": 5, "AI": 1, "% step bytes": 3, "floor": 1, "eff": 2, "expected": 0, "launches": 4,
+                  "KV cache": 5, "AI": 1, "% step bytes": 3, "floor": 1, "eff": 1, "expected": 0, "launches": 4,
                   "fixed": 4, "bound": 1, "measured": 0, "% roof": 3, "x floor": 1, "error": 1, "flag": 0}
 
 
@@ -531,6 +486,28 @@ def measured_label(p) -> str:
     return f"above {FLAG_MULTIPLE:g}x " + ("its fixed cost" if p.t_fixed_s > p.t_floor_s else "its floor")
 
 
+def wrap_lines(lines: list[str], width: int | None) -> list[str]:
+    """Prose lines wrapped on words to ``width`` (None: as they are), each continuation indented to where
+    its line's text starts after the label ("roof      ", "  fits      ", "  1 "). Tables are fitted by
+    their columns (fit_columns), not wrapped."""
+    if width is None:
+        return lines
+    import re
+    import textwrap
+
+    out = []
+    for line in lines:
+        if len(line) <= width or "\n" in line:  # a table (the record table) is fitted, not wrapped
+            out.append(line)
+            continue
+        label = re.match(r" *\S+ {2,}| *\d+ ", line)  # "roof      ", "  fits      ", "  1 "
+        lead = len(line) - len(line.lstrip())
+        indent = len(label.group(0)) if label and len(label.group(0)) <= 12 else lead + 2 if lead else 0
+        out += textwrap.wrap(line, width, subsequent_indent=" " * indent, break_long_words=False,
+                             break_on_hyphens=False) or [line]
+    return out
+
+
 def fit_columns(cols, width: int | None):
     """Drop the least important columns (highest priority first, rightmost first) until the
     'simple' table fits ``width`` characters; None keeps every column."""
@@ -538,8 +515,9 @@ def fit_columns(cols, width: int | None):
         return cols
     cols = list(cols)
 
-    def table_width(cs):
-        return sum(max(len(h), *(len(c) for c in cells)) for h, _, cells in cs) + 2 * (len(cs) - 1)
+    def table_width(cs):  # tabulate pads each header by 2 (its MIN_PADDING); a cell's lines wrap it
+        return sum(max(len(h) + 2, *(len(line) for c in cells for line in c.split("\n"))) for h, _, cells in cs) \
+            + 2 * (len(cs) - 1)
 
     while table_width(cols) > width:
         worst = max(range(len(cols)), key=lambda i: (cols[i][1], i))
@@ -632,10 +610,12 @@ def to_text(r: Roofline, fmt: str = "table", defaults: Iterable[str] = (), recor
     if fmt == "markdown":
         head, foot = [f"- {line}" for line in head], [f"- {line}" if line and not line.startswith(("|", "-" * 3)) else line
                                                         for line in foot]
-    elif width is not None and len(headers) < len(KERNEL_COLUMNS) - (0 if any(
-            p.measured_s is not None for p in r.step.placements) else 5):
-        foot.append(f"columns   {len(headers)} shown to fit {width} columns; --wide shows all (Markdown, CSV and "
-                    f"JSON always have all)")
+    else:
+        if width is not None and len(headers) < len(KERNEL_COLUMNS) - (0 if any(
+                p.measured_s is not None for p in r.step.placements) else 5):
+            foot.append(f"columns   {len(headers)} shown to fit {width} columns; --wide shows all (Markdown, CSV and "
+                        f"JSON always have all)")
+        head, foot = wrap_lines(head, width), wrap_lines(foot, width)
     return "\n".join(head + ["", table, ""] + foot) + "\n"
 
 
@@ -666,8 +646,8 @@ def render(r: Roofline | Sweep, fmt: str = "table", defaults: Iterable[str] = ()
            width: int | None = None) -> str:
     if isinstance(r, Sweep):
         return render_sweep(r, fmt, defaults, width)
-    if type(r).__name__ == "TPSweep":
-        return render_tp_sweep(r, fmt, defaults)
+    if isinstance(r, TPSweep):
+        return render_tp_sweep(r, fmt, defaults, width)
     if fmt == "json":
         return to_json(r) + "\n"
     if fmt == "csv":
@@ -676,15 +656,6 @@ def render(r: Roofline | Sweep, fmt: str = "table", defaults: Iterable[str] = ()
 
 
 # --------------------------------------------------------------------------- sweeps
-
-
-def capacity(nbytes: float) -> str:
-    """A memory capacity in the unit it was most likely given in: '80 GiB' for a whole number of
-    GiB (DRAM capacities are binary), else decimal: '80 GB'."""
-    gib = nbytes / 2 ** 30
-    if gib >= 1 and gib == int(gib):
-        return f"{int(gib)} GiB"
-    return f"{nbytes / 1e9:.4g} GB"
 
 
 def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
@@ -767,7 +738,7 @@ def sweep_record(sw: Sweep) -> dict[str, Any]:
     head = sw.header_analysis()
     doc = {"schema_version": SCHEMA_VERSION, "model": model_record(head), "workload": workload,
            "hardware": hw, "points": sweep_point_records(sw), "verdicts": [verdict_record(v) for v in sw.verdicts]}
-    par = getattr(head, "parallel", None)
+    par = head.parallel
     if par is not None and par.gpus > 1:  # every point is one rank's (a pipeline's: see "step")
         doc["parallel"] = {"tp": par.tp, "pp": par.pp, "ep": par.ep, "gpus": par.gpus, "per": "rank",
                            "model_params": head.full.params, "batch": "the step's sequences, over all ranks"}
@@ -852,7 +823,7 @@ def verdict_lines(sw: Sweep) -> list[str]:
 def sweep_header_lines(sw: Sweep, defaults: Iterable[str] = ()) -> list[str]:
     lines = [line for line in header_lines(sw.header_analysis(), defaults, swept_batch=True)
              if not line.startswith("workload")]
-    if hasattr(sw.analyzer, "describe"):
+    if sw.analyzer is not None and sw.analyzer.describe is not None:
         lines.insert(next((i + 1 for i, line in enumerate(lines) if line.startswith("parallel")), 1),
                      sw.analyzer.describe())
     g = sw.grid
@@ -926,6 +897,8 @@ def render_sweep(sw: Sweep, fmt: str = "table", defaults: Iterable[str] = (), wi
     if fmt == "markdown":
         head = [f"- {line}" for line in head]
         foot = [f"- {line.strip()}" for line in foot]
+    elif fmt == "table":
+        head, foot = wrap_lines(head, width), wrap_lines(foot, width)
     return "\n".join(head + ["", table, ""] + foot) + "\n"
 
 
@@ -954,7 +927,7 @@ def profile_lines(p, r: Roofline) -> list[str]:
         f"(min {ms(min(p.step_times_s))}, max {ms(max(p.step_times_s))})",
         f"predicted TPOT {ms(st.predicted_s)} ms (range {ms(st.predicted_lower_s)} to {ms(st.predicted_upper_s)} ms); "
         f"measured {ms(p.tpot_s)} ms: {100 * err:+.0f}% "
-        + ("(inside the range)" if st.predicted_lower_s <= p.tpot_s <= st.predicted_upper_s else "(outside the range)"),
+        + ("(inside the range)" if st.times.holds(p.tpot_s) else "(outside the range)"),
         f"device    predicted {ms(t.device_s)} ms of kernels; the profiled step's ops sum to {ms(p.kernel_sum_s)} ms "
         f"in roofcalc's kernels + {ms(p.other_s)} ms outside them",
         f"host      predicted {ms(t.host_s)} ms ({host_words(r)}); measured TPOT less the ops: {ms(outside)} ms "
@@ -977,11 +950,15 @@ def profile_lines(p, r: Roofline) -> list[str]:
 
 # --------------------------------------------------------------------------- a sweep over --tp
 
-TP_COLUMNS = (("tp", "tp", str), ("memory per GPU GB", "memory_bytes", lambda x: sig(x / 1e9)), ("fits", "fits", None),
-              ("step ms", "step_s", lambda x: sig(x * 1e3)), ("communication ms", "comm_s", lambda x: sig(x * 1e3)),
-              ("communication %", "comm_share", lambda x: f"{100 * x:.1f}"),
-              ("tokens/s", "tokens_per_s", lambda x: sig(x)), ("tokens/s per GPU", "tokens_per_s_per_gpu", lambda x: sig(x)),
-              ("bound", "bound", str))
+# (CSV header, value, cell, table header, priority: on a narrow terminal the highest go first; 0 stays)
+TP_COLUMNS = (("tp", "tp", str, "tp", 0),
+              ("memory per GPU GB", "memory_bytes", lambda x: sig(x / 1e9), "GB per GPU", 0),
+              ("fits", "fits", None, "fits", 0), ("step ms", "step_s", lambda x: sig(x * 1e3), "step ms", 0),
+              ("communication ms", "comm_s", lambda x: sig(x * 1e3), "comm ms", 2),
+              ("communication %", "comm_share", lambda x: f"{100 * x:.1f}", "comm %", 1),
+              ("tokens/s", "tokens_per_s", lambda x: sig(x), "tokens/s", 0),
+              ("tokens/s per GPU", "tokens_per_s_per_gpu", lambda x: sig(x), "per GPU", 1),
+              ("bound", "bound", str, "bound", 1))
 
 
 def _tp_value(p, key):
@@ -1004,7 +981,7 @@ AXIS_WORDS = {
 def tp_sweep_record(tps) -> dict[str, Any]:
     first = tps.points[0].result
     a = first.analysis
-    full = getattr(a, "full", None) or a
+    full = a.full or a
     stop = tps.stops_paying
     return {
         "schema_version": SCHEMA_VERSION, "model": model_record(full), "workload": workload_record(a),
@@ -1024,7 +1001,7 @@ def tp_sweep_record(tps) -> dict[str, Any]:
     }
 
 
-def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = ()) -> str:
+def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = (), width: int | None = None) -> str:
     from tabulate import tabulate
 
     if fmt == "json":
@@ -1032,14 +1009,18 @@ def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = ()) -> st
     rows = []
     for p in tps.points:
         row = []
-        for _, key, show in TP_COLUMNS:
+        for _, key, show, _, _ in TP_COLUMNS:
             v = _tp_value(p, key)
             row.append(("unknown" if v is None else "yes" if v else "NO") if key == "fits" else show(v))
         rows.append(row)
-    headers = [tps.axis if h == "tp" else h for h, _, _ in TP_COLUMNS]
+    headers = [tps.axis if h == "tp" else h for h, *_ in TP_COLUMNS]
+    short = [tps.axis if c[3] == "tp" else c[3] for c in TP_COLUMNS]
+    priorities = [c[4] for c in TP_COLUMNS]
     fixed = [f"--{a} {getattr(tps.base, a)}" for a in ("tp", "pp", "ep") if a != tps.axis and getattr(tps.base, a) > 1]
     if fixed:  # the GPUs are more than the swept size
-        headers.insert(1, "GPUs")
+        for names in (headers, short):
+            names.insert(1, "GPUs")
+        priorities.insert(1, 0)
         for row, p in zip(rows, tps.points):
             row.insert(1, str(p.gpus))
     if fmt == "csv":
@@ -1050,7 +1031,7 @@ def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = ()) -> st
         return buf.getvalue()
     first = tps.points[0].result
     a = first.analysis
-    full = getattr(a, "full", None) or a
+    full = a.full or a
     hw = first.hardware
     link = f"link {sig(hw.link_bytes_per_s / 1e9)} GB/s a direction ({hw.link})" if hw.link_bytes_per_s else \
         "no link figure"
@@ -1060,7 +1041,13 @@ def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = ()) -> st
     lines.append(f"parallel  {AXIS_WORDS[tps.axis]}"
                  + (f", each with {' and '.join(fixed)}" if fixed else "")
                  + "; communication: the collectives' expected time, and its share of the device time")
-    table = tabulate(rows, headers=headers, tablefmt="pipe" if fmt == "markdown" else "simple", disable_numparse=True)
+    if fmt == "markdown":
+        table = tabulate(rows, headers=headers, tablefmt="pipe", disable_numparse=True)
+    else:
+        cols = fit_columns([(h, pr, [row[i] for row in rows]) for i, (h, pr) in enumerate(zip(short, priorities))],
+                           width)
+        table = tabulate([list(r) for r in zip(*(cells for _, _, cells in cols))], headers=[h for h, _, _ in cols],
+                         tablefmt="simple", disable_numparse=True)
     first_fit = next((p for p in tps.points if p.fits), None)
     swept = ", ".join(str(p.tp) for p in tps.points)
     where = "none" if first_fit is None else \
@@ -1074,4 +1061,83 @@ def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = ()) -> st
     else:
         verdicts.append(f"  scaling   every step up in --{tps.axis} makes the step at least {100 * tps.min_gain:.0f}% "
                         f"faster")
+    if fmt == "table":
+        lines, verdicts = wrap_lines(lines, width), wrap_lines(verdicts, width)
     return "\n".join(lines) + "\n\n" + table + "\n\n" + "\n".join(verdicts) + "\n"
+
+
+# --------------------------------------------------------------------------- the catalogs
+
+
+def _listing(cols, width: int | None, notes: list[str]) -> str:
+    """A catalog as a table that gives way column by column to ``width``, with its notes wrapped."""
+    from tabulate import tabulate
+
+    shown = fit_columns(cols, width)
+    headers = [h for h, _, _ in shown]
+    rows = [list(row) for row in zip(*(cells for _, _, cells in shown))]
+    table = tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
+    if len(shown) < len(cols):
+        notes = notes + [f"columns   {len(shown)} of {len(cols)} shown to fit {width} columns; --wide shows all"]
+    return table + "\n\n" + "\n".join(wrap_lines(notes, width)) + "\n"
+
+
+def hardware_table(catalog, width: int | None = None) -> str:
+    """``roofcalc hardware``: every entry's roof and memory; the rarer dtypes and the aliases give way first."""
+    from .hardware import COMPUTE_DTYPES
+
+    def peak(hw, d):
+        return f"{hw.peak_flop_per_s[d] / 1e12:.4g}" if d in hw.peak_flop_per_s else ""
+
+    main = ["fp16" if "fp16" in hw.peak_flop_per_s else "bf16" for hw in catalog]
+    priority = {"fp32": 2, "tf32": 4, "fp16": 0, "bf16": 0, "fp8": 1, "int8": 3}
+    cols = [("name", 0, [hw.name for hw in catalog]),
+            ("GB/s", 0, [f"{hw.bandwidth_bytes_per_s / 1e9:.4g}" for hw in catalog]),
+            *((f"{d} TFLOP/s", priority[d], [peak(hw, d) for hw in catalog]) for d in COMPUTE_DTYPES),
+            ("ridge FLOP/B", 1, [f"{hw.ridge(m):.0f} ({m})" for hw, m in zip(catalog, main)]),
+            ("memory", 0, [hw.memory or ("" if hw.memory_bytes is None else f"{hw.memory_bytes / 1e9:.4g}GB")
+                           for hw in catalog]),
+            ("link GB/s", 2, ["" if hw.link_bytes_per_s is None else f"{hw.link_bytes_per_s / 1e9:.4g}"
+                              for hw in catalog]),
+            ("aliases", 5, [", ".join(hw.aliases) for hw in catalog])]
+    return _listing(cols, width, [
+        "Dense datasheet peaks (no 2:4 sparsity); GeForce fp16/bf16 with fp32 accumulate. Memory is the card's "
+        "capacity (GiB = 2^30 bytes); link: one direction of its NVLink or PCIe link, for --tp. Names and aliases "
+        "match case-insensitively.",
+        "Each entry's source is printed in the report header and kept in the JSON output."])
+
+
+def _name_lines(names, room: int) -> str:
+    """Names joined by commas in lines of at most ``room`` characters, a line break between names; a name
+    longer than the room breaks after a hyphen or slash."""
+    import re
+
+    lines, line = [], ""
+    for i, name in enumerate(names):
+        word = name + ("," if i < len(names) - 1 else "")
+        for part in re.findall(r".{1,%d}(?:[-/]|$)|.{1,%d}" % (room - 1, room), word) if len(word) > room else [word]:
+            if line and len(line) + 1 + len(part) > room:
+                lines.append(line)
+                line = part
+            else:
+                line = f"{line} {part}" if line and not line.endswith(("-", "/")) else line + part
+    return "\n".join(lines + [line])
+
+
+def models_table(catalog, families, width: int | None = None) -> str:
+    """``roofcalc models``: the offline catalog; long alias lists wrap to the terminal's width."""
+    cols = [("hub id", 0, [e.hub_id for e in catalog]), ("model_type", 1, [e.config["model_type"] for e in catalog]),
+            ("parameters", 0, [f"{e.params_total:,}" for e in catalog]),
+            ("active per token", 2, ["" if e.params_active is None else f"{e.params_active:,}" for e in catalog])]
+    aliases = [", ".join(e.aliases) for e in catalog]
+    if width is not None:  # the aliases take the room the other columns leave (at least 20), wrapped on commas
+        used = [max(len(h) + 2, *(len(c) for c in cells)) + 2 for h, _, cells in cols]
+        room = width - sum(used)
+        if room < 20:  # the active parameters give way to the names a user types
+            cols, room = cols[:3], room + used[3]
+        aliases = [_name_lines(e.aliases, max(room, 20)) for e in catalog]
+    cols.append(("aliases", 1, aliases))
+    return _listing(cols, width, [
+        "Names match exactly (case-insensitive); any other hub id is read from the HF cache or the hub.",
+        f"Hand-modelled families: {', '.join(families)}. Any other model_type transformers knows is read by tracing "
+        f"its modeling code (needs the [torch] extra; --trace forces it)."])

@@ -498,19 +498,6 @@ class Roofline:
     def fits(self) -> bool | None:
         return None if self.capacity_bytes is None else self.memory_bytes <= self.capacity_bytes
 
-    def batching(self):
-        """What batching does at this context, decode only: the sweep's own verdicts
-        (:func:`roofcalc.sweep.batch_verdicts`) at this context, so both say the same."""
-        from .sweep import batch_verdicts
-
-        w = self.analysis.workload
-        if w.phase != "decode":
-            return None
-        kw = dict(weight_dtype=w.weight_dtype, act_dtype=w.act_dtype, kv_dtype=w.kv_dtype, group_size=w.group_size,
-                  experts=w.experts, mla=w.mla, cache_update=w.cache_update)
-        return batch_verdicts(self.analysis.shape, [w.kv_len], self.roof, self.capacity_bytes, impl=self.step.impl,
-                              model=self.model, **kw)[0]
-
 
 def roofline(analysis: Analysis, hardware: Hardware, *, measured_bw: float | None = None,
              measured_flops: float | None = None, measured_profile: Hardware | None = None,

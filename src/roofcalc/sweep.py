@@ -24,11 +24,11 @@ import math
 from dataclasses import dataclass, fields
 
 from .calculator import (MAX_BATCH, MAX_TOKENS, Cost, Workload, _layer_groups, analyze, decoder_layer, kv_cache_bytes,
-                         model_head, touched_experts)
+                         model_head, touched_experts, traced_expert_bytes)
 from .errors import RoofcalcError
 from .inputs import MAX_GRID_POINTS, check_sizes
 from .predict import KernelModel, StepTimes, ideal, step_times
-from .parallel import link_bytes
+from .parallel import PipelineAnalyzer, StageAnalyzer, link_bytes
 from .roofline import Roof, launches, place, weight_format
 from .shapes import ModelShape
 
@@ -70,14 +70,6 @@ def expert_weight_bytes(shape: ModelShape, wl: Workload):
         return sum(count * round(touched * per) for count, per in parts)
 
     return x
-
-
-def traced_expert_bytes(expert_weights: tuple, tokens: int, mode: str) -> int:
-    """Bytes of expert weights a traced kernel reads when ``tokens`` tokens are routed: each weight's
-    full bytes times the share of experts they reach, rounded as the trace rounds them."""
-    n_exp, top_k, fulls = expert_weights
-    share = touched_experts(n_exp, top_k, tokens, mode) / n_exp
-    return sum(round(full * share) for full in fulls)
 
 
 class _Fits:
@@ -207,7 +199,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
     # same at every context; evaluated once per batch
     if shape.moe and analyzer is None:
         per_batch = {int(bb): _step_kernels(shape, Workload.decode(int(bb), 1, **workload_kw)) for bb in b[:, 0]}
-    elif shape.moe and not getattr(analyzer, "traced", True):  # one rank's experts (--tp): its own analysis
+    elif shape.moe and not analyzer.traced:  # one rank's experts (--tp): its own analysis
         per_batch = {int(bb): kernels_of(Workload.decode(int(bb), s0, **workload_kw)) for bb in b[:, 0]}
     else:
         per_batch = {}
@@ -259,7 +251,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
     if analyzer is None:
         weights_in_memory = sum(count * k.param_bytes for k, count, _ in probe[(1, 1)])
         memory = weights_in_memory + kv_cache_bytes(shape, base.kv_dtype, b, s)
-    elif hasattr(analyzer, "memory_grid"):  # one rank's weights and cache, exactly
+    elif analyzer.memory_grid is not None:  # one rank's weights and cache, exactly
         memory = analyzer.memory_grid(b, s, **workload_kw)
     else:  # weights + the traced cache, bilinear like the costs
         c00, c10, c01, c11 = _bilinear(*(analyzer(Workload.decode(bb, ss, **workload_kw)).memory_bytes
@@ -312,6 +304,18 @@ def _first_batch(holds, top: int = MAX_BATCH) -> int | None:
     return hi
 
 
+def step_batch_verdicts(r) -> BatchVerdicts | None:
+    """What batching does at a single step's context (a :class:`roofcalc.roofline.Roofline`), decode only:
+    the sweep's own verdicts at that context, so the single report and a sweep say the same."""
+    w = r.analysis.workload
+    if w.phase != "decode":
+        return None
+    kw = dict(weight_dtype=w.weight_dtype, act_dtype=w.act_dtype, kv_dtype=w.kv_dtype, group_size=w.group_size,
+              experts=w.experts, mla=w.mla, cache_update=w.cache_update)
+    return batch_verdicts(r.analysis.shape, [w.kv_len], r.roof, r.capacity_bytes, impl=r.step.impl, model=r.model,
+                          **kw)[0]
+
+
 def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: float | None = None, *,
                    impl: str = "hf-eager", min_gain: float = DEFAULT_MIN_GAIN,
                    model: KernelModel | None = None, analyzer=None, **workload_kw) -> list[BatchVerdicts]:
@@ -321,7 +325,7 @@ def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: floa
         raise RoofcalcError(f"the doubling gain must lie between 0 and 100%, got {100 * min_gain:g}%")
     kw = dict(impl=impl, model=model, analyzer=analyzer, **workload_kw)
     two = decode_grid(shape, [1, 2], contexts, roof, **kw)
-    top = MAX_BATCH // getattr(analyzer, "scale", 1)  # --ep: a batch of b is b·scale sequences in all
+    top = MAX_BATCH // (analyzer.scale if analyzer is not None else 1)  # --ep: a batch of b is b·scale sequences in all
     ladder = [1 << k for k in range(top.bit_length())]  # 1, 2, 4, … top
     while True:  # huge models at huge contexts: stop the ladder where 64-bit counts would overflow
         try:
@@ -334,7 +338,7 @@ def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: floa
     tps = lad.tokens_per_s
     if analyzer is None:
         x = expert_weight_bytes(shape, Workload.decode(1, 1, **workload_kw))  # x(B): 0 for a dense model
-    elif not getattr(analyzer, "traced", True):  # one rank's (--tp, --ep): its expert kernels at that batch
+    elif not analyzer.traced:  # one rank's (--tp, --ep): its expert kernels at that batch
         s0 = _probe_contexts(contexts, analyzer)
 
         def x(tokens: int) -> int:
@@ -415,7 +419,7 @@ def prefill_grid(shape: ModelShape, batches, prompts, roof: Roof, *, impl: str =
     if len(batches) * len(prompts) > MAX_PREFILL_POINTS:  # each point is one whole step (attention is not linear in P)
         raise RoofcalcError(f"{len(batches) * len(prompts):,} prefill points is too many (at most "
                             f"{MAX_PREFILL_POINTS:,}: each is a whole step); sweep fewer batches or prompts")
-    if analyzer is not None and getattr(analyzer, "traced", True) and len(batches) * len(prompts) > MAX_TRACED_PREFILLS:
+    if analyzer is not None and analyzer.traced and len(batches) * len(prompts) > MAX_TRACED_PREFILLS:
         raise RoofcalcError(f"a traced prefill sweep traces every point: {len(batches) * len(prompts):,} is more "
                             f"than {MAX_TRACED_PREFILLS}; sweep fewer batches or prompts")
     shp = (len(batches), len(prompts))
@@ -485,14 +489,12 @@ def request_grid(shape: ModelShape, batches, prompts, generate: int, roof: Roof,
     check_sizes([generate], "generated tokens", MAX_TOKENS)
     kw = dict(impl=impl, model=model, analyzer=analyzer, **workload_kw)
     pipelined = _pipelined(analyzer)
-    if analyzer is not None and not getattr(analyzer, "traced", True):  # each prompt's row checked at its corners
+    if analyzer is not None and not analyzer.traced:  # each prompt's row checked at its corners
         rows = len(prompts) * (analyzer.parallel.pp if pipelined else 1)
         if rows > MAX_RANK_REQUEST_ROWS:
             raise RoofcalcError(f"{len(prompts):,} prompts" + (f" x {analyzer.parallel.pp} stages" if pipelined else "")
                                 + f" is more than {MAX_RANK_REQUEST_ROWS} rows for a request sweep over GPUs; "
                                   f"sweep fewer prompts")
-    if pipelined:  # each step through the stages (pipeline_grid checks its stages' corners)
-        from .parallel import pipeline_grid
     pre = pipeline_grid("prefill", shape, batches, prompts, roof, **kw) if pipelined else \
         prefill_grid(shape, batches, prompts, roof, **kw)
     decode = np.zeros(pre.ttft_s.shape)
@@ -576,7 +578,7 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
     if capacity_bytes is None:
         capacity_bytes = (measured_profile.memory_bytes if measured_profile else None) or hardware.memory_bytes
     kw = dict(impl=impl, model=model, analyzer=analyzer, **workload_kw)
-    scale = getattr(analyzer, "scale", 1)  # --ep: a rank runs B/scale of the step's B sequences
+    scale = analyzer.scale if analyzer is not None else 1  # --ep: a rank runs B/scale of the step's B sequences
     if scale > 1:
         odd = [b for b in batches if b % scale]
         if odd:
@@ -585,8 +587,7 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
         batches = [b // scale for b in batches]
     verdicts: tuple[BatchVerdicts, ...] = ()
     if _pipelined(analyzer):
-        from .parallel import pipeline_grid  # no verdicts: the pipeline's step is not linear in the batch
-
+        # no verdicts: the pipeline's step is not linear in the batch
         if generate is not None:
             kind, grid = "request", request_grid(shape, batches, prompts, generate, roof, **kw)
         else:
@@ -613,7 +614,7 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
 
 def _pipelined(analyzer) -> bool:
     """A sweep over a pipeline (``--pp``): its steps combine the stages' grids."""
-    return getattr(analyzer, "parallel", None) is not None and analyzer.parallel.pp > 1
+    return analyzer is not None and analyzer.parallel is not None and analyzer.parallel.pp > 1
 
 
 def check_corners(shape: ModelShape, grid: DecodeGrid, roof: Roof, *, impl: str,
@@ -632,7 +633,7 @@ def check_corners(shape: ModelShape, grid: DecodeGrid, roof: Roof, *, impl: str,
     for i, j in sorted(points):
         wl = Workload.decode(int(grid.batches[i]), int(grid.contexts[j]), **workload_kw)
         # one rank's analyzer has the single step's own analysis (its rows merged), the trace only itself
-        a = getattr(analyzer, "single", analyzer)(wl) if analyzer is not None else analyze(shape, wl)
+        a = analyzer.single(wl) if analyzer is not None else analyze(shape, wl)
         st = place(a, roof, impl=impl, model=model).times
         checks = [(name, getattr(st, name), float(getattr(grid.times, name)[i, j]))
                   for name in ("predicted_s", "predicted_lower_s", "predicted_upper_s")]
@@ -642,8 +643,76 @@ def check_corners(shape: ModelShape, grid: DecodeGrid, roof: Roof, *, impl: str,
         for name, want, got in checks:
             if not math.isclose(want, got, rel_tol=1e-9):
                 where = f"B={grid.batches[i]}, S={grid.contexts[j]}"
-                if analyzer is not None and getattr(analyzer, "traced", True):
+                if analyzer is not None and analyzer.traced:
                     raise RoofcalcError(f"the traced costs are not bilinear over this sweep ({name} at {where}: the "
                                         f"fit {got:.6g}, a direct trace {want:.6g}); a sliding window or another "
                                         f"change of program lies inside it: sweep contexts on one side of it")
                 raise AssertionError(f"sweep corner {where}: {name} {got!r} differs from the single step's {want!r}")
+
+
+# --------------------------------------------------------------------------- pipelines
+
+
+@dataclass(frozen=True)
+class PipelineTimes:
+    """A pipeline's step at every point: Σ stages + (M − 1) · the slowest, for the expected times, the
+    floors and the pessimistic ends alike; bound: the slowest stage's."""
+
+    predicted_s: object
+    predicted_lower_s: object
+    predicted_upper_s: object
+    bound: object
+
+
+def pipeline_grid(kind: str, shape: ModelShape, batches, lengths, roof, *, analyzer: PipelineAnalyzer, **kw):
+    """Decode steps (``kind`` "decode", ``lengths`` the contexts) or prefills ("prefill", the prompts) of
+    the pipeline at every point: each stage's grid on its micro-batches (exact, as every grid), combined
+    as the single step combines its stages. The times (floor, expected, upper) are the whole
+    pipeline's; the FLOPs, bytes and bound the slowest stage's on one micro-batch (what one GPU runs
+    at that pace), the memory the largest stage's."""
+    import numpy as np
+
+    pp = analyzer.parallel.pp
+    if kind == "prefill" and len(batches) * len(lengths) * pp > MAX_PREFILL_POINTS:
+        raise RoofcalcError(f"{len(batches) * len(lengths):,} prefill points x {pp} stages is too many (at most "
+                            f"{MAX_PREFILL_POINTS:,} stage steps); sweep fewer batches or prompts")
+    rows: dict[int, list[int]] = {}
+    for i, b in enumerate(batches):
+        rows.setdefault(analyzer.micro(int(b)), []).append(i)
+    n_b, n_s = len(batches), len(lengths)
+    fields = ("flops", "bytes", "weight_bytes", "kv_bytes") if kind == "decode" else ("flops", "bytes")
+    out = {f: np.zeros((n_b, n_s), dtype=np.int64) for f in fields + ("memory_bytes",)}
+    step, lower, upper = (np.zeros((n_b, n_s)) for _ in range(3))
+    bound = np.empty((n_b, n_s), dtype=object)
+    for micro, idx in rows.items():
+        local = [int(batches[i]) // micro // analyzer.parallel.ep for i in idx]
+        grids = []
+        for s in range(pp):
+            stage_kw = dict(kw, analyzer=StageAnalyzer(shape, analyzer.parallel, s, micro))
+            if kind == "decode":
+                g = decode_grid(shape, local, lengths, roof, **stage_kw)
+                check_corners(shape, g, roof, **stage_kw)
+            else:
+                g = prefill_grid(shape, local, lengths, roof, **stage_kw)
+            grids.append(g)
+        t = np.stack([g.predicted_s for g in grids])
+        slowest = t.argmax(axis=0)
+
+        def pick(arrays):
+            return np.take_along_axis(np.stack(arrays), slowest[None], axis=0)[0]
+
+        step[idx] = t.sum(axis=0) + (micro - 1) * t.max(axis=0)
+        for name, target in (("predicted_lower_s", lower), ("predicted_upper_s", upper)):
+            a = np.stack([getattr(g, name) for g in grids])
+            target[idx] = a.sum(axis=0) + (micro - 1) * a.max(axis=0)
+        for f in fields:
+            out[f][idx] = pick([getattr(g, f) for g in grids])
+        out["memory_bytes"][idx] = np.stack([g.memory_bytes for g in grids]).max(axis=0)
+        bound[idx] = pick([np.asarray(g.bound, dtype=object) for g in grids])
+    floor = lower  # the pipeline at its floors
+    times = PipelineTimes(step, lower, upper, bound)
+    b, n = np.asarray(batches, dtype=np.int64), np.asarray(lengths, dtype=np.int64)
+    if kind == "decode":
+        return DecodeGrid(b, n, out["flops"], out["bytes"], out["weight_bytes"], out["kv_bytes"], floor,
+                          out["memory_bytes"], roof, kw.get("impl", "hf-eager"), times)
+    return PrefillGrid(b, n, out["flops"], out["bytes"], floor, out["memory_bytes"], roof, times)

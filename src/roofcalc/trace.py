@@ -36,12 +36,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .calculator import Analysis, Cost, Kernel, Workload
+from .calculator import Analysis, Analyzer, Cost, Kernel, MatmulSizes, Workload
 from .errors import NoKVCache, RoofcalcError
 from .inputs import one_line
 from .shapes import ModelShape
 
-TRACE_FORMAT = 10  # the cache file format (2: expert weights carry their full bytes; 3: recurrent states in the
+TRACE_FORMAT = 11  # 11: a matmul's sizes (m, n, k) as integers; the cache file format (2: expert weights carry their full bytes; 3: recurrent states in the
 # cache; 4: the keys and values of an encoder-decoder cache; 5: each module's weight shapes; 6: which logits;
 # 7: sizes read under another name and rotary keys read into rope_parameters are no longer listed as ignored;
 # 8: kernels named by the function a decorator wraps; 9: module lists of one entry per layer under other names
@@ -290,6 +290,7 @@ class _Op:
     launches: int
     dims: str
     experts: tuple | None = None  # (E, k, ((storage key, full bytes), ...)): expert weights read in part
+    sizes: tuple | None = None  # a matmul's (m, n, k): rows, outputs, reduction depth
 
 
 def _storage_key(t) -> int:
@@ -457,7 +458,12 @@ class _Recorder:
         operands = [t for t in flat_in if t.dim() >= 2][:2]  # addmm's bias is not an operand
         dims = "x".join(f"[{','.join(map(str, t.shape))}]" for t in operands) if mm else \
             (f"[{','.join(map(str, flat_out[0].shape))}]" if flat_out else "")
-        self.ops.append(_Op(name, group, self.instances[group], mm + elementwise, mm, reads, writes, 1, dims, experts))
+        sizes = None
+        if mm and len(operands) == 2:  # [.., m, k] x [.., k, n]: the rows every leading dimension adds up to
+            a, b = (tuple(int(x) for x in t.shape) for t in operands)
+            sizes = (math.prod(a[:-1]), b[-1], a[-1])
+        self.ops.append(_Op(name, group, self.instances[group], mm + elementwise, mm, reads, writes, 1, dims, experts,
+                            sizes))
 
 
 # --------------------------------------------------------------------------- grouping ops into kernels
@@ -505,6 +511,7 @@ class TracedKernel:
     params: int
     param_bytes: int
     experts: tuple | None = None  # (E, k, (full bytes of each expert weight read in part, ...))
+    sizes: tuple | None = None  # a matmul's (m, n, k)
     role: str = ""  # "linear" or "experts" for a decoder layer's weights in a quantized format (they dequantize)
 
 
@@ -578,14 +585,16 @@ def group_ops(ops: list[_Op], weights: set, cache: set, old_cache: set, finals: 
         if not flops and kind == "elementwise" and not eager.weight_bytes:
             kind = "memory"
         params, pbytes = module_params.get(module, (0, 0)) if not fn else (0, 0)
-        dims = next((op.dims for op in run if op.matmul_flops), run[0].dims)
-        if kind == "matmul" and len(dims.split("x")) == 2 and not fn:
-            dims = _linear_dims(dims)
+        mm_op = next((op for op in run if op.matmul_flops), None)
+        dims = mm_op.dims if mm_op is not None else run[0].dims
+        sizes = mm_op.sizes if mm_op is not None and kind == "matmul" else None
+        if sizes is not None and not fn and mm_op.name != "_grouped_mm":  # a linear prints as the hand models do
+            dims = MatmulSizes(*sizes).text
         parts = {key: nb for op in run if op.experts for key, nb in op.experts[2]}
         first = next((op.experts for op in run if op.experts), None)
         experts = (first[0], first[1], tuple(parts.values())) if first else None
         kernels.append(TracedKernel(name, layer, module, fn or "", kind, dims, ideal, eager, len(run), params, pbytes,
-                                    experts))
+                                    experts, sizes))
     # a model whose layers are entries of several lists runs its residuals between them in the module that
     # holds the lists (XLM's transformer): those ops belong to the layer whose entries ran last
     outers = {p.rpartition(".")[0] for p in lists}
@@ -596,14 +605,6 @@ def group_ops(ops: list[_Op], weights: set, cache: set, old_cache: set, finals: 
         elif k.layer is None and layer is not None and k.module in outers:
             kernels[i] = replace(k, layer=layer)
     return kernels
-
-
-def _linear_dims(dims: str) -> str:
-    """'[2,1,2048]x[2048,256]' -> '[2,2048]x[2048,256]' (rows first, as the matmul kernels print)."""
-    a, b = dims.split("x")
-    sa = [int(x) for x in a.strip("[]").split(",") if x]
-    rows = math.prod(sa[:-1]) if len(sa) > 1 else 1
-    return f"[{rows},{sa[-1]}]x{b}"
 
 
 def merge_layers(kernels: list[TracedKernel], view: str) -> list[Kernel]:
@@ -634,7 +635,7 @@ def merge_layers(kernels: list[TracedKernel], view: str) -> list[Kernel]:
             taken[name] = taken.get(name, 0) + 1
         scope = "layer" if k.layer is not None else "model"
         out.append(Kernel(label, kind, scope, n, dims, cost, params=params, param_bytes=pbytes, role=k.role,
-                          launches=launches, expert_weights=k.experts))
+                          launches=launches, expert_weights=k.experts, sizes=_sizes(k)))
     return out
 
 
@@ -1134,7 +1135,7 @@ def _quantized(traced: list, doc: dict, wl: Workload, config) -> tuple[list, int
     and modules the step never runs (a vision tower) keep the float dtype. The trace itself runs in the
     activation dtype: FLOPs and activations do not change."""
     from .calculator import linear_weight_bytes
-    from .sweep import traced_expert_bytes
+    from .calculator import traced_expert_bytes
 
     text = getattr(config, "get_text_config", lambda: config)()
     n_experts = next((v for k in ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
@@ -1186,7 +1187,12 @@ def _kernel_doc(k: TracedKernel) -> dict:
 
     return {"name": k.name, "layer": k.layer, "module": k.module, "function": k.function, "kind": k.kind, "dims": k.dims, "ideal": asdict(k.ideal),
             "eager": asdict(k.eager), "launches": k.launches, "params": k.params, "param_bytes": k.param_bytes,
-            "experts": list(k.experts[:2]) + [list(k.experts[2])] if k.experts else None}
+            "experts": list(k.experts[:2]) + [list(k.experts[2])] if k.experts else None,
+            "sizes": list(k.sizes) if k.sizes else None}
+
+
+def _sizes(k: TracedKernel) -> MatmulSizes | None:
+    return MatmulSizes(*k.sizes) if k.sizes else None
 
 
 def _cache_of(out):
@@ -1327,14 +1333,19 @@ def analyzer(cfg: dict, name: str, label: str | None = None, *, view: str = "ide
     """``wl -> TracedAnalysis`` for the sweeps: the kernels one row per layer (so every probe has the same
     rows), each workload traced once. Expert weights carry (E, k, full bytes): the sweep reads the
     experts a batch reaches off them, as the trace does."""
-    memo: dict = {}
+    return TraceAnalyzer(cfg, name, label, view)
 
-    def analyze_traced(wl: Workload) -> TracedAnalysis:
-        if wl not in memo:
-            memo[wl] = trace(cfg, name, wl, label, view=view, merge=False)
-        return memo[wl]
 
-    return analyze_traced
+class TraceAnalyzer(Analyzer):
+    """A traced model's step at any workload, each workload traced once."""
+
+    def __init__(self, cfg: dict, name: str, label: str | None, view: str):
+        self.cfg, self.name, self.label, self.view, self.memo = cfg, name, label, view, {}
+
+    def __call__(self, wl: Workload) -> TracedAnalysis:
+        if wl not in self.memo:
+            self.memo[wl] = trace(self.cfg, self.name, wl, self.label, view=self.view, merge=False)
+        return self.memo[wl]
 
 
 def trace(cfg: dict, name: str, wl: Workload, label: str | None = None, *, view: str = "ideal",
@@ -1380,7 +1391,8 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
                 pass  # a read-only home: trace again next time
     traced = [TracedKernel(k["name"], k["layer"], k["module"], k["function"], k["kind"], k["dims"], Cost(**k["ideal"]), Cost(**k["eager"]),
                            k["launches"], k["params"], k["param_bytes"],
-                           (k["experts"][0], k["experts"][1], tuple(k["experts"][2])) if k.get("experts") else None)
+                           (k["experts"][0], k["experts"][1], tuple(k["experts"][2])) if k.get("experts") else None,
+                           tuple(k["sizes"]) if k.get("sizes") else None)
               for k in doc["kernels"]]
     param_bytes = doc["param_bytes"]
     if wl.weight_dtype.scaled:
@@ -1392,7 +1404,8 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
         kernels = tuple(Kernel(k.name if k.layer is None else f"{k.name}[{k.layer}]", k.kind,
                                "layer" if k.layer is not None else "model", 1, k.dims,
                                k.ideal if view == "ideal" else k.eager, params=k.params, param_bytes=k.param_bytes,
-                               launches=k.launches, expert_weights=k.experts, role=k.role) for k in traced)
+                               launches=k.launches, expert_weights=k.experts, role=k.role, sizes=_sizes(k))
+                        for k in traced)
     return TracedAnalysis(shape, wl, kernels, view=view, traced_kv_bytes_per_token=doc["kv_bytes_per_token"],
                           traced_cache_bytes=doc["cache_bytes"], traced_params=doc["params"],
                           traced_param_bytes=param_bytes, check=check, logits=doc["logits"],
