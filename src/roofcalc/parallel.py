@@ -335,6 +335,39 @@ def analyze_parallel(shape: ModelShape, wl: Workload, parallel: Parallel, merge:
                         full=analyze(shape, wl))
 
 
+def tp_plan_words(shape: ModelShape) -> str:
+    """How transformers' tensor-parallel plan splits ``shape``'s family, in words (the rules are above)."""
+    if shape.family in GATHERED_FAMILIES:
+        plan = (f"transformers' tensor-parallel plan for {shape.family}: qkv_proj and gate_up_proj column-parallel "
+                f"with their outputs all-gathered, so every head and its KV cache run on every rank; o_proj and "
+                f"down_proj row-parallel on their slice of the input, an all-reduce each; ")
+    elif shape.family in WHOLE_ATTENTION:
+        plan = (f"transformers' tensor-parallel plan for {shape.family}: attention whole on every rank (the plan "
+                f"splits none of it); gate/up column-parallel, down row-parallel with an all-reduce, the shared "
+                f"experts likewise, ")
+    elif shape.mla is not None:
+        plan = ("transformers' tensor-parallel plan: q and kv_b_proj column-parallel by heads, the cached latent "
+                "whole on every rank, o_proj row-parallel with an all-reduce; gate/up column-parallel, down "
+                "row-parallel with an all-reduce, the shared experts likewise, ")
+    else:
+        plan = ("transformers' tensor-parallel plan: q/k/v, gate/up column-parallel, o/down row-parallel with an "
+                "all-reduce each, ")
+    if shape.moe is not None:
+        plan += "every routed expert split on its width with one all-reduce after them, the router whole, "
+    return plan + "vocab-parallel embedding and lm_head"
+
+
+def ep_plan_words(shape: ModelShape, parallel: Parallel, batch: int, swept_batch: bool = False) -> str:
+    """How --ep splits the experts and the sequences, in words; ``swept_batch``: the batch is a sweep's column."""
+    ep, tp, n = parallel.ep, parallel.tp, shape.moe.n_experts
+    return (f"{n // ep} of the {n} routed experts"
+            + (f" (each at 1/{tp} of its width: --ep {ep} groups of --tp {tp} ranks)" if tp > 1 else "")
+            + ", and attention and the dense layers for "
+            + (f"B/{ep} of each step's B sequences (the batch column counts all of them)" if swept_batch
+               else f"{batch} of the {batch * ep} sequences")
+            + " (data-parallel attention); all-to-all dispatch and combine around the experts")
+
+
 __all__ = ["GATHERED_FAMILIES", "Parallel", "RankAnalysis", "TP_FAMILIES", "WHOLE_ATTENTION", "analyze_parallel",
            "collective", "ep_kernels", "shard", "tp_kernels"]
 

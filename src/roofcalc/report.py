@@ -13,7 +13,7 @@ import math
 from typing import Any, Iterable
 
 from .calculator import Analysis, Cost, Kernel
-from .parallel import GATHERED_FAMILIES, WHOLE_ATTENTION, TPSweep
+from .parallel import TPSweep, ep_plan_words, tp_plan_words
 from .roofline import FLAG_MULTIPLE, Roof, Roofline
 from .shapes import PER_CHANNEL
 from .sweep import BatchVerdicts, Sweep, step_batch_verdicts
@@ -225,33 +225,11 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
            + (f"; defaults taken: {', '.join(f'{k}={v}' for k, v in a.check.defaulted)}" if a.check.defaulted else "")]
           if a.source == "traced" else []),
         *([f"parallel  --tp {a.parallel.tp}: every number below is one rank's, of {a.parallel.gpus} GPUs "
-           + (f"(transformers' tensor-parallel plan for {s.family}: qkv_proj and gate_up_proj column-parallel with "
-              f"their outputs all-gathered, so every head and its KV cache run on every rank; o_proj and "
-              f"down_proj row-parallel on their slice of the input, an all-reduce each; "
-              if s.family in GATHERED_FAMILIES else
-              f"(transformers' tensor-parallel plan for {s.family}: attention whole on every rank (the plan splits "
-              f"none of it); gate/up column-parallel, down row-parallel with an all-reduce, the shared experts "
-              f"likewise, "
-              if s.family in WHOLE_ATTENTION else
-              "(transformers' tensor-parallel plan: q and kv_b_proj column-parallel by heads, the cached latent "
-              "whole on every rank, o_proj row-parallel with an all-reduce; gate/up column-parallel, down "
-              "row-parallel with an all-reduce, the shared experts likewise, "
-              if s.mla is not None else
-              "(transformers' tensor-parallel plan: q/k/v, gate/up column-parallel, o/down row-parallel with an "
-              "all-reduce each, ")
-           + ("every routed expert split on its width with one all-reduce after them, the router whole, "
-              if s.moe is not None else "")
-           + f"vocab-parallel embedding and lm_head); the model holds {a.full.params:,} parameters "
-           f"in all"] if a.parallel is not None and a.parallel.tp > 1 else []),
+           f"({tp_plan_words(s)}); the model holds {a.full.params:,} parameters in all"]
+          if a.parallel is not None and a.parallel.tp > 1 else []),
         *([f"parallel  --ep {a.parallel.ep}: every number below is one rank's, of {a.parallel.gpus} GPUs: "
-           f"{s.moe.n_experts // a.parallel.ep} of the {s.moe.n_experts} routed experts"
-           + (f" (each at 1/{a.parallel.tp} of its width: --ep {a.parallel.ep} groups of --tp {a.parallel.tp} ranks)"
-              if a.parallel.tp > 1 else "")
-           + ", and attention and the dense layers for "
-           + (f"B/{a.parallel.ep} of each step's B sequences (the batch column counts all of them)" if swept_batch
-              else f"{w.batch} of the {w.batch * a.parallel.ep} sequences")
-           + " (data-parallel attention); all-to-all "
-           f"dispatch and combine around the experts; the model holds {a.full.params:,} parameters in all"]
+           + ep_plan_words(s, a.parallel, w.batch, swept_batch)
+           + f"; the model holds {a.full.params:,} parameters in all"]
           if a.parallel is not None and a.parallel.ep > 1 else []),
         *([pipeline_line(a)] if a.note_pipeline else []),
         *([f"config    the text_config leaves {', '.join(k for k, _ in s.class_defaults)} to its config class, as "
