@@ -7,6 +7,7 @@ Library API (the CLI is a thin layer over it)::
     step = roofcalc.analyze(shape, roofcalc.Workload.decode(batch=1, context=500))
     step.kernel("q_proj").cost.flops                              # 8388608
     roofcalc.to_record(step)                                      # the JSON document, as a dict
+    roofcalc.to_pandas(step)                                      # one row per kernel (needs pandas)
 """
 
 from .calculator import DTYPES, Analysis, Cost, DType, Kernel, Workload, analyze, dtype, kv_bytes_per_token
@@ -17,8 +18,22 @@ from .sources import catalog, load_config, load_shape
 
 __version__ = "0.1.0"
 
+
+def to_pandas(result):
+    """A result as a pandas DataFrame: one row per kernel, or per point of a sweep (roofcalc.frames)."""
+    from .frames import to_pandas as frame
+
+    return frame(result)
+
+
+def step_to_pandas(result):
+    """A single step's totals, times and bound as a one-row DataFrame (roofcalc.frames)."""
+    from .frames import step_to_pandas as frame
+
+    return frame(result)
+
 __all__ = [
     "DTYPES", "Analysis", "Cost", "DType", "Kernel", "ModelShape", "RoofcalcError", "Workload", "analyze",
     "catalog", "dtype", "kv_bytes_per_token", "load_config", "load_shape", "render", "shape_from_config",
-    "to_record",
+    "step_to_pandas", "to_pandas", "to_record",
 ]

@@ -1,0 +1,66 @@
+"""Results as pandas DataFrames, for notebooks: the JSON records' numbers, one row per kernel or point.
+
+pandas is imported here only, when a frame is asked for (``pip install 'roofcalc[pandas]'``). Columns keep
+the records' names, units in them (``t_floor_s``, ``bytes``, ``intensity`` in FLOP/byte); each row says
+what it is of (model, hardware, dtypes, implementation), so frames of several runs concatenate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import RoofcalcError
+
+
+def _pandas():
+    try:
+        import pandas
+    except ImportError:
+        raise RoofcalcError("DataFrames need pandas: pip install 'roofcalc[pandas]'") from None
+    return pandas
+
+
+def _ident(doc: dict[str, Any]) -> dict[str, Any]:
+    """What a row is of: the model, the hardware, the dtypes, the implementation and the workload."""
+    w, hw = doc["workload"], doc.get("hardware") or {}
+    ident = {"model": doc["model"]["name"], "hardware": hw.get("name"), "impl": hw.get("impl"),
+             "phase": w["phase"], "batch": w["batch"]}
+    ident.update({k: w[k] for k in ("context", "prompt") if k in w})
+    ident.update({k: w[k] for k in ("weight_dtype", "act_dtype", "kv_dtype", "compute_dtype")})
+    return ident
+
+
+def to_pandas(result):
+    """One row per kernel (per instance, execution order) of a single step (an Analysis or a Roofline), or
+    one row per point of a sweep or a --tp/--pp/--ep comparison. The step's totals are apart:
+    :func:`step_to_pandas`."""
+    from .parallel import TPSweep
+    from .report import sweep_point_records, to_record, tp_sweep_record
+    from .sweep import Sweep
+
+    pd = _pandas()
+    if isinstance(result, Sweep):
+        return pd.DataFrame(sweep_point_records(result))
+    if isinstance(result, TPSweep):
+        doc = tp_sweep_record(result)
+        return pd.DataFrame([{"model": doc["model"]["name"], "hardware": doc["hardware"]["name"],
+                              **{k: v for k, v in point.items() if k != "collectives"}}
+                             for point in doc[f"{doc['axis']}_points"]])
+    doc = to_record(result)
+    ident = _ident(doc)
+    return pd.DataFrame([{**ident, **k} for k in doc["kernels"]])
+
+
+def step_to_pandas(result):
+    """The single step's totals (and, with a roofline, its times and bound) as a one-row frame."""
+    from .report import to_record
+
+    pd = _pandas()
+    doc = to_record(result)
+    row = {**_ident(doc), **{f"total_{k}": v for k, v in doc["totals"].items()}}
+    for k, v in (doc.get("step") or {}).items():
+        if not isinstance(v, dict):
+            row[k] = v
+    for k, v in ((doc.get("step") or {}).get("device_parts_s") or {}).items():
+        row[f"device_{k}_s"] = v
+    return pd.DataFrame([row])

@@ -1,0 +1,46 @@
+"""Results as DataFrames: kernel rows only, the step's totals apart, what each row is of in its columns."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import roofcalc
+from roofcalc.hardware import find_hardware
+from roofcalc.roofline import roofline
+from roofcalc.sweep import sweep
+
+pd = pytest.importorskip("pandas")
+TINY = roofcalc.load_shape("TinyLlama/TinyLlama-1.1B")
+
+
+def test_a_step_is_one_row_per_kernel_and_its_totals_apart():
+    r = roofline(roofcalc.analyze(TINY, roofcalc.Workload.decode(1, 500)), find_hardware("T4"))
+    df = roofcalc.to_pandas(r)
+    # 18 kernel rows (15 per layer + embedding, final norm, lm_head); no "step total" row among them
+    assert len(df) == 18 and "step total" not in set(df["name"])
+    assert {"model", "hardware", "impl", "weight_dtype", "compute_dtype", "t_floor_s", "t_expected_s",
+            "bound", "flops", "bytes"} <= set(df.columns)
+    assert set(df["hardware"]) == {"T4"} and set(df["model"]) == {"TinyLlama/TinyLlama-1.1B-Chat-v1.0"}
+    # the rows are the JSON record's kernels: Σ count x flops is the step's FLOPs (2,161,694,976 in the README,
+    # with the concatenated cache; the library's default writes it in place: same FLOPs)
+    assert int((df["count"] * df["flops"]).sum()) == r.analysis.totals.flops
+    step = roofcalc.step_to_pandas(r)
+    assert len(step) == 1 and step.loc[0, "total_flops"] == r.analysis.totals.flops
+    assert step.loc[0, "predicted_s"] == pytest.approx(r.step.predicted_s) and step.loc[0, "step_bound"] == r.step.bound
+
+
+def test_a_sweep_is_one_tidy_frame():
+    sw = sweep(TINY, find_hardware("T4"), batches=[1, 4, 16], contexts=[512, 2048])
+    df = roofcalc.to_pandas(sw)
+    assert len(df) == 3 * 2 and list(df[["batch", "context"]].itertuples(index=False, name=None)) == \
+        [(b, s) for b in (1, 4, 16) for s in (512, 2048)]
+    assert {"model", "hardware", "predicted_s", "tokens_per_s", "bound", "fits"} <= set(df.columns)
+
+
+def test_the_main_job_does_not_import_pandas():
+    code = "import roofcalc.cli, sys; roofcalc.cli.main(['TinyLlama/TinyLlama-1.1B']); print('pandas' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "False"
