@@ -480,3 +480,25 @@ def test_catalog_memory_is_the_cards_capacity_in_its_own_unit():
         assert by_name[e["name"]].memory_bytes == count * int(quoted[1].replace(",", "")) * 2 ** 30, e["name"]
         assert e["memory"].endswith("GiB") and "memory_bytes" not in e
     assert find_hardware("A100-80GB").memory_bytes == 85_899_345_920
+
+
+def test_fp8_weights_run_on_devices_without_fp8_gemms_as_engines_run_them():
+    """vLLM's FP8 docs: FP8 GEMMs need compute capability >= 8.9; from 7.5 (Turing) FP8 checkpoints run as
+    weight-only W8A16 (FP8 Marlin). Below that (a V100, 7.0; a CPU) the weights are dequantized at load."""
+    from roofcalc.roofline import weights_on_device
+
+    fp8, bf16 = dtype("fp8-t"), dtype("bf16")
+    for hw, kept in (("H100", "fp8"), ("L4", "fp8")):  # FP8 tensor cores: the GEMMs compute in fp8
+        w, why = weights_on_device(fp8, bf16, find_hardware(hw))
+        assert w == fp8 and w.computes == kept and why == ""
+    for hw, act in (("T4", "fp16"), ("A100", "bf16")):  # 7.5 and 8.0: FP8 weights, 16-bit compute
+        w, why = weights_on_device(fp8, bf16, find_hardware(hw))
+        assert (w.name, w.bits, w.computes) == ("fp8-t", 8, "") and "weight-only" in why and act in why
+        wl = Workload.decode(1, 500, weight_dtype=w, act_dtype=dtype(act), kv_dtype=dtype(act))
+        assert wl.compute_dtype.name == act  # the GEMMs compute in the activation dtype
+        # Llama-2-7B's q_proj: 4096 x 4096 weights at one byte each, plus one 4-byte scale a matrix
+        q = analyze(load_shape("meta-llama/Llama-2-7b-hf"), wl).kernel("q_proj")
+        assert q.cost.weight_bytes == 4096 * 4096 + 4
+    for hw in ("V100", "EPYC-9654"):
+        w, why = weights_on_device(fp8, bf16, find_hardware(hw))
+        assert w.bits == 16 and not w.scaled and "dequantized" in why

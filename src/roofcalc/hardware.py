@@ -47,6 +47,7 @@ class Hardware:
     nominal: str | None = None  # for a measured profile: the catalog entry it is measured against
     efficiency: "object" = None  # roofcalc.predict.KernelModel measured on this device (schema 2), or None
     segment: str = "datacenter"  # GPUs: "datacenter" or "consumer" (GeForce): the default efficiencies differ
+    compute_capability: float | None = None  # an NVIDIA GPU's CUDA compute capability (7.5 a T4, 9.0 an H100)
 
     def peak(self, compute_dtype: str) -> float:
         if compute_dtype not in self.peak_flop_per_s:
@@ -126,6 +127,8 @@ def hardware_from_dict(d: Any, where: str) -> Hardware:
         nominal=None if nominal is None else text(nominal, f"{where}: nominal"),
         efficiency=model,
         segment=_segment(d.get("segment", "datacenter"), where),
+        compute_capability=None if d.get("compute_capability") is None else
+        number(d["compute_capability"], f"{where}: compute_capability", 1.0, 20.0),
     )
 
 
@@ -189,7 +192,8 @@ def profile_record(hw: Hardware) -> dict[str, Any]:
         doc["memory_bytes"] = hw.memory_bytes
     optional = {"link_bytes_per_s": hw.link_bytes_per_s, "gpus_per_node": hw.gpus_per_node, "link": hw.link,
                 "link_latency_s": hw.link_latency_s, "network_bytes_per_s": hw.network_bytes_per_s,
-                "network": hw.network, "aliases": list(hw.aliases), "nominal": hw.nominal}
+                "network": hw.network, "aliases": list(hw.aliases), "nominal": hw.nominal,
+                "compute_capability": hw.compute_capability}
     doc.update({k: v for k, v in optional.items() if v not in (None, "", [])})
     doc.update(kind=hw.kind, segment=hw.segment, source=hw.source)
     if hw.efficiency is not None:

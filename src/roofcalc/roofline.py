@@ -165,6 +165,29 @@ class Roof:
         return max(self.t_compute(flops), self.t_memory(nbytes))
 
 
+def weights_on_device(weights, act, hardware: Hardware, profile: Hardware | None = None):
+    """(weight dtype, why) of a weight format whose GEMMs compute in a dtype the device lacks, as an engine
+    runs that checkpoint there; (weights, "") where the device has it. vLLM's FP8 docs: "FP8 computation is
+    supported on NVIDIA GPUs with compute capability >= 8.9 ... FP8 models will run on compute capability >=
+    7.5 (Turing) as weight-only W8A16, utilizing FP8 Marlin": the weights stay FP8 in memory and the GEMMs
+    compute in the activation dtype. Elsewhere (a V100, a CPU) the weights are dequantized to the activation
+    dtype at load: their memory and bytes are 16-bit."""
+    from dataclasses import replace
+
+    from .calculator import DTYPES
+
+    peaks = set(hardware.peak_flop_per_s) & set((profile or hardware).peak_flop_per_s)
+    if not weights.computes or weights.computes in peaks:
+        return weights, ""
+    if act.name not in peaks and act.name in ("bf16", "fp16"):  # a bf16 checkpoint on a T4 runs in fp16
+        act = DTYPES["fp16" if "fp16" in peaks else "bf16"]
+    if (hardware.compute_capability or 0) >= 7.5:
+        return replace(weights, computes=""), (f"{hardware.name} has no {weights.computes} GEMMs: the {weights.name} "
+                                               f"weights compute in {act.name}, weight-only (W8A16, vLLM's FP8 Marlin)")
+    return act, (f"{hardware.name} has no {weights.computes} GEMMs nor a weight-only {weights.computes} kernel: "
+                 f"the {weights.name} weights are dequantized to {act.name} at load")
+
+
 def roofs(nominal: Hardware, compute_dtype: str, measured_bw: float | None = None,
           measured_flops: float | None = None, measured: Hardware | None = None) -> tuple[Roof, Roof | None]:
     """(nominal roof, measured roof or None). A measured profile fills what flags leave out."""
