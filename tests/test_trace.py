@@ -465,7 +465,7 @@ def test_a_model_whose_code_reads_values_is_traced_on_the_cpu(tmp_path, capsys, 
     assert counts["attentions.q_lin"] == counts["ffns.lin1"] == counts["ffns.act"] == counts["layer_norm2"] == 2
     assert counts["transformer.add"] == 3 and counts["transformer.add#2"] == 2
     # too much work to run on the CPU instead: one line that says what to change
-    monkeypatch.setattr("roofcalc.trace.CPU_TRACE_FLOPS", 1e3)
+    monkeypatch.setattr("roofcalc.trace.step.CPU_TRACE_FLOPS", 1e3)
     assert main([str(path), "--context", "10"]) == 2
     err = capsys.readouterr().err
     assert "did not run on the meta device" in err and "--context" in err and err.count("\n") == 1

@@ -1,0 +1,158 @@
+"""The traced backend: kernel costs read off the real transformers modeling code, for any architecture.
+
+The model is built from its config on PyTorch's ``meta`` device (shapes only: no weights, nothing
+downloaded, never remote code). A prefill, and for a decode step the step after it with the KV cache
+the prefill left, run under a dispatch mode that records every ATen op: the module it ran in, the
+modeling-code function that called it, its FLOPs (torch's own FLOP formulas,
+``torch.utils.flop_counter``) and the storages it reads and writes.
+
+Ops are grouped into roofcalc's kernels: each leaf module (a projection, a norm, a router, the
+experts) is one; so is each modeling-code function called from a forward (the attention core, the
+rotary embedding, the cache update, ``repeat_kv``); the remaining ops of a forward body are one
+kernel per op. Layers whose kernels cost the same are merged into one row with a count.
+
+Bytes come in two views. *eager*: every op reads its inputs and writes its outputs (views move
+nothing), what transformers' eager code moves; its launches are the ops. *ideal*: each kernel reads
+what it did not itself produce and writes what something outside it reads, once, as a fused kernel
+would; the cache update writes only the new positions (the hand models' convention). An embedding
+gather reads the rows it gathers, never the whole table.
+
+Elementwise FLOPs: one per output element of each arithmetic op (torch's formulas count matmuls
+and attention only); matmul FLOPs are torch's.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from ..calculator import Analysis, Analyzer, Cost, Kernel, Workload
+from ..errors import RoofcalcError
+from ..inputs import one_line
+from .cache import TRACE_FORMAT, _cache_dir, _cache_key
+from .config import ConfigCheck, hf_config
+from .group import TracedKernel, _sizes, merge_layers
+from .quantized import _quantized
+from .shape import shape_of, traced_shape
+from .step import _check_workload, trace_raw
+
+
+@dataclass(frozen=True)
+class TracedAnalysis(Analysis):
+    source: str = "traced"
+    view: str = "ideal"  # which bytes the kernels carry: ideal | eager
+    traced_kv_bytes_per_token: int = 0
+    traced_cache_bytes: int = 0  # the real cache after the step
+    traced_params: int = 0
+    traced_param_bytes: int = 0
+    check: ConfigCheck | None = None
+    note: str = ""
+    logits: str = "last"  # the positions lm_head ran on: "last", or "all" (a model without logits_to_keep)
+
+    @property
+    def params(self) -> int:
+        return self.traced_params
+
+    @property
+    def active_params(self) -> int:
+        return self.traced_params
+
+    @property
+    def weight_storage_bytes(self) -> int:
+        return self.traced_param_bytes
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        return self.traced_kv_bytes_per_token
+
+    @property
+    def memory_bytes(self) -> int:
+        return self.traced_param_bytes + self.traced_cache_bytes
+
+
+def analyzer(cfg: dict, name: str, label: str | None = None, *, view: str = "ideal"):
+    """``wl -> TracedAnalysis`` for the sweeps: the kernels one row per layer (so every probe has the same
+    rows), each workload traced once. Expert weights carry (E, k, full bytes): the sweep reads the
+    experts a batch reaches off them, as the trace does."""
+    return TraceAnalyzer(cfg, name, label, view)
+
+
+class TraceAnalyzer(Analyzer):
+    """A traced model's step at any workload, each workload traced once."""
+
+    def __init__(self, cfg: dict, name: str, label: str | None, view: str):
+        self.cfg, self.name, self.label, self.view, self.memo = cfg, name, label, view, {}
+
+    def __call__(self, wl: Workload) -> TracedAnalysis:
+        if wl not in self.memo:
+            self.memo[wl] = trace(self.cfg, self.name, wl, self.label, view=self.view, merge=False)
+        return self.memo[wl]
+
+
+def trace(cfg: dict, name: str, wl: Workload, label: str | None = None, *, view: str = "ideal",
+          use_cache: bool = True, merge: bool = True) -> TracedAnalysis:
+    """The traced step as an :class:`Analysis` whose kernels carry the ``view``'s bytes (ideal | eager).
+
+    Results are cached per (config, transformers version, workload shape) under ~/.cache/roofcalc."""
+    try:
+        return _trace(cfg, name, wl, label, view=view, use_cache=use_cache, merge=merge)
+    except RoofcalcError:
+        raise
+    except Exception as exc:  # modeling code roofcalc has not met: one line, not a traceback
+        raise RoofcalcError(f"{name}: tracing {one_line(str(cfg.get('model_type')))[:60]} failed "
+                            f"({type(exc).__name__}: {one_line(str(exc))[:160]})") from None
+
+
+def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, use_cache: bool,
+           merge: bool) -> TracedAnalysis:
+    if view not in ("ideal", "eager"):
+        raise RoofcalcError(f"view must be ideal or eager, not {view!r}")
+    _check_workload(wl)
+    config, check = hf_config(cfg, name)
+    import transformers
+
+    doc = None
+    path = _cache_dir() / f"{_cache_key(cfg, wl, transformers.__version__)}.json"
+    if use_cache and path.is_file():
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            if doc.get("format") != TRACE_FORMAT:
+                doc = None
+        except (OSError, ValueError):
+            doc = None
+    if doc is None:
+        doc = trace_raw(cfg, name, wl, (config, check))
+        if use_cache:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(".tmp")
+                tmp.write_text(json.dumps(doc), encoding="utf-8")
+                tmp.replace(path)
+            except OSError:
+                pass  # a read-only home: trace again next time
+    traced = [TracedKernel(k["name"], k["layer"], k["module"], k["function"], k["kind"], k["dims"], Cost(**k["ideal"]), Cost(**k["eager"]),
+                           k["launches"], k["params"], k["param_bytes"],
+                           (k["experts"][0], k["experts"][1], tuple(k["experts"][2])) if k.get("experts") else None,
+                           tuple(k["sizes"]) if k.get("sizes") else None)
+              for k in doc["kernels"]]
+    param_bytes = doc["param_bytes"]
+    if wl.weight_dtype.scaled:
+        traced, param_bytes = _quantized(traced, doc, wl, config)
+    shape = shape_of(config, label or cfg["model_type"], name, cfg)
+    if merge:
+        kernels = tuple(merge_layers(traced, view))
+    else:  # one row per kernel run, named by its layer
+        kernels = tuple(Kernel(k.name if k.layer is None else f"{k.name}[{k.layer}]", k.kind,
+                               "layer" if k.layer is not None else "model", 1, k.dims,
+                               k.ideal if view == "ideal" else k.eager, params=k.params, param_bytes=k.param_bytes,
+                               launches=k.launches, expert_weights=k.experts, role=k.role, sizes=_sizes(k))
+                        for k in traced)
+    return TracedAnalysis(shape, wl, kernels, view=view, traced_kv_bytes_per_token=doc["kv_bytes_per_token"],
+                          traced_cache_bytes=doc["cache_bytes"], traced_params=doc["params"],
+                          traced_param_bytes=param_bytes, check=check, logits=doc["logits"],
+                          note=f"traced: transformers {doc['transformers']} {doc['class']} " + (
+                              "on the CPU with random weights (its code reads tensor values, which the meta "
+                              "device has not)" if doc.get("device") == "cpu" else "on the meta device"))
+
+
+__all__ = ["ConfigCheck", "TracedAnalysis", "analyzer", "hf_config", "trace", "trace_raw", "traced_shape"]

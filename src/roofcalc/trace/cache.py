@@ -1,0 +1,40 @@
+"""The traces cached on disk (~/.cache/roofcalc/traces): their format, file names and kernel documents."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from ..calculator import Workload
+from .group import TracedKernel
+
+
+TRACE_FORMAT = 11  # 11: a matmul's sizes (m, n, k) as integers; the cache file format (2: expert weights carry their full bytes; 3: recurrent states in the
+# cache; 4: the keys and values of an encoder-decoder cache; 5: each module's weight shapes; 6: which logits;
+# 7: sizes read under another name and rotary keys read into rope_parameters are no longer listed as ignored;
+# 8: kernels named by the function a decorator wraps; 9: module lists of one entry per layer under other names
+# are layers; 10: a wrapper's experts per token read from its text config, Kimi-K2.5's)
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("ROOFCALC_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "roofcalc")
+    return Path(base) / "traces"
+
+
+def _cache_key(cfg: dict, wl: Workload, tf_version: str) -> str:
+    doc = json.dumps({"cfg": cfg, "tf": tf_version, "format": TRACE_FORMAT, "phase": wl.phase, "batch": wl.batch,
+                      "t": wl.query_tokens, "s": wl.kv_len, "dtype": wl.act_dtype.name, "logits": wl.logits_all},
+                     sort_keys=True, default=str)
+    return hashlib.sha256(doc.encode()).hexdigest()[:32]
+
+
+def _kernel_doc(k: TracedKernel) -> dict:
+    from dataclasses import asdict
+
+    return {"name": k.name, "layer": k.layer, "module": k.module, "function": k.function, "kind": k.kind, "dims": k.dims, "ideal": asdict(k.ideal),
+            "eager": asdict(k.eager), "launches": k.launches, "params": k.params, "param_bytes": k.param_bytes,
+            "experts": list(k.experts[:2]) + [list(k.experts[2])] if k.experts else None,
+            "sizes": list(k.sizes) if k.sizes else None}

@@ -1,0 +1,184 @@
+"""Recorded ops grouped into kernels, and identical layers' kernels merged into one row with a count."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from ..calculator import Cost, Kernel, MatmulSizes
+from .record import _Op
+
+
+_LAYER = re.compile(r"^(.*?\b(?:layers|h|blocks|layer|decoder\.layers))\.(\d+)(?:\.(.*))?$")
+
+
+def _layer_split(path: str, lists: tuple[str, ...] = ()) -> tuple[int | None, str, str]:
+    """(layer index or None, the path inside the layer, the prefix): 'model.layers.3.mlp.up_proj' ->
+    (3, 'mlp.up_proj', 'model.layers'). ``lists``: module lists of one entry per layer under other names,
+    a model that keeps each part of its layers in a list of its own (XLM: 'transformer.attentions.3.q_lin'
+    -> (3, 'attentions.q_lin', 'transformer'))."""
+    m = _LAYER.match(path)
+    if m:
+        return int(m[2]), m[3] or "", m[1]
+    for prefix in lists:
+        if path.startswith(prefix + "."):
+            index, _, rest = path[len(prefix) + 1:].partition(".")
+            if index.isdigit():
+                outer, _, own = prefix.rpartition(".")
+                return int(index), own + ("." + rest if rest else ""), outer
+    return None, path, ""
+
+
+def _layer_lists(torch, model, layers) -> tuple[str, ...]:
+    """The model's module lists of one entry per layer that are not named as layers (XLM's attentions,
+    ffns, layer_norm1 and layer_norm2)."""
+    if not isinstance(layers, int) or layers < 1:
+        return ()
+    return tuple(n for n, m in model.named_modules()
+                 if n and isinstance(m, torch.nn.ModuleList) and len(m) == layers and not _LAYER.match(n + ".0"))
+
+
+@dataclass(frozen=True)
+class TracedKernel:
+    name: str
+    layer: int | None
+    module: str  # the module path it ran in
+    function: str  # "" for a leaf module; the modeling-code function, "attention" or "op:<aten op>"
+    kind: str
+    dims: str
+    ideal: Cost
+    eager: Cost
+    launches: int
+    params: int
+    param_bytes: int
+    experts: tuple | None = None  # (E, k, (full bytes of each expert weight read in part, ...))
+    sizes: tuple | None = None  # a matmul's (m, n, k)
+    role: str = ""  # "linear" or "experts" for a decoder layer's weights in a quantized format (they dequantize)
+
+
+def _classify(key: int, nbytes: int, write: bool, weights: set, cache: set) -> Cost:
+    if key in weights and not write:
+        return Cost(weight_bytes=nbytes)
+    if key in cache:
+        return Cost(kv_write_bytes=nbytes) if write else Cost(kv_read_bytes=nbytes)
+    return Cost(act_write_bytes=nbytes) if write else Cost(act_read_bytes=nbytes)
+
+
+def group_ops(ops: list[_Op], weights: set, cache: set, old_cache: set, finals: set,
+              module_params: dict[str, tuple[int, int]], lists: tuple[str, ...] = ()) -> list[TracedKernel]:
+    """Kernels in execution order, one per (group, run of that group); ``lists`` as :func:`_layer_split`."""
+    producer: dict[int, tuple] = {}
+    consumers: dict[int, set] = {}
+    for op in ops:
+        inst = (op.group, op.instance)
+        for key, _ in op.reads:
+            consumers.setdefault(key, set()).add(inst)
+        for key, _ in op.writes:
+            producer.setdefault(key, inst)
+    runs: dict[tuple, list[_Op]] = {}
+    for op in ops:
+        runs.setdefault((op.group, op.instance), []).append(op)
+    kernels = []
+    for inst, run in runs.items():
+        (module, fn), _ = inst
+        eager = Cost()
+        for op in run:
+            for key, nb in op.reads:
+                eager = eager + _classify(key, nb, False, weights, cache)
+            for key, nb in op.writes:
+                eager = eager + _classify(key, nb, True, weights, cache)
+        ideal = Cost()
+        read_keys, write_keys = {}, {}
+        for op in run:
+            for key, nb in op.reads:
+                if producer.get(key) != inst:
+                    read_keys[key] = max(read_keys.get(key, 0), nb)
+            for key, nb in op.writes:
+                outside = consumers.get(key, set()) - {inst}
+                if outside or key in finals:
+                    write_keys[key] = max(write_keys.get(key, 0), nb)
+        if fn == "kv_cache_update":  # the new positions only: read them, write them once
+            new = sum(nb for k, nb in read_keys.items() if k not in old_cache and k not in cache)
+            ideal = Cost(act_read_bytes=new, kv_write_bytes=new)
+        else:
+            for key, nb in read_keys.items():
+                ideal = ideal + _classify(key, nb, False, weights, cache)
+            for key, nb in write_keys.items():
+                ideal = ideal + _classify(key, nb, True, weights, cache)
+        flops = sum(op.flops for op in run)
+        mm = sum(op.matmul_flops for op in run)
+        ideal, eager = replace(ideal, flops=flops, matmul_flops=mm), replace(eager, flops=flops, matmul_flops=mm)
+        layer, inner, _ = _layer_split(module, lists)
+        short = inner if layer is not None else module.split(".", 1)[-1] if module.startswith("model.") else module
+        if short == "language_model" or short.startswith("language_model."):  # a multimodal model's decoder,
+            short = short[len("language_model."):] or "model"  # named as a causal LM's: norm, model.arange
+        if fn == "attention":
+            name, kind = (f"{short}.attention" if short else "attention"), "attention"
+        elif fn and not fn.startswith("op:"):
+            name, kind = (f"{short}.{fn}" if short else fn), "elementwise"
+        elif fn:
+            name, kind = (f"{short}.{fn[3:]}" if short else fn[3:]), "elementwise"
+        else:
+            name = short or "model"
+            kind = "matmul" if mm else "elementwise"
+        if mm and kind == "elementwise":
+            kind = "matmul"
+        if not flops and kind == "elementwise" and not eager.weight_bytes:
+            kind = "memory"
+        params, pbytes = module_params.get(module, (0, 0)) if not fn else (0, 0)
+        mm_op = next((op for op in run if op.matmul_flops), None)
+        dims = mm_op.dims if mm_op is not None else run[0].dims
+        sizes = mm_op.sizes if mm_op is not None and kind == "matmul" else None
+        if sizes is not None and not fn and mm_op.name != "_grouped_mm":  # a linear prints as the hand models do
+            dims = MatmulSizes(*sizes).text
+        parts = {key: nb for op in run if op.experts for key, nb in op.experts[2]}
+        first = next((op.experts for op in run if op.experts), None)
+        experts = (first[0], first[1], tuple(parts.values())) if first else None
+        kernels.append(TracedKernel(name, layer, module, fn or "", kind, dims, ideal, eager, len(run), params, pbytes,
+                                    experts, sizes))
+    # a model whose layers are entries of several lists runs its residuals between them in the module that
+    # holds the lists (XLM's transformer): those ops belong to the layer whose entries ran last
+    outers = {p.rpartition(".")[0] for p in lists}
+    layer = None
+    for i, k in enumerate(kernels):
+        if k.layer is not None and any(k.module.startswith(p + ".") for p in lists):
+            layer = k.layer
+        elif k.layer is None and layer is not None and k.module in outers:
+            kernels[i] = replace(k, layer=layer)
+    return kernels
+
+
+def merge_layers(kernels: list[TracedKernel], view: str) -> list[Kernel]:
+    """roofcalc kernels: identical layers' kernels become one row with a count. A name that runs
+    twice in one layer (the experts' two grouped matmuls) is numbered: name, name#2."""
+    seen: dict[tuple, int] = {}
+    numbered = []
+    for k in kernels:
+        n = seen[(k.layer, k.name)] = seen.get((k.layer, k.name), 0) + 1
+        numbered.append(replace(k, name=k.name if n == 1 else f"{k.name}#{n}"))
+    kernels = numbered
+    rows: dict[tuple, list] = {}
+    for k in kernels:
+        cost = k.ideal if view == "ideal" else k.eager
+        key = (k.name, k.kind, k.dims, cost, k.launches, k.params, k.param_bytes, k.experts)
+        if key in rows:
+            rows[key][1] += 1
+        else:
+            rows[key] = [k, 1]
+    names: dict[str, int] = {}
+    for (name, *_rest) in rows:
+        names[name] = names.get(name, 0) + 1
+    out, taken = [], {}
+    for (name, kind, dims, cost, launches, params, pbytes, _), (k, n) in rows.items():
+        label = name
+        if names[name] > 1:  # the same module costs differently in different layers (sliding, dense/MoE)
+            label = f"{name}[{k.layer}]" if k.layer is not None else f"{name}[{taken.get(name, 0)}]"
+            taken[name] = taken.get(name, 0) + 1
+        scope = "layer" if k.layer is not None else "model"
+        out.append(Kernel(label, kind, scope, n, dims, cost, params=params, param_bytes=pbytes, role=k.role,
+                          launches=launches, expert_weights=k.experts, sizes=_sizes(k)))
+    return out
+
+
+def _sizes(k: TracedKernel) -> MatmulSizes | None:
+    return MatmulSizes(*k.sizes) if k.sizes else None

@@ -1,0 +1,165 @@
+"""What the trace patches into transformers while a step runs: masks, positional rotaries, expert loops."""
+
+from __future__ import annotations
+
+
+def _one_sequence_per_row(transformers):
+    """A traced step holds one unpadded sequence per batch row. transformers' masks find that out by
+    reading tensor values a meta tensor does not have: they look for several sequences packed into a
+    row in the position ids (Gemma 4, Moshi), and whether a padding mask the model made for itself is
+    all ones before they skip it (BioGPT, BART's decoder). Answer both as for no packing and no
+    padding, without reading: no packed sequences, and the mask decision (causal or bidirectional) of a
+    model given no padding mask (as a Llama is). Encoder-style models (RoFormer, RemBERT, BigBird) look for padding tokens in
+    the ids to warn of a missing mask: there are none, so that warning is skipped. Returns the undo."""
+    try:
+        from transformers import masking_utils, modeling_utils
+    except ImportError:  # an older transformers without these functions
+        return lambda: None
+    pretrained = modeling_utils.PreTrainedModel
+    warn = pretrained.__dict__.get("warn_if_padding_and_no_attention_mask")
+    if warn is not None:
+        pretrained.warn_if_padding_and_no_attention_mask = lambda self, input_ids, attention_mask: None
+    saved = {name: getattr(masking_utils, name, None) for name in ("find_packed_sequence_indices",
+                                                                  "_ignore_causal_mask_sdpa",
+                                                                  "_ignore_bidirectional_mask_sdpa")}
+    if saved["find_packed_sequence_indices"] is not None:
+        masking_utils.find_packed_sequence_indices = lambda position_ids: None
+
+    def unpadded(ignore):
+        def call(padding_mask, *args, **kwargs):
+            meta = padding_mask is not None and getattr(padding_mask, "device", None) is not None and \
+                padding_mask.device.type == "meta"
+            return ignore(None if meta else padding_mask, *args, **kwargs)
+
+        return call
+
+    for name in ("_ignore_causal_mask_sdpa", "_ignore_bidirectional_mask_sdpa"):
+        if saved[name] is not None:
+            setattr(masking_utils, name, unpadded(saved[name]))
+
+    def undo():
+        for name, fn in saved.items():
+            if fn is not None:
+                setattr(masking_utils, name, fn)
+        if warn is not None:
+            pretrained.warn_if_padding_and_no_attention_mask = warn
+
+    return undo
+
+
+def _positional_rotaries(torch, model, dtype, positions: int):
+    """Rotary embeddings that read their position ids' values cannot run on meta tensors, which hold none:
+    dynamic (NTK) scaling grows its frequencies with the step's last position (transformers'
+    ``dynamic_rope_update``), Phi-3.5-MoE's longrope rotary picks its scale by it. Each such module (found by running
+    it once on meta tensors) runs its own forward on the CPU instead, on the step's real positions (one
+    unpadded sequence per row, the first at ``start[0]``) and with the buffers its class computes from the
+    config, and hands meta tensors of its outputs' shapes on: the ops it records are the module's own,
+    those that read the positions included (a GPU runs them too). Returns (the undo, ``start``)."""
+    start, patched = [0], []
+    base = torch.arange(positions)
+    x, ids = torch.empty((1, 1, 1), dtype=dtype, device="meta"), torch.zeros((1, 1), dtype=torch.long, device="meta")
+    for module in model.modules():
+        if not hasattr(module, "rope_init_fn") and "inv_freq" not in dict(module.named_buffers(recurse=False)):
+            continue
+        try:
+            module.forward(x, ids)
+            continue
+        except RuntimeError as exc:  # reads a value: "Tensor.item() cannot be called on meta tensors"
+            if "meta" not in str(exc):
+                continue
+        except Exception:  # another signature (per-layer-type rotaries): it runs as it is
+            continue
+        try:
+            twin = type(module)(module.config)
+        except Exception:  # a class that cannot be rebuilt alone: the trace refuses as before
+            continue
+
+        def forward(x, position_ids, *args, _twin=twin, **kwargs):
+            at = base[start[0]:start[0] + position_ids.shape[-1]].expand(position_ids.shape)
+            out = _twin.forward(torch.empty(0, dtype=x.dtype), at, *args, **kwargs)
+            return tuple(torch.empty(t.shape, dtype=t.dtype, device=x.device) for t in out)
+
+        module.forward = forward
+        patched.append(module)
+
+    def undo():
+        for module in patched:
+            del module.forward
+
+    return undo, start
+
+
+def _dbrx_experts(torch, module):
+    """DBRX: DbrxExperts hands its GLU each expert the router reached (``nonzero``)."""
+
+    def glu(self, hidden_states, top_k_index, top_k_weights):  # DbrxExpertGLU on every (token, expert) pair
+        k, d = top_k_index.shape[-1], hidden_states.shape[-1]
+        stack = (self.moe_num_experts, self.ffn_hidden_size, d)
+        expert_ids, order = torch.sort(top_k_index.reshape(-1))
+        rows = hidden_states[order // k]
+        offsets = torch.cumsum(torch.histc(expert_ids.float(), bins=self.moe_num_experts, min=0,
+                                           max=self.moe_num_experts - 1), dim=0, dtype=torch.int32)
+        gate = torch._grouped_mm(rows, self.w1.view(stack).transpose(1, 2), offs=offsets)
+        up = torch._grouped_mm(rows, self.v1.view(stack).transpose(1, 2), offs=offsets)
+        out = torch._grouped_mm(self.activation_fn.forward(gate) * up, self.w2.view(stack), offs=offsets)
+        out = out * top_k_weights.reshape(-1)[order, None]
+        return torch.zeros_like(hidden_states).index_add_(0, order // k, out)
+
+    def experts(self, hidden_states, top_k_index, top_k_weights):
+        batch = hidden_states.shape[0]
+        flat = hidden_states.reshape(-1, self.hidden_size)
+        return self.mlp(flat, top_k_index, top_k_weights).view(batch, -1, self.hidden_size)
+
+    return {module.DbrxExpertGLU: glu, module.DbrxExperts: experts}, (module.DbrxExpertGLU,)
+
+
+def _jetmoe_experts(torch, module):
+    """JetMoE: its router hands each expert stack the count of tokens it reached (``tolist``), and the
+    stack splits its rows by them; here the counts stay a tensor, the offsets of one grouped matmul."""
+
+    def gating(self, hidden_states):  # JetMoeTopKGating, its counts per expert kept on the device
+        logits = self.layer(hidden_states).float()
+        top_logits, top_experts = logits.topk(self.top_k, dim=1)
+        gates = torch.softmax(top_logits, dim=1).type_as(hidden_states).flatten()
+        counts = torch.zeros((hidden_states.shape[0], self.num_experts), dtype=torch.long,
+                             device=hidden_states.device).scatter(1, top_experts, 1).sum(0)
+        _, order = top_experts.flatten().sort(0)
+        return order, order.div(self.top_k, rounding_mode="trunc"), gates[order], counts, logits
+
+    def stack(self, inputs, expert_size):  # JetMoeParallelExperts: every row through its expert
+        offsets = torch.cumsum(expert_size, dim=0, dtype=torch.int32)
+        return torch._grouped_mm(inputs, self.weight.transpose(1, 2), offs=offsets)
+
+    return {module.JetMoeTopKGating: gating, module.JetMoeParallelExperts: stack}, ()
+
+
+# model package -> (module name, substitutes): expert loops that read routing values
+_EXPERT_LOOPS = {"dbrx": ("modeling_dbrx", _dbrx_experts), "jetmoe": ("modeling_jetmoe", _jetmoe_experts)}
+
+
+def _grouped_experts(torch, model_type: str):
+    """Expert loops that ask which experts a batch reached (``nonzero`` or ``tolist`` on the router's
+    choice, as DBRX's and JetMoE's do) cannot run on meta tensors, which hold no values. In a trace such
+    an experts module runs as one grouped matmul per expert weight stack, as transformers' own
+    ``grouped_mm`` experts run Mixtral's: the same FLOPs (each token through its k experts) and, through
+    the recorder, the weights of the experts the batch reaches. The modules and their weights are the
+    model's own. Returns (the undo, the classes whose modules are each one kernel)."""
+    if model_type not in _EXPERT_LOOPS:
+        return (lambda: None), ()
+    import importlib
+
+    name, substitutes = _EXPERT_LOOPS[model_type]
+    try:
+        module = importlib.import_module(f"transformers.models.{model_type}.{name}")
+    except ImportError:  # pragma: no cover - a transformers without the model
+        return (lambda: None), ()
+    forwards, one_kernel = substitutes(torch, module)
+    undo = [(cls, cls.__dict__["forward"]) for cls in forwards]
+    for cls, fn in forwards.items():
+        cls.forward = fn
+
+    def restore():
+        for cls, fn in undo:
+            cls.forward = fn
+
+    return restore, one_kernel

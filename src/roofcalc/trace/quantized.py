@@ -1,0 +1,64 @@
+"""Traced kernels re-costed for weights stored in a quantized format (int8, int4, fp8, mxfp4, ternary)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from ..calculator import Workload
+from ..errors import RoofcalcError
+
+
+def _quantized(traced: list, doc: dict, wl: Workload, config) -> tuple[list, int]:
+    """The kernels and the weights' bytes of a checkpoint whose decoder layers' weight matrices are stored in
+    ``wl.weight_dtype`` (int8 / int4 with a scale per group, fp8 with a scale per block), as the hand models
+    count them: each [n_out, n_in] matrix (a stack of experts' too) of a module the layers run is
+    linear_weight_bytes; embeddings, lm_head, norms, biases, routers (an output per expert, or a single gate)
+    and modules the step never runs (a vision tower) keep the float dtype. The trace itself runs in the
+    activation dtype: FLOPs and activations do not change."""
+    from ..calculator import linear_weight_bytes
+    from ..calculator import traced_expert_bytes
+
+    text = getattr(config, "get_text_config", lambda: config)()
+    n_experts = next((v for k in ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
+                      for c in (text, config) if isinstance(v := getattr(c, k, None), int)), 0)
+    float_size = wl.act_dtype.bits // 8
+    shapes = doc.get("weight_shapes", {})
+
+    def stored(m) -> int:
+        return math.prod(m) * float_size
+
+    def quant(m) -> int:
+        return math.prod(m[:-2]) * linear_weight_bytes(m[-1], m[-2], wl, experts=True)
+
+    def mats(module: str) -> list:
+        return [m for m in shapes.get(module, []) if m[-2] not in (1, n_experts)]  # routers stay float
+
+    runs = {k.module for k in traced if k.layer is not None and k.kind == "matmul" and (not k.function or k.experts)
+            and (k.experts or not wl.weight_dtype.experts_only)}  # MXFP4: the expert stacks alone
+    if not runs and wl.weight_dtype.experts_only:
+        raise RoofcalcError(f"{doc['class']} runs no experts: {wl.weight_dtype.name} stores a mixture of experts' "
+                            f"expert weights (use int4 or int8 for every linear)")
+    total = doc["param_bytes"] + sum(quant(m) - stored(m) for module in runs for m in mats(module))
+    out = []
+    for k in traced:
+        if k.module not in runs or not mats(k.module):
+            out.append(k)
+            continue
+        if k.experts is not None:  # the expert stacks it reads, by their stored bytes
+            n_exp, top_k, fulls = k.experts
+            by_bytes = {stored(m): quant(m) for m in mats(k.module)}
+            new_experts = (n_exp, top_k, tuple(by_bytes.get(f, f) for f in fulls))
+            change = {c: traced_expert_bytes(new_experts, wl.tokens, wl.experts)
+                      - traced_expert_bytes(k.experts, wl.tokens, wl.experts) for c in ("ideal", "eager")}
+            k = replace(k, experts=new_experts, role="experts")
+        elif not k.function:  # a leaf linear: it reads its whole weight
+            delta = sum(quant(m) - stored(m) for m in mats(k.module))
+            change = {"ideal": delta, "eager": delta}
+            k = replace(k, role="linear", param_bytes=k.param_bytes + delta if k.param_bytes else 0)
+        else:
+            out.append(k)
+            continue
+        out.append(replace(k, ideal=replace(k.ideal, weight_bytes=k.ideal.weight_bytes + change["ideal"]),
+                           eager=replace(k.eager, weight_bytes=k.eager.weight_bytes + change["eager"])))
+    return out, total

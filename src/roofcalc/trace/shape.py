@@ -1,0 +1,96 @@
+"""The header's ModelShape of a traced model, read off transformers' config object."""
+
+from __future__ import annotations
+
+from ..errors import RoofcalcError
+from ..inputs import one_line
+from ..shapes import ModelShape
+from .config import _need_torch, hf_config
+
+
+def _nested(config, part: str, key: str) -> int:
+    """An integer a config keeps in a sub-object of its own (DBRX's ffn_config), else 0."""
+    v = getattr(getattr(config, part, None), key, None)
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
+def shape_of(config, model_type: str, name: str, cfg: dict) -> ModelShape:
+    """The header's letters, read from transformers' own config object (a multimodal one's text config)."""
+    try:
+        text = getattr(config, "get_text_config", lambda: config)()
+    except Exception:  # pragma: no cover - a config without a text part
+        text = config
+
+    def get(*keys, default=None):
+        for k in keys:
+            for c in (text, config):
+                try:
+                    v = getattr(c, k, None)
+                except Exception:  # a per-layer attribute that refuses a single value (Gemma 4)
+                    v = None
+                if isinstance(v, int) and not isinstance(v, bool):
+                    return v
+        return default
+
+    # an encoder-decoder config read as its causal LM (BART's family) is its decoder
+    d = get("hidden_size", "n_embd", "d_model", default=0)
+    n_heads = get("decoder_attention_heads", "num_attention_heads", "n_head", "num_heads", default=1)
+    n_kv = get("num_key_value_heads", "num_kv_heads", default=1 if getattr(text, "multi_query", False) is True
+               else n_heads)
+    n_layers = get("decoder_layers", "num_hidden_layers", "n_layer", "num_layers", default=0)
+    head_dim = get("head_dim", default=d // n_heads if n_heads else 0)
+    window = get("sliding_window", default=None)
+    kinds = getattr(text, "layer_types", None)
+    if isinstance(kinds, (list, tuple)) and kinds and not any("sliding" in str(k) for k in kinds):
+        window = None  # a window the class keeps but no layer uses (Dots1's 4096)
+    from ..shapes import _config_dtype, declared_weights
+
+    return ModelShape(
+        name=name, model_type=model_type, n_layers=n_layers, d_model=d, n_heads=n_heads, n_kv_heads=n_kv,
+        head_dim=head_dim, d_ff=get("decoder_ffn_dim", "intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size",
+                                    default=0) or _nested(config, "ffn_config", "ffn_hidden_size") or 4 * d,
+        vocab_size=get("vocab_size", default=0), tie_word_embeddings=getattr(config, "tie_word_embeddings", False) is True,
+        qkv_bias=False, o_bias=False, mlp_bias=False, qk_norm=False, activation="traced", embed_scale=False,
+        rotary_dim=0, sliding_window=window, layer_types=("full",) * n_layers, family=model_type,
+        config_dtype=_config_dtype(cfg), **declared_weights(cfg, name),
+    )
+
+
+def traced_shape(cfg: dict, name: str) -> tuple[ModelShape, tuple[dict, str, str]]:
+    """(the header's shape, what :func:`trace` takes) for a config read by tracing; a multimodal config
+    is traced through its ``text_config`` (the language model is what decodes)."""
+    try:
+        return _traced_shape(cfg, name)
+    except RoofcalcError:
+        raise
+    except Exception as exc:  # a config class roofcalc has not met
+        raise RoofcalcError(f"{name}: transformers cannot read this config ({type(exc).__name__}: "
+                            f"{one_line(str(exc))[:160]})") from None
+
+
+def _causal_lm(model_type: str) -> bool:
+    """Whether transformers builds a causal LM from this model_type itself (Mllama's and Emu3's text
+    configs it does not: their causal LM is built from the whole config)."""
+    _need_torch(model_type)
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    return model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+
+def _traced_shape(cfg: dict, name: str) -> tuple[ModelShape, tuple[dict, str, str]]:
+    use, label = cfg, str(cfg.get("model_type"))
+    text = cfg.get("text_config")
+    if isinstance(text, dict) and isinstance(text.get("model_type"), str) and _causal_lm(text["model_type"]):
+        use, label = text, f"{one_line(label)[:60]} (text_config: {one_line(text['model_type'])[:60]})"
+        top = {k: cfg[k] for k in ("torch_dtype", "dtype") if k in cfg}
+        if top and not any(k in text for k in ("torch_dtype", "dtype")):
+            use = dict(text, **top)  # the checkpoint's dtype, often written only at the top (Gemma 3)
+        if cfg.get("quantization_config") is not None and text.get("quantization_config") is None:
+            use = dict(use, quantization_config=cfg["quantization_config"])  # so may its quantization_config be
+            # (Devstral-Small-2's FP8 on its mistral3 wrapper); transformers' config class is built without it
+    elif isinstance(text, dict) and not any(k in cfg for k in ("torch_dtype", "dtype")):
+        inner = {k: text[k] for k in ("torch_dtype", "dtype") if k in text}
+        if inner:  # the whole model traced, its dtype written only in its text_config (Qwen3-VL)
+            use = dict(cfg, **inner)
+    config, _ = hf_config(use, name)
+    return shape_of(config, label, name, use), (use, name, label)
