@@ -148,7 +148,7 @@ ERRORS = [
     (["TinyLlama/TinyLlama-1.1B", "--weight-dtype", "mxfp4"], "has no experts: mxfp4 stores"),
     (["TinyLlama/TinyLlama-1.1B", "--context", "5", "--prompt", "3"], "not allowed with argument"),
     (["mistralai/Mixtral-8x7B-v0.1", "--experts", "most"], "invalid choice: 'most'"),
-    ([], "the following arguments are required: model"),
+    ([], "the following arguments are required: MODEL"),
     (["TinyLlama/TinyLlama-1.1B", "--batch", ""], "--batch is empty"),
     (["TinyLlama/TinyLlama-1.1B", "--batch", "1,,4"], "empty item"),
     (["TinyLlama/TinyLlama-1.1B", "--batch", "256..1"], "runs backwards"),
@@ -236,7 +236,8 @@ def test_hub_id_is_read_from_the_hf_cache_offline(tmp_path):
 def test_main_job_imports_nothing_heavy():
     code = ("import sys, io, contextlib\nfrom roofcalc.cli import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n    main(['TinyLlama/TinyLlama-1.1B'])\n"
-            "print(sorted(m for m in ('numpy', 'matplotlib', 'torch', 'transformers', 'huggingface_hub') "
+            "print(sorted(m for m in ('numpy', 'matplotlib', 'torch', 'transformers', 'huggingface_hub', 'pandas', "
+            "'tqdm', 'plotly') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -385,3 +386,238 @@ def test_an_asymptote_just_under_the_ridge_does_not_print_as_the_ridge():
     assert _apart(294.7, 295.3) == ("294.7", "295.3")
     assert _apart(102.4, 295.3) == ("102", "295")
     assert _apart(50.61, 295.3) == ("50.6", "295")
+
+
+# --------------------------------------------------------------------------- commands, help, --output, did you mean
+
+COMMAND_NAMES = ("models", "hardware", "measure", "profile", "help")
+
+
+def test_the_usage_line_and_the_overview_list_every_command(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    overview = capsys.readouterr().out
+    usage = overview.split("\n\n")[0]
+    assert "roofcalc [-h] [--version] MODEL [options]" in usage
+    assert "roofcalc {" + ",".join(COMMAND_NAMES) + "} ..." in usage
+    commands = overview[overview.index("commands:"):overview.index("positional arguments:")]
+    for name in COMMAND_NAMES:
+        assert re.search(rf"^    {name} +\w", commands, re.M), name
+    assert "--batch" in overview and "--output" in overview  # the model's options follow
+    code, out, _ = run(["help"], capsys)  # roofcalc help: the same overview
+    assert code == 0 and out == unwrap(overview)
+
+
+@pytest.mark.parametrize("name", COMMAND_NAMES)
+def test_help_command_is_the_commands_own_help(name, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([name, "--help"])
+    assert exc.value.code == 0
+    own = capsys.readouterr().out
+    assert own.startswith(f"usage: roofcalc {name}")
+    code, out, _ = run(["help", name], capsys)
+    assert code == 0 and out == unwrap(own)
+
+
+def test_help_for_a_command_that_is_not_one(capsys):
+    code, out, err = run(["help", "mesure"], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "no command 'mesure' (did you mean measure?)" in err
+
+
+def test_a_first_word_that_is_no_command_is_the_model(tmp_path, capsys, monkeypatch):
+    """Only the five command names are commands; a model folder of that name is given as a path."""
+    from roofcalc.sources import catalog
+
+    cfg = next(e for e in catalog() if e.hub_id == "TinyLlama/TinyLlama-1.1B-Chat-v1.0").config
+    (tmp_path / "profile").mkdir()
+    (tmp_path / "profile" / "config.json").write_text(json.dumps(cfg))
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(["./profile", "--format", "json"], capsys)
+    assert code == 0 and json.loads(out)["model"]["name"] == "profile"
+    code, out, _ = run(["--batch", "2", "TinyLlama/TinyLlama-1.1B", "--format", "json"], capsys)  # options first
+    assert code == 0 and json.loads(out)["workload"]["batch"] == 2
+
+
+def test_every_option_of_every_command_has_help():
+    import argparse
+
+    from roofcalc.cli import PARSERS, _main_parser
+
+    parsers = {name: build() for name, build in PARSERS.items()}
+    parsers["overview"] = _main_parser(listing=True)
+    assert set(parsers) == {"roofcalc", "overview", *COMMAND_NAMES}
+    for name, parser in parsers.items():
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                assert [a.dest for a in action._choices_actions] == list(COMMAND_NAMES)
+                for choice in action._choices_actions:
+                    assert choice.help and choice.help.strip(), (name, choice.dest)
+                continue
+            assert action.help and action.help.strip() and action.help != argparse.SUPPRESS, \
+                (name, action.option_strings or action.dest)
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "csv", "json"])
+def test_output_writes_the_document_to_a_file(fmt, tmp_path, capsys):
+    for args in (["TinyLlama/TinyLlama-1.1B"], ["TinyLlama/TinyLlama-1.1B", "--batch", "1,4,16"]):  # step, sweep
+        main([*args, "--format", fmt])
+        printed = capsys.readouterr().out
+        path = tmp_path / f"report.{fmt}"
+        code = main([*args, "--format", fmt, "-o", str(path)])
+        out, err = capsys.readouterr()
+        assert code == 0 and out == ""
+        assert err == f"roofcalc: wrote the {fmt} report to {path}\n"
+        assert path.read_text() == printed
+    code = main(["TinyLlama/TinyLlama-1.1B", "--output", str(path)])  # an existing file is replaced
+    assert code == 0 and path.read_text().startswith("model     TinyLlama")
+
+
+def test_output_refuses_what_it_cannot_write_and_the_inputs(tmp_path, capsys):
+    from roofcalc.sources import catalog
+
+    cfg = next(e for e in catalog() if e.hub_id == "TinyLlama/TinyLlama-1.1B-Chat-v1.0").config
+    config = tmp_path / "model" / "config.json"
+    config.parent.mkdir()
+    config.write_text(json.dumps(cfg))
+    hw = tmp_path / "hw.json"
+    hw.write_text(json.dumps({"name": "mine", "bandwidth_bytes_per_s": 2.7e11, "peak_flop_per_s": {"fp16": 5e13}}))
+    times = tmp_path / "times.csv"
+    times.write_text("q_proj,1e-5\n")
+    (tmp_path / "link.json").symlink_to(hw)
+    m = "TinyLlama/TinyLlama-1.1B"
+    cases = [
+        ([m, "-o", str(tmp_path / "no" / "r.txt")], "folder"),
+        ([m, "-o", str(tmp_path)], "is a folder"),
+        ([m, "-o", ""], "--output is empty"),
+        ([m, "-o", "/dev/null"], "not a regular file"),
+        ([str(config), "-o", str(config)], "is the model's config.json"),
+        ([str(config.parent), "-o", str(config)], "is the model's config.json"),  # the folder's config.json
+        ([m, "--hw-file", str(hw), "-o", str(hw)], "is the --hw-file profile"),
+        ([m, "--hw-file", str(tmp_path / "link.json"), "-o", str(hw)], "is the --hw-file profile"),  # a link to it
+        ([m, "--hw-file", str(hw), "-o", str(tmp_path / ".." / tmp_path.name / "hw.json")], "is the --hw-file"),
+        ([m, "--kernel-times", str(times), "-o", str(times)], "is the --kernel-times file"),
+        ([m, "--plot", str(tmp_path / "r.png"), "-o", str(tmp_path / "r.png")], "is the --plot image"),
+    ]
+    before = {p: p.read_text() for p in (config, hw, times)}
+    for args, message in cases:
+        code, out, err = run(args, capsys)
+        assert code == 2 and out == "" and err.count("\n") == 1 and message in err, (args, err)
+    assert {p: p.read_text() for p in before} == before  # nothing the command reads was touched
+    import os
+
+    if os.geteuid() != 0:  # root writes anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir()
+        locked.chmod(0o500)
+        code, _, err = run([m, "-o", str(locked / "r.txt")], capsys)
+        assert code == 2 and "permission denied" in err
+
+
+CLOSE_NAMES = [  # each misspelt name and what the one-line error suggests
+    (["llama2-7b"], "(did you mean llama-2-7b or llama-2-70b?)"),  # catalog aliases
+    (["tinylama"], "(did you mean tinyllama?)"),
+    (["gpt-2"], "(did you mean gpt2?)"),
+    (["TinyLama/TinyLlama-1.1B"], "(did you mean TinyLlama/TinyLlama-1.1B?)"),  # a catalog alias; the hub unreached
+    (["qwen/qwen3-8"], "(did you mean Qwen/Qwen3-8B?)"),  # a hub id of the catalog
+    (["acme/tiny-lama"], "(did you mean acme/tiny-llama?)"),  # the HF cache's
+    (["TinyLlama/TinyLlama-1.1B", "--hw", "h10"], "unknown hardware 'h10' (did you mean H100-SXM?); known: T4"),
+    (["TinyLlama/TinyLlama-1.1B", "--hw", "rtx 4900"], "(did you mean RTX4090?)"),
+    (["TinyLlama/TinyLlama-1.1B", "--family", "lama"], "--family 'lama' is not a family roofcalc models (did you "
+                                                       "mean llama?)"),
+    (["TinyLlama/TinyLlama-1.1B", "--family", "qwen-2"], "(did you mean qwen2?)"),
+    (["measure", "--nominal", "H20O"], "--nominal: unknown hardware 'H20O' (did you mean H200?)"),
+]
+
+
+@pytest.fixture
+def offline_hub(tmp_path, monkeypatch):
+    """An HF cache holding acme/tiny-llama (a folder name is all the suggestions read) and a hub that cannot be
+    reached: no test touches the network."""
+    from huggingface_hub import constants
+
+    from roofcalc import sources
+
+    (tmp_path / "models--acme--tiny-llama").mkdir()
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(sources, "_reachable", lambda url, timeout_s=1.5: False)
+    return sources
+
+
+@pytest.mark.parametrize("args,hint", CLOSE_NAMES)
+def test_did_you_mean(args, hint, capsys, offline_hub):
+    code, out, err = run(args, capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert hint in err, err
+
+
+def test_no_suggestion_for_a_name_far_from_every_one(capsys, offline_hub):
+    for args in (["nobody/nothing-7b"], ["zzz"], ["TinyLlama/TinyLlama-1.1B", "--hw", "Z9000"]):
+        code, _, err = run(args, capsys)
+        assert code == 2 and "did you mean" not in err, err
+    _, _, err = run(["nobody/nothing-7b"], capsys)  # today's message when the hub is not reached
+    assert "https://huggingface.co cannot be reached; download its config.json" in err
+
+
+def _hub_error(name):
+    """An error of the hub library's, as hf_hub_download raises it on the hub's answer (no network)."""
+    from types import SimpleNamespace
+
+    from huggingface_hub import errors
+
+    return getattr(errors, name)("the hub's message", response=SimpleNamespace(headers={}, request=None,
+                                                                               status_code=404))
+
+
+@pytest.mark.parametrize("error,message", [
+    ("RepositoryNotFoundError", "'TinyLama/TinyLlama-1.1B' does not exist on the hub (a private repo needs hf auth "
+                                "login) (did you mean TinyLlama/TinyLlama-1.1B?)"),
+    ("GatedRepoError", "'TinyLama/TinyLlama-1.1B' is gated on the hub: accept its terms"),
+    ("RevisionNotFoundError", "has no revision"),
+    ("EntryNotFoundError", "has no config.json on the hub"),
+])
+def test_the_hub_saying_no_is_told_apart_from_no_hub(error, message, capsys, offline_hub, monkeypatch):
+    monkeypatch.setattr(offline_hub, "_reachable", lambda url, timeout_s=1.5: True)
+
+    def fetch(repo_id, revision):
+        if error == "EntryNotFoundError":
+            from huggingface_hub import errors
+
+            raise errors.EntryNotFoundError("no config.json")
+        raise _hub_error(error)
+
+    monkeypatch.setattr(offline_hub, "_fetch", fetch)
+    code, out, err = run(["TinyLama/TinyLlama-1.1B"], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert message in err, err
+    monkeypatch.setattr(offline_hub, "_fetch", lambda repo_id, revision: (_ for _ in ()).throw(ConnectionError()))
+    _, _, err = run(["TinyLama/TinyLlama-1.1B"], capsys)  # the network lost on the way: no verdict on the id
+    assert "cannot fetch 'TinyLama/TinyLlama-1.1B' from the hub (ConnectionError)" in err
+
+
+@pytest.mark.parametrize("gpu", [False, True])
+def test_install_lines_say_which_torch_to_install(gpu, capsys, monkeypatch):
+    import shutil
+
+    from roofcalc import cli, inputs
+    from roofcalc.errors import RoofcalcError
+
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/nvidia-smi" if gpu and name == "nvidia-smi" else None)
+    monkeypatch.setattr(sys, "platform", "linux")
+    line = inputs.torch_install()
+    if gpu:  # PyPI's torch for Linux is a CUDA build
+        assert line == "pip install 'roofcalc[torch]' (PyPI's torch for Linux is a CUDA build)"
+    else:  # a CPU build first, or pip fetches the CUDA one
+        assert line.startswith("pip install torch --index-url https://download.pytorch.org/whl/cpu && "
+                               "pip install 'roofcalc[torch]'")
+
+    def needs_torch(argv):  # trace.py and collectives.py say the bare extra: the CLI says the whole line
+        raise RoofcalcError("counting by trace needs PyTorch: pip install 'roofcalc[torch]'")
+
+    monkeypatch.setitem(cli.COMMANDS, "models", needs_torch)
+    code, _, err = run(["models"], capsys)
+    assert code == 2 and err == f"roofcalc: error: counting by trace needs PyTorch: {line}\n"
+    monkeypatch.setattr(sys, "platform", "win32")
+    assert gpu == ("pytorch.org/get-started" in inputs.torch_install())  # elsewhere, pytorch.org's CUDA build

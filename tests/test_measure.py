@@ -233,14 +233,92 @@ def test_the_cuda_measuring_path_on_a_shim(monkeypatch, tmp_path, capsys):
         measure_module.measure("cuda", nbytes=1 << 16, quiet=True)
 
 
-def test_profile_without_torch_names_the_extra():
+def test_profile_without_torch_names_the_extra(tmp_path):
+    """Without an NVIDIA GPU (no nvidia-smi on PATH) a CPU build of torch first; with one (a stand-in
+    nvidia-smi on PATH, on Linux), PyPI's torch, a CUDA build."""
     code = ("import sys; sys.modules['torch'] = None\n"
             "from roofcalc.cli import main\n"
             "sys.exit(main(['profile', 'TinyLlama/TinyLlama-1.1B']))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 2 and out.stdout == ""
-    assert out.stderr.strip() == ("roofcalc: error: roofcalc profile needs PyTorch and transformers (torch is missing): "
-                                  "pip install 'roofcalc[torch]'")
+    (tmp_path / "nvidia-smi").write_text("#!/bin/sh\n")
+    (tmp_path / "nvidia-smi").chmod(0o755)
+    lines = {str(tmp_path / "none"): "pip install torch --index-url https://download.pytorch.org/whl/cpu && "
+                                     "pip install 'roofcalc[torch]' (a CPU build of torch first: no NVIDIA GPU here)",
+             str(tmp_path): "pip install 'roofcalc[torch]' (PyPI's torch for Linux is a CUDA build)"}
+    for path, line in lines.items():
+        if not sys.platform.startswith("linux") and "CUDA" in line:
+            continue
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                             env={"PATH": path, "PYTHONPATH": ":".join(sys.path)})
+        assert out.returncode == 2 and out.stdout == ""
+        assert out.stderr.strip() == ("roofcalc: error: roofcalc profile needs PyTorch and transformers (torch is "
+                                      f"missing): {line}")
+
+
+class _Terminal:
+    """A stderr that says it is a terminal (or not), keeping what is written."""
+
+    def __init__(self, tty: bool):
+        self.tty, self.text = tty, ""
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def write(self, s: str) -> int:
+        self.text += s
+        return len(s)
+
+    def flush(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("tty", [True, False])
+def test_progress_is_a_bar_on_a_terminal_and_lines_elsewhere(tty, monkeypatch):
+    pytest.importorskip("tqdm")
+    from roofcalc.measure import Progress
+
+    err = _Terminal(tty)
+    monkeypatch.setattr(sys, "stderr", err)
+    with Progress("measure") as progress:  # sys.stderr decides, as measure and profile make theirs
+        progress.plan(3)
+        progress("the streams")
+        progress.tick("a matmul")  # a step without a line of its own
+        progress("the host")
+        progress.note("a note")
+    if tty:  # tqdm's bar, redrawn in place with the time left, and no step lines
+        assert "\r" in err.text and "left, a matmul" in err.text and "roofcalc measure" in err.text
+        assert "roofcalc measure: the streams" not in err.text and "roofcalc measure: a note\n" in err.text
+        assert "67%" in err.text  # 2 of the 3 steps done when the last begins
+    else:
+        assert err.text == ("roofcalc measure: the streams\nroofcalc measure: the host\n"
+                            "roofcalc measure: a note\n")
+    quiet = _Terminal(tty)
+    with Progress("measure", 3, quiet=True, stream=quiet) as progress:
+        progress("the streams")
+        progress.note("a note")
+    assert quiet.text == ""
+
+
+def test_measure_shows_its_progress_by_what_stderr_is(monkeypatch):
+    """The real measure with a fake stderr: the bar on a terminal, a line a step on a file (one small matmul and
+    a short dispatch loop, to keep it quick)."""
+    pytest.importorskip("tqdm")
+    from roofcalc import measure as measure_module
+
+    matmul, dispatch = measure_module.cpu_matmul, measure_module.cpu_dispatch
+    monkeypatch.setattr(measure_module, "MATMUL_SIZES_CPU", (256,))
+    monkeypatch.setattr(measure_module, "cpu_matmul", lambda repeats, progress: matmul((256,), 1, progress))
+    monkeypatch.setattr(measure_module, "cpu_dispatch", lambda: dispatch(101))
+    for tty in (True, False):
+        err = _Terminal(tty)
+        monkeypatch.setattr(sys, "stderr", err)
+        measure("cpu", repeats=1, nbytes=16 << 20, curves=False)
+        if tty:  # redrawn in place, then cleared: the report that follows starts on a clean line
+            assert "\r" in err.text and " left, fp32 matmul 256 x 256" in err.text and "\n" not in err.text
+            assert err.text.endswith("\r") and err.text.rsplit("\r", 2)[1].strip() == ""
+        else:  # the streams, the one matmul size, the dispatch overhead
+            lines = err.text.splitlines()
+            assert len(lines) == 3 and all(line.startswith("roofcalc measure: ") for line in lines), lines
+            assert lines[1] == "roofcalc measure: fp32 matmul 256 x 256"
 
 
 def test_profile_refuses_a_model_that_does_not_fit():

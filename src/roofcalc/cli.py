@@ -7,7 +7,7 @@ import sys
 from typing import Sequence
 
 from .errors import NoKVCache, RoofcalcError
-from .inputs import kernel_times, parse_quantity, parse_sizes, percent, positive_int
+from .inputs import kernel_times, parse_quantity, parse_sizes, percent, positive_int, torch_install
 
 DEFAULT_BATCH = 1
 DEFAULT_CONTEXT = 500  # the README's worked example: TinyLlama on a T4
@@ -25,18 +25,48 @@ class _Parser(argparse.ArgumentParser):
         raise RoofcalcError(f"{message} (see '{self.prog} --help')")
 
 
-def _main_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+# the commands, each with its line in the overview; any other first word is a model (roofcalc MODEL [options]):
+# a model whose name is a command's is given as a path (./profile) or by its hub id
+SUMMARIES = {
+    "models": "list the offline catalog of model configs",
+    "hardware": "list the hardware catalog (nominal, dense datasheet peaks)",
+    "measure": "measure this machine's roof and kernel curves; write a profile for --hw-file",
+    "profile": "run a model on this machine (PyTorch) and put its measured times beside roofcalc's floors",
+    "help": "this overview, or a command's help (roofcalc help COMMAND)",
+}
+
+
+class _MainParser(_Parser):
+    """The bare-model form, whose help is the overview: every command (argparse's own listing), then the
+    model's options. The commands are listed by a twin of this parser that is never used to parse, so a
+    first word that is not a command stays the model."""
+
+    listing = False
+
+    def format_help(self) -> str:
+        return super().format_help() if self.listing else _main_parser(listing=True).format_help()
+
+
+def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
+    p = _MainParser(
         prog="roofcalc",
+        usage=f"%(prog)s [-h] [--version] MODEL [options]\n       %(prog)s {{{','.join(SUMMARIES)}}} ...",
         description="Per-kernel FLOPs, bytes and arithmetic intensity of a transformer's decode or prefill step, "
-        "from its HuggingFace config.json. Other commands: 'roofcalc models' lists the offline catalog, "
-        "'roofcalc hardware' the hardware catalog, 'roofcalc measure' measures this machine, "
-        "'roofcalc profile MODEL' measures a model on it.",
+        "from its HuggingFace config.json, on the roofline of a device. 'roofcalc help COMMAND' or "
+        "'roofcalc COMMAND --help' shows a command's options.",
     )
-    p.add_argument("model", help="a config.json, a folder holding one, a catalog name (roofcalc models) or a hub id")
+    p.listing = listing
+    if listing:
+        commands = p.add_subparsers(title="commands", dest="command")
+        for name, summary in SUMMARIES.items():
+            commands.add_parser(name, help=summary, add_help=False)
+        p._action_groups.insert(0, p._action_groups.pop())  # the commands first, then the model's arguments
+    p.add_argument("model", metavar="MODEL",
+                   help="a config.json, a folder holding one, a catalog name (roofcalc models) or a hub id")
     from . import __version__
 
-    p.add_argument("--version", action="version", version=f"roofcalc {__version__}")
+    p.add_argument("--version", action="version", version=f"roofcalc {__version__}",
+                   help="print the version and exit")
     sizes = "; a list (1,4,16) or a range (1..256 doubles, 512..4096:512 steps) sweeps"
     p.add_argument("--batch", "-b", help=f"sequences per step, B (default {DEFAULT_BATCH}){sizes}")
     phase = p.add_mutually_exclusive_group()
@@ -81,7 +111,10 @@ def _main_parser() -> argparse.ArgumentParser:
                    "torch; automatic for a model_type without a hand model)")
     p.add_argument("--revision", help="a hub id's branch, tag or commit (the hub library's own revision handling); "
                    "the catalog is not used then")
-    p.add_argument("--format", "-f", choices=("table", "markdown", "csv", "json"), default="table")
+    p.add_argument("--format", "-f", choices=("table", "markdown", "csv", "json"), default="table",
+                   help="the report as a table for the terminal (default), a markdown table, CSV or JSON")
+    p.add_argument("--output", "-o", metavar="FILE",
+                   help="write the report (any --format, a sweep's too) to FILE instead of standard output")
     p.add_argument("--wide", action="store_true",
                    help="every column of the kernel table (default: the most important ones that fit the terminal, "
                    "100 columns when it is unknown)")
@@ -179,15 +212,73 @@ def _workload(args: argparse.Namespace, shape=None):
     return Workload.decode(batches[0], contexts[0], **kw)
 
 
+def _find_hardware(name: str, flag: str = "--hw"):
+    """A catalog entry by name or alias; a name that is none of them is refused with the closest ones."""
+    from .hardware import find_hardware, hardware_catalog
+    from .inputs import did_you_mean
+
+    try:
+        return find_hardware(name)
+    except RoofcalcError as exc:
+        names = {}
+        for hw in hardware_catalog():
+            for key in (hw.name, *hw.aliases):
+                names.setdefault(key.lower().replace("_", "-").replace(" ", "-"), hw.name)
+        hint = did_you_mean(name.replace("_", "-").replace(" ", "-"), names)
+        if not hint:
+            raise
+        message = str(exc).replace("; known:", f" ({hint}); known:", 1)
+        raise RoofcalcError(message if flag == "--hw" else f"{flag}: {message}") from None
+
+
+def _check_family(family: str | None) -> None:
+    """--family, before the model is read: a family roofcalc has a hand model for, or the closest ones."""
+    from .families import FAMILIES, SUPPORTED_FAMILIES
+    from .inputs import did_you_mean, one_line
+
+    if family is None or family in FAMILIES:
+        return
+    if not family.strip():
+        raise RoofcalcError("--family is empty; give a family such as llama")
+    hint = did_you_mean(family.replace("-", "_"), {name: name for name in FAMILIES})
+    raise RoofcalcError(f"--family '{one_line(family)[:80]}' is not a family roofcalc models{f' ({hint})' if hint else ''}"
+                        f"; supported: {', '.join(SUPPORTED_FAMILIES)}")
+
+
+def _check_output(path: str | None, inputs: dict[str, str | None]):
+    """--output, checked before any work (see inputs.check_output); None without it."""
+    import os
+
+    if path is None:
+        return None
+    from .inputs import check_output
+
+    model = next(iter(inputs), None)  # the model is a file only where one is there by its name
+    if model is not None and inputs[model] and not os.path.exists(os.path.expanduser(inputs[model])):
+        inputs = {k: v for k, v in inputs.items() if k != model}
+    return check_output(path, inputs)
+
+
+def _emit(text: str, output, fmt: str) -> str:
+    """The document for stdout, or, with --output, written to its file (a line on stderr says so)."""
+    if output is None:
+        return text
+    from .inputs import one_line, write_output
+
+    write_output(output, text)
+    print(f"roofcalc: wrote the {fmt} report to {one_line(str(output))[:200]}", file=sys.stderr)
+    return ""
+
+
 def _hardware(args: argparse.Namespace):
     """(catalog entry, measured profile or None)."""
-    from .hardware import find_hardware, load_profile
+    from .hardware import load_profile
 
     if args.hw is not None and not args.hw.strip():
         raise RoofcalcError("--hw is empty; give a name from 'roofcalc hardware'")
     profile = load_profile(args.hw_file) if args.hw_file is not None else None
     hw_name = args.hw or (profile.nominal if profile and profile.nominal else DEFAULT_HW)
-    return find_hardware(hw_name), profile
+    return _find_hardware(hw_name, "--hw" if args.hw else f"the profile {args.hw_file}'s nominal"), profile
 
 
 def _revision(args: argparse.Namespace) -> str | None:
@@ -389,6 +480,9 @@ def run_main(argv: Sequence[str]) -> str:
     from . import report
 
     args = _main_parser().parse_args(argv)
+    _check_family(args.family)
+    output = _check_output(args.output, {"the model's config.json": args.model, "the --hw-file profile": args.hw_file,
+                                         "the --kernel-times file": args.kernel_times, "the --plot image": args.plot})
     defaults = {name for name in ("batch", "context", "dtype", "hw") if getattr(args, name) is None}
     if args.prompt:
         defaults.discard("context")
@@ -423,7 +517,7 @@ def run_main(argv: Sequence[str]) -> str:
         save_plot(result, args.plot)
         if args.format in ("table", "markdown"):
             out += f"\nplot      written to {args.plot}\n"
-    return out
+    return _emit(out, output, args.format)
 
 
 def _build(args: argparse.Namespace, shape):
@@ -434,14 +528,24 @@ def _build(args: argparse.Namespace, shape):
     return build_roofline(args, shape)
 
 
+def _hardware_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="roofcalc hardware", description="List the built-in hardware catalog (nominal, dense peaks).")
+    p.add_argument("--wide", action="store_true", help="every column, whatever the terminal's width")
+    return p
+
+
 def run_hardware(argv: Sequence[str]) -> str:
     from . import report
     from .hardware import hardware_catalog
 
-    p = _Parser(prog="roofcalc hardware", description="List the built-in hardware catalog (nominal, dense peaks).")
-    p.add_argument("--wide", action="store_true", help="every column, whatever the terminal's width")
-    args = p.parse_args(argv)
+    args = _hardware_parser().parse_args(argv)
     return report.hardware_table(hardware_catalog(), None if args.wide else term_width())
+
+
+def _models_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="roofcalc models", description="List the built-in offline catalog of model configs.")
+    p.add_argument("--wide", action="store_true", help="every column, whatever the terminal's width")
+    return p
 
 
 def run_models(argv: Sequence[str]) -> str:
@@ -449,20 +553,17 @@ def run_models(argv: Sequence[str]) -> str:
     from .families import SUPPORTED_FAMILIES
     from .sources import catalog
 
-    p = _Parser(prog="roofcalc models", description="List the built-in offline catalog of model configs.")
-    p.add_argument("--wide", action="store_true", help="every column, whatever the terminal's width")
-    args = p.parse_args(argv)
+    args = _models_parser().parse_args(argv)
     return report.models_table(catalog(), SUPPORTED_FAMILIES, None if args.wide else term_width())
 
 
-def run_measure(argv: Sequence[str]) -> str:
-    from .measure import closest_nominal, measure, report, write_profile
-
+def _measure_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="roofcalc measure",
                 description="Measure this machine's roof: memory bandwidth (copy and y = x + 1), matmul FLOP/s per "
                 "compute dtype, and the dispatch overhead of one op; print them against the closest catalog entry "
-                "and write a profile for --hw-file.")
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+                "and write a profile for --hw-file. A progress bar with the time left shows on a terminal.")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="the CPU (numpy; default) or the first CUDA GPU (PyTorch)")
     p.add_argument("--dtype", help="compute dtypes to measure, comma-separated (cpu: fp32; cuda: fp32,tf32,fp16,bf16)")
     p.add_argument("--out", "-o", metavar="PROFILE.json", help="write the measured profile here")
     p.add_argument("--nominal", help="the catalog entry to compare with (default: the closest by name)")
@@ -478,8 +579,16 @@ def run_measure(argv: Sequence[str]) -> str:
                    help="also measure all-reduce, all-gather and all-to-all between --nproc processes (gloo on "
                    "the CPU, NCCL with --device cuda): the profile's link, for --tp")
     p.add_argument("--nproc", type=positive_int, default=2, help="processes for --collectives (default 2)")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
-    args = p.parse_args(argv)
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="no progress on stderr (else a bar with the time left on a terminal, a line a step when "
+                   "stderr is a file or a pipe)")
+    return p
+
+
+def run_measure(argv: Sequence[str]) -> str:
+    from .measure import Progress, closest_nominal, measure, report, write_profile
+
+    args = _measure_parser().parse_args(argv)
     if args.out:
         from pathlib import Path
 
@@ -501,14 +610,16 @@ def run_measure(argv: Sequence[str]) -> str:
         import importlib.util
 
         if importlib.util.find_spec("torch") is None:
-            raise RoofcalcError("measuring collectives needs PyTorch: pip install 'roofcalc[torch]'")
+            raise RoofcalcError(f"measuring collectives needs PyTorch: {torch_install()}")
+    if args.nominal is not None:  # a misspelt name is refused before minutes of measuring, not after
+        _find_hardware(args.nominal, "--nominal")
     links = None
     if args.collectives:  # first, while this process is idle: threads still spinning after the matmuls
         from .collectives import measure_collectives  # took the cores from gloo's processes (8 ms, not 1,
 
-        if not args.quiet:  # for a 4 KiB all-reduce here)
-            print(f"roofcalc: collectives between {args.nproc} processes", file=sys.stderr)
-        links = measure_collectives(args.nproc, args.device, max(3, args.repeats))
+        with Progress("collectives", 1, args.quiet) as progress:  # for a 4 KiB all-reduce here)
+            progress(f"collectives between {args.nproc} processes")
+            links = measure_collectives(args.nproc, args.device, max(3, args.repeats))
     if args.passes is not None and args.no_curves:
         raise RoofcalcError("--passes is for the kernel curves; --no-curves skips them")
     m = measure(args.device, dtypes, args.repeats, nbytes, quiet=args.quiet, curves=not args.no_curves,
@@ -524,20 +635,18 @@ def run_measure(argv: Sequence[str]) -> str:
     return out
 
 
-def run_profile(argv: Sequence[str]) -> str:
-    from . import report
-    from .hardware import find_hardware, load_profile
-    from .profile import _torch, profile_model
-    from .roofline import roofline
-
+def _profile_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="roofcalc profile",
                 description="Build the real transformers model from its config with random weights, run a prefill "
                 "and decode steps on this machine, and put its measured TPOT and per-kernel times (torch.profiler) "
-                "next to roofcalc's floors. Needs PyTorch: pip install 'roofcalc[torch]'.")
-    p.add_argument("model", help="a config.json, a folder holding one, a catalog name or a hub id")
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    p.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), default="fp32", help="weights, activations and cache")
-    p.add_argument("--batch", "-b", type=positive_int, default=1)
+                f"next to roofcalc's floors. Needs PyTorch: {torch_install()}. A progress bar with the time left "
+                "shows on a terminal.")
+    p.add_argument("model", metavar="MODEL", help="a config.json, a folder holding one, a catalog name or a hub id")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="run the model on the CPU (default) or the first CUDA GPU")
+    p.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), default="fp32",
+                   help="weights, activations and cache (default fp32)")
+    p.add_argument("--batch", "-b", type=positive_int, default=1, help="sequences per step (default 1)")
     p.add_argument("--context", "-s", type=positive_int, default=DEFAULT_CONTEXT,
                    help=f"positions each decode step attends to, itself included (default {DEFAULT_CONTEXT})")
     p.add_argument("--steps", type=positive_int, default=8, help="decode steps timed for the median TPOT (default 8)")
@@ -545,18 +654,36 @@ def run_profile(argv: Sequence[str]) -> str:
     p.add_argument("--prefill", choices=("auto", "run", "skip"), default="auto",
                    help="fill the cache by a real prefill (run, which also times it) or with random values (skip); "
                    "auto runs it unless the measured peak says it would take over a minute")
-    p.add_argument("--impl", choices=("hf-eager", "fused", "cuda-graph"), default="hf-eager")
+    p.add_argument("--impl", choices=("hf-eager", "fused", "cuda-graph"), default="hf-eager",
+                   help="the launch model of the prediction beside the measurement (default hf-eager: transformers' "
+                   "eager modules, which is what runs)")
     p.add_argument("--family", help="read an unknown model_type as this family")
-    p.add_argument("--format", "-f", choices=("table", "markdown", "csv", "json"), default="table")
+    p.add_argument("--format", "-f", choices=("table", "markdown", "csv", "json"), default="table",
+                   help="the report as a table for the terminal (default), a markdown table, CSV or JSON")
+    p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of standard output")
     p.add_argument("--wide", action="store_true", help="every column of the kernel table")
     p.add_argument("--plot", metavar="FILE.png|FILE.svg", help="the roofline with the measured kernels and step")
     p.add_argument("--update", action="store_true",
                    help="write what was measured (matmul and attention efficiencies, host time per op) back into "
                    "the --hw-file profile, so the next prediction uses this model's own kernels")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
-    args = p.parse_args(argv)
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="no progress on stderr (else a bar with the time left on a terminal, a line a step when "
+                   "stderr is a file or a pipe)")
+    return p
+
+
+def run_profile(argv: Sequence[str]) -> str:
+    from . import report
+    from .hardware import load_profile
+    from .profile import _torch, profile_model
+    from .roofline import roofline
+
+    args = _profile_parser().parse_args(argv)
     if args.update and not args.hw_file:
         raise RoofcalcError("--update writes into the --hw-file profile; give one (roofcalc measure --out me.json)")
+    _check_family(args.family)
+    output = _check_output(args.output, {"the model's config.json": args.model, "the --hw-file profile": args.hw_file,
+                                         "the --plot image": args.plot})
     _torch()  # says which extra to install before any work
     if args.plot is not None:
         _check_plot(args.plot)
@@ -572,7 +699,7 @@ def run_profile(argv: Sequence[str]) -> str:
                            context=args.context, steps=args.steps, family=args.family, quiet=args.quiet,
                            peak_flop_per_s=hw_profile.peak_flop_per_s.get(args.dtype),
                            prefill={"run": True, "skip": False, "auto": None}[args.prefill])
-    nominal_hw = find_hardware(hw_profile.nominal) if hw_profile.nominal else hw_profile
+    nominal_hw = _find_hardware(hw_profile.nominal, "the profile's nominal") if hw_profile.nominal else hw_profile
     r = roofline(result.analysis, nominal_hw, measured_profile=hw_profile, impl=args.impl,
                  kernel_times=result.kernel_times, tpot_s=result.tpot_s)
     if args.plot:
@@ -599,7 +726,7 @@ def run_profile(argv: Sequence[str]) -> str:
 
         doc = report.to_record(r)
         doc["profile"] = report.profile_record(result)
-        return json.dumps(doc, indent=2) + "\n"
+        return _emit(json.dumps(doc, indent=2) + "\n", output, args.format)
     out = report.render(r, args.format, width=None if args.wide else term_width())
     if args.format in ("table", "markdown"):
         lines = report.profile_lines(result, r)
@@ -610,10 +737,34 @@ def run_profile(argv: Sequence[str]) -> str:
             out += f"plot      written to {args.plot}\n"
         if updated:
             out += updated + "\n"
-    return out
+    return _emit(out, output, args.format)
 
 
-COMMANDS = {"models": run_models, "hardware": run_hardware, "measure": run_measure, "profile": run_profile}
+def _help_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="roofcalc help", description="Show the overview of roofcalc, or one command's help.")
+    p.add_argument("command", nargs="?", metavar="COMMAND",
+                   help=f"the command whose help to show: {', '.join(SUMMARIES)} (default: the overview)")
+    return p
+
+
+def run_help(argv: Sequence[str]) -> str:
+    from .inputs import did_you_mean, one_line
+
+    args = _help_parser().parse_args(argv)
+    if args.command is None:
+        return _main_parser(listing=True).format_help()
+    if args.command not in PARSERS:
+        hint = did_you_mean(args.command, {name: name for name in SUMMARIES})
+        raise RoofcalcError(f"no command '{one_line(args.command)[:60]}'{f' ({hint})' if hint else ''}; the commands "
+                            f"are {', '.join(SUMMARIES)}, and 'roofcalc MODEL --help' is the model's options")
+    return PARSERS[args.command]().format_help()
+
+
+COMMANDS = {"models": run_models, "hardware": run_hardware, "measure": run_measure, "profile": run_profile,
+            "help": run_help}
+# every parser a user meets, by command ("roofcalc": the bare-model form)
+PARSERS = {"roofcalc": _main_parser, "models": _models_parser, "hardware": _hardware_parser,
+           "measure": _measure_parser, "profile": _profile_parser, "help": _help_parser}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -624,9 +775,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             out = run_main(argv)
     except RoofcalcError as exc:
-        from .inputs import one_line
+        from .inputs import one_line, with_torch_install
 
-        print(f"roofcalc: error: {one_line(str(exc))}", file=sys.stderr)
+        print(f"roofcalc: error: {one_line(with_torch_install(str(exc)))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -295,3 +295,111 @@ def kernel_times(path: str) -> dict[str, float]:
             raise RoofcalcError(f"{where}: the time for {name} must be a positive, finite number of seconds")
         times[name] = seconds
     return times
+
+
+# --------------------------------------------------------------------------- names: did you mean
+
+
+def close_names(name: str, choices: dict[str, str], n: int = 3) -> list[str]:
+    """The names shown for the keys of ``choices`` (a key compared, lower-case, -> the name shown) closest to
+    ``name`` by difflib's ratio: at least 0.75, and within 0.05 of the best, best first, each shown once."""
+    import difflib
+
+    word = name.strip().lower()
+    keys = difflib.get_close_matches(word, list(choices), n=3 * n, cutoff=0.75)
+    if not keys:
+        return []
+    best = difflib.SequenceMatcher(None, word, keys[0]).ratio()
+    shown: list[str] = []
+    for key in keys:
+        if choices[key] not in shown and difflib.SequenceMatcher(None, word, key).ratio() >= best - 0.05:
+            shown.append(choices[key])
+    return shown[:n]
+
+
+def did_you_mean(name: str, choices: dict[str, str]) -> str:
+    """'did you mean X?' (or 'X or Y?') for the closest names, or '' when none is close."""
+    names = close_names(name, choices)
+    if not names:
+        return ""
+    return "did you mean " + (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]) + "?"
+
+
+# --------------------------------------------------------------------------- install lines
+
+TORCH_EXTRA = "pip install 'roofcalc[torch]'"
+CPU_TORCH = "pip install torch --index-url https://download.pytorch.org/whl/cpu"
+
+
+def torch_install() -> str:
+    """How to install the torch extra on this machine, as one line. Without an NVIDIA GPU (no nvidia-smi on
+    PATH) a CPU build of torch first, which pip would otherwise replace by PyPI's CUDA build (gigabytes of CUDA
+    libraries); with one, the CUDA build: PyPI's own on Linux, pytorch.org's index elsewhere."""
+    import shutil
+    import sys
+
+    if shutil.which("nvidia-smi") is None:
+        return f"{CPU_TORCH} && {TORCH_EXTRA} (a CPU build of torch first: no NVIDIA GPU here)"
+    if sys.platform.startswith("linux"):
+        return f"{TORCH_EXTRA} (PyPI's torch for Linux is a CUDA build)"
+    return (f"a CUDA build of torch first (https://pytorch.org/get-started/locally/), then {TORCH_EXTRA}")
+
+
+def with_torch_install(message: str) -> str:
+    """A message whose bare 'pip install roofcalc[torch]' hint is replaced by this machine's install line."""
+    if TORCH_EXTRA in message and CPU_TORCH not in message and "(PyPI's torch" not in message \
+            and "a CUDA build of torch first" not in message:
+        return message.replace(TORCH_EXTRA, torch_install(), 1)
+    return message
+
+
+# --------------------------------------------------------------------------- the output file
+
+
+def check_output(path: str, inputs: dict[str, str | None]) -> Path:
+    """The --output file, checked before any work: a name, in a folder that exists and can be written, not a
+    folder itself, and none of the files the command reads (``inputs``: what it is -> path), which it would destroy."""
+    if not path.strip():
+        raise RoofcalcError("--output is empty; give a file name such as report.json")
+    shown = one_line(path)[:200]
+    p = Path(os.path.expanduser(path))
+    try:
+        resolved = p.resolve()
+    except (OSError, RuntimeError) as exc:  # a symbolic-link loop
+        raise RoofcalcError(f"--output {shown}: {getattr(exc, 'strerror', None) or exc}") from None
+    for what, given in inputs.items():
+        if not given:
+            continue
+        src = Path(os.path.expanduser(given))
+        try:
+            src = src / "config.json" if src.is_dir() else src  # a model's folder: its config.json is read
+            same = src.resolve() == resolved or p.exists() and src.exists() and os.path.samefile(p, src)
+        except (OSError, RuntimeError):
+            continue
+        if same:
+            raise RoofcalcError(f"--output {shown} is {what}; write the report to another file")
+    if resolved.is_dir():
+        raise RoofcalcError(f"--output {shown} is a folder; give a file name such as {shown.rstrip('/')}/report.txt")
+    folder = resolved.parent
+    if not folder.is_dir():
+        raise RoofcalcError(f"--output {shown}: folder {one_line(str(p.parent))[:200]} does not exist")
+    if p.exists() and not stat.S_ISREG(p.stat().st_mode):
+        raise RoofcalcError(f"--output {shown} is not a regular file (a pipe, a device?); give a file name")
+    if not os.access(folder, os.W_OK) or p.exists() and not os.access(p, os.W_OK):  # the file is written beside
+        raise RoofcalcError(f"--output {shown}: permission denied")  # itself, then renamed over it
+    return p
+
+
+def write_output(path: Path, text: str) -> None:
+    """Write the document; a failure (a full disk) is one line, and the file is left as it was."""
+    path = path.resolve()  # through a symbolic link to the file it names
+    tmp = path.with_name(f".{path.name}.roofcalc-tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise RoofcalcError(f"cannot write {one_line(str(path))[:200]}: {exc.strerror or exc}") from None

@@ -112,9 +112,90 @@ VIEW_OPS = {"aten::view", "aten::_unsafe_view", "aten::transpose", "aten::unsque
             "aten::size", "aten::is_nonzero", "aten::item", "aten::_local_scalar_dense"}
 
 
-def _progress(message: str, quiet: bool) -> None:
-    if not quiet:
-        print(f"roofcalc measure: {message}", file=sys.stderr, flush=True)
+class Progress:
+    """Progress of a long command (measure, profile) on stderr: a tqdm bar with the time left when stderr is a
+    terminal and tqdm is installed, a line per step when stderr is a file or a pipe (a log keeps them), nothing
+    when ``quiet``. Calling it with a step's words begins that step (and ends the one before); ``tick`` begins
+    one without a line of its own; ``plan(n)`` adds n steps to the total the bar counts down; ``note`` is a
+    line either way (above the bar on a terminal)."""
+
+    def __init__(self, command: str, total: int = 0, quiet: bool = False, stream=None):
+        self.command = command
+        self.stream = stream if stream is not None else sys.stderr
+        self.total = total
+        self.started = 0
+        self.bar = None
+        self.mode = "off" if quiet or self.stream is None else "bar" if _isatty(self.stream) else "lines"
+        if self.mode == "bar":
+            try:
+                from tqdm import tqdm
+            except ImportError:  # measure on a CPU needs numpy alone; tqdm comes with the torch extra
+                self.mode = "lines"
+            else:
+                self.bar = tqdm(total=total or None, desc=f"roofcalc {command}", file=self.stream, leave=False,
+                                dynamic_ncols=True, unit="step", mininterval=0.25,
+                                bar_format="{desc} {percentage:3.0f}%|{bar}| {elapsed}, {remaining} left{postfix}")
+
+    def plan(self, steps: int) -> None:
+        self.total += steps
+        if self.bar is not None:
+            self.bar.total = self.total
+            self.bar.refresh()
+
+    def __call__(self, message: str) -> None:
+        if self.mode == "lines":
+            print(f"roofcalc {self.command}: {message}", file=self.stream, flush=True)
+        self.tick(message)
+
+    def tick(self, message: str) -> None:
+        if self.bar is not None:
+            if self.started and self.bar.n < self.total:
+                self.bar.update(1)
+            self.bar.set_postfix_str(message if len(message) <= 48 else message[:47] + "…", refresh=True)  # room for the bar
+        self.started += 1
+
+    def note(self, message: str) -> None:
+        if self.bar is not None:
+            self.bar.write(f"roofcalc {self.command}: {message}", file=self.stream)
+        elif self.mode == "lines":
+            print(f"roofcalc {self.command}: {message}", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()  # the bar leaves no line behind: the report follows
+            self.bar = None
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _isatty(stream) -> bool:
+    """Whether ``stream`` is a terminal that a bar can be drawn on (a pty that reports no size is not: tqdm
+    draws nothing on zero rows)."""
+    try:
+        if not stream.isatty():
+            return False
+    except (AttributeError, ValueError, OSError):  # no isatty, or a closed stream
+        return False
+    try:
+        size = os.get_terminal_size(stream.fileno())
+        return size.columns >= 20 and size.lines > 0
+    except (AttributeError, ValueError, OSError):  # no file descriptor (a stand-in): its word is taken
+        return True
+
+
+def _plan(progress, steps: int) -> None:
+    """Add steps to a Progress's total (a plain callable, as tests pass, has none)."""
+    if hasattr(progress, "plan"):
+        progress.plan(steps)
+
+
+def _tick(progress, message: str) -> None:
+    if hasattr(progress, "tick"):
+        progress.tick(message)
 
 
 def _time(fn: Callable[[], object], repeats: int, warmup: int = 1) -> tuple[float, ...]:
@@ -260,8 +341,9 @@ def cpu_torch_matmul(dtype: str, sizes=MATMUL_SIZES_CPU, repeats: int = 3, progr
     try:
         import torch
     except ImportError:
-        raise RoofcalcError(f"measuring {dtype} matmuls on the CPU needs PyTorch: pip install 'roofcalc[torch]'") \
-            from None
+        from .inputs import torch_install
+
+        raise RoofcalcError(f"measuring {dtype} matmuls on the CPU needs PyTorch: {torch_install()}") from None
     t = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
     gen = torch.Generator().manual_seed(0)
     out = []
@@ -296,7 +378,9 @@ def _torch_cuda():
     try:
         import torch
     except ImportError:
-        raise RoofcalcError("measuring a CUDA device needs PyTorch: pip install 'roofcalc[torch]'") from None
+        from .inputs import torch_install
+
+        raise RoofcalcError(f"measuring a CUDA device needs PyTorch: {torch_install()}") from None
     if not torch.cuda.is_available():
         raise RoofcalcError("--device cuda: no CUDA device is visible to PyTorch here (use --device cpu)")
     return torch
@@ -333,11 +417,12 @@ def cuda_measure(dtypes, repeats: int, nbytes: int | None, progress, curves: boo
         # beyond int64 a TypeError
         raise RoofcalcError(f"--size {n * 4:,} bytes: two arrays of it do not fit in the {free / GIB:.2f} GiB of "
                             f"GPU memory free; give a smaller size such as 512MiB") from None
+    sizes = [s for s in MATMUL_SIZES_CUDA if 3 * s * s * 4 <= free // 2]  # a, b and the product, in fp32
+    _plan(progress, 1 + len(dtypes) * len(sizes) + 1)  # the streams, each matmul, the launch overhead
     progress("copy and y = x + 1 bandwidth")
     copy = Sample("copy", 8 * n, _cuda_time(torch, lambda: y.copy_(x), repeats))
     add = Sample("y = x + 1", 8 * n, _cuda_time(torch, lambda: torch.add(x, 1, out=y), repeats))
     x = y = None  # free the streams before the matmuls
-    sizes = [s for s in MATMUL_SIZES_CUDA if 3 * s * s * 4 <= free // 2]  # a, b and the product, in fp32
     if not sizes:
         raise RoofcalcError(f"only {free / 1e9:.2f} GB of GPU memory is free: roofcalc needs "
                             f"{6 * MATMUL_SIZES_CUDA[0] ** 2 * 4 / 1e9:.1f} GB to time a "
@@ -511,11 +596,18 @@ def measure_curves(torch, device: str, dtype: str, repeats: int, progress, timer
     linear = torch.nn.functional.linear
     nq, nk, h = ATTENTION_HEADS
     sdpa = torch.nn.functional.scaled_dot_product_attention
+    import importlib.util
+
+    host = host and importlib.util.find_spec("transformers") is not None  # _host_per_op needs it
+    # the bar's steps: in each pass every weight shape, the attention, the host (built once before its first pass)
+    _plan(progress, passes * (len(CURVE_SHAPES) + 1 + host) + host)
     for p in range(passes):
         of = f" (pass {p + 1} of {passes})" if passes > 1 else ""
         progress(f"{dtype} matmul curve{of}: M = {', '.join(map(str, CURVE_ROWS))} on {len(CURVE_SHAPES)} "
                  f"weight shapes")
-        for k, n in CURVE_SHAPES:
+        for i, (k, n) in enumerate(CURVE_SHAPES):
+            if i:
+                _tick(progress, f"{dtype} matmul curve{of}: weight {n} x {k}")
             ws = copies(n, k)
             for rows in CURVE_ROWS:
                 x = rand(rows, k)
@@ -641,19 +733,23 @@ def measure(device: str = "cpu", dtypes=None, repeats: int = 7, nbytes: int | No
             quiet: bool = False, curves: bool = True, passes: int | None = None) -> Measurement:
     """The roof, and with ``curves`` the kernel efficiencies and host overhead (measure_curves, in
     ``passes`` passes: CURVE_PASSES for the device when None)."""
-    def progress(msg: str) -> None:
-        _progress(msg, quiet)
-
-    if device == "cuda":
-        return cuda_measure(tuple(dtypes or CUDA_DTYPES), repeats, nbytes, progress, curves, passes)
-    if device != "cpu":
+    if device not in ("cpu", "cuda"):
         raise RoofcalcError(f"--device {device}: use cpu or cuda")
+    with Progress("measure", quiet=quiet) as progress:
+        if device == "cuda":
+            return cuda_measure(tuple(dtypes or CUDA_DTYPES), repeats, nbytes, progress, curves, passes)
+        return _cpu_measure(dtypes, repeats, nbytes, progress, curves, passes)
+
+
+def _cpu_measure(dtypes, repeats: int, nbytes: int | None, progress, curves: bool, passes: int | None) -> Measurement:
     for d in dtypes or CPU_DTYPES:
         if d not in CPU_DTYPES + CPU_TORCH_DTYPES:
             raise RoofcalcError(f"--dtype {d}: on the CPU roofcalc measures fp32 matmuls (numpy's BLAS) and, with "
                                 f"PyTorch installed, bf16 and fp16")
     size = stream_bytes(nbytes)
     threads = os.cpu_count() or 1
+    # the bar's steps: the streams, each matmul size (torch's start at 256 and 512), the dispatch overhead
+    _plan(progress, 2 + sum(len(MATMUL_SIZES_CPU) + (d != "fp32") * 2 for d in dtypes or CPU_DTYPES))
     progress(f"copy, y = x + 1 and a read-only sum on {size / GIB:.2f} GiB arrays, {threads} threads, "
              f"{repeats} runs each")
     copy, add = cpu_bandwidth(size, repeats, threads)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from .calculator import Analysis, Workload, analyze, dtype
 from .errors import RoofcalcError
-from .measure import VIEW_OPS
+from .measure import VIEW_OPS, Progress
 from .shapes import shape_from_config
 from .sources import load_config
 
@@ -47,8 +47,10 @@ def _torch():
         import torch
         import transformers
     except ImportError as exc:
+        from .inputs import torch_install
+
         raise RoofcalcError(f"roofcalc profile needs PyTorch and transformers ({exc.name} is missing): "
-                            "pip install 'roofcalc[torch]'") from None
+                            f"{torch_install()}") from None
     return torch, transformers
 
 
@@ -332,60 +334,60 @@ def profile_model(source: str, *, device: str = "cpu", dtype_name: str = "fp32",
     _memory_check(torch, device, need)
     torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
 
-    def say(msg: str) -> None:
-        if not quiet:
-            print(f"roofcalc profile: {msg}", file=sys.stderr, flush=True)
+    # the bar's steps: building the model, filling its cache, the warm-up step, each timed step, the profiled one
+    with Progress("profile", 4 + steps, quiet) as say:
+        say(f"building {name} ({analysis.weight_storage_bytes / 1e9:.2f} GB of {dtype_name} weights) on {device}")
+        model, hf_cfg = build_model(cfg, device, torch_dtype)
+        cache_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+        cache = transformers.DynamicCache(config=hf_cfg)
+        ids = torch.zeros((batch, context - 1), dtype=torch.long, device=device)
+        one = torch.zeros((batch, 1), dtype=torch.long, device=device)
 
-    say(f"building {name} ({analysis.weight_storage_bytes / 1e9:.2f} GB of {dtype_name} weights) on {device}")
-    model, hf_cfg = build_model(cfg, device, torch_dtype)
-    cache_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-    cache = transformers.DynamicCache(config=hf_cfg)
-    ids = torch.zeros((batch, context - 1), dtype=torch.long, device=device)
-    one = torch.zeros((batch, 1), dtype=torch.long, device=device)
+        def sync():
+            if device == "cuda":
+                torch.cuda.synchronize()
 
-    def sync():
-        if device == "cuda":
-            torch.cuda.synchronize()
+        def step():
+            model(input_ids=one, use_cache=True, **{cache_kw: cache})
+            sync()
+            cache.crop(-1)  # back to context - 1 cached tokens: every step attends to `context` positions
 
-    def step():
-        model(input_ids=one, use_cache=True, **{cache_kw: cache})
-        sync()
-        cache.crop(-1)  # back to context - 1 cached tokens: every step attends to `context` positions
-
-    if prefill is None:
-        estimate = prefill_step.totals.flops / peak_flop_per_s if peak_flop_per_s else 0.0
-        prefill = estimate <= MAX_PREFILL_S
-        if not prefill:
-            say(f"a prefill of {context - 1} tokens would take about {estimate:.0f} s at the measured "
-                f"{peak_flop_per_s / 1e9:.3g} GFLOP/s; filling the cache with random values instead")
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        sync()
-        t0 = time.perf_counter()
-        if prefill:
-            say(f"prefill of {batch} x {context - 1} tokens")
-            model(input_ids=ids, use_cache=True, logits_to_keep=1, **{cache_kw: cache})
-        else:
-            _fill_cache(torch, cache, shape, batch, context - 1, device, torch_dtype)
-        if hasattr(cache, "activate_past_recording"):  # sliding-window layers: keep what crop() rolls back
-            cache.activate_past_recording()
-        sync()
-        ttft = time.perf_counter() - t0 if prefill else None
-        say(f"{steps} decode steps at context {context}")
-        step()  # warm-up
-        times = []
-        for _ in range(steps):
+        if prefill is None:
+            estimate = prefill_step.totals.flops / peak_flop_per_s if peak_flop_per_s else 0.0
+            prefill = estimate <= MAX_PREFILL_S
+            if not prefill:
+                say.note(f"a prefill of {context - 1} tokens would take about {estimate:.0f} s at the measured "
+                         f"{peak_flop_per_s / 1e9:.3g} GFLOP/s; filling the cache with random values instead")
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sync()
             t0 = time.perf_counter()
-            step()
-            times.append(time.perf_counter() - t0)
-        say("one step under torch.profiler")
-        from torch.profiler import ProfilerActivity, profile
+            if prefill:
+                say(f"prefill of {batch} x {context - 1} tokens")
+                model(input_ids=ids, use_cache=True, logits_to_keep=1, **{cache_kw: cache})
+            else:
+                say.tick(f"the cache of {batch} x {context - 1} tokens filled with random values")
+                _fill_cache(torch, cache, shape, batch, context - 1, device, torch_dtype)
+            if hasattr(cache, "activate_past_recording"):  # sliding-window layers: keep what crop() rolls back
+                cache.activate_past_recording()
+            sync()
+            ttft = time.perf_counter() - t0 if prefill else None
+            say(f"{steps} decode steps at context {context}")
+            step()  # warm-up
+            times = []
+            for i in range(steps):
+                say.tick(f"decode step {i + 1} of {steps} at context {context}")
+                t0 = time.perf_counter()
+                step()
+                times.append(time.perf_counter() - t0)
+            say("one step under torch.profiler")
+            from torch.profiler import ProfilerActivity, profile
 
-        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
-        with _marks(torch, model, cache), _silent_stderr(), profile(activities=activities) as prof:
-            t0 = time.perf_counter()
-            step()
-            profiled = time.perf_counter() - t0
+            activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+            with _marks(torch, model, cache), _silent_stderr(), profile(activities=activities) as prof:
+                t0 = time.perf_counter()
+                step()
+                profiled = time.perf_counter() - t0
     return _attribute(prof, analysis, device, statistics.median(times), tuple(times), ttft, profiled)
 
 

@@ -64,6 +64,55 @@ def find_in_catalog(name: str) -> CatalogEntry | None:
     return None
 
 
+def hf_cache_dir() -> Path:
+    """The HF cache's hub folder, as the hub library finds it (HF_HUB_CACHE, else HF_HOME/hub, else
+    ~/.cache/huggingface/hub)."""
+    try:
+        from huggingface_hub import constants
+
+        return Path(constants.HF_HUB_CACHE)
+    except ImportError:  # pragma: no cover - transformers brings it
+        home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
+        return Path(os.path.expanduser(os.environ.get("HF_HUB_CACHE") or os.path.join(home, "hub")))
+
+
+def cached_model_ids(limit: int = 10_000) -> list[str]:
+    """The model ids the HF cache holds (its folders models--OWNER--NAME), at most ``limit``."""
+    ids = []
+    try:
+        with os.scandir(hf_cache_dir()) as entries:
+            for entry in entries:
+                if len(ids) >= limit:
+                    break
+                parts = entry.name.split("--", 2)
+                if len(parts) == 3 and parts[0] == "models" and all(parts[1:]):
+                    ids.append(f"{parts[1]}/{parts[2]}")
+    except OSError:  # no cache yet
+        pass
+    return ids
+
+
+def model_names(cache: bool = True) -> dict[str, str]:
+    """Every model name roofcalc reads without a path, lower-case -> as written: the catalog's hub ids and
+    aliases, and (with ``cache``) the ids in the HF cache."""
+    names: dict[str, str] = {}
+    for entry in catalog():
+        for name in (entry.hub_id, *entry.aliases):
+            names.setdefault(name.lower(), name)
+    for name in cached_model_ids() if cache else ():
+        names.setdefault(name.lower(), name)
+    return names
+
+
+def _suggest(source: str) -> str:
+    """' (did you mean X?)' for the catalog's and the HF cache's names closest to ``source``, or ''."""
+    from .inputs import did_you_mean
+
+    names = {k: v for k, v in model_names().items() if v != source}
+    hint = did_you_mean(source, names)
+    return f" ({hint})" if hint else ""
+
+
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 
 
@@ -100,6 +149,34 @@ def _reachable(url: str, timeout_s: float = 1.5) -> bool:
     return bool(result and result[0])
 
 
+def _fetch(repo_id: str, revision: str | None) -> str:
+    """Download a hub repo's config.json (the hub library's own cache and revision handling)."""
+    from huggingface_hub import hf_hub_download
+
+    return hf_hub_download(repo_id, "config.json", revision=revision, etag_timeout=2)
+
+
+def _hub_failure(repo_id: str, revision: str | None, exc: Exception, how: str) -> str:
+    """What the hub's answer says, in one line: no such repo, a gated one, no such revision or file."""
+    try:
+        from huggingface_hub import errors
+    except ImportError:  # pragma: no cover - a hub library without its errors module
+        errors = None
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if errors is not None and isinstance(exc, errors.GatedRepoError):
+        return (f"'{repo_id}' is gated on the hub: accept its terms on https://huggingface.co/{repo_id} and log in "
+                f"(hf auth login), or {how}")
+    if errors is not None and isinstance(exc, errors.RepositoryNotFoundError) or status == 404 and \
+            not (errors is not None and isinstance(exc, (errors.RevisionNotFoundError, errors.EntryNotFoundError))):
+        return (f"'{repo_id}' does not exist on the hub (a private repo needs hf auth login){_suggest(repo_id)}; "
+                f"'roofcalc models' lists the catalog")
+    if errors is not None and isinstance(exc, errors.RevisionNotFoundError):
+        return f"'{repo_id}' has no revision '{revision}' on the hub; give a branch, tag or commit it has"
+    if errors is not None and isinstance(exc, errors.EntryNotFoundError):
+        return f"'{repo_id}'{f' at {revision}' if revision else ''} has no config.json on the hub; {how}"
+    return f"cannot fetch '{repo_id}' from the hub ({type(exc).__name__}); {how}"
+
+
 def _hub_config(repo_id: str, revision: str | None = None) -> Path:
     """config.json of a hub repo at ``revision`` (a branch, tag or commit; the hub library's default
     when None): the local HF cache first, then the hub unless offline."""
@@ -107,7 +184,7 @@ def _hub_config(repo_id: str, revision: str | None = None) -> Path:
     os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "2")
     how = "download its config.json and pass the path (roofcalc ./config.json), or pick a catalog name (roofcalc models)"
     try:
-        from huggingface_hub import constants, hf_hub_download, try_to_load_from_cache
+        from huggingface_hub import constants, try_to_load_from_cache
     except ImportError:  # pragma: no cover - transformers brings it
         raise RoofcalcError(f"'{repo_id}' is not in the catalog and huggingface_hub is not installed; {how}") from None
     from .inputs import env_name_offline, one_line
@@ -121,14 +198,15 @@ def _hub_config(repo_id: str, revision: str | None = None) -> Path:
         return Path(cached)
     if constants.HF_HUB_OFFLINE:  # HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE
         var = env_name_offline() or "HF_HUB_OFFLINE"
-        raise RoofcalcError(f"'{repo_id}' is not in the catalog or the HF cache and {var} is set; {how}")
-    if not _reachable(constants.ENDPOINT):
+        raise RoofcalcError(f"'{repo_id}' is not in the catalog or the HF cache and {var} is set"
+                            f"{_suggest(repo_id)}; {how}")
+    if not _reachable(constants.ENDPOINT):  # the hub cannot say whether the id exists
         raise RoofcalcError(f"'{repo_id}' is not in the catalog or the HF cache, and {constants.ENDPOINT} "
-                            f"cannot be reached; {how}")
+                            f"cannot be reached{_suggest(repo_id)}; {how}")
     try:
-        return Path(hf_hub_download(repo_id, "config.json", revision=revision, etag_timeout=2))
+        return Path(_fetch(repo_id, revision))
     except Exception as exc:  # repo missing, gated, network lost...
-        raise RoofcalcError(f"cannot fetch '{repo_id}' from the hub ({type(exc).__name__}); {how}") from None
+        raise RoofcalcError(_hub_failure(repo_id, revision, exc, how)) from None
 
 
 def load_config(source: str, revision: str | None = None) -> tuple[dict, str, str, CatalogEntry | None]:
@@ -164,9 +242,8 @@ def load_config(source: str, revision: str | None = None) -> tuple[dict, str, st
     if source.endswith(".json") or source.startswith((".", "/", "~")) or os.sep in source and not HUB_ID.match(source):
         raise RoofcalcError(f"no such file: {source}")
     if not HUB_ID.match(source):
-        raise RoofcalcError(
-            f"'{source}' is not a file, a catalog name or a hub id (owner/name); 'roofcalc models' lists the catalog"
-        )
+        raise RoofcalcError(f"'{source}' is not a file, a catalog name or a hub id (owner/name){_suggest(source)}; "
+                            f"'roofcalc models' lists the catalog")
     return _read_json(_hub_config(source, revision)), source + (f"@{revision}" if revision else ""), "hub", None
 
 
