@@ -621,3 +621,21 @@ def test_install_lines_say_which_torch_to_install(gpu, capsys, monkeypatch):
     assert code == 2 and err == f"roofcalc: error: counting by trace needs PyTorch: {line}\n"
     monkeypatch.setattr(sys, "platform", "win32")
     assert gpu == ("pytorch.org/get-started" in inputs.torch_install())  # elsewhere, pytorch.org's CUDA build
+
+
+def test_an_fp8_checkpoint_runs_on_the_default_t4(capsys):
+    """Llama-2-7B with FP8 weights (one byte each, a 4-byte scale per matrix) on the default T4, which has no FP8
+    GEMMs: weight-only, as vLLM runs FP8 checkpoints from compute capability 7.5 (FP8 Marlin), so the weights
+    stay 8-bit and the GEMMs compute in fp16; on a V100 (7.0) the weights are dequantized to fp16 at load."""
+    code, out, _ = run(["meta-llama/Llama-2-7b-hf", "--weight-dtype", "fp8-t", "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["workload"]["weight_dtype"] == "fp8-t" and doc["workload"]["compute_dtype"] == "fp16"
+    q = next(k for k in doc["kernels"] if k["name"] == "q_proj")
+    assert q["weight_bytes"] == 4096 * 4096 + 4
+    code, out, _ = run(["meta-llama/Llama-2-7b-hf", "--weight-dtype", "fp8-t"], capsys)
+    assert code == 0 and "T4 has no fp8 GEMMs: the fp8-t weights compute in fp16, weight-only" in out
+    code, out, _ = run(["meta-llama/Llama-2-7b-hf", "--weight-dtype", "fp8-t", "--hw", "V100", "--format", "json"],
+                       capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["workload"]["weight_dtype"] == "fp16"
+    assert next(k for k in doc["kernels"] if k["name"] == "q_proj")["weight_bytes"] == 4096 * 4096 * 2

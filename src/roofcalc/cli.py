@@ -186,6 +186,11 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
     if kw["weight_dtype"].experts_only and shape is not None and shape.moe is None and shape.activation != "traced":
         raise RoofcalcError(f"{shape.name} has no experts: {kw['weight_dtype'].name} stores a mixture of experts' "
                             f"expert weights (use int4 or int8 for every linear)")
+    # a weight format whose GEMMs the device cannot compute (FP8 on a T4) runs as an engine runs it there
+    from .roofline import weights_on_device
+
+    hw, profile = _hardware(args)
+    kw["weight_dtype"], args.weights_why = weights_on_device(kw["weight_dtype"], kw["act_dtype"], hw, profile)
     return kw
 
 
@@ -510,6 +515,8 @@ def run_main(argv: Sequence[str]) -> str:
         defaults.add(f"forward-why:{exc.why}: a forward pass over "
                      f"{DEFAULT_CONTEXT} tokens (the default context) instead of a decode step")
         result = _build(args, shape)
+    if getattr(args, "weights_why", ""):
+        defaults.add("weights-why:" + args.weights_why)
     out = report.render(result, args.format, defaults, record=args.record, width=None if args.wide else term_width())
     if args.plot:
         from .plotting import save_plot

@@ -268,7 +268,8 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
     if w.compute_dtype.name != w.act_dtype.name:  # the GEMMs compute in the weights' dtype or format: the
         # reason given is the activations'
         act_why, compute_why = why, f" (the weights' {'format' if w.weight_dtype.computes else 'dtype'})"
-    lines.append(f"dtypes    weights {w.weight_dtype.name}, activations {w.act_dtype.name}{act_why}, "
+    weights_why = next((f" ({k.split(':', 1)[1]})" for k in defaulted if k.startswith("weights-why:")), "")
+    lines.append(f"dtypes    weights {w.weight_dtype.name}{weights_why}, activations {w.act_dtype.name}{act_why}, "
                  f"KV cache {w.kv_dtype.name}, compute {w.compute_dtype.name}{compute_why}")
     return lines
 
