@@ -441,6 +441,7 @@ EVERY_FIELD = {
     "link_bytes_per_s": 3.6e11, "gpus_per_node": 8, "link": "measured: nccl between 8 processes",
     "link_latency_s": 1.1e-5, "network_bytes_per_s": 4.5e10, "network": "InfiniBand NDR, one port a GPU",
     "aliases": ["mine"], "nominal": "H100", "kind": "gpu", "segment": "consumer", "source": "roofcalc measure",
+    "compute_capability": 9.0, "kernel_fits": "h100_sxm",
     "efficiency": {"gemm": {"expected": 0.7, "pessimistic": 0.6, "note": "mine"},
                    "host_per_op_s": {"expected": 1.2e-5, "pessimistic": 2e-5},
                    "curves": {"matmul": [[1, 1048576, 0.5], [64, 1048576, 0.6]]}},

@@ -48,6 +48,7 @@ class Hardware:
     efficiency: "object" = None  # roofcalc.predict.KernelModel measured on this device (schema 2), or None
     segment: str = "datacenter"  # GPUs: "datacenter" or "consumer" (GeForce): the default efficiencies differ
     compute_capability: float | None = None  # an NVIDIA GPU's CUDA compute capability (7.5 a T4, 9.0 an H100)
+    kernel_fits: str = ""  # the measured GPU whose fitted kernel costs it takes (data/kernel_fits.json), if any
 
     def peak(self, compute_dtype: str) -> float:
         if compute_dtype not in self.peak_flop_per_s:
@@ -129,7 +130,19 @@ def hardware_from_dict(d: Any, where: str) -> Hardware:
         segment=_segment(d.get("segment", "datacenter"), where),
         compute_capability=None if d.get("compute_capability") is None else
         number(d["compute_capability"], f"{where}: compute_capability", 1.0, 20.0),
+        kernel_fits=_fits_name(d.get("kernel_fits", ""), where),
     )
+
+
+def _fits_name(value, where: str) -> str:
+    if value == "":
+        return ""
+    from .predict import kernel_fits
+
+    if value not in kernel_fits()["gpus"]:
+        raise RoofcalcError(f"{where}: kernel_fits '{value}' names no measured GPU (use "
+                            f"{', '.join(kernel_fits()['gpus'])})")
+    return value
 
 
 def _whole(value, what: str) -> int:
@@ -193,7 +206,7 @@ def profile_record(hw: Hardware) -> dict[str, Any]:
     optional = {"link_bytes_per_s": hw.link_bytes_per_s, "gpus_per_node": hw.gpus_per_node, "link": hw.link,
                 "link_latency_s": hw.link_latency_s, "network_bytes_per_s": hw.network_bytes_per_s,
                 "network": hw.network, "aliases": list(hw.aliases), "nominal": hw.nominal,
-                "compute_capability": hw.compute_capability}
+                "compute_capability": hw.compute_capability, "kernel_fits": hw.kernel_fits}
     doc.update({k: v for k, v in optional.items() if v not in (None, "", [])})
     doc.update(kind=hw.kind, segment=hw.segment, source=hw.source)
     if hw.efficiency is not None:

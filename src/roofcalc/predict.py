@@ -202,6 +202,16 @@ class KernelModel:
     latency: Mapping[str, Efficiency] = field(default_factory=lambda: dict(LATENCY))  # per collective, by hop
     # seconds the smallest kernel of a class takes on the device, whatever its size (absent: 0)
     fixed_s: Mapping[str, Efficiency] = field(default_factory=dict)
+    # a measured GPU's all-reduce inside a node, fitted (data/kernel_fits.json): ranks -> (fixed seconds,
+    # ((message bytes, share of the link), ...)), read in log bytes; other collectives take link and latency
+    all_reduce: Mapping[int, tuple] = field(default_factory=dict)
+    fitted: str = ""  # the measured tables the fitted parts come from ("" : none)
+
+    def all_reduce_fit(self, group: int):
+        """(fixed seconds, share-of-link curve) at the fitted rank count nearest ``group`` (in log2)."""
+        if not self.all_reduce or group < 2:
+            return None
+        return self.all_reduce[min(self.all_reduce, key=lambda r: abs(math.log2(r) - math.log2(group)))]
 
     def fixed(self, kind: str, compute_side, pessimistic: bool = False):
         """The fixed cost of one kernel of ``kind`` on the side of the roof that bounds it."""
@@ -246,9 +256,10 @@ CONSUMER_GEMM = Efficiency(1.0, 1.0, note="GeForce GPUs reach their fp32-accumul
                            "RTX 4090 165-168 of 165.2 TFLOP/s, RTX 5090 above spec (zzc0721/torch-performance-test-data)")
 
 
-def default_model(kind: str, segment: str = "datacenter") -> KernelModel:
+def default_model(kind: str, segment: str = "datacenter", fits: str = "") -> KernelModel:
     """The built-in model for a kind of device ("gpu", "cpu", "tpu") and, for GPUs, its segment
-    ("datacenter" or "consumer": GeForce cards reach their fp32-accumulate GEMM peak)."""
+    ("datacenter" or "consumer": GeForce cards reach their fp32-accumulate GEMM peak); ``fits`` names the
+    measured GPU whose fitted fixed costs and all-reduce replace the five GPUs' medians (data/kernel_fits.json)."""
     if kind == "cpu":
         return KernelModel(dict(GPU_DEFAULTS), dict(GPU_DEQUANT), CPU_HOST_PER_OP, Efficiency(0.0, 0.0, note="no "
                            "launches on a CPU"), overlap=False, attention_size=ATTENTION_SIZE,
@@ -256,8 +267,38 @@ def default_model(kind: str, segment: str = "datacenter") -> KernelModel:
     classes = dict(GPU_DEFAULTS)
     if segment == "consumer":
         classes["gemm"] = CONSUMER_GEMM
-    return KernelModel(classes, dict(GPU_DEQUANT), HOST_PER_OP, LAUNCH, overlap=True, attention_size=ATTENTION_SIZE,
-                       attention_size_low=ATTENTION_SIZE_LOW, fixed_s=dict(GPU_FIXED))
+    model = KernelModel(classes, dict(GPU_DEQUANT), HOST_PER_OP, LAUNCH, overlap=True, attention_size=ATTENTION_SIZE,
+                        attention_size_low=ATTENTION_SIZE_LOW, fixed_s=dict(GPU_FIXED))
+    return with_fits(model, fits) if fits else model
+
+
+def kernel_fits() -> dict:
+    """The fitted kernel costs the package ships (benchmarks/ship_fits.py writes them), read once."""
+    global _FITS
+    if _FITS is None:
+        import json
+        from pathlib import Path
+
+        _FITS = json.loads((Path(__file__).parent / "data" / "kernel_fits.json").read_text(encoding="utf-8"))
+    return _FITS
+
+
+_FITS: dict | None = None
+
+
+def with_fits(m: KernelModel, gpu: str) -> KernelModel:
+    """``m`` with one measured GPU's fitted fixed costs per class and its fitted all-reduce (AIConfigurator 0.12's
+    vLLM and NCCL tables; cross-validated in docs/kernel_fits.md). Their pessimistic ends keep the defaults'
+    spread (the slowest of the five GPUs over their median)."""
+    doc = kernel_fits()
+    g = doc["gpus"][gpu]
+    where = f"AIConfigurator {doc['source']['version']} {gpu} tables, fitted (docs/kernel_fits.md)"
+    fixed = dict(m.fixed_s)
+    for name, seconds in g["fixed_s"].items():
+        base = GPU_FIXED[name]
+        fixed[name] = Efficiency(seconds, seconds * base.pessimistic / base.expected, note=where)
+    all_reduce = {int(r): (v["fixed_s"], tuple((b, e) for b, e in v["e_link"])) for r, v in g["all_reduce"].items()}
+    return replace(m, fixed_s=fixed, all_reduce=all_reduce, fitted=gpu)
 
 
 def model_from_profile(doc: Any, kind: str, where: str) -> KernelModel:
@@ -395,15 +436,20 @@ def kernel_class(kind: str, compute_side: bool) -> str:
 
 
 def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessimistic: bool = False,
-                 weight_bytes=1.0, depth=0):
+                 weight_bytes=1.0, depth=0, collective: tuple = ()):
     """(compute-side e, memory-side e) of a kernel, scalars or numpy arrays of ``rows``: its classes'
     fractions; for a matmul the compute side shrinks with few rows (GEMM_ROWS) and, where the model
     has a depth factor, with a short reduction depth K (``depth``, 0: unknown), unless a measured
     curve (read in log rows and log weight bytes) gives both; integer weights dequantize on the
     memory side. For decode attention ``weight_bytes`` is the KV cache it reads: the defaults' memory
-    side follows its size (ATTENTION_SIZE)."""
+    side follows its size (ATTENTION_SIZE). A collective's ``collective`` is (op, ranks, hop) and its
+    ``weight_bytes`` the message: a fitted all-reduce inside a node reads its share of the link there."""
     if kind == "collective":  # the link (or the HBM copy) at NCCL's measured share
+        fit = m.all_reduce_fit(collective[1]) if collective and collective[0] == "all_reduce" and \
+            collective[2] == "link" else None
         e = m.link.pick(pessimistic)
+        if fit is not None:  # the fit's share at this message size; its pessimistic end the defaults' spread
+            e = _interp_log(weight_bytes, fit[1]) * (m.link.pessimistic / m.link.expected if pessimistic else 1.0)
         return e, e
     names = {"matmul": ("gemm", "gemv"), "attention": ("attention_compute", "attention")}.get(kind)
     if names is None:
@@ -436,27 +482,30 @@ def _positive_size(x) -> bool:
 
 
 def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_format: str = "", weight_bytes=1.0,
-                 pessimistic: bool = False, depth=0, hop: str = "", launches=1):
+                 pessimistic: bool = False, depth=0, hop: str = "", launches=1, collective: tuple = ()):
     """(work seconds, fixed seconds, compute-bound?) of one kernel instance, scalars or numpy arrays: its work
     is the larger of its FLOPs over the achievable FLOP/s and its bytes over the achievable bandwidth; its
     fixed cost is paid once per device kernel it ``launches``, a collective's is its latency on its ``hop``
-    ("link" inside a node, "network" across nodes)."""
-    e_c, e_m = efficiencies(m, kind, rows, weight_format, pessimistic, weight_bytes, depth)
+    ("link" inside a node, "network" across nodes), a fitted all-reduce's its fitted fixed cost at its ranks."""
+    coll = (*collective, hop) if collective else ()
+    e_c, e_m = efficiencies(m, kind, rows, weight_format, pessimistic, weight_bytes, depth, coll)
     t_c, t_m = t_compute / e_c, t_memory / e_m
     side = t_c > t_m
     if kind == "collective":
-        fixed = m.latency[hop].pick(pessimistic) if hop else 0.0
+        fit = m.all_reduce_fit(collective[1]) if collective and collective[0] == "all_reduce" and hop == "link" \
+            else None
+        fixed = fit[0] if fit is not None else m.latency[hop].pick(pessimistic) if hop else 0.0
     else:
         fixed = launches * m.fixed(kind, side, pessimistic)
     return _maximum(t_c, t_m), fixed, side
 
 
 def kernel_time(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_format: str = "", weight_bytes=1.0,
-                pessimistic: bool = False, depth=0, hop: str = "", launches=1):
+                pessimistic: bool = False, depth=0, hop: str = "", launches=1, collective: tuple = ()):
     """(expected seconds, bound) of one kernel instance: its fixed cost plus its work (kernel_terms).
     ``bound`` is one of KERNEL_BOUNDS: the largest term ("link" for a collective's bytes)."""
     work, fixed, side = kernel_terms(m, t_compute, t_memory, kind, rows, weight_format, weight_bytes, pessimistic,
-                                     depth, hop, launches)
+                                     depth, hop, launches, collective)
     by_work = "link" if kind == "collective" else _where(side, "compute", "memory")
     return work + fixed, _where(fixed > work, "fixed", by_work)
 
@@ -581,15 +630,17 @@ def host_seconds_per_op(m: KernelModel, impl: str) -> Efficiency:
 
 def step_times(terms, m: KernelModel, impl: str, launches_per_step) -> StepTimes:
     """The step from its kernels. ``terms`` holds one tuple per kernel,
-    (count, t_compute_s, t_memory_s, kind, rows, weight_format, weight_bytes, depth, hop, launches), where the
-    times may be numpy arrays of one shape (a sweep) and count, kind, weight format, depth and hop (a
+    (count, t_compute_s, t_memory_s, kind, rows, weight_format, weight_bytes, depth, hop, launches, collective),
+    where the times may be numpy arrays of one shape (a sweep) and count, kind, weight format, depth and hop (a
     collective's "link" or "network", else "") are per kernel; launches (device kernels one instance runs,
-    each paying its class's fixed cost) per kernel or per batch."""
+    each paying its class's fixed cost) per kernel or per batch; collective (op, ranks) or (); a collective's
+    weight_bytes is its message."""
     floor = device = upper = compute = comm = fixed = 0.0
-    for count, t_c, t_m, kind, rows, wfmt, wbytes, depth, hop, n in terms:
-        work, fix, side = kernel_terms(m, t_c, t_m, kind, rows, wfmt, wbytes, depth=depth, hop=hop, launches=n)
+    for count, t_c, t_m, kind, rows, wfmt, wbytes, depth, hop, n, coll in terms:
+        work, fix, side = kernel_terms(m, t_c, t_m, kind, rows, wfmt, wbytes, depth=depth, hop=hop, launches=n,
+                                       collective=coll)
         hi_work, hi_fix, _ = kernel_terms(m, t_c, t_m, kind, rows, wfmt, wbytes, pessimistic=True, depth=depth,
-                                          hop=hop, launches=n)
+                                          hop=hop, launches=n, collective=coll)
         t = work + fix
         floor = floor + count * _maximum(t_c, t_m)
         device = device + count * t

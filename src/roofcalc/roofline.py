@@ -239,12 +239,21 @@ class Placement:
         from .predict import ideal
 
         return kernel_time(self.model or ideal(), self.t_compute_s, self.t_memory_s, self.kernel.kind, self.rows,
-                           self.weight_format, self.size_bytes, depth=self.depth, hop=self.hop, launches=self.launches)
+                           self.weight_format, self.size_bytes, depth=self.depth, hop=self.hop, launches=self.launches,
+                           collective=self.collective)
+
+    @property
+    def collective(self) -> tuple:
+        """(op, ranks) of a collective, () for any other kernel."""
+        return (self.kernel.role, self.kernel.group) if self.kernel.kind == "collective" else ()
 
     @property
     def size_bytes(self) -> int:
-        """What the kernel's efficiency is read at: a matmul's weight bytes, decode attention's KV cache."""
+        """What the kernel's efficiency is read at: a matmul's weight bytes, decode attention's KV cache, a
+        collective's message."""
         c = self.kernel.cost
+        if self.kernel.kind == "collective":
+            return self.kernel.message_bytes
         return c.kv_read_bytes if self.kernel.kind == "attention" else c.weight_bytes
 
     @property
@@ -263,7 +272,8 @@ class Placement:
         from .predict import efficiencies, ideal
 
         return efficiencies(self.model or ideal(), self.kernel.kind, self.rows, self.weight_format,
-                            weight_bytes=self.size_bytes, depth=self.depth)
+                            weight_bytes=self.size_bytes, depth=self.depth,
+                            collective=(*self.collective, self.hop) if self.collective else ())
 
     @property
     def t_expected_s(self) -> float:
@@ -352,7 +362,7 @@ class Placement:
     def term(self) -> tuple:
         """What :func:`roofcalc.predict.step_times` needs of this kernel."""
         return (self.kernel.count, self.t_compute_s, self.t_memory_s, self.kernel.kind, self.rows, self.weight_format,
-                self.size_bytes, self.depth, self.hop, self.launches)
+                self.size_bytes, self.depth, self.hop, self.launches, self.collective)
 
 
 @dataclass(frozen=True)
@@ -550,7 +560,7 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
     if profile is not None and profile.efficiency is not None:
         model = profile.efficiency
     else:
-        model = default_model((profile or hardware).kind, hardware.segment)
+        model = default_model((profile or hardware).kind, hardware.segment, hardware.kernel_fits)
         if measured is not None:
             model = model.on_roof(measured.bandwidth_bytes_per_s / nominal.bandwidth_bytes_per_s,
                                   measured.peak_flop_per_s / nominal.peak_flop_per_s)

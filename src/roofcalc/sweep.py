@@ -245,8 +245,10 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
         n_launch += count * n
         terms.append((count, t_c, t_m, kernel.kind, _rows(probe, i, b, eff_s, s0),
                       weight_format(kernel, base.weight_dtype),
+                      row["act_read_bytes"] if kernel.kind == "collective" else
                       row["kv_read_bytes"] if kernel.kind == "attention" else row["weight_bytes"], kernel.depth,
-                      roof.hop(kernel.group, kernel.ranks) if kernel.kind == "collective" else "", n))
+                      roof.hop(kernel.group, kernel.ranks) if kernel.kind == "collective" else "", n,
+                      (kernel.role, kernel.group) if kernel.kind == "collective" else ()))
     times = step_times(terms, model or ideal(), impl, n_launch)
     if analyzer is None:
         weights_in_memory = sum(count * k.param_bytes for k, count, _ in probe[(1, 1)])
