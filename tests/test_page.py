@@ -161,12 +161,12 @@ def column(driver, table: str, i: int = 0, visible: bool = True) -> list[str]:
     """The texts of a table's column, top to bottom (the rows the filter left shown, unless ``visible`` is False)."""
     return driver.execute_script(
         "var t = document.getElementById(arguments[0]), i = arguments[1], v = arguments[2];"
-        "return Array.from(t.tBodies[0].rows).filter(function (r) { return !v || !r.hidden; })"
-        ".map(function (r) { return r.cells[i].textContent; });", table, i, visible)
+        "return Array.from(t.querySelector('.body').children).filter(function (r) { return !v || !r.hidden; })"
+        ".map(function (r) { return r.children[i].textContent; });", table, i, visible)
 
 
 def click_header(driver, table: str, header: str) -> None:
-    heads = driver.find_elements("css selector", f"#{table} thead th")
+    heads = driver.find_elements("css selector", f"#{table} .head span")
     next(h for h in heads if h.text.split(" ")[0] == header.split(" ")[0]).click()
 
 

@@ -117,11 +117,14 @@ border:1px solid #e2e4e8;border-radius:4px;padding:8px 10px;margin:6px 0}
 .chart{width:100%;border:1px solid #e2e4e8;border-radius:4px;margin:6px 0}
 .note{color:#555;font-size:13px;margin:4px 0}
 input.filter{font:13px system-ui,sans-serif;padding:3px 6px;width:260px;margin:4px 0}
-table{border-collapse:collapse;font:12px ui-monospace,"DejaVu Sans Mono",monospace;margin:4px 0}
-th,td{padding:2px 0.6ch;overflow:hidden;border-bottom:1px solid #e8e8e8;text-align:right;white-space:nowrap}
-th{position:sticky;top:0;background:#eef0f4;cursor:pointer;user-select:none}
-th[data-sort=asc]::after{content:" \\25B2"}th[data-sort=desc]::after{content:" \\25BC"}
-td.l,th.l{text-align:left}tr.bad td{color:#a02020}
+.grid{font:12px/1.5 ui-monospace,"DejaVu Sans Mono",monospace;width:max-content}
+.grid .head,.grid .body>div{display:grid;grid-template-columns:var(--cols)}
+.grid .body>div{content-visibility:auto;contain-intrinsic-size:auto 20px}.grid .body>div[hidden]{display:none}
+.grid span{padding:1px 0.6ch;border-bottom:1px solid #e8e8e8;text-align:right;white-space:nowrap;overflow:hidden}
+.grid .head{position:sticky;top:0;z-index:1;background:#eef0f4;font-weight:bold}
+.grid .head span{cursor:pointer;user-select:none}
+.grid .head span[data-sort=asc]::after{content:" \\25B2"}.grid .head span[data-sort=desc]::after{content:" \\25BC"}
+.grid span.l{text-align:left}.grid .bad span{color:#a02020}
 .scroll{max-height:560px;max-width:100%;overflow:auto;display:inline-block;border:1px solid #e2e4e8}
 """
 
@@ -135,10 +138,10 @@ JS = """
     drawn.push(Plotly.newPlot(s.dataset.target, fig.data, fig.layout, {displaylogo: false, responsive: true}));
   });
   Promise.all(drawn).then(function () { document.body.dataset.drawnMs = performance.now().toFixed(1); });
-  document.querySelectorAll('table.sortable').forEach(function (t) {
-    var body = t.tBodies[0], heads = t.tHead.rows[0].cells;
+  document.querySelectorAll('.sortable').forEach(function (t) {
+    var body = t.querySelector('.body'), heads = t.querySelector('.head').children;
     function key(row, i) {
-      var c = row.cells[i], v = c.dataset.v !== undefined ? c.dataset.v : c.textContent.replace(/,/g, '').trim();
+      var c = row.children[i], v = c.dataset.v !== undefined ? c.dataset.v : c.textContent.replace(/,/g, '').trim();
       if (v === '') return null;
       var n = Number(v);
       return isNaN(n) ? v.toLowerCase() : n;
@@ -148,7 +151,7 @@ JS = """
         var dir = th.dataset.sort === 'asc' ? -1 : 1;
         Array.prototype.forEach.call(heads, function (h) { delete h.dataset.sort; });
         th.dataset.sort = dir > 0 ? 'asc' : 'desc';
-        var rows = Array.prototype.map.call(body.rows, function (r) { return [key(r, i), r]; });
+        var rows = Array.prototype.map.call(body.children, function (r) { return [key(r, i), r]; });
         rows.sort(function (a, b) {
           if (a[0] === null || b[0] === null) return (a[0] === null) - (b[0] === null);
           if (typeof a[0] !== typeof b[0]) return typeof a[0] === 'number' ? -1 : 1;
@@ -160,7 +163,7 @@ JS = """
     var box = document.getElementById(t.dataset.filter);
     if (box) box.addEventListener('input', function () {
       var q = box.value.toLowerCase();
-      Array.prototype.forEach.call(body.rows, function (r) {
+      Array.prototype.forEach.call(body.children, function (r) {
         r.hidden = q !== '' && r.textContent.toLowerCase().indexOf(q) < 0;
       });
     });
@@ -176,7 +179,10 @@ def _document(title: str, body: str) -> str:
 
 
 def _pre(lines: list[str], cls: str = "") -> str:
-    return f'<pre class="{cls}">' + html.escape("\n".join(lines)) + "</pre>" if lines else ""
+    """Report lines as the terminal shows them, wrapped (their continuations indented) at 150 characters."""
+    from .report import wrap_lines
+
+    return f'<pre class="{cls}">' + html.escape("\n".join(wrap_lines(lines, 150))) + "</pre>" if lines else ""
 
 
 def _figure(fig, target: str, height: int) -> str:
@@ -192,32 +198,32 @@ def _figure(fig, target: str, height: int) -> str:
 def _table(table_id: str, headers: list[str], rows: list[list[str]], values: list[list[Any]] | None = None,
            left: Iterable[str] = (), bad: list[bool] | None = None, what: str = "rows") -> str:
     """A sortable, filterable table. ``values``: each cell's sort key (the record's own number) where its text
-    is not one; ``left``: headers of text columns; ``bad``: rows to mark (a step that does not fit)."""
+    is not one; ``left``: headers of text columns; ``bad``: rows to mark (a step that does not fit).
+
+    A grid of rows rather than a <table>: each column as wide as its longest text (monospace), every row
+    laid out only when it scrolls into view (content-visibility), so that a 1,000-row table costs the
+    page's opening next to nothing."""
     left = set(left)
-    # fixed layout, each column as wide as its longest text (monospace): the browser lays out 1,000 rows
-    # without measuring every cell first
     widths = [max(len(h) + 2, *(len(row[i]) for row in rows)) + 2 for i, h in enumerate(headers)] if rows else \
         [len(h) + 4 for h in headers]
-    cols = "".join(f'<col style="width:{w}ch">' for w in widths)
-    head = "".join(f'<th class="l">{html.escape(h)}</th>' if h in left else f"<th>{html.escape(h)}</th>"
-                   for h in headers)
+    cls = ['<span class="l">' if h in left else "<span>" for h in headers]
     out = [f'<input class="filter" id="{table_id}-filter" type="search" placeholder="filter {what}: any text">',
-           f' <span class="note">click a header to sort</span><br>',
-           f'<div class="scroll"><table class="sortable" id="{table_id}" data-filter="{table_id}-filter" '
-           f'style="table-layout:fixed;width:{sum(widths)}ch"><colgroup>{cols}</colgroup>'
-           f"<thead><tr>{head}</tr></thead><tbody>"]
+           ' <span class="note">click a header to sort</span><br>',
+           f'<div class="scroll"><div class="grid sortable" id="{table_id}" data-filter="{table_id}-filter" '
+           f'style="--cols:{" ".join(f"{w}ch" for w in widths)}">',
+           '<div class="head">' + "".join(f"{c}{html.escape(h)}</span>" for c, h in zip(cls, headers)) + "</div>",
+           '<div class="body">']
     for n, row in enumerate(rows):
         cells = []
-        for i, (h, text) in enumerate(zip(headers, row)):
+        for i, text in enumerate(row):
             v = values[n][i] if values is not None else None
             v = int(v) if isinstance(v, bool) else v
-            attr = ' class="l"' if h in left else ""
-            if v is not None and text and not _plain_number(text):  # its text does not sort as its number
-                attr += f' data-v="{v!r}"' if isinstance(v, float) else f' data-v="{html.escape(str(v))}"'
-            cells.append(f"<td{attr}>{html.escape(text)}</td>")
-        tr = '<tr class="bad">' if bad is not None and bad[n] else "<tr>"
-        out.append(tr + "".join(cells) + "</tr>")
-    out.append("</tbody></table></div>")
+            cell = cls[i]
+            if isinstance(v, (int, float)) and text and not _plain_number(text):  # its text sorts not as its number
+                cell = cell[:-1] + f' data-v="{v!r}">'
+            cells.append(cell + html.escape(text) + "</span>")
+        out.append(('<div class="bad">' if bad is not None and bad[n] else "<div>") + "".join(cells) + "</div>")
+    out.append("</div></div></div>")
     return "\n".join(out)
 
 
@@ -426,12 +432,16 @@ def _distances(go, fig, r, doc: dict, v) -> None:
         fig.add_trace(go.Scatter(x=xs, y=[min(peak, bw * a) * BELOW for a in xs], mode="lines",
                                  line=dict(color=PURPLE, width=3, dash="dash"), hoverinfo="skip",
                                  name=f"2 along the slope: {words}"))
-    fig.add_annotation(x=_log10(x), y=_log10((y * top) ** 0.5), text="<b>1</b>", showarrow=False, xshift=-16,
-                       font=dict(size=15, color=GREEN))
+    # each number where the chart is empty: 1 below and right of the step, pointing at its segment, 2 below the
+    # dashed line's middle
+    fig.add_annotation(x=_log10(x), y=_log10((y * top) ** 0.5), text=f"<b>1</b> below the slope: {pct(y / top)} of "
+                       "the roof", showarrow=True, arrowhead=2, arrowcolor=GREEN, ax=70, ay=70, xanchor="left",
+                       font=dict(size=13, color=GREEN), bgcolor="rgba(255,255,255,0.8)")
     if end > x:
         mid = (x * min(end, roof["ridge_flop_per_byte"])) ** 0.5
-        fig.add_annotation(x=_log10(mid), y=_log10(min(peak, bw * mid) * BELOW), text="<b>2</b>", showarrow=False,
-                           yshift=-10, xshift=10, font=dict(size=15, color=PURPLE))
+        fig.add_annotation(x=_log10(mid), y=_log10(min(peak, bw * mid) * BELOW), text="<b>2</b> along the slope",
+                           showarrow=False, yshift=-12, xshift=8, xanchor="left", yanchor="top",
+                           font=dict(size=13, color=PURPLE), bgcolor="rgba(255,255,255,0.8)")
     fig.add_annotation(x=_log10(roof["ridge_flop_per_byte"] * 1.4), y=_log10(peak), text=f"<b>3</b> the roof: "
                        f"{si(peak, 'FLOP/s')}", showarrow=False, yshift=-12, xanchor="left",
                        font=dict(size=13, color=MEASURED_BLUE if doc["hardware"]["measured"] else "#555"))
