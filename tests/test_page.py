@@ -223,16 +223,16 @@ def test_sweep_page_draws_every_point(browser, tmp_path, capsys, contexts):
     write(args, page, capsys)
     load(browser, page)
     assert not all(p["fits"] for p in pts)  # batch 512 at the longest context does not fit in 16 GiB
-    for chart in ("sweep-0", "sweep-1", "sweep-2"):  # step time, tokens/s, memory
-        got = points(browser, chart)
+    got = points(browser, "sweep")
+    for row in (1, 2, 3):  # step time, tokens/s, memory: one panel each
         if len(doc["workload"]["contexts"]) > 8:  # one trace, its points coloured by the context
-            assert got["points"] == len(pts)
+            assert got[f"{row}:points"] == len(pts)
         else:
             for s in doc["workload"]["contexts"]:
-                assert got[f"series-{s}"] == sum(p["context"] == s for p in pts) == 4
+                assert got[f"{row}:series-{s}"] == sum(p["context"] == s for p in pts) == 4
     assert len(column(browser, "points")) == len(pts)
     first = doc["workload"]["contexts"][0]  # its batch 512, the fourth point of its line (or of the one trace)
-    text = hover(browser, "sweep-2", "points" if len(doc["workload"]["contexts"]) > 8 else f"series-{first}", 3)
+    text = hover(browser, "sweep", "3:points" if len(doc["workload"]["contexts"]) > 8 else f"3:series-{first}", 3)
     text = text.replace("\xa0", " ")
     assert "batch 512" in text and f"context {first}" in text and "memory" in text
     click_header(browser, "points", "tokens/s")

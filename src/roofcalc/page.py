@@ -514,7 +514,7 @@ def _series_colors(n: int) -> list[str]:
     return plotly.colors.qualitative.Plotly[:n]
 
 
-def _one_trace(go, np, fig, series, groups, key, scale, x_key, s_key, letter, axis, unfit) -> None:
+def _one_trace(go, np, fig, row, series, groups, key, scale, x_key, s_key, letter, axis, unfit) -> None:
     """Many series: one line trace (grey, a gap between series) and one marker trace whose colour is the
     series' context or prompt, with a colour bar: a 1,000-point page stays small and quick to draw."""
     lx, ly = [], []
@@ -522,26 +522,32 @@ def _one_trace(go, np, fig, series, groups, key, scale, x_key, s_key, letter, ax
         lx += [p[x_key] for p in groups[s]] + [np.nan]
         ly += [p[key] * scale for p in groups[s]] + [np.nan]
     fig.add_trace(go.Scatter(x=np.array(lx, dtype="f8"), y=np.array(ly, dtype="f8"), mode="lines", hoverinfo="skip",
-                             line=dict(color="rgba(120,120,120,0.35)", width=1), showlegend=False))
+                             line=dict(color="rgba(120,120,120,0.35)", width=1), showlegend=False), row=row, col=1)
     ordered = [p for s in series for p in groups[s]]
     fig.add_trace(go.Scatter(
         x=np.array([p[x_key] for p in ordered], dtype="i4"), y=np.array([p[key] * scale for p in ordered], dtype="f8"),
-        mode="markers", showlegend=False, meta="points",
+        mode="markers", showlegend=False, meta=f"{row}:points",
         marker=dict(size=6, color=np.array([p[s_key] for p in ordered], dtype="i4"), colorscale="Viridis",
-                    colorbar=dict(title=dict(text=f"{s_key} ({letter})"), thickness=14),
+                    showscale=row == 1, colorbar=dict(title=dict(text=f"{s_key} ({letter})"), thickness=14,
+                                                      len=0.3, y=1, yanchor="top"),
                     symbol=[("circle" if p["fits"] else "x-thin-open") for p in ordered] if unfit else "circle",
                     line=dict(width=1)),
         text=[p.get("bound", "") + ("" if p["fits"] else ("; " if "bound" in p else "") + "does NOT fit")
               for p in ordered],
         hovertemplate=(f"{x_key} %{{x:,}} · {s_key} %{{marker.color:,}}<br>{axis} %{{y:.4r}}<br>%{{text}}"
-                       "<extra></extra>")))
+                       "<extra></extra>")), row=row, col=1)
 
 
-def sweep_figures(sw) -> list:
-    """Step time, tokens/s and memory against batch, a line per context or prompt (against the context or
-    prompt, one line, when the batch is one), from the sweep's record; a step that does not fit is an x."""
+SWEEP_PANEL_PX = 360  # the height of each of the sweep figure's three panels
+
+
+def sweep_figure(sw):
+    """Step time, tokens/s and memory against batch (three panels, one x axis), a line per context or prompt
+    (against the context or prompt, one line, when the batch is one), from the sweep's record; a step that does
+    not fit is an x. One figure: one legend for the three (a click hides a context in all), one draw."""
     go = _plotly()
     import numpy as np
+    from plotly.subplots import make_subplots
 
     from . import report
     from .units import capacity
@@ -568,39 +574,46 @@ def sweep_figures(sw) -> list:
              f"<br>%{{text}}<extra>{letter}=%{{customdata[5]:,}}</extra>")
     cap = doc["hardware"]["capacity_bytes"]
     unfit = not all(p["fits"] for p in pts)
-    figs = []
     many = len(series) > MAX_LEGEND_SERIES
-    for key, title, axis, scale in charts:
-        fig = go.Figure()
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.07,
+                        subplot_titles=[f"{title} against {x_key}" for _, title, _, _ in charts])
+    for row, (key, title, axis, scale) in enumerate(charts, 1):
         if many:
-            _one_trace(go, np, fig, series, groups, key, scale, x_key, s_key, letter, axis, unfit)
+            _one_trace(go, np, fig, row, series, groups, key, scale, x_key, s_key, letter, axis, unfit)
         for s, color in zip([] if many else series, colors):
             g = groups[s]
             custom = np.array([[p[length], p["batch"], p[t_key] * 1e3, p[r_key], p["memory_bytes"] / 1e9, s]
                                for p in g], dtype="f8")
             fig.add_trace(go.Scatter(
                 x=np.array([p[x_key] for p in g], dtype="i4"), y=np.array([p[key] * scale for p in g], dtype="f8"),
-                mode="lines+markers", name=f"{letter}={s:,}", legendgroup=str(s), line=dict(color=color, width=1.5),
+                mode="lines+markers", name=f"{letter}={s:,}", legendgroup=str(s), showlegend=row == 1,
+                line=dict(color=color, width=1.5),
                 marker=dict(color=color, size=7, line=dict(width=1.5, color=color),
                             symbol=[("circle" if p["fits"] else "x-thin-open") for p in g] if unfit else "circle"),
                 text=[p.get("bound", "") + ("" if p["fits"] else ("; " if "bound" in p else "") + "does NOT fit")
                       for p in g],
-                customdata=custom, hovertemplate=hover, meta=f"series-{s}"))
+                customdata=custom, hovertemplate=hover, meta=f"{row}:series-{s}"), row=row, col=1)
         if key == "memory_bytes" and cap:
             xs = [min(batches if by_batch else lengths), max(batches if by_batch else lengths)]
             fig.add_trace(go.Scatter(x=xs, y=[cap / 1e9] * 2, mode="lines", hoverinfo="skip",
                                      line=dict(color="#c0392b", width=2, dash="dash"),
-                                     name=f"device memory: {capacity(cap)} = {cap / 1e9:.3g} GB"))
-        _layout(fig, f"{title} against {x_key}" + (f", a line per {s_key}" if len(series) > 1 else "")
-                + (" · x: does not fit in memory" if unfit else ""))
-        _axes(fig, f"{x_key} ({'sequences' if x_key == 'batch' else 'tokens'})", axis)
-        fig.update_xaxes(dtick="D2")
-        fig.update_yaxes(dtick="D2")
-        if not many:
-            fig.update_layout(legend=dict(orientation="h", x=1, xanchor="right", y=1.02, yanchor="bottom"),
-                              margin=dict(t=70))
-        figs.append(fig)
-    return figs
+                                     name=f"device memory: {capacity(cap)} = {cap / 1e9:.3g} GB"), row=row, col=1)
+        fig.update_yaxes(title_text=axis, row=row, col=1)
+    what = f"a line per {s_key}" if len(series) > 1 else f"one {s_key}"
+    _layout(fig, f"the sweep against {x_key}, {what}" + (" · x: does not fit in memory" if unfit else ""))
+    grid = dict(showgrid=True, gridcolor="#e6e6e6", zeroline=False, showline=True, linecolor="#999", mirror=True,
+                ticks="outside", type="log", exponentformat="SI", dtick="D2")
+    fig.update_xaxes(**grid)
+    fig.update_yaxes(**grid)
+    fig.update_xaxes(title_text=f"{x_key} ({'sequences' if x_key == 'batch' else 'tokens'})", row=3, col=1)
+    fig.update_xaxes(showticklabels=True)  # on every panel, not the bottom one alone
+    fig.update_annotations(font=dict(size=13), x=0, xanchor="left")  # the panels' titles, left; the legend right
+    if many:  # the colour bar beside the first panel, the memory line's entry beside the last
+        fig.update_layout(legend=dict(x=1.02, xanchor="left", y=0, yanchor="bottom"))
+    else:
+        fig.update_layout(legend=dict(orientation="h", x=1, xanchor="right", y=1.0, yanchor="bottom"))
+    fig.update_layout(margin=dict(t=80))
+    return fig
 
 
 def _sweep_page(sw, defaults) -> tuple[str, str]:
@@ -614,11 +627,9 @@ def _sweep_page(sw, defaults) -> tuple[str, str]:
     headers = [h for h, _, _ in spec] + ["fits"]
     rows = [[f(p[key]) for _, key, f in spec] + ["yes" if p["fits"] else "NO: does not fit"] for p in pts]
     values = [[p[key] for _, key, _ in spec] + [int(p["fits"])] for p in pts]
-    figs = sweep_figures(sw)
     title = f"roofcalc · {doc['model']['name']} · {sw.kind} sweep · {doc['hardware']['name']}"
-    body = [f"<h1>{html.escape(title)}</h1>", _pre(head, "header")]
-    for i, fig in enumerate(figs):
-        body.append(_figure(fig, f"sweep-{i}", 440))
+    body = [f"<h1>{html.escape(title)}</h1>", _pre(head, "header"),
+            _figure(sweep_figure(sw), "sweep", 3 * SWEEP_PANEL_PX + 120)]
     body += [f"<h2>Points ({len(pts):,})</h2>",
              _table("points", headers, rows, values, left=("bound", "fits"), bad=[not p["fits"] for p in pts],
                     what="points"),
