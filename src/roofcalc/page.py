@@ -311,12 +311,12 @@ def roofline_figure(r):
     y_lo = min(ys + [st["flops"] / st["predicted_s"]] + [p["achieved_flop_per_s"] for p in doc["points"]]) / 5
     y_hi = nom["peak_flop_per_s"] * 3
     ridges = [(nom, "nominal", NOMINAL_GREY)] + ([(mea, "measured", MEASURED_BLUE)] if mea else [])
-    for roof, name, color in ridges:  # labelled on the chart, the lower ridge's label to the left of its line
+    for roof, name, color in ridges:  # labelled at the foot of the chart, the lower ridge's label left of its line
         x = roof["ridge_flop_per_byte"]
         left = len(ridges) == 2 and x == min(q["ridge_flop_per_byte"] for q, _, _ in ridges)
         fig.add_trace(go.Scatter(x=[x, x], y=[y_lo, y_hi], mode="lines", hoverinfo="skip", showlegend=False,
                                  line=dict(color=color, width=1.5, dash="dot"), name=f"{name} ridge"))
-        fig.add_annotation(x=_log10(x), y=1, yref="paper", yanchor="top", xanchor="right" if left else "left",
+        fig.add_annotation(x=_log10(x), y=0, yref="paper", yanchor="bottom", xanchor="right" if left else "left",
                            xshift=-3 if left else 3, showarrow=False, font=dict(size=11, color=color),
                            text=f"{name} ridge<br>{x:.0f} FLOP/byte", align="right" if left else "left")
     side = [INDIGO if k["intensity"] < ridge else AMBER for k in kernels]
@@ -379,11 +379,11 @@ def roofline_figure(r):
                                          f"measured {sig(p['seconds'] * 1e3)} ms, "
                                          f"{si(p['achieved_flop_per_s'], 'FLOP/s')}, {pct(p['roof_fraction'])} "
                                          f"of roof" for p in pts]))
-    _distances(go, fig, r, doc, step_batch_verdicts(r))
     _layout(fig, _roofline_title(doc, r))
     _axes(fig, "arithmetic intensity (FLOP/byte)", "performance (FLOP/s)")
     fig.update_yaxes(range=[_log10(y_lo), _log10(y_hi)], dtick=1)
     fig.update_xaxes(range=[_log10(lo), _log10(hi)], dtick=1)
+    _distances(go, fig, r, doc, step_batch_verdicts(r))
     fig.update_layout(legend=dict(x=1.01, y=1, xanchor="left", yanchor="top"), margin=dict(r=10))
     return fig
 
@@ -409,8 +409,8 @@ def _roofline_title(doc: dict, r) -> str:
 def _distances(go, fig, r, doc: dict, v) -> None:
     """The worked example's three distances from the step, drawn: 1 below the slope (the step to the roof at
     its AI), 2 along the slope (to where batching takes the AI: the ridge, or the AI it tends to), 3 the roof."""
-    st = doc["step"]
-    roof = doc["hardware"]["measured"] or doc["hardware"]["nominal"]
+    st, mea = doc["step"], doc["hardware"]["measured"]
+    roof = mea or doc["hardware"]["nominal"]
     bw, peak = roof["bandwidth_bytes_per_s"], roof["peak_flop_per_s"]
     x = st["intensity"]
     y = st["achieved_flop_per_s"] if st["tpot_s"] is not None else st["flops"] / st["predicted_s"]
@@ -442,9 +442,11 @@ def _distances(go, fig, r, doc: dict, v) -> None:
         fig.add_annotation(x=_log10(mid), y=_log10(min(peak, bw * mid) * BELOW), text="<b>2</b> along the slope",
                            showarrow=False, yshift=-12, xshift=8, xanchor="left", yanchor="top",
                            font=dict(size=13, color=PURPLE), bgcolor="rgba(255,255,255,0.8)")
-    fig.add_annotation(x=_log10(roof["ridge_flop_per_byte"] * 1.4), y=_log10(peak), text=f"<b>3</b> the roof: "
-                       f"{si(peak, 'FLOP/s')}", showarrow=False, yshift=-12, xanchor="left",
-                       font=dict(size=13, color=MEASURED_BLUE if doc["hardware"]["measured"] else "#555"))
+    # 3 above every roof at the right end, where no kernel sits, its arrow on the flat part of the verdict roof
+    hi = 10 ** fig.layout.xaxis.range[1]
+    fig.add_annotation(x=_log10(hi) - 0.2, y=_log10(peak), text=f"<b>3</b> the roof: {si(peak, 'FLOP/s')}",
+                       showarrow=True, arrowhead=2, ax=-80, ay=-32, arrowcolor=MEASURED_BLUE if mea else "#555",
+                       font=dict(size=13, color=MEASURED_BLUE if mea else "#555"), bgcolor="rgba(255,255,255,0.8)")
 
 
 def _roofline_page(r, defaults, record: bool) -> tuple[str, str]:
@@ -602,9 +604,16 @@ def sweep_figure(sw):
     what = f"a line per {s_key}" if len(series) > 1 else f"one {s_key}"
     _layout(fig, f"the sweep against {x_key}, {what}" + (" · x: does not fit in memory" if unfit else ""))
     grid = dict(showgrid=True, gridcolor="#e6e6e6", zeroline=False, showline=True, linecolor="#999", mirror=True,
-                ticks="outside", type="log", exponentformat="SI", dtick="D2")
+                ticks="outside", type="log", exponentformat="SI")
     fig.update_xaxes(**grid)
     fig.update_yaxes(**grid)
+    xs = [p[x_key] for p in pts]
+    if max(xs) >= 100 * min(xs):  # two decades or more: labels at 1, 2 and 5 of each (fewer would leave
+        fig.update_xaxes(dtick="D2")  # a narrow range unlabelled)
+    for row, (key, _, _, scale) in enumerate(charts, 1):
+        ys = [p[key] for p in pts if p[key]]
+        if ys and max(ys) >= 100 * min(ys):
+            fig.update_yaxes(dtick="D2", row=row, col=1)
     fig.update_xaxes(title_text=f"{x_key} ({'sequences' if x_key == 'batch' else 'tokens'})", row=3, col=1)
     fig.update_xaxes(showticklabels=True)  # on every panel, not the bottom one alone
     fig.update_annotations(font=dict(size=13), x=0, xanchor="left")  # the panels' titles, left; the legend right
