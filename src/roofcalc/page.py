@@ -18,7 +18,6 @@ in major version, the full bundle is used.
 from __future__ import annotations
 
 import html
-import json
 import os
 import re
 from pathlib import Path
@@ -335,7 +334,6 @@ def roofline_figure(r):
                         line=dict(width=1, color="white")),
             hovertext=[_kernel_hover(k, t_unit) for k in measured], hoverinfo="text", meta="kernels-measured"))
     step_name = f"{doc['workload']['phase']} step"
-    w = doc["workload"]
     step_hover = "<br>".join([
         f"<b>the whole {step_name}</b>",
         f"FLOPs    {si(st['flops'])} ({st['flops']:,})",
@@ -383,7 +381,8 @@ def roofline_figure(r):
     _axes(fig, "arithmetic intensity (FLOP/byte)", "performance (FLOP/s)")
     fig.update_yaxes(range=[_log10(y_lo), _log10(y_hi)], dtick=1)
     fig.update_xaxes(range=[_log10(lo), _log10(hi)], dtick=1)
-    _distances(go, fig, r, doc, step_batch_verdicts(r))
+    # the batch verdicts come from the hand model's grid (a traced model's step has none to give)
+    _distances(go, fig, r, doc, None if r.analysis.source == "traced" else step_batch_verdicts(r))
     fig.update_layout(legend=dict(x=1.01, y=1, xanchor="left", yanchor="top"), margin=dict(r=10))
     return fig
 
@@ -423,8 +422,10 @@ def _distances(go, fig, r, doc: dict, v) -> None:
         end = v.ridge if v.ridge_batch is not None else v.intensity_limit
         words = (f"its AI reaches the ridge at batch {v.ridge_batch:,}" if v.ridge_batch is not None else
                  f"its AI tends to {end:.3g} as the batch grows")
-    else:  # prefill: toward the ridge
-        end, words = roof["ridge_flop_per_byte"], "a longer prompt moves it toward the ridge"
+    else:  # toward the ridge
+        end = roof["ridge_flop_per_byte"]
+        words = ("a longer prompt or more sequences move it toward the ridge" if doc["workload"]["phase"] == "prefill"
+                 else "more sequences per step move it toward the ridge")
     if end > x:
         xs = [x, min(end, roof["ridge_flop_per_byte"])]
         if end > roof["ridge_flop_per_byte"]:
