@@ -134,6 +134,8 @@ def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
                    help="another measured workload to place on the roof (repeatable)")
     r.add_argument("--record", action="store_true", help="print the record table: nominal vs measured, with ratios")
     r.add_argument("--plot", metavar="FILE.png|FILE.svg", help="draw the roofline with every kernel and point")
+    r.add_argument("--html", metavar="FILE.html", help="one self-contained HTML page of the report: interactive "
+                   "charts, sortable tables (needs plotly: pip install 'roofcalc[html]')")
     r.add_argument("--memory", help="device memory for the 'fits' verdict, e.g. 80GB or 80GiB (default: the hardware's)")
     r.add_argument("--min-gain", default="10%", metavar="PERCENT",
                    help="sweeps: the tokens/s gain below which a doubling of the batch no longer pays (default 10%%)")
@@ -524,6 +526,11 @@ def run_main(argv: Sequence[str]) -> str:
         save_plot(result, args.plot)
         if args.format in ("table", "markdown"):
             out += f"\nplot      written to {args.plot}\n"
+    if args.html is not None:  # the page (page.py) imports plotly; nothing else does
+        from .page import save_page
+
+        save_page(result, args.html, defaults, record=args.record)
+        out += f"html      written to {args.html}\n" if args.format in ("table", "markdown") else ""
     return _emit(out, output, args.format)
 
 
