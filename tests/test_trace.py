@@ -845,3 +845,12 @@ def test_a_remote_code_deepseek_config_names_the_family_that_reads_it(capsys):
     assert main([str(path)]) == 2
     assert "--family deepseek_v3" in capsys.readouterr().err
     assert main([str(path), "--family", "deepseek_v3", "--hw", "H100"]) == 0
+
+
+def test_a_traced_model_places_a_measured_step(capsys):
+    """--tpot on a traced model: the three distances, the second pointing to its sweep (whose verdicts the
+    trace's own costs give), not the hand model's batch verdicts, which a traced shape does not have."""
+    pytest.importorskip("torch")
+    assert main(["docs/configs/starcoder2-tiny.json", "--tpot", "1ms"]) == 0
+    out = unwrap(capsys.readouterr().out)
+    assert "2 along the slope: the ridge is" in out and "its sweep says (--batch 1..512)" in out

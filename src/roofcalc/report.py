@@ -341,6 +341,9 @@ def _apart(x: float, y: float) -> tuple[str, str]:
 def slope_words(r: Roofline) -> str:
     """Distance 2 in words: what batching can do at this context, as the sweep's verdicts say it."""
     st, roof_name = r.step, "measured" if r.measured else "nominal"
+    if r.analysis.source == "traced" and r.analysis.workload.phase == "decode":  # its verdicts need its sweep
+        return (f"the ridge is {st.batching_headroom:.3g}x further right; how far batching takes a traced model's "
+                f"AI, its sweep says (--batch 1..512)")
     v = step_batch_verdicts(r)
     if v is None:  # prefill: more tokens per step, not more sequences
         return (f"the ridge is {st.batching_headroom:.3g}x further right; a longer prompt or more sequences per step "
