@@ -357,6 +357,49 @@ def test_experts_read_the_experts_their_tokens_reach():
     assert up.cost.weight_bytes == 8 * 2 * 128 * 256 * 2 // 4
 
 
+# fp32 mixtures of experts: the grouped-matmul kernel takes bf16 only, so their experts run as transformers'
+# per-expert fallback loop. Qwen3-MoE and Mixtral run transformers' grouped_mm experts; DBRX the trace's own
+# substitute loop (which calls the same dispatcher)
+FP32_MOE = {
+    "qwen3_moe": dict(BASE, head_dim=32, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=128),
+    "mixtral": dict(BASE, num_local_experts=8, num_experts_per_tok=2),
+    "dbrx": TYPES["dbrx"],
+}
+
+
+@pytest.mark.parametrize("model_type", sorted(FP32_MOE))
+def test_a_mixture_of_experts_traces_in_fp32(model_type):
+    """In fp32 the experts run transformers' per-expert loop (grouped_mm_fallback; the meta device refuses
+    the grouped kernel's fp32): the matmul FLOPs equal FlopCounterMode's on the real model run in fp32 on CPU
+    tensors, its experts as their eager loop; the parameters equal its. The bf16 trace runs the grouped kernel,
+    with the same FLOPs; its expert kernels launch one op per matmul where the fp32 loop launches one mm per
+    expert reached: prefill of 3 x 9 = 27 tokens, top-2 of 8 experts, 8·(1 − (6/8)^27) = 7.99 -> 8 experts,
+    so 8 − 1 = 7 launches more per expert matmul (DBRX's 4 experts: 4·(1 − (2/4)^27) -> 4, so 3 more)."""
+    from roofcalc.calculator import DTYPES
+
+    cfg = dict(FP32_MOE[model_type], model_type=model_type)
+    fp32, bf16 = DTYPES["fp32"], _bf16()
+    model = build(cfg, dtype=torch.float32, device="cpu", attn="eager", eager_experts=True)
+    prefill_counts, decode_counts, _ = run(model, 3, 9, all_logits=False)
+    for wl, counts in ((Workload.prefill(3, 9, weight_dtype=fp32, act_dtype=fp32, kv_dtype=fp32), prefill_counts),
+                       (Workload.decode(3, 10, weight_dtype=fp32, act_dtype=fp32, kv_dtype=fp32), decode_counts)):
+        doc = trace_raw(cfg, "t", wl)
+        assert doc.get("device") is None  # on the meta device
+        assert sum(k["ideal"]["matmul_flops"] for k in doc["kernels"]) == counts.flops["Global"]
+    assert doc["params"] == sum(p.numel() for p in model.parameters())
+    prefill = Workload.prefill(3, 9, weight_dtype=fp32, act_dtype=fp32, kv_dtype=fp32)
+    wide, half = {}, {}
+    for into, w in ((wide, prefill), (half, Workload.prefill(3, 9, weight_dtype=bf16, act_dtype=bf16, kv_dtype=bf16))):
+        for k in trace_raw(cfg, "t", w)["kernels"]:  # each module's first expert kernel: the gate/up matmul, which
+            if k["experts"]:  # in bf16 has no cast the fp32 run lacks (the down matmul's casts the sum back)
+                into.setdefault((k["module"], k["function"]), k)
+    assert wide and sorted(wide) == sorted(half)
+    for key, k in wide.items():  # the same FLOPs; one launch more per expert reached less the one grouped op
+        stacks = len(k["experts"][2])  # the expert weight stacks it multiplies (DBRX's one kernel holds 3)
+        assert k["ideal"]["matmul_flops"] == half[key]["ideal"]["matmul_flops"]
+        assert k["launches"] - half[key]["launches"] == (3 if model_type == "dbrx" else 7) * stacks, key
+
+
 def test_ideal_view_equals_the_hand_model_where_both_count_the_same_kernel():
     """Llama traced: every projection and the MLP, norms, KV write and attention core move the hand
     model's bytes exactly; rotary differs (docs/conventions.md: the trace reads cos and sin per head group)."""

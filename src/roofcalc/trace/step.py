@@ -15,7 +15,7 @@ from .config import _need_torch, hf_config
 from .group import _layer_lists, group_ops
 from .kvcache import _cache_bytes, _cache_of, _cache_storages, _cache_tensors, _filled, _handed_cache, _per_token, \
     _state_tensors
-from .patches import _grouped_experts, _one_sequence_per_row, _positional_rotaries
+from .patches import _expert_matmul_fallback, _grouped_experts, _one_sequence_per_row, _positional_rotaries
 from .record import _Recorder, _storage_key
 
 
@@ -162,6 +162,7 @@ def _trace_on(cfg: dict, name: str, wl: Workload, read, device: str) -> dict:
         rotaries, first_position = _positional_rotaries(torch, model, dtype, max(wl.kv_len, wl.query_tokens) + 1) \
             if device == "meta" else ((lambda: None), [0])  # real tensors hold their positions
         grouped, one_kernel = _grouped_experts(torch, config.model_type)
+        per_expert = _expert_matmul_fallback(torch)
         rec.leaf |= {m for m in model.modules() if isinstance(m, one_kernel)}
         try:
             with torch.no_grad():
@@ -243,6 +244,7 @@ def _trace_on(cfg: dict, name: str, wl: Workload, read, device: str) -> dict:
             unpacked()
             rotaries()
             grouped()
+            per_expert()
             rec.close()
     new_cache = _cache_of(out)
     if new_cache is None:  # a cache handed to the model, which fills it and returns none
