@@ -832,6 +832,70 @@ def test_a_legacy_size_name_beside_the_one_the_class_reads(tmp_path, capsys):
         hf_config(dict(hunyuan, moe_intermediate_size=[256, 256]), "h")
 
 
+# Gemma 4 as its checkpoints write it, trimmed (written by hand from the published config.json's keys, not
+# downloaded): sliding layers of 8 KV heads x 256, full-attention layers of 2 x 512 (global_head_dim,
+# num_global_key_value_heads, keys sharing their values: attention_k_eq_v)
+GEMMA4 = dict(model_type="gemma4", vision_config=None, audio_config=None,
+              text_config=dict(model_type="gemma4_text", hidden_size=256, num_hidden_layers=3, num_attention_heads=8,
+                               num_key_value_heads=8, head_dim=256, global_head_dim=512, num_global_key_value_heads=2,
+                               attention_k_eq_v=True, intermediate_size=512, vocab_size=1000, sliding_window=64,
+                               layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+                               vocab_size_per_layer_input=1000, hidden_size_per_layer_input=16))
+# Nemotron-H (nvidia/Nemotron-H-8B-Base-8K's keys, trimmed, by hand): its layers are written as a pattern,
+# M Mamba-2, - an MLP, * attention, which its config class turns into layers_block_type
+NEMOTRON_H = dict(model_type="nemotron_h", architectures=["NemotronHForCausalLM"], hybrid_override_pattern="M-*-",
+                  hidden_size=256, intermediate_size=512, num_attention_heads=8, num_key_value_heads=2, head_dim=32,
+                  mamba_num_heads=8, mamba_head_dim=64, ssm_state_size=16, n_groups=1, conv_kernel=4, expand=2,
+                  chunk_size=64, mlp_hidden_act="relu2", vocab_size=1000, residual_in_fp32=False)
+
+
+def test_a_header_gives_each_kind_of_layers_heads(tmp_path, capsys):
+    """Gemma 4's layers differ in KV heads and head size: the header prints each kind's, as the real model's
+    attention modules have them (built from the config on the meta device: K = k_proj's outputs / head size),
+    not the hidden size over the heads (256 / 8 = 32); and the keys its class consumes in __post_init__ are
+    not listed as ignored."""
+    from roofcalc.trace import traced_shape
+
+    model = build(GEMMA4["text_config"], dtype=torch.bfloat16)
+    real = []
+    for layer in model.model.layers:
+        attn = layer.self_attn
+        real.append((attn.q_proj.out_features // attn.head_dim, attn.k_proj.out_features // attn.head_dim,
+                     attn.head_dim))
+    assert real == [(8, 8, 256), (8, 8, 256), (8, 2, 512)]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(GEMMA4))
+    assert main([str(path)]) == 0
+    out = unwrap(capsys.readouterr().out)
+    assert "N=8 heads / K=8 KV heads x H=256 (2 sliding layers), 2 x 512 (1 full layer)," in out
+    assert "ignored" not in out
+    _, (use, _, _) = traced_shape(GEMMA4, "g")
+    from roofcalc.trace import hf_config
+
+    assert hf_config(use, "g")[1].ignored == ()
+    # a model whose layers are alike keeps the one heads text
+    gemma3 = config("gemma3_text")
+    a = trace(gemma3, "t", Workload.decode(1, 8), use_cache=False)
+    assert a.layer_heads == () and a.heads_text == ""
+
+
+def test_a_key_the_config_class_consumes_is_not_called_ignored(tmp_path, capsys):
+    """Nemotron-H's hybrid_override_pattern is popped by its class's __post_init__ into layers_block_type (and
+    read back as a property): the class reads it, as its 4 layers show, so no note calls it ignored; a key
+    that no code reads still is."""
+    from roofcalc.trace import hf_config
+
+    config_obj, check = hf_config(NEMOTRON_H, "n")
+    assert config_obj.layers_block_type == ["linear_attention", "mlp", "full_attention", "mlp"]  # transformers 5 names
+    assert "hybrid_override_pattern" not in check.ignored
+    assert "made_up_key" in hf_config(dict(NEMOTRON_H, made_up_key=1), "n")[1].ignored
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(NEMOTRON_H))
+    assert main([str(path), "--prompt", "8"]) == 0
+    out = unwrap(capsys.readouterr().out)
+    assert "shape     L=4 layers," in out and "ignored" not in out
+
+
 def test_a_state_space_models_header_says_recurrent_state_not_kv_cache(tmp_path, capsys):
     """Mamba keeps a convolution and an SSM state per sequence and no keys or values: the header says so, and
     its memory line counts that state per sequence, not a KV cache over positions; a hybrid's (Bamba's) both.

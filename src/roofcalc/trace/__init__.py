@@ -33,7 +33,7 @@ from .cache import TRACE_FORMAT, _cache_dir, _cache_key
 from .config import ConfigCheck, hf_config
 from .group import TracedKernel, _sizes, merge_layers
 from .quantized import _quantized
-from .shape import shape_of, traced_shape
+from .shape import heads_text, layer_heads, shape_of, traced_shape
 from .step import _check_workload, trace_raw
 
 
@@ -48,6 +48,12 @@ class TracedAnalysis(Analysis):
     check: ConfigCheck | None = None
     note: str = ""
     logits: str = "last"  # the positions lm_head ran on: "last", or "all" (a model without logits_to_keep)
+    layer_heads: tuple = ()  # (layer type, N, K, H, layers) per kind of layer, where the layers differ
+
+    @property
+    def heads_text(self) -> str:
+        """The header's heads where the layers differ in heads or head size, else ''."""
+        return heads_text(self.layer_heads) if self.layer_heads else ""
 
     @property
     def params(self) -> int:
@@ -150,6 +156,7 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
     return TracedAnalysis(shape, wl, kernels, view=view, traced_kv_bytes_per_token=doc["kv_bytes_per_token"],
                           traced_cache_bytes=doc["cache_bytes"], traced_params=doc["params"],
                           traced_param_bytes=param_bytes, check=check, logits=doc["logits"],
+                          layer_heads=layer_heads(config),
                           note=f"traced: transformers {doc['transformers']} {doc['class']} " + (
                               "on the CPU with random weights (its code reads tensor values, which the meta "
                               "device has not)" if doc.get("device") == "cpu" else "on the meta device"))
