@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
+transformers = pytest.importorskip("transformers")
 
 from hf_oracle import build, cache_bytes, run  # noqa: E402
 
@@ -894,6 +894,46 @@ def test_a_key_the_config_class_consumes_is_not_called_ignored(tmp_path, capsys)
     assert main([str(path), "--prompt", "8"]) == 0
     out = unwrap(capsys.readouterr().out)
     assert "shape     L=4 layers," in out and "ignored" not in out
+
+
+def test_a_multimodal_models_parameters_include_its_encoders(capsys):
+    """Devstral-Small-2 (mistral3) is traced through its text config, and its vision encoder and projector
+    are counted beside it: the parameters are the language model's plus those of the real transformers
+    classes built on the meta device from its vision_config (PixtralVisionModel) and the projector
+    (Mistral3MultiModalProjector), and its weight bytes add theirs in bf16 (its quantization_config keeps
+    them out of FP8). The projector by hand: RMSNorm 1,024 + patch merger 4·1,024 x 1,024 + 1,024 x 5,120 +
+    5,120 x 5,120 = 1,024 + 4,194,304 + 5,242,880 + 26,214,400 = 35,652,608."""
+    from transformers.models.mistral3.modeling_mistral3 import Mistral3MultiModalProjector
+
+    from roofcalc.calculator import DTYPES
+    from roofcalc.trace import hf_config, traced_shape
+
+    path = PUBLISHED / "mistralai--Devstral-Small-2-24B-Instruct-2512.json"
+    cfg = json.loads(path.read_text())
+    whole, _ = hf_config(cfg, "d")
+    with torch.device("meta"):
+        tower = sum(p.numel() for p in transformers.AutoModel.from_config(whole.vision_config).parameters())
+        projector = sum(p.numel() for p in Mistral3MultiModalProjector(whole).parameters())
+    assert projector == 1024 + 4 * 1024 * 1024 + 1024 * 5120 + 5120 * 5120 == 35_652_608
+    _, (use, name, label) = traced_shape(cfg, "d")
+    b = DTYPES["bf16"]
+    text = trace(use, name, Workload.decode(1, 8, weight_dtype=b, act_dtype=b, kv_dtype=b), label, use_cache=False)
+    language = text.language_params
+    model = build({k: v for k, v in use.items() if not k.startswith("_")}, dtype=torch.bfloat16)
+    assert language == sum(p.numel() for p in model.parameters())  # the text model the trace ran
+    assert text.params == language + tower + projector == 24_011_361_280  # the card's 24B
+    assert text.weight_storage_bytes == language * 2 + (tower + projector) * 2
+    assert f"{text.params:,} parameters, {language:,} of them the language model" in text.note
+    fp8 = trace(use, name, Workload.decode(1, 8, weight_dtype=DTYPES["fp8-t"], act_dtype=b, kv_dtype=b), label,
+                use_cache=False)
+    text_fp8 = trace({k: v for k, v in use.items() if not k.startswith("_")}, name,
+                     Workload.decode(1, 8, weight_dtype=DTYPES["fp8-t"], act_dtype=b, kv_dtype=b), label,
+                     use_cache=False)
+    assert fp8.weight_storage_bytes == text_fp8.weight_storage_bytes + (tower + projector) * 2
+    assert main([str(path), "--hw", "H100"]) == 0
+    out = unwrap(capsys.readouterr().out)
+    assert "24,011,361,280 parameters, 23,572,403,200 of them the language model" in out
+    assert "size      24,011,361,280 parameters" in out
 
 
 def test_a_state_space_models_header_says_recurrent_state_not_kv_cache(tmp_path, capsys):

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import RoofcalcError
 from ..inputs import one_line
+from .encoders import WHOLE_KEY
 
 
 # config keys that size the model: ignored or defaulted, they mean another model is traced
@@ -84,7 +85,8 @@ def hf_config(cfg: dict, name: str):
     ignored = tuple(sorted(k for k in cfg if k not in reads and k not in GENERIC_KEYS and k not in sub
                            and not k.startswith("_")))
     _check_sizes(cfg, name)
-    kwargs = {k: v for k, v in cfg.items() if k not in ("model_type", "quantization_config", "auto_map")}
+    kwargs = {k: v for k, v in cfg.items() if k not in ("model_type", "quantization_config", "auto_map",
+                                                         WHOLE_KEY)}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -6,6 +6,7 @@ from ..errors import RoofcalcError
 from ..inputs import one_line
 from ..shapes import ModelShape
 from .config import _need_torch, hf_config
+from .encoders import WHOLE_KEY
 
 
 def _nested(config, part: str, key: str) -> int:
@@ -132,6 +133,9 @@ def _traced_shape(cfg: dict, name: str) -> tuple[ModelShape, tuple[dict, str, st
         if cfg.get("quantization_config") is not None and text.get("quantization_config") is None:
             use = dict(use, quantization_config=cfg["quantization_config"])  # so may its quantization_config be
             # (Devstral-Small-2's FP8 on its mistral3 wrapper); transformers' config class is built without it
+        if any(isinstance(v, dict) and k.endswith("_config") and k not in ("text_config", "quantization_config")
+               for k, v in cfg.items()):  # a vision or audio tower beside it: the trace counts its parameters
+            use = dict(use, **{WHOLE_KEY: cfg})
     elif isinstance(text, dict) and not any(k in cfg for k in ("torch_dtype", "dtype")):
         inner = {k: text[k] for k in ("torch_dtype", "dtype") if k in text}
         if inner:  # the whole model traced, its dtype written only in its text_config (Qwen3-VL)

@@ -12,6 +12,7 @@ from ..errors import NoKVCache, RoofcalcError
 from ..inputs import one_line
 from .cache import TRACE_FORMAT, _kernel_doc
 from .config import _need_torch, hf_config
+from .encoders import WHOLE_KEY, encoder_params, language_params
 from .group import _layer_lists, group_ops
 from .kvcache import _cache_bytes, _cache_of, _cache_storages, _cache_tensors, _filled, _handed_cache, _per_token, \
     _state_tensors
@@ -119,8 +120,9 @@ def _trace_on(cfg: dict, name: str, wl: Workload, read, device: str) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
+            auto = _auto_class(transformers, cfg["model_type"])
             with torch.device(device):
-                model = _auto_class(transformers, cfg["model_type"]).from_config(config, dtype=dtype).eval()
+                model = auto.from_config(config, dtype=dtype).eval()
         except Exception as exc:
             raise RoofcalcError(f"{name}: transformers cannot build a causal LM from this config "
                                 f"({type(exc).__name__}: {one_line(str(exc))[:160]})") from None
@@ -256,7 +258,14 @@ def _trace_on(cfg: dict, name: str, wl: Workload, read, device: str) -> dict:
     lists = _layer_lists(torch, model, getattr(text, "num_hidden_layers", None))
     traced = group_ops(rec.ops, weights, cache | old_cache, old_cache, finals, module_params, lists)
     cache_bytes = _cache_bytes(torch, new_cache)
-    return {
+    extra = {}
+    if auto is transformers.AutoModelForImageTextToText:  # the whole model, its encoders built (and counted)
+        language = language_params(torch, model)
+        if language is not None and language < n_params:
+            extra["language_params"] = language
+    elif isinstance(cfg.get(WHOLE_KEY), dict):  # a text config traced alone: the encoders its checkpoint holds
+        extra["encoders"] = encoder_params(torch, transformers, cfg[WHOLE_KEY], name, dtype)
+    return {**extra,
         "format": TRACE_FORMAT, "transformers": transformers.__version__, "class": type(model).__name__,
         "config_class": check.class_name, "ignored": list(check.ignored), "defaulted": [list(x) for x in check.defaulted],
         "params": n_params, "param_bytes": p_bytes, "cache_bytes": cache_bytes, "weight_shapes": weight_shapes,
