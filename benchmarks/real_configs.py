@@ -4,7 +4,9 @@ Each file in benchmarks/configs/published/ holds a model's architectural keys as
 them (token ids, dropout and initializer keys left out), written down from the published files without the
 network (each checked against its model card's parameter count below, which a wrong size would miss); the two
 of 2026, Kimi-K2.5 and Devstral-Small-2, from their hub files as remembered (architectural keys and the
-quantization_config; their vision_config cut to a few keys, which no count here reads). Two are abridged where a value changes no count: the
+quantization_config; their vision_config cut to a few keys: Devstral-Small-2's keeps those that size its
+Pixtral tower, which the trace counts beside the text model it runs; Kimi-K2.5's tower takes its class's
+defaults for the keys cut, so its share of the total is its class's default). Two are abridged where a value changes no count: the
 longrope factor lists of Phi-4-mini and Phi-3.5-MoE (1.0 in place of their published floats). For each:
 
 * the main job, `roofcalc FILE --format json` (in-process): exit 0, or a one-line refusal (exit 2);
@@ -102,7 +104,7 @@ def oracle(cfg: dict) -> str:
 
     bf = DTYPES["bf16"]
     _, (use, _, _) = traced_shape(cfg, cfg["model_type"])
-    model = build(use, dtype=torch.bfloat16)
+    model = build({k: v for k, v in use.items() if not k.startswith("_")}, dtype=torch.bfloat16)  # the text model
     batch, prompt = 2, 6
     try:
         prefill, decode, cache = run(model, batch, prompt, all_logits=False)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
+transformers = pytest.importorskip("transformers")
 
 from hf_oracle import build, cache_bytes, run  # noqa: E402
 
@@ -355,6 +355,49 @@ def test_experts_read_the_experts_their_tokens_reach():
     a = trace(config("qwen2_moe"), "t", Workload.decode(1, 12), view="ideal", use_cache=False)
     up = a.kernel("mlp.experts.grouped_mm_experts_forward")
     assert up.cost.weight_bytes == 8 * 2 * 128 * 256 * 2 // 4
+
+
+# fp32 mixtures of experts: the grouped-matmul kernel takes bf16 only, so their experts run as transformers'
+# per-expert fallback loop. Qwen3-MoE and Mixtral run transformers' grouped_mm experts; DBRX the trace's own
+# substitute loop (which calls the same dispatcher)
+FP32_MOE = {
+    "qwen3_moe": dict(BASE, head_dim=32, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=128),
+    "mixtral": dict(BASE, num_local_experts=8, num_experts_per_tok=2),
+    "dbrx": TYPES["dbrx"],
+}
+
+
+@pytest.mark.parametrize("model_type", sorted(FP32_MOE))
+def test_a_mixture_of_experts_traces_in_fp32(model_type):
+    """In fp32 the experts run transformers' per-expert loop (grouped_mm_fallback; the meta device refuses
+    the grouped kernel's fp32): the matmul FLOPs equal FlopCounterMode's on the real model run in fp32 on CPU
+    tensors, its experts as their eager loop; the parameters equal its. The bf16 trace runs the grouped kernel,
+    with the same FLOPs; its expert kernels launch one op per matmul where the fp32 loop launches one mm per
+    expert reached: prefill of 3 x 9 = 27 tokens, top-2 of 8 experts, 8·(1 − (6/8)^27) = 7.99 -> 8 experts,
+    so 8 − 1 = 7 launches more per expert matmul (DBRX's 4 experts: 4·(1 − (2/4)^27) -> 4, so 3 more)."""
+    from roofcalc.calculator import DTYPES
+
+    cfg = dict(FP32_MOE[model_type], model_type=model_type)
+    fp32, bf16 = DTYPES["fp32"], _bf16()
+    model = build(cfg, dtype=torch.float32, device="cpu", attn="eager", eager_experts=True)
+    prefill_counts, decode_counts, _ = run(model, 3, 9, all_logits=False)
+    for wl, counts in ((Workload.prefill(3, 9, weight_dtype=fp32, act_dtype=fp32, kv_dtype=fp32), prefill_counts),
+                       (Workload.decode(3, 10, weight_dtype=fp32, act_dtype=fp32, kv_dtype=fp32), decode_counts)):
+        doc = trace_raw(cfg, "t", wl)
+        assert doc.get("device") is None  # on the meta device
+        assert sum(k["ideal"]["matmul_flops"] for k in doc["kernels"]) == counts.flops["Global"]
+    assert doc["params"] == sum(p.numel() for p in model.parameters())
+    prefill = Workload.prefill(3, 9, weight_dtype=fp32, act_dtype=fp32, kv_dtype=fp32)
+    wide, half = {}, {}
+    for into, w in ((wide, prefill), (half, Workload.prefill(3, 9, weight_dtype=bf16, act_dtype=bf16, kv_dtype=bf16))):
+        for k in trace_raw(cfg, "t", w)["kernels"]:  # each module's first expert kernel: the gate/up matmul, which
+            if k["experts"]:  # in bf16 has no cast the fp32 run lacks (the down matmul's casts the sum back)
+                into.setdefault((k["module"], k["function"]), k)
+    assert wide and sorted(wide) == sorted(half)
+    for key, k in wide.items():  # the same FLOPs; one launch more per expert reached less the one grouped op
+        stacks = len(k["experts"][2])  # the expert weight stacks it multiplies (DBRX's one kernel holds 3)
+        assert k["ideal"]["matmul_flops"] == half[key]["ideal"]["matmul_flops"]
+        assert k["launches"] - half[key]["launches"] == (3 if model_type == "dbrx" else 7) * stacks, key
 
 
 def test_ideal_view_equals_the_hand_model_where_both_count_the_same_kernel():
@@ -787,6 +830,110 @@ def test_a_legacy_size_name_beside_the_one_the_class_reads(tmp_path, capsys):
     assert "moe_intermediate_size" not in hf_config(dict(hunyuan, moe_intermediate_size=[512, 512]), "h")[1].ignored
     with pytest.raises(RoofcalcError, match="does not read moe_intermediate_size"):
         hf_config(dict(hunyuan, moe_intermediate_size=[256, 256]), "h")
+
+
+# Gemma 4 as its checkpoints write it, trimmed (written by hand from the published config.json's keys, not
+# downloaded): sliding layers of 8 KV heads x 256, full-attention layers of 2 x 512 (global_head_dim,
+# num_global_key_value_heads, keys sharing their values: attention_k_eq_v)
+GEMMA4 = dict(model_type="gemma4", vision_config=None, audio_config=None,
+              text_config=dict(model_type="gemma4_text", hidden_size=256, num_hidden_layers=3, num_attention_heads=8,
+                               num_key_value_heads=8, head_dim=256, global_head_dim=512, num_global_key_value_heads=2,
+                               attention_k_eq_v=True, intermediate_size=512, vocab_size=1000, sliding_window=64,
+                               layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+                               vocab_size_per_layer_input=1000, hidden_size_per_layer_input=16))
+# Nemotron-H (nvidia/Nemotron-H-8B-Base-8K's keys, trimmed, by hand): its layers are written as a pattern,
+# M Mamba-2, - an MLP, * attention, which its config class turns into layers_block_type
+NEMOTRON_H = dict(model_type="nemotron_h", architectures=["NemotronHForCausalLM"], hybrid_override_pattern="M-*-",
+                  hidden_size=256, intermediate_size=512, num_attention_heads=8, num_key_value_heads=2, head_dim=32,
+                  mamba_num_heads=8, mamba_head_dim=64, ssm_state_size=16, n_groups=1, conv_kernel=4, expand=2,
+                  chunk_size=64, mlp_hidden_act="relu2", vocab_size=1000, residual_in_fp32=False)
+
+
+def test_a_header_gives_each_kind_of_layers_heads(tmp_path, capsys):
+    """Gemma 4's layers differ in KV heads and head size: the header prints each kind's, as the real model's
+    attention modules have them (built from the config on the meta device: K = k_proj's outputs / head size),
+    not the hidden size over the heads (256 / 8 = 32); and the keys its class consumes in __post_init__ are
+    not listed as ignored."""
+    from roofcalc.trace import traced_shape
+
+    model = build(GEMMA4["text_config"], dtype=torch.bfloat16)
+    real = []
+    for layer in model.model.layers:
+        attn = layer.self_attn
+        real.append((attn.q_proj.out_features // attn.head_dim, attn.k_proj.out_features // attn.head_dim,
+                     attn.head_dim))
+    assert real == [(8, 8, 256), (8, 8, 256), (8, 2, 512)]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(GEMMA4))
+    assert main([str(path)]) == 0
+    out = unwrap(capsys.readouterr().out)
+    assert "N=8 heads / K=8 KV heads x H=256 (2 sliding layers), 2 x 512 (1 full layer)," in out
+    assert "ignored" not in out
+    _, (use, _, _) = traced_shape(GEMMA4, "g")
+    from roofcalc.trace import hf_config
+
+    assert hf_config(use, "g")[1].ignored == ()
+    # a model whose layers are alike keeps the one heads text
+    gemma3 = config("gemma3_text")
+    a = trace(gemma3, "t", Workload.decode(1, 8), use_cache=False)
+    assert a.layer_heads == () and a.heads_text == ""
+
+
+def test_a_key_the_config_class_consumes_is_not_called_ignored(tmp_path, capsys):
+    """Nemotron-H's hybrid_override_pattern is popped by its class's __post_init__ into layers_block_type (and
+    read back as a property): the class reads it, as its 4 layers show, so no note calls it ignored; a key
+    that no code reads still is."""
+    from roofcalc.trace import hf_config
+
+    config_obj, check = hf_config(NEMOTRON_H, "n")
+    assert config_obj.layers_block_type == ["linear_attention", "mlp", "full_attention", "mlp"]  # transformers 5 names
+    assert "hybrid_override_pattern" not in check.ignored
+    assert "made_up_key" in hf_config(dict(NEMOTRON_H, made_up_key=1), "n")[1].ignored
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(NEMOTRON_H))
+    assert main([str(path), "--prompt", "8"]) == 0
+    out = unwrap(capsys.readouterr().out)
+    assert "shape     L=4 layers," in out and "ignored" not in out
+
+
+def test_a_multimodal_models_parameters_include_its_encoders(capsys):
+    """Devstral-Small-2 (mistral3) is traced through its text config, and its vision encoder and projector
+    are counted beside it: the parameters are the language model's plus those of the real transformers
+    classes built on the meta device from its vision_config (PixtralVisionModel) and the projector
+    (Mistral3MultiModalProjector), and its weight bytes add theirs in bf16 (its quantization_config keeps
+    them out of FP8). The projector by hand: RMSNorm 1,024 + patch merger 4·1,024 x 1,024 + 1,024 x 5,120 +
+    5,120 x 5,120 = 1,024 + 4,194,304 + 5,242,880 + 26,214,400 = 35,652,608."""
+    from transformers.models.mistral3.modeling_mistral3 import Mistral3MultiModalProjector
+
+    from roofcalc.calculator import DTYPES
+    from roofcalc.trace import hf_config, traced_shape
+
+    path = PUBLISHED / "mistralai--Devstral-Small-2-24B-Instruct-2512.json"
+    cfg = json.loads(path.read_text())
+    whole, _ = hf_config(cfg, "d")
+    with torch.device("meta"):
+        tower = sum(p.numel() for p in transformers.AutoModel.from_config(whole.vision_config).parameters())
+        projector = sum(p.numel() for p in Mistral3MultiModalProjector(whole).parameters())
+    assert projector == 1024 + 4 * 1024 * 1024 + 1024 * 5120 + 5120 * 5120 == 35_652_608
+    _, (use, name, label) = traced_shape(cfg, "d")
+    b = DTYPES["bf16"]
+    text = trace(use, name, Workload.decode(1, 8, weight_dtype=b, act_dtype=b, kv_dtype=b), label, use_cache=False)
+    language = text.language_params
+    model = build({k: v for k, v in use.items() if not k.startswith("_")}, dtype=torch.bfloat16)
+    assert language == sum(p.numel() for p in model.parameters())  # the text model the trace ran
+    assert text.params == language + tower + projector == 24_011_361_280  # the card's 24B
+    assert text.weight_storage_bytes == language * 2 + (tower + projector) * 2
+    assert f"{text.params:,} parameters, {language:,} of them the language model" in text.note
+    fp8 = trace(use, name, Workload.decode(1, 8, weight_dtype=DTYPES["fp8-t"], act_dtype=b, kv_dtype=b), label,
+                use_cache=False)
+    text_fp8 = trace({k: v for k, v in use.items() if not k.startswith("_")}, name,
+                     Workload.decode(1, 8, weight_dtype=DTYPES["fp8-t"], act_dtype=b, kv_dtype=b), label,
+                     use_cache=False)
+    assert fp8.weight_storage_bytes == text_fp8.weight_storage_bytes + (tower + projector) * 2
+    assert main([str(path), "--hw", "H100"]) == 0
+    out = unwrap(capsys.readouterr().out)
+    assert "24,011,361,280 parameters, 23,572,403,200 of them the language model" in out
+    assert "size      24,011,361,280 parameters" in out
 
 
 def test_a_state_space_models_header_says_recurrent_state_not_kv_cache(tmp_path, capsys):

@@ -212,8 +212,8 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
         heads = (f"N={s.n_heads} heads, MLA: q {'LoRA ' + str(m.q_lora_rank) if m.q_lora_rank else 'plain'}, "
                  f"KV latent {m.kv_lora_rank} + rope {m.qk_rope_head_dim} cached, qk {m.qk_head_dim} / v {m.v_head_dim} "
                  f"per head ({w.mla})")
-    else:
-        heads = f"N={s.n_heads} heads / K={s.n_kv_heads} KV heads x H={s.head_dim}"
+    else:  # a traced model whose layers differ in heads or head size prints each kind of layer's
+        heads = getattr(a, "heads_text", "") or f"N={s.n_heads} heads / K={s.n_kv_heads} KV heads x H={s.head_dim}"
     if _states_only(a):  # Mamba, xLSTM, RWKV-style: no attention layer, a recurrent state per sequence
         heads = "no attention (a recurrent state per sequence instead of a KV cache)"
     lines = [

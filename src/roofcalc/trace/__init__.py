@@ -33,7 +33,7 @@ from .cache import TRACE_FORMAT, _cache_dir, _cache_key
 from .config import ConfigCheck, hf_config
 from .group import TracedKernel, _sizes, merge_layers
 from .quantized import _quantized
-from .shape import shape_of, traced_shape
+from .shape import heads_text, layer_heads, shape_of, traced_shape
 from .step import _check_workload, trace_raw
 
 
@@ -48,6 +48,13 @@ class TracedAnalysis(Analysis):
     check: ConfigCheck | None = None
     note: str = ""
     logits: str = "last"  # the positions lm_head ran on: "last", or "all" (a model without logits_to_keep)
+    layer_heads: tuple = ()  # (layer type, N, K, H, layers) per kind of layer, where the layers differ
+    language_params: int | None = None  # a multimodal model's: its language model's share of traced_params
+
+    @property
+    def heads_text(self) -> str:
+        """The header's heads where the layers differ in heads or head size, else ''."""
+        return heads_text(self.layer_heads) if self.layer_heads else ""
 
     @property
     def params(self) -> int:
@@ -68,6 +75,16 @@ class TracedAnalysis(Analysis):
     @property
     def memory_bytes(self) -> int:
         return self.traced_param_bytes + self.traced_cache_bytes
+
+
+def _parts_note(params: int, language: int | None, encoders: dict) -> str:
+    """How much of a multimodal model's parameters its language model holds, and how its encoders were counted."""
+    if "error" in encoders:
+        return f"; its encoders are not counted (transformers did not build them: {encoders['error']})"
+    if language is None or language >= params:
+        return ""
+    how = f" (its encoders counted on transformers' {encoders['class']}, built on the meta device)" if encoders else ""
+    return f"; {params:,} parameters, {language:,} of them the language model{how}"
 
 
 def analyzer(cfg: dict, name: str, label: str | None = None, *, view: str = "ideal"):
@@ -138,6 +155,10 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
     param_bytes = doc["param_bytes"]
     if wl.weight_dtype.scaled:
         traced, param_bytes = _quantized(traced, doc, wl, config)
+    params, language, encoders = doc["params"], doc.get("language_params"), doc.get("encoders") or {}
+    if "params" in encoders:  # the towers its text config was traced without, in the float dtype (as a
+        params, language = params + encoders["params"], params  # quantized checkpoint keeps them)
+        param_bytes += encoders["param_bytes"]
     shape = shape_of(config, label or cfg["model_type"], name, cfg)
     if merge:
         kernels = tuple(merge_layers(traced, view))
@@ -148,11 +169,13 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
                                launches=k.launches, expert_weights=k.experts, role=k.role, sizes=_sizes(k))
                         for k in traced)
     return TracedAnalysis(shape, wl, kernels, view=view, traced_kv_bytes_per_token=doc["kv_bytes_per_token"],
-                          traced_cache_bytes=doc["cache_bytes"], traced_params=doc["params"],
+                          traced_cache_bytes=doc["cache_bytes"], traced_params=params, language_params=language,
                           traced_param_bytes=param_bytes, check=check, logits=doc["logits"],
+                          layer_heads=layer_heads(config),
                           note=f"traced: transformers {doc['transformers']} {doc['class']} " + (
                               "on the CPU with random weights (its code reads tensor values, which the meta "
-                              "device has not)" if doc.get("device") == "cpu" else "on the meta device"))
+                              "device has not)" if doc.get("device") == "cpu" else "on the meta device")
+                          + _parts_note(params, language, encoders))
 
 
 __all__ = ["ConfigCheck", "TracedAnalysis", "analyzer", "hf_config", "trace", "trace_raw", "traced_shape"]

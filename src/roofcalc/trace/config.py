@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import RoofcalcError
 from ..inputs import one_line
+from .encoders import WHOLE_KEY
 
 
 # config keys that size the model: ignored or defaulted, they mean another model is traced
@@ -70,6 +71,7 @@ def hf_config(cfg: dict, name: str):
     cls = CONFIG_MAPPING[model_type]
     reads = set(inspect.signature(cls.__init__).parameters) | set(getattr(cls, "attribute_map", {}) or {})
     reads |= _modeling_reads(model_type)
+    reads |= _class_reads(cls)
     try:  # what the class itself writes into a config.json it saves
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -83,7 +85,8 @@ def hf_config(cfg: dict, name: str):
     ignored = tuple(sorted(k for k in cfg if k not in reads and k not in GENERIC_KEYS and k not in sub
                            and not k.startswith("_")))
     _check_sizes(cfg, name)
-    kwargs = {k: v for k, v in cfg.items() if k not in ("model_type", "quantization_config", "auto_map")}
+    kwargs = {k: v for k, v in cfg.items() if k not in ("model_type", "quantization_config", "auto_map",
+                                                         WHOLE_KEY)}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -206,6 +209,35 @@ def _modeling_reads(model_type: str) -> frozenset:
                 pass
         _READS[model_type] = frozenset(keys)
     return _READS[model_type]
+
+
+_CLASS_READS: dict[type, frozenset] = {}
+# a key the config class's own code consumes beyond its signature: popped from (or looked up in) the
+# kwargs its __post_init__ is handed (Gemma 4's global_head_dim, Nemotron-H's hybrid_override_pattern),
+# or read off itself (self.key, getattr(self, "key")), not counting plain assignments
+_KWARG_USES = (r"kwargs\.(?:pop|get)\(\s*[\"'](\w+)[\"']", r"kwargs\[\s*[\"'](\w+)[\"']\s*\]",
+               r"[\"'](\w+)[\"']\s+in\s+kwargs\b", r"getattr\(\s*self\s*,\s*[\"'](\w+)[\"']",
+               r"self\.(\w+)\b(?!\s*=(?!=))")
+
+
+def _class_reads(cls) -> frozenset:
+    """Keys the config class (and the model's config classes it derives from) reads in its own code: kwargs
+    its __post_init__ pops or looks up, attributes it reads off itself, and properties it defines (Nemotron-H's
+    hybrid_override_pattern, computed from the layers_block_type its __post_init__ builds from the key)."""
+    if cls not in _CLASS_READS:
+        keys: set[str] = set()
+        for base in cls.__mro__:
+            if not (getattr(base, "__module__", "") or "").startswith("transformers.models."):
+                continue  # PreTrainedConfig's own code reads every attribute it serializes
+            keys |= {k for k, v in vars(base).items() if isinstance(v, property)}
+            try:
+                text = inspect.getsource(base)
+            except (OSError, TypeError):
+                continue
+            for pattern in _KWARG_USES:
+                keys |= set(re.findall(pattern, text))
+        _CLASS_READS[cls] = frozenset(keys)
+    return _CLASS_READS[cls]
 
 
 def _nearest_family(cfg: dict) -> str | None:

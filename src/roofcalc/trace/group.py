@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ..calculator import Cost, Kernel, MatmulSizes
-from .record import _Op
+from .record import GROUPED_MATMULS, _Op
 
 
 _LAYER = re.compile(r"^(.*?\b(?:layers|h|blocks|layer|decoder\.layers))\.(\d+)(?:\.(.*))?$")
@@ -129,12 +129,13 @@ def group_ops(ops: list[_Op], weights: set, cache: set, old_cache: set, finals: 
         mm_op = next((op for op in run if op.matmul_flops), None)
         dims = mm_op.dims if mm_op is not None else run[0].dims
         sizes = mm_op.sizes if mm_op is not None and kind == "matmul" else None
-        if sizes is not None and not fn and mm_op.name != "_grouped_mm":  # a linear prints as the hand models do
+        if sizes is not None and not fn and mm_op.name not in GROUPED_MATMULS:  # a linear prints as the hand models do
             dims = MatmulSizes(*sizes).text
         parts = {key: nb for op in run if op.experts for key, nb in op.experts[2]}
         first = next((op.experts for op in run if op.experts), None)
         experts = (first[0], first[1], tuple(parts.values())) if first else None
-        kernels.append(TracedKernel(name, layer, module, fn or "", kind, dims, ideal, eager, len(run), params, pbytes,
+        kernels.append(TracedKernel(name, layer, module, fn or "", kind, dims, ideal, eager,
+                                    sum(op.launches for op in run), params, pbytes,
                                     experts, sizes))
     # a model whose layers are entries of several lists runs its residuals between them in the module that
     # holds the lists (XLM's transformer): those ops belong to the layer whose entries ran last

@@ -3,6 +3,43 @@
 from __future__ import annotations
 
 
+def _expert_matmul_fallback(torch):
+    """transformers' grouped-matmul experts (``grouped_mm``, its default) call ``torch._grouped_mm``, whose
+    fast kernel is bf16 only: on a GPU another dtype runs ATen's fallback, one matmul per expert that has
+    tokens, and the meta device refuses it outright ("Expected inputs of BF16 type"). For weights in any
+    other dtype transformers' dispatcher is made to take its own fallback instead,
+    ``transformers::grouped_mm_fallback``: the same per-expert loop of ``mm`` (each token through its k
+    experts: the grouped matmul's FLOPs, the weights of the experts reached), which runs on meta tensors
+    as one op of the grouped matmul's shape. bf16 runs as before. Returns the undo."""
+    try:
+        from transformers.integrations import moe
+    except ImportError:  # pragma: no cover - a transformers without grouped experts
+        return lambda: None
+    can = getattr(moe, "_can_use_grouped_mm", None)
+    if can is None or not hasattr(torch.ops.transformers, "grouped_mm_fallback"):
+        return lambda: None
+
+    def bf16_only(input, weight, offs):
+        return weight.dtype == torch.bfloat16 and can(input, weight, offs)
+
+    moe._can_use_grouped_mm = bf16_only
+
+    def undo():
+        moe._can_use_grouped_mm = can
+
+    return undo
+
+
+def _grouped_mm(torch):
+    """The grouped matmul the substitute expert loops run: transformers' own dispatcher (so another dtype
+    than bf16 takes its per-expert fallback, as :func:`_expert_matmul_fallback` makes it), else torch's."""
+    try:
+        from transformers.integrations.moe import _grouped_mm as grouped
+    except ImportError:  # pragma: no cover - an older transformers
+        return lambda input, weight, offs: torch._grouped_mm(input, weight, offs=offs)
+    return grouped
+
+
 def _one_sequence_per_row(transformers):
     """A traced step holds one unpadded sequence per batch row. transformers' masks find that out by
     reading tensor values a meta tensor does not have: they look for several sequences packed into a
@@ -91,6 +128,7 @@ def _positional_rotaries(torch, model, dtype, positions: int):
 
 def _dbrx_experts(torch, module):
     """DBRX: DbrxExperts hands its GLU each expert the router reached (``nonzero``)."""
+    grouped = _grouped_mm(torch)
 
     def glu(self, hidden_states, top_k_index, top_k_weights):  # DbrxExpertGLU on every (token, expert) pair
         k, d = top_k_index.shape[-1], hidden_states.shape[-1]
@@ -99,9 +137,9 @@ def _dbrx_experts(torch, module):
         rows = hidden_states[order // k]
         offsets = torch.cumsum(torch.histc(expert_ids.float(), bins=self.moe_num_experts, min=0,
                                            max=self.moe_num_experts - 1), dim=0, dtype=torch.int32)
-        gate = torch._grouped_mm(rows, self.w1.view(stack).transpose(1, 2), offs=offsets)
-        up = torch._grouped_mm(rows, self.v1.view(stack).transpose(1, 2), offs=offsets)
-        out = torch._grouped_mm(self.activation_fn.forward(gate) * up, self.w2.view(stack), offs=offsets)
+        gate = grouped(rows, self.w1.view(stack).transpose(1, 2), offsets)
+        up = grouped(rows, self.v1.view(stack).transpose(1, 2), offsets)
+        out = grouped(self.activation_fn.forward(gate) * up, self.w2.view(stack), offsets)
         out = out * top_k_weights.reshape(-1)[order, None]
         return torch.zeros_like(hidden_states).index_add_(0, order // k, out)
 
@@ -116,6 +154,7 @@ def _dbrx_experts(torch, module):
 def _jetmoe_experts(torch, module):
     """JetMoE: its router hands each expert stack the count of tokens it reached (``tolist``), and the
     stack splits its rows by them; here the counts stay a tensor, the offsets of one grouped matmul."""
+    grouped = _grouped_mm(torch)
 
     def gating(self, hidden_states):  # JetMoeTopKGating, its counts per expert kept on the device
         logits = self.layer(hidden_states).float()
@@ -128,7 +167,7 @@ def _jetmoe_experts(torch, module):
 
     def stack(self, inputs, expert_size):  # JetMoeParallelExperts: every row through its expert
         offsets = torch.cumsum(expert_size, dim=0, dtype=torch.int32)
-        return torch._grouped_mm(inputs, self.weight.transpose(1, 2), offs=offsets)
+        return grouped(inputs, self.weight.transpose(1, 2), offsets)
 
     return {module.JetMoeTopKGating: gating, module.JetMoeParallelExperts: stack}, ()
 

@@ -18,6 +18,9 @@ ARITHMETIC = {"add", "sub", "mul", "div", "neg", "pow", "rsqrt", "sqrt", "exp", 
               "gelu", "relu", "softmax", "_softmax", "_safe_softmax", "mean", "sum", "cos", "sin", "erf", "reciprocal",
               "where", "maximum", "minimum", "clamp", "native_layer_norm", "rsub", "abs", "addcmul", "addcdiv",
               "masked_fill", "_log_softmax", "var_mean", "topk", "sort", "cumsum", "argmax", "max", "min"}
+# expert matmuls over [E, K, N] weight stacks: torch's grouped matmul, and transformers' per-expert loop
+# (its fallback where the grouped kernel does not take the dtype), one op on the meta device
+GROUPED_MATMULS = ("_grouped_mm", "grouped_mm_fallback")
 # the inner functions of transformers' decorators (a hub kernel's reference fallback runs inside "wrapped"):
 # a kernel is named by the function they wrap
 DECORATOR_SHIMS = {"wrapped", "wrapper", "wrapped_func", "wrapped_fn", "inner"}
@@ -176,15 +179,18 @@ class _Recorder:
         f = registry.get(func._overloadpacket)
         mm = int(f(*args, **kwargs, out_val=out)) if f is not None else 0
         expert_share = None
-        if name == "_grouped_mm":  # [tokens·k, K] rows over [E, K, N] expert weights
+        launches = 1
+        if name in GROUPED_MATMULS:  # [tokens·k, K] rows over [E, K, N] expert weights
             a, b = flat_in[0], flat_in[1]
             mm = 2 * a.shape[0] * a.shape[-1] * b.shape[-1]
             if self.top_k and b.dim() == 3:  # the experts the tokens reach (roofcalc's --experts rule)
                 from ..calculator import touched_experts
 
                 n_exp = b.shape[0]
-                expert_share = (_storage_key(b), touched_experts(n_exp, self.top_k, max(1, a.shape[0] // self.top_k),
-                                                                 self.experts) / n_exp, n_exp)
+                touched = touched_experts(n_exp, self.top_k, max(1, a.shape[0] // self.top_k), self.experts)
+                expert_share = (_storage_key(b), touched / n_exp, n_exp)
+                if name == "grouped_mm_fallback":  # one mm per expert that has tokens
+                    launches = max(1, round(touched))
         elementwise = sum(t.numel() for t in flat_out) if name in ARITHMETIC else 0
         seen, reads, experts = set(), [], None
         for i, t in enumerate(flat_in):
@@ -207,5 +213,5 @@ class _Recorder:
         if mm and len(operands) == 2:  # [.., m, k] x [.., k, n]: the rows every leading dimension adds up to
             a, b = (tuple(int(x) for x in t.shape) for t in operands)
             sizes = (math.prod(a[:-1]), b[-1], a[-1])
-        self.ops.append(_Op(name, group, self.instances[group], mm + elementwise, mm, reads, writes, 1, dims, experts,
-                            sizes))
+        self.ops.append(_Op(name, group, self.instances[group], mm + elementwise, mm, reads, writes, launches, dims,
+                            experts, sizes))

@@ -6,12 +6,54 @@ from ..errors import RoofcalcError
 from ..inputs import one_line
 from ..shapes import ModelShape
 from .config import _need_torch, hf_config
+from .encoders import WHOLE_KEY
 
 
 def _nested(config, part: str, key: str) -> int:
     """An integer a config keeps in a sub-object of its own (DBRX's ffn_config), else 0."""
     v = getattr(getattr(config, part, None), key, None)
     return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
+def layer_heads(config) -> tuple[tuple[str, int, int, int, int], ...]:
+    """(layer type, N heads, K KV heads, H head size, layers) for each kind of layer, in the order they first
+    run, where the layers differ in heads or head size: a heterogeneous config's per-layer configs (Gemma 4's
+    full-attention layers take global_head_dim and num_global_key_value_heads); () where every layer is alike."""
+    try:
+        text = getattr(config, "get_text_config", lambda: config)()
+        if not getattr(text, "is_heterogeneous", False):
+            return ()
+        layers = list(text.per_layer_config)
+        kinds = list(getattr(text, "layer_types", None) or ())
+    except Exception:  # a config whose per-layer view does not build
+        return ()
+    groups: dict[tuple, int] = {}
+    for i, layer in enumerate(layers):
+        sizes = []
+        for key in ("num_attention_heads", "num_key_value_heads", "head_dim"):
+            v = getattr(layer, key, None)
+            if not isinstance(v, int) or isinstance(v, bool):
+                return ()
+            sizes.append(v)
+        kind = str(kinds[i]) if i < len(kinds) else "layer"
+        groups[(kind, *sizes)] = groups.get((kind, *sizes), 0) + 1
+    if len({k[1:] for k in groups}) < 2:
+        return ()
+    return tuple((*k, n) for k, n in groups.items())
+
+
+def heads_text(groups) -> str:
+    """The header's heads for layers that differ: 'N=8 heads / K=8 KV heads x H=256 (25 sliding layers),
+    2 x 512 (5 full layers)'."""
+    def where(kind: str, n: int) -> str:
+        word = kind[:-len("_attention")] if kind.endswith("_attention") else kind
+        return f"{n} {word} layer{'s' if n != 1 else ''}"
+
+    if len({g[1] for g in groups}) == 1:
+        first, *rest = groups
+        return (f"N={first[1]} heads / K={first[2]} KV heads x H={first[3]} ({where(first[0], first[4])})"
+                + "".join(f", {g[2]} x {g[3]} ({where(g[0], g[4])})" for g in rest))
+    return ", ".join(f"N={g[1]} heads / K={g[2]} KV heads x H={g[3]} ({where(g[0], g[4])})" for g in groups)
 
 
 def shape_of(config, model_type: str, name: str, cfg: dict) -> ModelShape:
@@ -39,6 +81,9 @@ def shape_of(config, model_type: str, name: str, cfg: dict) -> ModelShape:
                else n_heads)
     n_layers = get("decoder_layers", "num_hidden_layers", "n_layer", "num_layers", default=0)
     head_dim = get("head_dim", default=d // n_heads if n_heads else 0)
+    groups = layer_heads(config)
+    if groups:  # layers that differ: the commonest kind's (the header prints each kind's)
+        _, n_heads, n_kv, head_dim, _ = max(groups, key=lambda g: g[4])
     window = get("sliding_window", default=None)
     kinds = getattr(text, "layer_types", None)
     if isinstance(kinds, (list, tuple)) and kinds and not any("sliding" in str(k) for k in kinds):
@@ -88,6 +133,9 @@ def _traced_shape(cfg: dict, name: str) -> tuple[ModelShape, tuple[dict, str, st
         if cfg.get("quantization_config") is not None and text.get("quantization_config") is None:
             use = dict(use, quantization_config=cfg["quantization_config"])  # so may its quantization_config be
             # (Devstral-Small-2's FP8 on its mistral3 wrapper); transformers' config class is built without it
+        if any(isinstance(v, dict) and k.endswith("_config") and k not in ("text_config", "quantization_config")
+               for k, v in cfg.items()):  # a vision or audio tower beside it: the trace counts its parameters
+            use = dict(use, **{WHOLE_KEY: cfg})
     elif isinstance(text, dict) and not any(k in cfg for k in ("torch_dtype", "dtype")):
         inner = {k: text[k] for k in ("torch_dtype", "dtype") if k in text}
         if inner:  # the whole model traced, its dtype written only in its text_config (Qwen3-VL)

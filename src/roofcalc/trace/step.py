@@ -12,10 +12,11 @@ from ..errors import NoKVCache, RoofcalcError
 from ..inputs import one_line
 from .cache import TRACE_FORMAT, _kernel_doc
 from .config import _need_torch, hf_config
+from .encoders import WHOLE_KEY, encoder_params, language_params
 from .group import _layer_lists, group_ops
 from .kvcache import _cache_bytes, _cache_of, _cache_storages, _cache_tensors, _filled, _handed_cache, _per_token, \
     _state_tensors
-from .patches import _grouped_experts, _one_sequence_per_row, _positional_rotaries
+from .patches import _expert_matmul_fallback, _grouped_experts, _one_sequence_per_row, _positional_rotaries
 from .record import _Recorder, _storage_key
 
 
@@ -119,8 +120,9 @@ def _trace_on(cfg: dict, name: str, wl: Workload, read, device: str) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
+            auto = _auto_class(transformers, cfg["model_type"])
             with torch.device(device):
-                model = _auto_class(transformers, cfg["model_type"]).from_config(config, dtype=dtype).eval()
+                model = auto.from_config(config, dtype=dtype).eval()
         except Exception as exc:
             raise RoofcalcError(f"{name}: transformers cannot build a causal LM from this config "
                                 f"({type(exc).__name__}: {one_line(str(exc))[:160]})") from None
@@ -162,6 +164,7 @@ def _trace_on(cfg: dict, name: str, wl: Workload, read, device: str) -> dict:
         rotaries, first_position = _positional_rotaries(torch, model, dtype, max(wl.kv_len, wl.query_tokens) + 1) \
             if device == "meta" else ((lambda: None), [0])  # real tensors hold their positions
         grouped, one_kernel = _grouped_experts(torch, config.model_type)
+        per_expert = _expert_matmul_fallback(torch)
         rec.leaf |= {m for m in model.modules() if isinstance(m, one_kernel)}
         try:
             with torch.no_grad():
@@ -243,6 +246,7 @@ def _trace_on(cfg: dict, name: str, wl: Workload, read, device: str) -> dict:
             unpacked()
             rotaries()
             grouped()
+            per_expert()
             rec.close()
     new_cache = _cache_of(out)
     if new_cache is None:  # a cache handed to the model, which fills it and returns none
@@ -254,7 +258,14 @@ def _trace_on(cfg: dict, name: str, wl: Workload, read, device: str) -> dict:
     lists = _layer_lists(torch, model, getattr(text, "num_hidden_layers", None))
     traced = group_ops(rec.ops, weights, cache | old_cache, old_cache, finals, module_params, lists)
     cache_bytes = _cache_bytes(torch, new_cache)
-    return {
+    extra = {}
+    if auto is transformers.AutoModelForImageTextToText:  # the whole model, its encoders built (and counted)
+        language = language_params(torch, model)
+        if language is not None and language < n_params:
+            extra["language_params"] = language
+    elif isinstance(cfg.get(WHOLE_KEY), dict):  # a text config traced alone: the encoders its checkpoint holds
+        extra["encoders"] = encoder_params(torch, transformers, cfg[WHOLE_KEY], name, dtype)
+    return {**extra,
         "format": TRACE_FORMAT, "transformers": transformers.__version__, "class": type(model).__name__,
         "config_class": check.class_name, "ignored": list(check.ignored), "defaulted": [list(x) for x in check.defaulted],
         "params": n_params, "param_bytes": p_bytes, "cache_bytes": cache_bytes, "weight_shapes": weight_shapes,

@@ -1,0 +1,77 @@
+"""A multimodal model's encoders (vision and audio towers, their projectors): the parameters a checkpoint holds
+beside its language model, counted on the meta device."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+from ..inputs import one_line
+
+# the key under which a multimodal config traced through its text_config carries the whole config, so the
+# trace can count the encoders the text model leaves out (a private key: no config class is handed it)
+WHOLE_KEY = "_multimodal_config"
+
+_MEMO: dict[tuple[str, str], dict] = {}
+
+
+def _unique(torch, modules) -> tuple[int, int]:
+    """(parameters, bytes) of ``modules``' parameters, a tied one counted once."""
+    from .record import _storage_key
+
+    seen, n, nb = set(), 0, 0
+    for m in modules:
+        for p in m.parameters():
+            key = _storage_key(p)
+            if key not in seen:
+                seen.add(key)
+                n += p.numel()
+                nb += p.numel() * p.element_size()
+    return n, nb
+
+
+def language_part(model):
+    """The language model inside a multimodal model (its decoder), or None for a model that is one."""
+    get = getattr(model, "get_decoder", None)
+    try:
+        decoder = get() if callable(get) else None
+    except Exception:  # a class whose decoder is not found by name
+        decoder = None
+    if decoder is None or decoder is model or getattr(model, "model", None) is decoder:
+        return None  # a causal LM: its decoder is its own body
+    return decoder
+
+
+def language_params(torch, model) -> int | None:
+    """Parameters of a multimodal model's language model and its output head, or None where the model is
+    only a language model."""
+    decoder = language_part(model)
+    if decoder is None:
+        return None
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    return _unique(torch, [decoder] + ([head] if head is not None else []))[0]
+
+
+def encoder_params(torch, transformers, whole: dict, name: str, dtype) -> dict:
+    """The encoders of the multimodal config ``whole``: its base model (transformers' AutoModel: the towers,
+    projectors and language model) built on the meta device in ``dtype``, less its language model.
+    ``{"params", "param_bytes", "class"}``, or ``{"error"}`` where it does not build."""
+    key = (json.dumps(whole, sort_keys=True, default=str), str(dtype))
+    if key not in _MEMO:
+        from .config import hf_config
+
+        try:
+            config, _ = hf_config(whole, name)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                with torch.device("meta"):
+                    model = transformers.AutoModel.from_config(config, dtype=dtype)
+            decoder = language_part(model)
+            if decoder is None:
+                raise ValueError(f"{type(model).__name__} holds no language model apart")
+            n, nb = _unique(torch, [model])
+            ln, lnb = _unique(torch, [decoder])
+            _MEMO[key] = {"params": n - ln, "param_bytes": nb - lnb, "class": type(model).__name__}
+        except Exception as exc:  # counted without them, and the header says so
+            _MEMO[key] = {"error": f"{type(exc).__name__}: {one_line(str(exc))[:120]}"}
+    return _MEMO[key]
