@@ -183,7 +183,7 @@ def weights_on_device(weights, act, hardware: Hardware, profile: Hardware | None
         act = DTYPES["fp16" if "fp16" in peaks else "bf16"]
     if (hardware.compute_capability or 0) >= 7.5:
         return replace(weights, computes=""), (f"{hardware.name} has no {weights.computes} GEMMs: the {weights.name} "
-                                               f"weights compute in {act.name}, weight-only (W8A16, vLLM's FP8 Marlin)")
+                                               f"weights compute in {act.name}, weight-only W8A16 as vLLM's FP8 Marlin runs them")
     return act, (f"{hardware.name} has no {weights.computes} GEMMs nor a weight-only {weights.computes} kernel: "
                  f"the {weights.name} weights are dequantized to {act.name} at load")
 
