@@ -403,3 +403,16 @@ def write_output(path: Path, text: str) -> None:
         except OSError:
             pass
         raise RoofcalcError(f"cannot write {one_line(str(path))[:200]}: {exc.strerror or exc}") from None
+
+
+def check_writable(path: str, flag: str, suffixes: tuple[str, ...]) -> None:
+    """Fail before any work if ``flag``'s file (a plot, a page) cannot be written: its suffix, its folder, its
+    permissions, one line each."""
+    p = Path(path)
+    if p.suffix.lower() not in suffixes:
+        raise RoofcalcError(f"{flag} {path}: the file must end in {' or '.join(suffixes)}")
+    folder = p.parent if str(p.parent) else Path(".")
+    if not folder.is_dir():
+        raise RoofcalcError(f"{flag} {path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise RoofcalcError(f"{flag} {path}: not writable")

@@ -18,7 +18,6 @@ in major version, the full bundle is used.
 from __future__ import annotations
 
 import html
-import os
 import re
 from pathlib import Path
 from typing import Any, Iterable
@@ -45,14 +44,9 @@ def check_html_path(path: str) -> None:
     """Fail before any work if the page cannot be written."""
     if not path.strip():
         raise RoofcalcError("--html is empty; give a file name such as report.html")
-    p = Path(path)
-    if p.suffix.lower() not in SUFFIXES:
-        raise RoofcalcError(f"--html {path}: the file must end in .html or .htm")
-    folder = p.parent if str(p.parent) else Path(".")
-    if not folder.is_dir():
-        raise RoofcalcError(f"--html {path}: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise RoofcalcError(f"--html {path}: not writable")
+    from .inputs import check_writable
+
+    check_writable(path, "--html", SUFFIXES)
 
 
 def _plotly():

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from .errors import RoofcalcError
 from .roofline import Roof, Roofline
 from .units import si, sig
@@ -17,14 +14,9 @@ SUFFIXES = (".png", ".svg")
 
 def check_plot_path(path: str) -> None:
     """Fail before any work if the plot cannot be written."""
-    p = Path(path)
-    if p.suffix.lower() not in SUFFIXES:
-        raise RoofcalcError(f"--plot {path}: the file must end in .png or .svg")
-    folder = p.parent if str(p.parent) else Path(".")
-    if not folder.is_dir():
-        raise RoofcalcError(f"--plot {path}: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise RoofcalcError(f"--plot {path}: not writable")
+    from .inputs import check_writable
+
+    check_writable(path, "--plot", SUFFIXES)
 
 
 def _fmt_rate(x: float) -> str:

@@ -17,7 +17,7 @@ from .parallel import TPSweep, ep_plan_words, tp_plan_words
 from .roofline import FLAG_MULTIPLE, Roof, Roofline
 from .shapes import PER_CHANNEL
 from .sweep import BatchVerdicts, Sweep, step_batch_verdicts
-from .units import capacity, ms, pct, ratio, si, sig, us
+from .units import capacity, ms, pct, ratio, si, sig
 
 SCHEMA_VERSION = 3  # 2: predicted_s and the efficiency model; predicted_lower_s / predicted_upper_s are the floors and the
 # pessimistic end. 3: one overhead model: the launch model's fields (launch_overhead_s, t_launch_s, sum_launch_s, dominant,
