@@ -542,24 +542,33 @@ def _build(args: argparse.Namespace, shape):
     return build_roofline(args, shape)
 
 
-def _hardware_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="roofcalc hardware", description="List the built-in hardware catalog (nominal, dense peaks).")
-    p.add_argument("--wide", action="store_true", help="every column, whatever the terminal's width")
-    return p
+def _add_quiet(p: argparse.ArgumentParser) -> None:
+    """--quiet of the long commands (measure, profile)."""
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="no progress on stderr (else a bar with the time left on a terminal, a line a step when "
+                   "stderr is a file or a pipe)")
+
+
+def _listing_parser(name: str, description: str):
+    """The parser of a catalog listing (``roofcalc models``, ``roofcalc hardware``): --wide alone."""
+    def build() -> argparse.ArgumentParser:
+        p = _Parser(prog=f"roofcalc {name}", description=description)
+        p.add_argument("--wide", action="store_true", help="every column, whatever the terminal's width")
+        return p
+
+    return build
+
+
+_hardware_parser = _listing_parser("hardware", "List the built-in hardware catalog (nominal, dense peaks).")
+_models_parser = _listing_parser("models", "List the built-in offline catalog of model configs.")
 
 
 def run_hardware(argv: Sequence[str]) -> str:
     from . import report
     from .hardware import hardware_catalog
 
-    args = _hardware_parser().parse_args(argv)
-    return report.hardware_table(hardware_catalog(), None if args.wide else term_width())
-
-
-def _models_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="roofcalc models", description="List the built-in offline catalog of model configs.")
-    p.add_argument("--wide", action="store_true", help="every column, whatever the terminal's width")
-    return p
+    width = None if _hardware_parser().parse_args(argv).wide else term_width()
+    return report.hardware_table(hardware_catalog(), width)
 
 
 def run_models(argv: Sequence[str]) -> str:
@@ -567,8 +576,8 @@ def run_models(argv: Sequence[str]) -> str:
     from .families import SUPPORTED_FAMILIES
     from .sources import catalog
 
-    args = _models_parser().parse_args(argv)
-    return report.models_table(catalog(), SUPPORTED_FAMILIES, None if args.wide else term_width())
+    width = None if _models_parser().parse_args(argv).wide else term_width()
+    return report.models_table(catalog(), SUPPORTED_FAMILIES, width)
 
 
 def _measure_parser() -> argparse.ArgumentParser:
@@ -593,9 +602,7 @@ def _measure_parser() -> argparse.ArgumentParser:
                    help="also measure all-reduce, all-gather and all-to-all between --nproc processes (gloo on "
                    "the CPU, NCCL with --device cuda): the profile's link, for --tp")
     p.add_argument("--nproc", type=positive_int, default=2, help="processes for --collectives (default 2)")
-    p.add_argument("--quiet", "-q", action="store_true",
-                   help="no progress on stderr (else a bar with the time left on a terminal, a line a step when "
-                   "stderr is a file or a pipe)")
+    _add_quiet(p)
     return p
 
 
@@ -680,9 +687,7 @@ def _profile_parser() -> argparse.ArgumentParser:
     p.add_argument("--update", action="store_true",
                    help="write what was measured (matmul and attention efficiencies, host time per op) back into "
                    "the --hw-file profile, so the next prediction uses this model's own kernels")
-    p.add_argument("--quiet", "-q", action="store_true",
-                   help="no progress on stderr (else a bar with the time left on a terminal, a line a step when "
-                   "stderr is a file or a pipe)")
+    _add_quiet(p)
     return p
 
 
