@@ -206,7 +206,8 @@ def test_a_multimodal_config_is_read_through_its_text_config():
     cfg = dict(model_type="mistral3", text_config=text, vision_config={"model_type": "pixtral", "hidden_size": 64})
     shape = shape_from_config(cfg, "vlm")
     assert shape.model_type == "mistral3 (text_config: mistral)" and shape.d_model == 256 and shape.n_layers == 2
-    assert shape == dataclasses.replace(shape_from_config(text, "vlm"), model_type=shape.model_type)
+    # the same language model, marked multimodal so that its encoders are counted beside it (sources.with_encoders)
+    assert shape == dataclasses.replace(shape_from_config(text, "vlm"), model_type=shape.model_type, multimodal=True)
     # the checkpoint's dtype written only at the top (as Mistral-Small-3.1's config.json writes it) is read;
     # one in the text config wins
     assert shape_from_config(dict(cfg, torch_dtype="bfloat16"), "vlm").config_dtype == "bf16"
@@ -249,8 +250,11 @@ def test_kimi_k25_int4_experts_in_its_text_config(capsys):
     assert (s.weight_format, s.weight_group, s.weight_format_where, s.weight_scope) == ("int4", 32, "text_config",
                                                                                       "experts")
     doc = _run_json([str(KIMI_K25), "--family", "deepseek_v3", "--hw", "H100"], capsys)
-    assert doc["model"]["params"] == 1_026_408_232_448
-    assert doc["model"]["weight_bytes"] == 594_535_653_376
+    # the language model's; its vision tower and projector (counted on transformers' model where torch is
+    # installed) come beside it in bf16, outside the quantization_config
+    encoders = doc["model"]["params"] - 1_026_408_232_448
+    assert doc["model"]["language_model_params"] in (1_026_408_232_448, None)
+    assert doc["model"]["weight_bytes"] == 594_535_653_376 + 2 * encoders
     assert doc["workload"]["weight_dtype"] == "int4"
     from roofcalc.cli import main
 
@@ -260,7 +264,7 @@ def test_kimi_k25_int4_experts_in_its_text_config(capsys):
     # --weight-dtype overrides the declared scope: int4 on every decoder linear weighs less
     every = _run_json([str(KIMI_K25), "--family", "deepseek_v3", "--hw", "H100", "--weight-dtype", "int4",
                        "--group-size", "32"], capsys)
-    assert every["model"]["weight_bytes"] < 594_535_653_376
+    assert every["model"]["weight_bytes"] < 594_535_653_376 + 2 * encoders
 
 
 def test_the_same_quantization_config_at_the_top_reads_the_same():
@@ -302,12 +306,15 @@ def test_devstral_small_2_fp8_on_its_wrapper(capsys):
     s = shape_from_config(cfg, "devstral", family="mistral")
     assert (s.weight_format, s.weight_format_where, s.weight_scope) == ("fp8-t", "", "")
     doc = _run_json([str(DEVSTRAL_2), "--family", "mistral", "--hw", "H100"], capsys)
-    assert doc["model"]["params"] == 23_572_403_200
-    assert doc["model"]["weight_bytes"] == 24_914_996_320
+    encoders = doc["model"]["params"] - 23_572_403_200  # beside the language model, where torch is installed
+    assert doc["model"]["language_model_params"] in (23_572_403_200, None)
+    assert doc["model"]["weight_bytes"] == 24_914_996_320 + 2 * encoders
     # ministral3 has no hand model: traced by default, the same language model plus its encoders, which the
     # trace counts on transformers' Mistral3Model (tests/test_trace.py holds them to PixtralVisionModel and the
-    # projector on the meta device): 438,958,080 parameters, unquantized, 2 bytes each
+    # projector on the meta device): 438,958,080 parameters, unquantized, 2 bytes each; the hand model read
+    # with --family counts the same encoders the same way
     pytest.importorskip("transformers")
+    assert encoders == 438_958_080
     doc = _run_json([str(DEVSTRAL_2), "--hw", "H100"], capsys)
     assert doc["model"]["params"] == 23_572_403_200 + 438_958_080
     assert doc["model"]["weight_bytes"] == 24_914_996_320 + 2 * 438_958_080 and doc["workload"]["weight_dtype"] == "fp8-t"

@@ -923,7 +923,7 @@ def test_a_multimodal_models_parameters_include_its_encoders(capsys):
     assert language == sum(p.numel() for p in model.parameters())  # the text model the trace ran
     assert text.params == language + tower + projector == 24_011_361_280  # the card's 24B
     assert text.weight_storage_bytes == language * 2 + (tower + projector) * 2
-    assert f"{text.params:,} parameters, {language:,} of them the language model" in text.note
+    assert "its encoders counted on transformers' Mistral3Model" in text.note
     fp8 = trace(use, name, Workload.decode(1, 8, weight_dtype=DTYPES["fp8-t"], act_dtype=b, kv_dtype=b), label,
                 use_cache=False)
     text_fp8 = trace({k: v for k, v in use.items() if not k.startswith("_")}, name,
@@ -932,8 +932,44 @@ def test_a_multimodal_models_parameters_include_its_encoders(capsys):
     assert fp8.weight_storage_bytes == text_fp8.weight_storage_bytes + (tower + projector) * 2
     assert main([str(path), "--hw", "H100"]) == 0
     out = unwrap(capsys.readouterr().out)
-    assert "24,011,361,280 parameters, 23,572,403,200 of them the language model" in out
-    assert "size      24,011,361,280 parameters" in out
+    assert "size      24,011,361,280 parameters (23,572,403,200 of them the language model)" in out
+
+
+def test_a_hand_modelled_multimodal_models_parameters_include_its_encoders(tmp_path, monkeypatch, capsys):
+    """LLaVA-1.5-7B's language model is the hand-modelled Llama; its CLIP tower and projector are counted beside
+    it, so the total is what transformers' whole LlavaForConditionalGeneration holds (built on the meta device:
+    the oracle), the card's 7B. The projector by hand: 1,024 x 4,096 + 4,096 + 4,096 x 4,096 + 4,096 =
+    20,979,712. Weight bytes: the encoders at 2 bytes in fp16 beside the language model's. A second run reads
+    the count from the cache; without torch the size line says the encoders are not counted."""
+    from roofcalc.sources import load_shape
+
+    monkeypatch.setenv("ROOFCALC_CACHE", str(tmp_path / "cache"))
+    path = PUBLISHED / "llava-hf--llava-1.5-7b-hf.json"
+    from roofcalc.trace import hf_config
+
+    whole, _ = hf_config(json.loads(path.read_text()), "l")
+    with torch.device("meta"):
+        model = transformers.LlavaForConditionalGeneration(whole)
+    real = sum(p.numel() for p in model.parameters())  # (parameters() yields a tied weight once)
+    projector = sum(p.numel() for p in model.model.multi_modal_projector.parameters())
+    assert projector == 1024 * 4096 + 4096 + 4096 * 4096 + 4096 == 20_979_712
+    step = analyze(load_shape(str(path)), Workload.decode())
+    language = sum(k.params * k.count for k in step.kernels)
+    assert step.language_params == language == 6_738_939_904
+    assert step.params == real == 7_063_427_072
+    assert step.weight_storage_bytes == sum(k.param_bytes * k.count for k in step.kernels) + 2 * (real - language)
+    assert list((tmp_path / "cache" / "encoders").glob("*.json"))  # kept: the next run builds nothing
+    assert main([str(path)]) == 0
+    assert "size      7,063,427,072 parameters (6,738,939,904 of them the language model; its encoders counted " \
+        "on transformers' LlavaModel, built on the meta device), 14,126,854,144 bytes" in unwrap(capsys.readouterr().out)
+    import importlib.util
+
+    monkeypatch.setenv("ROOFCALC_CACHE", str(tmp_path / "empty"))
+    spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "torch" else spec(n, *a))
+    assert main([str(path)]) == 0
+    assert "size      6,738,939,904 parameters (its encoders are not counted: counting them builds the model " \
+        "with torch and transformers, not installed here), 13,477,879,808 bytes" in unwrap(capsys.readouterr().out)
 
 
 def test_a_state_space_models_header_says_recurrent_state_not_kv_cache(tmp_path, capsys):

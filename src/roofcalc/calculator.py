@@ -787,7 +787,13 @@ class Analysis:
 
     @property
     def params(self) -> int:
-        return sum(k.params * k.count for k in self.kernels)
+        """Every parameter of the checkpoint: a multimodal model's encoders included, as model cards count them."""
+        return sum(k.params * k.count for k in self.kernels) + self.shape.encoder_params
+
+    @property
+    def language_params(self) -> int | None:
+        """A multimodal model's language model (its kernels' parameters), or None for a language model alone."""
+        return sum(k.params * k.count for k in self.kernels) if self.shape.encoder_params else None
 
     @property
     def active_params(self) -> int:
@@ -803,8 +809,10 @@ class Analysis:
 
     @property
     def weight_storage_bytes(self) -> int:
-        """Bytes all the model's weights take in memory (the whole embedding table included)."""
-        return sum(k.param_bytes * k.count for k in self.kernels)
+        """Bytes all the model's weights take in memory (the whole embedding table included; a multimodal
+        model's encoders in the float dtype, as a quantized checkpoint keeps them)."""
+        return sum(k.param_bytes * k.count for k in self.kernels) + \
+            self.workload.act_dtype.nbytes(self.shape.encoder_params)
 
     @property
     def kv_bytes_per_token(self) -> int:

@@ -400,12 +400,12 @@ def load_model(args: argparse.Namespace):
     a hand model (transformers knows hundreds), or any model with --trace."""
     from .errors import UnsupportedModelType
     from .shapes import shape_from_config
-    from .sources import load_config
+    from .sources import load_config, with_encoders
 
     cfg, name, _, _ = load_config(args.model, _revision(args))
     if not getattr(args, "trace", False):
         try:
-            return shape_from_config(cfg, name, args.family), None
+            return with_encoders(shape_from_config(cfg, name, args.family), cfg, name), None
         except UnsupportedModelType:
             pass
     elif args.family:

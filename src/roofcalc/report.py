@@ -75,6 +75,7 @@ def model_record(a: Analysis) -> dict[str, Any]:
         "tie_word_embeddings": s.tie_word_embeddings,
         "sliding_window": s.sliding_window,
         "params": a.params,
+        "language_model_params": a.language_params,
         "weight_bytes": a.weight_storage_bytes,
         "kv_bytes_per_token": a.kv_bytes_per_token,
     }
@@ -249,7 +250,10 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
     declared = f" (the checkpoint's quantization_config{', in text_config' if s.weight_format_where else ''}{', the routed experts alone' if s.weight_scope == 'experts' else ''})" if s.weight_format == w.weight_dtype.name else ""
     group = "" if not w.weight_dtype.quantized else \
         ", one scale a row" if w.weight_group >= PER_CHANNEL else f", group {w.weight_group}"
-    lines.append(f"size      {a.params:,} parameters, {a.weight_storage_bytes:,} bytes of weights ({w.weight_dtype.name}"
+    language = a.language_params
+    share = f" ({language:,} of them the language model{f'; {s.encoders_note}' if s.encoders_note else ''})" \
+        if language is not None and language < a.params else f" ({s.encoders_note})" if s.encoders_note else ""
+    lines.append(f"size      {a.params:,} parameters{share}, {a.weight_storage_bytes:,} bytes of weights ({w.weight_dtype.name}"
                  f"{group}{declared}), "
                  f"KV cache {a.kv_bytes_per_token:,} bytes per token ({w.kv_dtype.name})")
     if w.phase == "decode":

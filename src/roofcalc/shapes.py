@@ -224,6 +224,11 @@ class ModelShape:
     borrowed_defaults: tuple[tuple[str, Any], ...] = ()  # then: absent keys that family's defaults filled
     # a multimodal config's text_config: absent sizes its config class filled (LLaVA-1.5 leaves Llama's to it)
     class_defaults: tuple[tuple[str, int], ...] = ()
+    # a multimodal checkpoint read through its text_config: the parameters its encoders hold beside the language
+    # model (vision or audio towers, projectors; counted by sources.with_encoders), or why they are not counted
+    multimodal: bool = False
+    encoder_params: int = 0
+    encoders_note: str = ""
 
     @property
     def q_dim(self) -> int:
@@ -566,7 +571,7 @@ def shape_from_config(cfg: Any, name: str = "model", family: str | None = None, 
         # the checkpoint's dtype is often written only at the top (Mistral-Small-3.1, Gemma 3); so may its
         # quantization_config be (Devstral-Small-2's FP8)
         return replace(inner, model_type=f"{model_type} (text_config: {one_line(str(text['model_type']))[:60]})",
-                       config_dtype=inner.config_dtype or _config_dtype(cfg),
+                       multimodal=True, config_dtype=inner.config_dtype or _config_dtype(cfg),
                        **declared_weights(cfg, name, text, inner))
     shape = _shape_from_config(cfg, name, family, sub_config=sub_config)
     return replace(shape, **declared_weights(cfg, name, cfg, shape))

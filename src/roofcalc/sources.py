@@ -250,4 +250,21 @@ def load_config(source: str, revision: str | None = None) -> tuple[dict, str, st
 def load_shape(source: str, family: str | None = None, revision: str | None = None) -> ModelShape:
     """Read a model shape from a path, a catalog name or a hub id (at ``revision`` for a hub id)."""
     cfg, name, _, _ = load_config(source, revision)
-    return shape_from_config(cfg, name, family)
+    return with_encoders(shape_from_config(cfg, name, family), cfg, name)
+
+
+def with_encoders(shape: ModelShape, cfg: dict, name: str) -> ModelShape:
+    """A multimodal checkpoint's shape with its encoders' parameters, so that its parameter count and weight
+    memory are the checkpoint's, as its model card states them (counted as a traced model's are)."""
+    if not shape.multimodal:
+        return shape
+    from dataclasses import replace
+
+    from .trace.encoders import model_encoders
+
+    found = model_encoders(cfg, name)
+    if "params" in found:
+        return replace(shape, encoder_params=found["params"],
+                       encoders_note=f"its encoders counted on transformers' {found['class']}, built on the meta device")
+    why = found.get("missing") or f"transformers did not build them: {found['error']}"
+    return replace(shape, encoders_note=f"its encoders are not counted: {why}")

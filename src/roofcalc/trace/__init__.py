@@ -78,13 +78,12 @@ class TracedAnalysis(Analysis):
 
 
 def _parts_note(params: int, language: int | None, encoders: dict) -> str:
-    """How much of a multimodal model's parameters its language model holds, and how its encoders were counted."""
+    """How a multimodal model's encoders were counted (the size line gives the language model's share)."""
     if "error" in encoders:
         return f"; its encoders are not counted (transformers did not build them: {encoders['error']})"
-    if language is None or language >= params:
+    if language is None or language >= params or not encoders:
         return ""
-    how = f" (its encoders counted on transformers' {encoders['class']}, built on the meta device)" if encoders else ""
-    return f"; {params:,} parameters, {language:,} of them the language model{how}"
+    return f"; its encoders counted on transformers' {encoders['class']}, built on the meta device"
 
 
 def analyzer(cfg: dict, name: str, label: str | None = None, *, view: str = "ideal"):

@@ -13,6 +13,7 @@ from ..inputs import one_line
 WHOLE_KEY = "_multimodal_config"
 
 _MEMO: dict[tuple[str, str], dict] = {}
+MAX_ENCODER_LAYERS = 1_000  # the deepest published towers have tens of layers (InternViT-6B: 45)
 
 
 def _unique(torch, modules) -> tuple[int, int]:
@@ -75,3 +76,46 @@ def encoder_params(torch, transformers, whole: dict, name: str, dtype) -> dict:
         except Exception as exc:  # counted without them, and the header says so
             _MEMO[key] = {"error": f"{type(exc).__name__}: {one_line(str(exc))[:120]}"}
     return _MEMO[key]
+
+
+def model_encoders(whole: dict, name: str) -> dict:
+    """The encoders of a multimodal checkpoint whose language model is hand-modelled (LLaVA around a Llama):
+    their parameters, counted as the trace counts them (transformers' base model on the meta device, less its
+    language model), kept on disk by the config so that a second run imports nothing. ``{"params", "class"}``,
+    ``{"error"}`` where transformers does not build them, ``{"missing"}`` without torch and transformers."""
+    import hashlib
+    import importlib.metadata
+    import importlib.util
+
+    from .cache import _cache_dir
+
+    if importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None:
+        return {"missing": "counting them builds the model with torch and transformers, not installed here"}
+    for part, sub in whole.items():  # an encoder of absurd depth would take minutes to build, even on meta
+        if part != "text_config" and isinstance(sub, dict):
+            deep = next((f"{k}={v}" for k, v in sub.items() if isinstance(v, int) and not isinstance(v, bool)
+                         and v > MAX_ENCODER_LAYERS and ("layers" in k or k == "depth")), None)
+            if deep:
+                return {"error": f"{part}'s {deep} is beyond any real encoder (limit {MAX_ENCODER_LAYERS:,})"}
+    version = importlib.metadata.version("transformers")
+    key = hashlib.sha256(json.dumps({"cfg": whole, "tf": version}, sort_keys=True, default=str).encode()).hexdigest()
+    path = _cache_dir().parent / "encoders" / f"{key[:32]}.json"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(doc, dict) and (isinstance(doc.get("params"), int) or "error" in doc):
+            return doc
+    except (OSError, ValueError):
+        pass
+    import torch
+    import transformers
+
+    doc = encoder_params(torch, transformers, whole, name, torch.bfloat16)
+    doc.pop("param_bytes", None)  # the bytes follow the workload's float dtype
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc), encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        pass  # a read-only home: counted again next time
+    return doc
