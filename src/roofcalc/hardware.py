@@ -61,6 +61,42 @@ class Hardware:
     def ridge(self, compute_dtype: str) -> float:
         return self.peak(compute_dtype) / self.bandwidth_bytes_per_s
 
+    @property
+    def fits(self) -> tuple[str, str]:
+        """(the measured GPU whose fitted kernel costs this device takes, how): ("h100_sxm", "measured") for a
+        GPU measured itself; for an NVIDIA GPU with no tables, the measured GPU of its generation (by compute
+        capability) or, older than any, the oldest measured: (gpu, "nearest"); else ("", "")."""
+        if self.kernel_fits:
+            return self.kernel_fits, "measured"
+        if self.kind != "gpu" or self.compute_capability is None:
+            return "", ""
+        return nearest_fits(self.compute_capability), "nearest"
+
+
+# NVIDIA generations by compute capability (CUDA C++ Programming Guide, "Compute Capabilities"), each with the
+# GPU of it whose kernels AIConfigurator measured (data/kernel_fits.json): Volta and Turing have none, so they take
+# the oldest measured generation's
+GENERATIONS = ((7.0, "Volta", ""), (7.5, "Turing", ""), (8.0, "Ampere", "a100_sxm"), (8.9, "Ada", "l40s"),
+               (9.0, "Hopper", "h100_sxm"), (10.0, "Blackwell", "b200_sxm"))
+
+
+def generation(compute_capability: float) -> str:
+    """An NVIDIA GPU's generation by its compute capability (8.6: Ampere; 12.0, GeForce Blackwell: Blackwell)."""
+    return next((name for cc, name, _ in reversed(GENERATIONS) if compute_capability >= cc), GENERATIONS[0][1])
+
+
+def measured_generation(gpu: str) -> str:
+    """The generation of a measured GPU of data/kernel_fits.json ("a100_sxm": Ampere)."""
+    return next(name for _, name, measured in GENERATIONS if measured == gpu) if gpu in {
+        g for _, _, g in GENERATIONS} else ""
+
+
+def nearest_fits(compute_capability: float) -> str:
+    """The measured GPU of that generation, else the oldest measured (a T4, Turing: the A100 of Ampere)."""
+    gen = generation(compute_capability)
+    measured = [gpu for _, _, gpu in GENERATIONS if gpu]
+    return next((gpu for _, name, gpu in GENERATIONS if name == gen and gpu), measured[0])
+
 
 def _positive(value: Any, what: str) -> float:
     from .inputs import number

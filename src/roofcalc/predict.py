@@ -206,6 +206,7 @@ class KernelModel:
     # ((message bytes, share of the link), ...)), read in log bytes; other collectives take link and latency
     all_reduce: Mapping[int, tuple] = field(default_factory=dict)
     fitted: str = ""  # the measured tables the fitted parts come from ("" : none)
+    fitted_how: str = ""  # "measured": the device's own; "nearest": the measured GPU of its generation
 
     def all_reduce_fit(self, group: int):
         """(fixed seconds, share-of-link curve) at the fitted rank count nearest ``group`` (in log2)."""
@@ -256,7 +257,7 @@ CONSUMER_GEMM = Efficiency(1.0, 1.0, note="GeForce GPUs reach their fp32-accumul
                            "RTX 4090 165-168 of 165.2 TFLOP/s, RTX 5090 above spec (zzc0721/torch-performance-test-data)")
 
 
-def default_model(kind: str, segment: str = "datacenter", fits: str = "") -> KernelModel:
+def default_model(kind: str, segment: str = "datacenter", fits: str = "", how: str = "measured") -> KernelModel:
     """The built-in model for a kind of device ("gpu", "cpu", "tpu") and, for GPUs, its segment
     ("datacenter" or "consumer": GeForce cards reach their fp32-accumulate GEMM peak); ``fits`` names the
     measured GPU whose fitted fixed costs and all-reduce replace the five GPUs' medians (data/kernel_fits.json)."""
@@ -269,7 +270,7 @@ def default_model(kind: str, segment: str = "datacenter", fits: str = "") -> Ker
         classes["gemm"] = CONSUMER_GEMM
     model = KernelModel(classes, dict(GPU_DEQUANT), HOST_PER_OP, LAUNCH, overlap=True, attention_size=ATTENTION_SIZE,
                         attention_size_low=ATTENTION_SIZE_LOW, fixed_s=dict(GPU_FIXED))
-    return with_fits(model, fits) if fits else model
+    return with_fits(model, fits, how) if fits else model
 
 
 def kernel_fits() -> dict:
@@ -286,19 +287,24 @@ def kernel_fits() -> dict:
 _FITS: dict | None = None
 
 
-def with_fits(m: KernelModel, gpu: str) -> KernelModel:
+def with_fits(m: KernelModel, gpu: str, how: str = "measured") -> KernelModel:
     """``m`` with one measured GPU's fitted fixed costs per class and its fitted all-reduce (AIConfigurator 0.12's
     vLLM and NCCL tables; cross-validated in docs/kernel_fits.md). Their pessimistic ends keep the defaults'
-    spread (the slowest of the five GPUs over their median)."""
+    spread (the slowest of the five GPUs over their median). ``how`` "nearest": a GPU without tables takes the
+    fixed costs of the measured GPU of its generation as they are (a fixed cost is launch, synchronization and
+    a minimal pass over the chip, which no datasheet figure scales), and not its all-reduce (another link)."""
     doc = kernel_fits()
     g = doc["gpus"][gpu]
-    where = f"AIConfigurator {doc['source']['version']} {gpu} tables, fitted (docs/kernel_fits.md)"
+    where = (f"AIConfigurator {doc['source']['version']} {gpu} tables, fitted (docs/kernel_fits.md)"
+             + (", the nearest measured GPU's" if how == "nearest" else ""))
     fixed = dict(m.fixed_s)
     for name, seconds in g["fixed_s"].items():
         base = GPU_FIXED[name]
         fixed[name] = Efficiency(seconds, seconds * base.pessimistic / base.expected, note=where)
+    if how == "nearest":
+        return replace(m, fixed_s=fixed, fitted=gpu, fitted_how=how)
     all_reduce = {int(r): (v["fixed_s"], tuple((b, e) for b, e in v["e_link"])) for r, v in g["all_reduce"].items()}
-    return replace(m, fixed_s=fixed, all_reduce=all_reduce, fitted=gpu)
+    return replace(m, fixed_s=fixed, all_reduce=all_reduce, fitted=gpu, fitted_how=how)
 
 
 def model_from_profile(doc: Any, kind: str, where: str) -> KernelModel:

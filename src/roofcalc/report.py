@@ -294,7 +294,29 @@ def efficiency_words(r) -> str:
         return "roof"
     return {"measured": "measured efficiencies of the profile",
             "measured roof": "default efficiencies moved onto the measured roof (docs/conventions.md)",
-            "ideal": "ideal efficiencies (1)"}.get(m.relative_to, "default efficiencies (docs/conventions.md)")
+            "ideal": "ideal efficiencies (1)"}.get(m.relative_to, "default efficiencies (docs/conventions.md)") \
+        + fixed_cost_words(r)
+
+
+def fixed_cost_words(r) -> str:
+    """Where the kernels' fixed costs come from: the device's own measured kernels, the nearest measured GPU's,
+    or the five measured GPUs' medians."""
+    m = r.model
+    if m is None or not m.fixed_s or all(e.source == "measured" for e in m.fixed_s.values()):
+        return ""
+    gpu = m.fitted.replace("_sxm", " SXM").upper().replace(" SXM", "-SXM") if m.fitted else ""
+    if m.fitted_how == "measured":
+        return f"; fixed costs and all-reduce fitted on {gpu}'s kernels, AIConfigurator 0.12 vLLM"
+    if m.fitted_how == "nearest":
+        from .hardware import generation, measured_generation
+
+        gen, theirs = generation(r.hardware.compute_capability), measured_generation(m.fitted)
+        near = f"its generation's measured GPU ({gen})" if gen == theirs else \
+            f"the nearest measured generation ({theirs}; no {gen} GPU measured)"
+        return f"; fixed costs from {gpu}'s kernels, {near}, AIConfigurator 0.12 vLLM"
+    if r.hardware.kind == "gpu":
+        return "; fixed costs: the five measured GPUs' medians (no kernel tables for this device)"
+    return ""
 
 
 def host_words(r: Roofline) -> str:

@@ -560,7 +560,7 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
     if profile is not None and profile.efficiency is not None:
         model = profile.efficiency
     else:
-        model = default_model((profile or hardware).kind, hardware.segment, hardware.kernel_fits)
+        model = default_model((profile or hardware).kind, hardware.segment, *hardware.fits)
         if measured is not None:
             model = model.on_roof(measured.bandwidth_bytes_per_s / nominal.bandwidth_bytes_per_s,
                                   measured.peak_flop_per_s / nominal.peak_flop_per_s)
