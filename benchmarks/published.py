@@ -154,7 +154,9 @@ def summary(rs) -> dict:
 
 
 def _fmt(c: Case, x: float) -> str:
-    return f"{x:,.0f} tok/s" if c.what == "request" else f"{x * 1e3:.3g} ms"
+    if c.what == "request":
+        return f"{x:,.0f} tok/s" if x >= 100 else f"{x:.3g} tok/s"
+    return f"{x * 1e3:.3g} ms"
 
 
 def markdown(rs) -> str:
