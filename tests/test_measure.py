@@ -707,3 +707,18 @@ def test_a_range_wider_than_its_sources_allow_is_not_informative(tmp_path):
     assert t.prediction["informative"] is True and t.verdict == "inside"
     assert next(x for x in lines if x.startswith("predicted TPOT")).endswith("+0% (inside the range)")
     assert [x for x in lines if x.startswith("warning")] == []
+
+
+def test_profile_repeats_that_its_hw_file_was_measured_with_warnings(tmp_path):
+    from roofcalc.profile import hw_file_warnings
+
+    path = tmp_path / "me.json"
+    doc = {"name": "x", "bandwidth_bytes_per_s": 1e10, "peak_flop_per_s": {"fp32": 1e11}}
+    path.write_text(json.dumps({**doc, "trust": {"warnings": ["load 3 at start, 3 at end on 2 cores: ...",
+                                                              "copy stream runs 3.2x apart: ..."]}}))
+    assert hw_file_warnings(str(path)) == [
+        "warning   2 warnings in the --hw-file's trust: run `roofcalc measure --out` again on an idle machine"]
+    assert len(hw_file_warnings(str(path))[0]) <= 100
+    for clean in ({**doc, "trust": {"warnings": []}}, doc):  # measured cleanly, or written by hand
+        path.write_text(json.dumps(clean))
+        assert hw_file_warnings(str(path)) == []

@@ -699,7 +699,8 @@ def _profile_parser() -> argparse.ArgumentParser:
 def run_profile(argv: Sequence[str]) -> str:
     from . import report
     from .hardware import load_profile
-    from .profile import _torch, profile_lines, profile_model, profile_record, profile_trust
+    from .profile import (_torch, hw_file_warnings, profile_lines, profile_model, profile_record,
+                          profile_trust)
     from .roofline import roofline
 
     args = _profile_parser().parse_args(argv)
@@ -716,9 +717,10 @@ def run_profile(argv: Sequence[str]) -> str:
 
         check_html_path(args.html)
         _plotly()
-    first = ()  # the warnings of the measurement made first (no --hw-file)
+    first = ()  # the warnings of the measurement the profile comes from
     if args.hw_file:
         hw_profile = load_profile(args.hw_file)
+        first = hw_file_warnings(args.hw_file)
     else:
         from dataclasses import replace
 
