@@ -223,7 +223,8 @@ def _time(fn: Callable[[], object], repeats: int, warmup: int = 1) -> tuple[floa
 SOURCE_SPREAD = 2.0  # the widest a cited default's pessimistic end lies from its expected one (one kernel launch at
 # 5-10 us, predict.LAUNCH; every other default is nearer): runs or passes of one quantity at least this far apart
 # say the machine changed under the measurement rather than how the kernel varies, and a prediction whose upper end
-# lies further above its expected time than this has a range wider than its sources allow (profile)
+# lies further above its expected time than this has a range wider than its sources allow (profile; the defaults
+# reach 2x on launch-bound steps and never more: tests/test_measure.py checks them over the catalog)
 LOAD_PER_CORE = 1.0  # a 1-minute load average from other processes of one task per core (Linux counts runnable
 # and uninterruptible tasks): on average every core had other work, so the timings shared the cores
 LOAD_WINDOW_S = 60.0  # the load average's time constant (the 1-minute figure decays as exp(-t / 60 s))
