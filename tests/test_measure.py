@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 import sys
@@ -486,3 +487,238 @@ def test_profile_update_keeps_every_field(tmp_path, capsys):
     # the curve gains this run's (rows, weight bytes) points; the file's own (other weight sizes) stay
     assert all(pt in doc["efficiency"]["curves"]["matmul"] for pt in mine["efficiency"]["curves"]["matmul"])
     assert "roofcalc profile" in doc["efficiency"]["attention"]["note"]  # what this run measured went in
+
+
+# --------------------------------------------------------------------------- trust: fed-in values, no timing
+
+
+def _fake_measurement(roof_runs=(0.100, 0.101, 0.103), curve_passes=(0.010, 0.011), host_passes=(15e-6, 16e-6)):
+    """A Measurement of made-up timings: three streams and one fp32 peak whose runs are ``roof_runs`` seconds,
+    two curve points whose passes are ``curve_passes`` (the second point 3x the first's), the host's passes."""
+    from roofcalc.measure import Curves, Measurement, Sample
+
+    roof = [Sample(n, 2e9, roof_runs) for n in ("copy", "y = x + 1", "read (sum)")]
+    matmuls = {"fp32": (Sample("matmul 4096", 2.0 * 4096 ** 3, roof_runs),)}
+    points = ((1, 256, 512, Sample("linear 1x256x512", 2.0 * 256 * 512, curve_passes)),
+              (16, 256, 512, Sample("linear 16x256x512", 16 * 2.0 * 256 * 512, tuple(3 * x for x in curve_passes))))
+    curves = Curves(points, (), (), host_passes, 89, 4, "fp32")
+    return Measurement("cpu", "Fake CPU", roof[0], roof[1], matmuls, Sample("dispatch", 1, (4e-6,)), 8e9,
+                       read=roof[2], curves=curves)
+
+
+def test_trust_warns_of_a_busy_machine_and_far_apart_runs_and_passes():
+    from dataclasses import replace
+
+    from roofcalc.measure import LoadReading, report, trust_check
+
+    m = _fake_measurement(roof_runs=(0.100, 0.150, 0.320), curve_passes=(0.010, 0.025),
+                          host_passes=(180e-6, 360e-6, 200e-6))
+    # load 2.4 at the start on 2 cores, 3.0 at the end of which this run's own work is 0.5: 2.5 besides it
+    t = trust_check(m, LoadReading(2, 2.4, 3.0, 0.5))
+    # every roof figure's runs 0.320 / 0.100 = 3.2x apart; the curve points' passes 0.025 / 0.010 = 2.5x (both,
+    # the second's are 3x the first's), the host's 360 / 180 = 2x: 3 of 3 points at 2x or more, the most 2.5x
+    assert t.warnings() == [
+        "warning   load 2.4 at start, 2.5 at end on 2 cores: re-run `roofcalc measure` on an idle machine",
+        "warning   copy stream runs 3.2x apart: re-run `roofcalc measure` on an idle machine",
+        "warning   curve passes 2.5x apart at 3 of 3 points: re-run `roofcalc measure` on an idle machine"]
+    assert all(len(line) <= 100 for line in t.warnings())
+    text = report(replace(m, trust=t), None, "no catalog entry", None)
+    assert all(line in text.splitlines() for line in t.warnings())
+    rec = t.record()
+    assert rec["others_at_end"] == 2.5 and rec["limit"] == 2 and rec["spread_limit"] == 2.0
+    assert rec["runs_apart"]["fp32 matmul 4096 peak"] == pytest.approx(3.2)
+    assert rec["passes_apart"] == pytest.approx({"linear 1x256x512": 2.5, "linear 16x256x512": 2.5, "host per op": 2})
+    assert rec["warnings"][1] == "copy stream runs 3.2x apart: re-run `roofcalc measure` on an idle machine"
+
+    # clean: load 0.3 at start, 1.2 at the end of which 0.9 is this run's own (0.3 besides it), under 2 cores;
+    # runs 0.103 / 0.100 = 1.03x, passes 0.011 / 0.010 = 1.1x, host 16 / 15 = 1.07x apart: no line
+    clean = trust_check(_fake_measurement(), LoadReading(2, 0.3, 1.2, 0.9))
+    assert clean.warnings() == [] and clean.record()["warnings"] == []
+    assert "warning" not in report(replace(_fake_measurement(), trust=clean), None, "no catalog entry", None)
+    # one pass a point: nothing to compare, no pass is reported apart
+    one = trust_check(_fake_measurement(curve_passes=(0.010,), host_passes=(15e-6,)), LoadReading(2, 0.3, 0.3))
+    assert one.passes == () and one.warnings() == []
+    # no load average on this platform: the load says nothing either way
+    assert LoadReading(2, None, None).warning("measure") is None
+
+
+def test_the_load_watch_takes_this_runs_own_work_out_of_the_end():
+    from roofcalc.measure import LoadWatch
+
+    loads, clock, cpu = iter([0.2, 2.0]), iter([100.0, 160.0]), iter([5.0, 65.0])
+    w = LoadWatch(load=lambda: next(loads), cpu=lambda: next(cpu), clock=lambda: next(clock))
+    r = w.stop()
+    # 60 CPU seconds in 60 s of wall time keep one core busy; after 60 s the 1-minute average holds
+    # 1 - exp(-60 / 60) = 0.632 of it: 2.0 - 0.632 = 1.368 is the others' load at the end
+    assert r.start == 0.2 and r.end == 2.0 and r.own == pytest.approx(1 - math.exp(-1))
+    assert r.others_end == pytest.approx(1.368, abs=1e-3)
+
+
+def test_measure_records_the_load_and_writes_its_trust(monkeypatch, tmp_path):
+    """The real measure (one small matmul, no curves) with a made-up load average: the load at its start in its
+    trust, a warning in its report, the trust in the profile it writes."""
+    import os
+
+    from roofcalc import measure as measure_module
+
+    matmul, dispatch = measure_module.cpu_matmul, measure_module.cpu_dispatch
+    monkeypatch.setattr(measure_module, "cpu_matmul", lambda repeats, progress: matmul((256,), 2, progress))
+    monkeypatch.setattr(measure_module, "cpu_dispatch", lambda: dispatch(101))
+    cores = os.cpu_count()
+    monkeypatch.setattr(measure_module, "load_average", lambda: 10.0 * cores)
+    m = measure("cpu", repeats=2, nbytes=16 << 20, curves=False, quiet=True)
+    assert m.trust.load.start == 10.0 * cores and m.trust.load.cores == cores and m.trust.passes == ()
+    assert [n for n, _ in m.trust.runs] == ["copy stream", "y = x + 1 stream", "read (sum) stream",
+                                           "fp32 matmul 256 peak"]
+    text = measure_module.report(m, None, "", None)
+    assert f"warning   load {10.0 * cores:.2g} at start, " in text
+    write_profile(m, None, str(tmp_path / "me.json"))
+    doc = json.loads((tmp_path / "me.json").read_text())
+    assert doc["trust"]["load_average_1min_start"] == 10.0 * cores
+    assert doc["trust"]["warnings"][0].startswith(f"load {10.0 * cores:.2g} at start, ")
+    assert load_profile(str(tmp_path / "me.json")).bandwidth_bytes_per_s == m.bandwidth_bytes_per_s
+
+
+def test_no_default_puts_a_steps_upper_end_beyond_the_source_spread():
+    """profile.prediction_check calls a range not informative where its upper end lies more than SOURCE_SPREAD
+    above its expected time, the widest any cited default allows: checked here on the defaults themselves, over
+    catalog models, every catalog device and launch model, decode and prefill (the widest, 2x, is a launch-bound
+    step: one launch at 5-10 us)."""
+    from roofcalc.hardware import hardware_catalog
+    from roofcalc.measure import SOURCE_SPREAD
+    from roofcalc.roofline import roofline
+    from roofcalc import dtype
+    from roofcalc.sources import catalog
+
+    entries = {e.hub_id: e for e in catalog()}
+    widest = 0.0
+    for name in ("openai-community/gpt2-medium", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "Qwen/Qwen3-30B-A3B",
+                 "mistralai/Mixtral-8x22B-v0.1", "deepseek-ai/DeepSeek-V2-Lite", "HuggingFaceTB/SmolLM2-135M"):
+        shape = shape_from_config(entries[name].config, name)
+        for hw in hardware_catalog():
+            d = dtype(next(x for x in ("bf16", "fp16", "fp32") if x in hw.peak_flop_per_s))  # one it computes in
+            kw = dict(weight_dtype=d, act_dtype=d, kv_dtype=d)
+            for wl in (Workload.decode(1, 500, **kw), Workload.decode(64, 4096, **kw), Workload.prefill(1, 2048, **kw)):
+                a = analyze(shape, wl)
+                for impl in ("hf-eager", "fused", "cuda-graph"):
+                    st = roofline(a, hw, impl=impl).step
+                    widest = max(widest, st.predicted_upper_s / st.predicted_s)
+    assert 1.9 < widest <= SOURCE_SPREAD * (1 + 1e-9)
+
+
+def _fake_profile(tmp_path, kernel_s, tpot_s, steps=None, load=None, efficiency=None):
+    """A ProfileResult of made-up times for SMALL's decode step at batch 1, context 64, on a made-up CPU profile
+    (20 GB/s, 200 GFLOP/s): each kernel instance ``kernel_s`` seconds, the timed steps ``steps`` (median
+    ``tpot_s``); and its roofline, as run_profile places it."""
+    from roofcalc import dtype
+    from roofcalc.measure import LoadReading
+    from roofcalc.profile import KernelTime, ProfileResult
+    from roofcalc.roofline import roofline
+
+    d = dtype("fp32")
+    a = analyze(shape_from_config(SMALL, "small"), Workload.decode(1, 64, weight_dtype=d, act_dtype=d, kv_dtype=d,
+                                                                   cache_update="concat"))
+    kernels = {k.name: KernelTime(k.name, kernel_s * k.count, k.count) for k in a.kernels}
+    p = ProfileResult(a, "cpu", tpot_s, steps or (tpot_s,) * 3, None, tpot_s, kernels, 0.0,
+                      load=load or LoadReading(2, 0.2, 0.3, 0.1))
+    path = tmp_path / "hw.json"
+    path.write_text(json.dumps({"name": "test CPU (measured)", "bandwidth_bytes_per_s": 2e10, "peak_flop_per_s":
+                                {"fp32": 2e11}, "launch_overhead_s": 5e-6, "kind": "cpu", "nominal": "EPYC-9654",
+                                **({"efficiency": efficiency} if efficiency else {})}))
+    hw = load_profile(str(path))
+    from roofcalc.hardware import find_hardware
+
+    r = roofline(a, find_hardware("EPYC-9654"), measured_profile=hw, kernel_times=p.kernel_times, tpot_s=tpot_s)
+    return p, r
+
+
+def test_profile_says_when_the_kernels_outlast_the_step_never_a_negative_host_time(tmp_path):
+    from roofcalc.profile import profile_lines, profile_record, profile_trust
+
+    from roofcalc.units import ms
+
+    n = sum(k.count for k in _fake_profile(tmp_path, kernel_s=0.01, tpot_s=1.0)[0].analysis.kernels)
+    p, r = _fake_profile(tmp_path, kernel_s=0.01, tpot_s=0.01 * n * 0.95)  # the step 5% under its kernels' sum
+    t = profile_trust(p, r)
+    lines = profile_lines(p, r, t)
+
+    assert t.host_s is None and p.kernel_sum_s == pytest.approx(0.01 * n)
+    assert f"warning   kernels' sum {ms(0.01 * n)} ms > TPOT {ms(0.0095 * n)} ms, timings disagree: re-run " \
+           "`roofcalc profile` on an idle machine" in lines
+    host = next(x for x in lines if x.startswith("host "))
+    assert host.endswith("measured TPOT less the ops: none to tell (the kernels' sum exceeds the TPOT)")
+    gap = next(x for x in lines if x.startswith("gap "))
+    assert "not split: the profiled step's kernels took" in gap
+    assert not re.search(r"-[\d.,]+ ms", "\n".join(lines))  # no negative time anywhere
+    rec = profile_record(p, t)["trust"]
+    assert rec["measured_host_s"] is None and rec["kernels_exceed_step"] is True
+
+
+def test_profile_says_when_the_step_is_far_slower_than_its_kernels(tmp_path):
+    from roofcalc.profile import profile_lines, profile_trust
+
+    p, r = _fake_profile(tmp_path, kernel_s=1e-6, tpot_s=1.0)
+    t = profile_trust(p, r)
+    expected = r.step.predicted_s / r.step.times.device_s  # the step model's step over its kernels
+    ratio = 1.0 / p.kernel_sum_s
+    assert ratio > 2 * expected
+    assert f"warning   TPOT {ratio:.2g}x the kernels' sum (the model expects {expected:.2g}x): re-run `roofcalc " \
+           "profile` on an idle machine" in profile_lines(p, r, t)
+
+
+def test_profile_warns_of_load_and_far_apart_steps(tmp_path):
+    from roofcalc.measure import LoadReading
+    from roofcalc.profile import profile_trust
+
+    p, r = _fake_profile(tmp_path, kernel_s=1e-5, tpot_s=0.1, steps=(0.1, 0.1, 0.25), load=LoadReading(2, 3.0, 3.1, 0.1))
+    # load 3.0 at start, 3.1 - 0.1 = 3.0 at the end besides this run, on 2 cores; steps 0.25 / 0.1 = 2.5x apart
+    assert profile_trust(p, r).warnings()[:2] == [
+        "warning   load 3 at start, 3 at end on 2 cores: re-run `roofcalc profile` on an idle machine",
+        "warning   decode steps up to 2.5x apart: re-run `roofcalc profile` on an idle machine"]
+
+
+def test_a_range_wider_than_its_sources_allow_is_not_informative(tmp_path):
+    from roofcalc.profile import profile_lines, profile_record, profile_trust
+
+    # a host time per op measured under load: 15 us expected, 300 us at its slowest pass, 20x apart
+    wide = {"host_per_op_s": {"expected": 15e-6, "pessimistic": 300e-6}}
+    p, r = _fake_profile(tmp_path, kernel_s=1e-5, tpot_s=1.0, efficiency=wide)
+    st = r.step
+    p, r = _fake_profile(tmp_path, kernel_s=1e-5, tpot_s=1.8 * st.predicted_s, efficiency=wide)  # +80%
+    st = r.step
+    assert st.times.holds(p.tpot_s) and st.predicted_upper_s > 2 * st.predicted_s
+    t = profile_trust(p, r)
+    line = next(x for x in profile_lines(p, r, t) if x.startswith("predicted TPOT"))
+    width, bound = st.predicted_upper_s / st.predicted_lower_s, 2 * st.predicted_s / st.predicted_lower_s
+    assert f", {width:.3g}x wide where its sources allow {bound:.3g}x: not informative)" in line
+    assert line.endswith("+80% (no verdict: the range is not informative)") and "inside" not in line
+    assert "warning   the range is not informative: run `roofcalc measure --out` again on an idle machine" in \
+        profile_lines(p, r, t)
+    pred = profile_record(p, t)["trust"]["prediction"]
+    assert pred["informative"] is False and profile_record(p, t)["trust"]["verdict"] == "not informative"
+
+    # the same step on the profile's own spread (no efficiency given: the defaults), measured at its prediction:
+    # informative, inside, and no warning line at all
+    p, r = _fake_profile(tmp_path, kernel_s=1e-5, tpot_s=1.0)
+    p, r = _fake_profile(tmp_path, kernel_s=r.step.times.device_s / sum(k.count for k in p.analysis.kernels),
+                         tpot_s=r.step.predicted_s)
+    t = profile_trust(p, r)
+    lines = profile_lines(p, r, t)
+    assert t.prediction["informative"] is True and t.verdict == "inside"
+    assert next(x for x in lines if x.startswith("predicted TPOT")).endswith("+0% (inside the range)")
+    assert [x for x in lines if x.startswith("warning")] == []
+
+
+def test_profile_repeats_that_its_hw_file_was_measured_with_warnings(tmp_path):
+    from roofcalc.profile import hw_file_warnings
+
+    path = tmp_path / "me.json"
+    doc = {"name": "x", "bandwidth_bytes_per_s": 1e10, "peak_flop_per_s": {"fp32": 1e11}}
+    path.write_text(json.dumps({**doc, "trust": {"warnings": ["load 3 at start, 3 at end on 2 cores: ...",
+                                                              "copy stream runs 3.2x apart: ..."]}}))
+    assert hw_file_warnings(str(path)) == [
+        "warning   2 warnings in the --hw-file's trust: run `roofcalc measure --out` again on an idle machine"]
+    assert len(hw_file_warnings(str(path))[0]) <= 100
+    for clean in ({**doc, "trust": {"warnings": []}}, doc):  # measured cleanly, or written by hand
+        path.write_text(json.dumps(clean))
+        assert hw_file_warnings(str(path)) == []

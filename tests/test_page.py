@@ -3,7 +3,7 @@
 Each page is written by the command line and checked against the report's own JSON record: it loads with
 no console error, every chart draws one SVG point per kernel, step, measured point or sweep point, hovering a
 point shows that kernel's tooltip, and the tables sort when a header is clicked and filter as you type.
-Four page loads in one browser. Without Debian's chromium and chromium-driver the browser tests are skipped
+Five page loads in one browser. Without Debian's chromium and chromium-driver the browser tests are skipped
 (.ci/run installs them).
 """
 
@@ -255,3 +255,36 @@ def test_tp_comparison_page(browser, tmp_path, capsys):
     click_header(browser, "sizes", "tokens/s")
     assert column(browser, "sizes") == [str(p["tp"]) for p in sorted(doc["tp_points"],
                                                                        key=lambda p: p["tokens_per_s"])]
+
+
+@browser_test
+def test_profile_page_places_the_measured_kernels(browser, tmp_path, capsys):
+    """roofcalc profile --html: the single step's page, each kernel's measured time a filled point, and the
+    profile's lines (measured against predicted, its warnings) under the step. A tiny random Llama on the CPU
+    and a hand-written CPU profile (no measuring)."""
+    pytest.importorskip("torch")
+    cfg, hw, page = tmp_path / "config.json", tmp_path / "hw.json", tmp_path / "profile.html"
+    cfg.write_text(json.dumps({"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2,
+                               "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 512,
+                               "vocab_size": 1000, "max_position_embeddings": 512}))
+    hw.write_text(json.dumps({"name": "test CPU (measured)", "bandwidth_bytes_per_s": 2e10, "nominal": "EPYC-9654",
+                              "peak_flop_per_s": {"fp32": 2e11}, "launch_overhead_s": 5e-6, "kind": "cpu"}))
+    code, out, err = run(["profile", str(cfg), "--hw-file", str(hw), "--context", "32", "--steps", "2", "-q",
+                          "--format", "json", "--html", str(page)], capsys)
+    assert code == 0 and err == "", err
+    doc = json.loads(out)  # the same run's record
+    assert doc["profile"]["unmatched"] == []
+    load(browser, page)
+    drawn = [k for k in doc["kernels"] if k["flops"] and k["bytes"]]
+    measured = [k for k in drawn if k["measured_s"] is not None]
+    got = points(browser, "roofline")
+    assert got["kernels-measured"] == len(measured) == len(drawn) and got["kernels-predicted"] == len(drawn)
+    assert got["step-measured"] == got["step-predicted"] == 1
+    footer = browser.find_element("css selector", "pre.footer").text
+    assert "unmatched none: every kernel got a measured time" in footer
+    assert all(w in footer for w in doc["profile"]["trust"]["warnings"])  # each warning, as the terminal has it
+    # a hovered point's tooltip is its kernel's (points that coincide show one of them): its measured time
+    text = hover(browser, "roofline", "kernels-measured", [k["name"] for k in measured].index("lm_head"))
+    text = text.replace("\xa0", " ")
+    shown = next(k for k in measured if text.startswith(k["name"] + " "))
+    assert f"measured {shown['measured_s'] * 1e6:.3g} us" in text

@@ -634,6 +634,9 @@ def run_measure(argv: Sequence[str]) -> str:
             raise RoofcalcError(f"measuring collectives needs PyTorch: {torch_install()}")
     if args.nominal is not None:  # a misspelt name is refused before minutes of measuring, not after
         _find_hardware(args.nominal, "--nominal")
+    from .measure import LoadWatch
+
+    watch = LoadWatch()  # the load before anything runs, the collectives' processes included in this run's own
     links = None
     if args.collectives:  # first, while this process is idle: threads still spinning after the matmuls
         from .collectives import measure_collectives  # took the cores from gloo's processes (8 ms, not 1,
@@ -644,7 +647,7 @@ def run_measure(argv: Sequence[str]) -> str:
     if args.passes is not None and args.no_curves:
         raise RoofcalcError("--passes is for the kernel curves; --no-curves skips them")
     m = measure(args.device, dtypes, args.repeats, nbytes, quiet=args.quiet, curves=not args.no_curves,
-                passes=args.passes)
+                passes=args.passes, watch=watch)
     nominal, why = closest_nominal(m, args.nominal)
     if args.out:
         write_profile(m, nominal, args.out, links)
@@ -684,6 +687,8 @@ def _profile_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of standard output")
     p.add_argument("--wide", action="store_true", help="every column of the kernel table")
     p.add_argument("--plot", metavar="FILE.png|FILE.svg", help="the roofline with the measured kernels and step")
+    p.add_argument("--html", metavar="FILE.html", help="one self-contained HTML page of the step with the measured "
+                   "kernels placed (needs plotly: pip install 'roofcalc[html]')")
     p.add_argument("--update", action="store_true",
                    help="write what was measured (matmul and attention efficiencies, host time per op) back into "
                    "the --hw-file profile, so the next prediction uses this model's own kernels")
@@ -694,7 +699,8 @@ def _profile_parser() -> argparse.ArgumentParser:
 def run_profile(argv: Sequence[str]) -> str:
     from . import report
     from .hardware import load_profile
-    from .profile import _torch, profile_model
+    from .profile import (_torch, hw_file_warnings, profile_lines, profile_model, profile_record,
+                          profile_trust)
     from .roofline import roofline
 
     args = _profile_parser().parse_args(argv)
@@ -706,14 +712,24 @@ def run_profile(argv: Sequence[str]) -> str:
     _torch()  # says which extra to install before any work
     if args.plot is not None:
         _check_plot(args.plot)
+    if args.html is not None:  # before minutes of work: the path, and plotly (page.py alone imports it)
+        from .page import _plotly, check_html_path
+
+        check_html_path(args.html)
+        _plotly()
+    first = ()  # the warnings of the measurement the profile comes from
     if args.hw_file:
         hw_profile = load_profile(args.hw_file)
+        first = hw_file_warnings(args.hw_file)
     else:
+        from dataclasses import replace
+
         from .measure import closest_nominal, measure
 
         m = measure(args.device, [args.dtype], repeats=3, quiet=args.quiet, passes=2)  # quick: `measure` does more
         nominal, _ = closest_nominal(m, None)
         hw_profile = m.profile(nominal)
+        first = replace(m.trust, command="profile").warnings()
     result = profile_model(args.model, device=args.device, dtype_name=args.dtype, batch=args.batch,
                            context=args.context, steps=args.steps, family=args.family, quiet=args.quiet,
                            peak_flop_per_s=hw_profile.peak_flop_per_s.get(args.dtype),
@@ -740,20 +756,27 @@ def run_profile(argv: Sequence[str]) -> str:
         original = read_json(args.hw_file, "hardware profile")  # what it holds beyond the schema stays
         save_profile(replace(hw_profile, efficiency=updated_model(result, r, note)), args.hw_file, keep=original)
         updated = f"updated   {args.hw_file}: this run's matmul and attention efficiencies and host time per op"
+    trust = profile_trust(result, r, first)
+    lines = profile_lines(result, r, trust)
+    if args.html is not None:
+        from .page import save_page
+
+        save_page(r, args.html, notes=lines)
     if args.format == "json":
         import json
 
         doc = report.to_record(r)
-        doc["profile"] = report.profile_record(result)
+        doc["profile"] = profile_record(result, trust)
         return _emit(json.dumps(doc, indent=2) + "\n", output, args.format)
-    out = report.render(r, args.format, width=None if args.wide else term_width())
+    width = None if args.wide else term_width()
+    out = report.render(r, args.format, width=width)
     if args.format in ("table", "markdown"):
-        lines = report.profile_lines(result, r)
-        if args.format == "markdown":
-            lines = [f"- {line}" for line in lines]
+        lines = [f"- {line}" for line in lines] if args.format == "markdown" else report.wrap_lines(lines, width)
         out += "\n" + "\n".join(lines) + "\n"
         if args.plot:
             out += f"plot      written to {args.plot}\n"
+        if args.html is not None:
+            out += f"html      written to {args.html}\n"
         if updated:
             out += updated + "\n"
     return _emit(out, output, args.format)

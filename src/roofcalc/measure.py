@@ -62,6 +62,11 @@ class Sample:
         """(median − best) / best: how repeatable the runs were."""
         return self.median_s / self.best_s - 1
 
+    @property
+    def apart(self) -> float:
+        """The slowest run over the fastest (for a curve point, its slowest pass over its fastest)."""
+        return max(self.seconds) / self.best_s if self.best_s > 0 else 1.0
+
 
 @dataclass(frozen=True)
 class Measurement:
@@ -75,6 +80,7 @@ class Measurement:
     notes: tuple[str, ...] = field(default=())
     read: Sample | None = None  # a read-only stream (CPU)
     curves: "Curves | None" = None  # kernel efficiencies over shapes (measure_curves)
+    trust: "Trust | None" = None  # what may have spoilt the timings (trust_check)
 
     @property
     def streams(self) -> tuple[Sample, ...]:
@@ -207,6 +213,129 @@ def _time(fn: Callable[[], object], repeats: int, warmup: int = 1) -> tuple[floa
         fn()
         out.append(time.perf_counter() - t0)
     return tuple(out)
+
+
+# --------------------------------------------------------------------------- trust
+# What spoils a timing on a shared machine, watched while measure and profile run: other processes' load,
+# runs or passes of one quantity far apart. Each is a warning line that says what to do; the profile that
+# `measure --out` writes and profile's JSON keep the figures (Trust.record).
+
+SOURCE_SPREAD = 2.0  # the widest a cited default's pessimistic end lies from its expected one (one kernel launch at
+# 5-10 us, predict.LAUNCH; every other default is nearer): runs or passes of one quantity at least this far apart
+# say the machine changed under the measurement rather than how the kernel varies, and a prediction whose upper end
+# lies further above its expected time than this has a range wider than its sources allow (profile; the defaults
+# reach 2x on launch-bound steps and never more: tests/test_measure.py checks them over the catalog)
+LOAD_PER_CORE = 1.0  # a 1-minute load average from other processes of one task per core (Linux counts runnable
+# and uninterruptible tasks): on average every core had other work, so the timings shared the cores
+LOAD_WINDOW_S = 60.0  # the load average's time constant (the 1-minute figure decays as exp(-t / 60 s))
+
+
+def when_idle(command: str) -> str:
+    return f"re-run `roofcalc {command}` on an idle machine"
+
+
+def load_average() -> float | None:
+    """The 1-minute load average (None where the platform has none)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds this process and its finished children have used (user and system)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+class LoadWatch:
+    """The load average when a measurement starts and when it ends, and this run's own share of the end:
+    its CPU seconds over its wall time is the cores it kept busy, which the 1-minute average holds at
+    1 − exp(−wall / 60 s) of their weight after ``wall`` seconds."""
+
+    def __init__(self, load=None, cpu=None, clock=None):
+        self._load, self._cpu, self._clock = load or load_average, cpu or _cpu_seconds, clock or time.perf_counter
+        self.cores = os.cpu_count() or 1
+        self.start = self._load()
+        self.t0, self.cpu0 = self._clock(), self._cpu()
+
+    def stop(self) -> "LoadReading":
+        end, wall = self._load(), max(self._clock() - self.t0, 1e-9)
+        busy = (self._cpu() - self.cpu0) / wall
+        own = busy * (1 - math.exp(-wall / LOAD_WINDOW_S))
+        return LoadReading(self.cores, self.start, end, own)
+
+
+@dataclass(frozen=True)
+class LoadReading:
+    cores: int
+    start: float | None  # 1-minute load average when the measurement began (None: not available)
+    end: float | None  # ... and when it ended, this run's own work in it
+    own: float = 0.0  # this run's estimated share of ``end``
+
+    @property
+    def others_end(self) -> float | None:
+        return None if self.end is None else max(0.0, self.end - self.own)
+
+    @property
+    def busy(self) -> bool:
+        """Other processes' load (this run's own taken out at the end) at LOAD_PER_CORE a core or more."""
+        limit = LOAD_PER_CORE * self.cores
+        return any(x is not None and x >= limit for x in (self.start, self.others_end))
+
+    def warning(self, command: str) -> str | None:
+        if not self.busy:
+            return None
+        at = ", ".join(f"{x:.2g} at {w}" for x, w in ((self.start, "start"), (self.others_end, "end")) if x is not None)
+        return f"warning   load {at} on {self.cores} cores: {when_idle(command)}"
+
+    def record(self) -> dict:
+        return {"cores": self.cores, "load_average_1min_start": self.start, "load_average_1min_end": self.end,
+                "this_run_at_end": self.own, "others_at_end": self.others_end,
+                "limit": LOAD_PER_CORE * self.cores}
+
+
+@dataclass(frozen=True)
+class Trust:
+    """What may have spoilt a measurement: the load around it, and how far apart the runs of each roof
+    figure and the passes of each curve point were (slowest over fastest)."""
+
+    load: LoadReading
+    runs: tuple[tuple[str, float], ...]  # (roof figure, its slowest run over its fastest)
+    passes: tuple[tuple[str, float], ...]  # (curve point, its slowest pass over its fastest); empty with one pass
+    command: str = "measure"
+
+    def warnings(self) -> list[str]:
+        out = [w for w in (self.load.warning(self.command),) if w]
+        far = [(n, x) for n, x in self.runs if x >= SOURCE_SPREAD]
+        if far:
+            name, x = max(far, key=lambda nx: nx[1])
+            out.append(f"warning   {name} runs {x:.2g}x apart: {when_idle(self.command)}")
+        far = [x for _, x in self.passes if x >= SOURCE_SPREAD]
+        if far:
+            out.append(f"warning   curve passes {max(far):.2g}x apart at {len(far)} of {len(self.passes)} points: "
+                       f"{when_idle(self.command)}")
+        return out
+
+    def record(self) -> dict:
+        return {**self.load.record(), "spread_limit": SOURCE_SPREAD, "runs_apart": dict(self.runs),
+                "passes_apart": dict(self.passes), "warnings": [w.split(None, 1)[1] for w in self.warnings()]}
+
+
+def trust_check(m: "Measurement", load: LoadReading) -> Trust:
+    """The runs of the roof's figures (each stream, each dtype's peak) and the passes of each curve point of
+    ``m``, slowest over fastest, with the load around them."""
+    runs = [(f"{s.name} stream", s.apart) for s in m.streams]
+    runs += [(f"{d} {m.peak(d).name} peak", m.peak(d).apart) for d in m.matmuls]  # the size the roof takes
+    passes = []
+    c = m.curves
+    if c is not None:
+        points = [smp for *_, smp in c.matmul + c.attention + c.prefill_attention]
+        if points and min(len(smp.seconds) for smp in points) > 1:
+            passes = [(smp.name, smp.apart) for smp in points]
+        if len(c.host_per_op) > 1:
+            passes.append(("host per op", max(c.host_per_op) / min(c.host_per_op)))
+    return Trust(load, tuple(runs), tuple(passes))
 
 
 # --------------------------------------------------------------------------- the machine
@@ -730,15 +859,22 @@ def closest_nominal(m: Measurement, requested: str | None) -> tuple[Hardware | N
 
 
 def measure(device: str = "cpu", dtypes=None, repeats: int = 7, nbytes: int | None = None,
-            quiet: bool = False, curves: bool = True, passes: int | None = None) -> Measurement:
+            quiet: bool = False, curves: bool = True, passes: int | None = None,
+            watch: LoadWatch | None = None) -> Measurement:
     """The roof, and with ``curves`` the kernel efficiencies and host overhead (measure_curves, in
-    ``passes`` passes: CURVE_PASSES for the device when None)."""
+    ``passes`` passes: CURVE_PASSES for the device when None); its ``trust`` holds the load from ``watch``
+    (started here when None) to the end, and how far apart the runs and passes were."""
+    from dataclasses import replace
+
     if device not in ("cpu", "cuda"):
         raise RoofcalcError(f"--device {device}: use cpu or cuda")
+    watch = watch or LoadWatch()
     with Progress("measure", quiet=quiet) as progress:
         if device == "cuda":
-            return cuda_measure(tuple(dtypes or CUDA_DTYPES), repeats, nbytes, progress, curves, passes)
-        return _cpu_measure(dtypes, repeats, nbytes, progress, curves, passes)
+            m = cuda_measure(tuple(dtypes or CUDA_DTYPES), repeats, nbytes, progress, curves, passes)
+        else:
+            m = _cpu_measure(dtypes, repeats, nbytes, progress, curves, passes)
+    return replace(m, trust=trust_check(m, watch.stop()))
 
 
 def _cpu_measure(dtypes, repeats: int, nbytes: int | None, progress, curves: bool, passes: int | None) -> Measurement:
@@ -847,6 +983,7 @@ def report(m: Measurement, nominal: Hardware | None, why: str, path: str | None)
     lines += curve_lines(m)
     for note in m.notes:
         lines.append(f"note      {note}")
+    lines += m.trust.warnings() if m.trust is not None else []
     lines.append(f"profile   the roof uses the best runs: {_fmt(m.bandwidth_bytes_per_s, 'B/s')}, "
                  + ", ".join(f"{d} {_fmt(m.peak(d).best_rate, 'FLOP/s')}" for d in m.matmuls)
                  + f", {m.launch_overhead_s * 1e6:.3g} us per op")
@@ -908,5 +1045,7 @@ def write_profile(m: Measurement, nominal: Hardware | None, path: str, collectiv
         **({"curves": curve_details(m.curves)} if m.curves else {}),
         **({"collectives": collectives} if collectives is not None else {}),
     }
+    if m.trust is not None:
+        doc["trust"] = m.trust.record()
     write_json(doc, path)
 

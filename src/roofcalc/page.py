@@ -57,17 +57,19 @@ def _plotly():
     return go
 
 
-def save_page(result, path: str, defaults: Iterable[str] = (), record: bool = False) -> None:
-    """Write the page of a roofline, a sweep or a --tp/--pp/--ep comparison to ``path``."""
+def save_page(result, path: str, defaults: Iterable[str] = (), record: bool = False,
+              notes: Iterable[str] = ()) -> None:
+    """Write the page of a roofline, a sweep or a --tp/--pp/--ep comparison to ``path``; ``notes``: lines to
+    add under a roofline's step (what ``roofcalc profile`` measured)."""
     check_html_path(path)
-    text = page_html(result, defaults, record)
+    text = page_html(result, defaults, record, notes)
     try:
         Path(path).write_text(text, encoding="utf-8")
     except OSError as exc:
         raise RoofcalcError(f"--html {path}: {exc.strerror}") from None
 
 
-def page_html(result, defaults: Iterable[str] = (), record: bool = False) -> str:
+def page_html(result, defaults: Iterable[str] = (), record: bool = False, notes: Iterable[str] = ()) -> str:
     """The whole page as a string: one :class:`Roofline`, :class:`Sweep` or :class:`TPSweep`."""
     from .parallel import TPSweep
     from .roofline import Roofline
@@ -76,7 +78,7 @@ def page_html(result, defaults: Iterable[str] = (), record: bool = False) -> str
     _plotly()
     defaults = tuple(defaults)
     if isinstance(result, Roofline):
-        title, body = _roofline_page(result, defaults, record)
+        title, body = _roofline_page(result, defaults, record, list(notes))
     elif isinstance(result, Sweep):
         title, body = _sweep_page(result, defaults)
     elif isinstance(result, TPSweep):
@@ -444,14 +446,14 @@ def _distances(go, fig, r, doc: dict, v) -> None:
                        font=dict(size=13, color=MEASURED_BLUE if mea else "#555"), bgcolor="rgba(255,255,255,0.8)")
 
 
-def _roofline_page(r, defaults, record: bool) -> tuple[str, str]:
+def _roofline_page(r, defaults, record: bool, notes: list[str] = ()) -> tuple[str, str]:
     from tabulate import tabulate
 
     from . import report
 
     doc = report.to_record(r)
     head = report.header_lines(r.analysis, defaults) + report.roof_lines(r, defaults)
-    foot = report.totals_lines(r)
+    foot = report.totals_lines(r) + ([""] + notes if notes else [])
     if record:
         foot += ["", tabulate(report.record_rows(r), headers=["record", "nominal", "measured", "measured / nominal"],
                               tablefmt="simple", disable_numparse=True)]

@@ -24,6 +24,7 @@ Whatever is left (the rotary table, masks, glue copies) is reported as time outs
 from __future__ import annotations
 
 import inspect
+import math
 import statistics
 import sys
 import time
@@ -33,9 +34,10 @@ from dataclasses import dataclass, field
 
 from .calculator import Analysis, Workload, analyze, dtype
 from .errors import RoofcalcError
-from .measure import VIEW_OPS, Progress
+from .measure import SOURCE_SPREAD, VIEW_OPS, LoadReading, LoadWatch, Progress, when_idle
 from .shapes import shape_from_config
 from .sources import load_config
+from .units import ms
 
 TORCH_DTYPES = ("fp32", "bf16", "fp16")
 ATTENTION_OPS = ("scaled_dot_product", "aten::matmul", "aten::bmm", "aten::softmax", "aten::_softmax", "flash", "efficient")
@@ -73,6 +75,7 @@ class ProfileResult:
     other_s: float  # op time not credited to any kernel
     other_ops: dict = field(default_factory=dict)  # op name -> seconds, for the biggest leftovers
     other_count: int = 0  # ATen ops credited to no kernel
+    load: LoadReading | None = None  # the load average around the run (measure.LoadWatch)
 
     @property
     def kernel_times(self) -> dict[str, float]:
@@ -322,6 +325,7 @@ def profile_model(source: str, *, device: str = "cpu", dtype_name: str = "fp32",
         raise RoofcalcError(f"--device {device}: use cpu or cuda")
     if context < 2:
         raise RoofcalcError("--context must be at least 2 (a prefill of context - 1 tokens, then the step)")
+    watch = LoadWatch()
     cfg, name, _, _ = load_config(source)
     shape = shape_from_config(cfg, name, family)
     d = dtype(dtype_name)
@@ -388,7 +392,9 @@ def profile_model(source: str, *, device: str = "cpu", dtype_name: str = "fp32",
                 t0 = time.perf_counter()
                 step()
                 profiled = time.perf_counter() - t0
-    return _attribute(prof, analysis, device, statistics.median(times), tuple(times), ttft, profiled)
+    result = _attribute(prof, analysis, device, statistics.median(times), tuple(times), ttft, profiled)
+    result.load = watch.stop()
+    return result
 
 
 def _attribute(prof, analysis: Analysis, device: str, tpot: float, times, ttft: float, profiled: float) -> ProfileResult:
@@ -424,6 +430,155 @@ def _attribute(prof, analysis: Analysis, device: str, tpot: float, times, ttft: 
     biggest = dict(sorted(other.items(), key=lambda kv: -kv[1])[:5])
     return ProfileResult(analysis, device, tpot, times, ttft, profiled, kernels, sum(other.values()), biggest,
                          other_count)
+
+
+# --------------------------------------------------------------------------- what the timings are worth
+
+
+def prediction_check(st) -> dict:
+    """Whether the step's range [floors, pessimistic ends] says anything: its upper ÷ lower against the
+    bound its sources allow, the floors-to-expected distance widened by SOURCE_SPREAD (no cited default's
+    pessimistic end lies further from its expected one); wider, the range is not informative, and a
+    measurement inside it is no sign the prediction held."""
+    lower, expected, upper = st.predicted_lower_s, st.predicted_s, st.predicted_upper_s
+    width = upper / lower if lower > 0 else math.inf
+    bound = SOURCE_SPREAD * expected / lower if lower > 0 else math.inf
+    return {"lower_s": lower, "predicted_s": expected, "upper_s": upper, "upper_over_lower": width,
+            "bound": bound, "informative": width <= bound * (1 + 1e-9)}  # exactly at the bound: still informative
+
+
+@dataclass(frozen=True)
+class ProfileTrust:
+    """What may have spoilt a profile's timings, and whether its prediction's range says anything."""
+
+    load: LoadReading | None
+    steps_apart: float  # the slowest timed decode step over the fastest
+    kernel_sum_s: float  # the profiled step's ops credited to kernels
+    tpot_s: float  # the timed steps' median
+    expected_ratio: float  # the step model's step over its device time: what TPOT / kernel sum should be near
+    prediction: dict  # prediction_check
+    verdict: str  # "inside", "outside" or "not informative" (inside a range that says nothing)
+    measure_warnings: tuple[str, ...] = ()  # those of the measurement this run made first (no --hw-file)
+
+    @property
+    def host_s(self) -> float | None:
+        """TPOT less the kernels' sum; None where the kernels took longer than the step (no host time to tell)."""
+        left = self.tpot_s - self.kernel_sum_s
+        return left if left >= 0 else None
+
+    @property
+    def step_over_kernels(self) -> float | None:
+        return self.tpot_s / self.kernel_sum_s if self.kernel_sum_s > 0 else None
+
+    def warnings(self) -> list[str]:
+        again = when_idle("profile")
+        out = list(self.measure_warnings)
+        if self.load is not None and self.load.warning("profile"):
+            out.append(self.load.warning("profile"))
+        if self.steps_apart >= SOURCE_SPREAD:
+            out.append(f"warning   decode steps up to {self.steps_apart:.2g}x apart: {again}")
+        if self.host_s is None:
+            out.append(f"warning   kernels' sum {ms(self.kernel_sum_s)} ms > TPOT {ms(self.tpot_s)} ms, timings "
+                       f"disagree: {again}")
+        ratio = self.step_over_kernels
+        if ratio is not None and ratio > SOURCE_SPREAD * self.expected_ratio:
+            out.append(f"warning   TPOT {ratio:.2g}x the kernels' sum (the model expects {self.expected_ratio:.2g}x): "
+                       f"{again}")
+        if not self.prediction["informative"]:
+            out.append("warning   the range is not informative: run `roofcalc measure --out` again on an idle "
+                       "machine")
+        return out
+
+    def record(self) -> dict:
+        return {**(self.load.record() if self.load is not None else {}), "spread_limit": SOURCE_SPREAD,
+                "steps_apart": self.steps_apart, "measured_host_s": self.host_s,
+                "kernels_exceed_step": self.host_s is None, "step_over_kernels": self.step_over_kernels,
+                "expected_step_over_kernels": self.expected_ratio, "prediction": self.prediction,
+                "verdict": self.verdict, "warnings": [w.split(None, 1)[1] for w in self.warnings()]}
+
+
+def hw_file_warnings(path: str) -> list[str]:
+    """A line where the --hw-file's own measurement warned (its ``trust``, as ``roofcalc measure --out`` writes
+    it); none for a profile without one."""
+    from .inputs import read_json
+
+    doc = read_json(path, "hardware profile")
+    trust = doc.get("trust") if isinstance(doc, dict) else None
+    n = len(trust.get("warnings") or []) if isinstance(trust, dict) and isinstance(trust.get("warnings"), list) else 0
+    if not n:
+        return []
+    return [f"warning   {n} warning{'s' if n > 1 else ''} in the --hw-file's trust: run `roofcalc measure --out` "
+            "again on an idle machine"]
+
+
+def profile_trust(p: ProfileResult, r, measure_warnings=()) -> ProfileTrust:
+    """The checks on a profile ``p`` placed on its roofline ``r`` (roofline(..., kernel_times, tpot_s))."""
+    st = r.step
+    pred = prediction_check(st)
+    verdict = "outside" if not st.times.holds(p.tpot_s) else "inside" if pred["informative"] else "not informative"
+    device = st.times.device_s
+    return ProfileTrust(p.load, max(p.step_times_s) / min(p.step_times_s), p.kernel_sum_s, p.tpot_s,
+                        st.predicted_s / device if device > 0 else math.inf, pred, verdict, tuple(measure_warnings))
+
+
+def profile_record(p: ProfileResult, trust: ProfileTrust) -> dict:
+    """What ``roofcalc profile`` measured, and its trust checks (``--format json``'s ``profile``)."""
+    return {"device": p.device, "tpot_s": p.tpot_s, "step_times_s": list(p.step_times_s), "ttft_s": p.ttft_s,
+            "profiled_step_s": p.profiled_step_s, "kernel_sum_s": p.kernel_sum_s, "other_s": p.other_s,
+            "other_ops_s": p.other_ops, "unmatched": p.unmatched,
+            "kernels": {k: {"seconds_per_step": t.seconds, "ops": t.ops} for k, t in p.kernels.items()},
+            "trust": trust.record()}
+
+
+VERDICT_WORDS = {"inside": "(inside the range)", "outside": "(outside the range)",
+                 "not informative": "(no verdict: the range is not informative)"}
+
+
+def profile_lines(p: ProfileResult, r, trust: ProfileTrust) -> list[str]:
+    """The measured step against the model: predicted vs measured TPOT, the device and host parts, the gap,
+    and a warning line for each check that failed."""
+    from .report import host_words
+
+    st = r.step
+    t = st.times
+    err = p.tpot_s / st.predicted_s - 1
+    pred = trust.prediction
+    span = f"range {ms(st.predicted_lower_s)} to {ms(st.predicted_upper_s)} ms" + (
+        "" if pred["informative"] else f", {pred['upper_over_lower']:.3g}x wide where its sources allow "
+                                       f"{pred['bound']:.3g}x: not informative")
+    host = trust.host_s
+    lines = [
+        f"profiled  {p.device}: "
+        + (f"prefill of {r.analysis.workload.kv_len - 1} tokens {ms(p.ttft_s)} ms; " if p.ttft_s is not None
+           else f"cache of {r.analysis.workload.kv_len - 1} tokens filled with random values (prefill skipped); ")
+        + f"{len(p.step_times_s)} decode steps, median TPOT {ms(p.tpot_s)} ms "
+        f"(min {ms(min(p.step_times_s))}, max {ms(max(p.step_times_s))})",
+        f"predicted TPOT {ms(st.predicted_s)} ms ({span}); measured {ms(p.tpot_s)} ms: {100 * err:+.0f}% "
+        + VERDICT_WORDS[trust.verdict],
+        f"device    predicted {ms(t.device_s)} ms of kernels; the profiled step's ops sum to {ms(p.kernel_sum_s)} ms "
+        f"in roofcalc's kernels + {ms(p.other_s)} ms outside them",
+        f"host      predicted {ms(t.host_s)} ms ({host_words(r)}); measured TPOT less the ops: "
+        + ((f"{ms(host)} ms " + ("(host and device add up here)" if not t.overlap else
+                                 "(host and device overlap here)")) if host is not None else
+           "none to tell (the kernels' sum exceeds the TPOT)"),
+        f"gap       measured {ms(p.tpot_s)} ms = floors {ms(st.sum_floor_s)} ms "
+        f"({100 * st.sum_floor_s / p.tpot_s:.0f}%) + kernels below their roof "
+        f"{ms((p.kernel_sum_s - st.sum_floor_s))} ms + outside the kernels {ms(host)} ms; "
+        f"the step took {ms(p.profiled_step_s)} ms under the profiler" if host is not None else
+        f"gap       measured {ms(p.tpot_s)} ms against floors {ms(st.sum_floor_s)} ms "
+        f"({100 * st.sum_floor_s / p.tpot_s:.0f}%); not split: the profiled step's kernels took "
+        f"{ms(p.kernel_sum_s)} ms, {ms(p.kernel_sum_s - p.tpot_s)} ms more than the timed steps' median; "
+        f"it took {ms(p.profiled_step_s)} ms under the profiler",
+    ]
+    fast = [pl.kernel.name for pl in st.placements if pl.measured_s is not None and pl.measured_s < 0.9 * pl.t_floor_s]
+    if fast:
+        lines.append(f"faster    {', '.join(fast)} ran faster than their floor on this roof: the roof's measurement "
+                     f"does not bound them (a peak from square matmuls that this dtype runs on a slow path, or a "
+                     f"bandwidth measured under load); treat their % of roof as a sign the roof is low")
+    if p.other_ops:
+        lines.append("outside   " + ", ".join(f"{k} {ms(v)} ms" for k, v in p.other_ops.items()))
+    lines.append("unmatched " + (", ".join(p.unmatched) if p.unmatched else "none: every kernel got a measured time"))
+    return lines + trust.warnings()
 
 
 # --------------------------------------------------------------------------- closing the loop
