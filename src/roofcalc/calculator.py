@@ -146,8 +146,9 @@ class Workload:
     experts: str = "expected"  # MoE weights read: expected distinct experts (uniform routing) | all | topk
     mla: str = "naive"  # DeepSeek attention: as transformers computes it | absorbed (as serving engines decode)
     # how the KV cache takes the new tokens: written in place (a serving engine's paged or static cache), or
-    # concatenated (transformers' DynamicCache: torch.cat reads the whole cache and writes it again, every step)
-    cache_update: str = "in-place"
+    # concatenated (transformers' DynamicCache: torch.cat reads the whole cache and writes it again, every step).
+    # The default is the CLI's: its default engine is transformers' eager generate (--impl hf-eager)
+    cache_update: str = "concat"
 
     def __post_init__(self) -> None:
         if self.phase not in ("decode", "prefill"):
