@@ -52,6 +52,12 @@ def test_the_library_default_step_is_the_command_line_default(capsys):
               "read_bytes", "write_bytes", "intensity")
     assert [[k[f] for f in fields] for k in lib["kernels"]] == [[k[f] for f in fields] for k in cli["kernels"]]
     assert lib["totals"] == cli["totals"]
+    # the sizes: the command line's batch, context, and the default context's tokens of the forward pass it
+    # runs for a model with no decode step (tests/test_trace.py: a model without a KV cache)
+    from roofcalc.cli import DEFAULT_BATCH, DEFAULT_CONTEXT
+
+    assert (Workload.decode().batch, Workload.decode().kv_len) == (DEFAULT_BATCH, DEFAULT_CONTEXT)
+    assert (Workload.prefill().batch, Workload.prefill().query_tokens) == (DEFAULT_BATCH, DEFAULT_CONTEXT)
     # the step's AI: 2,161,694,976 FLOPs (tests/test_roofline.py) over the in-place step's 2,084,028,416 bytes
     # (ibid.) + the concatenation's 499 old positions read and written again, 2 · 499 · 22,528 = 22,482,944:
     # 2,106,511,360 bytes, AI 1.0262

@@ -105,12 +105,14 @@ class Workload:
         if self.cache_update not in CACHE_UPDATES:
             raise RoofcalcError(f"cache_update must be one of {', '.join(CACHE_UPDATES)}, not {self.cache_update!r}")
 
+    # the command line's defaults: batch 1, context 500 (its worked example); the prompt of its one default
+    # prefill, the forward pass it runs for a model with no decode step, is the default context's 500 tokens
     @classmethod
     def decode(cls, batch: int = 1, context: int = 500, **kw) -> "Workload":
         return cls("decode", batch, 1, context, **kw)
 
     @classmethod
-    def prefill(cls, batch: int = 1, prompt: int = 512, **kw) -> "Workload":
+    def prefill(cls, batch: int = 1, prompt: int = 500, **kw) -> "Workload":
         return cls("prefill", batch, prompt, prompt, **kw)
 
     @property
