@@ -1,7 +1,9 @@
 """The seed document's TinyLlama kernel table, computed; every expected number is derived beside it.
 
 TinyLlama-1.1B: L=22, D=2048, N=32, K=4, H=64 (K·H = 256), F=5632, V=32000, untied.
-Decode, batch 1, context 500, fp16 (2 bytes) everywhere, unless a test says otherwise.
+Decode, batch 1, context 500, fp16 (2 bytes) everywhere, the new token's K and V written in place (the seed
+table's arithmetic; the library's default, transformers' concatenating cache, is tested apart), unless a test
+says otherwise.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ TINY = load_shape("TinyLlama/TinyLlama-1.1B")
 
 @pytest.fixture(scope="module")
 def step():
-    return analyze(TINY, Workload.decode(batch=1, context=500))
+    return analyze(TINY, Workload.decode(batch=1, context=500, cache_update="in-place"))
 
 
 def test_linear_kernels_match_seed_table(step):
@@ -66,6 +68,16 @@ def test_step_bytes_and_header(step):
     # plus the new token written: 22 layers · 2 · 256 · 2 = 22,528
     assert step.totals.kv_bytes == 500 * 22_528 + 22_528
     assert step.totals.intensity == pytest.approx(1.0, abs=0.05)  # seed: AI ≈ 1 at batch 1
+
+
+def test_the_default_cache_is_concatenated_as_transformers_does():
+    """The default Workload is the command line's default engine, transformers' eager generate, whose
+    DynamicCache concatenates: kv_cache_write reads a layer's 499 old positions and writes all 500."""
+    default = analyze(TINY, Workload.decode())
+    assert default.workload.cache_update == "concat"
+    # attention reads 500 · 22,528; the write reads 499 · 22,528 and writes 500 · 22,528: 1,499 · 22,528
+    assert default.totals.kv_bytes == (500 + 499 + 500) * 22_528
+    assert Workload.prefill().cache_update == "concat"
 
 
 def test_decode_intensity_grows_with_batch():
@@ -126,12 +138,12 @@ def test_a_concatenated_cache_is_read_and_written_whole():
     write reads 2 x 99 old positions (202,752 bytes) and writes 2 x 100 (204,800), where in place it writes
     the 2 new ones (2,048). A prefill has no old cache: the same either way."""
     cat = analyze(TINY, Workload.decode(2, 100, cache_update="concat")).kernel("kv_cache_write").cost
-    put = analyze(TINY, Workload.decode(2, 100)).kernel("kv_cache_write").cost
+    put = analyze(TINY, Workload.decode(2, 100, cache_update="in-place")).kernel("kv_cache_write").cost
     assert (cat.kv_read_bytes, cat.kv_write_bytes) == (2 * 99 * 1024, 2 * 100 * 1024)
     assert (put.kv_read_bytes, put.kv_write_bytes) == (0, 2 * 1024)
     assert cat.act_read_bytes == put.act_read_bytes == 2 * 1024  # the new K and V come in either way
     assert analyze(TINY, Workload.prefill(2, 64, cache_update="concat")).totals == \
-        analyze(TINY, Workload.prefill(2, 64)).totals
+        analyze(TINY, Workload.prefill(2, 64, cache_update="in-place")).totals
     # under a sliding window the layer holds the last W - 1 + T positions: Mistral-7B's 4096 at S = 10,000
     # (8 KV heads x 128 x 2 (K, V) x 2 bytes = 4,096 a token): reads 4,095, writes 4,096
     w = analyze(load_shape("mistralai/Mistral-7B-v0.1"), Workload.decode(1, 10_000, cache_update="concat"))

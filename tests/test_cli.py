@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from roofcalc import Workload
 from roofcalc.cli import main
 from textutil import unwrap
 
@@ -34,6 +35,33 @@ def test_main_job_prints_header_table_and_totals(capsys):
         assert f"\n{name} " in out
     # FLOPs give way on a 100-column terminal (AI and bytes stay); --wide shows them
     assert "8.39 M" not in out and "8.39 M" in run(["TinyLlama/TinyLlama-1.1B", "--wide"], capsys)[1]  # q_proj's 8,388,608
+
+
+def test_the_library_default_step_is_the_command_line_default(capsys):
+    """roofcalc.analyze(shape, Workload.decode()) and `roofcalc MODEL --format json` with no options describe one
+    step: the same workload (batch 1, context 500, fp16, the concatenating cache of the default --impl
+    hf-eager) and, kernel by kernel, the same FLOPs and bytes."""
+    import roofcalc
+
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--format", "json"], capsys)
+    assert code == 0
+    cli = json.loads(out)
+    lib = roofcalc.to_record(roofcalc.analyze(roofcalc.load_shape("TinyLlama/TinyLlama-1.1B"), Workload.decode()))
+    assert lib["workload"] == cli["workload"]
+    fields = ("name", "count", "flops", "matmul_flops", "bytes", "weight_bytes", "activation_bytes", "kv_bytes",
+              "read_bytes", "write_bytes", "intensity")
+    assert [[k[f] for f in fields] for k in lib["kernels"]] == [[k[f] for f in fields] for k in cli["kernels"]]
+    assert lib["totals"] == cli["totals"]
+    # the sizes: the command line's batch, context, and the default context's tokens of the forward pass it
+    # runs for a model with no decode step (tests/test_trace.py: a model without a KV cache)
+    from roofcalc.cli import DEFAULT_BATCH, DEFAULT_CONTEXT
+
+    assert (Workload.decode().batch, Workload.decode().kv_len) == (DEFAULT_BATCH, DEFAULT_CONTEXT)
+    assert (Workload.prefill().batch, Workload.prefill().query_tokens) == (DEFAULT_BATCH, DEFAULT_CONTEXT)
+    # the step's AI: 2,161,694,976 FLOPs (tests/test_roofline.py) over the in-place step's 2,084,028,416 bytes
+    # (ibid.) + the concatenation's 499 old positions read and written again, 2 · 499 · 22,528 = 22,482,944:
+    # 2,106,511,360 bytes, AI 1.0262
+    assert cli["totals"]["intensity"] == 2_161_694_976 / 2_106_511_360
 
 
 def test_json_schema(capsys):

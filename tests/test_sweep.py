@@ -133,7 +133,8 @@ def test_a_sweep_checks_its_corners_against_the_single_step(monkeypatch):
         sweep_module.sweep(shape, find_hardware("A100"), batches=[1, 8], contexts=[128, 4096], impl="cuda-graph")
 
 
-# TinyLlama (L=22, D=2048, N=32, K=4, H=64, F=5632, V=32000) decode at context S=2048, fp16, by hand.
+# TinyLlama (L=22, D=2048, N=32, K=4, H=64, F=5632, V=32000) decode at context S=2048, fp16, the new token's K and
+# V written in place (IN_PLACE), by hand.
 # FLOPs per sequence, per layer:
 #   q, o 2·D·D = 8,388,608 each; k, v 2·D·256 = 1,048,576 each; gate, up, down 2·D·F = 23,068,672 each
 #   -> linears 88,080,384
@@ -154,12 +155,13 @@ TINY_ACT_PER_SEQ = 3_717_120
 TINY_KV_PER_SEQ = (2048 + 1) * 22_528
 # Weight bytes every step reads whatever the batch: 2,069,024,768 (tests/test_calculator.py derives it)
 TINY_WEIGHTS = 2_069_024_768
+IN_PLACE = dict(cache_update="in-place")  # the arithmetic above: a serving engine's cache, not the default concat
 
 
 def test_tinyllama_kv_term_bends_intensity_below_batch():
     """Context 2048, batch 64: AI = 64·f / (W + 64·(a + kv)); without the KV term it would be 67.9."""
     shape = load_shape("TinyLlama/TinyLlama-1.1B")
-    grid = decode_grid(shape, [64], [2048], ROOF)
+    grid = decode_grid(shape, [64], [2048], ROOF, **IN_PLACE)
     flops = 64 * TINY_FLOPS_PER_SEQ  # 156,552,364,032
     nbytes = TINY_WEIGHTS + 64 * (TINY_ACT_PER_SEQ + TINY_KV_PER_SEQ)  # 5,261,152,256
     assert grid.flops[0, 0] == flops
@@ -173,15 +175,15 @@ def test_tinyllama_kv_term_bends_intensity_below_batch():
 
 def test_intensity_close_to_batch_while_kv_is_small():
     shape = load_shape("TinyLlama/TinyLlama-1.1B")
-    grid = decode_grid(shape, [1, 2, 4, 8], [16], ROOF)
-    # at S=16 the KV cache is 16·22,528 = 360 kB per sequence against 2.07 GB of weights, and each
-    # fp16 weight (2 bytes) does one multiply-add (2 FLOPs) per sequence: AI ≈ B
+    grid = decode_grid(shape, [1, 2, 4, 8], [16], ROOF, **IN_PLACE)
+    # at S=16 the KV cache is 16·22,528 = 360 kB per sequence (the new token written in place) against 2.07 GB
+    # of weights, and each fp16 weight (2 bytes) does one multiply-add (2 FLOPs) per sequence: AI ≈ B
     assert np.allclose(grid.intensity[:, 0] / grid.batches, 1.0, atol=0.015)
 
 
 def test_verdicts_tinyllama_context_2048():
     shape = load_shape("TinyLlama/TinyLlama-1.1B")
-    [v] = batch_verdicts(shape, [2048], ROOF, 16e9)
+    [v] = batch_verdicts(shape, [2048], ROOF, 16e9, **IN_PLACE)
     # AI(B) -> f / (a + kv) = 2,446,130,688 / 49,876,992 = 49.04 < ridge 65e12 / 320e9 = 203: never
     assert v.intensity_limit == pytest.approx(TINY_FLOPS_PER_SEQ / (TINY_ACT_PER_SEQ + TINY_KV_PER_SEQ), rel=1e-12)
     assert v.ridge_batch is None
@@ -194,10 +196,10 @@ def test_verdicts_tinyllama_context_2048():
 def test_ridge_batch_on_a_low_ridge_roof():
     shape = load_shape("TinyLlama/TinyLlama-1.1B")
     roof = Roof(1e12, 20e12)  # ridge 20 FLOP/byte
-    [v] = batch_verdicts(shape, [2048], roof)
+    [v] = batch_verdicts(shape, [2048], roof, **IN_PLACE)
     # B·f >= 20·(W + B·(a + kv))  <=>  B >= 20·2,069,024,768 / (2,446,130,688 - 20·49,876,992) = 28.57
     assert v.ridge_batch == 29
-    grid = decode_grid(shape, [28, 29], [2048], roof)
+    grid = decode_grid(shape, [28, 29], [2048], roof, **IN_PLACE)
     assert grid.intensity[0, 0] < 20 <= grid.intensity[1, 0]
     assert v.max_batch is None  # no capacity given
 

@@ -402,9 +402,10 @@ def test_a_mixture_of_experts_traces_in_fp32(model_type):
 
 def test_ideal_view_equals_the_hand_model_where_both_count_the_same_kernel():
     """Llama traced: every projection and the MLP, norms, KV write and attention core move the hand
-    model's bytes exactly; rotary differs (docs/conventions.md: the trace reads cos and sin per head group)."""
+    model's bytes exactly; rotary differs (docs/conventions.md: the trace reads cos and sin per head group).
+    The ideal view writes the new positions in place, as the hand model's in-place cache does."""
     cfg = dict(BASE, model_type="llama")
-    wl = Workload.decode(2, 17)
+    wl = Workload.decode(2, 17, cache_update="in-place")
     hand = analyze(shape_from_config(cfg, "t"), wl)
     tr = trace(cfg, "t", wl, view="ideal", use_cache=False)
     pairs = {"self_attn.q_proj": "q_proj", "self_attn.k_proj": "k_proj", "self_attn.v_proj": "v_proj",

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
+
+from .dtypes import DTYPE_ALIASES, DTYPES, SCALE_BYTES, DType, dtype  # noqa: F401 (the library's names)
 from .errors import RoofcalcError
 from .shapes import ModelShape
 
@@ -47,80 +49,13 @@ MAX_BATCH = 1 << 20
 MAX_TOKENS = 1 << 24
 
 
-# --------------------------------------------------------------------------- data types
+# --------------------------------------------------------------------------- data types (roofcalc.dtypes)
 
 
-SCALE_BYTES = 2  # one fp16 scale per group of quantized weights (symmetric; no zero point)
-
-
-@dataclass(frozen=True)
-class DType:
-    """A storage type. ``quantized`` types hold integer weights with one fp16 scale per group."""
-
-    name: str
-    bits: int
-    quantized: bool = False
-    block: int = 0  # block-scaled float weights: one fp32 scale per block x block tile (DeepSeek-V3 fp8)
-    group: int = 0  # a format's own group along the input dimension (else the workload's group_size)
-    scale_bytes: int = SCALE_BYTES  # bytes of one group's scale
-    experts_only: bool = False  # the format stores a mixture of experts' expert weights only
-    # a checkpoint's linears with one scale per output row or per matrix (bytes of one): FBGEMM and
-    # compressed-tensors FP8, BitNet's ternary weights
-    row_scale: int = 0
-    tensor_scale: int = 0
-    computes: str = ""  # the dtype its GEMMs run in, where the format fixes it (fp8 weights with fp8 activations)
-
-    @property
-    def scaled(self) -> bool:
-        """Weights that carry scales: the decoder layers' linears alone (embeddings, norms and lm_head stay in
-        the float dtype)."""
-        return self.quantized or bool(self.block or self.row_scale or self.tensor_scale)
-
-    @property
-    def dequantized(self) -> bool:
-        """Scaled weights turned into the activation dtype, whose GEMMs then compute in it."""
-        return self.scaled and not self.computes
-
-    def nbytes(self, n_elements: int) -> int:
-        """Bytes of ``n_elements`` values (rounded up to a whole byte)."""
-        return -(-n_elements * self.bits // 8)
-
-
-DTYPES = {
-    "fp32": DType("fp32", 32),
-    "bf16": DType("bf16", 16),
-    "fp16": DType("fp16", 16),
-    "fp8": DType("fp8", 8),
-    "fp8-b128": DType("fp8-b128", 8, block=128),
-    # FBGEMM FP8 (Llama 3.1's FP8 checkpoints) and compressed-tensors FP8 by channel: one fp32 scale per output
-    # row; by tensor (and AutoFP8's quant_method fp8): one per matrix. Their GEMMs run in fp8
-    "fp8-ch": DType("fp8-ch", 8, row_scale=4, computes="fp8"),
-    "fp8-t": DType("fp8-t", 8, tensor_scale=4, computes="fp8"),
-    # BitNet b1.58: ternary weights packed four to a byte, one bf16 scale per matrix (transformers' BitLinear),
-    # unpacked to the activation dtype for the GEMM
-    "ternary": DType("ternary", 2, tensor_scale=2),
-    "int8": DType("int8", 8, quantized=True),
-    "int4": DType("int4", 4, quantized=True),
-    # OCP Microscaling Formats (MX) v1.0: MXFP4 is FP4 (E2M1) values in blocks of 32 sharing one 8-bit (E8M0)
-    # scale. gpt-oss checkpoints store their experts so (quant_method "mxfp4"), everything else in bf16, as
-    # transformers' Mxfp4 integration loads them: it replaces the experts alone
-    "mxfp4": DType("mxfp4", 4, quantized=True, group=32, scale_bytes=1, experts_only=True),
-}
-DTYPE_ALIASES = {"float32": "fp32", "float": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16",
-                 "float8": "fp8", "fp8_e4m3": "fp8", "e4m3": "fp8"}
 BLOCK_SCALE_BYTES = 4  # one fp32 scale (weight_scale_inv) per 128 x 128 block of fp8 weights
 EXPERT_MODES = ("expected", "all", "topk")
 MLA_MODES = ("naive", "absorbed")
 CACHE_UPDATES = ("in-place", "concat")
-
-
-def dtype(name: str | DType) -> DType:
-    if isinstance(name, DType):
-        return name
-    key = DTYPE_ALIASES.get(name.lower(), name.lower())
-    if key not in DTYPES:
-        raise RoofcalcError(f"unknown dtype '{name}'; use one of {', '.join(DTYPES)}")
-    return DTYPES[key]
 
 
 # --------------------------------------------------------------------------- the workload
@@ -146,8 +81,9 @@ class Workload:
     experts: str = "expected"  # MoE weights read: expected distinct experts (uniform routing) | all | topk
     mla: str = "naive"  # DeepSeek attention: as transformers computes it | absorbed (as serving engines decode)
     # how the KV cache takes the new tokens: written in place (a serving engine's paged or static cache), or
-    # concatenated (transformers' DynamicCache: torch.cat reads the whole cache and writes it again, every step)
-    cache_update: str = "in-place"
+    # concatenated (transformers' DynamicCache: torch.cat reads the whole cache and writes it again, every step).
+    # The default is the CLI's: its default engine is transformers' eager generate (--impl hf-eager)
+    cache_update: str = "concat"
 
     def __post_init__(self) -> None:
         if self.phase not in ("decode", "prefill"):
@@ -169,12 +105,14 @@ class Workload:
         if self.cache_update not in CACHE_UPDATES:
             raise RoofcalcError(f"cache_update must be one of {', '.join(CACHE_UPDATES)}, not {self.cache_update!r}")
 
+    # the command line's defaults: batch 1, context 500 (its worked example); the prompt of its one default
+    # prefill, the forward pass it runs for a model with no decode step, is the default context's 500 tokens
     @classmethod
     def decode(cls, batch: int = 1, context: int = 500, **kw) -> "Workload":
         return cls("decode", batch, 1, context, **kw)
 
     @classmethod
-    def prefill(cls, batch: int = 1, prompt: int = 512, **kw) -> "Workload":
+    def prefill(cls, batch: int = 1, prompt: int = 500, **kw) -> "Workload":
         return cls("prefill", batch, prompt, prompt, **kw)
 
     @property

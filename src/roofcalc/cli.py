@@ -461,7 +461,9 @@ def choose_dtype(config_dtype: str | None, hw, profile=None) -> tuple[str, str]:
         config_dtype = DEFAULT_DTYPE
     if config_dtype in peaks:
         return config_dtype, "the checkpoint's torch_dtype"
-    same = {"bf16": "fp16", "fp16": "bf16"}.get(config_dtype)
+    from .dtypes import same_width
+
+    same = same_width(config_dtype)
     if same in peaks:
         return same, f"the checkpoint is {config_dtype}; {device} has no {config_dtype} peak, so {same}, the same width"
     for d in (DEFAULT_DTYPE, "bf16", "fp32"):
@@ -668,7 +670,9 @@ def _profile_parser() -> argparse.ArgumentParser:
     p.add_argument("model", metavar="MODEL", help="a config.json, a folder holding one, a catalog name or a hub id")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="run the model on the CPU (default) or the first CUDA GPU")
-    p.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), default="fp32",
+    from .dtypes import torch_names
+
+    p.add_argument("--dtype", choices=tuple(torch_names()), default="fp32",
                    help="weights, activations and cache (default fp32)")
     p.add_argument("--batch", "-b", type=positive_int, default=1, help="sequences per step (default 1)")
     p.add_argument("--context", "-s", type=positive_int, default=DEFAULT_CONTEXT,

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from .dtypes import COMPUTE_DTYPES  # noqa: F401 (the compute dtypes a peak is given for)
 from .errors import RoofcalcError
 
 CATALOG_PATH = Path(__file__).parent / "data" / "hardware.json"
-COMPUTE_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 PROFILE_VERSION = 2  # 2 adds "efficiency": measured kernel efficiencies and host overhead (README)
 PROFILE_VERSIONS = (1, 2)
 

@@ -21,12 +21,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .dtypes import torch_names
 from .errors import RoofcalcError
 from .hardware import Hardware, find_hardware, hardware_catalog
 
 CPU_DTYPES = ("fp32",)  # what numpy's BLAS computes natively (fp16 is emulated, bf16 absent)
-CPU_TORCH_DTYPES = ("bf16", "fp16")  # measured with torch on the CPU when it is installed
-CUDA_DTYPES = ("fp32", "tf32", "fp16", "bf16")
+# measured with torch on the CPU when it is installed: bf16, fp16
+CPU_TORCH_DTYPES = tuple(d for d in torch_names() if d not in CPU_DTYPES)
+CUDA_TORCH = torch_names(compute=True)  # name -> torch dtype's name: fp32, tf32 (float32 tensors), fp16, bf16
+CUDA_DTYPES = tuple(CUDA_TORCH)
 MATMUL_SIZES_CPU = (1024, 2048, 4096)
 MATMUL_SIZES_CUDA = (4096, 8192, 16384)
 SLOW_MATMUL_S = 1.0  # a CPU matmul this slow is compute-bound already; larger sizes are not tried
@@ -473,7 +476,7 @@ def cpu_torch_matmul(dtype: str, sizes=MATMUL_SIZES_CPU, repeats: int = 3, progr
         from .inputs import torch_install
 
         raise RoofcalcError(f"measuring {dtype} matmuls on the CPU needs PyTorch: {torch_install()}") from None
-    t = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+    t = getattr(torch, torch_names()[dtype])
     gen = torch.Generator().manual_seed(0)
     out = []
     for n in (256, 512) + tuple(sizes):
@@ -533,7 +536,7 @@ def _cuda_time(torch, fn, repeats: int, warmup: int = 3) -> tuple[float, ...]:
 def cuda_measure(dtypes, repeats: int, nbytes: int | None, progress, curves: bool = True,
                  passes: int | None = None) -> Measurement:
     torch = _torch_cuda()
-    types = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+    types = {d: getattr(torch, t) for d, t in CUDA_TORCH.items()}
     for d in dtypes:
         if d not in types:
             raise RoofcalcError(f"--dtype {d}: roofcalc measures {', '.join(types)} matmuls on CUDA")
@@ -689,7 +692,7 @@ def measure_curves(torch, device: str, dtype: str, repeats: int, progress, timer
     times one call (CUDA events on a GPU, the wall clock on a CPU). Each point is timed in ``passes``
     passes over the whole set, ``repeats`` runs each; its Sample holds each pass's median, so a slow
     spell of a shared machine moves one pass of every point rather than every run of one point."""
-    types = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+    types = {d: getattr(torch, t) for d, t in CUDA_TORCH.items()}
     t = types[dtype]
     itemsize = torch.tensor([], dtype=t).element_size()
     timer = timer or (lambda fn, r: _time(fn, r))

@@ -33,13 +33,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .calculator import Analysis, Workload, analyze, dtype
+from .dtypes import torch_names
 from .errors import RoofcalcError
 from .measure import SOURCE_SPREAD, VIEW_OPS, LoadReading, LoadWatch, Progress, when_idle
 from .shapes import shape_from_config
 from .sources import load_config
 from .units import ms
 
-TORCH_DTYPES = ("fp32", "bf16", "fp16")
+TORCH_DTYPES = tuple(torch_names())  # fp32, bf16, fp16
 ATTENTION_OPS = ("scaled_dot_product", "aten::matmul", "aten::bmm", "aten::softmax", "aten::_softmax", "flash", "efficient")
 MARK = "roofcalc::"
 
@@ -336,7 +337,7 @@ def profile_model(source: str, *, device: str = "cpu", dtype_name: str = "fp32",
     work = prefill_step.totals.activation_bytes // max(1, shape.n_layers)
     need = int(1.1 * (analysis.weight_storage_bytes + batch * context * analysis.kv_bytes_per_token + 4 * work))
     _memory_check(torch, device, need)
-    torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
+    torch_dtype = getattr(torch, torch_names()[dtype_name])
 
     # the bar's steps: building the model, filling its cache, the warm-up step, each timed step, the profiled one
     with Progress("profile", 4 + steps, quiet) as say:

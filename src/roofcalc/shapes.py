@@ -541,7 +541,9 @@ def _compressed(q: dict, name: str) -> tuple[str, int | None]:
 def _config_dtype(cfg: dict) -> str | None:
     """The dtype the checkpoint was saved in: torch_dtype (transformers 4) or dtype (5), if one of ours."""
     value = cfg.get("torch_dtype", cfg.get("dtype"))
-    return {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(value) if isinstance(value, str) else None
+    from .dtypes import from_config
+
+    return from_config(value)
 
 
 def shape_from_config(cfg: Any, name: str = "model", family: str | None = None, *,

@@ -8,6 +8,7 @@ import re
 import warnings
 
 from ..calculator import Workload
+from ..dtypes import torch_names
 from ..errors import NoKVCache, RoofcalcError
 from ..inputs import one_line
 from .cache import TRACE_FORMAT, _kernel_doc
@@ -20,7 +21,7 @@ from .patches import _expert_matmul_fallback, _grouped_experts, _one_sequence_pe
 from .record import _Recorder, _storage_key
 
 
-TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+TORCH_DTYPES = torch_names()  # fp32, bf16, fp16: what a traced model runs in
 
 
 def _check_workload(wl: Workload) -> None:
