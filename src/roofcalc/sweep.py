@@ -21,7 +21,7 @@ grid's corners against the scalar path every time a sweep runs).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from .calculator import (MAX_BATCH, MAX_TOKENS, Cost, Workload, _layer_groups, analyze, decoder_layer, kv_cache_bytes,
                          model_head, touched_experts, traced_expert_bytes)
@@ -151,14 +151,27 @@ def _bilinear(v11: int, v21: int, v12: int, v22: int, s0: int = 1) -> tuple[int,
     return v11 - c10 - c01 * s0 - c11 * s0, c10, c01, c11
 
 
-def _rows(kernels: dict, i: int, b, s, s0: int = 1):
-    """M of kernel ``i`` at every (batch, attended context): bilinear in B and S' like every cost
-    (MLA's kv_b_proj expands B·S cached latents), read off the four probes."""
-    def rows(key):
-        return kernels[key][i][0].rows
+def _at(coefficients, b, s):
+    """c00 + c10·B + c01·S + c11·B·S (exact integers) over the batches ``b`` (a column) and the
+    attended contexts ``s`` (a row), on the least shape that holds it: a column where it does not
+    change with S (a weight's bytes), a row where it does not change with B, (1, 1) where neither;
+    numpy broadcasts it over the grid. Always an array, so the step model takes its array path."""
+    import numpy as np
 
-    c00, c10, c01, c11 = _bilinear(*(rows(key) for key in ((1, s0), (2, s0), (1, s0 + 1), (2, s0 + 1))), s0)
-    return c00 + c10 * b + c01 * s + c11 * b * s
+    c00, c10, c01, c11 = coefficients
+    out = np.full((1, 1), c00, dtype=np.int64)
+    if c10:
+        out = out + c10 * b
+    if c01:
+        out = out + c01 * s
+    if c11:
+        out = out + c11 * b * s
+    return out
+
+
+def _plus(*coefficients):
+    """The coefficients of a sum of bilinear costs."""
+    return [sum(c) for c in zip(*coefficients)]
 
 
 def _probe_contexts(contexts, analyzer) -> int:
@@ -203,53 +216,76 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
         per_batch = {int(bb): kernels_of(Workload.decode(int(bb), s0, **workload_kw)) for bb in b[:, 0]}
     else:
         per_batch = {}
-    totals = {f: np.zeros((b.shape[0], s.shape[1]), dtype=np.int64) for f in FIELDS}
-    floor = np.zeros((b.shape[0], s.shape[1]))
-    n_launch = np.zeros((b.shape[0], 1), dtype=np.int64)
+    n_b, n_s = b.shape[0], s.shape[1]
+    n_launch = np.zeros((n_b, 1), dtype=np.int64)
     corner = 0  # the largest total, in exact integers, to keep int64 from overflowing
     base = Workload.decode(1, 1, **workload_kw)
     act_name = base.act_dtype.name
+    keys = ((1, s0), (2, s0), (1, s0 + 1), (2, s0 + 1))
+    # the step's totals are bilinear too: each kernel's count · coefficients summed per attended context
+    # (a sliding window's min(S, W) apart), then evaluated once; routed-expert weights, per batch, apart
+    totals: dict = {}  # window -> {"flops", "bytes", "weight_bytes", "kv_bytes"}: Σ count · (c00, c10, c01, c11)
+    extra_weight_bytes = 0  # Σ count · weight bytes that are not bilinear, a column (one value per batch)
     terms = []
     for i, (kernel, count, window) in enumerate(probe[(1, s0)]):
         eff_s = s if window is None else np.minimum(s, window)
         big_eff = big_s if window is None else min(big_s, window)
-        costs = {key: probe[key][i][0].cost for key in probe}
-        row = {}
-        for f in FIELDS:
-            c00, c10, c01, c11 = _bilinear(*(getattr(costs[k], f) for k in ((1, s0), (2, s0), (1, s0 + 1),
-                                                                             (2, s0 + 1))), s0)
+        costs = [probe[key][i][0].cost for key in keys]
+        coef = {f: _bilinear(*(getattr(c, f) for c in costs), s0) for f in FIELDS}
+        for c00, c10, c01, c11 in coef.values():
             corner += count * abs(c00 + c10 * big_b + c01 * big_eff + c11 * big_b * big_eff)
-            if corner >= _INT64_SAFE:
-                raise GridOverflow(f"batch {big_b:,} x context {big_s:,} is too large to count in 64 bits; "
-                                    f"no device holds such a step")
-            row[f] = c00 + c10 * b + c01 * eff_s + c11 * b * eff_s
-            if f == "weight_bytes" and per_batch:
-                row[f] = np.array([[per_batch[int(bb)][i][0].cost.weight_bytes] for bb in b[:, 0]], dtype=np.int64)
-            elif f == "weight_bytes" and kernel.expert_weights:  # traced experts: the share a batch reaches
-                mode = workload_kw.get("experts", "expected")
-                rest = costs[(1, s0)].weight_bytes - traced_expert_bytes(kernel.expert_weights, 1, mode)
-                row[f] = np.array([[rest + traced_expert_bytes(kernel.expert_weights, int(bb), mode)]
-                                   for bb in b[:, 0]], dtype=np.int64)
-            totals[f] += count * row[f]
-        nbytes = row["weight_bytes"] + row["act_read_bytes"] + row["act_write_bytes"] + row["kv_read_bytes"] + \
-            row["kv_write_bytes"]
-        t_c, t_m = row["flops"] / roof.peak_flop_per_s, nbytes / roof.bandwidth_bytes_per_s
+        if corner >= _INT64_SAFE:
+            raise GridOverflow(f"batch {big_b:,} x context {big_s:,} is too large to count in 64 bits; "
+                               f"no device holds such a step")
+        weight = None  # the weight bytes where they are not bilinear in B: a column
+        if per_batch:
+            weight = np.array([[per_batch[int(bb)][i][0].cost.weight_bytes] for bb in b[:, 0]], dtype=np.int64)
+        elif kernel.expert_weights:  # traced experts: the share a batch reaches
+            mode = workload_kw.get("experts", "expected")
+            rest = costs[0].weight_bytes - traced_expert_bytes(kernel.expert_weights, 1, mode)
+            weight = np.array([[rest + traced_expert_bytes(kernel.expert_weights, int(bb), mode)]
+                               for bb in b[:, 0]], dtype=np.int64)
+        moved = _plus(coef["act_read_bytes"], coef["act_write_bytes"], coef["kv_read_bytes"], coef["kv_write_bytes"])
+        step = totals.setdefault(window, {f: [0, 0, 0, 0] for f in ("flops", "bytes", "weight_bytes", "kv_bytes")})
+        for f, c in (("flops", coef["flops"]), ("bytes", moved if weight is not None else
+                                                          _plus(moved, coef["weight_bytes"])),
+                     ("weight_bytes", [0, 0, 0, 0] if weight is not None else coef["weight_bytes"]),
+                     ("kv_bytes", _plus(coef["kv_read_bytes"], coef["kv_write_bytes"]))):
+            step[f] = [t + count * x for t, x in zip(step[f], c)]
+        if weight is not None:
+            extra_weight_bytes = extra_weight_bytes + count * weight
+        # the kernel itself, on the least shape its costs need
+        weight_bytes = weight if weight is not None else _at(coef["weight_bytes"], b, eff_s)
+        nbytes = weight_bytes + _at(moved, b, eff_s)
+        t_c, t_m = _at(coef["flops"], b, eff_s) / roof.peak_flop_per_s, nbytes / roof.bandwidth_bytes_per_s
         if kernel.kind == "collective":  # its link, or the HBM copy, whichever is slower (as Placement)
-            t_m = np.maximum(t_m, link_bytes(kernel.role, row["act_read_bytes"], kernel.group)
+            message = _at(coef["act_read_bytes"], b, eff_s)
+            t_m = np.maximum(t_m, link_bytes(kernel.role, message, kernel.group)
                              / roof.link_rate(kernel.group, kernel.ranks))
-        floor += count * np.maximum(t_c, t_m)
         if per_batch:
             n = np.array([[launches(per_batch[int(bb)][i][0], impl, act_name, shape)] for bb in b[:, 0]])
         else:
             n = launches(kernel, impl, act_name, shape)
         n_launch += count * n
-        terms.append((count, t_c, t_m, kernel.kind, _rows(probe, i, b, eff_s, s0),
-                      weight_format(kernel, base.weight_dtype),
-                      row["act_read_bytes"] if kernel.kind == "collective" else
-                      row["kv_read_bytes"] if kernel.kind == "attention" else row["weight_bytes"], kernel.depth,
-                      roof.hop(kernel.group, kernel.ranks) if kernel.kind == "collective" else "", n,
+        rows = _at(_bilinear(*(probe[key][i][0].rows for key in keys), s0), b, eff_s)
+        terms.append((count, t_c, t_m, kernel.kind, rows, weight_format(kernel, base.weight_dtype),
+                      message if kernel.kind == "collective" else
+                      _at(coef["kv_read_bytes"], b, eff_s) if kernel.kind == "attention" else weight_bytes,
+                      kernel.depth, roof.hop(kernel.group, kernel.ranks) if kernel.kind == "collective" else "", n,
                       (kernel.role, kernel.group) if kernel.kind == "collective" else ()))
     times = step_times(terms, model or ideal(), impl, n_launch)
+    # every kernel's share added in kernel order, as the single step adds them; the sums that no
+    # kernel's context reached (a column) spread over the grid
+    times = replace(times, **{f: np.broadcast_to(getattr(times, f), (n_b, n_s)).copy()
+                              for f in ("floor_s", "device_s", "device_upper_s", "compute_s", "comm_s", "fixed_s")
+                              if hasattr(getattr(times, f), "shape") and getattr(times, f).shape != (n_b, n_s)})
+    grid = {f: np.zeros((n_b, n_s), dtype=np.int64) for f in ("flops", "bytes", "weight_bytes", "kv_bytes")}
+    for window, step in totals.items():
+        eff_s = s if window is None else np.minimum(s, window)
+        for f in grid:
+            grid[f] += _at(step[f], b, eff_s)
+    grid["weight_bytes"] += extra_weight_bytes
+    grid["bytes"] += extra_weight_bytes
     if analyzer is None:
         weights_in_memory = sum(count * k.param_bytes for k, count, _ in probe[(1, 1)])
         memory = weights_in_memory + kv_cache_bytes(shape, base.kv_dtype, b, s)
@@ -259,11 +295,10 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
         c00, c10, c01, c11 = _bilinear(*(analyzer(Workload.decode(bb, ss, **workload_kw)).memory_bytes
                                          for bb, ss in ((1, s0), (2, s0), (1, s0 + 1), (2, s0 + 1))), s0)
         memory = c00 + c10 * b + c01 * s + c11 * b * s
-    total_bytes = sum(totals[f] for f in FIELDS if f not in ("flops", "matmul_flops"))
     return DecodeGrid(
-        batches=b[:, 0], contexts=s[0], flops=totals["flops"], bytes=total_bytes,
-        weight_bytes=totals["weight_bytes"], kv_bytes=totals["kv_read_bytes"] + totals["kv_write_bytes"],
-        floor_s=floor, memory_bytes=memory, roof=roof,
+        batches=b[:, 0], contexts=s[0], flops=grid["flops"], bytes=grid["bytes"],
+        weight_bytes=grid["weight_bytes"], kv_bytes=grid["kv_bytes"],
+        floor_s=times.floor_s, memory_bytes=memory, roof=roof,
         impl=impl, times=times,
     )
 
