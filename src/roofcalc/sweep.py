@@ -3,8 +3,11 @@
 Decode. Every kernel of a decode step costs c00 + c10·B + c01·S' + c11·B·S' in each of its
 integer fields, where S' is the context it attends to (S, or min(S, W) for a sliding layer).
 Four scalar evaluations per kernel pin the four coefficients exactly; the grid is then array
-arithmetic, not a loop over the scalar calculator. Tests check every grid value against the
-scalar calculator at random points.
+arithmetic, not a loop over the scalar calculator. The step's totals are the kernels' count ·
+coefficients summed before one evaluation; each kernel's own costs (for its time) are evaluated
+on the least shape they need (a weight's bytes and a matmul's rows are one column, one value
+per batch) and numpy broadcasts them, so only the kernels that read the cache cost a whole grid.
+Tests check every grid value against the scalar calculator at random points.
 
 Prefill costs are quadratic in the prompt and piecewise under a sliding window; a prefill
 grid evaluates the scalar calculator once per (batch, prompt) point (about half a millisecond
@@ -28,7 +31,7 @@ from .calculator import (MAX_BATCH, MAX_TOKENS, Cost, Workload, _layer_groups, a
 from .errors import RoofcalcError
 from .inputs import MAX_GRID_POINTS, check_sizes
 from .predict import KernelModel, StepTimes, ideal, step_times
-from .parallel import PipelineAnalyzer, StageAnalyzer, link_bytes
+from .parallel import PipelineAnalyzer, StageAnalyzer, link_bytes, pipeline_step_s
 from .roofline import Roof, launches, place, weight_format
 from .shapes import ModelShape
 
@@ -323,12 +326,6 @@ class BatchVerdicts:
     largest_batch_tried: int = MAX_BATCH  # the top of the 1, 2, 4, … ladder
 
 
-def _linear(arr2: "object", j: int, minus: tuple[int, int] = (0, 0)) -> tuple[int, int]:
-    """(value at B=0, slope in B) from a grid holding batches 1 and 2, less a non-linear part."""
-    v1, v2 = int(arr2[0, j]) - minus[0], int(arr2[1, j]) - minus[1]
-    return v1 - (v2 - v1), v2 - v1
-
-
 def _first_batch(holds, top: int = MAX_BATCH) -> int | None:
     """The smallest B in 1 … top where ``holds(B)`` is true, for a predicate that stays true once it
     is (bisection); None if it never is."""
@@ -339,6 +336,46 @@ def _first_batch(holds, top: int = MAX_BATCH) -> int | None:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if holds(mid) else (mid, hi)
     return hi
+
+
+def _first_batches(holds, n: int, top: int = MAX_BATCH) -> list:
+    """:func:`_first_batch` at ``n`` contexts at once, each bisected as it would be alone: ``holds(B)``
+    takes an int64 array of one batch per context and says where the predicate holds."""
+    import numpy as np
+
+    hi = np.full(n, top, dtype=np.int64)
+    ever = holds(hi)
+    lo = np.zeros(n, dtype=np.int64)
+    while True:
+        active = ever & (hi - lo > 1)
+        if not active.any():
+            break
+        mid = np.where(active, (lo + hi) // 2, hi)  # a context already decided asks again where it holds
+        h = holds(mid)
+        hi, lo = np.where(active & h, mid, hi), np.where(active & ~h, mid, lo)
+    return [int(v) if e else None for v, e in zip(hi.tolist(), ever.tolist())]
+
+
+def _at_least(left, right):
+    """int64 ``left`` >= float64 ``right``, compared exactly (as Python compares an int with a float):
+    an integer is at least a float where it is at least the float's ceiling."""
+    import numpy as np
+
+    limit = float(1 << 63)
+    top = right >= limit  # beyond every int64
+    c = np.ceil(np.where(top | (right < -limit), 0.0, right)).astype(np.int64)
+    return np.where(top, False, np.where(right < -limit, True, left >= c))
+
+
+def _batch_function(x):
+    """x(B) of an int64 array of batches (each distinct batch asked once)."""
+    import numpy as np
+
+    def xs(bb):
+        values, index = np.unique(bb, return_inverse=True)
+        return np.array([x(int(v)) for v in values.tolist()], dtype=np.int64)[index.reshape(bb.shape)]
+
+    return xs
 
 
 def step_batch_verdicts(r) -> BatchVerdicts | None:
@@ -392,28 +429,44 @@ def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: floa
             return sum(count * traced_expert_bytes(ew, tokens, mode) for count, ew in parts)
     x12 = (x(1), x(2))
 
+    def line(arr2, minus=(0, 0)):
+        """(value at B = 0, slope in B) at every context, exact integers, less a non-linear part."""
+        m1, m2 = minus
+        return [(v1 - m1 - (v2 - m2 - (v1 - m1)), v2 - m2 - (v1 - m1)) for v1, v2 in zip(*arr2.tolist())]
+
+    flops, nbytes, weights, kv, memory = (line(two.flops), line(two.bytes, x12), line(two.weight_bytes, x12),
+                                          line(two.kv_bytes), line(two.memory_bytes))
+    ridge = roof.ridge
+    # AI(B) = (f0 + f1·B) / (y0 + y1·B + x(B)) reaches the ridge; for a dense model that is
+    # B >= (ridge·y0 - f0) / (f1 - ridge·y1), never when f1 / y1 <= ridge.
+    # KV bytes k0 + k1·B exceed weight bytes w0 + w1·B + x(B).
+    # Both bisected at every context at once where 64-bit integers hold every count up to the top batch
+    widest = max(abs(c0) + abs(c1) * top for pairs in (flops, nbytes, weights, kv) for c0, c1 in pairs)
+    if widest + abs(x(top)) < _INT64_SAFE:
+        xs = _batch_function(x)
+        (f0, f1), (y0, y1), (w0, w1), (k0, k1) = (np.array(pairs, dtype=np.int64).T
+                                                  for pairs in (flops, nbytes, weights, kv))
+        ridge_batches = _first_batches(lambda bb: _at_least(f0 + f1 * bb, ridge * (y0 + y1 * bb + xs(bb))),
+                                       len(flops), top)
+        kv_batches = _first_batches(lambda bb: k0 + k1 * bb > w0 + w1 * bb + xs(bb), len(flops), top)
+    else:
+        ridge_batches = [_first_batch(lambda bb: f0 + f1 * bb >= ridge * (y0 + y1 * bb + x(bb)), top)
+                         for (f0, f1), (y0, y1) in zip(flops, nbytes)]
+        kv_batches = [_first_batch(lambda bb: k0 + k1 * bb > w0 + w1 * bb + x(bb), top)
+                      for (k0, k1), (w0, w1) in zip(kv, weights)]
+    gains = tps[1:] / tps[:-1] - 1
+    below = gains < min_gain
+    first_below = below.argmax(axis=0).tolist()
     out = []
-    for j, context in enumerate(two.contexts):
-        # every cost is c0 + c1·B at a fixed context, but for a MoE model's routed-expert weights x(B)
-        f0, f1 = _linear(two.flops, j)
-        y0, y1 = _linear(two.bytes, j, x12)
-        w0, w1 = _linear(two.weight_bytes, j, x12)
-        k0, k1 = _linear(two.kv_bytes, j)
-        m0, m1 = _linear(two.memory_bytes, j)
-        ridge = roof.ridge
-        # AI(B) = (f0 + f1·B) / (y0 + y1·B + x(B)) reaches the ridge; for a dense model that is
-        # B >= (ridge·y0 - f0) / (f1 - ridge·y1), never when f1 / y1 <= ridge
-        ridge_batch = _first_batch(lambda bb: f0 + f1 * bb >= ridge * (y0 + y1 * bb + x(bb)), top)
-        # KV bytes k0 + k1·B exceed weight bytes w0 + w1·B + x(B)
-        kv_batch = _first_batch(lambda bb: k0 + k1 * bb > w0 + w1 * bb + x(bb), top)
+    for j, context in enumerate(two.contexts.tolist()):
+        (m0, m1), (_, f1), (_, y1) = memory[j], flops[j], nbytes[j]
         max_batch = None
         if capacity_bytes is not None:
             max_batch = max(0, min(top, math.floor((capacity_bytes - m0) / m1)))
-        gains = tps[1:, j] / tps[:-1, j] - 1
-        below = np.nonzero(gains < min_gain)[0]
-        doubling = (ladder[below[0]], float(gains[below[0]])) if len(below) else (None, None)
-        out.append(BatchVerdicts(int(context), ridge, f1 / y1, ridge_batch, kv_batch, max_batch, capacity_bytes,
-                                 min_gain, *doubling, largest_batch_tried=ladder[-1]))
+        k = first_below[j]
+        doubling = (ladder[k], float(gains[k, j])) if below[k, j] else (None, None)
+        out.append(BatchVerdicts(int(context), ridge, f1 / y1, ridge_batches[j], kv_batches[j], max_batch,
+                                 capacity_bytes, min_gain, *doubling, largest_batch_tried=ladder[-1]))
     return out
 
 
@@ -692,8 +745,9 @@ def check_corners(shape: ModelShape, grid: DecodeGrid, roof: Roof, *, impl: str,
 
 @dataclass(frozen=True)
 class PipelineTimes:
-    """A pipeline's step at every point: Σ stages + (M − 1) · the slowest, for the expected times, the
-    floors and the pessimistic ends alike; bound: the slowest stage's."""
+    """A pipeline's step at every point (:func:`roofcalc.parallel.pipeline_step_s`, as the single step's):
+    Σ stages + (M − 1) · the slowest, for the expected times, the floors and the pessimistic ends alike;
+    bound: the slowest stage's."""
 
     predicted_s: object
     predicted_lower_s: object
@@ -738,10 +792,8 @@ def pipeline_grid(kind: str, shape: ModelShape, batches, lengths, roof, *, analy
         def pick(arrays):
             return np.take_along_axis(np.stack(arrays), slowest[None], axis=0)[0]
 
-        step[idx] = t.sum(axis=0) + (micro - 1) * t.max(axis=0)
-        for name, target in (("predicted_lower_s", lower), ("predicted_upper_s", upper)):
-            a = np.stack([getattr(g, name) for g in grids])
-            target[idx] = a.sum(axis=0) + (micro - 1) * a.max(axis=0)
+        for name, target in (("predicted_s", step), ("predicted_lower_s", lower), ("predicted_upper_s", upper)):
+            target[idx] = pipeline_step_s([getattr(g, name) for g in grids], micro)
         for f in fields:
             out[f][idx] = pick([getattr(g, f) for g in grids])
         out["memory_bytes"][idx] = np.stack([g.memory_bytes for g in grids]).max(axis=0)
