@@ -441,7 +441,8 @@ def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: floa
     # B >= (ridge·y0 - f0) / (f1 - ridge·y1), never when f1 / y1 <= ridge.
     # KV bytes k0 + k1·B exceed weight bytes w0 + w1·B + x(B).
     # Both bisected at every context at once where 64-bit integers hold every count up to the top batch
-    widest = max(abs(c0) + abs(c1) * top for pairs in (flops, nbytes, weights, kv) for c0, c1 in pairs)
+    widest = max(max(map(abs, c0)) + max(map(abs, c1)) * top
+                 for c0, c1 in (zip(*pairs) for pairs in (flops, nbytes, weights, kv)))
     if widest + abs(x(top)) < _INT64_SAFE:
         xs = _batch_function(x)
         (f0, f1), (y0, y1), (w0, w1), (k0, k1) = (np.array(pairs, dtype=np.int64).T
