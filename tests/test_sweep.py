@@ -328,3 +328,77 @@ def test_moe_verdicts_agree_with_the_grid_on_both_sides_of_each_answer():
     b = v.ridge_batch
     g = decode_grid(shape, [b - 1, b], [256], Roof(3.35e12, 60e12))
     assert g.intensity[0, 0] < 60e12 / 3.35e12 <= g.intensity[1, 0]
+
+
+def test_integers_at_least_floats_compare_exactly():
+    """The verdicts' ridge test, int64 >= float64 on arrays, answers as Python's int-float comparison
+    (exact) does, also where the integer is not a float: 2**53 + 3 rounds to 2**53 + 4, so a plain
+    numpy comparison would say 2**53 + 3 >= 2.0**53 + 4."""
+    from roofcalc.sweep import _at_least
+
+    big = 1 << 53
+    pairs = [(big + 3, float(big + 4)), (big + 3, float(big + 2)), (big + 1, float(big)), (big, float(big)),
+             (-big - 3, -float(big + 4)), ((1 << 62) + 1, float(1 << 62)), (5, 4.5), (5, 5.5), (-5, -5.5),
+             (0, 2.0 ** 63), (0, 2.0 ** 70), (0, -2.0 ** 70), ((1 << 63) - 1, 2.0 ** 63)]
+    rng = np.random.default_rng(7)
+    for _ in range(2000):
+        n = int(rng.integers(-(1 << 62), 1 << 62))
+        pairs.append((n, float(n + int(rng.integers(-300, 300)))))
+    left = np.array([p[0] for p in pairs], dtype=np.int64)
+    right = np.array([p[1] for p in pairs])
+    assert bool(np.int64(big + 3) >= np.float64(big + 4))  # a plain numpy comparison rounds the integer
+    assert _at_least(left, right).tolist() == [a >= b for a, b in pairs]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(-(1 << 40), 1 << 40), st.integers(0, 1 << 40), st.integers(-(1 << 40), 1 << 40),
+                          st.integers(0, 1 << 40)), min_size=1, max_size=12),
+       st.floats(0.5, 2000), st.integers(1, 1 << 20))
+def test_verdicts_bisected_together_agree_with_one_at_a_time(lines, ridge, top):
+    """All contexts bisected at once find the batch the one-context bisection finds at each: the
+    ridge test (f0 + f1·B >= ridge · (y0 + y1·B + x(B))) with a non-linear x(B) as a MoE's experts."""
+    from roofcalc.sweep import _at_least, _batch_function, _first_batch, _first_batches
+
+    def x(b):
+        return 1000 * min(b, 64)  # grows, then every expert is touched
+
+    want = [_first_batch(lambda b: f0 + f1 * b >= ridge * (y0 + y1 * b + x(b)), top) for f0, f1, y0, y1 in lines]
+    f0, f1, y0, y1 = (np.array(c, dtype=np.int64) for c in zip(*lines))
+    xs = _batch_function(x)
+    got = _first_batches(lambda b: _at_least(f0 + f1 * b, ridge * (y0 + y1 * b + xs(b))), len(lines), top)
+    assert got == want
+
+
+def test_one_pipeline_formula_for_a_step_and_a_grid():
+    """Stages of 1, 3 and 2 ms, 4 micro-batches: 1 + 3 + 2 + 3 x 3 = 15 ms; a grid's every point is the
+    step of its own stage times."""
+    from roofcalc.parallel import Pipeline, pipeline_step_s
+
+    assert Pipeline((1e-3, 3e-3, 2e-3), 4, 1).step_s == pytest.approx(15e-3, rel=1e-12)
+    rng = np.random.default_rng(3)
+    stages = [rng.random((4, 5)) * 1e-3 for _ in range(3)]
+    grid = pipeline_step_s(stages, 4)
+    assert grid.shape == (4, 5)
+    for i in range(4):
+        for j in range(5):
+            assert grid[i, j] == Pipeline(tuple(float(t[i, j]) for t in stages), 4, 0).step_s
+
+
+def test_every_grid_time_covers_the_grid():
+    """Kernels are evaluated on the least shape their costs need (a weight's bytes: one column); the
+    step's times still hold one value per point, collectives' too, and equal the single step's."""
+    from roofcalc.parallel import Parallel, RankAnalyzer, analyze_parallel
+
+    shape = load_shape("TinyLlama/TinyLlama-1.1B")
+    roof = Roof(2039e9, 312e12, 300e9)
+    batches, contexts = [1, 3, 64], [5, 700, 9000, 20_000]
+    g = decode_grid(shape, batches, contexts, roof, analyzer=RankAnalyzer(shape, Parallel(2)))
+    for name in ("floor_s", "device_s", "device_upper_s", "compute_s", "comm_s", "fixed_s"):
+        assert getattr(g.times, name).shape == (3, 4), name
+    for arr in (g.flops, g.bytes, g.weight_bytes, g.kv_bytes, g.floor_s, g.memory_bytes):
+        assert arr.shape == (3, 4)
+    for i, b in enumerate(batches):
+        for j, s in enumerate(contexts):
+            a = analyze_parallel(shape, Workload.decode(b, s), Parallel(2))
+            assert int(g.flops[i, j]) == a.totals.flops and int(g.bytes[i, j]) == a.totals.bytes
+            assert float(g.times.comm_s[i, j]) == pytest.approx(place(a, roof).times.comm_s, rel=1e-12)

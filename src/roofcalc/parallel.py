@@ -569,6 +569,17 @@ class StageAnalysis(RankAnalysis):
                                                           w.kv_len)
 
 
+def pipeline_step_s(stage_s, micro_batches: int):
+    """The pipeline's step from each stage's time on one micro-batch: the first micro-batch through
+    every stage, then one slowest-stage time for each of the others, Σ stages + (M − 1) · the slowest.
+    Scalars (one step) or numpy arrays of one shape (a sweep's grids, point by point)."""
+    from functools import reduce
+
+    from .predict import _maximum
+
+    return sum(stage_s) + (micro_batches - 1) * reduce(_maximum, stage_s)
+
+
 @dataclass(frozen=True)
 class Pipeline:
     """Every stage's step on a micro-batch, and the whole step they make."""
@@ -580,7 +591,7 @@ class Pipeline:
     @property
     def step_s(self) -> float:
         """The first micro-batch through every stage, then one slowest-stage time for each of the others."""
-        return sum(self.stage_s) + (self.micro_batches - 1) * max(self.stage_s)
+        return pipeline_step_s(self.stage_s, self.micro_batches)
 
     @property
     def bubble(self) -> float:

@@ -613,6 +613,17 @@ class StepTimes:
         share (on a CPU); else 'compute', 'memory', 'communication' or 'fixed', whichever kind of kernel
         takes the most device time."""
         memory = self.memory_s
+        if _is_array(memory, self.host_s):  # the same rule on a sweep's grid, as indices into the words
+            import numpy as np
+
+            code = np.where(self.compute_s > memory, 1, 0)
+            top = np.maximum(self.compute_s, memory)
+            code = np.where(self.comm_s > top, 2, code)
+            top = np.maximum(top, self.comm_s)
+            code = np.where(self.fixed_s > top, 3, code)
+            code = np.where(self.host_s > self.device_s, 4, code)
+            words = np.array(["memory", "compute", "communication", "fixed", "host"])[code]
+            return words if words.ndim else words.item()
         by_kernels = _where(self.compute_s > memory, "compute", "memory")
         top = _maximum(self.compute_s, memory)
         by_kernels = _where(self.comm_s > top, "communication", by_kernels)

@@ -3,8 +3,11 @@
 Decode. Every kernel of a decode step costs c00 + c10·B + c01·S' + c11·B·S' in each of its
 integer fields, where S' is the context it attends to (S, or min(S, W) for a sliding layer).
 Four scalar evaluations per kernel pin the four coefficients exactly; the grid is then array
-arithmetic, not a loop over the scalar calculator. Tests check every grid value against the
-scalar calculator at random points.
+arithmetic, not a loop over the scalar calculator. The step's totals are the kernels' count ·
+coefficients summed before one evaluation; each kernel's own costs (for its time) are evaluated
+on the least shape they need (a weight's bytes and a matmul's rows are one column, one value
+per batch) and numpy broadcasts them, so only the kernels that read the cache cost a whole grid.
+Tests check every grid value against the scalar calculator at random points.
 
 Prefill costs are quadratic in the prompt and piecewise under a sliding window; a prefill
 grid evaluates the scalar calculator once per (batch, prompt) point (about half a millisecond
@@ -21,14 +24,14 @@ grid's corners against the scalar path every time a sweep runs).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from .calculator import (MAX_BATCH, MAX_TOKENS, Cost, Workload, _layer_groups, analyze, decoder_layer, kv_cache_bytes,
                          model_head, touched_experts, traced_expert_bytes)
 from .errors import RoofcalcError
 from .inputs import MAX_GRID_POINTS, check_sizes
 from .predict import KernelModel, StepTimes, ideal, step_times
-from .parallel import PipelineAnalyzer, StageAnalyzer, link_bytes
+from .parallel import PipelineAnalyzer, StageAnalyzer, link_bytes, pipeline_step_s
 from .roofline import Roof, launches, place, weight_format
 from .shapes import ModelShape
 
@@ -151,14 +154,27 @@ def _bilinear(v11: int, v21: int, v12: int, v22: int, s0: int = 1) -> tuple[int,
     return v11 - c10 - c01 * s0 - c11 * s0, c10, c01, c11
 
 
-def _rows(kernels: dict, i: int, b, s, s0: int = 1):
-    """M of kernel ``i`` at every (batch, attended context): bilinear in B and S' like every cost
-    (MLA's kv_b_proj expands B·S cached latents), read off the four probes."""
-    def rows(key):
-        return kernels[key][i][0].rows
+def _at(coefficients, b, s):
+    """c00 + c10·B + c01·S + c11·B·S (exact integers) over the batches ``b`` (a column) and the
+    attended contexts ``s`` (a row), on the least shape that holds it: a column where it does not
+    change with S (a weight's bytes), a row where it does not change with B, (1, 1) where neither;
+    numpy broadcasts it over the grid. Always an array, so the step model takes its array path."""
+    import numpy as np
 
-    c00, c10, c01, c11 = _bilinear(*(rows(key) for key in ((1, s0), (2, s0), (1, s0 + 1), (2, s0 + 1))), s0)
-    return c00 + c10 * b + c01 * s + c11 * b * s
+    c00, c10, c01, c11 = coefficients
+    out = np.full((1, 1), c00, dtype=np.int64)
+    if c10:
+        out = out + c10 * b
+    if c01:
+        out = out + c01 * s
+    if c11:
+        out = out + c11 * b * s
+    return out
+
+
+def _plus(*coefficients):
+    """The coefficients of a sum of bilinear costs."""
+    return [sum(c) for c in zip(*coefficients)]
 
 
 def _probe_contexts(contexts, analyzer) -> int:
@@ -203,53 +219,76 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
         per_batch = {int(bb): kernels_of(Workload.decode(int(bb), s0, **workload_kw)) for bb in b[:, 0]}
     else:
         per_batch = {}
-    totals = {f: np.zeros((b.shape[0], s.shape[1]), dtype=np.int64) for f in FIELDS}
-    floor = np.zeros((b.shape[0], s.shape[1]))
-    n_launch = np.zeros((b.shape[0], 1), dtype=np.int64)
+    n_b, n_s = b.shape[0], s.shape[1]
+    n_launch = np.zeros((n_b, 1), dtype=np.int64)
     corner = 0  # the largest total, in exact integers, to keep int64 from overflowing
     base = Workload.decode(1, 1, **workload_kw)
     act_name = base.act_dtype.name
+    keys = ((1, s0), (2, s0), (1, s0 + 1), (2, s0 + 1))
+    # the step's totals are bilinear too: each kernel's count · coefficients summed per attended context
+    # (a sliding window's min(S, W) apart), then evaluated once; routed-expert weights, per batch, apart
+    totals: dict = {}  # window -> {"flops", "bytes", "weight_bytes", "kv_bytes"}: Σ count · (c00, c10, c01, c11)
+    extra_weight_bytes = 0  # Σ count · weight bytes that are not bilinear, a column (one value per batch)
     terms = []
     for i, (kernel, count, window) in enumerate(probe[(1, s0)]):
         eff_s = s if window is None else np.minimum(s, window)
         big_eff = big_s if window is None else min(big_s, window)
-        costs = {key: probe[key][i][0].cost for key in probe}
-        row = {}
-        for f in FIELDS:
-            c00, c10, c01, c11 = _bilinear(*(getattr(costs[k], f) for k in ((1, s0), (2, s0), (1, s0 + 1),
-                                                                             (2, s0 + 1))), s0)
+        costs = [probe[key][i][0].cost for key in keys]
+        coef = {f: _bilinear(*(getattr(c, f) for c in costs), s0) for f in FIELDS}
+        for c00, c10, c01, c11 in coef.values():
             corner += count * abs(c00 + c10 * big_b + c01 * big_eff + c11 * big_b * big_eff)
-            if corner >= _INT64_SAFE:
-                raise GridOverflow(f"batch {big_b:,} x context {big_s:,} is too large to count in 64 bits; "
-                                    f"no device holds such a step")
-            row[f] = c00 + c10 * b + c01 * eff_s + c11 * b * eff_s
-            if f == "weight_bytes" and per_batch:
-                row[f] = np.array([[per_batch[int(bb)][i][0].cost.weight_bytes] for bb in b[:, 0]], dtype=np.int64)
-            elif f == "weight_bytes" and kernel.expert_weights:  # traced experts: the share a batch reaches
-                mode = workload_kw.get("experts", "expected")
-                rest = costs[(1, s0)].weight_bytes - traced_expert_bytes(kernel.expert_weights, 1, mode)
-                row[f] = np.array([[rest + traced_expert_bytes(kernel.expert_weights, int(bb), mode)]
-                                   for bb in b[:, 0]], dtype=np.int64)
-            totals[f] += count * row[f]
-        nbytes = row["weight_bytes"] + row["act_read_bytes"] + row["act_write_bytes"] + row["kv_read_bytes"] + \
-            row["kv_write_bytes"]
-        t_c, t_m = row["flops"] / roof.peak_flop_per_s, nbytes / roof.bandwidth_bytes_per_s
+        if corner >= _INT64_SAFE:
+            raise GridOverflow(f"batch {big_b:,} x context {big_s:,} is too large to count in 64 bits; "
+                               f"no device holds such a step")
+        weight = None  # the weight bytes where they are not bilinear in B: a column
+        if per_batch:
+            weight = np.array([[per_batch[int(bb)][i][0].cost.weight_bytes] for bb in b[:, 0]], dtype=np.int64)
+        elif kernel.expert_weights:  # traced experts: the share a batch reaches
+            mode = workload_kw.get("experts", "expected")
+            rest = costs[0].weight_bytes - traced_expert_bytes(kernel.expert_weights, 1, mode)
+            weight = np.array([[rest + traced_expert_bytes(kernel.expert_weights, int(bb), mode)]
+                               for bb in b[:, 0]], dtype=np.int64)
+        moved = _plus(coef["act_read_bytes"], coef["act_write_bytes"], coef["kv_read_bytes"], coef["kv_write_bytes"])
+        step = totals.setdefault(window, {f: [0, 0, 0, 0] for f in ("flops", "bytes", "weight_bytes", "kv_bytes")})
+        for f, c in (("flops", coef["flops"]), ("bytes", moved if weight is not None else
+                                                          _plus(moved, coef["weight_bytes"])),
+                     ("weight_bytes", [0, 0, 0, 0] if weight is not None else coef["weight_bytes"]),
+                     ("kv_bytes", _plus(coef["kv_read_bytes"], coef["kv_write_bytes"]))):
+            step[f] = [t + count * x for t, x in zip(step[f], c)]
+        if weight is not None:
+            extra_weight_bytes = extra_weight_bytes + count * weight
+        # the kernel itself, on the least shape its costs need
+        weight_bytes = weight if weight is not None else _at(coef["weight_bytes"], b, eff_s)
+        nbytes = weight_bytes + _at(moved, b, eff_s)
+        t_c, t_m = _at(coef["flops"], b, eff_s) / roof.peak_flop_per_s, nbytes / roof.bandwidth_bytes_per_s
         if kernel.kind == "collective":  # its link, or the HBM copy, whichever is slower (as Placement)
-            t_m = np.maximum(t_m, link_bytes(kernel.role, row["act_read_bytes"], kernel.group)
+            message = _at(coef["act_read_bytes"], b, eff_s)
+            t_m = np.maximum(t_m, link_bytes(kernel.role, message, kernel.group)
                              / roof.link_rate(kernel.group, kernel.ranks))
-        floor += count * np.maximum(t_c, t_m)
         if per_batch:
             n = np.array([[launches(per_batch[int(bb)][i][0], impl, act_name, shape)] for bb in b[:, 0]])
         else:
             n = launches(kernel, impl, act_name, shape)
         n_launch += count * n
-        terms.append((count, t_c, t_m, kernel.kind, _rows(probe, i, b, eff_s, s0),
-                      weight_format(kernel, base.weight_dtype),
-                      row["act_read_bytes"] if kernel.kind == "collective" else
-                      row["kv_read_bytes"] if kernel.kind == "attention" else row["weight_bytes"], kernel.depth,
-                      roof.hop(kernel.group, kernel.ranks) if kernel.kind == "collective" else "", n,
+        rows = _at(_bilinear(*(probe[key][i][0].rows for key in keys), s0), b, eff_s)
+        terms.append((count, t_c, t_m, kernel.kind, rows, weight_format(kernel, base.weight_dtype),
+                      message if kernel.kind == "collective" else
+                      _at(coef["kv_read_bytes"], b, eff_s) if kernel.kind == "attention" else weight_bytes,
+                      kernel.depth, roof.hop(kernel.group, kernel.ranks) if kernel.kind == "collective" else "", n,
                       (kernel.role, kernel.group) if kernel.kind == "collective" else ()))
     times = step_times(terms, model or ideal(), impl, n_launch)
+    # every kernel's share added in kernel order, as the single step adds them; the sums that no
+    # kernel's context reached (a column) spread over the grid
+    times = replace(times, **{f: np.broadcast_to(getattr(times, f), (n_b, n_s)).copy()
+                              for f in ("floor_s", "device_s", "device_upper_s", "compute_s", "comm_s", "fixed_s")
+                              if hasattr(getattr(times, f), "shape") and getattr(times, f).shape != (n_b, n_s)})
+    grid = {f: np.zeros((n_b, n_s), dtype=np.int64) for f in ("flops", "bytes", "weight_bytes", "kv_bytes")}
+    for window, step in totals.items():
+        eff_s = s if window is None else np.minimum(s, window)
+        for f in grid:
+            grid[f] += _at(step[f], b, eff_s)
+    grid["weight_bytes"] += extra_weight_bytes
+    grid["bytes"] += extra_weight_bytes
     if analyzer is None:
         weights_in_memory = sum(count * k.param_bytes for k, count, _ in probe[(1, 1)])
         memory = weights_in_memory + kv_cache_bytes(shape, base.kv_dtype, b, s)
@@ -259,11 +298,10 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
         c00, c10, c01, c11 = _bilinear(*(analyzer(Workload.decode(bb, ss, **workload_kw)).memory_bytes
                                          for bb, ss in ((1, s0), (2, s0), (1, s0 + 1), (2, s0 + 1))), s0)
         memory = c00 + c10 * b + c01 * s + c11 * b * s
-    total_bytes = sum(totals[f] for f in FIELDS if f not in ("flops", "matmul_flops"))
     return DecodeGrid(
-        batches=b[:, 0], contexts=s[0], flops=totals["flops"], bytes=total_bytes,
-        weight_bytes=totals["weight_bytes"], kv_bytes=totals["kv_read_bytes"] + totals["kv_write_bytes"],
-        floor_s=floor, memory_bytes=memory, roof=roof,
+        batches=b[:, 0], contexts=s[0], flops=grid["flops"], bytes=grid["bytes"],
+        weight_bytes=grid["weight_bytes"], kv_bytes=grid["kv_bytes"],
+        floor_s=times.floor_s, memory_bytes=memory, roof=roof,
         impl=impl, times=times,
     )
 
@@ -288,12 +326,6 @@ class BatchVerdicts:
     largest_batch_tried: int = MAX_BATCH  # the top of the 1, 2, 4, … ladder
 
 
-def _linear(arr2: "object", j: int, minus: tuple[int, int] = (0, 0)) -> tuple[int, int]:
-    """(value at B=0, slope in B) from a grid holding batches 1 and 2, less a non-linear part."""
-    v1, v2 = int(arr2[0, j]) - minus[0], int(arr2[1, j]) - minus[1]
-    return v1 - (v2 - v1), v2 - v1
-
-
 def _first_batch(holds, top: int = MAX_BATCH) -> int | None:
     """The smallest B in 1 … top where ``holds(B)`` is true, for a predicate that stays true once it
     is (bisection); None if it never is."""
@@ -304,6 +336,46 @@ def _first_batch(holds, top: int = MAX_BATCH) -> int | None:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if holds(mid) else (mid, hi)
     return hi
+
+
+def _first_batches(holds, n: int, top: int = MAX_BATCH) -> list:
+    """:func:`_first_batch` at ``n`` contexts at once, each bisected as it would be alone: ``holds(B)``
+    takes an int64 array of one batch per context and says where the predicate holds."""
+    import numpy as np
+
+    hi = np.full(n, top, dtype=np.int64)
+    ever = holds(hi)
+    lo = np.zeros(n, dtype=np.int64)
+    while True:
+        active = ever & (hi - lo > 1)
+        if not active.any():
+            break
+        mid = np.where(active, (lo + hi) // 2, hi)  # a context already decided asks again where it holds
+        h = holds(mid)
+        hi, lo = np.where(active & h, mid, hi), np.where(active & ~h, mid, lo)
+    return [int(v) if e else None for v, e in zip(hi.tolist(), ever.tolist())]
+
+
+def _at_least(left, right):
+    """int64 ``left`` >= float64 ``right``, compared exactly (as Python compares an int with a float):
+    an integer is at least a float where it is at least the float's ceiling."""
+    import numpy as np
+
+    limit = float(1 << 63)
+    top = right >= limit  # beyond every int64
+    c = np.ceil(np.where(top | (right < -limit), 0.0, right)).astype(np.int64)
+    return np.where(top, False, np.where(right < -limit, True, left >= c))
+
+
+def _batch_function(x):
+    """x(B) of an int64 array of batches (each distinct batch asked once)."""
+    import numpy as np
+
+    def xs(bb):
+        values, index = np.unique(bb, return_inverse=True)
+        return np.array([x(int(v)) for v in values.tolist()], dtype=np.int64)[index.reshape(bb.shape)]
+
+    return xs
 
 
 def step_batch_verdicts(r) -> BatchVerdicts | None:
@@ -357,28 +429,45 @@ def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: floa
             return sum(count * traced_expert_bytes(ew, tokens, mode) for count, ew in parts)
     x12 = (x(1), x(2))
 
+    def line(arr2, minus=(0, 0)):
+        """(value at B = 0, slope in B) at every context, exact integers, less a non-linear part."""
+        m1, m2 = minus
+        return [(v1 - m1 - (v2 - m2 - (v1 - m1)), v2 - m2 - (v1 - m1)) for v1, v2 in zip(*arr2.tolist())]
+
+    flops, nbytes, weights, kv, memory = (line(two.flops), line(two.bytes, x12), line(two.weight_bytes, x12),
+                                          line(two.kv_bytes), line(two.memory_bytes))
+    ridge = roof.ridge
+    # AI(B) = (f0 + f1·B) / (y0 + y1·B + x(B)) reaches the ridge; for a dense model that is
+    # B >= (ridge·y0 - f0) / (f1 - ridge·y1), never when f1 / y1 <= ridge.
+    # KV bytes k0 + k1·B exceed weight bytes w0 + w1·B + x(B).
+    # Both bisected at every context at once where 64-bit integers hold every count up to the top batch
+    widest = max(max(map(abs, c0)) + max(map(abs, c1)) * top
+                 for c0, c1 in (zip(*pairs) for pairs in (flops, nbytes, weights, kv)))
+    if widest + abs(x(top)) < _INT64_SAFE:
+        xs = _batch_function(x)
+        (f0, f1), (y0, y1), (w0, w1), (k0, k1) = (np.array(pairs, dtype=np.int64).T
+                                                  for pairs in (flops, nbytes, weights, kv))
+        ridge_batches = _first_batches(lambda bb: _at_least(f0 + f1 * bb, ridge * (y0 + y1 * bb + xs(bb))),
+                                       len(flops), top)
+        kv_batches = _first_batches(lambda bb: k0 + k1 * bb > w0 + w1 * bb + xs(bb), len(flops), top)
+    else:
+        ridge_batches = [_first_batch(lambda bb: f0 + f1 * bb >= ridge * (y0 + y1 * bb + x(bb)), top)
+                         for (f0, f1), (y0, y1) in zip(flops, nbytes)]
+        kv_batches = [_first_batch(lambda bb: k0 + k1 * bb > w0 + w1 * bb + x(bb), top)
+                      for (k0, k1), (w0, w1) in zip(kv, weights)]
+    gains = tps[1:] / tps[:-1] - 1
+    below = gains < min_gain
+    first_below = below.argmax(axis=0).tolist()
     out = []
-    for j, context in enumerate(two.contexts):
-        # every cost is c0 + c1·B at a fixed context, but for a MoE model's routed-expert weights x(B)
-        f0, f1 = _linear(two.flops, j)
-        y0, y1 = _linear(two.bytes, j, x12)
-        w0, w1 = _linear(two.weight_bytes, j, x12)
-        k0, k1 = _linear(two.kv_bytes, j)
-        m0, m1 = _linear(two.memory_bytes, j)
-        ridge = roof.ridge
-        # AI(B) = (f0 + f1·B) / (y0 + y1·B + x(B)) reaches the ridge; for a dense model that is
-        # B >= (ridge·y0 - f0) / (f1 - ridge·y1), never when f1 / y1 <= ridge
-        ridge_batch = _first_batch(lambda bb: f0 + f1 * bb >= ridge * (y0 + y1 * bb + x(bb)), top)
-        # KV bytes k0 + k1·B exceed weight bytes w0 + w1·B + x(B)
-        kv_batch = _first_batch(lambda bb: k0 + k1 * bb > w0 + w1 * bb + x(bb), top)
+    for j, context in enumerate(two.contexts.tolist()):
+        (m0, m1), (_, f1), (_, y1) = memory[j], flops[j], nbytes[j]
         max_batch = None
         if capacity_bytes is not None:
             max_batch = max(0, min(top, math.floor((capacity_bytes - m0) / m1)))
-        gains = tps[1:, j] / tps[:-1, j] - 1
-        below = np.nonzero(gains < min_gain)[0]
-        doubling = (ladder[below[0]], float(gains[below[0]])) if len(below) else (None, None)
-        out.append(BatchVerdicts(int(context), ridge, f1 / y1, ridge_batch, kv_batch, max_batch, capacity_bytes,
-                                 min_gain, *doubling, largest_batch_tried=ladder[-1]))
+        k = first_below[j]
+        doubling = (ladder[k], float(gains[k, j])) if below[k, j] else (None, None)
+        out.append(BatchVerdicts(int(context), ridge, f1 / y1, ridge_batches[j], kv_batches[j], max_batch,
+                                 capacity_bytes, min_gain, *doubling, largest_batch_tried=ladder[-1]))
     return out
 
 
@@ -657,8 +746,9 @@ def check_corners(shape: ModelShape, grid: DecodeGrid, roof: Roof, *, impl: str,
 
 @dataclass(frozen=True)
 class PipelineTimes:
-    """A pipeline's step at every point: Σ stages + (M − 1) · the slowest, for the expected times, the
-    floors and the pessimistic ends alike; bound: the slowest stage's."""
+    """A pipeline's step at every point (:func:`roofcalc.parallel.pipeline_step_s`, as the single step's):
+    Σ stages + (M − 1) · the slowest, for the expected times, the floors and the pessimistic ends alike;
+    bound: the slowest stage's."""
 
     predicted_s: object
     predicted_lower_s: object
@@ -703,10 +793,8 @@ def pipeline_grid(kind: str, shape: ModelShape, batches, lengths, roof, *, analy
         def pick(arrays):
             return np.take_along_axis(np.stack(arrays), slowest[None], axis=0)[0]
 
-        step[idx] = t.sum(axis=0) + (micro - 1) * t.max(axis=0)
-        for name, target in (("predicted_lower_s", lower), ("predicted_upper_s", upper)):
-            a = np.stack([getattr(g, name) for g in grids])
-            target[idx] = a.sum(axis=0) + (micro - 1) * a.max(axis=0)
+        for name, target in (("predicted_s", step), ("predicted_lower_s", lower), ("predicted_upper_s", upper)):
+            target[idx] = pipeline_step_s([getattr(g, name) for g in grids], micro)
         for f in fields:
             out[f][idx] = pick([getattr(g, f) for g in grids])
         out["memory_bytes"][idx] = np.stack([g.memory_bytes for g in grids]).max(axis=0)
