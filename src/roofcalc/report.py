@@ -576,7 +576,7 @@ def totals_lines(r: Roofline) -> list[str]:
     lines += anomaly_lines(r)
     for p in r.points:
         lines.append(f"point     {p.name}: AI {ratio(p.intensity)}, {si(p.achieved_flop_per_s, 'FLOP/s')}, "
-                     f"{pct(p.roof_fraction(r.roof))} of the {'measured' if r.measured else 'nominal'} roof at its AI "
+                     f"{pct(p.roof_fraction(r.roof))} of the {'measured' if r.measured else 'nominal'} roof there "
                      f"({'left of' if p.intensity < r.roof.ridge else 'right of'} the ridge)")
     return lines
 
