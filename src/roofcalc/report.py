@@ -588,7 +588,8 @@ def gap_words(st) -> str:
     if predicted <= st.gap_s:
         said = f"the step model predicts {ms(predicted)} ms of it, {ms(st.gap_s - predicted)} ms it does not explain"
     else:
-        said = f"the step model predicts {ms(predicted)} ms above the floors, {ms(predicted - st.gap_s)} ms more than measured"
+        said = (f"the step model predicts {ms(predicted)} ms above the floors, {ms(predicted - st.gap_s)} ms more "
+                f"than measured")
     return f"{said} (measured step / predicted step {st.tpot_s / st.predicted_s:.2f})"
 
 
@@ -1081,8 +1082,8 @@ def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = (), width
     if stop:
         how = (f"only {100 * stop[1]:.1f}% faster" if stop[1] >= 0 else
                f"{100 * (1 / (1 + stop[1]) - 1):.1f}% slower")  # gain = before / now - 1; slower: now / before - 1
-        verdicts.append(f"  scaling   adding GPUs stops paying at --{tps.axis} {stop[0]}: the step is {how} than at the "
-                        f"--{tps.axis} before it (less than {100 * tps.min_gain:.0f}% faster)")
+        verdicts.append(f"  scaling   adding GPUs stops paying at --{tps.axis} {stop[0]}: the step is {how} than at "
+                        f"the --{tps.axis} before it (less than {100 * tps.min_gain:.0f}% faster)")
     else:
         verdicts.append(f"  scaling   every step up in --{tps.axis} makes the step at least {100 * tps.min_gain:.0f}% "
                         f"faster")
