@@ -691,7 +691,7 @@ def test_a_range_wider_than_its_sources_allow_is_not_informative(tmp_path):
     line = next(x for x in profile_lines(p, r, t) if x.startswith("predicted TPOT"))
     width, bound = st.predicted_upper_s / st.predicted_lower_s, 2 * st.predicted_s / st.predicted_lower_s
     assert f", {width:.3g}x wide where its sources allow {bound:.3g}x: not informative)" in line
-    assert line.endswith("+80% (no verdict: the range is not informative)") and "inside" not in line
+    assert line.endswith("80% above the prediction (no verdict: the range is not informative)") and "inside" not in line
     assert "warning   the range is not informative: run `roofcalc measure --out` again on an idle machine" in \
         profile_lines(p, r, t)
     pred = profile_record(p, t)["trust"]["prediction"]
@@ -705,7 +705,7 @@ def test_a_range_wider_than_its_sources_allow_is_not_informative(tmp_path):
     t = profile_trust(p, r)
     lines = profile_lines(p, r, t)
     assert t.prediction["informative"] is True and t.verdict == "inside"
-    assert next(x for x in lines if x.startswith("predicted TPOT")).endswith("+0% (inside the range)")
+    assert next(x for x in lines if x.startswith("predicted TPOT")).endswith("0% above the prediction (inside the range)")
     assert [x for x in lines if x.startswith("warning")] == []
 
 

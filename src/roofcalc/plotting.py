@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import math
+
 from .errors import RoofcalcError
 from .roofline import Roof, Roofline
-from .units import si, sig
+from .units import capacity, si, sig
 
 INDIGO = "#2b53d8"  # left of the measured ridge: memory-bound (the seed's colours)
 AMBER = "#b26a12"  # right of it: compute-bound
 NOMINAL_GREY = "0.55"
+RIDGE = "0.1"  # the ridge dotted near-black: its legend entry differs from the grey nominal roof in colour too
 SUFFIXES = (".png", ".svg")
 
 
@@ -55,12 +58,32 @@ def plot_points(r: Roofline) -> list[dict]:
     return pts
 
 
+def off_axis(r: Roofline) -> list[dict]:
+    """The kernels a FLOP/s axis cannot place (AI 0: a gather, a cache write, a copy), each with its bytes
+    and time (measured where given, else expected), for the key to name."""
+    out = []
+    for p in r.step.placements:
+        c = p.kernel.cost
+        if c.flops and c.bytes:
+            continue
+        measured = p.measured_s is not None
+        out.append(dict(name=p.kernel.name, bytes=c.bytes, seconds=p.measured_s if measured else p.t_expected_s,
+                        measured=measured))
+    return out
+
+
 # --------------------------------------------------------------------------- labels that do not collide
 
-# candidate offsets (points) of a label from its marker, nearest first; ha/va keep the text clear of it
-_OFFSETS = [(dx * k, dy * k, ha, va) for k in (1, 2, 3.2) for dx, dy, ha, va in (
+LABEL_REACH_PT = 12  # a label without a leader line lies within this many points of its marker's edge
+LEADER_REACH_PT = 90  # one that needs a leader line to find room: its box within this many points of the point
+MARKER_PT = 7  # the points' marker size (diameter, points)
+
+# offsets (points) of a label beside its marker, nearest first; ha/va keep the text clear of it
+_NEAR = [(dx * k, dy * k, ha, va) for k in (1, 2) for dx, dy, ha, va in (
     (6, 5, "left", "bottom"), (6, -5, "left", "top"), (-6, 5, "right", "bottom"), (-6, -5, "right", "top"),
     (0, 8, "center", "bottom"), (0, -8, "center", "top"), (9, 0, "left", "center"), (-9, 0, "right", "center"))]
+# farther places, each joined to its point by a leader line: 16 directions, nearest ring first
+_FAR = [(r, a) for r in (22, 32, 44, 58, 74, 88) for a in range(0, 360, 360 // 16)]
 
 
 def _agg(fig):
@@ -76,11 +99,38 @@ def _overlaps(a, b, pad: float = 1.0) -> bool:
     return not (a.x1 + pad <= b.x0 or b.x1 + pad <= a.x0 or a.y1 + pad <= b.y0 or b.y1 + pad <= a.y0)
 
 
-def place_labels(fig, ax, labels, markers, fontsize: float = 8) -> list:
+def box_distance(box, px: float, py: float) -> float:
+    """Pixels from (px, py) to the nearest point of a box (0 inside it)."""
+    dx = max(box.x0 - px, 0.0, px - box.x1)
+    dy = max(box.y0 - py, 0.0, py - box.y1)
+    return (dx * dx + dy * dy) ** 0.5
+
+
+def _join(labels, to_px, near_px: float, sep: str | None):
+    """Groups of labels: with ``sep``, labels whose points lie within ``near_px`` of every other point of
+    a group share one label, the texts joined by it, anchored at the group's first point. Each group is
+    (x, y, text, colour, the members' pixel positions)."""
+    groups: list[list] = []
+    for x, y, text, color in labels:
+        (px, py), = to_px([(x, y)])
+        for g in groups if sep is not None else ():
+            if all(((px - qx) ** 2 + (py - qy) ** 2) ** 0.5 <= near_px for qx, qy, *_ in g):
+                g.append((px, py, x, y, text, color))
+                break
+        else:
+            groups.append([(px, py, x, y, text, color)])
+    return [(g[0][2], g[0][3], (sep or "").join(m[4] for m in g), g[0][5], [(m[0], m[1]) for m in g])
+            for g in groups]
+
+
+def place_labels(fig, ax, labels, markers, fontsize: float = 8, join: str | None = None) -> list:
     """Annotate each (x, y, text, colour) beside its point where the text overlaps no other label, no
-    marker and stays inside the axes, trying offsets nearest first; a label with no free place is
-    left out (the caller's key lists every point). ``markers`` are (x, y, radius in pixels) in data
-    coordinates. Returns the annotations drawn, one per label, None where none fitted."""
+    marker, no roof and stays inside the axes: first within LABEL_REACH_PT of the marker, else up to
+    LEADER_REACH_PT away with a thin leader line to the point; a label with no free place in reach
+    is left out (the caller's key lists every point). ``markers`` are (x, y, diameter in points) in
+    data coordinates. ``join``: labels whose markers touch share one label, their texts joined by it.
+    Returns the annotations drawn, one per label (after joining), None where none fitted."""
+    from matplotlib.text import Text
     from matplotlib.transforms import Bbox
 
     _agg(fig)
@@ -89,41 +139,79 @@ def place_labels(fig, ax, labels, markers, fontsize: float = 8) -> list:
     renderer = fig.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
     to_px = ax.transData.transform
+    pt = fig.dpi / 72
     taken = [Bbox.from_extents(px - rad, py - rad, px + rad, py + rad)
-             for (px, py), rad in ((to_px((x, y)), rad) for x, y, rad in markers)]
+             for (px, py), rad in ((to_px((x, y)), d * pt / 2) for x, y, d in markers)]
     for line in ax.get_lines():  # keep labels off the roofs and the ridge too
         if line.get_gid() in ("nominal-roof", "measured-roof", "ridge") or (line.get_gid() or "").startswith("curve"):
             xy = line.get_xydata()
             for px, py in ax.transData.transform(xy[:: max(1, len(xy) // 120)]):
                 taken.append(Bbox.from_extents(px - 2, py - 2, px + 2, py + 2))
     legend = ax.get_legend()
-    if legend is not None:
-        taken.append(legend.get_window_extent(renderer))
-    out = []
-    for x, y, text, color in labels:
-        placed = None
-        for dx, dy, ha, va in _OFFSETS:
+    words = [] if legend is None else [legend.get_window_extent(renderer)]  # what a leader must not cross
+    taken += words
+    labels = _join(labels, to_px, MARKER_PT * pt, join)
+    centres = [tuple(to_px((x, y))) for x, y, _ in markers]
+
+    def own(box, members) -> bool:
+        """No other marker nearer the box than its own point: a label reads as the nearest point's."""
+        mine = min(box_distance(box, qx, qy) for qx, qy in members)
+        others = (c for c in centres if all(abs(c[0] - qx) + abs(c[1] - qy) > 1 for qx, qy in members))
+        return all(box_distance(box, *c) >= mine for c in others)
+
+    def free(box) -> bool:
+        inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+        return inside and not any(_overlaps(box, other) for other in taken)
+
+    out: list = [None] * len(labels)
+    reach = (MARKER_PT / 2 + LABEL_REACH_PT) * pt
+    for i, (x, y, text, color, members) in enumerate(labels):  # beside the marker first, every label
+        (px, py), = to_px([(x, y)])
+        for dx, dy, ha, va in _NEAR:
             t = ax.annotate(text, (x, y), textcoords="offset points", xytext=(dx, dy), ha=ha, va=va,
                             fontsize=fontsize, color=color, annotation_clip=False)
             box = t.get_window_extent(renderer)
-            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
-            if inside and not any(_overlaps(box, other) for other in taken):
+            if box_distance(box, px, py) <= reach and free(box) and own(box, members):
                 taken.append(box)
-                placed = t
+                words.append(box)
+                out[i] = t
                 break
             t.remove()
-        out.append(placed)
+    for i, (x, y, text, color, _) in enumerate(labels):  # then the rest farther out, with a leader line
+        if out[i] is not None:
+            continue
+        (px, py), = to_px([(x, y)])
+        for r, a in _FAR:
+            dx, dy = r * math.cos(math.radians(a)), r * math.sin(math.radians(a))
+            ha = "left" if dx > 1 else "right" if dx < -1 else "center"
+            va = "bottom" if dy > 1 else "top" if dy < -1 else "center"
+            t = ax.annotate(text, (x, y), textcoords="offset points", xytext=(dx, dy), ha=ha, va=va,
+                            fontsize=fontsize, color=color, annotation_clip=False,
+                            arrowprops=dict(arrowstyle="-", color=color, lw=0.6, alpha=0.8, shrinkA=1,
+                                            shrinkB=MARKER_PT / 2 + 0.5))
+            t.update_positions(renderer)
+            box = Text.get_window_extent(t, renderer)  # the text alone (an annotation's own adds its leader)
+            cx, cy = (box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2
+            leader = [Bbox.from_extents(qx - 1, qy - 1, qx + 1, qy + 1)
+                      for qx, qy in ((px + (cx - px) * f, py + (cy - py) * f) for f in (0.3, 0.45, 0.6, 0.75))]
+            if box_distance(box, px, py) <= LEADER_REACH_PT * pt and free(box) and \
+                    not any(_overlaps(c, o, 0) for c in leader for o in words):
+                taken += [box, *leader]  # later labels stay off the leader too
+                words += [box, *leader]
+                out[i] = t
+                break
+            t.remove()
     return out
 
 
 def roofline_figure(r: Roofline):
     """A matplotlib Figure: nominal roof dashed grey, measured roof solid blue, the measured ridge dotted,
     numbered points (indigo left of the ridge, amber right; hollow where predicted, filled where
-    measured), each number placed where it collides with nothing, and a key of every point."""
+    measured), each number placed where it collides with nothing and within reach of its point (a
+    leader line where it sits farther), and a key of every point and of the AI-0 kernels left off."""
     import matplotlib
 
     matplotlib.use("Agg")
-    import numpy as np
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
@@ -135,7 +223,6 @@ def roofline_figure(r: Roofline):
     fig = Figure(figsize=(12.5, max(6.0, 2.2 + 0.2 * rows)), layout="constrained")
     ax, key = fig.subplots(1, 2, width_ratios=[1.5, 1])
     _draw_roofs(ax, r.nominal, r.measured, lo_x, hi_x, measured_color=INDIGO, measured_lw=2.5, ridge_label=True)
-    clusters: dict[tuple[int, int], list[int]] = {}  # points that would sit on top of each other share a label
     markers = []
     for i, p in enumerate(pts, 1):
         face = p["color"] if p["measured"] else "white"
@@ -143,9 +230,8 @@ def roofline_figure(r: Roofline):
             ax.plot([p["x"], p["x"]], [p["predicted"], p["y"]], ":", color=p["color"], lw=1, gid=f"gap-{i}")
             ax.plot([p["x"]], [p["predicted"]], "o", ms=5, mfc="white", mec=p["color"], mew=1, gid=f"predicted-{i}")
             markers.append((p["x"], p["predicted"], 5))
-        ax.plot([p["x"]], [p["y"]], "o", ms=7, mfc=face, mec=p["color"], mew=1.5, gid=f"point-{i}")
-        markers.append((p["x"], p["y"], 7))
-        clusters.setdefault((round(np.log10(p["x"]) * 40), round(np.log10(p["y"]) * 40)), []).append(i)
+        ax.plot([p["x"]], [p["y"]], "o", ms=MARKER_PT, mfc=face, mec=p["color"], mew=1.5, gid=f"point-{i}")
+        markers.append((p["x"], p["y"], MARKER_PT))
     ax.set_ylim(min(ys) / 5, max(ys) * 3)
     kinds = {p["measured"] for p in pts} | ({False} if any(p.get("predicted") for p in pts) else set())
     handles = ax.get_legend_handles_labels()
@@ -154,8 +240,9 @@ def roofline_figure(r: Roofline):
         extra.append(Line2D([], [], ls="", marker="o", mfc="white", mec="0.3", label="predicted (hollow)"))
     if True in kinds:
         extra.append(Line2D([], [], ls="", marker="o", mfc="0.3", mec="0.3", label="measured (filled)"))
-    if any(p.get("predicted") for p in pts):
-        extra.append(Line2D([], [], ls=":", color="0.3", lw=1, label="a measured point to its prediction"))
+    if any(p.get("predicted") for p in pts):  # its small hollow marker tells it from the dotted ridge
+        extra.append(Line2D([], [], ls=":", color=INDIGO, lw=1, marker="o", ms=4, mfc="white", mec=INDIGO,
+                            label="a measured point to its prediction"))
     ax.legend(handles[0] + extra, handles[1] + [h.get_label() for h in extra], loc="lower right", fontsize=8)
     w = r.analysis.workload
     what = (f"decode B={w.batch} S={w.kv_len}" if w.phase == "decode" else f"prefill B={w.batch} T={w.query_tokens}")
@@ -170,13 +257,17 @@ def roofline_figure(r: Roofline):
         how = f" (predicted {_fmt_rate(p['predicted'])})" if p.get("predicted") else ""
         key_lines.append(f"{i}  {p['name']}   AI {_sig(p['x'])} · {_fmt_rate(p['y'])}{how} · "
                          f"{_sig(100 * p['fraction'])}% of roof")
+    off = off_axis(r)
+    if off:
+        key_lines.append("not on the plot: AI 0 (no FLOPs to place on a FLOP/s axis)")
+        for k in off:
+            how = "measured" if k["measured"] else "predicted"
+            key_lines.append(f"   {k['name']}   {si(k['bytes'], 'B')} in {sig(k['seconds'] * 1e6)} us ({how}) · "
+                             f"{si(k['bytes'] / k['seconds'], 'B/s')}")
     text = key.text(0, 1, "\n".join(key_lines), va="top", ha="left", fontsize=8, transform=key.transAxes,
                     linespacing=1.5, gid="key")
-    labels = []
-    for members in clusters.values():
-        p = pts[members[0] - 1]
-        labels.append((p["x"], p["y"], ",".join(map(str, members)), p["color"]))
-    place_labels(fig, ax, labels, markers)
+    labels = [(p["x"], p["y"], str(i), p["color"]) for i, p in enumerate(pts, 1)]
+    place_labels(fig, ax, labels, markers, join=",")
     _fit_text(fig, key, text)
     return fig
 
@@ -239,7 +330,7 @@ def _draw_roofs(ax, nominal: Roof, measured: Roof | None, lo_x: float, hi_x: flo
                   gid="measured-roof")
     ridge = (measured or nominal).ridge
     label = f"{'measured' if measured else 'nominal'} ridge {ridge:.0f}" if ridge_label else None
-    ax.axvline(ridge, color="0.6", lw=1, ls=":", gid="ridge", label=label)
+    ax.axvline(ridge, color=RIDGE, lw=1, ls=":", gid="ridge", label=label)
     ax.set_xlim(lo_x, hi_x)
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("performance (FLOP/s)")
@@ -262,7 +353,7 @@ def sweep_figure(sw):
     fig = Figure(figsize=(14, 6), layout="constrained")
     left, right = fig.subplots(1, 2)
     w = sw.dtypes
-    mem = "memory unknown" if sw.capacity_bytes is None else f"{sw.capacity_bytes / 1e9:.4g} GB"
+    mem = "memory unknown" if sw.capacity_bytes is None else capacity(sw.capacity_bytes)  # as the text says it
     fig.suptitle(f"{sw.shape.name} · {sw.kind} sweep · {w.compute_dtype.name} · {sw.hardware.name} "
                  f"({'measured' if sw.measured else 'nominal'} roof, {mem}) · {sw.impl}", fontsize=11)
     if sw.kind == "request":

@@ -554,8 +554,8 @@ def profile_lines(p: ProfileResult, r, trust: ProfileTrust) -> list[str]:
            else f"cache of {r.analysis.workload.kv_len - 1} tokens filled with random values (prefill skipped); ")
         + f"{len(p.step_times_s)} decode steps, median TPOT {ms(p.tpot_s)} ms "
         f"(min {ms(min(p.step_times_s))}, max {ms(max(p.step_times_s))})",
-        f"predicted TPOT {ms(st.predicted_s)} ms ({span}); measured {ms(p.tpot_s)} ms: {100 * err:+.0f}% "
-        + VERDICT_WORDS[trust.verdict],
+        f"predicted TPOT {ms(st.predicted_s)} ms ({span}); measured {ms(p.tpot_s)} ms, {abs(100 * err):.0f}% "
+        f"{'above' if err >= 0 else 'below'} the prediction " + VERDICT_WORDS[trust.verdict],
         f"device    predicted {ms(t.device_s)} ms of kernels; the profiled step's ops sum to {ms(p.kernel_sum_s)} ms "
         f"in roofcalc's kernels + {ms(p.other_s)} ms outside them",
         f"host      predicted {ms(t.host_s)} ms ({host_words(r)}); measured TPOT less the ops: "

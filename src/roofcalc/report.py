@@ -237,7 +237,7 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
            f"transformers does: {', '.join(f'{k}={v}' for k, v in s.class_defaults)}"] if s.class_defaults else []),
         *([f"family    read as {s.family} (--family); absent keys took {s.family}'s defaults: "
            + (", ".join(f"{k}={v}" for k, v in s.borrowed_defaults) or "none")] if s.borrowed else []),
-        f"shape     L={s.n_layers} layers, D={s.d_model}, {heads}, "
+        f"shape     {shape_scope(a)}L={s.n_layers} layers{layer_scope(a)}, D={s.d_model}, {heads}, "
         f"F={s.d_ff}, V={s.vocab_size}{', tied embeddings' if s.tie_word_embeddings else ''}{kv_note}",
     ]
     if s.moe:
@@ -276,6 +276,31 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
     lines.append(f"dtypes    weights {w.weight_dtype.name}{weights_why}, activations {w.act_dtype.name}{act_why}, "
                  f"KV cache {w.kv_dtype.name}, compute {w.compute_dtype.name}{compute_why}")
     return lines
+
+
+def shape_scope(a) -> str:
+    """'per rank: ' where the shape line gives one rank's shard (--tp splits heads, widths and the vocabulary;
+    a pipeline stage holds some of the layers), '' where it is the whole model's."""
+    full = a.full
+    if full is None:
+        return ""
+    s, f = a.shape, full.shape
+    sharded = (s.n_heads, s.n_kv_heads, s.d_ff, s.vocab_size, s.moe) != (f.n_heads, f.n_kv_heads, f.d_ff, f.vocab_size,
+                                                                         f.moe)
+    if s.n_layers != f.n_layers:  # a pipeline stage's rank
+        return "per rank: "
+    if sharded:  # with --pp, a sweep's header counts one --tp rank's share of every stage
+        return "per --tp rank: " if a.parallel.pp > 1 else "per rank: "
+    return ""
+
+
+def layer_scope(a) -> str:
+    """Whose layers L counts where a pipeline cuts them: one stage's, or every stage's together."""
+    if a.parallel is None or a.parallel.pp == 1:
+        return ""
+    if a.note_pipeline:
+        return f" (stage {a.stage}'s, of {a.full.shape.n_layers})"
+    return f" (all {a.parallel.pp} stages')"
 
 
 def bound_words(st) -> str:
@@ -343,7 +368,8 @@ def roof_lines(r: Roofline, defaults: Iterable[str] = ()) -> list[str]:
         named = f" ('{r.profile_name}')" if r.profile_name else ""
         lines.append(f"          measured{named} {si(mea.bandwidth_bytes_per_s, 'B/s')} "
                      f"({100 * mea.bandwidth_bytes_per_s / nom.bandwidth_bytes_per_s:.0f}% of nominal), "
-                     f"{si(mea.peak_flop_per_s, 'FLOP/s')} ({100 * mea.peak_flop_per_s / nom.peak_flop_per_s:.0f}%), "
+                     f"{si(mea.peak_flop_per_s, 'FLOP/s')} ({100 * mea.peak_flop_per_s / nom.peak_flop_per_s:.0f}% of "
+                     f"nominal), "
                      f"ridge {mea.ridge:.0f} FLOP/byte; verdicts use the measured roof")
     if r.model is not None:
         lines.append(f"predict   {efficiency_words(r)}; host {host_words(r)}")
@@ -368,20 +394,22 @@ def slope_words(r: Roofline) -> str:
     """Distance 2 in words: what batching can do at this context, as the sweep's verdicts say it."""
     st, roof_name = r.step, "measured" if r.measured else "nominal"
     if r.analysis.source == "traced" and r.analysis.workload.phase == "decode":  # its verdicts need its sweep
-        return (f"the ridge is {st.batching_headroom:.3g}x further right; how far batching takes a traced model's "
+        return (f"the ridge is {st.batching_headroom:.3g}x the step's AI, further right; how far batching takes a "
+                f"traced model's "
                 f"AI, its sweep says (--batch 1..512)")
     v = step_batch_verdicts(r)
     if v is None:  # prefill: more tokens per step, not more sequences
-        return (f"the ridge is {st.batching_headroom:.3g}x further right; a longer prompt or more sequences per step "
+        return (f"the ridge is {st.batching_headroom:.3g}x the step's AI, further right; a longer prompt or more "
+                f"sequences per step "
                 f"raise the AI toward it")
     if v.ridge_batch is None:
         limit, ridge = _apart(v.intensity_limit, v.ridge)
         return (f"the step's AI tends to {limit} FLOP/byte as the batch grows (the KV cache grows with "
-                f"it): it never reaches the {roof_name} ridge {ridge} at this context; batching can raise "
-                f"attainable FLOP/s {v.intensity_limit / st.intensity:.3g}x at most")
+                f"it): it never reaches the {roof_name} ridge {ridge} at this context; batching can raise the "
+                f"attainable FLOP/s to {v.intensity_limit / st.intensity:.3g}x this step's at most")
     fits = "" if v.max_batch is None or v.ridge_batch <= v.max_batch else f" (more than fits: {v.max_batch:,})"
     return (f"the step's AI reaches the {roof_name} ridge {v.ridge:.0f} FLOP/byte at batch {v.ridge_batch:,}{fits}; "
-            f"batching can raise attainable FLOP/s {v.ridge / st.intensity:.3g}x before the roof")
+            f"batching can raise the attainable FLOP/s to {v.ridge / st.intensity:.3g}x this step's before the roof")
 
 
 def pipeline_line(a) -> str:
@@ -560,28 +588,41 @@ def totals_lines(r: Roofline) -> list[str]:
            "takes their sum"),
     ]
     if st.tpot_s is not None:
-        roof = r.roof
+        roof, roof_name = r.roof, "measured" if r.measured else "nominal"
         lines += [
             f"measured  step {st.tpot_s * 1e3:.3g} ms: {si(st.achieved_flop_per_s, 'FLOP/s')} at AI "
-            f"{ratio(st.intensity)}, {pct(st.roof_fraction)} of the {'measured' if r.measured else 'nominal'} roof "
-            f"there ({si(roof.attainable(st.intensity), 'FLOP/s')}), {st.floor_multiple:.2f}x the floor",
-            f"  1 below the slope: {st.gap_s * 1e3:.3g} ms above the floors is overhead and kernel efficiency; "
-            + (f"the step model predicts {ms(st.predicted_s - st.sum_floor_s)} ms of it (measured / predicted "
-               f"{st.tpot_s / st.predicted_s:.2f})" if st.gap_s > 0 else "none left to explain"),
+            f"{ratio(st.intensity)}, {pct(st.roof_fraction)} of the {roof_name} roof "
+            f"there ({si(roof.attainable(st.intensity), 'FLOP/s')}), {st.floor_multiple:.2f}x the {roof_name} roof's "
+            f"floor ({ms(st.sum_floor_s)} ms, the kernels' floors summed)",
+            f"  1 below the slope: {ms(st.gap_s)} ms above the floors is overhead and kernel efficiency; "
+            + (gap_words(st) if st.gap_s > 0 else "none left to explain"),
             "  2 along the slope: " + slope_words(r),
             f"  3 the roof: {si(roof.peak_flop_per_s, 'FLOP/s')}; only another device or precision lifts it",
         ]
     lines += anomaly_lines(r)
     for p in r.points:
         lines.append(f"point     {p.name}: AI {ratio(p.intensity)}, {si(p.achieved_flop_per_s, 'FLOP/s')}, "
-                     f"{pct(p.roof_fraction(r.roof))} of the roof at its AI "
+                     f"{pct(p.roof_fraction(r.roof))} of the {'measured' if r.measured else 'nominal'} roof there "
                      f"({'left of' if p.intensity < r.roof.ridge else 'right of'} the ridge)")
     return lines
+
+
+def gap_words(st) -> str:
+    """How much of the measured step's time above its floors the step model predicts: a share of it where
+    the model predicts less, the excess where it predicts more; then the steps' ratio, named."""
+    predicted = st.predicted_s - st.sum_floor_s
+    if predicted <= st.gap_s:
+        said = f"the step model predicts {ms(predicted)} ms of it, {ms(st.gap_s - predicted)} ms it does not explain"
+    else:
+        said = (f"the step model predicts {ms(predicted)} ms above the floors, {ms(predicted - st.gap_s)} ms more "
+                f"than measured")
+    return f"{said} (measured step / predicted step {st.tpot_s / st.predicted_s:.2f})"
 
 
 def record_rows(r: Roofline, matmul_point: str | None = None) -> list[list[str]]:
     """The seed's record table: nominal vs measured, and the ratios."""
     nom, mea, st = r.nominal, r.measured, r.step
+    roof_name = "measured" if mea else "nominal"  # the verdict roof, which % of roof is of
     rows = [
         ["bandwidth (GB/s)", f"{nom.bandwidth_bytes_per_s / 1e9:.4g}",
          f"{mea.bandwidth_bytes_per_s / 1e9:.4g}" if mea else "", pct(mea.bandwidth_bytes_per_s / nom.bandwidth_bytes_per_s) if mea else ""],
@@ -592,12 +633,12 @@ def record_rows(r: Roofline, matmul_point: str | None = None) -> list[list[str]]
     nominal_floor = nom.floor(st.flops, st.bytes)
     if st.tpot_s is not None:
         rows.append(["step time (ms)", f"{nominal_floor * 1e3:.3g} (floor)", f"{st.tpot_s * 1e3:.3g}",
-                     f"{st.tpot_s / nominal_floor:.2f}x"])
+                     f"{st.tpot_s / nominal_floor:.2f}x the nominal floor"])
         rows.append(["step achieved (GFLOP/s)", f"{nom.attainable(st.intensity) / 1e9:.3g} (roof at AI)",
-                     f"{st.achieved_flop_per_s / 1e9:.3g}", f"{pct(st.roof_fraction)} of roof"])
+                     f"{st.achieved_flop_per_s / 1e9:.3g}", f"{pct(st.roof_fraction)} of the {roof_name} roof"])
     for p in r.points:
         rows.append([f"{p.name} achieved (TFLOP/s)", f"{nom.attainable(p.intensity) / 1e12:.3g} (roof at AI)",
-                     f"{p.achieved_flop_per_s / 1e12:.3g}", f"{pct(p.roof_fraction(r.roof))} of roof"])
+                     f"{p.achieved_flop_per_s / 1e12:.3g}", f"{pct(p.roof_fraction(r.roof))} of the {roof_name} roof"])
     return rows
 
 
@@ -823,8 +864,10 @@ def verdict_lines(sw: Sweep) -> list[str]:
                          f"{100 * v.min_gain:.0f}% tokens/s")
         else:
             beyond = "" if v.max_batch is None or v.doubling_batch <= v.max_batch else " (beyond what fits)"
+            gain = (f"only {100 * v.doubling_gain:.1f}% more tokens/s" if v.doubling_gain >= 0 else
+                    f"{-100 * v.doubling_gain:.1f}% fewer tokens/s")
             lines.append(f"  doubling  stops paying at {_batch(v.doubling_batch)}: batch {2 * v.doubling_batch:,} gives "
-                         f"only +{100 * v.doubling_gain:.1f}% tokens/s (less than {100 * v.min_gain:.0f}%){beyond}")
+                         f"{gain} (less than {100 * v.min_gain:.0f}% more){beyond}")
     return lines
 
 
@@ -911,49 +954,6 @@ def render_sweep(sw: Sweep, fmt: str = "table", defaults: Iterable[str] = (), wi
 
 
 # --------------------------------------------------------------------------- a profiled model
-
-
-def profile_record(p) -> dict[str, Any]:
-    """What ``roofcalc profile`` measured (:class:`roofcalc.profile.ProfileResult`)."""
-    return {"device": p.device, "tpot_s": p.tpot_s, "step_times_s": list(p.step_times_s), "ttft_s": p.ttft_s,
-            "profiled_step_s": p.profiled_step_s, "kernel_sum_s": p.kernel_sum_s, "other_s": p.other_s,
-            "other_ops_s": p.other_ops, "unmatched": p.unmatched,
-            "kernels": {k: {"seconds_per_step": t.seconds, "ops": t.ops} for k, t in p.kernels.items()}}
-
-
-def profile_lines(p, r: Roofline) -> list[str]:
-    """The measured step against the model: predicted vs measured TPOT, the device and host parts."""
-    st = r.step
-    t = st.times
-    err = p.tpot_s / st.predicted_s - 1
-    outside = p.tpot_s - p.kernel_sum_s
-    lines = [
-        f"profiled  {p.device}: "
-        + (f"prefill of {r.analysis.workload.kv_len - 1} tokens {ms(p.ttft_s)} ms; " if p.ttft_s is not None
-           else f"cache of {r.analysis.workload.kv_len - 1} tokens filled with random values (prefill skipped); ")
-        + f"{len(p.step_times_s)} decode steps, median TPOT {ms(p.tpot_s)} ms "
-        f"(min {ms(min(p.step_times_s))}, max {ms(max(p.step_times_s))})",
-        f"predicted TPOT {ms(st.predicted_s)} ms (range {ms(st.predicted_lower_s)} to {ms(st.predicted_upper_s)} ms); "
-        f"measured {ms(p.tpot_s)} ms: {100 * err:+.0f}% "
-        + ("(inside the range)" if st.times.holds(p.tpot_s) else "(outside the range)"),
-        f"device    predicted {ms(t.device_s)} ms of kernels; the profiled step's ops sum to {ms(p.kernel_sum_s)} ms "
-        f"in roofcalc's kernels + {ms(p.other_s)} ms outside them",
-        f"host      predicted {ms(t.host_s)} ms ({host_words(r)}); measured TPOT less the ops: {ms(outside)} ms "
-        + ("(host and device add up here)" if not t.overlap else "(host and device overlap here)"),
-        f"gap       measured {ms(p.tpot_s)} ms = floors {ms(st.sum_floor_s)} ms "
-        f"({100 * st.sum_floor_s / p.tpot_s:.0f}%) + kernels below their roof "
-        f"{ms((p.kernel_sum_s - st.sum_floor_s))} ms + outside the kernels {ms(outside)} ms; "
-        f"the step took {ms(p.profiled_step_s)} ms under the profiler",
-    ]
-    fast = [pl.kernel.name for pl in st.placements if pl.measured_s is not None and pl.measured_s < 0.9 * pl.t_floor_s]
-    if fast:
-        lines.append(f"faster    {', '.join(fast)} ran faster than their floor on this roof: the roof's measurement "
-                     f"does not bound them (a peak from square matmuls that this dtype runs on a slow path, or a "
-                     f"bandwidth measured under load); treat their % of roof as a sign the roof is low")
-    if p.other_ops:
-        lines.append("outside   " + ", ".join(f"{k} {ms(v)} ms" for k, v in p.other_ops.items()))
-    lines.append("unmatched " + (", ".join(p.unmatched) if p.unmatched else "none: every kernel got a measured time"))
-    return lines
 
 
 # --------------------------------------------------------------------------- a sweep over --tp
@@ -1063,9 +1063,10 @@ def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = (), width
     verdicts = [f"  fits      the fewest GPUs on which weights and KV cache fit: {where} (of --{tps.axis} {swept})"]
     stop = tps.stops_paying
     if stop:
-        verdicts.append(f"  scaling   adding GPUs stops paying at --{tps.axis} {stop[0]}: the step is only "
-                        f"{100 * stop[1]:+.1f}% faster than at the --{tps.axis} before it (less than "
-                        f"{100 * tps.min_gain:.0f}%)")
+        how = (f"only {100 * stop[1]:.1f}% faster" if stop[1] >= 0 else
+               f"{100 * (1 / (1 + stop[1]) - 1):.1f}% slower")  # gain = before / now - 1; slower: now / before - 1
+        verdicts.append(f"  scaling   adding GPUs stops paying at --{tps.axis} {stop[0]}: the step is {how} than at "
+                        f"the --{tps.axis} before it (less than {100 * tps.min_gain:.0f}% faster)")
     else:
         verdicts.append(f"  scaling   every step up in --{tps.axis} makes the step at least {100 * tps.min_gain:.0f}% "
                         f"faster")

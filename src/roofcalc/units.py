@@ -31,6 +31,8 @@ def sig(x: float, digits: int = 3) -> str:
     if not math.isfinite(x):
         return "inf"
     places = digits - 1 - math.floor(math.log10(abs(x)))
+    if abs(round(x, places)) >= 10 ** (digits - places):  # 9.9996 rounds up a decade: 10.0, not 10.00
+        places -= 1
     if places <= 0:
         return f"{round(x, places):,.0f}"
     return f"{x:.{places}f}"
