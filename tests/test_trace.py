@@ -973,6 +973,22 @@ def test_a_hand_modelled_multimodal_models_parameters_include_its_encoders(tmp_p
         "with torch and transformers, not installed here), 13,477,879,808 bytes" in unwrap(capsys.readouterr().out)
 
 
+def test_a_causal_lm_built_from_a_whole_multimodal_config_counts_its_encoders(capsys):
+    """Llama-3.2-11B-Vision (mllama) is traced through MllamaForCausalLM, which holds the text model alone: its
+    vision tower and projector are counted beside it, so the total is what transformers' whole
+    MllamaForConditionalGeneration holds on the meta device (the oracle; the card's 10.6B)."""
+    from roofcalc.trace import hf_config
+
+    path = PUBLISHED / "meta-llama--Llama-3.2-11B-Vision-Instruct.json"
+    whole, _ = hf_config(json.loads(path.read_text()), "m")
+    with torch.device("meta"):
+        real = sum(p.numel() for p in transformers.MllamaForConditionalGeneration(whole).parameters())
+        text = sum(p.numel() for p in transformers.MllamaForCausalLM(whole).parameters())
+    assert main([str(path), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["model"]["params"] == real and doc["model"]["language_model_params"] == text
+
+
 def test_a_state_space_models_header_says_recurrent_state_not_kv_cache(tmp_path, capsys):
     """Mamba keeps a convolution and an SSM state per sequence and no keys or values: the header says so, and
     its memory line counts that state per sequence, not a KV cache over positions; a hybrid's (Bamba's) both.

@@ -330,6 +330,7 @@ def roofline_figure(r):
                         line=dict(width=1, color="white")),
             hovertext=[_kernel_hover(k, t_unit) for k in measured], hoverinfo="text", meta="kernels-measured"))
     step_name = f"{doc['workload']['phase']} step"
+    roof = doc["hardware"].get("verdict_roof") or "nominal"
     step_hover = "<br>".join([
         f"<b>the whole {step_name}</b>",
         f"FLOPs    {si(st['flops'])} ({st['flops']:,})",
@@ -338,8 +339,8 @@ def roofline_figure(r):
         f"floor    {ms(st['sum_floor_s'])} ms (sum of the kernels' floors)",
         f"expected {ms(st['predicted_s'])} ms (range {ms(st['predicted_lower_s'])} to {ms(st['predicted_upper_s'])})",
         "measured " + ("not measured (--tpot)" if st["tpot_s"] is None else
-                       f"{ms(st['tpot_s'])} ms, {pct(st['roof_fraction'])} of roof, "
-                       f"{st['floor_multiple']:.2f}x the floor"),
+                       f"{ms(st['tpot_s'])} ms, {pct(st['roof_fraction'])} of the {roof} roof, "
+                       f"{st['floor_multiple']:.2f}x its floor"),
         f"bound    {st['step_bound']}",
     ])
     step_color = INDIGO if st["intensity"] < ridge else AMBER

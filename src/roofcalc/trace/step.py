@@ -266,6 +266,10 @@ def _trace_on(cfg: dict, name: str, wl: Workload, read, device: str) -> dict:
             extra["language_params"] = language
     elif isinstance(cfg.get(WHOLE_KEY), dict):  # a text config traced alone: the encoders its checkpoint holds
         extra["encoders"] = encoder_params(torch, transformers, cfg[WHOLE_KEY], name, dtype)
+    elif isinstance(cfg.get("text_config"), dict) and any(
+            isinstance(v, dict) and k.endswith("_config") and k not in ("text_config", "quantization_config")
+            for k, v in cfg.items()):  # a causal LM built from the whole config holds its text model alone
+        extra["encoders"] = encoder_params(torch, transformers, cfg, name, dtype)  # (Mllama): count the towers
     return {**extra,
         "format": TRACE_FORMAT, "transformers": transformers.__version__, "class": type(model).__name__,
         "config_class": check.class_name, "ignored": list(check.ignored), "defaulted": [list(x) for x in check.defaulted],
