@@ -44,3 +44,17 @@ def test_the_main_job_does_not_import_pandas():
     code = "import roofcalc.cli, sys; roofcalc.cli.main(['TinyLlama/TinyLlama-1.1B']); print('pandas' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "False"
+
+
+def test_a_notebook_shows_a_step_as_a_table():
+    """IPython shows a result through its _repr_html_: the kernel rows as an HTML table (18 of them, as the
+    frame above), the columns every row shares (model, hardware, dtypes) said once above it; no pandas needed."""
+    step = roofcalc.analyze(TINY, roofcalc.Workload.decode(1, 500))
+    html = step._repr_html_()
+    head, table = html.split("</p>")
+    assert "model TinyLlama/TinyLlama-1.1B-Chat-v1.0" in head and "weight_dtype fp16" in head
+    assert table.startswith("<table") and table.count("<tr>") == 1 + 18 and "<td>q_proj " in table
+    code = ("import sys; sys.modules['pandas'] = None; import roofcalc; s = roofcalc.analyze(roofcalc.load_shape("
+            "'TinyLlama/TinyLlama-1.1B'), roofcalc.Workload.decode()); print(s._repr_html_().count('<tr>'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "19"

@@ -763,6 +763,11 @@ class Analysis:
         w = self.workload
         return self.weight_storage_bytes + kv_cache_bytes(self.shape, w.kv_dtype, w.batch, w.kv_len)
 
+    def _repr_html_(self) -> str:  # a notebook shows the kernels as a table (roofcalc.frames)
+        from .frames import repr_html
+
+        return repr_html(self)
+
     def kernel(self, name: str) -> Kernel:
         for k in self.kernels:
             if k.name == name:

@@ -30,25 +30,27 @@ def _ident(doc: dict[str, Any]) -> dict[str, Any]:
     return ident
 
 
-def to_pandas(result):
-    """One row per kernel (per instance, execution order) of a single step (an Analysis or a Roofline), or
-    one row per point of a sweep or a --tp/--pp/--ep comparison. The step's totals are apart:
-    :func:`step_to_pandas`."""
+def rows(result) -> list[dict[str, Any]]:
+    """The rows of a result: one per kernel (per instance, execution order) of a single step (an Analysis or a
+    Roofline), or one per point of a sweep or a --tp/--pp/--ep comparison, each saying what it is of."""
     from .parallel import TPSweep
     from .report import sweep_point_records, to_record, tp_sweep_record
     from .sweep import Sweep
 
-    pd = _pandas()
     if isinstance(result, Sweep):
-        return pd.DataFrame(sweep_point_records(result))
+        return sweep_point_records(result)
     if isinstance(result, TPSweep):
         doc = tp_sweep_record(result)
-        return pd.DataFrame([{"model": doc["model"]["name"], "hardware": doc["hardware"]["name"],
-                              **{k: v for k, v in point.items() if k != "collectives"}}
-                             for point in doc[f"{doc['axis']}_points"]])
+        return [{"model": doc["model"]["name"], "hardware": doc["hardware"]["name"],
+                 **{k: v for k, v in point.items() if k != "collectives"}} for point in doc[f"{doc['axis']}_points"]]
     doc = to_record(result)
     ident = _ident(doc)
-    return pd.DataFrame([{**ident, **k} for k in doc["kernels"]])
+    return [{**ident, **k} for k in doc["kernels"]]
+
+
+def to_pandas(result):
+    """:func:`rows` as a DataFrame. The step's totals are apart: :func:`step_to_pandas`."""
+    return _pandas().DataFrame(rows(result))
 
 
 def step_to_pandas(result):
@@ -64,3 +66,18 @@ def step_to_pandas(result):
     for k, v in ((doc.get("step") or {}).get("device_parts_s") or {}).items():
         row[f"device_{k}_s"] = v
     return pd.DataFrame([row])
+
+
+def repr_html(result) -> str:
+    """What a notebook shows for a result (IPython calls its ``_repr_html_``): its rows as an HTML table,
+    without the columns every row shares (what they are of is one line above the table)."""
+    import html
+
+    from tabulate import tabulate
+
+    table = rows(result)
+    same = {k for k in table[0] if all(r.get(k) == table[0][k] for r in table)} if len(table) > 1 else set()
+    shared = ", ".join(f"{k} {table[0][k]}" for k in table[0]
+                       if k in same and table[0][k] is not None and not isinstance(table[0][k], (dict, list)))
+    cells = [{k: v for k, v in r.items() if k not in same and not isinstance(v, (dict, list))} for r in table]
+    return f"<p>{html.escape(shared)}</p>" + tabulate(cells, headers="keys", tablefmt="html")
