@@ -587,24 +587,59 @@ def _cache_update(args: argparse.Namespace) -> str:
 
 
 def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
-    """Where the step is bound by the host under the chosen engine: what it would take under an engine with
-    CUDA graphs, by the same step model (one line; none otherwise)."""
-    from .engines import comparison_engine
-    from .roofline import Roofline
+    """Where a step is bound by the host under the chosen engine (one step, a --tp comparison's sizes, a sweep's
+    points): what it would take under an engine with CUDA graphs, by the same step model, and the verdict that
+    changes with it (one line; none where no step is host-bound)."""
+    import numpy as np
 
-    if not isinstance(result, Roofline) or result.step.bound != "host":
+    from .engines import comparison_engine
+    from .parallel import TPSweep
+    from .roofline import Roofline
+    from .sweep import Sweep
+
+    if isinstance(result, Roofline):
+        hit = result.step.bound == "host"
+    elif isinstance(result, TPSweep):
+        hit = [p.tp for p in result.points if p.step.bound == "host"]
+    elif isinstance(result, Sweep):
+        hit = np.asarray(result.grid.bound, dtype=object) == "host"
+        hit = hit if hit.any() else None
+    else:
+        return ""
+    if hit is None or hit is False or (isinstance(hit, list) and not hit):
         return ""
     from copy import copy
 
     from . import report
 
-    other = comparison_engine(_engine(args))
+    here, other = _engine(args), comparison_engine(_engine(args))
     alt = copy(args)
     alt.engine, alt.impl = other.name, None
     _resolve_engine(alt)
     r = _build(alt, shape)
-    line = (f"engine    host-bound under {_engine(args).name}: under --engine {other.name} (CUDA graphs) the step "
-            f"would take {report.ms(r.step.predicted_s)} ms, {r.step.bound}-bound")
+    under = f"under --engine {other.name} (CUDA graphs)"
+    if isinstance(result, Roofline):
+        line = (f"engine    host-bound under {here.name}: {under} the step would take {report.ms(r.step.predicted_s)} "
+                f"ms, {r.step.bound}-bound")
+    elif isinstance(result, TPSweep):
+        sizes = ", ".join(str(p.tp) for p in r.points)
+        line = (f"engine    host-bound at --{result.axis} {', '.join(map(str, hit))} under {here.name}: {under} "
+                f"--{result.axis} {sizes} would take {', '.join(report.ms(p.step_s) for p in r.points)} ms "
+                f"({', '.join(p.step.bound for p in r.points)})")
+        mine, theirs = result.stops_paying, r.stops_paying
+        if (mine and mine[0]) != (theirs and theirs[0]):
+            line += (f"; a step up stops paying at --{result.axis} {theirs[0] if theirs else 'none swept'} there "
+                     f"(here {mine[0] if mine else 'none swept'})")
+    else:
+        step = np.asarray(r.grid.step_s, dtype=float)
+        bounds = sorted(set(np.asarray(r.grid.bound, dtype=object)[hit].tolist()))
+        line = (f"engine    {int(hit.sum())} of {hit.size} points host-bound under {here.name}: {under} they would "
+                f"take {report.ms(step[hit].min())} to {report.ms(step[hit].max())} ms ({', '.join(bounds)}-bound)")
+        mine = [v.doubling_batch for v in result.verdicts]
+        theirs = [v.doubling_batch for v in r.verdicts]
+        if mine != theirs:
+            line += (f"; doubling the batch stops paying at B={', '.join(str(x or 'none') for x in theirs)} there "
+                     f"(here {', '.join(str(x or 'none') for x in mine)})")
     return "\n".join(report.wrap_lines([line], width)) + "\n"
 
 
