@@ -73,7 +73,7 @@ def test_the_default_is_engine_hf_and_its_numbers_have_not_moved(capsys):
     _, hf, _ = run(["tinyllama", "--engine", "hf"], capsys)
     _, by_hand, _ = run(["tinyllama", "--engine", "hf", "--impl", "hf-eager"], capsys)
     assert plain == hf == by_hand
-    assert "host 890 eager ops x 20 us; engine hf (PyTorch SDPA attention)" in plain
+    assert "host 890 eager ops x 20 us; engine hf (attention: PyTorch SDPA)" in plain
     st = step(["tinyllama"], capsys)
     # hf adds no host time: 890 eager ops x 20 us (predict.HOST_PER_OP), nothing waited for
     assert st["host_s"] == pytest.approx(890 * 20e-6) and st["serial_host_s"] == 0
@@ -111,7 +111,7 @@ def test_impl_by_hand_overrides_the_engine_and_the_header_says_so(capsys):
     assert st["host_s"] == pytest.approx(890 * 20e-6 + 5.5e-3 / 256)  # vLLM's scheduler stays
     assert st["engine"]["impl_used"] == "hf-eager" and st["engine"]["impl_by_hand"]
     _, out, _ = run(["tinyllama", "--engine", "vllm", "--impl", "hf-eager"], capsys)
-    assert "engine vllm (FlashAttention 3, FA2 before Hopper attention) with --impl hf-eager by hand (its own: " \
+    assert "engine vllm (attention: FlashAttention 3, FA2 before Hopper) with --impl hf-eager by hand (its own: " \
            "cuda-graph)" in out
 
 

@@ -590,8 +590,6 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
     """Where a step is bound by the host under the chosen engine (one step, a --tp comparison's sizes, a sweep's
     points): what it would take under an engine with CUDA graphs, by the same step model, and the verdict that
     changes with it (one line; none where no step is host-bound)."""
-    import numpy as np
-
     from .engines import comparison_engine
     from .parallel import TPSweep
     from .roofline import Roofline
@@ -601,7 +599,9 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
         hit = result.step.bound == "host"
     elif isinstance(result, TPSweep):
         hit = [p.tp for p in result.points if p.step.bound == "host"]
-    elif isinstance(result, Sweep):
+    elif isinstance(result, Sweep) and getattr(result.grid, "bound", None) is not None:
+        import numpy as np  # a sweep has imported it; a single step does not
+
         hit = np.asarray(result.grid.bound, dtype=object) == "host"
         hit = hit if hit.any() else None
     else:
@@ -631,7 +631,9 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
             line += (f"; a step up stops paying at --{result.axis} {theirs[0] if theirs else 'none swept'} there "
                      f"(here {mine[0] if mine else 'none swept'})")
     else:
-        step = np.asarray(r.grid.step_s, dtype=float)
+        import numpy as np
+
+        step = np.asarray(r.grid.predicted_s, dtype=float)
         bounds = sorted(set(np.asarray(r.grid.bound, dtype=object)[hit].tolist()))
         line = (f"engine    {int(hit.sum())} of {hit.size} points host-bound under {here.name}: {under} they would "
                 f"take {report.ms(step[hit].min())} to {report.ms(step[hit].max())} ms ({', '.join(bounds)}-bound)")

@@ -163,7 +163,7 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "llama.cpp CMakeLists.txt: GGML_CUDA_GRAPHS_DEFAULT ON in llama.cpp builds (PR #6766)",
         "in-place", "llama.cpp src/llama-kv-cache.cpp: 'ggml_set_rows(ctx, k, k_cur, k_idxs)' into a "
         "preallocated cache",
-        "ggml FlashAttention kernels (-fa auto)", "ggml/CMakeLists.txt: GGML_CUDA_FA 'compile ggml "
+        "ggml FlashAttention kernels, -fa auto", "ggml/CMakeLists.txt: GGML_CUDA_FA 'compile ggml "
         "FlashAttention CUDA kernels' ON; llama.cpp args: -fa 'default: auto'",
         _LLAMACPP_FIXED, _zero(f"{_NONE} (llama.cpp PR #6766: graphs help at batch 1, 'for batch sizes >> 1 "
                                "it's slower')"), False,

@@ -360,7 +360,7 @@ def engine_words(m, impl: str) -> str:
     from .engines import ENGINES
 
     e = ENGINES[name]
-    return f"; engine {name} ({e.attention} attention)" + \
+    return f"; engine {name} (attention: {e.attention})" + \
         (f" with --impl {impl} by hand (its own: {e.impl})" if impl != e.impl else "")
 
 
