@@ -123,8 +123,10 @@ def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
     r.add_argument("--measured-bw", help="your measured bandwidth with its unit, e.g. 270GB/s, 250GiB/s or 2.7e11B/s")
     r.add_argument("--measured-flops", help="your measured matmul peak with its unit, e.g. 50TFLOP/s")
     r.add_argument("--hw-file", help="a JSON hardware profile with measured values (README: schema)")
-    r.add_argument("--impl", choices=("hf-eager", "fused", "cuda-graph"), default="hf-eager",
-                   help="how kernels are launched (default hf-eager: transformers' eager modules)")
+    _add_engine(r)
+    r.add_argument("--impl", choices=("hf-eager", "fused", "cuda-graph"),
+                   help="how kernels are launched, by hand: overrides the engine's (default: the engine's; hf's is "
+                   "hf-eager, transformers' eager modules)")
     r.add_argument("--launch-overhead", help="cost of one kernel launch, e.g. 5us (default: the hardware's)")
     r.add_argument("--host-overhead", help="host time per eager op under --impl hf-eager, e.g. 15us (default: the "
                    "profile's measured value, else the documented default)")
@@ -180,8 +182,9 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
         logits_all=args.logits == "all",
         experts=args.experts,
         mla=args.mla,
-        # eager transformers appends to its DynamicCache by concatenation (a traced model's eager view counts it)
-        cache_update="concat" if getattr(args, "impl", None) == "hf-eager" else "in-place",
+        # eager transformers appends to its DynamicCache by concatenation (a traced model's eager view counts it);
+        # an --engine's own cache update unless --impl is given by hand
+        cache_update=_cache_update(args),
     )
     if kw["act_dtype"].quantized:
         raise RoofcalcError(f"activations cannot be {kw['act_dtype'].name}; use --weight-dtype for integer weights")
@@ -307,7 +310,8 @@ def _roof_kw(args: argparse.Namespace, profile) -> dict:
 
     return dict(measured_bw=q(args.measured_bw, "bandwidth"), measured_flops=q(args.measured_flops, "flops"),
                 measured_profile=profile, impl=args.impl, launch_overhead_s=q(args.launch_overhead, "time"),
-                host_overhead_s=q(args.host_overhead, "time"), capacity_bytes=q(args.memory, "size"))
+                host_overhead_s=q(args.host_overhead, "time"), capacity_bytes=q(args.memory, "size"),
+                engine_host=_engine(args).host)
 
 
 def build_sweep(args: argparse.Namespace, shape=None):
@@ -489,6 +493,7 @@ def run_main(argv: Sequence[str]) -> str:
     from . import report
 
     args = _main_parser().parse_args(argv)
+    _resolve_engine(args)
     _check_family(args.family)
     output = _check_output(args.output, {"the model's config.json": args.model, "the --hw-file profile": args.hw_file,
                                          "the --kernel-times file": args.kernel_times, "the --plot image": args.plot})
@@ -522,6 +527,8 @@ def run_main(argv: Sequence[str]) -> str:
     if getattr(args, "weights_why", ""):
         defaults.add("weights-why:" + args.weights_why)
     out = report.render(result, args.format, defaults, record=args.record, width=None if args.wide else term_width())
+    if args.format in ("table", "markdown"):
+        out += _engine_verdict(args, shape, result, None if args.wide else term_width())
     if args.plot:
         from .plotting import save_plot
 
@@ -542,6 +549,100 @@ def _build(args: argparse.Namespace, shape):
     if is_sweep(args):
         return build_sweep(args, shape)
     return build_roofline(args, shape)
+
+
+def _add_engine(p) -> None:
+    """--engine of the main command and profile."""
+    from .engines import DEFAULT_ENGINE, ENGINES
+
+    p.add_argument("--engine", metavar="NAME", help=f"how the model runs: {' | '.join(ENGINES)}: its launch "
+                   "model, attention kernel, KV cache update and host time per step outside the kernels, each "
+                   f"cited (docs/conventions.md; default {DEFAULT_ENGINE}: transformers' eager generate)")
+
+
+def _resolve_engine(args: argparse.Namespace) -> None:
+    """The --engine preset (a bad name: one line with the closest), and the launch model: --impl by hand where
+    given, else the engine's."""
+    from .engines import DEFAULT_ENGINE, find_engine
+
+    args.engine_preset = find_engine(args.engine if args.engine is not None else DEFAULT_ENGINE)
+    args.impl_by_hand = args.impl is not None
+    if args.impl is None:
+        args.impl = args.engine_preset.impl
+
+
+def _engine(args: argparse.Namespace):
+    """The engine preset of the command line (hf where none was resolved)."""
+    from .engines import DEFAULT_ENGINE, ENGINES
+
+    return getattr(args, "engine_preset", None) or ENGINES[DEFAULT_ENGINE]
+
+
+def _cache_update(args: argparse.Namespace) -> str:
+    """How the KV cache takes a token: the engine's, unless --impl is given by hand (then as it always was:
+    concatenation under hf-eager, in place otherwise)."""
+    if getattr(args, "engine_preset", None) is not None and not getattr(args, "impl_by_hand", False):
+        return args.engine_preset.cache_update
+    return "concat" if getattr(args, "impl", None) == "hf-eager" else "in-place"
+
+
+def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
+    """Where a step is bound by the host under the chosen engine (one step, a --tp comparison's sizes, a sweep's
+    points): what it would take under an engine with CUDA graphs, by the same step model, and the verdict that
+    changes with it (one line; none where no step is host-bound)."""
+    from .engines import comparison_engine
+    from .parallel import TPSweep
+    from .roofline import Roofline
+    from .sweep import Sweep
+
+    if isinstance(result, Roofline):
+        hit = result.step.bound == "host"
+    elif isinstance(result, TPSweep):
+        hit = [p.tp for p in result.points if p.step.bound == "host"]
+    elif isinstance(result, Sweep) and getattr(result.grid, "bound", None) is not None:
+        import numpy as np  # a sweep has imported it; a single step does not
+
+        hit = np.asarray(result.grid.bound, dtype=object) == "host"
+        hit = hit if hit.any() else None
+    else:
+        return ""
+    if hit is None or hit is False or (isinstance(hit, list) and not hit):
+        return ""
+    from copy import copy
+
+    from . import report
+
+    here, other = _engine(args), comparison_engine(_engine(args))
+    alt = copy(args)
+    alt.engine, alt.impl = other.name, None
+    _resolve_engine(alt)
+    r = _build(alt, shape)
+    under = f"under --engine {other.name} (CUDA graphs)"
+    if isinstance(result, Roofline):
+        line = (f"engine    host-bound under {here.name}: {under} the step would take {report.ms(r.step.predicted_s)} "
+                f"ms, {r.step.bound}-bound")
+    elif isinstance(result, TPSweep):
+        sizes = ", ".join(str(p.tp) for p in r.points)
+        line = (f"engine    host-bound at --{result.axis} {', '.join(map(str, hit))} under {here.name}: {under} "
+                f"--{result.axis} {sizes} would take {', '.join(report.ms(p.step_s) for p in r.points)} ms "
+                f"({', '.join(p.step.bound for p in r.points)})")
+        mine, theirs = result.stops_paying, r.stops_paying
+        if (mine and mine[0]) != (theirs and theirs[0]):
+            line += (f"; a step up stops paying at --{result.axis} {theirs[0] if theirs else 'none swept'} there "
+                     f"(here {mine[0] if mine else 'none swept'})")
+    else:
+        import numpy as np
+
+        step = np.asarray(r.grid.predicted_s, dtype=float)
+        bounds = sorted(set(np.asarray(r.grid.bound, dtype=object)[hit].tolist()))
+        line = (f"engine    {int(hit.sum())} of {hit.size} points host-bound under {here.name}: {under} they would "
+                f"take {report.ms(step[hit].min())} to {report.ms(step[hit].max())} ms ({', '.join(bounds)}-bound)")
+        mine = [v.doubling_batch for v in result.verdicts]
+        theirs = [v.doubling_batch for v in r.verdicts]
+        if mine != theirs:
+            line += (f"; doubling the batch stops paying at B={', '.join(str(x or 'none') for x in theirs)} there "
+                     f"(here {', '.join(str(x or 'none') for x in mine)})")
+    return "\n".join(report.wrap_lines([line], width)) + "\n"
 
 
 def _add_quiet(p: argparse.ArgumentParser) -> None:
@@ -682,9 +783,10 @@ def _profile_parser() -> argparse.ArgumentParser:
     p.add_argument("--prefill", choices=("auto", "run", "skip"), default="auto",
                    help="fill the cache by a real prefill (run, which also times it) or with random values (skip); "
                    "auto runs it unless the measured peak says it would take over a minute")
-    p.add_argument("--impl", choices=("hf-eager", "fused", "cuda-graph"), default="hf-eager",
-                   help="the launch model of the prediction beside the measurement (default hf-eager: transformers' "
-                   "eager modules, which is what runs)")
+    _add_engine(p)
+    p.add_argument("--impl", choices=("hf-eager", "fused", "cuda-graph"),
+                   help="the launch model of the prediction beside the measurement, by hand: overrides the engine's "
+                   "(default: the engine's; hf's is hf-eager, transformers' eager modules, which is what runs)")
     p.add_argument("--family", help="read an unknown model_type as this family")
     p.add_argument("--format", "-f", choices=("table", "markdown", "csv", "json"), default="table",
                    help="the report as a table for the terminal (default), a markdown table, CSV or JSON")
@@ -708,6 +810,7 @@ def run_profile(argv: Sequence[str]) -> str:
     from .roofline import roofline
 
     args = _profile_parser().parse_args(argv)
+    _resolve_engine(args)
     if args.update and not args.hw_file:
         raise RoofcalcError("--update writes into the --hw-file profile; give one (roofcalc measure --out me.json)")
     _check_family(args.family)
@@ -740,7 +843,7 @@ def run_profile(argv: Sequence[str]) -> str:
                            prefill={"run": True, "skip": False, "auto": None}[args.prefill])
     nominal_hw = _find_hardware(hw_profile.nominal, "the profile's nominal") if hw_profile.nominal else hw_profile
     r = roofline(result.analysis, nominal_hw, measured_profile=hw_profile, impl=args.impl,
-                 kernel_times=result.kernel_times, tpot_s=result.tpot_s)
+                 kernel_times=result.kernel_times, tpot_s=result.tpot_s, engine_host=_engine(args).host)
     if args.plot:
         from .plotting import save_plot
 

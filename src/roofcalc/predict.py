@@ -182,6 +182,30 @@ CPU_HOST_PER_OP = Efficiency(15e-6, 25e-6, note="roofcalc measure on a 2-vCPU EP
 
 
 @dataclass(frozen=True)
+class EngineHost:
+    """An engine's host time per step outside its kernels (scheduler, sampler, detokenizer): a fixed part
+    and a part per sequence of the step. ``overlap``: it runs while the device runs (an overlap or async
+    scheduler) and joins the host's side of the step; else the device waits for it, every step. Presets
+    and their sources: engines.py; the default, none, is transformers' generate as the worked example."""
+
+    fixed_s: Efficiency = Efficiency(0.0, 0.0, note="none")
+    per_sequence_s: Efficiency = Efficiency(0.0, 0.0, note="none")
+    overlap: bool = False
+    engine: str = ""  # the preset's name (engines.ENGINES), "" for none
+
+    def seconds(self, sequences, pessimistic: bool = False):
+        return self.fixed_s.pick(pessimistic) + sequences * self.per_sequence_s.pick(pessimistic)
+
+    @property
+    def none(self) -> bool:
+        return not any((self.fixed_s.expected, self.fixed_s.pessimistic, self.per_sequence_s.expected,
+                        self.per_sequence_s.pessimistic))
+
+
+NO_ENGINE_HOST = EngineHost()
+
+
+@dataclass(frozen=True)
 class KernelModel:
     """Efficiencies per class of kernel and the host's overheads, for one device."""
 
@@ -207,6 +231,7 @@ class KernelModel:
     all_reduce: Mapping[int, tuple] = field(default_factory=dict)
     fitted: str = ""  # the measured tables the fitted parts come from ("" : none)
     fitted_how: str = ""  # "measured": the device's own; "nearest": the measured GPU of its generation
+    engine_host: EngineHost = NO_ENGINE_HOST  # the engine's host time per step outside its kernels
 
     def all_reduce_fit(self, group: int):
         """(fixed seconds, share-of-link curve) at the fitted rank count nearest ``group`` (in log2)."""
@@ -582,17 +607,19 @@ class StepTimes:
     overlap: bool
     comm_s: Any = 0.0  # the part of device_s spent in collectives
     fixed_s: Any = 0.0  # the part of device_s spent in kernels whose fixed cost outweighs their work
+    serial_s: Any = 0.0  # an engine's host time the device waits for every step (EngineHost, overlap False)
+    serial_upper_s: Any = 0.0
 
     def _combine(self, device, host):
         return _maximum(device, host) if self.overlap else device + host
 
     @property
     def predicted_s(self):
-        return self._combine(self.device_s, self.host_s)
+        return self._combine(self.device_s, self.host_s) + self.serial_s
 
     @property
     def predicted_upper_s(self):
-        return self._combine(self.device_upper_s, self.host_upper_s)
+        return self._combine(self.device_upper_s, self.host_upper_s) + self.serial_upper_s
 
     @property
     def predicted_lower_s(self):
@@ -621,7 +648,7 @@ class StepTimes:
             code = np.where(self.comm_s > top, 2, code)
             top = np.maximum(top, self.comm_s)
             code = np.where(self.fixed_s > top, 3, code)
-            code = np.where(self.host_s > self.device_s, 4, code)
+            code = np.where(self.host_s + self.serial_s > self.device_s, 4, code)
             words = np.array(["memory", "compute", "communication", "fixed", "host"])[code]
             return words if words.ndim else words.item()
         by_kernels = _where(self.compute_s > memory, "compute", "memory")
@@ -629,7 +656,7 @@ class StepTimes:
         by_kernels = _where(self.comm_s > top, "communication", by_kernels)
         top = _maximum(top, self.comm_s)
         by_kernels = _where(self.fixed_s > top, "fixed", by_kernels)
-        return _where(self.host_s > self.device_s, "host", by_kernels)
+        return _where(self.host_s + self.serial_s > self.device_s, "host", by_kernels)
 
 
 def host_ops(impl: str, launches_per_step):
@@ -645,13 +672,14 @@ def host_seconds_per_op(m: KernelModel, impl: str) -> Efficiency:
     return m.host_per_op_s if impl == "hf-eager" else m.launch_s
 
 
-def step_times(terms, m: KernelModel, impl: str, launches_per_step) -> StepTimes:
+def step_times(terms, m: KernelModel, impl: str, launches_per_step, sequences=1) -> StepTimes:
     """The step from its kernels. ``terms`` holds one tuple per kernel,
     (count, t_compute_s, t_memory_s, kind, rows, weight_format, weight_bytes, depth, hop, launches, collective),
     where the times may be numpy arrays of one shape (a sweep) and count, kind, weight format, depth and hop (a
     collective's "link" or "network", else "") are per kernel; launches (device kernels one instance runs,
     each paying its class's fixed cost) per kernel or per batch; collective (op, ranks) or (); a collective's
-    weight_bytes is its message."""
+    weight_bytes is its message. ``sequences``: the step's sequences (a number or an array), for the engine's
+    host time per sequence (KernelModel.engine_host)."""
     floor = device = upper = compute = comm = fixed = 0.0
     for count, t_c, t_m, kind, rows, wfmt, wbytes, depth, hop, n, coll in terms:
         work, fix, side = kernel_terms(m, t_c, t_m, kind, rows, wfmt, wbytes, depth=depth, hop=hop, launches=n,
@@ -671,5 +699,13 @@ def step_times(terms, m: KernelModel, impl: str, launches_per_step) -> StepTimes
             fixed = fixed + count * _where(by_fixed, t, 0.0)
     ops = host_ops(impl, launches_per_step)
     per = host_seconds_per_op(m, impl)
-    return StepTimes(_scalar(floor), _scalar(device), _scalar(upper), _scalar(ops * per.expected),
-                     _scalar(ops * per.pessimistic), _scalar(compute), m.overlap, _scalar(comm), _scalar(fixed))
+    host, host_hi, serial, serial_hi = ops * per.expected, ops * per.pessimistic, 0.0, 0.0
+    engine = m.engine_host
+    if not engine.none:  # the engine's host time outside the kernels: beside the launches, or waited for
+        extra, extra_hi = engine.seconds(sequences), engine.seconds(sequences, pessimistic=True)
+        if engine.overlap:
+            host, host_hi = host + extra, host_hi + extra_hi
+        else:
+            serial, serial_hi = extra, extra_hi
+    return StepTimes(_scalar(floor), _scalar(device), _scalar(upper), _scalar(host), _scalar(host_hi),
+                     _scalar(compute), m.overlap, _scalar(comm), _scalar(fixed), _scalar(serial), _scalar(serial_hi))

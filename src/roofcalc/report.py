@@ -148,12 +148,23 @@ def step_record(r: Roofline) -> dict[str, Any]:
         "predicted_s": st.predicted_s, "predicted_lower_s": st.predicted_lower_s,
         "predicted_upper_s": st.predicted_upper_s, "device_s": t.device_s, "device_upper_s": t.device_upper_s,
         "host_s": t.host_s, "host_upper_s": t.host_upper_s, "overlap": t.overlap, "step_bound": st.bound,
+        "serial_host_s": t.serial_s, "serial_host_upper_s": t.serial_upper_s, "engine": engine_record(r.model, st.impl),
         "device_parts_s": {"memory": t.memory_s, "compute": t.compute_s, "communication": t.comm_s,
                            "fixed": t.fixed_s},
         "tpot_s": st.tpot_s, "achieved_flop_per_s": st.achieved_flop_per_s,
         "roof_fraction": st.roof_fraction, "floor_multiple": st.floor_multiple, "gap_s": st.gap_s,
         "batching_headroom": st.batching_headroom,
     }
+
+
+def engine_record(m, impl: str) -> dict[str, Any] | None:
+    """The engine preset's fields (engines.py), with the launch model the step used."""
+    name = m.engine_host.engine if m is not None else ""
+    if not name:
+        return None
+    from .engines import ENGINES
+
+    return {**ENGINES[name].record(), "impl_used": impl, "impl_by_hand": impl != ENGINES[name].impl}
 
 
 def point_records(r: Roofline) -> list[dict[str, Any]]:
@@ -349,10 +360,33 @@ def host_words(r: Roofline) -> str:
     if m is None:
         return "not modelled"
     if st.impl == "hf-eager":
-        return f"{st.launches_per_step} eager ops x {m.host_per_op_s.expected * 1e6:.3g} us"
+        return f"{st.launches_per_step} eager ops x {m.host_per_op_s.expected * 1e6:.3g} us" + engine_host_words(m)
     if st.impl == "cuda-graph":
-        return f"one graph replay, {m.launch_s.expected * 1e6:.3g} us"
-    return f"{st.launches_per_step} launches x {m.launch_s.expected * 1e6:.3g} us"
+        return f"one graph replay, {m.launch_s.expected * 1e6:.3g} us" + engine_host_words(m)
+    return f"{st.launches_per_step} launches x {m.launch_s.expected * 1e6:.3g} us" + engine_host_words(m)
+
+
+def engine_host_words(m) -> str:
+    """The engine's host time outside its kernels (engines.py), where it has any."""
+    e = m.engine_host
+    if e.none:
+        return ""
+    parts = [f"{e.fixed_s.expected * 1e3:.3g} ms"] if e.fixed_s.expected else []
+    parts += [f"{e.per_sequence_s.expected * 1e6:.3g} us per sequence"] if e.per_sequence_s.expected else []
+    return f" + {e.engine}'s {' + '.join(parts)} outside the kernels " + \
+        ("(overlapping the device)" if e.overlap else "(the device waits for it)")
+
+
+def engine_words(m, impl: str) -> str:
+    """The engine a prediction models (--engine), and an --impl given by hand over its own."""
+    name = m.engine_host.engine if m is not None else ""
+    if not name:
+        return ""
+    from .engines import ENGINES
+
+    e = ENGINES[name]
+    return f"; engine {name} (attention: {e.attention})" + \
+        (f" with --impl {impl} by hand (its own: {e.impl})" if impl != e.impl else "")
 
 
 def roof_lines(r: Roofline, defaults: Iterable[str] = ()) -> list[str]:
@@ -372,7 +406,7 @@ def roof_lines(r: Roofline, defaults: Iterable[str] = ()) -> list[str]:
                      f"nominal), "
                      f"ridge {mea.ridge:.0f} FLOP/byte; verdicts use the measured roof")
     if r.model is not None:
-        lines.append(f"predict   {efficiency_words(r)}; host {host_words(r)}")
+        lines.append(f"predict   {efficiency_words(r)}; host {host_words(r)}{engine_words(r.model, r.step.impl)}")
     lines.append(memory_line(r))
     return lines
 
@@ -585,7 +619,9 @@ def totals_lines(r: Roofline) -> list[str]:
         f"          device {ms(st.times.device_s)} ms (floors {ms(st.sum_floor_s)} ms over the kernels' efficiencies)"
         f", host {ms(st.times.host_s)} ms; "
         + ("they overlap: the step takes the larger" if st.times.overlap else "one waits for the other: the step "
-           "takes their sum"),
+           "takes their sum")
+        + (f"; then {ms(st.times.serial_s)} ms of the engine's host time the device waits for"
+           if st.times.serial_s else ""),
     ]
     if st.tpot_s is not None:
         roof, roof_name = r.roof, "measured" if r.measured else "nominal"
@@ -904,7 +940,7 @@ def sweep_header_lines(sw: Sweep, defaults: Iterable[str] = ()) -> list[str]:
                                  else f", {m.launch_s.expected * 1e6:.3g} us per launch")
     overlap = "" if m is None else ("; host and device overlap" if m.overlap else "; host and device add up")
     lines.append(f"time      predicted: kernel floors at the {how}, with the host's time: --impl {sw.impl}{graph}"
-                 f"{host}{overlap}{per}")
+                 f"{host}{'' if m is None else engine_host_words(m)}{overlap}{engine_words(m, sw.impl)}{per}")
     return lines
 
 

@@ -405,6 +405,7 @@ class StepVerdict:
     tpot_s: float | None = None
     n_layers: int = 1
     model: KernelModel | None = None
+    sequences: int = 1  # the step's sequences: an engine's host time per sequence (predict.EngineHost)
 
     @cached_property
     def times(self) -> StepTimes:
@@ -412,7 +413,8 @@ class StepVerdict:
         (computed once: every report line reads it)."""
         from .predict import ideal
 
-        return step_times([p.term for p in self.placements], self.model or ideal(), self.impl, self.launches_per_step)
+        return step_times([p.term for p in self.placements], self.model or ideal(), self.impl, self.launches_per_step,
+                          self.sequences)
 
     @property
     def predicted_s(self) -> float:
@@ -499,7 +501,8 @@ def place(analysis: Analysis, roof: Roof, *, impl: str = "hf-eager",
         for k in analysis.kernels
     )
     totals = analysis.totals
-    return StepVerdict(placements, roof, impl, totals.flops, totals.bytes, tpot_s, analysis.shape.n_layers, model)
+    return StepVerdict(placements, roof, impl, totals.flops, totals.bytes, tpot_s, analysis.shape.n_layers, model,
+                       analysis.workload.batch)
 
 
 @dataclass(frozen=True)
@@ -537,10 +540,11 @@ def roofline(analysis: Analysis, hardware: Hardware, *, measured_bw: float | Non
              impl: str = "hf-eager", launch_overhead_s: float | None = None,
              kernel_times: Mapping[str, float] | None = None, tpot_s: float | None = None,
              points: tuple[Point, ...] = (), host_overhead_s: float | None = None,
-             capacity_bytes: float | None = None) -> Roofline:
+             capacity_bytes: float | None = None, engine_host=None) -> Roofline:
     compute = analysis.workload.compute_dtype.name
     nominal, measured = roofs(hardware, compute, measured_bw, measured_flops, measured_profile)
-    model = kernel_model(hardware, nominal, measured, measured_profile, launch_overhead_s, host_overhead_s, compute)
+    model = kernel_model(hardware, nominal, measured, measured_profile, launch_overhead_s, host_overhead_s, compute,
+                         engine_host)
     step = place(analysis, measured or nominal, impl=impl, kernel_times=kernel_times, tpot_s=tpot_s, model=model)
     if capacity_bytes is None:
         capacity_bytes = (measured_profile.memory_bytes if measured_profile else None) or hardware.memory_bytes
@@ -550,7 +554,7 @@ def roofline(analysis: Analysis, hardware: Hardware, *, measured_bw: float | Non
 
 def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profile: Hardware | None = None,
                  launch_overhead_s: float | None = None, host_overhead_s: float | None = None,
-                 compute_dtype: str = "fp16") -> KernelModel:
+                 compute_dtype: str = "fp16", engine_host=None) -> KernelModel:
     """The efficiencies a prediction uses: a measured profile's own where it has them, else the
     defaults for the kind of device, moved onto the measured roof when there is one."""
     from dataclasses import replace
@@ -581,4 +585,6 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
         model = replace(model, launch_s=Efficiency(launch_overhead_s, launch_overhead_s, "given", "--launch-overhead"))
     if host_overhead_s is not None:
         model = replace(model, host_per_op_s=Efficiency(host_overhead_s, host_overhead_s, "given", "--host-overhead"))
+    if engine_host is not None:  # an engine's host time outside its kernels (engines.py)
+        model = replace(model, engine_host=engine_host)
     return model

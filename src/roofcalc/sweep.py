@@ -276,7 +276,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
                       _at(coef["kv_read_bytes"], b, eff_s) if kernel.kind == "attention" else weight_bytes,
                       kernel.depth, roof.hop(kernel.group, kernel.ranks) if kernel.kind == "collective" else "", n,
                       (kernel.role, kernel.group) if kernel.kind == "collective" else ()))
-    times = step_times(terms, model or ideal(), impl, n_launch)
+    times = step_times(terms, model or ideal(), impl, n_launch, b)
     # every kernel's share added in kernel order, as the single step adds them; the sums that no
     # kernel's context reached (a column) spread over the grid
     times = replace(times, **{f: np.broadcast_to(getattr(times, f), (n_b, n_s)).copy()
@@ -516,7 +516,7 @@ def prefill_grid(shape: ModelShape, batches, prompts, roof: Roof, *, impl: str =
     shp = (len(batches), len(prompts))
     flops, nbytes, mem = (np.zeros(shp, dtype=np.int64) for _ in range(3))
     parts = {f: np.zeros(shp) for f in ("floor_s", "device_s", "device_upper_s", "host_s", "host_upper_s",
-                                         "compute_s", "comm_s", "fixed_s")}
+                                         "compute_s", "comm_s", "fixed_s", "serial_s", "serial_upper_s")}
     for i, b in enumerate(batches):
         for j, p in enumerate(prompts):
             wl = Workload.prefill(int(b), int(p), **workload_kw)
@@ -651,7 +651,7 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
           measured_bw: float | None = None, measured_flops: float | None = None, measured_profile=None,
           impl: str = "hf-eager", launch_overhead_s: float | None = None, capacity_bytes: float | None = None,
           min_gain: float = DEFAULT_MIN_GAIN, host_overhead_s: float | None = None, analyzer=None,
-          **workload_kw) -> Sweep:
+          engine_host=None, **workload_kw) -> Sweep:
     """Decode (``contexts``), prefill (``prompts``) or whole requests (``prompts`` and ``generate``)
     at every batch; verdicts on the measured roof when there is one. ``capacity_bytes`` defaults
     to the measured profile's memory, else the hardware's."""
@@ -665,7 +665,7 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
     nominal, measured = roofs(hardware, dtypes.compute_dtype.name, measured_bw, measured_flops, measured_profile)
     roof = measured or nominal
     model = kernel_model(hardware, nominal, measured, measured_profile, launch_overhead_s, host_overhead_s,
-                         dtypes.compute_dtype.name)
+                         dtypes.compute_dtype.name, engine_host)
     if capacity_bytes is None:
         capacity_bytes = (measured_profile.memory_bytes if measured_profile else None) or hardware.memory_bytes
     kw = dict(impl=impl, model=model, analyzer=analyzer, **workload_kw)

@@ -1,0 +1,193 @@
+"""Engines as presets: how a serving or generation engine runs a model (``--engine``).
+
+Each preset names what the step model needs of an engine: the launch model (``impl``: eager ops,
+fused launches, or one CUDA graph replay per decode step), how its KV cache takes a token, its
+attention kernel (words only: the kernel's efficiency stays the class's, predict.py), and its host
+time per step outside the kernels (scheduler, sampler, detokenizer): a fixed part and a part per
+sequence, and whether it overlaps the device. Every figure cites the published profile or
+measurement it comes from; "derived" marks roofcalc's arithmetic on it. Where no figure is
+published the preset says so and models what its source describes. docs/conventions.md
+("Engines") tabulates them.
+
+The default, ``hf``, is the worked example's: transformers' eager ``generate``, exactly the model
+``--impl hf-eager`` always was (no host time outside the eager ops is added).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import RoofcalcError
+from .predict import EngineHost, Efficiency
+
+DEFAULT_ENGINE = "hf"
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One engine preset; every field with its source."""
+
+    name: str
+    words: str  # what it is, for the report
+    impl: str  # the launch model: hf-eager, fused or cuda-graph (roofline.launches)
+    impl_source: str
+    cache_update: str  # "concat" (the cache is copied to append a token) or "in-place"
+    cache_source: str
+    attention: str  # the attention kernel it runs, in words
+    attention_source: str
+    host_fixed_s: Efficiency  # host seconds per step outside the kernels, whatever the batch
+    host_per_sequence_s: Efficiency  # ... and per sequence of the step
+    host_overlap: bool  # the host work runs while the device runs (an overlap / async scheduler)
+    host_source: str
+    ranks: str  # how the host time grows with tensor-parallel ranks: what the sources say
+
+    @property
+    def host(self) -> EngineHost:
+        """What the step model (predict.step_times) takes of the preset."""
+        return EngineHost(self.host_fixed_s, self.host_per_sequence_s, self.host_overlap, self.name)
+
+    @property
+    def graphs(self) -> bool:
+        return self.impl == "cuda-graph"
+
+    def record(self) -> dict:
+        """The preset's fields for the JSON report."""
+        def eff(e: Efficiency) -> dict:
+            return {"expected": e.expected, "pessimistic": e.pessimistic, "note": e.note}
+
+        return {"name": self.name, "words": self.words, "impl": self.impl, "impl_source": self.impl_source,
+                "cache_update": self.cache_update, "cache_source": self.cache_source, "attention": self.attention,
+                "attention_source": self.attention_source, "host_fixed_s": eff(self.host_fixed_s),
+                "host_per_sequence_s": eff(self.host_per_sequence_s), "host_overlap": self.host_overlap,
+                "host_source": self.host_source, "ranks": self.ranks}
+
+
+_NONE = "no published figure"
+_NO_RANKS = ("no published figure: SGLang issue #1857 ('TP8 scheduling overhead is very high for small model, "
+             "Llama 3 8B on AMD') and arXiv 2603.22774 (CPU-induced slowdowns persist in multi-GPU serving "
+             "with CUDA graphs) say it grows, with no per-step ms; not modelled")
+
+
+def _zero(note: str) -> Efficiency:
+    return Efficiency(0.0, 0.0, note=note)
+
+
+# vLLM: the gap between two decode steps of the V1 prototype (AsyncLLM, PR #9826), Llama-2-7b at batch 256 on
+# ShareGPT: "about 5-6ms (token gap)" (vllm-project/vllm issue #10634). One batch size is published, so all of
+# it is taken as per-sequence work (derived: 5.5 ms / 256 = 21.5 us, 6 ms / 256 = 23.4 us pessimistic).
+# Async scheduling (PR #19970: "the scheduler operate[s] one step ahead of the current execution") is on
+# unless disabled (vllm/config/scheduler.py: "async_scheduling: bool | None = None", "If set to False, disable
+# async scheduling"): the work overlaps the device. PR #11133 measured what stays exposed at batch 256 with
+# CUDA graphs, "150-170us", which this preset does not add.
+_VLLM_PER_SEQ = Efficiency(5.5e-3 / 256, 6e-3 / 256, note="derived: vLLM issue #10634, 5-6 ms between decode "
+                           "steps at batch 256 (Llama-2-7b, V1 prototype), / 256 sequences")
+# llama.cpp: with CUDA graphs, "CUDA Graph Execution ... is responsible for around 85-90% of the time taken in
+# evaluating each token.." and "The remaining 10-15% of the time is taken by CPU activities" (ggml-org/llama.cpp
+# issue #7456; llama2 Q4_K_M 7B/13B on A100 and H100). At the 6.10 ms per token of llama-2-7b Q4_K_M on an
+# H100-PCIe with graphs (issue #6763: 163.83 tok/s) that is 0.61-0.92 ms (derived: 0.125 x 6.10 = 0.76 ms
+# expected, 0.15 x 6.10 = 0.92 ms pessimistic). The device waits for it: sampling runs on the CPU between
+# graph executions.
+_LLAMACPP_FIXED = Efficiency(0.125 * 1000 / 163.83 * 1e-3, 0.15 * 1000 / 163.83 * 1e-3,
+                             note="derived: llama.cpp issue #7456, 10-15 % of each token on the CPU with CUDA graphs, "
+                             "at issue #6763's 6.10 ms per token (llama-2-7b Q4_K_M, H100-PCIe)")
+
+ENGINES: dict[str, Engine] = {e.name: e for e in (
+    Engine(
+        "hf", "transformers' eager generate (the worked example)", "hf-eager",
+        "transformers docs (llm_optims.md): eager PyTorch by default; static cache + torch.compile is opt-in "
+        "('for up to a 4x speed up')",
+        "concat", "transformers cache_utils.py: DynamicCache, 'the default for generative models', appends by "
+        "'torch.cat([self.keys, key_states], dim=-2)'",
+        "PyTorch SDPA", "transformers model docs: 'SDPA is used by default for torch>=2.1.1 when an "
+        "implementation is available'",
+        _zero(f"{_NONE} for generate's loop outside the model's ops: the eager ops' host time (HOST_PER_OP, "
+              "roofcalc measure) is the whole host model, as the worked example"),
+        _zero(_NONE), False,
+        "the eager ops' Python and dispatch (predict.HOST_PER_OP) is the host model; nothing is added",
+        _NO_RANKS),
+    Engine(
+        "vllm", "vLLM (V1 engine)", "cuda-graph",
+        "vLLM engine args: enforce_eager 'Default: False' ('If False, we will use CUDA graph'); "
+        "docs/design/cuda_graphs.md: FULL_AND_PIECEWISE '(default mode) full CUDA Graph for uniform decode'",
+        "in-place", "vllm csrc/cache_kernels.cu reshape_and_cache_flash: paged blocks written in place by "
+        "slot_mapping",
+        "FlashAttention 3, FA2 before Hopper", "vLLM V1 alpha blog (2025-01-27): "
+        "'integrating FlashAttention 3'",
+        _zero(f"{_NONE} for V1: the one published gap (issue #10634) is taken per sequence"),
+        _VLLM_PER_SEQ, True,
+        "vLLM issue #10634 (5-6 ms between decodes at batch 256, V1 prototype), per sequence (derived); "
+        "overlapped: async scheduling on unless disabled (vllm/config/scheduler.py, PR #19970)",
+        _NO_RANKS),
+    Engine(
+        "sglang", "SGLang (overlap scheduler)", "cuda-graph",
+        "SGLang server arguments: '--disable-cuda-graph | Disable cuda graph. | False'",
+        "in-place", "sglang mem_cache/memory_pool.py: a token-granular pool, 'kv_buffer[...][loc] = cache_k'",
+        "FlashAttention 3 on Hopper, FlashInfer before", "SGLang attention_backend.md: 'FlashAttention 3 "
+        "(Default for Hopper Machines...)', 'FlashInfer (Default for Non-Hopper Machines...)'",
+        _zero(f"{_NONE}: the overlap scheduler hides it; modelled as no host time beyond the graph replay"),
+        _zero(_NONE), True,
+        "SGLang v0.4 blog (2024-12-04): the zero-overhead overlap scheduler, 'turned on by default', shows "
+        "'no single idle time on the GPU' over 5 decode batches; no per-step figure is published",
+        _NO_RANKS),
+    Engine(
+        "trtllm", "TensorRT-LLM (PyTorch backend, overlap scheduler)", "cuda-graph",
+        "TensorRT-LLM llm_args.py: cuda_graph_config on by default, 'enabled for batches that consist of "
+        "decoding requests *only*'",
+        "in-place", "TensorRT-LLM gpt-attention.md: a paged KV cache whose blocks a cache manager hands out; "
+        "'The GPT attention operator populates the KV cache.'",
+        "TRTLLM backend: masked MHA / XQA for decode", "TensorRT-LLM llm_args.py: attn_backend default 'TRTLLM'; "
+        "gpt-attention.md: generation is 'a single kernel called the masked multi-head attention', XQA "
+        "'default enabled'",
+        _zero(f"{_NONE}: the overlap scheduler hides it; modelled as no host time beyond the graph replay"),
+        _zero(_NONE), True,
+        "TensorRT-LLM overlap-scheduler docs: 'At step n, the system launches GPU computation for step n+1 "
+        "without waiting for CPU tasks', 'Enabled by default'; no per-step figure is published",
+        _NO_RANKS),
+    Engine(
+        "gpt-fast", "gpt-fast (torch.compile, reduce-overhead)", "cuda-graph",
+        "PyTorch blog 'Accelerating Generative AI II' (2023-11-30): torch.compile(decode_one_token, "
+        "mode='reduce-overhead', fullgraph=True), i.e. CUDA graphs",
+        "in-place", "gpt-fast model.py: a static preallocated cache, 'k_out[:, :, input_pos] = k_val'",
+        "Inductor-generated (F.scaled_dot_product_attention)", "the same blog: 'torch.compile actually "
+        "generates every single kernel from scratch, including both the matrix multiplications and the "
+        "attention'",
+        _zero(f"{_NONE}: sampling runs inside the compiled decode step; modelled as no host time beyond the graph "
+              "replay"),
+        _zero(_NONE), True,
+        "gpt-fast generate.py: decode_one_token returns sample(logits) inside the compiled graph, and the "
+        "token is drawn by multinomial_sample_one_no_sync, so the loop never waits for the device",
+        "gpt-fast README (8 x A100, batch 1): 7B at TP 1/2/4/8 = 104.9/168.84/254.02/328.43 tok/s; the part "
+        "that does not shrink with TP is device time (collectives), which the step model counts; no host figure"),
+    Engine(
+        "llama.cpp", "llama.cpp (ggml CUDA, CUDA graphs)", "cuda-graph",
+        "llama.cpp CMakeLists.txt: GGML_CUDA_GRAPHS_DEFAULT ON in llama.cpp builds (PR #6766)",
+        "in-place", "llama.cpp src/llama-kv-cache.cpp: 'ggml_set_rows(ctx, k, k_cur, k_idxs)' into a "
+        "preallocated cache",
+        "ggml FlashAttention kernels, -fa auto", "ggml/CMakeLists.txt: GGML_CUDA_FA 'compile ggml "
+        "FlashAttention CUDA kernels' ON; llama.cpp args: -fa 'default: auto'",
+        _LLAMACPP_FIXED, _zero(f"{_NONE} (llama.cpp PR #6766: graphs help at batch 1, 'for batch sizes >> 1 "
+                               "it's slower')"), False,
+        "llama.cpp issue #7456: 10-15 % of each token is CPU activity between CUDA graph executions; at "
+        "issue #6763's 6.10 ms per token, 0.76 ms (0.92 ms pessimistic) per step, derived",
+        _NO_RANKS),
+)}
+
+
+def find_engine(name: str) -> Engine:
+    """A preset by name (case and '_' for '-' forgiven); any other name is refused with the closest."""
+    from .inputs import did_you_mean, one_line
+
+    if not name.strip():
+        raise RoofcalcError(f"--engine is empty; give one of {', '.join(ENGINES)}")
+    key = name.strip().lower().replace("_", "-")
+    for engine in ENGINES.values():
+        if key in (engine.name, engine.name.replace(".", ""), engine.name.replace("-", "")):
+            return engine
+    hint = did_you_mean(key, {n: n for n in ENGINES})
+    raise RoofcalcError(f"--engine '{one_line(name)[:40]}' is not a preset{f' ({hint})' if hint else ''}; "
+                        f"known: {', '.join(ENGINES)}")
+
+
+def comparison_engine(engine: Engine) -> Engine:
+    """The engine with CUDA graphs a host-bound verdict is held against: vLLM, or SGLang under vLLM itself."""
+    return ENGINES["sglang"] if engine.name == "vllm" else ENGINES["vllm"]
