@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from roofcalc.errors import RoofcalcError
 from roofcalc.hardware import load_profile
 from roofcalc.measure import closest_nominal, measure, report, write_profile
 from roofcalc.profile import profile_model
@@ -60,6 +61,8 @@ def main() -> int:
                 check(t >= 0.9 * floor, f"batch {batch}: {k.name} {t * 1e6:.1f} us >= 0.9 x floor {floor * 1e6:.1f} us")
         check(r.kernel_sum_s <= 1.05 * r.profiled_step_s, f"batch {batch}: kernel times within the profiled step")
         hw = load_profile(args.out)
+        # the datasheet roof with the defaults: on a GPU of data/kernel_fits.json its fitted fixed costs and
+        # all-reduce, elsewhere those of its generation's measured GPU (the predict line says which)
         for label, rl in (("measured profile", roofline(r.analysis, nominal or hw, measured_profile=hw, impl="hf-eager")),
                           ("datasheet + defaults", roofline(r.analysis, nominal, impl="hf-eager") if nominal else None)):
             if rl is None:
@@ -73,4 +76,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except RoofcalcError as exc:  # no CUDA device, no torch: one line, as the command line says it
+        print(f"gpu_check: {exc}", file=sys.stderr)
+        sys.exit(2)
