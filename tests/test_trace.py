@@ -447,6 +447,19 @@ def test_the_command_line_traces_a_type_without_a_hand_model(tmp_path, capsys, m
     assert "source    traced: transformers" in out and "eager view" in out
 
 
+def test_an_attention_called_straight_from_a_forward_is_named_attention():
+    """Falcon calls scaled_dot_product_attention in its attention's forward, not through transformers'
+    attention functions: its row is an attention kernel named for its module, not for the first op the
+    meta device runs it as (it was `self_attention.scalar_tensor`), and the FLOPs are the same ops' FLOPs:
+    QK^T and PV at 8 heads x 32 wide over 17 positions, 2 x 2 x 8 x 17 x 32 = 17,408 a layer, plus the
+    softmax's elementwise work the trace counts beside them."""
+    a = trace(config("falcon"), "f", Workload.decode(1, 17), use_cache=False)
+    names = [k.name for k in a.kernels]
+    assert "self_attention.attention" in names and not any("scalar_tensor" in n for n in names)
+    att = a.kernel("self_attention.attention")
+    assert att.kind == "attention" and att.cost.matmul_flops == 2 * 2 * 8 * 17 * 32
+
+
 def test_refusals_are_one_line(tmp_path, capsys):
     remote = tmp_path / "remote.json"
     remote.write_text(json.dumps(dict(BASE, model_type="internlm2")))

@@ -130,8 +130,18 @@ class _Recorder:
                     seen.add(key)
                     reads.append((key, _nbytes(t)))
             first = run[0]
+            group, instance = first.group, first.instance
+            if group[1].startswith("op:"):  # called straight from a forward (Falcon's): named for what it is,
+                group = (group[0], "attention")  # not for the first op the meta device runs it as
+                if group != recorder.last_group:
+                    recorder.instances[group] = recorder.instances.get(group, 0) + 1
+                instance = recorder.instances[group]
+                if recorder.instances.get(first.group) == first.instance and not any(
+                        o.group == first.group and o.instance == first.instance for o in recorder.ops[:start]):
+                    recorder.instances[first.group] -= 1  # that op's run held nothing but the attention
+                recorder.last_group = group
             del recorder.ops[start:]
-            recorder.ops.append(_Op("scaled_dot_product_attention", first.group, first.instance,
+            recorder.ops.append(_Op("scaled_dot_product_attention", group, instance,
                                     sum(o.flops for o in run), sum(o.matmul_flops for o in run), reads,
                                     [(_storage_key(out), _nbytes(out))], 1,
                                     "x".join(f"[{','.join(map(str, t.shape))}]" for t in ins[:2])))
