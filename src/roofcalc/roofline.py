@@ -2,10 +2,12 @@
 
 attainable(AI) = min(P, B·AI)  (Williams, Waterman & Patterson, CACM 2009)
 
-Per kernel: t_compute = FLOPs / P, t_memory = bytes / B, t_floor = max of the two. What a
-kernel and a step are expected to take, and what bounds them, is the one step model's
-(predict.py): this module places kernels on a roof and asks it. Verdicts use the measured roof
-when there is one (only it says what distance is yours), else the nominal roof.
+Per kernel: t_compute = FLOPs / P, t_memory = bytes / B, t_floor = max of the two; a collective's
+memory side is its link where that is slower. :func:`kernel_term` is that rule, once, for a single
+step (scalars) and every sweep (numpy arrays). What a kernel and a step are expected to take, and
+what bounds them, is the one step model's (predict.py): this module places kernels on a roof and
+asks it. :func:`device` resolves the roofs, efficiencies and capacity once for both. Verdicts use the
+measured roof when there is one (only it says what distance is yours), else the nominal roof.
 """
 
 from __future__ import annotations
@@ -241,7 +243,7 @@ def kernel_term(kernel: Kernel, roof: Roof, launches, weight_format: str = "", *
     count = kernel.count if count is None else count
     cost = kernel.cost if cost is None else cost
     rows = kernel.rows if rows is None else rows
-    t_c, t_m = cost.flops / roof.peak_flop_per_s, cost.bytes / roof.bandwidth_bytes_per_s
+    t_c, t_m = roof.t_compute(cost.flops), roof.t_memory(cost.bytes)
     if kernel.kind != "collective":
         size = cost.kv_read_bytes if kernel.kind == "attention" else cost.weight_bytes
         return Term(count, t_c, t_m, kernel.kind, rows, weight_format, size, kernel.depth, "", launches, ())

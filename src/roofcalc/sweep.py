@@ -14,7 +14,8 @@ grid evaluates the scalar calculator once per (batch, prompt) point (about half 
 each). A whole request (prompt P, then N tokens) is one prefill plus the decode row of
 contexts P+1 … P+N-1, summed as an array.
 
-Time model (docs/conventions.md, predict.py): every grid point goes through the same
+Time model (docs/conventions.md, predict.py): each kernel's times are the single step's
+:func:`roofcalc.roofline.kernel_term` on its cost arrays, and every grid point goes through the same
 :func:`roofcalc.predict.step_times` as a single step — the floors, the kernels at their expected
 and pessimistic efficiencies, and the host's time — so ``predicted_s`` here equals the
 single-step report's at every point (a test checks random points; ``check_corners`` checks the
