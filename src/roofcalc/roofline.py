@@ -270,16 +270,6 @@ class Placement:
         return kernel_term(self.kernel, self.roof, self.launches, self.weight_format)
 
     @property
-    def rows(self) -> int:
-        """M of a matmul: the rows of its activation (1 for other kernels)."""
-        return self.term.rows
-
-    @property
-    def depth(self) -> int:
-        """K of a matmul: the reduction depth (0 for other kernels)."""
-        return self.term.depth
-
-    @property
     def t_link_s(self) -> float:
         """A collective's time on the link: the bytes this rank sends over one direction of it."""
         return link_time(self.kernel, self.roof, self.kernel.link_bytes)
@@ -292,17 +282,6 @@ class Placement:
         t = self.term
         return kernel_time(self.model or ideal(), t.t_compute_s, t.t_memory_s, t.kind, t.rows, t.weight_format,
                            t.size_bytes, depth=t.depth, hop=t.hop, launches=t.launches, collective=t.collective)
-
-    @property
-    def collective(self) -> tuple:
-        """(op, ranks) of a collective, () for any other kernel."""
-        return self.term.collective
-
-    @property
-    def size_bytes(self) -> int:
-        """What the kernel's efficiency is read at: a matmul's weight bytes, decode attention's KV cache, a
-        collective's message."""
-        return self.term.size_bytes
 
     @property
     def hop(self) -> str:
@@ -319,9 +298,9 @@ class Placement:
     def _efficiencies(self) -> tuple[float, float]:
         from .predict import efficiencies, ideal
 
-        return efficiencies(self.model or ideal(), self.kernel.kind, self.rows, self.weight_format,
-                            weight_bytes=self.size_bytes, depth=self.depth,
-                            collective=(*self.collective, self.hop) if self.collective else ())
+        t = self.term
+        return efficiencies(self.model or ideal(), t.kind, t.rows, t.weight_format, weight_bytes=t.size_bytes,
+                            depth=t.depth, collective=(*t.collective, t.hop) if t.collective else ())
 
     @property
     def t_expected_s(self) -> float:
