@@ -502,3 +502,47 @@ def test_fp8_weights_run_on_devices_without_fp8_gemms_as_engines_run_them():
     for hw in ("V100", "EPYC-9654"):
         w, why = weights_on_device(fp8, bf16, find_hardware(hw))
         assert w.bits == 16 and not w.scaled and "dequantized" in why
+
+
+def test_one_kernel_term_on_scalars_and_numpy_arrays():
+    """kernel_term is the single step's and the grid's one rule: given a kernel's costs as numpy arrays
+    (one element per workload) it says, element by element, exactly what each workload's own scalar
+    term says. Llama-2-70B on --tp 4 of H100s (450 GB/s a direction of NVLink 4, 3.35 TB/s HBM3, the
+    catalog's datasheet figures) runs matmuls, attention and all-reduces."""
+    import numpy as np
+
+    from roofcalc.calculator import Cost
+    from roofcalc.parallel import Parallel, analyze_parallel, link_bytes
+    from roofcalc.roofline import kernel_term, roofs
+
+    shape, roof = load_shape("meta-llama/Llama-2-70b-hf"), roofs(find_hardware("H100"), "fp16")[0]
+    steps = [analyze_parallel(shape, Workload.decode(b, s), Parallel(4)).kernels for b, s in ((1, 100), (64, 1000),
+                                                                                            (8, 4000))]
+    assert {k.kind for k in steps[0]} == {"matmul", "attention", "collective", "elementwise", "memory"}
+    for kernels in zip(*steps):
+        k = kernels[0]
+        assert len({x.name for x in kernels}) == 1
+        cost = Cost(**{f: np.array([getattr(x.cost, f) for x in kernels]) for f in
+                       ("flops", "weight_bytes", "act_read_bytes", "act_write_bytes", "kv_read_bytes",
+                        "kv_write_bytes")})
+        message = np.array([x.message_bytes for x in kernels])
+        grid = kernel_term(k, roof, 1, count=k.count, cost=cost, rows=np.array([x.rows for x in kernels]),
+                           message=message, link=link_bytes(k.role, message, k.group) if k.group else None)
+        for j, x in enumerate(kernels):
+            one = kernel_term(x, roof, 1)
+            assert (one.count, one.kind, one.depth, one.hop, one.collective) == \
+                (grid.count, grid.kind, grid.depth, grid.hop, grid.collective), x.name
+            for f in ("t_compute_s", "t_memory_s", "rows", "size_bytes"):
+                assert np.broadcast_to(getattr(grid, f), (3,))[j] == getattr(one, f), (x.name, f)
+    # by hand: at batch 64 an all-reduce of 64 x 8192 x 2 = 1,048,576 bytes reads and writes 2,097,152 bytes of
+    # HBM (0.63 us at 3.35 TB/s) and sends 2 x 3/4 of its message, 1,572,864 bytes, over NVLink: 3.50 us
+    ar = next(x for x in steps[1] if x.role == "all_reduce")
+    t = kernel_term(ar, roof, 1)
+    assert t.t_memory_s == 1_572_864 / 450e9 and t.size_bytes == 1_048_576
+    assert (t.hop, t.collective, t.t_compute_s) == ("link", ("all_reduce", 4), 0.0)  # it counts no FLOPs
+    # and a matmul: q_proj at batch 64 on one rank, 64 x 8192 x 2048 (8192 / 4 columns): 2·64·8192·2048 FLOPs at
+    # 989.4 TFLOP/s dense fp16; its weight, 8192 x 2048 x 2 bytes, the size its efficiency is read at
+    q = next(x for x in steps[1] if x.name == "q_proj")
+    t = kernel_term(q, roof, 1)
+    assert t.t_compute_s == 2 * 64 * 8192 * 2048 / 989.4e12 and (t.rows, t.depth, t.size_bytes) == (64, 8192,
+                                                                                                    8192 * 2048 * 2)

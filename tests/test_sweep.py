@@ -402,3 +402,41 @@ def test_every_grid_time_covers_the_grid():
             a = analyze_parallel(shape, Workload.decode(b, s), Parallel(2))
             assert int(g.flops[i, j]) == a.totals.flops and int(g.bytes[i, j]) == a.totals.bytes
             assert float(g.times.comm_s[i, j]) == pytest.approx(place(a, roof).times.comm_s, rel=1e-12)
+
+
+def test_a_sweep_and_a_single_step_resolve_one_device(tmp_path):
+    """roofline() and sweep() take their roofs, efficiencies, overheads and capacity from one
+    resolution (roofline.device): the same inputs give the same device on both paths. The profile
+    here is made up (a measured 2.9 TB/s and 700 TFLOP/s of an H100, a measured link and its latency,
+    its own efficiencies); the flags override a launch and a host overhead."""
+    import json
+
+    from roofcalc.hardware import find_hardware, load_profile
+    from roofcalc.roofline import device, roofline
+    from roofcalc.sweep import sweep
+
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({
+        "schema_version": 2, "name": "my H100", "bandwidth_bytes_per_s": 2.9e12, "peak_flop_per_s": {"fp16": 7e14},
+        "launch_overhead_s": 4e-6, "memory_bytes": 60e9, "kind": "gpu", "nominal": "H100", "source": "test",
+        "link_bytes_per_s": 3.6e11, "link_latency_s": 8e-6,
+        "efficiency": {"gemv": {"expected": 0.8, "pessimistic": 0.7}, "stream": {"expected": 0.9, "pessimistic": 0.8},
+                       "host_per_op_s": {"expected": 1.2e-5, "pessimistic": 2e-5}}}))
+    shape, hw, profile = load_shape("TinyLlama/TinyLlama-1.1B"), find_hardware("H100"), load_profile(str(path))
+    for kw in (dict(measured_profile=profile, launch_overhead_s=3e-6), dict(measured_bw=2e12, host_overhead_s=9e-6),
+               dict(capacity_bytes=1e9), {}):
+        d = device(hw, "fp16", **kw)
+        r = roofline(analyze(shape, Workload.decode(4, 100)), hw, **kw)
+        sw = sweep(shape, hw, batches=[1, 4], contexts=[100], **kw)
+        for got in (r, sw):
+            assert (got.nominal, got.measured, got.model, got.capacity_bytes) == \
+                (d.nominal, d.measured, d.model, d.capacity_bytes)
+        assert r.profile_name == d.profile_name and r.roof == sw.roof == d.roof
+    # what the resolution reads: the profile's memory (60 GB) before the card's (80 GiB), a flag before both;
+    # its measured link, its latency and its bandwidth
+    assert device(hw, "fp16", measured_profile=profile).capacity_bytes == 60e9
+    assert device(hw, "fp16").capacity_bytes == hw.memory_bytes == 80 * 2 ** 30
+    assert device(hw, "fp16", measured_profile=profile, capacity_bytes=1e9).capacity_bytes == 1e9
+    d = device(hw, "fp16", measured_profile=profile, launch_overhead_s=3e-6)
+    assert d.measured.link_bytes_per_s == 3.6e11 and d.model.latency["link"].expected == 8e-6
+    assert (d.measured.bandwidth_bytes_per_s, d.model.launch_s.expected) == (2.9e12, 3e-6)

@@ -2,23 +2,25 @@
 
 attainable(AI) = min(P, B·AI)  (Williams, Waterman & Patterson, CACM 2009)
 
-Per kernel: t_compute = FLOPs / P, t_memory = bytes / B, t_floor = max of the two. What a
-kernel and a step are expected to take, and what bounds them, is the one step model's
-(predict.py): this module places kernels on a roof and asks it. Verdicts use the measured roof
-when there is one (only it says what distance is yours), else the nominal roof.
+Per kernel: t_compute = FLOPs / P, t_memory = bytes / B, t_floor = max of the two; a collective's
+memory side is its link where that is slower. :func:`kernel_term` is that rule, once, for a single
+step (scalars) and every sweep (numpy arrays). What a kernel and a step are expected to take, and
+what bounds them, is the one step model's (predict.py): this module places kernels on a roof and
+asks it. :func:`device` resolves the roofs, efficiencies and capacity once for both. Verdicts use the
+measured roof when there is one (only it says what distance is yours), else the nominal roof.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Mapping
+from typing import Any, Mapping, NamedTuple
 
-from .calculator import Analysis, Kernel
+from .calculator import Analysis, Cost, Kernel
 from .errors import RoofcalcError
 from .families import FAMILIES
 from .hardware import Hardware
-from .predict import KernelModel, StepTimes, default_model, kernel_class, kernel_time, step_times
+from .predict import KernelModel, StepTimes, _maximum, default_model, kernel_class, kernel_time, step_times
 
 # The worked example: a GEMM should measure 1.2-2x its floor, "above 3x the kernel has a problem"; a
 # norm at 100x its floor is no problem, it is the cost of running a kernel at all. One rule: a measured
@@ -205,6 +207,52 @@ def roofs(nominal: Hardware, compute_dtype: str, measured_bw: float | None = Non
                      nom.network_bytes_per_s)
 
 
+class Term(NamedTuple):
+    """What :func:`roofcalc.predict.step_times` takes of one kernel: scalars for a single step, numpy
+    arrays (each on the least shape it needs; they broadcast) for a sweep."""
+
+    count: int
+    t_compute_s: Any  # FLOPs over the roof's peak
+    t_memory_s: Any  # bytes over its bandwidth; a collective's link time where that is slower
+    kind: str
+    rows: Any  # M of a matmul (1 for any other kernel)
+    weight_format: str  # int8 / int4 ... weights dequantize on the fly ("" else)
+    size_bytes: Any  # what its efficiency is read at: a matmul's weight bytes, attention's KV cache read,
+    # a collective's message
+    depth: int  # K of a matmul (0 for any other kernel)
+    hop: str  # a collective's "link" or "network", "" for any other kernel
+    launches: Any  # device kernels one instance runs (per kernel, or one per batch)
+    collective: tuple  # (op, ranks) of a collective, () for any other kernel
+
+
+def link_time(kernel: Kernel, roof: Roof, link_bytes):
+    """A collective's time on its link: the bytes this rank sends over one direction of it (0 for any
+    other kernel)."""
+    if kernel.kind != "collective":
+        return 0.0
+    return link_bytes / roof.link_rate(kernel.group, kernel.ranks)
+
+
+def kernel_term(kernel: Kernel, roof: Roof, launches, weight_format: str = "", *, count: int | None = None,
+                cost: Cost | None = None, rows=None, message=None, link=None) -> Term:
+    """One kernel on ``roof``, as the step model takes it: the single step's and every sweep's one rule
+    for its compute and memory times, a collective's link and hop, and the size its efficiency is read
+    at. ``count``, ``cost``, ``rows``, ``message`` and ``link`` (a collective's message and the bytes it
+    sends over its link) are the kernel's own unless given: a sweep gives its costs as numpy arrays,
+    ``launches`` too (one per batch where it changes with the batch)."""
+    count = kernel.count if count is None else count
+    cost = kernel.cost if cost is None else cost
+    rows = kernel.rows if rows is None else rows
+    t_c, t_m = roof.t_compute(cost.flops), roof.t_memory(cost.bytes)
+    if kernel.kind != "collective":
+        size = cost.kv_read_bytes if kernel.kind == "attention" else cost.weight_bytes
+        return Term(count, t_c, t_m, kernel.kind, rows, weight_format, size, kernel.depth, "", launches, ())
+    t_m = _maximum(t_m, link_time(kernel, roof, kernel.link_bytes if link is None else link))  # link or HBM copy
+    return Term(count, t_c, t_m, kernel.kind, rows, weight_format,
+                kernel.message_bytes if message is None else message, kernel.depth,
+                roof.hop(kernel.group, kernel.ranks), launches, (kernel.role, kernel.group))
+
+
 @dataclass(frozen=True)
 class Placement:
     """One kernel instance on the roof."""
@@ -216,50 +264,29 @@ class Placement:
     model: KernelModel | None = None  # the efficiencies that turn its floor into an expected time
     weight_format: str = ""  # int8 / int4 weights dequantize on the fly
 
-    @property
-    def rows(self) -> int:
-        """M of a matmul: the rows of its activation (1 for other kernels)."""
-        return self.kernel.rows
-
-    @property
-    def depth(self) -> int:
-        """K of a matmul: the reduction depth (0 for other kernels)."""
-        return self.kernel.depth
+    @cached_property
+    def term(self) -> Term:
+        """What :func:`roofcalc.predict.step_times` needs of this kernel (:func:`kernel_term`)."""
+        return kernel_term(self.kernel, self.roof, self.launches, self.weight_format)
 
     @property
     def t_link_s(self) -> float:
         """A collective's time on the link: the bytes this rank sends over one direction of it."""
-        if self.kernel.kind != "collective":
-            return 0.0
-        return self.kernel.link_bytes / self.roof.link_rate(self.kernel.group, self.kernel.ranks)
+        return link_time(self.kernel, self.roof, self.kernel.link_bytes)
 
     @cached_property
     def _expected(self) -> tuple[float, str]:
         """(expected seconds, bound) from the one step model (ideal efficiencies without a model)."""
         from .predict import ideal
 
-        return kernel_time(self.model or ideal(), self.t_compute_s, self.t_memory_s, self.kernel.kind, self.rows,
-                           self.weight_format, self.size_bytes, depth=self.depth, hop=self.hop, launches=self.launches,
-                           collective=self.collective)
-
-    @property
-    def collective(self) -> tuple:
-        """(op, ranks) of a collective, () for any other kernel."""
-        return (self.kernel.role, self.kernel.group) if self.kernel.kind == "collective" else ()
-
-    @property
-    def size_bytes(self) -> int:
-        """What the kernel's efficiency is read at: a matmul's weight bytes, decode attention's KV cache, a
-        collective's message."""
-        c = self.kernel.cost
-        if self.kernel.kind == "collective":
-            return self.kernel.message_bytes
-        return c.kv_read_bytes if self.kernel.kind == "attention" else c.weight_bytes
+        t = self.term
+        return kernel_time(self.model or ideal(), t.t_compute_s, t.t_memory_s, t.kind, t.rows, t.weight_format,
+                           t.size_bytes, depth=t.depth, hop=t.hop, launches=t.launches, collective=t.collective)
 
     @property
     def hop(self) -> str:
         """A collective's "link" or "network" (its fixed latency), "" for any other kernel."""
-        return self.roof.hop(self.kernel.group, self.kernel.ranks) if self.kernel.kind == "collective" else ""
+        return self.term.hop
 
     @property
     def efficiency_class(self) -> str:
@@ -271,9 +298,9 @@ class Placement:
     def _efficiencies(self) -> tuple[float, float]:
         from .predict import efficiencies, ideal
 
-        return efficiencies(self.model or ideal(), self.kernel.kind, self.rows, self.weight_format,
-                            weight_bytes=self.size_bytes, depth=self.depth,
-                            collective=(*self.collective, self.hop) if self.collective else ())
+        t = self.term
+        return efficiencies(self.model or ideal(), t.kind, t.rows, t.weight_format, weight_bytes=t.size_bytes,
+                            depth=t.depth, collective=(*t.collective, t.hop) if t.collective else ())
 
     @property
     def t_expected_s(self) -> float:
@@ -303,13 +330,12 @@ class Placement:
 
     @property
     def t_compute_s(self) -> float:
-        return self.roof.t_compute(self.kernel.cost.flops)
+        return self.term.t_compute_s
 
     @property
     def t_memory_s(self) -> float:
         """Bytes over the bandwidth; a collective's bytes over its link too, whichever is slower."""
-        t = self.roof.t_memory(self.kernel.cost.bytes)
-        return max(t, self.t_link_s) if self.kernel.kind == "collective" else t
+        return self.term.t_memory_s
 
     @property
     def t_floor_s(self) -> float:
@@ -358,11 +384,6 @@ class Placement:
         """Measured over expected, minus 1 (None without a measured time)."""
         return None if self.measured_s is None else self.measured_s / self.t_expected_s - 1
 
-    @property
-    def term(self) -> tuple:
-        """What :func:`roofcalc.predict.step_times` needs of this kernel."""
-        return (self.kernel.count, self.t_compute_s, self.t_memory_s, self.kernel.kind, self.rows, self.weight_format,
-                self.size_bytes, self.depth, self.hop, self.launches, self.collective)
 
 
 @dataclass(frozen=True)
@@ -535,21 +556,56 @@ class Roofline:
         return None if self.capacity_bytes is None else self.memory_bytes <= self.capacity_bytes
 
 
+@dataclass(frozen=True)
+class Device:
+    """The device a step or a sweep runs on, resolved once: both roofs, the efficiencies and
+    overheads (the :class:`KernelModel`), and the memory capacity."""
+
+    hardware: Hardware
+    compute_dtype: str
+    nominal: Roof
+    measured: Roof | None
+    model: KernelModel
+    capacity_bytes: float | None  # the device's memory (None: unknown)
+    profile: Hardware | None = None  # the measured profile (--hw-file)
+
+    @property
+    def roof(self) -> Roof:
+        """The roof verdicts are made on: the measured one when there is one."""
+        return self.measured or self.nominal
+
+    @property
+    def profile_name(self) -> str | None:
+        return self.profile.name if self.profile is not None else None
+
+
+def device(hardware: Hardware, compute_dtype: str, *, measured_bw: float | None = None,
+           measured_flops: float | None = None, measured_profile: Hardware | None = None,
+           launch_overhead_s: float | None = None, host_overhead_s: float | None = None,
+           capacity_bytes: float | None = None, engine_host=None) -> Device:
+    """The device context every single step and sweep uses. ``capacity_bytes`` defaults to the
+    measured profile's memory, else the hardware's; ``engine_host`` is the engine's host time per step
+    (roofcalc.engines)."""
+    nominal, measured = roofs(hardware, compute_dtype, measured_bw, measured_flops, measured_profile)
+    model = kernel_model(hardware, nominal, measured, measured_profile, launch_overhead_s, host_overhead_s,
+                         compute_dtype, engine_host)
+    if capacity_bytes is None:
+        capacity_bytes = (measured_profile.memory_bytes if measured_profile else None) or hardware.memory_bytes
+    return Device(hardware, compute_dtype, nominal, measured, model, capacity_bytes, measured_profile)
+
+
 def roofline(analysis: Analysis, hardware: Hardware, *, measured_bw: float | None = None,
              measured_flops: float | None = None, measured_profile: Hardware | None = None,
              impl: str = "hf-eager", launch_overhead_s: float | None = None,
              kernel_times: Mapping[str, float] | None = None, tpot_s: float | None = None,
              points: tuple[Point, ...] = (), host_overhead_s: float | None = None,
              capacity_bytes: float | None = None, engine_host=None) -> Roofline:
-    compute = analysis.workload.compute_dtype.name
-    nominal, measured = roofs(hardware, compute, measured_bw, measured_flops, measured_profile)
-    model = kernel_model(hardware, nominal, measured, measured_profile, launch_overhead_s, host_overhead_s, compute,
-                         engine_host)
-    step = place(analysis, measured or nominal, impl=impl, kernel_times=kernel_times, tpot_s=tpot_s, model=model)
-    if capacity_bytes is None:
-        capacity_bytes = (measured_profile.memory_bytes if measured_profile else None) or hardware.memory_bytes
-    return Roofline(analysis, hardware, compute, nominal, measured, step, tuple(points), model, capacity_bytes,
-                    measured_profile.name if measured_profile is not None else None)
+    d = device(hardware, analysis.workload.compute_dtype.name, measured_bw=measured_bw, measured_flops=measured_flops,
+               measured_profile=measured_profile, launch_overhead_s=launch_overhead_s,
+               host_overhead_s=host_overhead_s, capacity_bytes=capacity_bytes, engine_host=engine_host)
+    step = place(analysis, d.roof, impl=impl, kernel_times=kernel_times, tpot_s=tpot_s, model=d.model)
+    return Roofline(analysis, hardware, d.compute_dtype, d.nominal, d.measured, step, tuple(points), d.model,
+                    d.capacity_bytes, d.profile_name)
 
 
 def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profile: Hardware | None = None,

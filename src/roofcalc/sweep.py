@@ -14,7 +14,8 @@ grid evaluates the scalar calculator once per (batch, prompt) point (about half 
 each). A whole request (prompt P, then N tokens) is one prefill plus the decode row of
 contexts P+1 … P+N-1, summed as an array.
 
-Time model (docs/conventions.md, predict.py): every grid point goes through the same
+Time model (docs/conventions.md, predict.py): each kernel's times are the single step's
+:func:`roofcalc.roofline.kernel_term` on its cost arrays, and every grid point goes through the same
 :func:`roofcalc.predict.step_times` as a single step — the floors, the kernels at their expected
 and pessimistic efficiencies, and the host's time — so ``predicted_s`` here equals the
 single-step report's at every point (a test checks random points; ``check_corners`` checks the
@@ -32,7 +33,7 @@ from .errors import RoofcalcError
 from .inputs import MAX_GRID_POINTS, check_sizes
 from .predict import KernelModel, StepTimes, ideal, step_times
 from .parallel import PipelineAnalyzer, StageAnalyzer, link_bytes, pipeline_step_s
-from .roofline import Roof, launches, place, weight_format
+from .roofline import Roof, kernel_term, launches, place, weight_format
 from .shapes import ModelShape
 
 FIELDS = tuple(f.name for f in fields(Cost))
@@ -257,25 +258,22 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
             step[f] = [t + count * x for t, x in zip(step[f], c)]
         if weight is not None:
             extra_weight_bytes = extra_weight_bytes + count * weight
-        # the kernel itself, on the least shape its costs need
-        weight_bytes = weight if weight is not None else _at(coef["weight_bytes"], b, eff_s)
-        nbytes = weight_bytes + _at(moved, b, eff_s)
-        t_c, t_m = _at(coef["flops"], b, eff_s) / roof.peak_flop_per_s, nbytes / roof.bandwidth_bytes_per_s
-        if kernel.kind == "collective":  # its link, or the HBM copy, whichever is slower (as Placement)
-            message = _at(coef["act_read_bytes"], b, eff_s)
-            t_m = np.maximum(t_m, link_bytes(kernel.role, message, kernel.group)
-                             / roof.link_rate(kernel.group, kernel.ranks))
+        # the kernel itself, on the least shape its costs need, through the single step's rule
+        cost = {f: _at(coef[f], b, eff_s) for f in FIELDS if f != "matmul_flops"}  # (no time reads matmul FLOPs)
+        if weight is not None:
+            cost["weight_bytes"] = weight
+        message = link = None
+        if kernel.kind == "collective":
+            message = _at(_bilinear(*(probe[key][i][0].message_bytes for key in keys), s0), b, eff_s)
+            link = link_bytes(kernel.role, message, kernel.group)
         if per_batch:
             n = np.array([[launches(per_batch[int(bb)][i][0], impl, act_name, shape)] for bb in b[:, 0]])
         else:
             n = launches(kernel, impl, act_name, shape)
         n_launch += count * n
         rows = _at(_bilinear(*(probe[key][i][0].rows for key in keys), s0), b, eff_s)
-        terms.append((count, t_c, t_m, kernel.kind, rows, weight_format(kernel, base.weight_dtype),
-                      message if kernel.kind == "collective" else
-                      _at(coef["kv_read_bytes"], b, eff_s) if kernel.kind == "attention" else weight_bytes,
-                      kernel.depth, roof.hop(kernel.group, kernel.ranks) if kernel.kind == "collective" else "", n,
-                      (kernel.role, kernel.group) if kernel.kind == "collective" else ()))
+        terms.append(kernel_term(kernel, roof, n, weight_format(kernel, base.weight_dtype), count=count,
+                                 cost=Cost(**cost), rows=rows, message=message, link=link))
     times = step_times(terms, model or ideal(), impl, n_launch, b)
     # every kernel's share added in kernel order, as the single step adds them; the sums that no
     # kernel's context reached (a column) spread over the grid
@@ -655,19 +653,17 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
     """Decode (``contexts``), prefill (``prompts``) or whole requests (``prompts`` and ``generate``)
     at every batch; verdicts on the measured roof when there is one. ``capacity_bytes`` defaults
     to the measured profile's memory, else the hardware's."""
-    from .roofline import kernel_model, roofs
+    from .roofline import device
 
     if (contexts is None) == (prompts is None):
         raise RoofcalcError("a sweep takes contexts (decode) or prompts (prefill, request), not both")
     if generate is not None and prompts is None:
         raise RoofcalcError("a whole request needs a prompt length")
     dtypes = Workload.decode(1, 1, **workload_kw)
-    nominal, measured = roofs(hardware, dtypes.compute_dtype.name, measured_bw, measured_flops, measured_profile)
-    roof = measured or nominal
-    model = kernel_model(hardware, nominal, measured, measured_profile, launch_overhead_s, host_overhead_s,
-                         dtypes.compute_dtype.name, engine_host)
-    if capacity_bytes is None:
-        capacity_bytes = (measured_profile.memory_bytes if measured_profile else None) or hardware.memory_bytes
+    d = device(hardware, dtypes.compute_dtype.name, measured_bw=measured_bw, measured_flops=measured_flops,
+               measured_profile=measured_profile, launch_overhead_s=launch_overhead_s,
+               host_overhead_s=host_overhead_s, capacity_bytes=capacity_bytes, engine_host=engine_host)
+    roof, model, capacity_bytes = d.roof, d.model, d.capacity_bytes
     kw = dict(impl=impl, model=model, analyzer=analyzer, **workload_kw)
     scale = analyzer.scale if analyzer is not None else 1  # --ep: a rank runs B/scale of the step's B sequences
     if scale > 1:
@@ -699,7 +695,7 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
         verdicts = tuple(replace(v, **{f: None if getattr(v, f) is None else getattr(v, f) * scale for f in
                                        ("ridge_batch", "kv_over_weights_batch", "max_batch", "doubling_batch",
                                         "largest_batch_tried")}) for v in verdicts)
-    return Sweep(kind, shape, dtypes, hardware, nominal, measured, impl, capacity_bytes, grid,
+    return Sweep(kind, shape, dtypes, hardware, d.nominal, d.measured, impl, capacity_bytes, grid,
                  verdicts, min_gain, model, analyzer)
 
 
