@@ -58,3 +58,12 @@ def test_a_notebook_shows_a_step_as_a_table():
             "'TinyLlama/TinyLlama-1.1B'), roofcalc.Workload.decode()); print(s._repr_html_().count('<tr>'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "19"
+
+
+def test_a_notebook_shows_a_placed_step_and_a_sweep_as_tables():
+    """A Roofline shows its 18 placed kernels (with their bounds), a sweep its 3 x 2 points, one row each."""
+    r = roofline(roofcalc.analyze(TINY, roofcalc.Workload.decode(1, 500)), find_hardware("T4"))
+    html = r._repr_html_()
+    assert html.count("<tr>") == 1 + 18 and "hardware T4" in html.split("</p>")[0] and "<th>bound" in html
+    sw = sweep(TINY, find_hardware("T4"), batches=[1, 4, 16], contexts=[512, 2048])
+    assert sw._repr_html_().count("<tr>") == 1 + 6

@@ -555,6 +555,11 @@ class Roofline:
     def fits(self) -> bool | None:
         return None if self.capacity_bytes is None else self.memory_bytes <= self.capacity_bytes
 
+    def _repr_html_(self) -> str:  # a notebook shows the placed kernels as a table (roofcalc.frames)
+        from .frames import repr_html
+
+        return repr_html(self)
+
 
 @dataclass(frozen=True)
 class Device:

@@ -644,6 +644,11 @@ class Sweep:
     def roof(self) -> Roof:
         return self.measured or self.nominal
 
+    def _repr_html_(self) -> str:  # a notebook shows the points as one tidy table (roofcalc.frames)
+        from .frames import repr_html
+
+        return repr_html(self)
+
 
 def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=None, generate: int | None = None,
           measured_bw: float | None = None, measured_flops: float | None = None, measured_profile=None,
