@@ -390,9 +390,11 @@ def build_tp_sweep(args: argparse.Namespace, shape=None):
         micro_batches=args.micro_batches, base=base, **_roof_kw(args, profile))
 
 
-def _single_gpu_trace(traced, gpus: int) -> None:
-    if traced is not None and gpus > 1:
-        raise RoofcalcError("--tp, --pp and --ep are for the hand-modelled families; a traced model runs on one GPU")
+def _single_gpu_trace(traced, gpus: int, tp: int = 0) -> None:
+    """A traced model takes --tp on one step (its config class's plan); the rest is the hand models'."""
+    if traced is not None and gpus > 1 and gpus != tp:
+        raise RoofcalcError("a traced model takes --tp on one step, by its config class's plan; --pp, --ep, a "
+                            "list of sizes and sweeps over several GPUs are for the hand-modelled families")
 
 
 def load_model(args: argparse.Namespace):
@@ -426,9 +428,14 @@ def build_roofline(args: argparse.Namespace, shape=None):
     if traced is not None:
         from .trace import trace
 
-        _single_gpu_trace(traced, parallel.gpus)
+        _single_gpu_trace(traced, parallel.gpus, parallel.tp)
         cfg, name, label = traced
         analysis = trace(cfg, name, workload, label, view="eager" if args.impl == "hf-eager" else "ideal")
+        if parallel.tp > 1:
+            from .trace import hf_config
+            from .trace.parallel import traced_rank
+
+            analysis = traced_rank(analysis, parallel, hf_config(cfg, name)[0])
     elif parallel.pp > 1:
         from .parallel import default_micro_batches, pipeline_roofline
 

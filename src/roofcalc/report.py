@@ -226,7 +226,8 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
            + (f"; defaults taken: {', '.join(f'{k}={v}' for k, v in a.check.defaulted)}" if a.check.defaulted else "")]
           if a.source == "traced" else []),
         *([f"parallel  --tp {a.parallel.tp}: every number below is one rank's, of {a.parallel.gpus} GPUs "
-           f"({tp_plan_words(s)}); the model holds {a.full.params:,} parameters in all"]
+           f"({getattr(a, 'plan_words', '') or tp_plan_words(s)}); the model holds {a.full.params:,} parameters "
+           f"in all"]
           if a.parallel is not None and a.parallel.tp > 1 else []),
         *([f"parallel  --ep {a.parallel.ep}: every number below is one rank's, of {a.parallel.gpus} GPUs: "
            + ep_plan_words(s, a.parallel, w.batch, swept_batch)
