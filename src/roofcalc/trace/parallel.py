@@ -21,8 +21,8 @@ Each traced kernel gets its rank's share, from the plan:
 
 Every other kernel of a module that holds a ``colwise`` entry (the attention core, rotary on q and k,
 the cache update, the activation between gate/up and down) works on the rank's heads or width: its
-FLOPs and activations N-th, its KV bytes 1/min(N, K)-th; a weight it reads (a per-head norm's) is
-whole. A weight matmul inside such a module that the plan does not name cannot be classified and is
+FLOPs and activations N-th, its KV bytes 1/min(N, K)-th (the cache update's everything: it moves the
+rank's KV heads alone); a weight it reads (a per-head norm's) is whole. A weight matmul inside such a module that the plan does not name cannot be classified and is
 refused; so are the styles this module does not model yet (experts, MLA's latent).
 """
 
@@ -147,17 +147,22 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
     config_class = a.check.class_name if a.check is not None else ""
     plan = model_plan(s.family, config_class, a.model_class, config)
     layer_keys, model_keys = _key_patterns(plan.entries)
-    for path, style in layer_keys + model_keys:
-        if style not in KNOWN:
-            matched = [k for k in a.kernels if _style(k, layer_keys, model_keys) == style]
-            if matched:
-                raise RoofcalcError(f"--tp for a traced {s.model_type}: {_base(matched[0])} is {style!r} in "
-                                    f"{plan.source}, which roofcalc does not split yet")
+    for path, style in layer_keys + model_keys:  # a style not modelled: refused where a kernel runs in it
+        if style not in KNOWN and any(fnmatch.fnmatchcase(_base(k), path) or fnmatch.fnmatchcase(_base(k), path + ".*")
+                                      for k in a.kernels):
+            raise RoofcalcError(f"--tp for a traced {s.model_type}: {path} is {style!r} in {plan.source}, which "
+                                f"roofcalc does not split yet")
     # modules whose outputs are split on the ranks: every other kernel in them runs on the rank's share
     sharded = {p.rpartition(".")[0] for p, style in layer_keys if style in COLUMN}
     n, kv = s.n_heads, s.n_kv_heads
-    kv_share = min(tp, kv) if kv else tp  # a rank's KV heads: K/tp, one at least (replicated)
-    if kv and kv % tp and tp % kv:
+
+    def inside(k: Kernel) -> bool:
+        return k.scope == "layer" and _style(k, layer_keys, model_keys) is None and \
+            any(_base(k).startswith(p + ".") for p in sharded)
+
+    heads_split = any(k.cost.kv_bytes and inside(k) for k in a.kernels)  # Phi-3's gathered plan: every head
+    kv_share = (min(tp, kv) if kv else tp) if heads_split else 1  # a rank's KV heads: K/tp, one at least
+    if heads_split and kv and kv % tp and tp % kv:
         raise RoofcalcError(f"--tp {tp} and {kv} KV heads: one must divide the other (split the KV heads, or "
                             f"replicate each over tp / K ranks)")
     hd = s.head_dim
@@ -207,12 +212,12 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
                 out.append(collective(f"{k.name}.all_reduce", "all_reduce", k.cost.act_write_bytes, tp, k.count,
                                       k.scope, k.dims))
             continue
-        inside = k.scope == "layer" and style is None and any(name.startswith(p + ".") for p in sharded)
-        if inside:
+        if inside(k):
             if k.kind == "matmul" and k.params:
                 raise RoofcalcError(f"--tp for a traced {s.model_type}: {name} multiplies a weight inside a module "
                                     f"{plan.source} splits, but the plan does not name it")
-            out.append(replace(k, cost=_scaled(k.cost, 1, tp, weights=False, kv=(1, kv_share))))
+            share = kv_share if k.cost.kv_write_bytes else tp  # the cache update moves the rank's KV heads alone
+            out.append(replace(k, cost=_scaled(k.cost, 1, share, weights=False, kv=(1, kv_share))))
             continue
         out.append(k)
     rank_params = sum(k.params * k.count for k in out if k.kind != "collective")

@@ -1,0 +1,182 @@
+"""--tp for a traced model: each kernel's rank share read off its config class's base_model_tp_plan.
+
+The oracle is the hand model's rank (roofcalc.parallel), which tests/test_parallel.py holds to a real
+distributed run of transformers' own plan: the same config traced and split by the plan must give the
+same projections, collectives, attention, weights and KV cache, kernel by kernel."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from roofcalc import Workload, shape_from_config  # noqa: E402
+from roofcalc.calculator import DTYPES  # noqa: E402
+from roofcalc.cli import main  # noqa: E402
+from roofcalc.parallel import Parallel, analyze_parallel  # noqa: E402
+from roofcalc.trace import hf_config, trace  # noqa: E402
+from roofcalc.trace.parallel import traced_rank  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+BASE = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8, intermediate_size=512, vocab_size=1000,
+            pad_token_id=0)
+DENSE = {"llama": dict(BASE, model_type="llama", num_key_value_heads=2),
+         "llama-tied": dict(BASE, model_type="llama", num_key_value_heads=2, tie_word_embeddings=True),
+         "qwen3": dict(BASE, model_type="qwen3", num_key_value_heads=2, head_dim=32),
+         "mistral": dict(BASE, model_type="mistral", num_key_value_heads=2, sliding_window=None),
+         "qwen2": dict(BASE, model_type="qwen2", num_key_value_heads=2),
+         "gemma": dict(BASE, model_type="gemma", num_key_value_heads=2, head_dim=32),
+         "phi3": dict(BASE, model_type="phi3", num_key_value_heads=2)}
+
+
+def _rank(cfg: dict, wl: Workload, tp: int):
+    return traced_rank(trace(cfg, "t", wl, view="ideal", use_cache=False), Parallel(tp=tp), hf_config(cfg, "t")[0])
+
+
+def _kernel(a, hand_name: str):
+    """The traced kernel a hand kernel is: the same module name, or one ending in '.' + it."""
+    hits = [k for k in a.kernels if k.name == hand_name or k.name.endswith("." + hand_name)]
+    assert len(hits) == 1, (hand_name, [k.name for k in hits])
+    return hits[0]
+
+
+TRACED_NAMES = {"embed.all_reduce": "embed_tokens.all_reduce", "kv_cache_write": "kv_cache_update"}
+
+
+@pytest.mark.parametrize("name", sorted(DENSE))
+@pytest.mark.parametrize("tp", [2, 4])
+def test_a_traced_rank_equals_the_hand_models_rank(name, tp):
+    """Every projection, collective, the cache write and the attention core of one --tp rank, traced and
+    split by the config class's plan, move the hand model's rank's bytes and FLOPs exactly (the same
+    kernels agree unsplit: tests/test_trace.py); so do the rank's weights, KV cache and parameters. With
+    4 ranks and 2 KV heads each rank keeps one, replicated, on both paths."""
+    cfg = DENSE[name]
+    if tp == 4 and cfg["model_type"] == "phi3":
+        pytest.skip("the hand model's gathered plan refuses 2 KV heads on 4 ranks too")
+    wl = Workload.decode(2, 17, cache_update="in-place")
+    hand = analyze_parallel(shape_from_config(cfg, "t"), wl, Parallel(tp=tp))
+    rank = _rank(cfg, wl, tp)
+    compared = 0
+    for h in hand.kernels:
+        if h.kind in ("matmul", "collective") or h.name == "kv_cache_write":
+            t = _kernel(rank, TRACED_NAMES.get(h.name, h.name))
+            assert (t.cost.bytes, t.cost.matmul_flops, t.count, t.params) == \
+                (h.cost.bytes, h.cost.matmul_flops, h.count, h.params), h.name
+            assert (t.message_bytes, t.link_bytes, t.group) == (h.message_bytes, h.link_bytes, h.group), h.name
+            compared += 1
+    att, hatt = _kernel(rank, "attention").cost, hand.kernel("attention").cost
+    assert (att.kv_read_bytes, att.matmul_flops) == (hatt.kv_read_bytes, hatt.matmul_flops)
+    assert sum(k.kind == "collective" for k in rank.kernels) == sum(k.kind == "collective" for k in hand.kernels)
+    assert compared >= 10
+    assert (rank.params, rank.weight_storage_bytes, rank.kv_bytes_per_token, rank.memory_bytes) == \
+        (hand.params, hand.weight_storage_bytes, hand.kv_bytes_per_token, hand.memory_bytes)
+    assert rank.full.params == hand.full.params
+
+
+def test_a_prefill_rank_splits_every_projection_as_the_hand_model_does():
+    """Prefill: 2 sequences of 16 tokens, every projection and collective on 32 rows."""
+    cfg = DENSE["llama"]
+    wl = Workload.prefill(2, 16)
+    hand, rank = analyze_parallel(shape_from_config(cfg, "t"), wl, Parallel(tp=2)), _rank(cfg, wl, 2)
+    for h in hand.kernels:
+        if h.kind in ("matmul", "collective"):
+            t = _kernel(rank, TRACED_NAMES.get(h.name, h.name))
+            assert (t.cost.bytes, t.cost.flops, t.message_bytes) == (h.cost.bytes, h.cost.flops, h.message_bytes)
+
+
+def test_the_ops_between_a_split_and_its_reduction_run_on_the_ranks_share():
+    """Llama at --tp 2, decode of 2 sequences: SiLU runs on [2, 512 / 2] (256 FLOPs x 2 tokens = 512,
+    one a element) and reads and writes that in fp16 (2 x 256 x 2 bytes = 1,024 each); the norms
+    before the split run whole on every rank (the trace's own count, unchanged)."""
+    cfg = DENSE["llama"]
+    wl = Workload.decode(2, 17)
+    one = trace(cfg, "t", wl, view="ideal", use_cache=False)
+    rank = _rank(cfg, wl, 2)
+    act = rank.kernel("mlp.act_fn").cost
+    assert (act.flops, act.act_read_bytes, act.act_write_bytes) == (512, 1024, 1024)
+    assert rank.kernel("input_layernorm").cost == one.kernel("input_layernorm").cost
+    assert rank.kernel("norm").cost == one.kernel("norm").cost
+
+
+FALCON_180B = ROOT / "tests" / "configs" / "falcon-180B.json"
+
+
+def test_falcon_180b_at_tp_4():
+    """tiiuae/falcon-180B's sizes (tests/configs/falcon-180B.json, as TensorRT-LLM's performance overview
+    lists them for the model, which it runs at TP 4 and 8): D = 14,848, 80 layers, 232 heads of
+    64, 8 KV heads, the MLP 4D = 59,392 wide, vocabulary 65,024, attention and MLP side by side
+    (new_decoder_architecture), bf16. FalconConfig has no base_model_tp_plan in transformers 5.24, so
+    the plan is vLLM's Falcon: the fused query_key_value split by whole heads (232/4 = 58 query heads
+    and 8/4 = 2 KV groups a rank: (58 + 2 x 2) x 64 = 3,968 outputs), dense on 14,848/4 = 3,712 inputs,
+    dense_h_to_4h on 59,392/4 = 14,848 outputs, dense_4h_to_h on 14,848 inputs, lm_head on 65,024/4 =
+    16,256 logits; one all-reduce a layer (dense skips its own, the two partial outputs are summed
+    first) and one after the vocab-parallel embedding: 80 + 1 = 81, each of 1 token x 14,848 x 2 bytes
+    = 29,696; one all-gather of the 16,256 logits (32,512 bytes a rank)."""
+    cfg = json.loads(FALCON_180B.read_text())
+    b = DTYPES["bf16"]
+    wl = Workload.decode(1, 1024, weight_dtype=b, act_dtype=b, kv_dtype=b)
+    rank = _rank(cfg, wl, 4)
+    sizes = {n: rank.kernel(n).sizes for n in ("self_attention.query_key_value", "self_attention.dense",
+                                                "mlp.dense_h_to_4h", "mlp.dense_4h_to_h", "lm_head")}
+    assert [(z.n, z.k) for z in sizes.values()] == [(3968, 14848), (14848, 3712), (14848, 14848),
+                                                   (14848, 14848), (16256, 14848)]
+    reduces = [k for k in rank.kernels if k.role == "all_reduce"]
+    assert sum(k.count for k in reduces) == 81
+    assert {k.message_bytes for k in reduces} == {29696}
+    assert [k.name for k in reduces] == ["transformer.word_embeddings.all_reduce", "mlp.dense_4h_to_h.all_reduce"]
+    gather = [k for k in rank.kernels if k.role == "all_gather"]
+    assert [(k.name, k.message_bytes) for k in gather] == [("lm_head.all_gather", 32512)]
+    # a rank's parameters: per layer query_key_value 14,848 x 3,968, dense 3,712 x 14,848, the MLP
+    # 2 x 14,848 x 14,848 and two LayerNorms (weight and bias) whole, 4 x 14,848; the embedding's
+    # quarter (lm_head is tied to it) and ln_f whole
+    layer = 14848 * 3968 + 3712 * 14848 + 2 * 14848 * 14848 + 4 * 14848
+    assert rank.params == 80 * layer + 65024 * 14848 // 4 + 2 * 14848
+    assert rank.weight_storage_bytes == 2 * rank.params
+    # transformers' Falcon caches its keys and values broadcast to the 232 query heads: a rank its 58
+    assert rank.kv_bytes_per_token == 80 * 2 * 58 * 64 * 2
+
+
+def test_a_sequential_falcon_reduces_twice_a_layer():
+    """Falcon with attention then the MLP (parallel_attn false, the old decoder): vLLM's plan all-reduces
+    after dense and after dense_4h_to_h, 2 a layer x 2 layers, and one after the embedding."""
+    cfg = dict(model_type="falcon", hidden_size=256, num_hidden_layers=2, num_attention_heads=8,
+               new_decoder_architecture=False, multi_query=False, parallel_attn=False, bias=False, alibi=False,
+               vocab_size=1000)
+    rank = _rank(cfg, Workload.decode(2, 17), 2)
+    reduces = [k for k in rank.kernels if k.role == "all_reduce"]
+    assert sorted((k.name, k.count) for k in reduces) == [("mlp.dense_4h_to_h.all_reduce", 2),
+                                                          ("self_attention.dense.all_reduce", 2),
+                                                          ("transformer.word_embeddings.all_reduce", 1)]
+
+
+def _refusal(tmp_path, capsys, cfg: dict, *flags: str) -> str:
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(cfg))
+    assert main([str(path), "--hw", "h100", *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    return err
+
+
+def test_a_model_with_no_plan_is_refused_in_one_line(tmp_path, capsys):
+    """GPT-2's config class carries no base_model_tp_plan, and roofcalc knows no serving plan for it."""
+    err = _refusal(tmp_path, capsys, dict(model_type="gpt2", n_embd=256, n_layer=2, n_head=8, vocab_size=1000),
+                   "--trace", "--tp", "2")
+    assert "GPT2Config has no base_model_tp_plan" in err
+
+
+def test_what_the_traced_plan_does_not_split_is_refused_in_one_line(tmp_path, capsys):
+    """Mixtral's plan splits its experts (moe_tp_experts), which the traced plan does not model yet; and a
+    traced model takes --tp alone, not --pp."""
+    err = _refusal(tmp_path, capsys, dict(BASE, model_type="mixtral", num_key_value_heads=2, num_local_experts=4,
+                                          num_experts_per_tok=2), "--trace", "--tp", "2")
+    assert "mlp.experts" in err and "moe_tp_experts" in err
+    err = _refusal(tmp_path, capsys, DENSE["llama"], "--trace", "--tp", "2", "--pp", "2")
+    assert "--pp" in err
+    err = _refusal(tmp_path, capsys, DENSE["llama"], "--trace", "--tp", "3")
+    assert "--tp 3 and 2 KV heads" in err
+
