@@ -102,11 +102,11 @@ def test_the_ops_between_a_split_and_its_reduction_run_on_the_ranks_share():
     assert rank.kernel("norm").cost == one.kernel("norm").cost
 
 
-FALCON_180B = ROOT / "tests" / "configs" / "falcon-180B.json"
+FALCON_180B = ROOT / "docs" / "configs" / "falcon-180B.json"
 
 
 def test_falcon_180b_at_tp_4():
-    """tiiuae/falcon-180B's sizes (tests/configs/falcon-180B.json, as TensorRT-LLM's performance overview
+    """tiiuae/falcon-180B's sizes (docs/configs/falcon-180B.json, as TensorRT-LLM's performance overview
     lists them for the model, which it runs at TP 4 and 8): D = 14,848, 80 layers, 232 heads of
     64, 8 KV heads, the MLP 4D = 59,392 wide, vocabulary 65,024, attention and MLP side by side
     (new_decoder_architecture), bf16. FalconConfig has no base_model_tp_plan in transformers 5.24, so

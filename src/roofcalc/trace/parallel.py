@@ -56,7 +56,7 @@ def _falcon_plan(config) -> dict[str, str]:
 
 
 # config classes transformers gives no plan, with the plan a serving engine runs them by
-SERVING_PLANS = {"falcon": ("vLLM's Falcon model", _falcon_plan)}
+SERVING_PLANS = {"falcon": ("vLLM's plan for Falcon", _falcon_plan)}
 
 
 @dataclass(frozen=True)
@@ -76,8 +76,8 @@ def model_plan(model_type: str, config_class: str, model_class: str, config=None
     if not base:
         if model_type in SERVING_PLANS:
             words, build = SERVING_PLANS[model_type]
-            return Plan(build(config), f"{words} ({config_class} has no base_model_tp_plan in transformers "
-                               f"{transformers.__version__})", False)
+            return Plan(build(config), f"{words}, as {config_class} has no base_model_tp_plan in transformers "
+                               f"{transformers.__version__}", False)
         raise RoofcalcError(f"--tp for a traced {model_type}: its config class {config_class} has no "
                             f"base_model_tp_plan in transformers {transformers.__version__}, so roofcalc has no plan "
                             f"to split it by")
