@@ -106,6 +106,10 @@ def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
                        ("--ep", "expert-parallel ranks: E/N routed experts each, attention data-parallel over B/N "
                         "sequences, all-to-all dispatch and combine; with --tp, each of the N groups is --tp ranks")):
         p.add_argument(flag, default="1", help=f"{what}; a list compares them at one batch and context (default 1)")
+    p.add_argument("--ep-attention", choices=("dp", "tp"), default="dp",
+                   help="with --ep: attention data-parallel over B/N sequences (dp, the default) or split by heads "
+                   "over the N ranks for every sequence (tp, as vLLM runs expert parallelism without data "
+                   "parallelism: an all-reduce after o_proj and after the experts, no all-to-all)")
     p.add_argument("--trace", action="store_true",
                    help="count the kernels by tracing transformers' own modeling code on the meta device (needs "
                    "torch; automatic for a model_type without a hand model)")
@@ -321,6 +325,9 @@ def build_sweep(args: argparse.Namespace, shape=None):
     shape, traced = shape if shape is not None else load_model(args)
     par = _parallel(args)
     kw = _workload_kw(args, shape)
+    if par.tp_attention:
+        raise RoofcalcError("--ep-attention tp describes one step: its table is the busiest rank's, whose share "
+                            "of the experts is not linear in the batch; give one --batch and --context")
     if par.gpus > 1:
         from .parallel import LocalBatchAnalyzer, PipelineAnalyzer, RankAnalyzer, shard
 
@@ -364,7 +371,7 @@ def _parallel(args: argparse.Namespace):
     for axis, values in sizes.items():
         if len(values) > 1:
             raise RoofcalcError(f"a list of --{axis} compares one step; give it alone")
-    return Parallel(sizes["tp"][0], sizes["pp"][0], sizes["ep"][0])
+    return Parallel(sizes["tp"][0], sizes["pp"][0], sizes["ep"][0], getattr(args, "ep_attention", "dp"))
 
 
 def build_tp_sweep(args: argparse.Namespace, shape=None):
@@ -380,7 +387,8 @@ def build_tp_sweep(args: argparse.Namespace, shape=None):
     shape, traced = shape if shape is not None else load_model(args)
     _single_gpu_trace(traced, 2)
     sizes = _sizes_of(args)
-    base = Parallel(**{a: sizes[a][0] for a in AXES if a != axis})  # the other axes, fixed
+    base = Parallel(**{a: sizes[a][0] for a in AXES if a != axis},  # the other axes, fixed
+                    ep_attention=getattr(args, "ep_attention", "dp"))
     if args.micro_batches and axis != "pp" and base.pp == 1:
         raise RoofcalcError("--micro-batches is for --pp")
     workload = _workload(args, shape)

@@ -982,6 +982,8 @@ AXIS_WORDS = {
     "tp": "one rank's step at each --tp, by transformers' tensor-parallel plan (docs/conventions.md)",
     "ep": "one rank's step at each --ep: E/N routed experts, attention for B/N of the sequences, all-to-all "
           "dispatch and combine (docs/conventions.md)",
+    "ep-tp": "one rank's step at each --ep: E/N routed experts, attention split by heads over the N ranks "
+             "for every sequence, an all-reduce after o_proj and after the experts (--ep-attention tp)",
     "pp": "the pipeline's step at each --pp: the stages in turn, then the slowest stage once per other "
           "micro-batch; memory is the largest stage's, and communication the slowest stage's (its send)",
 }
@@ -1047,7 +1049,8 @@ def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = (), width
     lines = [line for line in header_lines(full, defaults) if not line.startswith(("size", "source"))]
     lines.append(f"hardware  {hw.name} x N: {link}; memory "
                  f"{'unknown' if first.capacity_bytes is None else capacity(first.capacity_bytes)} per GPU")
-    lines.append(f"parallel  {AXIS_WORDS[tps.axis]}"
+    axis_words = AXIS_WORDS["ep-tp"] if tps.base.ep_attention == "tp" else AXIS_WORDS[tps.axis]
+    lines.append(f"parallel  {axis_words}"
                  + (f", each with {' and '.join(fixed)}" if fixed else "")
                  + "; communication: the collectives' expected time, and its share of the device time")
     if fmt == "markdown":
