@@ -77,6 +77,38 @@ def test_a_traced_rank_equals_the_hand_models_rank(name, tp):
     assert rank.full.params == hand.full.params
 
 
+MOE = {"mixtral": dict(BASE, model_type="mixtral", num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
+                       sliding_window=None),
+       "qwen3_moe": dict(BASE, model_type="qwen3_moe", num_key_value_heads=2, head_dim=32, num_experts=4,
+                         num_experts_per_tok=2, moe_intermediate_size=128)}
+
+
+@pytest.mark.parametrize("name", sorted(MOE))
+def test_traced_experts_split_on_their_width_as_the_hand_models_are(name):
+    """transformers' moe_tp_experts: every rank holds every routed expert at half its width, the router
+    whole, one all-reduce after the experts. The trace runs the experts as two grouped matmuls (the
+    hand model as gate_up_proj and down_proj): their FLOPs and weight bytes together, every collective,
+    the rank's parameters, weights, KV cache and matmul FLOPs equal the hand model's --tp 2 rank."""
+    cfg = MOE[name]
+    wl = Workload.decode(2, 17, cache_update="in-place")
+    hand = analyze_parallel(shape_from_config(cfg, "t"), wl, Parallel(tp=2))
+    rank = _rank(cfg, wl, 2)
+
+    def experts(a):
+        ks = [k for k in a.kernels if "experts" in k.name and k.kind == "matmul"]
+        return sum(k.cost.matmul_flops * k.count for k in ks), sum(k.cost.weight_bytes * k.count for k in ks)
+
+    def collectives(a):
+        return [(k.role, k.count, k.message_bytes, k.link_bytes) for k in a.kernels if k.kind == "collective"]
+
+    assert experts(rank) == experts(hand)
+    assert collectives(rank) == collectives(hand) and len(collectives(hand)) == 4
+    assert _kernel(rank, "mlp.experts.all_reduce").count == 2
+    assert (rank.params, rank.weight_storage_bytes, rank.kv_bytes_per_token, rank.memory_bytes,
+            rank.totals.matmul_flops) == (hand.params, hand.weight_storage_bytes, hand.kv_bytes_per_token,
+                                          hand.memory_bytes, hand.totals.matmul_flops)
+
+
 def test_a_prefill_rank_splits_every_projection_as_the_hand_model_does():
     """Prefill: 2 sequences of 16 tokens, every projection and collective on 32 rows."""
     cfg = DENSE["llama"]
@@ -170,11 +202,14 @@ def test_a_model_with_no_plan_is_refused_in_one_line(tmp_path, capsys):
 
 
 def test_what_the_traced_plan_does_not_split_is_refused_in_one_line(tmp_path, capsys):
-    """Mixtral's plan splits its experts (moe_tp_experts), which the traced plan does not model yet; and a
-    traced model takes --tp alone, not --pp."""
-    err = _refusal(tmp_path, capsys, dict(BASE, model_type="mixtral", num_key_value_heads=2, num_local_experts=4,
-                                          num_experts_per_tok=2), "--trace", "--tp", "2")
-    assert "mlp.experts" in err and "moe_tp_experts" in err
+    """DeepSeek-V2's plan keeps MLA's latent projection whole with a style of its own (mla_kv_a_proj), which
+    the traced plan does not model yet; a traced model takes --tp alone, not --pp; 3 ranks split neither 8
+    heads nor 2 KV heads."""
+    v2 = dict(BASE, model_type="deepseek_v2", num_key_value_heads=8, moe_intermediate_size=128, n_routed_experts=4,
+              num_experts_per_tok=2, n_shared_experts=1, first_k_dense_replace=1, kv_lora_rank=64, q_lora_rank=None,
+              qk_rope_head_dim=16, qk_nope_head_dim=32, v_head_dim=32)
+    err = _refusal(tmp_path, capsys, v2, "--trace", "--tp", "2")
+    assert "self_attn.kv_a_proj_with_mqa" in err and "mla_kv_a_proj" in err
     err = _refusal(tmp_path, capsys, DENSE["llama"], "--trace", "--tp", "2", "--pp", "2")
     assert "--pp" in err
     err = _refusal(tmp_path, capsys, DENSE["llama"], "--trace", "--tp", "3")

@@ -20,7 +20,9 @@ all-gather (n−1) times the per-rank input.
 
 Expert parallelism (``ep_kernels``): E/N routed experts a rank, attention data-parallel over B/N of
 the sequences, all-to-all dispatch and combine; with --tp each of the N groups is T tensor-parallel
-ranks. Pipelines (``stage_kernels``, ``pipeline_roofline``): consecutive layers a stage, the step the
+ranks. ``--ep-attention tp`` (``ep_tp_kernels``) splits attention by heads over the same N ranks
+instead, every sequence on every rank, an all-reduce after the experts in place of the all-to-alls.
+A traced model's --tp is ``roofcalc.trace.parallel``'s, by its config class's plan. Pipelines (``stage_kernels``, ``pipeline_roofline``): consecutive layers a stage, the step the
 stages in turn plus the slowest once per further micro-batch. Ranks fill node after node; a
 collective whose ranks span nodes runs on the network.
 """

@@ -22,8 +22,12 @@ Each traced kernel gets its rank's share, from the plan:
 Every other kernel of a module that holds a ``colwise`` entry (the attention core, rotary on q and k,
 the cache update, the activation between gate/up and down) works on the rank's heads or width: its
 FLOPs and activations N-th, its KV bytes 1/min(N, K)-th (the cache update's everything: it moves the
-rank's KV heads alone); a weight it reads (a per-head norm's) is whole. A weight matmul inside such a module that the plan does not name cannot be classified and is
-refused; so are the styles this module does not model yet (experts, MLA's latent).
+rank's KV heads alone); a weight it reads (a per-head norm's) is whole. A weight matmul inside such a module that the plan does not name runs whole where it reads the
+layer's hidden state (a router), and is refused otherwise; so are the styles this module does not
+model yet (MLA's latent). ``moe_tp_experts`` (routed experts): every rank holds every expert at 1/N of
+its width; the grouped matmul onto the experts' width keeps its input and 1/N of its outputs, the one
+back to the hidden size 1/N of its input, and one all-reduce after the experts sums their partial
+outputs (transformers' MoeExpertsParallel).
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ COLUMN = ("colwise", "packed_colwise")
 ROW = ("rowwise", "packed_rowwise")
 WHOLE = ("replicate", "replicated_with_grad_allreduce")
 KNOWN = COLUMN + ROW + WHOLE + ("rowwise_split_input", "colwise_gather_output", "colwise_rep", "embedding_rowwise",
-                                "rowwise_partial")
+                                "rowwise_partial", "moe_tp_experts")
 
 
 def _falcon_plan(config) -> dict[str, str]:
@@ -152,8 +156,10 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
                                       for k in a.kernels):
             raise RoofcalcError(f"--tp for a traced {s.model_type}: {path} is {style!r} in {plan.source}, which "
                                 f"roofcalc does not split yet")
+    # routed experts split on their width (transformers' moe_tp_experts): every kernel under the module
+    experts = {p for p, style in layer_keys if style == "moe_tp_experts"}
     # modules whose outputs are split on the ranks: every other kernel in them runs on the rank's share
-    sharded = {p.rpartition(".")[0] for p, style in layer_keys if style in COLUMN}
+    sharded = {p.rpartition(".")[0] for p, style in layer_keys if style in COLUMN} - experts
     n, kv = s.n_heads, s.n_kv_heads
 
     def inside(k: Kernel) -> bool:
@@ -169,9 +175,27 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
     tied = next((k.params == 0 for k in a.kernels if _style(k, layer_keys, model_keys) == "colwise_gather_output"),
                 False)
     out: list[Kernel] = []
-    for k in a.kernels:
+    expert_bytes = 0  # the experts' weights a step's layers hold, whole (their module's, on no kernel)
+    last = {}  # each experts module's last kernel in a layer: its all-reduce follows it
+    for i, k in enumerate(a.kernels):
+        home = next((p for p in experts if k.scope == "layer" and _base(k).startswith(p + ".")), None)
+        if home is not None:
+            last[(home, k.name.partition("[")[2])] = i
+    ends = set(last.values())
+    for i, k in enumerate(a.kernels):
         style = _style(k, layer_keys, model_keys)
         name = _base(k)
+        home = next((p for p in experts if k.scope == "layer" and name.startswith(p + ".")), None)
+        if home is not None:
+            out.append(_expert_share(k, tp, s, home))
+            if k.expert_weights is not None:
+                expert_bytes += sum(k.expert_weights[2]) * k.count
+            if i in ends:
+                rows = wl.tokens
+                out.append(collective(f"{home}.all_reduce{_layer_tag(k)}", "all_reduce",
+                                      wl.act_dtype.nbytes(rows * s.d_model), tp, k.count, k.scope,
+                                      f"[{rows},{s.d_model}]"))
+            continue
         if k.expert_weights is not None:
             raise RoofcalcError(f"--tp for a traced {s.model_type}: its experts ({name}) are not split by "
                                 f"roofcalc's traced plan yet")
@@ -212,6 +236,10 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
                 out.append(collective(f"{k.name}.all_reduce", "all_reduce", k.cost.act_write_bytes, tp, k.count,
                                       k.scope, k.dims))
             continue
+        if inside(k) and k.kind == "matmul" and k.params and isinstance(k.sizes, MatmulSizes) and \
+                k.sizes.k == s.d_model:  # a projection of the layer's whole hidden state the plan leaves out
+            out.append(k)  # (a router): whole on every rank, as transformers replicates what its plan leaves out
+            continue
         if inside(k):
             if k.kind == "matmul" and k.params:
                 raise RoofcalcError(f"--tp for a traced {s.model_type}: {name} multiplies a weight inside a module "
@@ -224,6 +252,15 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
     owned = sum(k.params * k.count for k in a.kernels)
     owned_bytes = sum(k.param_bytes * k.count for k in a.kernels)
     rank_bytes = sum(k.param_bytes * k.count for k in out if k.kind != "collective")
+    if expert_bytes:  # the experts' weights: 1/N of each on a rank
+        if wl.weight_dtype.scaled:
+            raise RoofcalcError(f"--tp for a traced {s.model_type}: its experts in {wl.weight_dtype.name} are not "
+                                f"split by roofcalc's traced plan yet")
+        owned_bytes += expert_bytes
+        rank_bytes += expert_bytes // tp
+        per = wl.weight_dtype.nbytes(1)
+        owned += expert_bytes // per
+        rank_params += expert_bytes // per // tp
     rank_shape = replace(s, n_heads=n // tp if n % tp == 0 else n, n_kv_heads=max(1, kv // tp),
                          d_ff=s.d_ff // tp if s.d_ff and s.d_ff % tp == 0 else s.d_ff,
                          vocab_size=s.vocab_size // tp if s.vocab_size % tp == 0 else s.vocab_size)
@@ -235,6 +272,30 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
         traced_param_bytes=a.traced_param_bytes - owned_bytes + rank_bytes,
         check=a.check, note=a.note, logits=a.logits, layer_heads=a.layer_heads, language_params=a.language_params,
         parallel=parallel, full=a, plan_words=plan_words(plan))
+
+
+def _layer_tag(k: Kernel) -> str:
+    """The kind of layer a merged row names (``[3]``), for the collective after it."""
+    return "[" + k.name.partition("[")[2] if "[" in k.name else ""
+
+
+def _expert_share(k: Kernel, tp: int, s, home: str) -> Kernel:
+    """A kernel of routed experts split on their width: a grouped matmul on the hidden size (gate/up)
+    keeps its input and 1/N of its outputs, one back to the hidden size (down) 1/N of its input and its
+    whole (partial) output; their FLOPs and weights 1/N; the ops between 1/N of everything."""
+    z = k.sizes
+    if isinstance(z, MatmulSizes):
+        if z.k == s.d_model and z.n % tp == 0:
+            cost, sizes = _scaled(k.cost, 1, tp, read=False), MatmulSizes(z.m, z.n // tp, z.k)
+        elif z.n == s.d_model and z.k % tp == 0:
+            cost, sizes = _scaled(k.cost, 1, tp, write=False), MatmulSizes(z.m, z.n, z.k // tp)
+        else:
+            raise RoofcalcError(f"--tp {tp} for a traced {s.model_type}: {_base(k)} in {home} neither reads nor "
+                                f"writes the hidden size {s.d_model} whole, or its width does not divide")
+        ew = k.expert_weights
+        return replace(k, cost=cost, sizes=sizes, dims=k.dims, params=k.params // tp, param_bytes=k.param_bytes // tp,
+                       expert_weights=None if ew is None else (ew[0], ew[1], tuple(b // tp for b in ew[2])))
+    return replace(k, cost=_scaled(k.cost, 1, tp, weights=False))
 
 
 def plan_words(plan: Plan) -> str:
