@@ -215,3 +215,21 @@ def test_what_the_traced_plan_does_not_split_is_refused_in_one_line(tmp_path, ca
     err = _refusal(tmp_path, capsys, DENSE["llama"], "--trace", "--tp", "3")
     assert "--tp 3 and 2 KV heads" in err
 
+
+
+def test_a_traced_tp_list_gives_each_sizes_single_step(capsys):
+    """A --tp list of a traced model: each size's step is the single --tp step's (the same roofline of
+    the same rank), --tp 1 the unsplit trace's."""
+    from roofcalc.hardware import find_hardware
+    from roofcalc.parallel import tp_sweep
+    from roofcalc.roofline import roofline
+
+    cfg = DENSE["llama"]
+    wl = Workload.decode(2, 17)
+    one = trace(cfg, "t", wl, view="ideal", use_cache=False)
+    hw = find_hardware("h100")
+    sw = tp_sweep(one.shape, wl, [1, 2, 4], hw, traced=(one, hf_config(cfg, "t")[0]))
+    assert sw.points[0].step_s == roofline(one, hw).step.times.predicted_s
+    for p in sw.points[1:]:
+        assert p.step_s == roofline(_rank(cfg, wl, p.tp), hw).step.times.predicted_s
+        assert p.sequences == 2 and p.gpus == p.tp

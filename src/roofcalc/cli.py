@@ -385,24 +385,32 @@ def build_tp_sweep(args: argparse.Namespace, shape=None):
     if is_sweep(args):
         raise RoofcalcError(f"a --{axis} list compares one step: give one --batch and one --context (or --prompt)")
     shape, traced = shape if shape is not None else load_model(args)
-    _single_gpu_trace(traced, 2)
     sizes = _sizes_of(args)
+    if traced is not None and (axis != "tp" or max(sizes["pp"] + sizes["ep"]) > 1):
+        _single_gpu_trace(traced, 2)
     base = Parallel(**{a: sizes[a][0] for a in AXES if a != axis},  # the other axes, fixed
                     ep_attention=getattr(args, "ep_attention", "dp"))
     if args.micro_batches and axis != "pp" and base.pp == 1:
         raise RoofcalcError("--micro-batches is for --pp")
     workload = _workload(args, shape)
     hardware, profile = _hardware(args)
+    one = None
+    if traced is not None:  # a --tp list of a traced model: its step traced once, split at each size
+        from .trace import hf_config, trace
+
+        cfg, name, label = traced
+        one = (trace(cfg, name, workload, label, view="eager" if args.impl == "hf-eager" else "ideal"),
+               hf_config(cfg, name)[0])
     return tp_sweep(
         shape, workload, sizes[axis], hardware, min_gain=percent(args.min_gain), axis=axis,
-        micro_batches=args.micro_batches, base=base, **_roof_kw(args, profile))
+        micro_batches=args.micro_batches, base=base, traced=one, **_roof_kw(args, profile))
 
 
 def _single_gpu_trace(traced, gpus: int, tp: int = 0) -> None:
     """A traced model takes --tp on one step (its config class's plan); the rest is the hand models'."""
     if traced is not None and gpus > 1 and gpus != tp:
-        raise RoofcalcError("a traced model takes --tp on one step, by its config class's plan; --pp, --ep, a "
-                            "list of sizes and sweeps over several GPUs are for the hand-modelled families")
+        raise RoofcalcError("a traced model takes --tp (one size or a list) by its config class's plan; --pp, "
+                            "--ep and batch or context sweeps over several GPUs are for the hand-modelled families")
 
 
 def load_model(args: argparse.Namespace):

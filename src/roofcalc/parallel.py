@@ -544,16 +544,23 @@ class TPSweep:
 
 
 def tp_sweep(shape: ModelShape, wl: Workload, tps, hardware, *, min_gain: float = 0.10, axis: str = "tp",
-             micro_batches: int | None = None, base: Parallel = Parallel(), **roofline_kw) -> TPSweep:
+             micro_batches: int | None = None, base: Parallel = Parallel(), traced=None, **roofline_kw) -> TPSweep:
     """The same step at every size in ``tps`` along ``axis`` ("tp", "ep" or "pp"), the other axes at
     ``base``'s sizes: one rank's roofline each (with a pipeline, the slowest stage's on
-    ``micro_batches`` micro-batches, default :func:`default_micro_batches`)."""
+    ``micro_batches`` micro-batches, default :func:`default_micro_batches`). ``traced``: a traced
+    model's step (its :class:`~roofcalc.trace.TracedAnalysis` and transformers' config), split over
+    each --tp by its config class's plan."""
     from .roofline import roofline
 
     points = []
     for n in sorted(set(tps)):
         par = replace(base, **{axis: n})
-        if par.pp > 1:
+        if traced is not None:
+            from .trace.parallel import traced_rank
+
+            one, config = traced
+            r = roofline(traced_rank(one, par, config) if par.tp > 1 else one, hardware, **roofline_kw)
+        elif par.pp > 1:
             micro = micro_batches or default_micro_batches(wl.batch, par)
             r = pipeline_roofline(shape, wl, par.pp, micro, hardware, tp=par.tp, ep=par.ep, **roofline_kw)
         else:

@@ -1050,6 +1050,9 @@ def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = (), width
     lines.append(f"hardware  {hw.name} x N: {link}; memory "
                  f"{'unknown' if first.capacity_bytes is None else capacity(first.capacity_bytes)} per GPU")
     axis_words = AXIS_WORDS["ep-tp"] if tps.base.ep_attention == "tp" else AXIS_WORDS[tps.axis]
+    traced_plan = next((w for w in (getattr(p.result.analysis, "plan_words", "") for p in tps.points) if w), "")
+    if traced_plan:  # a traced model's --tp list: its config class's plan (roofcalc.trace.parallel)
+        axis_words = f"one rank's step at each --tp, by {traced_plan}"
     lines.append(f"parallel  {axis_words}"
                  + (f", each with {' and '.join(fixed)}" if fixed else "")
                  + "; communication: the collectives' expected time, and its share of the device time")
