@@ -172,6 +172,18 @@ def test_falcon_180b_at_tp_4():
     assert rank.kv_bytes_per_token == 80 * 2 * 58 * 64 * 2
 
 
+def test_falcons_cache_of_every_query_head_splits_over_more_ranks_than_kv_heads():
+    """transformers' Falcon (new_decoder_architecture) caches K and V broadcast to every query head, so at
+    --tp 16 the 8 KV groups of tiiuae/falcon-40b (benchmarks/configs/published) do not bound the split:
+    a rank caches its 128/16 = 8 query heads' keys and values, 60 layers x 2 x 8 x 64 x 2 bytes a token,
+    and its query_key_value keeps one KV group (replicated): (8 + 2 x 1) x 64 = 640 outputs."""
+    cfg = json.loads((ROOT / "benchmarks" / "configs" / "published" / "tiiuae--falcon-40b.json").read_text())
+    b = DTYPES["bf16"]
+    rank = _rank(cfg, Workload.decode(1, 64, weight_dtype=b, act_dtype=b, kv_dtype=b), 16)
+    assert rank.kv_bytes_per_token == 60 * 2 * 8 * 64 * 2
+    assert rank.kernel("self_attention.query_key_value").sizes.n == 640
+
+
 def test_a_sequential_falcon_reduces_twice_a_layer():
     """Falcon with attention then the MLP (parallel_attn false, the old decoder): vLLM's plan all-reduces
     after dense and after dense_4h_to_h, 2 a layer x 2 layers, and one after the embedding."""

@@ -167,7 +167,8 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
             any(_base(k).startswith(p + ".") for p in sharded)
 
     heads_split = any(k.cost.kv_bytes and inside(k) for k in a.kernels)  # Phi-3's gathered plan: every head
-    kv_share = (min(tp, kv) if kv else tp) if heads_split else 1  # a rank's KV heads: K/tp, one at least
+    cached = _cached_heads(a) or kv  # the heads the cache holds (transformers' Falcon: every query head's)
+    kv_share = (min(tp, cached) if cached else tp) if heads_split else 1  # a rank's: 1/tp, one head at least
     if heads_split and kv and kv % tp and tp % kv:
         raise RoofcalcError(f"--tp {tp} and {kv} KV heads: one must divide the other (split the KV heads, or "
                             f"replicate each over tp / K ranks)")
@@ -272,6 +273,16 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
         traced_param_bytes=a.traced_param_bytes - owned_bytes + rank_bytes,
         check=a.check, note=a.note, logits=a.logits, layer_heads=a.layer_heads, language_params=a.language_params,
         parallel=parallel, full=a, plan_words=plan_words(plan))
+
+
+def _cached_heads(a: TracedAnalysis) -> int:
+    """The KV heads a layer's cache holds, from the traced cache (K and V of H each per token in every
+    layer), or 0 where that does not come out whole (layers that differ, recurrent states)."""
+    s, w = a.shape, a.workload
+    per_head = 2 * s.n_layers * w.kv_dtype.nbytes(s.head_dim) if s.head_dim and s.n_layers else 0
+    if not per_head or a.traced_kv_bytes_per_token % per_head:
+        return 0
+    return a.traced_kv_bytes_per_token // per_head
 
 
 def _layer_tag(k: Kernel) -> str:
