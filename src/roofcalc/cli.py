@@ -106,6 +106,10 @@ def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
                        ("--ep", "expert-parallel ranks: E/N routed experts each, attention data-parallel over B/N "
                         "sequences, all-to-all dispatch and combine; with --tp, each of the N groups is --tp ranks")):
         p.add_argument(flag, default="1", help=f"{what}; a list compares them at one batch and context (default 1)")
+    p.add_argument("--ep-attention", choices=("dp", "tp"), default="dp",
+                   help="with --ep: attention data-parallel over B/N sequences (dp, the default) or split by heads "
+                   "over the N ranks for every sequence (tp, as vLLM runs expert parallelism without data "
+                   "parallelism: an all-reduce after o_proj and after the experts, no all-to-all)")
     p.add_argument("--trace", action="store_true",
                    help="count the kernels by tracing transformers' own modeling code on the meta device (needs "
                    "torch; automatic for a model_type without a hand model)")
@@ -325,6 +329,9 @@ def build_sweep(args: argparse.Namespace, shape=None):
     shape, traced = shape if shape is not None else load_model(args)
     par = _parallel(args)
     kw = _workload_kw(args, shape)
+    if par.tp_attention:
+        raise RoofcalcError("--ep-attention tp describes one step: its table is the busiest rank's, whose share "
+                            "of the experts is not linear in the batch; give one --batch and --context")
     if par.gpus > 1:
         from .parallel import LocalBatchAnalyzer, PipelineAnalyzer, RankAnalyzer, shard
 
@@ -368,7 +375,7 @@ def _parallel(args: argparse.Namespace):
     for axis, values in sizes.items():
         if len(values) > 1:
             raise RoofcalcError(f"a list of --{axis} compares one step; give it alone")
-    return Parallel(sizes["tp"][0], sizes["pp"][0], sizes["ep"][0])
+    return Parallel(sizes["tp"][0], sizes["pp"][0], sizes["ep"][0], getattr(args, "ep_attention", "dp"))
 
 
 def build_tp_sweep(args: argparse.Namespace, shape=None):
@@ -382,21 +389,32 @@ def build_tp_sweep(args: argparse.Namespace, shape=None):
     if is_sweep(args):
         raise RoofcalcError(f"a --{axis} list compares one step: give one --batch and one --context (or --prompt)")
     shape, traced = shape if shape is not None else load_model(args)
-    _single_gpu_trace(traced, 2)
     sizes = _sizes_of(args)
-    base = Parallel(**{a: sizes[a][0] for a in AXES if a != axis})  # the other axes, fixed
+    if traced is not None and (axis != "tp" or max(sizes["pp"] + sizes["ep"]) > 1):
+        _single_gpu_trace(traced, 2)
+    base = Parallel(**{a: sizes[a][0] for a in AXES if a != axis},  # the other axes, fixed
+                    ep_attention=getattr(args, "ep_attention", "dp"))
     if args.micro_batches and axis != "pp" and base.pp == 1:
         raise RoofcalcError("--micro-batches is for --pp")
     workload = _workload(args, shape)
     hardware, profile = _hardware(args)
+    one = None
+    if traced is not None:  # a --tp list of a traced model: its step traced once, split at each size
+        from .trace import hf_config, trace
+
+        cfg, name, label = traced
+        one = (trace(cfg, name, workload, label, view="eager" if args.impl == "hf-eager" else "ideal"),
+               hf_config(cfg, name)[0])
     return tp_sweep(
         shape, workload, sizes[axis], hardware, min_gain=percent(args.min_gain), axis=axis,
-        micro_batches=args.micro_batches, base=base, **_roof_kw(args, profile))
+        micro_batches=args.micro_batches, base=base, traced=one, **_roof_kw(args, profile))
 
 
-def _single_gpu_trace(traced, gpus: int) -> None:
-    if traced is not None and gpus > 1:
-        raise RoofcalcError("--tp, --pp and --ep are for the hand-modelled families; a traced model runs on one GPU")
+def _single_gpu_trace(traced, gpus: int, tp: int = 0) -> None:
+    """A traced model takes --tp on one step (its config class's plan); the rest is the hand models'."""
+    if traced is not None and gpus > 1 and gpus != tp:
+        raise RoofcalcError("a traced model takes --tp (one size or a list) by its config class's plan; --pp, "
+                            "--ep and batch or context sweeps over several GPUs are for the hand-modelled families")
 
 
 def load_model(args: argparse.Namespace):
@@ -430,9 +448,14 @@ def build_roofline(args: argparse.Namespace, shape=None):
     if traced is not None:
         from .trace import trace
 
-        _single_gpu_trace(traced, parallel.gpus)
+        _single_gpu_trace(traced, parallel.gpus, parallel.tp)
         cfg, name, label = traced
         analysis = trace(cfg, name, workload, label, view="eager" if args.impl == "hf-eager" else "ideal")
+        if parallel.tp > 1:
+            from .trace import hf_config
+            from .trace.parallel import traced_rank
+
+            analysis = traced_rank(analysis, parallel, hf_config(cfg, name)[0])
     elif parallel.pp > 1:
         from .parallel import default_micro_batches, pipeline_roofline
 

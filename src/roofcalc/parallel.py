@@ -20,13 +20,16 @@ all-gather (n−1) times the per-rank input.
 
 Expert parallelism (``ep_kernels``): E/N routed experts a rank, attention data-parallel over B/N of
 the sequences, all-to-all dispatch and combine; with --tp each of the N groups is T tensor-parallel
-ranks. Pipelines (``stage_kernels``, ``pipeline_roofline``): consecutive layers a stage, the step the
+ranks. ``--ep-attention tp`` (``ep_tp_kernels``) splits attention by heads over the same N ranks
+instead, every sequence on every rank, an all-reduce after the experts in place of the all-to-alls.
+A traced model's --tp is ``roofcalc.trace.parallel``'s, by its config class's plan. Pipelines (``stage_kernels``, ``pipeline_roofline``): consecutive layers a stage, the step the
 stages in turn plus the slowest once per further micro-batch. Ranks fill node after node; a
 collective whose ranks span nodes runs on the network.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from .calculator import Analysis, Analyzer, Cost, Kernel, Workload, analyze, experts_dims
@@ -47,11 +50,22 @@ class Parallel:
     tp: int = 1  # tensor-parallel ranks
     pp: int = 1  # pipeline stages
     ep: int = 1  # expert-parallel ranks (with tp: ep data-parallel groups of tp ranks each)
+    ep_attention: str = "dp"  # with ep: attention data-parallel over B/ep sequences ("dp") or split by heads ("tp")
 
     def __post_init__(self) -> None:
         for name, n in (("tp", self.tp), ("pp", self.pp), ("ep", self.ep)):
             if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1024:
                 raise RoofcalcError(f"--{name} must be a whole number of ranks from 1 to 1024, got {n!r}")
+        if self.ep_attention not in ("dp", "tp"):
+            raise RoofcalcError(f"--ep-attention is dp or tp, not {self.ep_attention!r}")
+        if self.ep_attention == "tp" and (self.tp > 1 or self.pp > 1):
+            raise RoofcalcError("--ep-attention tp splits attention over the --ep ranks themselves: give it without "
+                                "--tp and --pp")
+
+    @property
+    def tp_attention(self) -> bool:
+        """Expert parallelism with attention split by heads over the same ranks (--ep-attention tp)."""
+        return self.ep > 1 and self.ep_attention == "tp"
 
     @property
     def gpus(self) -> int:
@@ -319,10 +333,65 @@ class RankAnalysis(Analysis):
         return sum(k.params * k.count for k in self.kernels)
 
 
+def ep_tp_kernels(shape: ModelShape, wl: Workload, ep: int, merge: bool = True) -> tuple[ModelShape, list[Kernel]]:
+    """(the rank's shape, its kernels) for expert parallelism with tensor-parallel attention
+    (``--ep-attention tp``, as vLLM runs Mixtral with expert parallelism and no data parallelism): every
+    rank runs all B sequences; attention, the dense MLPs, the shared experts and the vocabulary split
+    over the ``ep`` ranks as ``--tp ep`` splits them (an all-reduce after o_proj and down_proj); each
+    rank holds E/ep routed experts at their whole width. The hidden states are whole on every rank
+    after that all-reduce, so no token moves: each rank runs its experts on the tokens routed to them,
+    combines their weighted outputs into a partial sum and one all-reduce completes it (the all-reduce
+    tensor parallelism puts after the experts). The table is the rank the step waits for: of the R
+    experts a step reaches (uniform routing, :func:`touched_experts`) it holds ⌈R/ep⌉, at most E/ep
+    (the reached experts spread as evenly as they can: at batch 1 with k = 2 of 8 experts on 8 ranks,
+    one whole expert), and ⌈T·k/ep⌉ of the T·k token-expert rows."""
+    from .calculator import touched_experts
+
+    moe = shape.moe
+    if moe is None:
+        raise RoofcalcError(f"--ep splits routed experts, and {shape.family} has none")
+    if shape.family in WHOLE_ATTENTION:
+        raise RoofcalcError(f"--ep-attention tp splits attention by heads, and transformers' plan for {shape.family} "
+                            f"keeps attention whole on every rank")
+    if moe.n_experts % ep:
+        raise RoofcalcError(f"--ep {ep} does not divide the {moe.n_experts} routed experts: each rank must hold a "
+                            f"whole share")
+    rank = shard(shape, ep)
+    rank = replace(rank, moe=replace(rank.moe, d_expert=moe.d_expert))  # the routed experts keep their width
+    reached = touched_experts(moe.n_experts, moe.top_k, wl.tokens, wl.experts)
+    held = min(moe.n_experts // ep, math.ceil(reached / ep - 1e-9))  # the busiest rank's reached experts
+    rows = wl.tokens * moe.top_k
+    share = (-(-rows // ep), rows)  # its token-expert rows, of all of them
+    out: list[Kernel] = []
+    for k in analyze(rank, wl, merge).kernels:
+        if k.role == "experts":
+            per = k.param_bytes // moe.n_experts
+            sizes = replace(k.sizes, m=share[0])
+            k = replace(k, params=k.params // ep, param_bytes=k.param_bytes // ep, sizes=sizes,
+                        cost=replace(_share(k.cost, share), weight_bytes=held * per),
+                        dims=experts_dims(sizes, held, moe.n_experts // ep, local=True))
+        elif base_name(k) == "experts.act_mul":
+            k = replace(k, cost=_share(k.cost, share))
+        elif k.role == "combine":  # its experts' outputs, into a partial sum over every token
+            k = replace(k, cost=replace(_share(k.cost, share), act_write_bytes=k.cost.act_write_bytes))
+        out.append(k)
+    return rank, with_tp_collectives(shape, wl, ep, out)
+
+
+def _share(c: Cost, frac: tuple[int, int]) -> Cost:
+    """A kernel's cost on frac[0] of its frac[1] rows (its FLOPs and activations; weights and KV set apart)."""
+    num, den = frac
+    return replace(c, flops=c.flops * num // den, matmul_flops=c.matmul_flops * num // den,
+                   act_read_bytes=c.act_read_bytes * num // den, act_write_bytes=c.act_write_bytes * num // den)
+
+
 def analyze_parallel(shape: ModelShape, wl: Workload, parallel: Parallel, merge: bool = True) -> Analysis:
     """One rank's step (``merge``: kinds of layer merged where a kernel costs the same, as :func:`analyze`)."""
     if parallel.gpus == 1:
         return analyze(shape, wl, merge)
+    if parallel.tp_attention:
+        rank, kernels = ep_tp_kernels(shape, wl, parallel.ep, merge)
+        return RankAnalysis(rank, wl, tuple(kernels), parallel=parallel, full=analyze(shape, wl))
     if parallel.ep > 1:  # with tp: ep data-parallel groups of tp ranks; each expert at 1/tp of its width
         check_ep(shape, wl, parallel.ep)
         tp, local = parallel.tp, replace(wl, batch=wl.batch // parallel.ep)
@@ -360,6 +429,11 @@ def tp_plan_words(shape: ModelShape) -> str:
 def ep_plan_words(shape: ModelShape, parallel: Parallel, batch: int, swept_batch: bool = False) -> str:
     """How --ep splits the experts and the sequences, in words; ``swept_batch``: the batch is a sweep's column."""
     ep, tp, n = parallel.ep, parallel.tp, shape.moe.n_experts
+    if parallel.tp_attention:
+        return (f"{n // ep} of the {n} routed experts at their whole width, and attention, the dense layers and "
+                f"the vocabulary split over the {ep} ranks as --tp {ep} splits them, for every sequence "
+                f"(tensor-parallel attention, an all-reduce after o_proj); no all-to-all: each rank runs its "
+                f"experts on the tokens routed to them and one all-reduce sums their outputs")
     return (f"{n // ep} of the {n} routed experts"
             + (f" (each at 1/{tp} of its width: --ep {ep} groups of --tp {tp} ranks)" if tp > 1 else "")
             + ", and attention and the dense layers for "
@@ -369,7 +443,7 @@ def ep_plan_words(shape: ModelShape, parallel: Parallel, batch: int, swept_batch
 
 
 __all__ = ["GATHERED_FAMILIES", "Parallel", "RankAnalysis", "TP_FAMILIES", "WHOLE_ATTENTION", "analyze_parallel",
-           "collective", "ep_kernels", "shard", "tp_kernels"]
+           "collective", "ep_kernels", "ep_tp_kernels", "shard", "tp_kernels"]
 
 
 # --------------------------------------------------------------------------- a sweep over --tp
@@ -423,7 +497,7 @@ class TPPoint:
         a = self.result.analysis
         if self._pipeline:
             return a.batch
-        return a.workload.batch * self.parallel.ep
+        return a.workload.batch * (1 if self.parallel.tp_attention else self.parallel.ep)
 
     @property
     def tokens_per_s(self) -> float:
@@ -470,16 +544,23 @@ class TPSweep:
 
 
 def tp_sweep(shape: ModelShape, wl: Workload, tps, hardware, *, min_gain: float = 0.10, axis: str = "tp",
-             micro_batches: int | None = None, base: Parallel = Parallel(), **roofline_kw) -> TPSweep:
+             micro_batches: int | None = None, base: Parallel = Parallel(), traced=None, **roofline_kw) -> TPSweep:
     """The same step at every size in ``tps`` along ``axis`` ("tp", "ep" or "pp"), the other axes at
     ``base``'s sizes: one rank's roofline each (with a pipeline, the slowest stage's on
-    ``micro_batches`` micro-batches, default :func:`default_micro_batches`)."""
+    ``micro_batches`` micro-batches, default :func:`default_micro_batches`). ``traced``: a traced
+    model's step (its :class:`~roofcalc.trace.TracedAnalysis` and transformers' config), split over
+    each --tp by its config class's plan."""
     from .roofline import roofline
 
     points = []
     for n in sorted(set(tps)):
         par = replace(base, **{axis: n})
-        if par.pp > 1:
+        if traced is not None:
+            from .trace.parallel import traced_rank
+
+            one, config = traced
+            r = roofline(traced_rank(one, par, config) if par.tp > 1 else one, hardware, **roofline_kw)
+        elif par.pp > 1:
             micro = micro_batches or default_micro_batches(wl.batch, par)
             r = pipeline_roofline(shape, wl, par.pp, micro, hardware, tp=par.tp, ep=par.ep, **roofline_kw)
         else:

@@ -237,7 +237,8 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
            + (f"; defaults taken: {', '.join(f'{k}={v}' for k, v in a.check.defaulted)}" if a.check.defaulted else "")]
           if a.source == "traced" else []),
         *([f"parallel  --tp {a.parallel.tp}: every number below is one rank's, of {a.parallel.gpus} GPUs "
-           f"({tp_plan_words(s)}); the model holds {a.full.params:,} parameters in all"]
+           f"({getattr(a, 'plan_words', '') or tp_plan_words(s)}); the model holds {a.full.params:,} parameters "
+           f"in all"]
           if a.parallel is not None and a.parallel.tp > 1 else []),
         *([f"parallel  --ep {a.parallel.ep}: every number below is one rank's, of {a.parallel.gpus} GPUs: "
            + ep_plan_words(s, a.parallel, w.batch, swept_batch)
@@ -1017,6 +1018,8 @@ AXIS_WORDS = {
     "tp": "one rank's step at each --tp, by transformers' tensor-parallel plan (docs/conventions.md)",
     "ep": "one rank's step at each --ep: E/N routed experts, attention for B/N of the sequences, all-to-all "
           "dispatch and combine (docs/conventions.md)",
+    "ep-tp": "one rank's step at each --ep: E/N routed experts, attention split by heads over the N ranks "
+             "for every sequence, an all-reduce after o_proj and after the experts (--ep-attention tp)",
     "pp": "the pipeline's step at each --pp: the stages in turn, then the slowest stage once per other "
           "micro-batch; memory is the largest stage's, and communication the slowest stage's (its send)",
 }
@@ -1082,7 +1085,11 @@ def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = (), width
     lines = [line for line in header_lines(full, defaults) if not line.startswith(("size", "source"))]
     lines.append(f"hardware  {hw.name} x N: {link}; memory "
                  f"{'unknown' if first.capacity_bytes is None else capacity(first.capacity_bytes)} per GPU")
-    lines.append(f"parallel  {AXIS_WORDS[tps.axis]}"
+    axis_words = AXIS_WORDS["ep-tp"] if tps.base.ep_attention == "tp" else AXIS_WORDS[tps.axis]
+    traced_plan = next((w for w in (getattr(p.result.analysis, "plan_words", "") for p in tps.points) if w), "")
+    if traced_plan:  # a traced model's --tp list: its config class's plan (roofcalc.trace.parallel)
+        axis_words = f"one rank's step at each --tp, by {traced_plan}"
+    lines.append(f"parallel  {axis_words}"
                  + (f", each with {' and '.join(fixed)}" if fixed else "")
                  + "; communication: the collectives' expected time, and its share of the device time")
     if fmt == "markdown":

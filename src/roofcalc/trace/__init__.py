@@ -50,6 +50,7 @@ class TracedAnalysis(Analysis):
     logits: str = "last"  # the positions lm_head ran on: "last", or "all" (a model without logits_to_keep)
     layer_heads: tuple = ()  # (layer type, N, K, H, layers) per kind of layer, where the layers differ
     language_params: int | None = None  # a multimodal model's: its language model's share of traced_params
+    model_class: str = ""  # the transformers class traced (its _tp_plan names lm_head's split)
 
     @property
     def heads_text(self) -> str:
@@ -170,7 +171,7 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
     return TracedAnalysis(shape, wl, kernels, view=view, traced_kv_bytes_per_token=doc["kv_bytes_per_token"],
                           traced_cache_bytes=doc["cache_bytes"], traced_params=params, language_params=language,
                           traced_param_bytes=param_bytes, check=check, logits=doc["logits"],
-                          layer_heads=layer_heads(config),
+                          layer_heads=layer_heads(config), model_class=doc["class"],
                           note=f"traced: transformers {doc['transformers']} {doc['class']} " + (
                               "on the CPU with random weights (its code reads tensor values, which the meta "
                               "device has not)" if doc.get("device") == "cpu" else "on the meta device")

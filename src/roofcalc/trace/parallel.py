@@ -1,0 +1,322 @@
+"""One tensor-parallel rank of a traced model (``--tp``), by its config class's own plan.
+
+transformers' config classes carry ``base_model_tp_plan``: module paths of the base model (``layers.*`` for
+every layer) mapped to a style. A model's whole plan is its causal-LM class's ``_tp_plan`` (lm_head),
+the config's plan, and the input embedding vocab-parallel where the base model has ``embed_tokens``
+(transformers' ``init_parallel_plans``). A config class with no plan and a serving plan roofcalc knows
+(:data:`SERVING_PLANS`) takes that one; any other is refused.
+
+Each traced kernel gets its rank's share, from the plan:
+
+- ``colwise`` / ``packed_colwise``: the linear's outputs split, n / N (a fused q/k/v keeps whole heads:
+  N/T query heads and max(1, K/T) KV heads a rank, the KV heads replicated when fewer than the ranks, as
+  the hand plan does); FLOPs, weights and the output N-th.
+- ``rowwise`` / ``packed_rowwise``: the inputs split, k / N; FLOPs, weights and the input N-th; an
+  all-reduce of the output (m × n activations) follows it. ``rowwise_split_input`` alike, its input
+  the whole (gathered) activation.
+- ``colwise_gather_output`` (lm_head): n / N, then an all-gather of the outputs.
+- ``embedding_rowwise``: vocab-parallel, 1/N of the table a rank, an all-reduce of the rows looked up
+  (none for an embedding tied to lm_head under transformers' plan, as ``roofcalc.parallel`` has it).
+- ``replicate`` / ``replicated_with_grad_allreduce``, and every module the plan does not name: whole.
+
+Every other kernel of a module that holds a ``colwise`` entry (the attention core, rotary on q and k,
+the cache update, the activation between gate/up and down) works on the rank's heads or width: its
+FLOPs and activations N-th, its KV bytes 1/min(N, K)-th (the cache update's everything: it moves the
+rank's KV heads alone); a weight it reads (a per-head norm's) is whole. A weight matmul inside such a module that the plan does not name runs whole where it reads the
+layer's hidden state (a router), and is refused otherwise; so are the styles this module does not
+model yet (MLA's latent). ``moe_tp_experts`` (routed experts): every rank holds every expert at 1/N of
+its width; the grouped matmul onto the experts' width keeps its input and 1/N of its outputs, the one
+back to the hidden size 1/N of its input, and one all-reduce after the experts sums their partial
+outputs (transformers' MoeExpertsParallel).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, replace
+
+from ..calculator import Cost, Kernel, MatmulSizes
+from ..errors import RoofcalcError
+from . import TracedAnalysis
+
+COLUMN = ("colwise", "packed_colwise")
+ROW = ("rowwise", "packed_rowwise")
+WHOLE = ("replicate", "replicated_with_grad_allreduce")
+KNOWN = COLUMN + ROW + WHOLE + ("rowwise_split_input", "colwise_gather_output", "colwise_rep", "embedding_rowwise",
+                                "rowwise_partial", "moe_tp_experts")
+
+
+def _falcon_plan(config) -> dict[str, str]:
+    """vLLM's Falcon (vllm/model_executor/models/falcon.py): query_key_value a QKVParallelLinear (whole heads
+    a rank, the KV heads replicated when fewer than the ranks), dense and dense_4h_to_h RowParallelLinear,
+    dense_h_to_4h ColumnParallelLinear, a VocabParallelEmbedding and a ParallelLMHead. Where attention and
+    the MLP run side by side (parallel_attn or new_decoder_architecture) dense skips its all-reduce and one
+    all-reduce sums the two partial outputs after dense_4h_to_h."""
+    side_by_side = bool(getattr(config, "parallel_attn", False) or getattr(config, "new_decoder_architecture", False))
+    return {"h.*.self_attention.query_key_value": "colwise",
+            "h.*.self_attention.dense": "rowwise_partial" if side_by_side else "rowwise",
+            "h.*.mlp.dense_h_to_4h": "colwise", "h.*.mlp.dense_4h_to_h": "rowwise",
+            "word_embeddings": "embedding_rowwise", "lm_head": "colwise_gather_output"}
+
+
+# config classes transformers gives no plan, with the plan a serving engine runs them by
+SERVING_PLANS = {"falcon": ("vLLM's plan for Falcon", _falcon_plan)}
+
+
+@dataclass(frozen=True)
+class Plan:
+    entries: dict  # module path (base model's, ``layers.*`` for every layer) -> style
+    source: str  # where it comes from, in words
+    transformers: bool  # transformers' own plan (a tied embedding then runs without its all-reduce)
+
+
+def model_plan(model_type: str, config_class: str, model_class: str, config=None) -> Plan:
+    """The plan transformers shards ``model_class`` by (the class's ``_tp_plan``, the config's
+    ``base_model_tp_plan``, a vocab-parallel ``embed_tokens``), else a serving plan, else refused."""
+    import transformers
+
+    config_cls = getattr(transformers, config_class, None)
+    base = dict(getattr(config_cls, "base_model_tp_plan", None) or {})
+    if not base:
+        if model_type in SERVING_PLANS:
+            words, build = SERVING_PLANS[model_type]
+            return Plan(build(config), f"{words}, as {config_class} has no base_model_tp_plan in transformers "
+                               f"{transformers.__version__}", False)
+        raise RoofcalcError(f"--tp for a traced {model_type}: its config class {config_class} has no "
+                            f"base_model_tp_plan in transformers {transformers.__version__}, so roofcalc has no plan "
+                            f"to split it by")
+    head = dict(getattr(getattr(transformers, model_class, None), "_tp_plan", None) or {})
+    entries = {"embed_tokens": "embedding_rowwise", **head, **base}
+    return Plan(entries, f"{config_class}'s base_model_tp_plan (transformers {transformers.__version__})", True)
+
+
+def _key_patterns(entries) -> tuple[list, list]:
+    """(layer patterns: (the path inside a layer, style), model-level: (path, style))."""
+    layer, model = [], []
+    for key, style in entries.items():
+        head, sep, tail = key.partition(".*.")
+        (layer if sep else model).append((tail if sep else key, style))
+    return layer, model
+
+
+def _base(k: Kernel) -> str:
+    return k.name.split("[", 1)[0].split("#", 1)[0]
+
+
+def _style(k: Kernel, layer_keys, model_keys) -> str | None:
+    name = _base(k)
+    keys = layer_keys if k.scope == "layer" else model_keys
+    for pattern, style in keys:
+        if fnmatch.fnmatchcase(name, pattern) or (k.scope == "model" and name.endswith("." + pattern)):
+            return style
+    return None
+
+
+def _scaled(c: Cost, num: int, den: int, *, weights: bool = True, read: bool = True, write: bool = True,
+            kv: tuple[int, int] | None = None) -> Cost:
+    def s(v, on=True, frac=(num, den)):
+        return v * frac[0] // frac[1] if on else v
+
+    kv = kv or (num, den)
+    return Cost(flops=s(c.flops), matmul_flops=s(c.matmul_flops), weight_bytes=s(c.weight_bytes, weights),
+                act_read_bytes=s(c.act_read_bytes, read), act_write_bytes=s(c.act_write_bytes, write),
+                kv_read_bytes=s(c.kv_read_bytes, frac=kv), kv_write_bytes=s(c.kv_write_bytes, frac=kv))
+
+
+@dataclass(frozen=True)
+class TracedRankAnalysis(TracedAnalysis):
+    """One tensor-parallel rank of a traced model: its kernels (collectives in place), weights and cache."""
+
+    parallel: "object" = None
+    full: TracedAnalysis | None = None
+    note_pipeline: tuple | None = None
+    plan_words: str = ""  # the header's account of the plan
+
+
+def _check(what: str, value: int, tp: int, module: str) -> None:
+    if value % tp:
+        raise RoofcalcError(f"--tp {tp} does not divide {module}'s {what} {value}: each rank must hold a whole share")
+
+
+def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
+    """One rank of ``a`` (a traced step, layers merged or not) under ``parallel.tp`` ranks; ``config``:
+    transformers' config object it was traced from."""
+    from ..parallel import collective
+
+    tp = parallel.tp
+    s, wl = a.shape, a.workload
+    if s.mla is not None:
+        raise RoofcalcError(f"--tp for a traced {s.model_type}: its latent attention (MLA) is not split by roofcalc's "
+                            f"traced plan yet")
+    config_class = a.check.class_name if a.check is not None else ""
+    plan = model_plan(s.family, config_class, a.model_class, config)
+    layer_keys, model_keys = _key_patterns(plan.entries)
+    for path, style in layer_keys + model_keys:  # a style not modelled: refused where a kernel runs in it
+        if style not in KNOWN and any(fnmatch.fnmatchcase(_base(k), path) or fnmatch.fnmatchcase(_base(k), path + ".*")
+                                      for k in a.kernels):
+            raise RoofcalcError(f"--tp for a traced {s.model_type}: {path} is {style!r} in {plan.source}, which "
+                                f"roofcalc does not split yet")
+    # routed experts split on their width (transformers' moe_tp_experts): every kernel under the module
+    experts = {p for p, style in layer_keys if style == "moe_tp_experts"}
+    # modules whose outputs are split on the ranks: every other kernel in them runs on the rank's share
+    sharded = {p.rpartition(".")[0] for p, style in layer_keys if style in COLUMN} - experts
+    n, kv = s.n_heads, s.n_kv_heads
+
+    def inside(k: Kernel) -> bool:
+        return k.scope == "layer" and _style(k, layer_keys, model_keys) is None and \
+            any(_base(k).startswith(p + ".") for p in sharded)
+
+    heads_split = any(k.cost.kv_bytes and inside(k) for k in a.kernels)  # Phi-3's gathered plan: every head
+    cached = _cached_heads(a) or kv  # the heads the cache holds (transformers' Falcon: every query head's)
+    kv_share = (min(tp, cached) if cached else tp) if heads_split else 1  # a rank's: 1/tp, one head at least
+    if heads_split and kv and kv % tp and tp % kv:
+        raise RoofcalcError(f"--tp {tp} and {kv} KV heads: one must divide the other (split the KV heads, or "
+                            f"replicate each over tp / K ranks)")
+    hd = s.head_dim
+    tied = next((k.params == 0 for k in a.kernels if _style(k, layer_keys, model_keys) == "colwise_gather_output"),
+                False)
+    out: list[Kernel] = []
+    expert_bytes = 0  # the experts' weights a step's layers hold, whole (their module's, on no kernel)
+    last = {}  # each experts module's last kernel in a layer: its all-reduce follows it
+    for i, k in enumerate(a.kernels):
+        home = next((p for p in experts if k.scope == "layer" and _base(k).startswith(p + ".")), None)
+        if home is not None:
+            last[(home, k.name.partition("[")[2])] = i
+    ends = set(last.values())
+    for i, k in enumerate(a.kernels):
+        style = _style(k, layer_keys, model_keys)
+        name = _base(k)
+        home = next((p for p in experts if k.scope == "layer" and name.startswith(p + ".")), None)
+        if home is not None:
+            out.append(_expert_share(k, tp, s, home))
+            if k.expert_weights is not None:
+                expert_bytes += sum(k.expert_weights[2]) * k.count
+            if i in ends:
+                rows = wl.tokens
+                out.append(collective(f"{home}.all_reduce{_layer_tag(k)}", "all_reduce",
+                                      wl.act_dtype.nbytes(rows * s.d_model), tp, k.count, k.scope,
+                                      f"[{rows},{s.d_model}]"))
+            continue
+        if k.expert_weights is not None:
+            raise RoofcalcError(f"--tp for a traced {s.model_type}: its experts ({name}) are not split by "
+                                f"roofcalc's traced plan yet")
+        if style in COLUMN + ROW + ("rowwise_split_input", "rowwise_partial", "colwise_gather_output", "colwise_rep"):
+            z = k.sizes
+            if not isinstance(z, MatmulSizes):
+                raise RoofcalcError(f"--tp for a traced {s.model_type}: {name} is {style!r} in {plan.source}, but "
+                                    f"its trace is not one matmul")
+            if style in COLUMN + ("colwise_gather_output", "colwise_rep"):
+                if z.n == n * hd + 2 * kv * hd and kv != n and style in COLUMN:  # a fused q/k/v: whole heads a rank
+                    _check("attention heads", n, tp, name)
+                    rank_n = (n // tp + 2 * max(1, kv // tp)) * hd
+                elif z.n == kv * hd and kv < n and style in COLUMN:  # k or v of grouped heads
+                    rank_n = max(1, kv // tp) * hd
+                else:
+                    _check("outputs", z.n, tp, name)
+                    rank_n = z.n // tp
+                cost = _scaled(k.cost, rank_n, z.n, read=False)
+                sizes = MatmulSizes(z.m, rank_n, z.k)
+            else:
+                _check("inputs", z.k, tp, name)
+                cost = _scaled(k.cost, 1, tp, write=False)
+                sizes = MatmulSizes(z.m, z.n, z.k // tp)
+            frac = (sizes.n * sizes.k, z.n * z.k)
+            out.append(replace(k, cost=cost, sizes=sizes, dims=sizes.text, params=k.params * frac[0] // frac[1],
+                               param_bytes=k.param_bytes * frac[0] // frac[1]))
+            if style in ROW + ("rowwise_split_input",):
+                out.append(collective(f"{k.name}.all_reduce", "all_reduce", wl.act_dtype.nbytes(z.m * z.n), tp,
+                                      k.count, k.scope, f"[{z.m},{z.n}]"))
+            elif style in ("colwise_gather_output", "colwise_rep"):
+                out.append(collective(f"{k.name}.all_gather", "all_gather", wl.act_dtype.nbytes(z.m * sizes.n), tp,
+                                      k.count, k.scope, f"[{z.m},{sizes.n}]"))
+            continue
+        if style == "embedding_rowwise":
+            _check("vocabulary", s.vocab_size, tp, name)
+            out.append(replace(k, params=k.params // tp, param_bytes=k.param_bytes // tp))
+            if not (tied and plan.transformers):
+                out.append(collective(f"{k.name}.all_reduce", "all_reduce", k.cost.act_write_bytes, tp, k.count,
+                                      k.scope, k.dims))
+            continue
+        if inside(k) and k.kind == "matmul" and k.params and isinstance(k.sizes, MatmulSizes) and \
+                k.sizes.k == s.d_model:  # a projection of the layer's whole hidden state the plan leaves out
+            out.append(k)  # (a router): whole on every rank, as transformers replicates what its plan leaves out
+            continue
+        if inside(k):
+            if k.kind == "matmul" and k.params:
+                raise RoofcalcError(f"--tp for a traced {s.model_type}: {name} multiplies a weight inside a module "
+                                    f"{plan.source} splits, but the plan does not name it")
+            share = kv_share if k.cost.kv_write_bytes else tp  # the cache update moves the rank's KV heads alone
+            out.append(replace(k, cost=_scaled(k.cost, 1, share, weights=False, kv=(1, kv_share))))
+            continue
+        out.append(k)
+    rank_params = sum(k.params * k.count for k in out if k.kind != "collective")
+    owned = sum(k.params * k.count for k in a.kernels)
+    owned_bytes = sum(k.param_bytes * k.count for k in a.kernels)
+    rank_bytes = sum(k.param_bytes * k.count for k in out if k.kind != "collective")
+    if expert_bytes:  # the experts' weights: 1/N of each on a rank
+        if wl.weight_dtype.scaled:
+            raise RoofcalcError(f"--tp for a traced {s.model_type}: its experts in {wl.weight_dtype.name} are not "
+                                f"split by roofcalc's traced plan yet")
+        owned_bytes += expert_bytes
+        rank_bytes += expert_bytes // tp
+        per = wl.weight_dtype.nbytes(1)
+        owned += expert_bytes // per
+        rank_params += expert_bytes // per // tp
+    rank_shape = replace(s, n_heads=n // tp if n % tp == 0 else n, n_kv_heads=max(1, kv // tp),
+                         d_ff=s.d_ff // tp if s.d_ff and s.d_ff % tp == 0 else s.d_ff,
+                         vocab_size=s.vocab_size // tp if s.vocab_size % tp == 0 else s.vocab_size)
+    return TracedRankAnalysis(
+        rank_shape, wl, tuple(out), source=a.source, view=a.view,
+        traced_kv_bytes_per_token=a.traced_kv_bytes_per_token // kv_share,
+        traced_cache_bytes=a.traced_cache_bytes // kv_share,
+        traced_params=a.traced_params - owned + rank_params,
+        traced_param_bytes=a.traced_param_bytes - owned_bytes + rank_bytes,
+        check=a.check, note=a.note, logits=a.logits, layer_heads=a.layer_heads, language_params=a.language_params,
+        parallel=parallel, full=a, plan_words=plan_words(plan))
+
+
+def _cached_heads(a: TracedAnalysis) -> int:
+    """The KV heads a layer's cache holds, from the traced cache (K and V of H each per token in every
+    layer), or 0 where that does not come out whole (layers that differ, recurrent states)."""
+    s, w = a.shape, a.workload
+    per_head = 2 * s.n_layers * w.kv_dtype.nbytes(s.head_dim) if s.head_dim and s.n_layers else 0
+    if not per_head or a.traced_kv_bytes_per_token % per_head:
+        return 0
+    return a.traced_kv_bytes_per_token // per_head
+
+
+def _layer_tag(k: Kernel) -> str:
+    """The kind of layer a merged row names (``[3]``), for the collective after it."""
+    return "[" + k.name.partition("[")[2] if "[" in k.name else ""
+
+
+def _expert_share(k: Kernel, tp: int, s, home: str) -> Kernel:
+    """A kernel of routed experts split on their width: a grouped matmul on the hidden size (gate/up)
+    keeps its input and 1/N of its outputs, one back to the hidden size (down) 1/N of its input and its
+    whole (partial) output; their FLOPs and weights 1/N; the ops between 1/N of everything."""
+    z = k.sizes
+    if isinstance(z, MatmulSizes):
+        if z.k == s.d_model and z.n % tp == 0:
+            cost, sizes = _scaled(k.cost, 1, tp, read=False), MatmulSizes(z.m, z.n // tp, z.k)
+        elif z.n == s.d_model and z.k % tp == 0:
+            cost, sizes = _scaled(k.cost, 1, tp, write=False), MatmulSizes(z.m, z.n, z.k // tp)
+        else:
+            raise RoofcalcError(f"--tp {tp} for a traced {s.model_type}: {_base(k)} in {home} neither reads nor "
+                                f"writes the hidden size {s.d_model} whole, or its width does not divide")
+        ew = k.expert_weights
+        return replace(k, cost=cost, sizes=sizes, dims=k.dims, params=k.params // tp, param_bytes=k.param_bytes // tp,
+                       expert_weights=None if ew is None else (ew[0], ew[1], tuple(b // tp for b in ew[2])))
+    return replace(k, cost=_scaled(k.cost, 1, tp, weights=False))
+
+
+def plan_words(plan: Plan) -> str:
+    """The header's account of a traced rank's plan."""
+    joint = "rowwise_partial" in plan.entries.values()
+    return (f"{plan.source}: colwise projections split their outputs, rowwise ones their inputs with an "
+            + ("all-reduce a layer, of attention's and the MLP's partial outputs summed" if joint
+               else "all-reduce each")
+            + ", the ops between on the rank's heads and width; norms and residuals whole")
+
+
+__all__ = ["Plan", "SERVING_PLANS", "TracedRankAnalysis", "model_plan", "plan_words", "traced_rank"]
+

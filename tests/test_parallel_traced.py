@@ -1,0 +1,247 @@
+"""--tp for a traced model: each kernel's rank share read off its config class's base_model_tp_plan.
+
+The oracle is the hand model's rank (roofcalc.parallel), which tests/test_parallel.py holds to a real
+distributed run of transformers' own plan: the same config traced and split by the plan must give the
+same projections, collectives, attention, weights and KV cache, kernel by kernel."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from roofcalc import Workload, shape_from_config  # noqa: E402
+from roofcalc.calculator import DTYPES  # noqa: E402
+from roofcalc.cli import main  # noqa: E402
+from roofcalc.parallel import Parallel, analyze_parallel  # noqa: E402
+from roofcalc.trace import hf_config, trace  # noqa: E402
+from roofcalc.trace.parallel import traced_rank  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+BASE = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8, intermediate_size=512, vocab_size=1000,
+            pad_token_id=0)
+DENSE = {"llama": dict(BASE, model_type="llama", num_key_value_heads=2),
+         "llama-tied": dict(BASE, model_type="llama", num_key_value_heads=2, tie_word_embeddings=True),
+         "qwen3": dict(BASE, model_type="qwen3", num_key_value_heads=2, head_dim=32),
+         "mistral": dict(BASE, model_type="mistral", num_key_value_heads=2, sliding_window=None),
+         "qwen2": dict(BASE, model_type="qwen2", num_key_value_heads=2),
+         "gemma": dict(BASE, model_type="gemma", num_key_value_heads=2, head_dim=32),
+         "phi3": dict(BASE, model_type="phi3", num_key_value_heads=2)}
+
+
+def _rank(cfg: dict, wl: Workload, tp: int):
+    return traced_rank(trace(cfg, "t", wl, view="ideal", use_cache=False), Parallel(tp=tp), hf_config(cfg, "t")[0])
+
+
+def _kernel(a, hand_name: str):
+    """The traced kernel a hand kernel is: the same module name, or one ending in '.' + it."""
+    hits = [k for k in a.kernels if k.name == hand_name or k.name.endswith("." + hand_name)]
+    assert len(hits) == 1, (hand_name, [k.name for k in hits])
+    return hits[0]
+
+
+TRACED_NAMES = {"embed.all_reduce": "embed_tokens.all_reduce", "kv_cache_write": "kv_cache_update"}
+
+
+@pytest.mark.parametrize("name", sorted(DENSE))
+@pytest.mark.parametrize("tp", [2, 4])
+def test_a_traced_rank_equals_the_hand_models_rank(name, tp):
+    """Every projection, collective, the cache write and the attention core of one --tp rank, traced and
+    split by the config class's plan, move the hand model's rank's bytes and FLOPs exactly (the same
+    kernels agree unsplit: tests/test_trace.py); so do the rank's weights, KV cache and parameters. With
+    4 ranks and 2 KV heads each rank keeps one, replicated, on both paths."""
+    cfg = DENSE[name]
+    if tp == 4 and cfg["model_type"] == "phi3":
+        pytest.skip("the hand model's gathered plan refuses 2 KV heads on 4 ranks too")
+    wl = Workload.decode(2, 17, cache_update="in-place")
+    hand = analyze_parallel(shape_from_config(cfg, "t"), wl, Parallel(tp=tp))
+    rank = _rank(cfg, wl, tp)
+    compared = 0
+    for h in hand.kernels:
+        if h.kind in ("matmul", "collective") or h.name == "kv_cache_write":
+            t = _kernel(rank, TRACED_NAMES.get(h.name, h.name))
+            assert (t.cost.bytes, t.cost.matmul_flops, t.count, t.params) == \
+                (h.cost.bytes, h.cost.matmul_flops, h.count, h.params), h.name
+            assert (t.message_bytes, t.link_bytes, t.group) == (h.message_bytes, h.link_bytes, h.group), h.name
+            compared += 1
+    att, hatt = _kernel(rank, "attention").cost, hand.kernel("attention").cost
+    assert (att.kv_read_bytes, att.matmul_flops) == (hatt.kv_read_bytes, hatt.matmul_flops)
+    assert sum(k.kind == "collective" for k in rank.kernels) == sum(k.kind == "collective" for k in hand.kernels)
+    assert compared >= 10
+    assert (rank.params, rank.weight_storage_bytes, rank.kv_bytes_per_token, rank.memory_bytes) == \
+        (hand.params, hand.weight_storage_bytes, hand.kv_bytes_per_token, hand.memory_bytes)
+    assert rank.full.params == hand.full.params
+
+
+MOE = {"mixtral": dict(BASE, model_type="mixtral", num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
+                       sliding_window=None),
+       "qwen3_moe": dict(BASE, model_type="qwen3_moe", num_key_value_heads=2, head_dim=32, num_experts=4,
+                         num_experts_per_tok=2, moe_intermediate_size=128)}
+
+
+@pytest.mark.parametrize("name", sorted(MOE))
+def test_traced_experts_split_on_their_width_as_the_hand_models_are(name):
+    """transformers' moe_tp_experts: every rank holds every routed expert at half its width, the router
+    whole, one all-reduce after the experts. The trace runs the experts as two grouped matmuls (the
+    hand model as gate_up_proj and down_proj): their FLOPs and weight bytes together, every collective,
+    the rank's parameters, weights, KV cache and matmul FLOPs equal the hand model's --tp 2 rank."""
+    cfg = MOE[name]
+    wl = Workload.decode(2, 17, cache_update="in-place")
+    hand = analyze_parallel(shape_from_config(cfg, "t"), wl, Parallel(tp=2))
+    rank = _rank(cfg, wl, 2)
+
+    def experts(a):
+        ks = [k for k in a.kernels if "experts" in k.name and k.kind == "matmul"]
+        return sum(k.cost.matmul_flops * k.count for k in ks), sum(k.cost.weight_bytes * k.count for k in ks)
+
+    def collectives(a):
+        return [(k.role, k.count, k.message_bytes, k.link_bytes) for k in a.kernels if k.kind == "collective"]
+
+    assert experts(rank) == experts(hand)
+    assert collectives(rank) == collectives(hand) and len(collectives(hand)) == 4
+    assert _kernel(rank, "mlp.experts.all_reduce").count == 2
+    assert (rank.params, rank.weight_storage_bytes, rank.kv_bytes_per_token, rank.memory_bytes,
+            rank.totals.matmul_flops) == (hand.params, hand.weight_storage_bytes, hand.kv_bytes_per_token,
+                                          hand.memory_bytes, hand.totals.matmul_flops)
+
+
+def test_a_prefill_rank_splits_every_projection_as_the_hand_model_does():
+    """Prefill: 2 sequences of 16 tokens, every projection and collective on 32 rows."""
+    cfg = DENSE["llama"]
+    wl = Workload.prefill(2, 16)
+    hand, rank = analyze_parallel(shape_from_config(cfg, "t"), wl, Parallel(tp=2)), _rank(cfg, wl, 2)
+    for h in hand.kernels:
+        if h.kind in ("matmul", "collective"):
+            t = _kernel(rank, TRACED_NAMES.get(h.name, h.name))
+            assert (t.cost.bytes, t.cost.flops, t.message_bytes) == (h.cost.bytes, h.cost.flops, h.message_bytes)
+
+
+def test_the_ops_between_a_split_and_its_reduction_run_on_the_ranks_share():
+    """Llama at --tp 2, decode of 2 sequences: SiLU runs on [2, 512 / 2] (256 FLOPs x 2 tokens = 512,
+    one a element) and reads and writes that in fp16 (2 x 256 x 2 bytes = 1,024 each); the norms
+    before the split run whole on every rank (the trace's own count, unchanged)."""
+    cfg = DENSE["llama"]
+    wl = Workload.decode(2, 17)
+    one = trace(cfg, "t", wl, view="ideal", use_cache=False)
+    rank = _rank(cfg, wl, 2)
+    act = rank.kernel("mlp.act_fn").cost
+    assert (act.flops, act.act_read_bytes, act.act_write_bytes) == (512, 1024, 1024)
+    assert rank.kernel("input_layernorm").cost == one.kernel("input_layernorm").cost
+    assert rank.kernel("norm").cost == one.kernel("norm").cost
+
+
+FALCON_180B = ROOT / "docs" / "configs" / "falcon-180B.json"
+
+
+def test_falcon_180b_at_tp_4():
+    """tiiuae/falcon-180B's sizes (docs/configs/falcon-180B.json, as TensorRT-LLM's performance overview
+    lists them for the model, which it runs at TP 4 and 8): D = 14,848, 80 layers, 232 heads of
+    64, 8 KV heads, the MLP 4D = 59,392 wide, vocabulary 65,024, attention and MLP side by side
+    (new_decoder_architecture), bf16. FalconConfig has no base_model_tp_plan in transformers 5.24, so
+    the plan is vLLM's Falcon: the fused query_key_value split by whole heads (232/4 = 58 query heads
+    and 8/4 = 2 KV groups a rank: (58 + 2 x 2) x 64 = 3,968 outputs), dense on 14,848/4 = 3,712 inputs,
+    dense_h_to_4h on 59,392/4 = 14,848 outputs, dense_4h_to_h on 14,848 inputs, lm_head on 65,024/4 =
+    16,256 logits; one all-reduce a layer (dense skips its own, the two partial outputs are summed
+    first) and one after the vocab-parallel embedding: 80 + 1 = 81, each of 1 token x 14,848 x 2 bytes
+    = 29,696; one all-gather of the 16,256 logits (32,512 bytes a rank)."""
+    cfg = json.loads(FALCON_180B.read_text())
+    b = DTYPES["bf16"]
+    wl = Workload.decode(1, 1024, weight_dtype=b, act_dtype=b, kv_dtype=b)
+    rank = _rank(cfg, wl, 4)
+    sizes = {n: rank.kernel(n).sizes for n in ("self_attention.query_key_value", "self_attention.dense",
+                                                "mlp.dense_h_to_4h", "mlp.dense_4h_to_h", "lm_head")}
+    assert [(z.n, z.k) for z in sizes.values()] == [(3968, 14848), (14848, 3712), (14848, 14848),
+                                                   (14848, 14848), (16256, 14848)]
+    reduces = [k for k in rank.kernels if k.role == "all_reduce"]
+    assert sum(k.count for k in reduces) == 81
+    assert {k.message_bytes for k in reduces} == {29696}
+    assert [k.name for k in reduces] == ["transformer.word_embeddings.all_reduce", "mlp.dense_4h_to_h.all_reduce"]
+    gather = [k for k in rank.kernels if k.role == "all_gather"]
+    assert [(k.name, k.message_bytes) for k in gather] == [("lm_head.all_gather", 32512)]
+    # a rank's parameters: per layer query_key_value 14,848 x 3,968, dense 3,712 x 14,848, the MLP
+    # 2 x 14,848 x 14,848 and two LayerNorms (weight and bias) whole, 4 x 14,848; the embedding's
+    # quarter (lm_head is tied to it) and ln_f whole
+    layer = 14848 * 3968 + 3712 * 14848 + 2 * 14848 * 14848 + 4 * 14848
+    assert rank.params == 80 * layer + 65024 * 14848 // 4 + 2 * 14848
+    assert rank.weight_storage_bytes == 2 * rank.params
+    # transformers' Falcon caches its keys and values broadcast to the 232 query heads: a rank its 58
+    assert rank.kv_bytes_per_token == 80 * 2 * 58 * 64 * 2
+
+
+def test_falcons_cache_of_every_query_head_splits_over_more_ranks_than_kv_heads():
+    """transformers' Falcon (new_decoder_architecture) caches K and V broadcast to every query head, so at
+    --tp 16 the 8 KV groups of tiiuae/falcon-40b (benchmarks/configs/published) do not bound the split:
+    a rank caches its 128/16 = 8 query heads' keys and values, 60 layers x 2 x 8 x 64 x 2 bytes a token,
+    and its query_key_value keeps one KV group (replicated): (8 + 2 x 1) x 64 = 640 outputs."""
+    cfg = json.loads((ROOT / "benchmarks" / "configs" / "published" / "tiiuae--falcon-40b.json").read_text())
+    b = DTYPES["bf16"]
+    rank = _rank(cfg, Workload.decode(1, 64, weight_dtype=b, act_dtype=b, kv_dtype=b), 16)
+    assert rank.kv_bytes_per_token == 60 * 2 * 8 * 64 * 2
+    assert rank.kernel("self_attention.query_key_value").sizes.n == 640
+
+
+def test_a_sequential_falcon_reduces_twice_a_layer():
+    """Falcon with attention then the MLP (parallel_attn false, the old decoder): vLLM's plan all-reduces
+    after dense and after dense_4h_to_h, 2 a layer x 2 layers, and one after the embedding."""
+    cfg = dict(model_type="falcon", hidden_size=256, num_hidden_layers=2, num_attention_heads=8,
+               new_decoder_architecture=False, multi_query=False, parallel_attn=False, bias=False, alibi=False,
+               vocab_size=1000)
+    rank = _rank(cfg, Workload.decode(2, 17), 2)
+    reduces = [k for k in rank.kernels if k.role == "all_reduce"]
+    assert sorted((k.name, k.count) for k in reduces) == [("mlp.dense_4h_to_h.all_reduce", 2),
+                                                          ("self_attention.dense.all_reduce", 2),
+                                                          ("transformer.word_embeddings.all_reduce", 1)]
+
+
+def _refusal(tmp_path, capsys, cfg: dict, *flags: str) -> str:
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(cfg))
+    assert main([str(path), "--hw", "h100", *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    return err
+
+
+def test_a_model_with_no_plan_is_refused_in_one_line(tmp_path, capsys):
+    """GPT-2's config class carries no base_model_tp_plan, and roofcalc knows no serving plan for it."""
+    err = _refusal(tmp_path, capsys, dict(model_type="gpt2", n_embd=256, n_layer=2, n_head=8, vocab_size=1000),
+                   "--trace", "--tp", "2")
+    assert "GPT2Config has no base_model_tp_plan" in err
+
+
+def test_what_the_traced_plan_does_not_split_is_refused_in_one_line(tmp_path, capsys):
+    """DeepSeek-V2's plan keeps MLA's latent projection whole with a style of its own (mla_kv_a_proj), which
+    the traced plan does not model yet; a traced model takes --tp alone, not --pp; 3 ranks split neither 8
+    heads nor 2 KV heads."""
+    v2 = dict(BASE, model_type="deepseek_v2", num_key_value_heads=8, moe_intermediate_size=128, n_routed_experts=4,
+              num_experts_per_tok=2, n_shared_experts=1, first_k_dense_replace=1, kv_lora_rank=64, q_lora_rank=None,
+              qk_rope_head_dim=16, qk_nope_head_dim=32, v_head_dim=32)
+    err = _refusal(tmp_path, capsys, v2, "--trace", "--tp", "2")
+    assert "self_attn.kv_a_proj_with_mqa" in err and "mla_kv_a_proj" in err
+    err = _refusal(tmp_path, capsys, DENSE["llama"], "--trace", "--tp", "2", "--pp", "2")
+    assert "--pp" in err
+    err = _refusal(tmp_path, capsys, DENSE["llama"], "--trace", "--tp", "3")
+    assert "--tp 3 and 2 KV heads" in err
+
+
+
+def test_a_traced_tp_list_gives_each_sizes_single_step(capsys):
+    """A --tp list of a traced model: each size's step is the single --tp step's (the same roofline of
+    the same rank), --tp 1 the unsplit trace's."""
+    from roofcalc.hardware import find_hardware
+    from roofcalc.parallel import tp_sweep
+    from roofcalc.roofline import roofline
+
+    cfg = DENSE["llama"]
+    wl = Workload.decode(2, 17)
+    one = trace(cfg, "t", wl, view="ideal", use_cache=False)
+    hw = find_hardware("h100")
+    sw = tp_sweep(one.shape, wl, [1, 2, 4], hw, traced=(one, hf_config(cfg, "t")[0]))
+    assert sw.points[0].step_s == roofline(one, hw).step.times.predicted_s
+    for p in sw.points[1:]:
+        assert p.step_s == roofline(_rank(cfg, wl, p.tp), hw).step.times.predicted_s
+        assert p.sequences == 2 and p.gpus == p.tp
