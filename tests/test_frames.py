@@ -67,3 +67,8 @@ def test_a_notebook_shows_a_placed_step_and_a_sweep_as_tables():
     assert html.count("<tr>") == 1 + 18 and "hardware T4" in html.split("</p>")[0] and "<th>bound" in html
     sw = sweep(TINY, find_hardware("T4"), batches=[1, 4, 16], contexts=[512, 2048])
     assert sw._repr_html_().count("<tr>") == 1 + 6
+    from roofcalc.parallel import tp_sweep
+
+    tps = tp_sweep(roofcalc.load_shape("llama-2-7b"), roofcalc.Workload.decode(1, 500), [1, 2, 4],
+                   find_hardware("H100-SXM"))
+    assert tps._repr_html_().count("<tr>") == 1 + 3  # one row a --tp size

@@ -542,6 +542,11 @@ class TPSweep:
                 return b.tp, gain
         return None
 
+    def _repr_html_(self) -> str:  # a notebook shows the sizes compared as a table (roofcalc.frames)
+        from .frames import repr_html
+
+        return repr_html(self)
+
 
 def tp_sweep(shape: ModelShape, wl: Workload, tps, hardware, *, min_gain: float = 0.10, axis: str = "tp",
              micro_batches: int | None = None, base: Parallel = Parallel(), traced=None, **roofline_kw) -> TPSweep:
