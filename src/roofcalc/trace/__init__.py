@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from ..calculator import Analysis, Analyzer, Cost, Kernel, Workload
 from ..errors import RoofcalcError
 from ..inputs import one_line
-from .cache import TRACE_FORMAT, _cache_dir, _cache_key
+from .cache import TRACE_FORMAT, _cache_dir, _cache_key, keep
 from .config import ConfigCheck, hf_config
 from .group import TracedKernel, _sizes, merge_layers
 from .quantized import _quantized
@@ -140,13 +140,7 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
     if doc is None:
         doc = trace_raw(cfg, name, wl, (config, check))
         if use_cache:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(".tmp")
-                tmp.write_text(json.dumps(doc), encoding="utf-8")
-                tmp.replace(path)
-            except OSError:
-                pass  # a read-only home: trace again next time
+            keep(path, doc)
     traced = [TracedKernel(k["name"], k["layer"], k["module"], k["function"], k["kind"], k["dims"], Cost(**k["ideal"]), Cost(**k["eager"]),
                            k["launches"], k["params"], k["param_bytes"],
                            (k["experts"][0], k["experts"][1], tuple(k["experts"][2])) if k.get("experts") else None,

@@ -24,6 +24,18 @@ def _cache_dir() -> Path:
     return Path(base) / "traces"
 
 
+def keep(path: Path, doc: dict) -> None:
+    """``doc`` written to ``path`` through a renamed temporary file; on a read-only home nothing is kept
+    (the work is done again next time)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc), encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        pass
+
+
 def _cache_key(cfg: dict, wl: Workload, tf_version: str) -> str:
     doc = json.dumps({"cfg": cfg, "tf": tf_version, "format": TRACE_FORMAT, "phase": wl.phase, "batch": wl.batch,
                       "t": wl.query_tokens, "s": wl.kv_len, "dtype": wl.act_dtype.name, "logits": wl.logits_all},

@@ -87,7 +87,7 @@ def model_encoders(whole: dict, name: str) -> dict:
     import importlib.metadata
     import importlib.util
 
-    from .cache import _cache_dir
+    from .cache import _cache_dir, keep
 
     if importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None:
         return {"missing": "counting them builds the model with torch and transformers, not installed here"}
@@ -111,11 +111,5 @@ def model_encoders(whole: dict, name: str) -> dict:
 
     doc = encoder_params(torch, transformers, whole, name, torch.bfloat16)
     doc.pop("param_bytes", None)  # the bytes follow the workload's float dtype
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(doc), encoding="utf-8")
-        tmp.replace(path)
-    except OSError:
-        pass  # a read-only home: counted again next time
+    keep(path, doc)
     return doc
