@@ -160,7 +160,9 @@ def _fmt(c: Case, x: float) -> str:
 
 
 def markdown(rs) -> str:
-    lines = ["| # | case | engine (impl) | measured | predicted | [lower, upper] | measured / predicted | inside |",
+    # the ratio is of the row's own unit: in a tok/s row below 1 is slower than predicted, in an ms row faster
+    lines = ["| # | case | engine (impl) | measured | predicted | [lower, upper] | measured / predicted (row's unit) "
+             "| inside |",
              "|---|---|---|---|---|---|---|---|"]
     for i, (c, p, lo, hi) in enumerate(rs, 1):
         wl = {"decode": f"decode B={c.batch} S={c.context}", "prefill": f"prefill P={c.prompt}",

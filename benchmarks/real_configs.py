@@ -13,8 +13,9 @@ gemma-4-31B, Nemotron-3-Nano) are copies of config text found in public reposito
 its card's figure in configs/published/SOURCES.md. For each:
 
 * the main job, `roofcalc FILE --format json` (in-process): exit 0, or a one-line refusal (exit 2);
-* roofcalc's total parameters against the total the model card states (PUBLISHED): within 3%, the
-  rounding a card's "7B" carries, or outside; a file whose card gives no figure is counted apart;
+* roofcalc's total parameters against the total the model card states (PUBLISHED): within
+  CARD_TOLERANCE (3%, the issue's chosen bound; a card's "7B" may stand for anything from 6.5B to 7.5B,
+  so a total outside it is a line to look at, not a wrong count), or outside; a file whose card gives no figure is counted apart;
 * for a traced model, the oracle of tests/test_trace.py on the real config at its real size: transformers'
   model built on the meta device runs a prefill of 6 tokens and a decode step at batch 2 under
   FlopCounterMode; every leaf module's and each attention core's matmul FLOPs must equal the trace's, the
@@ -191,7 +192,7 @@ def card_check(hub: str, params: int) -> tuple[str, bool | None]:
         return f"card ? ({words})", None
     off = params / card - 1
     ok = abs(off) <= CARD_TOLERANCE
-    return f"card {words}: {off:+.1%}{'' if ok else ' OUTSIDE 3%'}", ok
+    return f"card {words}: {off:+.1%}{'' if ok else f' OUTSIDE {CARD_TOLERANCE:.0%}'}", ok
 
 
 def main() -> None:
@@ -213,12 +214,12 @@ def main() -> None:
         m = doc["model"]
         words, ok = card_check(hub, m["params"])
         cards[ok] += 1
-        line = f"{hub:50s} {m['source']:6s} {m['params'] / 1e9:8.2f}B ({words}) {seconds:4.1f} s"
-        if m["source"] == "traced":
+        line = f"{hub:50s} {m['source']:6s} {m['params'] / 1e9:8.2f}B {seconds:4.1f} s\n    {words}"
+        if m["source"] == "traced":  # each part on its own line, so that none runs past 100 columns
             try:
-                line += "; " + oracle(cfg)
+                line += "\n    " + oracle(cfg)
             except AssertionError as exc:
-                line += f"; ORACLE DIFFERS: {exc}"
+                line += f"\n    ORACLE DIFFERS: {exc}"
         print(line, flush=True)
     print(f"{ran} of {len(files)} published configs ran, {refused} refused in one line")
     print(f"parameters within {CARD_TOLERANCE:.0%} of the card: {cards[True]} of {cards[True] + cards[False]}"

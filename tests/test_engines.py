@@ -64,8 +64,8 @@ def test_bad_engine_is_one_line_with_did_you_mean(capsys):
     for args in (["tinyllama", "--engine", "vlm"], ["profile", "tinyllama", "--engine", "vlm"]):
         code, out, err = run(args, capsys)
         assert code == 2 and out == ""
-        assert err.count("\n") == 1 and "--engine 'vlm' is not a preset (did you mean vllm?)" in err
-        assert "known: hf, vllm, sglang, trtllm, gpt-fast, llama.cpp" in err
+        assert err.count("\n") == 1 and "--engine 'vlm': did you mean vllm? " in err and len(err.strip()) <= 100
+        assert "(hf vllm sglang trtllm gpt-fast llama.cpp)" in err
 
 
 def test_the_default_is_engine_hf_and_its_numbers_have_not_moved(capsys):
@@ -111,7 +111,7 @@ def test_impl_by_hand_overrides_the_engine_and_the_header_says_so(capsys):
     assert st["host_s"] == pytest.approx(890 * 20e-6 + 5.5e-3 / 256)  # vLLM's scheduler stays
     assert st["engine"]["impl_used"] == "hf-eager" and st["engine"]["impl_by_hand"]
     _, out, _ = run(["tinyllama", "--engine", "vllm", "--impl", "hf-eager"], capsys)
-    assert "engine vllm (attention: FlashAttention 3, FA2 before Hopper) with --impl hf-eager by hand (its own: " \
+    assert "engine vllm (attention: FlashAttention (FA3 on Hopper)) with --impl hf-eager by hand (its own: " \
            "cuda-graph)" in out
 
 
@@ -142,3 +142,14 @@ def test_a_tp_comparison_and_a_batch_sweep_say_which_engine_would_change_them(ca
     assert "host-bound" not in out
     _, out, _ = run(["tinyllama", "--batch", "1,8,64"], capsys)
     assert "points host-bound under hf: under --engine vllm (CUDA graphs) they would take" in out
+
+
+def test_a_cuda_engine_preset_is_refused_off_an_nvidia_gpu_and_never_suggested_there(capsys):
+    """The presets' figures are CUDA engines' on NVIDIA GPUs: on a CPU or a GPU without a CUDA compute capability
+    (MI300X) a preset other than hf is one line, exit 2; and the host-bound comparison line, which suggests one,
+    is not printed there."""
+    for hw, what in (("EPYC-9654", "is a cpu"), ("MI300X", "is not one")):
+        code, out, err = run(["tinyllama", "--hw", hw, "--engine", "vllm"], capsys)
+        assert code == 2 and out == "" and err.count("\n") == 1 and f"{hw} {what}: use --engine hf" in err
+        code, out, err = run(["tinyllama", "--hw", hw], capsys)
+        assert code == 0 and "--engine vllm" not in out

@@ -20,7 +20,7 @@ def _model(name: str):
     return hw, kernel_model(hw, roof, None)
 
 
-@pytest.mark.parametrize("cc, gen", [(7.0, "Volta"), (7.5, "Turing"), (8.0, "Ampere"), (8.6, "Ampere"),
+@pytest.mark.parametrize("cc, gen", [(5.2, "pre-Pascal"), (6.1, "Pascal"), (7.0, "Volta"), (7.5, "Turing"), (8.0, "Ampere"), (8.6, "Ampere"),
                                      (8.9, "Ada"), (9.0, "Hopper"), (10.0, "Blackwell"), (12.0, "Blackwell")])
 def test_generation_by_compute_capability(cc, gen):
     assert generation(cc) == gen

@@ -519,7 +519,8 @@ def run_main(argv: Sequence[str]) -> str:
     _resolve_engine(args)
     _check_family(args.family)
     output = _check_output(args.output, {"the model's config.json": args.model, "the --hw-file profile": args.hw_file,
-                                         "the --kernel-times file": args.kernel_times, "the --plot image": args.plot})
+                                         "the --kernel-times file": args.kernel_times, "the --plot image": args.plot,
+                                         "the --html page": getattr(args, "html", None)})
     defaults = {name for name in ("batch", "context", "dtype", "hw") if getattr(args, name) is None}
     if args.prompt:
         defaults.discard("context")
@@ -550,8 +551,11 @@ def run_main(argv: Sequence[str]) -> str:
     if getattr(args, "weights_why", ""):
         defaults.add("weights-why:" + args.weights_why)
     out = report.render(result, args.format, defaults, record=args.record, width=None if args.wide else term_width())
-    if args.format in ("table", "markdown"):
+    if args.format == "table":
         out += _engine_verdict(args, shape, result, None if args.wide else term_width())
+    elif args.format == "markdown":  # a bullet of the footer's list, as Markdown's other footer lines are
+        line = _engine_verdict(args, shape, result, None)
+        out += f"- {line.strip()}\n" if line else ""
     if args.plot:
         from .plotting import save_plot
 
@@ -589,6 +593,12 @@ def _resolve_engine(args: argparse.Namespace) -> None:
     from .engines import DEFAULT_ENGINE, find_engine
 
     args.engine_preset = find_engine(args.engine if args.engine is not None else DEFAULT_ENGINE)
+    if args.engine_preset.name != DEFAULT_ENGINE:  # the presets' figures are CUDA engines' on NVIDIA GPUs
+        hw = (_hardware(args)[0] if hasattr(args, "hw") else None)
+        if hw is not None and (hw.kind != "gpu" or hw.compute_capability is None):
+            raise RoofcalcError(f"--engine {args.engine_preset.name} is a CUDA engine on NVIDIA GPUs; {hw.name} "
+                                f"is {'a ' + hw.kind if hw.kind != 'gpu' else 'not one'}: use --engine hf "
+                                f"or --impl")
     args.impl_by_hand = args.impl is not None
     if args.impl is None:
         args.impl = args.engine_preset.impl
@@ -618,6 +628,9 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
     from .roofline import Roofline
     from .sweep import Sweep
 
+    hw = result.points[0].result.hardware if isinstance(result, TPSweep) else getattr(result, "hardware", None)
+    if hw is None or hw.kind != "gpu" or hw.compute_capability is None:
+        return ""  # the presets compared are CUDA engines' on NVIDIA GPUs
     if isinstance(result, Roofline):
         hit = result.step.bound == "host"
     elif isinstance(result, TPSweep):
@@ -836,9 +849,12 @@ def run_profile(argv: Sequence[str]) -> str:
     _resolve_engine(args)
     if args.update and not args.hw_file:
         raise RoofcalcError("--update writes into the --hw-file profile; give one (roofcalc measure --out me.json)")
+    if args.update and args.impl != "hf-eager":  # profile runs transformers eagerly: its host time is per eager op
+        raise RoofcalcError(f"--update writes the host time per eager op the profiled run spent; under --impl "
+                            f"{args.impl} it has no such count (drop --engine/--impl)")
     _check_family(args.family)
     output = _check_output(args.output, {"the model's config.json": args.model, "the --hw-file profile": args.hw_file,
-                                         "the --plot image": args.plot})
+                                         "the --plot image": args.plot, "the --html page": getattr(args, "html", None)})
     _torch()  # says which extra to install before any work
     if args.plot is not None:
         _check_plot(args.plot)

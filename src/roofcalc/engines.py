@@ -111,7 +111,7 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "docs/design/cuda_graphs.md: FULL_AND_PIECEWISE '(default mode) full CUDA Graph for uniform decode'",
         "in-place", "vllm csrc/cache_kernels.cu reshape_and_cache_flash: paged blocks written in place by "
         "slot_mapping",
-        "FlashAttention 3, FA2 before Hopper", "vLLM V1 alpha blog (2025-01-27): "
+        "FlashAttention (FA3 on Hopper)", "vLLM V1 alpha blog (2025-01-27): "
         "'integrating FlashAttention 3'",
         _zero(f"{_NONE} for V1: the one published gap (issue #10634) is taken per sequence"),
         _VLLM_PER_SEQ, True,
@@ -122,7 +122,7 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "sglang", "SGLang (overlap scheduler)", "cuda-graph",
         "SGLang server arguments: '--disable-cuda-graph | Disable cuda graph. | False'",
         "in-place", "sglang mem_cache/memory_pool.py: a token-granular pool, 'kv_buffer[...][loc] = cache_k'",
-        "FlashAttention 3 on Hopper, FlashInfer before", "SGLang attention_backend.md: 'FlashAttention 3 "
+        "FlashAttention 3 on Hopper, else FlashInfer", "SGLang attention_backend.md: 'FlashAttention 3 "
         "(Default for Hopper Machines...)', 'FlashInfer (Default for Non-Hopper Machines...)'",
         _zero(f"{_NONE}: the overlap scheduler hides it; modelled as no host time beyond the graph replay"),
         _zero(_NONE), True,
@@ -184,8 +184,8 @@ def find_engine(name: str) -> Engine:
         if key in (engine.name, engine.name.replace(".", ""), engine.name.replace("-", "")):
             return engine
     hint = did_you_mean(key, {n: n for n in ENGINES})
-    raise RoofcalcError(f"--engine '{one_line(name)[:40]}' is not a preset{f' ({hint})' if hint else ''}; "
-                        f"known: {', '.join(ENGINES)}")
+    what = hint if hint else "not a preset"
+    raise RoofcalcError(f"--engine '{one_line(name)[:40]}': {what} ({' '.join(ENGINES)})")
 
 
 def comparison_engine(engine: Engine) -> Engine:

@@ -74,15 +74,15 @@ class Hardware:
 
 
 # NVIDIA generations by compute capability (CUDA C++ Programming Guide, "Compute Capabilities"), each with the
-# GPU of it whose kernels AIConfigurator measured (data/kernel_fits.json): Volta and Turing have none, so they take
-# the oldest measured generation's
-GENERATIONS = ((7.0, "Volta", ""), (7.5, "Turing", ""), (8.0, "Ampere", "a100_sxm"), (8.9, "Ada", "l40s"),
+# GPU of it whose kernels AIConfigurator measured (data/kernel_fits.json): Pascal, Volta and Turing have none, so
+# they take the oldest measured generation's
+GENERATIONS = ((6.0, "Pascal", ""), (7.0, "Volta", ""), (7.5, "Turing", ""), (8.0, "Ampere", "a100_sxm"), (8.9, "Ada", "l40s"),
                (9.0, "Hopper", "h100_sxm"), (10.0, "Blackwell", "b200_sxm"))
 
 
 def generation(compute_capability: float) -> str:
     """An NVIDIA GPU's generation by its compute capability (8.6: Ampere; 12.0, GeForce Blackwell: Blackwell)."""
-    return next((name for cc, name, _ in reversed(GENERATIONS) if compute_capability >= cc), GENERATIONS[0][1])
+    return next((name for cc, name, _ in reversed(GENERATIONS) if compute_capability >= cc), "pre-Pascal")
 
 
 def measured_generation(gpu: str) -> str:

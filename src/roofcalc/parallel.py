@@ -329,8 +329,8 @@ class RankAnalysis(Analysis):
     note_pipeline: tuple | None = None  # (Pipeline, the largest stage's memory) for a pipeline stage
 
     @property
-    def params(self) -> int:  # the rank's own share
-        return sum(k.params * k.count for k in self.kernels)
+    def params(self) -> int:  # the rank's own share; a multimodal model's encoders whole on every rank (as its
+        return sum(k.params * k.count for k in self.kernels) + self.shape.encoder_params  # weight bytes count them)
 
 
 def ep_tp_kernels(shape: ModelShape, wl: Workload, ep: int, merge: bool = True) -> tuple[ModelShape, list[Kernel]]:

@@ -563,11 +563,11 @@ def profile_lines(p: ProfileResult, r, trust: ProfileTrust) -> list[str]:
                                  "(host and device overlap here)")) if host is not None else
            "none to tell (the kernels' sum exceeds the TPOT)"),
         f"gap       measured {ms(p.tpot_s)} ms = floors {ms(st.sum_floor_s)} ms "
-        f"({100 * st.sum_floor_s / p.tpot_s:.0f}%) + kernels below their roof "
+        f"({100 * st.sum_floor_s / p.tpot_s:.0f}% of the measured) + kernels below their roof "
         f"{ms((p.kernel_sum_s - st.sum_floor_s))} ms + outside the kernels {ms(host)} ms; "
         f"the step took {ms(p.profiled_step_s)} ms under the profiler" if host is not None else
         f"gap       measured {ms(p.tpot_s)} ms against floors {ms(st.sum_floor_s)} ms "
-        f"({100 * st.sum_floor_s / p.tpot_s:.0f}%); not split: the profiled step's kernels took "
+        f"({100 * st.sum_floor_s / p.tpot_s:.0f}% of the measured); not split: the profiled step's kernels took "
         f"{ms(p.kernel_sum_s)} ms, {ms(p.kernel_sum_s - p.tpot_s)} ms more than the timed steps' median; "
         f"it took {ms(p.profiled_step_s)} ms under the profiler",
     ]

@@ -121,7 +121,11 @@ def hardware_record(r: Roofline | Sweep) -> dict[str, Any]:
             "verdict_roof": "measured" if r.measured else "nominal",
             "impl": impl,
             "efficiency": None if r.model is None else efficiency_record(r.model),
-            "efficiency_of": None if r.model is None else r.model.relative_to}
+            "efficiency_of": None if r.model is None else r.model.relative_to,
+            # the measured kernel tables the GEMM and attention fixed costs come from (data/kernel_fits.json):
+            # "measured" the device's own, "nearest" its generation's measured GPU; null: the medians
+            "kernel_fits": None if r.model is None or not r.model.fitted else
+            {"gpu": r.model.fitted, "how": r.model.fitted_how}}
 
 
 def placement_record(r: Roofline) -> list[dict[str, Any]]:
@@ -343,14 +347,16 @@ def fixed_cost_words(r) -> str:
         return ""
     gpu = m.fitted.replace("_sxm", " SXM").upper().replace(" SXM", "-SXM") if m.fitted else ""
     if m.fitted_how == "measured":
-        return f"; fixed costs and all-reduce fitted on {gpu}'s kernels, AIConfigurator 0.12 vLLM"
+        return (f"; GEMM and attention fixed costs and all-reduce fitted on {gpu}'s kernels, AIConfigurator 0.12 "
+                f"vLLM (elementwise: the medians)")
     if m.fitted_how == "nearest":
         from .hardware import generation, measured_generation
 
         gen, theirs = generation(r.hardware.compute_capability), measured_generation(m.fitted)
         near = f"its generation's measured GPU ({gen})" if gen == theirs else \
             f"the nearest measured generation ({theirs}; no {gen} GPU measured)"
-        return f"; fixed costs from {gpu}'s kernels, {near}, AIConfigurator 0.12 vLLM"
+        return (f"; GEMM and attention fixed costs from {gpu}'s kernels, {near}, AIConfigurator 0.12 vLLM "
+                f"(elementwise: the medians)")
     if r.hardware.kind == "gpu":
         return "; fixed costs: the five measured GPUs' medians (no kernel tables for this device)"
     return ""
@@ -375,7 +381,7 @@ def engine_host_words(m) -> str:
     parts = [f"{e.fixed_s.expected * 1e3:.3g} ms"] if e.fixed_s.expected else []
     parts += [f"{e.per_sequence_s.expected * 1e6:.3g} us per sequence"] if e.per_sequence_s.expected else []
     return f" + {e.engine}'s {' + '.join(parts)} outside the kernels " + \
-        ("(overlapping the device)" if e.overlap else "(the device waits for it)")
+        ("(overlapping the device)" if e.overlap and m.overlap else "(the device waits for it)")
 
 
 def engine_words(m, impl: str) -> str:
@@ -573,7 +579,8 @@ def wrap_lines(lines: list[str], width: int | None) -> list[str]:
             continue
         label = re.match(r" *\S+ {2,}| *\d+ ", line)  # "roof      ", "  fits      ", "  1 "
         lead = len(line) - len(line.lstrip())
-        indent = len(label.group(0)) if label and len(label.group(0)) <= 12 else lead + 2 if lead else 0
+        # a line with no padded label ("predicted TPOT ...") continues under the header's text column, 10
+        indent = len(label.group(0)) if label and len(label.group(0)) <= 12 else lead + 2 if lead else 10
         out += textwrap.wrap(line, width, subsequent_indent=" " * indent, break_long_words=False,
                              break_on_hyphens=False) or [line]
     return out
