@@ -602,7 +602,7 @@ def updated_model(p: ProfileResult, r, note: str):
         if pl.measured_s is None or pl.kernel.kind not in ("matmul", "attention") or pl.weight_format:
             continue
         e = min(1.0, pl.t_floor_s / pl.measured_s)
-        by_class.setdefault(pl.efficiency_class, []).append((pl.rows, pl.kernel.cost.weight_bytes, e))
+        by_class.setdefault(pl.efficiency_class, []).append((pl.term.rows, pl.kernel.cost.weight_bytes, e))
     for name, pts in by_class.items():
         es = [e for _, _, e in pts]
         old = classes[name]
