@@ -24,58 +24,17 @@ and attention only); matmul FLOPs are torch's.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
-from ..calculator import Analysis, Analyzer, Cost, Kernel, Workload
+from ..calculator import Analyzer, Cost, Kernel, Workload
 from ..errors import RoofcalcError
 from ..inputs import one_line
 from .cache import TRACE_FORMAT, _cache_dir, _cache_key, keep
 from .config import ConfigCheck, hf_config
 from .group import TracedKernel, _sizes, merge_layers
 from .quantized import _quantized
-from .shape import heads_text, layer_heads, shape_of, traced_shape
+from .shape import layer_heads, shape_of, traced_shape
+from .result import TracedAnalysis
 from .step import _check_workload, trace_raw
-
-
-@dataclass(frozen=True)
-class TracedAnalysis(Analysis):
-    source: str = "traced"
-    view: str = "ideal"  # which bytes the kernels carry: ideal | eager
-    traced_kv_bytes_per_token: int = 0
-    traced_cache_bytes: int = 0  # the real cache after the step
-    traced_params: int = 0
-    traced_param_bytes: int = 0
-    check: ConfigCheck | None = None
-    note: str = ""
-    logits: str = "last"  # the positions lm_head ran on: "last", or "all" (a model without logits_to_keep)
-    layer_heads: tuple = ()  # (layer type, N, K, H, layers) per kind of layer, where the layers differ
-    language_params: int | None = None  # a multimodal model's: its language model's share of traced_params
-    model_class: str = ""  # the transformers class traced (its _tp_plan names lm_head's split)
-
-    @property
-    def heads_text(self) -> str:
-        """The header's heads where the layers differ in heads or head size, else ''."""
-        return heads_text(self.layer_heads) if self.layer_heads else ""
-
-    @property
-    def params(self) -> int:
-        return self.traced_params
-
-    @property
-    def active_params(self) -> int:
-        return self.traced_params
-
-    @property
-    def weight_storage_bytes(self) -> int:
-        return self.traced_param_bytes
-
-    @property
-    def kv_bytes_per_token(self) -> int:
-        return self.traced_kv_bytes_per_token
-
-    @property
-    def memory_bytes(self) -> int:
-        return self.traced_param_bytes + self.traced_cache_bytes
 
 
 def _parts_note(params: int, language: int | None, encoders: dict) -> str:

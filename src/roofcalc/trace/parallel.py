@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 
 from ..calculator import Cost, Kernel, MatmulSizes
 from ..errors import RoofcalcError
-from . import TracedAnalysis
+from .result import TracedAnalysis
 
 COLUMN = ("colwise", "packed_colwise")
 ROW = ("rowwise", "packed_rowwise")
