@@ -982,8 +982,9 @@ def test_a_hand_modelled_multimodal_models_parameters_include_its_encoders(tmp_p
     spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "torch" else spec(n, *a))
     assert main([str(path)]) == 0
-    assert "size      6,738,939,904 parameters (its encoders are not counted: counting them builds the model " \
-        "with torch and transformers, not installed here), 13,477,879,808 bytes" in unwrap(capsys.readouterr().out)
+    assert "size      6,738,939,904 parameters (its encoders are not counted: counting them builds the model on " \
+        "PyTorch's meta device; torch not installed here (pip install 'roofcalc[torch]')), 13,477,879,808 bytes" \
+        in unwrap(capsys.readouterr().out)
 
 
 def test_a_causal_lm_built_from_a_whole_multimodal_config_counts_its_encoders(capsys):

@@ -596,9 +596,8 @@ def _resolve_engine(args: argparse.Namespace) -> None:
     if args.engine_preset.name != DEFAULT_ENGINE:  # the presets' figures are CUDA engines' on NVIDIA GPUs
         hw = (_hardware(args)[0] if hasattr(args, "hw") else None)
         if hw is not None and (hw.kind != "gpu" or hw.compute_capability is None):
-            raise RoofcalcError(f"--engine {args.engine_preset.name} is a CUDA engine on NVIDIA GPUs; {hw.name} "
-                                f"is {'a ' + hw.kind if hw.kind != 'gpu' else 'not one'}: use --engine hf "
-                                f"or --impl")
+            raise RoofcalcError(f"--engine {args.engine_preset.name} runs on NVIDIA GPUs; {hw.name} "
+                                f"is {'a ' + hw.kind if hw.kind != 'gpu' else 'not one'}: use --engine hf")
     args.impl_by_hand = args.impl is not None
     if args.impl is None:
         args.impl = args.engine_preset.impl
@@ -664,8 +663,9 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
                 f"({', '.join(p.step.bound for p in r.points)})")
         mine, theirs = result.stops_paying, r.stops_paying
         if (mine and mine[0]) != (theirs and theirs[0]):
-            line += (f"; a step up stops paying at --{result.axis} {theirs[0] if theirs else 'none swept'} there "
-                     f"(here {mine[0] if mine else 'none swept'})")
+            there = f"a step up stops paying at --{result.axis} {theirs[0]}" if theirs else "every step up swept pays"
+            here_ = f"at --{result.axis} {mine[0]}" if mine else "never, in the sizes swept"
+            line += f"; there {there} (here it stops {here_})"
     else:
         import numpy as np
 

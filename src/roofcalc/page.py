@@ -53,7 +53,7 @@ def _plotly():
     try:
         import plotly.graph_objects as go
     except ImportError:
-        raise RoofcalcError(f"--html draws its charts with plotly, which is not installed: {INSTALL}") from None
+        raise RoofcalcError(f"--html needs plotly: {INSTALL}") from None
     return go
 
 

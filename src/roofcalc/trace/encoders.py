@@ -90,7 +90,9 @@ def model_encoders(whole: dict, name: str) -> dict:
     from .cache import _cache_dir, keep
 
     if importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None:
-        return {"missing": "counting them builds the model with torch and transformers, not installed here"}
+        missing = " and ".join(m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None)
+        return {"missing": f"counting them builds the model on PyTorch's meta device; {missing} not installed "
+                           f"here (pip install 'roofcalc[torch]')"}
     for part, sub in whole.items():  # an encoder of absurd depth would take minutes to build, even on meta
         if part != "text_config" and isinstance(sub, dict):
             deep = next((f"{k}={v}" for k, v in sub.items() if isinstance(v, int) and not isinstance(v, bool)
