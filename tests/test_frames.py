@@ -21,8 +21,9 @@ def test_a_step_is_one_row_per_kernel_and_its_totals_apart():
     df = roofcalc.to_pandas(r)
     # 18 kernel rows (15 per layer + embedding, final norm, lm_head); no "step total" row among them
     assert len(df) == 18 and "step total" not in set(df["name"])
-    assert {"model", "hardware", "impl", "weight_dtype", "compute_dtype", "t_floor_s", "t_expected_s",
+    assert {"model", "hardware", "engine", "impl", "weight_dtype", "compute_dtype", "t_floor_s", "t_expected_s",
             "bound", "flops", "bytes"} <= set(df.columns)
+    assert set(df["engine"]) == {"hf"}  # the default engine, transformers' eager generate
     assert set(df["hardware"]) == {"T4"} and set(df["model"]) == {"TinyLlama/TinyLlama-1.1B-Chat-v1.0"}
     # the rows are the JSON record's kernels: Σ count x flops is the step's FLOPs (2,161,694,976 in the README,
     # with the concatenated cache; the library's default writes it in place: same FLOPs)

@@ -23,8 +23,9 @@ def _pandas():
 def _ident(doc: dict[str, Any]) -> dict[str, Any]:
     """What a row is of: the model, the hardware, the dtypes, the implementation and the workload."""
     w, hw = doc["workload"], doc.get("hardware") or {}
-    ident = {"model": doc["model"]["name"], "hardware": hw.get("name"), "impl": hw.get("impl"),
-             "phase": w["phase"], "batch": w["batch"]}
+    engine = (doc.get("step") or {}).get("engine") or {}
+    ident = {"model": doc["model"]["name"], "hardware": hw.get("name"), "engine": engine.get("name"),
+             "impl": hw.get("impl"), "phase": w["phase"], "batch": w["batch"]}
     ident.update({k: w[k] for k in ("context", "prompt") if k in w})
     ident.update({k: w[k] for k in ("weight_dtype", "act_dtype", "kv_dtype", "compute_dtype")})
     return ident

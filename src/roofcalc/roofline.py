@@ -646,6 +646,9 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
         model = replace(model, launch_s=Efficiency(launch_overhead_s, launch_overhead_s, "given", "--launch-overhead"))
     if host_overhead_s is not None:
         model = replace(model, host_per_op_s=Efficiency(host_overhead_s, host_overhead_s, "given", "--host-overhead"))
-    if engine_host is not None:  # an engine's host time outside its kernels (engines.py)
-        model = replace(model, engine_host=engine_host)
+    if engine_host is None:  # the library's default engine is the command line's: transformers' eager generate
+        from .engines import DEFAULT_ENGINE, ENGINES
+
+        engine_host = ENGINES[DEFAULT_ENGINE].host
+    model = replace(model, engine_host=engine_host)  # an engine's host time outside its kernels (engines.py)
     return model
