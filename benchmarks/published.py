@@ -1,10 +1,12 @@
 """roofcalc's predictions against published measurements of real engines.
 
     python benchmarks/published.py            # the table in docs/validation.md, and its summary
+    python benchmarks/published.py --tables vllm    # every case on vLLM's kernel tables
 
 Every case runs on the catalog's *datasheet* roof with the *default* efficiencies and host
-overheads (roofcalc/predict.py): nothing here is measured on this machine, and no default was
-fitted to these cases (gpt-fast's int8 and int4 figures are where the dequantizing factors come
+overheads (roofcalc/predict.py) and, on a GPU with measured kernel tables, the fitted kernels of
+its engine's tables (TensorRT-LLM's cases: TensorRT-LLM's; the others: vLLM's): nothing here is
+measured on this machine, and no default was fitted to these cases (gpt-fast's int8 and int4 figures are where the dequantizing factors come
 from, so they are not among them). A case is a decode step (TPOT), a prefill (TTFT) or a whole
 static batch of requests (output tokens/s), as the source reports it.
 """
@@ -47,6 +49,13 @@ class Case:
     note: str = ""
     tp: int = 1  # tensor-parallel GPUs (request cases then report output tokens/s per GPU)
     cache: str = "in-place"  # how the engine's KV cache takes a token: "concat" for transformers' DynamicCache
+    tables: str = ""  # whose measured kernel tables the fitted costs come from: "trtllm" for TensorRT-LLM's
+
+    def __post_init__(self):
+        # a case of an engine whose kernels AIConfigurator measured takes that engine's tables (a rule, applied
+        # to every case of this seen set; the held-out set keeps vLLM's, as it was run before the rule)
+        if not self.tables and self.source in (TRT, TRT_06):
+            object.__setattr__(self, "tables", "trtllm")
 
 
 def _dtypes(name: str) -> dict:
@@ -120,6 +129,10 @@ def predict(c: Case) -> tuple[float, float, float]:
     kw = dict(weight_dtype=dtype(c.weight_dtype or c.dtype), act_dtype=dtype(c.dtype),
               kv_dtype=dtype(c.kv_dtype or c.dtype), group_size=c.group_size, cache_update=c.cache)
     shape, hw = load_shape(c.model), find_hardware(c.hw)
+    if c.tables:  # the engine's measured kernel tables, and no host time of its preset
+        from roofcalc.predict import EngineHost
+
+        kw["engine_host"] = EngineHost(engine=c.tables)
     if c.tp > 1:  # one rank's step; every rank runs it at once
         from roofcalc.parallel import Parallel, RankAnalyzer
 
@@ -181,6 +194,14 @@ def markdown(rs) -> str:
 
 
 if __name__ == "__main__":
-    print(markdown(rows()))
+    import dataclasses
+    import sys
+
+    def tables(cases):
+        if "--tables" in sys.argv:  # one engine's tables for every case (what the rule above changes)
+            return tuple(dataclasses.replace(c, tables=sys.argv[sys.argv.index("--tables") + 1]) for c in cases)
+        return cases
+
+    print(markdown(rows(tables(CASES))))
     print("\nMore than one GPU (tensor parallelism):\n")
-    print(markdown(rows(CASES_MULTI)))
+    print(markdown(rows(tables(CASES_MULTI))))

@@ -4,20 +4,79 @@
     python benchmarks/ship_fits.py                  # this: the part the step model reads
 
 What ships, per measured GPU (vLLM tables; NCCL for the all-reduce), with the fit's provenance:
-* each kernel class's fixed cost: the median of its table's five fastest rows (``smallest_5_median_us``), the
-  same figure the defaults take the median of over the five GPUs; decode and prefill attention less the
-  elementwise cache write their calls include (roofcalc's kv_cache_write pays its own, predict.GPU_FIXED);
+* each kernel class's fixed cost (``fixed_s``: gemm and gemv, attention, attention_compute): the fitted fixed
+  cost of the 16-bit GEMM, decode attention and prefill attention forms below, the one each of those kernels
+  pays; decode and prefill attention less the elementwise cache write their calls include (roofcalc's
+  kv_cache_write pays its own, predict.GPU_FIXED). (The median of each table's five fastest rows,
+  ``smallest_5_median_us``, is what the defaults of a GPU without tables take the median of over the five.)
 * the all-reduce's fitted fixed cost at 2, 4 and 8 ranks and its share of the link by message size
-  (``e_link_N``, bytes to share), cross-validated in docs/kernel_fits.md.
+  (``e_link_N``, bytes to share), cross-validated in docs/kernel_fits.md;
+* the GEMM classes' fitted forms (``gemm``: bf16, and fp8 per tensor where the GPU has it), the model that
+  docs/kernel_fits.md cross-validates: fixed cost, M tile, e_compute(M) and e_memory(M) as knots, the N and K
+  factors with the reference knot (4,096: factor 1) written in, fp8's activation-quantization efficiency;
+* the attention classes' fitted forms (``attention``: decode with and without a window, prefill; 16-bit and
+  fp8 KV), their factors' references written in (attention_form).
+Each GPU's forms from the vLLM tables, and in data/kernel_fits_engines.json those of SGLang's and TensorRT-LLM's
+tables (what ``--engine sglang`` and ``--engine trtllm`` take; read only for them). The DRAM parameters only: a step's weights and KV are read from DRAM (the l2_* ones describe the benchmark's
+replays, which read the same weights or KV again and again).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 STREAM_FIXED_US = 1.735  # predict.GPU_FIXED["stream"]: the cache write's elementwise kernel
+
+
+NK_REF = 4096.0  # fit_kernels.GEMM_NK_REF: the N and K factors are 1 there
+
+
+def knots(d: dict, ref: bool = False) -> list:
+    pts = {float(k): v for k, v in d.items()}
+    if ref:
+        pts.setdefault(NK_REF, 1.0)
+    return [[x, pts[x]] for x in sorted(pts)]
+
+
+def gemm_form(f: dict) -> dict:
+    p = f["params"]
+    return {"fixed_s": p["fixed_s"], "tile": f["tile"], "e_compute": knots(p["e_compute"]),
+            "e_memory": knots(p["e_memory"]),
+            **{name: knots(p[name], ref=True) for name in ("n_factor_compute", "k_factor_compute",
+                                                            "n_factor_memory", "k_factor_memory")},
+            "e_quant": p.get("e_quant", 0.0), "peak_flops": f["peak_flops"], "bandwidth": f["system_yaml"]["mem_bw"],
+            "source": f["source"], "cv_dram": f["cv"]["dram"]}
+
+
+def attention_form(f: dict, bf16_peak: float) -> dict:
+    """A decode or prefill attention class's DRAM parameters, each factor with its reference written in: the
+    GQA factors are 1 at one query head per KV head (MHA), prefill's work-item factor at 8,192 items, a head-dim
+    factor at 128; ``peak_ratio``: the fit's compute peak over the bf16 one (2 where the attention runs in fp8).
+    ``fixed_s``: the fitted fixed cost less the cache write's elementwise kernel, which each measured call
+    includes and roofcalc counts apart (its kv_cache_write pays its own fixed cost)."""
+    p = f["params"]
+    tile, per_head = (f["tile"] if isinstance(f["tile"], list) else [f["tile"], False])
+    out = {"kind": "decode" if f["cls"].startswith("decode") else "prefill",
+           "fixed_s": round(p["fixed_s"] - STREAM_FIXED_US * 1e-6, 12), "fixed_s_fitted": p["fixed_s"],
+           "tile": tile or 1, "per_head": bool(per_head), "peak_ratio": f["peak_flops"] / bf16_peak,
+           "e_compute": knots(p["e_compute"]) if isinstance(p["e_compute"], dict) else [[1.0, p["e_compute"]]],
+           "e_memory": knots(p["e_memory"]), "item_s": p.get("item_s", 0.0), "window_factor": p.get("window_factor",
+                                                                                                  1.0),
+           "source": f["source"], "cv_dram": f["cv"]["dram"]}
+    for name, ref in (("items_factor_mem", None), ("gqa_factor", 1.0), ("gqa_factor_mem", 1.0),
+                      ("items_factor", 8192.0)):
+        if name in p:
+            pts = {float(k): v for k, v in p[name].items()}
+            if ref is not None:
+                pts.setdefault(ref, 1.0)
+            out[name] = [[x, pts[x]] for x in sorted(pts)]
+    for name in ("hd_factor", "hd_factor_mem"):
+        if name in p:
+            out[name] = {"128": 1.0, **p[name]}
+    return out
 
 
 def main() -> None:
@@ -35,20 +94,30 @@ def main() -> None:
                         "e_link": sorted([float(k), v] for k, v in p[f"e_link_{ranks}"].items())}
             gpu["all_reduce_source"] = f["source"]
             continue
+        # the vLLM tables' forms at the top; SGLang's and TensorRT-LLM's (the --engine presets') under "engines"
+        where = gpu if f["engine"] == "vllm" else gpu.setdefault("engines", {}).setdefault(f["engine"], {})
+        if f["cls"] in ("gemm_bf16", "gemm_fp8"):
+            where.setdefault("gemm", {})[f["cls"][5:]] = gemm_form(f)
+        elif f["cls"].startswith(("decode", "prefill")):
+            where.setdefault("attention", {})[f["cls"]] = attention_form(f, doc["specs"][f["gpu"]]["bf16"])
         if f["engine"] != "vllm":
             continue
-        us = f["smallest_5_median_us"]
         name = {"gemm_bf16": "gemm", "decode_bf16kv": "attention", "prefill_bf16kv": "attention_compute"}.get(f["cls"])
         if name is None:
             continue
-        if name != "gemm":
-            us -= STREAM_FIXED_US
-        gpu["fixed_s"][name] = round(us * 1e-6, 12)
+        seconds = f["params"]["fixed_s"] - (0.0 if name == "gemm" else STREAM_FIXED_US * 1e-6)
+        gpu["fixed_s"][name] = round(seconds, 12)
         gpu["fixed_s"]["gemv"] = gpu["fixed_s"].get("gemm", gpu["fixed_s"].get("gemv"))
         gpu.setdefault("fixed_source", {})[name] = f["source"]
-    path = ROOT / "src" / "roofcalc" / "data" / "kernel_fits.json"
-    path.write_text(json.dumps(out, indent=1) + "\n")
-    print(f"wrote {path.relative_to(ROOT)}: {', '.join(out['gpus'])}")
+    # the other engines' forms in a file of their own, read only for their presets (the main job reads less)
+    engines = {"source": out["source"], "gpus": {g: v.pop("engines") for g, v in out["gpus"].items() if "engines" in v}}
+    for doc_out, name in ((out, "kernel_fits.json"), (engines, "kernel_fits_engines.json")):
+        path = ROOT / "src" / "roofcalc" / "data" / name
+        text = json.dumps(doc_out, indent=1)
+        # a knot, [x, value], on one line
+        text = re.sub(r"\[\s+(-?[0-9.e+-]+),\s+(-?[0-9.e+-]+)\s+\]", r"[\1, \2]", text)
+        path.write_text(text + "\n")
+        print(f"wrote {path.relative_to(ROOT)}: {', '.join(doc_out['gpus'])}")
 
 
 if __name__ == "__main__":

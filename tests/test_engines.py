@@ -136,7 +136,7 @@ def test_the_host_bound_line_appears_only_when_host_bound(capsys):
 
 def test_a_tp_comparison_and_a_batch_sweep_say_which_engine_would_change_them(capsys):
     _, out, _ = run(["meta-llama/Llama-2-70b-hf", "--hw", "H100", "--tp", "1,2,4,8", "--context", "1000"], capsys)
-    assert "host-bound at --tp 2, 4, 8 under hf: under --engine vllm (CUDA graphs) --tp 1, 2, 4, 8 would take" in out
+    assert "host-bound at --tp 1, 2, 4, 8 under hf: under --engine vllm (CUDA graphs) --tp 1, 2, 4, 8 would take" in out
     _, out, _ = run(["meta-llama/Llama-2-70b-hf", "--hw", "H100", "--tp", "1,2,4,8", "--context", "1000",
                      "--engine", "vllm"], capsys)
     assert "host-bound" not in out

@@ -51,10 +51,14 @@ def test_nearest_fits_is_the_measured_gpu_of_the_generation():
 
 
 @pytest.mark.parametrize("name, words", [
-    ("H100-SXM", "fixed costs and all-reduce fitted on H100-SXM's kernels, AIConfigurator 0.12 vLLM"),
-    ("A10G", "fixed costs from A100-SXM's kernels, its generation's measured GPU (Ampere), AIConfigurator 0.12 vLLM"),
-    ("T4", "fixed costs from A100-SXM's kernels, the nearest measured generation (Ampere; no Turing GPU measured), "
-           "AIConfigurator 0.12 vLLM"),
+    ("H100-SXM", "GEMM and attention kernels and all-reduce fitted on H100-SXM's measured kernels, AIConfigurator "
+                 "0.12 vLLM"),
+    ("A10G", "GEMM and attention kernels as fitted on A100-SXM's, its generation's measured GPU (Ampere), on this "
+             "device's datasheet roofs"),
+    ("T4", "GEMM and attention kernels as fitted on A100-SXM's, the nearest measured generation (Ampere; no Turing "
+           "GPU measured), on this device's datasheet roofs, AIConfigurator 0.12 vLLM"),
+    ("RTX4090", "attention kernels (GEMMs: the GeForce default) as fitted on L40S's, its generation's measured GPU "
+                "(Ada)"),
     ("MI300X", "fixed costs: the five measured GPUs' medians (no kernel tables for this device)"),
 ])
 def test_the_header_says_where_the_fixed_costs_come_from(name, words, capsys):
@@ -65,3 +69,110 @@ def test_the_header_says_where_the_fixed_costs_come_from(name, words, capsys):
 def test_a_cpu_has_no_fixed_costs_and_says_nothing_of_them(capsys):
     assert main(["TinyLlama/TinyLlama-1.1B", "--hw", "EPYC-9654"]) == 0
     assert "fixed costs" not in unwrap(capsys.readouterr().out)
+
+
+# --------------------------------------------------------------------------- fitted GEMM and attention forms
+# The step model reads each measured GPU's fitted forms (predict.GemmFit, predict.AttentionFit) from
+# data/kernel_fits.json, written by benchmarks/ship_fits.py from the fit; benchmarks/shipped_fits.py runs every
+# measured row through them (the same figures as the fit's). Here: the reading rules by hand, and measured rows.
+
+import math  # noqa: E402
+
+from roofcalc import Workload, analyze, load_shape  # noqa: E402
+from roofcalc.predict import AttentionFit, GemmFit, default_model  # noqa: E402
+from roofcalc.calculator import DTYPES  # noqa: E402
+from roofcalc.roofline import roofline  # noqa: E402
+
+
+def _form(gpu: str, dtype: str = "bf16") -> GemmFit:
+    return GemmFit.from_doc(kernel_fits()["gpus"][gpu]["gemm"][dtype], "test")
+
+
+def test_a_gemm_form_reads_its_knots_geometrically_and_pads_m_to_its_tile():
+    f = _form("h100_sxm")
+    ec = dict(f.e_compute)
+    em = dict(f.e_memory)
+    assert f.tile == 64
+    # at a knot, N = K = 4096 (the factors' reference, 1): the knot's own values
+    assert f.efficiencies(16, 4096, 4096) == pytest.approx((ec[16.0], em[16.0]))
+    # M = 32 lies halfway between the knots 16 and 64 in log2: the geometric mean; 32 <= tile: no padding
+    assert f.efficiencies(32, 4096, 4096) == pytest.approx((math.sqrt(ec[16.0] * ec[64.0]),
+                                                              math.sqrt(em[16.0] * em[64.0])))
+    # M = 100 > 64 rows is padded to 128 (two tiles of 64): the compute side does 128/100 of the work
+    e100 = math.exp(math.log(ec[64.0]) + (math.log(ec[256.0]) - math.log(ec[64.0])) * (math.log2(100) - 6) / 2)
+    assert f.efficiencies(100, 4096, 4096)[0] == pytest.approx(e100 * 100 / 128)
+    # N = 2048 halfway between the N knots 1024 and 4096 (factor 1): the square root of the 1024 knot's factor
+    n1024 = dict(f.n_compute)[1024.0]
+    assert f.efficiencies(16, 2048, 4096)[0] == pytest.approx(ec[16.0] * math.sqrt(n1024))
+    # beyond the last knot: flat
+    assert f.efficiencies(1 << 20, 4096, 4096) == pytest.approx(f.efficiencies(32768, 4096, 4096))
+
+
+def test_a_decode_attention_form_reads_its_kv_in_tiles():
+    d = kernel_fits()["gpus"]["h100_sxm"]["attention"]["decode_bf16kv"]
+    f = AttentionFit.from_doc(d, "test")
+    assert (f.kind, f.tile, f.per_head) == ("decode", 64, False)
+    em = dict(f.e_memory)
+    items = dict(f.items_mem)
+    # batch 1 of 8 KV heads (8 work items: a knot), 32 query heads of 128, 1024 keys (a knot, two tiles of 64 ... 16):
+    c, m, series = f.terms((1, 32, 8, 1, 1024, 128, 0, 2.0))
+    assert m == pytest.approx(em[1024.0] * items[8.0])
+    assert series == pytest.approx(8 * d["item_s"])
+    # 1000 keys are read as 1024 (16 tiles of 64): the same time for 1000/1024 of the bytes and FLOPs
+    c2, m2, _ = f.terms((1, 32, 8, 1, 1000, 128, 0, 2.0))
+    assert m2 == pytest.approx(m * 1000 / 1024) and c2 == pytest.approx(c * 1000 / 1024)
+
+
+def test_which_fitted_attention_class_a_call_takes():
+    m = default_model("gpu", fits="h100_sxm")
+    pick = lambda *attn: m.attention_fit(attn)  # noqa: E731
+    fits = m.attention_fits
+    assert pick(4, 32, 8, 1, 4096, 128, 0, 2.0) is fits["decode_bf16kv"]
+    assert pick(4, 32, 8, 1, 4096, 128, 4096, 2.0) is fits["decode_swa_bf16kv"]
+    assert pick(4, 32, 8, 1, 4096, 128, 0, 1.0) is fits["decode_fp8kv"]
+    assert pick(1, 32, 8, 2048, 2048, 128, 0, 2.0) is fits["prefill_bf16kv"]
+    assert pick(1, 32, 8, 16, 2048, 128, 0, 2.0) is None  # a chunk after a cached prefix: no table measures it
+    assert pick(4, 128, 1, 1, 4096, 576, 0, 2.0) is None  # MLA's latent (576 wide): another kernel
+
+
+def test_fp8_gemms_take_the_fp8_form_and_a_gpu_without_one_the_defaults():
+    h100 = default_model("gpu", fits="h100_sxm")
+    assert h100.for_compute("fp8").gemm_fit is h100.gemm_fits["fp8"]
+    assert h100.for_compute("bf16").gemm_fit is h100.gemm_fits["bf16"]
+    assert default_model("gpu", fits="a100_sxm").for_compute("fp8").gemm_fit is None  # Ampere: no fp8 tables
+
+
+def test_geforce_cards_keep_their_gemm_peak_and_take_the_attention_forms():
+    hw, m = _model("RTX4090")
+    assert m.gemm_fit is None and m.attention_fits  # the consumer GEMM default (their datasheet peak) stays
+
+
+# Measured rows of AIConfigurator 0.12's H100 SXM vLLM 0.24.0 tables (gemm_perf.parquet: torch.nn.functional.linear,
+# bf16; generation_attention_perf.parquet and context_attention_perf.parquet: vllm_flash_attn_fa3, bf16 KV, 32 query
+# heads, 8 KV heads of 128, no window), latency in ms. Llama-3-8B has these shapes (hidden 4096, 32 heads, 8 KV
+# heads). The rows are in the fit's sample; each must be within ±30 % (the accuracy the fit is held to).
+DECODE_ROWS = {"q_proj": 0.014767110347747803,  # m 64, n 4096, k 4096
+               "k_proj": 0.00833422193924586,  # m 64, n 1024, k 4096
+               "attention": 0.353573}  # batch 64, step 4095 (4096 keys), with the new token's cache write
+PREFILL_ATTENTION = 0.089003  # batch 1, isl 2048, with the cache write
+
+
+def _kernels(wl, impl):
+    """Llama-3-8B's kernels on an H100 SXM: eager (each projection its own GEMM, as the table measures one) or
+    under CUDA graphs (the cache write one kernel, as in the measured attention call)."""
+    r = roofline(analyze(load_shape("meta-llama/Meta-Llama-3-8B"), wl), find_hardware("H100-SXM"), impl=impl)
+    return {p.kernel.name: p for p in r.step.placements}
+
+
+def test_the_step_model_predicts_measured_h100_kernels_within_30_percent():
+    b16 = DTYPES["bf16"]
+    bf = dict(weight_dtype=b16, act_dtype=b16, kv_dtype=b16, cache_update="in-place")
+    k = _kernels(Workload.decode(64, 4096, **bf), "hf-eager")
+    for name in ("q_proj", "k_proj"):
+        assert k[name].t_expected_s == pytest.approx(DECODE_ROWS[name] * 1e-3, rel=0.30)
+    k = _kernels(Workload.decode(64, 4096, **bf), "cuda-graph")
+    call = k["attention"].t_expected_s + k["kv_cache_write"].t_expected_s
+    assert call == pytest.approx(DECODE_ROWS["attention"] * 1e-3, rel=0.30)
+    k = _kernels(Workload.prefill(1, 2048, **bf), "cuda-graph")
+    call = k["attention"].t_expected_s + k["kv_cache_write"].t_expected_s
+    assert call == pytest.approx(PREFILL_ATTENTION * 1e-3, rel=0.30)

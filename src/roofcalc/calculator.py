@@ -248,6 +248,11 @@ class Kernel:
         return self.sizes.k if isinstance(self.sizes, MatmulSizes) else 0
 
     @property
+    def width(self) -> int:
+        """N of a matmul, its outputs (0 for any other kernel, or a matmul whose N is unknown)."""
+        return self.sizes.n if isinstance(self.sizes, MatmulSizes) else 0
+
+    @property
     def step_cost(self) -> Cost:
         return self.cost * self.count
 
@@ -834,14 +839,18 @@ def layer_kernels(shape: ModelShape, workload: Workload, merge: bool = True) -> 
     for name in order:
         variants = by_name[name]
         window = lambda key: shape.sliding_window if key[0] == "sliding" else None  # noqa: E731
+        # attention under a window is another kernel than full attention even where it costs the same (a
+        # context inside the window): engines run a windowed variant, whose measured cost is its own
+        one_window = variants[0][0].kind != "attention" or len({window(v[1]) for v in variants}) == 1
         if len(variants) == 1:
             k, key, n = variants[0]
             out.append((replace(k, count=n, window=window(key) or 0), n, window(key)))
-        elif merge and len(variants) == len(groups) and all(v[0].cost == variants[0][0].cost for v in variants):
-            # the same in every kind of layer (its window matters only to attention, which differs then)
+        elif merge and one_window and len(variants) == len(groups) and \
+                all(v[0].cost == variants[0][0].cost for v in variants):
+            # the same in every kind of layer (its window matters only to attention, kept apart above)
             w = window(variants[0][1])
             out.append((replace(variants[0][0], count=shape.n_layers, window=w or 0), shape.n_layers, w))
-        elif merge and len({v[0].cost for v in variants}) == 1 and len(variants) < len(groups):
+        elif merge and one_window and len({v[0].cost for v in variants}) == 1 and len(variants) < len(groups):
             n = sum(v[2] for v in variants)  # only some kinds of layer run it, at one cost
             w = window(variants[0][1])
             out.append((replace(variants[0][0], count=n, window=w or 0), n, w))

@@ -325,6 +325,8 @@ def build_sweep(args: argparse.Namespace, shape=None):
                         ("--record", args.record)):
         if value:
             raise RoofcalcError(f"{flag} describes one measured step; give a single --batch and --context with it")
+    if args.kernel_db:
+        raise RoofcalcError("--kernel-db reads one step's kernels; a sweep takes their fits: drop one")
     batches, contexts, prompts = _sizes(args)
     shape, traced = shape if shape is not None else load_model(args)
     par = _parallel(args)
@@ -461,7 +463,7 @@ def build_roofline(args: argparse.Namespace, shape=None):
 
         micro = args.micro_batches or default_micro_batches(workload.batch, parallel)
         return pipeline_roofline(shape, workload, parallel.pp, micro, hardware, tp=parallel.tp, ep=parallel.ep,
-                                 **_roof_kw(args, profile))
+                                 kernel_db=args.kernel_db, **_roof_kw(args, profile))
     elif parallel.gpus > 1:
         from .parallel import analyze_parallel
 
@@ -469,7 +471,7 @@ def build_roofline(args: argparse.Namespace, shape=None):
     else:
         analysis = analyze(shape, workload)
     return roofline(
-        analysis, hardware, **_roof_kw(args, profile),
+        analysis, hardware, **_roof_kw(args, profile), kernel_db=args.kernel_db,
         kernel_times=kernel_times(args.kernel_times) if args.kernel_times is not None else None,
         tpot_s=parse_quantity(args.tpot, "time") if args.tpot is not None else None,
         points=tuple(parse_point(p) for p in args.point),
@@ -582,6 +584,9 @@ def _add_engine(p) -> None:
     """--engine of the main command and profile."""
     from .engines import DEFAULT_ENGINE, ENGINES
 
+    p.add_argument("--kernel-db", action="store_true", help="GEMM and attention times read from NVIDIA "
+                   "AIConfigurator's measured tables (the nearest measured shape, scaled) instead of their fits: "
+                   "A100, H100, H200, B200, L40S; single steps; needs the kernel-db extra")
     p.add_argument("--engine", metavar="NAME", help=f"how the model runs: {' | '.join(ENGINES)}: its launch "
                    "model, attention kernel, KV cache update and host time per step outside the kernels, each "
                    f"cited (docs/conventions.md; default {DEFAULT_ENGINE}: transformers' eager generate)")

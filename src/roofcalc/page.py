@@ -193,7 +193,7 @@ def _figure(fig, target: str, height: int) -> str:
 def _table(table_id: str, headers: list[str], rows: list[list[str]], values: list[list[Any]] | None = None,
            left: Iterable[str] = (), bad: list[bool] | None = None, what: str = "rows") -> str:
     """A sortable, filterable table. ``values``: each cell's sort key (the record's own number) where its text
-    is not one; ``left``: headers of text columns; ``bad``: rows to mark (a step that does not fit).
+    does not read as it exactly (a rounded figure); ``left``: headers of text columns; ``bad``: rows to mark (a step that does not fit).
 
     A grid of rows rather than a <table>: each column as wide as its longest text (monospace), every row
     laid out only when it scrolls into view (content-visibility), so that a 1,000-row table costs the
@@ -214,12 +214,18 @@ def _table(table_id: str, headers: list[str], rows: list[list[str]], values: lis
             v = values[n][i] if values is not None else None
             v = int(v) if isinstance(v, bool) else v
             cell = cls[i]
-            if isinstance(v, (int, float)) and text and not _plain_number(text):  # its text sorts not as its number
+            if isinstance(v, (int, float)) and text and not _reads_as(text, v):  # its text sorts not as its number
                 cell = cell[:-1] + f' data-v="{v!r}">'
             cells.append(cell + html.escape(text) + "</span>")
         out.append(('<div class="bad">' if bad is not None and bad[n] else "<div>") + "".join(cells) + "</div>")
     out.append("</div></div></div>")
     return "\n".join(out)
+
+
+def _reads_as(text: str, v: float) -> bool:
+    """Whether a cell's text reads as its number exactly (17.8 as 17.8; not 449 for 449.44, which would tie
+    with 448.98 when sorted)."""
+    return _plain_number(text) and float(text.replace(",", "")) == v
 
 
 def _plain_number(text: str) -> bool:

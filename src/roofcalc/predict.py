@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any, Mapping
 
 from .errors import RoofcalcError
@@ -206,6 +207,176 @@ NO_ENGINE_HOST = EngineHost()
 
 
 @dataclass(frozen=True)
+class GemmFit:
+    """A measured GPU's fitted GEMM cost (data/kernel_fits.json, cross-validated in docs/kernel_fits.md):
+
+        t = fixed + max(2·M_tile·N·K / (P · e_c(M)·f_c(N)·f_c(K)), bytes / (B · e_m(M)·f_m(N)·f_m(K)))
+            [+ 3·M·K / (B · e_quant): an fp8 GEMM's input quantization, in series]
+
+    each efficiency and factor piecewise linear in log e over log2 of its size between the fitted knots,
+    flat beyond them; M_tile is M rounded up as the kernels tile it (to the next power of two up to ``tile``
+    rows, then to a multiple of ``tile``). Fractions of the datasheet roofs the fit used; ``scale_c`` and
+    ``scale_m`` move them onto another roof (a measured one, KernelModel.on_roof)."""
+
+    fixed_s: float
+    tile: int
+    e_compute: tuple
+    e_memory: tuple
+    n_compute: tuple
+    k_compute: tuple
+    n_memory: tuple
+    k_memory: tuple
+    e_quant: float = 0.0  # fp8: the input quantization's share of the bandwidth (0: none)
+    source: str = ""
+    scale_c: float = 1.0
+    scale_m: float = 1.0
+
+    @classmethod
+    def from_doc(cls, d: Mapping, source: str) -> "GemmFit":
+        pts = lambda name: tuple((float(x), float(e)) for x, e in d[name])  # noqa: E731
+        return cls(float(d["fixed_s"]), int(d["tile"] or 1), pts("e_compute"), pts("e_memory"),
+                   pts("n_factor_compute"), pts("k_factor_compute"), pts("n_factor_memory"),
+                   pts("k_factor_memory"), float(d.get("e_quant") or 0.0), source)
+
+    def efficiencies(self, rows, width, depth):
+        """(compute-side e, memory-side e) at M = ``rows`` (a number or an array), N = ``width`` and
+        K = ``depth`` (0: unknown, factor 1), the tile's padding taken into the compute side."""
+        tiled = _tiled(rows, self.tile)
+        comp = _interp_geo(rows, self.e_compute) * rows / tiled
+        mem = _interp_geo(rows, self.e_memory)
+        if width:
+            comp, mem = comp * _interp_geo(width, self.n_compute), mem * _interp_geo(width, self.n_memory)
+        if depth:
+            comp, mem = comp * _interp_geo(depth, self.k_compute), mem * _interp_geo(depth, self.k_memory)
+        return _minimum(comp * self.scale_c, 1.0), _minimum(mem * self.scale_m, 1.0)
+
+    def quant_s(self, t_memory, rows, width, depth):
+        """An fp8 GEMM's input quantization in series: 3·M·K bytes at e_quant of the bandwidth, from the
+        GEMM's own memory time (its bytes M·K + N·K + 2·M·N at 1-byte weights and inputs, fp16 outputs)."""
+        if not self.e_quant or not (width and depth):
+            return 0.0
+        own = rows * depth + width * depth + 2 * rows * width
+        # not capped at 1: the quantization's bytes are not the floor's, and its input is often still in L2
+        return t_memory * (3 * rows * depth / own) / (self.e_quant * self.scale_m)
+
+
+@dataclass(frozen=True)
+class AttentionFit:
+    """A measured GPU's fitted attention call (data/kernel_fits.json, cross-validated in docs/kernel_fits.md),
+    on B sequences, N query heads, K KV heads, head dim H, L keys (decode) or a prompt of S tokens (prefill):
+
+        decode   t = fixed + max(4·B·N·L_t·H / (P · e_c), KV bytes at L_t / (B · e_m(L_t)·f(B·K)·f(H)·f(N/K)))
+                     + B·K · item_s                      (a time per work item, in series)
+        prefill  t = fixed + max(FLOPs at S_t / (P · e_c(S)·f(H)·f(N/K)·f(items)·f(window)),
+                                 bytes / (B · e_m(S)·f(H)·f(N/K)))   items: B·N·⌈S/128⌉ query tiles
+
+    L_t and S_t: L and S rounded up to the kernel's tile (its KV and query tiles); a windowed decode with
+    ``per_head`` reads its KV once per query head (FlashAttention-2 gives up its GQA packing under a window).
+    Knot curves as GemmFit's; a head-dim factor is the fitted one at that head dim, 1 elsewhere; ``peak_ratio``
+    moves a compute efficiency of an fp8 peak onto the 16-bit one the roof has."""
+
+    kind: str  # "decode" | "prefill"
+    fixed_s: float
+    tile: int
+    per_head: bool
+    peak_ratio: float
+    e_compute: tuple
+    e_memory: tuple
+    item_s: float = 0.0
+    window_factor: float = 1.0
+    items_mem: tuple = ()
+    gqa_comp: tuple = ()
+    gqa_mem: tuple = ()
+    items_comp: tuple = ()
+    hd_comp: tuple = ()  # ((head dim, factor), ...)
+    hd_mem: tuple = ()
+    source: str = ""
+    scale_c: float = 1.0
+    scale_m: float = 1.0
+
+    @classmethod
+    def from_doc(cls, d: Mapping, source: str) -> "AttentionFit":
+        pts = lambda name: tuple((float(x), float(e)) for x, e in d.get(name, ()))  # noqa: E731
+        hd = lambda name: tuple(sorted((int(k), float(v)) for k, v in d.get(name, {}).items()))  # noqa: E731
+        return cls(d["kind"], float(d["fixed_s"]), int(d["tile"] or 1), bool(d["per_head"]), float(d["peak_ratio"]),
+                   pts("e_compute"), pts("e_memory"), float(d.get("item_s") or 0.0), float(d.get("window_factor", 1.0)),
+                   pts("items_factor_mem"), pts("gqa_factor"), pts("gqa_factor_mem"), pts("items_factor"),
+                   hd("hd_factor"), hd("hd_factor_mem"), source)
+
+    def terms(self, attn):
+        """(compute-side e, memory-side e, seconds in series) of a call of sizes ``attn``
+        (batch, heads, kv_heads, q_len, kv_len, head_dim, window, KV bytes per value), batch and lengths
+        numbers or arrays."""
+        b, h, g, q, kv, d, w = attn[:7]
+        ratio = h / g
+        f_hd_c, f_hd_m = (dict(self.hd_comp).get(d, 1.0), dict(self.hd_mem).get(d, 1.0))
+        f_gqa_c = _interp_geo(ratio, self.gqa_comp) if self.gqa_comp else 1.0
+        f_gqa_m = _interp_geo(ratio, self.gqa_mem) if self.gqa_mem else 1.0
+        if self.kind == "decode":
+            lt = _ceil_to(kv, self.tile)
+            heads = h if self.per_head and w else g
+            items = b * heads
+            comp = _interp_geo(1.0, self.e_compute) * kv / lt
+            mem = (_interp_geo(lt, self.e_memory) * f_hd_m * f_gqa_m * kv * g / (lt * heads)
+                   * (_interp_geo(items, self.items_mem) if self.items_mem else 1.0))
+            series = items * self.item_s
+        else:
+            st = _ceil_to(q, self.tile)
+            pairs, pairs_t = _pairs(q, w), _pairs(st, w)
+            comp = _interp_geo(q, self.e_compute) * f_hd_c * f_gqa_c * pairs / pairs_t
+            if self.items_comp:  # work items: B·N query tiles of 128
+                comp = comp * _interp_geo(b * h * _ceil_to(q, 128) / 128, self.items_comp)
+            if w:
+                comp = comp * _where(q > w, self.window_factor, 1.0)
+            mem = _interp_geo(q, self.e_memory) * f_hd_m * f_gqa_m
+            series = 0.0
+        comp = comp * self.peak_ratio
+        return _minimum(comp * self.scale_c, 1.0), _minimum(mem * self.scale_m, 1.0), series
+
+
+def _pairs(s, w):
+    """Causal query-key pairs of a prompt of s tokens, under a window of w keys (0: none)."""
+    full = s * (s + 1) / 2
+    if not w:
+        return full
+    return _where(s > w, w * (w + 1) / 2 + (s - w) * w, full)
+
+
+def _ceil_to(x, tile: int):
+    """x rounded up to a multiple of ``tile``."""
+    if tile <= 1:
+        return x
+    if _is_array(x):
+        import numpy as np
+
+        return np.ceil(np.asarray(x, dtype=float) / tile) * tile
+    return math.ceil(x / tile) * tile
+
+
+def _tiled(rows, tile: int):
+    """M as the kernels tile it: the next power of two up to ``tile`` rows, then a multiple of ``tile``."""
+    if tile <= 1:
+        return rows
+    if _is_array(rows):
+        import numpy as np
+
+        r = np.maximum(np.asarray(rows, dtype=float), 1.0)
+        return np.where(r <= tile, 2.0 ** np.ceil(np.log2(r)), np.ceil(r / tile) * tile)
+    r = max(float(rows), 1.0)
+    return 2.0 ** math.ceil(math.log2(r)) if r <= tile else math.ceil(r / tile) * tile
+
+
+def _interp_geo(x, pts):
+    """A fitted knot curve ((x, e), ...) at ``x``: log e linear in log x between knots, flat beyond them."""
+    if _is_array(x):
+        import numpy as np
+
+        lx = np.log(np.maximum(np.asarray(x, dtype=float), 1e-30))
+        return np.exp(np.interp(lx, [math.log(p[0]) for p in pts], [math.log(p[1]) for p in pts]))
+    return math.exp(_interp_log(x, [(p[0], math.log(p[1])) for p in pts]))
+
+
+@dataclass(frozen=True)
 class KernelModel:
     """Efficiencies per class of kernel and the host's overheads, for one device."""
 
@@ -231,7 +402,37 @@ class KernelModel:
     all_reduce: Mapping[int, tuple] = field(default_factory=dict)
     fitted: str = ""  # the measured tables the fitted parts come from ("" : none)
     fitted_how: str = ""  # "measured": the device's own; "nearest": the measured GPU of its generation
+    fitted_tables: str = ""  # whose kernels were measured: "vllm", "sglang" or "trtllm" (TABLE_ENGINES)
     engine_host: EngineHost = NO_ENGINE_HOST  # the engine's host time per step outside its kernels
+    # a measured GPU's fitted GEMMs by compute dtype ("bf16", "fp8"), and the one its matmuls run (for_compute)
+    gemm_fits: Mapping[str, GemmFit] = field(default_factory=dict)
+    gemm_fit: GemmFit | None = None
+    # a measured GPU's fitted attention calls by class (decode_bf16kv, decode_swa_fp8kv, prefill_bf16kv, ...)
+    attention_fits: Mapping[str, AttentionFit] = field(default_factory=dict)
+    # --kernel-db: the measured tables read directly (kerneldb.KernelDB), the fitted forms' expected work replaced
+    db: Any = None
+
+    @cached_property
+    def unfitted(self) -> "KernelModel":
+        """The same model without its fitted GEMM and attention forms: the defaults' efficiencies, whose
+        pessimistic ends (the slowest published implementations) bound a fitted kernel's pessimistic end."""
+        return replace(self, gemm_fits={}, gemm_fit=None, attention_fits={}, db=None)
+
+    def attention_fit(self, attn) -> "AttentionFit | None":
+        """The fitted class of an attention call of sizes ``attn`` (AttentionFit.terms), if one covers it: one
+        query (decode: windowed or not) or a whole prompt without a cached prefix (prefill), a head dim of at
+        most 256 (the tables' largest; MLA's latent of 512 is another kernel), KV in 16 bits or one byte."""
+        if not self.attention_fits or not attn:
+            return None
+        b, h, g, q, kv, d, w, per_value = attn
+        if d > 256 or _is_array(q) or not per_value:
+            return None
+        kv_kind = "fp8kv" if per_value <= 1 else "bf16kv"
+        if q == 1:
+            return self.attention_fits.get(f"decode_swa_{kv_kind}" if w else f"decode_{kv_kind}")
+        if not _is_array(kv) and q == kv:
+            return self.attention_fits.get(f"prefill_{kv_kind}")
+        return None
 
     def all_reduce_fit(self, group: int):
         """(fixed seconds, share-of-link curve) at the fitted rank count nearest ``group`` (in log2)."""
@@ -249,7 +450,12 @@ class KernelModel:
 
     def for_compute(self, compute_dtype: str) -> "KernelModel":
         """FP8 GEMMs reach less of their (twice higher) peak than 16-bit ones: their own class, and
-        for the defaults their own depth factor (GEMM_FP8_DEPTH)."""
+        for the defaults their own depth factor (GEMM_FP8_DEPTH); a fitted GPU's fp8 GEMM form (none:
+        the fitted 16-bit form is not taken for an fp8 GEMM, the defaults are)."""
+        if self.gemm_fits:
+            self = replace(self, gemm_fit=self.gemm_fits.get("fp8" if compute_dtype == "fp8" else "bf16"))
+        if self.db is not None:
+            self = replace(self, db=self.db.with_compute(compute_dtype))
         if compute_dtype != "fp8" or "gemm_fp8" not in self.classes:
             return self
         defaults = self.relative_to in ("datasheet", "measured roof") and self.classes["gemm_fp8"].source == "default"
@@ -267,7 +473,14 @@ class KernelModel:
             r = peak_ratio if name in compute else bandwidth_ratio
             return replace(e, expected=min(1.0, e.expected / r), pessimistic=min(1.0, e.pessimistic / r))
 
-        return replace(self, classes={n: scale(n, e) for n, e in self.classes.items()}, relative_to="measured roof")
+        fits = {k: replace(f, scale_c=f.scale_c / peak_ratio, scale_m=f.scale_m / bandwidth_ratio)
+                for k, f in self.gemm_fits.items()}
+        active = replace(self.gemm_fit, scale_c=self.gemm_fit.scale_c / peak_ratio,
+                         scale_m=self.gemm_fit.scale_m / bandwidth_ratio) if self.gemm_fit else None
+        attention = {k: replace(f, scale_c=f.scale_c / peak_ratio, scale_m=f.scale_m / bandwidth_ratio)
+                     for k, f in self.attention_fits.items()}
+        return replace(self, classes={n: scale(n, e) for n, e in self.classes.items()}, relative_to="measured roof",
+                       gemm_fits=fits, gemm_fit=active, attention_fits=attention)
 
 
 def ideal() -> KernelModel:
@@ -282,10 +495,12 @@ CONSUMER_GEMM = Efficiency(1.0, 1.0, note="GeForce GPUs reach their fp32-accumul
                            "RTX 4090 165-168 of 165.2 TFLOP/s, RTX 5090 above spec (zzc0721/torch-performance-test-data)")
 
 
-def default_model(kind: str, segment: str = "datacenter", fits: str = "", how: str = "measured") -> KernelModel:
+def default_model(kind: str, segment: str = "datacenter", fits: str = "", how: str = "measured",
+                  engine: str = "") -> KernelModel:
     """The built-in model for a kind of device ("gpu", "cpu", "tpu") and, for GPUs, its segment
     ("datacenter" or "consumer": GeForce cards reach their fp32-accumulate GEMM peak); ``fits`` names the
-    measured GPU whose fitted fixed costs and all-reduce replace the five GPUs' medians (data/kernel_fits.json)."""
+    measured GPU whose fitted kernels and all-reduce replace the five GPUs' medians (data/kernel_fits.json), as
+    ``engine`` (an --engine preset) runs them where its tables were measured (with_fits)."""
     if kind == "cpu":
         return KernelModel(dict(GPU_DEFAULTS), dict(GPU_DEQUANT), CPU_HOST_PER_OP, Efficiency(0.0, 0.0, note="no "
                            "launches on a CPU"), overlap=False, attention_size=ATTENTION_SIZE,
@@ -295,7 +510,7 @@ def default_model(kind: str, segment: str = "datacenter", fits: str = "", how: s
         classes["gemm"] = CONSUMER_GEMM
     model = KernelModel(classes, dict(GPU_DEQUANT), HOST_PER_OP, LAUNCH, overlap=True, attention_size=ATTENTION_SIZE,
                         attention_size_low=ATTENTION_SIZE_LOW, fixed_s=dict(GPU_FIXED))
-    return with_fits(model, fits, how) if fits else model
+    return with_fits(model, fits, how, gemm=segment != "consumer", engine=engine) if fits else model
 
 
 def kernel_fits() -> dict:
@@ -310,26 +525,62 @@ def kernel_fits() -> dict:
 
 
 _FITS: dict | None = None
+_ENGINE_FITS: dict | None = None
 
 
-def with_fits(m: KernelModel, gpu: str, how: str = "measured") -> KernelModel:
-    """``m`` with one measured GPU's fitted fixed costs per class and its fitted all-reduce (AIConfigurator 0.12's
-    vLLM and NCCL tables; cross-validated in docs/kernel_fits.md). Their pessimistic ends keep the defaults'
-    spread (the slowest of the five GPUs over their median). ``how`` "nearest": a GPU without tables takes the
-    fixed costs of the measured GPU of its generation as they are (a fixed cost is launch, synchronization and
-    a minimal pass over the chip, which no datasheet figure scales), and not its all-reduce (another link)."""
+def engine_fits() -> dict:
+    """SGLang's and TensorRT-LLM's fitted kernel forms (data/kernel_fits_engines.json), read once, for their presets."""
+    global _ENGINE_FITS
+    if _ENGINE_FITS is None:
+        import json
+        from pathlib import Path
+
+        _ENGINE_FITS = json.loads((Path(__file__).parent / "data" / "kernel_fits_engines.json").read_text(
+            encoding="utf-8"))
+    return _ENGINE_FITS
+
+
+TABLE_ENGINES = ("vllm", "sglang", "trtllm")  # the engines whose kernel tables AIConfigurator measured
+
+
+def with_fits(m: KernelModel, gpu: str, how: str = "measured", gemm: bool = True, engine: str = "") -> KernelModel:
+    """``m`` with one measured GPU's fitted fixed costs per class, its fitted GEMMs (``gemm``; GemmFit) and its
+    fitted all-reduce (AIConfigurator 0.12's vLLM and NCCL tables; cross-validated in docs/kernel_fits.md).
+    Their pessimistic ends keep the defaults' spread (fixed costs: the slowest of the five GPUs over their
+    median; a GEMM's efficiencies: the gemm and gemv classes' pessimistic over expected). ``how`` "nearest": a
+    GPU without tables takes the fixed costs of the measured GPU of its generation as they are (a fixed cost
+    is launch, synchronization and a minimal pass over the chip, which no datasheet figure scales), its GEMMs'
+    and attention calls' efficiencies as fractions of its own datasheet roofs, and not its all-reduce (another
+    link). Attention calls (AttentionFit) keep the attention classes' spread. ``engine``: SGLang's or
+    TensorRT-LLM's own tables for their presets (each class where measured), vLLM's for every other engine
+    (vLLM's 16-bit GEMM is PyTorch's F.linear, what transformers and gpt-fast call too)."""
     doc = kernel_fits()
     g = doc["gpus"][gpu]
-    where = (f"AIConfigurator {doc['source']['version']} {gpu} tables, fitted (docs/kernel_fits.md)"
+    tables = engine if engine in TABLE_ENGINES else "vllm"
+    where = (f"AIConfigurator {doc['source']['version']} {gpu} {tables} tables, fitted (docs/kernel_fits.md)"
              + (", the nearest measured GPU's" if how == "nearest" else ""))
+    own = engine_fits()["gpus"].get(gpu, {}).get(tables, {}) if tables != "vllm" else {}
     fixed = dict(m.fixed_s)
     for name, seconds in g["fixed_s"].items():
         base = GPU_FIXED[name]
         fixed[name] = Efficiency(seconds, seconds * base.pessimistic / base.expected, note=where)
+    fits = {dtype: GemmFit.from_doc(d, where) for dtype, d in {**g.get("gemm", {}), **own.get("gemm", {})}.items()} \
+        if gemm else {}
+    attention = {cls: AttentionFit.from_doc(d, where)
+                 for cls, d in {**g.get("attention", {}), **own.get("attention", {})}.items()}
+    if "bf16" in fits:  # the class fixed costs are the 16-bit forms' (attention's less the cache write's kernel)
+        fixed["gemm"] = fixed["gemv"] = Efficiency(fits["bf16"].fixed_s, fits["bf16"].fixed_s * GPU_FIXED[
+            "gemm"].pessimistic / GPU_FIXED["gemm"].expected, note=where)
+    for name, cls in (("attention", "decode_bf16kv"), ("attention_compute", "prefill_bf16kv")):
+        if cls in attention:
+            fixed[name] = Efficiency(attention[cls].fixed_s, attention[cls].fixed_s * GPU_FIXED[name].pessimistic /
+                                     GPU_FIXED[name].expected, note=where)
+    m = replace(m, fixed_s=fixed, fitted=gpu, fitted_how=how, gemm_fits=fits, gemm_fit=fits.get("bf16"),
+                attention_fits=attention, fitted_tables=tables)
     if how == "nearest":
-        return replace(m, fixed_s=fixed, fitted=gpu, fitted_how=how)
+        return m
     all_reduce = {int(r): (v["fixed_s"], tuple((b, e) for b, e in v["e_link"])) for r, v in g["all_reduce"].items()}
-    return replace(m, fixed_s=fixed, all_reduce=all_reduce, fitted=gpu, fitted_how=how)
+    return replace(m, all_reduce=all_reduce)
 
 
 def model_from_profile(doc: Any, kind: str, where: str) -> KernelModel:
@@ -441,6 +692,14 @@ def _where(cond, a, b):
     return a if cond else b
 
 
+def _minimum(a, b):
+    if _is_array(a, b):
+        import numpy as np
+
+        return np.minimum(a, b)
+    return min(a, b)
+
+
 def _maximum(a, b):
     if _is_array(a, b):
         import numpy as np
@@ -467,14 +726,17 @@ def kernel_class(kind: str, compute_side: bool) -> str:
 
 
 def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessimistic: bool = False,
-                 weight_bytes=1.0, depth=0, collective: tuple = ()):
+                 weight_bytes=1.0, depth=0, collective: tuple = (), width=0, attn: tuple = ()):
     """(compute-side e, memory-side e) of a kernel, scalars or numpy arrays of ``rows``: its classes'
     fractions; for a matmul the compute side shrinks with few rows (GEMM_ROWS) and, where the model
     has a depth factor, with a short reduction depth K (``depth``, 0: unknown), unless a measured
     curve (read in log rows and log weight bytes) gives both; integer weights dequantize on the
     memory side. For decode attention ``weight_bytes`` is the KV cache it reads: the defaults' memory
     side follows its size (ATTENTION_SIZE). A collective's ``collective`` is (op, ranks, hop) and its
-    ``weight_bytes`` the message: a fitted all-reduce inside a node reads its share of the link there."""
+    ``weight_bytes`` the message: a fitted all-reduce inside a node reads its share of the link there. A
+    fitted GPU's matmul takes its fitted form (GemmFit) at M = ``rows``, N = ``width``, K = ``depth``, the
+    classes' spread to the pessimistic end; a measured curve still comes first. An attention call of sizes
+    ``attn`` that a fitted class covers takes its fitted form (AttentionFit), the attention classes' spread."""
     if kind == "collective":  # the link (or the HBM copy) at NCCL's measured share
         fit = m.all_reduce_fit(collective[1]) if collective and collective[0] == "all_reduce" and \
             collective[2] == "link" else None
@@ -483,11 +745,23 @@ def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessi
             e = _interp_log(weight_bytes, fit[1]) * (m.link.pessimistic / m.link.expected if pessimistic else 1.0)
         return e, e
     names = {"matmul": ("gemm", "gemv"), "attention": ("attention_compute", "attention")}.get(kind)
+    fit = m.attention_fit(attn) if kind == "attention" else None
+    if fit is not None:
+        comp, mem, _ = fit.terms(attn)
+        if pessimistic:
+            a, c = m.classes["attention"], m.classes["attention_compute"]
+            comp, mem = comp * c.pessimistic / c.expected, mem * a.pessimistic / a.expected
+        return comp, mem
     if names is None:
         e = m.classes["stream"].pick(pessimistic)
         return e, e
     comp, mem = (m.classes[n].pick(pessimistic) for n in names)
-    if kind == "matmul" and m.relative_to in ("datasheet", "measured roof"):  # the defaults only
+    if kind == "matmul" and m.gemm_fit is not None and not m.curves.get("matmul"):
+        comp, mem = m.gemm_fit.efficiencies(rows, width, depth)
+        if pessimistic:
+            g, c = m.classes["gemv"], m.classes["gemm"]
+            comp, mem = comp * c.pessimistic / c.expected, mem * g.pessimistic / g.expected
+    elif kind == "matmul" and m.relative_to in ("datasheet", "measured roof"):  # the defaults only
         comp = comp * _interp_log(rows, GEMM_ROWS_LOW if pessimistic else GEMM_ROWS)
         if m.depth and depth:
             comp = comp * _interp_log(depth, m.depth)
@@ -513,15 +787,34 @@ def _positive_size(x) -> bool:
 
 
 def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_format: str = "", weight_bytes=1.0,
-                 pessimistic: bool = False, depth=0, hop: str = "", launches=1, collective: tuple = ()):
+                 pessimistic: bool = False, depth=0, hop: str = "", launches=1, collective: tuple = (), width=0,
+                 attn: tuple = ()):
     """(work seconds, fixed seconds, compute-bound?) of one kernel instance, scalars or numpy arrays: its work
     is the larger of its FLOPs over the achievable FLOP/s and its bytes over the achievable bandwidth; its
     fixed cost is paid once per device kernel it ``launches``, a collective's is its latency on its ``hop``
-    ("link" inside a node, "network" across nodes), a fitted all-reduce's its fitted fixed cost at its ranks."""
+    ("link" inside a node, "network" across nodes), a fitted all-reduce's its fitted fixed cost at its ranks, a
+    fitted GEMM's its fitted fixed cost (and an fp8 one's input quantization in series, with its work), a fitted
+    attention call's its fitted fixed cost (and decode's time per work item in series, with its work)."""
     coll = (*collective, hop) if collective else ()
-    e_c, e_m = efficiencies(m, kind, rows, weight_format, pessimistic, weight_bytes, depth, coll)
+    e_c, e_m = efficiencies(m, kind, rows, weight_format, pessimistic, weight_bytes, depth, coll, width, attn)
     t_c, t_m = t_compute / e_c, t_memory / e_m
     side = t_c > t_m
+    fit = m.gemm_fit if kind == "matmul" and not m.curves.get("matmul") else None
+    if fit is None and kind == "attention":
+        fit = m.attention_fit(attn)
+    if fit is not None:  # its own fitted fixed cost (the class's, fixed_s, is its 16-bit form's), the class's spread
+        base = m.fixed_s.get("gemm" if kind == "matmul" else "attention")
+        spread = base.pessimistic / base.expected if pessimistic and base and base.expected else 1.0
+        series = fit.quant_s(t_memory, rows, width, depth) if kind == "matmul" else fit.terms(attn)[2]
+        work = _maximum(t_c, t_m) + series
+        if pessimistic:  # never below the defaults' pessimistic end: the slowest published implementation's
+            d_c, d_m = efficiencies(m.unfitted, kind, rows, weight_format, True, weight_bytes, depth, coll, width)
+            work = _maximum(work, _maximum(t_compute / d_c, t_memory / d_m))
+        covered = m.db is not None and not (kind == "matmul" and weight_format in m.dequant)  # 16-bit, fp8 tables
+        measured = m.db.work(kind, rows, width, depth, attn) if covered else None
+        if measured is not None:  # --kernel-db: the nearest measured shape's work is the expected value
+            work = _maximum(work, measured) if pessimistic else measured
+        return work, launches * fit.fixed_s * spread, side
     if kind == "collective":
         fit = m.all_reduce_fit(collective[1]) if collective and collective[0] == "all_reduce" and hop == "link" \
             else None
@@ -532,11 +825,12 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
 
 
 def kernel_time(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_format: str = "", weight_bytes=1.0,
-                pessimistic: bool = False, depth=0, hop: str = "", launches=1, collective: tuple = ()):
+                pessimistic: bool = False, depth=0, hop: str = "", launches=1, collective: tuple = (), width=0,
+                attn: tuple = ()):
     """(expected seconds, bound) of one kernel instance: its fixed cost plus its work (kernel_terms).
     ``bound`` is one of KERNEL_BOUNDS: the largest term ("link" for a collective's bytes)."""
     work, fixed, side = kernel_terms(m, t_compute, t_memory, kind, rows, weight_format, weight_bytes, pessimistic,
-                                     depth, hop, launches, collective)
+                                     depth, hop, launches, collective, width, attn)
     by_work = "link" if kind == "collective" else _where(side, "compute", "memory")
     return work + fixed, _where(fixed > work, "fixed", by_work)
 
@@ -674,18 +968,19 @@ def host_seconds_per_op(m: KernelModel, impl: str) -> Efficiency:
 
 def step_times(terms, m: KernelModel, impl: str, launches_per_step, sequences=1) -> StepTimes:
     """The step from its kernels. ``terms`` holds one tuple per kernel,
-    (count, t_compute_s, t_memory_s, kind, rows, weight_format, weight_bytes, depth, hop, launches, collective),
+    (count, t_compute_s, t_memory_s, kind, rows, weight_format, weight_bytes, depth, hop, launches, collective,
+    width, attn),
     where the times may be numpy arrays of one shape (a sweep) and count, kind, weight format, depth and hop (a
     collective's "link" or "network", else "") are per kernel; launches (device kernels one instance runs,
     each paying its class's fixed cost) per kernel or per batch; collective (op, ranks) or (); a collective's
     weight_bytes is its message. ``sequences``: the step's sequences (a number or an array), for the engine's
     host time per sequence (KernelModel.engine_host)."""
     floor = device = upper = compute = comm = fixed = 0.0
-    for count, t_c, t_m, kind, rows, wfmt, wbytes, depth, hop, n, coll in terms:
+    for count, t_c, t_m, kind, rows, wfmt, wbytes, depth, hop, n, coll, width, attn in terms:
         work, fix, side = kernel_terms(m, t_c, t_m, kind, rows, wfmt, wbytes, depth=depth, hop=hop, launches=n,
-                                       collective=coll)
+                                       collective=coll, width=width, attn=attn)
         hi_work, hi_fix, _ = kernel_terms(m, t_c, t_m, kind, rows, wfmt, wbytes, pessimistic=True, depth=depth,
-                                          hop=hop, launches=n, collective=coll)
+                                          hop=hop, launches=n, collective=coll, width=width, attn=attn)
         t = work + fix
         floor = floor + count * _maximum(t_c, t_m)
         device = device + count * t

@@ -125,7 +125,9 @@ def hardware_record(r: Roofline | Sweep) -> dict[str, Any]:
             # the measured kernel tables the GEMM and attention fixed costs come from (data/kernel_fits.json):
             # "measured" the device's own, "nearest" its generation's measured GPU; null: the medians
             "kernel_fits": None if r.model is None or not r.model.fitted else
-            {"gpu": r.model.fitted, "how": r.model.fitted_how}}
+            {"gpu": r.model.fitted, "how": r.model.fitted_how, "tables": r.model.fitted_tables,
+             "gemm": bool(r.model.gemm_fits), "attention": bool(r.model.attention_fits),
+             "kernel_db": r.model.db is not None}}
 
 
 def placement_record(r: Roofline) -> list[dict[str, Any]]:
@@ -336,27 +338,29 @@ def efficiency_words(r) -> str:
     return {"measured": "measured efficiencies of the profile",
             "measured roof": "default efficiencies moved onto the measured roof (docs/conventions.md)",
             "ideal": "ideal efficiencies (1)"}.get(m.relative_to, "default efficiencies (docs/conventions.md)") \
-        + fixed_cost_words(r)
+        + fixed_cost_words(r) + (f"; {m.db.words} (--kernel-db)" if getattr(m, "db", None) is not None else "")
 
 
 def fixed_cost_words(r) -> str:
-    """Where the kernels' fixed costs come from: the device's own measured kernels, the nearest measured GPU's,
-    or the five measured GPUs' medians."""
+    """Where the kernels' fitted costs come from: the device's own measured kernels, the nearest measured GPU's,
+    or (fixed costs only) the five measured GPUs' medians."""
     m = r.model
     if m is None or not m.fixed_s or all(e.source == "measured" for e in m.fixed_s.values()):
         return ""
     gpu = m.fitted.replace("_sxm", " SXM").upper().replace(" SXM", "-SXM") if m.fitted else ""
+    what = "GEMM and attention kernels" if m.gemm_fits else "attention kernels (GEMMs: the GeForce default)"
+    tables = {"sglang": "SGLang", "trtllm": "TensorRT-LLM"}.get(m.fitted_tables, "vLLM")
     if m.fitted_how == "measured":
-        return (f"; GEMM and attention fixed costs and all-reduce fitted on {gpu}'s kernels, AIConfigurator 0.12 "
-                f"vLLM (elementwise: the medians)")
+        return (f"; {what} and all-reduce fitted on {gpu}'s measured kernels, AIConfigurator 0.12 {tables} "
+                f"(elementwise: the medians)")
     if m.fitted_how == "nearest":
         from .hardware import generation, measured_generation
 
         gen, theirs = generation(r.hardware.compute_capability), measured_generation(m.fitted)
         near = f"its generation's measured GPU ({gen})" if gen == theirs else \
             f"the nearest measured generation ({theirs}; no {gen} GPU measured)"
-        return (f"; GEMM and attention fixed costs from {gpu}'s kernels, {near}, AIConfigurator 0.12 vLLM "
-                f"(elementwise: the medians)")
+        return (f"; {what} as fitted on {gpu}'s, {near}, on this device's datasheet roofs, AIConfigurator 0.12 "
+                f"{tables} (elementwise: the medians)")
     if r.hardware.kind == "gpu":
         return "; fixed costs: the five measured GPUs' medians (no kernel tables for this device)"
     return ""

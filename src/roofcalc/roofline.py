@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Mapping, NamedTuple
 
-from .calculator import Analysis, Cost, Kernel
+from .calculator import Analysis, AttentionSizes, Cost, Kernel
 from .errors import RoofcalcError
 from .families import FAMILIES
 from .hardware import Hardware
@@ -223,6 +223,23 @@ class Term(NamedTuple):
     hop: str  # a collective's "link" or "network", "" for any other kernel
     launches: Any  # device kernels one instance runs (per kernel, or one per batch)
     collective: tuple  # (op, ranks) of a collective, () for any other kernel
+    width: int = 0  # N of a matmul (0 for any other kernel, or a matmul whose N is unknown)
+    # an attention call's sizes for a fitted attention class (predict.AttentionFit.terms), () for any other kernel
+    attn: tuple = ()
+
+
+def attention_sizes(kernel: Kernel, batch=None, kv_len=None, window: int | None = None) -> tuple:
+    """An attention call's sizes as a fitted attention class reads them: (batch, query heads, KV heads, queries,
+    keys, head dim, window, KV bytes per value), () for any other kernel. ``batch``, ``kv_len`` (numbers or
+    arrays, a sweep's) and ``window`` replace the kernel's own; the bytes per value are its KV read over the
+    values it reads."""
+    z = kernel.sizes
+    if kernel.kind != "attention" or not isinstance(z, AttentionSizes):
+        return ()
+    values = 2 * z.batch * z.kv_len * z.kv_heads * z.head_dim
+    per_value = kernel.cost.kv_read_bytes / values if values else 0.0
+    return (z.batch if batch is None else batch, z.heads, z.kv_heads, z.q_len, z.kv_len if kv_len is None else kv_len,
+            z.head_dim, kernel.window if window is None else window, per_value)
 
 
 def link_time(kernel: Kernel, roof: Roof, link_bytes):
@@ -234,19 +251,21 @@ def link_time(kernel: Kernel, roof: Roof, link_bytes):
 
 
 def kernel_term(kernel: Kernel, roof: Roof, launches, weight_format: str = "", *, count: int | None = None,
-                cost: Cost | None = None, rows=None, message=None, link=None) -> Term:
+                cost: Cost | None = None, rows=None, message=None, link=None, attn: tuple | None = None) -> Term:
     """One kernel on ``roof``, as the step model takes it: the single step's and every sweep's one rule
     for its compute and memory times, a collective's link and hop, and the size its efficiency is read
     at. ``count``, ``cost``, ``rows``, ``message`` and ``link`` (a collective's message and the bytes it
-    sends over its link) are the kernel's own unless given: a sweep gives its costs as numpy arrays,
-    ``launches`` too (one per batch where it changes with the batch)."""
+    sends over its link) and ``attn`` (an attention call's sizes, attention_sizes) are the kernel's own unless
+    given: a sweep gives its costs as numpy arrays, ``launches`` too (one per batch where it changes with the
+    batch)."""
     count = kernel.count if count is None else count
     cost = kernel.cost if cost is None else cost
     rows = kernel.rows if rows is None else rows
     t_c, t_m = roof.t_compute(cost.flops), roof.t_memory(cost.bytes)
     if kernel.kind != "collective":
         size = cost.kv_read_bytes if kernel.kind == "attention" else cost.weight_bytes
-        return Term(count, t_c, t_m, kernel.kind, rows, weight_format, size, kernel.depth, "", launches, ())
+        return Term(count, t_c, t_m, kernel.kind, rows, weight_format, size, kernel.depth, "", launches, (),
+                    kernel.width, attention_sizes(kernel) if attn is None else attn)
     t_m = _maximum(t_m, link_time(kernel, roof, kernel.link_bytes if link is None else link))  # link or HBM copy
     return Term(count, t_c, t_m, kernel.kind, rows, weight_format,
                 kernel.message_bytes if message is None else message, kernel.depth,
@@ -281,7 +300,8 @@ class Placement:
 
         t = self.term
         return kernel_time(self.model or ideal(), t.t_compute_s, t.t_memory_s, t.kind, t.rows, t.weight_format,
-                           t.size_bytes, depth=t.depth, hop=t.hop, launches=t.launches, collective=t.collective)
+                           t.size_bytes, depth=t.depth, hop=t.hop, launches=t.launches, collective=t.collective,
+                           width=t.width, attn=t.attn)
 
     @property
     def hop(self) -> str:
@@ -300,7 +320,8 @@ class Placement:
 
         t = self.term
         return efficiencies(self.model or ideal(), t.kind, t.rows, t.weight_format, weight_bytes=t.size_bytes,
-                            depth=t.depth, collective=(*t.collective, t.hop) if t.collective else ())
+                            depth=t.depth, collective=(*t.collective, t.hop) if t.collective else (), width=t.width,
+                            attn=t.attn)
 
     @property
     def t_expected_s(self) -> float:
@@ -587,13 +608,13 @@ class Device:
 def device(hardware: Hardware, compute_dtype: str, *, measured_bw: float | None = None,
            measured_flops: float | None = None, measured_profile: Hardware | None = None,
            launch_overhead_s: float | None = None, host_overhead_s: float | None = None,
-           capacity_bytes: float | None = None, engine_host=None) -> Device:
+           capacity_bytes: float | None = None, engine_host=None, kernel_db: bool = False) -> Device:
     """The device context every single step and sweep uses. ``capacity_bytes`` defaults to the
     measured profile's memory, else the hardware's; ``engine_host`` is the engine's host time per step
-    (roofcalc.engines)."""
+    (roofcalc.engines); ``kernel_db``: GEMM and attention times read from the measured tables (kerneldb)."""
     nominal, measured = roofs(hardware, compute_dtype, measured_bw, measured_flops, measured_profile)
     model = kernel_model(hardware, nominal, measured, measured_profile, launch_overhead_s, host_overhead_s,
-                         compute_dtype, engine_host)
+                         compute_dtype, engine_host, kernel_db)
     if capacity_bytes is None:
         capacity_bytes = (measured_profile.memory_bytes if measured_profile else None) or hardware.memory_bytes
     return Device(hardware, compute_dtype, nominal, measured, model, capacity_bytes, measured_profile)
@@ -604,18 +625,34 @@ def roofline(analysis: Analysis, hardware: Hardware, *, measured_bw: float | Non
              impl: str = "hf-eager", launch_overhead_s: float | None = None,
              kernel_times: Mapping[str, float] | None = None, tpot_s: float | None = None,
              points: tuple[Point, ...] = (), host_overhead_s: float | None = None,
-             capacity_bytes: float | None = None, engine_host=None) -> Roofline:
+             capacity_bytes: float | None = None, engine_host=None, kernel_db: bool = False) -> Roofline:
     d = device(hardware, analysis.workload.compute_dtype.name, measured_bw=measured_bw, measured_flops=measured_flops,
                measured_profile=measured_profile, launch_overhead_s=launch_overhead_s,
-               host_overhead_s=host_overhead_s, capacity_bytes=capacity_bytes, engine_host=engine_host)
+               host_overhead_s=host_overhead_s, capacity_bytes=capacity_bytes, engine_host=engine_host,
+               kernel_db=kernel_db)
     step = place(analysis, d.roof, impl=impl, kernel_times=kernel_times, tpot_s=tpot_s, model=d.model)
     return Roofline(analysis, hardware, d.compute_dtype, d.nominal, d.measured, step, tuple(points), d.model,
                     d.capacity_bytes, d.profile_name)
 
 
+def with_kernel_db(model: KernelModel, hardware: Hardware, profile: Hardware | None, engine: str) -> KernelModel:
+    """``model`` with its measured GPU's tables read directly (--kernel-db; roofcalc.kerneldb)."""
+    from dataclasses import replace
+
+    from .kerneldb import KernelDB
+
+    if profile is not None and profile.efficiency is not None:
+        raise RoofcalcError("--kernel-db reads NVIDIA's measured tables; the profile's measured efficiencies are "
+                            "this device's own: give one of the two")
+    if hardware.fits[1] != "measured":
+        raise RoofcalcError(f"--kernel-db: {hardware.name} has no measured tables (A100, H100, H200, B200 and "
+                            f"L40S have)")
+    return replace(model, db=KernelDB(hardware.kernel_fits, engine))
+
+
 def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profile: Hardware | None = None,
                  launch_overhead_s: float | None = None, host_overhead_s: float | None = None,
-                 compute_dtype: str = "fp16", engine_host=None) -> KernelModel:
+                 compute_dtype: str = "fp16", engine_host=None, kernel_db: bool = False) -> KernelModel:
     """The efficiencies a prediction uses: a measured profile's own where it has them, else the
     defaults for the kind of device, moved onto the measured roof when there is one."""
     from dataclasses import replace
@@ -625,7 +662,8 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
     if profile is not None and profile.efficiency is not None:
         model = profile.efficiency
     else:
-        model = default_model((profile or hardware).kind, hardware.segment, *hardware.fits)
+        model = default_model((profile or hardware).kind, hardware.segment, *hardware.fits,
+                              engine=getattr(engine_host, "engine", ""))
         if measured is not None:
             model = model.on_roof(measured.bandwidth_bytes_per_s / nominal.bandwidth_bytes_per_s,
                                   measured.peak_flop_per_s / nominal.peak_flop_per_s)
@@ -639,6 +677,8 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
         model = replace(model, link=Efficiency(1.0, 1.0, "measured", "the profile's measured bus bandwidth"),
                         latency={**model.latency, "link": Efficiency(lat, lat, "measured", "the profile's smallest "
                                                                      "all-reduce")})
+    if kernel_db:
+        model = with_kernel_db(model, hardware, profile, getattr(engine_host, "engine", ""))
     model = model.for_compute(compute_dtype)
     if launch_overhead_s is not None and launch_overhead_s < 0:
         raise RoofcalcError("the launch overhead cannot be negative")

@@ -33,7 +33,7 @@ from .errors import RoofcalcError
 from .inputs import MAX_GRID_POINTS, check_sizes
 from .predict import KernelModel, StepTimes, ideal, step_times
 from .parallel import PipelineAnalyzer, StageAnalyzer, link_bytes, pipeline_step_s
-from .roofline import Roof, kernel_term, launches, place, weight_format
+from .roofline import Roof, attention_sizes, kernel_term, launches, place, weight_format
 from .shapes import ModelShape
 
 FIELDS = tuple(f.name for f in fields(Cost))
@@ -272,8 +272,12 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
             n = launches(kernel, impl, act_name, shape)
         n_launch += count * n
         rows = _at(_bilinear(*(probe[key][i][0].rows for key in keys), s0), b, eff_s)
+        attn = None  # an attention call's sizes on the grid: its batch and the keys it reads at each context
+        if kernel.kind == "attention" and attention_sizes(kernel):
+            keys_read = _at(_bilinear(*(probe[key][i][0].sizes.kv_len for key in keys), s0), b, eff_s)
+            attn = attention_sizes(kernel, batch=b, kv_len=keys_read, window=window or 0)
         terms.append(kernel_term(kernel, roof, n, weight_format(kernel, base.weight_dtype), count=count,
-                                 cost=Cost(**cost), rows=rows, message=message, link=link))
+                                 cost=Cost(**cost), rows=rows, message=message, link=link, attn=attn))
     times = step_times(terms, model or ideal(), impl, n_launch, b)
     # every kernel's share added in kernel order, as the single step adds them; the sums that no
     # kernel's context reached (a column) spread over the grid

@@ -1,0 +1,196 @@
+"""Kernel times read from NVIDIA AIConfigurator's measured tables directly (``--kernel-db``).
+
+The fitted kernels (predict.GemmFit, predict.AttentionFit) are the default: they need nothing installed. With
+the optional ``aiconfigurator-core`` package (``pip install 'roofcalc[kernel-db]'``, Apache-2.0) a user can ask
+for the measured tables themselves: each GEMM and attention call of the step takes the time measured for the
+nearest shape the table holds, scaled by the ratio of the two shapes' roofline floors beyond the fitted fixed
+cost. On shapes the tables do not hold (whole shapes held out, the fit's ten folds) that reads closer than the
+fit (``benchmarks/lookup_vs_fit.py``: on the H100's vLLM tables a median |log| of 0.033 against the fit's 0.051
+for 16-bit GEMMs, 0.012 against 0.033 for decode attention), which is why it is offered.
+
+The tables read are the files the shipped fits were fitted on (data/kernel_fits.json names them), for the
+GPUs and engines measured there: one step only (a sweep takes the fits), one measured GPU (no generation's
+stand-in: a direct read of another GPU's kernels is not this GPU's).
+
+Nearest: by squared distance in log2 of the sizes, (M, N, K) for a GEMM; (batch, KV length, heads, KV heads,
+head dim) for decode, (batch, prompt, heads, KV heads, head dim) for prefill, rows of the table's kernel and
+dtype. Floors: the fit's hand formulas (benchmarks/fit_kernels.py: gemm_rows, decode_rows, prefill_rows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import RoofcalcError
+
+PACKAGE = "aiconfigurator_core"
+INSTALL = "pip install 'roofcalc[kernel-db]'"
+
+
+def systems_dir() -> Path:
+    """The installed aiconfigurator-core package's ``systems`` folder (its measured tables), or a clear error."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise RoofcalcError(f"--kernel-db needs AIConfigurator's tables: {INSTALL}")
+    for root in spec.submodule_search_locations:
+        if (Path(root) / "systems" / "data").is_dir():
+            return Path(root) / "systems"
+    raise RoofcalcError(f"--kernel-db: the installed {PACKAGE} has no systems/data folder of measured tables")
+
+
+@dataclass
+class Nearest:
+    """Rows of one kernel's table: log2 sizes (N x d), measured seconds, each row's floor seconds, and the
+    fitted fixed cost of the class (what every row pays whatever its size)."""
+
+    keys: object  # numpy (N, d): log2 of the sizes
+    seconds: object  # numpy (N,)
+    floors: object  # numpy (N,)
+    fixed_s: float
+
+    def work(self, sizes, floor: float) -> float:
+        """The nearest row's time beyond the fixed cost, scaled by the floors' ratio: what a kernel of
+        ``sizes`` and roofline floor ``floor`` takes besides its fixed cost."""
+        import numpy as np
+
+        q = np.log2(np.maximum(np.asarray(sizes, dtype=float), 1.0))
+        j = int(np.argmin(((self.keys - q) ** 2).sum(axis=1)))
+        t, f = float(self.seconds[j]), float(self.floors[j])
+        return max(t - self.fixed_s, 0.0) * (floor / f if f > 0 else 1.0)
+
+
+class KernelDB:
+    """One measured GPU's GEMM and attention tables, as the shipped fits name them, and their lookups."""
+
+    def __init__(self, gpu: str, engine: str = "vllm", systems: Path | None = None, compute: str = "bf16"):
+        from .predict import TABLE_ENGINES, engine_fits, kernel_fits
+
+        self.gpu, self.compute = gpu, compute
+        self.engine = engine if engine in TABLE_ENGINES else "vllm"
+        self.systems = systems if systems is not None else systems_dir()
+        own = kernel_fits()["gpus"][gpu] if self.engine == "vllm" else \
+            engine_fits()["gpus"].get(gpu, {}).get(self.engine, {})
+        self.forms = {**{f"gemm_{k}": v for k, v in own.get("gemm", {}).items()}, **own.get("attention", {})}
+        specs = {"a100_sxm": (312e12, None, 2.039e12), "h100_sxm": (989.4e12, 1978.9e12, 3.35e12),
+                 "h200_sxm": (989.4e12, 1978.9e12, 4.8e12), "b200_sxm": (2250e12, 4500e12, 8e12),
+                 "l40s": (362.05e12, 733e12, 0.864e12)}  # benchmarks/fit_kernels.py SPECS: datasheet, dense
+        self.bf16, self.fp8, self.bw = specs[gpu]
+        self._tables: dict = {}
+
+    def _read(self, cls: str):
+        if cls in self._tables:
+            return self._tables[cls]
+        form = self.forms.get(cls)
+        if form is None:
+            self._tables[cls] = None
+            return None
+        import numpy as np
+
+        try:
+            import pandas as pd
+        except ImportError:
+            raise RoofcalcError(f"--kernel-db needs pandas and pyarrow ({INSTALL})") from None
+        path = self.systems.parent / form["source"]["file"]
+        if not path.exists():
+            raise RoofcalcError(f"--kernel-db: {path} is missing (aiconfigurator-core 0.12.0's tables expected)")
+        df = pd.read_parquet(path)
+        df = df[df.kernel_source == form["source"]["kernel_source"].split(" (")[0]]
+        fixed = float(form.get("fixed_s_fitted", form["fixed_s"]))
+        if cls.startswith("gemm"):
+            fp8 = cls == "gemm_fp8"
+            df = df[(df.gemm_dtype == ("fp8" if fp8 else "bfloat16")) & (df.n >= 128) & (df.k >= 128)]
+            m, n, k = (df[c].to_numpy(float) for c in ("m", "n", "k"))
+            floors = self.gemm_floor(m, n, k, fp8)
+            keys = np.log2(np.stack([m, n, k], axis=1))
+        else:
+            kv = "fp8" if cls.endswith("fp8kv") else "bfloat16"
+            df = df[df.kv_cache_dtype == kv]
+            if "attn_dtype" in df and df.attn_dtype.nunique() > 1 and (df.attn_dtype == kv).any():
+                df = df[df.attn_dtype == kv]
+            windowed = df.window_size.to_numpy(float) > 0 if "window_size" in df else np.zeros(len(df), bool)
+            df = df[windowed] if "_swa_" in cls else df[~windowed]
+            b, h, g, d = (df[c].to_numpy(float) for c in ("batch_size", "num_heads", "num_key_value_heads",
+                                                           "head_dim"))
+            w = df.window_size.to_numpy(float) if "window_size" in df else np.zeros(len(df))
+            e = 1.0 if kv == "fp8" else 2.0
+            if cls.startswith("decode"):
+                plus_one = form["source"].get("kv_len", "step+1") == "step+1"
+                L = np.maximum(df.step.to_numpy(float) + (1 if plus_one else 0), 1)
+                L = np.where(w > 0, np.minimum(L, w), L)
+                floors = self.decode_floor(b, h, g, d, L, e)
+                keys = np.log2(np.stack([b, L, h, g, d], axis=1))
+            else:
+                s = df.isl.to_numpy(float)
+                keep = s >= 16
+                b, h, g, d, w, s = (x[keep] for x in (b, h, g, d, w, s))
+                df = df[keep]
+                floors = self.prefill_floor(b, s, h, g, d, w, e, cls.endswith("fp8kv"))
+                keys = np.log2(np.stack([b, s, h, g, d], axis=1))
+        table = Nearest(keys, df.latency.to_numpy(float) * 1e-3, floors, fixed)
+        self._tables[cls] = table
+        return table
+
+    # the floors of benchmarks/fit_kernels.py's hand formulas, on numbers or numpy arrays of rows
+    def gemm_floor(self, m, n, k, fp8: bool):
+        import numpy as np
+
+        wb = 1.0 if fp8 else 2.0
+        return np.maximum(2 * m * n * k / (self.fp8 if fp8 else self.bf16), (wb * (m * k + n * k) + 2 * m * n) / self.bw)
+
+    def decode_floor(self, b, h, g, d, L, e):
+        import numpy as np
+
+        return np.maximum(4 * b * h * L * d / self.bf16, (2 * b * g * L * d * e + 4 * b * h * d + 2 * b * g * d * e)
+                          / self.bw)
+
+    def prefill_floor(self, b, s, h, g, d, w, e, fp8: bool):
+        import numpy as np
+
+        s, w = np.asarray(s, dtype=float), np.asarray(w, dtype=float)
+        pairs = np.where((w > 0) & (s > w), w * (w + 1) / 2 + (s - w) * w, s * (s + 1) / 2)
+        moved = 4 * b * s * h * d + 4 * b * s * g * d + 2 * b * s * g * d * e
+        return np.maximum(4 * b * h * d * pairs / (self.fp8 if fp8 and self.fp8 else self.bf16), moved / self.bw)
+
+    def with_compute(self, compute: str) -> "KernelDB":
+        """The same tables for GEMMs computing in ``compute`` (fp8: the fp8 GEMM table)."""
+        other = object.__new__(KernelDB)
+        other.__dict__.update(self.__dict__, compute="fp8" if compute == "fp8" else "bf16")
+        return other
+
+    def work(self, kind: str, rows, width, depth, attn) -> float | None:
+        """The measured time beyond the fitted fixed cost of a matmul (M ``rows``, N ``width``, K ``depth``) or an attention call (sizes
+        ``attn``, predict.AttentionFit.terms) by the nearest measured shape, scaled; None where no table
+        covers it (an unknown N or K, MLA's latent, a chunk after a cached prefix, another kernel)."""
+        if kind == "matmul":
+            if not (width and depth) or hasattr(rows, "shape"):
+                return None
+            fp8 = self.compute == "fp8"
+            table = self._read("gemm_fp8" if fp8 else "gemm_bf16")
+            if table is None:
+                return None
+            return table.work((rows, width, depth), float(self.gemm_floor(rows, width, depth, fp8)))
+        if kind != "attention" or not attn or any(hasattr(x, "shape") for x in attn):
+            return None
+        b, h, g, q, kv, d, w, per_value = attn
+        if d > 256 or not per_value:
+            return None
+        e = 1.0 if per_value <= 1 else 2.0
+        kvk = "fp8kv" if e == 1.0 else "bf16kv"
+        if q == 1:
+            table = self._read(f"decode_swa_{kvk}" if w else f"decode_{kvk}")
+            return None if table is None else table.work((b, kv, h, g, d), float(self.decode_floor(b, h, g, d, kv, e)))
+        if q == kv:
+            table = self._read(f"prefill_{kvk}")
+            return None if table is None else table.work(
+                (b, q, h, g, d), float(self.prefill_floor(b, q, h, g, d, w, e, kvk == "fp8kv")))
+        return None
+
+    @property
+    def words(self) -> str:
+        gpu = self.gpu.replace("_sxm", " SXM").upper().replace(" SXM", "-SXM")
+        tables = {"sglang": "SGLang", "trtllm": "TensorRT-LLM"}.get(self.engine, "vLLM")
+        return f"GEMM and attention times read from {gpu}'s measured {tables} tables (nearest shape, scaled)"
+
