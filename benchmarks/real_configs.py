@@ -9,7 +9,7 @@ Pixtral tower, which the trace counts beside the text model it runs; Kimi-K2.5's
 defaults for the keys cut, so its share of the total is its class's default). Two are abridged where a value changes no count: the
 longrope factor lists of Phi-4-mini and Phi-3.5-MoE (1.0 in place of their published floats). The 2025-26
 ones added after them (DeepSeek-R1, DeepSeek-V4-Flash, GLM-5.1, Qwen3.5 dense and MoE, Qwen3-VL-30B-A3B,
-gemma-4-31B, Nemotron-3-Nano, Qwen3.6-27B) are copies of config text found in public repositories, each named
+gemma-4-31B, Nemotron-3-Nano, Qwen3.6-27B, Llama-4-Maverick) are copies of config text found in public repositories, each named
 with its card's figure in configs/published/SOURCES.md (which also names the one correction made to a file
 written from memory: InternVL3-1B-hf's untied lm_head). For each:
 
@@ -162,6 +162,10 @@ PUBLISHED: dict[str, tuple[float | None, str]] = {
     # Qwen3.5-4B): 27,781,427,952 - 27,356,728,560 = 424,699,392 = fc 52,428,800 + q 62,914,560 + k, v 10,485,760
     # + o 31,457,280 + MLP 267,386,880 + norms 26,112, H = 5120.
     "Qwen/Qwen3.6-27B": (27_781_427_952, "27,781,427,952 in its safetensors, MTP layer included"),
+    # 402B: the hub page's safetensors figure, as a source audit quotes it (index file 71524097643); 400B / 17B:
+    # the Llama 4 card, github.com/meta-llama/llama-models models/llama4/MODEL_CARD.md
+    "meta-llama/Llama-4-Maverick-17B-128E-Instruct": (402e9, "402B on its hub page (safetensors); 400B / 17B "
+                                                              "on its card, the vision encoder included"),
 }
 
 # Why a total lies outside CARD_TOLERANCE of its card's figure, for each model where it does: the card states only a
