@@ -1068,3 +1068,14 @@ def test_a_traced_model_places_a_measured_step(capsys):
     assert main(["docs/configs/starcoder2-tiny.json", "--tpot", "1ms"]) == 0
     out = unwrap(capsys.readouterr().out)
     assert "2 along the slope: the ridge is" in out and "its sweep says (--batch 1..512)" in out
+
+
+def test_an_encoders_saved_buffers_count_as_the_checkpoint_holds_them(capsys):
+    """gemma-4-31B-it: its checkpoint holds 31,273,088,876 values (the weight statistics of the model report its
+    config comes from; benchmarks/configs/published/SOURCES.md), its vision tower's two persistent buffers
+    (std_bias and std_scale, 1,152 each) among them: counted, as the text model's buffers are."""
+    pytest.importorskip("torch")
+    path = PUBLISHED / "google--gemma-4-31B-it.json"
+    assert main([str(path), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["model"]["params"] == 31_273_088_876

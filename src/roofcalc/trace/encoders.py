@@ -17,12 +17,13 @@ MAX_ENCODER_LAYERS = 1_000  # the deepest published towers have tens of layers (
 
 
 def _unique(torch, modules) -> tuple[int, int]:
-    """(parameters, bytes) of ``modules``' parameters, a tied one counted once."""
+    """(parameters, bytes) of what ``modules`` save in a checkpoint (their state dict: parameters and persistent
+    buffers, as the text model is counted), a tied one counted once."""
     from .record import _storage_key
 
     seen, n, nb = set(), 0, 0
     for m in modules:
-        for p in m.parameters():
+        for p in m.state_dict(keep_vars=True).values():
             key = _storage_key(p)
             if key not in seen:
                 seen.add(key)
@@ -100,7 +101,9 @@ def model_encoders(whole: dict, name: str) -> dict:
             if deep:
                 return {"error": f"{part}'s {deep} is beyond any real encoder (limit {MAX_ENCODER_LAYERS:,})"}
     version = importlib.metadata.version("transformers")
-    key = hashlib.sha256(json.dumps({"cfg": whole, "tf": version}, sort_keys=True, default=str).encode()).hexdigest()
+    # "count" 2: the towers' state dicts (persistent buffers too), not their parameters alone
+    key = hashlib.sha256(json.dumps({"cfg": whole, "tf": version, "count": 2}, sort_keys=True,
+                                    default=str).encode()).hexdigest()
     path = _cache_dir().parent / "encoders" / f"{key[:32]}.json"
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
