@@ -1079,3 +1079,19 @@ def test_an_encoders_saved_buffers_count_as_the_checkpoint_holds_them(capsys):
     assert main([str(path), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["model"]["params"] == 31_273_088_876
+
+
+def test_counting_a_checkpoints_encoders_twice_keeps_their_bytes(tmp_path, monkeypatch):
+    """The encoders of one config are counted once per process (a memo): the hand-modelled path's count (no
+    bytes: they follow the workload's dtype) must not take the bytes out of what the trace reads later."""
+    pytest.importorskip("torch")
+    import roofcalc.trace.cache as cache
+    from roofcalc.trace.encoders import _MEMO, encoder_params, model_encoders
+
+    monkeypatch.setattr(cache, "_cache_dir", lambda: tmp_path / "traces")  # nothing on disk: counted here
+    whole = json.loads((PUBLISHED / "mistralai--Devstral-Small-2-24B-Instruct-2512.json").read_text())
+    _MEMO.clear()
+    first = model_encoders(whole, "d")
+    assert "param_bytes" not in first and first["params"] > 0
+    again = encoder_params(torch, transformers, whole, "d", torch.bfloat16)
+    assert again["param_bytes"] == 2 * again["params"] == 2 * first["params"]  # bf16: two bytes each

@@ -114,7 +114,7 @@ def model_encoders(whole: dict, name: str) -> dict:
     import torch
     import transformers
 
-    doc = encoder_params(torch, transformers, whole, name, torch.bfloat16)
+    doc = dict(encoder_params(torch, transformers, whole, name, torch.bfloat16))  # a copy: the memo keeps its bytes
     doc.pop("param_bytes", None)  # the bytes follow the workload's float dtype
     keep(path, doc)
     return doc
