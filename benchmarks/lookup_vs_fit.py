@@ -7,9 +7,9 @@ is the nearest measured shape, scaled. This script holds out whole shapes in the
 benchmarks/fit_kernels.py's cross-validation (GEMM: an (n, k) pair; decode attention: a (heads, KV heads, head
 dim) triple) and predicts each held-out row two ways:
 
-* lookup: the row of the nearest training shape (in log n and log k, or log heads, log KV heads and head dim)
-  at the same M (GEMM) or the same batch and KV length (decode) or prompt (prefill) and window, its time scaled by the ratio of the two shapes'
-  roofline floors (max(FLOPs / peak, bytes / bandwidth), plus the fitted fixed cost on both);
+* lookup: as `--kernel-db` reads a kernel (roofcalc.kerneldb.Nearest), from the other folds' rows only: the
+  fitted fixed cost plus the time beyond it of the nearest row in log2 of (M, N, K), or (batch, KV length or
+  prompt, heads, KV heads, head dim), scaled by the ratio of the two rows' roofline floors;
 * fit: the fitted model's cross-validated prediction (docs/kernel_fits.md), from benchmarks/kernel_fits.json.
 
 It prints each one's median |ln(measured / predicted)| and share within ±30 % on the DRAM rows. The fit is
@@ -30,35 +30,36 @@ import numpy as np  # noqa: E402
 
 import fit_kernels as fk  # noqa: E402
 
+sys.path.insert(0, str(HERE.parent / "src"))
+from roofcalc.kerneldb import Nearest  # noqa: E402
+
 
 def floors(cls: str, R: dict, spec: dict) -> np.ndarray:
     ct, mt, _ = fk.times(cls, R, spec)
     return np.maximum(ct, mt)
 
 
-def lookup(cls: str, R: dict, spec: dict, fixed: float, folds: np.ndarray) -> np.ndarray:
-    """Each row predicted from the nearest shape of the other folds at the same M (or batch and KV length)."""
-    floor = floors(cls, R, spec)
+def keys(cls: str, R: dict) -> np.ndarray:
+    """What --kernel-db's lookup measures distance in (roofcalc.kerneldb): log2 of (M, N, K) for a GEMM, of
+    (batch, KV length, heads, KV heads, head dim) for decode, of (batch, prompt, heads, KV heads, head dim)
+    for prefill."""
     if cls.startswith("gemm"):
-        shape = np.stack([np.log2(R["n"]), np.log2(R["k"])], axis=1)
-        at = [tuple(x) for x in np.stack([R["m"]], axis=1)]
+        cols = [R["m"], R["n"], R["k"]]
     else:
-        shape = np.stack([np.log2(R["h"]), np.log2(R["g"]), np.log2(R["hd"])], axis=1)
-        at = [tuple(x) for x in np.stack([R["b"], R["kvlen"] if cls.startswith("decode") else R["isl"], R["w"]],
-                                         axis=1)]
-    by_at: dict = {}
-    for i, a in enumerate(at):
-        by_at.setdefault(a, []).append(i)
+        cols = [R["b"], R["kvlen"] if cls.startswith("decode") else R["isl"], R["h"], R["g"], R["hd"]]
+    return np.log2(np.maximum(np.stack(cols, axis=1), 1.0))
+
+
+def lookup(cls: str, R: dict, spec: dict, fixed: float, folds: np.ndarray) -> np.ndarray:
+    """Each row predicted as --kernel-db predicts a kernel (roofcalc.kerneldb.Nearest) from the rows of the
+    other folds only: the fitted fixed cost plus the nearest row's time beyond it, scaled by the floors."""
+    floor, key = floors(cls, R, spec), keys(cls, R)
     pred = np.full(len(floor), np.nan)
-    for rows in by_at.values():
-        rows = np.array(rows)
-        for i in rows:
-            others = rows[folds[rows] != folds[i]]
-            if not len(others):
-                continue
-            j = others[np.argmin(np.sum((shape[others] - shape[i]) ** 2, axis=1))]
-            pred[i] = fixed + (R["t"][j] - fixed) * floor[i] / floor[j] if R["t"][j] > fixed else \
-                R["t"][j] * floor[i] / floor[j]
+    for f in np.unique(folds):
+        train, test = folds != f, np.flatnonzero(folds == f)
+        table = Nearest(key[train], R["t"][train], floor[train], fixed)
+        for i in test:
+            pred[i] = fixed + table.work(2.0 ** key[i], floor[i])
     return pred
 
 
@@ -76,14 +77,14 @@ def main() -> None:
     for gpu in args.gpus.split(","):
         spec = fk.SPECS[gpu]
         loaded = fk.load(systems, gpu, "vllm", cur)
-        for cls in ("gemm_bf16", "gemm_fp8", "decode_bf16kv", "decode_fp8kv", "prefill_bf16kv", "prefill_fp8kv"):
+        for cls in fk.CLASSES[:-1]:  # every class but the all-reduce (not read from the tables by --kernel-db)
             if cls not in loaded:
                 continue
             R, _ = loaded[cls]
             f = fits[(gpu, cls)]
             R = dict(R)
             cost = {"gemm": lambda: fk.gemm_cost(R, 1, spec), "decode": lambda: fk.decode_cost(R, (1, False), spec),
-                    "prefill": lambda: fk.prefill_cost(R, 1, spec)}[cls.split("_")[0]]()
+                    "prefill": lambda: fk.prefill_cost(R, 1, spec)}[cls.split("_")[0]]()  # tiles: none (as --kernel-db)
             R.update(cost)
             folds = fk.folds_of(R["group"], 10)
             pred = lookup(cls, R, spec, f["params"]["fixed_s"], folds)

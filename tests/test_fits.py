@@ -114,13 +114,74 @@ def test_a_decode_attention_form_reads_its_kv_in_tiles():
     assert (f.kind, f.tile, f.per_head) == ("decode", 64, False)
     em = dict(f.e_memory)
     items = dict(f.items_mem)
-    # batch 1 of 8 KV heads (8 work items: a knot), 32 query heads of 128, 1024 keys (a knot, two tiles of 64 ... 16):
+    # batch 1 of 8 KV heads (8 work items: a knot), 32 query heads of 128 (the head dim's factor 1), 1024 keys
+    # (a knot; 16 tiles of 64, no padding): the knots' own values, the compute side the class's one e_compute
     c, m, series = f.terms((1, 32, 8, 1, 1024, 128, 0, 2.0))
     assert m == pytest.approx(em[1024.0] * items[8.0])
+    assert c == pytest.approx(d["e_compute"][0][1])
     assert series == pytest.approx(8 * d["item_s"])
     # 1000 keys are read as 1024 (16 tiles of 64): the same time for 1000/1024 of the bytes and FLOPs
     c2, m2, _ = f.terms((1, 32, 8, 1, 1000, 128, 0, 2.0))
     assert m2 == pytest.approx(m * 1000 / 1024) and c2 == pytest.approx(c * 1000 / 1024)
+
+
+def test_a_windowed_decode_that_reads_per_query_head_counts_its_heads():
+    """A windowed decode form fitted with per_head (FlashAttention-2 without GQA packing under a window) reads
+    its KV once per query head: 32 query heads over 8 KV heads read 4x the KV bytes a packed kernel reads, so
+    the memory side's share of the kernel's own (packed) bytes is a quarter, and there are 32 work items."""
+    d = dict(kernel_fits()["gpus"]["h100_sxm"]["attention"]["decode_swa_bf16kv"], per_head=True)
+    f = AttentionFit.from_doc(d, "test")
+    em, items = dict(f.e_memory), dict(f.items_mem)
+    ratio = dict(f.hd_mem).get(128, 1.0)  # 1: the reference head dim
+    _, m, series = f.terms((1, 32, 8, 1, 1024, 128, 4096, 2.0))
+    # 32 work items: between the knots 8 and 64 (log2 5 of 3..6: two thirds of the way), geometrically
+    between = math.exp(math.log(items[8.0]) + (math.log(items[64.0]) - math.log(items[8.0])) * 2 / 3)
+    assert m == pytest.approx(em[1024.0] * between * ratio / 4)
+    assert series == pytest.approx(32 * d["item_s"])
+
+
+def test_a_fitted_kernels_pessimistic_end_is_never_below_the_defaults():
+    """The pessimistic work of a fitted GEMM is the slower of the fit at the classes' spread and the defaults'
+    own pessimistic end: at M = 64 (a small GEMM) the defaults' CUTLASS reading (GEMM_ROWS_LOW) is slower."""
+    from roofcalc.predict import GEMM_ROWS_LOW, GPU_DEFAULTS, kernel_terms
+
+    m = default_model("gpu", fits="h100_sxm").for_compute("bf16")
+    t_c, t_m = 1e-5, 1e-6  # compute-side floor 10 us, memory 1 us
+    work, _, _ = kernel_terms(m, t_c, t_m, "matmul", 64, pessimistic=True, depth=4096, width=4096)
+    e_fit = m.gemm_fit.efficiencies(64, 4096, 4096)[0] * GPU_DEFAULTS["gemm"].pessimistic / GPU_DEFAULTS["gemm"].expected
+    e_default = GPU_DEFAULTS["gemm"].pessimistic * GEMM_ROWS_LOW[0][1]  # M = 64: the table's first row
+    assert work == pytest.approx(max(t_c / e_fit, t_c / e_default)) and e_default < e_fit
+
+
+def test_fitted_forms_move_onto_a_measured_roof_and_fp8_quantizes_its_input():
+    """On a measured roof at half the datasheet bandwidth and peak a datasheet fraction e is 2e there (at most
+    1); an fp8 GEMM adds 3·M·K bytes of input quantization at its fitted share of the bandwidth, read off the
+    GEMM's own memory time: bytes M·K + N·K + 2·M·N (1-byte weights and inputs, 16-bit outputs)."""
+    m = default_model("gpu", fits="h100_sxm")
+    half = m.on_roof(0.5, 0.5).for_compute("bf16")
+    base = m.for_compute("bf16")
+    for (a, b) in zip(half.gemm_fit.efficiencies(16, 4096, 4096), base.gemm_fit.efficiencies(16, 4096, 4096)):
+        assert a == pytest.approx(min(1.0, 2 * b))
+    fp8 = m.for_compute("fp8").gemm_fit
+    mm, n, k = 16, 4096, 4096
+    t_m = (mm * k + n * k + 2 * mm * n) / 3.35e12
+    assert fp8.quant_s(t_m, mm, n, k) == pytest.approx(3 * mm * k / 3.35e12 / fp8.e_quant)
+
+
+def test_fp8_attention_shares_are_moved_onto_the_fp8_peak_and_fp32_takes_the_defaults():
+    """The fitted attention's compute share is a fraction of the 16-bit peak; under fp8 compute the roof's peak
+    is the fp8 one (the H100's 1978.9 over 989.4 TFLOP/s: 2.0001x), so the share there is half as large; a
+    step computing in fp32 takes the defaults (the tables measured 16 bits and fp8)."""
+    hw = find_hardware("H100-SXM")
+    roof = Roof(hw.bandwidth_bytes_per_s, hw.peak("fp8"))
+    fp8 = kernel_model(hw, roof, None, compute_dtype="fp8")
+    b16 = kernel_model(hw, Roof(hw.bandwidth_bytes_per_s, hw.peak("bf16")), None, compute_dtype="bf16")
+    attn = (1, 32, 8, 2048, 2048, 128, 0, 2.0)
+    ratio = hw.peak("fp8") / hw.peak("bf16")
+    assert fp8.attention_fits["prefill_bf16kv"].terms(attn)[0] == pytest.approx(
+        b16.attention_fits["prefill_bf16kv"].terms(attn)[0] / ratio)
+    f32 = kernel_model(hw, Roof(hw.bandwidth_bytes_per_s, hw.peak("fp32")), None, compute_dtype="fp32")
+    assert f32.gemm_fit is None and not f32.attention_fits
 
 
 def test_which_fitted_attention_class_a_call_takes():
@@ -150,7 +211,8 @@ def test_geforce_cards_keep_their_gemm_peak_and_take_the_attention_forms():
 # Measured rows of AIConfigurator 0.12's H100 SXM vLLM 0.24.0 tables (gemm_perf.parquet: torch.nn.functional.linear,
 # bf16; generation_attention_perf.parquet and context_attention_perf.parquet: vllm_flash_attn_fa3, bf16 KV, 32 query
 # heads, 8 KV heads of 128, no window), latency in ms. Llama-3-8B has these shapes (hidden 4096, 32 heads, 8 KV
-# heads). The rows are in the fit's sample; each must be within ±30 % (the accuracy the fit is held to).
+# heads). The rows are in the fit's sample; each must be within ±30 %, the per-kernel accuracy asked of the fits
+# (docs/kernel_fits.md scores every class by its share of rows within ±30 %).
 DECODE_ROWS = {"q_proj": 0.014767110347747803,  # m 64, n 4096, k 4096
                "k_proj": 0.00833422193924586,  # m 64, n 1024, k 4096
                "attention": 0.353573}  # batch 64, step 4095 (4096 keys), with the new token's cache write
@@ -165,11 +227,17 @@ def _kernels(wl, impl):
 
 
 def test_the_step_model_predicts_measured_h100_kernels_within_30_percent():
+    """Each kernel takes its fitted form (its time is the form's, by hand from GemmFit), and lands within ±30 %
+    of the measured row (the per-kernel accuracy asked of the fits; these rows are in the fit's sample)."""
     b16 = DTYPES["bf16"]
     bf = dict(weight_dtype=b16, act_dtype=b16, kv_dtype=b16, cache_update="in-place")
     k = _kernels(Workload.decode(64, 4096, **bf), "hf-eager")
-    for name in ("q_proj", "k_proj"):
-        assert k[name].t_expected_s == pytest.approx(DECODE_ROWS[name] * 1e-3, rel=0.30)
+    fit = _form("h100_sxm")
+    for name, n in (("q_proj", 4096), ("k_proj", 1024)):
+        p = k[name]
+        e_c, e_m = fit.efficiencies(64, n, 4096)
+        assert p.t_expected_s == pytest.approx(fit.fixed_s + max(p.t_compute_s / e_c, p.t_memory_s / e_m))
+        assert p.t_expected_s == pytest.approx(DECODE_ROWS[name] * 1e-3, rel=0.30)
     k = _kernels(Workload.decode(64, 4096, **bf), "cuda-graph")
     call = k["attention"].t_expected_s + k["kv_cache_write"].t_expected_s
     assert call == pytest.approx(DECODE_ROWS["attention"] * 1e-3, rel=0.30)

@@ -584,7 +584,7 @@ def _add_engine(p) -> None:
     """--engine of the main command and profile."""
     from .engines import DEFAULT_ENGINE, ENGINES
 
-    p.add_argument("--kernel-db", action="store_true", help="GEMM and attention times read from NVIDIA "
+    p.add_argument("--kernel-db", action="store_true", help="GEMM and decode-attention times read from NVIDIA "
                    "AIConfigurator's measured tables (the nearest measured shape, scaled) instead of their fits: "
                    "A100, H100, H200, B200, L40S; single steps; needs the kernel-db extra")
     p.add_argument("--engine", metavar="NAME", help=f"how the model runs: {' | '.join(ENGINES)}: its launch "

@@ -2,11 +2,16 @@
 
 The fitted kernels (predict.GemmFit, predict.AttentionFit) are the default: they need nothing installed. With
 the optional ``aiconfigurator-core`` package (``pip install 'roofcalc[kernel-db]'``, Apache-2.0) a user can ask
-for the measured tables themselves: each GEMM and attention call of the step takes the time measured for the
-nearest shape the table holds, scaled by the ratio of the two shapes' roofline floors beyond the fitted fixed
+for the measured tables themselves: each GEMM and decode attention call of the step (READS, below) takes the time
+measured for the nearest shape the table holds, scaled by the ratio of the two shapes' roofline floors beyond the fitted fixed
 cost. On shapes the tables do not hold (whole shapes held out, the fit's ten folds) that reads closer than the
 fit (``benchmarks/lookup_vs_fit.py``: on the H100's vLLM tables a median |log| of 0.033 against the fit's 0.051
 for 16-bit GEMMs, 0.012 against 0.033 for decode attention), which is why it is offered.
+
+READS: GEMMs (16-bit and fp8) and decode attention without a window, the classes where this read beat the fit on
+held-out shapes (benchmarks/lookup_vs_fit.py, the same rule as here); windowed decode and prefill attention keep
+their fits, which came out closer (prefill: the nearest measured prompt at another batch or window is another
+kernel's regime).
 
 The tables read are the files the shipped fits were fitted on (data/kernel_fits.json names them), for the
 GPUs and engines measured there: one step only (a sweep takes the fits), one measured GPU (no generation's
@@ -38,7 +43,7 @@ def systems_dir() -> Path:
     for root in spec.submodule_search_locations:
         if (Path(root) / "systems" / "data").is_dir():
             return Path(root) / "systems"
-    raise RoofcalcError(f"--kernel-db: the installed {PACKAGE} has no systems/data folder of measured tables")
+    raise RoofcalcError(f"--kernel-db: {PACKAGE} has no systems/data tables")
 
 
 @dataclass
@@ -95,7 +100,7 @@ class KernelDB:
             raise RoofcalcError(f"--kernel-db needs pandas and pyarrow ({INSTALL})") from None
         path = self.systems.parent / form["source"]["file"]
         if not path.exists():
-            raise RoofcalcError(f"--kernel-db: {path} is missing (aiconfigurator-core 0.12.0's tables expected)")
+            raise RoofcalcError(f"--kernel-db: {form['source']['file']} missing (aiconfigurator-core 0.12.0)")
         df = pd.read_parquet(path)
         df = df[df.kernel_source == form["source"]["kernel_source"].split(" (")[0]]
         fixed = float(form.get("fixed_s_fitted", form["fixed_s"]))
@@ -179,18 +184,14 @@ class KernelDB:
             return None
         e = 1.0 if per_value <= 1 else 2.0
         kvk = "fp8kv" if e == 1.0 else "bf16kv"
-        if q == 1:
-            table = self._read(f"decode_swa_{kvk}" if w else f"decode_{kvk}")
+        if q == 1 and not w:  # decode without a window: where the read beats the fit (below READS)
+            table = self._read(f"decode_{kvk}")
             return None if table is None else table.work((b, kv, h, g, d), float(self.decode_floor(b, h, g, d, kv, e)))
-        if q == kv:
-            table = self._read(f"prefill_{kvk}")
-            return None if table is None else table.work(
-                (b, q, h, g, d), float(self.prefill_floor(b, q, h, g, d, w, e, kvk == "fp8kv")))
-        return None
+        return None  # windowed decode and prefill keep their fits, which read closer on held-out shapes
 
     @property
     def words(self) -> str:
         gpu = self.gpu.replace("_sxm", " SXM").upper().replace(" SXM", "-SXM")
         tables = {"sglang": "SGLang", "trtllm": "TensorRT-LLM"}.get(self.engine, "vLLM")
-        return f"GEMM and attention times read from {gpu}'s measured {tables} tables (nearest shape, scaled)"
+        return f"GEMM and decode attention times read from {gpu}'s measured {tables} tables (nearest shape, scaled)"
 

@@ -448,12 +448,20 @@ class KernelModel:
         comp, mem = (e.pick(pessimistic) if e is not None else 0.0 for e in both)
         return comp if comp == mem else _where(compute_side, comp, mem)
 
-    def for_compute(self, compute_dtype: str) -> "KernelModel":
+    def for_compute(self, compute_dtype: str, fp8_over_16bit: float = 2.0) -> "KernelModel":
         """FP8 GEMMs reach less of their (twice higher) peak than 16-bit ones: their own class, and
         for the defaults their own depth factor (GEMM_FP8_DEPTH); a fitted GPU's fp8 GEMM form (none:
-        the fitted 16-bit form is not taken for an fp8 GEMM, the defaults are)."""
+        the fitted 16-bit form is not taken for an fp8 GEMM, the defaults are). The fitted forms were
+        measured in 16 bits and fp8: another compute dtype (fp32, tf32) takes the defaults. Under fp8 the
+        roof's peak is the fp8 one (``fp8_over_16bit`` times the 16-bit peak), and the fitted attention
+        calls' compute shares, fractions of the 16-bit peak, are moved onto it."""
+        if compute_dtype not in ("bf16", "fp16", "fp8") and (self.gemm_fits or self.attention_fits):
+            self = replace(self, gemm_fits={}, gemm_fit=None, attention_fits={})
         if self.gemm_fits:
             self = replace(self, gemm_fit=self.gemm_fits.get("fp8" if compute_dtype == "fp8" else "bf16"))
+        if compute_dtype == "fp8" and self.attention_fits:
+            self = replace(self, attention_fits={k: replace(f, scale_c=f.scale_c / fp8_over_16bit)
+                                                 for k, f in self.attention_fits.items()})
         if self.db is not None:
             self = replace(self, db=self.db.with_compute(compute_dtype))
         if compute_dtype != "fp8" or "gemm_fp8" not in self.classes:

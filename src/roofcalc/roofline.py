@@ -642,8 +642,7 @@ def with_kernel_db(model: KernelModel, hardware: Hardware, profile: Hardware | N
     from .kerneldb import KernelDB
 
     if profile is not None and profile.efficiency is not None:
-        raise RoofcalcError("--kernel-db reads NVIDIA's measured tables; the profile's measured efficiencies are "
-                            "this device's own: give one of the two")
+        raise RoofcalcError("--kernel-db and a profile's measured efficiencies conflict: give one")
     if hardware.fits[1] != "measured":
         raise RoofcalcError(f"--kernel-db: {hardware.name} has no measured tables (A100, H100, H200, B200 and "
                             f"L40S have)")
@@ -679,7 +678,9 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
                                                                      "all-reduce")})
     if kernel_db:
         model = with_kernel_db(model, hardware, profile, getattr(engine_host, "engine", ""))
-    model = model.for_compute(compute_dtype)
+    sixteen = next((hardware.peak_flop_per_s[d] for d in ("bf16", "fp16") if d in hardware.peak_flop_per_s), 0.0)
+    fp8 = hardware.peak_flop_per_s.get("fp8", 0.0)
+    model = model.for_compute(compute_dtype, fp8 / sixteen if fp8 and sixteen else 2.0)
     if launch_overhead_s is not None and launch_overhead_s < 0:
         raise RoofcalcError("the launch overhead cannot be negative")
     if launch_overhead_s is not None:
