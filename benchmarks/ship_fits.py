@@ -84,7 +84,9 @@ def main() -> None:
     out = {"source": {**doc["source"], "from": "benchmarks/kernel_fits.json", "by": "benchmarks/ship_fits.py"},
            "gpus": {}}
     for f in doc["fits"]:
-        gpu = out["gpus"].setdefault(f["gpu"], {"fixed_s": {}, "all_reduce": {}})
+        spec = doc["specs"][f["gpu"]]  # the datasheet roofs the fits are fractions of
+        gpu = out["gpus"].setdefault(f["gpu"], {"roofs": {"bf16": spec["bf16"], "fp8": spec["fp8"],
+                                                          "bandwidth": spec["bw"]}, "fixed_s": {}, "all_reduce": {}})
         if f["cls"] == "allreduce":
             p = f["params"]
             for ranks in (2, 4, 8):

@@ -79,10 +79,8 @@ class KernelDB:
         own = kernel_fits()["gpus"][gpu] if self.engine == "vllm" else \
             engine_fits()["gpus"].get(gpu, {}).get(self.engine, {})
         self.forms = {**{f"gemm_{k}": v for k, v in own.get("gemm", {}).items()}, **own.get("attention", {})}
-        specs = {"a100_sxm": (312e12, None, 2.039e12), "h100_sxm": (989.4e12, 1978.9e12, 3.35e12),
-                 "h200_sxm": (989.4e12, 1978.9e12, 4.8e12), "b200_sxm": (2250e12, 4500e12, 8e12),
-                 "l40s": (362.05e12, 733e12, 0.864e12)}  # benchmarks/fit_kernels.py SPECS: datasheet, dense
-        self.bf16, self.fp8, self.bw = specs[gpu]
+        roofs = kernel_fits()["gpus"][gpu]["roofs"]  # the datasheet roofs the fit used (fit_kernels.SPECS)
+        self.bf16, self.fp8, self.bw = roofs["bf16"], roofs["fp8"], roofs["bandwidth"]
         self._tables: dict = {}
 
     def _read(self, cls: str):

@@ -568,21 +568,22 @@ def with_fits(m: KernelModel, gpu: str, how: str = "measured", gemm: bool = True
     where = (f"AIConfigurator {doc['source']['version']} {gpu} {tables} tables, fitted (docs/kernel_fits.md)"
              + (", the nearest measured GPU's" if how == "nearest" else ""))
     own = engine_fits()["gpus"].get(gpu, {}).get(tables, {}) if tables != "vllm" else {}
+    def fitted(name: str, seconds: float) -> Efficiency:  # the defaults' spread to the pessimistic end
+        base = GPU_FIXED[name]
+        return Efficiency(seconds, seconds * base.pessimistic / base.expected, note=where)
+
     fixed = dict(m.fixed_s)
     for name, seconds in g["fixed_s"].items():
-        base = GPU_FIXED[name]
-        fixed[name] = Efficiency(seconds, seconds * base.pessimistic / base.expected, note=where)
+        fixed[name] = fitted(name, seconds)
     fits = {dtype: GemmFit.from_doc(d, where) for dtype, d in {**g.get("gemm", {}), **own.get("gemm", {})}.items()} \
         if gemm else {}
     attention = {cls: AttentionFit.from_doc(d, where)
                  for cls, d in {**g.get("attention", {}), **own.get("attention", {})}.items()}
     if "bf16" in fits:  # the class fixed costs are the 16-bit forms' (attention's less the cache write's kernel)
-        fixed["gemm"] = fixed["gemv"] = Efficiency(fits["bf16"].fixed_s, fits["bf16"].fixed_s * GPU_FIXED[
-            "gemm"].pessimistic / GPU_FIXED["gemm"].expected, note=where)
+        fixed["gemm"] = fixed["gemv"] = fitted("gemm", fits["bf16"].fixed_s)
     for name, cls in (("attention", "decode_bf16kv"), ("attention_compute", "prefill_bf16kv")):
         if cls in attention:
-            fixed[name] = Efficiency(attention[cls].fixed_s, attention[cls].fixed_s * GPU_FIXED[name].pessimistic /
-                                     GPU_FIXED[name].expected, note=where)
+            fixed[name] = fitted(name, attention[cls].fixed_s)
     m = replace(m, fixed_s=fixed, fitted=gpu, fitted_how=how, gemm_fits=fits, gemm_fit=fits.get("bf16"),
                 attention_fits=attention, fitted_tables=tables)
     if how == "nearest":
