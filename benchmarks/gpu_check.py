@@ -3,10 +3,12 @@
     python benchmarks/gpu_check.py [--model TinyLlama/TinyLlama-1.1B] [--out gpu.json]
 
 Measures the device (bandwidth, fp32/tf32/fp16/bf16 matmul peaks, launch overhead, and the bf16
-kernel curves: matmuls over M and weight size, decode and prefill attention, the host's time per
-eager op), writes the profile, then profiles the model in bf16 at batch 1 and 8, context 500, and
-prints predicted against measured TPOT (the one step model on the measured profile, and on the
-datasheet roof with the default efficiencies). It checks what must hold whatever the GPU:
+kernel curves: matmuls over M, N and K, decode and prefill attention, the host's time per eager op),
+fits the step model's GEMM, decode and prefill attention forms on them (each shape held out in turn:
+the per-kernel target, median |log| <= 0.10 and 90 % within 30 %, is checked), writes the profile,
+then profiles the model in bf16 at batch 1 and 8, context 500, and prints predicted against measured
+TPOT (the one step model on the measured profile with its own fitted kernels, and on the datasheet
+roof with the shipped fits or defaults). It checks what must hold whatever the GPU:
 positive, consistent figures (the copy left of the ridge, the big matmul right of it), every
 kernel matched, no weight matmul faster than its floor on the measured roof (10% slack), the
 credited kernel times adding up to the profiled step. Exits 1 on a failed check. About five
@@ -47,6 +49,15 @@ def main() -> int:
         n = int(round((m.peak(d).work / 2) ** (1 / 3)))
         ai = 2 * n / (3 * (4 if d in ("fp32", "tf32") else 2))  # 2n³ FLOPs over 3n² elements
         check(ai > roof.ridge, f"{d}: the {n}^3 matmul (AI {ai:.0f}) right of the ridge {roof.ridge:.0f}")
+    fits = m.curves.fits if m.curves is not None else None
+    check(bool(fits) and set(fits["attention"]) == {"decode_bf16kv", "prefill_bf16kv"} and "bf16" in fits["gemm"],
+          "the GEMM, decode and prefill attention forms fitted on this GPU's curves (written to the profile)")
+    for cls, sc in (fits or {}).get("scores", {}).items():
+        held = sc["held_out"] or sc["in_sample"]
+        # the per-kernel target for the shipped fits (median |log| <= 0.10, 90 % within 30 %), on this GPU's own
+        check(held["median_abs_log"] <= 0.10 and held["within_30"] >= 0.9,
+              f"{cls}: held out median |log| {held['median_abs_log']:.3f}, {100 * held['within_30']:.0f}% within "
+              f"30% ({sc['held_out_by']})")
     for batch in (1, 8):
         r = profile_model(args.model, device="cuda", dtype_name="bf16", batch=batch, context=500, steps=20)
         roof = Roof(m.bandwidth_bytes_per_s, m.peak("bf16").best_rate)
@@ -63,7 +74,7 @@ def main() -> int:
         hw = load_profile(args.out)
         # the datasheet roof with the defaults: on a GPU of data/kernel_fits.json its fitted fixed costs and
         # all-reduce, elsewhere those of its generation's measured GPU (the predict line says which)
-        for label, rl in (("measured profile", roofline(r.analysis, nominal or hw, measured_profile=hw, impl="hf-eager")),
+        for label, rl in (("measured profile, its own fitted kernels", roofline(r.analysis, nominal or hw, measured_profile=hw, impl="hf-eager")),
                           ("datasheet + defaults", roofline(r.analysis, nominal, impl="hf-eager") if nominal else None)):
             if rl is None:
                 continue

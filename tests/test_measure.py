@@ -214,9 +214,10 @@ def test_the_cuda_measuring_path_on_a_shim(monkeypatch, tmp_path, capsys):
     # the curves' CUDA path: the same torch code as on the CPU, timed by the events (host time left out:
     # it builds a transformers model on the device, which a shim cannot)
     # (small shapes: fp16 matmuls on a CPU without fp16 units are slow)
-    monkeypatch.setattr(measure_module, "CURVE_ROWS", (1, 16))
-    monkeypatch.setattr(measure_module, "CURVE_SHAPES", ((256, 512),))
-    monkeypatch.setattr(measure_module, "ATTENTION_POINTS", ((1, 256),))
+    monkeypatch.setattr(measure_module, "CURVE_ROWS_CUDA", (1, 16))
+    monkeypatch.setattr(measure_module, "CURVE_SHAPES_CUDA", ((256, 512),))
+    monkeypatch.setattr(measure_module, "ATTENTION_POINTS_CUDA", ((1, 256),))
+    monkeypatch.setattr(measure_module, "PREFILL_TOKENS_CUDA", (512,))
     c = measure_module.measure_curves(shim, "cuda", "fp16", 2, lambda msg: None,
                                       timer=lambda fn, r: measure_module._cuda_time(shim, fn, r), host=False)
     # 2 rows x 1 weight shape; a 1 x 256 x 512 GEMV is 2·256·512 = 262,144 FLOPs

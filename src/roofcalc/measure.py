@@ -17,7 +17,7 @@ import platform
 import statistics
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -589,6 +589,14 @@ def cuda_measure(dtypes, repeats: int, nbytes: int | None, progress, curves: boo
         curve_set = measure_curves(torch, "cuda", half, repeats, progress,
                                    timer=lambda fn, r: _cuda_time(torch, fn, r),
                                    passes=passes or CURVE_PASSES["cuda"])
+        # the kernels' forms on this GPU's own roof: its fastest stream, its fastest 16-bit matmul
+        bandwidth = max(copy.best_rate, add.best_rate)
+        peak = max(smp.best_rate for smp in matmuls[half]) if half in matmuls else 0.0
+        if peak:
+            progress(f"fitting the {half} kernels' forms")
+            fits = fit_curves(curve_set, peak, bandwidth)
+            fits["source"] = f"roofcalc measure, {half} on {torch.cuda.get_device_name()}, {time.strftime('%Y-%m-%d')}"
+            curve_set = replace(curve_set, fits=fits)
     return Measurement("cuda", torch.cuda.get_device_name(), copy, add, matmuls, dispatch, float(total),
                        curves=curve_set)
 
@@ -605,6 +613,17 @@ CURVE_ROWS = (1, 4, 16, 64, 256, 1024, 4096)
 # falls as the weight shrinks (past the smallest, the curve is read flat)
 CURVE_SHAPES = ((256, 512), (512, 1024), (1024, 3072), (2048, 5632))
 ATTENTION_POINTS = ((1, 256), (1, 2048), (8, 256), (8, 2048))  # (B, S) of a decode step
+PREFILL_TOKENS = (512,)
+# A GPU's grid is wider: its kernels' forms are fitted on it (fit_curves: the forms of data/kernel_fits.json,
+# which need N and K apart, M from a GEMV to a large GEMM, KV lengths and work items over decade, prompts up to
+# 16k), and a GPU times a point in microseconds. (K, N) pairs: N and K each at 1,024, 4,096 and 14,336 (Llama-3-8B's
+# MLP), 8,192 square, and 2,048 x 5,632 (TinyLlama's MLP).
+CURVE_ROWS_CUDA = (1, 4, 16, 64, 256, 1024, 4096, 16384)
+CURVE_SHAPES_CUDA = ((1024, 1024), (4096, 1024), (1024, 4096), (4096, 4096), (4096, 14336), (14336, 4096),
+                     (8192, 8192), (2048, 5632))
+ATTENTION_POINTS_CUDA = ((1, 256), (1, 2048), (1, 16384), (8, 256), (8, 2048), (8, 16384), (64, 256), (64, 2048),
+                         (64, 8192))
+PREFILL_TOKENS_CUDA = (128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 ATTENTION_HEADS = (32, 4, 64)  # N query heads, K KV heads, H: TinyLlama's
 MAX_COPIES = 2048  # copies of one operand a curve point cycles through (a 2 MB weight over a 480 MiB cache: 480)
 CURVE_FLOPS_PER_RUN = 4e9  # a curve point's calls per timed run stop here (memory-bound points do not reach it)
@@ -626,6 +645,8 @@ class Curves:
     host_ops: int  # eager ops of the tiny decoder's step
     itemsize: int  # bytes per element of the measured dtype
     dtype: str
+    # the kernels' forms fitted on these points (fit_curves; a GPU's): the efficiency's "fits" document
+    fits: dict | None = None
 
     def _e(self, flops: float, nbytes: float, seconds: float, m: "Measurement") -> float:
         peak = m.peak(self.dtype).best_rate
@@ -675,15 +696,31 @@ class Curves:
                               f"roofcalc measure: a {HOST_LAYERS}-layer transformers Llama decode step, "
                               f"{self.host_ops} eager ops")
         launch = Efficiency(m.launch_overhead_s, max(m.dispatch.seconds), "measured", m.dispatch.name)
-        return replace(base, classes=classes, host_per_op_s=host, launch_s=launch,
-                       curves={"matmul": curve}, relative_to="measured")
+        for names, cls in ((("gemv", "gemm"), "gemm"), (("attention",), "decode_bf16kv"),
+                           (("attention_compute",), "prefill_bf16kv")):
+            sc = (self.fits or {}).get("scores", {}).get(cls)
+            if sc:  # fitted: the work's median share of the roof, the spread that covers every slowest pass
+                e = sc["work_efficiency"]
+                for name in names:
+                    classes[name] = Efficiency(e, e * sc["spread"], "measured", f"{note}: the fitted {cls} "
+                                               f"form's work (fixed cost apart); pessimistic: below every "
+                                               f"point's slowest pass")
+        model = replace(base, classes=classes, host_per_op_s=host, launch_s=launch,
+                        curves={} if self.fits else {"matmul": curve}, relative_to="measured")
+        if self.fits:  # the fitted forms take the matmuls and the attention calls they cover (predict.own_fits)
+            from .predict import own_fits
+
+            model = own_fits(model, self.fits, f"roofcalc measure on {m.name}")
+        return model
 
 
 def _sdpa_cost(b: int, t: int, s: int, itemsize: int, causal: bool = False) -> tuple[float, float]:
-    """FLOPs and bytes of SDPA over N heads (K KV heads) of H: QKᵀ and PV, Q, K, V read, O written."""
+    """FLOPs and bytes of SDPA over N heads of H: QKᵀ and PV, Q, K, V read, O written. Decode reads K KV heads;
+    the causal prefill is self-attention over N heads (its call passes Q as K and V)."""
     n, k, h = ATTENTION_HEADS
     pairs = t * (t + 1) // 2 if causal else t * s
-    return 4.0 * b * n * pairs * h, float(itemsize * (2 * b * t * n * h + 2 * b * s * k * h))
+    kv_heads = n if causal else k
+    return 4.0 * b * n * pairs * h, float(itemsize * (2 * b * t * n * h + 2 * b * s * kv_heads * h))
 
 
 def measure_curves(torch, device: str, dtype: str, repeats: int, progress, timer=None, host: bool = True,
@@ -731,31 +768,32 @@ def measure_curves(torch, device: str, dtype: str, repeats: int, progress, timer
     import importlib.util
 
     host = host and importlib.util.find_spec("transformers") is not None  # _host_per_op needs it
+    curve_rows, shapes, points, prompts = grid(device)
     # the bar's steps: in each pass every weight shape, the attention, the host (built once before its first pass)
-    _plan(progress, passes * (len(CURVE_SHAPES) + 1 + host) + host)
+    _plan(progress, passes * (len(shapes) + 1 + host) + host)
     for p in range(passes):
         of = f" (pass {p + 1} of {passes})" if passes > 1 else ""
-        progress(f"{dtype} matmul curve{of}: M = {', '.join(map(str, CURVE_ROWS))} on {len(CURVE_SHAPES)} "
+        progress(f"{dtype} matmul curve{of}: M = {', '.join(map(str, curve_rows))} on {len(shapes)} "
                  f"weight shapes")
-        for i, (k, n) in enumerate(CURVE_SHAPES):
+        for i, (k, n) in enumerate(shapes):
             if i:
                 _tick(progress, f"{dtype} matmul curve{of}: weight {n} x {k}")
             ws = copies(n, k)
-            for rows in CURVE_ROWS:
+            for rows in curve_rows:
                 x = rand(rows, k)
                 mm.setdefault((rows, k, n), []).append(
                     per_call(lambda items: [linear(x, w) for w in items], ws, flops=2.0 * rows * k * n))
             ws = None
-        progress(f"{dtype} attention{of}: decode at (batch, context) {', '.join(map(str, ATTENTION_POINTS))}, "
-                 f"and a prefill")
-        for b, s in ATTENTION_POINTS:
+        progress(f"{dtype} attention{of}: decode at (batch, context) {', '.join(map(str, points))}, "
+                 f"and prefills of {', '.join(map(str, prompts))} tokens")
+        for b, s in points:
             q = rand(b, nq, 1, h)
             # K KV heads shared by N query heads, as transformers calls SDPA in decode (no mask: enable_gqa)
             kvs = copies(2, b, nk, s, h)
             att.setdefault((b, s), []).append(per_call(
                 lambda items: [sdpa(q, kv[0], kv[1], enable_gqa=True) for kv in items], kvs))
             kvs = None
-        for tt in (512,):
+        for tt in prompts:
             q = rand(1, nq, tt, h)
             pre.setdefault(tt, []).append(statistics.median(timer(lambda: sdpa(q, q, q, is_causal=True), repeats)))
         if host:
@@ -775,6 +813,109 @@ def measure_curves(torch, device: str, dtype: str, repeats: int, progress, timer
         f, nbytes = _sdpa_cost(1, tt, tt, itemsize, causal=True)
         prefill.append((tt, f, nbytes, Sample(f"sdpa prefill T{tt}", f, tuple(v))))
     return Curves(matmul, tuple(attention), tuple(prefill), tuple(host_rounds), ops, itemsize, dtype)
+
+
+def grid(device: str) -> tuple:
+    """(rows M, (K, N) weights, decode (B, S) points, prefill prompts) the curves time on ``device``."""
+    if device == "cuda":
+        return CURVE_ROWS_CUDA, CURVE_SHAPES_CUDA, ATTENTION_POINTS_CUDA, PREFILL_TOKENS_CUDA
+    return CURVE_ROWS, CURVE_SHAPES, ATTENTION_POINTS, PREFILL_TOKENS
+
+
+# the pull of each fitted parameter to its prior and of neighbouring knots to each other, in points' worth
+# (fitting.fit's lam x rows): a twentieth of one point, enough to hold a knot no point reaches, too little to
+# move one a point pins
+LAM = 0.05
+
+
+def fit_curves(c: Curves, peak: float, bandwidth: float) -> dict:
+    """The step model's kernel forms fitted on a GPU's measured curves (roofcalc.fitting, the forms
+    benchmarks/fit_kernels.py fits on AIConfigurator's tables): the 16-bit GEMM (fixed cost, M tile, e_compute(M)
+    and e_memory(M), N and K factors), decode attention (fixed cost, e_memory over the KV length, a work-item
+    factor, a time per work item) and causal prefill attention (fixed cost, e_compute and e_memory over the
+    prompt), as fractions of this measurement's roof (``peak``, ``bandwidth``). Each class is also fitted once
+    per held-out shape (a weight shape; a decode or prefill point) and scored on it: ``scores`` holds the
+    in-sample and held-out median |ln(measured / predicted)| and share within ±30 %. Every point streams from
+    memory (the curves cycle through copies of their operands), so no L2 rows."""
+    import numpy as np
+
+    from . import fitting as F
+
+    n_heads, kv_heads, hd = ATTENTION_HEADS
+    out: dict = {"dtype": c.dtype, "peak_flops": peak, "bandwidth": bandwidth, "gemm": {}, "attention": {},
+                 "scores": {}}
+
+    def run(design, cost_of, rows: dict, tiles, groups, lam: float, worst):
+        best = None
+        for tile in tiles:
+            R = {**rows, **cost_of(tile)}
+            D = design(R)
+            M = D.mats()
+            ct, mt, qt = R["flops"] / peak, R["bytes"] / bandwidth, R.get("qt", np.zeros(len(R["t"])))
+            th = F.fit(M, ct, mt, qt, R["t"], D.prior, D.smooth, lam=lam)
+            pred = F.evaluate(th, M, ct, mt, qt)[0]
+            sse = float(np.sum(np.log(pred / R["t"]) ** 2))
+            if best is None or sse < best[0]:
+                best = (sse, tile, D, M, ct, mt, qt, th, pred, R)
+        _, tile, D, M, ct, mt, qt, th, pred, R = best
+        held = np.empty_like(R["t"])
+        g = np.asarray(groups)
+        for name in sorted(set(groups)) if len(set(groups)) > 1 else ():
+            te = g == name
+            tr = ~te
+            th_f = F.fit(F.rows_of(M, tr), ct[tr], mt[tr], qt[tr], R["t"][tr], D.prior, D.smooth, theta0=th,
+                         lam=lam)
+            held[te] = F.evaluate(th_f, F.rows_of(M, te), ct[te], mt[te], qt[te])[0]
+        # the pessimistic end's spread: the fit below every point's slowest pass, and its work efficiency
+        f, c_s, m_s = F.evaluate(th, M, ct, mt, qt)[1:4]
+        scores = {"in_sample": F.score(R["t"], pred),
+                  "held_out": F.score(R["t"], held) if len(set(groups)) > 1 else None,
+                  "held_out_by": f"each of {len(set(groups))} shapes in turn (all its points)",
+                  "spread": float(min(1.0, np.min(pred / np.asarray(worst)))),
+                  "work_efficiency": float(np.median(np.minimum(1.0, np.maximum(ct, mt) / np.maximum(
+                      R["t"] - f, 1e-12))))}
+        return F.params(D.names, th), tile, scores
+
+    if c.matmul:
+        rows_m = np.array([r for r, _, _, _ in c.matmul], float)
+        ks = np.array([k for _, k, _, _ in c.matmul], float)
+        ns = np.array([n for _, _, n, _ in c.matmul], float)
+        t = np.array([smp.median_s for *_, smp in c.matmul])
+        worst = [max(smp.seconds) for *_, smp in c.matmul]
+        rows = dict(t=t, m=rows_m, n=ns, k=ks, wb=float(c.itemsize))
+        lam = LAM / len(t)
+        p, tile, sc = run(F.gemm_design, lambda tile: F.gemm_cost(rows_m, ns, ks, c.itemsize, tile), rows,
+                          (1, 64, 128, 256), [f"n={int(a)},k={int(b)}" for a, b in zip(ns, ks)], lam, worst)
+        out["gemm"]["bf16"] = F.gemm_doc(p, tile, peak, bandwidth)
+        out["scores"]["gemm"] = sc
+    if c.attention:
+        b = np.array([x[0] for x in c.attention], float)
+        s = np.array([x[1] for x in c.attention], float)
+        t = np.array([x[4].median_s for x in c.attention])
+        worst = [max(x[4].seconds) for x in c.attention]
+        rows = dict(t=t, b=b, h=np.full_like(b, n_heads), g=np.full_like(b, kv_heads), hd=np.full_like(b, hd))
+
+        def cost(tile):
+            d = F.decode_cost(b, n_heads, kv_heads, s, hd, c.itemsize, 0, tile, False)
+            return {**d, "qt": d["items"]}
+
+        p, tile, sc = run(lambda R: F.decode_design(R, head_dims=False), cost, rows, (1,),
+                          [f"b={int(x)},s={int(y)}" for x, y in zip(b, s)], LAM / len(t), worst)
+        out["attention"]["decode_bf16kv"] = F.attention_doc(p, "decode", tile)
+        out["scores"]["decode_bf16kv"] = sc
+    if c.prefill_attention:
+        s = np.array([x[0] for x in c.prefill_attention], float)
+        t = np.array([x[3].median_s for x in c.prefill_attention])
+        worst = [max(x[3].seconds) for x in c.prefill_attention]
+        one = np.ones_like(s)
+        rows = dict(t=t, isl=s, b=one, h=one * n_heads, g=one * n_heads, hd=one * hd, w=0 * one)
+        p, tile, sc = run(lambda R: F.prefill_design(R, factors=False),
+                          lambda tile: F.prefill_cost(1, s, n_heads, n_heads, hd, 0, c.itemsize, tile,
+                                                      cache_write=False),
+                          rows, (1,), [f"s={int(x)}" for x in s], LAM / len(t), worst)
+        out["attention"]["prefill_bf16kv"] = F.attention_doc(p, "prefill", tile)
+        out["scores"]["prefill_bf16kv"] = sc
+    return out
 
 
 def _cache_bytes(torch, device: str) -> int:
@@ -1013,10 +1154,13 @@ def curve_lines(m: Measurement) -> list[str]:
         return []
     model = m.curves.model(m)
     c = model.classes
-    lines = [f"curves    {m.curves.dtype} matmuls reach, of the measured roof at their AI:"]
-    for size in sorted({w for _, w, _ in model.curves["matmul"]}):
-        pts = ", ".join(f"M={int(r)} {100 * e:.0f}%" for r, w, e in model.curves["matmul"] if w == size)
-        lines.append(f"          {size / 1e6:.3g} MB of weights: {pts}")
+    if m.curves.fits:
+        lines = fit_lines(m.curves.fits)
+    else:
+        lines = [f"curves    {m.curves.dtype} matmuls reach, of the measured roof at their AI:"]
+        for size in sorted({w for _, w, _ in model.curves["matmul"]}):
+            pts = ", ".join(f"M={int(r)} {100 * e:.0f}%" for r, w, e in model.curves["matmul"] if w == size)
+            lines.append(f"          {size / 1e6:.3g} MB of weights: {pts}")
     lines += [
              f"          decode attention {100 * c['attention'].expected:.0f}% (worst {100 * c['attention'].pessimistic:.0f}%)"
              f", prefill attention {100 * c['attention_compute'].expected:.0f}%, streams "
@@ -1024,6 +1168,24 @@ def curve_lines(m: Measurement) -> list[str]:
     if m.curves.host_per_op:
         lines.append(f"host      {model.host_per_op_s.expected * 1e6:.3g} us per eager op (transformers, "
                      f"{m.curves.host_ops} ops a step; passes {', '.join(f'{x * 1e6:.3g}' for x in m.curves.host_per_op)})")
+    return lines
+
+
+FIT_NAMES = {"gemm": "GEMM", "decode_bf16kv": "decode attention", "prefill_bf16kv": "prefill attention"}
+
+
+def fit_lines(fits: dict) -> list[str]:
+    """The fitted forms in words: each class's fixed cost and how well it predicts the points it was not fitted
+    on (each shape held out in turn), and in sample."""
+    lines = [f"fitted    {fits['dtype']} kernels on this roof: median |ln(measured / predicted)| and share within",
+             "          30%, each shape held out in turn (and in sample):"]
+    docs = {"gemm": fits["gemm"].get("bf16"), **fits["attention"]}
+    for cls, sc in fits["scores"].items():
+        d = docs.get(cls) or {}
+        held, ins = sc["held_out"], sc["in_sample"]
+        held = f"{held['median_abs_log']:.3f} {100 * held['within_30']:3.0f}%" if held else "(one shape)"
+        lines.append(f"          {FIT_NAMES.get(cls, cls):<17} fixed {d.get('fixed_s', 0) * 1e6:4.3g} us  held out "
+                     f"{held} of {ins['rows']:<3} in sample {ins['median_abs_log']:.3f} {100 * ins['within_30']:3.0f}%")
     return lines
 
 

@@ -411,6 +411,8 @@ class KernelModel:
     attention_fits: Mapping[str, AttentionFit] = field(default_factory=dict)
     # --kernel-db: the measured tables read directly (kerneldb.KernelDB), the fitted forms' expected work replaced
     db: Any = None
+    # a profile's own fitted forms as written (measure.fit_curves; own_fits), written back by efficiency_record
+    own: Mapping[str, Any] = field(default_factory=dict)
 
     @cached_property
     def unfitted(self) -> "KernelModel":
@@ -592,6 +594,66 @@ def with_fits(m: KernelModel, gpu: str, how: str = "measured", gemm: bool = True
     return replace(m, all_reduce=all_reduce)
 
 
+OWN_ATTENTION = ("decode_bf16kv", "decode_fp8kv", "decode_swa_bf16kv", "decode_swa_fp8kv", "prefill_bf16kv",
+                 "prefill_fp8kv")
+
+
+def own_fits(m: KernelModel, doc: Any, where: str) -> KernelModel:
+    """``m`` with the kernel forms a measurement fitted on its own GPU (a profile's ``efficiency.fits``, written
+    by measure.fit_curves): its 16-bit GEMM (GemmFit) and its attention classes (AttentionFit), fractions of the
+    profile's own measured roof, and the fixed costs they carry as the gemm, gemv, attention and
+    attention_compute classes' (their pessimistic ends at the defaults' spread, as with_fits). A form that does
+    not read is refused in one line naming it."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("gemm", {}), dict) or \
+            not isinstance(doc.get("attention", {}), dict):
+        raise RoofcalcError(f"{where}: efficiency.fits must be an object with 'gemm' and 'attention' objects")
+    source = str(doc.get("source") or f"{where}'s measurement")
+
+    def read(what: str, build, d):
+        try:
+            f = build(d, source)
+            knots = [p for name in ("e_compute", "e_memory", "n_compute", "k_compute", "n_memory", "k_memory",
+                                    "items_mem", "gqa_comp", "gqa_mem", "items_comp") for p in getattr(f, name, ())]
+            values = [f.fixed_s, getattr(f, "item_s", 0.0)] + [x for p in knots for x in p] + \
+                [v for name in ("hd_comp", "hd_mem") for _, v in getattr(f, name, ())]
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+            raise RoofcalcError(f"{where}: efficiency.fits.{what} is not a fitted form ({type(e).__name__}: "
+                                f"{e})") from None
+        if not all(math.isfinite(v) for v in values) or min(values) < 0 or not 0 <= f.fixed_s < 1 or \
+                any(x <= 0 or e <= 0 for x, e in knots) or not (f.e_compute and f.e_memory) or f.tile < 1:
+            raise RoofcalcError(f"{where}: efficiency.fits.{what} holds a value out of range (knots and "
+                                f"efficiencies must be positive, fixed_s in seconds)")
+        return f
+
+    gemm = {}
+    for dtype, d in doc.get("gemm", {}).items():
+        if dtype not in ("bf16", "fp8"):
+            raise RoofcalcError(f"{where}: efficiency.fits.gemm has no dtype '{dtype}' (use bf16, fp8)")
+        gemm[dtype] = read(f"gemm.{dtype}", GemmFit.from_doc, d)
+    attention = {}
+    for cls, d in doc.get("attention", {}).items():
+        if cls not in OWN_ATTENTION:
+            raise RoofcalcError(f"{where}: efficiency.fits.attention has no class '{cls}' (use "
+                                f"{', '.join(OWN_ATTENTION)})")
+        attention[cls] = read(f"attention.{cls}", AttentionFit.from_doc, d)
+        if attention[cls].kind != cls.split("_")[0]:
+            raise RoofcalcError(f"{where}: efficiency.fits.attention.{cls} must be of kind {cls.split('_')[0]}")
+    fixed = dict(m.fixed_s)
+
+    def measured(name: str, seconds: float) -> Efficiency:
+        base = GPU_FIXED[name]
+        return Efficiency(seconds, seconds * base.pessimistic / base.expected, "measured", source)
+
+    if "bf16" in gemm:
+        fixed["gemm"] = fixed["gemv"] = measured("gemm", gemm["bf16"].fixed_s)
+    for name, cls in (("attention", "decode_bf16kv"), ("attention_compute", "prefill_bf16kv")):
+        if cls in attention:
+            fixed[name] = measured(name, attention[cls].fixed_s)
+    return replace(m, gemm_fits=gemm, gemm_fit=gemm.get("bf16"), attention_fits=attention, fixed_s=fixed,
+                   fitted=source, fitted_how="profile", fitted_tables="roofcalc measure",
+                   own={**doc, "source": source})
+
+
 def model_from_profile(doc: Any, kind: str, where: str) -> KernelModel:
     """A profile's ``efficiency`` object (schema 2) over the defaults of its kind of device."""
     base = default_model(kind)
@@ -601,9 +663,13 @@ def model_from_profile(doc: Any, kind: str, where: str) -> KernelModel:
         raise RoofcalcError(f"{where}: 'efficiency' must be an object")
     classes, dequant, curves, fixed = dict(base.classes), dict(base.dequant), {}, dict(base.fixed_s)
     host, launch = base.host_per_op_s, base.launch_s
+    fits = None
     for name, value in doc.items():
         if name == "curves":
             curves = _curves(value, where)
+            continue
+        if name == "fits":
+            fits = value
             continue
         if name == "fixed_s":
             if not isinstance(value, dict) or set(value) - set(CLASSES):
@@ -626,9 +692,14 @@ def model_from_profile(doc: Any, kind: str, where: str) -> KernelModel:
                                 f"host_per_op_s, launch_s, fixed_s, curves)")
     # a default attention efficiency (absent, or written back as the default it was) keeps its size factors
     default_attention = classes["attention"].source == "default"
-    return KernelModel(classes, dequant, host, launch, base.overlap, curves, relative_to="measured",
-                       attention_size=base.attention_size if default_attention else (),
-                       attention_size_low=base.attention_size_low if default_attention else (), fixed_s=fixed)
+    model = KernelModel(classes, dequant, host, launch, base.overlap, curves, relative_to="measured",
+                        attention_size=base.attention_size if default_attention else (),
+                        attention_size_low=base.attention_size_low if default_attention else (), fixed_s=fixed)
+    if fits is not None:
+        if kind != "gpu":
+            raise RoofcalcError(f"{where}: efficiency.fits are a GPU's fitted kernel forms; this profile is a {kind}'s")
+        model = own_fits(model, fits, where)
+    return model
 
 
 def _number(v: Any, what: str, lo: float, hi: float) -> float:
@@ -681,6 +752,8 @@ def efficiency_record(m: KernelModel) -> dict:
                           for n, e in m.fixed_s.items()}
     if m.curves:
         doc["curves"] = {k: [list(p) for p in v] for k, v in m.curves.items()}
+    if m.own:
+        doc["fits"] = dict(m.own)
     return doc
 
 

@@ -345,6 +345,8 @@ def fixed_cost_words(r) -> str:
     """Where the kernels' fitted costs come from: the device's own measured kernels, the nearest measured GPU's,
     or (fixed costs only) the five measured GPUs' medians."""
     m = r.model
+    if m is not None and m.fitted_how == "profile":
+        return f"; GEMM and attention kernels fitted on this GPU's own ({m.fitted}; elementwise: the medians)"
     if m is None or not m.fixed_s or all(e.source == "measured" for e in m.fixed_s.values()):
         return ""
     gpu = m.fitted.replace("_sxm", " SXM").upper().replace(" SXM", "-SXM") if m.fitted else ""

@@ -1,0 +1,365 @@
+"""Fitting the step model's kernel forms to measured kernel times (numpy; never on the main job's path).
+
+One implementation for both places that fit: ``roofcalc measure --device cuda`` fits the forms on the user's own
+GPU (measure.fit_kernels, written into the profile), and ``benchmarks/fit_kernels.py`` fits them on
+AIConfigurator's published tables (shipped in data/kernel_fits.json). Each class's expected time is
+
+    t = fixed + max(FLOPs / (peak * e_compute), bytes / (bandwidth * e_memory)) + in-series terms
+
+with log e_compute and log e_memory linear in the parameters: piecewise linear in log2 of a size between knots
+(flat beyond them; ``hat_basis``), plus factors (an N or K factor of a GEMM, a work-item factor of attention).
+``fit`` is Levenberg-Marquardt on log(t) with a weak pull of each parameter to its prior and of neighbouring knots
+to each other; ``params`` turns the parameter vector into named values, and ``gemm_doc``/``attention_doc`` into the
+documents predict.GemmFit and predict.AttentionFit read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import numpy as np
+
+GEMM_M_KNOTS = (1, 16, 64, 256, 1024, 4096, 32768)
+GEMM_NK_KNOTS = (128, 1024, 4096, 16384, 65536)
+GEMM_NK_REF = 4096  # the N and K factors are 1 at n = 4096 and k = 4096
+DECODE_KV_KNOTS = (1, 64, 1024, 16384, 131072)
+DECODE_ITEM_KNOTS = (1, 8, 64, 512, 16384)
+PREFILL_ISL_KNOTS = (1, 64, 256, 1024, 4096, 16384)
+HEAD_DIMS = (64, 128, 192, 256, 512)
+GQA_KNOTS = (1, 2, 4, 8, 16, 64)
+CTA_KNOTS = (1, 16, 128, 1024, 8192)
+
+
+def hat_basis(x: np.ndarray, knots) -> np.ndarray:
+    """Piecewise-linear interpolation weights in log2(x) between knots (flat outside): N x len(knots)."""
+    lx = np.log2(np.maximum(np.asarray(x, float), 1e-30))
+    kn = np.log2(np.asarray(knots, float))
+    lx = np.clip(lx, kn[0], kn[-1])
+    j = np.clip(np.searchsorted(kn, lx, side="right") - 1, 0, len(kn) - 2)
+    f = (lx - kn[j]) / (kn[j + 1] - kn[j])
+    B = np.zeros((len(lx), len(kn)))
+    B[np.arange(len(lx)), j] = 1 - f
+    B[np.arange(len(lx)), j + 1] = f
+    return B
+
+
+class Design:
+    """log fixed, log e_compute, log e_memory and the in-series term's log factor as linear functions of one
+    parameter vector: each `add` appends columns to one term ("fix", "comp", "mem" or "qnt")."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.names: list[str] = []
+        self.prior: list[float] = []
+        self.blocks: dict[str, list[np.ndarray]] = {"fix": [], "comp": [], "mem": [], "qnt": []}
+        self.smooth: list[tuple[int, int]] = []
+
+    def add(self, name: str, term: str, cols: np.ndarray, prior: float, knots=None, smooth=True):
+        cols = np.asarray(cols, float).reshape(self.n, -1)
+        start = len(self.names)
+        for j in range(cols.shape[1]):
+            self.names.append(f"{name}[{knots[j]}]" if knots is not None else name)
+            self.prior.append(prior)
+        for t in self.blocks:
+            self.blocks[t].append(cols if t == term else np.zeros_like(cols))
+        if knots is not None and smooth:
+            self.smooth += [(start + j, start + j + 1) for j in range(cols.shape[1] - 1)]
+
+    def split_l2(self, l2: np.ndarray):
+        """Every memory-efficiency parameter in two: one for the rows that reach DRAM, one (`l2_` prefix) for the
+        rows whose working set stays in L2, so the L2-resident rows do not pull the DRAM efficiencies."""
+        l2 = l2.astype(float)[:, None]
+        names, prior, blocks = [], [], {t: [] for t in self.blocks}
+        smooth_old = set(self.smooth)
+        idx_new: dict[int, list[int]] = {}
+        col = 0
+        for bi in range(len(self.blocks["mem"])):
+            w = self.blocks["mem"][bi].shape[1]
+            is_mem = bool(np.any(self.blocks["mem"][bi]))
+            parts = [(1 - l2, ""), (l2, "l2_")] if is_mem else [(1.0, "")]
+            for mult, pre in parts:
+                for t in self.blocks:
+                    blocks[t].append(self.blocks[t][bi] * mult)
+                for j in range(w):
+                    idx_new.setdefault(col + j, []).append(len(names))
+                    names.append(pre + self.names[col + j])
+                    prior.append(self.prior[col + j])
+            col += w
+        self.smooth = [(a2, b2) for (a, b) in smooth_old for a2, b2 in zip(idx_new[a], idx_new[b])]
+        self.names, self.prior, self.blocks = names, prior, blocks
+
+    def mats(self):
+        """{term: (columns of theta it uses, N x those columns)}: each term touches only its own parameters."""
+        out = {}
+        for t, v in self.blocks.items():
+            full = np.hstack(v) if v else np.zeros((self.n, 0))
+            cols = np.flatnonzero(np.any(full != 0, axis=0))
+            out[t] = (cols, np.ascontiguousarray(full[:, cols]))
+        return out
+
+
+def rows_of(M: dict, sel) -> dict:
+    return {t: (c, X[sel]) for t, (c, X) in M.items()}
+
+
+def lin(M: dict, term: str, theta):
+    c, X = M[term]
+    return X @ theta[c]
+
+
+def evaluate(theta, M, ct, mt, qt):
+    """(t, fixed, compute, memory, series): ct = FLOPs/peak, mt = bytes/bandwidth, qt = the in-series term's
+    seconds (or count) before its factor."""
+    f = np.exp(lin(M, "fix", theta))
+    c = ct * np.exp(-lin(M, "comp", theta))
+    m = mt * np.exp(-lin(M, "mem", theta))
+    q = qt * np.exp(-lin(M, "qnt", theta))
+    return f + np.maximum(c, m) + q, f, c, m, q
+
+
+def fit(M, ct, mt, qt, t, prior, smooth, theta0=None, iters=60, lam=3e-5):
+    """Levenberg-Marquardt on r = log(pred) - log(t), with a weak pull of every parameter to its prior and of
+    neighbouring knots to each other (weight lam * rows: about one row's worth in a table of 30,000), so that a
+    parameter the rows do not pin (the compute efficiency of a kernel that is never compute-bound) stays near
+    its prior. The normal equations are summed term by term (each term touches only its own parameters)."""
+    lam = lam * len(t)
+    P = len(prior)
+    th = np.array(prior if theta0 is None else theta0, float)
+    prior = np.asarray(prior, float)
+    S = np.zeros((len(smooth), P))
+    for i, (a, b) in enumerate(smooth):
+        S[i, a], S[i, b] = 1, -1
+    reg = lam * (np.eye(P) + S.T @ S)
+    lt = np.log(t)
+
+    def resid(th):
+        p = evaluate(th, M, ct, mt, qt)
+        r = np.log(p[0]) - lt
+        return p, r, r @ r + lam * ((th - prior) @ (th - prior) + (S @ th) @ (S @ th))
+
+    p, r, cost = resid(th)
+    mu = 1e-3
+    done = False
+    for _ in range(iters):
+        tot, f, c, m, q = p
+        act_c = c >= m
+        blocks = []
+        for term, wgt in (("fix", f), ("comp", -np.where(act_c, c, 0)), ("mem", -np.where(act_c, 0, m)),
+                          ("qnt", -q)):
+            cols, X = M[term]
+            if len(cols):
+                blocks.append((cols, (wgt / tot)[:, None] * X))
+        A = reg.copy()
+        g = lam * ((th - prior) + S.T @ (S @ th))
+        for i, (ci, Bi) in enumerate(blocks):
+            g[ci] += Bi.T @ r
+            for cj, Bj in blocks[i:]:
+                Aij = Bi.T @ Bj
+                A[np.ix_(ci, cj)] += Aij
+                if cj is not ci:
+                    A[np.ix_(cj, ci)] += Aij.T
+        improved = False
+        for _ in range(12):
+            step = np.linalg.solve(A + mu * np.diag(np.diag(A) + 1e-9), -g)
+            th2 = th + step
+            p2, r2, c2 = resid(th2)
+            if c2 < cost:
+                done = cost - c2 < 1e-6 * cost
+                th, p, r, cost = th2, p2, r2, c2
+                mu = max(mu / 3, 1e-9)
+                improved = True
+                break
+            mu *= 4
+        if not improved or done:
+            break
+    return th
+
+
+def folds_of(groups: list[str], k: int) -> np.ndarray:
+    """Each shape (group) to one of k folds, by a stable hash of its name."""
+    uniq = sorted(set(groups))
+    order = sorted(uniq, key=lambda g: hashlib.md5(g.encode()).hexdigest())
+    k = min(k, len(uniq))
+    fold = {g: i % k for i, g in enumerate(order)}
+    return np.array([fold[g] for g in groups])
+
+
+def score(meas, pred) -> dict:
+    """Rows, the median |ln(measured / predicted)| and the share within ±30 %."""
+    a = np.abs(np.log(meas / pred))
+    within = np.abs(meas / pred - 1) <= 0.30
+    return dict(rows=int(len(a)), median_abs_log=float(np.median(a)) if len(a) else None,
+                within_30=float(within.mean()) if len(a) else None)
+
+
+def params(names, th) -> dict:
+    """The fitted parameters by name, exp(theta) to 4 significant figures; a knot's ``name[x]`` under name."""
+    out: dict = {}
+    for name, v in zip(names, th):
+        m = re.match(r"(.+)\[(.+)\]$", name)
+        val = float(f"{float(np.exp(v)):.4g}")
+        if m:
+            out.setdefault(m.group(1), {})[m.group(2)] = val
+        else:
+            out[name] = val
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- forms
+
+def gemm_cost(m, n, k, wb: float, tile: int) -> dict:
+    """One linear layer, input [m, k], weight [n, k], output [m, n] (16-bit out): FLOPs over M padded as the
+    kernels tile it (`tile` > 1: to the next power of two up to `tile` rows, then a multiple of it; predict._tiled),
+    bytes wb*(m*k + n*k) + 2*m*n, and an fp8 GEMM's input quantization (read 2*m*k, write m*k: 3*m*k bytes)."""
+    m, n, k = (np.asarray(x, float) for x in (m, n, k))
+    if tile > 1:
+        p2 = 2.0 ** np.ceil(np.log2(np.maximum(m, 1)))
+        mp = np.where(m <= tile, np.maximum(p2, 1), np.ceil(m / tile) * tile)
+    else:
+        mp = m
+    return dict(flops=2 * mp * n * k, bytes=wb * (m * k + n * k) + 2 * m * n,
+                qbytes=3 * m * k if wb == 1 else np.zeros_like(m), tile=tile)
+
+
+def gemm_design(R: dict) -> Design:
+    """fixed, e_compute(M) and e_memory(M) on GEMM_M_KNOTS, and N and K factors on GEMM_NK_KNOTS (1 at 4,096)
+    on each side where the rows span more than one N (K); fp8 (R["wb"] == 1): the quantization's e_quant."""
+    n = len(R["t"])
+    D = Design(n)
+    one = np.ones((n, 1))
+    D.add("fixed_s", "fix", one, np.log(5e-6))
+    D.add("e_compute", "comp", hat_basis(R["m"], GEMM_M_KNOTS), np.log(0.7), GEMM_M_KNOTS)
+    D.add("e_memory", "mem", hat_basis(R["m"], GEMM_M_KNOTS), np.log(0.8), GEMM_M_KNOTS)
+    for term, tag in (("comp", "compute"), ("mem", "memory")):
+        for dim in ("n", "k"):
+            if len(np.unique(R[dim])) < 2:
+                continue
+            keep = [j for j, x in enumerate(GEMM_NK_KNOTS) if x != GEMM_NK_REF]
+            D.add(f"{dim}_factor_{tag}", term, hat_basis(R[dim], GEMM_NK_KNOTS)[:, keep], 0.0,
+                  tuple(GEMM_NK_KNOTS[j] for j in keep))
+    if R["wb"] == 1:
+        D.add("e_quant", "qnt", one, np.log(0.8))
+    return D
+
+
+def decode_cost(b, h, g, kvlen, d, e, window, tile: int, per_head: bool) -> dict:
+    """Decode attention of b sequences, h query heads, g KV heads, head dim d, kvlen keys, e bytes per KV value:
+    FLOPs 4*b*h*L_t*d over the KV length rounded up to the kernel's tile; bytes: the KV read (once per KV head,
+    or per query head for a windowed row with ``per_head``), q read and out written in 16 bits; work items
+    b * (heads read)."""
+    b, h, g, kvlen, d, e, window = (np.asarray(x, float) for x in (b, h, g, kvlen, d, e, window))
+    Lt = np.ceil(kvlen / tile) * tile
+    heads = np.where((window > 0) & per_head, h, g)
+    return dict(flops=4 * b * h * Lt * d, bytes=2 * b * heads * Lt * d * e + 2 * b * h * d * 2,
+                lt=Lt, items=b * heads, tile=[tile, per_head])
+
+
+def decode_design(R: dict, gqa: bool = False, head_dims: bool = True) -> Design:
+    """fixed, one e_compute, e_memory(tiled KV length) on DECODE_KV_KNOTS times a work-item factor on
+    DECODE_ITEM_KNOTS, a time per work item in series (item_s), a GQA factor where ``gqa`` (tables with real
+    MHA rows), and a head-dim factor per head dim other than 128 where ``head_dims``."""
+    n = len(R["t"])
+    D = Design(n)
+    one = np.ones((n, 1))
+    D.add("fixed_s", "fix", one, np.log(10e-6))
+    D.add("e_compute", "comp", one, np.log(0.3))
+    D.add("e_memory", "mem", hat_basis(R["lt"], DECODE_KV_KNOTS), np.log(0.8), DECODE_KV_KNOTS)
+    D.add("items_factor_mem", "mem", hat_basis(R["items"], DECODE_ITEM_KNOTS), 0.0, DECODE_ITEM_KNOTS)
+    # a time per work item in series: `qt` holds the item count, the column's -1 turns the term's exp(-x) into
+    # exp(+item_s)
+    D.add("item_s", "qnt", -one, np.log(5e-9))
+    if gqa:
+        D.add("gqa_factor_mem", "mem", hat_basis(R["h"] / R["g"], GQA_KNOTS)[:, 1:], 0.0, GQA_KNOTS[1:])
+    hds = [x for x in HEAD_DIMS if x != 128 and (R["hd"] == x).any()] if head_dims else []
+    if hds:
+        D.add("hd_factor_mem", "mem", np.stack([(R["hd"] == x).astype(float) for x in hds], axis=1), 0.0,
+              tuple(hds), smooth=False)
+    return D
+
+
+def prefill_cost(b, s, h, g, d, w, e, tile: int, cache_write: bool = True) -> dict:
+    """Causal prefill without a cached prefix: b prompts of s tokens, h heads, g KV heads, head dim d, window w
+    (0: none), e bytes per cached value. FLOPs 4*b*h*d*pairs over s padded to the tile (the kernels' query/key
+    tiles); bytes: q read and out written 2*b*s*h*d*2, k and v read 2*b*s*g*d*2, and (``cache_write``: a
+    serving engine's call includes it) k and v written to the cache 2*b*s*g*d*e."""
+    b, s, h, g, d, w, e = (np.asarray(x, float) for x in (b, s, h, g, d, w, e))
+    sp = np.ceil(s / tile) * tile
+    byts = 2 * b * s * h * d * 2 + 2 * b * s * g * d * 2 + (2 * b * s * g * d * e if cache_write else 0.0)
+    return dict(flops=4 * b * h * d * causal_pairs(sp, w), bytes=byts, tile=tile)
+
+
+def prefill_design(R: dict, factors: bool = True) -> Design:
+    """fixed, e_compute(prompt) and e_memory(prompt) on PREFILL_ISL_KNOTS; with ``factors`` (a table over many
+    head shapes), head-dim factors on both sides, a window factor, GQA factors (1 at MHA) on both sides and a
+    work-item factor (prompt x head x 128-query tiles; 1 at 8,192 items) on the compute side."""
+    n = len(R["t"])
+    D = Design(n)
+    one = np.ones((n, 1))
+    D.add("fixed_s", "fix", one, np.log(15e-6))
+    D.add("e_compute", "comp", hat_basis(R["isl"], PREFILL_ISL_KNOTS), np.log(0.5), PREFILL_ISL_KNOTS)
+    hds = [x for x in HEAD_DIMS if x != 128 and (R["hd"] == x).any()] if factors else []
+    if hds:
+        D.add("hd_factor", "comp", np.stack([(R["hd"] == x).astype(float) for x in hds], axis=1), 0.0,
+              tuple(hds), smooth=False)
+    D.add("e_memory", "mem", hat_basis(R["isl"], PREFILL_ISL_KNOTS), np.log(0.5), PREFILL_ISL_KNOTS)
+    if not factors:
+        return D
+    if hds:
+        D.add("hd_factor_mem", "mem", np.stack([(R["hd"] == x).astype(float) for x in hds], axis=1), 0.0,
+              tuple(hds), smooth=False)
+    windowed = ((R["w"] > 0) & (R["isl"] > R["w"])).astype(float)
+    if windowed.any():
+        D.add("window_factor", "comp", windowed, 0.0)
+    D.add("gqa_factor", "comp", hat_basis(R["h"] / R["g"], GQA_KNOTS)[:, 1:], 0.0, GQA_KNOTS[1:])
+    D.add("gqa_factor_mem", "mem", hat_basis(R["h"] / R["g"], GQA_KNOTS)[:, 1:], 0.0, GQA_KNOTS[1:])
+    ctas = R["b"] * R["h"] * np.ceil(R["isl"] / 128)
+    D.add("items_factor", "comp", hat_basis(ctas, CTA_KNOTS)[:, :-1], 0.0, CTA_KNOTS[:-1])
+    return D
+
+
+def causal_pairs(s, w):
+    """Causal query-key pairs of a prompt of s tokens under a window of w keys (0: none); predict._pairs."""
+    s, w = np.asarray(s, float), np.asarray(w, float)
+    full = s * (s + 1) / 2
+    return np.where((w > 0) & (s > w), w * (w + 1) / 2 + (s - w) * w, full)
+
+
+def to_knots(d: dict, ref: float | None = None) -> list:
+    """{x: value} as [[x, value], ...] sorted by x, with a reference knot (value 1) added where ``ref``."""
+    pts = {float(x): v for x, v in d.items()}
+    if ref is not None:
+        pts.setdefault(float(ref), 1.0)
+    return [[x, pts[x]] for x in sorted(pts)]
+
+
+def gemm_doc(p: dict, tile: int, peak: float, bandwidth: float) -> dict:
+    """A fitted GEMM's parameters (``params``) as the document predict.GemmFit.from_doc reads: knots as
+    [[x, e], ...], the N and K factors with their reference knot (4,096: factor 1) written in (absent: 1)."""
+    flat = [[float(GEMM_NK_REF), 1.0]]
+    return {"fixed_s": p["fixed_s"], "tile": tile, "e_compute": to_knots(p["e_compute"]),
+            "e_memory": to_knots(p["e_memory"]),
+            **{name: to_knots(p[name], GEMM_NK_REF) if name in p else flat
+               for name in ("n_factor_compute", "k_factor_compute", "n_factor_memory", "k_factor_memory")},
+            "e_quant": p.get("e_quant", 0.0), "peak_flops": peak, "bandwidth": bandwidth}
+
+
+def attention_doc(p: dict, kind: str, tile, fixed_less: float = 0.0, peak_ratio: float = 1.0) -> dict:
+    """A fitted attention class's parameters as the document predict.AttentionFit.from_doc reads, each factor
+    with its reference written in: GQA factors 1 at MHA, prefill's work-item factor at 8,192 items, a head-dim
+    factor at 128. ``fixed_less``: seconds of the fitted fixed cost that roofcalc counts in another kernel (a
+    cache write the measured call included); ``peak_ratio``: the fit's compute peak over the 16-bit one."""
+    tile, per_head = tile if isinstance(tile, (list, tuple)) else (tile, False)
+    out = {"kind": kind, "fixed_s": round(p["fixed_s"] - fixed_less, 12), "fixed_s_fitted": p["fixed_s"],
+           "tile": int(tile or 1), "per_head": bool(per_head), "peak_ratio": peak_ratio,
+           "e_compute": to_knots(p["e_compute"]) if isinstance(p["e_compute"], dict) else [[1.0, p["e_compute"]]],
+           "e_memory": to_knots(p["e_memory"]), "item_s": p.get("item_s", 0.0),
+           "window_factor": p.get("window_factor", 1.0)}
+    for name, ref in (("items_factor_mem", None), ("gqa_factor", 1.0), ("gqa_factor_mem", 1.0),
+                      ("items_factor", 8192.0)):
+        if name in p:
+            out[name] = to_knots(p[name], ref)
+    for name in ("hd_factor", "hd_factor_mem"):
+        if name in p:
+            out[name] = {"128": 1.0, **p[name]}
+    return out
