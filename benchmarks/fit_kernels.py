@@ -61,6 +61,10 @@ import pandas as pd  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(ROOT / "src"))  # roofcalc.fitting: the fit `roofcalc measure --device cuda` runs too
+
+from roofcalc import fitting as F  # noqa: E402
+from roofcalc.fitting import Design, evaluate, fit, folds_of, hat_basis, rows_of, score  # noqa: E402
 
 GPUS = ("a100_sxm", "h100_sxm", "h200_sxm", "b200_sxm", "l40s")
 ENGINES = ("vllm", "sglang", "trtllm")
@@ -78,15 +82,7 @@ SPECS = {
     "l40s": dict(sms=142, bf16=362.05e12, fp8=733e12, bw=864e9, link=32e9, l2=96e6),
 }
 
-GEMM_M_KNOTS = (1, 16, 64, 256, 1024, 4096, 32768)
-GEMM_NK_KNOTS = (128, 1024, 4096, 16384, 65536)
-GEMM_NK_REF = 4096  # the n and k factors are 1 at n = 4096 and k = 4096
-DECODE_KV_KNOTS = (1, 64, 1024, 16384, 131072)
-DECODE_ITEM_KNOTS = (1, 8, 64, 512, 16384)
-PREFILL_ISL_KNOTS = (1, 64, 256, 1024, 4096, 16384)
-HEAD_DIMS = (64, 128, 192, 256, 512)
-GQA_KNOTS = (1, 2, 4, 8, 16, 64)
-CTA_KNOTS = (1, 16, 128, 1024, 8192)
+# the knots of the forms' size dependences: roofcalc.fitting's (GEMM_M_KNOTS, ... CTA_KNOTS)
 AR_MSG_KNOTS = tuple(2**i for i in range(10, 31, 2))  # message bytes, 1 KiB to 1 GiB
 
 
@@ -176,16 +172,10 @@ def gemm_rows(df: pd.DataFrame, spec: dict, fp8: bool) -> dict:
 
 def gemm_cost(R: dict, tile: int, spec: dict) -> dict:
     """`tile` > 1: the compute term counts M padded as the kernels tile it: to the next power of two up to `tile`
-    rows, then to a multiple of `tile` (the GEMMs' M tiles; fitted, like decode's KV tile)."""
+    rows, then to a multiple of `tile` (the GEMMs' M tiles; fitted, like decode's KV tile); fitting.gemm_cost."""
     m, n, k, wb = R["m"], R["n"], R["k"], R["wb"]
-    if tile > 1:
-        p2 = 2.0 ** np.ceil(np.log2(np.maximum(m, 1)))
-        mp = np.where(m <= tile, np.maximum(p2, 1), np.ceil(m / tile) * tile)
-    else:
-        mp = m
     foot = 6 * wb * n * k + 2 * m * k + 6 * 2 * m * n
-    return dict(flops=2 * mp * n * k, bytes=wb * (m * k + n * k) + 2 * m * n,
-                qbytes=3 * m * k if wb == 1 else np.zeros_like(m), l2=foot <= spec["l2"], tile=tile)
+    return dict(F.gemm_cost(m, n, k, wb, tile), l2=foot <= spec["l2"])
 
 
 def decode_rows(df: pd.DataFrame, spec: dict, kv_plus_one: bool) -> dict:
@@ -212,16 +202,13 @@ def decode_rows(df: pd.DataFrame, spec: dict, kv_plus_one: bool) -> dict:
 def decode_cost(R: dict, variant: tuple, spec: dict) -> dict:
     """variant = (tile, window_per_head): KV length rounded up to the tile; with window_per_head, a sliding-window
     row reads its KV once per query head, not once per KV head (FlashAttention-2 packs a GQA group into one
-    work item only without a window; fitted: the choice that fits best)."""
+    work item only without a window; fitted: the choice that fits best); fitting.decode_cost, the new token's
+    K and V written (the tables' calls include it)."""
     tile, per_head = variant
     b, h, g, d, e = R["b"], R["h"], R["g"], R["hd"], R["e"]
-    Lt = np.ceil(R["kvlen"] / tile) * tile
-    heads = np.where((R["w"] > 0) & per_head, h, g)
+    out = F.decode_cost(b, h, g, R["kvlen"], d, e, R["w"], tile, per_head)
     kv = 2 * b * g * R["kvlen"] * d * e
-    return dict(flops=4 * b * h * Lt * d, bytes=2 * b * heads * Lt * d * e + 2 * b * h * d * 2 + 2 * b * g * d * e,
-                qbytes=np.zeros_like(b), l2=kv <= spec["l2"], tokens=b * Lt, lt=Lt,
-                items=b * heads,
-                tile=list(variant))
+    return dict(out, qbytes=np.zeros_like(b), l2=kv <= spec["l2"], tokens=b * out["lt"], tile=list(variant))
 
 
 def prefill_rows(df: pd.DataFrame, spec: dict, fp8: bool) -> dict:
@@ -244,13 +231,10 @@ def prefill_rows(df: pd.DataFrame, spec: dict, fp8: bool) -> dict:
 
 
 def prefill_cost(R: dict, tile: int, spec: dict) -> dict:
+    """fitting.prefill_cost, the K and V written to the cache (the tables' calls include it)."""
     b, s, h, g, d, w, e = (R[x] for x in ("b", "isl", "h", "g", "hd", "w", "e"))
-    sp = np.ceil(s / tile) * tile
-    pairs = sp * (sp + 1) / 2
-    win = w * (w + 1) / 2 + (sp - w) * w
-    pairs = np.where((w > 0) & (sp > w), win, pairs)
-    byts = 2 * b * s * h * d * 2 + 2 * b * s * g * d * 2 + 2 * b * s * g * d * e
-    return dict(flops=4 * b * h * d * pairs, bytes=byts, qbytes=np.zeros_like(b), l2=byts <= spec["l2"], tile=tile)
+    out = F.prefill_cost(b, s, h, g, d, w, e, tile)
+    return dict(out, qbytes=np.zeros_like(b), l2=out["bytes"] <= spec["l2"])
 
 
 def allreduce_rows(df: pd.DataFrame, spec: dict) -> dict:
@@ -268,146 +252,7 @@ def allreduce_rows(df: pd.DataFrame, spec: dict) -> dict:
 
 # ----------------------------------------------------------------------------------------------- the model
 
-def hat_basis(x: np.ndarray, knots) -> np.ndarray:
-    """Piecewise-linear interpolation weights in log2(x) between knots (flat outside): N x len(knots)."""
-    lx = np.log2(np.maximum(x, 1e-30))
-    kn = np.log2(np.asarray(knots, float))
-    lx = np.clip(lx, kn[0], kn[-1])
-    j = np.clip(np.searchsorted(kn, lx, side="right") - 1, 0, len(kn) - 2)
-    f = (lx - kn[j]) / (kn[j + 1] - kn[j])
-    B = np.zeros((len(x), len(kn)))
-    B[np.arange(len(x)), j] = 1 - f
-    B[np.arange(len(x)), j + 1] = f
-    return B
-
-
-class Design:
-    """log fixed, log e_compute and log e_memory as linear functions of one parameter vector."""
-
-    def __init__(self, n: int):
-        self.n = n
-        self.names: list[str] = []
-        self.prior: list[float] = []
-        self.blocks: dict[str, list[np.ndarray]] = {"fix": [], "comp": [], "mem": [], "qnt": []}
-        self.smooth: list[tuple[int, int]] = []
-
-    def add(self, name: str, term: str, cols: np.ndarray, prior: float, knots=None, smooth=True):
-        cols = np.asarray(cols, float).reshape(self.n, -1)
-        start = len(self.names)
-        for j in range(cols.shape[1]):
-            self.names.append(f"{name}[{knots[j]}]" if knots is not None else name)
-            self.prior.append(prior)
-        for t in self.blocks:
-            self.blocks[t].append(cols if t == term else np.zeros_like(cols))
-        if knots is not None and smooth:
-            self.smooth += [(start + j, start + j + 1) for j in range(cols.shape[1] - 1)]
-
-    def split_l2(self, l2: np.ndarray):
-        """Every memory-efficiency parameter in two: one for the rows that reach DRAM, one (`l2_` prefix) for the
-        rows whose working set stays in L2, so the L2-resident rows do not pull the DRAM efficiencies."""
-        l2 = l2.astype(float)[:, None]
-        names, prior, blocks = [], [], {t: [] for t in self.blocks}
-        smooth_old = set(self.smooth)
-        idx_new: dict[int, list[int]] = {}
-        col = 0
-        for bi in range(len(self.blocks["mem"])):
-            w = self.blocks["mem"][bi].shape[1]
-            is_mem = bool(np.any(self.blocks["mem"][bi]))
-            parts = [(1 - l2, ""), (l2, "l2_")] if is_mem else [(1.0, "")]
-            for mult, pre in parts:
-                for t in self.blocks:
-                    blocks[t].append(self.blocks[t][bi] * mult)
-                for j in range(w):
-                    idx_new.setdefault(col + j, []).append(len(names))
-                    names.append(pre + self.names[col + j])
-                    prior.append(self.prior[col + j])
-            col += w
-        self.smooth = [(a2, b2) for (a, b) in smooth_old for a2, b2 in zip(idx_new[a], idx_new[b])]
-        self.names, self.prior, self.blocks = names, prior, blocks
-
-    def mats(self):
-        """{term: (columns of theta it uses, N x those columns)}: each term touches only its own parameters."""
-        out = {}
-        for t, v in self.blocks.items():
-            full = np.hstack(v)
-            cols = np.flatnonzero(np.any(full != 0, axis=0))
-            out[t] = (cols, np.ascontiguousarray(full[:, cols]))
-        return out
-
-
-def rows_of(M: dict, sel) -> dict:
-    return {t: (c, X[sel]) for t, (c, X) in M.items()}
-
-
-def lin(M: dict, term: str, theta):
-    c, X = M[term]
-    return X @ theta[c]
-
-
-def predict(theta, M, ct, mt, qt):
-    """ct = FLOPs/peak, mt = bytes/bandwidth, qt = serial quantization bytes/bandwidth (all seconds)."""
-    f = np.exp(lin(M, "fix", theta))
-    c = ct * np.exp(-lin(M, "comp", theta))
-    m = mt * np.exp(-lin(M, "mem", theta))
-    q = qt * np.exp(-lin(M, "qnt", theta))
-    return f + np.maximum(c, m) + q, f, c, m, q
-
-
-def fit(M, ct, mt, qt, t, prior, smooth, theta0=None, iters=60, lam=3e-5):
-    """Levenberg-Marquardt on r = log(pred) - log(t), with a weak pull of every parameter to its prior and of
-    neighbouring knots to each other (weight lam * rows: about one row's worth in a table of 30,000), so that a
-    parameter the rows do not pin (the compute efficiency of a kernel that is never compute-bound) stays near
-    its prior. The normal equations are summed term by term (each term touches only its own parameters)."""
-    lam = lam * len(t)
-    P = len(prior)
-    th = np.array(prior if theta0 is None else theta0, float)
-    prior = np.asarray(prior, float)
-    S = np.zeros((len(smooth), P))
-    for i, (a, b) in enumerate(smooth):
-        S[i, a], S[i, b] = 1, -1
-    reg = lam * (np.eye(P) + S.T @ S)
-    lt = np.log(t)
-
-    def resid(th):
-        p = predict(th, M, ct, mt, qt)
-        r = np.log(p[0]) - lt
-        return p, r, r @ r + lam * ((th - prior) @ (th - prior) + (S @ th) @ (S @ th))
-
-    p, r, cost = resid(th)
-    mu = 1e-3
-    for _ in range(iters):
-        tot, f, c, m, q = p
-        act_c = c >= m
-        blocks = []
-        for term, wgt in (("fix", f), ("comp", -np.where(act_c, c, 0)), ("mem", -np.where(act_c, 0, m)),
-                          ("qnt", -q)):
-            cols, X = M[term]
-            if len(cols):
-                blocks.append((cols, (wgt / tot)[:, None] * X))
-        A = reg.copy()
-        g = lam * ((th - prior) + S.T @ (S @ th))
-        for i, (ci, Bi) in enumerate(blocks):
-            g[ci] += Bi.T @ r
-            for cj, Bj in blocks[i:]:
-                Aij = Bi.T @ Bj
-                A[np.ix_(ci, cj)] += Aij
-                if cj is not ci:
-                    A[np.ix_(cj, ci)] += Aij.T
-        improved = False
-        for _ in range(12):
-            step = np.linalg.solve(A + mu * np.diag(np.diag(A) + 1e-9), -g)
-            th2 = th + step
-            p2, r2, c2 = resid(th2)
-            if c2 < cost:
-                done = cost - c2 < 1e-6 * cost
-                th, p, r, cost = th2, p2, r2, c2
-                mu = max(mu / 3, 1e-9)
-                improved = True
-                break
-            mu *= 4
-        if not improved or done:
-            break
-    return th
+# the fit itself (hat_basis, Design, fit, evaluate): roofcalc.fitting
 
 
 # ----------------------------------------------------------------------------------------------- per class
@@ -415,55 +260,15 @@ def fit(M, ct, mt, qt, t, prior, smooth, theta0=None, iters=60, lam=3e-5):
 def design_for(cls: str, R: dict) -> Design:
     n = len(R["t"])
     D = Design(n)
-    one = np.ones((n, 1))
     lg = np.log
     if cls.startswith("gemm"):
-        D.add("fixed_s", "fix", one, lg(5e-6))
-        D.add("e_compute", "comp", hat_basis(R["m"], GEMM_M_KNOTS), lg(0.7), GEMM_M_KNOTS)
-        D.add("e_memory", "mem", hat_basis(R["m"], GEMM_M_KNOTS), lg(0.8), GEMM_M_KNOTS)
-        for term, tag in (("comp", "compute"), ("mem", "memory")):
-            for dim in ("n", "k"):
-                keep = [j for j, x in enumerate(GEMM_NK_KNOTS) if x != GEMM_NK_REF]
-                D.add(f"{dim}_factor_{tag}", term, hat_basis(R[dim], GEMM_NK_KNOTS)[:, keep], 0.0,
-                      tuple(GEMM_NK_KNOTS[j] for j in keep))
-        if R["wb"] == 1:
-            D.add("e_quant", "qnt", one, lg(0.8))
+        D = F.gemm_design(R)
     elif cls.startswith("decode"):
-        D.add("fixed_s", "fix", one, lg(10e-6))
-        D.add("e_compute", "comp", one, lg(0.3))
-        D.add("e_memory", "mem", hat_basis(R["lt"], DECODE_KV_KNOTS), lg(0.8), DECODE_KV_KNOTS)
-        D.add("items_factor_mem", "mem", hat_basis(R["items"], DECODE_ITEM_KNOTS), 0.0, DECODE_ITEM_KNOTS)
-        # a time per work item (sequence x KV head, or query head), in series: `qt` holds the item count, the
-        # column's -1 turns the term's exp(-x) into exp(+item_s)
-        D.add("item_s", "qnt", -one, lg(5e-9))
         ratio = R["h"] / R["g"]
-        if np.mean(ratio == 1) >= 0.1 and R["g"][ratio == 1].max() >= 16:
-            # only tables with real MHA rows (16+ KV heads) anchor a GQA factor: TRT-LLM's and SGLang's, not vLLM's
-            D.add("gqa_factor_mem", "mem", hat_basis(ratio, GQA_KNOTS)[:, 1:], 0.0, GQA_KNOTS[1:])
-        hds = [x for x in HEAD_DIMS if x != 128 and (R["hd"] == x).any()]
-        if hds:
-            D.add("hd_factor_mem", "mem", np.stack([(R["hd"] == x).astype(float) for x in hds], axis=1), 0.0,
-                  tuple(hds), smooth=False)
+        # only tables with real MHA rows (16+ KV heads) anchor a GQA factor: TRT-LLM's and SGLang's, not vLLM's
+        D = F.decode_design(R, gqa=bool(np.mean(ratio == 1) >= 0.1 and R["g"][ratio == 1].max() >= 16))
     elif cls.startswith("prefill"):
-        D.add("fixed_s", "fix", one, lg(15e-6))
-        D.add("e_compute", "comp", hat_basis(R["isl"], PREFILL_ISL_KNOTS), lg(0.5), PREFILL_ISL_KNOTS)
-        hds = [x for x in HEAD_DIMS if x != 128 and (R["hd"] == x).any()]
-        if hds:
-            D.add("hd_factor", "comp", np.stack([(R["hd"] == x).astype(float) for x in hds], axis=1), 0.0,
-                  tuple(hds), smooth=False)
-        D.add("e_memory", "mem", hat_basis(R["isl"], PREFILL_ISL_KNOTS), lg(0.5), PREFILL_ISL_KNOTS)
-        # the query heads per KV head (GQA ratio) and the work items (prompt x head x 128-query tile) move the
-        # kernels' compute efficiency: factors, 1 at MHA and at many work items
-        if hds:
-            D.add("hd_factor_mem", "mem", np.stack([(R["hd"] == x).astype(float) for x in hds], axis=1), 0.0,
-                  tuple(hds), smooth=False)
-        windowed = ((R["w"] > 0) & (R["isl"] > R["w"])).astype(float)
-        if windowed.any():
-            D.add("window_factor", "comp", windowed, 0.0)
-        D.add("gqa_factor", "comp", hat_basis(R["h"] / R["g"], GQA_KNOTS)[:, 1:], 0.0, GQA_KNOTS[1:])
-        D.add("gqa_factor_mem", "mem", hat_basis(R["h"] / R["g"], GQA_KNOTS)[:, 1:], 0.0, GQA_KNOTS[1:])
-        ctas = R["b"] * R["h"] * np.ceil(R["isl"] / 128)
-        D.add("items_factor", "comp", hat_basis(ctas, CTA_KNOTS)[:, :-1], 0.0, CTA_KNOTS[:-1])
+        D = F.prefill_design(R)
     elif cls == "allreduce":
         for r in (2, 4, 8):
             sel = (R["ranks"] == r).astype(float)[:, None]
@@ -486,22 +291,6 @@ def times(cls: str, R: dict, spec: dict):
     return R["flops"] / peak, R["bytes"] / spec["bw"], R["qbytes"] / spec["bw"]
 
 
-def folds_of(groups: list[str], k: int) -> np.ndarray:
-    """Each shape (group) to one of k folds, by a stable hash of its name."""
-    uniq = sorted(set(groups))
-    order = sorted(uniq, key=lambda g: hashlib.md5(g.encode()).hexdigest())
-    k = min(k, len(uniq))
-    fold = {g: i % k for i, g in enumerate(order)}
-    return np.array([fold[g] for g in groups])
-
-
-def score(meas, pred) -> dict:
-    a = np.abs(np.log(meas / pred))
-    within = np.abs(meas / pred - 1) <= 0.30
-    return dict(rows=int(len(a)), median_abs_log=float(np.median(a)) if len(a) else None,
-                within_30=float(within.mean()) if len(a) else None)
-
-
 def fit_once(cls, R, spec, sel=None, theta0=None, iters=60):
     D = design_for(cls, R)
     M = D.mats()
@@ -511,7 +300,7 @@ def fit_once(cls, R, spec, sel=None, theta0=None, iters=60):
         sel = np.ones(len(t), bool)
     th = fit(rows_of(M, sel), ct[sel], mt[sel], qt[sel], t[sel], D.prior, D.smooth,
              theta0=theta0, iters=iters)
-    pred = predict(th, M, ct, mt, qt)[0]
+    pred = evaluate(th, M, ct, mt, qt)[0]
     return th, D.names, pred
 
 
@@ -556,18 +345,6 @@ def run_class(cls: str, R: dict, spec: dict, kfold: int):
     return dict(theta=th, names=names, fitted=fitted, cv=cvp, folds=int(len(np.unique(folds))), R=R,
                 tile=R.get("tile"), score_dram=score(t[dram], cvp[dram]), score_all=score(t, cvp),
                 fit_dram=score(t[dram], fitted[dram]))
-
-
-def params_json(names, th):
-    out: dict = {}
-    for name, v in zip(names, th):
-        m = re.match(r"(.+)\[(.+)\]$", name)
-        val = float(f"{float(np.exp(v)):.4g}")
-        if m:
-            out.setdefault(m.group(1), {})[m.group(2)] = val
-        else:
-            out[name] = val
-    return out
 
 
 # ----------------------------------------------------------------------------------------------- loading
@@ -807,7 +584,7 @@ def write_json(args, systems, results):
     for (gpu, engine, cls), r in results.items():
         doc["fits"].append(dict(
             gpu=gpu, engine=engine, cls=cls, source=r["info"], rows=r["n_rows"], rows_l2_resident=r["n_l2"],
-            shapes=r["n_shapes"], tile=r["tile"], peak_flops=r["peak"], params=params_json(r["names"], r["theta"]),
+            shapes=r["n_shapes"], tile=r["tile"], peak_flops=r["peak"], params=F.params(r["names"], r["theta"]),
             smallest_5_median_us=round(r["floor_us"], 2),
             cv=dict(folds=r["folds"], dram=r["score_dram"], all=r["score_all"]), in_sample_dram=r["fit_dram"],
             system_yaml=r["yaml"]))

@@ -25,58 +25,35 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from roofcalc import fitting as F  # noqa: E402  (the forms' documents, as measure writes them too)
+
 STREAM_FIXED_US = 1.735  # predict.GPU_FIXED["stream"]: the cache write's elementwise kernel
 
 
-NK_REF = 4096.0  # fit_kernels.GEMM_NK_REF: the N and K factors are 1 there
-
-
-def knots(d: dict, ref: bool = False) -> list:
-    pts = {float(k): v for k, v in d.items()}
-    if ref:
-        pts.setdefault(NK_REF, 1.0)
-    return [[x, pts[x]] for x in sorted(pts)]
-
-
 def gemm_form(f: dict) -> dict:
-    p = f["params"]
-    return {"fixed_s": p["fixed_s"], "tile": f["tile"], "e_compute": knots(p["e_compute"]),
-            "e_memory": knots(p["e_memory"]),
-            **{name: knots(p[name], ref=True) for name in ("n_factor_compute", "k_factor_compute",
-                                                            "n_factor_memory", "k_factor_memory")},
-            "e_quant": p.get("e_quant", 0.0), "peak_flops": f["peak_flops"], "bandwidth": f["system_yaml"]["mem_bw"],
+    """A GEMM class's DRAM parameters as predict.GemmFit reads them (fitting.gemm_doc), with the fit's provenance."""
+    return {**F.gemm_doc(f["params"], f["tile"], f["peak_flops"], f["system_yaml"]["mem_bw"]),
             "source": f["source"], "cv_dram": f["cv"]["dram"]}
 
 
 def attention_form(f: dict, bf16_peak: float) -> dict:
-    """A decode or prefill attention class's DRAM parameters, each factor with its reference written in: the
-    GQA factors are 1 at one query head per KV head (MHA), prefill's work-item factor at 8,192 items, a head-dim
-    factor at 128; ``peak_ratio``: the fit's compute peak over the bf16 one (2 where the attention runs in fp8).
-    ``fixed_s``: the fitted fixed cost less the cache write's elementwise kernel, which each measured call
-    includes and roofcalc counts apart (its kv_cache_write pays its own fixed cost)."""
-    p = f["params"]
-    tile, per_head = (f["tile"] if isinstance(f["tile"], list) else [f["tile"], False])
-    out = {"kind": "decode" if f["cls"].startswith("decode") else "prefill",
-           "fixed_s": round(p["fixed_s"] - STREAM_FIXED_US * 1e-6, 12), "fixed_s_fitted": p["fixed_s"],
-           "tile": tile or 1, "per_head": bool(per_head), "peak_ratio": f["peak_flops"] / bf16_peak,
-           "e_compute": knots(p["e_compute"]) if isinstance(p["e_compute"], dict) else [[1.0, p["e_compute"]]],
-           "e_memory": knots(p["e_memory"]), "item_s": p.get("item_s", 0.0), "window_factor": p.get("window_factor",
-                                                                                                  1.0),
-           "source": f["source"], "cv_dram": f["cv"]["dram"]}
-    for name, ref in (("items_factor_mem", None), ("gqa_factor", 1.0), ("gqa_factor_mem", 1.0),
-                      ("items_factor", 8192.0)):
-        if name in p:
-            pts = {float(k): v for k, v in p[name].items()}
-            if ref is not None:
-                pts.setdefault(ref, 1.0)
-            out[name] = [[x, pts[x]] for x in sorted(pts)]
-    for name in ("hd_factor", "hd_factor_mem"):
-        if name in p:
-            out[name] = {"128": 1.0, **p[name]}
-    return out
+    """A decode or prefill attention class's DRAM parameters as predict.AttentionFit reads them
+    (fitting.attention_doc, each factor's reference written in), with the fit's provenance; ``peak_ratio``: the
+    fit's compute peak over the bf16 one (2 where the attention runs in fp8). ``fixed_s``: the fitted fixed cost
+    less the cache write's elementwise kernel, which each measured call includes and roofcalc counts apart (its
+    kv_cache_write pays its own fixed cost)."""
+    kind = "decode" if f["cls"].startswith("decode") else "prefill"
+    doc = F.attention_doc(f["params"], kind, f["tile"], STREAM_FIXED_US * 1e-6, f["peak_flops"] / bf16_peak)
+    head = ("kind", "fixed_s", "fixed_s_fitted", "tile", "per_head", "peak_ratio", "e_compute", "e_memory", "item_s",
+            "window_factor")
+    return {**{k: doc[k] for k in head}, "source": f["source"], "cv_dram": f["cv"]["dram"],
+            **{k: v for k, v in doc.items() if k not in head}}
 
 
 def main() -> None:

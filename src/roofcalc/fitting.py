@@ -243,15 +243,16 @@ def gemm_design(R: dict) -> Design:
     return D
 
 
-def decode_cost(b, h, g, kvlen, d, e, window, tile: int, per_head: bool) -> dict:
+def decode_cost(b, h, g, kvlen, d, e, window, tile: int, per_head: bool, cache_write: bool = True) -> dict:
     """Decode attention of b sequences, h query heads, g KV heads, head dim d, kvlen keys, e bytes per KV value:
     FLOPs 4*b*h*L_t*d over the KV length rounded up to the kernel's tile; bytes: the KV read (once per KV head,
-    or per query head for a windowed row with ``per_head``), q read and out written in 16 bits; work items
-    b * (heads read)."""
+    or per query head for a windowed row with ``per_head``), q read and out written in 16 bits, and (``cache_write``:
+    a serving engine's call includes it) the new token's K and V written, 2*b*g*d*e; work items b * (heads read)."""
     b, h, g, kvlen, d, e, window = (np.asarray(x, float) for x in (b, h, g, kvlen, d, e, window))
     Lt = np.ceil(kvlen / tile) * tile
     heads = np.where((window > 0) & per_head, h, g)
-    return dict(flops=4 * b * h * Lt * d, bytes=2 * b * heads * Lt * d * e + 2 * b * h * d * 2,
+    write = 2 * b * g * d * e if cache_write else 0.0
+    return dict(flops=4 * b * h * Lt * d, bytes=2 * b * heads * Lt * d * e + 2 * b * h * d * 2 + write,
                 lt=Lt, items=b * heads, tile=[tile, per_head])
 
 

@@ -896,7 +896,7 @@ def fit_curves(c: Curves, peak: float, bandwidth: float) -> dict:
         rows = dict(t=t, b=b, h=np.full_like(b, n_heads), g=np.full_like(b, kv_heads), hd=np.full_like(b, hd))
 
         def cost(tile):
-            d = F.decode_cost(b, n_heads, kv_heads, s, hd, c.itemsize, 0, tile, False)
+            d = F.decode_cost(b, n_heads, kv_heads, s, hd, c.itemsize, 0, tile, False, cache_write=False)
             return {**d, "qt": d["items"]}
 
         p, tile, sc = run(lambda R: F.decode_design(R, head_dims=False), cost, rows, (1,),
