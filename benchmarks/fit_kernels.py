@@ -33,6 +33,8 @@ is piecewise linear in log2 of its size between knots, a *_factor multiplies an 
   prefill_fp8kv      the same with an fp8 KV cache, on the fp8 peak (FA3/FlashInfer run it in fp8)
   allreduce          nccl all-reduce, fp16, the system's nccl version: fixed(ranks) + link bytes / (link bandwidth
                      * e_link(ranks, message size)); one table per GPU, fitted once
+  allgather          nccl all-gather, the same table and form; link bytes (n-1)/n of the output (nccl-tests' size)
+  alltoall           nccl all-to-all, the same; link bytes (n-1)/n of the per-rank buffer (nccl-tests' size)
 A row whose working set fits in L2 (the benchmark replays the same weights or KV) gets memory efficiencies of its
 own (`l2_*`, fitted with the rest, the fixed cost shared); the DRAM ones are what a real step's kernels see, and
 the cross-validated figures are given for the DRAM rows (and for all rows). A discrete parameter (a tile) is chosen
@@ -69,7 +71,12 @@ from roofcalc.fitting import Design, evaluate, fit, folds_of, hat_basis, rows_of
 GPUS = ("a100_sxm", "h100_sxm", "h200_sxm", "b200_sxm", "l40s")
 ENGINES = ("vllm", "sglang", "trtllm")
 CLASSES = ("gemm_bf16", "gemm_fp8", "decode_bf16kv", "decode_fp8kv", "decode_swa_bf16kv", "decode_swa_fp8kv",
-           "prefill_bf16kv", "prefill_fp8kv", "allreduce")
+           "prefill_bf16kv", "prefill_fp8kv", "allreduce", "allgather", "alltoall")
+# the NCCL classes: each fitted once per GPU (one table for every engine), its table's op and the link bytes a rank
+# sends per byte of nccl-tests' size (the bus-bandwidth factor: all-reduce 2(n-1)/n, all-gather and all-to-all
+# (n-1)/n)
+NCCL = {"allreduce": ("all_reduce", lambda n: 2 * (n - 1) / n), "allgather": ("all_gather", lambda n: (n - 1) / n),
+        "alltoall": ("alltoall", lambda n: (n - 1) / n)}
 
 # Datasheet figures (dense tensor-core peaks, nominal DRAM bandwidth, one-direction per-GPU link bandwidth,
 # L2 size) from docs' hardware_specs: A100 80GB SXM, H100 SXM, H200 SXM, HGX B200, L40S. The L40S box has no
@@ -237,15 +244,20 @@ def prefill_cost(R: dict, tile: int, spec: dict) -> dict:
     return dict(out, qbytes=np.zeros_like(b), l2=out["bytes"] <= spec["l2"])
 
 
-def allreduce_rows(df: pd.DataFrame, spec: dict) -> dict:
-    """nccl-tests all-reduce, out of place, one node. message_size is in ELEMENTS of nccl_dtype (half: 2 bytes).
+def nccl_rows(df: pd.DataFrame, spec: dict, cls: str) -> dict:
+    """nccl-tests collectives, out of place, one node. message_size is in ELEMENTS of nccl_dtype (half: 2 bytes)
+    of nccl-tests' size (`-b`/`-e`: AIConfigurator's collector/network/collect_nccl.py runs one size at a time and
+    writes size // bytes per element): for an all-reduce the buffer each rank reduces, for an all-gather the whole
+    output (n x each rank's input: nccl-tests' AllGatherGetCollByteCount sends size/n a rank), for an all-to-all
+    each rank's send (= receive) buffer, size/n to each peer (AlltoAllGetCollByteCount).
 
-    Message bytes S = 2 * elements; each rank sends (and receives) 2*(n-1)/n*S over its link (ring: a reduce-scatter
-    and an all-gather). No FLOPs term (the reduction is a few adds per byte).
+    Message bytes S = 2 * elements; each rank sends (and receives) S times the op's bus-bandwidth factor (NCCL) over
+    its link: an all-reduce 2(n-1)/n (ring: a reduce-scatter and an all-gather), an all-gather (n-1)/n (every
+    input but its own), an all-to-all (n-1)/n (every slice but its own). No FLOPs term (a few adds per byte).
     """
     S = df.message_size.to_numpy(float) * 2.0
     n = df.num_gpus.to_numpy(float)
-    return dict(t=df.latency.to_numpy(float) * 1e-3, flops=np.zeros_like(S), bytes=2 * (n - 1) / n * S,
+    return dict(t=df.latency.to_numpy(float) * 1e-3, flops=np.zeros_like(S), bytes=NCCL[cls][1](n) * S,
                 qbytes=np.zeros_like(S), l2=np.zeros(len(S), bool), msg=S, ranks=n,
                 group=[f"S={int(x)}" for x in S])
 
@@ -269,21 +281,21 @@ def design_for(cls: str, R: dict) -> Design:
         D = F.decode_design(R, gqa=bool(np.mean(ratio == 1) >= 0.1 and R["g"][ratio == 1].max() >= 16))
     elif cls.startswith("prefill"):
         D = F.prefill_design(R)
-    elif cls == "allreduce":
+    elif cls in NCCL:
         for r in (2, 4, 8):
             sel = (R["ranks"] == r).astype(float)[:, None]
             D.add(f"fixed_s_{r}", "fix", sel, lg(10e-6))
         for r in (2, 4, 8):
             sel = (R["ranks"] == r).astype(float)[:, None]
             D.add(f"e_link_{r}", "mem", sel * hat_basis(R["msg"], AR_MSG_KNOTS), lg(0.5), AR_MSG_KNOTS)
-    if not cls == "allreduce":
+    if cls not in NCCL:
         D.split_l2(R["l2"])
     return D
 
 
 def times(cls: str, R: dict, spec: dict):
     n = len(R["t"])
-    if cls == "allreduce":
+    if cls in NCCL:
         return np.zeros(n), R["bytes"] / spec["link"], np.zeros(n)
     peak = R.get("peak") or spec["bf16"]
     if cls.startswith("decode"):
@@ -422,7 +434,9 @@ def load(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
     return out
 
 
-def load_allreduce(systems: Path, gpu: str):
+def load_nccl(systems: Path, gpu: str) -> dict:
+    """{class: (rows, source info)} of the NCCL classes, from the nccl table of the system's nccl version (else the
+    newest with all-reduce rows), fp16."""
     yaml = read_yaml_scalars(systems / f"{gpu}.yaml")
     ver = yaml.get("nccl_version")
     base = systems / "data" / gpu / "comm" / "nccl"
@@ -431,15 +445,20 @@ def load_allreduce(systems: Path, gpu: str):
         cands = sorted(base.glob("*/nccl_perf.parquet"), key=lambda q: version_key(q.parent.name))
         cands = [q for q in cands if "all_reduce" in set(pd.read_parquet(q, columns=["op_name"]).op_name)]
         if not cands:
-            return None
+            return {}
         p = cands[-1]
     df = pd.read_parquet(p)
-    d = df[(df.op_name == "all_reduce") & (df.nccl_dtype == "half")]
-    d, dup = collapse(d, ["num_gpus", "message_size"])
-    info = dict(file=str(p.relative_to(systems.parent)), sha256=sha256(p)[:16], version_folder=p.parent.name,
-                version_column=sorted(set(map(str, df["version"].unique()))) if "version" in df else None,
-                kernel_source="NCCL all_reduce half", duplicates_merged=dup)
-    return allreduce_rows(d, SPECS[gpu]), info
+    out = {}
+    for cls, (op, _) in NCCL.items():
+        d = df[(df.op_name == op) & (df.nccl_dtype == "half")]
+        if d.empty:
+            continue
+        d, dup = collapse(d, ["num_gpus", "message_size"])
+        info = dict(file=str(p.relative_to(systems.parent)), sha256=sha256(p)[:16], version_folder=p.parent.name,
+                    version_column=sorted(set(map(str, df["version"].unique()))) if "version" in df else None,
+                    kernel_source=f"NCCL {op} half", duplicates_merged=dup)
+        out[cls] = (nccl_rows(d, SPECS[gpu], cls), info)
+    return out
 
 
 def package_version(systems: Path, given: str) -> str:
@@ -482,27 +501,25 @@ def main() -> None:
     results = {}
     for gpu in args.gpus.split(","):
         yaml = read_yaml_scalars(systems / f"{gpu}.yaml")
-        ar = load_allreduce(systems, gpu)
+        nccl = load_nccl(systems, gpu)
         for engine in args.engines.split(","):
-            loaded = load(systems, gpu, engine, cur)
-            if ar is not None:
-                loaded["allreduce"] = ar
+            loaded = {**load(systems, gpu, engine, cur), **nccl}
             for cls in args.classes.split(","):
                 if cls not in loaded:
                     continue
                 R, info = loaded[cls]
-                if cls == "allreduce" and engine != args.engines.split(",")[0]:
+                if cls in NCCL and engine != args.engines.split(",")[0]:
                     continue  # nccl is the same table for every engine: fitted once
-                res = run_class(cls, R, SPECS[gpu], len(set(R["group"])) if cls == "allreduce" else args.folds)
+                res = run_class(cls, R, SPECS[gpu], len(set(R["group"])) if cls in NCCL else args.folds)
                 res["info"] = info
                 res["floor_us"] = floor_us(R["t"])
                 res["n_rows"] = len(R["t"])
                 res["n_l2"] = int(R["l2"].sum())
                 res["n_shapes"] = len(set(R["group"]))
-                res["peak"] = R.get("peak") or (None if cls == "allreduce" else SPECS[gpu]["bf16"])
+                res["peak"] = R.get("peak") or (None if cls in NCCL else SPECS[gpu]["bf16"])
                 res["yaml"] = {k: yaml.get(k) for k in ("mem_bw", "bfloat16_tc_flops", "fp8_tc_flops",
                                                          "intra_node_bw")}
-                key = (gpu, "nccl" if cls == "allreduce" else engine, cls)
+                key = (gpu, "nccl" if cls in NCCL else engine, cls)
                 results[key] = res
                 s = res["score_dram"]
                 print(f"{gpu:9s} {key[1]:6s} {cls:15s} rows {res['n_rows']:6d} (L2 {res['n_l2']:5d}) "
@@ -524,6 +541,10 @@ FORMS = {
                       "bytes / (bw * e_m(isl) * f(d) * f(gqa)))",
     "prefill_fp8kv": "as prefill_bf16kv on the fp8 peak (the attention runs in fp8)",
     "allreduce": "fixed(ranks) + 2(n-1)/n * 2 * elements / (link_bw * e_link(ranks, message bytes))",
+    "allgather": "fixed(ranks) + (n-1)/n * 2 * elements / (link_bw * e_link(ranks, message bytes)); elements: the "
+                 "whole output",
+    "alltoall": "fixed(ranks) + (n-1)/n * 2 * elements / (link_bw * e_link(ranks, message bytes)); elements: one "
+                "rank's buffer",
 }
 NOTES = """
 Why, and what else the tables showed:
@@ -537,6 +558,11 @@ Why, and what else the tables showed:
   neither sharing model fits (0.33). The H100/H200 window rows are few at DRAM scale (~800 to 1,400) and noisy.
 * **All-reduce** is held out one message size at a time; the L40S box's 4- and 8-GPU collectives go through the
   host (no peer-to-peer) and are irregular (8 GPUs: 55 ms at 128 MiB, 162 ms at 256 MiB), yet interpolate well.
+* **All-gather and all-to-all** (the same nccl table, fitted as the all-reduce is) are read at nccl-tests' own
+  size: an all-gather's whole output, an all-to-all's per-rank buffer, each sending (n-1)/n of it. The table
+  bears that reading out: at 512 MiB on 8 H100s they take 1.40 and 1.48 ms, 336 and 317 GB/s of bus bandwidth
+  on a 450 GB/s link (per-rank inputs would make it 8x that). Their fixed costs grow less with the ranks than
+  the all-reduce's (H100 all-to-all 6.6/7.0/8.1 µs at 2/4/8 ranks). The L40S's (through the host) fall just short.
 * **Decode attention works on KV tiles**: 2,048 sequences of 2 tokens cost what 2,048 of 128 do (the fitted tile,
   32-128 tokens on most kernels), plus a time per (sequence x KV head) work item in series, 1-25 ns.
 * **The L2 cliff is large**: on the L40S (96 MB L2) a 67 MB KV decodes in 38 µs and a 134 MB one in 221 µs; rows
@@ -581,8 +607,8 @@ def write_json(args, systems, results):
               "prefill: prompt tokens), 1 = none",
         forms=FORMS,
         specs={g: dict(SPECS[g]) for g in SPECS},
-        metric="cv: k-fold over whole shapes (GEMM: (n, k); attention: (heads, kv heads, head dim); all-reduce: "
-               "one message size), fit on the other folds, predict the held-out; median_abs_log = median "
+        metric="cv: k-fold over whole shapes (GEMM: (n, k); attention: (heads, kv heads, head dim); NCCL "
+               "collectives: one message size), fit on the other folds, predict the held-out; median_abs_log = median "
                "|ln(measured / predicted)|, within_30 = share with |measured / predicted - 1| <= 0.30; dram = rows "
                "whose working set does not fit in L2",
         fits=[],
@@ -610,7 +636,7 @@ def write_md(args, results, version):
     classes = [c for c in CLASSES if any(k[2] == c for k in results)]
 
     def get(g, e, c):
-        return results.get((g, "nccl" if c == "allreduce" else e, c))
+        return results.get((g, "nccl" if c in NCCL else e, c))
 
     L = ["# Per-kernel-class cost parameters fitted to AIConfigurator's measured kernel tables", "",
          "Generated by `benchmarks/fit_kernels.py` (its docstring says how to fetch the data; nothing of it is kept "
@@ -629,7 +655,7 @@ def write_md(args, results, version):
           "from L2) get memory efficiencies of their own (`l2_*`): the `fixed` cost is shared, and the DRAM "
           "efficiencies, which a real step's kernels see, come from the other rows only.", "",
           f"**Held out**: whole shapes, {args.folds} folds of them (GEMM: an (n, k) pair; attention: a (heads, KV "
-          "heads, head dim) triple); all-reduce: one message size at all rank counts, each in turn. Each fold is "
+          "heads, head dim) triple); NCCL collectives: one message size at all rank counts, each in turn. Each fold is "
           "fitted on the others and predicts its own rows. Figures: median |ln(measured / predicted)| / share of "
           "rows within ±30 % (|measured / predicted − 1| ≤ 0.30), on the rows that reach DRAM; ✗ = short of the "
           f"target (≤ {TARGET[0]:.2f} and ≥ {100 * TARGET[1]:.0f} %).", ""]
@@ -638,7 +664,7 @@ def write_md(args, results, version):
               "| class | " + " | ".join(GPU_NAMES.get(g, g) for g in gpus) + " |",
               "|---|" + "---|" * len(gpus)]
         for c in classes:
-            if c == "allreduce" and e != engines[0]:
+            if c in NCCL and e != engines[0]:
                 continue
             L.append(f"| {c} | " + " | ".join(cell(get(g, e, c)["score_dram"]) if get(g, e, c) else "–"
                                                 for g in gpus) + " |")
@@ -661,7 +687,7 @@ def write_md(args, results, version):
             fx = [float(np.exp(v)) * 1e6 for n, v in zip(r["names"], r["theta"]) if n.startswith("fixed_s")]
             row.append("/".join(f"{x:.1f}" for x in fx) + f" ({r['floor_us']:.1f})")
         L.append(f"| {c} | " + " | ".join(row) + " |")
-    L += ["", "All-reduce: fixed at 2/4/8 ranks.", "", "## Sources", "",
+    L += ["", "NCCL collectives: fixed at 2/4/8 ranks.", "", "## Sources", "",
           "| gpu | engine | class | table (version folder) | kernel source | rows (L2) | tile |",
           "|---|---|---|---|---|---|---|"]
     for (g, en, c), r in results.items():

@@ -3,14 +3,16 @@
     python benchmarks/fit_kernels.py --data DIR     # writes benchmarks/kernel_fits.json (see its docstring)
     python benchmarks/ship_fits.py                  # this: the part the step model reads
 
-What ships, per measured GPU (vLLM tables; NCCL for the all-reduce), with the fit's provenance:
+What ships, per measured GPU (vLLM tables; NCCL for the collectives), with the fit's provenance:
 * each kernel class's fixed cost (``fixed_s``: gemm and gemv, attention, attention_compute): the fitted fixed
   cost of the 16-bit GEMM, decode attention and prefill attention forms below, the one each of those kernels
   pays; decode and prefill attention less the elementwise cache write their calls include (roofcalc's
   kv_cache_write pays its own, predict.GPU_FIXED). (The median of each table's five fastest rows,
   ``smallest_5_median_us``, is what the defaults of a GPU without tables take the median of over the five.)
-* the all-reduce's fitted fixed cost at 2, 4 and 8 ranks and its share of the link by message size
-  (``e_link_N``, bytes to share), cross-validated in docs/kernel_fits.md;
+* the all-reduce's, all-gather's and all-to-all's fitted fixed cost at 2, 4 and 8 ranks and share of the link by
+  message size (``e_link_N``, bytes to share; ``all_reduce``, ``all_gather``, ``all_to_all``), cross-validated in
+  docs/kernel_fits.md; the bytes are nccl-tests' size: the all-reduce's buffer, the all-gather's whole output
+  (ranks x each rank's input), the all-to-all's per-rank buffer;
 * the GEMM classes' fitted forms (``gemm``: bf16, and fp8 per tensor where the GPU has it), the model that
   docs/kernel_fits.md cross-validates: fixed cost, M tile, e_compute(M) and e_memory(M) as knots, the N and K
   factors with the reference knot (4,096: factor 1) written in, fp8's activation-quantization efficiency;
@@ -34,6 +36,9 @@ sys.path.insert(0, str(ROOT / "src"))
 from roofcalc import fitting as F  # noqa: E402  (the forms' documents, as measure writes them too)
 
 STREAM_FIXED_US = 1.735  # predict.GPU_FIXED["stream"]: the cache write's elementwise kernel
+
+
+NCCL_OPS = {"allreduce": "all_reduce", "allgather": "all_gather", "alltoall": "all_to_all"}  # fit class -> op
 
 
 def gemm_form(f: dict) -> dict:
@@ -63,15 +68,14 @@ def main() -> None:
     for f in doc["fits"]:
         spec = doc["specs"][f["gpu"]]  # the datasheet roofs the fits are fractions of
         gpu = out["gpus"].setdefault(f["gpu"], {"roofs": {"bf16": spec["bf16"], "fp8": spec["fp8"],
-                                                          "bandwidth": spec["bw"]}, "fixed_s": {}, "all_reduce": {}})
-        if f["cls"] == "allreduce":
-            p = f["params"]
-            for ranks in (2, 4, 8):
-                if f"fixed_s_{ranks}" in p:
-                    gpu["all_reduce"][str(ranks)] = {
-                        "fixed_s": p[f"fixed_s_{ranks}"],
-                        "e_link": sorted([float(k), v] for k, v in p[f"e_link_{ranks}"].items())}
-            gpu["all_reduce_source"] = f["source"]
+                                                          "bandwidth": spec["bw"]}, "fixed_s": {},
+                                                          **{op: {} for op in NCCL_OPS.values()}})
+        if f["cls"] in NCCL_OPS:
+            p, op = f["params"], NCCL_OPS[f["cls"]]
+            gpu[op] = {str(ranks): {"fixed_s": p[f"fixed_s_{ranks}"],
+                                    "e_link": sorted([float(k), v] for k, v in p[f"e_link_{ranks}"].items())}
+                       for ranks in (2, 4, 8) if f"fixed_s_{ranks}" in p}
+            gpu[f"{op}_source"] = f["source"]
             continue
         # the vLLM tables' forms at the top; SGLang's and TensorRT-LLM's (the --engine presets') under "engines"
         where = gpu if f["engine"] == "vllm" else gpu.setdefault("engines", {}).setdefault(f["engine"], {})

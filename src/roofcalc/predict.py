@@ -397,9 +397,10 @@ class KernelModel:
     latency: Mapping[str, Efficiency] = field(default_factory=lambda: dict(LATENCY))  # per collective, by hop
     # seconds the smallest kernel of a class takes on the device, whatever its size (absent: 0)
     fixed_s: Mapping[str, Efficiency] = field(default_factory=dict)
-    # a measured GPU's all-reduce inside a node, fitted (data/kernel_fits.json): ranks -> (fixed seconds,
-    # ((message bytes, share of the link), ...)), read in log bytes; other collectives take link and latency
-    all_reduce: Mapping[int, tuple] = field(default_factory=dict)
+    # a measured GPU's collectives inside a node, fitted (data/kernel_fits.json): op (FITTED_COLLECTIVES) -> ranks
+    # -> (fixed seconds, ((nccl-tests' size in bytes, share of the link), ...)), read as fitted: log share linear
+    # in log size between the knots (_interp_geo) at nccl_size; other collectives take link and latency
+    collectives: Mapping[str, Mapping[int, tuple]] = field(default_factory=dict)
     fitted: str = ""  # the measured tables the fitted parts come from ("" : none)
     fitted_how: str = ""  # "measured": the device's own; "nearest": the measured GPU of its generation
     fitted_tables: str = ""  # whose kernels were measured: "vllm", "sglang" or "trtllm" (TABLE_ENGINES)
@@ -436,11 +437,13 @@ class KernelModel:
             return self.attention_fits.get(f"prefill_{kv_kind}")
         return None
 
-    def all_reduce_fit(self, group: int):
-        """(fixed seconds, share-of-link curve) at the fitted rank count nearest ``group`` (in log2)."""
-        if not self.all_reduce or group < 2:
+    def collective_fit(self, op: str, group: int):
+        """(fixed seconds, share-of-link curve) of a fitted collective ``op`` at the fitted rank count nearest
+        ``group`` (in log2), or None."""
+        fits = self.collectives.get(op)
+        if not fits or group < 2:
             return None
-        return self.all_reduce[min(self.all_reduce, key=lambda r: abs(math.log2(r) - math.log2(group)))]
+        return fits[min(fits, key=lambda r: abs(math.log2(r) - math.log2(group)))]
 
     def fixed(self, kind: str, compute_side, pessimistic: bool = False):
         """The fixed cost of one kernel of ``kind`` on the side of the roof that bounds it."""
@@ -509,7 +512,7 @@ def default_model(kind: str, segment: str = "datacenter", fits: str = "", how: s
                   engine: str = "") -> KernelModel:
     """The built-in model for a kind of device ("gpu", "cpu", "tpu") and, for GPUs, its segment
     ("datacenter" or "consumer": GeForce cards reach their fp32-accumulate GEMM peak); ``fits`` names the
-    measured GPU whose fitted kernels and all-reduce replace the five GPUs' medians (data/kernel_fits.json), as
+    measured GPU whose fitted kernels and collectives replace the five GPUs' medians (data/kernel_fits.json), as
     ``engine`` (an --engine preset) runs them where its tables were measured (with_fits)."""
     if kind == "cpu":
         return KernelModel(dict(GPU_DEFAULTS), dict(GPU_DEQUANT), CPU_HOST_PER_OP, Efficiency(0.0, 0.0, note="no "
@@ -553,14 +556,28 @@ def engine_fits() -> dict:
 TABLE_ENGINES = ("vllm", "sglang", "trtllm")  # the engines whose kernel tables AIConfigurator measured
 
 
+# The collectives fitted on AIConfigurator's NCCL tables (nccl-tests' all_reduce_perf, all_gather_perf and
+# alltoall_perf).
+FITTED_COLLECTIVES = ("all_reduce", "all_gather", "all_to_all")
+
+
+def nccl_size(op: str, message, group: int):
+    """The size nccl-tests (and so the fit's share of the link) gives a collective whose per-rank input is
+    ``message`` bytes (parallel.py's message_bytes): an all-gather's whole output, ``group`` inputs (its -b size:
+    AllGatherGetCollByteCount sends size / ranks a rank); an all-reduce's and an all-to-all's own buffer. The link
+    bytes are the same on both sides: parallel.link_bytes' (n-1) x input is (n-1)/n of that output."""
+    return message * group if op == "all_gather" else message
+
+
 def with_fits(m: KernelModel, gpu: str, how: str = "measured", gemm: bool = True, engine: str = "") -> KernelModel:
     """``m`` with one measured GPU's fitted fixed costs per class, its fitted GEMMs (``gemm``; GemmFit) and its
-    fitted all-reduce (AIConfigurator 0.12's vLLM and NCCL tables; cross-validated in docs/kernel_fits.md).
-    Their pessimistic ends keep the defaults' spread (fixed costs: the slowest of the five GPUs over their
-    median; a GEMM's efficiencies: the gemm and gemv classes' pessimistic over expected). ``how`` "nearest": a
+    fitted collectives (FITTED_COLLECTIVES; AIConfigurator 0.12's vLLM and NCCL tables; cross-validated in
+    docs/kernel_fits.md). Their pessimistic ends keep the defaults' spread (fixed costs: the slowest of the five
+    GPUs over their median; a GEMM's efficiencies: the gemm and gemv classes' pessimistic over expected; a
+    collective's share of the link: the defaults' LINK spread, its fixed cost as fitted). ``how`` "nearest": a
     GPU without tables takes the fixed costs of the measured GPU of its generation as they are (a fixed cost
     is launch, synchronization and a minimal pass over the chip, which no datasheet figure scales), its GEMMs'
-    and attention calls' efficiencies as fractions of its own datasheet roofs, and not its all-reduce (another
+    and attention calls' efficiencies as fractions of its own datasheet roofs, and not its collectives (another
     link). Attention calls (AttentionFit) keep the attention classes' spread. ``engine``: SGLang's or
     TensorRT-LLM's own tables for their presets (each class where measured), vLLM's for every other engine
     (vLLM's 16-bit GEMM is PyTorch's F.linear, what transformers and gpt-fast call too)."""
@@ -590,8 +607,10 @@ def with_fits(m: KernelModel, gpu: str, how: str = "measured", gemm: bool = True
                 attention_fits=attention, fitted_tables=tables)
     if how == "nearest":
         return m
-    all_reduce = {int(r): (v["fixed_s"], tuple((b, e) for b, e in v["e_link"])) for r, v in g["all_reduce"].items()}
-    return replace(m, all_reduce=all_reduce)
+    collectives = {op: {int(r): (v["fixed_s"], tuple((b, e) for b, e in v["e_link"])) for r, v in g[op].items()}
+                   for op in FITTED_COLLECTIVES if g.get(op)}
+    return replace(m, collectives=collectives)
+
 
 
 OWN_ATTENTION = ("decode_bf16kv", "decode_fp8kv", "decode_swa_bf16kv", "decode_swa_fp8kv", "prefill_bf16kv",
@@ -815,16 +834,17 @@ def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessi
     curve (read in log rows and log weight bytes) gives both; integer weights dequantize on the
     memory side. For decode attention ``weight_bytes`` is the KV cache it reads: the defaults' memory
     side follows its size (ATTENTION_SIZE). A collective's ``collective`` is (op, ranks, hop) and its
-    ``weight_bytes`` the message: a fitted all-reduce inside a node reads its share of the link there. A
+    ``weight_bytes`` the message: a fitted collective inside a node reads its share of the link at its size
+    (nccl_size). A
     fitted GPU's matmul takes its fitted form (GemmFit) at M = ``rows``, N = ``width``, K = ``depth``, the
     classes' spread to the pessimistic end; a measured curve still comes first. An attention call of sizes
     ``attn`` that a fitted class covers takes its fitted form (AttentionFit), the attention classes' spread."""
     if kind == "collective":  # the link (or the HBM copy) at NCCL's measured share
-        fit = m.all_reduce_fit(collective[1]) if collective and collective[0] == "all_reduce" and \
-            collective[2] == "link" else None
+        fit = m.collective_fit(*collective[:2]) if collective and collective[2] == "link" else None
         e = m.link.pick(pessimistic)
         if fit is not None:  # the fit's share at this message size; its pessimistic end the defaults' spread
-            e = _interp_log(weight_bytes, fit[1]) * (m.link.pessimistic / m.link.expected if pessimistic else 1.0)
+            e = _interp_geo(nccl_size(collective[0], weight_bytes, collective[1]), fit[1]) * \
+                (m.link.pessimistic / m.link.expected if pessimistic else 1.0)
         return e, e
     names = {"matmul": ("gemm", "gemv"), "attention": ("attention_compute", "attention")}.get(kind)
     fit = m.attention_fit(attn) if kind == "attention" else None
@@ -874,7 +894,7 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
     """(work seconds, fixed seconds, compute-bound?) of one kernel instance, scalars or numpy arrays: its work
     is the larger of its FLOPs over the achievable FLOP/s and its bytes over the achievable bandwidth; its
     fixed cost is paid once per device kernel it ``launches``, a collective's is its latency on its ``hop``
-    ("link" inside a node, "network" across nodes), a fitted all-reduce's its fitted fixed cost at its ranks, a
+    ("link" inside a node, "network" across nodes), a fitted collective's its fitted fixed cost at its ranks, a
     fitted GEMM's its fitted fixed cost (and an fp8 one's input quantization in series, with its work), a fitted
     attention call's its fitted fixed cost (and decode's time per work item in series, with its work)."""
     coll = (*collective, hop) if collective else ()
@@ -898,8 +918,7 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
             work = _maximum(work, measured) if pessimistic else measured
         return work, launches * fit.fixed_s * spread, side
     if kind == "collective":
-        fit = m.all_reduce_fit(collective[1]) if collective and collective[0] == "all_reduce" and hop == "link" \
-            else None
+        fit = m.collective_fit(*collective) if collective and hop == "link" else None
         fixed = fit[0] if fit is not None else m.latency[hop].pick(pessimistic) if hop else 0.0
     else:
         fixed = launches * m.fixed(kind, side, pessimistic)

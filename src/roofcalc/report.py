@@ -353,7 +353,7 @@ def fixed_cost_words(r) -> str:
     what = "GEMM and attention kernels" if m.gemm_fits else "attention kernels (GEMMs: the GeForce default)"
     tables = {"sglang": "SGLang", "trtllm": "TensorRT-LLM"}.get(m.fitted_tables, "vLLM")
     if m.fitted_how == "measured":
-        return (f"; {what} and all-reduce fitted on {gpu}'s measured kernels, AIConfigurator 0.12 {tables} "
+        return (f"; {what} and collectives fitted on {gpu}'s measured kernels, AIConfigurator 0.12 {tables} "
                 f"(elementwise: the medians)")
     if m.fitted_how == "nearest":
         from .hardware import generation, measured_generation
