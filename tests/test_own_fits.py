@@ -203,8 +203,10 @@ def test_the_cuda_path_fits_and_writes_its_forms_on_a_shim(monkeypatch, tmp_path
     fits = doc["efficiency"]["fits"]
     assert fits["source"].startswith("roofcalc measure, bf16 on Shim GPU")
     assert set(fits["attention"]) == {"decode_bf16kv", "prefill_bf16kv"} and set(fits["gemm"]) == {"bf16"}
-    # 3 rows x 2 weight shapes; 2 decode points; 2 prompts, each shape held out in turn
-    assert [fits["scores"][c]["in_sample"]["rows"] for c in ("gemm", "decode_bf16kv", "prefill_bf16kv")] == [6, 2, 2]
+    # 3 rows x 2 weight shapes; 2 decode points; of the 2 prompts the 64-token one is left out: its Q and output,
+    # 2·32·64·64·2 = 524,288 bytes, exceed a quarter of the 1,572,864 bytes free (a small GPU measures less)
+    assert [fits["scores"][c]["in_sample"]["rows"] for c in ("gemm", "decode_bf16kv", "prefill_bf16kv")] == [6, 2, 1]
+    assert fits["scores"]["prefill_bf16kv"]["held_out"] is None  # one shape: nothing to hold out
     assert fits["peak_flops"] == max(doc["peak_flop_per_s"]["bf16"], 0) and fits["bandwidth"] == doc[
         "bandwidth_bytes_per_s"]
     hw = load_profile(str(out))

@@ -742,6 +742,21 @@ def measure_curves(torch, device: str, dtype: str, repeats: int, progress, timer
     free = available_memory_bytes() if device == "cpu" else None
     if free is not None:
         stream = max(64 << 20, min(stream, free // 8))
+    gpu_free = torch.cuda.mem_get_info()[0] if device == "cuda" else None
+    if gpu_free is not None:
+        stream = max(1, min(stream, gpu_free // 8))
+    skipped: list[str] = []
+
+    def room(nbytes: float, what: str) -> bool:
+        """Whether a point's operands (one copy) fit in a quarter of the GPU's free memory; a point that does
+        not is left out, and the progress says so (a small GPU measures the grid's smaller points)."""
+        if gpu_free is None or nbytes <= gpu_free / 4:
+            return True
+        if what not in skipped:
+            skipped.append(what)
+            progress(f"left out: {what} (needs {nbytes / GIB:.2f} GiB, a quarter of the free memory is "
+                     f"{gpu_free / 4 / GIB:.2f})")
+        return False
 
     def copies(*shape):
         """Enough copies of a tensor that cycling through them streams from memory, not a cache (a
@@ -778,8 +793,12 @@ def measure_curves(torch, device: str, dtype: str, repeats: int, progress, timer
         for i, (k, n) in enumerate(shapes):
             if i:
                 _tick(progress, f"{dtype} matmul curve{of}: weight {n} x {k}")
+            if not room(itemsize * n * k, f"the {n} x {k} weight"):
+                continue
             ws = copies(n, k)
             for rows in curve_rows:
+                if not room(itemsize * (n * k + rows * (k + n)), f"M = {rows} on the {n} x {k} weight"):
+                    continue
                 x = rand(rows, k)
                 mm.setdefault((rows, k, n), []).append(
                     per_call(lambda items: [linear(x, w) for w in items], ws, flops=2.0 * rows * k * n))
@@ -787,6 +806,8 @@ def measure_curves(torch, device: str, dtype: str, repeats: int, progress, timer
         progress(f"{dtype} attention{of}: decode at (batch, context) {', '.join(map(str, points))}, "
                  f"and prefills of {', '.join(map(str, prompts))} tokens")
         for b, s in points:
+            if not room(itemsize * 2 * b * nk * s * h, f"decode at batch {b}, context {s}"):
+                continue
             q = rand(b, nq, 1, h)
             # K KV heads shared by N query heads, as transformers calls SDPA in decode (no mask: enable_gqa)
             kvs = copies(2, b, nk, s, h)
@@ -794,6 +815,8 @@ def measure_curves(torch, device: str, dtype: str, repeats: int, progress, timer
                 lambda items: [sdpa(q, kv[0], kv[1], enable_gqa=True) for kv in items], kvs))
             kvs = None
         for tt in prompts:
+            if not room(itemsize * 2 * nq * tt * h, f"a prefill of {tt} tokens"):
+                continue
             q = rand(1, nq, tt, h)
             pre.setdefault(tt, []).append(statistics.median(timer(lambda: sdpa(q, q, q, is_causal=True), repeats)))
         if host:
