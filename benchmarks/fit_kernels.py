@@ -31,6 +31,11 @@ is piecewise linear in log2 of its size between knots, a *_factor multiplies an 
   prefill_bf16kv     causal prefill (isl >= 16; window rows included, their pairs capped): e_compute(isl) * f(head
                      dim) * f(GQA ratio) * f(work items) * f(window), e_memory(isl) * f(head dim) * f(GQA ratio)
   prefill_fp8kv      the same with an fp8 KV cache, on the fp8 peak (FA3/FlashInfer run it in fp8)
+  moe_bf16           a fused MoE layer's routed experts (vLLM's FusedMoE, one rank), bf16 weights; balanced routing
+                     rows only; e_compute(x) * f(H) * f(I'), e_memory(x) * f(H) * f(I'), x = tokens per expert,
+                     and a time per routed (token, expert) pair in series (moe_rows)
+  moe_fp8            the same, fp8 per-tensor weights and activations, on the fp8 peak
+  moe_fp8_block      the same, fp8 weights with one fp32 scale per 128 x 128 block, on the fp8 peak
   allreduce          nccl all-reduce, fp16, the system's nccl version: fixed(ranks) + link bytes / (link bandwidth
                      * e_link(ranks, message size)); one table per GPU, fitted once
   allgather          nccl all-gather, the same table and form; link bytes (n-1)/n of the output (nccl-tests' size)
@@ -71,7 +76,8 @@ from roofcalc.fitting import Design, evaluate, fit, folds_of, hat_basis, rows_of
 GPUS = ("a100_sxm", "h100_sxm", "h200_sxm", "b200_sxm", "l40s")
 ENGINES = ("vllm", "sglang", "trtllm")
 CLASSES = ("gemm_bf16", "gemm_fp8", "decode_bf16kv", "decode_fp8kv", "decode_swa_bf16kv", "decode_swa_fp8kv",
-           "prefill_bf16kv", "prefill_fp8kv", "allreduce", "allgather", "alltoall")
+           "prefill_bf16kv", "prefill_fp8kv", "allreduce", "allgather", "alltoall", "moe_bf16",
+           "moe_fp8", "moe_fp8_block")
 # the NCCL classes: each fitted once per GPU (one table for every engine), its table's op and the link bytes a rank
 # sends per byte of nccl-tests' size (the bus-bandwidth factor: all-reduce 2(n-1)/n, all-gather and all-to-all
 # (n-1)/n)
@@ -262,6 +268,77 @@ def nccl_rows(df: pd.DataFrame, spec: dict, cls: str) -> dict:
                 group=[f"S={int(x)}" for x in S])
 
 
+def balanced_routing(tokens: int, experts: int, topk: int, ep: int) -> tuple[int, int]:
+    """(rows, distinct experts) that reach EP rank 0's experts (0 .. E/ep - 1) under the collector's "balanced"
+    routing (collector/helper.py balanced_logits): token i picks experts (i + j*s) mod E, j < k, s = ceil(E/k),
+    or (floor(i*s/T + j*s)) mod E when T < s (every token's k experts spread over the E)."""
+    s = -(-experts // topk)
+    i = np.arange(tokens, dtype=float)[:, None]
+    j = np.arange(topk, dtype=float)[None, :]
+    sel = (i + j * s) if tokens >= s else np.floor(i * s / tokens + j * s)
+    sel = sel.astype(np.int64) % experts
+    local = sel[sel < experts // ep]
+    return int(local.size), int(np.unique(local).size)
+
+
+def moe_rows(df: pd.DataFrame, spec: dict, dtype: str) -> dict:
+    """One fused MoE layer on one rank, as AIConfigurator's vLLM collector times it (collector/vllm/collect_moe.py,
+    ai-dynamo/aiconfigurator at 095f58a; vLLM 0.24.0): a CUDA graph of ``FusedMoE(hidden, router_logits)``, the
+    router's logits given (its GEMM is not in the row); the row holds the top-k selection from the logits, the
+    tokens' sort and alignment to the experts, the gate/up GEMM, the SiLU-and-multiply, the down GEMM and the
+    top-k weighted sum. One physical rank runs the logical TP or EP layout: tp shards each expert's width
+    (I' = inter / tp, every expert local), ep holds E/ep whole experts (rank 0's: the first E/ep) and runs only
+    the rows routed to them; tp and ep are never combined, and no collective is in the row.
+    "balanced" routing is deterministic (balanced_routing): T*k / ep rows reach the rank, over min(E/ep, T*k/ep)
+    distinct experts (not the E*(1-(1-k/E)^T) of uniform random routing that roofcalc takes; the rows' own
+    count is used here, the fitted efficiencies are the kernel's). FLOPs and bytes: fitting.moe_cost (fp8_block:
+    an fp32 scale per 128 x 128 block; fp8: per-tensor scales, left out)."""
+    T, H, I, k, E, tp, ep = (df[c].to_numpy(int) for c in ("num_tokens", "hidden_size", "inter_size", "topk",
+                                                          "num_experts", "moe_tp_size", "moe_ep_size"))
+    cache: dict = {}
+    rows = np.empty(len(T))
+    touched = np.empty(len(T))
+    for n, key in enumerate(zip(T, E, k, ep)):
+        if key not in cache:
+            cache[key] = balanced_routing(*map(int, key))
+        rows[n], touched[n] = cache[key]
+    fp8 = dtype != "bfloat16"
+    inter = I / tp
+    R = dict(t=df.latency.to_numpy(float) * 1e-3, hidden=H.astype(float), inter=inter, rows=rows, touched=touched,
+             experts=(E // ep).astype(float), peak=spec["fp8"] if fp8 else spec["bf16"],
+             group=[f"h={a},i={b},k={c},e={d}" for a, b, c, d in zip(H, I, k, E)])
+    R.update(F.moe_cost(rows, touched, E // ep, H, inter, 1.0 if fp8 else 2.0, 128 if dtype == "fp8_block" else 0))
+    R["pairs"] = (T * k).astype(float)  # every routed (token, expert) pair, before the EP rank's mask
+    R["l2"] = R["bytes"] <= spec["l2"]
+    return R
+
+
+def load_moe(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
+    """{moe class: (rows, source info)} from the engine's moe_perf table: balanced routing, each dtype's main
+    kernel source (the one with the most rows)."""
+    out = {}
+    if engine != "vllm":  # vLLM's FusedMoE only: the step model's experts kernels are fitted on it
+        return out
+    vdir = pick_version(systems, gpu, "moe", engine, cur)
+    p = vdir / "moe_perf.parquet" if vdir else None
+    if p is None or not p.exists():
+        return out
+    a = pd.read_parquet(p)
+    a = a[a.distribution == "balanced"]
+    for cls, dt in (("moe_bf16", "bfloat16"), ("moe_fp8", "fp8"), ("moe_fp8_block", "fp8_block")):
+        d = a[a.moe_dtype == dt]
+        if len(d) == 0 or (dt != "bfloat16" and SPECS[gpu]["fp8"] is None):
+            continue
+        ks = d.kernel_source.value_counts().index[0]
+        d, dup = collapse(d[d.kernel_source == ks], ["num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
+                                                     "moe_tp_size", "moe_ep_size"])
+        out[cls] = (moe_rows(d, SPECS[gpu], dt), dict(
+            file=str(p.relative_to(systems.parent)), sha256=sha256(p)[:16], version_folder=p.parent.name,
+            version_column=sorted(set(map(str, a["version"].unique()))) if "version" in a else None,
+            kernel_source=ks, duplicates_merged=dup, distribution="balanced"))
+    return out
+
+
 # ----------------------------------------------------------------------------------------------- the model
 
 # the fit itself (hat_basis, Design, fit, evaluate): roofcalc.fitting
@@ -281,6 +358,8 @@ def design_for(cls: str, R: dict) -> Design:
         D = F.decode_design(R, gqa=bool(np.mean(ratio == 1) >= 0.1 and R["g"][ratio == 1].max() >= 16))
     elif cls.startswith("prefill"):
         D = F.prefill_design(R)
+    elif cls.startswith("moe"):
+        D = F.moe_design(R)
     elif cls in NCCL:
         for r in (2, 4, 8):
             sel = (R["ranks"] == r).astype(float)[:, None]
@@ -300,6 +379,8 @@ def times(cls: str, R: dict, spec: dict):
     peak = R.get("peak") or spec["bf16"]
     if cls.startswith("decode"):
         return R["flops"] / peak, R["bytes"] / spec["bw"], R["items"].astype(float)
+    if cls.startswith("moe"):
+        return R["flops"] / peak, R["bytes"] / spec["bw"], R["pairs"]
     return R["flops"] / peak, R["bytes"] / spec["bw"], R["qbytes"] / spec["bw"]
 
 
@@ -504,6 +585,7 @@ def main() -> None:
         nccl = load_nccl(systems, gpu)
         for engine in args.engines.split(","):
             loaded = {**load(systems, gpu, engine, cur), **nccl}
+            loaded.update(load_moe(systems, gpu, engine, cur))
             for cls in args.classes.split(","):
                 if cls not in loaded:
                     continue
@@ -540,6 +622,10 @@ FORMS = {
     "prefill_bf16kv": "fixed + max(4bhd*pairs / (peak * e_c(isl) * f(d) * f(gqa) * f(items) * f(window)), "
                       "bytes / (bw * e_m(isl) * f(d) * f(gqa)))",
     "prefill_fp8kv": "as prefill_bf16kv on the fp8 peak (the attention runs in fp8)",
+    "moe_bf16": "fixed + max(2*rows*3*H*I' / (peak * e_c(x) * f_c(H) * f_c(I')), (touched * 3*H*I'*wb + "
+                "activations) / (bw * e_m(x) * f_m(H) * f_m(I'))) + T*k * pair_s, x = tokens per expert",
+    "moe_fp8": "as moe_bf16, fp8 weights (1 byte) on the fp8 peak",
+    "moe_fp8_block": "as moe_fp8, + one fp32 scale per 128 x 128 block of each weight",
     "allreduce": "fixed(ranks) + 2(n-1)/n * 2 * elements / (link_bw * e_link(ranks, message bytes))",
     "allgather": "fixed(ranks) + (n-1)/n * 2 * elements / (link_bw * e_link(ranks, message bytes)); elements: the "
                  "whole output",
@@ -586,6 +672,12 @@ Why, and what else the tables showed:
   launches are in them: on the H100 a 4,096 x 4,096 one takes 59 µs at M = 1 and 16 and 92-95 µs at M = 64 and
   128, where the graph-timed per-tensor fp8 rows take 12-14 µs and bf16 15-17 µs. Weights in 128 x 128 blocks
   take the per-tensor fp8 form.
+* **Fused MoE** (`moe_*`, vLLM's FusedMoE on one rank, the "balanced" routing rows; the A100's vLLM 0.14 table
+  holds power-law routing only, so it has none): without a time per routed pair in series the H100's bf16 table
+  cross-validated at 0.166 / 73 % (its EP rows sort and align every token's pairs, then run 1/ep of them); a
+  per-rank expert width that is not a multiple of 64 (704/32 = 22) runs up to 2x slower than the form says, and
+  padding the width to a tile did not help (those rows are small). The fitted fixed costs (29-43 µs on H100) sit
+  above the five smallest rows (25 µs): a fused call is a dozen small kernels.
 * Fitted knot values are not all physical on their own (an e_compute above 1 at isl = 1 where a work-item factor
   of 0.3 multiplies it): use the products, as `predict` does.
 """

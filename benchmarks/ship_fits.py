@@ -16,6 +16,8 @@ What ships, per measured GPU (vLLM tables; NCCL for the collectives), with the f
 * the GEMM classes' fitted forms (``gemm``: bf16, and fp8 per tensor where the GPU has it), the model that
   docs/kernel_fits.md cross-validates: fixed cost, M tile, e_compute(M) and e_memory(M) as knots, the N and K
   factors with the reference knot (4,096: factor 1) written in, fp8's activation-quantization efficiency;
+* the fused MoE classes' fitted forms (``moe``: bf16, fp8 per tensor and fp8 block-scaled weights, where
+  measured: moe_form), cross-validated in docs/kernel_fits.md;
 * the attention classes' fitted forms (``attention``: decode with and without a window, prefill; 16-bit and
   fp8 KV), their factors' references written in (attention_form).
 Each GPU's forms from the vLLM tables, and in data/kernel_fits_engines.json those of SGLang's and TensorRT-LLM's
@@ -61,6 +63,14 @@ def attention_form(f: dict, bf16_peak: float) -> dict:
             **{k: v for k, v in doc.items() if k not in head}}
 
 
+def moe_form(f: dict, bf16_peak: float) -> dict:
+    """A fused MoE class's DRAM parameters as predict.MoEFit reads them (fitting.moe_doc), with the fit's
+    provenance; ``peak_ratio``: the fit's compute peak over the bf16 one (2 for the fp8 classes)."""
+    block = 128 if f["cls"] == "moe_fp8_block" else 0
+    return {**F.moe_doc(f["params"], f["peak_flops"] / bf16_peak, block), "source": f["source"],
+            "cv_dram": f["cv"]["dram"]}
+
+
 def main() -> None:
     doc = json.loads((ROOT / "benchmarks" / "kernel_fits.json").read_text())
     out = {"source": {**doc["source"], "from": "benchmarks/kernel_fits.json", "by": "benchmarks/ship_fits.py"},
@@ -81,6 +91,8 @@ def main() -> None:
         where = gpu if f["engine"] == "vllm" else gpu.setdefault("engines", {}).setdefault(f["engine"], {})
         if f["cls"] in ("gemm_bf16", "gemm_fp8"):
             where.setdefault("gemm", {})[f["cls"][5:]] = gemm_form(f)
+        elif f["cls"].startswith("moe_"):
+            where.setdefault("moe", {})[f["cls"][4:]] = moe_form(f, doc["specs"][f["gpu"]]["bf16"])
         elif f["cls"].startswith(("decode", "prefill")):
             where.setdefault("attention", {})[f["cls"]] = attention_form(f, doc["specs"][f["gpu"]]["bf16"])
         if f["engine"] != "vllm":

@@ -236,6 +236,9 @@ class Kernel:
     # (ranks fill node after node, so it leaves a node exactly when these two sit on different nodes): a pipeline
     # send's from the stage's first to the next stage's last; an all-to-all between tensor-parallel groups'
     sizes: MatmulSizes | AttentionSizes | None = None  # its work as integers (dims is their display, not data)
+    # a routed-experts kernel of a fused MoE layer: (fitted class key, the rank's experts, part), () for any other
+    # (predict.MoEFit: the layer's gate_up, act_mul and down share one fitted time)
+    moe: tuple = ()
 
     @property
     def rows(self) -> int:
@@ -531,6 +534,22 @@ def touched_experts(n_experts: int, top_k: int, tokens: int, mode: str) -> float
     return n_experts * -math.expm1(tokens * math.log1p(-top_k / n_experts)) if top_k < n_experts else float(n_experts)
 
 
+def fused_moe_class(wl: Workload) -> str:
+    """The fitted fused-MoE class (predict.MoEFit) whose expert weight format this is: 16-bit weights "bf16",
+    fp8 with one scale per 128 x 128 block "fp8_block", fp8 with one scale per tensor "fp8"; "" for any other
+    (the experts kernels keep the GEMM forms)."""
+    w = wl.weight_dtype
+    if w.experts_only or w.quantized:
+        return ""
+    if w.bits == 16:
+        return "bf16"
+    if w.bits == 8 and w.block == 128:
+        return "fp8_block"
+    if w.bits == 8 and w.tensor_scale and not w.row_scale:
+        return "fp8"
+    return ""
+
+
 def moe_kernels(s: ModelShape, wl: Workload) -> list[Kernel]:
     """Router, the routed experts (FLOPs for k experts per token; weight bytes for the experts
     touched) and the shared experts."""
@@ -546,14 +565,17 @@ def moe_kernels(s: ModelShape, wl: Workload) -> list[Kernel]:
                  role="router")]
     per_gate_up = linear_weight_bytes(d, 2 * moe.d_expert, wl, experts=True)
     per_down = linear_weight_bytes(moe.d_expert, d, wl, experts=True)
+    key = fused_moe_class(wl)
     for name, n_in, n_out, per in (("experts.gate_up_proj", d, 2 * moe.d_expert, per_gate_up),
                                    ("experts.down_proj", moe.d_expert, d, per_down)):
         k = linear(name, n_in, n_out, s, wl, rows=rows, weight_bytes=round(touched * per),
                    params=moe.n_experts * n_in * n_out, role="experts")
-        k = replace(k, param_bytes=moe.n_experts * per, dims=experts_dims(k.sizes, touched, moe.n_experts))
+        k = replace(k, param_bytes=moe.n_experts * per, dims=experts_dims(k.sizes, touched, moe.n_experts),
+                    moe=(key, moe.n_experts, name.split(".")[1]) if key else ())
         ks.append(k)
         if name == "experts.gate_up_proj":
-            ks.append(act_mul(s, wl, moe.d_expert, rows, name="experts.act_mul"))
+            ks.append(replace(act_mul(s, wl, moe.d_expert, rows, name="experts.act_mul"),
+                              moe=(key, moe.n_experts, "act_mul") if key else ()))
     combine = elementwise(rows * d, COMBINE_FLOPS_PER_ELEMENT, reads=1, writes=0, act=wl.act_dtype)
     combine = replace(combine, act_read_bytes=combine.act_read_bytes + wl.act_dtype.nbytes(rows),
                       act_write_bytes=wl.act_dtype.nbytes(t * d))

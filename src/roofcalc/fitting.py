@@ -364,3 +364,59 @@ def attention_doc(p: dict, kind: str, tile, fixed_less: float = 0.0, peak_ratio:
         if name in p:
             out[name] = {"128": 1.0, **p[name]}
     return out
+
+
+# ----------------------------------------------------------------------------------------------- fused MoE
+
+MOE_X_KNOTS = (0.03125, 0.25, 1, 4, 16, 64, 256, 1024, 4096)  # tokens per expert, T*k/E
+MOE_DIM_KNOTS = (256, 1024, 4096, 16384)  # the hidden size H and the per-rank expert width I'
+MOE_DIM_REF = 4096  # the H and I' factors are 1 there
+
+
+def moe_cost(rows, touched, experts, hidden, inter, wb: float, block: int = 0) -> dict:
+    """A fused MoE layer's routed experts on one rank (gate and up, the activation, down): ``rows`` routed
+    (token, expert) pairs that reach this rank's experts, ``touched`` distinct experts they reach of its
+    ``experts`` (E/ep; x = rows / experts, tokens per expert, T*k/E), hidden size H, per-rank expert width I' (inter over tp), ``wb`` bytes per weight and, with
+    ``block``, one fp32 scale per block x block tile of each weight. FLOPs 2*rows*3*H*I'; bytes: the touched
+    experts' weights, touched * (3*H*I'*wb + scales), and the activations as roofcalc's three experts kernels
+    count them in 16 bits, 2*rows*(2*H + 6*I') (gate_up reads H and writes 2I' a row, act_mul reads 2I' and
+    writes I', down reads I' and writes H)."""
+    rows, touched, experts, hidden, inter = (np.asarray(x, float) for x in (rows, touched, experts, hidden, inter))
+    per = 3 * hidden * inter * wb
+    if block:
+        per = per + 4 * (np.ceil(2 * inter / block) * np.ceil(hidden / block)
+                         + np.ceil(hidden / block) * np.ceil(inter / block))
+    return dict(flops=2 * rows * 3 * hidden * inter, bytes=touched * per + 2 * rows * (2 * hidden + 6 * inter),
+                x=np.maximum(rows / experts, 1e-3))
+
+
+def moe_design(R: dict) -> Design:
+    """fixed, e_compute and e_memory by tokens per expert (MOE_X_KNOTS, R["x"]), a time per routed (token, expert)
+    pair in series (pair_s; the series term's count, R["pairs"]), and factors by the hidden size and the per-rank
+    expert width on MOE_DIM_KNOTS (1 at 4,096) on each side."""
+    n = len(R["t"])
+    D = Design(n)
+    D.add("fixed_s", "fix", np.ones((n, 1)), np.log(20e-6))
+    D.add("e_compute", "comp", hat_basis(R["x"], MOE_X_KNOTS), np.log(0.5), MOE_X_KNOTS)
+    D.add("e_memory", "mem", hat_basis(R["x"], MOE_X_KNOTS), np.log(0.6), MOE_X_KNOTS)
+    # a time per routed (token, expert) pair in series (the top-k selection, the sort and alignment of every
+    # pair, EP's masked ones too): `qt` holds the pair count, the -1 turns the term's exp(-x) into exp(+pair_s)
+    D.add("pair_s", "qnt", -np.ones((n, 1)), np.log(1e-9))
+    keep = [j for j, x in enumerate(MOE_DIM_KNOTS) if x != MOE_DIM_REF]
+    for term, tag in (("comp", "compute"), ("mem", "memory")):
+        for dim, name in (("hidden", "h"), ("inter", "i")):
+            if len(np.unique(R[dim])) < 2:
+                continue
+            D.add(f"{name}_factor_{tag}", term, hat_basis(R[dim], MOE_DIM_KNOTS)[:, keep], 0.0,
+                  tuple(MOE_DIM_KNOTS[j] for j in keep))
+    return D
+
+
+def moe_doc(p: dict, peak_ratio: float, block: int) -> dict:
+    """A fitted fused-MoE class's parameters as the document predict.MoEFit.from_doc reads: knots as [[x, e], ...],
+    the H and I' factors with their reference knot (4,096: 1) written in (absent: 1)."""
+    flat = [[float(MOE_DIM_REF), 1.0]]
+    return {"fixed_s": p["fixed_s"], "pair_s": p.get("pair_s", 0.0), "peak_ratio": peak_ratio, "block": block,
+            "e_compute": to_knots(p["e_compute"]), "e_memory": to_knots(p["e_memory"]),
+            **{name: to_knots(p[name], MOE_DIM_REF) if name in p else flat
+               for name in ("h_factor_compute", "i_factor_compute", "h_factor_memory", "i_factor_memory")}}

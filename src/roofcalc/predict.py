@@ -334,6 +334,98 @@ class AttentionFit:
         return _minimum(comp * self.scale_c, 1.0), _minimum(mem * self.scale_m, 1.0), series
 
 
+@dataclass(frozen=True)
+class MoEFit:
+    """A measured GPU's fitted fused MoE layer (data/kernel_fits.json, cross-validated in docs/kernel_fits.md): the
+    routed experts of one layer on one rank as vLLM's FusedMoE runs them in one call (top-k selection, the
+    tokens' alignment to experts, gate/up, SiLU-and-multiply, down, the weighted sum; AIConfigurator's
+    collector/vllm/collect_moe.py, benchmarks/fit_kernels.py moe_rows):
+
+        t = fixed + max(FLOPs / (P · e_c(x)·f_c(H)·f_c(I')), bytes / (B · e_m(x)·f_m(H)·f_m(I'))) + pairs · pair_s
+
+    x = tokens per expert (T·k/E), H the hidden size, I' the rank's expert width, pairs the routed (token,
+    expert) pairs the rank runs (T·k, the sort and alignment's work, in series); FLOPs and bytes are roofcalc's
+    three experts kernels' (gate_up_proj, act_mul, down_proj: 2·T·k·3·H·I' and the touched experts' weights,
+    E·(1 − (1 − k/E)^T) of them under uniform routing, plus activations). Knot curves as GemmFit's; ``peak_ratio``
+    moves a compute efficiency of the fp8 peak onto the 16-bit one the roof has (as AttentionFit's)."""
+
+    fixed_s: float
+    pair_s: float
+    peak_ratio: float
+    e_compute: tuple
+    e_memory: tuple
+    h_compute: tuple
+    i_compute: tuple
+    h_memory: tuple
+    i_memory: tuple
+    source: str = ""
+    scale_c: float = 1.0
+    scale_m: float = 1.0
+
+    @classmethod
+    def from_doc(cls, d: Mapping, source: str) -> "MoEFit":
+        pts = lambda name: tuple((float(x), float(e)) for x, e in d[name])  # noqa: E731
+        return cls(float(d["fixed_s"]), float(d.get("pair_s") or 0.0), float(d["peak_ratio"]), pts("e_compute"),
+                   pts("e_memory"),
+                   pts("h_factor_compute"), pts("i_factor_compute"), pts("h_factor_memory"), pts("i_factor_memory"),
+                   source)
+
+    def efficiencies(self, per_expert, hidden, inter):
+        """(compute-side e, memory-side e) at ``per_expert`` tokens per expert (a number or an array), hidden size
+        ``hidden`` and the rank's expert width ``inter``."""
+        comp = _geo(per_expert, self.e_compute) * _interp_geo(hidden, self.h_compute) * \
+            _interp_geo(inter, self.i_compute) * self.peak_ratio
+        mem = _geo(per_expert, self.e_memory) * _interp_geo(hidden, self.h_memory) * \
+            _interp_geo(inter, self.i_memory)
+        # not capped at 1: the form as fitted and cross-validated (a share above 1 where the fixed cost, which
+        # keeps the call above its floor, takes part of a small call's time: the fit's product, not a roof)
+        return comp * self.scale_c, mem * self.scale_m
+
+
+def _geo(x, pts):
+    """A knot curve ((x, e), ...) at ``x`` (a number or an array, below 1 too: tokens per expert): log e linear
+    in log x between knots, flat beyond them."""
+    if _is_array(x):
+        return _interp_geo(x, pts)
+    lx, kx, ke = math.log(max(x, 1e-30)), [math.log(p[0]) for p in pts], [math.log(p[1]) for p in pts]
+    if lx <= kx[0]:
+        return pts[0][1]
+    for x0, x1, e0, e1 in zip(kx, kx[1:], ke, ke[1:]):
+        if lx <= x1:
+            return math.exp(e0 + (e1 - e0) * (lx - x0) / (x1 - x0))
+    return pts[-1][1]
+
+
+def fuse_moe(terms) -> list:
+    """The step's terms with each fused MoE layer's experts kernels (Term.moe: a gate_up_proj, then its act_mul
+    and down_proj) given their layer's sums: (tokens per expert, H, I', Σ t_compute, Σ t_memory, Σ floor) after
+    the kernel's own (class key, the rank's experts, part). Terms already fused, and every other term, as they
+    are. Scalars or arrays (a sweep's)."""
+    out = list(terms)
+    i = 0
+    while i < len(out):
+        t = out[i]
+        if len(t.moe) != 3 or t.moe[2] != "gate_up_proj":
+            i += 1
+            continue
+        group = [i]
+        j = i + 1
+        while j < len(out) and len(out[j].moe) == 3 and out[j].moe[2] in ("act_mul", "down_proj"):
+            group.append(j)
+            j += 1
+            if out[j - 1].moe[2] == "down_proj":
+                break
+        sums = [0.0, 0.0, 0.0]
+        for g in group:
+            tc, tm = out[g].t_compute_s, out[g].t_memory_s
+            sums = [sums[0] + tc, sums[1] + tm, sums[2] + _maximum(tc, tm)]
+        sizes = (t.rows / t.moe[1], t.depth, t.width / 2)
+        for g in group:
+            out[g] = out[g]._replace(moe=tuple(out[g].moe) + sizes + tuple(sums))
+        i = j
+    return out
+
+
 def _pairs(s, w):
     """Causal query-key pairs of a prompt of s tokens, under a window of w keys (0: none)."""
     full = s * (s + 1) / 2
@@ -410,6 +502,8 @@ class KernelModel:
     gemm_fit: GemmFit | None = None
     # a measured GPU's fitted attention calls by class (decode_bf16kv, decode_swa_fp8kv, prefill_bf16kv, ...)
     attention_fits: Mapping[str, AttentionFit] = field(default_factory=dict)
+    # a measured GPU's fitted fused MoE layers by expert weight format ("bf16", "fp8", "fp8_block": MoEFit)
+    moe_fits: Mapping[str, MoEFit] = field(default_factory=dict)
     # --kernel-db: the measured tables read directly (kerneldb.KernelDB), the fitted forms' expected work replaced
     db: Any = None
     # a profile's own fitted forms as written (measure.fit_curves; own_fits), written back by efficiency_record
@@ -419,7 +513,7 @@ class KernelModel:
     def unfitted(self) -> "KernelModel":
         """The same model without its fitted GEMM and attention forms: the defaults' efficiencies, whose
         pessimistic ends (the slowest published implementations) bound a fitted kernel's pessimistic end."""
-        return replace(self, gemm_fits={}, gemm_fit=None, attention_fits={}, db=None)
+        return replace(self, gemm_fits={}, gemm_fit=None, attention_fits={}, moe_fits={}, db=None)
 
     def attention_fit(self, attn) -> "AttentionFit | None":
         """The fitted class of an attention call of sizes ``attn`` (AttentionFit.terms), if one covers it: one
@@ -460,8 +554,11 @@ class KernelModel:
         measured in 16 bits and fp8: another compute dtype (fp32, tf32) takes the defaults. Under fp8 the
         roof's peak is the fp8 one (``fp8_over_16bit`` times the 16-bit peak), and the fitted attention
         calls' compute shares, fractions of the 16-bit peak, are moved onto it."""
-        if compute_dtype not in ("bf16", "fp16", "fp8") and (self.gemm_fits or self.attention_fits):
-            self = replace(self, gemm_fits={}, gemm_fit=None, attention_fits={})
+        if compute_dtype not in ("bf16", "fp16", "fp8") and (self.gemm_fits or self.attention_fits or self.moe_fits):
+            self = replace(self, gemm_fits={}, gemm_fit=None, attention_fits={}, moe_fits={})
+        if compute_dtype == "fp8" and self.moe_fits:  # the fused MoE forms' compute shares onto the fp8 peak
+            self = replace(self, moe_fits={k: replace(f, scale_c=f.scale_c / fp8_over_16bit)
+                                           for k, f in self.moe_fits.items()})
         if self.gemm_fits:
             self = replace(self, gemm_fit=self.gemm_fits.get("fp8" if compute_dtype == "fp8" else "bf16"))
         if compute_dtype == "fp8" and self.attention_fits:
@@ -492,8 +589,10 @@ class KernelModel:
                          scale_m=self.gemm_fit.scale_m / bandwidth_ratio) if self.gemm_fit else None
         attention = {k: replace(f, scale_c=f.scale_c / peak_ratio, scale_m=f.scale_m / bandwidth_ratio)
                      for k, f in self.attention_fits.items()}
+        moe = {k: replace(f, scale_c=f.scale_c / peak_ratio, scale_m=f.scale_m / bandwidth_ratio)
+               for k, f in self.moe_fits.items()}
         return replace(self, classes={n: scale(n, e) for n, e in self.classes.items()}, relative_to="measured roof",
-                       gemm_fits=fits, gemm_fit=active, attention_fits=attention)
+                       gemm_fits=fits, gemm_fit=active, attention_fits=attention, moe_fits=moe)
 
 
 def ideal() -> KernelModel:
@@ -603,8 +702,10 @@ def with_fits(m: KernelModel, gpu: str, how: str = "measured", gemm: bool = True
     for name, cls in (("attention", "decode_bf16kv"), ("attention_compute", "prefill_bf16kv")):
         if cls in attention:
             fixed[name] = fitted(name, attention[cls].fixed_s)
+    moe = {key: MoEFit.from_doc(d, where) for key, d in g.get("moe", {}).items()} if gemm and tables == "vllm" \
+        else {}  # vLLM's FusedMoE (the tables of the other engines' MoE are not fitted)
     m = replace(m, fixed_s=fixed, fitted=gpu, fitted_how=how, gemm_fits=fits, gemm_fit=fits.get("bf16"),
-                attention_fits=attention, fitted_tables=tables)
+                attention_fits=attention, fitted_tables=tables, moe_fits=moe)
     if how == "nearest":
         return m
     collectives = {op: {int(r): (v["fixed_s"], tuple((b, e) for b, e in v["e_link"])) for r, v in g[op].items()}
@@ -890,7 +991,7 @@ def _positive_size(x) -> bool:
 
 def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_format: str = "", weight_bytes=1.0,
                  pessimistic: bool = False, depth=0, hop: str = "", launches=1, collective: tuple = (), width=0,
-                 attn: tuple = ()):
+                 attn: tuple = (), moe: tuple = ()):
     """(work seconds, fixed seconds, compute-bound?) of one kernel instance, scalars or numpy arrays: its work
     is the larger of its FLOPs over the achievable FLOP/s and its bytes over the achievable bandwidth; its
     fixed cost is paid once per device kernel it ``launches``, a collective's is its latency on its ``hop``
@@ -898,6 +999,10 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
     fitted GEMM's its fitted fixed cost (and an fp8 one's input quantization in series, with its work), a fitted
     attention call's its fitted fixed cost (and decode's time per work item in series, with its work)."""
     coll = (*collective, hop) if collective else ()
+    fused = m.moe_fits.get(moe[0]) if len(moe) == 9 and m.moe_fits and not m.curves.get("matmul") else None
+    if fused is not None:
+        return _moe_share(m, fused, t_compute, t_memory, kind, rows, weight_format, weight_bytes, pessimistic, depth,
+                          width, moe)
     e_c, e_m = efficiencies(m, kind, rows, weight_format, pessimistic, weight_bytes, depth, coll, width, attn)
     t_c, t_m = t_compute / e_c, t_memory / e_m
     side = t_c > t_m
@@ -925,13 +1030,38 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
     return _maximum(t_c, t_m), fixed, side
 
 
+def _moe_share(m: KernelModel, fit: MoEFit, t_compute, t_memory, kind, rows, weight_format, weight_bytes,
+               pessimistic, depth, width, moe):
+    """(work seconds, fixed seconds, compute-bound?) of one of a fused MoE layer's three experts kernels: the
+    layer's one fitted time (MoEFit over the three kernels' summed FLOPs and bytes) split over them in proportion
+    to their floors, so that the three add up to it (the sort's time per routed pair, in series, with the work).
+    Its pessimistic end as a fitted GEMM's: the efficiencies at
+    the gemm and gemv classes' spread, the fixed cost at the gemm class's, the work never below the kernel's own
+    at the defaults' pessimistic end (the slowest published implementation)."""
+    x, hidden, inter, sum_c, sum_m, sum_floor = moe[3:9]
+    e_c, e_m = fit.efficiencies(x, hidden, inter)
+    fixed = fit.fixed_s
+    if pessimistic:
+        g, c, base = m.classes["gemv"], m.classes["gemm"], m.fixed_s.get("gemm")
+        e_c, e_m = e_c * c.pessimistic / c.expected, e_m * g.pessimistic / g.expected
+        fixed = fixed * (base.pessimistic / base.expected if base and base.expected else 1.0)
+    t_c, t_m = sum_c / e_c, sum_m / e_m
+    share = _maximum(t_compute, t_memory) / sum_floor if not _is_array(sum_floor) else \
+        _where(sum_floor > 0, _maximum(t_compute, t_memory) / _maximum(sum_floor, 1e-300), 0.0)
+    work = share * (_maximum(t_c, t_m) + fit.pair_s * x * moe[1])  # the pairs: tokens per expert x experts
+    if pessimistic:
+        d_c, d_m = efficiencies(m.unfitted, kind, rows, weight_format, True, weight_bytes, depth, (), width)
+        work = _maximum(work, _maximum(t_compute / d_c, t_memory / d_m))
+    return work, share * fixed, t_c > t_m
+
+
 def kernel_time(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_format: str = "", weight_bytes=1.0,
                 pessimistic: bool = False, depth=0, hop: str = "", launches=1, collective: tuple = (), width=0,
-                attn: tuple = ()):
+                attn: tuple = (), moe: tuple = ()):
     """(expected seconds, bound) of one kernel instance: its fixed cost plus its work (kernel_terms).
     ``bound`` is one of KERNEL_BOUNDS: the largest term ("link" for a collective's bytes)."""
     work, fixed, side = kernel_terms(m, t_compute, t_memory, kind, rows, weight_format, weight_bytes, pessimistic,
-                                     depth, hop, launches, collective, width, attn)
+                                     depth, hop, launches, collective, width, attn, moe)
     by_work = "link" if kind == "collective" else _where(side, "compute", "memory")
     return work + fixed, _where(fixed > work, "fixed", by_work)
 
@@ -1077,11 +1207,14 @@ def step_times(terms, m: KernelModel, impl: str, launches_per_step, sequences=1)
     weight_bytes is its message. ``sequences``: the step's sequences (a number or an array), for the engine's
     host time per sequence (KernelModel.engine_host)."""
     floor = device = upper = compute = comm = fixed = 0.0
-    for count, t_c, t_m, kind, rows, wfmt, wbytes, depth, hop, n, coll, width, attn in terms:
+    if m.moe_fits:
+        terms = fuse_moe(terms)
+    for count, t_c, t_m, kind, rows, wfmt, wbytes, depth, hop, n, coll, width, attn, *rest in terms:
+        moe = rest[0] if rest else ()
         work, fix, side = kernel_terms(m, t_c, t_m, kind, rows, wfmt, wbytes, depth=depth, hop=hop, launches=n,
-                                       collective=coll, width=width, attn=attn)
+                                       collective=coll, width=width, attn=attn, moe=moe)
         hi_work, hi_fix, _ = kernel_terms(m, t_c, t_m, kind, rows, wfmt, wbytes, pessimistic=True, depth=depth,
-                                          hop=hop, launches=n, collective=coll, width=width, attn=attn)
+                                          hop=hop, launches=n, collective=coll, width=width, attn=attn, moe=moe)
         t = work + fix
         floor = floor + count * _maximum(t_c, t_m)
         device = device + count * t

@@ -12,7 +12,7 @@ measured roof when there is one (only it says what distance is yours), else the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Mapping, NamedTuple
 
@@ -226,6 +226,9 @@ class Term(NamedTuple):
     width: int = 0  # N of a matmul (0 for any other kernel, or a matmul whose N is unknown)
     # an attention call's sizes for a fitted attention class (predict.AttentionFit.terms), () for any other kernel
     attn: tuple = ()
+    # a fused MoE layer's experts kernel: (class key, the rank's experts, part) as the kernel holds it, then, once
+    # predict.fuse_moe has seen its layer, + (tokens per expert, H, I', Σ t_compute, Σ t_memory, Σ floor)
+    moe: tuple = ()
 
 
 def attention_sizes(kernel: Kernel, batch=None, kv_len=None, window: int | None = None) -> tuple:
@@ -265,7 +268,7 @@ def kernel_term(kernel: Kernel, roof: Roof, launches, weight_format: str = "", *
     if kernel.kind != "collective":
         size = cost.kv_read_bytes if kernel.kind == "attention" else cost.weight_bytes
         return Term(count, t_c, t_m, kernel.kind, rows, weight_format, size, kernel.depth, "", launches, (),
-                    kernel.width, attention_sizes(kernel) if attn is None else attn)
+                    kernel.width, attention_sizes(kernel) if attn is None else attn, kernel.moe)
     t_m = _maximum(t_m, link_time(kernel, roof, kernel.link_bytes if link is None else link))  # link or HBM copy
     return Term(count, t_c, t_m, kernel.kind, rows, weight_format,
                 kernel.message_bytes if message is None else message, kernel.depth,
@@ -282,11 +285,13 @@ class Placement:
     measured_s: float | None = None
     model: KernelModel | None = None  # the efficiencies that turn its floor into an expected time
     weight_format: str = ""  # int8 / int4 weights dequantize on the fly
+    moe: tuple = ()  # a fused MoE layer's experts kernel: its layer's sums (predict.fuse_moe), () else
 
     @cached_property
     def term(self) -> Term:
         """What :func:`roofcalc.predict.step_times` needs of this kernel (:func:`kernel_term`)."""
-        return kernel_term(self.kernel, self.roof, self.launches, self.weight_format)
+        t = kernel_term(self.kernel, self.roof, self.launches, self.weight_format)
+        return t._replace(moe=self.moe) if self.moe else t
 
     @property
     def t_link_s(self) -> float:
@@ -301,7 +306,7 @@ class Placement:
         t = self.term
         return kernel_time(self.model or ideal(), t.t_compute_s, t.t_memory_s, t.kind, t.rows, t.weight_format,
                            t.size_bytes, depth=t.depth, hop=t.hop, launches=t.launches, collective=t.collective,
-                           width=t.width, attn=t.attn)
+                           width=t.width, attn=t.attn, moe=t.moe)
 
     @property
     def hop(self) -> str:
@@ -542,6 +547,11 @@ def place(analysis: Analysis, roof: Roof, *, impl: str = "hf-eager",
                   times.get(k.name), model, weight_format(k, wdt))
         for k in analysis.kernels
     )
+    if any(k.moe for k in analysis.kernels):  # a fused MoE layer's experts kernels: their layer's sums
+        from .predict import fuse_moe
+
+        fused = fuse_moe([p.term for p in placements])
+        placements = tuple(replace(p, moe=t.moe) if t.moe else p for p, t in zip(placements, fused))
     totals = analysis.totals
     return StepVerdict(placements, roof, impl, totals.flops, totals.bytes, tpot_s, analysis.shape.n_layers, model,
                        analysis.workload.batch)

@@ -1,0 +1,102 @@
+"""The fitted fused MoE layer (predict.MoEFit, data/kernel_fits.json's "moe", fitted by benchmarks/fit_kernels.py on
+AIConfigurator 0.12's vLLM moe_perf tables): the reading rules by hand from the shipped knots, the split of the
+one fitted time over roofcalc's three experts kernels, and measured rows predicted by the step model."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from roofcalc import Workload, analyze, load_shape
+from roofcalc.calculator import DTYPES
+from roofcalc.hardware import find_hardware
+from roofcalc.predict import MoEFit, default_model, kernel_fits
+from roofcalc.roofline import roofline
+
+EXPERTS = ("experts.gate_up_proj", "experts.act_mul", "experts.down_proj")
+
+
+def _fit(gpu: str = "h100_sxm", key: str = "bf16") -> MoEFit:
+    return MoEFit.from_doc(kernel_fits()["gpus"][gpu]["moe"][key], "test")
+
+
+def test_the_five_gpus_with_balanced_tables_ship_their_classes():
+    """H100, H200, B200 and L40S have balanced-routing vLLM MoE tables; the A100's (vLLM 0.14) holds power-law
+    routing only, so it ships none and its experts keep the GEMM forms."""
+    gpus = kernel_fits()["gpus"]
+    for gpu in ("h100_sxm", "h200_sxm", "b200_sxm", "l40s"):
+        assert {"bf16", "fp8_block"} <= set(gpus[gpu]["moe"])
+    assert "fp8" in gpus["h100_sxm"]["moe"]
+    assert "moe" not in gpus["a100_sxm"]
+    assert default_model("gpu", fits="a100_sxm").moe_fits == {}
+
+
+def test_a_moe_form_reads_its_knots_geometrically():
+    f = _fit()
+    ec, em = dict(f.e_compute), dict(f.e_memory)
+    # at a knot of tokens per expert, H = I' = 4096 (the factors' reference, 1): the knot's own values
+    assert f.efficiencies(16, 4096, 4096) == pytest.approx((ec[16.0], em[16.0]))
+    # 8 tokens per expert, halfway between the knots 4 and 16 in log2: the geometric mean
+    assert f.efficiencies(8, 4096, 4096)[1] == pytest.approx(math.sqrt(em[4.0] * em[16.0]))
+    # below one token per expert too (a decode of few tokens over many experts), a single step as a sweep's array:
+    # 0.5 halfway between the knots 0.25 and 1
+    assert f.efficiencies(0.5, 4096, 4096)[1] == pytest.approx(math.sqrt(em[0.25] * em[1.0]))
+    assert float(f.efficiencies(np.array([0.5]), 4096, 4096)[1][0]) == pytest.approx(math.sqrt(em[0.25] * em[1.0]))
+    # I' = 2048, halfway between the knots 1024 and 4096 (factor 1): the square root of the 1024 knot's factor
+    i1024 = dict(f.i_memory)[1024.0]
+    assert f.efficiencies(16, 4096, 2048)[1] == pytest.approx(em[16.0] * math.sqrt(i1024))
+
+
+# Measured rows of AIConfigurator 0.12's H100 SXM vLLM 0.24.0 table (data/h100_sxm/moe/vllm/0.24.0/moe_perf.parquet,
+# moe_dtype bfloat16, kernel_source vllm_unquantizedfusedmoe_triton_tritonexperts, distribution balanced,
+# moe_tp_size 1, moe_ep_size 1), latency in ms: Mixtral-8x7B's experts (hidden 4096, inter 14336, top 2 of 8)
+# and Qwen3-30B-A3B's (hidden 2048, inter 768, top 8 of 128). The rows are in the fit's sample; each must be
+# within ±30 %, the per-kernel accuracy asked of the fits.
+ROWS = {("mistralai/Mixtral-8x7B-v0.1", 1): 0.258741, ("mistralai/Mixtral-8x7B-v0.1", 64): 0.969189,
+        ("Qwen/Qwen3-30B-A3B", 1): 0.049072, ("Qwen/Qwen3-30B-A3B", 64): 0.431941}
+
+
+def _experts(model: str, batch: int):
+    b16 = DTYPES["bf16"]
+    wl = Workload.decode(batch, 1024, weight_dtype=b16, act_dtype=b16, kv_dtype=b16, cache_update="in-place")
+    r = roofline(analyze(load_shape(model), wl), find_hardware("H100-SXM"), impl="cuda-graph")
+    return [p for p in r.step.placements if p.kernel.name in EXPERTS], r
+
+
+@pytest.mark.parametrize("model, batch", sorted(ROWS))
+def test_the_step_model_predicts_measured_moe_layers_within_30_percent(model, batch):
+    """The three experts kernels of one layer add up to the fitted form over their summed FLOPs and bytes and the
+    layer's routed pairs (by hand from MoEFit), split in proportion to their floors, and land within ±30 % of the measured row."""
+    ks, r = _experts(model, batch)
+    assert [p.kernel.name for p in ks] == list(EXPERTS)
+    shape = load_shape(model)
+    moe, n_layers = shape.moe, ks[0].kernel.count
+    f = _fit()
+    t_c = sum(p.t_compute_s for p in ks)
+    t_m = sum(p.t_memory_s for p in ks)
+    e_c, e_m = f.efficiencies(batch * moe.top_k / moe.n_experts, shape.d_model, moe.d_expert)
+    fused = f.fixed_s + max(t_c / e_c, t_m / e_m) + f.pair_s * batch * moe.top_k  # T·k routed pairs
+    each = [p.t_expected_s for p in ks]
+    assert sum(each) == pytest.approx(fused)
+    floors = [p.t_floor_s for p in ks]
+    assert each[0] / each[2] == pytest.approx(floors[0] / floors[2])  # the split by floors
+    assert sum(each) == pytest.approx(ROWS[(model, batch)] * 1e-3, rel=0.30)
+    # the step adds the same: its expected device time holds each layer's experts at the fused time
+    assert r.step.times.device_s >= n_layers * fused
+
+
+def test_a_format_without_a_fitted_class_keeps_the_gemm_forms():
+    """int4 expert weights (no fitted class) keep the GEMM forms: their kernels carry no fused-MoE tag."""
+    wl = Workload.decode(8, 1024, weight_dtype=DTYPES["int4"], act_dtype=DTYPES["bf16"], kv_dtype=DTYPES["bf16"])
+    ks = [k for k in analyze(load_shape("mistralai/Mixtral-8x7B-v0.1"), wl).kernels if k.name in EXPERTS]
+    assert ks and all(not k.moe for k in ks)
+    wl = Workload.decode(8, 1024, weight_dtype=DTYPES["fp8-b128"], act_dtype=DTYPES["bf16"], kv_dtype=DTYPES["bf16"])
+    ks = [k for k in analyze(load_shape("mistralai/Mixtral-8x7B-v0.1"), wl).kernels if k.name in EXPERTS]
+    assert all(k.moe[0] == "fp8_block" for k in ks)
+
+
+def test_the_pessimistic_end_is_never_below_the_fused_expected_time():
+    ks, r = _experts("mistralai/Mixtral-8x7B-v0.1", 8)
+    assert r.step.times.device_upper_s > r.step.times.device_s
