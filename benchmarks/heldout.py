@@ -16,6 +16,25 @@ How each engine runs a decode step, from its own docs and code (fixed before the
 * gpt-fast: `torch.compile(mode="reduce-overhead")`, CUDA graphs, a static cache written in place: `cuda-graph`.
 * MLC LLM (2023), TensorRT-LLM and Optimum-Nvidia (TensorRT engines, January 2024), DeepSpeed-FastGen,
   llama.cpp of January 2024 (before its CUDA graphs): their own fused kernels, one launch each: `fused`.
+
+A second set (CASES_2, CASES_2_MULTI) was transcribed on 2026-12-02 from three more sources and committed
+before roofcalc ran on any of it; the same rules hold, and these choices were fixed with it:
+* LMDeploy's TurboMind v0.1.0a1 (C++ engine, its own fused CUDA kernels, no CUDA graphs at that version, a
+  paged cache written in place): `fused`; fp16 throughout (the page's "FP16"; TurboMind's KV cache is fp16 by
+  default). Its static benchmark's throughput is output tokens/s of the whole batch (per GPU: over TP); its
+  first-token latency at batch 1 is the prefill. Rows with batch 64 and 2,048 + 2,048 tokens are left out (a
+  116 s first-token maximum: requests queued for KV-cache room, not a static batch).
+* TensorRT-LLM on the H200 (v0.5 and v0.7 blogs): `fused`, the FP8 recipe of benchmarks/published.py (the blogs
+  say "FP8" and not the KV cache's dtype), and TensorRT-LLM's own kernel tables (published.py's rule for
+  TensorRT-LLM cases, which the first held-out set predates). The blogs' output tokens/s per GPU include the
+  prefill (their formula: output length x batch / total latency / TP).
+* gpt-fast's Mixtral (mixtral-moe/README.md, a file apart from the README published.py and the first set
+  read): `cuda-graph`, context 105 as the first set's gpt-fast cases; its int8 is weight-only with one scale
+  per output channel, given here as one fp16 scale per 4,096 inputs (the scales are 0.05 % of the bytes). The
+  dequantizing factor of int8 weights was set from gpt-fast's own int8 figures on Llama-2-7B (published.py's
+  note): its int8 cases here are of the engine that factor came from, and are marked so.
+The H100-vs-A100 GPT-J rows of the same TensorRT-LLM blogs were left out: GPT-J is not in the catalog and
+the rows are the v0.5 performance tables published.py already holds for other models.
 """
 
 from __future__ import annotations
@@ -24,7 +43,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from published import Case, markdown, rows  # noqa: E402
+from published import FP8, Case, markdown, rows  # noqa: E402
 
 VLLM_CI = ("vLLM nightly performance benchmark (buildkite.com/vllm/performance-benchmark, builds 9513, 9523, "
            "9555; .buildkite/nightly-benchmarks/tests/latency-tests.json): batch 8, 32 input and 128 output "
@@ -99,6 +118,66 @@ CASES_MULTI = (
 )
 
 
+LMDEPLOY = ("InternLM/lmdeploy docs/en/benchmark/a100_fp16.md @ 3e391df (TurboMind v0.1.0a1, 'tested on (x8) "
+            "A100-80G', CUDA 11.8): static inference benchmark, fp16")
+TRT_H200_07 = ("NVIDIA/TensorRT-LLM docs/source/blogs/Falcon180B-H200.md @ 3c44cb9 (v0.7a, Dec 2023): Llama-2-70B FP8 "
+               "on one H200, static batch, out_tps = output x batch / total latency / TP")
+TRT_H200_05 = ("NVIDIA/TensorRT-LLM docs/source/blogs/H200launch.md @ 1555478 (v0.5.0, TensorRT 9.1.0.4, Nov 2023): "
+               "FP8 on one H200, the largest power-of-two batch, output tokens/s per GPU")
+GPT_FAST_MOE = ("pytorch-labs/gpt-fast mixtral-moe/README.md @ 056f8fb: 8xA100-80GB power-limited to 330 W, batch 1, "
+                "5-token prompt (200 new tokens, its default: context 105 assumed)")
+L7, L13, L70 = "meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-13b-hf", "meta-llama/Llama-2-70b-hf"
+
+CASES_2 = (
+    # LMDeploy TurboMind, one A100-80G: whole static batches (output tokens/s)
+    *(Case("request", model, "A100-80GB", "fused", measured=tps, source=LMDEPLOY, batch=b, prompt=p, generate=n,
+           note="LMDeploy TurboMind v0.1", **FP16)
+      for model, b, p, n, tps in ((L7, 1, 1, 128, 100.02), (L7, 1, 128, 128, 102.21), (L7, 1, 2048, 128, 86.1),
+                                  (L7, 1, 2048, 2048, 93.78), (L7, 16, 128, 128, 1272.47),
+                                  (L7, 16, 2048, 128, 348.87), (L7, 64, 1, 128, 4154.81),
+                                  (L7, 64, 128, 2048, 1852.06), (L13, 1, 128, 128, 56.58),
+                                  (L13, 1, 2048, 128, 48.99), (L13, 32, 1, 128, 1667.5))),
+    # its first-token latency at batch 1 (mean): the prefill
+    *(Case("prefill", model, "A100-80GB", "fused", measured=s, source=LMDEPLOY, prompt=p,
+           note="LMDeploy TurboMind v0.1, first-token latency", **FP16)
+      for model, p, s in ((L7, 128, 0.022), (L7, 2048, 0.139), (L13, 128, 0.040), (L13, 2048, 0.242))),
+    # TensorRT-LLM on one H200, FP8: whole static batches (output tokens/s per GPU, prefill included)
+    *(Case("request", model, "H200", "fused", measured=tps, source=src, batch=b, prompt=p, generate=n, tables="trtllm",
+           note=note, **FP8)
+      for model, src, note, b, p, n, tps in (
+          (L70, TRT_H200_07, "TensorRT-LLM v0.7a", 960, 128, 128, 3803),
+          (L70, TRT_H200_07, "TensorRT-LLM v0.7a", 192, 128, 2048, 2941),
+          (L70, TRT_H200_07, "TensorRT-LLM v0.7a", 96, 128, 4096, 1946),
+          (L13, TRT_H200_05, "TensorRT-LLM v0.5", 1024, 128, 128, 11819),
+          (L13, TRT_H200_05, "TensorRT-LLM v0.5", 128, 128, 2048, 4750),
+          (L13, TRT_H200_05, "TensorRT-LLM v0.5", 64, 2048, 128, 1349),
+          (L70, TRT_H200_05, "TensorRT-LLM v0.5", 512, 128, 128, 3014),
+          (L70, TRT_H200_05, "TensorRT-LLM v0.5", 32, 2048, 128, 303))),
+    # gpt-fast Mixtral, one A100-80GB, int8 weight-only (the engine the int8 factor came from)
+    Case("decode", "mistralai/Mixtral-8x7B-v0.1", "A100-80GB", "cuda-graph", measured=1 / 56.04, source=GPT_FAST_MOE,
+         context=105, weight_dtype="int8", group_size=4096, note="gpt-fast int8 weight-only (int8 factor's engine)",
+         **BF16),
+)
+
+CASES_2_MULTI = (
+    # LMDeploy TurboMind, Llama-2-70B on four A100-80G (TP 4)
+    *(Case("request", L70, "A100-80GB", "fused", measured=_per_gpu(tps, 4), source=LMDEPLOY, batch=b, prompt=p,
+           generate=n, tp=4, note="LMDeploy TurboMind v0.1", **FP16)
+      for b, p, n, tps in ((1, 128, 128, 33.63), (1, 2048, 128, 28.32), (16, 1, 128, 468.52), (64, 1, 128, 1425.79),
+                           (64, 128, 2048, 1391.8))),
+    *(Case("prefill", L70, "A100-80GB", "fused", measured=s, source=LMDEPLOY, prompt=p, tp=4,
+           note="LMDeploy TurboMind v0.1, first-token latency", **FP16)
+      for p, s in ((128, 0.074), (2048, 0.402))),
+    # gpt-fast Mixtral under tensor parallelism, batch 1
+    *(Case("decode", "mistralai/Mixtral-8x7B-v0.1", "A100-80GB", "cuda-graph", measured=1 / tps, source=GPT_FAST_MOE,
+           context=105, tp=tp, note=note, **BF16, **q)
+      for tp, tps, note, q in (
+          (2, 78.75, "gpt-fast bf16", {}), (4, 118.23, "gpt-fast bf16", {}), (8, 203.69, "gpt-fast bf16", {}),
+          (2, 99.91, "gpt-fast int8 weight-only (int8 factor's engine)", {"weight_dtype": "int8", "group_size": 4096}),
+          (8, 218.48, "gpt-fast int8 weight-only (int8 factor's engine)", {"weight_dtype": "int8", "group_size": 4096}))),
+)
+
+
 def _run(cases):
     """rows(), a case roofcalc refuses reported with its one-line reason rather than stopping the table."""
     from roofcalc.errors import RoofcalcError
@@ -113,7 +192,8 @@ def _run(cases):
 
 
 if __name__ == "__main__":
-    for title, cases in (("One GPU", CASES), ("More than one GPU (tensor parallelism)", CASES_MULTI)):
+    for title, cases in (("One GPU", CASES), ("More than one GPU (tensor parallelism)", CASES_MULTI),
+                         ("Second set, one GPU", CASES_2), ("Second set, more than one GPU", CASES_2_MULTI)):
         done, refused = _run(cases)
         print(f"\n{title}:\n")
         print(markdown(done))
