@@ -67,7 +67,7 @@ def moe_form(f: dict, bf16_peak: float) -> dict:
     """A fused MoE class's DRAM parameters as predict.MoEFit reads them (fitting.moe_doc), with the fit's
     provenance; ``peak_ratio``: the fit's compute peak over the bf16 one (2 for the fp8 classes)."""
     block = 128 if f["cls"] == "moe_fp8_block" else 0
-    return {**F.moe_doc(f["params"], f["peak_flops"] / bf16_peak, block), "source": f["source"],
+    return {**F.moe_doc(f["params"], f["peak_flops"] / bf16_peak, block, f.get("ranges")), "source": f["source"],
             "cv_dram": f["cv"]["dram"]}
 
 

@@ -237,7 +237,7 @@ class Kernel:
     # send's from the stage's first to the next stage's last; an all-to-all between tensor-parallel groups'
     sizes: MatmulSizes | AttentionSizes | None = None  # its work as integers (dims is their display, not data)
     # a routed-experts kernel of a fused MoE layer: (fitted class key, the rank's experts, part), () for any other
-    # (predict.MoEFit: the layer's gate_up, act_mul and down share one fitted time)
+    # (predict.MoEFit: the layer's gate_up, act_mul, down and combine share one fitted time)
     moe: tuple = ()
 
     @property
@@ -579,7 +579,8 @@ def moe_kernels(s: ModelShape, wl: Workload) -> list[Kernel]:
     combine = elementwise(rows * d, COMBINE_FLOPS_PER_ELEMENT, reads=1, writes=0, act=wl.act_dtype)
     combine = replace(combine, act_read_bytes=combine.act_read_bytes + wl.act_dtype.nbytes(rows),
                       act_write_bytes=wl.act_dtype.nbytes(t * d))
-    ks.append(Kernel("experts.combine", "elementwise", "layer", 1, f"[{t}x{moe.top_k},{d}]", combine, role="combine"))
+    ks.append(Kernel("experts.combine", "elementwise", "layer", 1, f"[{t}x{moe.top_k},{d}]", combine, role="combine",
+                     moe=(key, moe.n_experts, "combine") if key else ()))  # the fused call's weighted sum
     if moe.d_shared:
         ks += [linear("shared_experts.gate_proj", d, moe.d_shared, s, wl),
                linear("shared_experts.up_proj", d, moe.d_shared, s, wl),

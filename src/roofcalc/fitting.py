@@ -108,14 +108,20 @@ def lin(M: dict, term: str, theta):
     return X @ theta[c]
 
 
-def evaluate(theta, M, ct, mt, qt):
+def evaluate(theta, M, ct, mt, qt, cap=False):
     """(t, fixed, compute, memory, series): ct = FLOPs/peak, mt = bytes/bandwidth, qt = the in-series term's
-    seconds (or count) before its factor."""
+    seconds (or count) before its factor. With ``cap`` (True, or a mask of the rows), no time below its roof's,
+    max(ct, mt): as predict evaluates a form it does not cap while fitting (the efficiencies themselves may pass
+    1 where the fixed cost overlaps the work; an L2-resident row is not held to the DRAM roof, so a mask leaves
+    those rows out)."""
     f = np.exp(lin(M, "fix", theta))
     c = ct * np.exp(-lin(M, "comp", theta))
     m = mt * np.exp(-lin(M, "mem", theta))
     q = qt * np.exp(-lin(M, "qnt", theta))
-    return f + np.maximum(c, m) + q, f, c, m, q
+    t = f + np.maximum(c, m) + q
+    if np.any(cap):
+        t = np.where(cap, np.maximum(t, np.maximum(ct, mt)), t)
+    return t, f, c, m, q
 
 
 def fit(M, ct, mt, qt, t, prior, smooth, theta0=None, iters=60, lam=3e-5):
@@ -412,11 +418,29 @@ def moe_design(R: dict) -> Design:
     return D
 
 
-def moe_doc(p: dict, peak_ratio: float, block: int) -> dict:
+def moe_ranges(R: dict, sel=None) -> dict:
+    """The hidden sizes and per-rank expert widths the rows (``sel`` of them) span: {"hidden": [lo, hi],
+    "inter": [lo, hi]}; the H and I' factors are read inside them (predict.MoEFit: a size beyond them as the
+    nearest measured one)."""
+    sel = np.ones(len(R["t"]), bool) if sel is None else sel
+    return {dim: [float(R[dim][sel].min()), float(R[dim][sel].max())] for dim in ("hidden", "inter")}
+
+
+def moe_clip(R: dict, ranges: dict) -> dict:
+    """The rows with H and I' clipped to ``ranges`` (moe_ranges): the sizes a prediction reads its factors at."""
+    out = dict(R)
+    for dim, (lo, hi) in ranges.items():
+        out[dim] = np.clip(np.asarray(R[dim], float), lo, hi)
+    return out
+
+
+def moe_doc(p: dict, peak_ratio: float, block: int, ranges: dict | None = None) -> dict:
     """A fitted fused-MoE class's parameters as the document predict.MoEFit.from_doc reads: knots as [[x, e], ...],
-    the H and I' factors with their reference knot (4,096: 1) written in (absent: 1)."""
+    the H and I' factors with their reference knot (4,096: 1) written in (absent: 1), and the measured H and I'
+    ranges (moe_ranges) the factors are read inside."""
     flat = [[float(MOE_DIM_REF), 1.0]]
     return {"fixed_s": p["fixed_s"], "pair_s": p.get("pair_s", 0.0), "peak_ratio": peak_ratio, "block": block,
+            **({"ranges": ranges} if ranges else {}),
             "e_compute": to_knots(p["e_compute"]), "e_memory": to_knots(p["e_memory"]),
             **{name: to_knots(p[name], MOE_DIM_REF) if name in p else flat
                for name in ("h_factor_compute", "i_factor_compute", "h_factor_memory", "i_factor_memory")}}

@@ -347,7 +347,11 @@ class MoEFit:
     expert) pairs the rank runs (T·k, the sort and alignment's work, in series); FLOPs and bytes are roofcalc's
     three experts kernels' (gate_up_proj, act_mul, down_proj: 2·T·k·3·H·I' and the touched experts' weights,
     E·(1 − (1 − k/E)^T) of them under uniform routing, plus activations). Knot curves as GemmFit's; ``peak_ratio``
-    moves a compute efficiency of the fp8 peak onto the 16-bit one the roof has (as AttentionFit's)."""
+    moves a compute efficiency of the fp8 peak onto the 16-bit one the roof has (as AttentionFit's). H and I'
+    are read inside the ranges the table measured (``ranges``: beyond them, as the nearest measured size: the
+    factors' outer knots are not pinned by any row). The efficiencies are not capped at 1 (the form's product:
+    above 1 where the fixed cost overlaps a small call's streaming); the call's time is held at its floor
+    instead (_moe_share; fitting.evaluate's ``cap``, with which the form is cross-validated)."""
 
     fixed_s: float
     pair_s: float
@@ -361,25 +365,29 @@ class MoEFit:
     source: str = ""
     scale_c: float = 1.0
     scale_m: float = 1.0
+    ranges: tuple = ()  # ((H lo, H hi), (I' lo, I' hi)) the table measured; () for no limit
 
     @classmethod
     def from_doc(cls, d: Mapping, source: str) -> "MoEFit":
         pts = lambda name: tuple((float(x), float(e)) for x, e in d[name])  # noqa: E731
+        r = d.get("ranges") or {}
+        ranges = tuple((float(r[k][0]), float(r[k][1])) for k in ("hidden", "inter")) if r else ()
         return cls(float(d["fixed_s"]), float(d.get("pair_s") or 0.0), float(d["peak_ratio"]), pts("e_compute"),
                    pts("e_memory"),
                    pts("h_factor_compute"), pts("i_factor_compute"), pts("h_factor_memory"), pts("i_factor_memory"),
-                   source)
+                   source, ranges=ranges)
 
     def efficiencies(self, per_expert, hidden, inter):
         """(compute-side e, memory-side e) at ``per_expert`` tokens per expert (a number or an array), hidden size
         ``hidden`` and the rank's expert width ``inter``."""
+        if self.ranges:
+            (h_lo, h_hi), (i_lo, i_hi) = self.ranges
+            hidden, inter = _minimum(_maximum(hidden, h_lo), h_hi), _minimum(_maximum(inter, i_lo), i_hi)
         comp = _geo(per_expert, self.e_compute) * _interp_geo(hidden, self.h_compute) * \
-            _interp_geo(inter, self.i_compute) * self.peak_ratio
+            _interp_geo(inter, self.i_compute)
         mem = _geo(per_expert, self.e_memory) * _interp_geo(hidden, self.h_memory) * \
             _interp_geo(inter, self.i_memory)
-        # not capped at 1: the form as fitted and cross-validated (a share above 1 where the fixed cost, which
-        # keeps the call above its floor, takes part of a small call's time: the fit's product, not a roof)
-        return comp * self.scale_c, mem * self.scale_m
+        return comp * self.peak_ratio * self.scale_c, mem * self.scale_m
 
 
 def _geo(x, pts):
@@ -398,9 +406,11 @@ def _geo(x, pts):
 
 def fuse_moe(terms) -> list:
     """The step's terms with each fused MoE layer's experts kernels (Term.moe: a gate_up_proj, then its act_mul
-    and down_proj) given their layer's sums: (tokens per expert, H, I', Σ t_compute, Σ t_memory, Σ floor) after
-    the kernel's own (class key, the rank's experts, part). Terms already fused, and every other term, as they
-    are. Scalars or arrays (a sweep's)."""
+    and down_proj, and the combine after them, past any collective between) given their layer's sums: (tokens
+    per expert, H, I', Σ t_compute, Σ t_memory, Σ floor) after the kernel's own (class key, the rank's experts,
+    part). The FLOP and byte sums are the three GEMM-side kernels' (the fitted form's, fitting.moe_cost); the
+    floor sum has the combine's too, so that the fused call's one time, weighted sum included, is split over the
+    four. Terms already fused, and every other term, as they are. Scalars or arrays (a sweep's)."""
     out = list(terms)
     i = 0
     while i < len(out):
@@ -415,12 +425,17 @@ def fuse_moe(terms) -> list:
             j += 1
             if out[j - 1].moe[2] == "down_proj":
                 break
+        k = j
+        while k < len(out) and out[k].kind == "collective":
+            k += 1
+        combine = k if k < len(out) and len(out[k].moe) == 3 and out[k].moe[2] == "combine" else None
         sums = [0.0, 0.0, 0.0]
-        for g in group:
+        for g in group + ([combine] if combine is not None else []):
             tc, tm = out[g].t_compute_s, out[g].t_memory_s
-            sums = [sums[0] + tc, sums[1] + tm, sums[2] + _maximum(tc, tm)]
+            gemm_side = g != combine
+            sums = [sums[0] + tc * gemm_side, sums[1] + tm * gemm_side, sums[2] + _maximum(tc, tm)]
         sizes = (t.rows / t.moe[1], t.depth, t.width / 2)
-        for g in group:
+        for g in group + ([combine] if combine is not None else []):
             out[g] = out[g]._replace(moe=tuple(out[g].moe) + sizes + tuple(sums))
         i = j
     return out
@@ -1032,9 +1047,11 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
 
 def _moe_share(m: KernelModel, fit: MoEFit, t_compute, t_memory, kind, rows, weight_format, weight_bytes,
                pessimistic, depth, width, moe):
-    """(work seconds, fixed seconds, compute-bound?) of one of a fused MoE layer's three experts kernels: the
-    layer's one fitted time (MoEFit over the three kernels' summed FLOPs and bytes) split over them in proportion
-    to their floors, so that the three add up to it (the sort's time per routed pair, in series, with the work).
+    """(work seconds, fixed seconds, compute-bound?) of one of a fused MoE layer's kernels (its three experts
+    kernels and the combine, whose weighted sum runs inside the fused call): the layer's one fitted time (MoEFit
+    over the three experts kernels' summed FLOPs and bytes, never below their time on the roof) split over the four
+    in proportion to their floors, so that they add up to it (the sort's time per routed pair, in series, with the
+    work).
     Its pessimistic end as a fitted GEMM's: the efficiencies at
     the gemm and gemv classes' spread, the fixed cost at the gemm class's, the work never below the kernel's own
     at the defaults' pessimistic end (the slowest published implementation)."""
@@ -1048,7 +1065,9 @@ def _moe_share(m: KernelModel, fit: MoEFit, t_compute, t_memory, kind, rows, wei
     t_c, t_m = sum_c / e_c, sum_m / e_m
     share = _maximum(t_compute, t_memory) / sum_floor if not _is_array(sum_floor) else \
         _where(sum_floor > 0, _maximum(t_compute, t_memory) / _maximum(sum_floor, 1e-300), 0.0)
-    work = share * (_maximum(t_c, t_m) + fit.pair_s * x * moe[1])  # the pairs: tokens per expert x experts
+    core = _maximum(t_c, t_m) + fit.pair_s * x * moe[1]  # the pairs: tokens per expert x experts
+    core = _maximum(core, _maximum(sum_c, sum_m) - fixed)  # the call never below its roof's time
+    work = share * core
     if pessimistic:
         d_c, d_m = efficiencies(m.unfitted, kind, rows, weight_format, True, weight_bytes, depth, (), width)
         work = _maximum(work, _maximum(t_compute / d_c, t_memory / d_m))

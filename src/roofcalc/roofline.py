@@ -308,6 +308,17 @@ class Placement:
                            t.size_bytes, depth=t.depth, hop=t.hop, launches=t.launches, collective=t.collective,
                            width=t.width, attn=t.attn, moe=t.moe)
 
+    @cached_property
+    def _terms(self) -> tuple:
+        """(work seconds, fixed seconds, compute-bound?) of the one step model (predict.kernel_terms), whose sum
+        is the expected time: a fused MoE layer's kernels take their share of its one fitted call."""
+        from .predict import ideal, kernel_terms
+
+        t = self.term
+        return kernel_terms(self.model or ideal(), t.t_compute_s, t.t_memory_s, t.kind, t.rows, t.weight_format,
+                            t.size_bytes, depth=t.depth, hop=t.hop, launches=t.launches, collective=t.collective,
+                            width=t.width, attn=t.attn, moe=t.moe)
+
     @property
     def hop(self) -> str:
         """A collective's "link" or "network" (its fixed latency), "" for any other kernel."""
@@ -316,17 +327,7 @@ class Placement:
     @property
     def efficiency_class(self) -> str:
         """The class whose efficiency bounds the kernel: gemv or gemm, attention or attention_compute, stream."""
-        return kernel_class(self.kernel.kind, self.t_compute_s / self._efficiencies[0] >
-                            self.t_memory_s / self._efficiencies[1])
-
-    @cached_property
-    def _efficiencies(self) -> tuple[float, float]:
-        from .predict import efficiencies, ideal
-
-        t = self.term
-        return efficiencies(self.model or ideal(), t.kind, t.rows, t.weight_format, weight_bytes=t.size_bytes,
-                            depth=t.depth, collective=(*t.collective, t.hop) if t.collective else (), width=t.width,
-                            attn=t.attn)
+        return kernel_class(self.kernel.kind, bool(self._terms[2]))
 
     @property
     def t_expected_s(self) -> float:
@@ -336,9 +337,9 @@ class Placement:
 
     @property
     def t_fixed_s(self) -> float:
-        """The fixed part of the expected time: the class's fixed cost (a collective's latency)."""
-        t_c, t_m = (t / e for t, e in zip((self.t_compute_s, self.t_memory_s), self._efficiencies))
-        return self.t_expected_s - max(t_c, t_m)
+        """The fixed part of the expected time: the class's fixed cost (a collective's latency; a fitted class's
+        fitted one; a fused MoE layer's kernel its share of the call's)."""
+        return float(self._terms[1])
 
     @property
     def efficiency(self) -> float:
@@ -352,6 +353,9 @@ class Placement:
             return "ideal"
         if self.kernel.kind == "matmul" and "matmul" in self.model.curves:
             return "measured"
+        fused = self.model.moe_fits.get(self.term.moe[0]) if len(self.term.moe) == 9 else None
+        if fused is not None and fused.source:
+            return fused.source
         return self.model.classes[self.efficiency_class].source
 
     @property
