@@ -1,0 +1,191 @@
+"""roofcalc against NVIDIA AIConfigurator's measured serving runs: the time per output token of real engines.
+
+    pip download --no-deps -d /tmp/aic aiconfigurator-core==0.12.0
+    cd /tmp/aic && unzip -q aiconfigurator_core-0.12.0-*.whl 'aiconfigurator_core/systems/*' \
+        'aiconfigurator_core/model_configs/*' -d x
+    python benchmarks/silicon.py --data /tmp/aic/x/aiconfigurator_core      # roofcalc's own environment
+
+The package (ai-dynamo/aiconfigurator, Apache-2.0) ships `systems/silicon_sample.csv`: 5,221 end-to-end serving
+runs NVIDIA measured on real GPUs (vLLM, SGLang and TensorRT-LLM of 2025-2026; H100, H200, B200, B300, GB200),
+each with its model, precision, parallelism, input and output lengths, concurrency and measured TTFT and TPOT
+(ms), and `model_configs/` with the models' HF config.json. Nothing of it is kept in this repo. No default, fit
+or rule of roofcalc was chosen while looking at these runs: this is a held-out check (docs/validation.md).
+
+What is predicted, and how (fixed before the first run):
+* The rows: aggregated serving ("agg": prefill and decode on the same GPUs), one pipeline stage, no attention
+  data parallelism, of the dense models whose configs roofcalc reads (Llama-3.1-8B and 70B, Qwen3-32B), in bf16
+  or fp8 (per-tensor W8A8: `fp8-t`; block-scaled: `fp8-b128`); NVFP4 rows are left out (no such dtype here).
+* The engine: `--engine` of the row's backend (vllm, sglang, trtllm): its launch model (CUDA graphs), its cache
+  written in place, its host time per step, and the kernel tables AIConfigurator measured for it (the fitted
+  forms, docs/kernel_fits.md), on the catalog's datasheet roof. The KV cache at the activations' dtype (bf16):
+  the CSV does not say, and the engines' default is the model's dtype.
+* TPOT at concurrency c (the row's batch_size) with prompts of I tokens and O generated: each of the c running
+  requests takes one token a step, at a context of I + O/2 on average; while one request generates its O tokens,
+  each of the other c - 1 slots takes a new request whose prompt is prefilled between the decode steps
+  (chunked prefill mixes it into them). So
+
+      TPOT = t_decode(batch c, context I + O/2) + t_prefill(c - 1 prompts of I tokens) / O
+
+  with each step's expected time (and the range's ends the same way) from roofcalc's step model; one rank's
+  step under --tp. Queueing, a batch that is not full and the scheduler's choices are not modelled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+SYSTEMS = {"h100_sxm": "H100-SXM", "h200_sxm": "H200", "b200_sxm": "B200"}
+# the CSV's model_path -> the config file of model_configs/ (an -Instruct or FP8 checkpoint has its base's shape)
+MODELS = {"meta-llama/Llama-3.1-8B-Instruct": "meta-llama--Meta-Llama-3.1-8B_config.json",
+          "nvidia/Llama-3.1-8B-Instruct-FP8": "meta-llama--Meta-Llama-3.1-8B_config.json",
+          "meta-llama/Llama-3.1-70B": "meta-llama--Meta-Llama-3.1-70B_config.json",
+          "Qwen/Qwen3-32B": "Qwen--Qwen3-32B_config.json"}
+WEIGHTS = {"": "bf16", "fp8": "fp8-t", "fp8_block": "fp8-b128"}  # gemm_quant_mode -> roofcalc's weight dtype
+
+
+@dataclass(frozen=True)
+class Run:
+    id: str
+    backend: str
+    version: str
+    model: str
+    system: str
+    quant: str  # gemm_quant_mode ("" for bf16)
+    tp: int
+    isl: int
+    osl: int
+    concurrency: int
+    tpot_s: float
+
+
+def runs(csv: Path) -> tuple[list[Run], dict]:
+    """The rows predicted, and how many of each kind were left out."""
+    import csv as _csv
+
+    kept, left = [], {}
+
+    def skip(why: str) -> None:
+        left[why] = left.get(why, 0) + 1
+
+    with csv.open(newline="", encoding="utf-8") as f:
+        for r in _csv.DictReader(f):
+            if r["mode"] != "agg":
+                skip("disaggregated")
+                continue
+            if r["model_path"] not in MODELS:
+                skip("a model not here (MoE or not in the list)")
+                continue
+            if r["system"] not in SYSTEMS:
+                skip(f"system {r['system']}")
+                continue
+            quant = r["gemm_quant_mode"] or ""
+            if quant not in WEIGHTS:
+                skip(f"weights {quant}")
+                continue
+            pp, dp = float(r["pp_size"] or 1), float(r["attention_dp_size"] or 1)
+            if pp != 1 or dp > 1:
+                skip("pipeline or attention data parallelism")
+                continue
+            if not r["silicon_tpot_ms"]:
+                skip("no TPOT")
+                continue
+            kept.append(Run(r["id"], r["backend"], r["backend_version"], r["model_path"], r["system"], quant,
+                            int(float(r["tp_size"] or 1)), int(r["isl"]), int(r["osl"]), int(float(r["batch_size"])),
+                            float(r["silicon_tpot_ms"]) / 1e3))
+    return kept, left
+
+
+def predict(run: Run, configs: Path, cache: dict) -> tuple[float, float, float]:
+    """(expected, lower, upper) TPOT in seconds (module docstring)."""
+    from roofcalc import load_shape
+    from roofcalc.calculator import dtype
+    from roofcalc.engines import find_engine
+    from roofcalc.hardware import find_hardware
+    from roofcalc.sweep import sweep
+
+    key = (run.model, run.tp)
+    if key not in cache:
+        shape = load_shape(str(configs / MODELS[run.model]))
+        analyzer = None
+        if run.tp > 1:
+            from roofcalc.parallel import Parallel, RankAnalyzer
+
+            analyzer = RankAnalyzer(shape, Parallel(run.tp))
+        cache[key] = shape, analyzer
+    shape, analyzer = cache[key]
+    engine = find_engine(run.backend)
+    kw = dict(weight_dtype=dtype(WEIGHTS[run.quant]), act_dtype=dtype("bf16"), kv_dtype=dtype("bf16"),
+              cache_update=engine.cache_update, impl=engine.impl, engine_host=engine.host, analyzer=analyzer)
+    hw = find_hardware(SYSTEMS[run.system])
+    c = run.concurrency
+    dec = sweep(shape, hw, batches=[c], contexts=[run.isl + run.osl // 2], **kw).grid
+    ends = [float(x[0, 0]) for x in (dec.predicted_s, dec.predicted_lower_s, dec.predicted_upper_s)]
+    if c > 1:
+        pre = sweep(shape, hw, batches=[c - 1], prompts=[run.isl], **kw).grid
+        ends = [t + float(x[0, 0]) / run.osl
+                for t, x in zip(ends, (pre.predicted_s, pre.predicted_lower_s, pre.predicted_upper_s))]
+    return ends[0], ends[1], ends[2]
+
+
+def summary(rows) -> dict:
+    inside = sum(lo <= r.tpot_s <= hi for r, _, lo, hi in rows)
+    logs = [math.log(r.tpot_s / p) for r, p, _, _ in rows]
+    return {"runs": len(rows), "inside": inside, "share_inside": inside / len(rows),
+            "median_log": statistics.median(logs), "median_abs_log": statistics.median(abs(x) for x in logs),
+            "within_30": sum(abs(x) <= math.log(1.3) for x in logs) / len(rows),
+            "median_width": statistics.median(hi / lo for _, _, lo, hi in rows)}
+
+
+def table(groups: dict) -> str:
+    lines = ["| group | runs | measured / predicted, median | median \\|log\\| | within ±30 % | inside [lower, upper] "
+             "| median upper / lower |", "|---|---|---|---|---|---|---|"]
+    for name, rows in groups.items():
+        s = summary(rows)
+        lines.append(f"| {name} | {s['runs']} | {math.exp(s['median_log']):.2f} | {s['median_abs_log']:.3f} | "
+                     f"{100 * s['within_30']:.0f} % | {s['inside']} ({100 * s['share_inside']:.0f} %) | "
+                     f"{s['median_width']:.2f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, required=True, help="the unzipped aiconfigurator_core folder")
+    ap.add_argument("--rows", action="store_true", help="print every run's row too")
+    args = ap.parse_args()
+    csv, configs = args.data / "systems" / "silicon_sample.csv", args.data / "model_configs"
+    if not csv.is_file() or not configs.is_dir():
+        sys.exit(f"silicon.py: no systems/silicon_sample.csv and model_configs/ under {args.data}")
+    kept, left = runs(csv)
+    cache: dict = {}
+    rows = [(r, *predict(r, configs, cache)) for r in kept]
+    print(f"{len(rows)} runs predicted; left out: " + ", ".join(f"{n} {why}" for why, n in sorted(left.items())))
+    groups: dict = {"all": rows}
+    for name, pick in (("one GPU", lambda r: r.tp == 1), ("2-8 GPUs", lambda r: r.tp > 1)):
+        groups[name] = [x for x in rows if pick(x[0])]
+    for attr in ("backend", "system", "model"):
+        for value in sorted({getattr(x[0], attr) for x in rows}):
+            groups[f"{attr} {value}"] = [x for x in rows if getattr(x[0], attr) == value]
+    for name, pick in (("concurrency <= 16", lambda r: r.concurrency <= 16), ("concurrency 17-64",
+                       lambda r: 16 < r.concurrency <= 64), ("concurrency > 64", lambda r: r.concurrency > 64)):
+        groups[name] = [x for x in rows if pick(x[0])]
+    print()
+    print(table({k: v for k, v in groups.items() if v}))
+    if args.rows:
+        print()
+        print("| run | measured ms | predicted ms | [lower, upper] | measured / predicted |")
+        print("|---|---|---|---|---|")
+        for r, p, lo, hi in rows:
+            print(f"| {r.id} | {r.tpot_s * 1e3:.2f} | {p * 1e3:.2f} | [{lo * 1e3:.2f}, {hi * 1e3:.2f}] | "
+                  f"{r.tpot_s / p:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
