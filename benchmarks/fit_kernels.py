@@ -40,6 +40,8 @@ is piecewise linear in log2 of its size between knots, a *_factor multiplies an 
                      * e_link(ranks, message size)); one table per GPU, fitted once
   allgather          nccl all-gather, the same table and form; link bytes (n-1)/n of the output (nccl-tests' size)
   alltoall           nccl all-to-all, the same; link bytes (n-1)/n of the per-rank buffer (nccl-tests' size)
+  custom_allreduce   the engine's own all-reduce as it runs inside its CUDA graph (vLLM's custom all-reduce,
+                     SGLang's, TensorRT-LLM's), bf16: the all-reduce's form, fitted per engine (comm/<engine>/)
 A row whose working set fits in L2 (the benchmark replays the same weights or KV) gets memory efficiencies of its
 own (`l2_*`, fitted with the rest, the fixed cost shared); the DRAM ones are what a real step's kernels see, and
 the cross-validated figures are given for the DRAM rows (and for all rows). A discrete parameter (a tile) is chosen
@@ -73,26 +75,33 @@ sys.path.insert(0, str(ROOT / "src"))  # roofcalc.fitting: the fit `roofcalc mea
 from roofcalc import fitting as F  # noqa: E402
 from roofcalc.fitting import Design, evaluate, fit, folds_of, hat_basis, rows_of, score  # noqa: E402
 
-GPUS = ("a100_sxm", "h100_sxm", "h200_sxm", "b200_sxm", "l40s")
+GPUS = ("a100_sxm", "h100_sxm", "h200_sxm", "b200_sxm", "l40s", "rtx_pro_6000_server")
 ENGINES = ("vllm", "sglang", "trtllm")
 CLASSES = ("gemm_bf16", "gemm_fp8", "decode_bf16kv", "decode_fp8kv", "decode_swa_bf16kv", "decode_swa_fp8kv",
-           "prefill_bf16kv", "prefill_fp8kv", "allreduce", "allgather", "alltoall", "moe_bf16",
+           "prefill_bf16kv", "prefill_fp8kv", "allreduce", "allgather", "alltoall", "custom_allreduce", "moe_bf16",
            "moe_fp8", "moe_fp8_block")
 # the NCCL classes: each fitted once per GPU (one table for every engine), its table's op and the link bytes a rank
 # sends per byte of nccl-tests' size (the bus-bandwidth factor: all-reduce 2(n-1)/n, all-gather and all-to-all
 # (n-1)/n)
 NCCL = {"allreduce": ("all_reduce", lambda n: 2 * (n - 1) / n), "allgather": ("all_gather", lambda n: (n - 1) / n),
         "alltoall": ("alltoall", lambda n: (n - 1) / n)}
+# every collective class (the form of the NCCL ones), and the link bytes a rank sends per byte of its size
+LINK = {**{cls: factor for cls, (_, factor) in NCCL.items()}, "custom_allreduce": NCCL["allreduce"][1]}
 
 # Datasheet figures (dense tensor-core peaks, nominal DRAM bandwidth, one-direction per-GPU link bandwidth,
 # L2 size) from docs' hardware_specs: A100 80GB SXM, H100 SXM, H200 SXM, HGX B200, L40S. The L40S box has no
-# GPU peer-to-peer: its collectives go through PCIe Gen4 and the host.
+# GPU peer-to-peer: its collectives go through PCIe Gen4 and the host. RTX PRO 6000 Blackwell Server Edition
+# (GB202, 188 SMs, 128 MB L2, 1,792 GB/s GDDR7, PCIe Gen5 x16): dense BF16 and FP8 tensor peaks derived from its
+# datasheet's 4,000 AI TOPS (FP4 with sparsity): FP4 dense 2,000, FP8 1,000, BF16 500 (FP32 accumulate at full
+# rate on RTX PRO parts); its 8-GPU box reaches 42-44 GB/s of all-reduce bus bandwidth at 32 MB (peer to peer
+# over PCIe; the L40S box: 2.5).
 SPECS = {
     "a100_sxm": dict(sms=108, bf16=312e12, fp8=None, bw=2039e9, link=300e9, l2=40e6),
     "h100_sxm": dict(sms=132, bf16=989.4e12, fp8=1978.9e12, bw=3350e9, link=450e9, l2=50e6),
     "h200_sxm": dict(sms=132, bf16=989.4e12, fp8=1978.9e12, bw=4800e9, link=450e9, l2=50e6),
     "b200_sxm": dict(sms=148, bf16=2250e12, fp8=4500e12, bw=8000e9, link=900e9, l2=126e6),
     "l40s": dict(sms=142, bf16=362.05e12, fp8=733e12, bw=864e9, link=32e9, l2=96e6),
+    "rtx_pro_6000_server": dict(sms=188, bf16=500e12, fp8=1000e12, bw=1792e9, link=63e9, l2=128e6),
 }
 
 # the knots of the forms' size dependences: roofcalc.fitting's (GEMM_M_KNOTS, ... CTA_KNOTS)
@@ -263,7 +272,7 @@ def nccl_rows(df: pd.DataFrame, spec: dict, cls: str) -> dict:
     """
     S = df.message_size.to_numpy(float) * 2.0
     n = df.num_gpus.to_numpy(float)
-    return dict(t=df.latency.to_numpy(float) * 1e-3, flops=np.zeros_like(S), bytes=NCCL[cls][1](n) * S,
+    return dict(t=df.latency.to_numpy(float) * 1e-3, flops=np.zeros_like(S), bytes=LINK[cls](n) * S,
                 qbytes=np.zeros_like(S), l2=np.zeros(len(S), bool), msg=S, ranks=n,
                 group=[f"S={int(x)}" for x in S])
 
@@ -360,21 +369,21 @@ def design_for(cls: str, R: dict) -> Design:
         D = F.prefill_design(R)
     elif cls.startswith("moe"):
         D = F.moe_design(R)
-    elif cls in NCCL:
+    elif cls in LINK:
         for r in (2, 4, 8):
             sel = (R["ranks"] == r).astype(float)[:, None]
             D.add(f"fixed_s_{r}", "fix", sel, lg(10e-6))
         for r in (2, 4, 8):
             sel = (R["ranks"] == r).astype(float)[:, None]
             D.add(f"e_link_{r}", "mem", sel * hat_basis(R["msg"], AR_MSG_KNOTS), lg(0.5), AR_MSG_KNOTS)
-    if cls not in NCCL:
+    if cls not in LINK:
         D.split_l2(R["l2"])
     return D
 
 
 def times(cls: str, R: dict, spec: dict):
     n = len(R["t"])
-    if cls in NCCL:
+    if cls in LINK:
         return np.zeros(n), R["bytes"] / spec["link"], np.zeros(n)
     peak = R.get("peak") or spec["bf16"]
     if cls.startswith("decode"):
@@ -546,6 +555,29 @@ def load_nccl(systems: Path, gpu: str) -> dict:
     return out
 
 
+def load_custom_allreduce(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
+    """{"custom_allreduce": (rows, source info)}: the engine's own all-reduce (comm/<engine>/<version>/
+    custom_allreduce_perf.parquet), the rows timed inside a CUDA graph (vLLM_custom_graph,
+    SGLang_CustomAllReduce_graph; TensorRT-LLM's table has one source, TRTLLM), bf16: what a decode step under the
+    engine's CUDA graphs runs. message_size is in elements of allreduce_dtype (bfloat16: 2 bytes), the buffer each
+    rank reduces, as an nccl-tests all-reduce's size."""
+    vdir = pick_version(systems, gpu, "comm", engine, cur)
+    p = vdir / "custom_allreduce_perf.parquet" if vdir else None
+    if p is None or not p.exists():
+        return {}
+    df = pd.read_parquet(p)
+    graph = [k for k in df.kernel_source.unique() if k.endswith("_graph")] or \
+        [k for k in df.kernel_source.unique() if not k.endswith("_eager")]
+    d = df[df.kernel_source.isin(graph) & (df.allreduce_dtype == "bfloat16")]
+    if d.empty:
+        return {}
+    d, dup = collapse(d, ["num_gpus", "message_size"])
+    info = dict(file=str(p.relative_to(systems.parent)), sha256=sha256(p)[:16], version_folder=p.parent.name,
+                version_column=sorted(set(map(str, df["version"].unique()))) if "version" in df else None,
+                kernel_source=", ".join(graph) + " bfloat16", duplicates_merged=dup)
+    return {"custom_allreduce": (nccl_rows(d, SPECS[gpu], "custom_allreduce"), info)}
+
+
 def package_version(systems: Path, given: str) -> str:
     for meta in systems.parent.parent.glob("aiconfigurator_core-*.dist-info/METADATA"):
         m = re.search(r"^Version:\s*(\S+)", meta.read_text(), re.M)
@@ -590,19 +622,20 @@ def main() -> None:
         for engine in args.engines.split(","):
             loaded = {**load(systems, gpu, engine, cur), **nccl}
             loaded.update(load_moe(systems, gpu, engine, cur))
+            loaded.update(load_custom_allreduce(systems, gpu, engine, cur))
             for cls in args.classes.split(","):
                 if cls not in loaded:
                     continue
                 R, info = loaded[cls]
                 if cls in NCCL and engine != args.engines.split(",")[0]:
                     continue  # nccl is the same table for every engine: fitted once
-                res = run_class(cls, R, SPECS[gpu], len(set(R["group"])) if cls in NCCL else args.folds)
+                res = run_class(cls, R, SPECS[gpu], len(set(R["group"])) if cls in LINK else args.folds)
                 res["info"] = info
                 res["floor_us"] = floor_us(R["t"])
                 res["n_rows"] = len(R["t"])
                 res["n_l2"] = int(R["l2"].sum())
                 res["n_shapes"] = len(set(R["group"]))
-                res["peak"] = R.get("peak") or (None if cls in NCCL else SPECS[gpu]["bf16"])
+                res["peak"] = R.get("peak") or (None if cls in LINK else SPECS[gpu]["bf16"])
                 res["ranges"] = F.moe_ranges(R) if cls.startswith("moe") else None
                 res["yaml"] = {k: yaml.get(k) for k in ("mem_bw", "bfloat16_tc_flops", "fp8_tc_flops",
                                                          "intra_node_bw")}
@@ -636,6 +669,7 @@ FORMS = {
                  "whole output",
     "alltoall": "fixed(ranks) + (n-1)/n * 2 * elements / (link_bw * e_link(ranks, message bytes)); elements: one "
                 "rank's buffer",
+    "custom_allreduce": "as allreduce, the engine's own all-reduce inside its CUDA graph (bf16)",
 }
 NOTES = """
 Why, and what else the tables showed:
@@ -654,6 +688,13 @@ Why, and what else the tables showed:
   bears that reading out: at 512 MiB on 8 H100s they take 1.40 and 1.48 ms, 336 and 317 GB/s of bus bandwidth
   on a 450 GB/s link (per-rank inputs would make it 8x that). Their fixed costs grow less with the ranks than
   the all-reduce's (H100 all-to-all 6.6/7.0/8.1 µs at 2/4/8 ranks). The L40S's (through the host) fall just short.
+* **The engines' own all-reduce** (`custom_allreduce`: vLLM's custom all-reduce, SGLang's, TensorRT-LLM's, the
+  rows timed inside a CUDA graph) is what their decode steps run, not NCCL: 2.7-7.8 µs fixed at 2 to 8 NVLink
+  GPUs, where NCCL's fitted fixed cost is 6.6-26.8 µs, and 4-8 µs for a 16 KB message against NCCL's 16-27 µs at
+  8 GPUs. On the RTX PRO 6000 box (PCIe, no NVLink) they fall back to NCCL's speed from 4 GPUs (13-25 µs).
+* **RTX PRO 6000 Server** (GB202, the RTX 5090's chip; the nearest measured GPU of compute capability 12.0):
+  GEMMs, prefill and MoE fit as well as on the datacenter GPUs; its decode tables (vLLM's FlashAttention-2 and
+  FlashInfer, SGLang's FlashInfer, TensorRT-LLM's) do not (0.12-0.30 cross-validated): why was not found.
 * **Decode attention works on KV tiles**: 2,048 sequences of 2 tokens cost what 2,048 of 128 do (the fitted tile,
   32-128 tokens on most kernels), plus a time per (sequence x KV head) work item in series, 1-25 ns.
 * **The L2 cliff is large**: on the L40S (96 MB L2) a 67 MB KV decodes in 38 µs and a 134 MB one in 221 µs; rows
@@ -691,7 +732,8 @@ Why, and what else the tables showed:
 * Fitted knot values are not all physical on their own (an e_compute above 1 at isl = 1 where a work-item factor
   of 0.3 multiplies it): use the products, as `predict` does.
 """
-GPU_NAMES = {"a100_sxm": "A100", "h100_sxm": "H100", "h200_sxm": "H200", "b200_sxm": "B200", "l40s": "L40S"}
+GPU_NAMES = {"a100_sxm": "A100", "h100_sxm": "H100", "h200_sxm": "H200", "b200_sxm": "B200", "l40s": "L40S",
+             "rtx_pro_6000_server": "RTX PRO 6000"}
 TARGET = (0.10, 0.90)
 
 
@@ -709,7 +751,7 @@ def write_json(args, systems, results):
               "prefill: prompt tokens), 1 = none",
         forms=FORMS,
         specs={g: dict(SPECS[g]) for g in SPECS},
-        metric="cv: k-fold over whole shapes (GEMM: (n, k); attention: (heads, kv heads, head dim); NCCL "
+        metric="cv: k-fold over whole shapes (GEMM: (n, k); attention: (heads, kv heads, head dim); "
                "collectives: one message size), fit on the other folds, predict the held-out; median_abs_log = median "
                "|ln(measured / predicted)|, within_30 = share with |measured / predicted - 1| <= 0.30; dram = rows "
                "whose working set does not fit in L2",
@@ -757,7 +799,7 @@ def write_md(args, results, version):
           "from L2) get memory efficiencies of their own (`l2_*`): the `fixed` cost is shared, and the DRAM "
           "efficiencies, which a real step's kernels see, come from the other rows only.", "",
           f"**Held out**: whole shapes, {args.folds} folds of them (GEMM: an (n, k) pair; attention: a (heads, KV "
-          "heads, head dim) triple); NCCL collectives: one message size at all rank counts, each in turn. Each fold is "
+          "heads, head dim) triple); collectives: one message size at all rank counts, each in turn. Each fold is "
           "fitted on the others and predicts its own rows. Figures: median |ln(measured / predicted)| / share of "
           "rows within ±30 % (|measured / predicted − 1| ≤ 0.30), on the rows that reach DRAM; ✗ = short of the "
           f"target (≤ {TARGET[0]:.2f} and ≥ {100 * TARGET[1]:.0f} %).", ""]
@@ -789,7 +831,7 @@ def write_md(args, results, version):
             fx = [float(np.exp(v)) * 1e6 for n, v in zip(r["names"], r["theta"]) if n.startswith("fixed_s")]
             row.append("/".join(f"{x:.1f}" for x in fx) + f" ({r['floor_us']:.1f})")
         L.append(f"| {c} | " + " | ".join(row) + " |")
-    L += ["", "NCCL collectives: fixed at 2/4/8 ranks.", "", "## Sources", "",
+    L += ["", "Collectives: fixed at 2/4/8 ranks.", "", "## Sources", "",
           "| gpu | engine | class | table (version folder) | kernel source | rows (L2) | tile |",
           "|---|---|---|---|---|---|---|"]
     for (g, en, c), r in results.items():

@@ -12,7 +12,9 @@ What ships, per measured GPU (vLLM tables; NCCL for the collectives), with the f
 * the all-reduce's, all-gather's and all-to-all's fitted fixed cost at 2, 4 and 8 ranks and share of the link by
   message size (``e_link_N``, bytes to share; ``all_reduce``, ``all_gather``, ``all_to_all``), cross-validated in
   docs/kernel_fits.md; the bytes are nccl-tests' size: the all-reduce's buffer, the all-gather's whole output
-  (ranks x each rank's input), the all-to-all's per-rank buffer;
+  (ranks x each rank's input), the all-to-all's per-rank buffer; and each engine's own all-reduce inside its CUDA
+  graph in the same form (``custom_all_reduce``: vLLM's with the vLLM forms, SGLang's and TensorRT-LLM's with
+  theirs);
 * the GEMM classes' fitted forms (``gemm``: bf16, and fp8 per tensor where the GPU has it), the model that
   docs/kernel_fits.md cross-validates: fixed cost, M tile, e_compute(M) and e_memory(M) as knots, the N and K
   factors with the reference knot (4,096: factor 1) written in, fp8's activation-quantization efficiency;
@@ -41,6 +43,15 @@ STREAM_FIXED_US = 1.735  # predict.GPU_FIXED["stream"]: the cache write's elemen
 
 
 NCCL_OPS = {"allreduce": "all_reduce", "allgather": "all_gather", "alltoall": "all_to_all"}  # fit class -> op
+
+
+def link_form(f: dict) -> dict:
+    """A fitted collective's fixed cost and share of the link by size at each fitted rank count, as
+    predict.KernelModel.collectives reads them."""
+    p = f["params"]
+    return {str(ranks): {"fixed_s": p[f"fixed_s_{ranks}"],
+                         "e_link": sorted([float(k), v] for k, v in p[f"e_link_{ranks}"].items())}
+            for ranks in (2, 4, 8) if f"fixed_s_{ranks}" in p}
 
 
 def gemm_form(f: dict) -> dict:
@@ -81,15 +92,16 @@ def main() -> None:
                                                           "bandwidth": spec["bw"]}, "fixed_s": {},
                                                           **{op: {} for op in NCCL_OPS.values()}})
         if f["cls"] in NCCL_OPS:
-            p, op = f["params"], NCCL_OPS[f["cls"]]
-            gpu[op] = {str(ranks): {"fixed_s": p[f"fixed_s_{ranks}"],
-                                    "e_link": sorted([float(k), v] for k, v in p[f"e_link_{ranks}"].items())}
-                       for ranks in (2, 4, 8) if f"fixed_s_{ranks}" in p}
+            op = NCCL_OPS[f["cls"]]
+            gpu[op] = link_form(f)
             gpu[f"{op}_source"] = f["source"]
             continue
         # the vLLM tables' forms at the top; SGLang's and TensorRT-LLM's (the --engine presets') under "engines"
         where = gpu if f["engine"] == "vllm" else gpu.setdefault("engines", {}).setdefault(f["engine"], {})
-        if f["cls"] in ("gemm_bf16", "gemm_fp8"):
+        if f["cls"] == "custom_allreduce":
+            where["custom_all_reduce"] = link_form(f)
+            where["custom_all_reduce_source"] = f["source"]
+        elif f["cls"] in ("gemm_bf16", "gemm_fp8"):
             where.setdefault("gemm", {})[f["cls"][5:]] = gemm_form(f)
         elif f["cls"].startswith("moe_"):
             where.setdefault("moe", {})[f["cls"][4:]] = moe_form(f, doc["specs"][f["gpu"]]["bf16"])

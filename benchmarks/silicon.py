@@ -103,8 +103,8 @@ def runs(csv: Path) -> tuple[list[Run], dict]:
     return kept, left
 
 
-def predict(run: Run, configs: Path, cache: dict) -> tuple[float, float, float]:
-    """(expected, lower, upper) TPOT in seconds (module docstring)."""
+def predict(run: Run, configs: Path, cache: dict) -> tuple[float, float, float, float]:
+    """(expected, lower, upper) TPOT in seconds (module docstring), and the prefills' share of the expected."""
     from roofcalc import load_shape
     from roofcalc.calculator import dtype
     from roofcalc.engines import find_engine
@@ -128,20 +128,21 @@ def predict(run: Run, configs: Path, cache: dict) -> tuple[float, float, float]:
     c = run.concurrency
     dec = sweep(shape, hw, batches=[c], contexts=[run.isl + run.osl // 2], **kw).grid
     ends = [float(x[0, 0]) for x in (dec.predicted_s, dec.predicted_lower_s, dec.predicted_upper_s)]
+    decode = ends[0]
     if c > 1:
         pre = sweep(shape, hw, batches=[c - 1], prompts=[run.isl], **kw).grid
         ends = [t + float(x[0, 0]) / run.osl
                 for t, x in zip(ends, (pre.predicted_s, pre.predicted_lower_s, pre.predicted_upper_s))]
-    return ends[0], ends[1], ends[2]
+    return ends[0], ends[1], ends[2], 1 - decode / ends[0]
 
 
 def summary(rows) -> dict:
-    inside = sum(lo <= r.tpot_s <= hi for r, _, lo, hi in rows)
-    logs = [math.log(r.tpot_s / p) for r, p, _, _ in rows]
+    inside = sum(lo <= r.tpot_s <= hi for r, _, lo, hi, _ in rows)
+    logs = [math.log(r.tpot_s / p) for r, p, _, _, _ in rows]
     return {"runs": len(rows), "inside": inside, "share_inside": inside / len(rows),
             "median_log": statistics.median(logs), "median_abs_log": statistics.median(abs(x) for x in logs),
             "within_30": sum(abs(x) <= math.log(1.3) for x in logs) / len(rows),
-            "median_width": statistics.median(hi / lo for _, _, lo, hi in rows)}
+            "median_width": statistics.median(hi / lo for _, _, lo, hi, _ in rows)}
 
 
 def table(groups: dict) -> str:
@@ -176,15 +177,20 @@ def main() -> None:
     for name, pick in (("concurrency <= 16", lambda r: r.concurrency <= 16), ("concurrency 17-64",
                        lambda r: 16 < r.concurrency <= 64), ("concurrency > 64", lambda r: r.concurrency > 64)):
         groups[name] = [x for x in rows if pick(x[0])]
+    # (after the first run) how much of the predicted TPOT is other requests' prefills: the part the model of a
+    # serving step is least sure of
+    for name, lo, hi in (("prefills < 10 % of the TPOT", 0, 0.1), ("prefills 10-30 %", 0.1, 0.3),
+                         ("prefills > 30 %", 0.3, 1.01)):
+        groups[name] = [x for x in rows if lo <= x[4] < hi]
     print()
     print(table({k: v for k, v in groups.items() if v}))
     if args.rows:
         print()
-        print("| run | measured ms | predicted ms | [lower, upper] | measured / predicted |")
-        print("|---|---|---|---|---|")
-        for r, p, lo, hi in rows:
+        print("| run | measured ms | predicted ms | [lower, upper] | measured / predicted | prefills' share |")
+        print("|---|---|---|---|---|---|")
+        for r, p, lo, hi, share in rows:
             print(f"| {r.id} | {r.tpot_s * 1e3:.2f} | {p * 1e3:.2f} | [{lo * 1e3:.2f}, {hi * 1e3:.2f}] | "
-                  f"{r.tpot_s / p:.2f} |")
+                  f"{r.tpot_s / p:.2f} | {100 * share:.0f} % |")
 
 
 if __name__ == "__main__":

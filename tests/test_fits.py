@@ -1,7 +1,9 @@
 """Which measured kernel tables a device's fixed costs come from (data/kernel_fits.json, AIConfigurator 0.12's
 vLLM and NCCL tables): its own where it was measured, else the measured GPU of its generation by compute
 capability (CUDA C++ Programming Guide: 7.0 Volta, 7.5 Turing, 8.0/8.6 Ampere, 8.9 Ada, 9.0 Hopper, 10.0 and
-12.0 Blackwell), else the five measured GPUs' medians; the header says which."""
+12.0 Blackwell: 12.0 the GB20x chips of the RTX PRO 6000 and the RTX 5090), else the five measured GPUs' medians;
+the header says which. Collectives: a measured GPU's own; a GPU on PCIe without tables the PCIe box measured with
+peer-to-peer or without it; an NVLink GPU without tables none (the default link model)."""
 
 from __future__ import annotations
 
@@ -21,20 +23,24 @@ def _model(name: str):
 
 
 @pytest.mark.parametrize("cc, gen", [(5.2, "pre-Pascal"), (6.1, "Pascal"), (7.0, "Volta"), (7.5, "Turing"), (8.0, "Ampere"), (8.6, "Ampere"),
-                                     (8.9, "Ada"), (9.0, "Hopper"), (10.0, "Blackwell"), (12.0, "Blackwell")])
+                                     (8.9, "Ada"), (9.0, "Hopper"), (10.0, "Blackwell"), (12.0, "Blackwell GB20x")])
 def test_generation_by_compute_capability(cc, gen):
     assert generation(cc) == gen
 
 
-@pytest.mark.parametrize("name, fits, how", [
-    ("H100-SXM", "h100_sxm", "measured"), ("A100-80GB", "a100_sxm", "measured"), ("L40S", "l40s", "measured"),
-    ("A10G", "a100_sxm", "nearest"), ("RTX3090", "a100_sxm", "nearest"),  # 8.6: Ampere
-    ("L4", "l40s", "nearest"), ("RTX4090", "l40s", "nearest"),  # 8.9: Ada
-    ("H100-PCIe", "h100_sxm", "nearest"), ("RTX5090", "b200_sxm", "nearest"),  # 9.0 Hopper; 12.0 Blackwell
-    ("T4", "a100_sxm", "nearest"), ("V100-SXM2", "a100_sxm", "nearest"),  # older than any measured: Ampere's
-    ("MI300X", "", ""),  # no NVIDIA generation: the medians
+@pytest.mark.parametrize("name, fits, how, links", [
+    ("H100-SXM", "h100_sxm", "measured", "h100_sxm"), ("A100-80GB", "a100_sxm", "measured", "a100_sxm"),
+    ("L40S", "l40s", "measured", "l40s"), ("RTX-PRO-6000", "rtx_pro_6000_server", "measured", "rtx_pro_6000_server"),
+    # 8.6: Ampere; a datacenter card on PCIe: the peer-to-peer box's collectives, a GeForce card the host's
+    ("A10G", "a100_sxm", "nearest", "rtx_pro_6000_server"), ("RTX3090", "a100_sxm", "nearest", "l40s"),
+    ("L4", "l40s", "nearest", "rtx_pro_6000_server"), ("RTX4090", "l40s", "nearest", "l40s"),  # 8.9: Ada
+    # 9.0 Hopper; 12.0 the GB20x chip the RTX PRO 6000 was measured with
+    ("H100-PCIe", "h100_sxm", "nearest", "rtx_pro_6000_server"), ("RTX5090", "rtx_pro_6000_server", "nearest", "l40s"),
+    # older than any measured: Ampere's; an NVLink GPU without tables: no measured box of its link
+    ("T4", "a100_sxm", "nearest", "rtx_pro_6000_server"), ("V100-SXM2", "a100_sxm", "nearest", ""),
+    ("MI300X", "", "", ""),  # no NVIDIA generation: the medians
 ])
-def test_each_gpu_takes_its_own_or_its_generations_fixed_costs(name, fits, how):
+def test_each_gpu_takes_its_own_or_its_generations_fixed_costs(name, fits, how, links):
     hw, m = _model(name)
     assert hw.fits == (fits, how)
     assert (m.fitted, m.fitted_how) == (fits, how)
@@ -42,8 +48,12 @@ def test_each_gpu_takes_its_own_or_its_generations_fixed_costs(name, fits, how):
     for cls in ("gemm", "gemv", "attention", "attention_compute"):
         want = shipped[fits]["fixed_s"][cls] if fits else GPU_FIXED[cls].expected
         assert m.fixed_s[cls].expected == pytest.approx(want)
-    # the collectives' fits are the measured GPU's own (NVLink inside its node), never lent to another link
-    assert sorted(m.collectives) == (["all_gather", "all_reduce", "all_to_all"] if how == "measured" else [])
+    # the collectives' fits: the measured GPU's own (NVLink inside its node, or its own PCIe box), the PCIe box of
+    # a GPU on PCIe, none for another link
+    assert m.links == links
+    assert sorted(m.collectives) == (["all_gather", "all_reduce", "all_to_all"] if links else [])
+    if links:
+        assert m.collectives["all_reduce"][8][0] == shipped[links]["all_reduce"]["8"]["fixed_s"]
 
 
 def test_nearest_fits_is_the_measured_gpu_of_the_generation():
@@ -334,3 +344,83 @@ def test_the_step_model_predicts_measured_h100_collectives_within_30_percent():
                        model=dispatch.model)
     assert gather.kernel.link_bytes == 7 * 32_768 and gather.hop == "link"
     assert gather.t_expected_s == pytest.approx((0.01355 + 0.01344) / 2 * 1e-3, rel=0.30)
+
+
+# --------------------------------------------------------------------------- an engine's own all-reduce
+# vLLM, SGLang and TensorRT-LLM reduce a tensor-parallel step's activations with their own all-reduce inside the
+# decode step's CUDA graph, not with NCCL; AIConfigurator 0.12 measured each (comm/<engine>/<version>/
+# custom_allreduce_perf.parquet, the graph rows, bf16), fitted in the all-reduce's form (data/kernel_fits.json
+# "custom_all_reduce"; SGLang's and TensorRT-LLM's in kernel_fits_engines.json). h100_sxm's vLLM one at 8 ranks:
+# fixed_s 4.864 us, e_link at 16,384 bytes 0.2008 (NCCL's: 16.17 us).
+def test_an_engine_preset_reduces_with_its_own_all_reduce():
+    """Llama-2-70B fp16, --tp 8, decode at batch 1 on H100 SXM under --engine vllm: o_proj's all-reduce reduces
+    one token's 8,192 values, 16,384 bytes (a knot), sending 2 x 7/8 of them, 28,672 bytes, over NVLink. Under
+    the default engine (transformers' eager TP: torch.distributed, NCCL) the NCCL fit's 8-rank fixed cost."""
+    from roofcalc.engines import ENGINES
+    from roofcalc.parallel import Parallel, analyze_parallel
+
+    a = analyze_parallel(load_shape("meta-llama/Llama-2-70b-hf"), Workload.decode(1, 1000), Parallel(8))
+    hw = find_hardware("H100-SXM")
+
+    def reduce_of(**kw):
+        step = roofline(a, hw, impl="cuda-graph", **kw).step
+        (p,) = [p for p in step.placements if p.kernel.name == "o_proj.all_reduce"]
+        return p
+
+    p = reduce_of(engine_host=ENGINES["vllm"].host)
+    assert (p.kernel.message_bytes, p.kernel.link_bytes, p.hop) == (16_384, 28_672, "link")
+    assert p.t_expected_s == pytest.approx(4.864e-6 + 28_672 / H100_LINK / 0.2008)
+    assert p.model.links == "h100_sxm" and p.model.collectives["all_reduce"][8][0] == 4.864e-6
+    shipped = kernel_fits()["gpus"]["h100_sxm"]
+    assert reduce_of().t_fixed_s == pytest.approx(shipped["all_reduce"]["8"]["fixed_s"])  # NCCL's: 16.17 us
+    from roofcalc.predict import engine_fits
+
+    trt = engine_fits()["gpus"]["h100_sxm"]["trtllm"]["custom_all_reduce"]["8"]["fixed_s"]
+    assert reduce_of(engine_host=ENGINES["trtllm"].host).t_fixed_s == pytest.approx(trt)
+
+
+# Rows of AIConfigurator 0.12's H100 SXM vLLM 0.24.0 custom all-reduce table (comm/vllm/0.24.0/
+# custom_allreduce_perf.parquet, kernel_source vLLM_custom_graph, bfloat16, 8 GPUs; message_size in elements,
+# latency in ms), in the fit's sample: 8,192 elements (16 KiB) 0.005310; 524,288 (1 MiB) 0.014968.
+@pytest.mark.parametrize("elements, ms", [(8_192, 0.005310), (524_288, 0.014968)])
+def test_the_step_model_predicts_measured_vllm_all_reduces_within_30_percent(elements, ms):
+    from roofcalc.parallel import collective
+    from roofcalc.predict import default_model
+    from roofcalc.roofline import Placement
+
+    m = default_model("gpu", fits="h100_sxm", engine="vllm")
+    roof = Roof(3.35e12, 989.4e12, link_bytes_per_s=H100_LINK, gpus_per_node=8)
+    p = Placement(collective("reduce", "all_reduce", 2 * elements, 8, 1, "layer", f"[{elements}]"), roof, 1, model=m)
+    assert p.kernel.link_bytes == 2 * 7 * 2 * elements // 8
+    assert p.t_expected_s == pytest.approx(ms * 1e-3, rel=0.30)
+
+
+def test_a_pcie_gpu_without_tables_takes_the_pcie_box_of_its_kind():
+    """An A100 PCIe (peer to peer between datacenter cards) takes the collectives of the RTX PRO 6000 Server box
+    (peer to peer over PCIe), as shares of its own Gen4 link, 31.5 GB/s; an RTX 4090 (no peer-to-peer on GeForce
+    cards) the L40S box's, through the host. Llama-2-7B fp16 --tp 2, decode at batch 1: o_proj's all-reduce of
+    4,096 values, 8,192 bytes, sends 8,192 of them (2 x 1/2); 8,192 bytes lies halfway in log2 between the 2-rank
+    knots 4,096 and 16,384, their geometric mean: RTX PRO 6000 (0.3409, 0.2668), fixed 6.333 us; L40S (0.4088,
+    0.4481), fixed 6.596 us."""
+    from roofcalc.parallel import Parallel, analyze_parallel
+
+    a = analyze_parallel(load_shape("meta-llama/Llama-2-7b-hf"), Workload.decode(1, 1000), Parallel(2))
+    for name, fixed, lo, hi in (("A100-80GB-PCIe", 6.333e-6, 0.3409, 0.2668), ("RTX4090", 6.596e-6, 0.4088, 0.4481)):
+        step = roofline(a, find_hardware(name), impl="cuda-graph").step
+        (p,) = [p for p in step.placements if p.kernel.name == "o_proj.all_reduce"]
+        assert (p.kernel.message_bytes, p.kernel.link_bytes) == (8_192, 8_192)
+        assert p.t_expected_s == pytest.approx(fixed + 8_192 / 31.5e9 / math.sqrt(lo * hi))
+
+
+def test_the_rtx_pro_6000_is_measured_and_the_rtx_5090_takes_its_chip():
+    """The RTX PRO 6000 Blackwell (GB202) is a measured GPU (AIConfigurator's rtx_pro_6000_server tables); its
+    catalog peaks are derived from the datasheet's 4,000 AI TOPS, FP4 with 2:4 sparsity: dense FP4 2,000, FP8
+    1,000, BF16 500 TFLOP/s (each half the one before; FP32 accumulate at full rate). The RTX 5090 (compute
+    capability 12.0, the same GB202) takes its fits rather than the B200's (10.0)."""
+    pro, g5090 = find_hardware("RTX-PRO-6000"), find_hardware("RTX5090")
+    assert pro.fits == ("rtx_pro_6000_server", "measured") and pro.pcie_p2p is True
+    assert pro.peak_flop_per_s["fp8"] == 4000e12 / 2 / 2 and pro.peak_flop_per_s["bf16"] == 4000e12 / 2 / 2 / 2
+    roofs = kernel_fits()["gpus"]["rtx_pro_6000_server"]["roofs"]
+    assert (roofs["bf16"], roofs["fp8"], roofs["bandwidth"]) == (500e12, 1000e12, 1792e9)  # the fit's own roofs
+    assert g5090.compute_capability == pro.compute_capability == 12.0
+    assert g5090.fits == ("rtx_pro_6000_server", "nearest") and g5090.pcie_p2p is False

@@ -586,7 +586,7 @@ def _add_engine(p) -> None:
 
     p.add_argument("--kernel-db", action="store_true", help="GEMM and decode-attention times read from NVIDIA "
                    "AIConfigurator's measured tables (the nearest measured shape, scaled) instead of their fits: "
-                   "A100, H100, H200, B200, L40S; single steps; needs the kernel-db extra")
+                   "A100, H100, H200, B200, L40S, RTX PRO 6000; single steps; needs the kernel-db extra")
     p.add_argument("--engine", metavar="NAME", help=f"how the model runs: {' | '.join(ENGINES)}: its launch "
                    "model, attention kernel, KV cache update and host time per step outside the kernels, each "
                    f"cited (docs/conventions.md; default {DEFAULT_ENGINE}: transformers' eager generate)")

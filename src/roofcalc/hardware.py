@@ -49,6 +49,9 @@ class Hardware:
     segment: str = "datacenter"  # GPUs: "datacenter" or "consumer" (GeForce): the default efficiencies differ
     compute_capability: float | None = None  # an NVIDIA GPU's CUDA compute capability (7.5 a T4, 9.0 an H100)
     kernel_fits: str = ""  # the measured GPU whose fitted kernel costs it takes (data/kernel_fits.json), if any
+    # a GPU linked to its peers over PCIe (no NVLink): whether the GPUs of a box reach each other peer to peer
+    # (True), or only through the host's memory (False); None for an NVLink GPU or a device without peers
+    pcie_p2p: bool | None = None
 
     def peak(self, compute_dtype: str) -> float:
         if compute_dtype not in self.peak_flop_per_s:
@@ -72,12 +75,29 @@ class Hardware:
             return "", ""
         return nearest_fits(self.compute_capability), "nearest"
 
+    @property
+    def links(self) -> tuple[str, str]:
+        """(the measured GPU whose fitted collectives this device takes, how): a GPU with its own tables, its own
+        ("measured"); a GPU on PCIe without them, the PCIe box measured with peer-to-peer (the RTX PRO 6000
+        server's) or without it (the L40S's: through the host) ("pcie"), as shares of its own link; else ("", ""),
+        the default link model (another NVLink generation: no measured box of it)."""
+        if self.kernel_fits:
+            return self.kernel_fits, "measured"
+        if self.kind != "gpu" or self.pcie_p2p is None:
+            return "", ""
+        return (PCIE_P2P if self.pcie_p2p else PCIE_HOST), "pcie"
+
 
 # NVIDIA generations by compute capability (CUDA C++ Programming Guide, "Compute Capabilities"), each with the
 # GPU of it whose kernels AIConfigurator measured (data/kernel_fits.json): Pascal, Volta and Turing have none, so
 # they take the oldest measured generation's
 GENERATIONS = ((6.0, "Pascal", ""), (7.0, "Volta", ""), (7.5, "Turing", ""), (8.0, "Ampere", "a100_sxm"), (8.9, "Ada", "l40s"),
-               (9.0, "Hopper", "h100_sxm"), (10.0, "Blackwell", "b200_sxm"))
+               (9.0, "Hopper", "h100_sxm"), (10.0, "Blackwell", "b200_sxm"),
+               (12.0, "Blackwell GB20x", "rtx_pro_6000_server"))
+# The two PCIe boxes AIConfigurator measured collectives on: eight RTX PRO 6000 Server cards that reach each other
+# peer to peer (42-44 GB/s of all-reduce bus bandwidth at 32 MB on PCIe Gen5), and eight L40S without peer-to-peer
+# (through the host: 2.5 GB/s at 8 GPUs). A GPU without tables of its own on PCIe takes one of them.
+PCIE_P2P, PCIE_HOST = "rtx_pro_6000_server", "l40s"
 
 
 def generation(compute_capability: float) -> str:
@@ -89,6 +109,11 @@ def measured_generation(gpu: str) -> str:
     """The generation of a measured GPU of data/kernel_fits.json ("a100_sxm": Ampere)."""
     return next(name for _, name, measured in GENERATIONS if measured == gpu) if gpu in {
         g for _, _, g in GENERATIONS} else ""
+
+
+def measured_gpu_name(gpu: str) -> str:
+    """A measured GPU of data/kernel_fits.json as reports name it ("h100_sxm": H100-SXM), "" for none."""
+    return {"rtx_pro_6000_server": "RTX-PRO-6000"}.get(gpu, gpu.replace("_sxm", " SXM").upper().replace(" SXM", "-SXM"))
 
 
 def nearest_fits(compute_capability: float) -> str:
@@ -167,7 +192,14 @@ def hardware_from_dict(d: Any, where: str) -> Hardware:
         compute_capability=None if d.get("compute_capability") is None else
         number(d["compute_capability"], f"{where}: compute_capability", 1.0, 20.0),
         kernel_fits=_fits_name(d.get("kernel_fits", ""), where),
+        pcie_p2p=_flag(d.get("pcie_p2p"), f"{where}: pcie_p2p"),
     )
+
+
+def _flag(value, what: str) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise RoofcalcError(f"{what} must be true or false")
 
 
 def _fits_name(value, where: str) -> str:
@@ -242,7 +274,7 @@ def profile_record(hw: Hardware) -> dict[str, Any]:
     optional = {"link_bytes_per_s": hw.link_bytes_per_s, "gpus_per_node": hw.gpus_per_node, "link": hw.link,
                 "link_latency_s": hw.link_latency_s, "network_bytes_per_s": hw.network_bytes_per_s,
                 "network": hw.network, "aliases": list(hw.aliases), "nominal": hw.nominal,
-                "compute_capability": hw.compute_capability, "kernel_fits": hw.kernel_fits}
+                "compute_capability": hw.compute_capability, "kernel_fits": hw.kernel_fits, "pcie_p2p": hw.pcie_p2p}
     doc.update({k: v for k, v in optional.items() if v not in (None, "", [])})
     doc.update(kind=hw.kind, segment=hw.segment, source=hw.source)
     if hw.efficiency is not None:

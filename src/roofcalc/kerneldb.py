@@ -189,7 +189,9 @@ class KernelDB:
 
     @property
     def words(self) -> str:
-        gpu = self.gpu.replace("_sxm", " SXM").upper().replace(" SXM", "-SXM")
+        from .hardware import measured_gpu_name
+
+        gpu = measured_gpu_name(self.gpu)
         tables = {"sglang": "SGLang", "trtllm": "TensorRT-LLM"}.get(self.engine, "vLLM")
         return f"GEMM and decode attention times read from {gpu}'s measured {tables} tables (nearest shape, scaled)"
 

@@ -511,6 +511,7 @@ class KernelModel:
     fitted: str = ""  # the measured tables the fitted parts come from ("" : none)
     fitted_how: str = ""  # "measured": the device's own; "nearest": the measured GPU of its generation
     fitted_tables: str = ""  # whose kernels were measured: "vllm", "sglang" or "trtllm" (TABLE_ENGINES)
+    links: str = ""  # the measured GPU (or PCIe box) whose fitted collectives ``collectives`` holds
     engine_host: EngineHost = NO_ENGINE_HOST  # the engine's host time per step outside its kernels
     # a measured GPU's fitted GEMMs by compute dtype ("bf16", "fp8"), and the one its matmuls run (for_compute)
     gemm_fits: Mapping[str, GemmFit] = field(default_factory=dict)
@@ -623,11 +624,12 @@ CONSUMER_GEMM = Efficiency(1.0, 1.0, note="GeForce GPUs reach their fp32-accumul
 
 
 def default_model(kind: str, segment: str = "datacenter", fits: str = "", how: str = "measured",
-                  engine: str = "") -> KernelModel:
+                  engine: str = "", links: str = "") -> KernelModel:
     """The built-in model for a kind of device ("gpu", "cpu", "tpu") and, for GPUs, its segment
     ("datacenter" or "consumer": GeForce cards reach their fp32-accumulate GEMM peak); ``fits`` names the
     measured GPU whose fitted kernels and collectives replace the five GPUs' medians (data/kernel_fits.json), as
-    ``engine`` (an --engine preset) runs them where its tables were measured (with_fits)."""
+    ``engine`` (an --engine preset) runs them where its tables were measured (with_fits); ``links``, for a GPU
+    without tables of its own, the measured PCIe box whose collectives it takes (hardware.Hardware.links)."""
     if kind == "cpu":
         return KernelModel(dict(GPU_DEFAULTS), dict(GPU_DEQUANT), CPU_HOST_PER_OP, Efficiency(0.0, 0.0, note="no "
                            "launches on a CPU"), overlap=False, attention_size=ATTENTION_SIZE,
@@ -637,7 +639,11 @@ def default_model(kind: str, segment: str = "datacenter", fits: str = "", how: s
         classes["gemm"] = CONSUMER_GEMM
     model = KernelModel(classes, dict(GPU_DEQUANT), HOST_PER_OP, LAUNCH, overlap=True, attention_size=ATTENTION_SIZE,
                         attention_size_low=ATTENTION_SIZE_LOW, fixed_s=dict(GPU_FIXED))
-    return with_fits(model, fits, how, gemm=segment != "consumer", engine=engine) if fits else model
+    if fits:
+        model = with_fits(model, fits, how, gemm=segment != "consumer", engine=engine)
+    if links and (links != fits or how != "measured"):
+        model = replace(model, collectives=fitted_collectives(links, engine), links=links)
+    return model
 
 
 def kernel_fits() -> dict:
@@ -723,9 +729,23 @@ def with_fits(m: KernelModel, gpu: str, how: str = "measured", gemm: bool = True
                 attention_fits=attention, fitted_tables=tables, moe_fits=moe)
     if how == "nearest":
         return m
-    collectives = {op: {int(r): (v["fixed_s"], tuple((b, e) for b, e in v["e_link"])) for r, v in g[op].items()}
-                   for op in FITTED_COLLECTIVES if g.get(op)}
-    return replace(m, collectives=collectives)
+    return replace(m, collectives=fitted_collectives(gpu, engine), links=gpu)
+
+
+def fitted_collectives(gpu: str, engine: str = "") -> dict:
+    """A measured GPU's fitted collectives (FITTED_COLLECTIVES: NCCL's, nccl-tests' runs), op -> ranks -> (fixed
+    seconds, ((size, share of the link), ...)); under an engine whose own all-reduce AIConfigurator measured
+    (TABLE_ENGINES: vLLM's custom all-reduce, SGLang's, TensorRT-LLM's, each inside its CUDA graph), that one as
+    the all-reduce, where the GPU has it."""
+    g = kernel_fits()["gpus"][gpu]
+    read = lambda doc: {int(r): (v["fixed_s"], tuple((b, e) for b, e in v["e_link"]))  # noqa: E731
+                        for r, v in doc.items()}
+    out = {op: read(g[op]) for op in FITTED_COLLECTIVES if g.get(op)}
+    if engine in TABLE_ENGINES:
+        own = g if engine == "vllm" else engine_fits()["gpus"].get(gpu, {}).get(engine, {})
+        if own.get("custom_all_reduce"):
+            out["all_reduce"] = read(own["custom_all_reduce"])
+    return out
 
 
 

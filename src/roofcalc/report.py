@@ -338,7 +338,32 @@ def efficiency_words(r) -> str:
     return {"measured": "measured efficiencies of the profile",
             "measured roof": "default efficiencies moved onto the measured roof (docs/conventions.md)",
             "ideal": "ideal efficiencies (1)"}.get(m.relative_to, "default efficiencies (docs/conventions.md)") \
-        + fixed_cost_words(r) + (f"; {m.db.words} (--kernel-db)" if getattr(m, "db", None) is not None else "")
+        + fixed_cost_words(r) + link_words(r) + \
+        (f"; {m.db.words} (--kernel-db)" if getattr(m, "db", None) is not None else "")
+
+
+def link_words(r) -> str:
+    """Where a step with collectives on the link takes their fitted costs from, where that is not said already:
+    a PCIe box measured in place of this GPU's own, and an engine's own all-reduce."""
+    m = r.model
+    if m is None or not m.links or not any(p.kernel.kind == "collective" and p.hop == "link"
+                                          for p in r.step.placements):
+        return ""
+    from .hardware import PCIE_P2P
+
+    out = ""
+    if m.links != m.fitted or m.fitted_how != "measured":
+        how = "peer to peer" if m.links == PCIE_P2P else "through the host, no peer-to-peer"
+        box = "eight RTX PRO 6000 Server cards" if m.links == PCIE_P2P else "eight L40S cards"
+        out += f"; collectives as measured over PCIe on {box} ({how}), on this device's link"
+    engine = m.engine_host.engine
+    if engine in ("vllm", "sglang", "trtllm") and m.collectives.get("all_reduce") is not None:
+        from .predict import fitted_collectives
+
+        if m.collectives["all_reduce"] != fitted_collectives(m.links)["all_reduce"]:
+            name = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}[engine]
+            out += f"; all-reduce: {name}'s own, inside its CUDA graph"
+    return out
 
 
 def fixed_cost_words(r) -> str:
@@ -349,7 +374,9 @@ def fixed_cost_words(r) -> str:
         return f"; GEMM and attention kernels fitted on this GPU's own ({m.fitted}; elementwise: the medians)"
     if m is None or not m.fixed_s or all(e.source == "measured" for e in m.fixed_s.values()):
         return ""
-    gpu = m.fitted.replace("_sxm", " SXM").upper().replace(" SXM", "-SXM") if m.fitted else ""
+    from .hardware import measured_gpu_name
+
+    gpu = measured_gpu_name(m.fitted)
     what = "GEMM and attention kernels" if m.gemm_fits else "attention kernels (GEMMs: the GeForce default)"
     tables = {"sglang": "SGLang", "trtllm": "TensorRT-LLM"}.get(m.fitted_tables, "vLLM")
     if m.fitted_how == "measured":

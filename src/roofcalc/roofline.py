@@ -676,7 +676,7 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
         model = profile.efficiency
     else:
         model = default_model((profile or hardware).kind, hardware.segment, *hardware.fits,
-                              engine=getattr(engine_host, "engine", ""))
+                              engine=getattr(engine_host, "engine", ""), links=hardware.links[0])
         if measured is not None:
             model = model.on_roof(measured.bandwidth_bytes_per_s / nominal.bandwidth_bytes_per_s,
                                   measured.peak_flop_per_s / nominal.peak_flop_per_s)
