@@ -689,8 +689,8 @@ Why, and what else the tables showed:
   on a 450 GB/s link (per-rank inputs would make it 8x that). Their fixed costs grow less with the ranks than
   the all-reduce's (H100 all-to-all 6.6/7.0/8.1 µs at 2/4/8 ranks). The L40S's (through the host) fall just short.
 * **The engines' own all-reduce** (`custom_allreduce`: vLLM's custom all-reduce, SGLang's, TensorRT-LLM's, the
-  rows timed inside a CUDA graph) is what their decode steps run, not NCCL: 2.7-7.8 µs fixed at 2 to 8 NVLink
-  GPUs, where NCCL's fitted fixed cost is 6.6-26.8 µs, and 4-8 µs for a 16 KB message against NCCL's 16-27 µs at
+  rows timed inside a CUDA graph) is what their decode steps run, not NCCL: 2.4-7.8 µs fixed at 2 to 8 NVLink
+  GPUs, where NCCL's fitted fixed cost is 6.4-26.8 µs, and 4-8 µs for a 16 KB message against NCCL's 16-27 µs at
   8 GPUs. On the RTX PRO 6000 box (PCIe, no NVLink) they fall back to NCCL's speed from 4 GPUs (13-25 µs).
 * **RTX PRO 6000 Server** (GB202, the RTX 5090's chip; the nearest measured GPU of compute capability 12.0):
   GEMMs, prefill and MoE fit as well as on the datacenter GPUs; its decode tables (vLLM's FlashAttention-2 and

@@ -377,6 +377,15 @@ def test_an_engine_preset_reduces_with_its_own_all_reduce():
 
     trt = engine_fits()["gpus"]["h100_sxm"]["trtllm"]["custom_all_reduce"]["8"]["fixed_s"]
     assert reduce_of(engine_host=ENGINES["trtllm"].host).t_fixed_s == pytest.approx(trt)
+    # the slow end: never below NCCL's, to which an engine falls back (NCCL's 8-rank fit: fixed 16.17 us, e_link
+    # 0.1686 at 16,384 bytes), both at the defaults' link spread (LINK: 230/300 over 0.80)
+    from roofcalc.predict import LINK, kernel_terms
+
+    t = p.term
+    work, fixed, _ = kernel_terms(p.model, t.t_compute_s, t.t_memory_s, t.kind, t.rows, weight_bytes=t.size_bytes,
+                                  pessimistic=True, hop=t.hop, collective=t.collective)
+    spread = LINK.pessimistic / LINK.expected
+    assert (work, fixed) == pytest.approx((28_672 / H100_LINK / (0.1686 * spread), 16.17e-6))
 
 
 # Rows of AIConfigurator 0.12's H100 SXM vLLM 0.24.0 custom all-reduce table (comm/vllm/0.24.0/
@@ -424,3 +433,21 @@ def test_the_rtx_pro_6000_is_measured_and_the_rtx_5090_takes_its_chip():
     assert (roofs["bf16"], roofs["fp8"], roofs["bandwidth"]) == (500e12, 1000e12, 1792e9)  # the fit's own roofs
     assert g5090.compute_capability == pro.compute_capability == 12.0
     assert g5090.fits == ("rtx_pro_6000_server", "nearest") and g5090.pcie_p2p is False
+
+
+def test_a_profile_says_which_pcie_box_and_a_measured_link_wins():
+    """A --hw-file that says whether its box's cards reach each other peer to peer takes that PCIe box's
+    collectives, whatever its catalog entry's default (an RTX 4090 box patched for peer-to-peer: the RTX PRO 6000
+    box's); one that measured its own link (roofcalc measure --collectives: link_bytes_per_s, link_latency_s) takes
+    that link and its smallest all-reduce, no measured box's fits."""
+    from roofcalc.hardware import hardware_from_dict
+
+    base = {"bandwidth_bytes_per_s": 1.0e12, "peak_flop_per_s": {"fp16": 1.6e14}, "nominal": "RTX4090"}
+    hw = find_hardware("RTX4090")
+    roof = Roof(1.0e12, 1.6e14)
+    patched = hardware_from_dict({**base, "pcie_p2p": True}, "p2p.json")
+    assert kernel_model(hw, roof, None, profile=patched).links == "rtx_pro_6000_server"
+    assert kernel_model(hw, roof, None, profile=hardware_from_dict(base, "plain.json")).links == "l40s"
+    measured = hardware_from_dict({**base, "link_bytes_per_s": 20e9, "link_latency_s": 50e-6}, "link.json")
+    m = kernel_model(hw, roof, None, profile=measured)
+    assert m.collectives == {} and m.links == "" and m.latency["link"].expected == 50e-6

@@ -41,7 +41,7 @@ def test_without_the_package_it_says_how_to_install_it(capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--hw", "T4"], "T4 has no measured tables (A100, H100, H200, B200 and L40S have)"),  # no stand-in
+    (["--hw", "T4"], "no measured tables for T4 (A100 H100 H200 B200 L40S RTX-PRO-6000)"),  # no stand-in
     (["--hw", "H100", "--batch", "1,8"], "--kernel-db reads one step's kernels; a sweep takes their fits"),
 ])
 def test_it_reads_one_step_on_a_measured_gpu(args, words, capsys):

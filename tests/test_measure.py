@@ -367,9 +367,11 @@ def test_measured_matmuls_are_not_faster_than_their_floor(profiled, measured):
 
 
 def test_kernel_times_add_up_to_the_step(profiled):
-    """The ops credited to kernels plus the rest make up the profiled step; the credited ones most of it."""
+    """The ops credited to kernels plus the rest make up the profiled step; the credited ones most of it (of that
+    step, or of the median step where the shared machine stalled the process between two ops of the profiled one:
+    a stall between ops is in the step's wall time and in no op's)."""
     total = profiled.kernel_sum_s + profiled.other_s
-    assert 0.5 * profiled.profiled_step_s < total <= 1.05 * profiled.profiled_step_s
+    assert 0.5 * min(profiled.profiled_step_s, profiled.tpot_s) < total <= 1.05 * profiled.profiled_step_s
     assert profiled.other_s < 0.25 * total
     per_step = sum(profiled.kernel_times[k.name] * k.count for k in profiled.analysis.kernels)
     assert per_step == pytest.approx(profiled.kernel_sum_s)

@@ -52,8 +52,9 @@ def test_a_moe_form_reads_its_knots_geometrically():
 
 
 def test_sizes_beyond_the_measured_ones_read_as_the_nearest_measured_one():
-    """The table measured H = 2048...6144 and I' = 64...16384 (its rows: moe_ranges); a size beyond is read at the
-    range's end, not toward a factor knot no row pins (the fp8-block form's H factor at the 16,384 knot is 0.003)."""
+    """Each table measured H and I' over a range (its rows: moe_ranges; H100 bf16: H 2,048-6,144, I' 16-16,384;
+    fp8 block: H 2,048-7,168, I' 512-16,384); a size beyond is read at the range's end, not toward a factor knot
+    no row pins (the fp8-block form's H factor at the 16,384 knot is 0.003)."""
     for key in ("bf16", "fp8_block"):
         f = _fit(key=key)
         (h_lo, h_hi), (i_lo, i_hi) = f.ranges

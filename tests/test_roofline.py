@@ -72,7 +72,14 @@ def test_rmsnorm_and_silu_are_bound_by_their_fixed_cost_on_t4(impl):
     assert norm.bound == act.bound == "fixed"
     # q_proj: 8,396,800 B / 320 GB/s = 26.2 us, at 0.685 of the roof 38.3 us > its 2.44 us fixed cost
     assert by_name["q_proj"].bound == "memory"
-    assert by_name["q_proj"].t_expected_s == pytest.approx(8_396_800 / 320e9 / 0.685 + 2.44e-6)
+    q, k, v = (by_name[n] for n in ("q_proj", "k_proj", "v_proj"))
+    if impl == "hf-eager":
+        assert q.t_expected_s == pytest.approx(8_396_800 / 320e9 / 0.685 + 2.44e-6)
+    else:  # fused: q/k/v run as one GEMM (one launch, one fixed cost), each kernel its share of it by floors
+        floors = q.t_floor_s + k.t_floor_s + v.t_floor_s
+        assert q.t_floor_s == pytest.approx(8_396_800 / 320e9)
+        assert q.t_expected_s + k.t_expected_s + v.t_expected_s == pytest.approx(floors / 0.685 + 2.44e-6)
+        assert q.t_fixed_s == pytest.approx(2.44e-6 * q.t_floor_s / floors)
 
 
 def test_cuda_graph_pays_one_replay_a_step():
@@ -546,3 +553,30 @@ def test_one_kernel_term_on_scalars_and_numpy_arrays():
     t = kernel_term(q, roof, 1)
     assert t.t_compute_s == 2 * 64 * 8192 * 2048 / 989.4e12 and (t.rows, t.depth, t.size_bytes) == (64, 8192,
                                                                                                     8192 * 2048 * 2)
+
+
+def test_fused_qkv_and_gate_up_run_as_one_gemm_each():
+    """Under a fused launch model k_proj and v_proj ride on q_proj's launch and up_proj on gate_proj's
+    (roofline.FUSED_RIDERS): one GEMM each, of the summed widths N, as vLLM's QKVParallelLinear and
+    MergedColumnParallelLinear run them. Llama-3-8B on H100 SXM at batch 1 (fitted GEMMs): q/k/v is one GEMM of
+    N = 4096 + 1024 + 1024 = 6144 over K = 4096; the three add up to that GEMM's time on their summed FLOPs and
+    bytes (kernel_terms at N = 6144, one launch), each its share by floors; under hf-eager they stay three."""
+    from roofcalc.hardware import find_hardware
+    from roofcalc.predict import kernel_terms
+    from roofcalc.roofline import roofline
+
+    shape = load_shape("meta-llama/Meta-Llama-3-8B")
+    step = analyze(shape, Workload.decode(1, 1000))
+    fused = {p.kernel.name: p for p in roofline(step, find_hardware("H100-SXM"), impl="cuda-graph").step.placements}
+    q, k, v, gate, up = (fused[n] for n in ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"))
+    assert (q.kernel.width, k.kernel.width, v.kernel.width, q.kernel.depth) == (4096, 1024, 1024, 4096)
+    sc = sum(p.t_compute_s for p in (q, k, v))
+    sm = sum(p.t_memory_s for p in (q, k, v))
+    work, fixed, _ = kernel_terms(q.model, sc, sm, "matmul", 1, depth=4096, launches=1, width=6144)
+    assert q.t_expected_s + k.t_expected_s + v.t_expected_s == pytest.approx(work + fixed)
+    floors = q.t_floor_s + k.t_floor_s + v.t_floor_s
+    assert k.t_expected_s == pytest.approx((work + fixed) * k.t_floor_s / floors)
+    assert gate.t_expected_s == pytest.approx(up.t_expected_s)  # one GEMM of 2 x 14336, halves of equal floors
+    eager = {p.kernel.name: p for p in roofline(step, find_hardware("H100-SXM"), impl="hf-eager").step.placements}
+    alone = kernel_terms(q.model, k.t_compute_s, k.t_memory_s, "matmul", 1, depth=4096, launches=1, width=1024)
+    assert eager["k_proj"].t_expected_s == pytest.approx(sum(alone[:2]))

@@ -404,6 +404,40 @@ def _geo(x, pts):
     return pts[-1][1]
 
 
+def fuse_gemms(terms) -> list:
+    """The step's terms with each fused GEMM group given its sums: a GEMM that launches (q_proj, gate_proj) and the
+    GEMMs that ride on its launch (no launch of their own under the fused launch models: k_proj and v_proj,
+    up_proj; roofline.FUSED_RIDERS), of the same input (depth K) and count, run as one GEMM of their summed widths
+    N, as vLLM's QKVParallelLinear and MergedColumnParallelLinear and gpt-fast's wqkv do. A rider joins the latest
+    launching GEMM of its depth and count before it (a pipeline stage lists a layer kind's kernels apart: q_proj of
+    the sliding layers, then of the full ones, then their k_proj). Each member gets (Σ t_compute, Σ t_memory,
+    Σ floor, Σ N, Σ weight bytes, the group's launches), read by kernel_terms as its share of the one GEMM; a GEMM
+    that launches alone, and every other term, as they are; terms already grouped are left. Scalars or arrays (a
+    sweep's)."""
+    out = list(terms)
+    groups: dict[int, list[int]] = {}
+    latest: dict[tuple, int] = {}  # (K, count) -> the latest launching GEMM's index
+    for i, t in enumerate(out):
+        if t.kind != "matmul" or t.moe or t.group:
+            continue
+        no_launch = not t.launches.any() if _is_array(t.launches) else t.launches == 0  # a sweep's: one per batch
+        if not no_launch:
+            latest[(t.depth, t.count)] = i
+            groups[i] = [i]
+        elif (t.depth, t.count) in latest:
+            groups[latest[(t.depth, t.count)]].append(i)
+    for lead, members in groups.items():
+        if len(members) < 2:
+            continue
+        ts = [out[g] for g in members]
+        sums = (sum(g.t_compute_s for g in ts), sum(g.t_memory_s for g in ts),
+                sum(_maximum(g.t_compute_s, g.t_memory_s) for g in ts), sum(g.width for g in ts),
+                sum(g.size_bytes for g in ts), out[lead].launches)
+        for g in members:
+            out[g] = out[g]._replace(group=sums)
+    return out
+
+
 def fuse_moe(terms) -> list:
     """The step's terms with each fused MoE layer's experts kernels (Term.moe: a gate_up_proj, then its act_mul
     and down_proj, and the combine after them, past any collective between) given their layer's sums: (tokens
@@ -547,10 +581,10 @@ class KernelModel:
             return self.attention_fits.get(f"prefill_{kv_kind}")
         return None
 
-    def collective_fit(self, op: str, group: int):
+    def collective_fit(self, op: str, group: int, nccl: bool = False):
         """(fixed seconds, share-of-link curve) of a fitted collective ``op`` at the fitted rank count nearest
-        ``group`` (in log2), or None."""
-        fits = self.collectives.get(op)
+        ``group`` (in log2), or None; ``nccl``: NCCL's where an engine's own replaces it (fitted_collectives)."""
+        fits = self.collectives.get(f"{op}.nccl" if nccl and f"{op}.nccl" in self.collectives else op)
         if not fits or group < 2:
             return None
         return fits[min(fits, key=lambda r: abs(math.log2(r) - math.log2(group)))]
@@ -736,16 +770,16 @@ def fitted_collectives(gpu: str, engine: str = "") -> dict:
     """A measured GPU's fitted collectives (FITTED_COLLECTIVES: NCCL's, nccl-tests' runs), op -> ranks -> (fixed
     seconds, ((size, share of the link), ...)); under an engine whose own all-reduce AIConfigurator measured
     (TABLE_ENGINES: vLLM's custom all-reduce, SGLang's, TensorRT-LLM's, each inside its CUDA graph), that one as
-    the all-reduce, where the GPU has it."""
+    the all-reduce, where the GPU has it, and NCCL's under "all_reduce.nccl" (the slow end: kernel_terms)."""
     g = kernel_fits()["gpus"][gpu]
     read = lambda doc: {int(r): (v["fixed_s"], tuple((b, e) for b, e in v["e_link"]))  # noqa: E731
                         for r, v in doc.items()}
     out = {op: read(g[op]) for op in FITTED_COLLECTIVES if g.get(op)}
     if engine in TABLE_ENGINES:
         own = g if engine == "vllm" else engine_fits()["gpus"].get(gpu, {}).get(engine, {})
-        if own.get("custom_all_reduce"):
-            out["all_reduce"] = read(own["custom_all_reduce"])
-    return out
+        if own.get("custom_all_reduce"):  # NCCL's kept apart: the engine's own all-reduce's slow end
+            out["all_reduce.nccl"], out["all_reduce"] = out.get("all_reduce"), read(own["custom_all_reduce"])
+    return {op: fits for op, fits in out.items() if fits}
 
 
 
@@ -1026,13 +1060,23 @@ def _positive_size(x) -> bool:
 
 def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_format: str = "", weight_bytes=1.0,
                  pessimistic: bool = False, depth=0, hop: str = "", launches=1, collective: tuple = (), width=0,
-                 attn: tuple = (), moe: tuple = ()):
+                 attn: tuple = (), moe: tuple = (), group: tuple = ()):
     """(work seconds, fixed seconds, compute-bound?) of one kernel instance, scalars or numpy arrays: its work
     is the larger of its FLOPs over the achievable FLOP/s and its bytes over the achievable bandwidth; its
     fixed cost is paid once per device kernel it ``launches``, a collective's is its latency on its ``hop``
     ("link" inside a node, "network" across nodes), a fitted collective's its fitted fixed cost at its ranks, a
     fitted GEMM's its fitted fixed cost (and an fp8 one's input quantization in series, with its work), a fitted
-    attention call's its fitted fixed cost (and decode's time per work item in series, with its work)."""
+    attention call's its fitted fixed cost (and decode's time per work item in series, with its work). A GEMM of
+    a fused group (``group``, fuse_gemms: q/k/v or gate/up run as one GEMM) takes its share of the group's one
+    GEMM, by floors."""
+    if group and kind == "matmul":
+        sum_c, sum_m, sum_floor, sum_width, sum_bytes, n = group
+        work, fixed, side = kernel_terms(m, sum_c, sum_m, kind, rows, weight_format, sum_bytes, pessimistic, depth,
+                                         hop, n, collective, sum_width, attn)
+        own = _maximum(t_compute, t_memory)
+        share = own / sum_floor if not _is_array(sum_floor) else \
+            _where(sum_floor > 0, own / _maximum(sum_floor, 1e-300), 0.0)
+        return share * work, share * fixed, side
     coll = (*collective, hop) if collective else ()
     fused = m.moe_fits.get(moe[0]) if len(moe) == 9 and m.moe_fits and not m.curves.get("matmul") else None
     if fused is not None:
@@ -1060,6 +1104,15 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
     if kind == "collective":
         fit = m.collective_fit(*collective) if collective and hop == "link" else None
         fixed = fit[0] if fit is not None else m.latency[hop].pick(pessimistic) if hop else 0.0
+        nccl = m.collective_fit(*collective, nccl=True) if pessimistic and fit is not None else None
+        if nccl is not None and nccl is not fit:  # an engine's own all-reduce: its slow end never below NCCL's, to
+            # which the engine falls back (large messages; GPUs its own cannot reach)
+            e = _interp_geo(nccl_size(collective[0], weight_bytes, collective[1]), nccl[1]) * \
+                m.link.pessimistic / m.link.expected
+            work = _maximum(t_c, t_m)
+            slow = _maximum(t_compute / e, t_memory / e)
+            take = slow + nccl[0] > work + fixed
+            return _where(take, slow, work), _where(take, nccl[0], fixed), side
     else:
         fixed = launches * m.fixed(kind, side, pessimistic)
     return _maximum(t_c, t_m), fixed, side
@@ -1069,7 +1122,7 @@ def _moe_share(m: KernelModel, fit: MoEFit, t_compute, t_memory, kind, rows, wei
                pessimistic, depth, width, moe):
     """(work seconds, fixed seconds, compute-bound?) of one of a fused MoE layer's kernels (its three experts
     kernels and the combine, whose weighted sum runs inside the fused call): the layer's one fitted time (MoEFit
-    over the three experts kernels' summed FLOPs and bytes, never below their time on the roof) split over the four
+    over the three experts kernels' summed FLOPs and bytes, never below the four kernels' floors) split over the four
     in proportion to their floors, so that they add up to it (the sort's time per routed pair, in series, with the
     work).
     Its pessimistic end as a fitted GEMM's: the efficiencies at
@@ -1086,7 +1139,7 @@ def _moe_share(m: KernelModel, fit: MoEFit, t_compute, t_memory, kind, rows, wei
     share = _maximum(t_compute, t_memory) / sum_floor if not _is_array(sum_floor) else \
         _where(sum_floor > 0, _maximum(t_compute, t_memory) / _maximum(sum_floor, 1e-300), 0.0)
     core = _maximum(t_c, t_m) + fit.pair_s * x * moe[1]  # the pairs: tokens per expert x experts
-    core = _maximum(core, _maximum(sum_c, sum_m) - fixed)  # the call never below its roof's time
+    core = _maximum(core, sum_floor - fixed)  # the call never below its kernels' floors (the combine's too)
     work = share * core
     if pessimistic:
         d_c, d_m = efficiencies(m.unfitted, kind, rows, weight_format, True, weight_bytes, depth, (), width)
@@ -1096,11 +1149,11 @@ def _moe_share(m: KernelModel, fit: MoEFit, t_compute, t_memory, kind, rows, wei
 
 def kernel_time(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_format: str = "", weight_bytes=1.0,
                 pessimistic: bool = False, depth=0, hop: str = "", launches=1, collective: tuple = (), width=0,
-                attn: tuple = (), moe: tuple = ()):
+                attn: tuple = (), moe: tuple = (), group: tuple = ()):
     """(expected seconds, bound) of one kernel instance: its fixed cost plus its work (kernel_terms).
     ``bound`` is one of KERNEL_BOUNDS: the largest term ("link" for a collective's bytes)."""
     work, fixed, side = kernel_terms(m, t_compute, t_memory, kind, rows, weight_format, weight_bytes, pessimistic,
-                                     depth, hop, launches, collective, width, attn, moe)
+                                     depth, hop, launches, collective, width, attn, moe, group)
     by_work = "link" if kind == "collective" else _where(side, "compute", "memory")
     return work + fixed, _where(fixed > work, "fixed", by_work)
 
@@ -1248,12 +1301,15 @@ def step_times(terms, m: KernelModel, impl: str, launches_per_step, sequences=1)
     floor = device = upper = compute = comm = fixed = 0.0
     if m.moe_fits:
         terms = fuse_moe(terms)
+    terms = fuse_gemms(terms)
     for count, t_c, t_m, kind, rows, wfmt, wbytes, depth, hop, n, coll, width, attn, *rest in terms:
         moe = rest[0] if rest else ()
+        group = rest[1] if len(rest) > 1 else ()
         work, fix, side = kernel_terms(m, t_c, t_m, kind, rows, wfmt, wbytes, depth=depth, hop=hop, launches=n,
-                                       collective=coll, width=width, attn=attn, moe=moe)
+                                       collective=coll, width=width, attn=attn, moe=moe, group=group)
         hi_work, hi_fix, _ = kernel_terms(m, t_c, t_m, kind, rows, wfmt, wbytes, pessimistic=True, depth=depth,
-                                          hop=hop, launches=n, collective=coll, width=width, attn=attn, moe=moe)
+                                          hop=hop, launches=n, collective=coll, width=width, attn=attn, moe=moe,
+                                          group=group)
         t = work + fix
         floor = floor + count * _maximum(t_c, t_m)
         device = device + count * t

@@ -127,7 +127,11 @@ def hardware_record(r: Roofline | Sweep) -> dict[str, Any]:
             "kernel_fits": None if r.model is None or not r.model.fitted else
             {"gpu": r.model.fitted, "how": r.model.fitted_how, "tables": r.model.fitted_tables,
              "gemm": bool(r.model.gemm_fits), "attention": bool(r.model.attention_fits),
-             "kernel_db": r.model.db is not None}}
+             "kernel_db": r.model.db is not None},
+            # the measured GPU (or PCIe box) whose fitted collectives the step takes, and whose all-reduce: the
+            # engine's own as measured in its CUDA graph ("engine"), or NCCL's; null: the default link model
+            "collectives": None if r.model is None or not r.model.links else
+            {"gpu": r.model.links, "all_reduce": "engine" if "all_reduce.nccl" in r.model.collectives else "nccl"}}
 
 
 def placement_record(r: Roofline) -> list[dict[str, Any]]:
@@ -356,13 +360,10 @@ def link_words(r) -> str:
         how = "peer to peer" if m.links == PCIE_P2P else "through the host, no peer-to-peer"
         box = "eight RTX PRO 6000 Server cards" if m.links == PCIE_P2P else "eight L40S cards"
         out += f"; collectives as measured over PCIe on {box} ({how}), on this device's link"
-    engine = m.engine_host.engine
-    if engine in ("vllm", "sglang", "trtllm") and m.collectives.get("all_reduce") is not None:
-        from .predict import fitted_collectives
-
-        if m.collectives["all_reduce"] != fitted_collectives(m.links)["all_reduce"]:
-            name = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}[engine]
-            out += f"; all-reduce: {name}'s own, inside its CUDA graph"
+    if "all_reduce.nccl" in m.collectives:
+        name = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}[m.engine_host.engine]
+        out += (f"; all-reduce: {name}'s as measured inside its CUDA graph (its own where the GPUs allow it, "
+                f"NCCL's at the slow end)")
     return out
 
 

@@ -229,6 +229,9 @@ class Term(NamedTuple):
     # a fused MoE layer's experts kernel: (class key, the rank's experts, part) as the kernel holds it, then, once
     # predict.fuse_moe has seen its layer, + (tokens per expert, H, I', Σ t_compute, Σ t_memory, Σ floor)
     moe: tuple = ()
+    # a GEMM of a fused group (q/k/v, gate/up: one GEMM under the fused launch models), once predict.fuse_gemms has
+    # seen it: (Σ t_compute, Σ t_memory, Σ floor, Σ N, Σ weight bytes, the group's launches); () for any other
+    group: tuple = ()
 
 
 def attention_sizes(kernel: Kernel, batch=None, kv_len=None, window: int | None = None) -> tuple:
@@ -286,12 +289,13 @@ class Placement:
     model: KernelModel | None = None  # the efficiencies that turn its floor into an expected time
     weight_format: str = ""  # int8 / int4 weights dequantize on the fly
     moe: tuple = ()  # a fused MoE layer's experts kernel: its layer's sums (predict.fuse_moe), () else
+    group: tuple = ()  # a GEMM of a fused group (q/k/v, gate/up): the group's sums (predict.fuse_gemms), () else
 
     @cached_property
     def term(self) -> Term:
         """What :func:`roofcalc.predict.step_times` needs of this kernel (:func:`kernel_term`)."""
         t = kernel_term(self.kernel, self.roof, self.launches, self.weight_format)
-        return t._replace(moe=self.moe) if self.moe else t
+        return t._replace(moe=self.moe, group=self.group) if self.moe or self.group else t
 
     @property
     def t_link_s(self) -> float:
@@ -306,7 +310,7 @@ class Placement:
         t = self.term
         return kernel_time(self.model or ideal(), t.t_compute_s, t.t_memory_s, t.kind, t.rows, t.weight_format,
                            t.size_bytes, depth=t.depth, hop=t.hop, launches=t.launches, collective=t.collective,
-                           width=t.width, attn=t.attn, moe=t.moe)
+                           width=t.width, attn=t.attn, moe=t.moe, group=t.group)
 
     @cached_property
     def _terms(self) -> tuple:
@@ -317,7 +321,7 @@ class Placement:
         t = self.term
         return kernel_terms(self.model or ideal(), t.t_compute_s, t.t_memory_s, t.kind, t.rows, t.weight_format,
                             t.size_bytes, depth=t.depth, hop=t.hop, launches=t.launches, collective=t.collective,
-                            width=t.width, attn=t.attn, moe=t.moe)
+                            width=t.width, attn=t.attn, moe=t.moe, group=t.group)
 
     @property
     def hop(self) -> str:
@@ -356,6 +360,11 @@ class Placement:
         fused = self.model.moe_fits.get(self.term.moe[0]) if len(self.term.moe) == 9 else None
         if fused is not None and fused.source:
             return fused.source
+        if self.kernel.kind == "collective" and self.hop == "link" and \
+                self.model.collective_fit(*self.term.collective) is not None:
+            from .hardware import measured_gpu_name
+
+            return f"fitted on {measured_gpu_name(self.model.links)}'s measured collectives"
         return self.model.classes[self.efficiency_class].source
 
     @property
@@ -551,11 +560,15 @@ def place(analysis: Analysis, roof: Roof, *, impl: str = "hf-eager",
                   times.get(k.name), model, weight_format(k, wdt))
         for k in analysis.kernels
     )
-    if any(k.moe for k in analysis.kernels):  # a fused MoE layer's experts kernels: their layer's sums
-        from .predict import fuse_moe
+    from .predict import fuse_gemms, fuse_moe
 
-        fused = fuse_moe([p.term for p in placements])
-        placements = tuple(replace(p, moe=t.moe) if t.moe else p for p, t in zip(placements, fused))
+    # a fused GEMM group's kernels (q/k/v, gate/up under the fused launch models) and a fused MoE layer's experts
+    # kernels: their group's sums, as the step model reads them
+    fused = fuse_gemms([p.term for p in placements])
+    if any(k.moe for k in analysis.kernels):
+        fused = fuse_moe(fused)
+    placements = tuple(replace(p, moe=t.moe, group=t.group) if t.moe or t.group else p
+                       for p, t in zip(placements, fused))
     totals = analysis.totals
     return StepVerdict(placements, roof, impl, totals.flops, totals.bytes, tpot_s, analysis.shape.n_layers, model,
                        analysis.workload.batch)
@@ -658,8 +671,8 @@ def with_kernel_db(model: KernelModel, hardware: Hardware, profile: Hardware | N
     if profile is not None and profile.efficiency is not None:
         raise RoofcalcError("--kernel-db and a profile's measured efficiencies conflict: give one")
     if hardware.fits[1] != "measured":
-        raise RoofcalcError(f"--kernel-db: {hardware.name} has no measured tables (A100, H100, H200, B200 and "
-                            f"L40S have)")
+        raise RoofcalcError(f"--kernel-db: no measured tables for {hardware.name} (A100 H100 H200 B200 L40S "
+                            f"RTX-PRO-6000)")
     return replace(model, db=KernelDB(hardware.kernel_fits, engine))
 
 
@@ -675,8 +688,11 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
     if profile is not None and profile.efficiency is not None:
         model = profile.efficiency
     else:
+        # a profile that says whether its box's GPUs reach each other peer to peer says which PCIe box's
+        # collectives it takes; its catalog entry's otherwise
+        box = hardware if profile is None or profile.pcie_p2p is None else replace(hardware, pcie_p2p=profile.pcie_p2p)
         model = default_model((profile or hardware).kind, hardware.segment, *hardware.fits,
-                              engine=getattr(engine_host, "engine", ""), links=hardware.links[0])
+                              engine=getattr(engine_host, "engine", ""), links=box.links[0])
         if measured is not None:
             model = model.on_roof(measured.bandwidth_bytes_per_s / nominal.bandwidth_bytes_per_s,
                                   measured.peak_flop_per_s / nominal.peak_flop_per_s)
@@ -689,7 +705,8 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
         lat = profile.link_latency_s
         model = replace(model, link=Efficiency(1.0, 1.0, "measured", "the profile's measured bus bandwidth"),
                         latency={**model.latency, "link": Efficiency(lat, lat, "measured", "the profile's smallest "
-                                                                     "all-reduce")})
+                                                                     "all-reduce")},
+                        collectives={}, links="")  # the link measured here, not a measured box's
     if kernel_db:
         model = with_kernel_db(model, hardware, profile, getattr(engine_host, "engine", ""))
     sixteen = next((hardware.peak_flop_per_s[d] for d in ("bf16", "fp16") if d in hardware.peak_flop_per_s), 0.0)
