@@ -1073,9 +1073,7 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
         sum_c, sum_m, sum_floor, sum_width, sum_bytes, n = group
         work, fixed, side = kernel_terms(m, sum_c, sum_m, kind, rows, weight_format, sum_bytes, pessimistic, depth,
                                          hop, n, collective, sum_width, attn)
-        own = _maximum(t_compute, t_memory)
-        share = own / sum_floor if not _is_array(sum_floor) else \
-            _where(sum_floor > 0, own / _maximum(sum_floor, 1e-300), 0.0)
+        share = _floor_share(t_compute, t_memory, sum_floor)
         return share * work, share * fixed, side
     coll = (*collective, hop) if collective else ()
     fused = m.moe_fits.get(moe[0]) if len(moe) == 9 and m.moe_fits and not m.curves.get("matmul") else None
@@ -1118,6 +1116,14 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
     return _maximum(t_c, t_m), fixed, side
 
 
+def _floor_share(t_compute, t_memory, sum_floor):
+    """A kernel's share of a group's one time (a fused GEMM group, a fused MoE call): its floor over theirs."""
+    own = _maximum(t_compute, t_memory)
+    if not _is_array(sum_floor):
+        return own / sum_floor
+    return _where(sum_floor > 0, own / _maximum(sum_floor, 1e-300), 0.0)
+
+
 def _moe_share(m: KernelModel, fit: MoEFit, t_compute, t_memory, kind, rows, weight_format, weight_bytes,
                pessimistic, depth, width, moe):
     """(work seconds, fixed seconds, compute-bound?) of one of a fused MoE layer's kernels (its three experts
@@ -1136,8 +1142,7 @@ def _moe_share(m: KernelModel, fit: MoEFit, t_compute, t_memory, kind, rows, wei
         e_c, e_m = e_c * c.pessimistic / c.expected, e_m * g.pessimistic / g.expected
         fixed = fixed * (base.pessimistic / base.expected if base and base.expected else 1.0)
     t_c, t_m = sum_c / e_c, sum_m / e_m
-    share = _maximum(t_compute, t_memory) / sum_floor if not _is_array(sum_floor) else \
-        _where(sum_floor > 0, _maximum(t_compute, t_memory) / _maximum(sum_floor, 1e-300), 0.0)
+    share = _floor_share(t_compute, t_memory, sum_floor)
     core = _maximum(t_c, t_m) + fit.pair_s * x * moe[1]  # the pairs: tokens per expert x experts
     core = _maximum(core, sum_floor - fixed)  # the call never below its kernels' floors (the combine's too)
     work = share * core
