@@ -98,6 +98,8 @@ GENERATIONS = ((6.0, "Pascal", ""), (7.0, "Volta", ""), (7.5, "Turing", ""), (8.
 # peer to peer (42-44 GB/s of all-reduce bus bandwidth at 32 MB on PCIe Gen5), and eight L40S without peer-to-peer
 # (through the host: 2.5 GB/s at 8 GPUs). A GPU without tables of its own on PCIe takes one of them.
 PCIE_P2P, PCIE_HOST = "rtx_pro_6000_server", "l40s"
+PCIE_BOXES = {PCIE_P2P: "eight RTX PRO 6000 Server cards (peer to peer)",
+              PCIE_HOST: "eight L40S cards (through the host, no peer-to-peer)"}
 
 
 def generation(compute_capability: float) -> str:

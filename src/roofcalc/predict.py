@@ -1159,8 +1159,14 @@ def kernel_time(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_for
     ``bound`` is one of KERNEL_BOUNDS: the largest term ("link" for a collective's bytes)."""
     work, fixed, side = kernel_terms(m, t_compute, t_memory, kind, rows, weight_format, weight_bytes, pessimistic,
                                      depth, hop, launches, collective, width, attn, moe, group)
+    return work + fixed, kernel_bound(kind, work, fixed, side)
+
+
+def kernel_bound(kind: str, work, fixed, side):
+    """One of KERNEL_BOUNDS from a kernel's (work, fixed, compute-bound?) terms: the largest term ("link" for a
+    collective's bytes)."""
     by_work = "link" if kind == "collective" else _where(side, "compute", "memory")
-    return work + fixed, _where(fixed > work, "fixed", by_work)
+    return _where(fixed > work, "fixed", by_work)
 
 
 def curve_at(curve, rows, weight_bytes):

@@ -346,6 +346,9 @@ def efficiency_words(r) -> str:
         (f"; {m.db.words} (--kernel-db)" if getattr(m, "db", None) is not None else "")
 
 
+TABLE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}  # the engines whose tables were measured
+
+
 def link_words(r) -> str:
     """Where a step with collectives on the link takes their fitted costs from, where that is not said already:
     a PCIe box measured in place of this GPU's own, and an engine's own all-reduce."""
@@ -353,15 +356,13 @@ def link_words(r) -> str:
     if m is None or not m.links or not any(p.kernel.kind == "collective" and p.hop == "link"
                                           for p in r.step.placements):
         return ""
-    from .hardware import PCIE_P2P
+    from .hardware import PCIE_BOXES
 
     out = ""
     if m.links != m.fitted or m.fitted_how != "measured":
-        how = "peer to peer" if m.links == PCIE_P2P else "through the host, no peer-to-peer"
-        box = "eight RTX PRO 6000 Server cards" if m.links == PCIE_P2P else "eight L40S cards"
-        out += f"; collectives as measured over PCIe on {box} ({how}), on this device's link"
+        out += f"; collectives as measured over PCIe on {PCIE_BOXES[m.links]}, on this device's link"
     if "all_reduce.nccl" in m.collectives:
-        name = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}[m.engine_host.engine]
+        name = TABLE_NAMES[m.engine_host.engine]
         out += (f"; all-reduce: {name}'s as measured inside its CUDA graph (its own where the GPUs allow it, "
                 f"NCCL's at the slow end)")
     return out
@@ -379,7 +380,7 @@ def fixed_cost_words(r) -> str:
 
     gpu = measured_gpu_name(m.fitted)
     what = "GEMM and attention kernels" if m.gemm_fits else "attention kernels (GEMMs: the GeForce default)"
-    tables = {"sglang": "SGLang", "trtllm": "TensorRT-LLM"}.get(m.fitted_tables, "vLLM")
+    tables = TABLE_NAMES.get(m.fitted_tables, "vLLM")
     if m.fitted_how == "measured":
         return (f"; {what} and collectives fitted on {gpu}'s measured kernels, AIConfigurator 0.12 {tables} "
                 f"(elementwise: the medians)")

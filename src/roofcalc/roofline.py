@@ -20,7 +20,7 @@ from .calculator import Analysis, AttentionSizes, Cost, Kernel
 from .errors import RoofcalcError
 from .families import FAMILIES
 from .hardware import Hardware
-from .predict import KernelModel, StepTimes, _maximum, default_model, kernel_class, kernel_time, step_times
+from .predict import KernelModel, StepTimes, _maximum, default_model, kernel_class, step_times
 
 # The worked example: a GEMM should measure 1.2-2x its floor, "above 3x the kernel has a problem"; a
 # norm at 100x its floor is no problem, it is the cost of running a kernel at all. One rule: a measured
@@ -305,12 +305,10 @@ class Placement:
     @cached_property
     def _expected(self) -> tuple[float, str]:
         """(expected seconds, bound) from the one step model (ideal efficiencies without a model)."""
-        from .predict import ideal
+        from .predict import kernel_bound
 
-        t = self.term
-        return kernel_time(self.model or ideal(), t.t_compute_s, t.t_memory_s, t.kind, t.rows, t.weight_format,
-                           t.size_bytes, depth=t.depth, hop=t.hop, launches=t.launches, collective=t.collective,
-                           width=t.width, attn=t.attn, moe=t.moe, group=t.group)
+        work, fixed, side = self._terms
+        return work + fixed, kernel_bound(self.kernel.kind, work, fixed, side)
 
     @cached_property
     def _terms(self) -> tuple:
