@@ -52,7 +52,7 @@ def attention_rows(m, cls: str, R: dict, spec: dict) -> np.ndarray:
         keys = kv if decode else q
         kv_read = 2 * b * keys * g * d * e if decode else 2 * b * q * g * d * e
         moved = 2 * b * q * h * d * 2 + kv_read
-        attn = (b, h, g, q, kv, d, w, float(e))
+        attn = (b, h, g, q, kv, d, w, float(e), int(R["context"][i]) if decode else q)  # context: before the window
         t = kernel_time(m, flops / spec["bf16"], moved / spec["bw"], "attention", 1, attn=attn)[0]
         write = 2 * b * q * g * d * (2 + e)  # the new K and V read in 16 bits and written at the cache's bytes
         t += kernel_time(m, 0.0, write / spec["bw"], "memory", 1)[0]

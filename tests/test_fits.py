@@ -236,6 +236,61 @@ def _kernels(wl, impl):
     return {p.kernel.name: p for p in r.step.placements}
 
 
+
+def test_an_mha_decode_takes_its_own_work_item_factor():
+    """The A100's vLLM table holds GQA and MHA rows; a kernel that splits a GQA group's KV across blocks does not
+    split an MHA head's, so the rows with as many KV heads as query heads take a second work-item factor."""
+    d = kernel_fits()["gpus"]["a100_sxm"]["attention"]["decode_bf16kv"]
+    f = AttentionFit.from_doc(d, "test")
+    mha = dict(f.mha_items_mem)
+    assert mha, "the A100's decode form has an MHA factor"
+    # 8 work items (a knot) of 8 KV heads: MHA (8 query heads) against GQA (32 query heads) at the same bytes per
+    # KV head; the GQA call's memory share holds no MHA factor, the MHA call's is the GQA one times the knot
+    _, m_mha, _ = f.terms((1, 8, 8, 1, 1024, 128, 0, 2.0))
+    _, m_gqa, _ = f.terms((1, 32, 8, 1, 1024, 128, 0, 2.0))
+    assert m_mha == pytest.approx(min(1.0, m_gqa * mha[8.0]))
+
+
+def test_a_windowed_decode_whose_context_passes_the_window_takes_the_window_factor():
+    """The H100's windowed fp8-KV decode runs slower once the context passes its window than at the same keys
+    inside it: the factor applies where the call's context (the 9th size) passes the window, not at the
+    window itself, and a call without its context (8 sizes) is read as not passing it."""
+    d = kernel_fits()["gpus"]["h100_sxm"]["attention"]["decode_swa_fp8kv"]
+    f = AttentionFit.from_doc(d, "test")
+    assert f.window_mem == d["window_factor_mem"] < 1
+    inside = f.terms((8, 32, 8, 1, 4096, 128, 4096, 1.0, 4096))[1]
+    past = f.terms((8, 32, 8, 1, 4096, 128, 4096, 1.0, 32768))[1]
+    assert past == pytest.approx(inside * f.window_mem)
+    assert f.terms((8, 32, 8, 1, 4096, 128, 4096, 1.0))[1] == pytest.approx(inside)
+
+
+def test_the_step_model_reads_the_context_past_a_window():
+    """A windowed model's decode past its window reads the same keys as at the window, and takes the window
+    factor on a measured GPU (Mistral-7B v0.1, window 4,096: its config.json): the memory side of its time,
+    less the fixed cost and the time per work item, over the window factor."""
+    shape = load_shape("mistralai/Mistral-7B-v0.1")
+    assert shape.sliding_window == 4096
+    b16 = DTYPES["bf16"]
+    kw = dict(weight_dtype=b16, act_dtype=b16, kv_dtype=b16, cache_update="in-place")
+    d = kernel_fits()["gpus"]["h100_sxm"]["attention"]["decode_swa_bf16kv"]
+    assert d["window_factor_mem"] < 1
+    work = []
+    for s in (4096, 8192):
+        r = roofline(analyze(shape, Workload.decode(8, s, **kw)), find_hardware("H100-SXM"), impl="cuda-graph")
+        p = {q.kernel.name: q for q in r.step.placements}["attention"]
+        assert p.bound == "memory"
+        work.append(p.t_expected_s - d["fixed_s"] - 8 * 8 * d["item_s"])  # 8 sequences x 8 KV heads
+    assert work[1] == pytest.approx(work[0] / d["window_factor_mem"], rel=1e-6)
+    # a sweep across the window reads each context as the single step does
+    from roofcalc.sweep import sweep
+
+    sw = sweep(shape, find_hardware("H100-SXM"), batches=[8], contexts=[4096, 4097], impl="cuda-graph", **kw).grid
+    for j, s in enumerate((4096, 4097)):
+        r = roofline(analyze(shape, Workload.decode(8, s, **kw)), find_hardware("H100-SXM"), impl="cuda-graph")
+        assert sw.predicted_s[0, j] == pytest.approx(r.step.predicted_s, rel=1e-12)
+    assert sw.predicted_s[0, 1] > sw.predicted_s[0, 0]
+
+
 def test_the_step_model_predicts_measured_h100_kernels_within_30_percent():
     """Each kernel takes its fitted form (its time is the form's, by hand from GemmFit), and lands within ±30 %
     of the measured row (the per-kernel accuracy asked of the fits; these rows are in the fit's sample)."""

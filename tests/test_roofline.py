@@ -398,7 +398,7 @@ def test_fp8_gemms_are_read_at_their_depth_and_rows_from_deepgemms_table():
     assert k.sizes == MatmulSizes(m=4, n=1536, k=7168)
     attn = analyze(TINY, Workload.decode(4, 500)).kernel("attention")
     assert (attn.rows, attn.depth) == (1, 0)
-    assert attn.sizes == AttentionSizes(batch=4, heads=32, kv_heads=4, q_len=1, kv_len=500, head_dim=64)
+    assert attn.sizes == AttentionSizes(batch=4, heads=32, kv_heads=4, q_len=1, kv_len=500, head_dim=64, context=500)
 
 
 def test_decode_attention_is_read_at_the_kv_bytes_it_streams():

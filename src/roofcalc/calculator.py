@@ -211,6 +211,7 @@ class AttentionSizes:
     q_len: int
     kv_len: int  # the keys each query reads (a sliding window's at most)
     head_dim: int  # the width a score reduces over (MLA: the latent's)
+    context: int = 0  # the positions the queries see before a window caps them (0: kv_len)
 
 
 @dataclass(frozen=True)
@@ -444,7 +445,7 @@ def attention(s: ModelShape, wl: Workload, window: int | None) -> Kernel:
     w = f",window {window}" if window else ""
     return Kernel("attention", "attention", "layer", 1,
                   f"B{b}:[{t}q,{keys}kv]x{s.n_heads}h/{s.n_kv_heads}kv x{s.head_dim}{w}", cost, role="attention",
-                  sizes=AttentionSizes(b, s.n_heads, s.n_kv_heads, t, keys, s.head_dim))
+                  sizes=AttentionSizes(b, s.n_heads, s.n_kv_heads, t, keys, s.head_dim, wl.kv_len))
 
 
 def residual(name: str, s: ModelShape, wl: Workload) -> Kernel:
@@ -627,7 +628,8 @@ def mla_kernels(s: ModelShape, wl: Workload, window: int | None) -> list[Kernel]
                     act_write_bytes=act.nbytes(t * n * m.v_head_dim))
         ks += [kv_b, Kernel("attention", "attention", "layer", 1,
                             f"B{b}:[{wl.query_tokens}q,{keys}kv]x{n}h x{m.qk_head_dim}/{m.v_head_dim}{wdims}", cost,
-                            role="attention", sizes=AttentionSizes(b, n, n, wl.query_tokens, keys, m.qk_head_dim))]
+                            role="attention", sizes=AttentionSizes(b, n, n, wl.query_tokens, keys, m.qk_head_dim,
+                                                                 wl.kv_len))]
     else:
         latent = m.cached_per_token
         q_abs = linear("q_absorb", m.qk_nope_head_dim, m.kv_lora_rank, s, wl, rows=t * n,
@@ -642,7 +644,8 @@ def mla_kernels(s: ModelShape, wl: Workload, window: int | None) -> list[Kernel]
                       weight_bytes=n * linear_weight_bytes(m.kv_lora_rank, m.v_head_dim, wl))
         ks += [q_abs, Kernel("attention", "attention", "layer", 1,
                              f"B{b}:[{wl.query_tokens}q,{keys}kv]x{n}h over the latent x{latent}{wdims}", cost,
-                             role="attention", sizes=AttentionSizes(b, n, 1, wl.query_tokens, keys, latent)), v_up]
+                             role="attention", sizes=AttentionSizes(b, n, 1, wl.query_tokens, keys, latent, wl.kv_len)),
+           v_up]
     ks.append(linear(s.name_of("o"), n * m.v_head_dim, d, s, wl, bias=s.o_bias))
     return ks
 

@@ -27,6 +27,7 @@ DECODE_KV_KNOTS = (1, 64, 1024, 16384, 131072)
 DECODE_ITEM_KNOTS = (1, 8, 64, 512, 16384)
 PREFILL_ISL_KNOTS = (1, 64, 256, 1024, 4096, 16384)
 HEAD_DIMS = (64, 128, 192, 256, 512)
+DECODE_SECOND = ("mha_items_factor_mem", "window_factor_mem")  # decode_design's factors fitted in a second pass
 GQA_KNOTS = (1, 2, 4, 8, 16, 64)
 CTA_KNOTS = (1, 16, 128, 1024, 8192)
 
@@ -54,10 +55,13 @@ class Design:
         self.prior: list[float] = []
         self.blocks: dict[str, list[np.ndarray]] = {"fix": [], "comp": [], "mem": [], "qnt": []}
         self.smooth: list[tuple[int, int]] = []
+        self.shared: set[str] = set()  # memory parameters that split_l2 leaves whole
 
-    def add(self, name: str, term: str, cols: np.ndarray, prior: float, knots=None, smooth=True):
+    def add(self, name: str, term: str, cols: np.ndarray, prior: float, knots=None, smooth=True, shared=False):
         cols = np.asarray(cols, float).reshape(self.n, -1)
         start = len(self.names)
+        if shared:
+            self.shared.add(name)
         for j in range(cols.shape[1]):
             self.names.append(f"{name}[{knots[j]}]" if knots is not None else name)
             self.prior.append(prior)
@@ -76,7 +80,7 @@ class Design:
         col = 0
         for bi in range(len(self.blocks["mem"])):
             w = self.blocks["mem"][bi].shape[1]
-            is_mem = bool(np.any(self.blocks["mem"][bi]))
+            is_mem = bool(np.any(self.blocks["mem"][bi])) and self.names[col].split("[")[0] not in self.shared
             parts = [(1 - l2, ""), (l2, "l2_")] if is_mem else [(1.0, "")]
             for mult, pre in parts:
                 for t in self.blocks:
@@ -89,11 +93,16 @@ class Design:
         self.smooth = [(a2, b2) for (a, b) in smooth_old for a2, b2 in zip(idx_new[a], idx_new[b])]
         self.names, self.prior, self.blocks = names, prior, blocks
 
-    def mats(self):
-        """{term: (columns of theta it uses, N x those columns)}: each term touches only its own parameters."""
+    def mats(self, without=()):
+        """{term: (columns of theta it uses, N x those columns)}: each term touches only its own parameters;
+        the parameters named in ``without`` (their names before any knot, ``l2_`` too) left out (their columns
+        zero: they stay at their priors)."""
         out = {}
+        drop = [any(n.split("[")[0].removeprefix("l2_") == w for w in without) for n in self.names]
         for t, v in self.blocks.items():
             full = np.hstack(v) if v else np.zeros((self.n, 0))
+            if any(drop):
+                full = np.where(np.array(drop)[None, :], 0.0, full)
             cols = np.flatnonzero(np.any(full != 0, axis=0))
             out[t] = (cols, np.ascontiguousarray(full[:, cols]))
         return out
@@ -249,23 +258,29 @@ def gemm_design(R: dict) -> Design:
     return D
 
 
-def decode_cost(b, h, g, kvlen, d, e, window, tile: int, per_head: bool, cache_write: bool = True) -> dict:
+def decode_cost(b, h, g, kvlen, d, e, window, tile: int, per_head: bool, cache_write: bool = True,
+                context=None) -> dict:
     """Decode attention of b sequences, h query heads, g KV heads, head dim d, kvlen keys, e bytes per KV value:
     FLOPs 4*b*h*L_t*d over the KV length rounded up to the kernel's tile; bytes: the KV read (once per KV head,
     or per query head for a windowed row with ``per_head``), q read and out written in 16 bits, and (``cache_write``:
-    a serving engine's call includes it) the new token's K and V written, 2*b*g*d*e; work items b * (heads read)."""
+    a serving engine's call includes it) the new token's K and V written, 2*b*g*d*e; work items b * (heads read);
+    ``capped``: the window binds (the ``context``, the positions before the window's cap, passes it)."""
     b, h, g, kvlen, d, e, window = (np.asarray(x, float) for x in (b, h, g, kvlen, d, e, window))
+    context = kvlen if context is None else np.asarray(context, float)
     Lt = np.ceil(kvlen / tile) * tile
     heads = np.where((window > 0) & per_head, h, g)
     write = 2 * b * g * d * e if cache_write else 0.0
     return dict(flops=4 * b * h * Lt * d, bytes=2 * b * heads * Lt * d * e + 2 * b * h * d * 2 + write,
-                lt=Lt, items=b * heads, tile=[tile, per_head])
+                lt=Lt, items=b * heads, tile=[tile, per_head], capped=(window > 0) & (context > window))
 
 
 def decode_design(R: dict, gqa: bool = False, head_dims: bool = True) -> Design:
     """fixed, one e_compute, e_memory(tiled KV length) on DECODE_KV_KNOTS times a work-item factor on
     DECODE_ITEM_KNOTS, a time per work item in series (item_s), a GQA factor where ``gqa`` (tables with real
-    MHA rows), and a head-dim factor per head dim other than 128 where ``head_dims``."""
+    MHA rows), and a head-dim factor per head dim other than 128 where ``head_dims``. Where the rows hold both:
+    a second work-item factor for the rows without GQA (heads = KV heads: a kernel may split the KV of a GQA
+    group's work item across blocks and not an MHA one's, as vLLM's A100 table shows), and a factor for the
+    rows whose window binds (``capped``: the masked window's first tile)."""
     n = len(R["t"])
     D = Design(n)
     one = np.ones((n, 1))
@@ -282,6 +297,16 @@ def decode_design(R: dict, gqa: bool = False, head_dims: bool = True) -> Design:
     if hds:
         D.add("hd_factor_mem", "mem", np.stack([(R["hd"] == x).astype(float) for x in hds], axis=1), 0.0,
               tuple(hds), smooth=False)
+    # the two below are fitted second (DECODE_SECOND): from the fit without them, so that adding them cannot leave
+    # the fit in a worse minimum
+    mha = np.asarray(R["h"]) == np.asarray(R["g"])
+    if mha.any() and not mha.all():
+        D.add("mha_items_factor_mem", "mem", mha[:, None] * hat_basis(R["items"], DECODE_ITEM_KNOTS), 0.0,
+              DECODE_ITEM_KNOTS, shared=True)
+    # the window's factor on the rows that reach DRAM only (a step's): the L2-resident ones run otherwise
+    capped = np.asarray(R.get("capped", np.zeros(n, bool)), bool) & ~np.asarray(R.get("l2", np.zeros(n, bool)), bool)
+    if capped.any() and not capped.all():
+        D.add("window_factor_mem", "mem", capped.astype(float)[:, None], 0.0, shared=True)
     return D
 
 
@@ -362,8 +387,10 @@ def attention_doc(p: dict, kind: str, tile, fixed_less: float = 0.0, peak_ratio:
            "e_compute": to_knots(p["e_compute"]) if isinstance(p["e_compute"], dict) else [[1.0, p["e_compute"]]],
            "e_memory": to_knots(p["e_memory"]), "item_s": p.get("item_s", 0.0),
            "window_factor": p.get("window_factor", 1.0)}
-    for name, ref in (("items_factor_mem", None), ("gqa_factor", 1.0), ("gqa_factor_mem", 1.0),
-                      ("items_factor", 8192.0)):
+    if "window_factor_mem" in p:
+        out["window_factor_mem"] = p["window_factor_mem"]
+    for name, ref in (("items_factor_mem", None), ("mha_items_factor_mem", None), ("gqa_factor", 1.0),
+                      ("gqa_factor_mem", 1.0), ("items_factor", 8192.0)):
         if name in p:
             out[name] = to_knots(p[name], ref)
     for name in ("hd_factor", "hd_factor_mem"):

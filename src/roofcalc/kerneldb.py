@@ -177,7 +177,7 @@ class KernelDB:
             return table.work((rows, width, depth), float(self.gemm_floor(rows, width, depth, fp8)))
         if kind != "attention" or not attn or any(hasattr(x, "shape") for x in attn):
             return None
-        b, h, g, q, kv, d, w, per_value = attn
+        b, h, g, q, kv, d, w, per_value = attn[:8]
         if d > 256 or not per_value:
             return None
         e = 1.0 if per_value <= 1 else 2.0

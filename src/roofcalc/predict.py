@@ -265,13 +265,16 @@ class AttentionFit:
     """A measured GPU's fitted attention call (data/kernel_fits.json, cross-validated in docs/kernel_fits.md),
     on B sequences, N query heads, K KV heads, head dim H, L keys (decode) or a prompt of S tokens (prefill):
 
-        decode   t = fixed + max(4·B·N·L_t·H / (P · e_c), KV bytes at L_t / (B · e_m(L_t)·f(B·K)·f(H)·f(N/K)))
+        decode   t = fixed + max(4·B·N·L_t·H / (P · e_c), KV bytes at L_t / (B · e_m(L_t)·f(B·K)·f(H)·f(N/K)
+                                                          ·f_MHA(B·K)·f(window)))
                      + B·K · item_s                      (a time per work item, in series)
         prefill  t = fixed + max(FLOPs at S_t / (P · e_c(S)·f(H)·f(N/K)·f(items)·f(window)),
                                  bytes / (B · e_m(S)·f(H)·f(N/K)))   items: B·N·⌈S/128⌉ query tiles
 
     L_t and S_t: L and S rounded up to the kernel's tile (its KV and query tiles); a windowed decode with
     ``per_head`` reads its KV once per query head (FlashAttention-2 gives up its GQA packing under a window).
+    f_MHA: a second work-item factor where N = K (a kernel that splits a GQA group's KV across blocks but not
+    an MHA head's); f(window): where the window binds (L reaches it).
     Knot curves as GemmFit's; a head-dim factor is the fitted one at that head dim, 1 elsewhere; ``peak_ratio``
     moves a compute efficiency of an fp8 peak onto the 16-bit one the roof has."""
 
@@ -293,6 +296,8 @@ class AttentionFit:
     source: str = ""
     scale_c: float = 1.0
     scale_m: float = 1.0
+    mha_items_mem: tuple = ()
+    window_mem: float = 1.0
 
     @classmethod
     def from_doc(cls, d: Mapping, source: str) -> "AttentionFit":
@@ -301,12 +306,13 @@ class AttentionFit:
         return cls(d["kind"], float(d["fixed_s"]), int(d["tile"] or 1), bool(d["per_head"]), float(d["peak_ratio"]),
                    pts("e_compute"), pts("e_memory"), float(d.get("item_s") or 0.0), float(d.get("window_factor", 1.0)),
                    pts("items_factor_mem"), pts("gqa_factor"), pts("gqa_factor_mem"), pts("items_factor"),
-                   hd("hd_factor"), hd("hd_factor_mem"), source)
+                   hd("hd_factor"), hd("hd_factor_mem"), source, mha_items_mem=pts("mha_items_factor_mem"),
+                   window_mem=float(d.get("window_factor_mem", 1.0)))
 
     def terms(self, attn):
         """(compute-side e, memory-side e, seconds in series) of a call of sizes ``attn``
-        (batch, heads, kv_heads, q_len, kv_len, head_dim, window, KV bytes per value), batch and lengths
-        numbers or arrays."""
+        (batch, heads, kv_heads, q_len, kv_len, head_dim, window, KV bytes per value[, context]), batch and
+        lengths numbers or arrays."""
         b, h, g, q, kv, d, w = attn[:7]
         ratio = h / g
         f_hd_c, f_hd_m = (dict(self.hd_comp).get(d, 1.0), dict(self.hd_mem).get(d, 1.0))
@@ -319,6 +325,10 @@ class AttentionFit:
             comp = _interp_geo(1.0, self.e_compute) * kv / lt
             mem = (_interp_geo(lt, self.e_memory) * f_hd_m * f_gqa_m * kv * g / (lt * heads)
                    * (_interp_geo(items, self.items_mem) if self.items_mem else 1.0))
+            if self.mha_items_mem and h == g:
+                mem = mem * _interp_geo(items, self.mha_items_mem)
+            if w and self.window_mem != 1.0:  # the window binds: the context passes it
+                mem = mem * _where((attn[8] if len(attn) > 8 else kv) > w, self.window_mem, 1.0)
             series = items * self.item_s
         else:
             st = _ceil_to(q, self.tile)
@@ -571,7 +581,7 @@ class KernelModel:
         most 256 (the tables' largest; MLA's latent of 512 is another kernel), KV in 16 bits or one byte."""
         if not self.attention_fits or not attn:
             return None
-        b, h, g, q, kv, d, w, per_value = attn
+        b, h, g, q, kv, d, w, per_value = attn[:8]
         if d > 256 or _is_array(q) or not per_value:
             return None
         kv_kind = "fp8kv" if per_value <= 1 else "bf16kv"

@@ -234,18 +234,20 @@ class Term(NamedTuple):
     group: tuple = ()
 
 
-def attention_sizes(kernel: Kernel, batch=None, kv_len=None, window: int | None = None) -> tuple:
+def attention_sizes(kernel: Kernel, batch=None, kv_len=None, window: int | None = None, context=None) -> tuple:
     """An attention call's sizes as a fitted attention class reads them: (batch, query heads, KV heads, queries,
-    keys, head dim, window, KV bytes per value), () for any other kernel. ``batch``, ``kv_len`` (numbers or
-    arrays, a sweep's) and ``window`` replace the kernel's own; the bytes per value are its KV read over the
-    values it reads."""
+    keys, head dim, window, KV bytes per value, context), () for any other kernel. ``batch``, ``kv_len`` and
+    ``context`` (numbers or arrays, a sweep's) and ``window`` replace the kernel's own; the bytes per value are
+    its KV read over the values it reads; the context, the positions before a window caps the keys (a window
+    binds where the context passes it)."""
     z = kernel.sizes
     if kernel.kind != "attention" or not isinstance(z, AttentionSizes):
         return ()
     values = 2 * z.batch * z.kv_len * z.kv_heads * z.head_dim
     per_value = kernel.cost.kv_read_bytes / values if values else 0.0
     return (z.batch if batch is None else batch, z.heads, z.kv_heads, z.q_len, z.kv_len if kv_len is None else kv_len,
-            z.head_dim, kernel.window if window is None else window, per_value)
+            z.head_dim, kernel.window if window is None else window, per_value,
+            (z.context or z.kv_len) if context is None else context)
 
 
 def link_time(kernel: Kernel, roof: Roof, link_bytes):

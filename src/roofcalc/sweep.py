@@ -275,7 +275,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
         attn = None  # an attention call's sizes on the grid: its batch and the keys it reads at each context
         if kernel.kind == "attention" and attention_sizes(kernel):
             keys_read = _at(_bilinear(*(probe[key][i][0].sizes.kv_len for key in keys), s0), b, eff_s)
-            attn = attention_sizes(kernel, batch=b, kv_len=keys_read, window=window or 0)
+            attn = attention_sizes(kernel, batch=b, kv_len=keys_read, window=window or 0, context=s)
         terms.append(kernel_term(kernel, roof, n, weight_format(kernel, base.weight_dtype), count=count,
                                  cost=Cost(**cost), rows=rows, message=message, link=link, attn=attn))
     times = step_times(terms, model or ideal(), impl, n_launch, b)
