@@ -22,6 +22,11 @@ is piecewise linear in log2 of its size between knots, a *_factor multiplies an 
                      to the kernel's M tile (fitted), e_memory(M) * f(N) * f(K); rows with n or k < 128 left out
   gemm_fp8           fp8 per-tensor (vLLM: CutlassFP8ScaledMMLinearKernel) on the fp8 peak; the row includes
                      quantizing the input, a memory-bound kernel in series (3*m*k bytes, its own e_quant)
+  gemm_fp8_block     fp8 weights in 128 x 128 blocks with fp32 scales, the input quantized per 1 x 128 group
+                     (TensorRT-LLM's Linear, SGLang's DeepGEMM), as gemm_fp8; vLLM's rows are left out (not
+                     timed in a CUDA graph)
+  gemm_int8_wo       weight-only int8 (TensorRT-LLM's WeightOnlyQuantMatmul): the 16-bit form, the weight at
+  gemm_int4_wo       1 or 0.5 bytes (+ a 16-bit scale per output row), on the 16-bit peak
   decode_bf16kv      decode attention without a sliding window, bf16 KV; KV length rounded up to the kernel's KV
                      tile (fitted), e_memory(KV length) * f(sequences x KV heads) * f(head dim), a time per work
                      item (sequence x KV head) in series, and a GQA factor where the table has real MHA rows
@@ -77,7 +82,7 @@ from roofcalc.fitting import Design, evaluate, fit, folds_of, hat_basis, rows_of
 
 GPUS = ("a100_sxm", "h100_sxm", "h200_sxm", "b200_sxm", "l40s", "rtx_pro_6000_server")
 ENGINES = ("vllm", "sglang", "trtllm")
-CLASSES = ("gemm_bf16", "gemm_fp8", "decode_bf16kv", "decode_fp8kv", "decode_swa_bf16kv", "decode_swa_fp8kv",
+CLASSES = ("gemm_bf16", "gemm_fp8", "gemm_fp8_block", "gemm_int8_wo", "gemm_int4_wo", "decode_bf16kv", "decode_fp8kv", "decode_swa_bf16kv", "decode_swa_fp8kv",
            "prefill_bf16kv", "prefill_fp8kv", "allreduce", "allgather", "alltoall", "custom_allreduce", "moe_bf16",
            "moe_fp8", "moe_fp8_block")
 # the NCCL classes: each fitted once per GPU (one table for every engine), its table's op and the link bytes a rank
@@ -175,18 +180,31 @@ def collapse(df: pd.DataFrame, keys: list[str]) -> tuple[pd.DataFrame, int]:
 
 # ----------------------------------------------------------------------------------------------- hand formulas
 
-def gemm_rows(df: pd.DataFrame, spec: dict, fp8: bool) -> dict:
+# a GEMM table's weight format: (weight bytes, input bytes, fp8 peak and the input's quantization in series)
+GEMM_FORMATS = {"bfloat16": (2.0, 2.0, False), "fp8": (1.0, 1.0, True), "fp8_block": (1.0, 1.0, True),
+                "int8_wo": (1.0, 2.0, False), "int4_wo": (0.5, 2.0, False)}
+
+
+def gemm_rows(df: pd.DataFrame, spec: dict, dt: str) -> dict:
     """One linear layer: input [m, k], weight [n, k], output [m, n].
 
     FLOPs 2*m*n*k. bf16: bytes 2*(m*k + k*n + m*n). fp8 per tensor: weight and (quantized) input 1 byte, output
     2 bytes: n*k + m*k + 2*m*n; the measured row also quantizes the bf16 input (read 2*m*k, write m*k: a memory-bound
-    kernel before the GEMM, added in series with its own efficiency). L2: the benchmark runs six layers with separate
-    weights and one shared input in a CUDA graph and replays it; it is L2-resident when all six weights, the input
-    and six outputs fit.
+    kernel before the GEMM, added in series with its own efficiency). fp8 block-scaled (TensorRT-LLM's and SGLang's
+    DeepGEMM rows): the same, + one fp32 scale per 128 x 128 block of the weight and per 1 x 128 group of the
+    input. Weight-only int8 and int4 (TensorRT-LLM's WeightOnlyQuantMatmul): the weight at 1 or 0.5 bytes with one
+    16-bit scale per output row, the input and output in 16 bits, on the 16-bit peak. L2: the benchmark runs six
+    layers with separate weights and one shared input in a CUDA graph and replays it; it is L2-resident when all
+    six weights, the input and six outputs fit.
     """
     m, n, k = (df[c].to_numpy(float) for c in ("m", "n", "k"))
-    wb = 1.0 if fp8 else 2.0
-    R = dict(t=df.latency.to_numpy(float) * 1e-3, m=m, n=n, k=k, wb=wb,
+    wb, ab, fp8 = GEMM_FORMATS[dt]
+    scales = np.zeros_like(m)
+    if dt == "fp8_block":
+        scales = 4 * (np.ceil(n / 128) * np.ceil(k / 128) + m * np.ceil(k / 128))
+    elif dt.endswith("_wo"):
+        scales = 2 * n
+    R = dict(t=df.latency.to_numpy(float) * 1e-3, m=m, n=n, k=k, wb=wb, act_b=ab, quant=fp8, scales=scales,
              group=[f"n={a},k={b}" for a, b in zip(df.n, df.k)], peak=spec["fp8"] if fp8 else spec["bf16"])
     R.update(gemm_cost(R, 1, spec))
     return R
@@ -196,8 +214,9 @@ def gemm_cost(R: dict, tile: int, spec: dict) -> dict:
     """`tile` > 1: the compute term counts M padded as the kernels tile it: to the next power of two up to `tile`
     rows, then to a multiple of `tile` (the GEMMs' M tiles; fitted, like decode's KV tile); fitting.gemm_cost."""
     m, n, k, wb = R["m"], R["n"], R["k"], R["wb"]
-    foot = 6 * wb * n * k + 2 * m * k + 6 * 2 * m * n
-    return dict(F.gemm_cost(m, n, k, wb, tile), l2=foot <= spec["l2"])
+    foot = 6 * wb * n * k + 2 * m * k + 6 * 2 * m * n  # the benchmark's shared input is in 16 bits
+    return dict(F.gemm_cost(m, n, k, wb, tile, R.get("act_b"), R.get("quant"), R.get("scales", 0.0)),
+                l2=foot <= spec["l2"])
 
 
 def decode_rows(df: pd.DataFrame, spec: dict, kv_plus_one: bool) -> dict:
@@ -488,14 +507,17 @@ def load(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
     vdir = pick_version(systems, gpu, "gemm", engine, cur)
     if vdir and (vdir / "gemm_perf.parquet").exists():
         g = pd.read_parquet(vdir / "gemm_perf.parquet")
-        for cls, dt in (("gemm_bf16", "bfloat16"), ("gemm_fp8", "fp8")):
+        # vLLM's fp8_block rows are timed without a CUDA graph (docs/kernel_fits.md): left out
+        for cls, dt in (("gemm_bf16", "bfloat16"), ("gemm_fp8", "fp8"), ("gemm_fp8_block", "fp8_block"),
+                        ("gemm_int8_wo", "int8_wo"), ("gemm_int4_wo", "int4_wo")):
             d = g[g.gemm_dtype == dt]
-            if len(d) == 0 or (dt == "fp8" and spec["fp8"] is None):
+            if len(d) == 0 or (dt.startswith("fp8") and spec["fp8"] is None) or (dt == "fp8_block" and
+                                                                                  engine == "vllm"):
                 continue
             ks = main_source(d)
             d, dup = collapse(d[d.kernel_source == ks], ["m", "n", "k"])
             d = d[(d.n >= 128) & (d.k >= 128)]
-            out[cls] = (gemm_rows(d, spec, dt == "fp8"), note(vdir / "gemm_perf.parquet", g, dup, ks))
+            out[cls] = (gemm_rows(d, spec, dt), note(vdir / "gemm_perf.parquet", g, dup, ks))
     vdir = pick_version(systems, gpu, "attention", engine, cur)
     if vdir:
         keys = ["batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim", "kv_cache_dtype", "step"]
@@ -657,6 +679,10 @@ def main() -> None:
 FORMS = {
     "gemm_bf16": "fixed + max(2mnk_pad / (peak * e_c(M) * f_c(N) * f_c(K)), bytes / (bw * e_m(M) * f_m(N) * f_m(K)))",
     "gemm_fp8": "the same on the fp8 peak, + 3mk / (bw * e_quant) in series (the input's quantization)",
+    "gemm_fp8_block": "as gemm_fp8, + one fp32 scale per 128 x 128 weight block and 1 x 128 input group "
+                      "(TensorRT-LLM's and SGLang's tables; vLLM's are not timed in a CUDA graph)",
+    "gemm_int8_wo": "as gemm_bf16, the weight at 1 byte with a 16-bit scale per output row (weight-only)",
+    "gemm_int4_wo": "as gemm_int8_wo, the weight at 0.5 bytes",
     "decode_bf16kv": "fixed + max(4bhL_t d / (peak * e_c), bytes_t / (bw * e_m(L_t) * f(b*g) * f(d) * f_mha(b*g))) "
                      "+ b*g * item_s; f_mha: rows with h = g only, where the table holds both",
     "decode_fp8kv": "as decode_bf16kv, KV 1 byte per element",
@@ -730,12 +756,21 @@ Why, and what else the tables showed:
   (`attn_dtype`; the fp8 rows are used); B200's YAML gives 7.7 TB/s, the datasheet 8 TB/s (used here); A100 vLLM
   0.14's KV length (`step`, not `step + 1`) could not be told apart from the other reading by the fit (it moves
   only rows of KV < 8).
-* **fp8 block-scaled GEMMs are not fitted**: vLLM 0.24's `fp8_block` rows (DeepGEMM from M = 32, FlashInfer
-  below, on H100/H200/B200; Triton on the L40S) are timed without a CUDA graph, one layer per run
-  (AIConfigurator's collector/vllm/collect_gemm.py: `use_cuda_graph=gemm_type != "fp8_block"`), so the host's
-  launches are in them: on the H100 a 4,096 x 4,096 one takes 59 µs at M = 1 and 16 and 92-95 µs at M = 64 and
-  128, where the graph-timed per-tensor fp8 rows take 12-14 µs and bf16 15-17 µs. Weights in 128 x 128 blocks
-  take the per-tensor fp8 form.
+* **fp8 block-scaled GEMMs** (`gemm_fp8_block`) are fitted on TensorRT-LLM's tables (its `Linear` with
+  FP8_BLOCK_SCALES) and SGLang's (per-token-group quantization, then DeepGEMM), both timed in a CUDA graph,
+  and cross-validate as the per-tensor ones do (0.03-0.10). vLLM 0.24's `fp8_block` rows (DeepGEMM from
+  M = 32, FlashInfer below, on H100/H200/B200; Triton on the L40S) are left out: they are timed without a CUDA
+  graph, one layer per run (AIConfigurator's collector/vllm/collect_gemm.py: `use_cuda_graph=gemm_type !=
+  "fp8_block"`), so the host's launches are in them: on the H100 a 4,096 x 4,096 one takes 59 µs at M = 1 and
+  16 and 92-95 µs at M = 64 and 128, where the graph-timed per-tensor fp8 rows take 12-14 µs and bf16 15-17 µs.
+  The step model reads a matmul of weights in 128 x 128 blocks computing in fp8 on the per-tensor form (its
+  weight format is not carried to the matmul's time); the block forms are not shipped.
+* **Weight-only int8 and int4 GEMMs** (`gemm_int8_wo`, `gemm_int4_wo`) are in one table: the A100's
+  TensorRT-LLM 1.0 (its WeightOnlyQuantMatmul plugin inside a TensorRT engine; the later tables hold none). Their
+  fixed cost is about 10 µs (the same table's 16-bit GEMMs: 4.2 µs), and at M = 1 a 4,096 x 4,096 int4 GEMM takes
+  20.5 µs, int8 21.5 and bf16 26.2: far from the 4x and 2x fewer bytes. Under `--engine trtllm` an int8 or int4
+  matmul computing in 16 bits takes them (on the A100 and the GPUs that take its fits) in place of the 16-bit
+  form times the dequantizing factor; every other engine keeps that (vLLM runs Marlin, not this plugin).
 * **Fused MoE** (`moe_*`, vLLM's FusedMoE on one rank, the "balanced" routing rows; the A100's vLLM 0.14 table
   holds power-law routing only, so it has none): without a time per routed pair in series the H100's bf16 table
   cross-validated at 0.166 / 73 % (its EP rows sort and align every token's pairs, then run 1/ep of them); a

@@ -506,3 +506,37 @@ def test_a_profile_says_which_pcie_box_and_a_measured_link_wins():
     measured = hardware_from_dict({**base, "link_bytes_per_s": 20e9, "link_latency_s": 50e-6}, "link.json")
     m = kernel_model(hw, roof, None, profile=measured)
     assert m.collectives == {} and m.links == "" and m.latency["link"].expected == 50e-6
+
+
+# Rows of AIConfigurator 0.12's A100 SXM TensorRT-LLM 1.0.0 GEMM table (gemm/trtllm/1.0.0/gemm_perf.parquet, the
+# WeightOnlyQuantMatmul plugin; latency in ms), in the fit's sample: int4_wo m = 1, n = k = 4,096: 0.020480.
+A100_TRT_INT4_M1 = 0.020480
+
+
+def test_a_weight_only_matmul_takes_its_engines_measured_form():
+    """Llama-2-7B with int4 weights (group 128), decode at batch 1 on an A100 SXM: under --engine trtllm o_proj
+    (m = 1, n = k = 4,096; not in a fused group as q/k/v are) takes TensorRT-LLM's fitted int4 weight-only form, its own fixed cost and efficiencies
+    and no dequantizing factor (the table measured the dequantizing kernel), and lands within 30 % of the
+    measured row; under --engine vllm it keeps the 16-bit form times the int4 dequantizing factor."""
+    from roofcalc.engines import ENGINES
+    from roofcalc.predict import GPU_DEQUANT, engine_fits
+
+    kw = dict(weight_dtype=DTYPES["int4"], act_dtype=DTYPES["fp16"], kv_dtype=DTYPES["fp16"],
+              cache_update="in-place")
+    a = analyze(load_shape("meta-llama/Llama-2-7b-hf"), Workload.decode(1, 256, **kw))
+    hw = find_hardware("A100-80GB")
+
+    def o_proj(engine):
+        step = roofline(a, hw, impl="cuda-graph", engine_host=ENGINES[engine].host).step
+        return {p.kernel.name: p for p in step.placements}["o_proj"]
+
+    p = o_proj("trtllm")
+    wo = GemmFit.from_doc(engine_fits()["gpus"]["a100_sxm"]["trtllm"]["gemm"]["int4_wo"], "test")
+    e_c, e_m = wo.efficiencies(1, 4096, 4096)
+    assert p.t_expected_s == pytest.approx(wo.fixed_s + max(p.t_compute_s / e_c, p.t_memory_s / e_m))
+    assert p.t_expected_s == pytest.approx(A100_TRT_INT4_M1 * 1e-3, rel=0.30)
+    p = o_proj("vllm")
+    bf16 = _form("a100_sxm")
+    e_c, e_m = bf16.efficiencies(1, 4096, 4096)
+    assert p.t_expected_s == pytest.approx(bf16.fixed_s + max(p.t_compute_s / e_c,
+                                                              p.t_memory_s / (e_m * GPU_DEQUANT["int4"].expected)))

@@ -223,23 +223,29 @@ def params(names, th) -> dict:
 
 # ----------------------------------------------------------------------------------------------- forms
 
-def gemm_cost(m, n, k, wb: float, tile: int) -> dict:
+def gemm_cost(m, n, k, wb: float, tile: int, act_b: float | None = None, quant: bool | None = None,
+              scale_bytes=0.0) -> dict:
     """One linear layer, input [m, k], weight [n, k], output [m, n] (16-bit out): FLOPs over M padded as the
     kernels tile it (`tile` > 1: to the next power of two up to `tile` rows, then a multiple of it; predict._tiled),
-    bytes wb*(m*k + n*k) + 2*m*n, and an fp8 GEMM's input quantization (read 2*m*k, write m*k: 3*m*k bytes)."""
+    bytes act_b*m*k + wb*n*k + 2*m*n + the weight's scales (act_b: the input's bytes, wb's unless given: a
+    weight-only format reads a 16-bit input), and (``quant``: fp8 weights with fp8 inputs, by default where
+    wb is 1) the input's quantization in series (read 2*m*k, write m*k: 3*m*k bytes)."""
+    act_b = wb if act_b is None else act_b
+    quant = wb == 1 if quant is None else quant
     m, n, k = (np.asarray(x, float) for x in (m, n, k))
     if tile > 1:
         p2 = 2.0 ** np.ceil(np.log2(np.maximum(m, 1)))
         mp = np.where(m <= tile, np.maximum(p2, 1), np.ceil(m / tile) * tile)
     else:
         mp = m
-    return dict(flops=2 * mp * n * k, bytes=wb * (m * k + n * k) + 2 * m * n,
-                qbytes=3 * m * k if wb == 1 else np.zeros_like(m), tile=tile)
+    return dict(flops=2 * mp * n * k, bytes=act_b * m * k + wb * n * k + 2 * m * n + scale_bytes,
+                qbytes=3 * m * k if quant else np.zeros_like(m), tile=tile)
 
 
 def gemm_design(R: dict) -> Design:
     """fixed, e_compute(M) and e_memory(M) on GEMM_M_KNOTS, and N and K factors on GEMM_NK_KNOTS (1 at 4,096)
-    on each side where the rows span more than one N (K); fp8 (R["wb"] == 1): the quantization's e_quant."""
+    on each side where the rows span more than one N (K); an fp8 input (R["quant"], else R["wb"] == 1): the
+    quantization's e_quant."""
     n = len(R["t"])
     D = Design(n)
     one = np.ones((n, 1))
@@ -253,7 +259,7 @@ def gemm_design(R: dict) -> Design:
             keep = [j for j, x in enumerate(GEMM_NK_KNOTS) if x != GEMM_NK_REF]
             D.add(f"{dim}_factor_{tag}", term, hat_basis(R[dim], GEMM_NK_KNOTS)[:, keep], 0.0,
                   tuple(GEMM_NK_KNOTS[j] for j in keep))
-    if R["wb"] == 1:
+    if R.get("quant", R["wb"] == 1):
         D.add("e_quant", "qnt", one, np.log(0.8))
     return D
 

@@ -557,7 +557,8 @@ class KernelModel:
     fitted_tables: str = ""  # whose kernels were measured: "vllm", "sglang" or "trtllm" (TABLE_ENGINES)
     links: str = ""  # the measured GPU (or PCIe box) whose fitted collectives ``collectives`` holds
     engine_host: EngineHost = NO_ENGINE_HOST  # the engine's host time per step outside its kernels
-    # a measured GPU's fitted GEMMs by compute dtype ("bf16", "fp8"), and the one its matmuls run (for_compute)
+    # a measured GPU's fitted GEMMs by compute dtype ("bf16", "fp8") and, where an engine's tables measured
+    # them, by weight-only format ("int8_wo", "int4_wo"), and the one its matmuls run (for_compute)
     gemm_fits: Mapping[str, GemmFit] = field(default_factory=dict)
     gemm_fit: GemmFit | None = None
     # a measured GPU's fitted attention calls by class (decode_bf16kv, decode_swa_fp8kv, prefill_bf16kv, ...)
@@ -574,6 +575,15 @@ class KernelModel:
         """The same model without its fitted GEMM and attention forms: the defaults' efficiencies, whose
         pessimistic ends (the slowest published implementations) bound a fitted kernel's pessimistic end."""
         return replace(self, gemm_fits={}, gemm_fit=None, attention_fits={}, moe_fits={}, db=None)
+
+    def matmul_fit(self, weight_format: str = "") -> "GemmFit | None":
+        """The fitted GEMM a matmul of ``weight_format`` runs: the weight-only form of its integer weights
+        (int8, int4) where its engine's tables measured one and the matmul computes in 16 bits, else the
+        compute dtype's (gemm_fit); None on a measured curve (it comes first) or without fits."""
+        if self.curves.get("matmul") or self.gemm_fit is None:
+            return None
+        own = self.gemm_fits.get(f"{weight_format}_wo") if weight_format in ("int8", "int4") else None
+        return own if own is not None and self.gemm_fit is self.gemm_fits.get("bf16") else self.gemm_fit
 
     def attention_fit(self, attn) -> "AttentionFit | None":
         """The fitted class of an attention call of sizes ``attn`` (AttentionFit.terms), if one covers it: one
@@ -1038,8 +1048,9 @@ def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessi
         e = m.classes["stream"].pick(pessimistic)
         return e, e
     comp, mem = (m.classes[n].pick(pessimistic) for n in names)
-    if kind == "matmul" and m.gemm_fit is not None and not m.curves.get("matmul"):
-        comp, mem = m.gemm_fit.efficiencies(rows, width, depth)
+    gemm = m.matmul_fit(weight_format) if kind == "matmul" else None
+    if gemm is not None:
+        comp, mem = gemm.efficiencies(rows, width, depth)
         if pessimistic:
             g, c = m.classes["gemv"], m.classes["gemm"]
             comp, mem = comp * c.pessimistic / c.expected, mem * g.pessimistic / g.expected
@@ -1056,8 +1067,8 @@ def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessi
         g, c = m.classes["gemv"], m.classes["gemm"]
         comp = e * (c.pessimistic / c.expected if pessimistic else 1.0)
         mem = e * (g.pessimistic / g.expected if pessimistic else 1.0)
-    if kind == "matmul" and weight_format in m.dequant:
-        mem = mem * m.dequant[weight_format].pick(pessimistic)
+    if kind == "matmul" and weight_format in m.dequant and not (gemm is not None and gemm is not m.gemm_fit):
+        mem = mem * m.dequant[weight_format].pick(pessimistic)  # (a weight-only form measured its dequantizing)
     return comp, mem
 
 
@@ -1093,7 +1104,7 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
     e_c, e_m = efficiencies(m, kind, rows, weight_format, pessimistic, weight_bytes, depth, coll, width, attn)
     t_c, t_m = t_compute / e_c, t_memory / e_m
     side = t_c > t_m
-    fit = m.gemm_fit if kind == "matmul" and not m.curves.get("matmul") else None
+    fit = m.matmul_fit(weight_format) if kind == "matmul" else None
     if fit is None and kind == "attention":
         fit = m.attention_fit(attn)
     if fit is not None:  # its own fitted fixed cost (the class's, fixed_s, is its 16-bit form's), the class's spread
