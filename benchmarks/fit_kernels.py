@@ -763,8 +763,9 @@ Why, and what else the tables showed:
   graph, one layer per run (AIConfigurator's collector/vllm/collect_gemm.py: `use_cuda_graph=gemm_type !=
   "fp8_block"`), so the host's launches are in them: on the H100 a 4,096 x 4,096 one takes 59 µs at M = 1 and
   16 and 92-95 µs at M = 64 and 128, where the graph-timed per-tensor fp8 rows take 12-14 µs and bf16 15-17 µs.
-  The step model reads a matmul of weights in 128 x 128 blocks computing in fp8 on the per-tensor form (its
-  weight format is not carried to the matmul's time); the block forms are not shipped.
+  Under `--engine sglang` and `--engine trtllm` a matmul of `fp8-b128` weights (computing in fp8, as
+  transformers' FP8Linear and the engines run them) takes its engine's block form; under every other engine
+  the per-tensor fp8 form.
 * **Weight-only int8 and int4 GEMMs** (`gemm_int8_wo`, `gemm_int4_wo`) are in one table: the A100's
   TensorRT-LLM 1.0 (its WeightOnlyQuantMatmul plugin inside a TensorRT engine; the later tables hold none). Their
   fixed cost is about 10 µs (the same table's 16-bit GEMMs: 4.2 µs), and at M = 1 a 4,096 x 4,096 int4 GEMM takes

@@ -101,9 +101,7 @@ def main() -> None:
         if f["cls"] == "custom_allreduce":
             where["custom_all_reduce"] = link_form(f)
             where["custom_all_reduce_source"] = f["source"]
-        elif f["cls"] in ("gemm_bf16", "gemm_fp8", "gemm_int8_wo", "gemm_int4_wo"):
-            # (fp8 block-scaled GEMMs are fitted, not shipped: the step model reads an fp8-b128 matmul computing
-            # in fp8 on the per-tensor form, docs/kernel_fits.md)
+        elif f["cls"].startswith("gemm_"):
             where.setdefault("gemm", {})[f["cls"][5:]] = gemm_form(f)
         elif f["cls"].startswith("moe_"):
             where.setdefault("moe", {})[f["cls"][4:]] = moe_form(f, doc["specs"][f["gpu"]]["bf16"])

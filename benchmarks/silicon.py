@@ -14,8 +14,9 @@ or rule of roofcalc was chosen while looking at these runs: this is a held-out c
 What is predicted, and how (fixed before the first run):
 * The rows: aggregated serving ("agg": prefill and decode on the same GPUs), one pipeline stage, no attention
   data parallelism, of the dense models whose configs roofcalc reads (Llama-3.1-8B and 70B, Qwen3-32B), in bf16
-  or fp8 (per-tensor W8A8: `fp8-t`; block-scaled weights: `fp8-b128`, whose GEMMs roofcalc runs at the 16-bit
-  peak, as that dtype is defined); NVFP4 rows are left out (no such dtype here).
+  or fp8 (per-tensor W8A8: `fp8-t`; block-scaled weights: `fp8-b128`, whose GEMMs compute in fp8 where the GPU
+  has fp8; at first run they were read at the 16-bit peak, as that dtype was then defined); NVFP4 rows are left
+  out (no such dtype here).
 * The engine: `--engine` of the row's backend (vllm, sglang, trtllm): its launch model (CUDA graphs), its cache
   written in place, its host time per step, and the kernel tables AIConfigurator measured for it (the fitted
   forms, docs/kernel_fits.md), on the catalog's datasheet roof. The KV cache at the activations' dtype (bf16):

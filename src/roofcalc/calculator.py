@@ -132,8 +132,9 @@ class Workload:
 
     @property
     def compute_dtype(self) -> DType:
-        """What the matmuls compute in: dequantized weights in the activation dtype (W4A16, W8A16, ternary; fp8
-        block weights with fp8 activations compute in fp8); fp8 weights with row or tensor scales in fp8."""
+        """What the matmuls compute in: dequantized weights in the activation dtype (W4A16, W8A16, ternary); fp8
+        weights with row, tensor or 128 x 128 block scales in fp8 (roofline.weights_on_device: in the
+        activation dtype on a GPU without fp8 GEMMs)."""
         if self.weight_dtype.computes:
             return DTYPES[self.weight_dtype.computes]
         return self.act_dtype if self.weight_dtype.dequantized else self.weight_dtype

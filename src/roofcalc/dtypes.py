@@ -62,7 +62,9 @@ DTYPES = {
     "bf16": DType("bf16", 16, torch="bfloat16"),
     "fp16": DType("fp16", 16, torch="float16"),
     "fp8": DType("fp8", 8),
-    "fp8-b128": DType("fp8-b128", 8, block=128),
+    # DeepSeek-V3's fp8 weights in 128 x 128 blocks: their GEMMs run in fp8, the input quantized per token and
+    # group of 128 (transformers' FP8Linear: DeepGEMM or its Triton block-fp8 GEMM; the engines likewise)
+    "fp8-b128": DType("fp8-b128", 8, block=128, computes="fp8"),
     # FBGEMM FP8 (Llama 3.1's FP8 checkpoints) and compressed-tensors FP8 by channel: one fp32 scale per output
     # row; by tensor (and AutoFP8's quant_method fp8): one per matrix. Their GEMMs run in fp8
     "fp8-ch": DType("fp8-ch", 8, row_scale=4, computes="fp8"),

@@ -558,7 +558,7 @@ class KernelModel:
     links: str = ""  # the measured GPU (or PCIe box) whose fitted collectives ``collectives`` holds
     engine_host: EngineHost = NO_ENGINE_HOST  # the engine's host time per step outside its kernels
     # a measured GPU's fitted GEMMs by compute dtype ("bf16", "fp8") and, where an engine's tables measured
-    # them, by weight-only format ("int8_wo", "int4_wo"), and the one its matmuls run (for_compute)
+    # them, by weight format ("int8_wo", "int4_wo", "fp8_block"), and the one its matmuls run (for_compute)
     gemm_fits: Mapping[str, GemmFit] = field(default_factory=dict)
     gemm_fit: GemmFit | None = None
     # a measured GPU's fitted attention calls by class (decode_bf16kv, decode_swa_fp8kv, prefill_bf16kv, ...)
@@ -578,12 +578,18 @@ class KernelModel:
 
     def matmul_fit(self, weight_format: str = "") -> "GemmFit | None":
         """The fitted GEMM a matmul of ``weight_format`` runs: the weight-only form of its integer weights
-        (int8, int4) where its engine's tables measured one and the matmul computes in 16 bits, else the
-        compute dtype's (gemm_fit); None on a measured curve (it comes first) or without fits."""
+        (int8, int4) where its engine's tables measured one and the matmul computes in 16 bits, the
+        block-scaled fp8 form of fp8-b128 weights computing in fp8 where they measured one, else the compute
+        dtype's (gemm_fit); None on a measured curve (it comes first) or without fits."""
         if self.curves.get("matmul") or self.gemm_fit is None:
             return None
-        own = self.gemm_fits.get(f"{weight_format}_wo") if weight_format in ("int8", "int4") else None
-        return own if own is not None and self.gemm_fit is self.gemm_fits.get("bf16") else self.gemm_fit
+        if weight_format in ("int8", "int4"):
+            own, runs = self.gemm_fits.get(f"{weight_format}_wo"), "bf16"
+        elif weight_format == "fp8-b128":
+            own, runs = self.gemm_fits.get("fp8_block"), "fp8"
+        else:
+            return self.gemm_fit
+        return own if own is not None and self.gemm_fit is self.gemm_fits.get(runs) else self.gemm_fit
 
     def attention_fit(self, attn) -> "AttentionFit | None":
         """The fitted class of an attention call of sizes ``attn`` (AttentionFit.terms), if one covers it: one

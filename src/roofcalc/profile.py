@@ -593,13 +593,13 @@ def updated_model(p: ProfileResult, r, note: str):
     import statistics
     from dataclasses import replace
 
-    from .predict import Efficiency
+    from .predict import DEQUANT, Efficiency
 
     m = r.model
     classes, curves = dict(m.classes), {k: list(v) for k, v in m.curves.items()}
     by_class: dict[str, list[tuple[int, int, float]]] = {}
     for pl in r.step.placements:
-        if pl.measured_s is None or pl.kernel.kind not in ("matmul", "attention") or pl.weight_format:
+        if pl.measured_s is None or pl.kernel.kind not in ("matmul", "attention") or pl.weight_format in DEQUANT:
             continue
         e = min(1.0, pl.t_floor_s / pl.measured_s)
         by_class.setdefault(pl.efficiency_class, []).append((pl.term.rows, pl.kernel.cost.weight_bytes, e))

@@ -73,8 +73,9 @@ IMPLS = ("hf-eager", "fused", "cuda-graph")
 
 def weight_format(kernel: Kernel, weight_dtype) -> str:
     """'int8' / 'int4' for a kernel whose weights are stored in that integer format and dequantized
-    on the fly (the decoder layers' linears and experts, OPT's project_in/out), else ''."""
-    if not weight_dtype.quantized or kernel.role not in ("linear", "experts") or \
+    on the fly (the decoder layers' linears and experts, OPT's project_in/out), 'fp8-b128' for fp8 weights in
+    128 x 128 blocks (a GEMM of its own where an engine's tables measured one), else ''."""
+    if not (weight_dtype.quantized or weight_dtype.block) or kernel.role not in ("linear", "experts") or \
             weight_dtype.experts_only and kernel.role != "experts":
         return ""
     return weight_dtype.name if kernel.scope == "layer" or kernel.name.startswith("project_") else ""
@@ -216,7 +217,7 @@ class Term(NamedTuple):
     t_memory_s: Any  # bytes over its bandwidth; a collective's link time where that is slower
     kind: str
     rows: Any  # M of a matmul (1 for any other kernel)
-    weight_format: str  # int8 / int4 ... weights dequantize on the fly ("" else)
+    weight_format: str  # int8 / int4 ... weights dequantize on the fly, fp8-b128 block-scaled ("" else)
     size_bytes: Any  # what its efficiency is read at: a matmul's weight bytes, attention's KV cache read,
     # a collective's message
     depth: int  # K of a matmul (0 for any other kernel)
@@ -289,7 +290,7 @@ class Placement:
     launches: int  # eager ops (hf-eager) or kernel launches one instance costs the host
     measured_s: float | None = None
     model: KernelModel | None = None  # the efficiencies that turn its floor into an expected time
-    weight_format: str = ""  # int8 / int4 weights dequantize on the fly
+    weight_format: str = ""  # int8 / int4 weights dequantize on the fly; fp8-b128 block-scaled
     moe: tuple = ()  # a fused MoE layer's experts kernel: its layer's sums (predict.fuse_moe), () else
     group: tuple = ()  # a GEMM of a fused group (q/k/v, gate/up): the group's sums (predict.fuse_gemms), () else
 
