@@ -138,7 +138,8 @@ def test_a_decode_attention_form_reads_its_kv_in_tiles():
 def test_a_windowed_decode_that_reads_per_query_head_counts_its_heads():
     """A windowed decode form fitted with per_head (FlashAttention-2 without GQA packing under a window) reads
     its KV once per query head: 32 query heads over 8 KV heads read 4x the KV bytes a packed kernel reads, so
-    the memory side's share of the kernel's own (packed) bytes is a quarter, and there are 32 work items."""
+    the memory side's share of the kernel's own (packed) bytes is a quarter, and there are 32 work items; the
+    form's GQA factor at a ratio of 4 (a knot) multiplies it."""
     d = dict(kernel_fits()["gpus"]["h100_sxm"]["attention"]["decode_swa_bf16kv"], per_head=True)
     f = AttentionFit.from_doc(d, "test")
     em, items = dict(f.e_memory), dict(f.items_mem)
@@ -146,7 +147,8 @@ def test_a_windowed_decode_that_reads_per_query_head_counts_its_heads():
     _, m, series = f.terms((1, 32, 8, 1, 1024, 128, 4096, 2.0))
     # 32 work items: between the knots 8 and 64 (log2 5 of 3..6: two thirds of the way), geometrically
     between = math.exp(math.log(items[8.0]) + (math.log(items[64.0]) - math.log(items[8.0])) * 2 / 3)
-    assert m == pytest.approx(em[1024.0] * between * ratio / 4)
+    gqa = dict(f.gqa_mem)[4.0]  # every windowed form has a GQA factor
+    assert m == pytest.approx(em[1024.0] * between * ratio * gqa / 4)
     assert series == pytest.approx(32 * d["item_s"])
 
 
