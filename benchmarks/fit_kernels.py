@@ -714,24 +714,24 @@ Why, and what else the tables showed:
   blocks (batch 1-8 at 16k-128k keys run 0.4-0.9x a single work-item factor's time) and an MHA row's is not
   (one sequence of one head, 128k keys: 3.0 ms, 22 GB/s, one SM's worth). One factor over the work items
   cannot hold both (0.093 / 86 % cross-validated); a second work-item factor for the rows with as many KV heads
-  as query heads (`mha_items_factor_mem`, fitted in a second pass from the fit without it, where a table holds
-  both kinds) does (0.06-0.07 / 98-99 %), and helps TRT-LLM's tables on H100 and H200 (on the L40S's it does
-  not: 0.062 → 0.089). vLLM's L40S and RTX PRO 6000 tables (FlashAttention-2 too) fit the same shape, an MHA
+  as query heads (`mha_items_factor_mem`, on the rows that reach DRAM, fitted in a second pass from the fit
+  without it, where a table holds both kinds) does (0.066 / 99 % on the A100), and helps TRT-LLM's tables on H100 and H200 (the L40S's: 0.062 →
+  0.068). vLLM's L40S and RTX PRO 6000 tables (FlashAttention-2 too) fit the same shape, an MHA
   factor of about 0.05 at one work item rising to 1 by 64. Full-attention decode
   now meets the target on every GPU but the RTX PRO 6000. TRT-LLM's decode (XQA and fallback kernels, chosen
   by the GQA ratio) is still the hardest table: 0.10-0.18 on the A100, H100 and H200.
 * **Sliding-window decode** (`decode_swa_*`, rows with `window_size` > 0, fitted apart): a row whose context
   passes its window runs slower than one of the same keys inside it (H100 vLLM fp8 KV: 1.26x at a window of
   128, whatever the context beyond it; at a context equal to the window it does not), so the DRAM rows whose
-  context passes the window take a factor of their own (`window_factor_mem`, 0.63-0.82 on H100/H200 vLLM,
-  second pass; the L2-resident rows run otherwise and are left out of it): H100/H200 fp8 KV 0.17 → 0.09. Every
+  context passes the window take a factor of their own (`window_factor_mem`, 0.61-0.85 on H100/H200 vLLM,
+  second pass; the L2-resident rows run otherwise and are left out of it): H100/H200 fp8 KV 0.17 → 0.08. Every
   windowed table also takes a GQA factor (1 at MHA; a full-attention table takes one only where it holds real
   MHA rows): how much of a group's KV its query heads share under a window varies by kernel. With it
   TensorRT-LLM's windowed tables go from 0.05-0.31 to 0.02-0.15 median |log| and B200 vLLM's 16-bit from 0.097
-  to 0.034; SGLang's B200 16-bit falls to 86 % within ±30 %. On the L40S with bf16 KV (FlashAttention-2) a
+  to 0.034; SGLang's B200 16-bit moves from 0.038 to 0.098 (94 % within ±30 %). On the L40S with bf16 KV (FlashAttention-2) a
   windowed row gives up GQA packing and reads its KV once per query head, partly from L2; no sharing model
-  fits (0.23). On some tables the window factor moved the median the other way (SGLang L40S fp8 0.058 →
-  0.089): the fit minimises the squared log error over all rows, not the median.
+  fits (0.22). On some tables the window factor moved the median the other way (SGLang L40S fp8 0.058 →
+  0.086): the fit minimises the squared log error over all rows, not the median.
 * **All-reduce** is held out one message size at a time; the L40S box's 4- and 8-GPU collectives go through the
   host (no peer-to-peer) and are irregular (8 GPUs: 55 ms at 128 MiB, 162 ms at 256 MiB), yet interpolate well.
 * **All-gather and all-to-all** (the same nccl table, fitted as the all-reduce is) are read at nccl-tests' own
@@ -778,7 +778,9 @@ Why, and what else the tables showed:
   fixed cost is about 10 µs (the same table's 16-bit GEMMs: 4.2 µs), and at M = 1 a 4,096 x 4,096 int4 GEMM takes
   20.5 µs, int8 21.5 and bf16 26.2: far from the 4x and 2x fewer bytes. Under `--engine trtllm` an int8 or int4
   matmul computing in 16 bits takes them (on the A100 and the GPUs that take its fits) in place of the 16-bit
-  form times the dequantizing factor; every other engine keeps that (vLLM runs Marlin, not this plugin).
+  form times the dequantizing factor; every other engine keeps that (vLLM runs Marlin, not this plugin). The
+  plugin measured keeps one scale per output row; a checkpoint's int4 by groups of 128 (GPTQ, AWQ) runs
+  TensorRT-LLM's group-wise kernel, which the table does not hold: it takes the per-row form.
 * **Fused MoE** (`moe_*`, vLLM's FusedMoE on one rank, the "balanced" routing rows; the A100's vLLM 0.14 table
   holds power-law routing only, so it has none): without a time per routed pair in series the H100's bf16 table
   cross-validated at 0.166 / 73 % (its EP rows sort and align every token's pairs, then run 1/ep of them); a

@@ -286,7 +286,8 @@ def decode_design(R: dict, gqa: bool = False, head_dims: bool = True) -> Design:
     MHA rows), and a head-dim factor per head dim other than 128 where ``head_dims``. Where the rows hold both:
     a second work-item factor for the rows without GQA (heads = KV heads: a kernel may split the KV of a GQA
     group's work item across blocks and not an MHA one's, as vLLM's A100 table shows), and a factor for the
-    rows whose window binds (``capped``: the masked window's first tile)."""
+    rows whose context passes their window (``capped``: the kernel masks the window's start), each on the rows
+    that reach DRAM."""
     n = len(R["t"])
     D = Design(n)
     one = np.ones((n, 1))
@@ -305,13 +306,15 @@ def decode_design(R: dict, gqa: bool = False, head_dims: bool = True) -> Design:
               tuple(hds), smooth=False)
     # the two below are fitted second (DECODE_SECOND): from the fit without them, so that adding them cannot leave
     # the fit in a worse minimum
-    mha = np.asarray(R["h"]) == np.asarray(R["g"])
-    if mha.any() and not mha.all():
+    # both on the rows that reach DRAM only (a step's): the L2-resident ones run otherwise, and no L2 row may
+    # pin a factor a DRAM call then takes
+    dram = ~np.asarray(R.get("l2", np.zeros(n, bool)), bool)
+    mha = (np.asarray(R["h"]) == np.asarray(R["g"])) & dram
+    if mha.any() and not mha[dram].all():
         D.add("mha_items_factor_mem", "mem", mha[:, None] * hat_basis(R["items"], DECODE_ITEM_KNOTS), 0.0,
               DECODE_ITEM_KNOTS, shared=True)
-    # the window's factor on the rows that reach DRAM only (a step's): the L2-resident ones run otherwise
-    capped = np.asarray(R.get("capped", np.zeros(n, bool)), bool) & ~np.asarray(R.get("l2", np.zeros(n, bool)), bool)
-    if capped.any() and not capped.all():
+    capped = np.asarray(R.get("capped", np.zeros(n, bool)), bool) & dram
+    if capped.any() and not capped[dram].all():
         D.add("window_factor_mem", "mem", capped.astype(float)[:, None], 0.0, shared=True)
     return D
 

@@ -274,7 +274,7 @@ class AttentionFit:
     L_t and S_t: L and S rounded up to the kernel's tile (its KV and query tiles); a windowed decode with
     ``per_head`` reads its KV once per query head (FlashAttention-2 gives up its GQA packing under a window).
     f_MHA: a second work-item factor where N = K (a kernel that splits a GQA group's KV across blocks but not
-    an MHA head's); f(window): where the window binds (L reaches it).
+    an MHA head's); f(window): where the context (the positions before the window's cap) passes the window.
     Knot curves as GemmFit's; a head-dim factor is the fitted one at that head dim, 1 elsewhere; ``peak_ratio``
     moves a compute efficiency of an fp8 peak onto the 16-bit one the roof has."""
 
@@ -589,7 +589,8 @@ class KernelModel:
             own, runs = self.gemm_fits.get("fp8_block"), "fp8"
         else:
             return self.gemm_fit
-        return own if own is not None and self.gemm_fit is self.gemm_fits.get(runs) else self.gemm_fit
+        # (by value: on_roof rescales every form, the active one apart)
+        return own if own is not None and self.gemm_fit == self.gemm_fits.get(runs) else self.gemm_fit
 
     def attention_fit(self, attn) -> "AttentionFit | None":
         """The fitted class of an attention call of sizes ``attn`` (AttentionFit.terms), if one covers it: one
@@ -1121,7 +1122,8 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
         if pessimistic:  # never below the defaults' pessimistic end: the slowest published implementation's
             d_c, d_m = efficiencies(m.unfitted, kind, rows, weight_format, True, weight_bytes, depth, coll, width)
             work = _maximum(work, _maximum(t_compute / d_c, t_memory / d_m))
-        covered = m.db is not None and not (kind == "matmul" and weight_format in m.dequant)  # 16-bit, fp8 tables
+        # 16-bit and fp8 tables: not a dequantizing format, nor a matmul on its engine's own weight-format form
+        covered = m.db is not None and not (kind == "matmul" and (weight_format in m.dequant or fit != m.gemm_fit))
         measured = m.db.work(kind, rows, width, depth, attn) if covered else None
         if measured is not None:  # --kernel-db: the nearest measured shape's work is the expected value
             work = _maximum(work, measured) if pessimistic else measured
