@@ -717,7 +717,7 @@ Why, and what else the tables showed:
   as query heads (`mha_items_factor_mem`, on the rows that reach DRAM, fitted in a second pass from the fit
   without it, where a table holds both kinds) does (0.066 / 99 % on the A100), and helps TRT-LLM's tables on H100 and H200 (the L40S's: 0.062 →
   0.068). vLLM's L40S and RTX PRO 6000 tables (FlashAttention-2 too) fit the same shape, an MHA
-  factor of about 0.05 at one work item rising to 1 by 64. Full-attention decode
+  factor of 0.03-0.05 at one work item rising to 1 by 64. Full-attention decode
   now meets the target on every GPU but the RTX PRO 6000. TRT-LLM's decode (XQA and fallback kernels, chosen
   by the GQA ratio) is still the hardest table: 0.10-0.18 on the A100, H100 and H200.
 * **Sliding-window decode** (`decode_swa_*`, rows with `window_size` > 0, fitted apart): a row whose context
