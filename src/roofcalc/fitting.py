@@ -309,13 +309,15 @@ def decode_design(R: dict, gqa: bool = False, head_dims: bool = True) -> Design:
     # both on the rows that reach DRAM only (a step's): the L2-resident ones run otherwise, and no L2 row may
     # pin a factor a DRAM call then takes
     dram = ~np.asarray(R.get("l2", np.zeros(n, bool)), bool)
-    mha = (np.asarray(R["h"]) == np.asarray(R["g"])) & dram
-    if mha.any() and not mha[dram].all():
-        D.add("mha_items_factor_mem", "mem", mha[:, None] * hat_basis(R["items"], DECODE_ITEM_KNOTS), 0.0,
-              DECODE_ITEM_KNOTS, shared=True)
-    capped = np.asarray(R.get("capped", np.zeros(n, bool)), bool) & dram
-    if capped.any() and not capped[dram].all():
-        D.add("window_factor_mem", "mem", capped.astype(float)[:, None], 0.0, shared=True)
+
+    def on_dram_rows(name: str, rows, cols, knots=None):  # where some DRAM rows are of the kind and some not
+        rows = np.asarray(rows, bool) & dram
+        if rows.any() and not rows[dram].all():
+            D.add(name, "mem", rows[:, None] * cols, 0.0, knots, shared=True)
+
+    on_dram_rows("mha_items_factor_mem", np.asarray(R["h"]) == np.asarray(R["g"]),
+                 hat_basis(R["items"], DECODE_ITEM_KNOTS), DECODE_ITEM_KNOTS)
+    on_dram_rows("window_factor_mem", R.get("capped", np.zeros(n, bool)), np.ones((n, 1)))
     return D
 
 
