@@ -8,8 +8,11 @@
 The package (ai-dynamo/aiconfigurator, Apache-2.0) ships `systems/silicon_sample.csv`: 5,221 end-to-end serving
 runs NVIDIA measured on real GPUs (vLLM, SGLang and TensorRT-LLM of 2025-2026; H100, H200, B200, B300, GB200),
 each with its model, precision, parallelism, input and output lengths, concurrency and measured TTFT and TPOT
-(ms), and `model_configs/` with the models' HF config.json. Nothing of it is kept in this repo. No default, fit
-or rule of roofcalc was chosen while looking at these runs: this is a held-out check (docs/validation.md).
+(ms), and `model_configs/` with the models' HF config.json. Nothing of it is kept in this repo. At its first run
+no default, fit or rule of roofcalc had been chosen while looking at these runs; later changes were, so they are
+seen (docs/validation.md). With ``--calibrate`` they calibrate the range: the half-width in log that holds 80 %
+of them (conformal_band), for a step on one GPU and on several, written to src/roofcalc/data/calibration.json,
+which the step model reads (predict.StepTimes.band). Written again whenever the step model's predictions move.
 
 What is predicted, and how (fixed before the first run):
 * The rows: aggregated serving ("agg": prefill and decode on the same GPUs), one pipeline stage, no attention
@@ -35,6 +38,7 @@ What is predicted, and how (fixed before the first run):
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import statistics
 import sys
@@ -138,6 +142,44 @@ def predict(run: Run, configs: Path, cache: dict) -> tuple[float, float, float, 
     return ends[0], ends[1], ends[2], 1 - decode / ends[0]
 
 
+CALIBRATION = ROOT / "src" / "roofcalc" / "data" / "calibration.json"
+COVERAGE = 0.8  # the share of measured steps the range is to hold (issue: "at least 80 % inside")
+
+
+def conformal_band(logs: list[float], coverage: float = COVERAGE) -> float:
+    """The half-width b in log of the range predicted × e^±b that holds ``coverage`` of steps like these: split
+    conformal prediction's quantile, the ceil((n + 1) × coverage)-th smallest |log(measured / predicted)| of
+    the n calibration runs (it holds at least ``coverage`` of a new run exchangeable with them)."""
+    ranked = sorted(abs(x) for x in logs)
+    k = math.ceil((len(ranked) + 1) * coverage)
+    if k > len(ranked):
+        raise ValueError(f"{len(ranked)} runs are too few for a {coverage:.0%} range")
+    return ranked[k - 1]
+
+
+def calibration(rows, csv: Path) -> dict:
+    """The range's half-widths in log for a step on one GPU and on several (its collectives), from these runs'
+    expected times (predict.StepTimes.band; docs/conventions.md, "The range")."""
+    import datetime
+    import hashlib
+    import subprocess
+
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    bands = {}
+    for name, pick in (("one_gpu", lambda r: r.tp == 1), ("several_gpus", lambda r: r.tp > 1)):
+        logs = [math.log(r.tpot_s / p) for r, p, *_ in rows if pick(r)]
+        bands[name] = {"band": math.ceil(conformal_band(logs) * 1e4) / 1e4, "runs": len(logs),  # up: the k-th inside
+                       "median_abs_log": round(statistics.median(abs(x) for x in logs), 4)}
+    return {"source": "NVIDIA AIConfigurator 0.12 (aiconfigurator-core, Apache-2.0), systems/silicon_sample.csv: "
+                      "the aggregated serving runs benchmarks/silicon.py predicts (vLLM, SGLang and TensorRT-LLM "
+                      "on H100, H200 and B200; Llama-3.1 8B and 70B, Qwen3-32B; 1 to 8 GPUs)",
+            "sha256": hashlib.sha256(csv.read_bytes()).hexdigest()[:16], "coverage": COVERAGE,
+            "rule": "split conformal: the ceil((n+1) x coverage)-th smallest |log(measured TPOT / predicted)|",
+            "step_model": f"roofcalc at {commit or 'unknown commit'}", "date": datetime.date.today().isoformat(),
+            "bands": bands}
+
+
 def summary(rows) -> dict:
     inside = sum(lo <= r.tpot_s <= hi for r, _, lo, hi, _ in rows)
     logs = [math.log(r.tpot_s / p) for r, p, _, _, _ in rows]
@@ -162,6 +204,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, required=True, help="the unzipped aiconfigurator_core folder")
     ap.add_argument("--rows", action="store_true", help="print every run's row too")
+    ap.add_argument("--calibrate", action="store_true",
+                    help=f"write the range's calibration ({CALIBRATION.relative_to(ROOT)}) from these runs")
     args = ap.parse_args()
     csv, configs = args.data / "systems" / "silicon_sample.csv", args.data / "model_configs"
     if not csv.is_file() or not configs.is_dir():
@@ -186,6 +230,11 @@ def main() -> None:
         groups[name] = [x for x in rows if lo <= x[4] < hi]
     print()
     print(table({k: v for k, v in groups.items() if v}))
+    if args.calibrate:
+        doc = calibration(rows, csv)
+        CALIBRATION.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+        print(f"\nwrote {CALIBRATION.relative_to(ROOT)}: " + "; ".join(
+            f"{k} ±{v['band']:.3f} in log ({v['runs']} runs)" for k, v in doc["bands"].items()))
     if args.rows:
         print()
         print("| run | measured ms | predicted ms | [lower, upper] | measured / predicted | prefills' share |")

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .errors import RoofcalcError
+from .predict import range_name
 from .units import ms, pct, ratio, si, sig, us
 
 INDIGO = "#2b53d8"  # left of the verdict roof's ridge (the PNG's colours)
@@ -343,7 +344,8 @@ def roofline_figure(r):
         f"bytes    {si(st['bytes'], 'B')} ({st['bytes']:,})",
         f"AI       {ratio(st['intensity'])} FLOP/byte",
         f"floor    {ms(st['sum_floor_s'])} ms (sum of the kernels' floors)",
-        f"expected {ms(st['predicted_s'])} ms (range {ms(st['predicted_lower_s'])} to {ms(st['predicted_upper_s'])})",
+        f"expected {ms(st['predicted_s'])} ms ({range_name(st.get('range_band'))} "
+        f"{ms(st['predicted_lower_s'])} to {ms(st['predicted_upper_s'])})",
         "measured " + ("not measured (--tpot)" if st["tpot_s"] is None else
                        f"{ms(st['tpot_s'])} ms, {pct(st['roof_fraction'])} of the {roof} roof, "
                        f"{st['floor_multiple']:.2f}x its floor"),

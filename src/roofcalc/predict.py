@@ -18,10 +18,13 @@ This is the only overhead model: every report, sweep, rank, pipeline stage and `
 its times and its verdicts from here. A kernel is bound by one of KERNEL_BOUNDS (the largest
 term of its expected time), a step by one of STEP_BOUNDS.
 
-``predicted_s`` uses the expected efficiencies and overheads, ``predicted_upper_s`` the
-pessimistic ends, ``predicted_lower_s`` the floors (every efficiency 1, no host time):
-nothing beats it. :func:`step_times` computes all of it on scalars or on numpy arrays, so a
-single step, every sweep and ``roofcalc profile`` share one model.
+``predicted_s`` uses the expected efficiencies and overheads. The range around it
+[``predicted_lower_s``, ``predicted_upper_s``] is, on a GPU whose kernels come from measured
+tables, the prediction times e^±band, band calibrated on measured serving steps to hold 80 % of
+them (data/calibration.json; never below the floors); elsewhere (a CPU, a measured profile's own
+efficiencies) the floors (every efficiency 1, no host time: nothing beats them) to the pessimistic
+ends. The floors stay ``floor_s`` either way. :func:`step_times` computes all of it on scalars or on
+numpy arrays, so a single step, every sweep and ``roofcalc profile`` share one model.
 
 Efficiencies are fractions of a roof: the defaults (``DEFAULTS``) of the datasheet roof, each
 with the published measurement it comes from; a measured profile's of its own measured roof.
@@ -569,6 +572,10 @@ class KernelModel:
     db: Any = None
     # a profile's own fitted forms as written (measure.fit_curves; own_fits), written back by efficiency_record
     own: Mapping[str, Any] = field(default_factory=dict)
+    # the range's half-widths in log, (one GPU, several GPUs), calibrated on measured serving steps of models
+    # whose kernels come from the measured tables (with_fits; data/calibration.json); (): the floors to the
+    # pessimistic ends
+    band: tuple[float, ...] = ()
 
     @cached_property
     def unfitted(self) -> "KernelModel":
@@ -734,6 +741,26 @@ def engine_fits() -> dict:
     return _ENGINE_FITS
 
 
+_CALIBRATION: dict | None = None
+
+
+def calibration() -> dict:
+    """The range's calibration (data/calibration.json, benchmarks/silicon.py --calibrate writes it), read once."""
+    global _CALIBRATION
+    if _CALIBRATION is None:
+        import json
+        from pathlib import Path
+
+        _CALIBRATION = json.loads((Path(__file__).parent / "data" / "calibration.json").read_text(encoding="utf-8"))
+    return _CALIBRATION
+
+
+def calibrated_band() -> tuple[float, float]:
+    """The range's half-widths in log for a step on one GPU and on several (StepTimes.band)."""
+    b = calibration()["bands"]
+    return b["one_gpu"]["band"], b["several_gpus"]["band"]
+
+
 TABLE_ENGINES = ("vllm", "sglang", "trtllm")  # the engines whose kernel tables AIConfigurator measured
 
 
@@ -787,7 +814,7 @@ def with_fits(m: KernelModel, gpu: str, how: str = "measured", gemm: bool = True
     moe = {key: MoEFit.from_doc(d, where) for key, d in g.get("moe", {}).items()} if gemm and tables == "vllm" \
         else {}  # vLLM's FusedMoE (the tables of the other engines' MoE are not fitted)
     m = replace(m, fixed_s=fixed, fitted=gpu, fitted_how=how, gemm_fits=fits, gemm_fit=fits.get("bf16"),
-                attention_fits=attention, fitted_tables=tables, moe_fits=moe)
+                attention_fits=attention, fitted_tables=tables, moe_fits=moe, band=calibrated_band())
     if how == "nearest":
         return m
     return replace(m, collectives=fitted_collectives(gpu, engine), links=gpu)
@@ -867,7 +894,7 @@ def own_fits(m: KernelModel, doc: Any, where: str) -> KernelModel:
             fixed[name] = measured(name, attention[cls].fixed_s)
     return replace(m, gemm_fits=gemm, gemm_fit=gemm.get("bf16"), attention_fits=attention, fixed_s=fixed,
                    fitted=source, fitted_how="profile", fitted_tables="roofcalc measure",
-                   own={**doc, "source": source})
+                   own={**doc, "source": source}, band=())  # its own kernels: no calibration of its steps
 
 
 def model_from_profile(doc: Any, kind: str, where: str) -> KernelModel:
@@ -1266,6 +1293,7 @@ class StepTimes:
     fixed_s: Any = 0.0  # the part of device_s spent in kernels whose fixed cost outweighs their work
     serial_s: Any = 0.0  # an engine's host time the device waits for every step (EngineHost, overlap False)
     serial_upper_s: Any = 0.0
+    band: float = 0.0  # the range's half-width in log around predicted_s (KernelModel.band); 0: floors to upper
 
     def _combine(self, device, host):
         return _maximum(device, host) if self.overlap else device + host
@@ -1276,10 +1304,16 @@ class StepTimes:
 
     @property
     def predicted_upper_s(self):
+        """predicted_s × e^band where the range is calibrated, else every pessimistic end at once."""
+        if self.band:
+            return self.predicted_s * math.exp(self.band)
         return self._combine(self.device_upper_s, self.host_upper_s) + self.serial_upper_s
 
     @property
     def predicted_lower_s(self):
+        """predicted_s × e^-band where the range is calibrated (never below the floors), else the floors."""
+        if self.band:
+            return _maximum(self.floor_s, self.predicted_s * math.exp(-self.band))
         return self.floor_s
 
     def holds(self, measured_s) -> bool:
@@ -1316,6 +1350,12 @@ class StepTimes:
         return _where(self.host_s + self.serial_s > self.device_s, "host", by_kernels)
 
 
+def range_name(band) -> str:
+    """A step's range by what it is: calibrated to hold 80 % of measured steps (StepTimes.band; docs/conventions.md,
+    "The range"), or the floors to the pessimistic ends."""
+    return "80% range" if band else "range"
+
+
 def host_ops(impl: str, launches_per_step):
     """Host operations a step costs: eager ops, launch calls, or one graph replay."""
     if impl == "cuda-graph":
@@ -1342,6 +1382,7 @@ def step_times(terms, m: KernelModel, impl: str, launches_per_step, sequences=1)
     if m.moe_fits:
         terms = fuse_moe(terms)
     terms = fuse_gemms(terms)
+    several = any(t[3] == "collective" for t in terms)  # the step talks to other GPUs
     for count, t_c, t_m, kind, rows, wfmt, wbytes, depth, hop, n, coll, width, attn, *rest in terms:
         moe = rest[0] if rest else ()
         group = rest[1] if len(rest) > 1 else ()
@@ -1371,5 +1412,7 @@ def step_times(terms, m: KernelModel, impl: str, launches_per_step, sequences=1)
             host, host_hi = host + extra, host_hi + extra_hi
         else:
             serial, serial_hi = extra, extra_hi
+    band = m.band[several] if m.band else 0.0
     return StepTimes(_scalar(floor), _scalar(device), _scalar(upper), _scalar(host), _scalar(host_hi),
-                     _scalar(compute), m.overlap, _scalar(comm), _scalar(fixed), _scalar(serial), _scalar(serial_hi))
+                     _scalar(compute), m.overlap, _scalar(comm), _scalar(fixed), _scalar(serial), _scalar(serial_hi),
+                     band)

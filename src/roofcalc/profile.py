@@ -437,10 +437,10 @@ def _attribute(prof, analysis: Analysis, device: str, tpot: float, times, ttft: 
 
 
 def prediction_check(st) -> dict:
-    """Whether the step's range [floors, pessimistic ends] says anything: its upper ÷ lower against the
-    bound its sources allow, the floors-to-expected distance widened by SOURCE_SPREAD (no cited default's
-    pessimistic end lies further from its expected one); wider, the range is not informative, and a
-    measurement inside it is no sign the prediction held."""
+    """Whether the step's range says anything: its upper ÷ lower against the bound its sources allow, the
+    lower-end-to-expected distance widened by SOURCE_SPREAD (no cited default's pessimistic end lies further
+    from its expected one); wider, the range is not informative, and a measurement inside it is no sign the
+    prediction held. A calibrated range (predict.StepTimes.band) is informative: e^band is below the bound."""
     lower, expected, upper = st.predicted_lower_s, st.predicted_s, st.predicted_upper_s
     width = upper / lower if lower > 0 else math.inf
     bound = SOURCE_SPREAD * expected / lower if lower > 0 else math.inf
@@ -538,13 +538,14 @@ VERDICT_WORDS = {"inside": "(inside the range)", "outside": "(outside the range)
 def profile_lines(p: ProfileResult, r, trust: ProfileTrust) -> list[str]:
     """The measured step against the model: predicted vs measured TPOT, the device and host parts, the gap,
     and a warning line for each check that failed."""
+    from .predict import range_name
     from .report import host_words
 
     st = r.step
     t = st.times
     err = p.tpot_s / st.predicted_s - 1
     pred = trust.prediction
-    span = f"range {ms(st.predicted_lower_s)} to {ms(st.predicted_upper_s)} ms" + (
+    span = f"{range_name(t.band)} {ms(st.predicted_lower_s)} to {ms(st.predicted_upper_s)} ms" + (
         "" if pred["informative"] else f", {pred['upper_over_lower']:.3g}x wide where its sources allow "
                                        f"{pred['bound']:.3g}x: not informative")
     host = trust.host_s

@@ -14,14 +14,16 @@ from typing import Any, Iterable
 
 from .calculator import Analysis, Cost, Kernel
 from .parallel import TPSweep, ep_plan_words, tp_plan_words
+from .predict import range_name
 from .roofline import FLAG_MULTIPLE, Roof, Roofline
 from .shapes import PER_CHANNEL
 from .sweep import BatchVerdicts, Sweep, step_batch_verdicts
 from .units import capacity, ms, pct, ratio, si, sig
 
-SCHEMA_VERSION = 3  # 2: predicted_s and the efficiency model; predicted_lower_s / predicted_upper_s are the floors and the
+SCHEMA_VERSION = 4  # 2: predicted_s and the efficiency model; predicted_lower_s / predicted_upper_s are the floors and the
 # pessimistic end. 3: one overhead model: the launch model's fields (launch_overhead_s, t_launch_s, sum_launch_s, dominant,
-# launch_share_of_gap) are gone; a kernel's bound is memory, compute, link or fixed, with t_fixed_s beside it
+# launch_share_of_gap) are gone; a kernel's bound is memory, compute, link or fixed, with t_fixed_s beside it. 4: on a GPU
+# with fitted kernels the range is calibrated (predicted_s x e^+-range_band, the step's range_band); 0: as in 2
 FORMATS = ("table", "markdown", "csv", "json")
 
 
@@ -156,7 +158,7 @@ def step_record(r: Roofline) -> dict[str, Any]:
         "launches_per_layer": st.launches_per_layer, "launches_per_step": st.launches_per_step,
         "memory_bytes": r.memory_bytes, "capacity_bytes": r.capacity_bytes, "fits": r.fits,
         "predicted_s": st.predicted_s, "predicted_lower_s": st.predicted_lower_s,
-        "predicted_upper_s": st.predicted_upper_s, "device_s": t.device_s, "device_upper_s": t.device_upper_s,
+        "predicted_upper_s": st.predicted_upper_s, "range_band": t.band, "device_s": t.device_s, "device_upper_s": t.device_upper_s,
         "host_s": t.host_s, "host_upper_s": t.host_upper_s, "overlap": t.overlap, "step_bound": st.bound,
         "serial_host_s": t.serial_s, "serial_host_upper_s": t.serial_upper_s, "engine": engine_record(r.model, st.impl),
         "device_parts_s": {"memory": t.memory_s, "compute": t.compute_s, "communication": t.comm_s,
@@ -657,7 +659,8 @@ def totals_lines(r: Roofline) -> list[str]:
         f"bytes     weights {t.weight_bytes:,}  activations {t.activation_bytes:,}  KV cache {t.kv_bytes:,}",
         f"kernels   {per_layer} per layer, {sum(k.count for k in a.kernels)} per step; "
         f"launches {st.launches_per_layer:.4g} per layer, {st.launches_per_step} per step ({st.impl})",
-        f"time      predicted {ms(st.predicted_s)} ms (range {ms(st.predicted_lower_s)} to {ms(st.predicted_upper_s)}"
+        f"time      predicted {ms(st.predicted_s)} ms ({range_name(st.times.band)} {ms(st.predicted_lower_s)} to "
+        f"{ms(st.predicted_upper_s)}"
         f" ms): {bound_words(st)}",
         f"          device {ms(st.times.device_s)} ms (floors {ms(st.sum_floor_s)} ms over the kernels' efficiencies)"
         f", host {ms(st.times.host_s)} ms; "

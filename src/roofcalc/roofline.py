@@ -515,12 +515,13 @@ class StepVerdict:
 
     @property
     def predicted_lower_s(self) -> float:
-        """The floors: every kernel at its roof, no host time. Nothing beats it."""
+        """The range's lower end (predict.StepTimes): calibrated on a GPU with fitted kernels, else the floors."""
         return self.times.predicted_lower_s
 
     @property
     def predicted_upper_s(self) -> float:
-        """The pessimistic end: every efficiency and overhead at the low end of its source's range."""
+        """The range's upper end (predict.StepTimes): calibrated on a GPU with fitted kernels, else every
+        efficiency and overhead at the low end of its source's range."""
         return self.times.predicted_upper_s
 
     # ---- a measured step time (TPOT in decode)

@@ -528,7 +528,7 @@ def prefill_grid(shape: ModelShape, batches, prompts, roof: Roof, *, impl: str =
             for f in parts:
                 parts[f][i, j] = getattr(st, f)
             mem[i, j] = a.memory_bytes
-    times = StepTimes(**parts, overlap=(model or ideal()).overlap)
+    times = StepTimes(**parts, overlap=(model or ideal()).overlap, band=st.band)  # every point's one band
     return PrefillGrid(np.asarray(batches, dtype=np.int64), np.asarray(prompts, dtype=np.int64), flops, nbytes,
                        parts["floor_s"], mem, roof, times)
 
@@ -544,8 +544,8 @@ class RequestGrid(_Fits):
     ttft_s: "object"
     decode_s: "object"  # Σ of the N - 1 decode steps, predicted
     memory_bytes: "object"  # weights + the KV cache at the last step (P + N - 1 tokens)
-    lower_s: "object" = None  # the whole request at its floors
-    upper_s: "object" = None  # ... at the pessimistic end
+    lower_s: "object" = None  # the whole request at its steps' lower ends (predict.StepTimes.predicted_lower_s)
+    upper_s: "object" = None  # ... at their upper ends
 
     @property
     def predicted_s(self):
@@ -752,7 +752,7 @@ def check_corners(shape: ModelShape, grid: DecodeGrid, roof: Roof, *, impl: str,
 @dataclass(frozen=True)
 class PipelineTimes:
     """A pipeline's step at every point (:func:`roofcalc.parallel.pipeline_step_s`, as the single step's):
-    Σ stages + (M − 1) · the slowest, for the expected times, the floors and the pessimistic ends alike;
+    Σ stages + (M − 1) · the slowest, for the expected times and the range's ends alike;
     bound: the slowest stage's."""
 
     predicted_s: object
@@ -779,7 +779,7 @@ def pipeline_grid(kind: str, shape: ModelShape, batches, lengths, roof, *, analy
     n_b, n_s = len(batches), len(lengths)
     fields = ("flops", "bytes", "weight_bytes", "kv_bytes") if kind == "decode" else ("flops", "bytes")
     out = {f: np.zeros((n_b, n_s), dtype=np.int64) for f in fields + ("memory_bytes",)}
-    step, lower, upper = (np.zeros((n_b, n_s)) for _ in range(3))
+    step, lower, upper, floor = (np.zeros((n_b, n_s)) for _ in range(4))
     bound = np.empty((n_b, n_s), dtype=object)
     for micro, idx in rows.items():
         local = [int(batches[i]) // micro // analyzer.parallel.ep for i in idx]
@@ -798,13 +798,13 @@ def pipeline_grid(kind: str, shape: ModelShape, batches, lengths, roof, *, analy
         def pick(arrays):
             return np.take_along_axis(np.stack(arrays), slowest[None], axis=0)[0]
 
-        for name, target in (("predicted_s", step), ("predicted_lower_s", lower), ("predicted_upper_s", upper)):
+        for name, target in (("predicted_s", step), ("predicted_lower_s", lower), ("predicted_upper_s", upper),
+                             ("floor_s", floor)):
             target[idx] = pipeline_step_s([getattr(g, name) for g in grids], micro)
         for f in fields:
             out[f][idx] = pick([getattr(g, f) for g in grids])
         out["memory_bytes"][idx] = np.stack([g.memory_bytes for g in grids]).max(axis=0)
         bound[idx] = pick([np.asarray(g.bound, dtype=object) for g in grids])
-    floor = lower  # the pipeline at its floors
     times = PipelineTimes(step, lower, upper, bound)
     b, n = np.asarray(batches, dtype=np.int64), np.asarray(lengths, dtype=np.int64)
     if kind == "decode":

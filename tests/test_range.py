@@ -1,0 +1,109 @@
+"""The step's range: calibrated on a GPU with fitted kernels, the floors to the pessimistic ends elsewhere.
+
+The calibrated half-widths are data/calibration.json's (benchmarks/silicon.py --calibrate writes them from NVIDIA
+AIConfigurator 0.12's measured serving runs, which this repo does not keep); every expected value below is that
+file's number and hand arithmetic, or the step's own floors and pessimistic ends.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from roofcalc.calculator import Workload, analyze, dtype
+from roofcalc.hardware import find_hardware
+from roofcalc.parallel import Parallel, analyze_parallel
+from roofcalc.predict import StepTimes, calibration, calibrated_band
+from roofcalc.roofline import roofline
+from roofcalc.sources import load_shape
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_calibration_says_where_it_comes_from():
+    doc = calibration()
+    assert "silicon_sample.csv" in doc["source"] and doc["coverage"] == 0.8
+    assert doc["bands"]["one_gpu"]["runs"] == 184 and doc["bands"]["several_gpus"]["runs"] == 726
+    one, several = calibrated_band()
+    # a band narrower than the runs' median |log| could not hold 80 % of them
+    assert one > doc["bands"]["one_gpu"]["median_abs_log"] and several > doc["bands"]["several_gpus"]["median_abs_log"]
+
+
+def test_a_calibrated_range_by_hand():
+    """predicted 10 ms (device 10, host 2, overlapped) at band 0.25: e^±0.25 = x0.7788 and x1.2840; a floor of
+    9 ms lifts the lower end to it."""
+    t = StepTimes(floor_s=0.006, device_s=0.010, device_upper_s=0.020, host_s=0.002, host_upper_s=0.003,
+                  compute_s=0.0, overlap=True, band=0.25)
+    assert t.predicted_s == 0.010
+    assert t.predicted_lower_s == pytest.approx(0.007788, rel=1e-4)
+    assert t.predicted_upper_s == pytest.approx(0.012840, rel=1e-4)
+    assert t.holds(0.012) and not t.holds(0.0130) and not t.holds(0.0077)
+    high_floor = StepTimes(0.009, 0.010, 0.020, 0.002, 0.003, 0.0, True, band=0.25)
+    assert high_floor.predicted_lower_s == 0.009
+    bounds = StepTimes(0.006, 0.010, 0.020, 0.002, 0.003, 0.0, True)  # no band: floors to pessimistic ends
+    assert (bounds.predicted_lower_s, bounds.predicted_upper_s) == (0.006, 0.020)
+
+
+def test_the_worked_example_takes_the_one_gpu_band_and_a_cpu_keeps_its_floors():
+    """TinyLlama on the default T4 (fitted kernels: the A100's, its generation's) takes the one-GPU band; the same
+    step on a CPU (no fitted kernels) ranges from its floors to its pessimistic ends."""
+    shape = load_shape("TinyLlama/TinyLlama-1.1B")
+    wl = Workload.decode(1, 500, **{k: dtype("fp16") for k in ("weight_dtype", "act_dtype", "kv_dtype")})
+    st = roofline(analyze(shape, wl), find_hardware("T4")).step
+    one, _ = calibrated_band()
+    assert st.times.band == one
+    assert st.predicted_lower_s == pytest.approx(max(st.sum_floor_s, st.predicted_s * math.exp(-one)), rel=1e-12)
+    assert st.predicted_upper_s == pytest.approx(st.predicted_s * math.exp(one), rel=1e-12)
+    assert st.predicted_lower_s > st.sum_floor_s  # host-bound: the floors lie far below
+    bf16 = Workload.decode(1, 500, **{k: dtype("bf16") for k in ("weight_dtype", "act_dtype", "kv_dtype")})
+    cpu = roofline(analyze(shape, bf16), find_hardware("cpu")).step
+    assert cpu.times.band == 0.0
+    assert cpu.predicted_lower_s == pytest.approx(cpu.sum_floor_s, rel=1e-12)
+    assert cpu.predicted_upper_s == pytest.approx(cpu.times.device_upper_s + cpu.times.host_upper_s, rel=1e-12)
+
+
+def test_a_step_with_collectives_takes_the_several_gpu_band():
+    shape = load_shape("meta-llama/Llama-2-70b-hf")
+    r = roofline(analyze_parallel(shape, Workload.decode(1, 1000), Parallel(8)), find_hardware("H100-SXM"),
+                 impl="cuda-graph")
+    assert any(p.kernel.kind == "collective" for p in r.step.placements)
+    _, several = calibrated_band()
+    assert r.step.times.band == several
+    assert r.step.predicted_upper_s / r.step.predicted_s == pytest.approx(math.exp(several), rel=1e-12)
+
+
+def test_a_pipeline_grid_keeps_its_floors_apart_from_its_range():
+    """Under --pp the grid's floors are the stages' floors combined (Σ stages + (M − 1) x the slowest), not the
+    range's lower end."""
+    from roofcalc.parallel import PipelineAnalyzer
+    from roofcalc.sweep import sweep
+
+    shape = load_shape("meta-llama/Llama-2-70b-hf")
+    sw = sweep(shape, find_hardware("H100"), batches=[1], contexts=[1000], impl="cuda-graph",
+               analyzer=PipelineAnalyzer(shape, Parallel(4, pp=2)))
+    g = sw.grid
+    assert g.floor_s[0, 0] < g.predicted_lower_s[0, 0] < g.predicted_s[0, 0] < g.predicted_upper_s[0, 0]
+    assert g.predicted_upper_s[0, 0] / g.predicted_s[0, 0] == pytest.approx(math.exp(calibrated_band()[1]), rel=1e-9)
+
+
+def _silicon():
+    spec = importlib.util.spec_from_file_location("silicon", ROOT / "benchmarks" / "silicon.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("silicon", mod)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_conformal_band_by_hand():
+    """Nine runs: the ceil(10 x 0.8) = 8th smallest |log|; four: the ceil(5 x 0.8) = 4th, the largest; three are
+    too few for 80 % (ceil(4 x 0.8) = 4th of three)."""
+    band = _silicon().conformal_band
+    logs = [0.01, -0.02, 0.03, -0.04, 0.05, -0.06, 0.07, -0.08, 0.09]
+    assert band(logs) == 0.08
+    assert band([0.1, -0.2, 0.3, -0.4]) == 0.4
+    with pytest.raises(ValueError):
+        band([0.1, 0.2, 0.3])
