@@ -109,8 +109,10 @@ def runs(csv: Path) -> tuple[list[Run], dict]:
     return kept, left
 
 
-def predict(run: Run, configs: Path, cache: dict) -> tuple[float, float, float, float]:
-    """(expected, lower, upper) TPOT in seconds (module docstring), and the prefills' share of the expected."""
+def predict(run: Run, configs: Path, cache: dict) -> tuple:
+    """(expected, lower, upper) TPOT in seconds (module docstring), the prefills' share of the expected, and the
+    parts the range's lower end is made of: ((expected, floors) of the decode step, (expected, floors) of the
+    prefills' share), for the calibration (lower_end)."""
     from roofcalc import load_shape
     from roofcalc.calculator import dtype
     from roofcalc.engines import find_engine
@@ -135,26 +137,53 @@ def predict(run: Run, configs: Path, cache: dict) -> tuple[float, float, float, 
     dec = sweep(shape, hw, batches=[c], contexts=[run.isl + run.osl // 2], **kw).grid
     ends = [float(x[0, 0]) for x in (dec.predicted_s, dec.predicted_lower_s, dec.predicted_upper_s)]
     decode = ends[0]
+    parts = [(decode, float(dec.floor_s[0, 0]))]
     if c > 1:
         pre = sweep(shape, hw, batches=[c - 1], prompts=[run.isl], **kw).grid
         ends = [t + float(x[0, 0]) / run.osl
                 for t, x in zip(ends, (pre.predicted_s, pre.predicted_lower_s, pre.predicted_upper_s))]
-    return ends[0], ends[1], ends[2], 1 - decode / ends[0]
+        parts.append((float(pre.predicted_s[0, 0]) / run.osl, float(pre.floor_s[0, 0]) / run.osl))
+    return ends[0], ends[1], ends[2], 1 - decode / ends[0], tuple(parts)
 
 
 CALIBRATION = ROOT / "src" / "roofcalc" / "data" / "calibration.json"
 COVERAGE = 0.8  # the share of measured steps the range is to hold (issue: "at least 80 % inside")
 
 
-def conformal_band(logs: list[float], coverage: float = COVERAGE) -> float:
-    """The half-width b in log of the range predicted × e^±b that holds ``coverage`` of steps like these: split
-    conformal prediction's quantile, the ceil((n + 1) × coverage)-th smallest |log(measured / predicted)| of
-    the n calibration runs (it holds at least ``coverage`` of a new run exchangeable with them)."""
-    ranked = sorted(abs(x) for x in logs)
+def conformal_band(scores: list[float], coverage: float = COVERAGE) -> float:
+    """The half-width b in log of the range that holds ``coverage`` of steps like these: split conformal
+    prediction's quantile, the ceil((n + 1) × coverage)-th smallest score of the n calibration runs (a run's score:
+    the least b whose range holds it, band_needed), which holds at least ``coverage`` of a new run exchangeable
+    with them."""
+    ranked = sorted(scores)
     k = math.ceil((len(ranked) + 1) * coverage)
     if k > len(ranked):
         raise ValueError(f"{len(ranked)} runs are too few for a {coverage:.0%} range")
     return ranked[k - 1]
+
+
+def band_needed(measured: float, parts) -> float:
+    """The least half-width b whose range holds ``measured``: the range is Σ parts' expected × e^b above, and
+    Σ max(floors, expected × e^-b) below (each step's lower end never under its floors: predict.StepTimes); a
+    run faster than the floors' sum no band holds (inf)."""
+    expected = sum(p for p, _ in parts)
+    if measured >= expected:
+        return math.log(measured / expected)
+    if sum(f for _, f in parts) > measured:
+        return math.inf
+
+    def lower(b: float) -> float:
+        return sum(max(f, p * math.exp(-b)) for p, f in parts)
+
+    lo, hi = 0.0, math.log(expected / measured)  # the band that would hold it with no floors
+    while lower(hi) > measured:  # a floor holds one part up: further
+        if hi > 50:
+            return math.inf
+        lo, hi = hi, 2 * hi
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if lower(mid) <= measured else (mid, hi)
+    return hi
 
 
 def calibration(rows, csv: Path) -> dict:
@@ -168,25 +197,29 @@ def calibration(rows, csv: Path) -> dict:
                             text=True).stdout.strip()
     bands = {}
     for name, pick in (("one_gpu", lambda r: r.tp == 1), ("several_gpus", lambda r: r.tp > 1)):
-        logs = [math.log(r.tpot_s / p) for r, p, *_ in rows if pick(r)]
-        bands[name] = {"band": math.ceil(conformal_band(logs) * 1e4) / 1e4, "runs": len(logs),  # up: the k-th inside
-                       "median_abs_log": round(statistics.median(abs(x) for x in logs), 4)}
+        picked = [(r, p, parts) for r, p, _, _, _, parts in rows if pick(r)]
+        scores = [band_needed(r.tpot_s, parts) for r, _, parts in picked]
+        bands[name] = {"band": math.ceil(conformal_band(scores) * 1e4) / 1e4, "runs": len(picked),  # up: k-th inside
+                       "median_abs_log": round(statistics.median(abs(math.log(r.tpot_s / p)) for r, p, _ in picked), 4),
+                       "below_floors": sum(math.isinf(x) for x in scores)}
     return {"source": "NVIDIA AIConfigurator 0.12 (aiconfigurator-core, Apache-2.0), systems/silicon_sample.csv: "
                       "the aggregated serving runs benchmarks/silicon.py predicts (vLLM, SGLang and TensorRT-LLM "
                       "on H100, H200 and B200; Llama-3.1 8B and 70B, Qwen3-32B; 1 to 8 GPUs)",
             "sha256": hashlib.sha256(csv.read_bytes()).hexdigest()[:16], "coverage": COVERAGE,
-            "rule": "split conformal: the ceil((n+1) x coverage)-th smallest |log(measured TPOT / predicted)|",
+            "rule": "split conformal: the ceil((n+1) x coverage)-th smallest score, a run's score the least band "
+                    "whose range (predicted x e^band above, each step's max(floors, predicted x e^-band) below) holds "
+                    "it (inf below the floors)",
             "step_model": f"roofcalc at {commit or 'unknown commit'}", "date": datetime.date.today().isoformat(),
             "bands": bands}
 
 
 def summary(rows) -> dict:
-    inside = sum(lo <= r.tpot_s <= hi for r, _, lo, hi, _ in rows)
-    logs = [math.log(r.tpot_s / p) for r, p, _, _, _ in rows]
+    inside = sum(lo <= r.tpot_s <= hi for r, _, lo, hi, *_ in rows)
+    logs = [math.log(r.tpot_s / p) for r, p, *_ in rows]
     return {"runs": len(rows), "inside": inside, "share_inside": inside / len(rows),
             "median_log": statistics.median(logs), "median_abs_log": statistics.median(abs(x) for x in logs),
             "within_30": sum(abs(x) <= math.log(1.3) for x in logs) / len(rows),
-            "median_width": statistics.median(hi / lo for _, _, lo, hi, _ in rows)}
+            "median_width": statistics.median(hi / lo for _, _, lo, hi, *_ in rows)}
 
 
 def table(groups: dict) -> str:
@@ -239,7 +272,7 @@ def main() -> None:
         print()
         print("| run | measured ms | predicted ms | [lower, upper] | measured / predicted | prefills' share |")
         print("|---|---|---|---|---|---|")
-        for r, p, lo, hi, share in rows:
+        for r, p, lo, hi, share, _ in rows:
             print(f"| {r.id} | {r.tpot_s * 1e3:.2f} | {p * 1e3:.2f} | [{lo * 1e3:.2f}, {hi * 1e3:.2f}] | "
                   f"{r.tpot_s / p:.2f} | {100 * share:.0f} % |")
 

@@ -25,12 +25,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_calibration_says_where_it_comes_from():
+    """The 910 serving runs benchmarks/silicon.py predicts (docs/validation.md), split by GPU count."""
     doc = calibration()
     assert "silicon_sample.csv" in doc["source"] and doc["coverage"] == 0.8
-    assert doc["bands"]["one_gpu"]["runs"] == 184 and doc["bands"]["several_gpus"]["runs"] == 726
+    b = doc["bands"]
+    assert b["one_gpu"]["runs"] + b["several_gpus"]["runs"] == 910
     one, several = calibrated_band()
     # a band narrower than the runs' median |log| could not hold 80 % of them
-    assert one > doc["bands"]["one_gpu"]["median_abs_log"] and several > doc["bands"]["several_gpus"]["median_abs_log"]
+    assert one > b["one_gpu"]["median_abs_log"] and several > b["several_gpus"]["median_abs_log"]
 
 
 def test_a_calibrated_range_by_hand():
@@ -76,6 +78,34 @@ def test_a_step_with_collectives_takes_the_several_gpu_band():
     assert r.step.predicted_upper_s / r.step.predicted_s == pytest.approx(math.exp(several), rel=1e-12)
 
 
+def test_every_stage_of_a_pipeline_takes_the_several_gpu_band():
+    """--pp 2 alone: stage 0 sends its activations on (a collective-kind term), the last stage has no collective;
+    both run on two GPUs, so both take the several-GPU band, in the single step and in the sweep."""
+    from roofcalc.parallel import PipelineAnalyzer, StageAnalyzer, pipeline_roofline
+    from roofcalc.sweep import sweep
+
+    shape, h100 = load_shape("TinyLlama/TinyLlama-1.1B"), find_hardware("H100")
+    _, several = calibrated_band()
+    par = Parallel(1, pp=2)
+    last = StageAnalyzer(shape, par, 1, 2)(Workload.decode(2, 500))
+    assert not any(k.kind == "collective" for k in last.kernels)
+    assert roofline(last, h100, impl="cuda-graph").step.times.band == several
+    r = pipeline_roofline(shape, Workload.decode(2, 500), 2, 2, h100, impl="cuda-graph")
+    assert r.step.times.band == several
+    g = sweep(shape, h100, batches=[2], contexts=[500], impl="cuda-graph", analyzer=PipelineAnalyzer(shape, par)).grid
+    assert g.predicted_upper_s[0, 0] / g.predicted_s[0, 0] == pytest.approx(math.exp(several), rel=1e-9)
+
+
+def test_a_profiles_own_kernels_take_no_band():
+    """The calibration describes the shipped fitted kernels: a model whose kernels a profile fitted on its own GPU
+    (own_fits) is not calibrated, and ranges from its floors."""
+    from roofcalc.predict import default_model, own_fits
+
+    fitted = default_model("gpu", fits="h100_sxm")
+    assert fitted.band == calibrated_band()
+    assert own_fits(fitted, {"gemm": {}, "attention": {}}, "a profile").band == ()
+
+
 def test_a_pipeline_grid_keeps_its_floors_apart_from_its_range():
     """Under --pp the grid's floors are the stages' floors combined (Σ stages + (M − 1) x the slowest), not the
     range's lower end."""
@@ -98,12 +128,25 @@ def _silicon():
     return mod
 
 
+def test_the_band_a_run_needs_by_hand():
+    """One part, expected 10 ms, floors 6 ms: a run at 12 ms needs log(1.2) = 0.1823 above; at 8 ms log(10/8) =
+    0.2231 below; at 5 ms no band (under the floors). Two parts (10, floors 9) and (10, floors 0) at 12 ms: the
+    first stays at 9, so the second must come to 3 = 10·e^-b, b = log(10/3) = 1.2040."""
+    need = _silicon().band_needed
+    assert need(0.012, [(0.010, 0.006)]) == pytest.approx(math.log(1.2), abs=1e-9)
+    assert need(0.008, [(0.010, 0.006)]) == pytest.approx(math.log(1.25), abs=1e-9)
+    assert need(0.005, [(0.010, 0.006)]) == math.inf
+    assert need(0.012, [(0.010, 0.009), (0.010, 0.0)]) == pytest.approx(math.log(10 / 3), abs=1e-9)
+
+
 def test_the_conformal_band_by_hand():
-    """Nine runs: the ceil(10 x 0.8) = 8th smallest |log|; four: the ceil(5 x 0.8) = 4th, the largest; three are
-    too few for 80 % (ceil(4 x 0.8) = 4th of three)."""
+    """Nine runs: the ceil(10 x 0.8) = 8th smallest score; four: the ceil(5 x 0.8) = 4th, the largest; three are
+    too few for 80 % (ceil(4 x 0.8) = 4th of three); a run no band holds (inf) counts as the largest."""
     band = _silicon().conformal_band
-    logs = [0.01, -0.02, 0.03, -0.04, 0.05, -0.06, 0.07, -0.08, 0.09]
-    assert band(logs) == 0.08
-    assert band([0.1, -0.2, 0.3, -0.4]) == 0.4
+    scores = [0.09, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.01]
+    assert band(scores) == 0.08
+    assert band([0.1, 0.2, 0.3, 0.4]) == 0.4
+    assert band([0.08, math.inf, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07]) == 0.08  # the 8th of nine
+    assert band([0.1, math.inf, 0.3, 0.2, 0.5]) == math.inf  # ceil(6 x 0.8) = 5th of five: the inf
     with pytest.raises(ValueError):
         band([0.1, 0.2, 0.3])

@@ -1350,10 +1350,15 @@ class StepTimes:
         return _where(self.host_s + self.serial_s > self.device_s, "host", by_kernels)
 
 
+def range_band(m: "KernelModel | None", several: bool) -> float:
+    """The range's half-width in log for a step of ``m`` on one GPU or on several (KernelModel.band); 0: none."""
+    return m.band[several] if m is not None and m.band else 0.0
+
+
 def range_name(band) -> str:
-    """A step's range by what it is: calibrated to hold 80 % of measured steps (StepTimes.band; docs/conventions.md,
-    "The range"), or the floors to the pessimistic ends."""
-    return "80% range" if band else "range"
+    """A step's range by what it is: calibrated to hold a share of measured steps (StepTimes.band, the calibration's
+    coverage; docs/conventions.md, "The range"), or the floors to the pessimistic ends."""
+    return f"{calibration()['coverage']:.0%} range" if band else "range"
 
 
 def host_ops(impl: str, launches_per_step):
@@ -1369,7 +1374,7 @@ def host_seconds_per_op(m: KernelModel, impl: str) -> Efficiency:
     return m.host_per_op_s if impl == "hf-eager" else m.launch_s
 
 
-def step_times(terms, m: KernelModel, impl: str, launches_per_step, sequences=1) -> StepTimes:
+def step_times(terms, m: KernelModel, impl: str, launches_per_step, sequences=1, gpus: int = 1) -> StepTimes:
     """The step from its kernels. ``terms`` holds one tuple per kernel,
     (count, t_compute_s, t_memory_s, kind, rows, weight_format, weight_bytes, depth, hop, launches, collective,
     width, attn),
@@ -1377,12 +1382,13 @@ def step_times(terms, m: KernelModel, impl: str, launches_per_step, sequences=1)
     collective's "link" or "network", else "") are per kernel; launches (device kernels one instance runs,
     each paying its class's fixed cost) per kernel or per batch; collective (op, ranks) or (); a collective's
     weight_bytes is its message. ``sequences``: the step's sequences (a number or an array), for the engine's
-    host time per sequence (KernelModel.engine_host)."""
+    host time per sequence (KernelModel.engine_host). ``gpus``: the GPUs the step runs on (Parallel.gpus; a
+    pipeline stage's too), which with its collectives picks the range's band (KernelModel.band)."""
     floor = device = upper = compute = comm = fixed = 0.0
     if m.moe_fits:
         terms = fuse_moe(terms)
     terms = fuse_gemms(terms)
-    several = any(t[3] == "collective" for t in terms)  # the step talks to other GPUs
+    several = gpus > 1 or any(t[3] == "collective" for t in terms)  # a step of several GPUs
     for count, t_c, t_m, kind, rows, wfmt, wbytes, depth, hop, n, coll, width, attn, *rest in terms:
         moe = rest[0] if rest else ()
         group = rest[1] if len(rest) > 1 else ()
@@ -1412,7 +1418,7 @@ def step_times(terms, m: KernelModel, impl: str, launches_per_step, sequences=1)
             host, host_hi = host + extra, host_hi + extra_hi
         else:
             serial, serial_hi = extra, extra_hi
-    band = m.band[several] if m.band else 0.0
+    band = range_band(m, several)
     return StepTimes(_scalar(floor), _scalar(device), _scalar(upper), _scalar(host), _scalar(host_hi),
                      _scalar(compute), m.overlap, _scalar(comm), _scalar(fixed), _scalar(serial), _scalar(serial_hi),
                      band)

@@ -14,8 +14,8 @@ from typing import Any, Iterable
 
 from .calculator import Analysis, Cost, Kernel
 from .parallel import TPSweep, ep_plan_words, tp_plan_words
-from .predict import range_name
-from .roofline import FLAG_MULTIPLE, Roof, Roofline
+from .predict import range_band, range_name
+from .roofline import FLAG_MULTIPLE, Roof, Roofline, gpus_of
 from .shapes import PER_CHANNEL
 from .sweep import BatchVerdicts, Sweep, step_batch_verdicts
 from .units import capacity, ms, pct, ratio, si, sig
@@ -797,7 +797,7 @@ def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
     w = sw.dtypes
     ident = {"model": sw.shape.name, "hardware": sw.hardware.name, "weight_dtype": w.weight_dtype.name,
              "act_dtype": w.act_dtype.name, "kv_dtype": w.kv_dtype.name, "compute_dtype": w.compute_dtype.name,
-             "impl": sw.impl}
+             "impl": sw.impl, "range_band": range_band(sw.model, gpus_of(sw.analyzer) > 1)}
     out = []
     if sw.kind == "decode":
         inten, step, upper, tps, bound = g.intensity, g.step_s, g.step_upper_s, g.tokens_per_s, g.bound

@@ -467,6 +467,7 @@ class StepVerdict:
     n_layers: int = 1
     model: KernelModel | None = None
     sequences: int = 1  # the step's sequences: an engine's host time per sequence (predict.EngineHost)
+    gpus: int = 1  # the GPUs it runs on (Parallel.gpus): with its collectives, the range's band
 
     @cached_property
     def times(self) -> StepTimes:
@@ -475,7 +476,7 @@ class StepVerdict:
         from .predict import ideal
 
         return step_times([p.term for p in self.placements], self.model or ideal(), self.impl, self.launches_per_step,
-                          self.sequences)
+                          self.sequences, self.gpus)
 
     @property
     def predicted_s(self) -> float:
@@ -573,7 +574,13 @@ def place(analysis: Analysis, roof: Roof, *, impl: str = "hf-eager",
                        for p, t in zip(placements, fused))
     totals = analysis.totals
     return StepVerdict(placements, roof, impl, totals.flops, totals.bytes, tpot_s, analysis.shape.n_layers, model,
-                       analysis.workload.batch)
+                       analysis.workload.batch, gpus_of(analysis))
+
+
+def gpus_of(analysis_or_analyzer) -> int:
+    """The GPUs a step (an analysis, or a sweep's analyzer) runs on: its Parallel's, else one."""
+    parallel = getattr(analysis_or_analyzer, "parallel", None)
+    return parallel.gpus if parallel is not None else 1
 
 
 @dataclass(frozen=True)

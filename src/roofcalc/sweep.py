@@ -33,7 +33,7 @@ from .errors import RoofcalcError
 from .inputs import MAX_GRID_POINTS, check_sizes
 from .predict import KernelModel, StepTimes, ideal, step_times
 from .parallel import PipelineAnalyzer, StageAnalyzer, link_bytes, pipeline_step_s
-from .roofline import Roof, attention_sizes, kernel_term, launches, place, weight_format
+from .roofline import Roof, attention_sizes, gpus_of, kernel_term, launches, place, weight_format
 from .shapes import ModelShape
 
 FIELDS = tuple(f.name for f in fields(Cost))
@@ -278,7 +278,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
             attn = attention_sizes(kernel, batch=b, kv_len=keys_read, window=window or 0, context=s)
         terms.append(kernel_term(kernel, roof, n, weight_format(kernel, base.weight_dtype), count=count,
                                  cost=Cost(**cost), rows=rows, message=message, link=link, attn=attn))
-    times = step_times(terms, model or ideal(), impl, n_launch, b)
+    times = step_times(terms, model or ideal(), impl, n_launch, b, gpus_of(analyzer))
     # every kernel's share added in kernel order, as the single step adds them; the sums that no
     # kernel's context reached (a column) spread over the grid
     times = replace(times, **{f: np.broadcast_to(getattr(times, f), (n_b, n_s)).copy()
