@@ -10,9 +10,8 @@ runs NVIDIA measured on real GPUs (vLLM, SGLang and TensorRT-LLM of 2025-2026; H
 each with its model, precision, parallelism, input and output lengths, concurrency and measured TTFT and TPOT
 (ms), and `model_configs/` with the models' HF config.json. Nothing of it is kept in this repo. At its first run
 no default, fit or rule of roofcalc had been chosen while looking at these runs; later changes were, so they are
-seen (docs/validation.md). With ``--calibrate`` they calibrate the range: the half-width in log that holds 80 %
-of them (conformal_band), for a step on one GPU and on several, written to src/roofcalc/data/calibration.json,
-which the step model reads (predict.StepTimes.band). Written again whenever the step model's predictions move.
+seen (docs/validation.md). They are one of the two sources benchmarks/calibrate.py calibrates the range on
+(band_needed: the least band that holds a run).
 
 What is predicted, and how (fixed before the first run):
 * The rows: aggregated serving ("agg": prefill and decode on the same GPUs), one pipeline stage, no attention
@@ -38,7 +37,6 @@ What is predicted, and how (fixed before the first run):
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import sys
@@ -146,22 +144,6 @@ def predict(run: Run, configs: Path, cache: dict) -> tuple:
     return ends[0], ends[1], ends[2], 1 - decode / ends[0], tuple(parts)
 
 
-CALIBRATION = ROOT / "src" / "roofcalc" / "data" / "calibration.json"
-COVERAGE = 0.8  # the share of measured steps the range is to hold (issue: "at least 80 % inside")
-
-
-def conformal_band(scores: list[float], coverage: float = COVERAGE) -> float:
-    """The half-width b in log of the range that holds ``coverage`` of steps like these: split conformal
-    prediction's quantile, the ceil((n + 1) × coverage)-th smallest score of the n calibration runs (a run's score:
-    the least b whose range holds it, band_needed), which holds at least ``coverage`` of a new run exchangeable
-    with them."""
-    ranked = sorted(scores)
-    k = math.ceil((len(ranked) + 1) * coverage)
-    if k > len(ranked):
-        raise ValueError(f"{len(ranked)} runs are too few for a {coverage:.0%} range")
-    return ranked[k - 1]
-
-
 def band_needed(measured: float, parts) -> float:
     """The least half-width b whose range holds ``measured``: the range is Σ parts' expected × e^b above, and
     Σ max(floors, expected × e^-b) below (each step's lower end never under its floors: predict.StepTimes); a
@@ -184,33 +166,6 @@ def band_needed(measured: float, parts) -> float:
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if lower(mid) <= measured else (mid, hi)
     return hi
-
-
-def calibration(rows, csv: Path) -> dict:
-    """The range's half-widths in log for a step on one GPU and on several (its collectives), from these runs'
-    expected times (predict.StepTimes.band; docs/conventions.md, "The range")."""
-    import datetime
-    import hashlib
-    import subprocess
-
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    bands = {}
-    for name, pick in (("one_gpu", lambda r: r.tp == 1), ("several_gpus", lambda r: r.tp > 1)):
-        picked = [(r, p, parts) for r, p, _, _, _, parts in rows if pick(r)]
-        scores = [band_needed(r.tpot_s, parts) for r, _, parts in picked]
-        bands[name] = {"band": math.ceil(conformal_band(scores) * 1e4) / 1e4, "runs": len(picked),  # up: k-th inside
-                       "median_abs_log": round(statistics.median(abs(math.log(r.tpot_s / p)) for r, p, _ in picked), 4),
-                       "below_floors": sum(math.isinf(x) for x in scores)}
-    return {"source": "NVIDIA AIConfigurator 0.12 (aiconfigurator-core, Apache-2.0), systems/silicon_sample.csv: "
-                      "the aggregated serving runs benchmarks/silicon.py predicts (vLLM, SGLang and TensorRT-LLM "
-                      "on H100, H200 and B200; Llama-3.1 8B and 70B, Qwen3-32B; 1 to 8 GPUs)",
-            "sha256": hashlib.sha256(csv.read_bytes()).hexdigest()[:16], "coverage": COVERAGE,
-            "rule": "split conformal: the ceil((n+1) x coverage)-th smallest score, a run's score the least band "
-                    "whose range (predicted x e^band above, each step's max(floors, predicted x e^-band) below) holds "
-                    "it (inf below the floors)",
-            "step_model": f"roofcalc at {commit or 'unknown commit'}", "date": datetime.date.today().isoformat(),
-            "bands": bands}
 
 
 def summary(rows) -> dict:
@@ -237,8 +192,6 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, required=True, help="the unzipped aiconfigurator_core folder")
     ap.add_argument("--rows", action="store_true", help="print every run's row too")
-    ap.add_argument("--calibrate", action="store_true",
-                    help=f"write the range's calibration ({CALIBRATION.relative_to(ROOT)}) from these runs")
     args = ap.parse_args()
     csv, configs = args.data / "systems" / "silicon_sample.csv", args.data / "model_configs"
     if not csv.is_file() or not configs.is_dir():
@@ -263,11 +216,6 @@ def main() -> None:
         groups[name] = [x for x in rows if lo <= x[4] < hi]
     print()
     print(table({k: v for k, v in groups.items() if v}))
-    if args.calibrate:
-        doc = calibration(rows, csv)
-        CALIBRATION.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-        print(f"\nwrote {CALIBRATION.relative_to(ROOT)}: " + "; ".join(
-            f"{k} ±{v['band']:.3f} in log ({v['runs']} runs)" for k, v in doc["bands"].items()))
     if args.rows:
         print()
         print("| run | measured ms | predicted ms | [lower, upper] | measured / predicted | prefills' share |")

@@ -20,8 +20,8 @@ term of its expected time), a step by one of STEP_BOUNDS.
 
 ``predicted_s`` uses the expected efficiencies and overheads. The range around it
 [``predicted_lower_s``, ``predicted_upper_s``] is, on a GPU whose kernels come from measured
-tables, the prediction times e^±band, band calibrated on measured serving steps to hold 80 % of
-them (data/calibration.json; never below the floors); elsewhere (a CPU, a measured profile's own
+tables, the prediction times e^±band, band calibrated on measured steps (serving runs and
+published engine measurements) to hold 80 % of each (data/calibration.json; never below the floors); elsewhere (a CPU, a measured profile's own
 efficiencies) the floors (every efficiency 1, no host time: nothing beats them) to the pessimistic
 ends. The floors stay ``floor_s`` either way. :func:`step_times` computes all of it on scalars or on
 numpy arrays, so a single step, every sweep and ``roofcalc profile`` share one model.
@@ -572,8 +572,8 @@ class KernelModel:
     db: Any = None
     # a profile's own fitted forms as written (measure.fit_curves; own_fits), written back by efficiency_record
     own: Mapping[str, Any] = field(default_factory=dict)
-    # the range's half-widths in log, (one GPU, several GPUs), calibrated on measured serving steps of models
-    # whose kernels come from the measured tables (with_fits; data/calibration.json); (): the floors to the
+    # the range's half-widths in log, (one GPU, several GPUs), calibrated on measured steps of models whose
+    # kernels come from the measured tables (with_fits; data/calibration.json); (): the floors to the
     # pessimistic ends
     band: tuple[float, ...] = ()
 
@@ -745,7 +745,7 @@ _CALIBRATION: dict | None = None
 
 
 def calibration() -> dict:
-    """The range's calibration (data/calibration.json, benchmarks/silicon.py --calibrate writes it), read once."""
+    """The range's calibration (data/calibration.json, benchmarks/calibrate.py writes it), read once."""
     global _CALIBRATION
     if _CALIBRATION is None:
         import json
