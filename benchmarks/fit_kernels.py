@@ -806,7 +806,7 @@ Why, and what else the tables showed:
   only rows of KV < 8).
 * **fp8 block-scaled GEMMs** (`gemm_fp8_block`) are fitted on TensorRT-LLM's tables (its `Linear` with
   FP8_BLOCK_SCALES) and SGLang's (per-token-group quantization, then DeepGEMM), both timed in a CUDA graph,
-  and cross-validate as the per-tensor ones do (0.03-0.10). vLLM 0.24's `fp8_block` rows (DeepGEMM from
+  and cross-validate about as the per-tensor ones do (0.03-0.10 against 0.04-0.10). vLLM 0.24's `fp8_block` rows (DeepGEMM from
   M = 32, FlashInfer below, on H100/H200/B200; Triton on the L40S) are left out: they are timed without a CUDA
   graph, one layer per run (AIConfigurator's collector/vllm/collect_gemm.py: `use_cuda_graph=gemm_type !=
   "fp8_block"`), so the host's launches are in them: on the H100 a 4,096 x 4,096 one takes 59 µs at M = 1 and

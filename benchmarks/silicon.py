@@ -149,10 +149,10 @@ def band_needed(measured: float, parts) -> float:
     Σ max(floors, expected × e^-b) below (each step's lower end never under its floors: predict.StepTimes); a
     run faster than the floors' sum no band holds (inf)."""
     expected = sum(p for p, _ in parts)
+    if sum(f for _, f in parts) > measured or expected <= 0:
+        return math.inf
     if measured >= expected:
         return math.log(measured / expected)
-    if sum(f for _, f in parts) > measured:
-        return math.inf
 
     def lower(b: float) -> float:
         return sum(max(f, p * math.exp(-b)) for p, f in parts)

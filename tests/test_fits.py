@@ -601,8 +601,11 @@ def test_tensorrt_llms_fp8_gemm_is_fitted_as_served():
     kw = dict(weight_dtype=DTYPES["fp8-t"], act_dtype=DTYPES["fp16"], kv_dtype=DTYPES["fp16"],
               cache_update="in-place")
     a = analyze(load_shape("meta-llama/Llama-2-70b-hf"), Workload.decode(1, 256, **kw))
-    step = roofline(a, find_hardware("H200"), impl="cuda-graph", engine_host=ENGINES["trtllm"].host).step
-    t = {p.kernel.name: p for p in step.placements}["o_proj"].t_expected_s
+    r = roofline(a, find_hardware("H200"), impl="cuda-graph", engine_host=ENGINES["trtllm"].host)
+    assert r.model.fitted_tables == "trtllm"
+    used, shipped = r.model.matmul_fit("fp8-t"), GemmFit.from_doc(fp8, "")
+    assert (used.fixed_s, used.e_compute, used.e_memory) == (shipped.fixed_s, shipped.e_compute, shipped.e_memory)
+    t = {p.kernel.name: p for p in r.step.placements}["o_proj"].t_expected_s
     served = (H200_TRT_FP8_M1 - H200_TRT_SCALE_M1) * 1e-3
     assert t == pytest.approx(served, rel=0.30)
     assert abs(math.log(t / served)) < abs(math.log(t / (H200_TRT_FP8_M1 * 1e-3)))

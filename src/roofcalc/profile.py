@@ -440,7 +440,8 @@ def prediction_check(st) -> dict:
     """Whether the step's range says anything: its upper ÷ lower against the bound its sources allow, the
     lower-end-to-expected distance widened by SOURCE_SPREAD (no cited default's pessimistic end lies further
     from its expected one); wider, the range is not informative, and a measurement inside it is no sign the
-    prediction held. A calibrated range (predict.StepTimes.band) is informative: e^band is below the bound."""
+    prediction held. A calibrated range (predict.StepTimes.band) is informative where e^band is below
+    SOURCE_SPREAD (the one-GPU band's; the several-GPU band's e^0.702 is not)."""
     lower, expected, upper = st.predicted_lower_s, st.predicted_s, st.predicted_upper_s
     width = upper / lower if lower > 0 else math.inf
     bound = SOURCE_SPREAD * expected / lower if lower > 0 else math.inf
