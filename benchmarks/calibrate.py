@@ -81,7 +81,7 @@ def published_scores() -> dict[str, list[float]]:
             if not inside(hi):
                 out[group].append(math.inf)
                 continue
-            for _ in range(40):
+            for _ in range(24):  # to 4 / 2^24: well inside the 4th decimal the band is written to
                 mid = (lo + hi) / 2
                 lo, hi = (lo, mid) if inside(mid) else (mid, hi)
             out[group].append(hi)
