@@ -169,3 +169,18 @@ def test_the_conformal_band_by_hand():
     assert band([0.1, math.inf, 0.3, 0.2, 0.5]) == math.inf  # ceil(6 x 0.8) = 5th of five: the inf
     with pytest.raises(ValueError):
         band([0.1, 0.2, 0.3])
+
+
+def test_a_calibrated_range_is_informative_however_wide():
+    """profile.prediction_check judges the floors-to-pessimistic range by the spread its sources allow
+    (SOURCE_SPREAD); a calibrated range's width is what measured steps needed, so it says something even where
+    e^band passes that spread (the several-GPU band: e^0.702 = 2.02 > 2)."""
+    from roofcalc.measure import SOURCE_SPREAD
+    from roofcalc.profile import prediction_check
+
+    r = roofline(analyze_parallel(load_shape("meta-llama/Llama-2-70b-hf"), Workload.decode(1, 1000), Parallel(8)),
+                 find_hardware("H100-SXM"), impl="cuda-graph")
+    assert math.exp(r.step.times.band) > SOURCE_SPREAD  # the shipped several-GPU band
+    check = prediction_check(r.step)
+    assert check["calibrated"] and check["informative"]
+    assert check["upper_over_lower"] > check["bound"]  # what the sources' rule alone would have refused

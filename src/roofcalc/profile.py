@@ -440,13 +440,14 @@ def prediction_check(st) -> dict:
     """Whether the step's range says anything: its upper ÷ lower against the bound its sources allow, the
     lower-end-to-expected distance widened by SOURCE_SPREAD (no cited default's pessimistic end lies further
     from its expected one); wider, the range is not informative, and a measurement inside it is no sign the
-    prediction held. A calibrated range (predict.StepTimes.band) is informative where e^band is below
-    SOURCE_SPREAD (the one-GPU band's; the several-GPU band's e^0.702 is not)."""
+    prediction held. A calibrated range (predict.StepTimes.band) is informative as it is: its width is what
+    measured steps needed (data/calibration.json), not a spread of sources."""
     lower, expected, upper = st.predicted_lower_s, st.predicted_s, st.predicted_upper_s
     width = upper / lower if lower > 0 else math.inf
     bound = SOURCE_SPREAD * expected / lower if lower > 0 else math.inf
+    informative = bool(st.times.band) or width <= bound * (1 + 1e-9)  # exactly at the bound: still informative
     return {"lower_s": lower, "predicted_s": expected, "upper_s": upper, "upper_over_lower": width,
-            "bound": bound, "informative": width <= bound * (1 + 1e-9)}  # exactly at the bound: still informative
+            "bound": bound, "informative": informative, "calibrated": bool(st.times.band)}
 
 
 @dataclass(frozen=True)
