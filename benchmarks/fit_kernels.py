@@ -187,16 +187,17 @@ def static_scale(d: pd.DataFrame, vdir: Path, root: Path) -> tuple[pd.DataFrame,
     p = vdir.parent.parent.parent / "quantize" / "trtllm" / vdir.name / "computescale_perf.parquet"
     if not p.exists():
         raise SystemExit(f"{p} is missing: TensorRT-LLM's fp8 GEMM rows need it (static_scale)")
+    from roofcalc.kerneldb import less_measured  # the one rule, --kernel-db reads the rows by it too
+
     cs = pd.read_parquet(p)
-    cs, _ = collapse(cs, ["m", "k"])
-    merged = d.merge(cs.rename(columns={"latency": "scale"}), on=["m", "k"], how="left")
-    if merged.scale.isna().any():
-        raise SystemExit(f"{p} lacks {int(merged.scale.isna().sum())} of the GEMM rows' (m, k)")
-    merged["latency"] = merged.latency - merged.scale
-    if (merged.latency <= 0).any():
+    served = less_measured(d, cs)
+    if len(served) != len(d):
+        raise SystemExit(f"{p} lacks {len(d) - len(served)} of the GEMM rows' (m, k)")
+    if (served.latency <= 0).any():
         raise SystemExit(f"{p}: the input scale's time exceeds a GEMM row's")
-    return merged.drop(columns="scale"), dict(file=str(p.relative_to(root)), sha256=sha256(p)[:16],
-                                             median_us=round(float(cs.latency.median()) * 1e3, 3))
+    cs, _ = collapse(cs, ["m", "k"])
+    return served, dict(file=str(p.relative_to(root)), sha256=sha256(p)[:16],
+                        median_us=round(float(cs.latency.median()) * 1e3, 3))
 
 
 def collapse(df: pd.DataFrame, keys: list[str]) -> tuple[pd.DataFrame, int]:

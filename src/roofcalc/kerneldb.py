@@ -46,6 +46,16 @@ def systems_dir() -> Path:
     raise RoofcalcError(f"--kernel-db: {PACKAGE} has no systems/data tables")
 
 
+def less_measured(rows, part):
+    """GEMM rows (a DataFrame with m, k, latency) less a part measured on its own at each (m, k) (``part``, the
+    same columns, repeats taken at their median): TensorRT-LLM's fp8 rows as served, without the dynamic input
+    scale their collector times (benchmarks/fit_kernels.py static_scale, which fits them so; --kernel-db reads
+    them so). Rows whose (m, k) the part lacks are left out; the caller says whether any may be."""
+    part = part.groupby(["m", "k"], as_index=False)["latency"].median().rename(columns={"latency": "less"})
+    out = rows.merge(part, on=["m", "k"], how="inner")
+    return out.assign(latency=out.latency - out["less"]).drop(columns="less")
+
+
 @dataclass
 class Nearest:
     """Rows of one kernel's table: log2 sizes (N x d), measured seconds, each row's floor seconds, and the
@@ -106,11 +116,8 @@ class KernelDB:
             fp8 = cls == "gemm_fp8"
             df = df[(df.gemm_dtype == ("fp8" if fp8 else "bfloat16")) & (df.n >= 128) & (df.k >= 128)]
             less = form["source"].get("less")
-            if less:  # the rows as served, as fitted (benchmarks/fit_kernels.py static_scale): less a measured part
-                part = pd.read_parquet(self.systems.parent / less["file"]).groupby(["m", "k"], as_index=False)[
-                    "latency"].median().rename(columns={"latency": "less"})
-                df = df.merge(part, on=["m", "k"], how="inner")
-                df = df.assign(latency=df.latency - df["less"])
+            if less:  # the rows as served, as fitted: less a part measured on its own
+                df = less_measured(df, pd.read_parquet(self.systems.parent / less["file"]))
             m, n, k = (df[c].to_numpy(float) for c in ("m", "n", "k"))
             floors = self.gemm_floor(m, n, k, fp8)
             keys = np.log2(np.stack([m, n, k], axis=1))
