@@ -56,12 +56,15 @@ def with_band(band: float):
     the file's own restored after."""
     import roofcalc.predict as P
 
-    saved = P._CALIBRATION
-    P._CALIBRATION = {"coverage": COVERAGE, "bands": {g: {"band": band} for g in GROUPS}}
+    saved = P._DATA.get("calibration.json")
+    P._DATA["calibration.json"] = {"coverage": COVERAGE, "bands": {g: {"band": band} for g in GROUPS}}
     try:
         yield
     finally:
-        P._CALIBRATION = saved
+        if saved is None:
+            P._DATA.pop("calibration.json")
+        else:
+            P._DATA["calibration.json"] = saved
 
 
 def published_scores() -> dict[str, list[float]]:

@@ -21,9 +21,9 @@ term of its expected time), a step by one of STEP_BOUNDS.
 ``predicted_s`` uses the expected efficiencies and overheads. The range around it
 [``predicted_lower_s``, ``predicted_upper_s``] is, on a GPU whose kernels come from measured
 tables, the prediction times e^±band, band calibrated on measured steps (serving runs and
-published engine measurements) to hold 80 % of each (data/calibration.json; never below the floors); elsewhere (a CPU, a measured profile's own
-efficiencies) the floors (every efficiency 1, no host time: nothing beats them) to the pessimistic
-ends. The floors stay ``floor_s`` either way. :func:`step_times` computes all of it on scalars or on
+published engine measurements) to hold 80 % of each (data/calibration.json; never below the
+floors); elsewhere (a CPU, a measured profile's own efficiencies) the floors (every efficiency 1,
+no host time: nothing beats them) to the pessimistic ends. The floors stay ``floor_s`` either way. :func:`step_times` computes all of it on scalars or on
 numpy arrays, so a single step, every sweep and ``roofcalc profile`` share one model.
 
 Efficiencies are fractions of a roof: the defaults (``DEFAULTS``) of the datasheet roof, each
@@ -714,45 +714,32 @@ def default_model(kind: str, segment: str = "datacenter", fits: str = "", how: s
     return model
 
 
-def kernel_fits() -> dict:
-    """The fitted kernel costs the package ships (benchmarks/ship_fits.py writes them), read once."""
-    global _FITS
-    if _FITS is None:
+_DATA: dict[str, dict] = {}  # the package's data files, by name, each read once
+
+
+def data_json(name: str) -> dict:
+    """One of the package's data files (data/NAME), read once."""
+    if name not in _DATA:
         import json
         from pathlib import Path
 
-        _FITS = json.loads((Path(__file__).parent / "data" / "kernel_fits.json").read_text(encoding="utf-8"))
-    return _FITS
+        _DATA[name] = json.loads((Path(__file__).parent / "data" / name).read_text(encoding="utf-8"))
+    return _DATA[name]
 
 
-_FITS: dict | None = None
-_ENGINE_FITS: dict | None = None
+def kernel_fits() -> dict:
+    """The fitted kernel costs the package ships (benchmarks/ship_fits.py writes them)."""
+    return data_json("kernel_fits.json")
 
 
 def engine_fits() -> dict:
-    """SGLang's and TensorRT-LLM's fitted kernel forms (data/kernel_fits_engines.json), read once, for their presets."""
-    global _ENGINE_FITS
-    if _ENGINE_FITS is None:
-        import json
-        from pathlib import Path
-
-        _ENGINE_FITS = json.loads((Path(__file__).parent / "data" / "kernel_fits_engines.json").read_text(
-            encoding="utf-8"))
-    return _ENGINE_FITS
-
-
-_CALIBRATION: dict | None = None
+    """SGLang's and TensorRT-LLM's fitted kernel forms (data/kernel_fits_engines.json), for their presets."""
+    return data_json("kernel_fits_engines.json")
 
 
 def calibration() -> dict:
-    """The range's calibration (data/calibration.json, benchmarks/calibrate.py writes it), read once."""
-    global _CALIBRATION
-    if _CALIBRATION is None:
-        import json
-        from pathlib import Path
-
-        _CALIBRATION = json.loads((Path(__file__).parent / "data" / "calibration.json").read_text(encoding="utf-8"))
-    return _CALIBRATION
+    """The range's calibration (data/calibration.json, benchmarks/calibrate.py writes it)."""
+    return data_json("calibration.json")
 
 
 def calibrated_band() -> tuple[float, float]:
