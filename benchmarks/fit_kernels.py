@@ -339,7 +339,7 @@ def balanced_routing(tokens: int, experts: int, topk: int, ep: int) -> tuple[int
     return int(local.size), int(np.unique(local).size)
 
 
-def moe_rows(df: pd.DataFrame, spec: dict, dtype: str) -> dict:
+def moe_rows(df: pd.DataFrame, spec: dict, dtype: str, zeros: bool = False) -> dict:
     """One fused MoE layer on one rank, as AIConfigurator's vLLM collector times it (collector/vllm/collect_moe.py,
     ai-dynamo/aiconfigurator at 095f58a; vLLM 0.24.0): a CUDA graph of ``FusedMoE(hidden, router_logits)``, the
     router's logits given (its GEMM is not in the row); the row holds the top-k selection from the logits, the
@@ -350,7 +350,10 @@ def moe_rows(df: pd.DataFrame, spec: dict, dtype: str) -> dict:
     "balanced" routing is deterministic (balanced_routing): T*k / ep rows reach the rank, over min(E/ep, T*k/ep)
     distinct experts (not the E*(1-(1-k/E)^T) of uniform random routing that roofcalc takes; the rows' own
     count is used here, the fitted efficiencies are the kernel's). FLOPs and bytes: fitting.moe_cost (fp8_block:
-    an fp32 scale per 128 x 128 block; fp8: per-tensor scales, left out)."""
+    an fp32 scale per 128 x 128 block; fp8: per-tensor scales, left out). ``zeros``: the kernel is vLLM's Triton
+    fused-MoE kernel, which under EP writes zeros for the rows of every expert not on the rank and runs the
+    activation and the top-k sum over all T*k rows (moe_cost's ``pairs``); FlashInfer's and TensorRT-LLM's
+    kernels permute the rank's own rows only."""
     T, H, I, k, E, tp, ep = (df[c].to_numpy(int) for c in ("num_tokens", "hidden_size", "inter_size", "topk",
                                                           "num_experts", "moe_tp_size", "moe_ep_size"))
     cache: dict = {}
@@ -365,8 +368,10 @@ def moe_rows(df: pd.DataFrame, spec: dict, dtype: str) -> dict:
     R = dict(t=df.latency.to_numpy(float) * 1e-3, hidden=H.astype(float), inter=inter, rows=rows, touched=touched,
              experts=(E // ep).astype(float), peak=spec["fp8"] if fp8 else spec["bf16"],
              group=[f"h={a},i={b},k={c},e={d}" for a, b, c, d in zip(H, I, k, E)])
-    R.update(F.moe_cost(rows, touched, E // ep, H, inter, 1.0 if fp8 else 2.0, 128 if dtype == "fp8_block" else 0))
-    R["pairs"] = (T * k).astype(float)  # every routed (token, expert) pair, before the EP rank's mask
+    pairs = (T * k).astype(float)  # every routed (token, expert) pair, before the EP rank's mask
+    R.update(F.moe_cost(rows, touched, E // ep, H, inter, 1.0 if fp8 else 2.0, 128 if dtype == "fp8_block" else 0,
+                        pairs=pairs if zeros else None))
+    R["pairs"] = pairs
     R["l2"] = R["bytes"] <= spec["l2"]
     return R
 
@@ -390,10 +395,10 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
         ks = d.kernel_source.value_counts().index[0]
         d, dup = collapse(d[d.kernel_source == ks], ["num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
                                                      "moe_tp_size", "moe_ep_size"])
-        out[cls] = (moe_rows(d, SPECS[gpu], dt), dict(
+        out[cls] = (moe_rows(d, SPECS[gpu], dt, zeros="triton" in ks), dict(
             file=str(p.relative_to(systems.parent)), sha256=sha256(p)[:16], version_folder=p.parent.name,
             version_column=sorted(set(map(str, a["version"].unique()))) if "version" in a else None,
-            kernel_source=ks, duplicates_merged=dup, distribution="balanced"))
+            kernel_source=ks, duplicates_merged=dup, distribution="balanced", ep_masked_rows_written="triton" in ks))
     return out
 
 
@@ -825,12 +830,24 @@ Why, and what else the tables showed:
   TensorRT-LLM's group-wise kernel, which the table does not hold: it takes the per-row form.
 * **Fused MoE** (`moe_*`, vLLM's FusedMoE on one rank, the "balanced" routing rows; the A100's vLLM 0.14 table
   holds power-law routing only, so it has none): without a time per routed pair in series the H100's bf16 table
-  cross-validated at 0.166 / 73 % (its EP rows sort and align every token's pairs, then run 1/ep of them); a
-  per-rank expert width that is not a multiple of 64 (704/32 = 22) runs up to 2x slower than the form says, and
-  padding the width to a tile did not help (those rows are small). The fitted fixed costs (29-43 µs on H100) sit
+  cross-validated at 0.166 / 73 % (its EP rows sort and align every token's pairs, then run 1/ep of them).
+  vLLM's Triton kernel (every table of the H100, H200 and L40S but the FlashInfer fp8 ones) runs a block of
+  every expert, the other ranks' too: a block of an expert not on the rank writes zeros for its rows
+  (fused_moe.py, write_zeros_to_output), and the activation and the top-k sum run over all T*k rows, so the
+  form counts those writes (fitting.moe_cost's `pairs`; the EP 64-256 rows had run 1.13-1.41x the form
+  without them, and the bf16 form's memory side had reached 4.4). With them the L40S's bf16 and fp8-block
+  tables meet the target and the H100's and H200's bf16 go from 0.108 / 85 % and 0.123 / 83 % to 0.102 /
+  92 % and 0.116 / 89 %; FlashInfer's and TensorRT-LLM's kernels permute the rank's own rows and do not
+  take it. The widths run down to 16 (512 / TP 32) and a factor flat below 256 left them at 0.17-0.23 median
+  |log|: a knot at 64 (chosen on these cross-validated scores) takes H100 bf16 to 0.094 and fp8 to 0.109,
+  H200's to 0.113 and 0.125, and the L40S fp8 from 0.108 to 0.121. A per-rank expert width that is not a
+  multiple of 64 (704/32 = 22) runs up to 2x slower than the form says, and padding the width to a tile did
+  not help (those rows are small). What is left is by shape: vLLM ships tuned kernel configurations for some
+  (experts, width, GPU) and not others (fused_moe/configs), and a shape's rows run 0.85-1.2x the form
+  together. The fitted fixed costs (29-43 µs on H100) sit
   above the five smallest rows (25 µs): a fused call is a dozen small kernels. Scores are of the form as
-  `predict` reads it: a held-out shape's H and I' inside the training rows' range (the factors' outer knots,
-  256 and 16,384, are pinned by no row: the H100 fp8-block form's H factor at 16,384 is 0.003), and no call
+  `predict` reads it: a held-out shape's H and I' inside the training rows' range (the H factor's outer knots,
+  64, 256 and 16,384, are pinned by no row: the H100 fp8-block form's H factor at 16,384 is 0.003), and no call
   below its roof (the knot products pass 1 where the other side binds; 4.6 % of the H100 bf16 rows, all at
   k = 22 of 512 experts, are measured below roofcalc's floor, down to 0.63 of it: the bytes counted there
   are more than the call reads; why was not found).

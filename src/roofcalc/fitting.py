@@ -413,24 +413,34 @@ def attention_doc(p: dict, kind: str, tile, fixed_less: float = 0.0, peak_ratio:
 # ----------------------------------------------------------------------------------------------- fused MoE
 
 MOE_X_KNOTS = (0.03125, 0.25, 1, 4, 16, 64, 256, 1024, 4096)  # tokens per expert, T*k/E
-MOE_DIM_KNOTS = (256, 1024, 4096, 16384)  # the hidden size H and the per-rank expert width I'
+# the hidden size H and the per-rank expert width I' (I' runs down to 16 in the tables: 512 / TP 32; the 64 knot
+# takes the narrow widths' slowdown, which a factor flat below 256 left as 0.17-0.23 median |log| on H200 bf16)
+MOE_DIM_KNOTS = (64, 256, 1024, 4096, 16384)
 MOE_DIM_REF = 4096  # the H and I' factors are 1 there
 
 
-def moe_cost(rows, touched, experts, hidden, inter, wb: float, block: int = 0) -> dict:
+def moe_cost(rows, touched, experts, hidden, inter, wb: float, block: int = 0, pairs=None) -> dict:
     """A fused MoE layer's routed experts on one rank (gate and up, the activation, down): ``rows`` routed
     (token, expert) pairs that reach this rank's experts, ``touched`` distinct experts they reach of its
-    ``experts`` (E/ep; x = rows / experts, tokens per expert, T*k/E), hidden size H, per-rank expert width I' (inter over tp), ``wb`` bytes per weight and, with
-    ``block``, one fp32 scale per block x block tile of each weight. FLOPs 2*rows*3*H*I'; bytes: the touched
-    experts' weights, touched * (3*H*I'*wb + scales), and the activations as roofcalc's three experts kernels
-    count them in 16 bits, 2*rows*(2*H + 6*I') (gate_up reads H and writes 2I' a row, act_mul reads 2I' and
-    writes I', down reads I' and writes H)."""
+    ``experts`` (E/ep; x = rows / experts, tokens per expert, T*k/E), hidden size H, per-rank expert width I'
+    (inter over tp), ``wb`` bytes per weight and, with ``block``, one fp32 scale per block x block tile of each
+    weight. FLOPs 2*rows*3*H*I'; bytes: the touched experts' weights, touched * (3*H*I'*wb + scales), and the
+    activations in 16 bits as roofcalc's three experts kernels count them: gate_up reads H and writes 2I' a row,
+    act_mul reads 2I' and writes I', down reads I' and writes H, 2*rows*(2*H + 6*I') in all.
+    ``pairs`` (default: ``rows``): every routed pair the call runs over, when it runs over more than the rank's
+    own, as vLLM's Triton fused-MoE kernel does under expert parallelism with every token on the rank
+    (vllm/model_executor/layers/fused_moe/fused_moe.py: a block of an expert not on the rank writes zeros for its
+    rows, write_zeros_to_output, and the activation and the top-k sum then run over all T*k rows): the GEMMs read
+    their inputs for the rank's rows only, 2*rows*(H + I'), and every pair's outputs are written and the
+    activation's run, 2*pairs*(2I' + 3I' + H). With pairs = rows the two sums are the one above."""
     rows, touched, experts, hidden, inter = (np.asarray(x, float) for x in (rows, touched, experts, hidden, inter))
+    pairs = rows if pairs is None else np.asarray(pairs, float)
     per = 3 * hidden * inter * wb
     if block:
         per = per + 4 * (np.ceil(2 * inter / block) * np.ceil(hidden / block)
                          + np.ceil(hidden / block) * np.ceil(inter / block))
-    return dict(flops=2 * rows * 3 * hidden * inter, bytes=touched * per + 2 * rows * (2 * hidden + 6 * inter),
+    acts = 2 * rows * (hidden + inter) + 2 * pairs * (hidden + 5 * inter)
+    return dict(flops=2 * rows * 3 * hidden * inter, bytes=touched * per + acts,
                 x=np.maximum(rows / experts, 1e-3))
 
 
