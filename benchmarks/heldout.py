@@ -35,6 +35,36 @@ before roofcalc ran on any of it; the same rules hold, and these choices were fi
   note): its int8 cases here are of the engine that factor came from, and are marked so.
 The H100-vs-A100 GPT-J rows of the same TensorRT-LLM blogs were left out: GPT-J is not in the catalog and
 the rows are the v0.5 performance tables published.py already holds for other models.
+
+A third set (CASES_3, CASES_3_MULTI) was transcribed on 2026-12-03 from six sources none of the sets above
+holds, and committed before roofcalc ran on any of it; the same rules hold, and these choices were fixed with it:
+* NVIDIA NeMo Framework's Llama-2 inference table (TensorRT-LLM underneath, served by Triton): `fused`,
+  TensorRT-LLM's kernel tables (the rule for TensorRT-LLM cases), bf16 (the table does not say; NeMo's deploy
+  page gives Llama-2 as bfloat16 into TensorRT-LLM). A row is one static batch's whole request, 128 prompt
+  tokens and 20 generated: output tokens/s per GPU = batch x 20 / latency / TP. The table's Llama-2-13B rows
+  were left out: at 16 bits they run faster than reading the weights allows (142.5 ms for 20 tokens on one
+  A100), so they are not what the table says they are.
+* NVIDIA's blog on H100 and TensorRT-LLM (December 2023): Llama-2-70B on a DGX H100's eight GPUs, v0.5.0,
+  batch 1, 2,048 in and 128 out, 1.7 s: `fused`, TensorRT-LLM's tables, published.py's FP8 recipe (the post
+  says FP8; the KV cache's dtype is not given), TP 8 (the post names eight GPUs, not the split).
+* AutoAWQ 0.1.6 on an RTX 4090 (its README's table, examples/benchmark.py): AWQ 4-bit weights in groups of
+  128 with fp16 scales, fp16 activations and KV cache, its fused layers (its own kernels, a pre-allocated
+  cache written in place, no CUDA graphs): `fused`. Its prefill tokens/s is the prompt's tokens over the
+  prefill's time (TTFT = batch x prompt / rate); its decode tokens/s is generated tokens x batch over the whole
+  decode, so a step is batch / rate at the middle context, prompt + generated / 2. "Mistral 7B" of December
+  2023 is Mistral-7B-v0.1.
+* TinyChat (mit-han-lab/llm-awq) on an RTX 4090, batch 1, per-token latency of the generation: its AWQ 4-bit
+  kernels (groups of 128) are `fused`; its FP16 baseline is Hugging Face's own implementation: `hf-eager` with
+  transformers' growing cache (`concat`). Lengths are not given (Llama-2-7B's prompt is "over 500 tokens"):
+  context 640 assumed for both models.
+* torchao's quantization README (pytorch/ao, _models/llama/generate.py, gpt-fast's generate): decode compiled
+  with mode "reduce-overhead" (CUDA graphs, a static cache written in place): `cuda-graph`; batch 1, the
+  script's default prompt ("Hello, my name is", 6 tokens) and 100 new tokens (its default in the file read):
+  context 56. "A single A100": the 80 GB SXM assumed (the README does not say; torchao's AWQ README names
+  one). int4wo-64 is int4 in groups of 64; int8wo is per output channel, given as one scale per 4,096
+  inputs as the second set's gpt-fast int8; the int8 factor's engine lineage (gpt-fast) is marked.
+ExLlamaV2's README table (EXL2 at 2.5 and 4.0 bits per weight on average, lengths not given) was left out:
+its mixed bit widths are not a weight format roofcalc has.
 """
 
 from __future__ import annotations
@@ -178,6 +208,65 @@ CASES_2_MULTI = (
 )
 
 
+NEMO = ("NVIDIA NeMo Framework User Guide, Llama-2 inference performance (docs.nvidia.com/nemo-framework/user-guide/"
+        "latest/performance/llama.html): 1-8x A100 80GB SXM4 / H100 80GB HBM3, 'input tokens length: 128', "
+        "'output tokens length: 20', average latency of a batch")
+NV_H100_BLOG = ("NVIDIA Technical Blog, 'Achieving Top Inference Performance with the NVIDIA H100 Tensor Core GPU and "
+                "NVIDIA TensorRT-LLM' (2023-12): DGX H100, TensorRT-LLM v0.5.0, batch 1, 2,048 in / 128 out, 1.7 s")
+AUTOAWQ = ("casper-hansen/AutoAWQ README.md @ 027758d (AutoAWQ 0.1.6, RTX 4090, examples/benchmark.py): AWQ 4-bit "
+           "g128, fused layers; prefill and decode tokens/s")
+TINYCHAT = ("mit-han-lab/llm-awq tinychat/README.md @ 048e19e, 4090 results: per-token generation latency, batch 1 "
+            "(lengths not stated: context 640 assumed)")
+TORCHAO = ("pytorch/ao torchao/quantization/README.md @ 03d01ad: 'a single A100', batch 1, _models/llama/generate.py "
+           "(compile, reduce-overhead; default prompt and 100 new tokens: context 56 assumed)")
+M7, TINY, L3_8 = "mistralai/Mistral-7B-v0.1", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "meta-llama/Meta-Llama-3-8B"
+AWQ4 = dict(dtype="fp16", weight_dtype="int4", group_size=128)
+
+CASES_3 = (
+    # NeMo (TensorRT-LLM), one GPU: a static batch's whole request, 128 in and 20 out
+    *(Case("request", L7, hw, "fused", measured=b * 20 / (ms / 1e3), source=NEMO, batch=b, prompt=128, generate=20,
+           tables="trtllm", note="NeMo Framework (TensorRT-LLM), bf16 assumed", **BF16)
+      for hw, b, ms in (("A100-80GB", 1, 234.0), ("H100-SXM", 1, 153.8), ("A100-80GB", 8, 329.5),
+                        ("H100-SXM", 8, 199.2))),
+    # AutoAWQ 0.1.6, RTX 4090: prefill (TTFT = batch x prompt / tokens per second)
+    *(Case("prefill", model, "RTX4090", "fused", measured=b * p / tps, source=AUTOAWQ, batch=b, prompt=p,
+           note="AutoAWQ 0.1.6 prefill", **AWQ4)
+      for model, b, p, tps in ((M7, 1, 64, 1093.35), (M7, 1, 2048, 3897.02), (M7, 8, 2048, 3661.46),
+                               (TINY, 1, 64, 1088.63), (L13, 1, 2048, 2279.41), (L13, 3, 64, 1593.88))),
+    # its decode: a step = batch / tokens per second, at the middle of the generation
+    *(Case("decode", model, "RTX4090", "fused", measured=b / tps, source=AUTOAWQ, batch=b, context=p + n // 2,
+           note="AutoAWQ 0.1.6 decode", **AWQ4)
+      for model, b, p, n, tps in ((M7, 1, 64, 64, 156.317), (M7, 1, 2048, 2048, 114.355),
+                                  (M7, 8, 2048, 2048, 829.754), (TINY, 1, 64, 64, 548.993),
+                                  (L13, 1, 2048, 2048, 73.8213), (L13, 3, 64, 64, 286.249))),
+    # TinyChat, RTX 4090, batch 1: AWQ 4-bit and the Hugging Face FP16 baseline
+    *(Case("decode", model, "RTX4090", impl, measured=ms / 1e3, source=TINYCHAT, context=640, note=note, **kw)
+      for model, impl, ms, note, kw in (
+          (L7, "fused", 6.02, "TinyChat AWQ 4-bit", AWQ4), (L3_8, "fused", 6.66, "TinyChat AWQ 4-bit", AWQ4),
+          (L7, "hf-eager", 16.17, "TinyChat's HF FP16 baseline", dict(FP16, cache="concat")),
+          (L3_8, "hf-eager", 17.07, "TinyChat's HF FP16 baseline", dict(FP16, cache="concat")))),
+    # torchao's generate.py, one A100, batch 1, compiled
+    *(Case("decode", model, "A100-80GB", "cuda-graph", measured=1 / tps, source=TORCHAO, context=56, note=note, **BF16,
+           **q)
+      for model, tps, note, q in (
+          (L7, 107.38, "torchao bf16", {}), (L7, 201.14, "torchao int4wo-64", {"weight_dtype": "int4", "group_size": 64}),
+          (L3_8, 95.64, "torchao bf16", {}),
+          (L3_8, 153.03, "torchao int8wo (the int8 factor's engine lineage)",
+           {"weight_dtype": "int8", "group_size": 4096}))),
+)
+
+CASES_3_MULTI = (
+    # NeMo (TensorRT-LLM) under tensor parallelism: output tokens/s per GPU
+    *(Case("request", L7, hw, "fused", measured=_per_gpu(b * 20 / (ms / 1e3), tp), source=NEMO, batch=b, prompt=128,
+           generate=20, tp=tp, tables="trtllm", note="NeMo Framework (TensorRT-LLM), bf16 assumed", **BF16)
+      for hw, tp, b, ms in (("A100-80GB", 2, 1, 171.7), ("H100-SXM", 2, 1, 128.6), ("A100-80GB", 4, 4, 165.2),
+                            ("H100-SXM", 4, 4, 120.4), ("A100-80GB", 8, 8, 181.9), ("H100-SXM", 8, 8, 129.1))),
+    # NVIDIA's blog: Llama-2-70B, eight H100s, FP8, one request
+    Case("request", L70, "H100-SXM", "fused", measured=_per_gpu(128 / 1.7, 8), source=NV_H100_BLOG, batch=1,
+         prompt=2048, generate=128, tp=8, tables="trtllm", note="TensorRT-LLM v0.5.0, FP8, TP 8 assumed", **FP8),
+)
+
+
 def _run(cases):
     """rows(), a case roofcalc refuses reported with its one-line reason rather than stopping the table."""
     from roofcalc.errors import RoofcalcError
@@ -193,7 +282,8 @@ def _run(cases):
 
 if __name__ == "__main__":
     for title, cases in (("One GPU", CASES), ("More than one GPU (tensor parallelism)", CASES_MULTI),
-                         ("Second set, one GPU", CASES_2), ("Second set, more than one GPU", CASES_2_MULTI)):
+                         ("Second set, one GPU", CASES_2), ("Second set, more than one GPU", CASES_2_MULTI),
+                         ("Third set, one GPU", CASES_3), ("Third set, more than one GPU", CASES_3_MULTI)):
         done, refused = _run(cases)
         print(f"\n{title}:\n")
         print(markdown(done))
