@@ -270,6 +270,13 @@ def decode_rows(df: pd.DataFrame, spec: dict, kv_plus_one: bool) -> dict:
     return R
 
 
+def mmha_rule(gpu: str) -> dict:
+    """fitting.mmha_rows' arguments for TensorRT-LLM's decode on ``gpu``: its SM count (SPECS, from the
+    datasheets), XQA's largest group (32) and its heuristic, or on SM100 (B200) TRTLLM-GEN's (16, none)."""
+    sm100 = gpu.startswith("b200")
+    return dict(sms=SPECS[gpu]["sms"], max_group=16 if sm100 else 32, heuristic=not sm100)
+
+
 def decode_cost(R: dict, variant: tuple, spec: dict) -> dict:
     """variant = (tile, window_per_head): KV length rounded up to the tile; with window_per_head, a sliding-window
     row reads its KV once per query head, not once per KV head (FlashAttention-2 packs a GQA group into one
@@ -577,8 +584,12 @@ def load(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
                 for cls, d in ((f"decode_{kvd[:4]}kv", d0[d0.window_size == 0]),
                                (f"decode_swa_{kvd[:4]}kv", d0[d0.window_size > 0])):
                     if len(d):
-                        out[cls.replace("bflokv", "bf16kv")] = (decode_rows(d, spec, plus_one), dict(
-                            note(p, a, dup, ks), kv_len="step+1" if plus_one else "step"))
+                        R = decode_rows(d, spec, plus_one)
+                        info = dict(note(p, a, dup, ks), kv_len="step+1" if plus_one else "step")
+                        if engine == "trtllm":  # which rows its fallback kernel runs (fitting.mmha_rows)
+                            info["mmha_rule"] = mmha_rule(gpu)
+                            R["mmha"] = F.mmha_rows(R["h"], R["g"], R["b"], R["kvlen"], **info["mmha_rule"])
+                        out[cls.replace("bflokv", "bf16kv")] = (R, info)
         p = vdir / "context_attention_perf.parquet"
         if p.exists():
             a = pd.read_parquet(p)

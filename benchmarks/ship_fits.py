@@ -67,7 +67,8 @@ def attention_form(f: dict, bf16_peak: float) -> dict:
     less the cache write's elementwise kernel, which each measured call includes and roofcalc counts apart (its
     kv_cache_write pays its own fixed cost)."""
     kind = "decode" if f["cls"].startswith("decode") else "prefill"
-    doc = F.attention_doc(f["params"], kind, f["tile"], STREAM_FIXED_US * 1e-6, f["peak_flops"] / bf16_peak)
+    doc = F.attention_doc(f["params"], kind, f["tile"], STREAM_FIXED_US * 1e-6, f["peak_flops"] / bf16_peak,
+                          mmha=f["source"].get("mmha_rule"))
     head = ("kind", "fixed_s", "fixed_s_fitted", "tile", "per_head", "peak_ratio", "e_compute", "e_memory", "item_s",
             "window_factor")
     return {**{k: doc[k] for k in head}, "source": f["source"], "cv_dram": f["cv"]["dram"],

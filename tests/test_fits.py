@@ -609,3 +609,43 @@ def test_tensorrt_llms_fp8_gemm_is_fitted_as_served():
     served = (H200_TRT_FP8_M1 - H200_TRT_SCALE_M1) * 1e-3
     assert t == pytest.approx(served, rel=0.30)
     assert abs(math.log(t / served)) < abs(math.log(t / (H200_TRT_FP8_M1 * 1e-3)))
+
+
+def test_tensorrt_llms_fallback_decode_kernel_runs_where_its_dispatch_says():
+    """fitting.mmha_rows, TensorRT-LLM's decode dispatch (common/attentionOp.cpp, decoderXQAImplJIT): XQA takes 2
+    to 32 query heads per KV head when 4 * KV heads * batch * max(1, keys / 128) reaches the SM count; else the
+    fallback kernel runs. On an H100's 132 SMs: 8 KV heads, batch 1, 512 keys is 4 * 8 * 1 * 4 = 128 < 132
+    (fallback), at batch 2 it is 256 (XQA); 64 query heads on one KV head is past XQA's 32 at any batch; MHA
+    is never marked (its fallback reads no more than it would). SM100 (B200): past 16, and no heuristic."""
+    from roofcalc.fitting import mmha_rows
+
+    h100 = dict(sms=132, max_group=32, heuristic=True)
+    got = mmha_rows([32, 32, 64, 32, 32], [8, 8, 1, 32, 8], [1, 2, 1024, 1, 1], [512, 512, 65536, 512, 66], **h100)
+    assert got.tolist() == [True, False, True, False, True]  # the last: 4 * 8 * 1 * max(1, 66/128) = 32 < 132
+    b200 = dict(sms=148, max_group=16, heuristic=False)
+    assert mmha_rows([32, 24, 16], [8, 1, 1], [1, 1, 1], [512, 512, 512], **b200).tolist() == [False, True, False]
+
+
+def test_a_tensorrt_llm_decode_on_its_fallback_kernel_takes_its_factor():
+    """Under --engine trtllm the H200's decode form carries the fallback kernel's factor (by query heads per KV
+    head; each query head reads its group's KV, through L2) and the rule for where it runs; a call XQA runs
+    is read as without it, a call the fallback runs takes the factor at its group size (64: a knot)."""
+    from dataclasses import replace
+
+    from roofcalc.predict import engine_fits
+
+    d = engine_fits()["gpus"]["h200_sxm"]["trtllm"]["attention"]["decode_bf16kv"]
+    assert {k: d["mmha"][k] for k in ("sms", "max_group", "heuristic")} == dict(sms=132, max_group=32,
+                                                                                 heuristic=True)
+    f = AttentionFit.from_doc(d, "test")
+    plain = replace(f, mmha_mem=(), mmha_rule=())
+    knots = dict(f.mmha_mem)
+    assert knots[64.0] < 0.2  # 64 query heads reading one KV head's keys: far below one read per KV head
+    xqa = (64, 32, 8, 1, 4096, 128, 0, 2.0)
+    assert f.terms(xqa) == plain.terms(xqa)
+    fallback = (64, 64, 1, 1, 4096, 128, 0, 2.0)
+    assert f.terms(fallback)[1] == pytest.approx(min(1.0, plain.terms(fallback)[1] * knots[64.0]))
+    small = (1, 32, 8, 1, 512, 128, 0, 2.0)  # 4 * 8 * 1 * 4 = 128 < 132: the heuristic sends it to the fallback
+    assert f.terms(small)[1] == pytest.approx(min(1.0, plain.terms(small)[1] * knots[4.0]))
+    # the vLLM forms have no such kernel
+    assert "mmha" not in kernel_fits()["gpus"]["h200_sxm"]["attention"]["decode_bf16kv"]

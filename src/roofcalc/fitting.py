@@ -27,7 +27,8 @@ DECODE_KV_KNOTS = (1, 64, 1024, 16384, 131072)
 DECODE_ITEM_KNOTS = (1, 8, 64, 512, 16384)
 PREFILL_ISL_KNOTS = (1, 64, 256, 1024, 4096, 16384)
 HEAD_DIMS = (64, 128, 192, 256, 512)
-DECODE_SECOND = ("mha_items_factor_mem", "window_factor_mem")  # decode_design's factors fitted in a second pass
+DECODE_SECOND = ("mha_items_factor_mem", "window_factor_mem", "mmha_factor_mem")  # decode_design's second pass
+MMHA_KNOTS = (2, 4, 8, 16, 32, 64, 128)  # query heads per KV head of a decode call run by TensorRT-LLM's MMHA
 GQA_KNOTS = (1, 2, 4, 8, 16, 64)
 CTA_KNOTS = (1, 16, 128, 1024, 8192)
 
@@ -280,6 +281,22 @@ def decode_cost(b, h, g, kvlen, d, e, window, tile: int, per_head: bool, cache_w
                 lt=Lt, items=b * heads, tile=[tile, per_head], capped=(window > 0) & (context > window))
 
 
+def mmha_rows(heads, kv_heads, batch, kv_len, sms: int, max_group: int, heuristic: bool = True):
+    """Where TensorRT-LLM's decode attention of a GQA model runs its fallback kernel (masked multi-head attention,
+    one block per (query head, sequence), so each query head reads its group's KV again, shared only through L2)
+    rather than one that reads a group's KV once (XQA; TRTLLM-GEN on SM100). The dispatch (cpp/tensorrt_llm:
+    common/attentionOp.cpp runs XQA when the dispatcher's shouldUse passes; kernels/decoderXQAImplJIT's
+    support check and heuristic): XQA takes 2 to 32 query heads per KV head (``max_group``; TRTLLM-GEN on
+    SM100 up to 16, with no heuristic) and only when 4 * kv_heads * batch * max(1, kv_len / 128) reaches the
+    GPU's ``sms``. One query head per KV head (MHA) runs MMHA too, at no extra read: not marked here."""
+    heads, kv_heads, batch, kv_len = (np.asarray(x, float) for x in (heads, kv_heads, batch, kv_len))
+    group = heads / kv_heads
+    out = (group > 1) & (group > max_group)
+    if heuristic:
+        out = out | ((group > 1) & (4 * kv_heads * batch * np.maximum(1.0, kv_len / 128) < sms))
+    return out
+
+
 def decode_design(R: dict, gqa: bool = False, head_dims: bool = True) -> Design:
     """fixed, one e_compute, e_memory(tiled KV length) on DECODE_KV_KNOTS times a work-item factor on
     DECODE_ITEM_KNOTS, a time per work item in series (item_s), a GQA factor where ``gqa`` (tables with real
@@ -318,6 +335,9 @@ def decode_design(R: dict, gqa: bool = False, head_dims: bool = True) -> Design:
     on_dram_rows("mha_items_factor_mem", np.asarray(R["h"]) == np.asarray(R["g"]),
                  hat_basis(R["items"], DECODE_ITEM_KNOTS), DECODE_ITEM_KNOTS)
     on_dram_rows("window_factor_mem", R.get("capped", np.zeros(n, bool)), np.ones((n, 1)))
+    if "mmha" in R:  # TensorRT-LLM's tables: the rows its fallback kernel runs (mmha_rows), by their group size
+        on_dram_rows("mmha_factor_mem", R["mmha"], hat_basis(np.asarray(R["h"]) / np.asarray(R["g"]), MMHA_KNOTS),
+                     MMHA_KNOTS)
     return D
 
 
@@ -387,11 +407,14 @@ def gemm_doc(p: dict, tile: int, peak: float, bandwidth: float) -> dict:
             "e_quant": p.get("e_quant", 0.0), "peak_flops": peak, "bandwidth": bandwidth}
 
 
-def attention_doc(p: dict, kind: str, tile, fixed_less: float = 0.0, peak_ratio: float = 1.0) -> dict:
+def attention_doc(p: dict, kind: str, tile, fixed_less: float = 0.0, peak_ratio: float = 1.0,
+                  mmha: dict | None = None) -> dict:
     """A fitted attention class's parameters as the document predict.AttentionFit.from_doc reads, each factor
     with its reference written in: GQA factors 1 at MHA, prefill's work-item factor at 8,192 items, a head-dim
     factor at 128. ``fixed_less``: seconds of the fitted fixed cost that roofcalc counts in another kernel (a
-    cache write the measured call included); ``peak_ratio``: the fit's compute peak over the 16-bit one."""
+    cache write the measured call included); ``peak_ratio``: the fit's compute peak over the 16-bit one;
+    ``mmha``: mmha_rows' rule for the fitted GPU ({"sms", "max_group", "heuristic"}) where the fit has a
+    fallback-kernel factor."""
     tile, per_head = tile if isinstance(tile, (list, tuple)) else (tile, False)
     out = {"kind": kind, "fixed_s": round(p["fixed_s"] - fixed_less, 12), "fixed_s_fitted": p["fixed_s"],
            "tile": int(tile or 1), "per_head": bool(per_head), "peak_ratio": peak_ratio,
@@ -400,6 +423,8 @@ def attention_doc(p: dict, kind: str, tile, fixed_less: float = 0.0, peak_ratio:
            "window_factor": p.get("window_factor", 1.0)}
     if "window_factor_mem" in p:
         out["window_factor_mem"] = p["window_factor_mem"]
+    if mmha and "mmha_factor_mem" in p:  # the fallback kernel's factor and where it runs (mmha_rows' rule)
+        out["mmha"] = dict(mmha, factor_mem=to_knots(p["mmha_factor_mem"]))
     for name, ref in (("items_factor_mem", None), ("mha_items_factor_mem", None), ("gqa_factor", 1.0),
                       ("gqa_factor_mem", 1.0), ("items_factor", 8192.0)):
         if name in p:

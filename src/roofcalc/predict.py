@@ -301,16 +301,35 @@ class AttentionFit:
     scale_m: float = 1.0
     mha_items_mem: tuple = ()
     window_mem: float = 1.0
+    mmha_mem: tuple = ()  # TensorRT-LLM's fallback decode kernel: a factor by query heads per KV head
+    mmha_rule: tuple = ()  # (SMs, largest XQA group, heuristic?): where it runs (fitting.mmha_rows)
 
     @classmethod
     def from_doc(cls, d: Mapping, source: str) -> "AttentionFit":
         pts = lambda name: tuple((float(x), float(e)) for x, e in d.get(name, ()))  # noqa: E731
         hd = lambda name: tuple(sorted((int(k), float(v)) for k, v in d.get(name, {}).items()))  # noqa: E731
+        mm = d.get("mmha")
         return cls(d["kind"], float(d["fixed_s"]), int(d["tile"] or 1), bool(d["per_head"]), float(d["peak_ratio"]),
                    pts("e_compute"), pts("e_memory"), float(d.get("item_s") or 0.0), float(d.get("window_factor", 1.0)),
                    pts("items_factor_mem"), pts("gqa_factor"), pts("gqa_factor_mem"), pts("items_factor"),
                    hd("hd_factor"), hd("hd_factor_mem"), source, mha_items_mem=pts("mha_items_factor_mem"),
-                   window_mem=float(d.get("window_factor_mem", 1.0)))
+                   window_mem=float(d.get("window_factor_mem", 1.0)),
+                   mmha_mem=tuple((float(x), float(e)) for x, e in mm["factor_mem"]) if mm else (),
+                   mmha_rule=(int(mm["sms"]), int(mm["max_group"]), bool(mm["heuristic"])) if mm else ())
+
+    def mmha(self, b, h, g, kv):
+        """Whether TensorRT-LLM runs this decode call on its fallback kernel (fitting.mmha_rows' rule: more
+        query heads per KV head than XQA takes, or too little work for its heuristic); numbers or arrays."""
+        sms, max_group, heuristic = self.mmha_rule
+        group = h / g
+        if not heuristic:
+            return group > max_group
+        small = 4 * g * b * _maximum(kv / 128, 1.0) < sms
+        if _is_array(small) or _is_array(group):
+            import numpy as np
+
+            return (group > 1) & ((group > max_group) | np.asarray(small))
+        return group > 1 and (group > max_group or bool(small))
 
     def terms(self, attn):
         """(compute-side e, memory-side e, seconds in series) of a call of sizes ``attn``
@@ -332,6 +351,8 @@ class AttentionFit:
                 mem = mem * _interp_geo(items, self.mha_items_mem)
             if w and self.window_mem != 1.0:  # the window binds: the context passes it
                 mem = mem * _where((attn[8] if len(attn) > 8 else kv) > w, self.window_mem, 1.0)
+            if self.mmha_mem:  # TensorRT-LLM's fallback kernel: each query head reads its group's KV
+                mem = mem * _where(self.mmha(b, h, g, kv), _interp_geo(ratio, self.mmha_mem), 1.0)
             series = items * self.item_s
         else:
             st = _ceil_to(q, self.tile)
