@@ -735,7 +735,8 @@ FORMS = {
     "gemm_int8_wo": "as gemm_bf16, the weight at 1 byte with a 16-bit scale per output row (weight-only)",
     "gemm_int4_wo": "as gemm_int8_wo, the weight at 0.5 bytes",
     "decode_bf16kv": "fixed + max(4bhL_t d / (peak * e_c), bytes_t / (bw * e_m(L_t) * f(b*g) * f(d) * f_mha(b*g))) "
-                     "+ b*g * item_s; f_mha: rows with h = g only, where the table holds both",
+                     "+ b*g * item_s; f_mha: rows with h = g only, where the table holds both; TensorRT-LLM's: "
+                     "x f_mmha(h/g) on the rows its fallback kernel runs (fitting.mmha_rows)",
     "decode_fp8kv": "as decode_bf16kv, KV 1 byte per element",
     "decode_swa_bf16kv": "as decode_bf16kv, L capped at the window; per-query-head KV reads where fitted; a GQA "
                          "factor f(h/g); a factor f(window) on the DRAM rows whose context passes the window",
@@ -776,8 +777,22 @@ Why, and what else the tables showed:
   without it, where a table holds both kinds) does (0.066 / 99 % on the A100), and helps TRT-LLM's tables on H100 and H200 (the L40S's: 0.062 →
   0.068). vLLM's L40S and RTX PRO 6000 tables (FlashAttention-2 too) fit the same shape, an MHA
   factor of 0.03-0.05 at one work item rising to 1 by 64. Full-attention decode
-  now meets the target on every GPU but the RTX PRO 6000. TRT-LLM's decode (XQA and fallback kernels, chosen
-  by the GQA ratio) is still the hardest table: 0.10-0.18 on the A100, H100 and H200.
+  now meets the target on every GPU but the RTX PRO 6000.
+* **TensorRT-LLM's decode runs two kernels.** Its attention op (cpp/tensorrt_llm/common/attentionOp.cpp) runs
+  XQA, which reads a group's KV once, for 2 to 32 query heads per KV head and only when 4 x KV heads x batch x
+  max(1, keys / 128) reaches the SM count (decoderXQAImplJIT's support check and heuristic; on SM100 its
+  TRTLLM-GEN kernels up to 16, no heuristic); otherwise its masked multi-head attention kernel, one block per
+  query head and sequence, each reading its group's KV again through L2 (fitting.mmha_rows). One smooth GQA
+  factor could not hold both: the H200's rows at 32 query heads per KV head (XQA) ran 0.63x the form, those
+  at 48 (the fallback) 2x. The rows the fallback runs take a factor by group size of their own (second
+  pass, DRAM rows; `mmha` in the shipped form, with the rule): the H200's falls from 0.95 at 2 to 0.16 at 32,
+  0.10 at 64 and 0.06 at 128 (reading 64 query heads' worth through L2 at a tenth of the rate). Cross-
+  validated, 16-bit KV: H100 0.096 / 88 % to 0.083 / 92 %, H200 0.122 / 84 % to 0.106 / 89 %, A100 0.177 /
+  75 % to 0.154 / 80 %, L40S 0.068 / 91 % to 0.062 / 95 %; fp8 KV within 0.003 of before, more rows within
+  ±30 %. The A100's table is still the hardest: its rows run 0.55-0.8x the form where batch x keys is 2-16
+  thousand and again at 0.5-2 million with batches of 512 or more, which no size factor tried (by the KV's
+  bytes over L2) took out. The B200's factor at 32 is above 1 (its rows there ran faster than the form): which head
+  dims TRTLLM-GEN covers was not read.
 * **Sliding-window decode** (`decode_swa_*`, rows with `window_size` > 0, fitted apart): a row whose context
   passes its window runs slower than one of the same keys inside it (H100 vLLM fp8 KV: 1.26x at a window of
   128, whatever the context beyond it; at a context equal to the window it does not), so the DRAM rows whose

@@ -174,7 +174,7 @@ def test_the_conformal_band_by_hand():
 def test_a_calibrated_range_is_informative_however_wide():
     """profile.prediction_check judges the floors-to-pessimistic range by the spread its sources allow
     (SOURCE_SPREAD); a calibrated range's width is what measured steps needed, so it says something even where
-    e^band passes that spread (the several-GPU band: e^0.702 = 2.02 > 2)."""
+    e^band passes that spread (the several-GPU band: e^0.708 = 2.03 > 2)."""
     from roofcalc.measure import SOURCE_SPREAD
     from roofcalc.profile import prediction_check
 
