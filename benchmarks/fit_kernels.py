@@ -333,19 +333,6 @@ def nccl_rows(df: pd.DataFrame, spec: dict, cls: str) -> dict:
                 group=[f"S={int(x)}" for x in S])
 
 
-def balanced_routing(tokens: int, experts: int, topk: int, ep: int) -> tuple[int, int]:
-    """(rows, distinct experts) that reach EP rank 0's experts (0 .. E/ep - 1) under the collector's "balanced"
-    routing (collector/helper.py balanced_logits): token i picks experts (i + j*s) mod E, j < k, s = ceil(E/k),
-    or (floor(i*s/T + j*s)) mod E when T < s (every token's k experts spread over the E)."""
-    s = -(-experts // topk)
-    i = np.arange(tokens, dtype=float)[:, None]
-    j = np.arange(topk, dtype=float)[None, :]
-    sel = (i + j * s) if tokens >= s else np.floor(i * s / tokens + j * s)
-    sel = sel.astype(np.int64) % experts
-    local = sel[sel < experts // ep]
-    return int(local.size), int(np.unique(local).size)
-
-
 def moe_rows(df: pd.DataFrame, spec: dict, dtype: str, zeros: bool = False) -> dict:
     """One fused MoE layer on one rank, as AIConfigurator's vLLM collector times it (collector/vllm/collect_moe.py,
     ai-dynamo/aiconfigurator at 095f58a; vLLM 0.24.0): a CUDA graph of ``FusedMoE(hidden, router_logits)``, the
@@ -354,7 +341,7 @@ def moe_rows(df: pd.DataFrame, spec: dict, dtype: str, zeros: bool = False) -> d
     top-k weighted sum. One physical rank runs the logical TP or EP layout: tp shards each expert's width
     (I' = inter / tp, every expert local), ep holds E/ep whole experts (rank 0's: the first E/ep) and runs only
     the rows routed to them; tp and ep are never combined, and no collective is in the row.
-    "balanced" routing is deterministic (balanced_routing): T*k / ep rows reach the rank, over min(E/ep, T*k/ep)
+    "balanced" routing is deterministic (fitting.balanced_routing): T*k / ep rows reach the rank, over min(E/ep, T*k/ep)
     distinct experts (not the E*(1-(1-k/E)^T) of uniform random routing that roofcalc takes; the rows' own
     count is used here, the fitted efficiencies are the kernel's). FLOPs and bytes: fitting.moe_cost (fp8_block:
     an fp32 scale per 128 x 128 block; fp8: per-tensor scales, left out). ``zeros``: the kernel is vLLM's Triton
@@ -368,7 +355,7 @@ def moe_rows(df: pd.DataFrame, spec: dict, dtype: str, zeros: bool = False) -> d
     touched = np.empty(len(T))
     for n, key in enumerate(zip(T, E, k, ep)):
         if key not in cache:
-            cache[key] = balanced_routing(*map(int, key))
+            cache[key] = F.balanced_routing(*map(int, key))
         rows[n], touched[n] = cache[key]
     fp8 = dtype != "bfloat16"
     inter = I / tp

@@ -12,6 +12,12 @@ dim) triple) and predicts each held-out row two ways:
   prompt, heads, KV heads, head dim), scaled by the ratio of the two rows' roofline floors;
 * fit: the fitted model's cross-validated prediction (docs/kernel_fits.md), from benchmarks/kernel_fits.json.
 
+Fused MoE (vLLM's tables; whole shapes, an (H, I, top-k, E) layer, held out in the fit's folds): the nearest
+measured call in log2 of (the rank's routed rows, H, I', the rank's experts, every routed pair T*k), scaled by
+the floors (fitting.moe_cost), and a third way, the geometric mean of that read and the fit's cross-validated
+prediction, which is what `--kernel-db` takes off the measured shapes (the fit is re-run here, as
+fit_kernels.py runs it, for its per-row predictions: about 30 s a GPU).
+
 It prints each one's median |ln(measured / predicted)| and share within ±30 % on the DRAM rows. The fit is
 offered by the tool; a direct read would be offered only if it came out better.
 """
@@ -93,6 +99,32 @@ def main() -> None:
             cv = f["cv"]["dram"]
             print(f"{gpu:9s} {cls:14s} {int((~R['l2']).sum()):6d}  {s['median_abs_log']:.3f}  {s['within_30']:.1%}"
                   f" ({int(dram.sum())}){'':22s}{cv['median_abs_log']:.3f}  {cv['within_30']:.1%}", flush=True)
+    print(f"\n{'gpu':9s} {'class':14s} {'rows':>6s}  lookup: median|log| within30   geometric mean of the two   "
+          f"fit, cross-validated")
+    for gpu in args.gpus.split(","):
+        moe(systems, gpu, cur, fits)
+
+
+def moe(systems: Path, gpu: str, cur: dict, fits: dict) -> None:
+    """The fused MoE classes: the direct read, the fit, and their geometric mean, on held-out shapes."""
+    spec = fk.SPECS[gpu]
+    for cls, (R, _) in fk.load_moe(systems, gpu, "vllm", cur).items():
+        res = fk.run_class(cls, R, spec, 10)  # the fit's cross-validated predictions, row by row
+        R = res["R"]
+        floor = floors(cls, R, spec)
+        key = np.log2(np.maximum(np.stack([R["rows"], R["hidden"], R["inter"], R["experts"], R["pairs"]], 1), 1.0))
+        fixed = fits[(gpu, cls)]["params"]["fixed_s"]
+        folds = fk.folds_of(R["group"], 10)
+        pred = np.full(len(floor), np.nan)
+        for f in np.unique(folds):
+            train, test = folds != f, np.flatnonzero(folds == f)
+            table = Nearest(key[train], R["t"][train], floor[train], fixed)
+            for i in test:
+                pred[i] = fixed + table.work(2.0 ** key[i], floor[i])
+        dram = ~R["l2"]
+        out = [fk.score(R["t"][dram], p[dram]) for p in (pred, np.sqrt(pred * res["cv"]), res["cv"])]
+        print(f"{gpu:9s} {cls:14s} {int(dram.sum()):6d}  " + "   ".join(
+            f"{s['median_abs_log']:.3f}  {s['within_30']:.1%}" for s in out), flush=True)
 
 
 if __name__ == "__main__":

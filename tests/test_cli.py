@@ -167,7 +167,7 @@ def test_a_quantized_config_declares_its_format_and_group_size(tmp_path, capsys)
 
 ERRORS = [
     (["missing/config.json"], "no such file"),
-    (["TinyLlama/TinyLlama-1.1B", "--batch", "0"], "must be at least 1"),
+    (["TinyLlama/TinyLlama-1.1B", "--batch", "0"], "--batch: 0 is not a size; sizes start at 1"),
     (["TinyLlama/TinyLlama-1.1B", "--batch", "-3"], "--batch"),
     (["TinyLlama/TinyLlama-1.1B", "--batch", "1.5"], "not a whole number"),
     (["TinyLlama/TinyLlama-1.1B", "--batch", "1000000000000"], "beyond any real workload"),
@@ -190,7 +190,7 @@ ERRORS = [
     (["TinyLlama/TinyLlama-1.1B", "--plot", ""], "--plot is empty"),
     (["TinyLlama/TinyLlama-1.1B", "--batch", "1,2", "--plot", ""], "--plot is empty"),
     # a --size no machine holds is refused before an array is allocated: 1e30 bytes is 9.3e20 GiB
-    (["measure", "--size", "1e30"], "two arrays of 9.313e+20 GiB each are more than the"),
+    (["measure", "--size", "1e30B"], "two arrays of 9.313e+20 GiB each are more than the"),
     (["measure", "--size", "1KB"], "at least 16MiB per array"),
 ]
 

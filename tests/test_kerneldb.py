@@ -67,3 +67,76 @@ def test_a_measured_shape_takes_its_measured_time(capsys):
     q = next(k for k in doc["kernels"] if k["name"] == "q_proj")
     assert q["t_expected_s"] == pytest.approx(0.014767110347747803e-3, rel=1e-9)
     assert doc["hardware"]["kernel_fits"]["kernel_db"] is True
+
+
+def test_a_read_says_whether_the_table_measured_those_very_sizes():
+    t = Nearest(np.log2([[2, 4096, 14336, 8, 2], [8, 4096, 14336, 8, 8]]), np.array([259e-6, 700e-6]),
+                np.array([210e-6, 840e-6]), 43e-6)
+    assert t.read((2, 4096, 14336, 8, 2), 210e-6) == (pytest.approx(216e-6), True)
+    # 6 rows lie nearer 8 in log2 (3 - 2.585 = 0.415 against 0.585): that row's 657 us beyond the fixed cost,
+    # times a floor of 630 us over its 840
+    work, exact = t.read((6, 4096, 14336, 8, 6), 630e-6)
+    assert not exact and work == pytest.approx(657e-6 * 630 / 840)
+
+
+class _Tables:
+    """A stand-in for the measured tables: every fused MoE call read as ``seconds`` beyond the fixed cost, measured
+    (``exact``) or another shape's; nothing else read."""
+
+    def __init__(self, seconds: float, exact: bool):
+        self.seconds, self.exact = seconds, exact
+        self.words = "a stand-in's tables"
+
+    def with_compute(self, compute):
+        return self
+
+    def work(self, *args):
+        return None
+
+    def moe_work(self, *args):
+        return self.seconds, self.exact
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_a_fused_moe_call_takes_a_measured_shape_as_it_is_and_another_with_the_fit(exact, capsys, monkeypatch):
+    """Mixtral-8x7B at batch 1 on an H100 (vLLM's fused MoE fit): a layer's four experts kernels (gate_up, act_mul,
+    down, the weighted sum) share one call's time, the fit's fixed cost plus its work. With --kernel-db the work is
+    the table's where the table measured that very call, else the geometric mean of the table's (another shape,
+    scaled) and the fit's: here a stand-in table reads 300 us, and the fit's work is what the run without it
+    says."""
+    import json
+
+    import roofcalc.kerneldb
+    from roofcalc.predict import kernel_fits
+
+    args = ["mistralai/Mixtral-8x7B-v0.1", "--hw", "H100", "--dtype", "bf16", "--format", "json"]
+
+    def call(doc):
+        return sum(k["t_expected_s"] for k in doc["kernels"] if k["name"] in
+                   ("experts.gate_up_proj", "experts.act_mul", "experts.down_proj", "experts.combine"))
+
+    assert main(args) == 0
+    fitted = call(json.loads(capsys.readouterr().out))
+    fixed = kernel_fits()["gpus"]["h100_sxm"]["moe"]["bf16"]["fixed_s"]
+    monkeypatch.setattr(roofcalc.kerneldb, "KernelDB", lambda *a, **k: _Tables(300e-6, exact))
+    assert main(args + ["--kernel-db"]) == 0
+    read = call(json.loads(capsys.readouterr().out))
+    work = 300e-6 if exact else (300e-6 * (fitted - fixed)) ** 0.5
+    assert read == pytest.approx(fixed + work, rel=1e-9)
+    assert fitted - fixed != pytest.approx(300e-6, rel=0.05)  # the two ways differ: the test can tell them apart
+
+
+@needs_tables
+def test_a_measured_fused_moe_call_takes_its_measured_time(capsys):
+    """Mixtral-8x7B at batch 1 on an H100 in bf16 is the H100 vLLM 0.24.0 MoE table's balanced row num_tokens 1,
+    hidden 4096, inter 14336, top-2 of 8 experts, TP 1, EP 1 (vllm_unquantizedfusedmoe_triton_tritonexperts):
+    0.258741 ms, which a layer's four experts kernels take together."""
+    import json
+
+    code, out, _ = run(["mistralai/Mixtral-8x7B-v0.1", "--hw", "H100", "--kernel-db", "--dtype", "bf16",
+                        "--format", "json"], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    call = sum(k["t_expected_s"] for k in doc["kernels"] if k["name"] in
+               ("experts.gate_up_proj", "experts.act_mul", "experts.down_proj", "experts.combine"))
+    assert call == pytest.approx(0.258741e-3, rel=1e-5)

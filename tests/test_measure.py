@@ -128,6 +128,25 @@ def test_measure_and_profile_bad_input(args, message, capsys):
     assert message in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("model, message", [
+    ("TinyLama", "did you mean tinyllama?"),  # a misspelt catalog name
+    ("./no/such/config.json", "no such file"),
+])
+def test_profile_refuses_a_model_it_cannot_read_before_it_measures(model, message, capsys, monkeypatch):
+    """Without --hw-file, profile measures the device first (a minute); a model it cannot read is refused before
+    that, in one line."""
+    pytest.importorskip("torch")
+    import roofcalc.measure
+
+    def never(*a, **k):
+        raise AssertionError("the device was measured before the model was read")
+
+    monkeypatch.setattr(roofcalc.measure, "measure", never)
+    assert main(["profile", model]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
 def test_cuda_that_is_not_there(capsys):
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():

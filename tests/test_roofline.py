@@ -165,9 +165,13 @@ def test_units():
     assert parse_quantity("80GiB", "size") == 80 * 2 ** 30 and parse_quantity("80GB", "size") == 80e9
     assert parse_quantity("0.015s", "time") == pytest.approx(0.015)
     for bare, kind, hint in (("270", "bandwidth", "did you mean 270GB/s"), ("50", "flops", "did you mean 50TFLOP/s"),
-                             ("15", "time", "did you mean 15ms")):
+                             ("15", "time", "did you mean 15ms"), ("80", "size", "did you mean 80GB or 80GiB"),
+                             ("270G", "bandwidth", "did you mean 270GB/s")):
         with pytest.raises(RoofcalcError, match=hint):
             parse_quantity(bare, kind)
+    with pytest.raises(RoofcalcError, match="did you mean 5us"):  # a launch's or a host op's cost: microseconds
+        parse_quantity("5", "time", "us")
+    assert parse_quantity("80B", "size") == 80  # bytes, written out
     assert parse_quantity("15ms", "time") == pytest.approx(0.015)
     assert parse_quantity("5us", "time") == pytest.approx(5e-6)
     for bad, kind in (("fast", "bandwidth"), ("270GB/h", "bandwidth"), ("-3GB/s", "bandwidth"), ("0", "flops"),

@@ -309,12 +309,12 @@ def is_sweep(args: argparse.Namespace) -> bool:
 
 def _roof_kw(args: argparse.Namespace, profile) -> dict:
     """The roof, launch, host and memory options every roofline and sweep takes, parsed once."""
-    def q(value, kind):
-        return parse_quantity(value, kind) if value is not None else None
+    def q(value, kind, usual=""):
+        return parse_quantity(value, kind, usual) if value is not None else None
 
     return dict(measured_bw=q(args.measured_bw, "bandwidth"), measured_flops=q(args.measured_flops, "flops"),
-                measured_profile=profile, impl=args.impl, launch_overhead_s=q(args.launch_overhead, "time"),
-                host_overhead_s=q(args.host_overhead, "time"), capacity_bytes=q(args.memory, "size"),
+                measured_profile=profile, impl=args.impl, launch_overhead_s=q(args.launch_overhead, "time", "us"),
+                host_overhead_s=q(args.host_overhead, "time", "us"), capacity_bytes=q(args.memory, "size"),
                 engine_host=_engine(args).host)
 
 
@@ -584,8 +584,8 @@ def _add_engine(p) -> None:
     """--engine of the main command and profile."""
     from .engines import DEFAULT_ENGINE, ENGINES
 
-    p.add_argument("--kernel-db", action="store_true", help="GEMM and decode-attention times read from NVIDIA "
-                   "AIConfigurator's measured tables (the nearest measured shape, scaled) instead of their fits: "
+    p.add_argument("--kernel-db", action="store_true", help="GEMM, decode-attention and fused-MoE times read from "
+                   "NVIDIA AIConfigurator's measured tables (the nearest measured shape, scaled) instead of their fits: "
                    "A100, H100, H200, B200, L40S, RTX PRO 6000; single steps; needs the kernel-db extra")
     p.add_argument("--engine", metavar="NAME", help=f"how the model runs: {' | '.join(ENGINES)}: its launch "
                    "model, attention kernel, KV cache update and host time per step outside the kernels, each "
@@ -846,7 +846,7 @@ def _profile_parser() -> argparse.ArgumentParser:
 def run_profile(argv: Sequence[str]) -> str:
     from . import report
     from .hardware import load_profile
-    from .profile import (_torch, hw_file_warnings, profile_lines, profile_model, profile_record,
+    from .profile import (_torch, hw_file_warnings, profile_inputs, profile_lines, profile_model, profile_record,
                           profile_trust)
     from .roofline import roofline
 
@@ -868,6 +868,9 @@ def run_profile(argv: Sequence[str]) -> str:
 
         check_html_path(args.html)
         _plotly()
+    # the model and the run's sizes, before the device is measured (a minute's work)
+    inputs = profile_inputs(args.model, device=args.device, dtype_name=args.dtype, context=args.context,
+                            family=args.family)
     first = ()  # the warnings of the measurement the profile comes from
     if args.hw_file:
         hw_profile = load_profile(args.hw_file)
@@ -884,7 +887,7 @@ def run_profile(argv: Sequence[str]) -> str:
     result = profile_model(args.model, device=args.device, dtype_name=args.dtype, batch=args.batch,
                            context=args.context, steps=args.steps, family=args.family, quiet=args.quiet,
                            peak_flop_per_s=hw_profile.peak_flop_per_s.get(args.dtype),
-                           prefill={"run": True, "skip": False, "auto": None}[args.prefill])
+                           prefill={"run": True, "skip": False, "auto": None}[args.prefill], inputs=inputs)
     nominal_hw = _find_hardware(hw_profile.nominal, "the profile's nominal") if hw_profile.nominal else hw_profile
     r = roofline(result.analysis, nominal_hw, measured_profile=hw_profile, impl=args.impl,
                  kernel_times=result.kernel_times, tpot_s=result.tpot_s, engine_host=_engine(args).host)

@@ -469,6 +469,19 @@ def moe_cost(rows, touched, experts, hidden, inter, wb: float, block: int = 0, p
                 x=np.maximum(rows / experts, 1e-3))
 
 
+def balanced_routing(tokens: int, experts: int, topk: int, ep: int) -> tuple[int, int]:
+    """(rows, distinct experts) that reach EP rank 0's experts (0 .. E/ep - 1) under the "balanced" routing of
+    AIConfigurator's MoE collector (collector/helper.py balanced_logits), the routing of its fitted tables: token i picks experts (i + j*s) mod E, j < k, s = ceil(E/k),
+    or (floor(i*s/T + j*s)) mod E when T < s (every token's k experts spread over the E)."""
+    s = -(-experts // topk)
+    i = np.arange(tokens, dtype=float)[:, None]
+    j = np.arange(topk, dtype=float)[None, :]
+    sel = (i + j * s) if tokens >= s else np.floor(i * s / tokens + j * s)
+    sel = sel.astype(np.int64) % experts
+    local = sel[sel < experts // ep]
+    return int(local.size), int(np.unique(local).size)
+
+
 def moe_design(R: dict) -> Design:
     """fixed, e_compute and e_memory by tokens per expert (MOE_X_KNOTS, R["x"]), a time per routed (token, expert)
     pair in series (pair_s; the series term's count, R["pairs"]), and factors by the hidden size and the per-rank

@@ -180,7 +180,7 @@ def parse_sizes(text: str, what: str = "batch", limit: int = 1 << 24) -> tuple[i
             if (hi - lo) // step + 1 > MAX_GRID_POINTS:
                 raise RoofcalcError(f"--{what}: '{item}' has more than {MAX_GRID_POINTS:,} values")
             values.update(range(lo, hi + 1, step))
-    check_sizes(sorted(values), what, limit)
+    check_sizes(sorted(values), f"--{what}", limit)
     return tuple(sorted(values))
 
 
@@ -191,7 +191,8 @@ def check_sizes(values, what: str, limit: int) -> None:
         if isinstance(v, bool) or int(v) != v:
             raise RoofcalcError(f"{what} must be whole numbers, got {v!r}")
         if v < 1:
-            raise RoofcalcError(f"{what} must be at least 1, got {v}")
+            raise RoofcalcError(f"{what}: {v} is not a size; sizes start at 1" if what.startswith("--") else
+                                f"{what} must be at least 1, got {v}")
         if v > limit:
             raise RoofcalcError(f"{what} {int(v):,} is beyond any real workload (limit {limit:,})")
 
@@ -208,10 +209,11 @@ _UNITS = {
 }
 
 
-def parse_quantity(text: str, kind: str) -> float:
+def parse_quantity(text: str, kind: str, usual: str = "") -> float:
     """'270GB/s' -> 2.7e11, '250GiB/s' -> 250·2³⁰, '50TFLOP/s' -> 5e13, '15ms' -> 0.015, '80GB' -> 8e10,
-    '80GiB' -> 80·2³⁰. A rate or a time needs its unit ('2.7e11B/s', '0.015s'): a bare 270 is refused
-    with a hint rather than read as 270 B/s. A bare size is bytes."""
+    '80GiB' -> 80·2³⁰. Every quantity needs its unit ('2.7e11B/s', '0.015s', '80B'): a bare 270 is refused
+    with a hint rather than read as 270 B/s, and a bare 80 rather than read as 80 bytes. ``usual``: the unit
+    the hint offers (a time's: ms unless told, "us" for a launch or a host op)."""
     what = {"bandwidth": "a bandwidth like 270GB/s", "flops": "a rate like 50TFLOP/s", "time": "a time like 15ms",
             "size": "a size like 80GB or 80GiB"}[kind]
     text = one_line(text)
@@ -219,10 +221,11 @@ def parse_quantity(text: str, kind: str) -> float:
     if not m:
         raise RoofcalcError(f"'{text}' is not {what}")
     number, prefix, unit = float(m.group(1)), m.group(2).lower(), m.group(3).lower()
-    if kind != "size" and not unit:
-        # a bare 270 is not 270 B/s: say what was probably meant, and how to give base units
-        meant = {"bandwidth": (f"{m.group(1)}GB/s", f"{m.group(1)}B/s"), "flops": (f"{m.group(1)}TFLOP/s",
-                 f"{m.group(1)}FLOP/s"), "time": (f"{m.group(1)}ms", f"{m.group(1)}s")}[kind]
+    if not unit:
+        # a bare 270 is not 270 B/s, nor 80 80 bytes: say what was probably meant, and how to give base units
+        n = m.group(1)
+        meant = {"bandwidth": (f"{n}GB/s", f"{n}B/s"), "flops": (f"{n}TFLOP/s", f"{n}FLOP/s"),
+                 "time": (f"{n}{usual or 'ms'}", f"{n}s"), "size": (f"{n}GB or {n}GiB", f"{n}B")}[kind]
         raise RoofcalcError(f"'{text}' has no unit: did you mean {meant[0]}? (base units are written out: {meant[1]})")
     if kind == "time":
         scale = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}.get(prefix + unit)

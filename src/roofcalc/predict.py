@@ -472,6 +472,11 @@ def fuse_gemms(terms) -> list:
     return out
 
 
+# A fused MoE layer's experts kernel's Term.moe: (class key, the rank's experts, part, the layer's experts), then,
+# once fuse_moe has seen its layer, + (tokens per expert, H, I', sum t_compute, sum t_memory, sum floor)
+MOE_BASE, MOE_FUSED = 4, 10
+
+
 def fuse_moe(terms) -> list:
     """The step's terms with each fused MoE layer's experts kernels (Term.moe: a gate_up_proj, then its act_mul
     and down_proj, and the combine after them, past any collective between) given their layer's sums: (tokens
@@ -483,12 +488,12 @@ def fuse_moe(terms) -> list:
     i = 0
     while i < len(out):
         t = out[i]
-        if len(t.moe) != 3 or t.moe[2] != "gate_up_proj":
+        if len(t.moe) != MOE_BASE or t.moe[2] != "gate_up_proj":
             i += 1
             continue
         group = [i]
         j = i + 1
-        while j < len(out) and len(out[j].moe) == 3 and out[j].moe[2] in ("act_mul", "down_proj"):
+        while j < len(out) and len(out[j].moe) == MOE_BASE and out[j].moe[2] in ("act_mul", "down_proj"):
             group.append(j)
             j += 1
             if out[j - 1].moe[2] == "down_proj":
@@ -496,7 +501,7 @@ def fuse_moe(terms) -> list:
         k = j
         while k < len(out) and out[k].kind == "collective":
             k += 1
-        combine = k if k < len(out) and len(out[k].moe) == 3 and out[k].moe[2] == "combine" else None
+        combine = k if k < len(out) and len(out[k].moe) == MOE_BASE and out[k].moe[2] == "combine" else None
         sums = [0.0, 0.0, 0.0]
         for g in group + ([combine] if combine is not None else []):
             tc, tm = out[g].t_compute_s, out[g].t_memory_s
@@ -1139,7 +1144,7 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
         share = _floor_share(t_compute, t_memory, sum_floor)
         return share * work, share * fixed, side
     coll = (*collective, hop) if collective else ()
-    fused = m.moe_fits.get(moe[0]) if len(moe) == 9 and m.moe_fits and not m.curves.get("matmul") else None
+    fused = m.moe_fits.get(moe[0]) if len(moe) == MOE_FUSED and m.moe_fits and not m.curves.get("matmul") else None
     if fused is not None:
         return _moe_share(m, fused, t_compute, t_memory, kind, rows, weight_format, weight_bytes, pessimistic, depth,
                           width, moe)
@@ -1198,16 +1203,23 @@ def _moe_share(m: KernelModel, fit: MoEFit, t_compute, t_memory, kind, rows, wei
     Its pessimistic end as a fitted GEMM's: the efficiencies at
     the gemm and gemv classes' spread, the fixed cost at the gemm class's, the work never below the kernel's own
     at the defaults' pessimistic end (the slowest published implementation)."""
-    x, hidden, inter, sum_c, sum_m, sum_floor = moe[3:9]
+    x, hidden, inter, sum_c, sum_m, sum_floor = moe[MOE_BASE:]
     e_c, e_m = fit.efficiencies(x, hidden, inter)
     fixed = fit.fixed_s
+    pairs = fit.pair_s * x * moe[1]  # the pairs: tokens per expert x experts
+    expected = _maximum(sum_c / e_c, sum_m / e_m) + pairs
     if pessimistic:
         g, c, base = m.classes["gemv"], m.classes["gemm"], m.fixed_s.get("gemm")
         e_c, e_m = e_c * c.pessimistic / c.expected, e_m * g.pessimistic / g.expected
         fixed = fixed * (base.pessimistic / base.expected if base and base.expected else 1.0)
     t_c, t_m = sum_c / e_c, sum_m / e_m
     share = _floor_share(t_compute, t_memory, sum_floor)
-    core = _maximum(t_c, t_m) + fit.pair_s * x * moe[1]  # the pairs: tokens per expert x experts
+    core = _maximum(t_c, t_m) + pairs
+    read = m.db.moe_work(moe[0], x * moe[1], hidden, inter, moe[1], moe[3]) if m.db is not None else None
+    if read is not None:  # --kernel-db: a measured call's own time; another's, scaled, with the fit's
+        # (their geometric mean: closer on held-out shapes than either, benchmarks/lookup_vs_fit.py)
+        value = read[0] if read[1] else math.sqrt(read[0] * expected)
+        core = _maximum(core, value) if pessimistic else value
     core = _maximum(core, sum_floor - fixed)  # the call never below its kernels' floors (the combine's too)
     work = share * core
     if pessimistic:

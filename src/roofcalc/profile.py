@@ -312,12 +312,11 @@ def _fill_cache(torch, cache, shape, batch: int, tokens: int, device: str, torch
         cache.update(k, v, layer)
 
 
-def profile_model(source: str, *, device: str = "cpu", dtype_name: str = "fp32", batch: int = 1,
-                  context: int = 500, steps: int = 8, family: str | None = None, quiet: bool = False,
-                  peak_flop_per_s: float | None = None, prefill: bool | None = None) -> ProfileResult:
-    """``prefill``: run the real prefill (True), fill the cache with random values (False), or decide
-    (None): the real one unless ``peak_flop_per_s`` says it would take more than a minute."""
-    torch, transformers = _torch()
+def profile_inputs(source: str, *, device: str = "cpu", dtype_name: str = "fp32", context: int = 500,
+                   family: str | None = None):
+    """(config, name, shape) of the model to profile, once every input is checked: what ``roofcalc profile``
+    refuses, it refuses here, before it measures the device."""
+    torch, _ = _torch()
     if dtype_name not in TORCH_DTYPES:
         raise RoofcalcError(f"--dtype {dtype_name}: profile runs fp32, bf16 or fp16")
     if device == "cuda" and not torch.cuda.is_available():
@@ -326,9 +325,20 @@ def profile_model(source: str, *, device: str = "cpu", dtype_name: str = "fp32",
         raise RoofcalcError(f"--device {device}: use cpu or cuda")
     if context < 2:
         raise RoofcalcError("--context must be at least 2 (a prefill of context - 1 tokens, then the step)")
-    watch = LoadWatch()
     cfg, name, _, _ = load_config(source)
-    shape = shape_from_config(cfg, name, family)
+    return cfg, name, shape_from_config(cfg, name, family)
+
+
+def profile_model(source: str, *, device: str = "cpu", dtype_name: str = "fp32", batch: int = 1,
+                  context: int = 500, steps: int = 8, family: str | None = None, quiet: bool = False,
+                  peak_flop_per_s: float | None = None, prefill: bool | None = None, inputs=None) -> ProfileResult:
+    """``prefill``: run the real prefill (True), fill the cache with random values (False), or decide
+    (None): the real one unless ``peak_flop_per_s`` says it would take more than a minute. ``inputs``:
+    profile_inputs' answer for these arguments, where the caller has it."""
+    torch, transformers = _torch()
+    cfg, name, shape = inputs or profile_inputs(source, device=device, dtype_name=dtype_name, context=context,
+                                                family=family)
+    watch = LoadWatch()
     d = dtype(dtype_name)
     # the profiled step runs transformers' DynamicCache, which concatenates its cache every step
     analysis = analyze(shape, Workload.decode(batch, context, weight_dtype=d, act_dtype=d, kv_dtype=d,

@@ -20,7 +20,7 @@ from .calculator import Analysis, AttentionSizes, Cost, Kernel
 from .errors import RoofcalcError
 from .families import FAMILIES
 from .hardware import Hardware
-from .predict import KernelModel, StepTimes, _maximum, default_model, kernel_class, step_times
+from .predict import MOE_FUSED, KernelModel, StepTimes, _maximum, default_model, kernel_class, step_times
 
 # The worked example: a GEMM should measure 1.2-2x its floor, "above 3x the kernel has a problem"; a
 # norm at 100x its floor is no problem, it is the cost of running a kernel at all. One rule: a measured
@@ -227,7 +227,8 @@ class Term(NamedTuple):
     width: int = 0  # N of a matmul (0 for any other kernel, or a matmul whose N is unknown)
     # an attention call's sizes for a fitted attention class (predict.AttentionFit.terms), () for any other kernel
     attn: tuple = ()
-    # a fused MoE layer's experts kernel: (class key, the rank's experts, part) as the kernel holds it, then, once
+    # a fused MoE layer's experts kernel: (class key, the rank's experts, part, the layer's experts) as the kernel
+    # holds it, then, once
     # predict.fuse_moe has seen its layer, + (tokens per expert, H, I', Σ t_compute, Σ t_memory, Σ floor)
     moe: tuple = ()
     # a GEMM of a fused group (q/k/v, gate/up: one GEMM under the fused launch models), once predict.fuse_gemms has
@@ -358,7 +359,7 @@ class Placement:
             return "ideal"
         if self.kernel.kind == "matmul" and "matmul" in self.model.curves:
             return "measured"
-        fused = self.model.moe_fits.get(self.term.moe[0]) if len(self.term.moe) == 9 else None
+        fused = self.model.moe_fits.get(self.term.moe[0]) if len(self.term.moe) == MOE_FUSED else None
         if fused is not None and fused.source:
             return fused.source
         if self.kernel.kind == "collective" and self.hop == "link" and \
