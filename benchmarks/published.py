@@ -32,7 +32,9 @@ FP8 = dict(dtype="fp16", weight_dtype="fp8-t", kv_dtype="fp8")
 
 @dataclass(frozen=True)
 class Case:
-    what: str  # "decode" (seconds per token), "prefill" (TTFT), "request" (output tokens/s)
+    what: str  # "decode" (seconds per token), "prefill" (TTFT), "request" (output tokens/s), "first-token" (a
+    #            prefill of prompt - 1 tokens, then one decode step at context prompt: an engine whose first token
+    #            comes from a decode step, as LMDeploy's TurboMind before v0.1.0 did)
     model: str
     hw: str
     impl: str
@@ -141,6 +143,12 @@ def predict(c: Case) -> tuple[float, float, float]:
         g = sweep(shape, hw, batches=[c.batch], contexts=[c.context], impl=c.impl, **kw).grid
     elif c.what == "prefill":
         g = sweep(shape, hw, batches=[c.batch], prompts=[c.prompt], impl=c.impl, **kw).grid
+    elif c.what == "first-token":  # the two steps in turn: their times, and their ranges' ends, add up
+        pre = sweep(shape, hw, batches=[c.batch], prompts=[c.prompt - 1], impl=c.impl, **kw).grid
+        step = sweep(shape, hw, batches=[c.batch], contexts=[c.prompt], impl=c.impl, **kw).grid
+        return tuple(float(a[0, 0] + b[0, 0]) for a, b in ((pre.predicted_s, step.predicted_s),
+                                                           (pre.predicted_lower_s, step.predicted_lower_s),
+                                                           (pre.predicted_upper_s, step.predicted_upper_s)))
     else:
         g = sweep(shape, hw, batches=[c.batch], prompts=[c.prompt], generate=c.generate, impl=c.impl, **kw).grid
     t = tuple(float(x[0, 0]) for x in (g.predicted_s, g.predicted_lower_s, g.predicted_upper_s))
@@ -179,6 +187,7 @@ def markdown(rs) -> str:
              "|---|---|---|---|---|---|---|---|"]
     for i, (c, p, lo, hi) in enumerate(rs, 1):
         wl = {"decode": f"decode B={c.batch} S={c.context}", "prefill": f"prefill P={c.prompt}",
+              "first-token": f"first token P={c.prompt}",
               "request": f"B={c.batch} P={c.prompt} N={c.generate}"}[c.what]
         dt = "fp8 (W8A8 per tensor, KV fp8, fp16 between)" if c.weight_dtype == "fp8-t" else \
             c.dtype + (f" W{c.weight_dtype[3:]} g{c.group_size}" if c.weight_dtype else "")
