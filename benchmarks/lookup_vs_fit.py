@@ -48,9 +48,11 @@ def floors(cls: str, R: dict, spec: dict) -> np.ndarray:
 def keys(cls: str, R: dict) -> np.ndarray:
     """What --kernel-db's lookup measures distance in (roofcalc.kerneldb): log2 of (M, N, K) for a GEMM, of
     (batch, KV length, heads, KV heads, head dim) for decode, of (batch, prompt, heads, KV heads, head dim)
-    for prefill."""
+    for prefill, of (routed rows, H, I', experts, routed pairs) for a fused MoE call."""
     if cls.startswith("gemm"):
         cols = [R["m"], R["n"], R["k"]]
+    elif cls.startswith("moe"):  # a fused MoE call: the rank's routed rows, H, I', the rank's experts, every pair
+        cols = [R["rows"], R["hidden"], R["inter"], R["experts"], R["pairs"]]
     else:
         cols = [R["b"], R["kvlen"] if cls.startswith("decode") else R["isl"], R["h"], R["g"], R["hd"]]
     return np.log2(np.maximum(np.stack(cols, axis=1), 1.0))
@@ -111,16 +113,7 @@ def moe(systems: Path, gpu: str, cur: dict, fits: dict) -> None:
     for cls, (R, _) in fk.load_moe(systems, gpu, "vllm", cur).items():
         res = fk.run_class(cls, R, spec, 10)  # the fit's cross-validated predictions, row by row
         R = res["R"]
-        floor = floors(cls, R, spec)
-        key = np.log2(np.maximum(np.stack([R["rows"], R["hidden"], R["inter"], R["experts"], R["pairs"]], 1), 1.0))
-        fixed = fits[(gpu, cls)]["params"]["fixed_s"]
-        folds = fk.folds_of(R["group"], 10)
-        pred = np.full(len(floor), np.nan)
-        for f in np.unique(folds):
-            train, test = folds != f, np.flatnonzero(folds == f)
-            table = Nearest(key[train], R["t"][train], floor[train], fixed)
-            for i in test:
-                pred[i] = fixed + table.work(2.0 ** key[i], floor[i])
+        pred = lookup(cls, R, spec, fits[(gpu, cls)]["params"]["fixed_s"], fk.folds_of(R["group"], 10))
         dram = ~R["l2"]
         out = [fk.score(R["t"][dram], p[dram]) for p in (pred, np.sqrt(pred * res["cv"]), res["cv"])]
         print(f"{gpu:9s} {cls:14s} {int(dram.sum()):6d}  " + "   ".join(
