@@ -142,9 +142,9 @@ def test_published_ridges_and_gemm_intensities():
 
 def test_hardware_catalog_and_names():
     names = {h.name for h in hardware_catalog()}
-    for required in ("T4", "V100-SXM2", "A10G", "L4", "L40S", "A100-40GB", "A100-80GB", "A100-40GB-PCIe",
-                     "A100-80GB-PCIe", "H100-SXM", "H100-PCIe", "H200", "B200", "RTX3090", "RTX4090", "RTX5090",
-                     "MI300X", "TPU-v5e"):
+    for required in ("T4", "V100-SXM2", "A10G", "A10", "L4", "L40S", "A100-40GB", "A100-80GB", "A100-40GB-PCIe",
+                     "A100-80GB-PCIe", "H100-SXM", "H100-PCIe", "H100-NVL", "H200", "B200", "RTX3090", "RTX4090",
+                     "RTX5090", "MI300X", "MI325X", "TPU-v5e"):
         assert required in names
     assert any(h.kind == "cpu" for h in hardware_catalog())
     assert find_hardware("a100-80gb").name == find_hardware("A100").name == "A100-80GB"
@@ -154,6 +154,12 @@ def test_hardware_catalog_and_names():
     with pytest.raises(RoofcalcError, match="T4 has no bf16 peak"):
         T4.peak("bf16")
     assert find_hardware("RTX4090").peak("fp16") == 165.2e12  # fp32 accumulate, not the 330 headline
+    # the A10 is not AWS's A10G: NVIDIA's datasheet gives it 125 dense fp16 TFLOP/s (72 SMs x 1.695 GHz x 1,024)
+    assert find_hardware("a10").name == "A10" and find_hardware("A10").peak("fp16") == 125e12
+    assert find_hardware("A10G").peak("fp16") == 70e12
+    # the H100 NVL, per GPU: 3.9 TB/s and half the datasheet's sparse 1,671 fp16 TFLOP/s
+    nvl = find_hardware("H100-NVL")
+    assert nvl.bandwidth_bytes_per_s == 3.9e12 and nvl.peak("bf16") == 835.5e12
 
 
 def test_units():
