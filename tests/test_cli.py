@@ -551,7 +551,7 @@ CLOSE_NAMES = [  # each misspelt name and what the one-line error suggests
     (["qwen/qwen3-8"], "(did you mean Qwen/Qwen3-8B?)"),  # a hub id of the catalog
     (["acme/tiny-lama"], "(did you mean acme/tiny-llama?)"),  # the HF cache's
     (["TinyLlama/TinyLlama-1.1B", "--hw", "h10"], "unknown hardware 'h10' (did you mean H100-SXM?); known: T4"),
-    (["TinyLlama/TinyLlama-1.1B", "--hw", "rtx 4900"], "(did you mean RTX4090?)"),
+    (["TinyLlama/TinyLlama-1.1B", "--hw", "rtx 4900"], "(did you mean RTX4090 or RTX4080?)"),
     (["TinyLlama/TinyLlama-1.1B", "--family", "lama"], "--family 'lama' is not a family roofcalc models (did you "
                                                        "mean llama?)"),
     (["TinyLlama/TinyLlama-1.1B", "--family", "qwen-2"], "(did you mean qwen2?)"),

@@ -160,6 +160,16 @@ def test_hardware_catalog_and_names():
     # the H100 NVL, per GPU: 3.9 TB/s and half the datasheet's sparse 1,671 fp16 TFLOP/s
     nvl = find_hardware("H100-NVL")
     assert nvl.bandwidth_bytes_per_s == 3.9e12 and nvl.peak("bf16") == 835.5e12
+    # the export parts: the A100's and H100's memory and compute, NVLink at 400 GB/s (200 a direction)
+    for export, full in (("A800-80GB", "A100-80GB"), ("H800", "H100-SXM")):
+        e, f = find_hardware(export), find_hardware(full)
+        assert (e.bandwidth_bytes_per_s, e.peak_flop_per_s) == (f.bandwidth_bytes_per_s, f.peak_flop_per_s)
+        assert e.link_bytes_per_s == 200e9 < f.link_bytes_per_s
+    # GeForce parts at their fp32-accumulate rate: the RTX 4080's 76 SMs x 2.505 GHz x 512 = 97.5 TFLOP/s,
+    # the RTX 3080's 68 x 1.71 GHz x 512 = 59.5
+    assert find_hardware("RTX4080").peak("fp16") == 97.5e12 and find_hardware("RTX3080").peak("fp16") == 59.5e12
+    # a professional GA102 runs fp32 accumulate at full rate: the RTX A6000's 84 x 1.8 GHz x 1,024 = 154.8
+    assert find_hardware("a6000").peak("fp16") == 154.8e12
 
 
 def test_units():
