@@ -222,7 +222,7 @@ def parse_quantity(text: str, kind: str, usual: str = "") -> float:
         raise RoofcalcError(f"'{text}' is not {what}")
     number, prefix, unit = float(m.group(1)), m.group(2).lower(), m.group(3).lower()
     if not unit:
-        # a bare 270 is not 270 B/s, nor 80 80 bytes: say what was probably meant, and how to give base units
+        # a bare 270 is not 270 B/s, nor a bare 80 80 bytes: say what was probably meant, and how to give base units
         n = m.group(1)
         meant = {"bandwidth": (f"{n}GB/s", f"{n}B/s"), "flops": (f"{n}TFLOP/s", f"{n}FLOP/s"),
                  "time": (f"{n}{usual or 'ms'}", f"{n}s"), "size": (f"{n}GB or {n}GiB", f"{n}B")}[kind]

@@ -1206,15 +1206,15 @@ def _moe_share(m: KernelModel, fit: MoEFit, t_compute, t_memory, kind, rows, wei
     x, hidden, inter, sum_c, sum_m, sum_floor = moe[MOE_BASE:]
     e_c, e_m = fit.efficiencies(x, hidden, inter)
     fixed = fit.fixed_s
-    pairs = fit.pair_s * x * moe[1]  # the pairs: tokens per expert x experts
-    expected = _maximum(sum_c / e_c, sum_m / e_m) + pairs
+    sort_s = fit.pair_s * x * moe[1]  # a time per routed pair (tokens per expert x experts), in series
+    expected = _maximum(sum_c / e_c, sum_m / e_m) + sort_s
     if pessimistic:
         g, c, base = m.classes["gemv"], m.classes["gemm"], m.fixed_s.get("gemm")
         e_c, e_m = e_c * c.pessimistic / c.expected, e_m * g.pessimistic / g.expected
         fixed = fixed * (base.pessimistic / base.expected if base and base.expected else 1.0)
     t_c, t_m = sum_c / e_c, sum_m / e_m
     share = _floor_share(t_compute, t_memory, sum_floor)
-    core = _maximum(t_c, t_m) + pairs
+    core = _maximum(t_c, t_m) + sort_s
     read = m.db.moe_work(moe[0], x * moe[1], hidden, inter, moe[1], moe[3]) if m.db is not None else None
     if read is not None:  # --kernel-db: a measured call's own time; another's, scaled, with the fit's
         # (their geometric mean: closer on held-out shapes than either, benchmarks/lookup_vs_fit.py)
