@@ -66,6 +66,35 @@ holds, and committed before roofcalc ran on any of it; the same rules hold, and 
   inputs as the second set's gpt-fast int8; the int8 factor's engine lineage (gpt-fast) is marked.
 ExLlamaV2's README table (EXL2 at 2.5 and 4.0 bits per weight on average, lengths not given) was left out:
 its mixed bit widths are not a weight format roofcalc has.
+
+A fourth set (CASES_4, CASES_4_MULTI) was transcribed on 2026-12-03 from five sources none of the sets above
+holds (a helper searched and copied the figures; nothing was run), and committed before roofcalc ran on any of
+it; the same rules hold, and these choices were fixed with it:
+* TensorRT-LLM v0.9.0's performance.md ("All data was generated using version 0.9.0"; gptSessionBenchmark,
+  static batches, paged KV cache off): `fused`, TensorRT-LLM's kernel tables, published.py's FP8 recipe on the
+  H200, H100 and L40S (the doc's quant_algo FP8 and kv_cache_quant_algo FP8), fp16 on the A100 (80 GB SXM
+  assumed: the doc does not say). Throughput is output tokens/s per GPU of a static batch, prefill included;
+  its batch-1 first-token latency is the context phase alone (one output token, which the context phase
+  yields: the rule the first-token tables of published.py follow): a prefill. "Mistral 7B" is
+  Mistral-7B-v0.1 and "Mixtral 8x7B" Mixtral-8x7B-v0.1 (the doc prints no config for them).
+* NVIDIA NIM 1.8.0's benchmarking page, Llama-3.3-70B-Instruct FP8 on two H100 (SXM assumed), TP 2,
+  concurrency 1 (a single stream; the higher concurrencies are served, not static, and left out): TensorRT-LLM
+  underneath (assumed: NIM's fp8 TP 2 profiles), `cuda-graph` (TensorRT-LLM's default of 2025), its tables,
+  the FP8 recipe (KV fp8 assumed). Llama-3.3-70B's config is Llama-3.1-70B's sizes. Its inter-token latency
+  is a decode step at the middle of the generation; its TTFT a prefill (a few ms of HTTP and tokenizing in it).
+* Jan's "Benchmarking NVIDIA TensorRT-LLM" (2024-04-29), batch 1 on an RTX 4090 and 3090: TensorRT-LLM 0.7.1
+  int4 AWQ (groups of 128 assumed) with its tables, and llama.cpp 15499eb (March 2024, before its CUDA graphs)
+  Q4_K_M given as int4 in groups of 32 (4.5 bits a weight, as the 4.06 GB file of 7.24 B parameters is):
+  `fused`. "input_len 2048, output_len 512": a step at context 2,304. Mistral-7B-Instruct-v0.2 has
+  Mistral-7B-v0.1's sizes (its window, which v0.2 drops, does not bind at 2,304).
+* Hamel Husain's "Optimizing latency" notebook (July 2023), Llama-2-7B on an RTX A6000, batch 1, about 20
+  prompt tokens and up to 200 generated: a step at context 120 = 1 / tokens per second. CTranslate2 (its own
+  C++ kernels), vLLM of July 2023 (no CUDA graphs yet) and MLC LLM (q4f16_1: int4 in groups of 32): `fused`.
+  CTranslate2's int8 (int8 weights, per output channel) is given as one fp16 scale per 4,096 inputs, as the
+  second set's gpt-fast int8.
+* Hugging Face Optimum's GPTQ benchmark README (AutoGPTQ 0.5.0, transformers 4.35), Llama-2-13B on one A100
+  SXM4 80GB, prompts of 512 tokens, one new token: a prefill under `hf-eager`; its GPTQ row is int4 in groups
+  of 128 (exllamav2, which dequantizes at this many rows).
 """
 
 from __future__ import annotations
@@ -261,6 +290,77 @@ CASES_3_MULTI = (
 )
 
 
+TRT_09 = ("NVIDIA/TensorRT-LLM docs/source/performance.md @ v0.9.0 ('All data was generated using version 0.9.0'): "
+          "gptSessionBenchmark static batches, output tokens/s per GPU; batch-1 first-token latency")
+NIM = ("docs.nvidia.com/nim/benchmarking/llm (Performance, Llama-3.3-70b-instruct, NIM 1.8.0, 2 x H100 80G, fp8 TP2), "
+       "concurrency 1: inter-token latency and TTFT")
+JAN = ("janhq/jan docs/src/pages/post/benchmarking-nvidia-tensorrt-llm.mdx @ 0035982 (2024-04-29): Mistral 7B v0.2, "
+       "batch 1, input_len 2048, output_len 512, tokens/s")
+HAMEL = ("hamelsmu/hamel-site notes/llm/inference/03_inference.ipynb @ 024c014 (July 2023): Llama-2-7B on an RTX "
+         "A6000, batch 1, up to 200 new tokens, average tokens/s")
+OPTIMUM = ("huggingface/optimum tests/benchmark/README.md @ 11e71e2: Llama-2-13B on one A100-SXM4-80GB, prompt 512, "
+           "one new token (the prefill), AutoGPTQ 0.5.0, transformers 4.35")
+L31_70 = "meta-llama/Llama-3.1-70B"  # Llama-3.3-70B-Instruct's sizes
+MX = "mistralai/Mixtral-8x7B-v0.1"
+
+CASES_4 = (
+    # TensorRT-LLM v0.9.0, one GPU: static batches (output tokens/s per GPU, prefill included)
+    *(Case("request", model, hw, "fused", measured=tps, source=TRT_09, batch=b, prompt=p, generate=n,
+           tables="trtllm", note="TensorRT-LLM v0.9.0", **kw)
+      for model, hw, b, p, n, tps, kw in (
+          (L7, "H200", 64, 2048, 128, 2391, FP8), (L7, "H200", 56, 2048, 2048, 3522, FP8),
+          (L70, "H200", 64, 2048, 2048, 1458, FP8), (L70, "H200", 64, 2048, 128, 418, FP8),
+          (L7, "H100-SXM", 120, 128, 2048, 6944, FP8), (L7, "L40S", 16, 2048, 2048, 537, FP8),
+          (M7, "L40S", 120, 128, 2048, 4387, FP8), (L7, "A100-80GB", 32, 128, 2048, 1484, FP16))),
+    # its batch-1 first-token latency: the context phase
+    *(Case("prefill", model, hw, "fused", measured=ms / 1e3, source=TRT_09, prompt=2048, tables="trtllm",
+           note="TensorRT-LLM v0.9.0, first-token latency", **kw)
+      for model, hw, ms, kw in ((L7, "H200", 30.2, FP8), (L7, "L40S", 80.1, FP8), (L7, "A100-80GB", 132.4, FP16))),
+    # Jan: TensorRT-LLM 0.7.1 int4 AWQ and llama.cpp Q4_K_M, batch 1
+    *(Case("decode", M7, hw, "fused", measured=1 / tps, source=JAN, context=2304, group_size=g, note=note,
+           dtype="fp16", weight_dtype="int4", **kw)
+      for hw, tps, g, note, kw in (
+          ("RTX4090", 170.63, 128, "TensorRT-LLM 0.7.1 int4 AWQ (Jan)", {"tables": "trtllm"}),
+          ("RTX3090", 144.19, 128, "TensorRT-LLM 0.7.1 int4 AWQ (Jan)", {"tables": "trtllm"}),
+          ("RTX4090", 100.43, 32, "llama.cpp 15499eb Q4_K_M (Jan)", {}),
+          ("RTX3090", 88.70, 32, "llama.cpp 15499eb Q4_K_M (Jan)", {}))),
+    # Hamel Husain: Llama-2-7B on an RTX A6000, batch 1
+    *(Case("decode", L7, "RTX-A6000", "fused", measured=1 / tps, source=HAMEL, context=120, note=note, **FP16, **q)
+      for tps, note, q in (
+          (44.8, "CTranslate2 fp16", {}), (62.6, "CTranslate2 int8", {"weight_dtype": "int8", "group_size": 4096}),
+          (46.4, "vLLM of July 2023 (no CUDA graphs)", {}),
+          (117.1, "MLC LLM q4f16_1", {"weight_dtype": "int4", "group_size": 32}))),
+    # Optimum: transformers' prefill of 512-token prompts
+    *(Case("prefill", L13, "A100-80GB", "hf-eager", measured=ms / 1e3, source=OPTIMUM, batch=b, prompt=512,
+           cache="concat", note=note, **FP16, **q)
+      for b, ms, note, q in (
+          (1, 96.38, "transformers 4.35 fp16", {}), (4, 305.99, "transformers 4.35 fp16", {}),
+          (16, 1209.07, "transformers 4.35 fp16", {}),
+          (16, 1467.36, "AutoGPTQ 0.5.0 int4 g128 (exllamav2)", {"weight_dtype": "int4", "group_size": 128}))),
+)
+
+CASES_4_MULTI = (
+    # TensorRT-LLM v0.9.0 under tensor parallelism: output tokens/s per GPU
+    *(Case("request", model, hw, "fused", measured=tps, source=TRT_09, batch=b, prompt=p, generate=n, tp=tp,
+           tables="trtllm", note="TensorRT-LLM v0.9.0", **kw)
+      for model, hw, tp, b, p, n, tps, kw in (
+          (MX, "H200", 2, 64, 2048, 128, 605, FP8), (MX, "H200", 2, 256, 128, 2048, 4973, FP8),
+          (L70, "H100-SXM", 2, 64, 2048, 2048, 1011, FP8), (MX, "H100-SXM", 2, 32, 2048, 2048, 1317, FP8),
+          (L70, "L40S", 4, 64, 2048, 2048, 185, FP8), (L70, "A100-80GB", 4, 64, 2048, 2048, 289, FP16))),
+    *(Case("prefill", model, hw, "fused", measured=ms / 1e3, source=TRT_09, prompt=2048, tp=tp, tables="trtllm",
+           note="TensorRT-LLM v0.9.0, first-token latency", **kw)
+      for model, hw, tp, ms, kw in ((L70, "H100-SXM", 8, 85.1, FP8), (L70, "L40S", 4, 673.3, FP8),
+                                    (MX, "A100-80GB", 2, 160.9, FP16))),
+    # NIM 1.8.0: Llama-3.3-70B FP8 on two H100s, one stream
+    *(Case("decode", L31_70, "H100-SXM", "cuda-graph", measured=ms / 1e3, source=NIM, context=ctx, tp=2,
+           tables="trtllm", note="NIM 1.8.0 (TensorRT-LLM assumed), inter-token latency", **FP8)
+      for ms, ctx in ((18.58, 5250), (18.91, 1500))),
+    *(Case("prefill", L31_70, "H100-SXM", "cuda-graph", measured=ms / 1e3, source=NIM, prompt=p, tp=2,
+           tables="trtllm", note="NIM 1.8.0 (TensorRT-LLM assumed), TTFT", **FP8)
+      for ms, p in ((406.77, 5000), (47.77, 500))),
+)
+
+
 # The second set's first-token rows, re-read after its first run (seen, reported apart): transcribed as the
 # prefill, they measure TurboMind v0.1.0a1's prefill of all but the last prompt token and then one decode step
 # on it, which yields the first token (src/turbomind/models/llama/LlamaBatch.cc at v0.1.0a1: ContextDecode sets
@@ -296,6 +396,7 @@ if __name__ == "__main__":
     for title, cases in (("One GPU", CASES), ("More than one GPU (tensor parallelism)", CASES_MULTI),
                          ("Second set, one GPU", CASES_2), ("Second set, more than one GPU", CASES_2_MULTI),
                          ("Third set, one GPU", CASES_3), ("Third set, more than one GPU", CASES_3_MULTI),
+                         ("Fourth set, one GPU", CASES_4), ("Fourth set, more than one GPU", CASES_4_MULTI),
                          ("Second set's first-token rows, re-read after its first run (seen, not held out)",
                           RE_READ_2 + RE_READ_2_MULTI)):
         done, refused = _run(cases)
