@@ -171,6 +171,9 @@ def test_the_worked_example_plot_has_no_label_on_another():
     # then a line that says what is left off and one line for each of the 2
     key = _key(fig)
     assert len(key) == 19 + 3 and key[16].startswith("17  decode step")
+    # the point's AI as the report prints it: 137,438,953,472 FLOPs / 100,663,296 bytes = 1,365.3 -> "1,365" (not
+    # the plot's own 3 significant digits, 1,370, which would contradict the text report beside it)
+    assert key[17].startswith("18  matmul 4096   AI 1,365 ·")
     assert _shown(labels) == set(range(1, 20))  # every point is labelled on the plot, near it
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert "measured (filled)" in legend and "predicted (hollow)" in legend

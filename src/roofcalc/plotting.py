@@ -6,7 +6,7 @@ import math
 
 from .errors import RoofcalcError
 from .roofline import Roof, Roofline
-from .units import capacity, si, sig
+from .units import capacity, ratio, si, sig
 
 INDIGO = "#2b53d8"  # left of the measured ridge: memory-bound (the seed's colours)
 AMBER = "#b26a12"  # right of it: compute-bound
@@ -255,7 +255,7 @@ def roofline_figure(r: Roofline):
     key_lines = []
     for i, p in enumerate(pts, 1):
         how = f" (predicted {_fmt_rate(p['predicted'])})" if p.get("predicted") else ""
-        key_lines.append(f"{i}  {p['name']}   AI {_sig(p['x'])} · {_fmt_rate(p['y'])}{how} · "
+        key_lines.append(f"{i}  {p['name']}   AI {ratio(p['x'])} · {_fmt_rate(p['y'])}{how} · "  # AI as the report prints it
                          f"{_sig(100 * p['fraction'])}% of roof")
     off = off_axis(r)
     if off:
