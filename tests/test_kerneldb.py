@@ -81,10 +81,10 @@ def test_a_read_says_whether_the_table_measured_those_very_sizes():
 
 class _Tables:
     """A stand-in for the measured tables: every fused MoE call read as ``seconds`` beyond the fixed cost, measured
-    (``exact``) or another shape's; nothing else read."""
+    (``exact``) or another shape's; nothing else read. ``asked`` keeps what each read was asked."""
 
     def __init__(self, seconds: float, exact: bool):
-        self.seconds, self.exact = seconds, exact
+        self.seconds, self.exact, self.asked = seconds, exact, []
         self.words = "a stand-in's tables"
 
     def with_compute(self, compute):
@@ -94,6 +94,7 @@ class _Tables:
         return None
 
     def moe_work(self, *args):
+        self.asked.append(args)
         return self.seconds, self.exact
 
 
@@ -101,9 +102,10 @@ class _Tables:
 def test_a_fused_moe_call_takes_a_measured_shape_as_it_is_and_another_with_the_fit(exact, capsys, monkeypatch):
     """Mixtral-8x7B at batch 1 on an H100 (vLLM's fused MoE fit): a layer's four experts kernels (gate_up, act_mul,
     down, the weighted sum) share one call's time, the fit's fixed cost plus its work. With --kernel-db the work is
-    the table's where the table measured that very call, else the geometric mean of the table's (another shape,
-    scaled) and the fit's: here a stand-in table reads 300 us, and the fit's work is what the run without it
-    says."""
+    the table's where the table measured that very call, else the geometric mean of the two calls' times (the
+    table's, another shape's scaled, and the fit's; fixed cost included, as benchmarks/lookup_vs_fit.py scores
+    them): here a stand-in table reads 300 us beyond the fixed cost, and the fit's call is what the run without
+    it says."""
     import json
 
     import roofcalc.kerneldb
@@ -121,9 +123,25 @@ def test_a_fused_moe_call_takes_a_measured_shape_as_it_is_and_another_with_the_f
     monkeypatch.setattr(roofcalc.kerneldb, "KernelDB", lambda *a, **k: _Tables(300e-6, exact))
     assert main(args + ["--kernel-db"]) == 0
     read = call(json.loads(capsys.readouterr().out))
-    work = 300e-6 if exact else (300e-6 * (fitted - fixed)) ** 0.5
-    assert read == pytest.approx(fixed + work, rel=1e-9)
+    call = fixed + 300e-6 if exact else ((300e-6 + fixed) * fitted) ** 0.5
+    assert read == pytest.approx(call, rel=1e-9)
     assert fitted - fixed != pytest.approx(300e-6, rel=0.05)  # the two ways differ: the test can tell them apart
+
+
+@pytest.mark.parametrize("layout", [[], ["--ep-attention", "tp"]])
+def test_under_expert_parallelism_a_layers_four_kernels_ask_for_one_call(layout, capsys, monkeypatch):
+    """Mixtral-8x7B (8 experts, top-2) at --ep 2, batch 8: a rank holds 4 experts, and the 8 tokens' 16 routed
+    pairs reach them half and half, 8 rows; with attention split by heads (--ep-attention tp) every rank sees
+    the 8 tokens, and the rank's experts their 8 rows too. gate_up, act_mul, down and the weighted sum are one
+    call: each asks the tables for (8 rows, H 4,096, I' 14,336, 4 experts of the layer's 8)."""
+    import roofcalc.kerneldb
+
+    tables = _Tables(300e-6, False)
+    monkeypatch.setattr(roofcalc.kerneldb, "KernelDB", lambda *a, **k: tables)
+    assert main(["mistralai/Mixtral-8x7B-v0.1", "--hw", "H100", "--dtype", "bf16", "--ep", "2", "--batch", "8",
+                 "--kernel-db", *layout]) == 0
+    capsys.readouterr()
+    assert tables.asked and set(tables.asked) == {("bf16", 8.0, 4096, 14336.0, 4, 8)}
 
 
 @needs_tables

@@ -182,7 +182,7 @@ def test_units():
     assert parse_quantity("0.015s", "time") == pytest.approx(0.015)
     for bare, kind, hint in (("270", "bandwidth", "did you mean 270GB/s"), ("50", "flops", "did you mean 50TFLOP/s"),
                              ("15", "time", "did you mean 15ms"), ("80", "size", "did you mean 80GB or 80GiB"),
-                             ("270G", "bandwidth", "did you mean 270GB/s")):
+                             ("270G", "bandwidth", "did you mean 270GB/s"), ("80G", "size", "did you mean 80GB")):
         with pytest.raises(RoofcalcError, match=hint):
             parse_quantity(bare, kind)
     with pytest.raises(RoofcalcError, match="did you mean 5us"):  # a launch's or a host op's cost: microseconds
@@ -600,3 +600,15 @@ def test_fused_qkv_and_gate_up_run_as_one_gemm_each():
     eager = {p.kernel.name: p for p in roofline(step, find_hardware("H100-SXM"), impl="hf-eager").step.placements}
     alone = kernel_terms(q.model, k.t_compute_s, k.t_memory_s, "matmul", 1, depth=4096, launches=1, width=1024)
     assert eager["k_proj"].t_expected_s == pytest.approx(sum(alone[:2]))
+
+
+def test_a_profiles_memory_needs_its_unit_and_the_refusal_names_the_file(tmp_path):
+    """A hardware file's "memory": "80" is not 80 bytes: it is refused, naming the file and the field."""
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps({"name": "mine", "kind": "gpu", "memory": "80", "bandwidth_bytes_per_s": 2e12,
+                                "peak_flop_per_s": {"fp16": 3e14}}))
+    with pytest.raises(RoofcalcError, match=r"mine\.json: memory: '80' has no unit: did you mean 80GB or 80GiB"):
+        load_profile(str(path))
+    path.write_text(json.dumps({"name": "mine", "kind": "gpu", "memory": "80GiB", "bandwidth_bytes_per_s": 2e12,
+                                "peak_flop_per_s": {"fp16": 3e14}}))
+    assert load_profile(str(path)).memory_bytes == 80 * 2 ** 30

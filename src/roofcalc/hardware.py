@@ -152,7 +152,10 @@ def hardware_from_dict(d: Any, where: str) -> Hardware:
 
         if mem is not None:
             raise RoofcalcError(f"{where}: give 'memory' (e.g. \"80GiB\") or 'memory_bytes', not both")
-        mem = parse_quantity(text(memory_text, f"{where}: memory", 40), "size")
+        try:
+            mem = parse_quantity(text(memory_text, f"{where}: memory", 40), "size")
+        except RoofcalcError as e:  # say which file and field
+            raise RoofcalcError(f"{where}: memory: {e}") from None
     version = d.get("schema_version", 1)
     if version not in PROFILE_VERSIONS:
         raise RoofcalcError(f"{where}: profile schema_version {version!r} is not one roofcalc reads "

@@ -480,10 +480,12 @@ MOE_BASE, MOE_FUSED = 4, 10
 def fuse_moe(terms) -> list:
     """The step's terms with each fused MoE layer's experts kernels (Term.moe: a gate_up_proj, then its act_mul
     and down_proj, and the combine after them, past any collective between) given their layer's sums: (tokens
-    per expert, H, I', Σ t_compute, Σ t_memory, Σ floor) after the kernel's own (class key, the rank's experts,
-    part). The FLOP and byte sums are the three GEMM-side kernels' (the fitted form's, fitting.moe_cost); the
-    floor sum has the combine's too, so that the fused call's one time, weighted sum included, is split over the
-    four. Terms already fused, and every other term, as they are. Scalars or arrays (a sweep's)."""
+    per expert, H, I', Σ t_compute, Σ t_memory, Σ floor) after the call's (class key, the rank's experts, part,
+    the layer's experts), the experts counts the gate_up_proj's for all four (under EP only the experts
+    kernels hold the rank's share: the four are one call). The FLOP and byte sums are the three GEMM-side
+    kernels' (the fitted form's, fitting.moe_cost); the floor sum has the combine's too, so that the fused
+    call's one time, weighted sum included, is split over the four. Terms already fused, and every other term,
+    as they are. Scalars or arrays (a sweep's)."""
     out = list(terms)
     i = 0
     while i < len(out):
@@ -509,7 +511,8 @@ def fuse_moe(terms) -> list:
             sums = [sums[0] + tc * gemm_side, sums[1] + tm * gemm_side, sums[2] + _maximum(tc, tm)]
         sizes = (t.rows / t.moe[1], t.depth, t.width / 2)
         for g in group + ([combine] if combine is not None else []):
-            out[g] = out[g]._replace(moe=tuple(out[g].moe) + sizes + tuple(sums))
+            own = out[g].moe
+            out[g] = out[g]._replace(moe=(own[0], t.moe[1], own[2], t.moe[3]) + sizes + tuple(sums))
         i = j
     return out
 
@@ -1206,7 +1209,9 @@ def _moe_share(m: KernelModel, fit: MoEFit, t_compute, t_memory, kind, rows, wei
     x, hidden, inter, sum_c, sum_m, sum_floor = moe[MOE_BASE:]
     e_c, e_m = fit.efficiencies(x, hidden, inter)
     fixed = fit.fixed_s
-    sort_s = fit.pair_s * x * moe[1]  # a time per routed pair (tokens per expert x experts), in series
+    # a time per routed pair, in series: every pair of the layer, T·k (the rank's tokens per expert x the layer's
+    # experts), as the fit counts them (benchmarks/fit_kernels.py: the pairs before an EP rank's mask)
+    sort_s = fit.pair_s * x * moe[3]
     expected = _maximum(sum_c / e_c, sum_m / e_m) + sort_s
     if pessimistic:
         g, c, base = m.classes["gemv"], m.classes["gemm"], m.fixed_s.get("gemm")
@@ -1216,9 +1221,10 @@ def _moe_share(m: KernelModel, fit: MoEFit, t_compute, t_memory, kind, rows, wei
     share = _floor_share(t_compute, t_memory, sum_floor)
     core = _maximum(t_c, t_m) + sort_s
     read = m.db.moe_work(moe[0], x * moe[1], hidden, inter, moe[1], moe[3]) if m.db is not None else None
-    if read is not None:  # --kernel-db: a measured call's own time; another's, scaled, with the fit's
-        # (their geometric mean: closer on held-out shapes than either, benchmarks/lookup_vs_fit.py)
-        value = read[0] if read[1] else math.sqrt(read[0] * expected)
+    if read is not None:  # --kernel-db: a measured call's own time; another's, scaled, with the fit's: the
+        # geometric mean of the two calls' times (fixed cost included, as benchmarks/lookup_vs_fit.py scores it:
+        # on held-out shapes a lower median |log| than the fit's, a larger share within ±30 % than the read's)
+        value = read[0] if read[1] else math.sqrt((read[0] + fit.fixed_s) * (expected + fit.fixed_s)) - fit.fixed_s
         core = _maximum(core, value) if pessimistic else value
     core = _maximum(core, sum_floor - fixed)  # the call never below its kernels' floors (the combine's too)
     work = share * core
