@@ -626,6 +626,27 @@ def test_tensorrt_llms_fallback_decode_kernel_runs_where_its_dispatch_says():
     assert mmha_rows([32, 24, 16], [8, 1, 1], [1, 1, 1], [512, 512, 512], **b200).tolist() == [False, True, False]
 
 
+@pytest.mark.parametrize("rule", [(132, 32, True), (148, 16, False)])
+def test_the_step_models_fallback_rule_is_the_fits(rule):
+    """AttentionFit.mmha (the step model's, on plain numbers: the main job imports no numpy) and fitting.mmha_rows
+    (the fit's, on arrays) are one rule written twice: they agree at every point of a grid of group sizes,
+    batches and key counts around the heuristic's edge, for an H100 and a B200."""
+    import itertools
+    from dataclasses import replace
+
+    from roofcalc.fitting import mmha_rows
+    from roofcalc.predict import engine_fits
+
+    f = replace(AttentionFit.from_doc(engine_fits()["gpus"]["h200_sxm"]["trtllm"]["attention"]["decode_bf16kv"],
+                                      "test"), mmha_rule=rule)
+    grid = list(itertools.product((1, 2, 4, 8, 16, 24, 32, 48, 64), (1, 2, 8, 32), (1, 2, 3, 64, 256),
+                                  (1, 66, 128, 512, 4096)))
+    heads = [g * kv for g, kv, _, _ in grid]
+    rows = mmha_rows(heads, [kv for _, kv, _, _ in grid], [b for _, _, b, _ in grid], [k for *_, k in grid],
+                     sms=rule[0], max_group=rule[1], heuristic=rule[2])
+    assert [bool(f.mmha(b, h, kv, k)) for h, (_, kv, b, k) in zip(heads, grid)] == rows.tolist()
+
+
 def test_a_tensorrt_llm_decode_on_its_fallback_kernel_takes_its_factor():
     """Under --engine trtllm the H200's decode form carries the fallback kernel's factor (by query heads per KV
     head; each query head reads its group's KV, through L2) and the rule for where it runs; a call XQA runs

@@ -471,8 +471,9 @@ def moe_cost(rows, touched, experts, hidden, inter, wb: float, block: int = 0, p
 
 def balanced_routing(tokens: int, experts: int, topk: int, ep: int) -> tuple[int, int]:
     """(rows, distinct experts) that reach EP rank 0's experts (0 .. E/ep - 1) under the "balanced" routing of
-    AIConfigurator's MoE collector (collector/helper.py balanced_logits), the routing of its fitted tables: token i picks experts (i + j*s) mod E, j < k, s = ceil(E/k),
-    or (floor(i*s/T + j*s)) mod E when T < s (every token's k experts spread over the E)."""
+    AIConfigurator's MoE collector (collector/helper.py balanced_logits), the routing of its fitted tables: token
+    i picks experts (i + j*s) mod E, j < k, s = ceil(E/k), or (floor(i*s/T + j*s)) mod E when T < s (every
+    token's k experts spread over the E)."""
     s = -(-experts // topk)
     i = np.arange(tokens, dtype=float)[:, None]
     j = np.arange(topk, dtype=float)[None, :]
