@@ -42,7 +42,7 @@ CASES = [("llama", 2, dict(BASE, model_type="llama", num_key_value_heads=2)),
                                  n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1, first_k_dense_replace=1,
                                  kv_lora_rank=64, q_lora_rank=None, qk_rope_head_dim=16, qk_nope_head_dim=32,
                                  v_head_dim=32, pad_token_id=0, n_group=1, topk_group=1, topk_method="greedy")),
-         # DeepSeek-V3's plan leaves attention whole on every rank (no o_proj all-reduce)
+         # DeepSeek-V3: MLA split by heads as V2 (transformers 5.25's plan; handed to a 5.24 run), q LoRA
          ("deepseek_v3", 2, dict(BASE, model_type="deepseek_v3", num_key_value_heads=8, moe_intermediate_size=128,
                                  n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1, first_k_dense_replace=1,
                                  kv_lora_rank=64, q_lora_rank=96, qk_rope_head_dim=16, qk_nope_head_dim=32,

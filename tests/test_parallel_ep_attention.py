@@ -69,11 +69,6 @@ def test_refusals(capsys, tmp_path):
         Parallel(tp=2, ep=2, ep_attention="tp")
     with pytest.raises(RoofcalcError, match="dp or tp"):
         Parallel(ep=2, ep_attention="x")
-    v3 = dict(BASE, model_type="deepseek_v3", n_routed_experts=8, moe_intermediate_size=128, n_shared_experts=1,
-              first_k_dense_replace=0, kv_lora_rank=64, q_lora_rank=None, qk_rope_head_dim=16, qk_nope_head_dim=32,
-              v_head_dim=32, n_group=1, topk_group=1)
-    with pytest.raises(RoofcalcError, match="keeps attention whole"):
-        analyze_parallel(shape_from_config(v3, "t"), Workload.decode(2, 17), Parallel(ep=2, ep_attention="tp"))
     path = tmp_path / "m.json"
     path.write_text(json.dumps(BASE))
     assert main([str(path), "--hw", "h100", "--ep", "2", "--ep-attention", "tp", "--batch", "1,4"]) == 2

@@ -137,11 +137,20 @@ def test_the_ops_between_a_split_and_its_reduction_run_on_the_ranks_share():
 FALCON_180B = ROOT / "docs" / "configs" / "falcon-180B.json"
 
 
+def _falcon_caches_every_query_head() -> bool:
+    """transformers' Falcon (new_decoder_architecture) cached K and V broadcast to every query head through
+    5.24; 5.25 runs it through the shared attention interface (repeat_kv inside attention) and caches its KV
+    heads. A traced count is what the installed release computes."""
+    import transformers
+
+    return tuple(int(x) for x in transformers.__version__.split(".")[:2]) < (5, 25)
+
+
 def test_falcon_180b_at_tp_4():
     """tiiuae/falcon-180B's sizes (docs/configs/falcon-180B.json, as TensorRT-LLM's performance overview
     lists them for the model, which it runs at TP 4 and 8): D = 14,848, 80 layers, 232 heads of
     64, 8 KV heads, the MLP 4D = 59,392 wide, vocabulary 65,024, attention and MLP side by side
-    (new_decoder_architecture), bf16. FalconConfig has no base_model_tp_plan in transformers 5.24, so
+    (new_decoder_architecture), bf16. FalconConfig has no base_model_tp_plan in transformers 5.24 or 5.25, so
     the plan is vLLM's Falcon: the fused query_key_value split by whole heads (232/4 = 58 query heads
     and 8/4 = 2 KV groups a rank: (58 + 2 x 2) x 64 = 3,968 outputs), dense on 14,848/4 = 3,712 inputs,
     dense_h_to_4h on 59,392/4 = 14,848 outputs, dense_4h_to_h on 14,848 inputs, lm_head on 65,024/4 =
@@ -168,19 +177,21 @@ def test_falcon_180b_at_tp_4():
     layer = 14848 * 3968 + 3712 * 14848 + 2 * 14848 * 14848 + 4 * 14848
     assert rank.params == 80 * layer + 65024 * 14848 // 4 + 2 * 14848
     assert rank.weight_storage_bytes == 2 * rank.params
-    # transformers' Falcon caches its keys and values broadcast to the 232 query heads: a rank its 58
-    assert rank.kv_bytes_per_token == 80 * 2 * 58 * 64 * 2
+    # through transformers 5.24 Falcon cached its keys and values broadcast to the 232 query heads: a rank
+    # its 58; from 5.25 its 8 KV heads: a rank its 8/4 = 2
+    assert rank.kv_bytes_per_token == 80 * 2 * (58 if _falcon_caches_every_query_head() else 2) * 64 * 2
 
 
-def test_falcons_cache_of_every_query_head_splits_over_more_ranks_than_kv_heads():
-    """transformers' Falcon (new_decoder_architecture) caches K and V broadcast to every query head, so at
-    --tp 16 the 8 KV groups of tiiuae/falcon-40b (benchmarks/configs/published) do not bound the split:
-    a rank caches its 128/16 = 8 query heads' keys and values, 60 layers x 2 x 8 x 64 x 2 bytes a token,
-    and its query_key_value keeps one KV group (replicated): (8 + 2 x 1) x 64 = 640 outputs."""
+def test_falcons_cache_splits_over_more_ranks_than_kv_heads():
+    """tiiuae/falcon-40b (benchmarks/configs/published: 128 heads of 64, 8 KV groups, 60 layers) at --tp 16,
+    more ranks than KV groups: its query_key_value keeps one KV group a rank (replicated): (8 + 2 x 1) x 64 =
+    640 outputs. Through transformers 5.24 Falcon cached K and V broadcast to every query head, so the KV
+    groups did not bound the split: a rank cached its 128/16 = 8 query heads', 60 x 2 x 8 x 64 x 2 bytes a
+    token; from 5.25 it caches its KV heads, a rank its one replicated group: 60 x 2 x 1 x 64 x 2."""
     cfg = json.loads((ROOT / "benchmarks" / "configs" / "published" / "tiiuae--falcon-40b.json").read_text())
     b = DTYPES["bf16"]
     rank = _rank(cfg, Workload.decode(1, 64, weight_dtype=b, act_dtype=b, kv_dtype=b), 16)
-    assert rank.kv_bytes_per_token == 60 * 2 * 8 * 64 * 2
+    assert rank.kv_bytes_per_token == 60 * 2 * (8 if _falcon_caches_every_query_head() else 1) * 64 * 2
     assert rank.kernel("self_attention.query_key_value").sizes.n == 640
 
 
@@ -245,3 +256,22 @@ def test_a_traced_tp_list_gives_each_sizes_single_step(capsys):
     for p in sw.points[1:]:
         assert p.step_s == roofline(_rank(cfg, wl, p.tp), hw).step.times.predicted_s
         assert p.sequences == 2 and p.gpus == p.tp
+
+
+def test_experts_kept_only_in_the_expert_parallel_plan_split_on_their_width():
+    """transformers 5.25 moved the routed experts out of base_model_tp_plan into base_model_ep_plan
+    (grouped_gemm weights under an ep_dispatch_experts module); --tp takes the rules 5.24's plan held for
+    them (packed_colwise gate_up, rowwise down, moe_tp_experts around them), and adds none where the
+    tensor-parallel plan names the experts itself (5.24)."""
+    from roofcalc.trace.parallel import _experts_on_width
+
+    ep = {"layers.*.mlp.experts.gate_up_proj": "grouped_gemm", "layers.*.mlp.experts.down_proj": "grouped_gemm",
+          "layers.*.mlp.experts": "ep_dispatch_experts"}
+    attention = {"layers.*.self_attn.q_proj": "colwise", "layers.*.self_attn.o_proj": "rowwise"}
+    assert _experts_on_width(ep, attention) == {"layers.*.mlp.experts": "moe_tp_experts",
+                                               "layers.*.mlp.experts.gate_up_proj": "packed_colwise",
+                                               "layers.*.mlp.experts.down_proj": "rowwise"}
+    own = {**attention, "layers.*.mlp.experts.gate_up_proj": "packed_colwise",
+           "layers.*.mlp.experts.down_proj": "rowwise", "layers.*.mlp.experts": "moe_tp_experts"}
+    assert _experts_on_width(ep, own) == {}
+    assert _experts_on_width({}, attention) == {}

@@ -90,6 +90,14 @@ def test_the_readme_has_checked_examples():
 def test_readme_example_prints_what_the_readme_shows(line, args, expected, capsys, tmp_path, monkeypatch):
     if any(a.endswith(".json") and a.startswith("docs/") for a in args) or "--trace" in args:
         pytest.importorskip("torch")
+        import transformers
+
+        # a traced example is printed with one transformers release (the README says which); another
+        # release names itself and may count otherwise (tests/test_parallel_traced.py checks both)
+        printed = set(re.findall(r"transformers (\d+\.\d+\.\d+)", "\n".join(expected)))
+        if printed and transformers.__version__ not in printed:
+            pytest.skip(f"printed with transformers {', '.join(sorted(printed))}; {transformers.__version__} "
+                        f"is installed")
     monkeypatch.chdir(README.parent)
     monkeypatch.setenv("COLUMNS", "100")
     args = [str(tmp_path / Path(a).name) if a.endswith((".png", ".svg", ".html")) else a for a in args]

@@ -1,7 +1,13 @@
 """One rank of a real tensor-parallel run (torch.distributed, gloo, CPU): load a saved model with
 transformers' own plan (tp_plan="auto"), prefill, then one decode step, and write what the rank ran:
 its FLOPs (FlopCounterMode) and every collective with its input bytes (a dispatch mode over the
-c10d ops). Run by tests/test_parallel.py through torch.distributed.run."""
+c10d ops). Run by tests/test_parallel.py through torch.distributed.run.
+
+Routed experts split on their width under tensor parallelism, as serving engines and roofcalc's --tp split
+them: transformers' own styles for it (packed_colwise gate_up, rowwise down, moe_tp_experts around them)
+were in the MoE config classes' plans through 5.24; 5.25 moved the experts to an expert-parallel plan
+(whole experts a rank), so there the same three rules are handed to the run as an override of the plan.
+DeepSeek-V3's attention likewise (MLA_TP)."""
 
 from __future__ import annotations
 
@@ -16,6 +22,14 @@ import transformers
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
+EXPERTS_TP = {"model.layers.*.mlp.experts.gate_up_proj": "packed_colwise",
+              "model.layers.*.mlp.experts.down_proj": "rowwise",
+              "model.layers.*.mlp.experts": "moe_tp_experts"}
+# DeepSeek-V3's plan named no attention module through transformers 5.24 (every rank ran every head); 5.25 gives
+# it DeepSeek-V2's MLA rules, which roofcalc follows, so a 5.24 run is handed them
+MLA_TP = {"model.layers.*.self_attn.q_proj": "colwise", "model.layers.*.self_attn.q_b_proj": "colwise",
+          "model.layers.*.self_attn.kv_a_proj_with_mqa": "mla_kv_a_proj", "model.layers.*.self_attn.kv_b_proj": "colwise",
+          "model.layers.*.self_attn.o_proj": "rowwise"}
 COLLECTIVES = {"all_reduce": "all_reduce", "allreduce_": "all_reduce", "all_gather_into_tensor": "all_gather",
                "allgather_": "all_gather", "all_to_all_single": "all_to_all", "alltoall_base_": "all_to_all"}
 
@@ -41,9 +55,17 @@ def main() -> None:
     rank = int(os.environ["RANK"])
     # eager attention: its matmuls are visible to FlopCounterMode (the CPU sdpa kernel is not)
     # and the experts' eager loop (one linear per expert reached), whose matmuls it counts too
-    moe = any(k in transformers.AutoConfig.from_pretrained(path).to_dict()
-              for k in ("num_local_experts", "num_experts", "n_routed_experts"))
-    model = transformers.AutoModelForCausalLM.from_pretrained(path, tp_plan="auto", dtype=torch.float32,
+    config = transformers.AutoConfig.from_pretrained(path)
+    moe = any(k in config.to_dict() for k in ("num_local_experts", "num_experts", "n_routed_experts"))
+    own = getattr(type(config), "base_model_tp_plan", None) or {}
+    rules = {}
+    if moe and not any(".experts" in k for k in own):  # transformers 5.25 on: the experts' TP rules handed over
+        rules.update(EXPERTS_TP)
+    if config.model_type == "deepseek_v3" and not any("self_attn" in k for k in own):  # through 5.24: V2's MLA rules
+        rules.update({k: v for k, v in MLA_TP.items()  # q_proj, or q_b_proj after a q LoRA: the one it has
+                      if not k.endswith(".q_proj" if config.q_lora_rank else ".q_b_proj")})
+    plan = dict(distributed_config=transformers.DistributedConfig(tp_plan=rules)) if rules else dict(tp_plan="auto")
+    model = transformers.AutoModelForCausalLM.from_pretrained(path, **plan, dtype=torch.float32,
                                                               attn_implementation="eager",
                                                               **({"experts_implementation": "eager"} if moe else {})
                                                               ).eval()

@@ -40,9 +40,10 @@ TP_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",  # separ
                "mixtral", "qwen3_moe",  # the same attention; every expert split on its width (moe_tp_experts)
                "phi", "gpt_neox",  # a plain MLP (fc1 / dense_h_to_4h column-, fc2 / dense_4h_to_h row-parallel);
                # GPT-NeoX's fused query_key_value is laid out head by head, so a column split gives each rank whole heads
-               "deepseek_v2",  # MLA: q and kv_b split by heads, the latent (kv_a) whole; shared experts split too
-               "deepseek_v3")  # its plan leaves attention whole on every rank: only the MLPs and experts split
-WHOLE_ATTENTION = ("deepseek_v3",)  # transformers' plan has no attention entries: every rank runs every head
+               # MLA: q and kv_b split by heads, the latent (kv_a) whole; shared experts split too. DeepSeek-V3's
+               # plan had no attention entries through transformers 5.24 (every rank ran every head); 5.25 gives it
+               # V2's, which is how vLLM and SGLang split MLA under tensor parallelism too
+               "deepseek_v2", "deepseek_v3")
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ GATHERED_FAMILIES = ("phi3",)  # transformers' plan: fused qkv_proj and gate_up_
 
 def shard(shape: ModelShape, tp: int) -> ModelShape:
     """One tensor-parallel rank's shape: 1/tp of the heads, the KV heads, the MLP width and the vocab
-    (Phi-3's gathered plan keeps every head and the whole MLP width; DeepSeek-V3's every head)."""
+    (Phi-3's gathered plan keeps every head and the whole MLP width)."""
     if tp == 1:
         return shape
     gathered = shape.family in GATHERED_FAMILIES
@@ -86,9 +87,8 @@ def shard(shape: ModelShape, tp: int) -> ModelShape:
         raise RoofcalcError(f"roofcalc has no tensor-parallel plan for {shape.family} yet (it shards "
                             f"{', '.join(TP_FAMILIES + GATHERED_FAMILIES)})")
     moe = shape.moe
-    heads = not gathered and shape.family not in WHOLE_ATTENTION  # the heads split over the ranks
-    checks = ([("num_attention_heads", shape.n_heads)] if heads else []) + \
-        ([] if gathered else [("intermediate_size", shape.d_ff)]) + [("vocab_size", shape.vocab_size)]
+    checks = ([] if gathered else [("num_attention_heads", shape.n_heads), ("intermediate_size", shape.d_ff)]) + \
+        [("vocab_size", shape.vocab_size)]
     if moe is not None and moe.d_expert != shape.d_ff:
         checks.append(("moe_intermediate_size", moe.d_expert))
     if moe is not None and moe.d_shared:
@@ -100,8 +100,6 @@ def shard(shape: ModelShape, tp: int) -> ModelShape:
         return replace(shape, vocab_size=shape.vocab_size // tp)
     rank = replace(shape, d_ff=shape.d_ff // tp, vocab_size=shape.vocab_size // tp,
                    moe=None if moe is None else replace(moe, d_expert=moe.d_expert // tp, d_shared=moe.d_shared // tp))
-    if not heads:
-        return rank
     k = shape.n_kv_heads
     if k % tp and tp % k:
         raise RoofcalcError(f"--tp {tp} and num_key_value_heads {k}: one must divide the other (split the KV "
@@ -235,8 +233,7 @@ def with_tp_collectives(shape: ModelShape, wl: Workload, tp: int, kernels) -> li
     hidden = wl.act_dtype.nbytes(rows * shape.d_model)
     down = shape.name_of("down") if shape.gated_mlp else shape.name_of("fc_out")  # fc2 in a plain MLP
     # the row-parallel kernels, each followed by an all-reduce of its partial outputs
-    reduced = {down, f"shared_experts.{shape.name_of('down')}"} | \
-        (set() if shape.family in WHOLE_ATTENTION else {shape.name_of("o")})
+    reduced = {down, f"shared_experts.{shape.name_of('down')}", shape.name_of("o")}
     out: list[Kernel] = []
     for k in kernels:
         out.append(k)
@@ -351,9 +348,6 @@ def ep_tp_kernels(shape: ModelShape, wl: Workload, ep: int, merge: bool = True) 
     moe = shape.moe
     if moe is None:
         raise RoofcalcError(f"--ep splits routed experts, and {shape.family} has none")
-    if shape.family in WHOLE_ATTENTION:
-        raise RoofcalcError(f"--ep-attention tp splits attention by heads, and transformers' plan for {shape.family} "
-                            f"keeps attention whole on every rank")
     if moe.n_experts % ep:
         raise RoofcalcError(f"--ep {ep} does not divide the {moe.n_experts} routed experts: each rank must hold a "
                             f"whole share")
@@ -412,10 +406,6 @@ def tp_plan_words(shape: ModelShape) -> str:
         plan = (f"transformers' tensor-parallel plan for {shape.family}: qkv_proj and gate_up_proj column-parallel "
                 f"with their outputs all-gathered, so every head and its KV cache run on every rank; o_proj and "
                 f"down_proj row-parallel on their slice of the input, an all-reduce each; ")
-    elif shape.family in WHOLE_ATTENTION:
-        plan = (f"transformers' tensor-parallel plan for {shape.family}: attention whole on every rank (the plan "
-                f"splits none of it); gate/up column-parallel, down row-parallel with an all-reduce, the shared "
-                f"experts likewise, ")
     elif shape.mla is not None:
         plan = ("transformers' tensor-parallel plan: q and kv_b_proj column-parallel by heads, the cached latent "
                 "whole on every rank, o_proj row-parallel with an all-reduce; gate/up column-parallel, down "
@@ -444,7 +434,7 @@ def ep_plan_words(shape: ModelShape, parallel: Parallel, batch: int, swept_batch
             + " (data-parallel attention); all-to-all dispatch and combine around the experts")
 
 
-__all__ = ["GATHERED_FAMILIES", "Parallel", "RankAnalysis", "TP_FAMILIES", "WHOLE_ATTENTION", "analyze_parallel",
+__all__ = ["GATHERED_FAMILIES", "Parallel", "RankAnalysis", "TP_FAMILIES", "analyze_parallel",
            "collective", "ep_kernels", "ep_tp_kernels", "shard", "tp_kernels"]
 
 

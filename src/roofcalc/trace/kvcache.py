@@ -23,10 +23,21 @@ def _handed_cache(transformers, config):
 
 
 def _filled(cache) -> bool:
-    try:
-        return cache is not None and cache.get_seq_length() > 0
-    except Exception:  # a cache whose layers cannot say (it was not filled)
+    """Whether a forward wrote to ``cache``. Its own count asks its first layer (transformers 5.25: a
+    recurrent layer, which holds no positions, where recurrent Gemma's first attention layer is its third),
+    so every layer's keys are asked too."""
+    if cache is None:
         return False
+    try:
+        if cache.get_seq_length() > 0:
+            return True
+    except Exception:  # a cache whose layers cannot say (it was not filled)
+        pass
+    for layer in getattr(cache, "layers", None) or ():
+        keys = getattr(layer, "keys", None)
+        if keys is not None and hasattr(keys, "numel") and keys.numel() > 0:
+            return True
+    return False
 
 
 def _cache_storages(torch, cache) -> set:

@@ -86,8 +86,30 @@ def model_plan(model_type: str, config_class: str, model_class: str, config=None
                             f"base_model_tp_plan in transformers {transformers.__version__}, so roofcalc has no plan "
                             f"to split it by")
     head = dict(getattr(getattr(transformers, model_class, None), "_tp_plan", None) or {})
-    entries = {"embed_tokens": "embedding_rowwise", **head, **base}
-    return Plan(entries, f"{config_class}'s base_model_tp_plan (transformers {transformers.__version__})", True)
+    experts = _experts_on_width(getattr(config_cls, "base_model_ep_plan", None) or {}, base)
+    entries = {"embed_tokens": "embedding_rowwise", **head, **base, **experts}
+    words = f"{config_class}'s base_model_tp_plan (transformers {transformers.__version__})"
+    if experts:
+        words += (", the routed experts split on their width (5.25 moved them to an expert-parallel plan; 5.24's "
+                  "plan and serving engines' tensor parallelism split them so)")
+    return Plan(entries, words, True)
+
+
+def _experts_on_width(ep_plan: dict, tp_plan: dict) -> dict:
+    """The routed experts' tensor-parallel rules where transformers keeps them only in its expert-parallel plan
+    (5.25 on: ``grouped_gemm`` weights under an ``ep_dispatch_experts`` module, whole experts a rank): the
+    rules its plans held through 5.24, gate_up ``packed_colwise``, down ``rowwise`` and ``moe_tp_experts``
+    around them, so that ``--tp`` splits a traced MoE as the hand models and serving engines do."""
+    out = {}
+    for module, style in ep_plan.items():
+        if style != "ep_dispatch_experts" or any(k == module or k.startswith(module + ".") for k in tp_plan):
+            continue
+        out[module] = "moe_tp_experts"
+        for key, inner in ep_plan.items():
+            if key.startswith(module + ".") and inner == "grouped_gemm":
+                leaf = key.rsplit(".", 1)[1]
+                out[key] = "rowwise" if "down" in leaf else "packed_colwise" if "gate_up" in leaf else "colwise"
+    return out
 
 
 def _key_patterns(entries) -> tuple[list, list]:
