@@ -366,6 +366,7 @@ def moe_rows(df: pd.DataFrame, spec: dict, dtype: str, zeros: bool = False) -> d
     R.update(F.moe_cost(rows, touched, E // ep, H, inter, 1.0 if fp8 else 2.0, 128 if dtype == "fp8_block" else 0,
                         pairs=pairs if zeros else None))
     R["pairs"] = pairs
+    R["tokens"] = T.astype(float)
     R["l2"] = R["bytes"] <= spec["l2"]
     return R
 

@@ -48,11 +48,11 @@ def floors(cls: str, R: dict, spec: dict) -> np.ndarray:
 def keys(cls: str, R: dict) -> np.ndarray:
     """What --kernel-db's lookup measures distance in (roofcalc.kerneldb): log2 of (M, N, K) for a GEMM, of
     (batch, KV length, heads, KV heads, head dim) for decode, of (batch, prompt, heads, KV heads, head dim)
-    for prefill, of (routed rows, H, I', experts, routed pairs) for a fused MoE call."""
+    for prefill, of (routed rows, H, I', experts, routed pairs, tokens) for a fused MoE call."""
     if cls.startswith("gemm"):
         cols = [R["m"], R["n"], R["k"]]
-    elif cls.startswith("moe"):  # a fused MoE call: the rank's routed rows, H, I', the rank's experts, every pair
-        cols = [R["rows"], R["hidden"], R["inter"], R["experts"], R["pairs"]]
+    elif cls.startswith("moe"):  # a fused MoE call: the rank's routed rows, H, I', the rank's experts, every pair,
+        cols = [R["rows"], R["hidden"], R["inter"], R["experts"], R["pairs"], R["tokens"]]  # the tokens (top-k)
     else:
         cols = [R["b"], R["kvlen"] if cls.startswith("decode") else R["isl"], R["h"], R["g"], R["hd"]]
     return np.log2(np.maximum(np.stack(cols, axis=1), 1.0))

@@ -142,6 +142,10 @@ def test_a_tp_comparison_and_a_batch_sweep_say_which_engine_would_change_them(ca
     assert "host-bound" not in out
     _, out, _ = run(["tinyllama", "--batch", "1,8,64"], capsys)
     assert "points host-bound under hf: under --engine vllm (CUDA graphs) they would take" in out
+    # one point host-bound: its one time, not a range from it to itself
+    _, out, _ = run(["tinyllama", "--prompt", "128,512,2048", "--batch", "1,8"], capsys)
+    line = " ".join(out.split("engine    1 of 6 points host-bound under hf:")[1].split("\n\n")[0].split())
+    assert line.startswith("under --engine vllm (CUDA graphs) it would take ") and " to " not in line
 
 
 def test_a_cuda_engine_preset_is_refused_off_an_nvidia_gpu_and_never_suggested_there(capsys):

@@ -133,7 +133,7 @@ def test_under_expert_parallelism_a_layers_four_kernels_ask_for_one_call(layout,
     """Mixtral-8x7B (8 experts, top-2) at --ep 2, batch 8: a rank holds 4 experts, and the 8 tokens' 16 routed
     pairs reach them half and half, 8 rows; with attention split by heads (--ep-attention tp) every rank sees
     the 8 tokens, and the rank's experts their 8 rows too. gate_up, act_mul, down and the weighted sum are one
-    call: each asks the tables for (8 rows, H 4,096, I' 14,336, 4 experts of the layer's 8)."""
+    call: each asks the tables for (8 rows, H 4,096, I' 14,336, 4 experts of the layer's 8, top-2)."""
     import roofcalc.kerneldb
 
     tables = _Tables(300e-6, False)
@@ -141,7 +141,25 @@ def test_under_expert_parallelism_a_layers_four_kernels_ask_for_one_call(layout,
     assert main(["mistralai/Mixtral-8x7B-v0.1", "--hw", "H100", "--dtype", "bf16", "--ep", "2", "--batch", "8",
                  "--kernel-db", *layout]) == 0
     capsys.readouterr()
-    assert tables.asked and set(tables.asked) == {("bf16", 8.0, 4096, 14336.0, 4, 8)}
+    assert tables.asked and set(tables.asked) == {("bf16", 8.0, 4096, 14336.0, 4, 8, 2)}
+
+
+def test_a_measured_moe_call_is_one_of_the_same_tokens_and_top_k():
+    """A table row of 64 tokens routed top-2 over 8 whole experts (128 rows, 128 pairs, H 4,096, I' 14,336): a
+    call of those 64 tokens is the measured one; 32 tokens top-4 route as many rows and pairs through the same
+    GEMMs but another top-k selection and weighted sum, so the row is only its nearest, not its measurement."""
+    import numpy as np
+
+    from roofcalc.kerneldb import KernelDB, Nearest
+
+    db = object.__new__(KernelDB)
+    db.bf16, db.fp8, db.bw = 989e12, 1979e12, 3.35e12
+    db.forms = {"moe_bf16": {"source": {}, "block": 0}}
+    floor = float(db.moe_floor("moe_bf16", 128.0, 8.0, 8.0, 4096, 14336.0, 128.0, db.forms["moe_bf16"]))
+    db._tables = {"moe_bf16": Nearest(np.log2([[128, 4096, 14336, 8, 128, 64]]), np.array([500e-6]),
+                                      np.array([floor]), 20e-6)}
+    assert db.moe_work("bf16", 128.0, 4096, 14336.0, 8, 8, 2) == (pytest.approx(480e-6), True)
+    assert db.moe_work("bf16", 128.0, 4096, 14336.0, 8, 8, 4) == (pytest.approx(480e-6), False)
 
 
 @needs_tables

@@ -81,7 +81,7 @@ def test_no_fused_call_is_below_its_roof():
     fast = replace(m.moe_fits["bf16"], e_compute=((1.0, 3.0),), e_memory=((1.0, 3.0),), pair_s=0.0)
     m = replace(m, moe_fits={"bf16": fast})
     sum_c, sum_m = 1e-3, 4e-4  # one layer's three experts kernels as fuse_moe sums them: compute-bound, 1 ms
-    moe = ("bf16", 8, "gate_up_proj", 8, 4096.0, 4096, 4096, sum_c, sum_m, sum_c)
+    moe = ("bf16", 8, "gate_up_proj", 8, 2, 4096.0, 4096, 4096, sum_c, sum_m, sum_c)
     e_c, _ = fast.efficiencies(4096.0, 4096, 4096)
     assert fast.fixed_s + sum_c / e_c < sum_c  # the form alone: faster than the roof
     work, fixed, _ = kernel_terms(m, sum_c, sum_m, "matmul", 4096 * 8, moe=moe)

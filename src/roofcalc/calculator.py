@@ -574,16 +574,16 @@ def moe_kernels(s: ModelShape, wl: Workload) -> list[Kernel]:
         k = linear(name, n_in, n_out, s, wl, rows=rows, weight_bytes=round(touched * per),
                    params=moe.n_experts * n_in * n_out, role="experts")
         k = replace(k, param_bytes=moe.n_experts * per, dims=experts_dims(k.sizes, touched, moe.n_experts),
-                    moe=(key, moe.n_experts, name.split(".")[1], moe.n_experts) if key else ())
+                    moe=(key, moe.n_experts, name.split(".")[1], moe.n_experts, moe.top_k) if key else ())
         ks.append(k)
         if name == "experts.gate_up_proj":
             ks.append(replace(act_mul(s, wl, moe.d_expert, rows, name="experts.act_mul"),
-                              moe=(key, moe.n_experts, "act_mul", moe.n_experts) if key else ()))
+                              moe=(key, moe.n_experts, "act_mul", moe.n_experts, moe.top_k) if key else ()))
     combine = elementwise(rows * d, COMBINE_FLOPS_PER_ELEMENT, reads=1, writes=0, act=wl.act_dtype)
     combine = replace(combine, act_read_bytes=combine.act_read_bytes + wl.act_dtype.nbytes(rows),
                       act_write_bytes=wl.act_dtype.nbytes(t * d))
     ks.append(Kernel("experts.combine", "elementwise", "layer", 1, f"[{t}x{moe.top_k},{d}]", combine, role="combine",
-                     moe=(key, moe.n_experts, "combine", moe.n_experts) if key else ()))  # the fused call's weighted sum
+                     moe=(key, moe.n_experts, "combine", moe.n_experts, moe.top_k) if key else ()))  # the fused call's weighted sum
     if moe.d_shared:
         ks += [linear("shared_experts.gate_proj", d, moe.d_shared, s, wl),
                linear("shared_experts.up_proj", d, moe.d_shared, s, wl),

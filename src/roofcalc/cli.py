@@ -676,8 +676,11 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
 
         step = np.asarray(r.grid.predicted_s, dtype=float)
         bounds = sorted(set(np.asarray(r.grid.bound, dtype=object)[hit].tolist()))
-        line = (f"engine    {int(hit.sum())} of {hit.size} points host-bound under {here.name}: {under} they would "
-                f"take {report.ms(step[hit].min())} to {report.ms(step[hit].max())} ms ({', '.join(bounds)}-bound)")
+        lo, hi = report.ms(step[hit].min()), report.ms(step[hit].max())
+        took = f"it would take {lo} ms" if hit.sum() == 1 else \
+            f"they would take {lo} ms" if lo == hi else f"they would take {lo} to {hi} ms"
+        line = (f"engine    {int(hit.sum())} of {hit.size} points host-bound under {here.name}: {under} {took} "
+                f"({', '.join(bounds)}-bound)")
         mine = [v.doubling_batch for v in result.verdicts]
         theirs = [v.doubling_batch for v in r.verdicts]
         if mine != theirs:

@@ -164,7 +164,9 @@ class KernelDB:
 
     def _moe_rows(self, cls: str, form: dict, df):
         """A fused MoE table's balanced rows as benchmarks/fit_kernels.py fits them (moe_rows): keys log2 of (the
-        rank's routed rows, H, I', the rank's experts, every routed pair T*k), floors by fitting.moe_cost."""
+        rank's routed rows, H, I', the rank's experts, every routed pair T*k, the tokens T), floors by
+        fitting.moe_cost. T tells apart calls of equal rows and pairs at another top-k (64 tokens x 2 against
+        32 x 4): the same GEMMs, another routing and weighted sum."""
         import numpy as np
 
         from .fitting import balanced_routing
@@ -178,7 +180,7 @@ class KernelDB:
                            zip(T.tolist(), E.tolist(), k.tolist(), ep.tolist())], dtype=float).reshape(-1, 2)
         rows, touched, experts, inter, pairs = routed[:, 0], routed[:, 1], E / ep, I / tp, (T * k).astype(float)
         floors = self.moe_floor(cls, rows, touched, experts, H, inter, pairs, form)
-        return np.log2(np.maximum(np.stack([rows, H, inter, experts, pairs], axis=1), 1.0)), floors, df
+        return np.log2(np.maximum(np.stack([rows, H, inter, experts, pairs, T], axis=1), 1.0)), floors, df
 
     def moe_floor(self, cls: str, rows, touched, experts, hidden, inter, pairs, form: dict):
         """A fused MoE call's roofline floor as its fit counts it (fitting.moe_cost: the kernel's FLOPs and the
@@ -193,11 +195,12 @@ class KernelDB:
                      pairs=pairs if zeros else None)
         return np.maximum(c["flops"] / (self.fp8 if fp8 else self.bf16), c["bytes"] / self.bw)
 
-    def moe_work(self, key: str, rows, hidden, inter, experts, layer_experts) -> tuple[float, bool] | None:
+    def moe_work(self, key: str, rows, hidden, inter, experts, layer_experts, top_k) -> tuple[float, bool] | None:
         """A fused MoE call's measured time beyond the fitted fixed cost, and whether the table measured that very
         call: the nearest measured call (the rank's ``rows`` routed pairs over its ``experts`` of the layer's
-        ``layer_experts``, H ``hidden``, I' ``inter``), scaled by the floors (the distinct experts reached as the
-        table's balanced routing reaches them: min(experts, rows)); None where no table covers the class."""
+        ``layer_experts``, H ``hidden``, I' ``inter``, each token to ``top_k`` experts), scaled by the floors (the
+        distinct experts reached as the table's balanced routing reaches them: min(experts, rows)); None where no
+        table covers the class."""
         if any(hasattr(x, "shape") for x in (rows, hidden, inter)):
             return None
         cls = f"moe_{key}"
@@ -206,7 +209,7 @@ class KernelDB:
             return None
         pairs = rows * layer_experts / experts  # every routed pair, the other EP ranks' too
         floor = float(self.moe_floor(cls, rows, min(experts, rows), experts, hidden, inter, pairs, self.forms[cls]))
-        return table.read((rows, hidden, inter, experts, pairs), floor)
+        return table.read((rows, hidden, inter, experts, pairs, pairs / top_k), floor)
 
     # the floors of benchmarks/fit_kernels.py's hand formulas, on numbers or numpy arrays of rows
     def gemm_floor(self, m, n, k, fp8: bool):

@@ -307,7 +307,7 @@ def with_ep_experts(shape: ModelShape, wl: Workload, ep: int, kernels, stride: i
             k = replace(k, params=k.params // ep, param_bytes=k.param_bytes // ep,
                         cost=replace(k.cost, weight_bytes=round(touched * per)),
                         dims=experts_dims(k.sizes, touched, moe.n_experts // ep, local=True),
-                        moe=(k.moe[0], moe.n_experts // ep, k.moe[2], k.moe[3]) if k.moe else ())
+                        moe=(k.moe[0], moe.n_experts // ep, *k.moe[2:]) if k.moe else ())
             if base_name(k) == "experts.gate_up_proj":
                 out.append(replace(collective("experts.dispatch", "all_to_all", message, ep, k.count, "layer", dims),
                                    ranks=span))
@@ -365,7 +365,7 @@ def ep_tp_kernels(shape: ModelShape, wl: Workload, ep: int, merge: bool = True) 
             k = replace(k, params=k.params // ep, param_bytes=k.param_bytes // ep, sizes=sizes,
                         cost=replace(_share(k.cost, share), weight_bytes=held * per),
                         dims=experts_dims(sizes, held, moe.n_experts // ep, local=True),
-                        moe=(k.moe[0], moe.n_experts // ep, k.moe[2], k.moe[3]) if k.moe else ())
+                        moe=(k.moe[0], moe.n_experts // ep, *k.moe[2:]) if k.moe else ())
         elif base_name(k) == "experts.act_mul":
             k = replace(k, cost=_share(k.cost, share))
         elif k.role == "combine":  # its experts' outputs, into a partial sum over every token

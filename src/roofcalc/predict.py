@@ -472,9 +472,9 @@ def fuse_gemms(terms) -> list:
     return out
 
 
-# A fused MoE layer's experts kernel's Term.moe: (class key, the rank's experts, part, the layer's experts), then,
-# once fuse_moe has seen its layer, + (tokens per expert, H, I', sum t_compute, sum t_memory, sum floor)
-MOE_BASE, MOE_FUSED = 4, 10
+# A fused MoE layer's experts kernel's Term.moe: (class key, the rank's experts, part, the layer's experts, top-k),
+# then, once fuse_moe has seen its layer, + (tokens per expert, H, I', sum t_compute, sum t_memory, sum floor)
+MOE_BASE, MOE_FUSED = 5, 11
 
 
 def fuse_moe(terms) -> list:
@@ -512,7 +512,7 @@ def fuse_moe(terms) -> list:
         sizes = (t.rows / t.moe[1], t.depth, t.width / 2)
         for g in group + ([combine] if combine is not None else []):
             own = out[g].moe
-            out[g] = out[g]._replace(moe=(own[0], t.moe[1], own[2], t.moe[3]) + sizes + tuple(sums))
+            out[g] = out[g]._replace(moe=(own[0], t.moe[1], own[2], *t.moe[3:MOE_BASE]) + sizes + tuple(sums))
         i = j
     return out
 
@@ -1220,7 +1220,7 @@ def _moe_share(m: KernelModel, fit: MoEFit, t_compute, t_memory, kind, rows, wei
     t_c, t_m = sum_c / e_c, sum_m / e_m
     share = _floor_share(t_compute, t_memory, sum_floor)
     core = _maximum(t_c, t_m) + sort_s
-    read = m.db.moe_work(moe[0], x * moe[1], hidden, inter, moe[1], moe[3]) if m.db is not None else None
+    read = m.db.moe_work(moe[0], x * moe[1], hidden, inter, moe[1], moe[3], moe[4]) if m.db is not None else None
     if read is not None:  # --kernel-db: a measured call's own time; another's, scaled, with the fit's: the
         # geometric mean of the two calls' times (fixed cost included, as benchmarks/lookup_vs_fit.py scores it:
         # on held-out shapes a lower median |log| than the fit's, a larger share within ±30 % than the read's)

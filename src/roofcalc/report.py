@@ -1174,9 +1174,14 @@ def _listing(cols, width: int | None, notes: list[str]) -> str:
     headers = [h for h, _, _ in shown]
     rows = [list(row) for row in zip(*(cells for _, _, cells in shown))]
     table = tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
+    if width is not None:  # the notes are paragraphs: wrapped flush left (no label to indent under)
+        import textwrap
+
+        notes = [line for note in notes for line in textwrap.wrap(note, width, break_long_words=False)]
     if len(shown) < len(cols):
-        notes = notes + [f"columns   {len(shown)} of {len(cols)} shown to fit {width} columns; --wide shows all"]
-    return table + "\n\n" + "\n".join(wrap_lines(notes, width)) + "\n"
+        notes = notes + wrap_lines([f"columns   {len(shown)} of {len(cols)} shown to fit {width} columns; "
+                                    f"--wide shows all"], width)
+    return table + "\n\n" + "\n".join(notes) + "\n"
 
 
 def hardware_table(catalog, width: int | None = None) -> str:
