@@ -57,24 +57,37 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}-tp{c[1]}")
-def real_run(request, tmp_path_factory):
+def _launch(tmp_path_factory, family: str, n: int, cfg: dict, *extra: str) -> list[dict]:
+    """Save a model of ``cfg`` (seed 0) and run tests/tp_worker.py on ``n`` gloo ranks: each rank's record."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     pytest.importorskip("accelerate")
-    family, tp, cfg = request.param
-    root = tmp_path_factory.mktemp(f"tp-{family}-{tp}")
+    root = tmp_path_factory.mktemp(f"{'-'.join(extra) or 'tp'}-{family}-{n}")
     config = transformers.AutoConfig.for_model(**cfg)
     torch.manual_seed(0)
     transformers.AutoModelForCausalLM.from_config(config).save_pretrained(root / "model")
     worker = Path(__file__).with_name("tp_worker.py")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(tp), "--master_port",
-           str(_free_port()), str(worker), str(root / "model"), str(root), str(BATCH), str(PROMPT)]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(n), "--master_port",
+           str(_free_port()), str(worker), str(root / "model"), str(root), str(BATCH), str(PROMPT), *extra]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
                           env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr[-2000:]
-    ranks = [json.loads((root / f"rank{r}.json").read_text()) for r in range(tp)]
-    return cfg, tp, ranks
+    return [json.loads((root / f"rank{r}.json").read_text()) for r in range(n)]
+
+
+@pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}-tp{c[1]}")
+def real_run(request, tmp_path_factory):
+    family, tp, cfg = request.param
+    return cfg, tp, _launch(tmp_path_factory, family, tp, cfg)
+
+
+MOE_CASES = [c for c in CASES if c[0] in ("mixtral", "qwen3_moe", "deepseek_v2", "deepseek_v3")]
+
+
+@pytest.fixture(scope="module", params=MOE_CASES, ids=lambda c: f"{c[0]}-ep{c[1]}")
+def real_ep_run(request, tmp_path_factory):
+    family, ep, cfg = request.param
+    return cfg, ep, _launch(tmp_path_factory, family, ep, cfg, "ep")
 
 
 def _ours(cfg: dict, tp: int, wl: Workload):
@@ -100,6 +113,32 @@ def test_per_rank_flops_and_collectives_equal_a_real_tensor_parallel_run(real_ru
         assert sorted(map(tuple, rank[phase]["collectives"])) == sorted(map(tuple, collectives))
     if phase == "decode" and cfg["model_type"] == "llama" and tp == 2:
         assert sorted(map(tuple, collectives)) == sorted([("all_reduce", 2048)] * 5 + [("all_gather", 4000)])
+
+
+@pytest.mark.parametrize("phase", ["prefill", "decode"])
+def test_expert_parallel_ranks_with_split_attention_equal_a_real_run(real_ep_run, phase):
+    """--ep 2 --ep-attention tp against transformers' own expert-parallel plan on 2 gloo ranks
+    (DistributedConfig(tp_size=2, ep_size=2): attention, the dense MLPs and the shared experts split as
+    under --tp, each rank 2 whole routed experts of 4, run on the batch both ranks hold, an all-reduce
+    summing the experts' outputs; DeepSeek-V3's attention handed V2's rules under 5.24, tests/tp_worker.py).
+    Each rank's parameters and collectives equal roofcalc's rank's, and so do its FLOPs outside the routed
+    experts. The routed experts' own FLOPs follow where the random router sends each token (here one rank
+    took every pair of a layer, the other none), so it is their sum over the ranks that is checked: every
+    routed pair once, 2 x roofcalc's rank, which takes T·k/2 of them."""
+    cfg, ep, ranks = real_ep_run
+    wl = Workload.prefill(BATCH, PROMPT, causal=False, **FP32) if phase == "prefill" else \
+        Workload.decode(BATCH, PROMPT + 1, **FP32)
+    ours = analyze_parallel(shape_from_config(cfg, "t"), wl, Parallel(ep=ep, ep_attention="tp"))
+    collectives = sorted((k.role, k.message_bytes) for k in ours.kernels if k.kind == "collective"
+                         for _ in range(k.count))
+    experts = sum(k.cost.matmul_flops * k.count for k in ours.kernels
+                  if k.kind == "matmul" and k.name.startswith("experts."))
+    assert experts > 0
+    for rank in ranks:
+        assert rank["params"] == ours.params
+        assert sorted(map(tuple, rank[phase]["collectives"])) == collectives
+        assert rank[phase]["flops"] - rank[phase]["experts"] == ours.totals.matmul_flops - experts
+    assert sum(rank[phase]["experts"] for rank in ranks) == ep * experts
 
 
 def test_llama2_70b_fits_on_four_h100s_not_one():

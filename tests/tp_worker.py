@@ -1,7 +1,10 @@
 """One rank of a real tensor-parallel run (torch.distributed, gloo, CPU): load a saved model with
 transformers' own plan (tp_plan="auto"), prefill, then one decode step, and write what the rank ran:
 its FLOPs (FlopCounterMode) and every collective with its input bytes (a dispatch mode over the
-c10d ops). Run by tests/test_parallel.py through torch.distributed.run.
+c10d ops), and the routed experts' FLOPs apart. Run by tests/test_parallel.py through torch.distributed.run;
+a sixth argument ``ep`` runs transformers' expert-parallel plan instead (DistributedConfig(tp_size=N, ep_size=N):
+attention split by heads over the N ranks, E/N whole experts a rank on the batch they share, an all-reduce
+summing the experts' outputs).
 
 Routed experts split on their width under tensor parallelism, as serving engines and roofcalc's --tp split
 them: transformers' own styles for it (packed_colwise gate_up, rowwise down, moe_tp_experts around them)
@@ -48,10 +51,16 @@ class Collectives(TorchDispatchMode):
         return func(*args, **kwargs)
 
 
+def _experts(fc) -> int:
+    """The routed experts' FLOPs: every layer's ``mlp.experts`` module (not its shared experts)."""
+    return sum(sum(v.values()) for k, v in fc.get_flop_counts().items() if k.endswith(".mlp.experts"))
+
+
 def main() -> None:
     warnings.simplefilter("ignore")
     transformers.logging.set_verbosity_error()
     path, out_dir, batch, prompt = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    ep = sys.argv[5:] == ["ep"]
     rank = int(os.environ["RANK"])
     # eager attention: its matmuls are visible to FlopCounterMode (the CPU sdpa kernel is not)
     # and the experts' eager loop (one linear per expert reached), whose matmuls it counts too
@@ -59,12 +68,16 @@ def main() -> None:
     moe = any(k in config.to_dict() for k in ("num_local_experts", "num_experts", "n_routed_experts"))
     own = getattr(type(config), "base_model_tp_plan", None) or {}
     rules = {}
-    if moe and not any(".experts" in k for k in own):  # transformers 5.25 on: the experts' TP rules handed over
+    if moe and not ep and not any(".experts" in k for k in own):  # 5.25 on: the experts' TP rules handed over
         rules.update(EXPERTS_TP)
     if config.model_type == "deepseek_v3" and not any("self_attn" in k for k in own):  # through 5.24: V2's MLA rules
         rules.update({k: v for k, v in MLA_TP.items()  # q_proj, or q_b_proj after a q LoRA: the one it has
                       if not k.endswith(".q_proj" if config.q_lora_rank else ".q_b_proj")})
     plan = dict(distributed_config=transformers.DistributedConfig(tp_plan=rules)) if rules else dict(tp_plan="auto")
+    if ep:
+        world = int(os.environ["WORLD_SIZE"])
+        plan = dict(distributed_config=transformers.DistributedConfig(tp_size=world, ep_size=world,
+                                                                      **({"tp_plan": rules} if rules else {})))
     model = transformers.AutoModelForCausalLM.from_pretrained(path, **plan, dtype=torch.float32,
                                                               attn_implementation="eager",
                                                               **({"experts_implementation": "eager"} if moe else {})
@@ -79,12 +92,12 @@ def main() -> None:
         mode = Collectives()
         with mode, FlopCounterMode(display=False) as fc:
             out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
-        record["prefill"] = {"flops": fc.get_total_flops(), "collectives": mode.seen}
+        record["prefill"] = {"flops": fc.get_total_flops(), "collectives": mode.seen, "experts": _experts(fc)}
         cache = out.past_key_values
         mode = Collectives()
         with mode, FlopCounterMode(display=False) as fc:
             model(input_ids=torch.zeros((batch, 1), dtype=torch.long), past_key_values=cache, use_cache=True)
-        record["decode"] = {"flops": fc.get_total_flops(), "collectives": mode.seen}
+        record["decode"] = {"flops": fc.get_total_flops(), "collectives": mode.seen, "experts": _experts(fc)}
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
         json.dump(record, f)
     dist.barrier()
