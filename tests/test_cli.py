@@ -325,6 +325,19 @@ def test_sweep_csv_and_markdown(capsys):
     assert code == 0 and table[0].split("|")[1].strip() == "batch" and len(table) == 2 + 3  # 512, 1024, 2048
 
 
+def test_markdown_nests_a_line_that_continues_the_one_above(capsys):
+    """The roof's second line ("          measured none given ...") continues the "roof" item: a nested item,
+    not a bullet of its own that starts with blanks."""
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--format", "markdown"], capsys)
+    assert code == 0 and "\n  - measured none given" in out
+    assert not any(line.startswith("-  ") for line in out.splitlines())
+    from roofcalc.report import markdown_bullets
+
+    lines = ["roof      nominal  320 GB/s", "          measured none given", "", "| a |", "|---|"]
+    assert markdown_bullets(lines) == ["- roof      nominal  320 GB/s", "  - measured none given", "", "| a |",
+                                       "|---|"]
+
+
 def test_prefill_and_request_sweeps(capsys):
     code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--prompt", "128,512", "--batch", "1,8"], capsys)
     assert code == 0 and "TTFT ms" in out and "prompt tokens/s" in out

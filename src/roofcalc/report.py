@@ -600,6 +600,21 @@ def measured_label(p) -> str:
     return f"above {FLAG_MULTIPLE:g}x " + ("its fixed cost" if p.t_fixed_s > p.t_floor_s else "its floor")
 
 
+def markdown_bullets(lines: list[str]) -> list[str]:
+    """A report's labelled lines as a Markdown list: a labelled line ("roof      nominal ...") one item, a line
+    that continues the one above it without a label (the roof's "          measured ...") an item nested under
+    it; blank lines and tables (a record table's "|" rows) as they are."""
+    out = []
+    for line in lines:
+        if not line.strip() or line.startswith(("|", "-" * 3)):
+            out.append(line)
+        elif line[:1].isspace() and out and out[-1].startswith(("- ", "  - ")):
+            out.append(f"  - {line.strip()}")
+        else:
+            out.append(f"- {line.strip()}")
+    return out
+
+
 def wrap_lines(lines: list[str], width: int | None) -> list[str]:
     """Prose lines wrapped on words to ``width`` (None: as they are), each continuation indented to where
     its line's text starts after the label ("roof      ", "  fits      ", "  1 "). Tables are fitted by
@@ -739,8 +754,7 @@ def to_text(r: Roofline, fmt: str = "table", defaults: Iterable[str] = (), recor
         foot += ["", tabulate(record_rows(r), headers=["record", "nominal", "measured", "measured / nominal"],
                               tablefmt=tablefmt, disable_numparse=True)]
     if fmt == "markdown":
-        head, foot = [f"- {line}" for line in head], [f"- {line}" if line and not line.startswith(("|", "-" * 3)) else line
-                                                        for line in foot]
+        head, foot = markdown_bullets(head), markdown_bullets(foot)
     else:
         if width is not None and len(headers) < len(KERNEL_COLUMNS) - (0 if any(
                 p.measured_s is not None for p in r.step.placements) else 5):
@@ -1028,8 +1042,7 @@ def render_sweep(sw: Sweep, fmt: str = "table", defaults: Iterable[str] = (), wi
         foot.append(f"columns   {len(shown)} of {len(columns)} shown to fit {width} columns; --wide shows all "
                     f"(Markdown, CSV and JSON always have all)")
     if fmt == "markdown":
-        head = [f"- {line}" for line in head]
-        foot = [f"- {line.strip()}" for line in foot]
+        head, foot = markdown_bullets(head), markdown_bullets(foot)
     elif fmt == "table":
         head, foot = wrap_lines(head, width), wrap_lines(foot, width)
     return "\n".join(head + ["", table, ""] + foot) + "\n"
