@@ -505,6 +505,12 @@ def test_a_profile_says_which_pcie_box_and_a_measured_link_wins():
     patched = hardware_from_dict({**base, "pcie_p2p": True}, "p2p.json")
     assert kernel_model(hw, roof, None, profile=patched).links == "rtx_pro_6000_server"
     assert kernel_model(hw, roof, None, profile=hardware_from_dict(base, "plain.json")).links == "l40s"
+    # the L40S has a measured box of its own (through the host); one said to be peer to peer takes the other box
+    l40s = find_hardware("L40S")
+    assert kernel_model(l40s, roof, None).links == "l40s"
+    assert kernel_model(l40s, roof, None, profile=patched).links == "rtx_pro_6000_server"
+    assert kernel_model(l40s, roof, None, profile=hardware_from_dict({**base, "pcie_p2p": False}, "host.json")
+                        ).links == "l40s"
     measured = hardware_from_dict({**base, "link_bytes_per_s": 20e9, "link_latency_s": 50e-6}, "link.json")
     m = kernel_model(hw, roof, None, profile=measured)
     assert m.collectives == {} and m.links == "" and m.latency["link"].expected == 50e-6

@@ -80,8 +80,10 @@ class Hardware:
         """(the measured GPU whose fitted collectives this device takes, how): a GPU with its own tables, its own
         ("measured"); a GPU on PCIe without them, the PCIe box measured with peer-to-peer (the RTX PRO 6000
         server's) or without it (the L40S's: through the host) ("pcie"), as shares of its own link; else ("", ""),
-        the default link model (another NVLink generation: no measured box of it)."""
-        if self.kernel_fits:
+        the default link model (another NVLink generation: no measured box of it). An L40S said to reach its
+        peers peer to peer (a hardware file's "pcie_p2p": true) takes the peer-to-peer box: its own measured box
+        had none."""
+        if self.kernel_fits and not (self.pcie_p2p and self.kernel_fits == PCIE_HOST):
             return self.kernel_fits, "measured"
         if self.kind != "gpu" or self.pcie_p2p is None:
             return "", ""
