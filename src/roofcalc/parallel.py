@@ -407,14 +407,16 @@ def tp_plan_words(shape: ModelShape) -> str:
                 f"with their outputs all-gathered, so every head and its KV cache run on every rank; o_proj and "
                 f"down_proj row-parallel on their slice of the input, an all-reduce each; ")
     elif shape.mla is not None:
-        plan = ("transformers' tensor-parallel plan: q and kv_b_proj column-parallel by heads, the cached latent "
-                "whole on every rank, o_proj row-parallel with an all-reduce; gate/up column-parallel, down "
-                "row-parallel with an all-reduce, the shared experts likewise, ")
+        plan = ("transformers' tensor-parallel plan (DeepSeek-V3's from 5.25, as vLLM and SGLang split it): q and "
+                "kv_b_proj column-parallel by heads, the cached latent whole on every rank, o_proj row-parallel with "
+                "an all-reduce; gate/up column-parallel, down row-parallel with an all-reduce, the shared experts "
+                "likewise, ")
     else:
         plan = ("transformers' tensor-parallel plan: q/k/v, gate/up column-parallel, o/down row-parallel with an "
                 "all-reduce each, ")
     if shape.moe is not None:
-        plan += "every routed expert split on its width with one all-reduce after them, the router whole, "
+        plan += ("every routed expert split on its width with one all-reduce after them (transformers 5.24's rules; "
+                 "5.25 keeps the experts in its expert-parallel plan), the router whole, ")
     return plan + "vocab-parallel embedding and lm_head"
 
 
