@@ -95,6 +95,49 @@ it; the same rules hold, and these choices were fixed with it:
 * Hugging Face Optimum's GPTQ benchmark README (AutoGPTQ 0.5.0, transformers 4.35), Llama-2-13B on one A100
   SXM4 80GB, prompts of 512 tokens, one new token: a prefill under `hf-eager`; its GPTQ row is int4 in groups
   of 128 (exllamav2, which dequantizes at this many rows).
+A fifth set (CASES_5, CASES_5_MULTI) was transcribed on 2026-12-03 from nine sources none of the sets above
+holds (a helper searched and copied the figures with a quote of each; nothing was run), and committed before
+roofcalc ran on any of it; the same rules hold, and these choices were fixed with it:
+* ExLlamaV2's README (turboderp/exllamav2 @ 01d01a1, its GPTQ rows only: 4-bit, groups of 128, no act-order)
+  and ExLlama's final README (turboderp/exllama @ 0558dea, 2023-09-12, test_benchmark_inference.py), on an RTX
+  4090, batch 1: their own CUDA kernels, no CUDA graphs: `fused`, fp16 activations and cache. "Llama 7B/13B"
+  has Llama-2-7b/13b's sizes. ExLlama's "Best" is 128 tokens generated from an empty context (a step at context
+  64), its "Worst" the last 128 of a 2,048-token context (context 1,984), its "Prompt" a prefill of 1,920 tokens
+  (2,048 - 128). ExLlamaV2's quick tests give no lengths: context 256 assumed.
+* LMDeploy's W4A16 guide (InternLM/lmdeploy @ 8e8629d, 2023-08-14, profile_generation.py on an RTX 4090, batch
+  1, 1 prompt token, 512 generated): a step at context 257; TurboMind (its own fused kernels, no CUDA graphs)
+  with AWQ 4-bit in groups of 128: `fused`; the same table's MLC LLM (version not given) as MLC's q4f16_1
+  (int4 in groups of 32, the first set's reading of MLC): `fused`.
+* MLC's blog on multi-GPU inference (2023-10-19): Llama-2-70B 4-bit on two RTX 4090s, one stream, 34.5 tok/s:
+  q4f16_1 assumed, TP 2, `fused`, context 256 assumed (not given).
+* Qwen2.5's speed benchmark (QwenLM/Qwen2.5 @ a912d23, docs/source/benchmark/speed_benchmark.rst; one A100
+  80GB, SXM assumed): batch 1, 2,048 generated tokens, speed = 2,048 / the whole request's time (its script),
+  so a request case, prefill included. vLLM 0.6.3 by default runs CUDA graphs: `cuda-graph`; its "Setting 1"
+  and "Setting 2" rows set enforce_eager=True: `fused`. HF Transformers 4.46 (flash-attention 2): `hf-eager`
+  with transformers' growing cache. bf16; GPTQ-Int4 is int4 in groups of 128 (Qwen's GPTQ checkpoints).
+  Multi-GPU rows are one stream over TP ranks (tokens/s per GPU: over TP).
+* Oracle's blog on Llama-3.1-405B on eight MI300X (2024-10-10): vLLM (ROCm) benchmark_latency, static
+  batches of 1, 8 and 64, 128 in and 128 out, TP 8 assumed ("All eight GPUs were assigned"): `cuda-graph`
+  (vLLM's default, HIP graphs), Meta's FP8 checkpoint: fp8 weights with one scale per output channel
+  (`fp8-ch`), bf16 between and in the KV cache (vLLM's default cache dtype). Output tokens/s per GPU = batch x
+  128 / latency / 8.
+* AMD's ROCm performance-results page (the rocm/vllm:rocm7.0.0_vllm_0.10.2_20251006 snapshot): Llama-3.1-70B
+  FP8 with an FP8 KV cache (amd/Llama-3.1-70B-Instruct-FP8-KV) on eight MI300X, TP 8, batch 1, 128 in, 2,048 out,
+  15.882 s: `cuda-graph`, published.py's FP8 recipe (per-tensor fp8 weights and activations, fp8 KV).
+* GPUStack's Performance Lab, Qwen3-8B on one H100 SXM (gpustack/gpustack @ 1dbc3b8): `vllm serve` v0.11.0 at
+  concurrency 1, ShareGPT prompts of 233 tokens and 221 generated on average: its median TPOT, a step at
+  context 344 (233 + 221 / 2), `cuda-graph`, bf16. Its TTFT is left out: through the HTTP server, tokenizer and
+  scheduler it is not a prefill.
+* llama.cpp on CUDA (a llama-bench report on an RTX 3080, build 93bc383 of August 2024, in
+  dmatora/LLM-inference-speed-benchmarks issue 12; and the master column of an RTX 4090 table in llama.cpp pull
+  request #12183, March 2025): Q4_K_M as int4 in groups of 32 (the fourth set's rule); token generation runs
+  CUDA graphs since May 2024 (llama.cpp #6766): `cuda-graph`; prompt processing `fused`. The 3080 report's
+  lengths are llama-bench's defaults (pp512, tg128: a step at context 64, assumed). The 4090 table's "llama 3B"
+  is taken as Llama-3.2-3B (assumed); its ISL 10 and 10,000 with 200 generated: steps at contexts 110 and
+  10,100.
+Left out: HF's SageMaker benchmark of TGI (lengths not stated, times through an HTTP endpoint), TensorRT-LLM's
+DeepSeek-R1 on eight B200s (NVFP4 experts with bf16 attention: a mix of weight formats roofcalc does not
+take), and MLC/llm-awq rows the excluded sources already hold.
 """
 
 from __future__ import annotations
@@ -361,6 +404,79 @@ CASES_4_MULTI = (
 )
 
 
+EXLV2 = ("turboderp/exllamav2 README.md @ 01d01a1: the author's quick tests on an RTX 4090, single stream, GPTQ "
+         "4-bit g128 rows")
+EXL1 = ("turboderp/exllama README.md @ 0558dea (2023-09-12), test_benchmark_inference.py on an RTX 4090: prompt "
+        "1,920 tokens, best (empty context) and worst (2,048 context) of 128 generated")
+LMD_W4 = ("InternLM/lmdeploy docs/en/w4a16.md @ 8e8629d (2023-08-14): RTX 4090, batch 1, 1 prompt token, 512 "
+          "generated, 4-bit weights (TurboMind, MLC LLM)")
+MLC_MULTI = "MLC blog 'Scalable Language Model Inference on Multiple NVIDIA and AMD GPUs' (2023-10-19)"
+QWEN = ("QwenLM/Qwen2.5 docs/source/benchmark/speed_benchmark.rst @ a912d23 (2024-11): A100 80GB, batch 1, 2,048 "
+        "generated, speed = 2,048 / end-to-end time (vLLM 0.6.3, HF Transformers 4.46)")
+OCI = ("Oracle Cloud blog 'Serving Llama 3.1 405B model with AMD Instinct MI300X Accelerators' (2024-10-10): vLLM "
+       "benchmark_latency, 8 x MI300X, 128 in, 128 out")
+AMD_ROCM = ("AMD ROCm hub performance results (rocm/vllm:rocm7.0.0_vllm_0.10.2_20251006): vLLM latency, 8 x MI300X, "
+            "TP 8")
+GPUSTACK = ("gpustack/gpustack docs/performance-lab/qwen3-8b/h100-latency.md @ 1dbc3b8: vllm serve v0.11.0 on one "
+            "H100 SXM, max concurrency 1, ShareGPT (233 in, 221 out on average)")
+LCPP_3080 = "dmatora/LLM-inference-speed-benchmarks issue 12 (2024-08-26): llama.cpp build 93bc383, RTX 3080, llama-bench"
+LCPP_4090 = "ggml-org/llama.cpp pull request #12183 (comment of 2025-03-17): RTX 4090, master, gen phase tok/s"
+Q05, Q7, Q72, Q3_8 = "Qwen/Qwen2.5-0.5B", "Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-72B", "Qwen/Qwen3-8B"
+L31_8, L32_3, L405 = "meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.2-3B", "meta-llama/Llama-3.1-405B"
+GPTQ4 = dict(weight_dtype="int4", group_size=128)
+Q4_32 = dict(weight_dtype="int4", group_size=32)
+
+CASES_5 = (
+    # ExLlamaV2 and ExLlama, GPTQ 4-bit on an RTX 4090, batch 1
+    *(Case("decode", model, "RTX4090", "fused", measured=1 / tps, source=EXLV2, context=256, note="ExLlamaV2 GPTQ",
+           **FP16, **GPTQ4) for model, tps in ((L7, 198), (L13, 111))),
+    *(Case("decode", model, "RTX4090", "fused", measured=1 / tps, source=EXL1, context=ctx, note=note, **FP16, **GPTQ4)
+      for model, ctx, tps, note in ((L7, 64, 173, "ExLlama GPTQ, best"), (L7, 1984, 140, "ExLlama GPTQ, worst"),
+                                    (L13, 64, 102, "ExLlama GPTQ, best"), (L13, 1984, 86, "ExLlama GPTQ, worst"))),
+    *(Case("prefill", model, "RTX4090", "fused", measured=1920 / tps, source=EXL1, prompt=1920,
+           note="ExLlama GPTQ prompt", **FP16, **GPTQ4) for model, tps in ((L7, 13918), (L13, 7507))),
+    # LMDeploy's W4A16 table: TurboMind (AWQ g128) and MLC LLM (q4f16_1 assumed), batch 1, a step at context 257
+    *(Case("decode", model, "RTX4090", "fused", measured=1 / tps, source=LMD_W4, context=257, note=note, **FP16, **q)
+      for model, tps, note, q in ((L7, 206.4, "LMDeploy TurboMind AWQ", GPTQ4), (L13, 115.8, "LMDeploy TurboMind AWQ", GPTQ4),
+                                  (L7, 159.4, "MLC LLM (LMDeploy's run)", Q4_32),
+                                  (L13, 90.7, "MLC LLM (LMDeploy's run)", Q4_32))),
+    # Qwen2.5 on one A100: one request of 2,048 generated tokens, prefill included
+    *(Case("request", model, "A100-80GB", impl, measured=tps, source=QWEN, prompt=p, generate=2048, note=note,
+           cache=cache, **BF16, **q)
+      for model, impl, p, tps, note, cache, q in (
+          (Q05, "cuda-graph", 1, 311.55, "vLLM 0.6.3", "in-place", {}),
+          (Q7, "cuda-graph", 1, 84.28, "vLLM 0.6.3", "in-place", {}),
+          (Q7, "cuda-graph", 30720, 70.33, "vLLM 0.6.3", "in-place", {}),
+          (Q7, "cuda-graph", 1, 154.05, "vLLM 0.6.3 GPTQ-Int4", "in-place", GPTQ4),
+          (Q7, "hf-eager", 1, 40.38, "HF Transformers 4.46", "concat", {}))),
+    # GPUStack: vLLM 0.11.0 serving Qwen3-8B at concurrency 1, median TPOT
+    Case("decode", Q3_8, "H100-SXM", "cuda-graph", measured=7.22e-3, source=GPUSTACK, context=344,
+         note="vLLM 0.11.0, concurrency 1, median TPOT", **BF16),
+    # llama.cpp on CUDA, Q4_K_M
+    Case("decode", L31_8, "RTX3080", "cuda-graph", measured=1 / 111.95, source=LCPP_3080, context=64,
+         note="llama.cpp 93bc383 Q4_K_M tg128", **FP16, **Q4_32),
+    Case("prefill", L31_8, "RTX3080", "fused", measured=512 / 3806.89, source=LCPP_3080, prompt=512,
+         note="llama.cpp 93bc383 Q4_K_M pp512", **FP16, **Q4_32),
+    *(Case("decode", L32_3, "RTX4090", "cuda-graph", measured=1 / tps, source=LCPP_4090, context=ctx,
+           note="llama.cpp master (March 2025) Q4_K_M", **FP16, **Q4_32) for ctx, tps in ((110, 269.83), (10100, 170.55))),
+)
+
+CASES_5_MULTI = (
+    Case("decode", L70, "RTX4090", "fused", measured=1 / 34.5, source=MLC_MULTI, context=256, tp=2,
+         note="MLC LLM q4f16_1 (assumed), one stream", **FP16, **Q4_32),
+    *(Case("request", Q72, "A100-80GB", impl, measured=_per_gpu(tps, tp), source=QWEN, prompt=1, generate=2048, tp=tp,
+           note=note, **BF16, **q)
+      for impl, tp, tps, note, q in (("cuda-graph", 4, 31.37, "vLLM 0.6.3", {}),
+                                     ("fused", 2, 18.19, "vLLM 0.6.3, enforce_eager", {}),
+                                     ("fused", 2, 46.30, "vLLM 0.6.3 GPTQ-Int4, enforce_eager", GPTQ4))),
+    *(Case("request", L405, "MI300X", "cuda-graph", measured=_per_gpu(b * 128 / s, 8), source=OCI, batch=b, prompt=128,
+           generate=128, tp=8, note="vLLM (ROCm), Meta's FP8 (per-channel weights)", weight_dtype="fp8-ch", **BF16)
+      for b, s in ((1, 3.530), (8, 3.974), (64, 6.919))),
+    Case("request", L31_70, "MI300X", "cuda-graph", measured=_per_gpu(2048 / 15.882, 8), source=AMD_ROCM, prompt=128,
+         generate=2048, tp=8, note="vLLM 0.10.2 (ROCm), FP8 with an FP8 KV cache", **FP8),
+)
+
+
 # The second set's first-token rows, re-read after its first run (seen, reported apart): transcribed as the
 # prefill, they measure TurboMind v0.1.0a1's prefill of all but the last prompt token and then one decode step
 # on it, which yields the first token (src/turbomind/models/llama/LlamaBatch.cc at v0.1.0a1: ContextDecode sets
@@ -397,6 +513,7 @@ if __name__ == "__main__":
                          ("Second set, one GPU", CASES_2), ("Second set, more than one GPU", CASES_2_MULTI),
                          ("Third set, one GPU", CASES_3), ("Third set, more than one GPU", CASES_3_MULTI),
                          ("Fourth set, one GPU", CASES_4), ("Fourth set, more than one GPU", CASES_4_MULTI),
+                         ("Fifth set, one GPU", CASES_5), ("Fifth set, more than one GPU", CASES_5_MULTI),
                          ("Second set's first-token rows, re-read after its first run (seen, not held out)",
                           RE_READ_2 + RE_READ_2_MULTI)):
         done, refused = _run(cases)
