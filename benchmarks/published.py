@@ -190,7 +190,8 @@ def markdown(rs) -> str:
               "first-token": f"first token P={c.prompt}",
               "request": f"B={c.batch} P={c.prompt} N={c.generate}"}[c.what]
         dt = "fp8 (W8A8 per tensor, KV fp8, fp16 between)" if c.weight_dtype == "fp8-t" else \
-            c.dtype + (f" W{c.weight_dtype[3:]} g{c.group_size}" if c.weight_dtype else "")
+            c.dtype + (f" W{c.weight_dtype[3:]} g{c.group_size}" if (c.weight_dtype or "").startswith("int") else
+                       f" weights {c.weight_dtype}" if c.weight_dtype else "")
         on = f"{c.tp}x {c.hw} (TP {c.tp})" if c.tp > 1 else c.hw
         lines.append(f"| {i} | {c.model.split('/')[-1]} {dt} on {on}, {wl} | {c.note} ({c.impl}) | "
                      f"{_fmt(c, c.measured)} | {_fmt(c, p)} | [{_fmt(c, lo)}, {_fmt(c, hi)}] | "
