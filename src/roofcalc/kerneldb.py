@@ -13,16 +13,16 @@ held-out shapes (benchmarks/lookup_vs_fit.py, the same rule as here); windowed d
 their fits, which came out closer (prefill: the nearest measured prompt at another batch or window is another
 kernel's regime). Fused MoE calls (vLLM's, where the fit has them): a call the table measured takes its time; any
 other the geometric mean of the two calls' times, the nearest measured call's (scaled) and the fit's, fixed cost
-included: on held-out shapes its median |log| is below the fit's on every GPU and dtype (0.046-0.082 against
+included: on held-out shapes its median |log| is below the fit's on every GPU and dtype (0.046-0.079 against
 0.066-0.125; the direct read's alone is lower still on 9 of 14) and its share within ±30 % above the direct
-read's on all 14 (against the fit's, from 3.5 points below to 7.7 above).
+read's on all 14 (against the fit's, from 1.8 points below to 7.7 above).
 
 The tables read are the files the shipped fits were fitted on (data/kernel_fits.json names them), for the
 GPUs and engines measured there: one step only (a sweep takes the fits), one measured GPU (no generation's
 stand-in: a direct read of another GPU's kernels is not this GPU's).
 
 Nearest: by squared distance in log2 of the sizes, (M, N, K) for a GEMM; (the rank's routed rows, H, I', the
-rank's experts, every routed pair) for a fused MoE call; (batch, KV length, heads, KV heads,
+rank's experts, every routed pair, the tokens) for a fused MoE call; (batch, KV length, heads, KV heads,
 head dim) for decode, (batch, prompt, heads, KV heads, head dim) for prefill, rows of the table's kernel and
 dtype. Floors: the fit's hand formulas (benchmarks/fit_kernels.py: gemm_rows, decode_rows, prefill_rows, moe_rows).
 """
