@@ -226,15 +226,12 @@ def test_a_model_with_no_plan_is_refused_in_one_line(tmp_path, capsys):
 
 def test_what_the_traced_plan_does_not_split_is_refused_in_one_line(tmp_path, capsys):
     """DeepSeek-V2's plan keeps MLA's latent projection whole with a style of its own (mla_kv_a_proj), which
-    the traced plan does not model yet; a traced model takes --tp alone, not --pp; 3 ranks split neither 8
-    heads nor 2 KV heads."""
+    the traced plan does not model yet; 3 ranks split neither 8 heads nor 2 KV heads."""
     v2 = dict(BASE, model_type="deepseek_v2", num_key_value_heads=8, moe_intermediate_size=128, n_routed_experts=4,
               num_experts_per_tok=2, n_shared_experts=1, first_k_dense_replace=1, kv_lora_rank=64, q_lora_rank=None,
               qk_rope_head_dim=16, qk_nope_head_dim=32, v_head_dim=32)
     err = _refusal(tmp_path, capsys, v2, "--trace", "--tp", "2")
     assert "self_attn.kv_a_proj_with_mqa" in err and "mla_kv_a_proj" in err
-    err = _refusal(tmp_path, capsys, DENSE["llama"], "--trace", "--tp", "2", "--pp", "2")
-    assert "--pp" in err
     err = _refusal(tmp_path, capsys, DENSE["llama"], "--trace", "--tp", "3")
     assert "--tp 3 and 2 KV heads" in err
 
@@ -251,7 +248,7 @@ def test_a_traced_tp_list_gives_each_sizes_single_step(capsys):
     wl = Workload.decode(2, 17)
     one = trace(cfg, "t", wl, view="ideal", use_cache=False)
     hw = find_hardware("h100")
-    sw = tp_sweep(one.shape, wl, [1, 2, 4], hw, traced=(one, hf_config(cfg, "t")[0]))
+    sw = tp_sweep(one.shape, wl, [1, 2, 4], hw, traced=(one, hf_config(cfg, "t")[0], None))
     assert sw.points[0].step_s == roofline(one, hw).step.times.predicted_s
     for p in sw.points[1:]:
         assert p.step_s == roofline(_rank(cfg, wl, p.tp), hw).step.times.predicted_s
@@ -275,3 +272,49 @@ def test_experts_kept_only_in_the_expert_parallel_plan_split_on_their_width():
            "layers.*.mlp.experts.down_proj": "rowwise", "layers.*.mlp.experts": "moe_tp_experts"}
     assert _experts_on_width(ep, own) == {}
     assert _experts_on_width({}, attention) == {}
+
+
+@pytest.mark.parametrize("name", sorted(MOE))
+def test_a_traced_expert_parallel_rank_equals_the_hand_models(name):
+    """--ep 2 with data-parallel attention, 4 sequences: the rank runs attention for 2 of them and holds 2
+    of the 4 experts, which read their share of the experts the 4 sequences' tokens reach; an all-to-all
+    dispatch before a layer's experts and a combine after them. The traced rank (the step traced at 2
+    sequences, its experts kernels split) gives the hand rank's experts FLOPs and weight bytes, its
+    all-to-alls, parameters, weights, KV cache and matmul FLOPs."""
+    from roofcalc.trace.parallel import traced_ep_rank
+
+    cfg = MOE[name]
+    wl = Workload.decode(4, 17, cache_update="in-place")
+    hand = analyze_parallel(shape_from_config(cfg, "t"), wl, Parallel(ep=2))
+    local = trace(cfg, "t", Workload.decode(2, 17, cache_update="in-place"), use_cache=False)
+    rank = traced_ep_rank(local, wl, Parallel(ep=2), trace(cfg, "t", wl, use_cache=False))
+
+    def experts(a):
+        ks = [k for k in a.kernels if "experts" in k.name and k.kind == "matmul"]
+        return sum(k.cost.matmul_flops * k.count for k in ks), sum(k.cost.weight_bytes * k.count for k in ks)
+
+    def collectives(a):
+        return [(k.role, k.count, k.message_bytes, k.link_bytes, k.group, k.ranks) for k in a.kernels
+                if k.kind == "collective"]
+
+    assert experts(rank) == experts(hand)
+    assert collectives(rank) == collectives(hand) and len(collectives(hand)) == 2
+    assert (rank.params, rank.weight_storage_bytes, rank.kv_bytes_per_token, rank.memory_bytes,
+            rank.totals.matmul_flops) == (hand.params, hand.weight_storage_bytes, hand.kv_bytes_per_token,
+                                          hand.memory_bytes, hand.totals.matmul_flops)
+    assert rank.full.params == hand.full.params
+
+
+def test_traced_ep_from_the_command_line(tmp_path, capsys):
+    """--trace --ep 2 prints one rank's table with its all-to-alls; --ep with --tp, or a batch that does not
+    split, is refused in one line."""
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(MOE["mixtral"]))
+    assert main([str(path), "--trace", "--ep", "2", "--batch", "4", "--hw", "h100"]) == 0
+    out = capsys.readouterr().out
+    assert "parallel  --ep 2: every number below is one rank's, of 2 GPUs: 2 of the 4 routed experts" in out
+    assert "mlp.experts.dispatch" in out and "mlp.experts.combine_all_to_all" in out
+    for flags in (["--ep", "2", "--tp", "2", "--batch", "4"], ["--ep", "2", "--batch", "3"]):
+        assert main([str(path), "--trace", *flags, "--hw", "h100"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--ep" in err

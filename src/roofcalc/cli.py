@@ -392,7 +392,7 @@ def build_tp_sweep(args: argparse.Namespace, shape=None):
         raise RoofcalcError(f"a --{axis} list compares one step: give one --batch and one --context (or --prompt)")
     shape, traced = shape if shape is not None else load_model(args)
     sizes = _sizes_of(args)
-    if traced is not None and (axis != "tp" or max(sizes["pp"] + sizes["ep"]) > 1):
+    if traced is not None and (axis == "ep" or max(sizes["ep"]) > 1):
         _single_gpu_trace(traced, 2)
     base = Parallel(**{a: sizes[a][0] for a in AXES if a != axis},  # the other axes, fixed
                     ep_attention=getattr(args, "ep_attention", "dp"))
@@ -401,22 +401,42 @@ def build_tp_sweep(args: argparse.Namespace, shape=None):
     workload = _workload(args, shape)
     hardware, profile = _hardware(args)
     one = None
-    if traced is not None:  # a --tp list of a traced model: its step traced once, split at each size
+    if traced is not None:  # a --tp or --pp list of a traced model: its step traced once, split at each size
         from .trace import hf_config, trace
+        from .trace.pipeline import TracedStages
 
         cfg, name, label = traced
-        one = (trace(cfg, name, workload, label, view="eager" if args.impl == "hf-eager" else "ideal"),
-               hf_config(cfg, name)[0])
+        view, config = "eager" if args.impl == "hf-eager" else "ideal", hf_config(cfg, name)[0]
+        one = (trace(cfg, name, workload, label, view=view), config, TracedStages(cfg, name, label, view, config))
     return tp_sweep(
         shape, workload, sizes[axis], hardware, min_gain=percent(args.min_gain), axis=axis,
         micro_batches=args.micro_batches, base=base, traced=one, **_roof_kw(args, profile))
 
 
+def _traced_ep(traced, workload, parallel, view: str):
+    """One --ep rank of a traced model's step: traced at its B/N sequences, its experts split over the ranks."""
+    from dataclasses import replace
+
+    from .trace import trace
+    from .trace.parallel import traced_ep_rank
+
+    if parallel.ep != parallel.gpus or parallel.tp_attention:
+        raise RoofcalcError("a traced model takes --ep alone (attention data-parallel over the sequences); --ep with "
+                            "--tp, --pp or --ep-attention tp is for the hand-modelled families")
+    if workload.batch % parallel.ep:
+        raise RoofcalcError(f"--batch {workload.batch} does not split over --ep {parallel.ep}: each rank runs "
+                            f"attention for B/{parallel.ep} of the sequences")
+    cfg, name, label = traced
+    local = trace(cfg, name, replace(workload, batch=workload.batch // parallel.ep), label, view=view)
+    return traced_ep_rank(local, workload, parallel, trace(cfg, name, workload, label, view=view))
+
+
 def _single_gpu_trace(traced, gpus: int, tp: int = 0) -> None:
-    """A traced model takes --tp on one step (its config class's plan); the rest is the hand models'."""
+    """A traced model takes --tp (its config class's plan) and --pp on one step; the rest is the hand models'."""
     if traced is not None and gpus > 1 and gpus != tp:
-        raise RoofcalcError("a traced model takes --tp (one size or a list) by its config class's plan; --pp, "
-                            "--ep and batch or context sweeps over several GPUs are for the hand-modelled families")
+        raise RoofcalcError("a traced model takes --tp by its config class's plan and --pp (one size or a list "
+                            "of either), or --ep alone on one step; batch or context sweeps over several GPUs are "
+                            "for the hand-modelled families")
 
 
 def load_model(args: argparse.Namespace):
@@ -450,14 +470,27 @@ def build_roofline(args: argparse.Namespace, shape=None):
     if traced is not None:
         from .trace import trace
 
-        _single_gpu_trace(traced, parallel.gpus, parallel.tp)
         cfg, name, label = traced
-        analysis = trace(cfg, name, workload, label, view="eager" if args.impl == "hf-eager" else "ideal")
-        if parallel.tp > 1:
-            from .trace import hf_config
-            from .trace.parallel import traced_rank
+        view = "eager" if args.impl == "hf-eager" else "ideal"
+        if parallel.ep > 1:  # its experts kernels over the ranks, attention data-parallel
+            analysis = _traced_ep(traced, workload, parallel, view)
+        else:
+            _single_gpu_trace(traced, parallel.gpus, parallel.tp * parallel.pp)
+            if parallel.pp > 1:  # its stages cut from the trace by layer, each --tp rank by its config class's plan
+                from .parallel import default_micro_batches, pipeline_roofline
+                from .trace import hf_config
+                from .trace.pipeline import TracedStages
 
-            analysis = traced_rank(analysis, parallel, hf_config(cfg, name)[0])
+                micro = args.micro_batches or default_micro_batches(workload.batch, parallel)
+                return pipeline_roofline(shape, workload, parallel.pp, micro, hardware, tp=parallel.tp,
+                                         traced=TracedStages(cfg, name, label, view, hf_config(cfg, name)[0]),
+                                         kernel_db=args.kernel_db, **_roof_kw(args, profile))
+            analysis = trace(cfg, name, workload, label, view=view)
+            if parallel.tp > 1:
+                from .trace import hf_config
+                from .trace.parallel import traced_rank
+
+                analysis = traced_rank(analysis, parallel, hf_config(cfg, name)[0])
     elif parallel.pp > 1:
         from .parallel import default_micro_batches, pipeline_roofline
 

@@ -547,21 +547,23 @@ def tp_sweep(shape: ModelShape, wl: Workload, tps, hardware, *, min_gain: float 
     """The same step at every size in ``tps`` along ``axis`` ("tp", "ep" or "pp"), the other axes at
     ``base``'s sizes: one rank's roofline each (with a pipeline, the slowest stage's on
     ``micro_batches`` micro-batches, default :func:`default_micro_batches`). ``traced``: a traced
-    model's step (its :class:`~roofcalc.trace.TracedAnalysis` and transformers' config), split over
-    each --tp by its config class's plan."""
+    model's step (its :class:`~roofcalc.trace.TracedAnalysis`, transformers' config and its
+    :class:`~roofcalc.trace.pipeline.TracedStages`), split over each --tp by its config class's plan
+    and over each --pp by its layers."""
     from .roofline import roofline
 
     points = []
     for n in sorted(set(tps)):
         par = replace(base, **{axis: n})
-        if traced is not None:
+        if par.pp > 1:
+            micro = micro_batches or default_micro_batches(wl.batch, par)
+            r = pipeline_roofline(shape, wl, par.pp, micro, hardware, tp=par.tp, ep=par.ep,
+                                  traced=traced[2] if traced is not None else None, **roofline_kw)
+        elif traced is not None:
             from .trace.parallel import traced_rank
 
-            one, config = traced
+            one, config, _ = traced
             r = roofline(traced_rank(one, par, config) if par.tp > 1 else one, hardware, **roofline_kw)
-        elif par.pp > 1:
-            micro = micro_batches or default_micro_batches(wl.batch, par)
-            r = pipeline_roofline(shape, wl, par.pp, micro, hardware, tp=par.tp, ep=par.ep, **roofline_kw)
         else:
             r = roofline(analyze_parallel(shape, wl, par), hardware, **roofline_kw)
         points.append(TPPoint(n, r, axis))
@@ -617,13 +619,28 @@ def stage_kernels(shape: ModelShape, wl: Workload, pp: int, stage: int, tp: int 
     if stage == 0:
         kernels = before + kernels
     if stage == pp - 1:
-        kernels = kernels + after
+        kernels = kernels + (tied_head_copy(shape, wl, after) if pp > 1 and shape.tie_word_embeddings else after)
     else:
-        message = wl.act_dtype.nbytes(wl.tokens * shape.d_model)
-        kernels.append(Kernel("pp.send", "collective", "model", 1, f"[{wl.tokens},{shape.d_model}]",
-                              Cost(act_read_bytes=message), role="send", message_bytes=message, link_bytes=message,
-                              group=2, ranks=(stage, stage + 1)))
+        kernels.append(send_kernel(wl, shape.d_model, stage))
     return sub, kernels
+
+
+def send_kernel(wl: Workload, d_model: int, stage: int) -> Kernel:
+    """Stage ``stage``'s send of its hidden states [B·T, D] to the next stage."""
+    message = wl.act_dtype.nbytes(wl.tokens * d_model)
+    return Kernel("pp.send", "collective", "model", 1, f"[{wl.tokens},{d_model}]", Cost(act_read_bytes=message),
+                  role="send", message_bytes=message, link_bytes=message, group=2, ranks=(stage, stage + 1))
+
+
+def tied_head_copy(shape: ModelShape, wl: Workload, after: list[Kernel]) -> list[Kernel]:
+    """The last stage's kernels, its tied lm_head owning a copy of the embedding table: the first stage
+    holds the table for the embedding and the last one for the logits (vLLM 0.24's LlamaModel builds
+    ``embed_tokens`` on the first pipeline rank, and on the last too where the embeddings are tied; its
+    ``lm_head`` then ties to it)."""
+    width = shape.embed_dim or shape.d_model
+    table = shape.vocab_size * width
+    return [replace(k, params=k.params + table, param_bytes=k.param_bytes + wl.float_weight_dtype.nbytes(table))
+            if k.name == shape.name_of("lm_head") else k for k in after]
 
 
 @dataclass(frozen=True)
@@ -681,22 +698,26 @@ class Pipeline:
 
 
 def pipeline_roofline(shape: ModelShape, wl: Workload, pp: int, micro_batches: int, hardware, *, tp: int = 1,
-                      ep: int = 1, **roofline_kw):
+                      ep: int = 1, traced=None, **roofline_kw):
     """The slowest stage's roofline on one micro-batch, with the pipeline it sets the pace of (each stage
-    ``tp`` · ``ep`` ranks: one rank's table)."""
+    ``tp`` · ``ep`` ranks: one rank's table). ``traced``: a traced model's stages
+    (:class:`roofcalc.trace.pipeline.TracedStages`) in place of the hand model's."""
     from .roofline import roofline
 
     if wl.batch % micro_batches:
         raise RoofcalcError(f"--batch {wl.batch} does not split into {micro_batches} micro-batches")
     micro = replace(wl, batch=wl.batch // micro_batches)
-    full = analyze(shape, wl)
-    spans = stage_layers(shape.n_layers, pp)
+    par = Parallel(tp=tp, pp=pp, ep=ep)
+    full = analyze(shape, wl) if traced is None else traced.whole(wl)
+    spans = stage_layers(shape.n_layers if traced is None else full.shape.n_layers, pp)
     results = []
     for s in range(pp):
-        sub, kernels = stage_kernels(shape, micro, pp, s, tp, ep)
-        a = StageAnalysis(sub, replace(micro, batch=micro.batch // ep), tuple(kernels),
-                          parallel=Parallel(tp=tp, pp=pp, ep=ep), full=full, stage=s, layers=spans[s],
-                          micro_batches=micro_batches, batch=wl.batch)
+        if traced is not None:
+            a = traced.stage(micro, par, s, micro_batches=micro_batches, batch=wl.batch, full=full)
+        else:
+            sub, kernels = stage_kernels(shape, micro, pp, s, tp, ep)
+            a = StageAnalysis(sub, replace(micro, batch=micro.batch // ep), tuple(kernels), parallel=par, full=full,
+                              stage=s, layers=spans[s], micro_batches=micro_batches, batch=wl.batch)
         results.append(roofline(a, hardware, **roofline_kw))
     times = tuple(r.step.times.predicted_s for r in results)
     slowest = max(range(pp), key=lambda i: times[i])

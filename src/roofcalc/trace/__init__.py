@@ -24,6 +24,7 @@ and attention only); matmul FLOPs are torch's.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from ..calculator import Analyzer, Cost, Kernel, Workload
 from ..errors import RoofcalcError
@@ -66,12 +67,13 @@ class TraceAnalyzer(Analyzer):
 
 
 def trace(cfg: dict, name: str, wl: Workload, label: str | None = None, *, view: str = "ideal",
-          use_cache: bool = True, merge: bool = True) -> TracedAnalysis:
-    """The traced step as an :class:`Analysis` whose kernels carry the ``view``'s bytes (ideal | eager).
+          use_cache: bool = True, merge: bool = True, stage: tuple[int, int] | None = None) -> TracedAnalysis:
+    """The traced step as an :class:`Analysis` whose kernels carry the ``view``'s bytes (ideal | eager);
+    ``stage`` (pp, s): pipeline stage s of pp alone, its layers, weights and cache (``trace.pipeline``).
 
     Results are cached per (config, transformers version, workload shape) under ~/.cache/roofcalc."""
     try:
-        return _trace(cfg, name, wl, label, view=view, use_cache=use_cache, merge=merge)
+        return _trace(cfg, name, wl, label, view=view, use_cache=use_cache, merge=merge, stage=stage)
     except RoofcalcError:
         raise
     except Exception as exc:  # modeling code roofcalc has not met: one line, not a traceback
@@ -80,7 +82,7 @@ def trace(cfg: dict, name: str, wl: Workload, label: str | None = None, *, view:
 
 
 def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, use_cache: bool,
-           merge: bool) -> TracedAnalysis:
+           merge: bool, stage: tuple[int, int] | None = None) -> TracedAnalysis:
     if view not in ("ideal", "eager"):
         raise RoofcalcError(f"view must be ideal or eager, not {view!r}")
     _check_workload(wl)
@@ -105,14 +107,31 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
                            (k["experts"][0], k["experts"][1], tuple(k["experts"][2])) if k.get("experts") else None,
                            tuple(k["sizes"]) if k.get("sizes") else None)
               for k in doc["kernels"]]
-    param_bytes = doc["param_bytes"]
+    param_bytes, deltas = doc["param_bytes"], {}
     if wl.weight_dtype.scaled:
-        traced, param_bytes = _quantized(traced, doc, wl, config)
+        traced, param_bytes, deltas = _quantized(traced, doc, wl, config)
     params, language, encoders = doc["params"], doc.get("language_params"), doc.get("encoders") or {}
     if "params" in encoders:  # the towers its text config was traced without, in the float dtype (as a
         params, language = params + encoders["params"], params  # quantized checkpoint keeps them)
         param_bytes += encoders["param_bytes"]
     shape = shape_of(config, label or cfg["model_type"], name, cfg)
+    kv_per_token, cache_bytes, span = doc["kv_bytes_per_token"], doc["cache_bytes"], None
+    if stage is not None:  # one pipeline stage: its layers' kernels, its modules' weights, its cache layers
+        from ..parallel import stage_layers
+        from .pipeline import stage_cache, stage_cut, stage_weights, tied_copies
+
+        pp, s = stage
+        owner = stage_cut(doc, traced, shape.n_layers, pp)
+        towers = params - language if language is not None else 0  # on the first stage
+        params, param_bytes = stage_weights(doc, traced, owner, shape.n_layers, pp, s, deltas)
+        language = params - towers if towers and s == 0 else None
+        kv_per_token, cache_bytes = stage_cache(doc, shape.n_layers, pp, s)
+        traced, copies, copy_bytes = tied_copies([k for k, o in zip(traced, owner) if o == s], s, pp)
+        params, param_bytes = params + copies, param_bytes + copy_bytes
+        span = stage_layers(shape.n_layers, pp)[s]
+        a, b = span
+        shape = replace(shape, n_layers=b - a, layer_types=shape.layer_types[a:b],
+                        mlp_types=shape.mlp_types[a:b] if shape.mlp_types else ())
     if merge:
         kernels = tuple(merge_layers(traced, view))
     else:  # one row per kernel run, named by its layer
@@ -121,10 +140,10 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
                                k.ideal if view == "ideal" else k.eager, params=k.params, param_bytes=k.param_bytes,
                                launches=k.launches, expert_weights=k.experts, role=k.role, sizes=_sizes(k))
                         for k in traced)
-    return TracedAnalysis(shape, wl, kernels, view=view, traced_kv_bytes_per_token=doc["kv_bytes_per_token"],
-                          traced_cache_bytes=doc["cache_bytes"], traced_params=params, language_params=language,
+    return TracedAnalysis(shape, wl, kernels, view=view, traced_kv_bytes_per_token=kv_per_token,
+                          traced_cache_bytes=cache_bytes, traced_params=params, language_params=language,
                           traced_param_bytes=param_bytes, check=check, logits=doc["logits"],
-                          layer_heads=layer_heads(config), model_class=doc["class"],
+                          layer_heads=layer_heads(config, span), model_class=doc["class"],
                           note=f"traced: transformers {doc['transformers']} {doc['class']} " + (
                               "on the CPU with random weights (its code reads tensor values, which the meta "
                               "device has not)" if doc.get("device") == "cpu" else "on the meta device")

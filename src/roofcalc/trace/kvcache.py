@@ -96,3 +96,32 @@ def _cache_bytes(torch, cache) -> int:
     if cache is None:
         return 0
     return sum(t.numel() * t.element_size() for t in _cache_tensors(torch, cache) + _state_tensors(torch, cache))
+
+
+def _per_layer(torch, cache, batch: int) -> list[list[int]]:
+    """Each cache layer's [bytes a token adds, bytes after the step] (a pipeline stage holds its layers'):
+    keys and values, and a recurrent layer's states; a legacy cache's per-layer tuples alike; [] where the
+    cache has no layers to tell apart."""
+    if cache is None:
+        return []
+    layers = _layers(cache)
+    if not layers and isinstance(cache, (tuple, list)):  # a legacy cache: a tuple of tensors per layer
+        layers = [entry for entry in cache if isinstance(entry, (tuple, list))]
+    out = []
+    for layer in layers:
+        if isinstance(layer, (tuple, list)):
+            kv, states = [t for t in layer if isinstance(t, torch.Tensor)], []
+        else:
+            kv = [t for t in (getattr(layer, "keys", None), getattr(layer, "values", None)) if isinstance(t, torch.Tensor)]
+            states = []
+            for attr in ("conv_states", "recurrent_states"):
+                value = getattr(layer, attr, None)
+                states += [t for t in (value.values() if isinstance(value, dict) else (value,))
+                           if isinstance(t, torch.Tensor)]
+        per_token = 0
+        for t in kv:
+            positions = batch * (t.shape[-2] if t.dim() >= 2 else 1)
+            if positions:
+                per_token += t.numel() * t.element_size() // positions
+        out.append([per_token, sum(t.numel() * t.element_size() for t in kv + states)])
+    return out

@@ -196,7 +196,7 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
                             f"replicate each over tp / K ranks)")
     hd = s.head_dim
     tied = next((k.params == 0 for k in a.kernels if _style(k, layer_keys, model_keys) == "colwise_gather_output"),
-                False)
+                s.tie_word_embeddings)  # a first pipeline stage has no lm_head: the config says
     out: list[Kernel] = []
     expert_bytes = 0  # the experts' weights a step's layers hold, whole (their module's, on no kernel)
     last = {}  # each experts module's last kernel in a layer: its all-reduce follows it
@@ -340,5 +340,69 @@ def plan_words(plan: Plan) -> str:
             + ", the ops between on the rank's heads and width; norms and residuals whole")
 
 
-__all__ = ["Plan", "SERVING_PLANS", "TracedRankAnalysis", "model_plan", "plan_words", "traced_rank"]
 
+
+
+def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis) -> TracedRankAnalysis:
+    """One expert-parallel rank of a traced step (``--ep N``, data-parallel attention, as
+    ``roofcalc.parallel.ep_kernels`` runs a hand model): ``local`` is the step traced at the rank's B/N
+    of ``wl``'s sequences; ``full`` the whole step's trace. The rank holds E/N of the routed experts: each
+    experts kernel reads the weights of its share of the experts the whole step's tokens reach (touched
+    experts at ``wl``'s tokens, over N), and the rank holds 1/N of the experts' weights. Its tokens go to
+    their experts' ranks in an all-to-all before a layer's first experts kernel (dispatch) and come back
+    in another after its last (combine): [B/N·T·k, D] each."""
+    from ..calculator import touched_experts, traced_expert_bytes
+    from ..parallel import collective
+
+    ep, s = parallel.ep, local.shape
+    experts = [k for k in local.kernels if k.expert_weights is not None]
+    if not experts:
+        raise RoofcalcError(f"--ep splits routed experts, and the traced {s.model_type} runs none")
+    n_exp, top_k = experts[0].expert_weights[:2]
+    if n_exp % ep:
+        raise RoofcalcError(f"--ep {ep} does not divide the {n_exp} routed experts: each rank must hold a whole share")
+    if wl.weight_dtype.scaled:
+        raise RoofcalcError(f"--ep for a traced {s.model_type}: its experts in {wl.weight_dtype.name} are not split "
+                            f"by roofcalc's traced plan yet")
+    share = touched_experts(n_exp, top_k, wl.tokens, wl.experts) / ep / n_exp  # of each expert weight's full bytes
+    lw = local.workload
+    message = lw.act_dtype.nbytes(lw.tokens * top_k * s.d_model)
+    dims = f"[{lw.tokens}x{top_k},{s.d_model}]"
+    first, last = {}, {}  # the first and last experts kernel of each kind of layer
+    for i, k in enumerate(local.kernels):
+        if k.expert_weights is not None:
+            first.setdefault(_layer_tag(k), i)
+            last[_layer_tag(k)] = i
+    out, expert_bytes = [], 0
+    for i, k in enumerate(local.kernels):
+        if k.expert_weights is not None:
+            home = _base(k).rsplit(".", 1)[0] if "." in _base(k) and not _base(k).endswith("experts") else _base(k)
+            ew = k.expert_weights
+            if i == first[_layer_tag(k)]:
+                out.append(replace(collective(f"{home}.dispatch{_layer_tag(k)}", "all_to_all", message, ep, k.count,
+                                              k.scope, dims), ranks=(0, ep - 1)))
+            expert_bytes += sum(ew[2]) * k.count
+            reads = k.cost.weight_bytes - traced_expert_bytes(ew, lw.tokens, lw.experts) + \
+                sum(round(b * share) for b in ew[2])
+            out.append(replace(k, cost=replace(k.cost, weight_bytes=reads)))
+            if i == last[_layer_tag(k)]:
+                out.append(replace(collective(f"{home}.combine_all_to_all{_layer_tag(k)}", "all_to_all", message, ep,
+                                              k.count, k.scope, dims), ranks=(0, ep - 1)))
+            continue
+        out.append(k)
+    per = wl.weight_dtype.nbytes(1)
+    kept = expert_bytes // ep
+    words = (f"{n_exp // ep} of the {n_exp} routed experts, and attention and the dense layers for {lw.batch} of "
+             f"the {wl.batch} sequences (data-parallel attention); all-to-all dispatch and combine around the "
+             f"experts (the trace's experts kernels, each layer's first and last)")
+    return TracedRankAnalysis(
+        s, lw, tuple(out), source=local.source, view=local.view,
+        traced_kv_bytes_per_token=local.traced_kv_bytes_per_token, traced_cache_bytes=local.traced_cache_bytes,
+        traced_params=local.traced_params - (expert_bytes - kept) // per,
+        traced_param_bytes=local.traced_param_bytes - (expert_bytes - kept),
+        check=local.check, note=local.note, logits=local.logits, layer_heads=local.layer_heads,
+        language_params=local.language_params, model_class=local.model_class, parallel=parallel, full=full,
+        plan_words=words)
+
+
+__all__ = ["Plan", "SERVING_PLANS", "TracedRankAnalysis", "model_plan", "plan_words", "traced_ep_rank", "traced_rank"]

@@ -9,13 +9,14 @@ from ..calculator import Workload
 from ..errors import RoofcalcError
 
 
-def _quantized(traced: list, doc: dict, wl: Workload, config) -> tuple[list, int]:
+def _quantized(traced: list, doc: dict, wl: Workload, config) -> tuple[list, int, dict]:
     """The kernels and the weights' bytes of a checkpoint whose decoder layers' weight matrices are stored in
     ``wl.weight_dtype`` (int8 / int4 with a scale per group, fp8 with a scale per block), as the hand models
     count them: each [n_out, n_in] matrix (a stack of experts' too) of a module the layers run is
     linear_weight_bytes; embeddings, lm_head, norms, biases, routers (an output per expert, or a single gate)
     and modules the step never runs (a vision tower) keep the float dtype. The trace itself runs in the
-    activation dtype: FLOPs and activations do not change."""
+    activation dtype: FLOPs and activations do not change. Also each re-stored module's change in bytes
+    (a pipeline stage's weights are its modules')."""
     from ..calculator import linear_weight_bytes
     from ..calculator import traced_expert_bytes
 
@@ -39,7 +40,8 @@ def _quantized(traced: list, doc: dict, wl: Workload, config) -> tuple[list, int
     if not runs and wl.weight_dtype.experts_only:
         raise RoofcalcError(f"{doc['class']} runs no experts: {wl.weight_dtype.name} stores a mixture of experts' "
                             f"expert weights (use int4 or int8 for every linear)")
-    total = doc["param_bytes"] + sum(quant(m) - stored(m) for module in runs for m in mats(module))
+    deltas = {module: sum(quant(m) - stored(m) for m in mats(module)) for module in runs}
+    total = doc["param_bytes"] + sum(deltas.values())
     out = []
     for k in traced:
         if k.module not in runs or not mats(k.module):
@@ -61,4 +63,4 @@ def _quantized(traced: list, doc: dict, wl: Workload, config) -> tuple[list, int
             continue
         out.append(replace(k, ideal=replace(k.ideal, weight_bytes=k.ideal.weight_bytes + change["ideal"]),
                            eager=replace(k.eager, weight_bytes=k.eager.weight_bytes + change["eager"])))
-    return out, total
+    return out, total, deltas

@@ -15,10 +15,11 @@ def _nested(config, part: str, key: str) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else 0
 
 
-def layer_heads(config) -> tuple[tuple[str, int, int, int, int], ...]:
+def layer_heads(config, span: tuple[int, int] | None = None) -> tuple[tuple[str, int, int, int, int], ...]:
     """(layer type, N heads, K KV heads, H head size, layers) for each kind of layer, in the order they first
     run, where the layers differ in heads or head size: a heterogeneous config's per-layer configs (Gemma 4's
-    full-attention layers take global_head_dim and num_global_key_value_heads); () where every layer is alike."""
+    full-attention layers take global_head_dim and num_global_key_value_heads); () where every layer is alike.
+    ``span``: layers [start, end) alone (a pipeline stage's)."""
     try:
         text = getattr(config, "get_text_config", lambda: config)()
         if not getattr(text, "is_heterogeneous", False):
@@ -29,6 +30,8 @@ def layer_heads(config) -> tuple[tuple[str, int, int, int, int], ...]:
         return ()
     groups: dict[tuple, int] = {}
     for i, layer in enumerate(layers):
+        if span is not None and not span[0] <= i < span[1]:
+            continue
         sizes = []
         for key in ("num_attention_heads", "num_key_value_heads", "head_dim"):
             v = getattr(layer, key, None)

@@ -14,9 +14,9 @@ from ..inputs import one_line
 from .cache import TRACE_FORMAT, _kernel_doc
 from .config import _need_torch, hf_config
 from .encoders import WHOLE_KEY, encoder_params, language_params
-from .group import _layer_lists, group_ops
-from .kvcache import _cache_bytes, _cache_of, _cache_storages, _cache_tensors, _filled, _handed_cache, _per_token, \
-    _state_tensors
+from .group import _layer_lists, _layer_split, group_ops
+from .kvcache import _cache_bytes, _cache_of, _cache_storages, _cache_tensors, _filled, _handed_cache, _per_layer, \
+    _per_token, _state_tensors
 from .patches import _expert_matmul_fallback, _grouped_experts, _one_sequence_per_row, _positional_rotaries
 from .record import _Recorder, _storage_key
 
@@ -274,7 +274,9 @@ def _trace_on(cfg: dict, name: str, wl: Workload, read, device: str) -> dict:
         "format": TRACE_FORMAT, "transformers": transformers.__version__, "class": type(model).__name__,
         "config_class": check.class_name, "ignored": list(check.ignored), "defaulted": [list(x) for x in check.defaulted],
         "params": n_params, "param_bytes": p_bytes, "cache_bytes": cache_bytes, "weight_shapes": weight_shapes,
+        "module_params": {m: [count, nb, _layer_split(m, lists)[0]] for m, (count, nb) in module_params.items()},
         "kv_bytes_per_token": _per_token(torch, new_cache, wl.batch),
+        "cache_layers": _per_layer(torch, new_cache, wl.batch),
         "logits": "last" if keep else "all",
         "kernels": [_kernel_doc(k) for k in traced],
     }

@@ -1,0 +1,182 @@
+"""One pipeline stage of a traced model (``--pp``): its layers' kernels, weights and cache.
+
+A stage holds a run of the decoder layers (``roofcalc.parallel.stage_layers``: as even as possible, the
+first stages one more), as the hand models' stages do. The traced step's kernels are cut by the layer
+each ran in: a kernel outside the layers runs on the stage whose layers ran before it, the first stage's
+where none had (the embedding, the rotary tables), the last stage's after the last layer (the final
+norm, lm_head). Each stage but the last sends its hidden states [B·T, D] to the next.
+
+A stage's weights are its modules' (the trace keeps each module's parameters and layer): a module in a
+layer is its layer's stage's; one outside the layers is the stage of the first kernel that ran in it,
+the first stage's where none ran (a vision tower the text step never runs, an encoder the checkpoint
+keeps). A tied lm_head on the last stage holds a copy of the embedding table, as vLLM's pipeline builds
+it (``tied_head_copy``). Its cache is its layers' cache layers (keys, values, a recurrent layer's states).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+from ..errors import RoofcalcError
+from .parallel import TracedRankAnalysis
+
+
+@dataclass(frozen=True)
+class TracedStageAnalysis(TracedRankAnalysis):
+    """One rank of a traced pipeline stage on one micro-batch; its memory holds the cache of every sequence."""
+
+    stage: int = 0
+    layers: tuple[int, int] = (0, 0)
+    micro_batches: int = 1
+    batch: int = 1  # the whole step's sequences
+
+    @property
+    def cached_sequences(self) -> int:
+        return self.batch
+
+    @property
+    def memory_bytes(self) -> int:  # the cache grows with the sequences held: every micro-batch's
+        return self.traced_param_bytes + self.traced_cache_bytes * self.batch // self.workload.batch
+
+
+def stage_cut(doc: dict, traced: list, n_layers: int, pp: int) -> list[int]:
+    """The stage each traced kernel (in execution order) runs on."""
+    from ..parallel import stage_layers
+
+    spans = stage_layers(n_layers, pp)
+    layers = [k.layer for k in traced if k.layer is not None]
+    if not layers:
+        raise RoofcalcError(f"--pp for a traced {doc['class']}: its trace ran no decoder layers to cut")
+    if max(layers) >= n_layers:
+        raise RoofcalcError(f"--pp for a traced {doc['class']}: its trace numbers {max(layers) + 1} layers, its "
+                            f"config {n_layers}")
+
+    def of(layer: int) -> int:
+        return next(s for s, (a, b) in enumerate(spans) if a <= layer < b)
+
+    out, current = [], 0
+    for k in traced:
+        if k.layer is not None:
+            current = of(k.layer)
+        out.append(current)
+    return out
+
+
+def stage_weights(doc: dict, traced: list, owner: list[int], n_layers: int, pp: int, stage: int,
+                  deltas: dict) -> tuple[int, int]:
+    """(parameters, bytes) the stage's modules hold (a quantized module's bytes as stored; on the first
+    stage, the encoders the checkpoint keeps beside its text model)."""
+    from ..parallel import stage_layers
+
+    modules = doc.get("module_params")
+    if modules is None:  # pragma: no cover - a trace of an older format is traced again
+        raise RoofcalcError("--pp for a traced model needs a trace with its modules' parameters")
+    spans = stage_layers(n_layers, pp)
+    first_run: dict[str, int] = {}
+    for k, s in zip(traced, owner):
+        first_run.setdefault(k.module, s)
+    params = nbytes = 0
+    for module, (count, size, layer) in modules.items():
+        if layer is not None:
+            home = next((s for s, (a, b) in enumerate(spans) if a <= layer < b), 0)
+        else:
+            home = next((s for m, s in first_run.items() if m == module or m.startswith(module + ".")), 0) \
+                if module else 0
+        if home == stage:
+            params += count
+            nbytes += size + deltas.get(module, 0)
+    if stage == 0 and "params" in (doc.get("encoders") or {}):
+        params += doc["encoders"]["params"]
+        nbytes += doc["encoders"]["param_bytes"]
+    return params, nbytes
+
+
+def tied_copies(kernels: list, stage: int, pp: int) -> tuple[list, int, int]:
+    """The stage's kernels with a tied head's copy of the table on its kernel, and the copies' (parameters,
+    bytes): on the last stage of several, a matmul outside the layers that reads a weight no module of its
+    own holds (lm_head tied to the embedding) owns a copy of it, as ``roofcalc.parallel.tied_head_copy``."""
+    if stage != pp - 1 or pp == 1:
+        return kernels, 0, 0
+    out, params, nbytes = [], 0, 0
+    for k in kernels:
+        if k.layer is None and k.kind == "matmul" and not k.params and not k.function and k.sizes \
+                and k.ideal.weight_bytes:
+            copy = k.sizes[1] * k.sizes[2]
+            params, nbytes = params + copy, nbytes + k.ideal.weight_bytes
+            k = replace(k, params=copy, param_bytes=k.ideal.weight_bytes)
+        out.append(k)
+    return out, params, nbytes
+
+
+def stage_cache(doc: dict, n_layers: int, pp: int, stage: int) -> tuple[int, int]:
+    """(bytes a token adds, bytes after the step) of the stage's cache layers."""
+    from ..parallel import stage_layers
+
+    per_layer = doc.get("cache_layers") or []
+    if not per_layer:
+        if doc["kv_bytes_per_token"] or doc["cache_bytes"]:
+            raise RoofcalcError(f"--pp for a traced {doc['class']}: its cache does not tell its layers apart")
+        return 0, 0
+    if len(per_layer) != n_layers:
+        raise RoofcalcError(f"--pp for a traced {doc['class']}: its cache holds {len(per_layer)} layers, its "
+                            f"config {n_layers} decoder layers")
+    a, b = stage_layers(n_layers, pp)[stage]
+    return sum(x[0] for x in per_layer[a:b]), sum(x[1] for x in per_layer[a:b])
+
+
+def as_stage(a, *, parallel, full, stage: int, layers: tuple[int, int], micro_batches: int, batch: int,
+             plan_words: str = "") -> TracedStageAnalysis:
+    """``a`` (a traced stage, or one --tp rank of it) as a pipeline stage's analysis."""
+    values = {f.name: getattr(a, f.name) for f in fields(a) if hasattr(a, f.name)}
+    values.update(parallel=parallel, full=full, stage=stage, layers=layers, micro_batches=micro_batches,
+                  batch=batch)
+    if plan_words or "plan_words" not in values:
+        values["plan_words"] = plan_words
+    return TracedStageAnalysis(**{f.name: values[f.name] for f in fields(TracedStageAnalysis) if f.name in values})
+
+
+def with_send(kernels: tuple, wl, d_model: int, stage: int, pp: int, group: int) -> tuple:
+    """The stage's kernels and, before the last stage, its send to the next (rank r of stage s to rank r of
+    stage s + 1: global ranks s·g … (s + 2)·g − 1 span it)."""
+    from ..parallel import send_kernel
+
+    if stage == pp - 1:
+        return kernels
+    send = send_kernel(wl, d_model, stage)
+    return kernels + (replace(send, ranks=(stage * group, (stage + 2) * group - 1)),)
+
+
+class TracedStages:
+    """A traced model's pipeline stages (``--pp``, with ``--tp`` inside each by its config class's plan):
+    each stage traced at the micro-batch (one trace serves every stage: the trace cache keeps it)."""
+
+    def __init__(self, cfg: dict, name: str, label: str | None, view: str, config):
+        self.cfg, self.name, self.label, self.view, self.config = cfg, name, label, view, config
+
+    def whole(self, wl):
+        """The whole model's traced step (the header's parameters)."""
+        from . import trace
+
+        return trace(self.cfg, self.name, wl, self.label, view=self.view)
+
+    def stage(self, micro, parallel, s: int, *, micro_batches: int, batch: int, full) -> TracedStageAnalysis:
+        """Stage ``s`` on one micro-batch ``micro``: one --tp rank of it, its send to the next stage."""
+        from ..parallel import Parallel, stage_layers
+        from . import trace
+        from .parallel import traced_rank
+
+        if parallel.ep > 1:
+            raise RoofcalcError("a traced model takes --tp and --pp; --ep is for the hand-modelled families")
+        a = trace(self.cfg, self.name, micro, self.label, view=self.view, stage=(parallel.pp, s))
+        words = ""
+        if parallel.tp > 1:
+            a = traced_rank(a, Parallel(tp=parallel.tp), self.config)
+            words = a.plan_words
+        a = replace(a, kernels=with_send(a.kernels, micro, a.shape.d_model, s, parallel.pp, parallel.tp))
+        return as_stage(a, parallel=parallel, full=full, stage=s,
+                        layers=stage_layers(full.shape.n_layers, parallel.pp)[s], micro_batches=micro_batches,
+                        batch=batch, plan_words=words)
+
+
+__all__ = ["TracedStageAnalysis", "TracedStages", "as_stage", "stage_cache", "stage_cut", "stage_weights", "tied_copies",
+           "with_send"]
