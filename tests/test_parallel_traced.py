@@ -274,47 +274,84 @@ def test_experts_kept_only_in_the_expert_parallel_plan_split_on_their_width():
     assert _experts_on_width({}, attention) == {}
 
 
-@pytest.mark.parametrize("name", sorted(MOE))
-def test_a_traced_expert_parallel_rank_equals_the_hand_models(name):
-    """--ep 2 with data-parallel attention, 4 sequences: the rank runs attention for 2 of them and holds 2
-    of the 4 experts, which read their share of the experts the 4 sequences' tokens reach; an all-to-all
-    dispatch before a layer's experts and a combine after them. The traced rank (the step traced at 2
-    sequences, its experts kernels split) gives the hand rank's experts FLOPs and weight bytes, its
-    all-to-alls, parameters, weights, KV cache and matmul FLOPs."""
-    from roofcalc.trace.parallel import traced_ep_rank
+EP_LAYOUTS = {"ep2-b4": (Parallel(ep=2), 4), "tp2-ep2-b4": (Parallel(tp=2, ep=2), 4),
+              "ep2-tpattn-b4": (Parallel(ep=2, ep_attention="tp"), 4),
+              "ep4-tpattn-b1": (Parallel(ep=4, ep_attention="tp"), 1),
+              "ep2-tpattn-b64": (Parallel(ep=2, ep_attention="tp"), 64)}
 
+
+@pytest.mark.parametrize("layout", sorted(EP_LAYOUTS))
+@pytest.mark.parametrize("name", sorted(MOE))
+def test_a_traced_expert_parallel_rank_equals_the_hand_models(name, layout):
+    """Expert parallelism on a traced MoE gives the hand model's rank (tests/test_parallel.py holds
+    --ep-attention tp to a real run of transformers' expert-parallel plan): its experts' FLOPs and weight
+    bytes, every collective (where it runs, its message and ranks), parameters, weights, KV cache, memory
+    and matmul FLOPs. --ep 2 with data-parallel attention traces the step at 2 of the 4 sequences and gives
+    the rank 2 of the 4 experts, reading its share of what all 4 sequences reach, between an all-to-all
+    dispatch and combine (with --tp 2, each group's experts at half their width, the all-to-alls between
+    ranks 2 apart); --ep-attention tp splits attention by heads over the ranks, each holding E/N whole
+    experts on its share of the token-expert rows, the experts a step reaches on the busiest rank (at batch
+    1 with k = 2 of 4 experts on 4 ranks, one)."""
+    from roofcalc.trace.parallel import traced_expert_parallel
+
+    par, batch = EP_LAYOUTS[layout]
     cfg = MOE[name]
-    wl = Workload.decode(4, 17, cache_update="in-place")
-    hand = analyze_parallel(shape_from_config(cfg, "t"), wl, Parallel(ep=2))
-    local = trace(cfg, "t", Workload.decode(2, 17, cache_update="in-place"), use_cache=False)
-    rank = traced_ep_rank(local, wl, Parallel(ep=2), trace(cfg, "t", wl, use_cache=False))
+    wl = Workload.decode(batch, 17, cache_update="in-place")
+    hand = analyze_parallel(shape_from_config(cfg, "t"), wl, par)
+    rank = traced_expert_parallel((cfg, "t", None), wl, par, "ideal")
 
     def experts(a):
         ks = [k for k in a.kernels if "experts" in k.name and k.kind == "matmul"]
         return sum(k.cost.matmul_flops * k.count for k in ks), sum(k.cost.weight_bytes * k.count for k in ks)
 
     def collectives(a):
-        return [(k.role, k.count, k.message_bytes, k.link_bytes, k.group, k.ranks) for k in a.kernels
-                if k.kind == "collective"]
+        return sorted((k.role, k.count, k.message_bytes, k.link_bytes, k.group, k.ranks) for k in a.kernels
+                      if k.kind == "collective")
 
     assert experts(rank) == experts(hand)
-    assert collectives(rank) == collectives(hand) and len(collectives(hand)) == 2
+    assert collectives(rank) == collectives(hand) and collectives(hand)
     assert (rank.params, rank.weight_storage_bytes, rank.kv_bytes_per_token, rank.memory_bytes,
             rank.totals.matmul_flops) == (hand.params, hand.weight_storage_bytes, hand.kv_bytes_per_token,
                                           hand.memory_bytes, hand.totals.matmul_flops)
-    assert rank.full.params == hand.full.params
+    assert rank.full.params == hand.full.params and rank.parallel == par
 
 
 def test_traced_ep_from_the_command_line(tmp_path, capsys):
-    """--trace --ep 2 prints one rank's table with its all-to-alls; --ep with --tp, or a batch that does not
-    split, is refused in one line."""
+    """--trace --ep 2 prints one rank's table with its all-to-alls, --ep-attention tp one without them; --ep
+    with --pp, or a batch that does not split, is refused in one line."""
     path = tmp_path / "c.json"
     path.write_text(json.dumps(MOE["mixtral"]))
     assert main([str(path), "--trace", "--ep", "2", "--batch", "4", "--hw", "h100"]) == 0
     out = capsys.readouterr().out
     assert "parallel  --ep 2: every number below is one rank's, of 2 GPUs: 2 of the 4 routed experts" in out
     assert "mlp.experts.dispatch" in out and "mlp.experts.combine_all_to_all" in out
-    for flags in (["--ep", "2", "--tp", "2", "--batch", "4"], ["--ep", "2", "--batch", "3"]):
+    assert main([str(path), "--trace", "--ep", "2", "--ep-attention", "tp", "--hw", "h100"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "2 of the 4 routed experts at their whole width, and attention" in out and "all_to_all" not in out
+    for flags in (["--ep", "2", "--pp", "2", "--batch", "4"], ["--ep", "2", "--batch", "3"]):
         assert main([str(path), "--trace", *flags, "--hw", "h100"]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "--ep" in err
+
+
+def test_a_traced_ep_list_gives_each_sizes_single_step():
+    """An --ep list of a traced MoE: each size's step is the single --ep step's (the same roofline of the same
+    rank), and its sequences the whole batch's."""
+    from roofcalc.hardware import find_hardware
+    from roofcalc.parallel import tp_sweep
+    from roofcalc.roofline import roofline
+    from roofcalc.trace.parallel import traced_expert_parallel
+    from roofcalc.trace.pipeline import TracedStages
+
+    cfg = MOE["mixtral"]
+    wl = Workload.decode(8, 17)
+    one = trace(cfg, "t", wl, view="ideal", use_cache=False)
+    config = hf_config(cfg, "t")[0]
+    hw = find_hardware("h100")
+    sw = tp_sweep(one.shape, wl, [1, 2, 4], hw, axis="ep", traced=(one, config, TracedStages(cfg, "t", None, "ideal",
+                                                                                             config)))
+    assert sw.points[0].step_s == roofline(one, hw).step.times.predicted_s
+    for p in sw.points[1:]:
+        rank = traced_expert_parallel((cfg, "t", None), wl, Parallel(ep=p.tp), "ideal")
+        assert p.step_s == roofline(rank, hw).step.times.predicted_s
+        assert p.sequences == 8 and p.gpus == p.tp

@@ -392,8 +392,6 @@ def build_tp_sweep(args: argparse.Namespace, shape=None):
         raise RoofcalcError(f"a --{axis} list compares one step: give one --batch and one --context (or --prompt)")
     shape, traced = shape if shape is not None else load_model(args)
     sizes = _sizes_of(args)
-    if traced is not None and (axis == "ep" or max(sizes["ep"]) > 1):
-        _single_gpu_trace(traced, 2)
     base = Parallel(**{a: sizes[a][0] for a in AXES if a != axis},  # the other axes, fixed
                     ep_attention=getattr(args, "ep_attention", "dp"))
     if args.micro_batches and axis != "pp" and base.pp == 1:
@@ -411,24 +409,6 @@ def build_tp_sweep(args: argparse.Namespace, shape=None):
     return tp_sweep(
         shape, workload, sizes[axis], hardware, min_gain=percent(args.min_gain), axis=axis,
         micro_batches=args.micro_batches, base=base, traced=one, **_roof_kw(args, profile))
-
-
-def _traced_ep(traced, workload, parallel, view: str):
-    """One --ep rank of a traced model's step: traced at its B/N sequences, its experts split over the ranks."""
-    from dataclasses import replace
-
-    from .trace import trace
-    from .trace.parallel import traced_ep_rank
-
-    if parallel.ep != parallel.gpus or parallel.tp_attention:
-        raise RoofcalcError("a traced model takes --ep alone (attention data-parallel over the sequences); --ep with "
-                            "--tp, --pp or --ep-attention tp is for the hand-modelled families")
-    if workload.batch % parallel.ep:
-        raise RoofcalcError(f"--batch {workload.batch} does not split over --ep {parallel.ep}: each rank runs "
-                            f"attention for B/{parallel.ep} of the sequences")
-    cfg, name, label = traced
-    local = trace(cfg, name, replace(workload, batch=workload.batch // parallel.ep), label, view=view)
-    return traced_ep_rank(local, workload, parallel, trace(cfg, name, workload, label, view=view))
 
 
 def _single_gpu_trace(traced, gpus: int, tp: int = 0) -> None:
@@ -473,7 +453,9 @@ def build_roofline(args: argparse.Namespace, shape=None):
         cfg, name, label = traced
         view = "eager" if args.impl == "hf-eager" else "ideal"
         if parallel.ep > 1:  # its experts kernels over the ranks, attention data-parallel
-            analysis = _traced_ep(traced, workload, parallel, view)
+            from .trace.parallel import traced_expert_parallel
+
+            analysis = traced_expert_parallel(traced, workload, parallel, view)
         else:
             _single_gpu_trace(traced, parallel.gpus, parallel.tp * parallel.pp)
             if parallel.pp > 1:  # its stages cut from the trace by layer, each --tp rank by its config class's plan

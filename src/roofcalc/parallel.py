@@ -562,8 +562,9 @@ def tp_sweep(shape: ModelShape, wl: Workload, tps, hardware, *, min_gain: float 
         elif traced is not None:
             from .trace.parallel import traced_rank
 
-            one, config, _ = traced
-            r = roofline(traced_rank(one, par, config) if par.tp > 1 else one, hardware, **roofline_kw)
+            one, config, layouts = traced
+            rank = layouts.expert_rank(wl, par) if par.ep > 1 else traced_rank(one, par, config) if par.tp > 1 else one
+            r = roofline(rank, hardware, **roofline_kw)
         else:
             r = roofline(analyze_parallel(shape, wl, par), hardware, **roofline_kw)
         points.append(TPPoint(n, r, axis))

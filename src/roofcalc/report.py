@@ -253,7 +253,7 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
            f"in all"]
           if a.parallel is not None and a.parallel.tp > 1 else []),
         *([f"parallel  --ep {a.parallel.ep}: every number below is one rank's, of {a.parallel.gpus} GPUs: "
-           + (getattr(a, "plan_words", "") or ep_plan_words(s, a.parallel, w.batch, swept_batch))
+           + (getattr(a, "ep_words", "") or ep_plan_words(s, a.parallel, w.batch, swept_batch))
            + f"; the model holds {a.full.params:,} parameters in all"]
           if a.parallel is not None and a.parallel.ep > 1 else []),
         *([pipeline_line(a)] if a.note_pipeline else []),

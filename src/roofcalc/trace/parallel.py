@@ -33,6 +33,7 @@ outputs (transformers' MoeExpertsParallel).
 from __future__ import annotations
 
 import fnmatch
+import math
 from dataclasses import dataclass, replace
 
 from ..calculator import Cost, Kernel, MatmulSizes
@@ -153,6 +154,7 @@ class TracedRankAnalysis(TracedAnalysis):
     full: TracedAnalysis | None = None
     note_pipeline: tuple | None = None
     plan_words: str = ""  # the header's account of the plan
+    ep_words: str = ""  # the header's account of --ep
 
 
 def _check(what: str, value: int, tp: int, module: str) -> None:
@@ -162,10 +164,14 @@ def _check(what: str, value: int, tp: int, module: str) -> None:
 
 def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
     """One rank of ``a`` (a traced step, layers merged or not) under ``parallel.tp`` ranks; ``config``:
-    transformers' config object it was traced from."""
+    transformers' config object it was traced from. With ``parallel.tp_attention`` (``--ep N
+    --ep-attention tp``) the N ranks split everything but the routed experts as ``--tp N`` does, and hold
+    E/N of the experts at their whole width (:func:`_expert_rows`) where ``--tp`` splits each on its width."""
+    from ..calculator import touched_experts
     from ..parallel import collective
 
-    tp = parallel.tp
+    whole_experts = bool(getattr(parallel, "tp_attention", False))
+    tp = parallel.ep if whole_experts else parallel.tp
     s, wl = a.shape, a.workload
     if s.mla is not None:
         raise RoofcalcError(f"--tp for a traced {s.model_type}: its latent attention (MLA) is not split by roofcalc's "
@@ -210,7 +216,14 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
         name = _base(k)
         home = next((p for p in experts if k.scope == "layer" and name.startswith(p + ".")), None)
         if home is not None:
-            out.append(_expert_share(k, tp, s, home))
+            if whole_experts:
+                ew = next(x.expert_weights for x in a.kernels if x.expert_weights is not None)
+                reached = touched_experts(ew[0], ew[1], wl.tokens, wl.experts)
+                rows = wl.tokens * ew[1]
+                out.append(_expert_rows(k, tp, wl, min(ew[0] // tp, math.ceil(reached / tp - 1e-9)),
+                                        (-(-rows // tp), rows)))
+            else:
+                out.append(_expert_share(k, tp, s, home))
             if k.expert_weights is not None:
                 expert_bytes += sum(k.expert_weights[2]) * k.count
             if i in ends:
@@ -331,6 +344,28 @@ def _expert_share(k: Kernel, tp: int, s, home: str) -> Kernel:
     return replace(k, cost=_scaled(k.cost, 1, tp, weights=False))
 
 
+def _expert_rows(k: Kernel, ep: int, wl, held: int, share: tuple[int, int]) -> Kernel:
+    """A kernel of routed experts on the busiest of ``ep`` ranks that each hold E/ep experts at their whole
+    width and run every sequence (``roofcalc.parallel.ep_tp_kernels``' rule): its FLOPs and activations on
+    share[0] of its share[1] token-expert rows; a grouped matmul reads the weights of the ``held`` experts
+    the step reaches on that rank."""
+    from ..calculator import traced_expert_bytes
+    from ..parallel import _share
+
+    num, den = share
+    cost = _share(k.cost, share)
+    ew = k.expert_weights
+    if ew is None:
+        return replace(k, cost=cost)
+    if ew[0] % ep:
+        raise RoofcalcError(f"--ep {ep} does not divide the {ew[0]} routed experts: each rank must hold a whole share")
+    other = k.cost.weight_bytes - traced_expert_bytes(ew, wl.tokens, wl.experts)  # any weight but the experts'
+    per = sum(ew[2]) // ew[0]  # one expert's weights in this kernel
+    sizes = replace(k.sizes, m=-(-k.sizes.m * num // den)) if isinstance(k.sizes, MatmulSizes) else k.sizes
+    return replace(k, cost=replace(cost, weight_bytes=other + held * per), sizes=sizes, params=k.params // ep,
+                   param_bytes=k.param_bytes // ep, expert_weights=(ew[0] // ep, ew[1], tuple(b // ep for b in ew[2])))
+
+
 def plan_words(plan: Plan) -> str:
     """The header's account of a traced rank's plan."""
     joint = "rowwise_partial" in plan.entries.values()
@@ -350,7 +385,9 @@ def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis) ->
     experts kernel reads the weights of its share of the experts the whole step's tokens reach (touched
     experts at ``wl``'s tokens, over N), and the rank holds 1/N of the experts' weights. Its tokens go to
     their experts' ranks in an all-to-all before a layer's first experts kernel (dispatch) and come back
-    in another after its last (combine): [B/N·T·k, D] each."""
+    in another after its last (combine): [B/N·T·k, D] each. With ``parallel.tp`` > 1, ``local`` is one
+    --tp rank of that trace (its experts at 1/T of their width) and the all-to-alls run between the ranks
+    of the same tensor-parallel index (T apart: they span all T·N ranks)."""
     from ..calculator import touched_experts, traced_expert_bytes
     from ..parallel import collective
 
@@ -368,6 +405,7 @@ def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis) ->
     lw = local.workload
     message = lw.act_dtype.nbytes(lw.tokens * top_k * s.d_model)
     dims = f"[{lw.tokens}x{top_k},{s.d_model}]"
+    span = (0, ep * parallel.tp - 1)
     first, last = {}, {}  # the first and last experts kernel of each kind of layer
     for i, k in enumerate(local.kernels):
         if k.expert_weights is not None:
@@ -380,21 +418,24 @@ def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis) ->
             ew = k.expert_weights
             if i == first[_layer_tag(k)]:
                 out.append(replace(collective(f"{home}.dispatch{_layer_tag(k)}", "all_to_all", message, ep, k.count,
-                                              k.scope, dims), ranks=(0, ep - 1)))
+                                              k.scope, dims), ranks=span))
             expert_bytes += sum(ew[2]) * k.count
             reads = k.cost.weight_bytes - traced_expert_bytes(ew, lw.tokens, lw.experts) + \
                 sum(round(b * share) for b in ew[2])
             out.append(replace(k, cost=replace(k.cost, weight_bytes=reads)))
             if i == last[_layer_tag(k)]:
                 out.append(replace(collective(f"{home}.combine_all_to_all{_layer_tag(k)}", "all_to_all", message, ep,
-                                              k.count, k.scope, dims), ranks=(0, ep - 1)))
+                                              k.count, k.scope, dims), ranks=span))
             continue
         out.append(k)
     per = wl.weight_dtype.nbytes(1)
     kept = expert_bytes // ep
-    words = (f"{n_exp // ep} of the {n_exp} routed experts, and attention and the dense layers for {lw.batch} of "
-             f"the {wl.batch} sequences (data-parallel attention); all-to-all dispatch and combine around the "
-             f"experts (the trace's experts kernels, each layer's first and last)")
+    words = (f"{n_exp // ep} of the {n_exp} routed experts"
+             + (f" (each at 1/{parallel.tp} of its width: --ep {ep} groups of --tp {parallel.tp} ranks)"
+                if parallel.tp > 1 else "")
+             + f", and attention and the dense layers for {lw.batch} of the {wl.batch} sequences (data-parallel "
+             f"attention); all-to-all dispatch and combine around the experts (the trace's experts kernels, each "
+             f"layer's first and last)")
     return TracedRankAnalysis(
         s, lw, tuple(out), source=local.source, view=local.view,
         traced_kv_bytes_per_token=local.traced_kv_bytes_per_token, traced_cache_bytes=local.traced_cache_bytes,
@@ -402,7 +443,40 @@ def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis) ->
         traced_param_bytes=local.traced_param_bytes - (expert_bytes - kept),
         check=local.check, note=local.note, logits=local.logits, layer_heads=local.layer_heads,
         language_params=local.language_params, model_class=local.model_class, parallel=parallel, full=full,
-        plan_words=words)
+        plan_words=getattr(local, "plan_words", ""), ep_words=words)
 
 
-__all__ = ["Plan", "SERVING_PLANS", "TracedRankAnalysis", "model_plan", "plan_words", "traced_ep_rank", "traced_rank"]
+def traced_expert_parallel(traced: tuple, workload, parallel, view: str) -> TracedRankAnalysis:
+    """One --ep rank of a traced model's step (``traced``: its config, name and label): with data-parallel
+    attention traced at its B/N sequences (one --tp rank of them by the config class's plan), its experts
+    split over the ranks (:func:`traced_ep_rank`); with --ep-attention tp split as --tp N splits it, each
+    rank E/N whole experts (:func:`traced_rank`)."""
+    from ..parallel import Parallel
+    from . import hf_config, trace
+
+    if parallel.pp > 1:
+        raise RoofcalcError("a traced model takes --ep with --tp or alone; --ep with --pp is for the hand-modelled "
+                            "families")
+    cfg, name, label = traced
+    config = hf_config(cfg, name)[0]
+    whole = trace(cfg, name, workload, label, view=view)
+    if parallel.tp_attention:
+        rank = traced_rank(whole, parallel, config)
+        plan = model_plan(whole.shape.family, whole.check.class_name if whole.check else "", whole.model_class, config)
+        n = next(k.expert_weights[0] for k in whole.kernels if k.expert_weights is not None)
+        ep = parallel.ep
+        return replace(rank, full=whole, ep_words=(
+            f"{n // ep} of the {n} routed experts at their whole width, and attention, the dense layers and the "
+            f"vocabulary split over the {ep} ranks as --tp {ep} splits them ({plan.source.split(',')[0]}), for "
+            f"every sequence (tensor-parallel attention); no all-to-all: each rank runs its experts on the tokens "
+            f"routed to them and one all-reduce sums their outputs"))
+    if workload.batch % parallel.ep:
+        raise RoofcalcError(f"--batch {workload.batch} does not split over --ep {parallel.ep}: each rank runs "
+                            f"attention for B/{parallel.ep} of the sequences")
+    local = trace(cfg, name, replace(workload, batch=workload.batch // parallel.ep), label, view=view)
+    if parallel.tp > 1:
+        local = traced_rank(local, Parallel(tp=parallel.tp), config)
+    return traced_ep_rank(local, workload, parallel, whole)
+
+__all__ = ["Plan", "SERVING_PLANS", "TracedRankAnalysis", "model_plan", "plan_words", "traced_ep_rank", "traced_expert_parallel",
+           "traced_rank"]

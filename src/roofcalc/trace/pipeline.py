@@ -148,7 +148,8 @@ def with_send(kernels: tuple, wl, d_model: int, stage: int, pp: int, group: int)
 
 class TracedStages:
     """A traced model's pipeline stages (``--pp``, with ``--tp`` inside each by its config class's plan):
-    each stage traced at the micro-batch (one trace serves every stage: the trace cache keeps it)."""
+    each stage traced at the micro-batch (one trace serves every stage: the trace cache keeps it); and its
+    expert-parallel rank (``--ep``), for a list of sizes."""
 
     def __init__(self, cfg: dict, name: str, label: str | None, view: str, config):
         self.cfg, self.name, self.label, self.view, self.config = cfg, name, label, view, config
@@ -159,6 +160,12 @@ class TracedStages:
 
         return trace(self.cfg, self.name, wl, self.label, view=self.view)
 
+    def expert_rank(self, wl, parallel):
+        """One --ep rank of the step (:func:`roofcalc.trace.parallel.traced_expert_parallel`)."""
+        from .parallel import traced_expert_parallel
+
+        return traced_expert_parallel((self.cfg, self.name, self.label), wl, parallel, self.view)
+
     def stage(self, micro, parallel, s: int, *, micro_batches: int, batch: int, full) -> TracedStageAnalysis:
         """Stage ``s`` on one micro-batch ``micro``: one --tp rank of it, its send to the next stage."""
         from ..parallel import Parallel, stage_layers
@@ -166,7 +173,8 @@ class TracedStages:
         from .parallel import traced_rank
 
         if parallel.ep > 1:
-            raise RoofcalcError("a traced model takes --tp and --pp; --ep is for the hand-modelled families")
+            raise RoofcalcError("a traced model takes --ep with --tp or alone; --ep with --pp is for the "
+                                "hand-modelled families")
         a = trace(self.cfg, self.name, micro, self.label, view=self.view, stage=(parallel.pp, s))
         words = ""
         if parallel.tp > 1:
