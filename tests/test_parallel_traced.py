@@ -355,3 +355,22 @@ def test_a_traced_ep_list_gives_each_sizes_single_step():
         rank = traced_expert_parallel((cfg, "t", None), wl, Parallel(ep=p.tp), "ideal")
         assert p.step_s == roofline(rank, hw).step.times.predicted_s
         assert p.sequences == 8 and p.gpus == p.tp
+
+
+def test_a_traced_tp_sweep_is_the_single_steps_at_its_corners(tmp_path, capsys):
+    """A batch x context sweep of a traced model at --tp 2: at each point of a 2 x 2 grid (every point a
+    corner, which the sweep fits exactly) its FLOPs, bytes, memory and predicted step are the single --tp 2
+    step's at that batch and context."""
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(dict(DENSE["llama"], torch_dtype="bfloat16")))
+    flags = [str(path), "--trace", "--tp", "2", "--hw", "h100", "--format", "json"]
+    assert main(flags + ["--batch", "1,8", "--context", "100,1000"]) == 0
+    sweep = json.loads(capsys.readouterr().out)
+    assert sweep["parallel"]["tp"] == 2 and len(sweep["points"]) == 4
+    for p in sweep["points"]:
+        assert main(flags + ["--batch", str(p["batch"]), "--context", str(p["context"])]) == 0
+        one = json.loads(capsys.readouterr().out)["step"]
+        assert (p["flops"], p["bytes"], p["memory_bytes"]) == (one["flops"], one["bytes"], one["memory_bytes"])
+        assert p["predicted_s"] == pytest.approx(one["predicted_s"], rel=1e-9)
+    assert main([str(path), "--trace", "--pp", "2", "--batch", "1,8", "--context", "100", "--hw", "h100"]) == 2
+    assert "sweep the hand-modelled families" in capsys.readouterr().err

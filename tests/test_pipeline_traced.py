@@ -141,4 +141,4 @@ def test_traced_pp_from_the_command_line(tmp_path, capsys):
     assert rows == ["1", "2", "4"]
     assert main([str(path), "--trace", "--pp", "2", "--batch", "4", "--context", "100,200", "--hw", "h100"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "sweeps over several GPUs" in err
+    assert err.count("\n") == 1 and "sweep the hand-modelled families" in err

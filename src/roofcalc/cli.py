@@ -334,18 +334,23 @@ def build_sweep(args: argparse.Namespace, shape=None):
     if par.tp_attention:
         raise RoofcalcError("--ep-attention tp describes one step: its table is the busiest rank's, whose share "
                             "of the experts is not linear in the batch; give one --batch and --context")
-    if par.gpus > 1:
+    if par.gpus > 1 and traced is None:
         from .parallel import LocalBatchAnalyzer, PipelineAnalyzer, RankAnalyzer, shard
 
-        _single_gpu_trace(traced, par.gpus)
         shard(shape, par.tp)  # refuse a size that does not divide, or a family with no plan, before sweeping
         kw["analyzer"] = PipelineAnalyzer(shape, par, args.micro_batches) if par.pp > 1 else \
             LocalBatchAnalyzer(shape, par) if par.ep > 1 else RankAnalyzer(shape, par)
     if traced is not None:
-        from .trace import analyzer
+        from .trace import TracedRankAnalyzer, analyzer
 
         cfg, name, label = traced
-        kw["analyzer"] = analyzer(cfg, name, label, view="eager" if args.impl == "hf-eager" else "ideal")
+        view = "eager" if args.impl == "hf-eager" else "ideal"
+        if par.gpus > 1 and par.gpus != par.tp:
+            raise RoofcalcError("a batch or context sweep of a traced model runs on one GPU or over --tp ranks; "
+                                "--pp and --ep sweep the hand-modelled families (a traced model takes them on "
+                                "one step, or as a list)")
+        kw["analyzer"] = TracedRankAnalyzer(cfg, name, label, view, par) if par.tp > 1 else \
+            analyzer(cfg, name, label, view=view)
     hardware, profile = _hardware(args)
     return sweep(
         shape, hardware, batches=batches, contexts=contexts, prompts=prompts, generate=args.generate,
@@ -411,14 +416,6 @@ def build_tp_sweep(args: argparse.Namespace, shape=None):
         micro_batches=args.micro_batches, base=base, traced=one, **_roof_kw(args, profile))
 
 
-def _single_gpu_trace(traced, gpus: int, tp: int = 0) -> None:
-    """A traced model takes --tp (its config class's plan) and --pp on one step; the rest is the hand models'."""
-    if traced is not None and gpus > 1 and gpus != tp:
-        raise RoofcalcError("a traced model takes --tp by its config class's plan and --pp (one size or a list "
-                            "of either), or --ep alone on one step; batch or context sweeps over several GPUs are "
-                            "for the hand-modelled families")
-
-
 def load_model(args: argparse.Namespace):
     """The model's shape, and (config, name) when its kernels come from a trace: a model_type without
     a hand model (transformers knows hundreds), or any model with --trace."""
@@ -457,7 +454,6 @@ def build_roofline(args: argparse.Namespace, shape=None):
 
             analysis = traced_expert_parallel(traced, workload, parallel, view)
         else:
-            _single_gpu_trace(traced, parallel.gpus, parallel.tp * parallel.pp)
             if parallel.pp > 1:  # its stages cut from the trace by layer, each --tp rank by its config class's plan
                 from .parallel import default_micro_batches, pipeline_roofline
                 from .trace import hf_config

@@ -66,6 +66,23 @@ class TraceAnalyzer(Analyzer):
         return self.memo[wl]
 
 
+class TracedRankAnalyzer(TraceAnalyzer):
+    """One --tp rank of a traced model's step at any workload, for the sweeps: each workload traced once and
+    split by the config class's plan (:func:`roofcalc.trace.parallel.traced_rank`)."""
+
+    def __init__(self, cfg: dict, name: str, label: str | None, view: str, parallel):
+        super().__init__(cfg, name, label, view)
+        self.parallel, self.config = parallel, hf_config(cfg, name)[0]
+        self.ranks = {}
+
+    def __call__(self, wl: Workload):
+        from .parallel import traced_rank
+
+        if wl not in self.ranks:
+            self.ranks[wl] = traced_rank(super().__call__(wl), self.parallel, self.config)
+        return self.ranks[wl]
+
+
 def trace(cfg: dict, name: str, wl: Workload, label: str | None = None, *, view: str = "ideal",
           use_cache: bool = True, merge: bool = True, stage: tuple[int, int] | None = None) -> TracedAnalysis:
     """The traced step as an :class:`Analysis` whose kernels carry the ``view``'s bytes (ideal | eager);
@@ -150,4 +167,4 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
                           + _parts_note(params, language, encoders))
 
 
-__all__ = ["ConfigCheck", "TracedAnalysis", "analyzer", "hf_config", "trace", "trace_raw", "traced_shape"]
+__all__ = ["ConfigCheck", "TracedAnalysis", "TracedRankAnalyzer", "analyzer", "hf_config", "trace", "trace_raw", "traced_shape"]
