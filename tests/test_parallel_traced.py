@@ -274,6 +274,19 @@ def test_experts_kept_only_in_the_expert_parallel_plan_split_on_their_width():
     assert _experts_on_width({}, attention) == {}
 
 
+def experts_cost(a) -> tuple[int, int]:
+    """The routed experts' matmul FLOPs and weight bytes in a step (the trace's grouped matmuls, or the hand
+    model's gate_up_proj and down_proj)."""
+    ks = [k for k in a.kernels if "experts" in k.name and k.kind == "matmul"]
+    return sum(k.cost.matmul_flops * k.count for k in ks), sum(k.cost.weight_bytes * k.count for k in ks)
+
+
+def collectives_of(a) -> list:
+    """Each collective's role, count, message and link bytes, group and ranks, in order of those."""
+    return sorted((k.role, k.count, k.message_bytes, k.link_bytes, k.group, k.ranks) for k in a.kernels
+                  if k.kind == "collective")
+
+
 EP_LAYOUTS = {"ep2-b4": (Parallel(ep=2), 4), "tp2-ep2-b4": (Parallel(tp=2, ep=2), 4),
               "ep2-tpattn-b4": (Parallel(ep=2, ep_attention="tp"), 4),
               "ep4-tpattn-b1": (Parallel(ep=4, ep_attention="tp"), 1),
@@ -300,16 +313,8 @@ def test_a_traced_expert_parallel_rank_equals_the_hand_models(name, layout):
     hand = analyze_parallel(shape_from_config(cfg, "t"), wl, par)
     rank = traced_expert_parallel((cfg, "t", None), wl, par, "ideal")
 
-    def experts(a):
-        ks = [k for k in a.kernels if "experts" in k.name and k.kind == "matmul"]
-        return sum(k.cost.matmul_flops * k.count for k in ks), sum(k.cost.weight_bytes * k.count for k in ks)
-
-    def collectives(a):
-        return sorted((k.role, k.count, k.message_bytes, k.link_bytes, k.group, k.ranks) for k in a.kernels
-                      if k.kind == "collective")
-
-    assert experts(rank) == experts(hand)
-    assert collectives(rank) == collectives(hand) and collectives(hand)
+    assert experts_cost(rank) == experts_cost(hand)
+    assert collectives_of(rank) == collectives_of(hand) and collectives_of(hand)
     assert (rank.params, rank.weight_storage_bytes, rank.kv_bytes_per_token, rank.memory_bytes,
             rank.totals.matmul_flops) == (hand.params, hand.weight_storage_bytes, hand.kv_bytes_per_token,
                                           hand.memory_bytes, hand.totals.matmul_flops)
@@ -317,8 +322,8 @@ def test_a_traced_expert_parallel_rank_equals_the_hand_models(name, layout):
 
 
 def test_traced_ep_from_the_command_line(tmp_path, capsys):
-    """--trace --ep 2 prints one rank's table with its all-to-alls, --ep-attention tp one without them; --ep
-    with --pp, or a batch that does not split, is refused in one line."""
+    """--trace --ep 2 prints one rank's table with its all-to-alls, --ep-attention tp one without them; a
+    context sweep with --ep, or a batch that does not split, is refused in one line."""
     path = tmp_path / "c.json"
     path.write_text(json.dumps(MOE["mixtral"]))
     assert main([str(path), "--trace", "--ep", "2", "--batch", "4", "--hw", "h100"]) == 0
@@ -328,7 +333,7 @@ def test_traced_ep_from_the_command_line(tmp_path, capsys):
     assert main([str(path), "--trace", "--ep", "2", "--ep-attention", "tp", "--hw", "h100"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "2 of the 4 routed experts at their whole width, and attention" in out and "all_to_all" not in out
-    for flags in (["--ep", "2", "--pp", "2", "--batch", "4"], ["--ep", "2", "--batch", "3"]):
+    for flags in (["--ep", "2", "--batch", "4", "--context", "100,200"], ["--ep", "2", "--batch", "3"]):
         assert main([str(path), "--trace", *flags, "--hw", "h100"]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "--ep" in err

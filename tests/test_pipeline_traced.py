@@ -26,7 +26,7 @@ from roofcalc.trace import hf_config, trace  # noqa: E402
 from roofcalc.trace.pipeline import TracedStages  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_parallel_traced import DENSE, TRACED_NAMES, _kernel  # noqa: E402
+from test_parallel_traced import DENSE, MOE, TRACED_NAMES, _kernel, collectives_of, experts_cost  # noqa: E402
 from test_trace import config  # noqa: E402
 
 TABLE = 1000 * 256  # the configs' vocabulary x hidden size: a tied lm_head's copy on the last stage
@@ -142,3 +142,30 @@ def test_traced_pp_from_the_command_line(tmp_path, capsys):
     assert main([str(path), "--trace", "--pp", "2", "--batch", "4", "--context", "100,200", "--hw", "h100"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "sweep the hand-modelled families" in err
+
+
+@pytest.mark.parametrize("name", ["mixtral", "qwen3_moe"])
+@pytest.mark.parametrize("tp", [1, 2])
+def test_a_traced_expert_parallel_stage_equals_the_hand_models(name, tp):
+    """--pp 2 --ep 2 (with --tp 1 or 2): 8 sequences in 2 micro-batches of 4, each stage's rank running
+    attention for 2 of a micro-batch's 4 and holding 2 of the 4 experts (at 1/tp of their width). Each stage's
+    experts FLOPs and weight bytes, its collectives (the all-to-alls over the stage's tp x ep ranks, its send
+    to the next stage), parameters, weights, KV cache, memory (its ranks' 4 of the 8 sequences' cache) are the
+    hand stage's."""
+    cfg = MOE[name]
+    wl = Workload.decode(8, 17, cache_update="in-place")
+    par = Parallel(tp=tp, pp=2, ep=2)
+    shape = shape_from_config(cfg, "t")
+    micro = replace(wl, batch=4)
+    whole, stages = _stages(cfg, wl, par, 2)
+
+    for s, traced in enumerate(stages):
+        sub, kernels = stage_kernels(shape, micro, 2, s, tp, 2)
+        hand = StageAnalysis(sub, replace(micro, batch=2), tuple(kernels), parallel=par, full=analyze(shape, wl),
+                             stage=s, layers=stage_layers(2, 2)[s], micro_batches=2, batch=8)
+        assert experts_cost(traced) == experts_cost(hand), s
+        assert collectives_of(traced) == collectives_of(hand) and collectives_of(hand), s
+        assert (traced.params, traced.weight_storage_bytes, traced.kv_bytes_per_token, traced.memory_bytes,
+                traced.cached_sequences, traced.totals.matmul_flops) == \
+            (hand.params, hand.weight_storage_bytes, hand.kv_bytes_per_token, hand.memory_bytes,
+             hand.cached_sequences, hand.totals.matmul_flops), s

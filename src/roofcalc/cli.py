@@ -449,20 +449,20 @@ def build_roofline(args: argparse.Namespace, shape=None):
 
         cfg, name, label = traced
         view = "eager" if args.impl == "hf-eager" else "ideal"
-        if parallel.ep > 1:  # its experts kernels over the ranks, attention data-parallel
+        if parallel.pp > 1:  # its stages cut from the trace by layer, each rank by its config class's plan
+            from .parallel import default_micro_batches, pipeline_roofline
+            from .trace import hf_config
+            from .trace.pipeline import TracedStages
+
+            micro = args.micro_batches or default_micro_batches(workload.batch, parallel)
+            return pipeline_roofline(shape, workload, parallel.pp, micro, hardware, tp=parallel.tp, ep=parallel.ep,
+                                     traced=TracedStages(cfg, name, label, view, hf_config(cfg, name)[0]),
+                                     kernel_db=args.kernel_db, **_roof_kw(args, profile))
+        if parallel.ep > 1:  # its experts kernels over the ranks
             from .trace.parallel import traced_expert_parallel
 
             analysis = traced_expert_parallel(traced, workload, parallel, view)
         else:
-            if parallel.pp > 1:  # its stages cut from the trace by layer, each --tp rank by its config class's plan
-                from .parallel import default_micro_batches, pipeline_roofline
-                from .trace import hf_config
-                from .trace.pipeline import TracedStages
-
-                micro = args.micro_batches or default_micro_batches(workload.batch, parallel)
-                return pipeline_roofline(shape, workload, parallel.pp, micro, hardware, tp=parallel.tp,
-                                         traced=TracedStages(cfg, name, label, view, hf_config(cfg, name)[0]),
-                                         kernel_db=args.kernel_db, **_roof_kw(args, profile))
             analysis = trace(cfg, name, workload, label, view=view)
             if parallel.tp > 1:
                 from .trace import hf_config

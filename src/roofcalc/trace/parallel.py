@@ -378,7 +378,7 @@ def plan_words(plan: Plan) -> str:
 
 
 
-def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis) -> TracedRankAnalysis:
+def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis, first: int = 0) -> TracedRankAnalysis:
     """One expert-parallel rank of a traced step (``--ep N``, data-parallel attention, as
     ``roofcalc.parallel.ep_kernels`` runs a hand model): ``local`` is the step traced at the rank's B/N
     of ``wl``'s sequences; ``full`` the whole step's trace. The rank holds E/N of the routed experts: each
@@ -387,7 +387,8 @@ def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis) ->
     their experts' ranks in an all-to-all before a layer's first experts kernel (dispatch) and come back
     in another after its last (combine): [B/N·T·k, D] each. With ``parallel.tp`` > 1, ``local`` is one
     --tp rank of that trace (its experts at 1/T of their width) and the all-to-alls run between the ranks
-    of the same tensor-parallel index (T apart: they span all T·N ranks)."""
+    of the same tensor-parallel index (T apart: they span all T·N ranks, from global rank ``first``: a
+    pipeline stage's)."""
     from ..calculator import touched_experts, traced_expert_bytes
     from ..parallel import collective
 
@@ -405,7 +406,7 @@ def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis) ->
     lw = local.workload
     message = lw.act_dtype.nbytes(lw.tokens * top_k * s.d_model)
     dims = f"[{lw.tokens}x{top_k},{s.d_model}]"
-    span = (0, ep * parallel.tp - 1)
+    span = (first, first + ep * parallel.tp - 1)
     first, last = {}, {}  # the first and last experts kernel of each kind of layer
     for i, k in enumerate(local.kernels):
         if k.expert_weights is not None:
@@ -454,9 +455,6 @@ def traced_expert_parallel(traced: tuple, workload, parallel, view: str) -> Trac
     from ..parallel import Parallel
     from . import hf_config, trace
 
-    if parallel.pp > 1:
-        raise RoofcalcError("a traced model takes --ep with --tp or alone; --ep with --pp is for the hand-modelled "
-                            "families")
     cfg, name, label = traced
     config = hf_config(cfg, name)[0]
     whole = trace(cfg, name, workload, label, view=view)

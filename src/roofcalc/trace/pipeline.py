@@ -28,15 +28,15 @@ class TracedStageAnalysis(TracedRankAnalysis):
     stage: int = 0
     layers: tuple[int, int] = (0, 0)
     micro_batches: int = 1
-    batch: int = 1  # the whole step's sequences
+    batch: int = 1  # the whole step's sequences (over every expert-parallel rank)
 
     @property
-    def cached_sequences(self) -> int:
-        return self.batch
+    def cached_sequences(self) -> int:  # its ranks' share of every sequence, not one micro-batch's
+        return self.batch // self.parallel.ep
 
     @property
-    def memory_bytes(self) -> int:  # the cache grows with the sequences held: every micro-batch's
-        return self.traced_param_bytes + self.traced_cache_bytes * self.batch // self.workload.batch
+    def memory_bytes(self) -> int:  # the cache grows with the sequences held
+        return self.traced_param_bytes + self.traced_cache_bytes * self.cached_sequences // self.workload.batch
 
 
 def stage_cut(doc: dict, traced: list, n_layers: int, pp: int) -> list[int]:
@@ -170,17 +170,21 @@ class TracedStages:
         """Stage ``s`` on one micro-batch ``micro``: one --tp rank of it, its send to the next stage."""
         from ..parallel import Parallel, stage_layers
         from . import trace
-        from .parallel import traced_rank
+        from .parallel import traced_ep_rank, traced_rank
 
-        if parallel.ep > 1:
-            raise RoofcalcError("a traced model takes --ep with --tp or alone; --ep with --pp is for the "
-                                "hand-modelled families")
-        a = trace(self.cfg, self.name, micro, self.label, view=self.view, stage=(parallel.pp, s))
+        tp, ep = parallel.tp, parallel.ep
+        if micro.batch % ep:
+            raise RoofcalcError(f"a micro-batch of {micro.batch} sequences does not split over --ep {ep}: each rank "
+                                f"runs attention for B/{ep} of them")
+        local = replace(micro, batch=micro.batch // ep)
+        a = trace(self.cfg, self.name, local, self.label, view=self.view, stage=(parallel.pp, s))
         words = ""
-        if parallel.tp > 1:
-            a = traced_rank(a, Parallel(tp=parallel.tp), self.config)
+        if tp > 1:
+            a = traced_rank(a, Parallel(tp=tp), self.config)
             words = a.plan_words
-        a = replace(a, kernels=with_send(a.kernels, micro, a.shape.d_model, s, parallel.pp, parallel.tp))
+        if ep > 1 and any(k.expert_weights is not None for k in a.kernels):  # its experts over the --ep groups
+            a = traced_ep_rank(a, micro, Parallel(tp=tp, ep=ep), full, first=s * tp * ep)
+        a = replace(a, kernels=with_send(a.kernels, local, a.shape.d_model, s, parallel.pp, tp * ep))
         return as_stage(a, parallel=parallel, full=full, stage=s,
                         layers=stage_layers(full.shape.n_layers, parallel.pp)[s], micro_batches=micro_batches,
                         batch=batch, plan_words=words)
