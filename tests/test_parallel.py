@@ -111,6 +111,28 @@ def test_per_rank_flops_and_collectives_equal_a_real_tensor_parallel_run(real_ru
         assert rank["params"] == ours.params  # the rank's own shards (tied weights once)
         assert rank[phase]["flops"] == ours.totals.matmul_flops
         assert sorted(map(tuple, rank[phase]["collectives"])) == sorted(map(tuple, collectives))
+
+
+@pytest.mark.parametrize("phase", ["prefill", "decode"])
+def test_a_traced_rank_equals_a_real_tensor_parallel_run(real_run, phase):
+    """The same config traced and split by its config class's plan (roofcalc.trace.parallel.traced_rank, the
+    path of a model_type without a hand model) gives each real rank's parameters, FLOPs and collectives:
+    DeepSeek's MLA too (the latent projection, its norm and the latent cache whole on every rank, q_b_proj
+    and kv_b_proj by heads), and a rowwise bias whole (Phi, GPT-NeoX). The trace counts a prefill's
+    attention as FlopCounterMode does, the whole rectangle (tests/test_trace.py)."""
+    from roofcalc.trace import hf_config, trace
+    from roofcalc.trace.parallel import traced_rank
+
+    cfg, tp, ranks = real_run
+    wl = Workload.prefill(BATCH, PROMPT, **FP32) if phase == "prefill" else Workload.decode(BATCH, PROMPT + 1, **FP32)
+    rank_of = traced_rank(trace(cfg, "t", wl, use_cache=False), Parallel(tp), hf_config(cfg, "t")[0])
+    collectives = []
+    for k in rank_of.kernels:
+        if k.kind == "collective":
+            collectives += [(k.role, k.message_bytes)] * k.count
+    for rank in ranks:
+        assert (rank["params"], rank[phase]["flops"]) == (rank_of.params, rank_of.totals.matmul_flops)
+        assert sorted(map(tuple, rank[phase]["collectives"])) == sorted(collectives)
     if phase == "decode" and cfg["model_type"] == "llama" and tp == 2:
         assert sorted(map(tuple, collectives)) == sorted([("all_reduce", 2048)] * 5 + [("all_gather", 4000)])
 

@@ -225,13 +225,10 @@ def test_a_model_with_no_plan_is_refused_in_one_line(tmp_path, capsys):
 
 
 def test_what_the_traced_plan_does_not_split_is_refused_in_one_line(tmp_path, capsys):
-    """DeepSeek-V2's plan keeps MLA's latent projection whole with a style of its own (mla_kv_a_proj), which
-    the traced plan does not model yet; 3 ranks split neither 8 heads nor 2 KV heads."""
-    v2 = dict(BASE, model_type="deepseek_v2", num_key_value_heads=8, moe_intermediate_size=128, n_routed_experts=4,
-              num_experts_per_tok=2, n_shared_experts=1, first_k_dense_replace=1, kv_lora_rank=64, q_lora_rank=None,
-              qk_rope_head_dim=16, qk_nope_head_dim=32, v_head_dim=32)
-    err = _refusal(tmp_path, capsys, v2, "--trace", "--tp", "2")
-    assert "self_attn.kv_a_proj_with_mqa" in err and "mla_kv_a_proj" in err
+    """Granite-SWA's plan keeps its attention's parameters local to each rank with a style of its own
+    (local_params), which the traced plan does not model yet; 3 ranks split neither 8 heads nor 2 KV heads."""
+    err = _refusal(tmp_path, capsys, dict(BASE, model_type="granite_swa"), "--trace", "--tp", "2")
+    assert "self_attn is 'local_params'" in err
     err = _refusal(tmp_path, capsys, DENSE["llama"], "--trace", "--tp", "3")
     assert "--tp 3 and 2 KV heads" in err
 

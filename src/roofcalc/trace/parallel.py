@@ -22,12 +22,16 @@ Each traced kernel gets its rank's share, from the plan:
 Every other kernel of a module that holds a ``colwise`` entry (the attention core, rotary on q and k,
 the cache update, the activation between gate/up and down) works on the rank's heads or width: its
 FLOPs and activations N-th, its KV bytes 1/min(N, K)-th (the cache update's everything: it moves the
-rank's KV heads alone); a weight it reads (a per-head norm's) is whole. A weight matmul inside such a module that the plan does not name runs whole where it reads the
-layer's hidden state (a router), and is refused otherwise; so are the styles this module does not
-model yet (MLA's latent). ``moe_tp_experts`` (routed experts): every rank holds every expert at 1/N of
-its width; the grouped matmul onto the experts' width keeps its input and 1/N of its outputs, the one
-back to the hidden size 1/N of its input, and one all-reduce after the experts sums their partial
-outputs (transformers' MoeExpertsParallel).
+rank's KV heads alone); a weight it reads (a per-head norm's) is whole. A weight matmul inside such a
+module that the plan does not name runs whole where it reads the layer's hidden state (a router), and
+is refused otherwise; so are the styles this module does not model yet (``local_params``). Multi-head
+latent attention (``mla_kv_a_proj``, transformers' MlaKvAProjParallel): the latent projection whole,
+and the latents' norms and the latent cache's update whole on every rank; ``kv_b_proj`` (colwise)
+reads the latent cache whole and makes its heads' keys and values. A rowwise projection's bias is added
+once after the reduction: whole on every rank. ``moe_tp_experts`` (routed experts): every rank holds
+every expert at 1/N of its width; the grouped matmul onto the experts' width keeps its input and 1/N of
+its outputs, the one back to the hidden size 1/N of its input, and one all-reduce after the experts sums
+their partial outputs (transformers' MoeExpertsParallel).
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ COLUMN = ("colwise", "packed_colwise")
 ROW = ("rowwise", "packed_rowwise")
 WHOLE = ("replicate", "replicated_with_grad_allreduce")
 KNOWN = COLUMN + ROW + WHOLE + ("rowwise_split_input", "colwise_gather_output", "colwise_rep", "embedding_rowwise",
-                                "rowwise_partial", "moe_tp_experts")
+                                "rowwise_partial", "moe_tp_experts", "mla_kv_a_proj")
 
 
 def _falcon_plan(config) -> dict[str, str]:
@@ -88,12 +92,31 @@ def model_plan(model_type: str, config_class: str, model_class: str, config=None
                             f"to split it by")
     head = dict(getattr(getattr(transformers, model_class, None), "_tp_plan", None) or {})
     experts = _experts_on_width(getattr(config_cls, "base_model_ep_plan", None) or {}, base)
-    entries = {"embed_tokens": "embedding_rowwise", **head, **base, **experts}
+    latent = _mla_by_heads(config, base)
+    entries = {"embed_tokens": "embedding_rowwise", **head, **base, **experts, **latent}
     words = f"{config_class}'s base_model_tp_plan (transformers {transformers.__version__})"
     if experts:
         words += (", the routed experts split on their width (5.25 moved them to an expert-parallel plan; 5.24's "
                   "plan and serving engines' tensor parallelism split them so)")
+    if latent:
+        words += (", its latent attention split by heads as DeepSeek-V2's plan splits it (from 5.25 DeepSeek-V3's "
+                  "too; vLLM and SGLang split MLA heads under TP)")
     return Plan(entries, words, True)
+
+
+MLA_HEADS = {"layers.*.self_attn.q_proj": "colwise", "layers.*.self_attn.q_b_proj": "colwise",
+             "layers.*.self_attn.kv_a_proj_with_mqa": "mla_kv_a_proj", "layers.*.self_attn.kv_b_proj": "colwise",
+             "layers.*.self_attn.o_proj": "rowwise"}
+
+
+def _mla_by_heads(config, tp_plan: dict) -> dict:
+    """DeepSeek-V2's rules for multi-head latent attention (transformers' DeepseekV2Config plan), for a
+    config with a latent (``kv_lora_rank``) whose plan names no attention module (DeepSeek-V3's through
+    transformers 5.24: every rank ran every head)."""
+    text = getattr(config, "get_text_config", lambda: config)() if config is not None else None
+    if not isinstance(getattr(text, "kv_lora_rank", None), int) or any("self_attn" in key for key in tp_plan):
+        return {}
+    return dict(MLA_HEADS)
 
 
 def _experts_on_width(ep_plan: dict, tp_plan: dict) -> dict:
@@ -194,7 +217,13 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
         return k.scope == "layer" and _style(k, layer_keys, model_keys) is None and \
             any(_base(k).startswith(p + ".") for p in sharded)
 
-    heads_split = any(k.cost.kv_bytes and inside(k) for k in a.kernels)  # Phi-3's gathered plan: every head
+    # multi-head latent attention (mla_kv_a_proj: the latent projection whole on every rank, transformers'
+    # MlaKvAProjParallel): the latent cache, and the norms of the latents (q_a_layernorm, kv_a_layernorm),
+    # run whole on every rank, as vLLM's MLA under TP keeps the latent cache whole on each rank
+    mla = "mla_kv_a_proj" in plan.entries.values()
+    text = getattr(config, "get_text_config", lambda: config)() if config is not None else None
+    latents = {getattr(text, key, None) for key in ("q_lora_rank", "kv_lora_rank")} - {None} if mla else set()
+    heads_split = not mla and any(k.cost.kv_bytes and inside(k) for k in a.kernels)  # Phi-3's gathered plan: every head
     cached = _cached_heads(a) or kv  # the heads the cache holds (transformers' Falcon: every query head's)
     kv_share = (min(tp, cached) if cached else tp) if heads_split else 1  # a rank's: 1/tp, one head at least
     if heads_split and kv and kv % tp and tp % kv:
@@ -249,15 +278,21 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
                 else:
                     _check("outputs", z.n, tp, name)
                     rank_n = z.n // tp
-                cost = _scaled(k.cost, rank_n, z.n, read=False)
+                cost = _scaled(k.cost, rank_n, z.n, read=False, kv=(1, 1))  # its input (an MLA latent cache) whole
                 sizes = MatmulSizes(z.m, rank_n, z.k)
             else:
                 _check("inputs", z.k, tp, name)
                 cost = _scaled(k.cost, 1, tp, write=False)
                 sizes = MatmulSizes(z.m, z.n, z.k // tp)
             frac = (sizes.n * sizes.k, z.n * z.k)
-            out.append(replace(k, cost=cost, sizes=sizes, dims=sizes.text, params=k.params * frac[0] // frac[1],
-                               param_bytes=k.param_bytes * frac[0] // frac[1]))
+            params, param_bytes = k.params * frac[0] // frac[1], k.param_bytes * frac[0] // frac[1]
+            bias = k.params - z.n * z.k if k.params > z.n * z.k else 0
+            if bias and sizes.n == z.n:  # a rowwise bias is added once, after the reduction: whole on every rank
+                bias_bytes = wl.float_weight_dtype.nbytes(bias)
+                params = (k.params - bias) // tp + bias
+                param_bytes = (k.param_bytes - bias_bytes) // tp + bias_bytes
+                cost = replace(cost, weight_bytes=(k.cost.weight_bytes - bias_bytes) // tp + bias_bytes)
+            out.append(replace(k, cost=cost, sizes=sizes, dims=sizes.text, params=params, param_bytes=param_bytes))
             if style in ROW + ("rowwise_split_input",):
                 out.append(collective(f"{k.name}.all_reduce", "all_reduce", wl.act_dtype.nbytes(z.m * z.n), tp,
                                       k.count, k.scope, f"[{z.m},{z.n}]"))
@@ -275,6 +310,9 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
         if inside(k) and k.kind == "matmul" and k.params and isinstance(k.sizes, MatmulSizes) and \
                 k.sizes.k == s.d_model:  # a projection of the layer's whole hidden state the plan leaves out
             out.append(k)  # (a router): whole on every rank, as transformers replicates what its plan leaves out
+            continue
+        if inside(k) and mla and (k.cost.kv_write_bytes or k.params in latents):
+            out.append(k)  # the latent cache's update, a latent's norm: whole
             continue
         if inside(k):
             if k.kind == "matmul" and k.params:
