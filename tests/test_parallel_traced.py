@@ -224,11 +224,17 @@ def test_a_model_with_no_plan_is_refused_in_one_line(tmp_path, capsys):
     assert "GPT2Config has no base_model_tp_plan" in err
 
 
-def test_what_the_traced_plan_does_not_split_is_refused_in_one_line(tmp_path, capsys):
-    """Granite-SWA's plan keeps its attention's parameters local to each rank with a style of its own
-    (local_params), which the traced plan does not model yet; 3 ranks split neither 8 heads nor 2 KV heads."""
-    err = _refusal(tmp_path, capsys, dict(BASE, model_type="granite_swa"), "--trace", "--tp", "2")
-    assert "self_attn is 'local_params'" in err
+def test_what_the_traced_plan_does_not_split_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
+    """A style the traced plan does not model (transformers registers unit_colwise and sequence_parallel,
+    among others) is refused where a kernel runs in it: here Llama's plan with its MLP's gate_proj in
+    sequence_parallel; 3 ranks split neither 8 heads nor 2 KV heads."""
+    import transformers
+
+    plan = dict(transformers.LlamaConfig.base_model_tp_plan, **{"layers.*.mlp.gate_proj": "sequence_parallel"})
+    monkeypatch.setattr(transformers.LlamaConfig, "base_model_tp_plan", plan)
+    err = _refusal(tmp_path, capsys, DENSE["llama"], "--trace", "--tp", "2")
+    assert "mlp.gate_proj is 'sequence_parallel'" in err
+    monkeypatch.undo()
     err = _refusal(tmp_path, capsys, DENSE["llama"], "--trace", "--tp", "3")
     assert "--tp 3 and 2 KV heads" in err
 

@@ -5,8 +5,9 @@ The plan is transformers' own ``base_model_tp_plan`` for the Llama-style familie
 Megatron-style serving's): q, k, v, gate and up projections column-parallel (each rank holds 1/N of
 the heads and of the MLP width), o and down row-parallel (each rank multiplies its slice, then an
 all-reduce sums the partial outputs), the embedding vocab-parallel (each rank looks up the rows it
-holds, an all-reduce completes them; a tied embedding shares lm_head's shards and transformers runs it
-without that all-reduce) and lm_head column-parallel with an all-gather of the logits.
+holds, an all-reduce completes them; a tied embedding shares lm_head's shards, and transformers runs a
+tied, scaled one, Gemma's, without that all-reduce) and lm_head column-parallel with an all-gather of
+the logits.
 Norms, rotary and residuals are replicated. KV heads are split; when there are fewer KV heads than
 ranks each rank keeps one (replicated, as vLLM does). Routed experts (Mixtral, Qwen3-MoE) follow
 transformers' ``moe_tp_experts``: every rank holds every expert, 1/N of its width (gate_up
@@ -246,11 +247,12 @@ def with_tp_collectives(shape: ModelShape, wl: Workload, tp: int, kernels) -> li
 
 
 def _vocab_collective(shape: ModelShape, wl: Workload, tp: int, k: Kernel) -> list[Kernel]:
-    """The collective after a vocab-parallel kernel: the embedding's all-reduce of its rows (transformers
-    shards an untied embedding on the vocabulary; a tied one shares lm_head's shards and runs without it,
-    as tests/test_parallel.py sees), lm_head's all-gather of the logits; none after another kernel."""
+    """The collective after a vocab-parallel kernel: the embedding's all-reduce of its rows (each rank looks up
+    the rows of its share of the vocabulary, as vLLM's VocabParallelEmbedding and transformers' plan do;
+    transformers' tied, scaled embedding, Gemma's, shares lm_head's shards and runs without it, as
+    tests/test_parallel.py sees on a real run), lm_head's all-gather of the logits; none after another kernel."""
     act, rows = wl.act_dtype, wl.tokens
-    if k.name == shape.name_of("embed") and not shape.tie_word_embeddings:
+    if k.name == shape.name_of("embed") and not (shape.tie_word_embeddings and shape.embed_scale):
         return [collective("embed.all_reduce", "all_reduce", act.nbytes(rows * shape.d_model), tp, 1, "model",
                            f"[{rows},{shape.d_model}]")]
     if k.name == shape.name_of("lm_head"):

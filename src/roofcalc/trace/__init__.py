@@ -31,7 +31,7 @@ from ..errors import RoofcalcError
 from ..inputs import one_line
 from .cache import TRACE_FORMAT, _cache_dir, _cache_key, keep
 from .config import ConfigCheck, hf_config
-from .group import TracedKernel, _sizes, merge_layers
+from .group import TracedKernel, _layer_split, _sizes, merge_layers
 from .quantized import _quantized
 from .shape import layer_heads, shape_of, traced_shape
 from .result import TracedAnalysis
@@ -133,6 +133,8 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
         param_bytes += encoders["param_bytes"]
     shape = shape_of(config, label or cfg["model_type"], name, cfg)
     kv_per_token, cache_bytes, span = doc["kv_bytes_per_token"], doc["cache_bytes"], None
+    bare = tuple((_layer_split(module)[1], leaf, numel, nbytes, _layer_split(module)[0])
+                 for module, own in (doc.get("bare_params") or {}).items() for leaf, (numel, nbytes) in own.items())
     if stage is not None:  # one pipeline stage: its layers' kernels, its modules' weights, its cache layers
         from ..parallel import stage_layers
         from .pipeline import stage_cache, stage_cut, stage_weights, tied_copies
@@ -147,6 +149,7 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
         params, param_bytes = params + copies, param_bytes + copy_bytes
         span = stage_layers(shape.n_layers, pp)[s]
         a, b = span
+        bare = tuple(p for p in bare if (p[4] is None and s == 0) or (p[4] is not None and a <= p[4] < b))
         shape = replace(shape, n_layers=b - a, layer_types=shape.layer_types[a:b],
                         mlp_types=shape.mlp_types[a:b] if shape.mlp_types else ())
     if merge:
@@ -160,7 +163,7 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
     return TracedAnalysis(shape, wl, kernels, view=view, traced_kv_bytes_per_token=kv_per_token,
                           traced_cache_bytes=cache_bytes, traced_params=params, language_params=language,
                           traced_param_bytes=param_bytes, check=check, logits=doc["logits"],
-                          layer_heads=layer_heads(config, span), model_class=doc["class"],
+                          layer_heads=layer_heads(config, span), model_class=doc["class"], bare_params=bare,
                           note=f"traced: transformers {doc['transformers']} {doc['class']} " + (
                               "on the CPU with random weights (its code reads tensor values, which the meta "
                               "device has not)" if doc.get("device") == "cpu" else "on the meta device")

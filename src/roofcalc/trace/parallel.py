@@ -47,8 +47,9 @@ from .result import TracedAnalysis
 COLUMN = ("colwise", "packed_colwise")
 ROW = ("rowwise", "packed_rowwise")
 WHOLE = ("replicate", "replicated_with_grad_allreduce")
+# local_params marks a module whose own entries split its bare parameters (attention sinks): nothing of its own
 KNOWN = COLUMN + ROW + WHOLE + ("rowwise_split_input", "colwise_gather_output", "colwise_rep", "embedding_rowwise",
-                                "rowwise_partial", "moe_tp_experts", "mla_kv_a_proj")
+                                "rowwise_partial", "moe_tp_experts", "mla_kv_a_proj", "local_params")
 
 
 def _falcon_plan(config) -> dict[str, str]:
@@ -303,7 +304,7 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
         if style == "embedding_rowwise":
             _check("vocabulary", s.vocab_size, tp, name)
             out.append(replace(k, params=k.params // tp, param_bytes=k.param_bytes // tp))
-            if not (tied and plan.transformers):
+            if not (tied and plan.transformers and k.cost.flops):  # a tied, scaled embedding (Gemma's) runs none
                 out.append(collective(f"{k.name}.all_reduce", "all_reduce", k.cost.act_write_bytes, tp, k.count,
                                       k.scope, k.dims))
             continue
@@ -335,6 +336,15 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
         per = wl.weight_dtype.nbytes(1)
         owned += expert_bytes // per
         rank_params += expert_bytes // per // tp
+    for path, leaf, numel, nbytes, layer in a.bare_params:  # a bare parameter the plan splits (attention sinks)
+        if layer is not None and any(path == p or path.startswith(p + ".") for p in experts):
+            continue  # the routed experts' stacks: split above
+        style = next((st for pattern, st in (layer_keys if layer is not None else model_keys)
+                      if fnmatch.fnmatchcase(f"{path}.{leaf}", pattern)), None)
+        if style in COLUMN + ROW:
+            _check("parameter", numel, tp, f"{path}.{leaf}")
+            rank_params -= numel - numel // tp
+            rank_bytes -= nbytes - nbytes // tp
     rank_shape = replace(s, n_heads=n // tp if n % tp == 0 else n, n_kv_heads=max(1, kv // tp),
                          d_ff=s.d_ff // tp if s.d_ff and s.d_ff % tp == 0 else s.d_ff,
                          vocab_size=s.vocab_size // tp if s.vocab_size % tp == 0 else s.vocab_size)

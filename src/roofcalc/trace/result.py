@@ -23,6 +23,7 @@ class TracedAnalysis(Analysis):
     layer_heads: tuple = ()  # (layer type, N, K, H, layers) per kind of layer, where the layers differ
     language_params: int | None = None  # a multimodal model's: its language model's share of traced_params
     model_class: str = ""  # the transformers class traced (its _tp_plan names lm_head's split)
+    bare_params: tuple = ()  # (path in its layer, name, numel, bytes, layer): a module's own beside its submodules
 
     @property
     def heads_text(self) -> str:

@@ -148,6 +148,13 @@ def _trace_on(cfg: dict, name: str, wl: Workload, read, device: str) -> dict:
             module_params[mod_name] = (count, nb)
             n_params += count
             p_bytes += nb
+        # the parameters a module holds beside its submodules (attention sinks): a plan may split them by name
+        parents = {n for n, m in model.named_modules() if next(m.children(), None) is not None}
+        bare = {}
+        for key_name, t in stored.items():
+            mod_name, _, leaf = key_name.rpartition(".")
+            if mod_name in parents and isinstance(t, torch.nn.Parameter):
+                bare.setdefault(mod_name, {})[leaf] = [t.numel(), t.numel() * t.element_size()]
         fwd = inspect.signature(model.forward).parameters
         cache_kw = "cache" if "cache" in fwd else "past_key_values"
         keep = {} if wl.logits_all or "logits_to_keep" not in fwd else {"logits_to_keep": 1}
@@ -275,6 +282,7 @@ def _trace_on(cfg: dict, name: str, wl: Workload, read, device: str) -> dict:
         "config_class": check.class_name, "ignored": list(check.ignored), "defaulted": [list(x) for x in check.defaulted],
         "params": n_params, "param_bytes": p_bytes, "cache_bytes": cache_bytes, "weight_shapes": weight_shapes,
         "module_params": {m: [count, nb, _layer_split(m, lists)[0]] for m, (count, nb) in module_params.items()},
+        "bare_params": bare,
         "kv_bytes_per_token": _per_token(torch, new_cache, wl.batch),
         "cache_layers": _per_layer(torch, new_cache, wl.batch),
         "logits": "last" if keep else "all",
