@@ -34,7 +34,8 @@ MLA_TP = {"model.layers.*.self_attn.q_proj": "colwise", "model.layers.*.self_att
           "model.layers.*.self_attn.kv_a_proj_with_mqa": "mla_kv_a_proj", "model.layers.*.self_attn.kv_b_proj": "colwise",
           "model.layers.*.self_attn.o_proj": "rowwise"}
 COLLECTIVES = {"all_reduce": "all_reduce", "allreduce_": "all_reduce", "all_gather_into_tensor": "all_gather",
-               "allgather_": "all_gather", "all_to_all_single": "all_to_all", "alltoall_base_": "all_to_all"}
+               "allgather_": "all_gather", "all_to_all_single": "all_to_all", "alltoall_base_": "all_to_all",
+               "send": "send", "broadcast_": "broadcast"}
 
 
 class Collectives(TorchDispatchMode):
@@ -60,7 +61,7 @@ def main() -> None:
     warnings.simplefilter("ignore")
     transformers.logging.set_verbosity_error()
     path, out_dir, batch, prompt = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    ep = sys.argv[5:] == ["ep"]
+    ep, pp = sys.argv[5:] == ["ep"], sys.argv[5:] == ["pp"]
     rank = int(os.environ["RANK"])
     # eager attention: its matmuls are visible to FlopCounterMode (the CPU sdpa kernel is not)
     # and the experts' eager loop (one linear per expert reached), whose matmuls it counts too
@@ -74,6 +75,8 @@ def main() -> None:
         rules.update({k: v for k, v in MLA_TP.items()  # q_proj, or q_b_proj after a q LoRA: the one it has
                       if not k.endswith(".q_proj" if config.q_lora_rank else ".q_b_proj")})
     plan = dict(distributed_config=transformers.DistributedConfig(tp_plan=rules)) if rules else dict(tp_plan="auto")
+    if pp:  # transformers' pipeline: a stage a rank, layers as even as they go (the first stages one more)
+        plan = dict(distributed_config=transformers.DistributedConfig(pp_size=int(os.environ["WORLD_SIZE"])))
     if ep:
         world = int(os.environ["WORLD_SIZE"])
         plan = dict(distributed_config=transformers.DistributedConfig(tp_size=world, ep_size=world,
