@@ -382,3 +382,25 @@ def test_a_traced_tp_sweep_is_the_single_steps_at_its_corners(tmp_path, capsys):
         assert p["predicted_s"] == pytest.approx(one["predicted_s"], rel=1e-9)
     assert main([str(path), "--trace", "--pp", "2", "--batch", "1,8", "--context", "100", "--hw", "h100"]) == 2
     assert "sweep the hand-modelled families" in capsys.readouterr().err
+
+
+def test_mxfp4_experts_split_over_expert_parallel_ranks():
+    """GPT-OSS's experts stored in MXFP4 (half a byte a weight and a one-byte scale for each 32), 2 layers of 8
+    experts, gate_up 256 x 1024 and down 512 x 256 each: 2 x 8 x (262,144 + 131,072) = 6,291,456 expert
+    weights, 3,145,728 + 196,608 = 3,342,336 bytes. At --ep 2 a rank holds half of them, whatever their format:
+    3,145,728 parameters and 1,671,168 bytes fewer than the model (in bf16 the parameters alike). Their
+    biases (8 x 1,280 a layer) stay whole on each rank."""
+    from test_trace import config
+
+    from roofcalc.trace.parallel import traced_expert_parallel
+
+    cfg = config("gpt_oss")
+    bf16 = DTYPES["bf16"]
+    for weights in ("mxfp4", "bf16"):
+        wl = Workload.decode(4, 17, weight_dtype=DTYPES[weights], act_dtype=bf16, kv_dtype=bf16)
+        whole = trace(cfg, "t", wl, use_cache=False)
+        rank = traced_expert_parallel((cfg, "t", None), wl, Parallel(ep=2), "ideal")
+        assert whole.expert_params == 6_291_456
+        assert whole.params - rank.params == 3_145_728
+        if weights == "mxfp4":
+            assert whole.weight_storage_bytes - rank.weight_storage_bytes == 1_671_168

@@ -125,6 +125,9 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
                            tuple(k["sizes"]) if k.get("sizes") else None)
               for k in doc["kernels"]]
     param_bytes, deltas = doc["param_bytes"], {}
+    # the experts' stacks each kernel reads, in elements: traced in the activation dtype, before any re-storing
+    float_size = max(1, wl.act_dtype.bits // 8)
+    expert_elems = [sum(k.experts[2]) // float_size if k.experts else 0 for k in traced]
     if wl.weight_dtype.scaled:
         traced, param_bytes, deltas = _quantized(traced, doc, wl, config)
     params, language, encoders = doc["params"], doc.get("language_params"), doc.get("encoders") or {}
@@ -145,6 +148,7 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
         params, param_bytes = stage_weights(doc, traced, owner, shape.n_layers, pp, s, deltas)
         language = params - towers if towers and s == 0 else None
         kv_per_token, cache_bytes = stage_cache(doc, shape.n_layers, pp, s)
+        expert_elems = [e for e, o in zip(expert_elems, owner) if o == s]
         traced, copies, copy_bytes = tied_copies([k for k, o in zip(traced, owner) if o == s], s, pp)
         params, param_bytes = params + copies, param_bytes + copy_bytes
         span = stage_layers(shape.n_layers, pp)[s]
@@ -164,6 +168,7 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
                           traced_cache_bytes=cache_bytes, traced_params=params, language_params=language,
                           traced_param_bytes=param_bytes, check=check, logits=doc["logits"],
                           layer_heads=layer_heads(config, span), model_class=doc["class"], bare_params=bare,
+                          expert_params=sum(expert_elems),
                           note=f"traced: transformers {doc['transformers']} {doc['class']} " + (
                               "on the CPU with random weights (its code reads tensor values, which the meta "
                               "device has not)" if doc.get("device") == "cpu" else "on the meta device")

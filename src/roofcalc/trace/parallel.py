@@ -75,6 +75,11 @@ class Plan:
     source: str  # where it comes from, in words
     transformers: bool  # transformers' own plan (a tied embedding then runs without its all-reduce)
 
+    @property
+    def name(self) -> str:
+        """The plan's name alone, for a sentence that goes on (its source up to the first comma)."""
+        return self.source.split(",")[0]
+
 
 def model_plan(model_type: str, config_class: str, model_class: str, config=None) -> Plan:
     """The plan transformers shards ``model_class`` by (the class's ``_tp_plan``, the config's
@@ -206,7 +211,7 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
     for path, style in layer_keys + model_keys:  # a style not modelled: refused where a kernel runs in it
         if style not in KNOWN and any(fnmatch.fnmatchcase(_base(k), path) or fnmatch.fnmatchcase(_base(k), path + ".*")
                                       for k in a.kernels):
-            raise RoofcalcError(f"--tp for a traced {s.model_type}: {path} is {style!r} in {plan.source}, which "
+            raise RoofcalcError(f"--tp for a traced {s.model_type}: {path} is {style!r} in {plan.name}, which "
                                 f"roofcalc does not split yet")
     # routed experts split on their width (transformers' moe_tp_experts): every kernel under the module
     experts = {p for p, style in layer_keys if style == "moe_tp_experts"}
@@ -268,7 +273,7 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
         if style in COLUMN + ROW + ("rowwise_split_input", "rowwise_partial", "colwise_gather_output", "colwise_rep"):
             z = k.sizes
             if not isinstance(z, MatmulSizes):
-                raise RoofcalcError(f"--tp for a traced {s.model_type}: {name} is {style!r} in {plan.source}, but "
+                raise RoofcalcError(f"--tp for a traced {s.model_type}: {name} is {style!r} in {plan.name}, but "
                                     f"its trace is not one matmul")
             if style in COLUMN + ("colwise_gather_output", "colwise_rep"):
                 if z.n == n * hd + 2 * kv * hd and kv != n and style in COLUMN:  # a fused q/k/v: whole heads a rank
@@ -318,7 +323,7 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
         if inside(k):
             if k.kind == "matmul" and k.params:
                 raise RoofcalcError(f"--tp for a traced {s.model_type}: {name} multiplies a weight inside a module "
-                                    f"{plan.source} splits, but the plan does not name it")
+                                    f"{plan.name} splits, but the plan does not name it")
             share = kv_share if k.cost.kv_write_bytes else tp  # the cache update moves the rank's KV heads alone
             out.append(replace(k, cost=_scaled(k.cost, 1, share, weights=False, kv=(1, kv_share))))
             continue
@@ -327,15 +332,12 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
     owned = sum(k.params * k.count for k in a.kernels)
     owned_bytes = sum(k.param_bytes * k.count for k in a.kernels)
     rank_bytes = sum(k.param_bytes * k.count for k in out if k.kind != "collective")
+    expert_params = a.expert_params or (expert_bytes // wl.weight_dtype.nbytes(1) if expert_bytes else 0)
     if expert_bytes:  # the experts' weights: 1/N of each on a rank
-        if wl.weight_dtype.scaled:
-            raise RoofcalcError(f"--tp for a traced {s.model_type}: its experts in {wl.weight_dtype.name} are not "
-                                f"split by roofcalc's traced plan yet")
         owned_bytes += expert_bytes
         rank_bytes += expert_bytes // tp
-        per = wl.weight_dtype.nbytes(1)
-        owned += expert_bytes // per
-        rank_params += expert_bytes // per // tp
+        owned += expert_params
+        rank_params += expert_params // tp
     for path, leaf, numel, nbytes, layer in a.bare_params:  # a bare parameter the plan splits (attention sinks)
         if layer is not None and any(path == p or path.startswith(p + ".") for p in experts):
             continue  # the routed experts' stacks: split above
@@ -355,7 +357,7 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
         traced_params=a.traced_params - owned + rank_params,
         traced_param_bytes=a.traced_param_bytes - owned_bytes + rank_bytes,
         check=a.check, note=a.note, logits=a.logits, layer_heads=a.layer_heads, language_params=a.language_params,
-        parallel=parallel, full=a, plan_words=plan_words(plan))
+        parallel=parallel, full=a, plan_words=plan_words(plan), expert_params=expert_params // tp)
 
 
 def _cached_heads(a: TracedAnalysis) -> int:
@@ -447,9 +449,6 @@ def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis, fi
     n_exp, top_k = experts[0].expert_weights[:2]
     if n_exp % ep:
         raise RoofcalcError(f"--ep {ep} does not divide the {n_exp} routed experts: each rank must hold a whole share")
-    if wl.weight_dtype.scaled:
-        raise RoofcalcError(f"--ep for a traced {s.model_type}: its experts in {wl.weight_dtype.name} are not split "
-                            f"by roofcalc's traced plan yet")
     share = touched_experts(n_exp, top_k, wl.tokens, wl.experts) / ep / n_exp  # of each expert weight's full bytes
     lw = local.workload
     message = lw.act_dtype.nbytes(lw.tokens * top_k * s.d_model)
@@ -477,8 +476,8 @@ def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis, fi
                                               k.count, k.scope, dims), ranks=span))
             continue
         out.append(k)
-    per = wl.weight_dtype.nbytes(1)
     kept = expert_bytes // ep
+    expert_params = local.expert_params or expert_bytes // wl.weight_dtype.nbytes(1)
     words = (f"{n_exp // ep} of the {n_exp} routed experts"
              + (f" (each at 1/{parallel.tp} of its width: --ep {ep} groups of --tp {parallel.tp} ranks)"
                 if parallel.tp > 1 else "")
@@ -488,11 +487,11 @@ def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis, fi
     return TracedRankAnalysis(
         s, lw, tuple(out), source=local.source, view=local.view,
         traced_kv_bytes_per_token=local.traced_kv_bytes_per_token, traced_cache_bytes=local.traced_cache_bytes,
-        traced_params=local.traced_params - (expert_bytes - kept) // per,
+        traced_params=local.traced_params - (expert_params - expert_params // ep),
         traced_param_bytes=local.traced_param_bytes - (expert_bytes - kept),
         check=local.check, note=local.note, logits=local.logits, layer_heads=local.layer_heads,
         language_params=local.language_params, model_class=local.model_class, parallel=parallel, full=full,
-        plan_words=getattr(local, "plan_words", ""), ep_words=words)
+        plan_words=getattr(local, "plan_words", ""), ep_words=words, expert_params=expert_params // ep)
 
 
 def traced_expert_parallel(traced: tuple, workload, parallel, view: str) -> TracedRankAnalysis:
@@ -513,7 +512,7 @@ def traced_expert_parallel(traced: tuple, workload, parallel, view: str) -> Trac
         ep = parallel.ep
         return replace(rank, full=whole, ep_words=(
             f"{n // ep} of the {n} routed experts at their whole width, and attention, the dense layers and the "
-            f"vocabulary split over the {ep} ranks as --tp {ep} splits them ({plan.source.split(',')[0]}), for "
+            f"vocabulary split over the {ep} ranks as --tp {ep} splits them ({plan.name}), for "
             f"every sequence (tensor-parallel attention); no all-to-all: each rank runs its experts on the tokens "
             f"routed to them and one all-reduce sums their outputs"))
     if workload.batch % parallel.ep:

@@ -24,6 +24,7 @@ class TracedAnalysis(Analysis):
     language_params: int | None = None  # a multimodal model's: its language model's share of traced_params
     model_class: str = ""  # the transformers class traced (its _tp_plan names lm_head's split)
     bare_params: tuple = ()  # (path in its layer, name, numel, bytes, layer): a module's own beside its submodules
+    expert_params: int = 0  # the routed experts' parameters (stacks on no kernel), whatever format stores them
 
     @property
     def heads_text(self) -> str:
