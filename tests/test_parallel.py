@@ -52,7 +52,14 @@ CASES = [("llama", 2, dict(BASE, model_type="llama", num_key_value_heads=2)),
                                  v_head_dim=32, pad_token_id=0, n_group=1, topk_group=1))]
 # types with no hand model, whose plans hold styles of their own: Granite-SWA's attention sinks (a bare
 # parameter split by heads, local_params on the attention module); the traced rank alone is checked on them
-TRACED_ONLY = [("granite_swa", 2, dict(BASE, model_type="granite_swa", num_key_value_heads=2, pad_token_id=0))]
+TRACED_ONLY = [("granite_swa", 2, dict(BASE, model_type="granite_swa", num_key_value_heads=2, pad_token_id=0)),
+               # Nemotron-H: every block's module is "mixer"; its plan splits the attention mixer alone, the
+               # Mamba-2 and MLP mixers run whole on every rank
+               ("nemotron_h", 2, dict(model_type="nemotron_h", hybrid_override_pattern="M-*-", hidden_size=256,
+                                      intermediate_size=512, num_attention_heads=8, num_key_value_heads=2,
+                                      head_dim=32, mamba_num_heads=8, mamba_head_dim=64, ssm_state_size=16,
+                                      n_groups=1, conv_kernel=4, expand=2, chunk_size=64, mlp_hidden_act="relu2",
+                                      vocab_size=1000, residual_in_fp32=False, pad_token_id=0))]
 BATCH, PROMPT = 2, 5
 FP32 = dict(weight_dtype=DTYPES["fp32"], act_dtype=DTYPES["fp32"], kv_dtype=DTYPES["fp32"])
 

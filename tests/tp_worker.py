@@ -66,7 +66,9 @@ def main() -> None:
     # eager attention: its matmuls are visible to FlopCounterMode (the CPU sdpa kernel is not)
     # and the experts' eager loop (one linear per expert reached), whose matmuls it counts too
     config = transformers.AutoConfig.from_pretrained(path)
-    moe = any(k in config.to_dict() for k in ("num_local_experts", "num_experts", "n_routed_experts"))
+    # routed experts under layers.*.mlp.experts (Nemotron-H's config holds expert sizes, and its pattern here no
+    # expert layer)
+    moe = config.model_type in ("mixtral", "qwen3_moe", "deepseek_v2", "deepseek_v3")
     own = getattr(type(config), "base_model_tp_plan", None) or {}
     rules = {}
     if moe and not ep and not any(".experts" in k for k in own):  # 5.25 on: the experts' TP rules handed over
@@ -85,6 +87,9 @@ def main() -> None:
                                                               attn_implementation="eager",
                                                               **({"experts_implementation": "eager"} if moe else {})
                                                               ).eval()
+    # inference only: FlopCounterMode's module tracker hooks the gradients of a module's inputs, which fails on a
+    # parameter handed to a module call (Nemotron-H's Mamba mixer under the plan)
+    model.requires_grad_(False)
     local = [p.to_local() if hasattr(p, "to_local") else p for p in model.parameters()]
     # a checkpoint's tensors: the parameters and the persistent buffers (DeepSeek-V3's score correction)
     persistent = set(model.state_dict())

@@ -711,8 +711,9 @@ def pipeline_roofline(shape: ModelShape, wl: Workload, pp: int, micro_batches: i
         raise RoofcalcError(f"--batch {wl.batch} does not split into {micro_batches} micro-batches")
     micro = replace(wl, batch=wl.batch // micro_batches)
     par = Parallel(tp=tp, pp=pp, ep=ep)
+    spans = stage_layers(shape.n_layers, pp)  # more stages than layers: refused before tracing
     full = analyze(shape, wl) if traced is None else traced.whole(wl)
-    spans = stage_layers(shape.n_layers if traced is None else full.shape.n_layers, pp)
+    spans = stage_layers(full.shape.n_layers, pp)
     results = []
     for s in range(pp):
         if traced is not None:

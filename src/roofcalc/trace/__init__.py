@@ -31,7 +31,7 @@ from ..errors import RoofcalcError
 from ..inputs import one_line
 from .cache import TRACE_FORMAT, _cache_dir, _cache_key, keep
 from .config import ConfigCheck, hf_config
-from .group import TracedKernel, _layer_split, _sizes, merge_layers
+from .group import TracedKernel, _layer_split, _sizes, merged_layers
 from .quantized import _quantized
 from .shape import layer_heads, shape_of, traced_shape
 from .result import TracedAnalysis
@@ -157,8 +157,10 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
         shape = replace(shape, n_layers=b - a, layer_types=shape.layer_types[a:b],
                         mlp_types=shape.mlp_types[a:b] if shape.mlp_types else ())
     if merge:
-        kernels = tuple(merge_layers(traced, view))
+        merged, kernel_layers = merged_layers(traced, view)
+        kernels, kernel_layers = tuple(merged), tuple(kernel_layers)
     else:  # one row per kernel run, named by its layer
+        kernel_layers = tuple((k.layer,) if k.layer is not None else () for k in traced)
         kernels = tuple(Kernel(k.name if k.layer is None else f"{k.name}[{k.layer}]", k.kind,
                                "layer" if k.layer is not None else "model", 1, k.dims,
                                k.ideal if view == "ideal" else k.eager, params=k.params, param_bytes=k.param_bytes,
@@ -168,7 +170,7 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
                           traced_cache_bytes=cache_bytes, traced_params=params, language_params=language,
                           traced_param_bytes=param_bytes, check=check, logits=doc["logits"],
                           layer_heads=layer_heads(config, span), model_class=doc["class"], bare_params=bare,
-                          expert_params=sum(expert_elems),
+                          expert_params=sum(expert_elems), kernel_layers=kernel_layers,
                           note=f"traced: transformers {doc['transformers']} {doc['class']} " + (
                               "on the CPU with random weights (its code reads tensor values, which the meta "
                               "device has not)" if doc.get("device") == "cpu" else "on the meta device")

@@ -38,8 +38,9 @@ def _need_torch(model_type: str):
 
         transformers.logging.set_verbosity_error()  # its notes on the config are not the user's output
     except ImportError:
-        raise RoofcalcError(f"model_type '{model_type}' has no hand model in roofcalc, and tracing it needs torch and "
-                            f"transformers: pip install 'roofcalc[torch]'") from None
+        raise RoofcalcError(f"tracing model_type '{model_type}' needs torch and transformers (roofcalc traces a "
+                            f"model_type it has no hand model for, and any with --trace): pip install "
+                            f"'roofcalc[torch]'") from None
     return torch, transformers
 
 

@@ -152,6 +152,11 @@ def group_ops(ops: list[_Op], weights: set, cache: set, old_cache: set, finals: 
 def merge_layers(kernels: list[TracedKernel], view: str) -> list[Kernel]:
     """roofcalc kernels: identical layers' kernels become one row with a count. A name that runs
     twice in one layer (the experts' two grouped matmuls) is numbered: name, name#2."""
+    return merged_layers(kernels, view)[0]
+
+
+def merged_layers(kernels: list[TracedKernel], view: str) -> tuple[list[Kernel], list[tuple]]:
+    """:func:`merge_layers`' rows, and the layers each row ran in (() for one outside the layers)."""
     seen: dict[tuple, int] = {}
     numbered = []
     for k in kernels:
@@ -164,13 +169,15 @@ def merge_layers(kernels: list[TracedKernel], view: str) -> list[Kernel]:
         key = (k.name, k.kind, k.dims, cost, k.launches, k.params, k.param_bytes, k.experts)
         if key in rows:
             rows[key][1] += 1
+            rows[key][2].append(k.layer)
         else:
-            rows[key] = [k, 1]
+            rows[key] = [k, 1, [k.layer]]
     names: dict[str, int] = {}
     for (name, *_rest) in rows:
         names[name] = names.get(name, 0) + 1
-    out, taken = [], {}
-    for (name, kind, dims, cost, launches, params, pbytes, _), (k, n) in rows.items():
+    out, taken, layer_sets = [], {}, []
+    for (name, kind, dims, cost, launches, params, pbytes, _), (k, n, layers) in rows.items():
+        layer_sets.append(tuple(x for x in layers if x is not None))
         label = name
         if names[name] > 1:  # the same module costs differently in different layers (sliding, dense/MoE)
             label = f"{name}[{k.layer}]" if k.layer is not None else f"{name}[{taken.get(name, 0)}]"
@@ -178,7 +185,7 @@ def merge_layers(kernels: list[TracedKernel], view: str) -> list[Kernel]:
         scope = "layer" if k.layer is not None else "model"
         out.append(Kernel(label, kind, scope, n, dims, cost, params=params, param_bytes=pbytes, role=k.role,
                           launches=launches, expert_weights=k.experts, sizes=_sizes(k)))
-    return out
+    return out, layer_sets
 
 
 def _sizes(k: TracedKernel) -> MatmulSizes | None:

@@ -22,7 +22,9 @@ Each traced kernel gets its rank's share, from the plan:
 Every other kernel of a module that holds a ``colwise`` entry (the attention core, rotary on q and k,
 the cache update, the activation between gate/up and down) works on the rank's heads or width: its
 FLOPs and activations N-th, its KV bytes 1/min(N, K)-th (the cache update's everything: it moves the
-rank's KV heads alone); a weight it reads (a per-head norm's) is whole. A weight matmul inside such a
+rank's KV heads alone); a weight it reads (a per-head norm's) is whole. A module counts as split in the
+layers where one of its own kernels is split (Nemotron-H's ``mixer`` is an attention block split by heads
+in some layers, a Mamba-2 or MLP block run whole in others). A weight matmul inside such a
 module that the plan does not name runs whole where it reads the layer's hidden state (a router), and
 is refused otherwise; so are the styles this module does not model yet (``local_params``). Multi-head
 latent attention (``mla_kv_a_proj``, transformers' MlaKvAProjParallel): the latent projection whole,
@@ -219,9 +221,22 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
     sharded = {p.rpartition(".")[0] for p, style in layer_keys if style in COLUMN} - experts
     n, kv = s.n_heads, s.n_kv_heads
 
+    # which of those modules a layer splits: a module path one kind of layer splits may hold another kind's
+    # whole module (Nemotron-H's "mixer": attention split by heads, a Mamba mixer or an MLP whole)
+    layers_of = {id(k): ls for k, ls in zip(a.kernels, a.kernel_layers)} if len(a.kernel_layers) == len(a.kernels) \
+        else {}
+    split_in: dict[int, set] = {}
+    for k in a.kernels:
+        if k.scope == "layer" and _style(k, layer_keys, model_keys) in COLUMN:
+            for layer in layers_of.get(id(k), ()):
+                split_in.setdefault(layer, set()).update(p for p in sharded if _base(k).startswith(p + "."))
+
     def inside(k: Kernel) -> bool:
-        return k.scope == "layer" and _style(k, layer_keys, model_keys) is None and \
-            any(_base(k).startswith(p + ".") for p in sharded)
+        if k.scope != "layer" or _style(k, layer_keys, model_keys) is not None:
+            return False
+        homes = [p for p in sharded if _base(k).startswith(p + ".")]
+        layers = layers_of.get(id(k), ())
+        return bool(homes) and (not layers or any(p in split_in.get(x, ()) for x in layers for p in homes))
 
     # multi-head latent attention (mla_kv_a_proj: the latent projection whole on every rank, transformers'
     # MlaKvAProjParallel): the latent cache, and the norms of the latents (q_a_layernorm, kv_a_layernorm),
@@ -502,6 +517,9 @@ def traced_expert_parallel(traced: tuple, workload, parallel, view: str) -> Trac
     from ..parallel import Parallel
     from . import hf_config, trace
 
+    if not parallel.tp_attention and workload.batch % parallel.ep:  # before tracing anything
+        raise RoofcalcError(f"--batch {workload.batch} does not split over --ep {parallel.ep}: each rank runs "
+                            f"attention for B/{parallel.ep} of the sequences")
     cfg, name, label = traced
     config = hf_config(cfg, name)[0]
     whole = trace(cfg, name, workload, label, view=view)
@@ -515,9 +533,6 @@ def traced_expert_parallel(traced: tuple, workload, parallel, view: str) -> Trac
             f"vocabulary split over the {ep} ranks as --tp {ep} splits them ({plan.name}), for "
             f"every sequence (tensor-parallel attention); no all-to-all: each rank runs its experts on the tokens "
             f"routed to them and one all-reduce sums their outputs"))
-    if workload.batch % parallel.ep:
-        raise RoofcalcError(f"--batch {workload.batch} does not split over --ep {parallel.ep}: each rank runs "
-                            f"attention for B/{parallel.ep} of the sequences")
     local = trace(cfg, name, replace(workload, batch=workload.batch // parallel.ep), label, view=view)
     if parallel.tp > 1:
         local = traced_rank(local, Parallel(tp=parallel.tp), config)

@@ -25,6 +25,7 @@ class TracedAnalysis(Analysis):
     model_class: str = ""  # the transformers class traced (its _tp_plan names lm_head's split)
     bare_params: tuple = ()  # (path in its layer, name, numel, bytes, layer): a module's own beside its submodules
     expert_params: int = 0  # the routed experts' parameters (stacks on no kernel), whatever format stores them
+    kernel_layers: tuple = ()  # the layers each kernel row ran in (merged rows), where known
 
     @property
     def heads_text(self) -> str:
