@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+import re
 from dataclasses import dataclass, replace
 
 from ..calculator import Cost, Kernel, MatmulSizes
@@ -404,9 +405,26 @@ def _expert_share(k: Kernel, tp: int, s, home: str) -> Kernel:
             raise RoofcalcError(f"--tp {tp} for a traced {s.model_type}: {_base(k)} in {home} neither reads nor "
                                 f"writes the hidden size {s.d_model} whole, or its width does not divide")
         ew = k.expert_weights
-        return replace(k, cost=cost, sizes=sizes, dims=k.dims, params=k.params // tp, param_bytes=k.param_bytes // tp,
+        return replace(k, cost=cost, sizes=sizes, dims=_grouped_dims(k.dims, sizes), params=k.params // tp,
+                       param_bytes=k.param_bytes // tp,
                        expert_weights=None if ew is None else (ew[0], ew[1], tuple(b // tp for b in ew[2])))
     return replace(k, cost=_scaled(k.cost, 1, tp, weights=False))
+
+
+_GROUPED = re.compile(r"^\[(\d+),(\d+)\]x\[(\d+),(\d+),(\d+)\]$")  # a grouped matmul's [m,k]x[E,k,n]
+
+
+def _grouped_dims(dims: str, sizes: MatmulSizes | None = None, experts: int | None = None) -> str:
+    """A grouped matmul's shape text for a rank's share: its rows and widths from ``sizes``, its experts
+    ``experts``; any other text as it was."""
+    m = _GROUPED.match(dims)
+    if m is None:
+        return dims
+    rows, k, e, _, n = (int(x) for x in m.groups())
+    if sizes is not None:
+        rows, k, n = sizes.m, sizes.k, sizes.n
+    e = experts if experts is not None else e
+    return f"[{rows},{k}]x[{e},{k},{n}]"
 
 
 def _expert_rows(k: Kernel, ep: int, wl, held: int, share: tuple[int, int]) -> Kernel:
@@ -428,6 +446,7 @@ def _expert_rows(k: Kernel, ep: int, wl, held: int, share: tuple[int, int]) -> K
     per = sum(ew[2]) // ew[0]  # one expert's weights in this kernel
     sizes = replace(k.sizes, m=-(-k.sizes.m * num // den)) if isinstance(k.sizes, MatmulSizes) else k.sizes
     return replace(k, cost=replace(cost, weight_bytes=other + held * per), sizes=sizes, params=k.params // ep,
+                   dims=_grouped_dims(k.dims, sizes if isinstance(sizes, MatmulSizes) else None, ew[0] // ep),
                    param_bytes=k.param_bytes // ep, expert_weights=(ew[0] // ep, ew[1], tuple(b // ep for b in ew[2])))
 
 
@@ -485,7 +504,7 @@ def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis, fi
             expert_bytes += sum(ew[2]) * k.count
             reads = k.cost.weight_bytes - traced_expert_bytes(ew, lw.tokens, lw.experts) + \
                 sum(round(b * share) for b in ew[2])
-            out.append(replace(k, cost=replace(k.cost, weight_bytes=reads)))
+            out.append(replace(k, cost=replace(k.cost, weight_bytes=reads), dims=_grouped_dims(k.dims, None, n_exp // ep)))
             if i == last[_layer_tag(k)]:
                 out.append(replace(collective(f"{home}.combine_all_to_all{_layer_tag(k)}", "all_to_all", message, ep,
                                               k.count, k.scope, dims), ranks=span))
