@@ -713,7 +713,6 @@ def pipeline_roofline(shape: ModelShape, wl: Workload, pp: int, micro_batches: i
     par = Parallel(tp=tp, pp=pp, ep=ep)
     spans = stage_layers(shape.n_layers, pp)  # more stages than layers: refused before tracing
     full = analyze(shape, wl) if traced is None else traced.whole(wl)
-    spans = stage_layers(full.shape.n_layers, pp)
     results = []
     for s in range(pp):
         if traced is not None:

@@ -136,8 +136,9 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
         param_bytes += encoders["param_bytes"]
     shape = shape_of(config, label or cfg["model_type"], name, cfg)
     kv_per_token, cache_bytes, span = doc["kv_bytes_per_token"], doc["cache_bytes"], None
-    bare = tuple((_layer_split(module)[1], leaf, numel, nbytes, _layer_split(module)[0])
-                 for module, own in (doc.get("bare_params") or {}).items() for leaf, (numel, nbytes) in own.items())
+    bare = tuple((inner, leaf, numel, nbytes, layer)
+                 for module, own in (doc.get("bare_params") or {}).items()
+                 for layer, inner, _ in [_layer_split(module)] for leaf, (numel, nbytes) in own.items())
     if stage is not None:  # one pipeline stage: its layers' kernels, its modules' weights, its cache layers
         from ..parallel import stage_layers
         from .pipeline import stage_cache, stage_cut, stage_weights, tied_copies
