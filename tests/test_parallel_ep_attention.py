@@ -74,6 +74,9 @@ def test_refusals(capsys, tmp_path):
     assert main([str(path), "--hw", "h100", "--ep", "2", "--ep-attention", "tp", "--batch", "1,4"]) == 2
     err = capsys.readouterr().err
     assert "describes one step" in err and err.count("\n") == 1
+    assert main([str(path), "--hw", "h100", "--ep-attention", "tp"]) == 2  # no --ep: the flag would do nothing
+    err = capsys.readouterr().err
+    assert "give it with --ep N" in err and err.count("\n") == 1
 
 
 def test_a_list_of_ep_sizes_counts_every_sequence_once():

@@ -363,7 +363,10 @@ AXES = ("tp", "pp", "ep")
 
 def _sizes_of(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
     """The ranks given on each parallel axis (--tp, --pp, --ep), each a size or a list."""
-    return {axis: parse_sizes(str(getattr(args, axis, "1")), axis, 1024) for axis in AXES}
+    sizes = {axis: parse_sizes(str(getattr(args, axis, "1")), axis, 1024) for axis in AXES}
+    if getattr(args, "ep_attention", "dp") == "tp" and max(sizes["ep"]) == 1:
+        raise RoofcalcError("--ep-attention tp says how --ep ranks split attention; give it with --ep N (N > 1)")
+    return sizes
 
 
 def _swept_axis(args: argparse.Namespace) -> str | None:
