@@ -326,7 +326,7 @@ def test_a_traced_expert_parallel_rank_equals_the_hand_models(name, layout):
 
 def test_traced_ep_from_the_command_line(tmp_path, capsys):
     """--trace --ep 2 prints one rank's table with its all-to-alls, --ep-attention tp one without them; a
-    context sweep with --ep, or a batch that does not split, is refused in one line."""
+    batch that does not split, or a sweep with --ep-attention tp, is refused in one line."""
     path = tmp_path / "c.json"
     path.write_text(json.dumps(MOE["mixtral"]))
     assert main([str(path), "--trace", "--ep", "2", "--batch", "4", "--hw", "h100"]) == 0
@@ -336,7 +336,8 @@ def test_traced_ep_from_the_command_line(tmp_path, capsys):
     assert main([str(path), "--trace", "--ep", "2", "--ep-attention", "tp", "--hw", "h100"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "2 of the 4 routed experts at their whole width, and attention" in out and "all_to_all" not in out
-    for flags in (["--ep", "2", "--batch", "4", "--context", "100,200"], ["--ep", "2", "--batch", "3"]):
+    for flags in (["--ep", "2", "--ep-attention", "tp", "--batch", "4", "--context", "100,200"],
+                  ["--ep", "2", "--batch", "3"]):
         assert main([str(path), "--trace", *flags, "--hw", "h100"]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "--ep" in err
@@ -380,8 +381,6 @@ def test_a_traced_tp_sweep_is_the_single_steps_at_its_corners(tmp_path, capsys):
         one = json.loads(capsys.readouterr().out)["step"]
         assert (p["flops"], p["bytes"], p["memory_bytes"]) == (one["flops"], one["bytes"], one["memory_bytes"])
         assert p["predicted_s"] == pytest.approx(one["predicted_s"], rel=1e-9)
-    assert main([str(path), "--trace", "--pp", "2", "--batch", "1,8", "--context", "100", "--hw", "h100"]) == 2
-    assert "sweep the hand-modelled families" in capsys.readouterr().err
 
 
 def test_mxfp4_experts_split_over_expert_parallel_ranks():
@@ -404,3 +403,37 @@ def test_mxfp4_experts_split_over_expert_parallel_ranks():
         assert whole.params - rank.params == 3_145_728
         if weights == "mxfp4":
             assert whole.weight_storage_bytes - rank.weight_storage_bytes == 1_671_168
+
+
+EP_SWEPT = {"mixtral-ep2": ("mixtral", Parallel(ep=2)), "qwen3_moe-tp2-ep2": ("qwen3_moe", Parallel(tp=2, ep=2)),
+            "qwen3_moe-ep4": ("qwen3_moe", Parallel(ep=4))}
+
+
+@pytest.mark.parametrize("layout", sorted(EP_SWEPT))
+def test_a_traced_ep_sweep_is_the_single_steps_and_the_hand_models(layout, tmp_path, capsys):
+    """A batch x context sweep of a traced MoE over --ep ranks: fitted from four traced probes at a rank's
+    1 and 2 sequences, its experts' weight bytes read off the whole step's tokens at every batch (a rank's
+    share of the experts every rank's sequences reach, not linear in the batch). At every point of a 2 x 3
+    grid, four fitted rather than probed, it gives the single traced step's FLOPs, bytes, memory and time,
+    and the hand model's --ep sweep's weight bytes, KV bytes and memory; the verdicts' batches (KV
+    overtaking the weights, the largest that fits) are the hand sweep's too (ideal view: --impl cuda-graph)."""
+    name, par = EP_SWEPT[layout]
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(dict(MOE[name], torch_dtype="bfloat16")))
+    flags = [str(path), "--tp", str(par.tp), "--ep", str(par.ep), "--hw", "h100", "--impl", "cuda-graph",
+             "--format", "json"]
+    grid = ["--batch", f"{par.ep},{6 * par.ep}", "--context", "20,40,60"]
+    assert main(flags + ["--trace"] + grid) == 0
+    traced = json.loads(capsys.readouterr().out)
+    assert main(flags + grid) == 0
+    hand = json.loads(capsys.readouterr().out)
+    assert len(traced["points"]) == len(hand["points"]) == 6
+    for p, h in zip(traced["points"], hand["points"]):
+        assert main(flags + ["--trace", "--batch", str(p["batch"]), "--context", str(p["context"])]) == 0
+        one = json.loads(capsys.readouterr().out)["step"]
+        assert (p["flops"], p["bytes"], p["memory_bytes"]) == (one["flops"], one["bytes"], one["memory_bytes"])
+        assert p["predicted_s"] == pytest.approx(one["predicted_s"], rel=1e-9)
+        assert (p["batch"], p["context"], p["weight_bytes"], p["kv_bytes"], p["memory_bytes"]) == \
+            (h["batch"], h["context"], h["weight_bytes"], h["kv_bytes"], h["memory_bytes"])
+    keys = ("kv_over_weights_batch", "max_batch")
+    assert [{k: v[k] for k in keys} for v in traced["verdicts"]] == [{k: v[k] for k in keys} for v in hand["verdicts"]]

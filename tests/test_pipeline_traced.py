@@ -129,7 +129,7 @@ def test_a_quantized_stage_holds_its_layers_as_stored():
 
 def test_traced_pp_from_the_command_line(tmp_path, capsys):
     """--trace --pp 2 prints the pipeline's line and the slowest stage's table; a --pp list compares the
-    sizes; a context sweep over a traced pipeline is refused in one line."""
+    sizes; more stages than layers is refused in one line."""
     path = tmp_path / "c.json"
     path.write_text(json.dumps(dict(DENSE["llama"], num_hidden_layers=4)))
     assert main([str(path), "--trace", "--pp", "2", "--tp", "2", "--batch", "4", "--hw", "h100"]) == 0
@@ -139,9 +139,9 @@ def test_traced_pp_from_the_command_line(tmp_path, capsys):
     assert main([str(path), "--trace", "--pp", "1,2,4", "--hw", "h100"]) == 0
     rows = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line[:2] in ("1 ", "2 ", "4 ")]
     assert rows == ["1", "2", "4"]
-    assert main([str(path), "--trace", "--pp", "2", "--batch", "4", "--context", "100,200", "--hw", "h100"]) == 2
+    assert main([str(path), "--trace", "--pp", "8", "--batch", "4", "--context", "100,200", "--hw", "h100"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "sweep the hand-modelled families" in err
+    assert err.count("\n") == 1 and "--pp 8" in err
 
 
 @pytest.mark.parametrize("name", ["mixtral", "qwen3_moe"])
@@ -169,3 +169,38 @@ def test_a_traced_expert_parallel_stage_equals_the_hand_models(name, tp):
                 traced.cached_sequences, traced.totals.matmul_flops) == \
             (hand.params, hand.weight_storage_bytes, hand.kv_bytes_per_token, hand.memory_bytes,
              hand.cached_sequences, hand.totals.matmul_flops), s
+
+
+SWEPT = {"pp2": ("llama", Parallel(pp=2)), "pp2-tp2": ("llama", Parallel(tp=2, pp=2)),
+         "pp2-ep2": ("mixtral", Parallel(pp=2, ep=2)), "pp2-tp2-ep2": ("qwen3_moe", Parallel(tp=2, pp=2, ep=2))}
+
+
+def _json(flags: list, capsys) -> dict:
+    assert main(flags) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("layout", sorted(SWEPT))
+def test_a_traced_pipeline_sweep_is_the_single_steps_and_the_hand_models(layout, tmp_path, capsys):
+    """A batch x context sweep over a traced pipeline (each stage's grid fitted from four traced probes,
+    combined as the single step combines its stages) gives at every point of a 2 x 3 grid, four of them
+    fitted rather than probed (batch 12 is 3 micro-batches' worth past the probes, contexts 40 and 60 past
+    20 and 21), the single traced step's pipeline time, slowest stage's FLOPs and bytes and largest stage's
+    memory; and the hand model's sweep's weight bytes, KV bytes and memory (4 layers over 2 stages, the
+    ideal view: --impl cuda-graph)."""
+    name, par = SWEPT[layout]
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(dict(DENSE[name] if name in DENSE else MOE[name], num_hidden_layers=4,
+                                    torch_dtype="bfloat16")))
+    flags = [str(path), "--pp", str(par.pp), "--tp", str(par.tp), "--ep", str(par.ep), "--hw", "h100", "--impl",
+             "cuda-graph", "--format", "json"]
+    grid = ["--batch", "4,12", "--context", "20,40,60"]
+    traced, hand = _json(flags + ["--trace"] + grid, capsys), _json(flags + grid, capsys)
+    assert len(traced["points"]) == len(hand["points"]) == 6
+    for p, h in zip(traced["points"], hand["points"]):
+        one = _json(flags + ["--trace", "--batch", str(p["batch"]), "--context", str(p["context"])], capsys)
+        assert p["predicted_s"] == pytest.approx(one["parallel"]["step_s"], rel=1e-9)
+        assert (p["flops"], p["bytes"], p["memory_bytes"]) == (one["step"]["flops"], one["step"]["bytes"],
+                                                               one["parallel"]["largest_stage_memory_bytes"])
+        assert (p["batch"], p["context"], p["weight_bytes"], p["kv_bytes"], p["memory_bytes"]) == \
+            (h["batch"], h["context"], h["weight_bytes"], h["kv_bytes"], h["memory_bytes"])

@@ -281,6 +281,11 @@ class Analyzer:
         """The single step's own analysis, which a sweep's corners must equal."""
         return self(wl)
 
+    def expert_bytes(self, expert_weights: tuple, tokens: int, mode: str) -> int:
+        """Bytes a traced experts kernel (``Kernel.expert_weights``) reads when the step this analyzer
+        addresses routes ``tokens`` tokens (:func:`traced_expert_bytes`; an --ep rank's share differs)."""
+        return traced_expert_bytes(expert_weights, tokens, mode)
+
 
 # --------------------------------------------------------------------------- primitives
 

@@ -341,16 +341,21 @@ def build_sweep(args: argparse.Namespace, shape=None):
         kw["analyzer"] = PipelineAnalyzer(shape, par, args.micro_batches) if par.pp > 1 else \
             LocalBatchAnalyzer(shape, par) if par.ep > 1 else RankAnalyzer(shape, par)
     if traced is not None:
-        from .trace import TracedRankAnalyzer, analyzer
+        from .trace import TracedEPAnalyzer, TracedRankAnalyzer, analyzer, hf_config
 
         cfg, name, label = traced
         view = "eager" if args.impl == "hf-eager" else "ideal"
-        if par.gpus > 1 and par.gpus != par.tp:
-            raise RoofcalcError("a batch or context sweep of a traced model runs on one GPU or over --tp ranks; "
-                                "--pp and --ep sweep the hand-modelled families (a traced model takes them on "
-                                "one step, or as a list)")
-        kw["analyzer"] = TracedRankAnalyzer(cfg, name, label, view, par) if par.tp > 1 else \
-            analyzer(cfg, name, label, view=view)
+        if par.pp > 1:
+            from .trace.pipeline import TracedPipelineAnalyzer, TracedStages
+
+            stages = TracedStages(cfg, name, label, view, hf_config(cfg, name)[0])
+            kw["analyzer"] = TracedPipelineAnalyzer(shape, par, args.micro_batches, stages)
+        elif par.ep > 1:
+            kw["analyzer"] = TracedEPAnalyzer(cfg, name, label, view, par)
+        elif par.tp > 1:
+            kw["analyzer"] = TracedRankAnalyzer(cfg, name, label, view, par)
+        else:
+            kw["analyzer"] = analyzer(cfg, name, label, view=view)
     hardware, profile = _hardware(args)
     return sweep(
         shape, hardware, batches=batches, contexts=contexts, prompts=prompts, generate=args.generate,

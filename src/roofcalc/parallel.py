@@ -422,6 +422,9 @@ def tp_plan_words(shape: ModelShape) -> str:
     return plan + "vocab-parallel embedding and lm_head"
 
 
+SWEPT_EP_SEQUENCES = "B/{ep} of each step's B sequences (the batch column counts all of them)"  # a sweep's rank
+
+
 def ep_plan_words(shape: ModelShape, parallel: Parallel, batch: int, swept_batch: bool = False) -> str:
     """How --ep splits the experts and the sequences, in words; ``swept_batch``: the batch is a sweep's column."""
     ep, tp, n = parallel.ep, parallel.tp, shape.moe.n_experts
@@ -433,7 +436,7 @@ def ep_plan_words(shape: ModelShape, parallel: Parallel, batch: int, swept_batch
     return (f"{n // ep} of the {n} routed experts"
             + (f" (each at 1/{tp} of its width: --ep {ep} groups of --tp {tp} ranks)" if tp > 1 else "")
             + ", and attention and the dense layers for "
-            + (f"B/{ep} of each step's B sequences (the batch column counts all of them)" if swept_batch
+            + (SWEPT_EP_SEQUENCES.format(ep=ep) if swept_batch
                else f"{batch} of the {batch * ep} sequences")
             + " (data-parallel attention); all-to-all dispatch and combine around the experts")
 
@@ -767,6 +770,10 @@ class PipelineAnalyzer(RankAnalyzer):
             return replace(a, parallel=self.parallel)
         return RankAnalysis(shard(self.shape, tp), wl, tuple(tp_kernels(self.shape, wl, tp)), parallel=self.parallel,
                             full=analyze(self.shape, wl))
+
+    def stage(self, s: int, micro: int) -> StageAnalyzer:
+        """Stage ``s``'s analyzer, each workload one of ``micro`` micro-batches."""
+        return StageAnalyzer(self.shape, self.parallel, s, micro)
 
     def describe(self) -> str:
         """The sweep header's line: what each row's numbers are."""

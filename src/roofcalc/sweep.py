@@ -28,11 +28,11 @@ import math
 from dataclasses import dataclass, fields, replace
 
 from .calculator import (MAX_BATCH, MAX_TOKENS, Cost, Workload, _layer_groups, analyze, decoder_layer, kv_cache_bytes,
-                         model_head, touched_experts, traced_expert_bytes)
+                         model_head, touched_experts)
 from .errors import RoofcalcError
 from .inputs import MAX_GRID_POINTS, check_sizes
 from .predict import KernelModel, StepTimes, ideal, step_times
-from .parallel import PipelineAnalyzer, StageAnalyzer, link_bytes, pipeline_step_s
+from .parallel import PipelineAnalyzer, link_bytes, pipeline_step_s
 from .roofline import Roof, attention_sizes, gpus_of, kernel_term, launches, place, weight_format
 from .shapes import ModelShape
 
@@ -246,8 +246,8 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
             weight = np.array([[per_batch[int(bb)][i][0].cost.weight_bytes] for bb in b[:, 0]], dtype=np.int64)
         elif kernel.expert_weights:  # traced experts: the share a batch reaches
             mode = workload_kw.get("experts", "expected")
-            rest = costs[0].weight_bytes - traced_expert_bytes(kernel.expert_weights, 1, mode)
-            weight = np.array([[rest + traced_expert_bytes(kernel.expert_weights, int(bb), mode)]
+            rest = costs[0].weight_bytes - analyzer.expert_bytes(kernel.expert_weights, 1, mode)
+            weight = np.array([[rest + analyzer.expert_bytes(kernel.expert_weights, int(bb), mode)]
                                for bb in b[:, 0]], dtype=np.int64)
         moved = _plus(coef["act_read_bytes"], coef["act_write_bytes"], coef["kv_read_bytes"], coef["kv_write_bytes"])
         step = totals.setdefault(window, {f: [0, 0, 0, 0] for f in ("flops", "bytes", "weight_bytes", "kv_bytes")})
@@ -428,7 +428,7 @@ def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: floa
         mode = workload_kw.get("experts", "expected")
 
         def x(tokens: int) -> int:
-            return sum(count * traced_expert_bytes(ew, tokens, mode) for count, ew in parts)
+            return sum(count * analyzer.expert_bytes(ew, tokens, mode) for count, ew in parts)
     x12 = (x(1), x(2))
 
     def line(arr2, minus=(0, 0)):
@@ -785,7 +785,7 @@ def pipeline_grid(kind: str, shape: ModelShape, batches, lengths, roof, *, analy
         local = [int(batches[i]) // micro // analyzer.parallel.ep for i in idx]
         grids = []
         for s in range(pp):
-            stage_kw = dict(kw, analyzer=StageAnalyzer(shape, analyzer.parallel, s, micro))
+            stage_kw = dict(kw, analyzer=analyzer.stage(s, micro))
             if kind == "decode":
                 g = decode_grid(shape, local, lengths, roof, **stage_kw)
                 check_corners(shape, g, roof, **stage_kw)

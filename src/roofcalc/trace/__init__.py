@@ -83,6 +83,36 @@ class TracedRankAnalyzer(TraceAnalyzer):
         return self.ranks[wl]
 
 
+class TracedEPAnalyzer(TraceAnalyzer):
+    """One --ep rank of a traced model for the sweeps (data-parallel attention, --tp inside), addressed by
+    the sequences its attention runs: a workload of batch b is the step of ep x b sequences over every
+    rank (:func:`roofcalc.trace.parallel.traced_expert_parallel`), as the hand models' LocalBatchAnalyzer."""
+
+    def __init__(self, cfg: dict, name: str, label: str | None, view: str, parallel):
+        super().__init__(cfg, name, label, view)
+        self.parallel, self.ranks = parallel, {}
+
+    @property
+    def scale(self) -> int:
+        return self.parallel.ep
+
+    def __call__(self, wl: Workload):
+        from .parallel import ep_words, traced_expert_parallel
+
+        if wl not in self.ranks:
+            a = traced_expert_parallel((self.cfg, self.name, self.label), replace(wl, batch=wl.batch * self.scale),
+                                       self.parallel, self.view, merge=False)
+            n = next(k.expert_weights[0] for k in a.kernels if k.expert_weights is not None)
+            self.ranks[wl] = replace(a, ep_words=ep_words(n, self.parallel))  # the batch is the sweep's column
+        return self.ranks[wl]
+
+    def expert_bytes(self, expert_weights: tuple, tokens: int, mode: str) -> int:
+        """The rank's share of the experts the whole step's scale x ``tokens`` tokens reach."""
+        from .parallel import ep_expert_bytes
+
+        return ep_expert_bytes(expert_weights, tokens * self.scale, mode, self.scale)
+
+
 def trace(cfg: dict, name: str, wl: Workload, label: str | None = None, *, view: str = "ideal",
           use_cache: bool = True, merge: bool = True, stage: tuple[int, int] | None = None) -> TracedAnalysis:
     """The traced step as an :class:`Analysis` whose kernels carry the ``view``'s bytes (ideal | eager);
@@ -178,4 +208,4 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
                           + _parts_note(params, language, encoders))
 
 
-__all__ = ["ConfigCheck", "TracedAnalysis", "TracedRankAnalyzer", "analyzer", "hf_config", "trace", "trace_raw", "traced_shape"]
+__all__ = ["ConfigCheck", "TracedAnalysis", "TracedEPAnalyzer", "TracedRankAnalyzer", "analyzer", "hf_config", "trace", "trace_raw", "traced_shape"]

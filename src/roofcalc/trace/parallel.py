@@ -462,6 +462,30 @@ def plan_words(plan: Plan) -> str:
 
 
 
+def ep_expert_bytes(expert_weights: tuple, tokens: int, mode: str, ep: int) -> int:
+    """Bytes an experts kernel reads on one of ``ep`` ranks that each hold E/ep experts, when the whole
+    step routes ``tokens`` tokens: its share of the experts they reach (each weight's full bytes times
+    touched / ep / E, rounded as :func:`roofcalc.calculator.traced_expert_bytes` rounds)."""
+    from ..calculator import touched_experts
+
+    n_exp, top_k, fulls = expert_weights
+    share = touched_experts(n_exp, top_k, tokens, mode) / ep / n_exp
+    return sum(round(b * share) for b in fulls)
+
+
+def ep_words(n_exp: int, parallel, sequences: str | None = None) -> str:
+    """The header's account of a traced --ep rank whose attention runs ``sequences`` (words; None: a
+    sweep's rank, whose batch is a column)."""
+    from ..parallel import SWEPT_EP_SEQUENCES
+
+    ep, tp = parallel.ep, parallel.tp
+    sequences = sequences or SWEPT_EP_SEQUENCES.format(ep=ep)
+    return (f"{n_exp // ep} of the {n_exp} routed experts"
+            + (f" (each at 1/{tp} of its width: --ep {ep} groups of --tp {tp} ranks)" if tp > 1 else "")
+            + f", and attention and the dense layers for {sequences} (data-parallel attention); all-to-all "
+            f"dispatch and combine around the experts (the trace's experts kernels, each layer's first and last)")
+
+
 def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis, first: int = 0) -> TracedRankAnalysis:
     """One expert-parallel rank of a traced step (``--ep N``, data-parallel attention, as
     ``roofcalc.parallel.ep_kernels`` runs a hand model): ``local`` is the step traced at the rank's B/N
@@ -473,7 +497,7 @@ def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis, fi
     --tp rank of that trace (its experts at 1/T of their width) and the all-to-alls run between the ranks
     of the same tensor-parallel index (T apart: they span all T·N ranks, from global rank ``first``: a
     pipeline stage's)."""
-    from ..calculator import touched_experts, traced_expert_bytes
+    from ..calculator import traced_expert_bytes
     from ..parallel import collective
 
     ep, s = parallel.ep, local.shape
@@ -483,7 +507,6 @@ def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis, fi
     n_exp, top_k = experts[0].expert_weights[:2]
     if n_exp % ep:
         raise RoofcalcError(f"--ep {ep} does not divide the {n_exp} routed experts: each rank must hold a whole share")
-    share = touched_experts(n_exp, top_k, wl.tokens, wl.experts) / ep / n_exp  # of each expert weight's full bytes
     lw = local.workload
     message = lw.act_dtype.nbytes(lw.tokens * top_k * s.d_model)
     dims = f"[{lw.tokens}x{top_k},{s.d_model}]"
@@ -503,7 +526,7 @@ def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis, fi
                                               k.scope, dims), ranks=span))
             expert_bytes += sum(ew[2]) * k.count
             reads = k.cost.weight_bytes - traced_expert_bytes(ew, lw.tokens, lw.experts) + \
-                sum(round(b * share) for b in ew[2])
+                ep_expert_bytes(ew, wl.tokens, wl.experts, ep)
             out.append(replace(k, cost=replace(k.cost, weight_bytes=reads), dims=_grouped_dims(k.dims, None, n_exp // ep)))
             if i == last[_layer_tag(k)]:
                 out.append(replace(collective(f"{home}.combine_all_to_all{_layer_tag(k)}", "all_to_all", message, ep,
@@ -512,12 +535,7 @@ def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis, fi
         out.append(k)
     kept = expert_bytes // ep
     expert_params = local.expert_params or expert_bytes // wl.weight_dtype.nbytes(1)
-    words = (f"{n_exp // ep} of the {n_exp} routed experts"
-             + (f" (each at 1/{parallel.tp} of its width: --ep {ep} groups of --tp {parallel.tp} ranks)"
-                if parallel.tp > 1 else "")
-             + f", and attention and the dense layers for {lw.batch} of the {wl.batch} sequences (data-parallel "
-             f"attention); all-to-all dispatch and combine around the experts (the trace's experts kernels, each "
-             f"layer's first and last)")
+    words = ep_words(n_exp, parallel, f"{lw.batch} of the {wl.batch} sequences")
     return TracedRankAnalysis(
         s, lw, tuple(out), source=local.source, view=local.view,
         traced_kv_bytes_per_token=local.traced_kv_bytes_per_token, traced_cache_bytes=local.traced_cache_bytes,
@@ -528,11 +546,11 @@ def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis, fi
         plan_words=getattr(local, "plan_words", ""), ep_words=words, expert_params=expert_params // ep)
 
 
-def traced_expert_parallel(traced: tuple, workload, parallel, view: str) -> TracedRankAnalysis:
+def traced_expert_parallel(traced: tuple, workload, parallel, view: str, merge: bool = True) -> TracedRankAnalysis:
     """One --ep rank of a traced model's step (``traced``: its config, name and label): with data-parallel
     attention traced at its B/N sequences (one --tp rank of them by the config class's plan), its experts
     split over the ranks (:func:`traced_ep_rank`); with --ep-attention tp split as --tp N splits it, each
-    rank E/N whole experts (:func:`traced_rank`)."""
+    rank E/N whole experts (:func:`traced_rank`). ``merge``: as :func:`roofcalc.trace.trace`'s."""
     from ..parallel import Parallel
     from . import hf_config, trace
 
@@ -552,10 +570,10 @@ def traced_expert_parallel(traced: tuple, workload, parallel, view: str) -> Trac
             f"vocabulary split over the {ep} ranks as --tp {ep} splits them ({plan.name}), for "
             f"every sequence (tensor-parallel attention); no all-to-all: each rank runs its experts on the tokens "
             f"routed to them and one all-reduce sums their outputs"))
-    local = trace(cfg, name, replace(workload, batch=workload.batch // parallel.ep), label, view=view)
+    local = trace(cfg, name, replace(workload, batch=workload.batch // parallel.ep), label, view=view, merge=merge)
     if parallel.tp > 1:
         local = traced_rank(local, Parallel(tp=parallel.tp), config)
     return traced_ep_rank(local, workload, parallel, whole)
 
-__all__ = ["Plan", "SERVING_PLANS", "TracedRankAnalysis", "model_plan", "plan_words", "traced_ep_rank", "traced_expert_parallel",
+__all__ = ["Plan", "SERVING_PLANS", "TracedRankAnalysis", "ep_expert_bytes", "ep_words", "model_plan", "plan_words", "traced_ep_rank", "traced_expert_parallel",
            "traced_rank"]

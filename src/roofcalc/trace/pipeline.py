@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
+from ..calculator import Analyzer
 from ..errors import RoofcalcError
+from ..parallel import PipelineAnalyzer
 from .parallel import TracedRankAnalysis
 
 
@@ -166,8 +168,10 @@ class TracedStages:
 
         return traced_expert_parallel((self.cfg, self.name, self.label), wl, parallel, self.view)
 
-    def stage(self, micro, parallel, s: int, *, micro_batches: int, batch: int, full) -> TracedStageAnalysis:
-        """Stage ``s`` on one micro-batch ``micro``: one --tp rank of it, its send to the next stage."""
+    def stage(self, micro, parallel, s: int, *, micro_batches: int, batch: int, full,
+              merge: bool = True) -> TracedStageAnalysis:
+        """Stage ``s`` on one micro-batch ``micro``: one --tp rank of it, its send to the next stage
+        (``merge``: as :func:`roofcalc.trace.trace`'s)."""
         from ..parallel import Parallel, stage_layers
         from . import trace
         from .parallel import traced_ep_rank, traced_rank
@@ -177,7 +181,7 @@ class TracedStages:
             raise RoofcalcError(f"a micro-batch of {micro.batch} sequences does not split over --ep {ep}: each rank "
                                 f"runs attention for B/{ep} of them")
         local = replace(micro, batch=micro.batch // ep)
-        a = trace(self.cfg, self.name, local, self.label, view=self.view, stage=(parallel.pp, s))
+        a = trace(self.cfg, self.name, local, self.label, view=self.view, stage=(parallel.pp, s), merge=merge)
         words = ""
         if tp > 1:
             a = traced_rank(a, Parallel(tp=tp), self.config)
@@ -190,5 +194,62 @@ class TracedStages:
                         batch=batch, plan_words=words)
 
 
-__all__ = ["TracedStageAnalysis", "TracedStages", "as_stage", "stage_cache", "stage_cut", "stage_weights", "tied_copies",
+class TracedPipelineAnalyzer(PipelineAnalyzer):
+    """A sweep over a traced model's pipeline (``--pp``, with --tp and --ep inside each stage): called
+    with a workload it gives the header's rank of the whole model; :meth:`stage` each stage's analyzer."""
+
+    traced = True
+
+    def __init__(self, shape, parallel, micro_batches: int | None, stages: TracedStages):
+        super().__init__(shape, parallel, micro_batches)
+        self.stages, self.memo = stages, {}
+
+    def __call__(self, wl):
+        from ..parallel import Parallel
+        from .parallel import ep_words, traced_rank
+
+        if wl not in self.memo:
+            tp, ep = self.parallel.tp, self.parallel.ep
+            if ep > 1:  # the header's rank: b of the step's ep·b sequences, the batch the sweep's column
+                a = self.stages.expert_rank(replace(wl, batch=wl.batch * ep), Parallel(tp, ep=ep))
+                n = next(k.expert_weights[0] for k in a.kernels if k.expert_weights is not None)
+                a = replace(a, ep_words=ep_words(n, Parallel(tp, ep=ep)))
+            elif tp > 1:
+                a = traced_rank(self.stages.whole(wl), Parallel(tp=tp), self.stages.config)
+            else:  # the whole model is one rank's
+                whole = self.stages.whole(wl)
+                a = TracedRankAnalysis(**{f.name: getattr(whole, f.name) for f in fields(whole)}, full=whole)
+            self.memo[wl] = replace(a, parallel=self.parallel)
+        return self.memo[wl]
+
+    def stage(self, s: int, micro: int) -> "TracedStageAnalyzer":
+        return TracedStageAnalyzer(self.stages, self.parallel, s, micro)
+
+
+class TracedStageAnalyzer(Analyzer):
+    """One rank of traced stage ``s`` on one of ``micro`` micro-batches, for the sweeps: a workload of batch
+    b is a rank's b sequences of a micro-batch (b·ep over the --ep ranks; the step b·ep·micro), as the hand
+    models' StageAnalyzer."""
+
+    def __init__(self, stages: TracedStages, parallel, s: int, micro: int):
+        self.stages, self.parallel, self.s, self.micro, self.memo = stages, parallel, s, micro, {}
+
+    def __call__(self, wl):
+        if wl not in self.memo:
+            whole = replace(wl, batch=wl.batch * self.parallel.ep)  # the micro-batch over every --ep rank
+            self.memo[wl] = self.stages.stage(whole, self.parallel, self.s, micro_batches=self.micro,
+                                              batch=whole.batch * self.micro, full=self.stages.whole(whole),
+                                              merge=False)
+        return self.memo[wl]
+
+    def expert_bytes(self, expert_weights: tuple, tokens: int, mode: str) -> int:
+        """With --ep, the rank's share of the experts the micro-batch's ep x ``tokens`` tokens reach."""
+        from .parallel import ep_expert_bytes
+
+        ep = self.parallel.ep
+        return ep_expert_bytes(expert_weights, tokens * ep, mode, ep) if ep > 1 else \
+            super().expert_bytes(expert_weights, tokens, mode)
+
+
+__all__ = ["TracedPipelineAnalyzer", "TracedStageAnalysis", "TracedStageAnalyzer", "TracedStages", "as_stage", "stage_cache", "stage_cut", "stage_weights", "tied_copies",
            "with_send"]
