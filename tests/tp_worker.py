@@ -68,7 +68,7 @@ def main() -> None:
     config = transformers.AutoConfig.from_pretrained(path)
     # routed experts under layers.*.mlp.experts (Nemotron-H's config holds expert sizes, and its pattern here no
     # expert layer)
-    moe = config.model_type in ("mixtral", "qwen3_moe", "deepseek_v2", "deepseek_v3")
+    moe = config.model_type in ("mixtral", "qwen3_moe", "deepseek_v2", "deepseek_v3", "minicpm5_moe")
     own = getattr(type(config), "base_model_tp_plan", None) or {}
     rules = {}
     if moe and not ep and not any(".experts" in k for k in own):  # 5.25 on: the experts' TP rules handed over

@@ -10,7 +10,9 @@ Each traced kernel gets its rank's share, from the plan:
 
 - ``colwise`` / ``packed_colwise``: the linear's outputs split, n / N (a fused q/k/v keeps whole heads:
   N/T query heads and max(1, K/T) KV heads a rank, the KV heads replicated when fewer than the ranks, as
-  the hand plan does); FLOPs, weights and the output N-th.
+  the hand plan does); FLOPs, weights and the output N-th. ``unit_colwise`` (transformers'
+  UnitColwiseParallel, on k and v projections): the same, whole heads a rank, each replicated over N/K
+  ranks where there are fewer KV heads than ranks.
 - ``rowwise`` / ``packed_rowwise``: the inputs split, k / N; FLOPs, weights and the input N-th; an
   all-reduce of the output (m × n activations) follows it. ``rowwise_split_input`` alike, its input
   the whole (gathered) activation.
@@ -26,7 +28,7 @@ rank's KV heads alone); a weight it reads (a per-head norm's) is whole. A module
 layers where one of its own kernels is split (Nemotron-H's ``mixer`` is an attention block split by heads
 in some layers, a Mamba-2 or MLP block run whole in others). A weight matmul inside such a
 module that the plan does not name runs whole where it reads the layer's hidden state (a router), and
-is refused otherwise; so are the styles this module does not model yet (``local_params``). Multi-head
+is refused otherwise; so are the styles this module does not model yet (``embedding_colwise``). Multi-head
 latent attention (``mla_kv_a_proj``, transformers' MlaKvAProjParallel): the latent projection whole,
 and the latents' norms and the latent cache's update whole on every rank; ``kv_b_proj`` (colwise)
 reads the latent cache whole and makes its heads' keys and values. A rowwise projection's bias is added
@@ -47,7 +49,7 @@ from ..calculator import Cost, Kernel, MatmulSizes
 from ..errors import RoofcalcError
 from .result import TracedAnalysis
 
-COLUMN = ("colwise", "packed_colwise")
+COLUMN = ("colwise", "packed_colwise", "unit_colwise")  # unit_colwise: whole KV heads, replicated below N
 ROW = ("rowwise", "packed_rowwise")
 WHOLE = ("replicate", "replicated_with_grad_allreduce")
 # local_params marks a module whose own entries split its bare parameters (attention sinks): nothing of its own
