@@ -90,7 +90,7 @@ class TracedEPAnalyzer(TraceAnalyzer):
 
     def __init__(self, cfg: dict, name: str, label: str | None, view: str, parallel):
         super().__init__(cfg, name, label, view)
-        self.parallel, self.ranks = parallel, {}
+        self.parallel, self.ranks, self.full = parallel, {}, None
 
     @property
     def scale(self) -> int:
@@ -101,7 +101,8 @@ class TracedEPAnalyzer(TraceAnalyzer):
 
         if wl not in self.ranks:
             a = traced_expert_parallel((self.cfg, self.name, self.label), replace(wl, batch=wl.batch * self.scale),
-                                       self.parallel, self.view, merge=False)
+                                       self.parallel, self.view, merge=False, full=self.full)
+            self.full = a.full  # the whole model's parameters: traced once for the sweep
             n = next(k.expert_weights[0] for k in a.kernels if k.expert_weights is not None)
             self.ranks[wl] = replace(a, ep_words=ep_words(n, self.parallel))  # the batch is the sweep's column
         return self.ranks[wl]

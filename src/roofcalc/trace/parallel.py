@@ -548,11 +548,14 @@ def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis, fi
         plan_words=getattr(local, "plan_words", ""), ep_words=words, expert_params=expert_params // ep)
 
 
-def traced_expert_parallel(traced: tuple, workload, parallel, view: str, merge: bool = True) -> TracedRankAnalysis:
+def traced_expert_parallel(traced: tuple, workload, parallel, view: str, merge: bool = True,
+                           full: TracedAnalysis | None = None) -> TracedRankAnalysis:
     """One --ep rank of a traced model's step (``traced``: its config, name and label): with data-parallel
     attention traced at its B/N sequences (one --tp rank of them by the config class's plan), its experts
     split over the ranks (:func:`traced_ep_rank`); with --ep-attention tp split as --tp N splits it, each
-    rank E/N whole experts (:func:`traced_rank`). ``merge``: as :func:`roofcalc.trace.trace`'s."""
+    rank E/N whole experts (:func:`traced_rank`). ``merge``: as :func:`roofcalc.trace.trace`'s; ``full``: the
+    whole model's trace at any workload, for its parameters (a sweep's, traced once), with data-parallel
+    attention in place of tracing the whole step again."""
     from ..parallel import Parallel
     from . import hf_config, trace
 
@@ -561,7 +564,7 @@ def traced_expert_parallel(traced: tuple, workload, parallel, view: str, merge: 
                             f"attention for B/{parallel.ep} of the sequences")
     cfg, name, label = traced
     config = hf_config(cfg, name)[0]
-    whole = trace(cfg, name, workload, label, view=view)
+    whole = full if full is not None and not parallel.tp_attention else trace(cfg, name, workload, label, view=view)
     if parallel.tp_attention:
         rank = traced_rank(whole, parallel, config)
         plan = model_plan(whole.shape.family, whole.check.class_name if whole.check else "", whole.model_class, config)

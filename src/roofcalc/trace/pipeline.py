@@ -232,14 +232,15 @@ class TracedStageAnalyzer(Analyzer):
     models' StageAnalyzer."""
 
     def __init__(self, stages: TracedStages, parallel, s: int, micro: int):
-        self.stages, self.parallel, self.s, self.micro, self.memo = stages, parallel, s, micro, {}
+        self.stages, self.parallel, self.s, self.micro, self.memo, self.full = stages, parallel, s, micro, {}, None
 
     def __call__(self, wl):
         if wl not in self.memo:
             whole = replace(wl, batch=wl.batch * self.parallel.ep)  # the micro-batch over every --ep rank
+            if self.full is None:  # the whole model's parameters: traced once (at the rank's first workload)
+                self.full = self.stages.whole(wl)
             self.memo[wl] = self.stages.stage(whole, self.parallel, self.s, micro_batches=self.micro,
-                                              batch=whole.batch * self.micro, full=self.stages.whole(whole),
-                                              merge=False)
+                                              batch=whole.batch * self.micro, full=self.full, merge=False)
         return self.memo[wl]
 
     def expert_bytes(self, expert_weights: tuple, tokens: int, mode: str) -> int:
