@@ -110,8 +110,8 @@ def hf_config(cfg: dict, name: str):
     try:
         sig = inspect.signature(cls.__init__).parameters
         for k in DIMENSION_KEYS:
-            if k in sig and k not in cfg and sig[k].default is not inspect.Parameter.empty:
-                defaults[k] = sig[k].default
+            if k in sig and k not in cfg and sig[k].default not in (inspect.Parameter.empty, None):
+                defaults[k] = sig[k].default  # (None: the class derives it from the sizes given)
     except (TypeError, ValueError):  # pragma: no cover - a class without a signature
         pass
     return config, ConfigCheck(cls.__name__, ignored, tuple(sorted(defaults.items())))
