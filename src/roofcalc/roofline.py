@@ -65,8 +65,10 @@ HF_EAGER = {"embed": 1, "pos_embed": 2, "rms_norm": (8, 6), "layer_norm": 1, "ro
 HF_EAGER_EXPERTS = {"experts.gate_up_proj": 8, "experts.down_proj": (7, 6)}  # a MoE layer's grouped experts
 HF_EAGER_ACTIVATION = {"gelu_new": 8}  # HF activations implemented as a formula of eager ops
 FUSED = {"embed": 1, "pos_embed": 1, "rms_norm": 1, "layer_norm": 1, "rotary": 1, "kv_cache_write": 1, "attention": 1,
-         "act_mul": 1, "act": 1, "softcap": 1, "residual": 0, "linear": 1, "router": 1, "experts": 1, "combine": 1}
-# fused q/k/v and gate/up GEMMs: the k, v and up projections ride on the q and gate launches
+         "act_mul": 1, "act": 1, "softcap": 1, "residual": 0, "linear": 1, "router": 1, "experts": 1, "combine": 1,
+         "rider": 0}  # rider: a traced op fused into the kernel before it (the mul of SiLU-and-mul: trace.group)
+# fused q/k/v and gate/up GEMMs: the k, v and up projections ride on the q and gate launches (a traced
+# model's too, by the projection's own name: self_attn.k_proj, mlp.up_proj)
 FUSED_RIDERS = {"k_proj", "v_proj", "up_proj", "shared_experts.up_proj"}
 IMPLS = ("hf-eager", "fused", "cuda-graph")
 
@@ -106,7 +108,7 @@ def launches(kernel: Kernel, impl: str, act_dtype: str = "fp16", shape=None) -> 
             count += shape.moe.router_extra_ops  # norm_topk_prob's renormalization, V3's group mask copy
         return count
     if impl in ("fused", "cuda-graph"):
-        if base in FUSED_RIDERS:
+        if base in FUSED_RIDERS or (kernel.launches and base.rsplit(".", 1)[-1] in FUSED_RIDERS):
             return 0
         return FUSED.get(role, 1)
     raise RoofcalcError(f"unknown --impl '{impl}'; use {', '.join(IMPLS)}")

@@ -26,12 +26,12 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from ..calculator import Analyzer, Cost, Kernel, Workload
+from ..calculator import Analyzer, Cost, Kernel, Workload, fused_moe_class
 from ..errors import RoofcalcError
 from ..inputs import one_line
 from .cache import TRACE_FORMAT, _cache_dir, _cache_key, keep
 from .config import ConfigCheck, hf_config
-from .group import TracedKernel, _layer_split, _sizes, merged_layers
+from .group import TracedKernel, _layer_split, _sizes, fused_moe_parts, fused_roles, merged_layers
 from .quantized import _quantized
 from .shape import layer_heads, shape_of, traced_shape
 from .result import TracedAnalysis
@@ -155,6 +155,7 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
                            (k["experts"][0], k["experts"][1], tuple(k["experts"][2])) if k.get("experts") else None,
                            tuple(k["sizes"]) if k.get("sizes") else None)
               for k in doc["kernels"]]
+    traced = fused_roles(traced)
     param_bytes, deltas = doc["param_bytes"], {}
     # the experts' stacks each kernel reads, in elements: traced in the activation dtype, before any re-storing
     float_size = max(1, wl.act_dtype.bits // 8)
@@ -198,6 +199,7 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
                                k.ideal if view == "ideal" else k.eager, params=k.params, param_bytes=k.param_bytes,
                                launches=k.launches, expert_weights=k.experts, role=k.role, sizes=_sizes(k))
                         for k in traced)
+    kernels = fused_moe_parts(kernels, fused_moe_class(wl))
     return TracedAnalysis(shape, wl, kernels, view=view, traced_kv_bytes_per_token=kv_per_token,
                           traced_cache_bytes=cache_bytes, traced_params=params, language_params=language,
                           traced_param_bytes=param_bytes, check=check, logits=doc["logits"],

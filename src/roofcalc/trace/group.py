@@ -56,6 +56,66 @@ class TracedKernel:
     role: str = ""  # "linear" or "experts" for a decoder layer's weights in a quantized format (they dequantize)
 
 
+def fused_roles(kernels: list[TracedKernel]) -> list[TracedKernel]:
+    """The roles the fused launch models read (``roofline.FUSED``) on a decoder layer's own ops: its residual
+    adds (``add`` in the layer's body: "residual", riding on the norm after them, as serving engines' fused
+    add-and-norm kernels run them) and the product that follows a module's activation (``<mlp>.mul`` after
+    ``<mlp>.act_fn``, ``activation_fn`` or ``act``: "rider", one SiLU-and-mul kernel with it). Every other kernel as
+    it is."""
+    out, acts = [], set()
+    for k in kernels:
+        if k.layer is not None and not k.role and k.kind == "elementwise":
+            prefix = k.name.rpartition(".")[0]
+            if k.name == "add":
+                k = replace(k, role="residual")
+            elif k.name.rpartition(".")[2] in ("act_fn", "activation_fn", "act"):
+                acts.add((k.layer, prefix))
+            elif k.name == f"{prefix}.mul" and (k.layer, prefix) in acts:
+                k = replace(k, role="rider")
+        out.append(k)
+    return out
+
+
+def _experts_home(name: str) -> str:
+    """The routed experts' module a kernel ran in (``mlp.experts`` of ``mlp.experts.act_fn[3]``), or ""."""
+    parts = name.split("[")[0].split(".")
+    if "experts" not in parts:
+        return ""
+    return ".".join(parts[:len(parts) - parts[::-1].index("experts")])
+
+
+def fused_moe_parts(kernels, key: str) -> tuple:
+    """``kernels`` (roofcalc Kernels, in order) with each routed-experts module's run tagged as the hand models
+    tag theirs (``Kernel.moe``: the fused-MoE class ``key``, its experts, the part, its experts, top-k), so that
+    the step prices the run as one fused MoE call (predict.fuse_moe): the module's first expert matmul is its
+    gate_up_proj, the kernels of the module before its second its act_mul, the second its down_proj and the
+    module's next kernel after it its combine. ``key`` "" (a format with no fitted class): as they are."""
+    if not key:
+        return tuple(kernels)
+    out, state = [], None  # state: (home, layer tag, part reached, (E, k))
+    for k in kernels:
+        home = _experts_home(k.name) if k.scope == "layer" else ""
+        tag = k.name.partition("[")[2]
+        if not home or (state is not None and state[:2] != (home, tag)):
+            state = None
+        part, reached = None, state[2] if state else ""
+        if home and k.expert_weights is not None:
+            part = "gate_up_proj" if reached == "" else "down_proj" if reached in ("gate_up_proj", "act_mul") else None
+        elif home:
+            part = "act_mul" if reached in ("gate_up_proj", "act_mul") else "combine" if reached == "down_proj" else None
+        if part == "gate_up_proj":
+            state = (home, tag, part, k.expert_weights[:2])
+        elif part:
+            state = (home, tag, part, state[3])
+        else:
+            state = None
+        if part:
+            n, top_k = state[3]
+            k = replace(k, moe=(key, n, part, n, top_k))
+        out.append(k)
+    return tuple(out)
+
+
 def _classify(key: int, nbytes: int, write: bool, weights: set, cache: set) -> Cost:
     if key in weights and not write:
         return Cost(weight_bytes=nbytes)

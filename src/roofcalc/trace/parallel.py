@@ -439,15 +439,16 @@ def _expert_rows(k: Kernel, ep: int, wl, held: int, share: tuple[int, int]) -> K
 
     num, den = share
     cost = _share(k.cost, share)
+    moe = (k.moe[0], k.moe[1] // ep, *k.moe[2:]) if k.moe else ()  # a fused MoE call over the rank's E/ep experts
     ew = k.expert_weights
     if ew is None:
-        return replace(k, cost=cost)
+        return replace(k, cost=cost, moe=moe)
     if ew[0] % ep:
         raise RoofcalcError(f"--ep {ep} does not divide the {ew[0]} routed experts: each rank must hold a whole share")
     other = k.cost.weight_bytes - traced_expert_bytes(ew, wl.tokens, wl.experts)  # any weight but the experts'
     per = sum(ew[2]) // ew[0]  # one expert's weights in this kernel
     sizes = replace(k.sizes, m=-(-k.sizes.m * num // den)) if isinstance(k.sizes, MatmulSizes) else k.sizes
-    return replace(k, cost=replace(cost, weight_bytes=other + held * per), sizes=sizes, params=k.params // ep,
+    return replace(k, cost=replace(cost, weight_bytes=other + held * per), sizes=sizes, params=k.params // ep, moe=moe,
                    dims=_grouped_dims(k.dims, sizes if isinstance(sizes, MatmulSizes) else None, ew[0] // ep),
                    param_bytes=k.param_bytes // ep, expert_weights=(ew[0] // ep, ew[1], tuple(b // ep for b in ew[2])))
 
@@ -520,6 +521,8 @@ def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis, fi
             last[_layer_tag(k)] = i
     out, expert_bytes = [], 0
     for i, k in enumerate(local.kernels):
+        if k.moe:  # a fused MoE call's part: the call runs over the rank's E/N experts
+            k = replace(k, moe=(k.moe[0], k.moe[1] // ep, *k.moe[2:]))
         if k.expert_weights is not None:
             home = _base(k).rsplit(".", 1)[0] if "." in _base(k) and not _base(k).endswith("experts") else _base(k)
             ew = k.expert_weights
