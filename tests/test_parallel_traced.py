@@ -468,3 +468,23 @@ def test_a_traced_step_runs_the_fused_kernels_of_a_serving_engine(name, layout, 
     (hand_launches, hand_s), (traced_launches, traced_s) = steps
     assert traced_launches == hand_launches - (1 if name in MOE else 0)
     assert traced_s == pytest.approx(hand_s, rel=0.10)
+
+
+def test_only_a_gated_experts_run_is_priced_as_a_fused_moe_call():
+    """A routed-experts module's run is one fused MoE call (Kernel.moe) only where it is what the fitted class
+    describes: a grouped matmul onto 2I, the activation, one back from I (OLMoE's and PhiMoE's grouped experts).
+    DBRX's experts run as one kernel and JetMoE's attention experts are two plain projections: they stay as they
+    are; so does every run in a weight format with no fitted class (int4 here)."""
+    from test_trace import config
+
+    wl = Workload.decode(2, 17)
+    for model_type, parts in (("olmoe", ["gate_up_proj", "act_mul", "down_proj"]),
+                              ("phimoe", ["gate_up_proj", "act_mul", "down_proj"]), ("dbrx", []), ("jetmoe", [])):
+        a = trace(config(model_type), "t", wl, view="ideal", use_cache=False)
+        assert [k.moe[2] for k in a.kernels if k.moe] == parts, model_type
+        if parts:
+            n, top_k = next(k.expert_weights[:2] for k in a.kernels if k.expert_weights)
+            assert {k.moe[:2] + k.moe[3:] for k in a.kernels if k.moe} == {("bf16", n, n, top_k)}
+    quantized = trace(config("olmoe"), "t", Workload.decode(2, 17, weight_dtype=DTYPES["int4"]), view="ideal",
+                      use_cache=False)
+    assert not any(k.moe for k in quantized.kernels)

@@ -87,32 +87,34 @@ def _experts_home(name: str) -> str:
 def fused_moe_parts(kernels, key: str) -> tuple:
     """``kernels`` (roofcalc Kernels, in order) with each routed-experts module's run tagged as the hand models
     tag theirs (``Kernel.moe``: the fused-MoE class ``key``, its experts, the part, its experts, top-k), so that
-    the step prices the run as one fused MoE call (predict.fuse_moe): the module's first expert matmul is its
-    gate_up_proj, the kernels of the module before its second its act_mul, the second its down_proj and the
-    module's next kernel after it its combine. ``key`` "" (a format with no fitted class): as they are."""
+    the step prices the run as one fused MoE call (predict.fuse_moe). A run (a module's consecutive kernels in a
+    layer) is a fused MoE call when it is one the fitted class describes: a grouped matmul onto 2I (gate and up),
+    the kernels between (act_mul), one back from I (down_proj) and at most one after it (combine). Any other run
+    (one kernel that runs the whole experts MLP, experts that are not a gated MLP, attention experts), and every
+    run when ``key`` is "" (a format with no fitted class), as it is."""
+    out = list(kernels)
     if not key:
-        return tuple(kernels)
-    out, state = [], None  # state: (home, layer tag, part reached, (E, k))
-    for k in kernels:
+        return tuple(out)
+    runs: list[list[int]] = []
+    for i, k in enumerate(out):
         home = _experts_home(k.name) if k.scope == "layer" else ""
-        tag = k.name.partition("[")[2]
-        if not home or (state is not None and state[:2] != (home, tag)):
-            state = None
-        part, reached = None, state[2] if state else ""
-        if home and k.expert_weights is not None:
-            part = "gate_up_proj" if reached == "" else "down_proj" if reached in ("gate_up_proj", "act_mul") else None
+        where = (home, k.name.partition("[")[2])
+        if home and runs and runs[-1][0] == where and runs[-1][1][-1] == i - 1:
+            runs[-1][1].append(i)
         elif home:
-            part = "act_mul" if reached in ("gate_up_proj", "act_mul") else "combine" if reached == "down_proj" else None
-        if part == "gate_up_proj":
-            state = (home, tag, part, k.expert_weights[:2])
-        elif part:
-            state = (home, tag, part, state[3])
-        else:
-            state = None
-        if part:
-            n, top_k = state[3]
-            k = replace(k, moe=(key, n, part, n, top_k))
-        out.append(k)
+            runs.append((where, [i]))
+    for _, idx in runs:
+        mats = [j for j in idx if out[j].expert_weights is not None]
+        if len(mats) != 2 or mats[0] != idx[0] or idx.index(mats[1]) < len(idx) - 2:
+            continue
+        up, down = out[mats[0]].sizes, out[mats[1]].sizes
+        if not (isinstance(up, MatmulSizes) and isinstance(down, MatmulSizes) and up.n == 2 * down.k):
+            continue
+        n, top_k = out[mats[0]].expert_weights[:2]
+        for j in idx:
+            part = "gate_up_proj" if j == mats[0] else "down_proj" if j == mats[1] else \
+                "act_mul" if j < mats[1] else "combine"
+            out[j] = replace(out[j], moe=(key, n, part, n, top_k))
     return tuple(out)
 
 
