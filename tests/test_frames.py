@@ -41,6 +41,20 @@ def test_a_sweep_is_one_tidy_frame():
     assert {"model", "hardware", "predicted_s", "tokens_per_s", "bound", "fits"} <= set(df.columns)
 
 
+def test_each_row_says_which_parallel_layout_it_is_of():
+    """Rows of runs on several GPUs carry the layout (their numbers are one rank's), so frames of a one-GPU run and
+    of a --tp 2 run concatenate and stay apart: tp, pp and ep columns, 1 on one GPU."""
+    from roofcalc.parallel import Parallel, RankAnalyzer, analyze_parallel
+
+    one = roofcalc.to_pandas(sweep(TINY, find_hardware("H100"), batches=[1, 4], contexts=[512]))
+    two = roofcalc.to_pandas(sweep(TINY, find_hardware("H100"), batches=[1, 4], contexts=[512],
+                                   analyzer=RankAnalyzer(TINY, Parallel(tp=2))))
+    both = pd.concat([one, two])
+    assert both.groupby(["tp", "pp", "ep"]).size().to_dict() == {(1, 1, 1): 2, (2, 1, 1): 2}
+    step = roofline(analyze_parallel(TINY, roofcalc.Workload.decode(1, 500), Parallel(tp=2)), find_hardware("H100"))
+    assert set(roofcalc.to_pandas(step)[["tp", "pp", "ep"]].itertuples(index=False, name=None)) == {(2, 1, 1)}
+
+
 def test_the_main_job_does_not_import_pandas():
     code = "import roofcalc.cli, sys; roofcalc.cli.main(['TinyLlama/TinyLlama-1.1B']); print('pandas' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -2,7 +2,7 @@
 
 pandas is imported here only, when a frame is asked for (``pip install 'roofcalc[pandas]'``). Columns keep
 the records' names, units in them (``t_floor_s``, ``bytes``, ``intensity`` in FLOP/byte); each row says
-what it is of (model, hardware, dtypes, implementation), so frames of several runs concatenate.
+what it is of (model, hardware, dtypes, implementation, parallel layout), so frames of several runs concatenate.
 """
 
 from __future__ import annotations
@@ -21,13 +21,15 @@ def _pandas():
 
 
 def _ident(doc: dict[str, Any]) -> dict[str, Any]:
-    """What a row is of: the model, the hardware, the dtypes, the implementation and the workload."""
-    w, hw = doc["workload"], doc.get("hardware") or {}
+    """What a row is of: the model, the hardware, the dtypes, the implementation, the workload and the parallel
+    layout (tp, pp, ep: 1 on one GPU; the numbers are then one rank's)."""
+    w, hw, par = doc["workload"], doc.get("hardware") or {}, doc.get("parallel") or {}
     engine = (doc.get("step") or {}).get("engine") or {}
     ident = {"model": doc["model"]["name"], "hardware": hw.get("name"), "engine": engine.get("name"),
              "impl": hw.get("impl"), "phase": w["phase"], "batch": w["batch"]}
     ident.update({k: w[k] for k in ("context", "prompt") if k in w})
     ident.update({k: w[k] for k in ("weight_dtype", "act_dtype", "kv_dtype", "compute_dtype")})
+    ident.update({axis: par.get(axis, 1) for axis in ("tp", "pp", "ep")})
     return ident
 
 

@@ -805,13 +805,16 @@ def render(r: Roofline | Sweep, fmt: str = "table", defaults: Iterable[str] = ()
 
 def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
     """One record per point, row-major (batch, then context or prompt); exact integers, seconds.
-    Each names its model, hardware, dtypes and implementation, so several runs concatenate."""
+    Each names its model, hardware, dtypes, implementation and parallel layout (tp, pp, ep: 1 on one GPU; the
+    numbers are then one rank's), so several runs concatenate."""
     g = sw.grid
     fits = g.fits(sw.capacity_bytes)
     w = sw.dtypes
+    par = getattr(sw.analyzer, "parallel", None)
     ident = {"model": sw.shape.name, "hardware": sw.hardware.name, "weight_dtype": w.weight_dtype.name,
              "act_dtype": w.act_dtype.name, "kv_dtype": w.kv_dtype.name, "compute_dtype": w.compute_dtype.name,
-             "impl": sw.impl, "range_band": range_band(sw.model, gpus_of(sw.analyzer) > 1)}
+             "impl": sw.impl, "range_band": range_band(sw.model, gpus_of(sw.analyzer) > 1),
+             **{axis: getattr(par, axis, 1) for axis in ("tp", "pp", "ep")}}
     out = []
     if sw.kind == "decode":
         inten, step, upper, tps, bound = g.intensity, g.step_s, g.step_upper_s, g.tokens_per_s, g.bound
