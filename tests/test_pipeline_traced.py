@@ -197,6 +197,9 @@ def test_a_traced_pipeline_sweep_is_the_single_steps_and_the_hand_models(layout,
     grid = ["--batch", "4,12", "--context", "20,40,60"]
     traced, hand = _json(flags + ["--trace"] + grid, capsys), _json(flags + grid, capsys)
     assert len(traced["points"]) == len(hand["points"]) == 6
+    # the default rule: --pp 2 micro-batches where 2 divides the batch (4 and 12 both)
+    assert traced["parallel"]["micro_batches_by_batch"] == hand["parallel"]["micro_batches_by_batch"] == \
+        {"4": 2, "12": 2}
     for p, h in zip(traced["points"], hand["points"]):
         one = _json(flags + ["--trace", "--batch", str(p["batch"]), "--context", str(p["context"])], capsys)
         assert p["predicted_s"] == pytest.approx(one["parallel"]["step_s"], rel=1e-9)

@@ -891,7 +891,9 @@ def sweep_record(sw: Sweep) -> dict[str, Any]:
         doc["parallel"] = {"tp": par.tp, "pp": par.pp, "ep": par.ep, "gpus": par.gpus, "per": "rank",
                            "model_params": head.full.params, "batch": "the step's sequences, over all ranks"}
         if par.pp > 1:
-            doc["parallel"].update(micro_batches=sw.analyzer.micro_batches,
+            doc["parallel"].update(micro_batches=sw.analyzer.micro_batches,  # --micro-batches (null: the rule)
+                                   micro_batches_by_batch={str(int(b)): sw.analyzer.micro(int(b))
+                                                           for b in sw.grid.batches},
                                    step="the whole pipeline's: the stages in turn + (M - 1) x the slowest; flops and "
                                         "bytes the slowest stage's on one micro-batch, memory the largest stage's")
     return doc
