@@ -702,9 +702,13 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
                 f"({', '.join(bounds)}-bound)")
         mine = [v.doubling_batch for v in result.verdicts]
         theirs = [v.doubling_batch for v in r.verdicts]
+
+        def batches(values) -> str:  # one per context swept, or one for all
+            words = [f"{x:,}" if x else "never" for x in values]
+            return words[0] if len(set(words)) == 1 else ", ".join(words) + " (by context)"
+
         if mine != theirs:
-            line += (f"; doubling the batch stops paying at B={', '.join(str(x or 'none') for x in theirs)} there "
-                     f"(here {', '.join(str(x or 'none') for x in mine)})")
+            line += f"; doubling the batch stops paying at {batches(theirs)} there (here at {batches(mine)})"
     return "\n".join(report.wrap_lines([line], width)) + "\n"
 
 
