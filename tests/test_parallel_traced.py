@@ -322,6 +322,11 @@ def test_a_traced_expert_parallel_rank_equals_the_hand_models(name, layout):
             rank.totals.matmul_flops) == (hand.params, hand.weight_storage_bytes, hand.kv_bytes_per_token,
                                           hand.memory_bytes, hand.totals.matmul_flops)
     assert rank.full.params == hand.full.params and rank.parallel == par
+    # the shape line's F: split with the experts on their width, whole where each rank holds whole experts of a
+    # model whose F is the experts' width (Mixtral: 512; Qwen3-MoE's unused dense width splits either way)
+    assert rank.shape.d_ff == hand.shape.d_ff == (512 if par.tp_attention and name == "mixtral" else
+                                                  cfg["intermediate_size"] // par.tp // (par.ep if par.tp_attention
+                                                                                         else 1))
 
 
 def test_traced_ep_from_the_command_line(tmp_path, capsys):

@@ -355,6 +355,8 @@ def ep_tp_kernels(shape: ModelShape, wl: Workload, ep: int, merge: bool = True) 
                             f"whole share")
     rank = shard(shape, ep)
     rank = replace(rank, moe=replace(rank.moe, d_expert=moe.d_expert))  # the routed experts keep their width
+    if shape.d_ff == moe.d_expert and "dense" not in rank.layer_mlp_types:  # F is the experts' width (Mixtral):
+        rank = replace(rank, d_ff=shape.d_ff)  # whole, as they are
     reached = touched_experts(moe.n_experts, moe.top_k, wl.tokens, wl.experts)
     held = min(moe.n_experts // ep, math.ceil(reached / ep - 1e-9))  # the busiest rank's reached experts
     rows = wl.tokens * moe.top_k

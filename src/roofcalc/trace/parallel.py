@@ -365,8 +365,11 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
             _check("parameter", numel, tp, f"{path}.{leaf}")
             rank_params -= numel - numel // tp
             rank_bytes -= nbytes - nbytes // tp
+    widths = {k.sizes.k for k in a.kernels if k.expert_weights is not None and isinstance(k.sizes, MatmulSizes)
+              and k.sizes.n == s.d_model}  # the routed experts' width I (their down matmul's depth)
+    split_ff = s.d_ff and s.d_ff % tp == 0 and not (whole_experts and widths == {s.d_ff})  # F the experts' I: whole
     rank_shape = replace(s, n_heads=n // tp if n % tp == 0 else n, n_kv_heads=max(1, kv // tp),
-                         d_ff=s.d_ff // tp if s.d_ff and s.d_ff % tp == 0 else s.d_ff,
+                         d_ff=s.d_ff // tp if split_ff else s.d_ff,
                          vocab_size=s.vocab_size // tp if s.vocab_size % tp == 0 else s.vocab_size)
     return TracedRankAnalysis(
         rank_shape, wl, tuple(out), source=a.source, view=a.view,
