@@ -281,10 +281,14 @@ class Analyzer:
         """The single step's own analysis, which a sweep's corners must equal."""
         return self(wl)
 
+    expert_ranks = 1  # --ep: a rank's tokens are 1/N of those its experts' share is read at
+
     def expert_bytes(self, expert_weights: tuple, tokens: int, mode: str) -> int:
-        """Bytes a traced experts kernel (``Kernel.expert_weights``) reads when the step this analyzer
-        addresses routes ``tokens`` tokens (:func:`traced_expert_bytes`; an --ep rank's share differs)."""
-        return traced_expert_bytes(expert_weights, tokens, mode)
+        """Bytes a traced experts kernel (``Kernel.expert_weights``) reads when the analyzer's rank routes
+        ``tokens`` tokens (:func:`traced_expert_bytes`): with ``expert_ranks`` N, the rank's 1/N share of the
+        experts every rank's N x ``tokens`` tokens reach."""
+        n = self.expert_ranks
+        return traced_expert_bytes(expert_weights, tokens * n, mode, n)
 
 
 # --------------------------------------------------------------------------- primitives
@@ -523,11 +527,12 @@ def logit_softcap(s: ModelShape, wl: Workload) -> Kernel:
 # ---- mixture of experts
 
 
-def traced_expert_bytes(expert_weights: tuple, tokens: int, mode: str) -> int:
+def traced_expert_bytes(expert_weights: tuple, tokens: int, mode: str, ranks: int = 1) -> int:
     """Bytes of expert weights a traced kernel reads when ``tokens`` tokens are routed: each weight's
-    full bytes times the share of experts they reach, rounded as the trace rounds them."""
+    full bytes times the share of experts they reach, rounded as the trace rounds them; on one of
+    ``ranks`` expert-parallel ranks that each hold E/ranks experts, its 1/ranks of that share."""
     n_exp, top_k, fulls = expert_weights
-    share = touched_experts(n_exp, top_k, tokens, mode) / n_exp
+    share = touched_experts(n_exp, top_k, tokens, mode) / ranks / n_exp
     return sum(round(full * share) for full in fulls)
 
 

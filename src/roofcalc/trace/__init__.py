@@ -96,6 +96,10 @@ class TracedEPAnalyzer(TraceAnalyzer):
     def scale(self) -> int:
         return self.parallel.ep
 
+    @property
+    def expert_ranks(self) -> int:  # the rank's share of what every rank's tokens reach
+        return self.parallel.ep
+
     def __call__(self, wl: Workload):
         from .parallel import ep_words, traced_expert_parallel
 
@@ -106,12 +110,6 @@ class TracedEPAnalyzer(TraceAnalyzer):
             n = next(k.expert_weights[0] for k in a.kernels if k.expert_weights is not None)
             self.ranks[wl] = replace(a, ep_words=ep_words(n, self.parallel))  # the batch is the sweep's column
         return self.ranks[wl]
-
-    def expert_bytes(self, expert_weights: tuple, tokens: int, mode: str) -> int:
-        """The rank's share of the experts the whole step's scale x ``tokens`` tokens reach."""
-        from .parallel import ep_expert_bytes
-
-        return ep_expert_bytes(expert_weights, tokens * self.scale, mode, self.scale)
 
 
 def trace(cfg: dict, name: str, wl: Workload, label: str | None = None, *, view: str = "ideal",

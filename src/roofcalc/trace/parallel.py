@@ -468,17 +468,6 @@ def plan_words(plan: Plan) -> str:
 
 
 
-def ep_expert_bytes(expert_weights: tuple, tokens: int, mode: str, ep: int) -> int:
-    """Bytes an experts kernel reads on one of ``ep`` ranks that each hold E/ep experts, when the whole
-    step routes ``tokens`` tokens: its share of the experts they reach (each weight's full bytes times
-    touched / ep / E, rounded as :func:`roofcalc.calculator.traced_expert_bytes` rounds)."""
-    from ..calculator import touched_experts
-
-    n_exp, top_k, fulls = expert_weights
-    share = touched_experts(n_exp, top_k, tokens, mode) / ep / n_exp
-    return sum(round(b * share) for b in fulls)
-
-
 def ep_words(n_exp: int, parallel, sequences: str | None = None) -> str:
     """The header's account of a traced --ep rank whose attention runs ``sequences`` (words; None: a
     sweep's rank, whose batch is a column)."""
@@ -534,7 +523,7 @@ def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis, fi
                                               k.scope, dims), ranks=span))
             expert_bytes += sum(ew[2]) * k.count
             reads = k.cost.weight_bytes - traced_expert_bytes(ew, lw.tokens, lw.experts) + \
-                ep_expert_bytes(ew, wl.tokens, wl.experts, ep)
+                traced_expert_bytes(ew, wl.tokens, wl.experts, ep)
             out.append(replace(k, cost=replace(k.cost, weight_bytes=reads), dims=_grouped_dims(k.dims, None, n_exp // ep)))
             if i == last[_layer_tag(k)]:
                 out.append(replace(collective(f"{home}.combine_all_to_all{_layer_tag(k)}", "all_to_all", message, ep,
@@ -586,5 +575,5 @@ def traced_expert_parallel(traced: tuple, workload, parallel, view: str, merge: 
         local = traced_rank(local, Parallel(tp=parallel.tp), config)
     return traced_ep_rank(local, workload, parallel, whole)
 
-__all__ = ["Plan", "SERVING_PLANS", "TracedRankAnalysis", "ep_expert_bytes", "ep_words", "model_plan", "plan_words", "traced_ep_rank", "traced_expert_parallel",
+__all__ = ["Plan", "SERVING_PLANS", "TracedRankAnalysis", "ep_words", "model_plan", "plan_words", "traced_ep_rank", "traced_expert_parallel",
            "traced_rank"]

@@ -233,6 +233,7 @@ class TracedStageAnalyzer(Analyzer):
 
     def __init__(self, stages: TracedStages, parallel, s: int, micro: int):
         self.stages, self.parallel, self.s, self.micro, self.memo, self.full = stages, parallel, s, micro, {}, None
+        self.expert_ranks = parallel.ep  # with --ep, the rank's share of what the micro-batch's tokens reach
 
     def __call__(self, wl):
         if wl not in self.memo:
@@ -242,14 +243,6 @@ class TracedStageAnalyzer(Analyzer):
             self.memo[wl] = self.stages.stage(whole, self.parallel, self.s, micro_batches=self.micro,
                                               batch=whole.batch * self.micro, full=self.full, merge=False)
         return self.memo[wl]
-
-    def expert_bytes(self, expert_weights: tuple, tokens: int, mode: str) -> int:
-        """With --ep, the rank's share of the experts the micro-batch's ep x ``tokens`` tokens reach."""
-        from .parallel import ep_expert_bytes
-
-        ep = self.parallel.ep
-        return ep_expert_bytes(expert_weights, tokens * ep, mode, ep) if ep > 1 else \
-            super().expert_bytes(expert_weights, tokens, mode)
 
 
 __all__ = ["TracedPipelineAnalyzer", "TracedStageAnalysis", "TracedStageAnalyzer", "TracedStages", "as_stage", "stage_cache", "stage_cut", "stage_weights", "tied_copies",
