@@ -341,6 +341,10 @@ def test_traced_ep_from_the_command_line(tmp_path, capsys):
     assert main([str(path), "--trace", "--ep", "2", "--ep-attention", "tp", "--hw", "h100"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "2 of the 4 routed experts at their whole width, and attention" in out and "all_to_all" not in out
+    # a sweep's header speaks of any batch: the rank runs B/2 of each step's B (the column counts all of them)
+    assert main([str(path), "--trace", "--ep", "2", "--batch", "4,8", "--context", "100,200", "--hw", "h100"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "attention and the dense layers for B/2 of each step's B sequences (the batch column counts all" in out
     for flags in (["--ep", "2", "--ep-attention", "tp", "--batch", "4", "--context", "100,200"],
                   ["--ep", "2", "--batch", "3"]):
         assert main([str(path), "--trace", *flags, "--hw", "h100"]) == 2

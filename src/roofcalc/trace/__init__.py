@@ -101,14 +101,13 @@ class TracedEPAnalyzer(TraceAnalyzer):
         return self.parallel.ep
 
     def __call__(self, wl: Workload):
-        from .parallel import ep_words, traced_expert_parallel
+        from .parallel import swept_ep_rank, traced_expert_parallel
 
         if wl not in self.ranks:
             a = traced_expert_parallel((self.cfg, self.name, self.label), replace(wl, batch=wl.batch * self.scale),
                                        self.parallel, self.view, merge=False, full=self.full)
             self.full = a.full  # the whole model's parameters: traced once for the sweep
-            n = next(k.expert_weights[0] for k in a.kernels if k.expert_weights is not None)
-            self.ranks[wl] = replace(a, ep_words=ep_words(n, self.parallel))  # the batch is the sweep's column
+            self.ranks[wl] = swept_ep_rank(a, self.parallel)
         return self.ranks[wl]
 
 

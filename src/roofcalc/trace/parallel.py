@@ -481,6 +481,13 @@ def ep_words(n_exp: int, parallel, sequences: str | None = None) -> str:
             f"dispatch and combine around the experts (the trace's experts kernels, each layer's first and last)")
 
 
+def swept_ep_rank(a: TracedRankAnalysis, parallel) -> TracedRankAnalysis:
+    """An --ep rank's analysis for a sweep's header, whose batch is a column: its account of the sequences
+    the rank runs in words of any batch (:func:`ep_words`)."""
+    n = next(k.expert_weights[0] for k in a.kernels if k.expert_weights is not None)
+    return replace(a, ep_words=ep_words(n, parallel))
+
+
 def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis, first: int = 0) -> TracedRankAnalysis:
     """One expert-parallel rank of a traced step (``--ep N``, data-parallel attention, as
     ``roofcalc.parallel.ep_kernels`` runs a hand model): ``local`` is the step traced at the rank's B/N
@@ -575,5 +582,5 @@ def traced_expert_parallel(traced: tuple, workload, parallel, view: str, merge: 
         local = traced_rank(local, Parallel(tp=parallel.tp), config)
     return traced_ep_rank(local, workload, parallel, whole)
 
-__all__ = ["Plan", "SERVING_PLANS", "TracedRankAnalysis", "ep_words", "model_plan", "plan_words", "traced_ep_rank", "traced_expert_parallel",
+__all__ = ["Plan", "SERVING_PLANS", "TracedRankAnalysis", "ep_words", "swept_ep_rank", "model_plan", "plan_words", "traced_ep_rank", "traced_expert_parallel",
            "traced_rank"]

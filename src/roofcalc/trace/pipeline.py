@@ -206,14 +206,13 @@ class TracedPipelineAnalyzer(PipelineAnalyzer):
 
     def __call__(self, wl):
         from ..parallel import Parallel
-        from .parallel import ep_words, traced_rank
+        from .parallel import swept_ep_rank, traced_rank
 
         if wl not in self.memo:
             tp, ep = self.parallel.tp, self.parallel.ep
             if ep > 1:  # the header's rank: b of the step's ep·b sequences, the batch the sweep's column
-                a = self.stages.expert_rank(replace(wl, batch=wl.batch * ep), Parallel(tp, ep=ep))
-                n = next(k.expert_weights[0] for k in a.kernels if k.expert_weights is not None)
-                a = replace(a, ep_words=ep_words(n, Parallel(tp, ep=ep)))
+                a = swept_ep_rank(self.stages.expert_rank(replace(wl, batch=wl.batch * ep), Parallel(tp, ep=ep)),
+                                  Parallel(tp, ep=ep))
             elif tp > 1:
                 a = traced_rank(self.stages.whole(wl), Parallel(tp=tp), self.stages.config)
             else:  # the whole model is one rank's
