@@ -652,8 +652,9 @@ def tied_head_copy(shape: ModelShape, wl: Workload, after: list[Kernel]) -> list
 
 
 @dataclass(frozen=True)
-class StageAnalysis(RankAnalysis):
-    """One pipeline stage on one micro-batch; its memory holds the KV cache of every sequence."""
+class StageFields:
+    """What a pipeline stage's analysis adds to its rank's (hand-modelled or traced: StageAnalysis,
+    trace.pipeline.TracedStageAnalysis), put after the rank's fields."""
 
     stage: int = 0
     layers: tuple[int, int] = (0, 0)
@@ -665,13 +666,17 @@ class StageAnalysis(RankAnalysis):
         """A stage holds the cache of its ranks' share of every sequence, not one micro-batch's."""
         return self.batch // self.parallel.ep
 
+
+@dataclass(frozen=True)
+class StageAnalysis(StageFields, RankAnalysis):
+    """One pipeline stage on one micro-batch; its memory holds the KV cache of every sequence."""
+
     @property
     def memory_bytes(self) -> int:
         from .calculator import kv_cache_bytes
 
         w = self.workload
-        return self.weight_storage_bytes + kv_cache_bytes(self.shape, w.kv_dtype, self.batch // self.parallel.ep,
-                                                          w.kv_len)
+        return self.weight_storage_bytes + kv_cache_bytes(self.shape, w.kv_dtype, self.cached_sequences, w.kv_len)
 
 
 def pipeline_step_s(stage_s, micro_batches: int):

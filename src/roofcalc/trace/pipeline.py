@@ -19,22 +19,13 @@ from dataclasses import dataclass, fields, replace
 
 from ..calculator import Analyzer
 from ..errors import RoofcalcError
-from ..parallel import PipelineAnalyzer
+from ..parallel import PipelineAnalyzer, StageFields
 from .parallel import TracedRankAnalysis
 
 
 @dataclass(frozen=True)
-class TracedStageAnalysis(TracedRankAnalysis):
+class TracedStageAnalysis(StageFields, TracedRankAnalysis):
     """One rank of a traced pipeline stage on one micro-batch; its memory holds the cache of every sequence."""
-
-    stage: int = 0
-    layers: tuple[int, int] = (0, 0)
-    micro_batches: int = 1
-    batch: int = 1  # the whole step's sequences (over every expert-parallel rank)
-
-    @property
-    def cached_sequences(self) -> int:  # its ranks' share of every sequence, not one micro-batch's
-        return self.batch // self.parallel.ep
 
     @property
     def memory_bytes(self) -> int:  # the cache grows with the sequences held
