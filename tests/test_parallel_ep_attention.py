@@ -5,6 +5,8 @@ to a real distributed run of transformers' plan)."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from roofcalc import RoofcalcError, Workload, shape_from_config
@@ -71,9 +73,6 @@ def test_refusals(capsys, tmp_path):
         Parallel(ep=2, ep_attention="x")
     path = tmp_path / "m.json"
     path.write_text(json.dumps(BASE))
-    assert main([str(path), "--hw", "h100", "--ep", "2", "--ep-attention", "tp", "--batch", "1,4"]) == 2
-    err = capsys.readouterr().err
-    assert "describes one step" in err and err.count("\n") == 1
     assert main([str(path), "--hw", "h100", "--ep-attention", "tp"]) == 2  # no --ep: the flag would do nothing
     err = capsys.readouterr().err
     assert "give it with --ep N" in err and err.count("\n") == 1
@@ -89,3 +88,74 @@ def test_a_list_of_ep_sizes_counts_every_sequence_once():
                   base=Parallel(ep_attention="tp"))
     for p in sw.points:
         assert p.sequences == 4 and p.tokens_per_s == pytest.approx(4 / p.step_s)
+
+
+def test_a_sweep_is_the_single_steps_at_every_point_and_its_verdicts_hold_on_them():
+    """A batch x context sweep under --ep 8 --ep-attention tp: the busiest rank's expert rows (⌈2B/8⌉) and
+    experts (⌈reached/8⌉) are not linear in B, so the grid takes those kernels' costs at each batch; every
+    point equals the single step's (FLOPs, bytes, memory, times), batches 3 and 5 included (⌈6/8⌉ = 1,
+    ⌈10/8⌉ = 2 rows). The verdicts, on a measured roof of ridge 8 FLOP/byte (2 TB/s, 16 TFLOP/s), are
+    held to single steps searched batch by batch: the first batch whose AI reaches the ridge (at context
+    17; never at 300, where the AI tends to 2.6), the first whose KV bytes exceed its weight bytes, and
+    the AI's limit against the step at 2^20 sequences."""
+    from roofcalc.hardware import find_hardware
+    from roofcalc.parallel import RankAnalyzer
+    from roofcalc.roofline import roofline
+    from roofcalc.sweep import sweep
+
+    shape, h100, par = shape_from_config(BASE, "t"), find_hardware("h100"), Parallel(ep=8, ep_attention="tp")
+    roof = dict(measured_bw=2e12, measured_flops=1.6e13)
+    batches, contexts = [1, 3, 5, 16, 64], [17, 300]
+    sw = sweep(shape, h100, batches=batches, contexts=contexts, impl="cuda-graph", analyzer=RankAnalyzer(shape, par),
+               **roof)
+    for i, b in enumerate(batches):
+        for j, s in enumerate(contexts):
+            one = roofline(analyze_parallel(shape, Workload.decode(b, s), par), h100, impl="cuda-graph", **roof)
+            assert sw.grid.flops[i, j] == one.analysis.totals.flops, (b, s)
+            assert sw.grid.bytes[i, j] == one.analysis.totals.bytes, (b, s)
+            assert sw.grid.memory_bytes[i, j] == one.analysis.memory_bytes
+            assert sw.grid.step_s[i, j] == pytest.approx(one.step.times.predicted_s, rel=1e-12)
+    assert analyze_parallel(shape, Workload.decode(5, 17), par).kernel("experts.gate_up_proj").sizes.m == 2
+
+    def for_good(holds):
+        """The smallest batch from which ``holds`` is true at every batch up to 1,024 (None: not at 1,024)."""
+        out = None
+        for b in range(1024, 0, -1):
+            if not holds(b):
+                return out
+            out = b
+        return out
+
+    @functools.lru_cache(maxsize=None)
+    def step(b, s):
+        return analyze_parallel(shape, Workload.decode(b, s), par).totals
+
+    # the AI is a saw in B: at context 17 it first reaches 8 FLOP/byte at batch 53 (14 rows a rank), falls
+    # below it at 54 to 56 (14 rows, more tokens' activations) and stays above it from 57 (15 rows)
+    assert [step(b, 17).flops >= 8 * step(b, 17).bytes for b in range(52, 59)] == [0, 1, 0, 0, 0, 1, 1]
+    for v, s in zip(sw.verdicts, contexts):
+        assert v.ridge == pytest.approx(8)
+        first = for_good(lambda b: step(b, s).flops >= 8 * step(b, s).bytes)
+        assert v.ridge_batch == first and (first is None) == (s == 300), s
+        assert v.kv_over_weights_batch == for_good(lambda b: step(b, s).kv_bytes > step(b, s).weight_bytes), s
+        big = step(1 << 20, s)
+        assert v.intensity_limit == pytest.approx(big.flops / big.bytes, rel=1e-3)
+
+
+def test_a_sweep_from_the_command_line(tmp_path, capsys):
+    """--ep 2 --ep-attention tp with lists of batches and contexts prints one rank's sweep: the whole batch
+    on every rank (no B/2), no all-to-all; a traced model's is refused in one line."""
+    import json
+
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(BASE))
+    assert main([str(path), "--hw", "h100", "--ep", "2", "--ep-attention", "tp", "--batch", "1,4", "--context",
+                 "17,300", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [p["batch"] for p in doc["points"]] == [1, 1, 4, 4]
+    assert doc["parallel"]["ep_attention"] == "tp" and {p["ep_attention"] for p in doc["points"]} == {"tp"}
+    _, _, rank = _rank(4)
+    assert next(p for p in doc["points"] if p["batch"] == 4 and p["context"] == 17)["flops"] == rank.totals.flops
+    assert main([str(path), "--trace", "--hw", "h100", "--ep", "2", "--ep-attention", "tp", "--batch", "1,4"]) == 2
+    err = capsys.readouterr().err
+    assert "hand-modelled family only" in err and err.count("\n") == 1

@@ -331,15 +331,16 @@ def build_sweep(args: argparse.Namespace, shape=None):
     shape, traced = shape if shape is not None else load_model(args)
     par = _parallel(args)
     kw = _workload_kw(args, shape)
-    if par.tp_attention:
-        raise RoofcalcError("--ep-attention tp describes one step: its table is the busiest rank's, whose share "
-                            "of the experts is not linear in the batch; give one --batch and --context")
+    if par.tp_attention and traced is not None:
+        raise RoofcalcError("--ep-attention tp sweeps a hand-modelled family only: a traced busiest rank's expert "
+                            "rows and weights are not bilinear in the batch; give one --batch and --context")
     if par.gpus > 1 and traced is None:
         from .parallel import LocalBatchAnalyzer, PipelineAnalyzer, RankAnalyzer, shard
 
-        shard(shape, par.tp)  # refuse a size that does not divide, or a family with no plan, before sweeping
+        shard(shape, par.ep if par.tp_attention else par.tp)  # refuse a size that does not divide, or a family
+        # with no plan, before sweeping
         kw["analyzer"] = PipelineAnalyzer(shape, par, args.micro_batches) if par.pp > 1 else \
-            LocalBatchAnalyzer(shape, par) if par.ep > 1 else RankAnalyzer(shape, par)
+            LocalBatchAnalyzer(shape, par) if par.ep > 1 and not par.tp_attention else RankAnalyzer(shape, par)
     if traced is not None:
         from .trace import TracedEPAnalyzer, TracedRankAnalyzer, analyzer, hf_config
 

@@ -22,7 +22,7 @@ def _pandas():
 
 def _ident(doc: dict[str, Any]) -> dict[str, Any]:
     """What a row is of: the model, the hardware, the dtypes, the implementation, the workload and the parallel
-    layout (tp, pp, ep: 1 on one GPU; the numbers are then one rank's)."""
+    layout (tp, pp, ep: 1 on one GPU; the numbers are then one rank's; ep_attention "dp" or "tp")."""
     w, hw, par = doc["workload"], doc.get("hardware") or {}, doc.get("parallel") or {}
     engine = (doc.get("step") or {}).get("engine") or {}
     ident = {"model": doc["model"]["name"], "hardware": hw.get("name"), "engine": engine.get("name"),
@@ -30,6 +30,7 @@ def _ident(doc: dict[str, Any]) -> dict[str, Any]:
     ident.update({k: w[k] for k in ("context", "prompt") if k in w})
     ident.update({k: w[k] for k in ("weight_dtype", "act_dtype", "kv_dtype", "compute_dtype")})
     ident.update({axis: par.get(axis, 1) for axis in ("tp", "pp", "ep")})
+    ident["ep_attention"] = par.get("ep_attention", "dp")
     return ident
 
 

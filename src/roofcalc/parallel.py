@@ -135,6 +135,14 @@ class RankAnalyzer(Analyzer):
 
     kv_rows = 1  # sequences whose KV cache a rank holds, per sequence of the sweep's batch
 
+    @property
+    def batch_period(self) -> int:
+        """Batches over which a step's costs repeat their pattern: --ep-attention tp's busiest rank runs
+        ⌈B·k/N⌉ of the expert rows, a saw of period N/gcd(k, N) in B (1: linear in B)."""
+        if not self.parallel.tp_attention or self.shape.moe is None:
+            return 1
+        return self.parallel.ep // math.gcd(self.shape.moe.top_k, self.parallel.ep)
+
     def analysis(self, wl: Workload, merge: bool) -> Analysis:
         return analyze_parallel(self.shape, wl, self.parallel, merge=merge)
 

@@ -205,8 +205,8 @@ def to_record(a: Analysis | Roofline) -> dict[str, Any]:
         doc["points"] = point_records(r)
     par = an.parallel
     if par is not None and par.gpus > 1:
-        doc["parallel"] = {"tp": par.tp, "pp": par.pp, "ep": par.ep, "gpus": par.gpus, "per": "rank",
-                           "model_params": an.full.params}
+        doc["parallel"] = {"tp": par.tp, "pp": par.pp, "ep": par.ep, "ep_attention": par.ep_attention,
+                           "gpus": par.gpus, "per": "rank", "model_params": an.full.params}
     if an.note_pipeline:
         pipe, memory = an.note_pipeline
         doc["parallel"].update(per="stage", stage=an.stage, layers=list(an.layers), micro_batches=pipe.micro_batches,
@@ -806,7 +806,7 @@ def render(r: Roofline | Sweep, fmt: str = "table", defaults: Iterable[str] = ()
 def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
     """One record per point, row-major (batch, then context or prompt); exact integers, seconds.
     Each names its model, hardware, dtypes, implementation and parallel layout (tp, pp, ep: 1 on one GPU; the
-    numbers are then one rank's), so several runs concatenate."""
+    numbers are then one rank's; ep_attention: how --ep ranks split attention), so several runs concatenate."""
     g = sw.grid
     fits = g.fits(sw.capacity_bytes)
     w = sw.dtypes
@@ -814,7 +814,8 @@ def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
     ident = {"model": sw.shape.name, "hardware": sw.hardware.name, "weight_dtype": w.weight_dtype.name,
              "act_dtype": w.act_dtype.name, "kv_dtype": w.kv_dtype.name, "compute_dtype": w.compute_dtype.name,
              "impl": sw.impl, "range_band": range_band(sw.model, gpus_of(sw.analyzer) > 1),
-             **{axis: getattr(par, axis, 1) for axis in ("tp", "pp", "ep")}}
+             **{axis: getattr(par, axis, 1) for axis in ("tp", "pp", "ep")},
+             "ep_attention": getattr(par, "ep_attention", "dp")}
     out = []
     if sw.kind == "decode":
         inten, step, upper, tps, bound = g.intensity, g.step_s, g.step_upper_s, g.tokens_per_s, g.bound
@@ -888,8 +889,9 @@ def sweep_record(sw: Sweep) -> dict[str, Any]:
            "hardware": hw, "points": sweep_point_records(sw), "verdicts": [verdict_record(v) for v in sw.verdicts]}
     par = head.parallel
     if par is not None and par.gpus > 1:  # every point is one rank's (a pipeline's: see "step")
-        doc["parallel"] = {"tp": par.tp, "pp": par.pp, "ep": par.ep, "gpus": par.gpus, "per": "rank",
-                           "model_params": head.full.params, "batch": "the step's sequences, over all ranks"}
+        doc["parallel"] = {"tp": par.tp, "pp": par.pp, "ep": par.ep, "ep_attention": par.ep_attention,
+                           "gpus": par.gpus, "per": "rank", "model_params": head.full.params,
+                           "batch": "the step's sequences, over all ranks"}
         if par.pp > 1:
             doc["parallel"].update(micro_batches=sw.analyzer.micro_batches,  # --micro-batches (null: the rule)
                                    micro_batches_by_batch={str(int(b)): sw.analyzer.micro(int(b))
@@ -1099,6 +1101,7 @@ def tp_sweep_record(tps) -> dict[str, Any]:
                      "link_bytes_per_s": first.hardware.link_bytes_per_s},
         "axis": tps.axis,
         "fixed": {a: getattr(tps.base, a) for a in ("tp", "pp", "ep") if a != tps.axis},
+        "ep_attention": tps.base.ep_attention,
         f"{tps.axis}_points": [{tps.axis: p.tp, "gpus": p.gpus, "memory_bytes_per_gpu": p.memory_bytes,
                        "fits": p.fits, "step_s": p.step_s, "communication_s": p.comm_s,
                        "communication_share": p.comm_share, "tokens_per_s": p.tokens_per_s,

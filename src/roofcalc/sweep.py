@@ -24,6 +24,7 @@ grid's corners against the scalar path every time a sweep runs).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, fields, replace
 
@@ -229,7 +230,8 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
     # the step's totals are bilinear too: each kernel's count · coefficients summed per attended context
     # (a sliding window's min(S, W) apart), then evaluated once; routed-expert weights, per batch, apart
     totals: dict = {}  # window -> {"flops", "bytes", "weight_bytes", "kv_bytes"}: Σ count · (c00, c10, c01, c11)
-    extra_weight_bytes = 0  # Σ count · weight bytes that are not bilinear, a column (one value per batch)
+    extra = dict.fromkeys(("flops", "bytes", "weight_bytes", "kv_bytes"), 0)  # Σ count · what is not bilinear:
+    # columns, one value per batch
     terms = []
     for i, (kernel, count, window) in enumerate(probe[(1, s0)]):
         eff_s = s if window is None else np.minimum(s, window)
@@ -242,36 +244,55 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
             raise GridOverflow(f"batch {big_b:,} x context {big_s:,} is too large to count in 64 bits; "
                                f"no device holds such a step")
         weight = None  # the weight bytes where they are not bilinear in B: a column
-        if per_batch:
+        column = None  # a kernel whose cost does not change with the context, where the analysis at every batch
+        # is at hand: its whole cost per batch (the busiest --ep-attention tp rank's expert rows are not linear in B)
+        if per_batch and costs[0] == costs[2] and costs[1] == costs[3]:
+            at = [per_batch[int(bb)][i][0] for bb in b[:, 0]]
+            column = {f: np.array([[getattr(k.cost, f)] for k in at], dtype=np.int64) for f in FIELDS}
+        elif per_batch:
             weight = np.array([[per_batch[int(bb)][i][0].cost.weight_bytes] for bb in b[:, 0]], dtype=np.int64)
         elif kernel.expert_weights:  # traced experts: the share a batch reaches
             mode = workload_kw.get("experts", "expected")
             rest = costs[0].weight_bytes - analyzer.expert_bytes(kernel.expert_weights, 1, mode)
             weight = np.array([[rest + analyzer.expert_bytes(kernel.expert_weights, int(bb), mode)]
                                for bb in b[:, 0]], dtype=np.int64)
-        moved = _plus(coef["act_read_bytes"], coef["act_write_bytes"], coef["kv_read_bytes"], coef["kv_write_bytes"])
-        step = totals.setdefault(window, {f: [0, 0, 0, 0] for f in ("flops", "bytes", "weight_bytes", "kv_bytes")})
-        for f, c in (("flops", coef["flops"]), ("bytes", moved if weight is not None else
-                                                          _plus(moved, coef["weight_bytes"])),
-                     ("weight_bytes", [0, 0, 0, 0] if weight is not None else coef["weight_bytes"]),
-                     ("kv_bytes", _plus(coef["kv_read_bytes"], coef["kv_write_bytes"]))):
-            step[f] = [t + count * x for t, x in zip(step[f], c)]
+        if column is not None:
+            kv = column["kv_read_bytes"] + column["kv_write_bytes"]
+            for f, c in (("flops", column["flops"]), ("weight_bytes", column["weight_bytes"]), ("kv_bytes", kv),
+                         ("bytes", column["weight_bytes"] + column["act_read_bytes"] + column["act_write_bytes"] + kv)):
+                extra[f] = extra[f] + count * c
+        else:
+            moved = _plus(coef["act_read_bytes"], coef["act_write_bytes"], coef["kv_read_bytes"], coef["kv_write_bytes"])
+            step = totals.setdefault(window, {f: [0, 0, 0, 0] for f in ("flops", "bytes", "weight_bytes", "kv_bytes")})
+            for f, c in (("flops", coef["flops"]), ("bytes", moved if weight is not None else
+                                                              _plus(moved, coef["weight_bytes"])),
+                         ("weight_bytes", [0, 0, 0, 0] if weight is not None else coef["weight_bytes"]),
+                         ("kv_bytes", _plus(coef["kv_read_bytes"], coef["kv_write_bytes"]))):
+                step[f] = [t + count * x for t, x in zip(step[f], c)]
         if weight is not None:
-            extra_weight_bytes = extra_weight_bytes + count * weight
+            extra["weight_bytes"] = extra["weight_bytes"] + count * weight
+            extra["bytes"] = extra["bytes"] + count * weight
         # the kernel itself, on the least shape its costs need, through the single step's rule
-        cost = {f: _at(coef[f], b, eff_s) for f in FIELDS if f != "matmul_flops"}  # (no time reads matmul FLOPs)
+        if column is not None:
+            cost = {f: column[f] for f in FIELDS if f != "matmul_flops"}
+        else:
+            cost = {f: _at(coef[f], b, eff_s) for f in FIELDS if f != "matmul_flops"}  # (no time reads matmul FLOPs)
         if weight is not None:
             cost["weight_bytes"] = weight
         message = link = None
         if kernel.kind == "collective":
-            message = _at(_bilinear(*(probe[key][i][0].message_bytes for key in keys), s0), b, eff_s)
+            if column is not None:
+                message = np.array([[k.message_bytes] for k in at], dtype=np.int64)
+            else:
+                message = _at(_bilinear(*(probe[key][i][0].message_bytes for key in keys), s0), b, eff_s)
             link = link_bytes(kernel.role, message, kernel.group)
         if per_batch:
             n = np.array([[launches(per_batch[int(bb)][i][0], impl, act_name, shape)] for bb in b[:, 0]])
         else:
             n = launches(kernel, impl, act_name, shape)
         n_launch += count * n
-        rows = _at(_bilinear(*(probe[key][i][0].rows for key in keys), s0), b, eff_s)
+        rows = np.array([[k.rows] for k in at], dtype=np.int64) if column is not None else \
+            _at(_bilinear(*(probe[key][i][0].rows for key in keys), s0), b, eff_s)
         attn = None  # an attention call's sizes on the grid: its batch and the keys it reads at each context
         if kernel.kind == "attention" and attention_sizes(kernel):
             keys_read = _at(_bilinear(*(probe[key][i][0].sizes.kv_len for key in keys), s0), b, eff_s)
@@ -289,8 +310,8 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
         eff_s = s if window is None else np.minimum(s, window)
         for f in grid:
             grid[f] += _at(step[f], b, eff_s)
-    grid["weight_bytes"] += extra_weight_bytes
-    grid["bytes"] += extra_weight_bytes
+    for f in grid:
+        grid[f] += extra[f]
     if analyzer is None:
         weights_in_memory = sum(count * k.param_bytes for k, count, _ in probe[(1, 1)])
         memory = weights_in_memory + kv_cache_bytes(shape, base.kv_dtype, b, s)
@@ -318,8 +339,8 @@ class BatchVerdicts:
     context: int
     ridge: float  # FLOP/byte of the roof the verdicts use
     intensity_limit: float  # the step's AI as B grows without bound: KV bytes grow as fast as FLOPs
-    ridge_batch: int | None  # smallest B whose step AI reaches the ridge; None: never at this context
-    kv_over_weights_batch: int | None  # smallest B whose KV bytes per step exceed its weight bytes
+    ridge_batch: int | None  # smallest B from which the step's AI stays at or above the ridge; None: never here
+    kv_over_weights_batch: int | None  # smallest B from which KV bytes per step exceed weight bytes
     max_batch: int | None  # largest B that fits in memory (0: not even one); None: capacity unknown
     capacity_bytes: float | None
     min_gain: float
@@ -369,6 +390,19 @@ def _at_least(left, right):
     return np.where(top, False, np.where(right < -limit, True, left >= c))
 
 
+def _all_of(holds, bb, period: int, top: int):
+    """``holds`` at every batch of ``bb`` … ``bb`` + period − 1 (none past ``top``): an int64 array of
+    batches, or one batch."""
+    import numpy as np
+
+    if isinstance(bb, (int, np.integer)):
+        return all(holds(min(int(bb) + d, top)) for d in range(period))
+    out = np.ones(np.shape(bb), dtype=bool)
+    for d in range(period):
+        out &= np.asarray(holds(np.minimum(bb + d, top)), dtype=bool)
+    return out
+
+
 def _batch_function(x):
     """x(B) of an int64 array of batches (each distinct batch asked once)."""
     import numpy as np
@@ -412,51 +446,72 @@ def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: floa
                 raise
             ladder.pop()
     tps = lad.tokens_per_s
+    # x(B) = (FLOPs, bytes, weight bytes) of the step's parts that are not linear in B, exactly: the grid's
+    # probes at B = 1 and 2 fit the rest
     if analyzer is None:
-        x = expert_weight_bytes(shape, Workload.decode(1, 1, **workload_kw))  # x(B): 0 for a dense model
-    elif not analyzer.traced:  # one rank's (--tp, --ep): its expert kernels at that batch
-        s0 = _probe_contexts(contexts, analyzer)
+        w = expert_weight_bytes(shape, Workload.decode(1, 1, **workload_kw))  # 0 for a dense model
 
-        def x(tokens: int) -> int:
+        def x(tokens: int) -> tuple:
+            return 0, w(tokens), w(tokens)
+    elif not analyzer.traced:  # one rank's (--tp, --ep): every kernel whose cost does not change with the
+        s0 = _probe_contexts(contexts, analyzer)  # context, at that batch (the busiest --ep-attention tp
+        # rank's expert rows are not linear in B)
+
+        @functools.lru_cache(maxsize=None)
+        def x(tokens: int) -> tuple:
             if shape.moe is None:
-                return 0
-            a = analyzer(Workload.decode(tokens, s0, **workload_kw))
-            return sum(k.count * k.cost.weight_bytes for k in a.kernels if k.role == "experts")
+                return 0, 0, 0
+            a, a2 = (analyzer(Workload.decode(tokens, s, **workload_kw)) for s in (s0, s0 + 1))
+            same = [k for k, k2 in zip(a.kernels, a2.kernels) if k.cost == k2.cost]
+            return (sum(k.count * k.cost.flops for k in same), sum(k.count * k.cost.bytes for k in same),
+                    sum(k.count * k.cost.weight_bytes for k in same))
     else:  # a trace's expert kernels, read off one probe
         probe = analyzer(Workload.decode(1, _probe_contexts(contexts, analyzer), **workload_kw))
         parts = [(k.count, k.expert_weights) for k in probe.kernels if k.expert_weights]
         mode = workload_kw.get("experts", "expected")
 
-        def x(tokens: int) -> int:
-            return sum(count * analyzer.expert_bytes(ew, tokens, mode) for count, ew in parts)
-    x12 = (x(1), x(2))
+        def x(tokens: int) -> tuple:
+            w = sum(count * analyzer.expert_bytes(ew, tokens, mode) for count, ew in parts)
+            return 0, w, w
+    xf, xb, xw = (lambda t, i=i: x(t)[i] for i in range(3))
+    x1, x2 = x(1), x(2)
 
-    def line(arr2, minus=(0, 0)):
-        """(value at B = 0, slope in B) at every context, exact integers, less a non-linear part."""
-        m1, m2 = minus
+    def line(arr2, i: int | None = None):
+        """(value at B = 0, slope in B) at every context, exact integers, less the non-linear part x(B)[i]."""
+        m1, m2 = (0, 0) if i is None else (x1[i], x2[i])
         return [(v1 - m1 - (v2 - m2 - (v1 - m1)), v2 - m2 - (v1 - m1)) for v1, v2 in zip(*arr2.tolist())]
 
-    flops, nbytes, weights, kv, memory = (line(two.flops), line(two.bytes, x12), line(two.weight_bytes, x12),
+    flops, nbytes, weights, kv, memory = (line(two.flops, 0), line(two.bytes, 1), line(two.weight_bytes, 2),
                                           line(two.kv_bytes), line(two.memory_bytes))
     ridge = roof.ridge
-    # AI(B) = (f0 + f1·B) / (y0 + y1·B + x(B)) reaches the ridge; for a dense model that is
-    # B >= (ridge·y0 - f0) / (f1 - ridge·y1), never when f1 / y1 <= ridge.
-    # KV bytes k0 + k1·B exceed weight bytes w0 + w1·B + x(B).
+    # AI(B) = (f0 + f1·B + xf(B)) / (y0 + y1·B + xb(B)) reaches the ridge; for a dense model on one device
+    # that is B >= (ridge·y0 - f0) / (f1 - ridge·y1), never when f1 / y1 <= ridge.
+    # KV bytes k0 + k1·B exceed weight bytes w0 + w1·B + xw(B).
     # Both bisected at every context at once where 64-bit integers hold every count up to the top batch
     widest = max(max(map(abs, c0)) + max(map(abs, c1)) * top
                  for c0, c1 in (zip(*pairs) for pairs in (flops, nbytes, weights, kv)))
-    if widest + abs(x(top)) < _INT64_SAFE:
-        xs = _batch_function(x)
+    # the batch from which each holds for good: where the costs have a period in B (the busiest --ep-attention
+    # tp rank's ⌈B·k/N⌉ expert rows make the AI a saw), a batch holds where every batch of its period does
+    period = getattr(analyzer, "batch_period", 1)
+
+    def steady(holds):
+        return holds if period == 1 else lambda bb: _all_of(holds, bb, period, top)
+
+    if widest + max(map(abs, x(top))) < _INT64_SAFE:
+        xfs, xbs, xws = (_batch_function(f) for f in (xf, xb, xw))
         (f0, f1), (y0, y1), (w0, w1), (k0, k1) = (np.array(pairs, dtype=np.int64).T
                                                   for pairs in (flops, nbytes, weights, kv))
-        ridge_batches = _first_batches(lambda bb: _at_least(f0 + f1 * bb, ridge * (y0 + y1 * bb + xs(bb))),
-                                       len(flops), top)
-        kv_batches = _first_batches(lambda bb: k0 + k1 * bb > w0 + w1 * bb + xs(bb), len(flops), top)
+        ridge_batches = _first_batches(steady(lambda bb: _at_least(f0 + f1 * bb + xfs(bb),
+                                                                   ridge * (y0 + y1 * bb + xbs(bb)))), len(flops), top)
+        kv_batches = _first_batches(steady(lambda bb: k0 + k1 * bb > w0 + w1 * bb + xws(bb)), len(flops), top)
     else:
-        ridge_batches = [_first_batch(lambda bb: f0 + f1 * bb >= ridge * (y0 + y1 * bb + x(bb)), top)
+        ridge_batches = [_first_batch(steady(lambda bb: f0 + f1 * bb + xf(bb) >= ridge * (y0 + y1 * bb + xb(bb))), top)
                          for (f0, f1), (y0, y1) in zip(flops, nbytes)]
-        kv_batches = [_first_batch(lambda bb: k0 + k1 * bb > w0 + w1 * bb + x(bb), top)
+        kv_batches = [_first_batch(steady(lambda bb: k0 + k1 * bb > w0 + w1 * bb + xw(bb)), top)
                       for (k0, k1), (w0, w1) in zip(kv, weights)]
+    # the AI's limit as B grows: the slopes, with the non-linear parts' own slope at the top of the ladder
+    half = top // 2
+    slope_f, slope_b = ((x(top)[i] - x(half)[i]) / (top - half) for i in (0, 1))
     gains = tps[1:] / tps[:-1] - 1
     below = gains < min_gain
     first_below = below.argmax(axis=0).tolist()
@@ -468,7 +523,7 @@ def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: floa
             max_batch = max(0, min(top, math.floor((capacity_bytes - m0) / m1)))
         k = first_below[j]
         doubling = (ladder[k], float(gains[k, j])) if below[k, j] else (None, None)
-        out.append(BatchVerdicts(int(context), ridge, f1 / y1, ridge_batches[j], kv_batches[j], max_batch,
+        out.append(BatchVerdicts(int(context), ridge, (f1 + slope_f) / (y1 + slope_b), ridge_batches[j], kv_batches[j], max_batch,
                                  capacity_bytes, min_gain, *doubling, largest_batch_tried=ladder[-1]))
     return out
 
