@@ -331,7 +331,7 @@ def test_a_traced_expert_parallel_rank_equals_the_hand_models(name, layout):
 
 def test_traced_ep_from_the_command_line(tmp_path, capsys):
     """--trace --ep 2 prints one rank's table with its all-to-alls, --ep-attention tp one without them; a
-    batch that does not split, or a sweep with --ep-attention tp, is refused in one line."""
+    batch that does not split is refused in one line."""
     path = tmp_path / "c.json"
     path.write_text(json.dumps(MOE["mixtral"]))
     assert main([str(path), "--trace", "--ep", "2", "--batch", "4", "--hw", "h100"]) == 0
@@ -345,8 +345,7 @@ def test_traced_ep_from_the_command_line(tmp_path, capsys):
     assert main([str(path), "--trace", "--ep", "2", "--batch", "4,8", "--context", "100,200", "--hw", "h100"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "attention and the dense layers for B/2 of each step's B sequences (the batch column counts all" in out
-    for flags in (["--ep", "2", "--ep-attention", "tp", "--batch", "4", "--context", "100,200"],
-                  ["--ep", "2", "--batch", "3"]):
+    for flags in (["--ep", "2", "--batch", "3"],):
         assert main([str(path), "--trace", *flags, "--hw", "h100"]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "--ep" in err
@@ -446,6 +445,59 @@ def test_a_traced_ep_sweep_is_the_single_steps_and_the_hand_models(layout, tmp_p
             (h["batch"], h["context"], h["weight_bytes"], h["kv_bytes"], h["memory_bytes"])
     keys = ("kv_over_weights_batch", "max_batch")
     assert [{k: v[k] for k in keys} for v in traced["verdicts"]] == [{k: v[k] for k in keys} for v in hand["verdicts"]]
+
+
+@pytest.mark.parametrize("name", sorted(MOE))
+def test_a_traced_ep_tp_rank_at_any_batch_is_its_trace(name):
+    """--ep 4 --ep-attention tp (every sequence on every rank): a sweep reads the rank at a batch it has not traced
+    (TracedEPTPAnalyzer.at_batch) off the whole step's traces at one and two sequences, costs and rows extended
+    linearly but for the experts' weights, then split. At 3, 5 and 37 sequences (⌈3·2/4⌉ = 2, ⌈10/4⌉ = 3 and
+    ⌈74/4⌉ = 19 expert rows) every kernel's cost, rows and collective message equal the rank split from a trace
+    at that batch."""
+    from roofcalc.trace import TracedEPTPAnalyzer
+
+    an = TracedEPTPAnalyzer(MOE[name], "t", None, "ideal", Parallel(ep=4, ep_attention="tp"))
+    for batch, rows in ((3, 2), (5, 3), (37, 19)):
+        wl = Workload.decode(batch, 17)
+        read, traced = an.at_batch(wl), an(wl)
+        assert [k.name for k in read.kernels] == [k.name for k in traced.kernels]
+        for k, t in zip(read.kernels, traced.kernels):
+            assert (k.cost, k.rows, k.message_bytes) == (t.cost, t.rows, t.message_bytes), (batch, k.name)
+        assert {k.rows for k in traced.kernels if k.expert_weights} == {rows}
+
+
+def test_a_traced_ep_tp_sweep_is_the_single_steps_and_its_verdicts_hold_on_traces(tmp_path, capsys):
+    """A batch x context sweep of a traced Mixtral (4 experts, top-2) at --ep 4 --ep-attention tp: at every point
+    of a 3 x 2 grid (batches 1, 3 and 8) its FLOPs, bytes, memory and time are the single traced step's; the KV
+    verdict's batch holds on direct traces there and at the next (the rows' saw repeats every 4/gcd(2, 4) = 2
+    batches), not at the one before; and the hand model's sweep gives the same batch."""
+    from roofcalc.trace.parallel import traced_expert_parallel
+
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(dict(MOE["mixtral"], torch_dtype="bfloat16")))
+    flags = [str(path), "--ep", "4", "--ep-attention", "tp", "--hw", "h100", "--impl", "cuda-graph",
+             "--format", "json"]
+    assert main(flags + ["--trace", "--batch", "1,3,8", "--context", "20,60"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["points"]) == 6 and doc["parallel"]["ep_attention"] == "tp"
+    for p in doc["points"]:
+        assert main(flags + ["--trace", "--batch", str(p["batch"]), "--context", str(p["context"])]) == 0
+        one = json.loads(capsys.readouterr().out)["step"]
+        assert (p["flops"], p["bytes"], p["memory_bytes"]) == (one["flops"], one["bytes"], one["memory_bytes"])
+        assert p["predicted_s"] == pytest.approx(one["predicted_s"], rel=1e-9)
+    bf16 = {k: DTYPES["bf16"] for k in ("weight_dtype", "act_dtype", "kv_dtype")}
+    par = Parallel(ep=4, ep_attention="tp")
+
+    def over(b, s):
+        t = traced_expert_parallel((MOE["mixtral"], "t", None), Workload.decode(b, s, **bf16), par, "ideal").totals
+        return t.kv_bytes > t.weight_bytes
+
+    for v in doc["verdicts"]:
+        b = v["kv_over_weights_batch"]
+        assert over(b, v["context"]) and over(b + 1, v["context"]) and not over(b - 1, v["context"]), v
+    assert main(flags + ["--batch", "1,3,8", "--context", "20,60"]) == 0
+    hand = json.loads(capsys.readouterr().out)
+    assert [v["kv_over_weights_batch"] for v in hand["verdicts"]] == [v["kv_over_weights_batch"] for v in doc["verdicts"]]
 
 
 LAYOUTS = {"one": [], "tp2": ["--tp", "2"], "ep2": ["--ep", "2", "--batch", "4"],

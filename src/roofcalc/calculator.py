@@ -282,6 +282,13 @@ class Analyzer:
         return self(wl)
 
     expert_ranks = 1  # --ep: a rank's tokens are 1/N of those its experts' share is read at
+    exact_batches = False  # its costs taken at each batch where they are not bilinear (one rank's analysis)
+    batch_period = 1  # batches over which its costs repeat a pattern that is not linear in B (1: none)
+
+    def at_batch(self, wl: "Workload") -> "Analysis":
+        """The step at ``wl`` for a sweep's grid and verdicts, at the sweep's probe context (``exact_batches``):
+        its own analysis, or one that equals it more cheaply (a trace extended from its probes)."""
+        return self(wl)
 
     def expert_bytes(self, expert_weights: tuple, tokens: int, mode: str) -> int:
         """Bytes a traced experts kernel (``Kernel.expert_weights``) reads when the analyzer's rank routes

@@ -331,9 +331,6 @@ def build_sweep(args: argparse.Namespace, shape=None):
     shape, traced = shape if shape is not None else load_model(args)
     par = _parallel(args)
     kw = _workload_kw(args, shape)
-    if par.tp_attention and traced is not None:
-        raise RoofcalcError("--ep-attention tp sweeps a hand-modelled family only: a traced busiest rank's expert "
-                            "rows and weights are not bilinear in the batch; give one --batch and --context")
     if par.gpus > 1 and traced is None:
         from .parallel import LocalBatchAnalyzer, PipelineAnalyzer, RankAnalyzer, shard
 
@@ -342,7 +339,7 @@ def build_sweep(args: argparse.Namespace, shape=None):
         kw["analyzer"] = PipelineAnalyzer(shape, par, args.micro_batches) if par.pp > 1 else \
             LocalBatchAnalyzer(shape, par) if par.ep > 1 and not par.tp_attention else RankAnalyzer(shape, par)
     if traced is not None:
-        from .trace import TracedEPAnalyzer, TracedRankAnalyzer, analyzer, hf_config
+        from .trace import TracedEPAnalyzer, TracedEPTPAnalyzer, TracedRankAnalyzer, analyzer, hf_config
 
         cfg, name, label = traced
         view = "eager" if args.impl == "hf-eager" else "ideal"
@@ -351,6 +348,8 @@ def build_sweep(args: argparse.Namespace, shape=None):
 
             stages = TracedStages(cfg, name, label, view, hf_config(cfg, name)[0])
             kw["analyzer"] = TracedPipelineAnalyzer(shape, par, args.micro_batches, stages)
+        elif par.tp_attention:
+            kw["analyzer"] = TracedEPTPAnalyzer(cfg, name, label, view, par)
         elif par.ep > 1:
             kw["analyzer"] = TracedEPAnalyzer(cfg, name, label, view, par)
         elif par.tp > 1:

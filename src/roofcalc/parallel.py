@@ -129,6 +129,7 @@ class RankAnalyzer(Analyzer):
     point, so a sweep's corners differing from it is a bug, not a fit."""
 
     traced = False
+    exact_batches = True
 
     def __init__(self, shape: ModelShape, parallel: "Parallel"):
         self.shape, self.parallel = shape, parallel

@@ -204,10 +204,10 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
     big_b, big_s = int(b.max()), int(s.max())
     s0 = _probe_contexts(contexts, analyzer)
 
-    def kernels_of(wl):
+    def kernels_of(wl, swept: bool = False):
         if analyzer is None:
             return _step_kernels(shape, wl)
-        return [(k, k.count, k.window or None) for k in analyzer(wl).kernels]
+        return [(k, k.count, k.window or None) for k in (analyzer.at_batch(wl) if swept else analyzer(wl)).kernels]
 
     probe = {(bb, ss): kernels_of(Workload.decode(bb, ss, **workload_kw)) for bb in (1, 2) for ss in (s0, s0 + 1)}
     names = [k.name for k, _, _ in probe[(1, s0)]]
@@ -217,8 +217,8 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
     # same at every context; evaluated once per batch
     if shape.moe and analyzer is None:
         per_batch = {int(bb): _step_kernels(shape, Workload.decode(int(bb), 1, **workload_kw)) for bb in b[:, 0]}
-    elif shape.moe and not analyzer.traced:  # one rank's experts (--tp): its own analysis
-        per_batch = {int(bb): kernels_of(Workload.decode(int(bb), s0, **workload_kw)) for bb in b[:, 0]}
+    elif analyzer is not None and analyzer.exact_batches and (shape.moe or analyzer.traced):  # one rank's experts
+        per_batch = {int(bb): kernels_of(Workload.decode(int(bb), s0, **workload_kw), True) for bb in b[:, 0]}
     else:
         per_batch = {}
     n_b, n_s = b.shape[0], s.shape[1]
@@ -453,18 +453,21 @@ def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: floa
 
         def x(tokens: int) -> tuple:
             return 0, w(tokens), w(tokens)
-    elif not analyzer.traced:  # one rank's (--tp, --ep): every kernel whose cost does not change with the
-        s0 = _probe_contexts(contexts, analyzer)  # context, at that batch (the busiest --ep-attention tp
-        # rank's expert rows are not linear in B)
+    elif analyzer.exact_batches:  # one rank's (--tp, --ep): every kernel whose cost does not change with the
+        # context (at one and two sequences, the probes), at that batch (the busiest --ep-attention tp rank's
+        # expert rows are not linear in B)
+        s0 = _probe_contexts(contexts, analyzer)
+        probes = [analyzer(Workload.decode(bb, ss, **workload_kw)).kernels for bb in (1, 2) for ss in (s0, s0 + 1)]
+        context_free = [k1.cost == k2.cost and k3.cost == k4.cost for k1, k2, k3, k4 in zip(*probes)]
 
         @functools.lru_cache(maxsize=None)
         def x(tokens: int) -> tuple:
-            if shape.moe is None:
+            if shape.moe is None and not analyzer.traced:
                 return 0, 0, 0
-            a, a2 = (analyzer(Workload.decode(tokens, s, **workload_kw)) for s in (s0, s0 + 1))
-            same = [k for k, k2 in zip(a.kernels, a2.kernels) if k.cost == k2.cost]
-            return (sum(k.count * k.cost.flops for k in same), sum(k.count * k.cost.bytes for k in same),
-                    sum(k.count * k.cost.weight_bytes for k in same))
+            kept = [k for k, keep in zip(analyzer.at_batch(Workload.decode(tokens, s0, **workload_kw)).kernels,
+                                         context_free) if keep]
+            return (sum(k.count * k.cost.flops for k in kept), sum(k.count * k.cost.bytes for k in kept),
+                    sum(k.count * k.cost.weight_bytes for k in kept))
     else:  # a trace's expert kernels, read off one probe
         probe = analyzer(Workload.decode(1, _probe_contexts(contexts, analyzer), **workload_kw))
         parts = [(k.count, k.expert_weights) for k in probe.kernels if k.expert_weights]

@@ -111,6 +111,68 @@ class TracedEPAnalyzer(TraceAnalyzer):
         return self.ranks[wl]
 
 
+class TracedEPTPAnalyzer(TraceAnalyzer):
+    """One --ep rank of a traced model with attention split by heads (--ep-attention tp) for the sweeps: every
+    sequence on every rank, each workload traced and split (:func:`roofcalc.trace.parallel.traced_expert_parallel`).
+    The busiest rank's expert rows (⌈T·k/N⌉) and experts (min(E/N, ⌈reached/N⌉)) are not linear in B, so a grid
+    takes the rank at each of its batches (``exact_batches``), and the verdicts' parts that do not change with
+    the context come from the whole step's probes at one and two sequences, whose costs are linear in B but for
+    the experts' weights, split again at every batch (:meth:`at_batch`)."""
+
+    exact_batches = True
+
+    def __init__(self, cfg: dict, name: str, label: str | None, view: str, parallel):
+        super().__init__(cfg, name, label, view)
+        self.parallel, self.config, self.ranks = parallel, hf_config(cfg, name)[0], {}
+
+    def __call__(self, wl: Workload):
+        from .parallel import traced_expert_parallel
+
+        if wl not in self.ranks:
+            self.ranks[wl] = traced_expert_parallel((self.cfg, self.name, self.label), wl, self.parallel, self.view,
+                                                    merge=False)
+        return self.ranks[wl]
+
+    @property
+    def batch_period(self) -> int:
+        """--ep N's ⌈B·k/N⌉ rows repeat every N/gcd(k, N) batches."""
+        import math
+
+        k = next(k.expert_weights[1] for k in super().__call__(Workload.decode(1, 2)).kernels if k.expert_weights)
+        return self.parallel.ep // math.gcd(k, self.parallel.ep)
+
+    def at_batch(self, wl: Workload):
+        """The rank at ``wl`` without tracing it: the whole step at wl.batch sequences is its probes' at one and
+        two (at wl's context) extended linearly, costs and rows (every cost of a trace is linear in B at one
+        context, but the experts' weights, which are read again at the batch's reach), then split as a traced
+        step is (:func:`roofcalc.trace.parallel.traced_rank`). A sweep holds its grid to direct traces."""
+        from dataclasses import fields
+
+        from ..calculator import MatmulSizes, traced_expert_bytes
+        from .parallel import traced_rank
+
+        if wl.batch <= 2:
+            return self(wl)
+        w1, w2 = (super(TracedEPTPAnalyzer, self).__call__(replace(wl, batch=b)) for b in (1, 2))
+
+        def line(v1: int, v2: int) -> int:
+            return v1 + (wl.batch - 1) * (v2 - v1)
+
+        kernels = []
+        for k1, k2 in zip(w1.kernels, w2.kernels):
+            ew, reads = k1.expert_weights, {}
+            if ew is not None:  # the weights besides the experts', then the experts' the batch reaches
+                other = k1.cost.weight_bytes - traced_expert_bytes(ew, w1.workload.tokens, wl.experts)
+                reads = {"weight_bytes": other + traced_expert_bytes(ew, wl.tokens, wl.experts)}
+            cost = Cost(**{f.name: reads.get(f.name, line(getattr(k1.cost, f.name), getattr(k2.cost, f.name)))
+                           for f in fields(Cost)})
+            sizes = k1.sizes
+            if isinstance(sizes, MatmulSizes):
+                sizes = replace(sizes, m=line(k1.sizes.m, k2.sizes.m))
+            kernels.append(replace(k1, cost=cost, sizes=sizes))
+        return traced_rank(replace(w1, workload=wl, kernels=tuple(kernels)), self.parallel, self.config)
+
+
 def trace(cfg: dict, name: str, wl: Workload, label: str | None = None, *, view: str = "ideal",
           use_cache: bool = True, merge: bool = True, stage: tuple[int, int] | None = None) -> TracedAnalysis:
     """The traced step as an :class:`Analysis` whose kernels carry the ``view``'s bytes (ideal | eager);

@@ -566,7 +566,8 @@ def traced_expert_parallel(traced: tuple, workload, parallel, view: str, merge: 
                             f"attention for B/{parallel.ep} of the sequences")
     cfg, name, label = traced
     config = hf_config(cfg, name)[0]
-    whole = full if full is not None and not parallel.tp_attention else trace(cfg, name, workload, label, view=view)
+    whole = full if full is not None and not parallel.tp_attention else \
+        trace(cfg, name, workload, label, view=view, merge=merge or not parallel.tp_attention)
     if parallel.tp_attention:
         rank = traced_rank(whole, parallel, config)
         plan = model_plan(whole.shape.family, whole.check.class_name if whole.check else "", whole.model_class, config)
