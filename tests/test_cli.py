@@ -680,6 +680,12 @@ def test_an_fp8_checkpoint_runs_on_the_default_t4(capsys):
     doc = json.loads(out)
     assert code == 0 and doc["workload"]["weight_dtype"] == "fp16"
     assert next(k for k in doc["kernels"] if k["name"] == "q_proj")["weight_bytes"] == 4096 * 4096 * 2
+    # unscaled fp8 weights (--weight-dtype fp8) compute in fp8: where there is none, one line names the scaled ones
+    for hw in ("T4", "V100", "A100"):
+        code, out, err = run(["meta-llama/Llama-2-7b-hf", "--weight-dtype", "fp8", "--hw", hw], capsys)
+        assert code == 2 and out == "" and err.count("\n") == 1 and "--weight-dtype fp8-t" in err, hw
+    code, _, err = run(["meta-llama/Llama-2-7b-hf", "--dtype", "fp8", "--hw", "A100"], capsys)
+    assert code == 2 and "A100-80GB has no fp8 peak" in err  # fp8 activations too: no such device
 
 
 # --------------------------------------------------------------------------- words: ratios named, speed-ups positive

@@ -200,6 +200,11 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
 
     hw, profile = _hardware(args)
     kw["weight_dtype"], args.weights_why = weights_on_device(kw["weight_dtype"], kw["act_dtype"], hw, profile)
+    w, act = kw["weight_dtype"], kw["act_dtype"]
+    if w.name == "fp8" and act.bits > 8 and "fp8" not in hw.peak_flop_per_s:  # unscaled fp8 computes in fp8
+        raise RoofcalcError(f"{hw.name} has no fp8 GEMMs; fp8 weights with {act.name} activations run there as an FP8 "
+                            f"checkpoint's do, with their scales: --weight-dtype fp8-t (one a tensor), fp8-ch (one a "
+                            f"channel) or fp8-b128 (one a 128 x 128 block)")
     return kw
 
 
@@ -620,8 +625,10 @@ def _resolve_engine(args: argparse.Namespace) -> None:
     if args.engine_preset.name != DEFAULT_ENGINE:  # the presets' figures are CUDA engines' on NVIDIA GPUs
         hw = (_hardware(args)[0] if hasattr(args, "hw") else None)
         if hw is not None and (hw.kind != "gpu" or hw.compute_capability is None):
-            raise RoofcalcError(f"--engine {args.engine_preset.name} runs on NVIDIA GPUs; {hw.name} "
-                                f"is {'a ' + hw.kind if hw.kind != 'gpu' else 'not one'}: use --engine hf")
+            other = "a " + hw.kind if hw.kind != "gpu" else "not one"
+            graphs = " or --impl cuda-graph" if hw.kind == "gpu" else ""  # graphs replay on ROCm too (vLLM)
+            raise RoofcalcError(f"--engine {args.engine_preset.name}'s figures are NVIDIA GPUs'; {hw.name} is "
+                                f"{other}: use --engine hf{graphs}")
     args.impl_by_hand = args.impl is not None
     if args.impl is None:
         args.impl = args.engine_preset.impl
