@@ -156,3 +156,19 @@ def test_a_sweep_from_the_command_line(tmp_path, capsys):
     assert doc["parallel"]["ep_attention"] == "tp" and {p["ep_attention"] for p in doc["points"]} == {"tp"}
     _, _, rank = _rank(4)
     assert next(p for p in doc["points"] if p["batch"] == 4 and p["context"] == 17)["flops"] == rank.totals.flops
+
+
+def test_the_experts_line_of_a_rank_counts_the_model(capsys):
+    """A rank holds a share of the experts (--ep) or of each expert (--tp): its header's idle and active counts
+    are the whole model's, the single GPU's (Mixtral-8x7B: 46,702,792,704 parameters, 12,879,925,248 active a
+    token), said so, under every layout."""
+    from roofcalc.calculator import analyze
+    from roofcalc.sources import load_shape
+
+    whole = analyze(load_shape("mistralai/Mixtral-8x7B-v0.1"), Workload.decode(8, 1000))
+    want = (f"(the model: {whole.params - whole.active_params:,} parameters idle per token, "
+            f"{whole.active_params:,} active)")
+    for flags in (["--ep", "8", "--ep-attention", "tp"], ["--ep", "8"], ["--tp", "2"], []):
+        assert main(["mistralai/Mixtral-8x7B-v0.1", "--hw", "h100", *flags, "--batch", "8", "--context", "1000"]) == 0
+        out = " ".join(capsys.readouterr().out.split())
+        assert (want in out) == bool(flags) and f"{whole.active_params:,} active)" in out, flags

@@ -268,9 +268,12 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
         e = s.moe
         n_moe = s.layer_mlp_types.count("moe")
         shared = f" + a shared MLP of {e.d_shared}" if e.d_shared else ""
+        whole = getattr(a, "full", None) if a.parallel is not None and a.parallel.gpus > 1 else None
+        counts = whole or a  # one rank's kernels hold a share of the experts: the model's own counts
         lines.append(f"experts   {n_moe} of {s.n_layers} layers: {e.n_experts} experts of width {e.d_expert}, top-{e.top_k}"
-                     f"{shared}; weights read per step: {w.experts} ({a.params - a.active_params:,} parameters idle "
-                     f"per token, {a.active_params:,} active)")
+                     f"{shared}; weights read per step: {w.experts} ({'the model: ' if whole else ''}"
+                     f"{counts.params - counts.active_params:,} parameters idle per token, {counts.active_params:,} "
+                     f"active)")
     declared = f" (the checkpoint's quantization_config{', in text_config' if s.weight_format_where else ''}{', the routed experts alone' if s.weight_scope == 'experts' else ''})" if s.weight_format == w.weight_dtype.name else ""
     group = "" if not w.weight_dtype.quantized else \
         ", one scale a row" if w.weight_group >= PER_CHANNEL else f", group {w.weight_group}"
