@@ -79,7 +79,8 @@ def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
                    "mean time per output token)")
     p.add_argument("--dtype", help="weights, activations and KV cache: fp32 bf16 fp16 fp8 (default: the checkpoint's "
                    f"torch_dtype where the device computes in it, else the same width; {DEFAULT_DTYPE} if it declares none)")
-    p.add_argument("--weight-dtype", help="weights only: fp32 bf16 fp16 fp8 fp8-b128 fp8-ch fp8-t int8 int4 ternary, or mxfp4 (the "
+    p.add_argument("--weight-dtype", help="weights only: fp32 bf16 fp16 fp8 fp8-b128 fp8-ch fp8-t int8 int4 ternary, "
+                   "q4_0 q8_0 (llama.cpp's: int4, int8 in groups of 32), or mxfp4 (the "
                    "experts of a mixture of experts) (default: the checkpoint's quantization_config, else --dtype)")
     p.add_argument("--act-dtype", help="activations only")
     p.add_argument("--kv-dtype", help="KV cache only (also int8)")
@@ -157,6 +158,29 @@ def _check_plot(path: str) -> None:
     check_plot_path(path)
 
 
+# llama.cpp's legacy block formats, exactly roofcalc's integer ones (ggml-common.h: block_q4_0 and block_q8_0 hold
+# 32 weights and one fp16 scale, 18 and 34 bytes): 4.5 and 8.5 bits a weight
+GGUF = {"q4_0": ("int4", 32), "q8_0": ("int8", 32)}
+
+
+def _gguf(args: argparse.Namespace) -> None:
+    """--weight-dtype q4_0 or q8_0 as the integer format and group they are; a K-quant, which mixes block formats
+    by tensor, refused with the rule that gives its size."""
+    import re
+
+    name = (args.weight_dtype or "").strip().lower()
+    if name in GGUF:
+        fmt, group = GGUF[name]
+        if args.group_size not in (None, group):
+            raise RoofcalcError(f"--weight-dtype {name} holds {group} weights a scale; drop --group-size "
+                                f"{args.group_size}")
+        args.weight_dtype, args.group_size = fmt, group
+    elif re.fullmatch(r"q[2-6]_k(_[sml]|_xs)?", name):
+        raise RoofcalcError(f"llama.cpp's {name.upper()} mixes block formats by tensor; give its size: --weight-dtype "
+                            f"int4 --group-size 32 is 4.5 bits a weight (Mistral-7B's Q4_K_M file: 4.06 GB for 7.24 B "
+                            f"weights)")
+
+
 def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
     """Workload keywords from the flags; a checkpoint's declared weight format (quantization_config)
     is the weight dtype unless --dtype or --weight-dtype says otherwise."""
@@ -166,6 +190,7 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
                         ("--kv-dtype", args.kv_dtype)):
         if value is not None and not value.strip():
             raise RoofcalcError(f"{flag} is empty; give a dtype such as fp16")
+    _gguf(args)
     base = args.dtype or DEFAULT_DTYPE
     given = getattr(args, "dtype_flag", args.dtype)  # --dtype as typed (run_main may fill args.dtype in)
     declared = shape.weight_format if shape is not None and not given else None
