@@ -763,6 +763,12 @@ def test_a_doubling_that_loses_tokens_per_second_says_fewer():
     v = replace(v, doubling_gain=0.075)
     assert any("batch 128 gives only 7.5% more tokens/s (less than 10% more)" in line
                for line in verdict_lines(replace(sw, verdicts=(v,))))
+    # where the doubled batch, or the batch itself, is more than fits, the line says which
+    for top, tail in ((128, "(less than 10% more)"), (100, "(less than 10% more) (batch 128 does not fit)"),
+                      (50, "(less than 10% more) (beyond what fits)")):
+        line = next(x for x in verdict_lines(replace(sw, verdicts=(replace(v, max_batch=top),)))
+                    if x.startswith("  doubling"))
+        assert line.endswith(tail), (top, line)
 
 
 @pytest.mark.parametrize("args,shape", [

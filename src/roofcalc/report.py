@@ -969,7 +969,8 @@ def verdict_lines(sw: Sweep) -> list[str]:
             lines.append(f"  doubling  every doubling up to batch {v.largest_batch_tried:,} gains at least "
                          f"{100 * v.min_gain:.0f}% tokens/s")
         else:
-            beyond = "" if v.max_batch is None or v.doubling_batch <= v.max_batch else " (beyond what fits)"
+            beyond = "" if v.max_batch is None or 2 * v.doubling_batch <= v.max_batch else " (beyond what fits)" \
+                if v.doubling_batch > v.max_batch else f" (batch {2 * v.doubling_batch:,} does not fit)"
             gain = (f"only {100 * v.doubling_gain:.1f}% more tokens/s" if v.doubling_gain >= 0 else
                     f"{-100 * v.doubling_gain:.1f}% fewer tokens/s")
             lines.append(f"  doubling  stops paying at {_batch(v.doubling_batch)}: batch {2 * v.doubling_batch:,} gives "
