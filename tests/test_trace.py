@@ -489,8 +489,10 @@ def test_refusals_are_one_line(tmp_path, capsys):
     assert "bytes of weights (int4, group 128" in capsys.readouterr().out
     assert main([str(awq), "--dtype", "fp16"]) == 0  # traced as fp16, as asked
     assert "bytes of weights (fp16)" in capsys.readouterr().out
-    assert main([str(awq), "--weight-dtype", "fp8"]) == 2  # unscaled fp8 weights would need fp8 activations
-    assert "a traced model runs in fp32, bf16 or fp16" in capsys.readouterr().err
+    assert main([str(awq), "--weight-dtype", "fp8", "--hw", "h100"]) == 2  # unscaled fp8 weights would need fp8
+    assert "a traced model runs in fp32, bf16 or fp16" in capsys.readouterr().err  # activations
+    assert main([str(awq), "--weight-dtype", "fp8"]) == 2  # on the T4, which has no fp8 GEMMs: the scaled formats
+    assert "--weight-dtype fp8-t" in capsys.readouterr().err
     deep = tmp_path / "deep.json"  # a vision tower is built too: its depth is bounded like the layers
     deep.write_text(json.dumps(dict(TYPES["qwen2_5_vl"], model_type="qwen2_5_vl",
                                     vision_config=dict(TYPES["qwen2_5_vl"]["vision_config"], depth=100_000))))
