@@ -549,3 +549,27 @@ def test_only_a_gated_experts_run_is_priced_as_a_fused_moe_call():
     quantized = trace(config("olmoe"), "t", Workload.decode(2, 17, weight_dtype=DTYPES["int4"]), view="ideal",
                       use_cache=False)
     assert not any(k.moe for k in quantized.kernels)
+
+
+@pytest.mark.parametrize("name", sorted(MOE))
+def test_the_experts_all_reduce_follows_each_layer_once_however_its_rows_merged(name):
+    """The routed experts' all-reduce follows each layer's last experts kernel, once a layer: where a trace
+    merged some of a module's rows over the layers and not others (a row of layer 0, one of both layers, one of
+    layer 1: rows merge where they cost the same), a rank still has one all-reduce a layer, as with every row
+    merged or none."""
+    from dataclasses import replace
+
+    cfg, wl = MOE[name], Workload.prefill(2, 5)
+    config = hf_config(cfg, "t")[0]
+    apart = trace(cfg, "t", wl, use_cache=False, merge=False)
+    # the activation's two rows (one a layer) as one row of both layers, where the first of them ran
+    rows = [i for i, k in enumerate(apart.kernels) if k.name.startswith("mlp.experts.act_fn[")]
+    assert len(rows) == 2 and [apart.kernel_layers[i] for i in rows] == [(0,), (1,)]
+    first = apart.kernels[rows[0]]
+    kernels = [replace(first, name="mlp.experts.act_fn", count=2) if i == rows[0] else k
+               for i, k in enumerate(apart.kernels) if i != rows[1]]
+    layers = [(0, 1) if i == rows[0] else ls for i, ls in enumerate(apart.kernel_layers) if i != rows[1]]
+    mixed = replace(apart, kernels=tuple(kernels), kernel_layers=tuple(layers))
+    for a in (trace(cfg, "t", wl, use_cache=False), apart, mixed):
+        rank = traced_rank(a, Parallel(2), config)
+        assert sum(k.count for k in rank.kernels if k.name.startswith("mlp.experts.all_reduce")) == 2

@@ -258,12 +258,18 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
                 s.tie_word_embeddings)  # a first pipeline stage has no lm_head: the config says
     out: list[Kernel] = []
     expert_bytes = 0  # the experts' weights a step's layers hold, whole (their module's, on no kernel)
-    last = {}  # each experts module's last kernel in a layer: its all-reduce follows it
+    # each experts module's last kernel in a layer: its all-reduce follows it, once for every layer it is the
+    # last of (a row merged over layers, or not: rows merge where they cost the same, so one module's rows may
+    # be merged and not); by the layers each row ran in where known, else by the kind of layer its name tags
+    last = {}
     for i, k in enumerate(a.kernels):
         home = next((p for p in experts if k.scope == "layer" and _base(k).startswith(p + ".")), None)
         if home is not None:
-            last[(home, k.name.partition("[")[2])] = i
-    ends = set(last.values())
+            for layer in layers_of.get(id(k)) or (k.name.partition("[")[2],):
+                last[(home, layer)] = i
+    ends: dict[int, int] = {}  # kernel index -> the layers whose all-reduce follows it
+    for i in last.values():
+        ends[i] = ends.get(i, 0) + 1
     for i, k in enumerate(a.kernels):
         style = _style(k, layer_keys, model_keys)
         name = _base(k)
@@ -282,7 +288,8 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
             if i in ends:
                 rows = wl.tokens
                 out.append(collective(f"{home}.all_reduce{_layer_tag(k)}", "all_reduce",
-                                      wl.act_dtype.nbytes(rows * s.d_model), tp, k.count, k.scope,
+                                      wl.act_dtype.nbytes(rows * s.d_model), tp,
+                                      ends[i] if layers_of.get(id(k)) else k.count, k.scope,
                                       f"[{rows},{s.d_model}]"))
             continue
         if k.expert_weights is not None:
