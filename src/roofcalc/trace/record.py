@@ -62,7 +62,7 @@ class _Recorder:
         self.torch, self.model = torch, model
         self.top_k, self.experts = top_k, experts
         self.ops: list[_Op] = []
-        self.keep: list = []  # every output stays alive: storage keys are never reused mid-trace
+        self.keep: list = []  # every tensor seen stays alive: storage keys are never reused mid-trace
         self.stack: list = []  # (path, module) of the modules running
         self.names = {m: n for n, m in model.named_modules()}
         paths: dict = {}
@@ -171,7 +171,11 @@ class _Recorder:
         name = func._overloadpacket.__name__
         flat_in = [a for a in torch.utils._pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
         flat_out = [a for a in torch.utils._pytree.tree_leaves(out) if isinstance(a, torch.Tensor)]
+        # every tensor an op touched stays alive to the end: a storage key (its address) freed mid-trace could be
+        # another tensor's later, which would then read as the first one's (an input never an op's output too:
+        # one made outside the recorded ops)
         self.keep.extend(flat_out)
+        self.keep.extend(flat_in)
         if func.is_view or name in NO_DATA_OPS:
             return
         module, mod_obj = self.stack[-1] if self.stack else ("", None)
