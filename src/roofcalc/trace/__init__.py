@@ -138,7 +138,8 @@ class TracedEPTPAnalyzer(TraceAnalyzer):
         """--ep N's ⌈B·k/N⌉ rows repeat every N/gcd(k, N) batches."""
         import math
 
-        k = next(k.expert_weights[1] for k in super().__call__(Workload.decode(1, 2)).kernels if k.expert_weights)
+        a = next(iter(self.ranks.values()), None) or self(Workload.decode(1, 2))  # any rank the sweep traced
+        k = next(k.expert_weights[1] for k in a.kernels if k.expert_weights)
         return self.parallel.ep // math.gcd(k, self.parallel.ep)
 
     def at_batch(self, wl: Workload):
