@@ -225,11 +225,6 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
 
     hw, profile = _hardware(args)
     kw["weight_dtype"], args.weights_why = weights_on_device(kw["weight_dtype"], kw["act_dtype"], hw, profile)
-    w, act = kw["weight_dtype"], kw["act_dtype"]
-    if w.name == "fp8" and act.bits > 8 and "fp8" not in hw.peak_flop_per_s:  # unscaled fp8 computes in fp8
-        raise RoofcalcError(f"{hw.name} has no fp8 GEMMs; fp8 weights with {act.name} activations run there as an FP8 "
-                            f"checkpoint's do, with their scales: --weight-dtype fp8-t (one a tensor), fp8-ch (one a "
-                            f"channel) or fp8-b128 (one a 128 x 128 block)")
     return kw
 
 

@@ -182,6 +182,10 @@ def weights_on_device(weights, act, hardware: Hardware, profile: Hardware | None
     from .calculator import DTYPES
 
     peaks = set(hardware.peak_flop_per_s) & set((profile or hardware).peak_flop_per_s)
+    if weights.name == "fp8" and act.bits > 8 and "fp8" not in peaks:  # unscaled fp8 weights compute in fp8
+        raise RoofcalcError(f"{hardware.name} has no fp8 GEMMs; fp8 weights with {act.name} activations run there as "
+                            f"an FP8 checkpoint's do, with their scales: --weight-dtype fp8-t (one a tensor), fp8-ch "
+                            f"(one a channel) or fp8-b128 (one a 128 x 128 block)")
     if not weights.computes or weights.computes in peaks:
         return weights, ""
     if act.name not in peaks and act.name in ("bf16", "fp16"):  # a bf16 checkpoint on a T4 runs in fp16
