@@ -85,7 +85,7 @@ from roofcalc.fitting import Design, evaluate, fit, folds_of, hat_basis, rows_of
 
 GPUS = ("a100_sxm", "h100_sxm", "h200_sxm", "b200_sxm", "l40s", "rtx_pro_6000_server")
 ENGINES = ("vllm", "sglang", "trtllm")
-CLASSES = ("gemm_bf16", "gemm_fp8", "gemm_fp8_block", "gemm_int8_wo", "gemm_int4_wo", "decode_bf16kv", "decode_fp8kv", "decode_swa_bf16kv", "decode_swa_fp8kv",
+CLASSES = ("gemm_bf16", "gemm_fp8", "gemm_fp8_block", "gemm_nvfp4", "gemm_int8_wo", "gemm_int4_wo", "decode_bf16kv", "decode_fp8kv", "decode_swa_bf16kv", "decode_swa_fp8kv",
            "prefill_bf16kv", "prefill_fp8kv", "allreduce", "allgather", "alltoall", "custom_allreduce", "moe_bf16",
            "moe_fp8", "moe_fp8_block")
 # the NCCL classes: each fitted once per GPU (one table for every engine), its table's op and the link bytes a rank
@@ -101,15 +101,15 @@ LINK = {**{cls: factor for cls, (_, factor) in NCCL.items()}, "custom_allreduce"
 # GPU peer-to-peer: its collectives go through PCIe Gen4 and the host. RTX PRO 6000 Blackwell Server Edition
 # (GB202, 188 SMs, 128 MB L2, 1,792 GB/s GDDR7, PCIe Gen5 x16): dense BF16 and FP8 tensor peaks derived from its
 # datasheet's 4,000 AI TOPS (FP4 with sparsity): FP4 dense 2,000, FP8 1,000, BF16 500 (FP32 accumulate at full
-# rate on RTX PRO parts); its 8-GPU box reaches 42-44 GB/s of all-reduce bus bandwidth at 32 MB (peer to peer
+# rate on RTX PRO parts); fp4: the FP4 tensor peak NVFP4 GEMMs run at (HGX B200: 9 PFLOP/s dense); its 8-GPU box reaches 42-44 GB/s of all-reduce bus bandwidth at 32 MB (peer to peer
 # over PCIe; the L40S box: 2.5).
 SPECS = {
     "a100_sxm": dict(sms=108, bf16=312e12, fp8=None, bw=2039e9, link=300e9, l2=40e6),
     "h100_sxm": dict(sms=132, bf16=989.4e12, fp8=1978.9e12, bw=3350e9, link=450e9, l2=50e6),
     "h200_sxm": dict(sms=132, bf16=989.4e12, fp8=1978.9e12, bw=4800e9, link=450e9, l2=50e6),
-    "b200_sxm": dict(sms=148, bf16=2250e12, fp8=4500e12, bw=8000e9, link=900e9, l2=126e6),
+    "b200_sxm": dict(sms=148, bf16=2250e12, fp8=4500e12, fp4=9000e12, bw=8000e9, link=900e9, l2=126e6),
     "l40s": dict(sms=142, bf16=362.05e12, fp8=733e12, bw=864e9, link=32e9, l2=96e6),
-    "rtx_pro_6000_server": dict(sms=188, bf16=500e12, fp8=1000e12, bw=1792e9, link=63e9, l2=128e6),
+    "rtx_pro_6000_server": dict(sms=188, bf16=500e12, fp8=1000e12, fp4=2000e12, bw=1792e9, link=63e9, l2=128e6),
 }
 
 # the knots of the forms' size dependences: roofcalc.fitting's (GEMM_M_KNOTS, ... CTA_KNOTS)
@@ -211,7 +211,7 @@ def collapse(df: pd.DataFrame, keys: list[str]) -> tuple[pd.DataFrame, int]:
 
 # a GEMM table's weight format: (weight bytes, input bytes, fp8 peak and the input's quantization in series)
 GEMM_FORMATS = {"bfloat16": (2.0, 2.0, False), "fp8": (1.0, 1.0, True), "fp8_block": (1.0, 1.0, True),
-                "int8_wo": (1.0, 2.0, False), "int4_wo": (0.5, 2.0, False)}
+                "nvfp4": (0.5, 0.5, True), "int8_wo": (1.0, 2.0, False), "int4_wo": (0.5, 2.0, False)}
 
 
 def gemm_rows(df: pd.DataFrame, spec: dict, dt: str) -> dict:
@@ -221,7 +221,9 @@ def gemm_rows(df: pd.DataFrame, spec: dict, dt: str) -> dict:
     2 bytes: n*k + m*k + 2*m*n; the measured row also quantizes the bf16 input (read 2*m*k, write m*k: a memory-bound
     kernel before the GEMM, added in series with its own efficiency). fp8 block-scaled (TensorRT-LLM's and SGLang's
     DeepGEMM rows): the same, + one fp32 scale per 128 x 128 block of the weight and per 1 x 128 group of the
-    input. Weight-only int8 and int4 (TensorRT-LLM's WeightOnlyQuantMatmul): the weight at 1 or 0.5 bytes with one
+    input. NVFP4 (W4A4: vLLM's CUTLASS FP4 GEMM after scaled_fp4_quant; TensorRT-LLM's and SGLang's likewise): weight
+    and input at 0.5 bytes, + one FP8 scale per 16 values of each, on the fp4 peak; its input quantization in series
+    as fp8's (3*m*k bytes: the form's, its e_quant fitted). Weight-only int8 and int4 (TensorRT-LLM's WeightOnlyQuantMatmul): the weight at 1 or 0.5 bytes with one
     16-bit scale per output row, the input and output in 16 bits, on the 16-bit peak. L2: the benchmark runs six
     layers with separate weights and one shared input in a CUDA graph and replays it; it is L2-resident when all
     six weights, the input and six outputs fit.
@@ -231,10 +233,13 @@ def gemm_rows(df: pd.DataFrame, spec: dict, dt: str) -> dict:
     scales = np.zeros_like(m)
     if dt == "fp8_block":
         scales = 4 * (np.ceil(n / 128) * np.ceil(k / 128) + m * np.ceil(k / 128))
+    elif dt == "nvfp4":
+        scales = (n * k + m * k) / 16
     elif dt.endswith("_wo"):
         scales = 2 * n
     R = dict(t=df.latency.to_numpy(float) * 1e-3, m=m, n=n, k=k, wb=wb, act_b=ab, quant=fp8, scales=scales,
-             group=[f"n={a},k={b}" for a, b in zip(df.n, df.k)], peak=spec["fp8"] if fp8 else spec["bf16"])
+             group=[f"n={a},k={b}" for a, b in zip(df.n, df.k)],
+             peak=spec.get("fp4") if dt == "nvfp4" else spec["fp8"] if fp8 else spec["bf16"])
     R.update(gemm_cost(R, 1, spec))
     return R
 
@@ -541,10 +546,11 @@ def load(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
         g = pd.read_parquet(vdir / "gemm_perf.parquet")
         # vLLM's fp8_block rows are timed without a CUDA graph (docs/kernel_fits.md): left out
         for cls, dt in (("gemm_bf16", "bfloat16"), ("gemm_fp8", "fp8"), ("gemm_fp8_block", "fp8_block"),
-                        ("gemm_int8_wo", "int8_wo"), ("gemm_int4_wo", "int4_wo")):
+                        ("gemm_nvfp4", "nvfp4"), ("gemm_int8_wo", "int8_wo"), ("gemm_int4_wo", "int4_wo")):
             d = g[g.gemm_dtype == dt]
             if len(d) == 0 or (dt.startswith("fp8") and spec["fp8"] is None) or (dt == "fp8_block" and
-                                                                                  engine == "vllm"):
+                                                                                  engine == "vllm") or \
+                    (dt == "nvfp4" and spec.get("fp4") is None):
                 continue
             ks = main_source(d)
             d, dup = collapse(d[d.kernel_source == ks], ["m", "n", "k"])
@@ -718,6 +724,8 @@ def main() -> None:
 FORMS = {
     "gemm_bf16": "fixed + max(2mnk_pad / (peak * e_c(M) * f_c(N) * f_c(K)), bytes / (bw * e_m(M) * f_m(N) * f_m(K)))",
     "gemm_fp8": "the same on the fp8 peak, + 3mk / (bw * e_quant) in series (the input's quantization)",
+    "gemm_nvfp4": "as gemm_fp8 on the fp4 peak, weight and input at 0.5 bytes + one fp8 scale per 16 values (NVFP4 "
+                  "W4A4)",
     "gemm_fp8_block": "as gemm_fp8, + one fp32 scale per 128 x 128 weight block and 1 x 128 input group "
                       "(TensorRT-LLM's and SGLang's tables; vLLM's are not timed in a CUDA graph)",
     "gemm_int8_wo": "as gemm_bf16, the weight at 1 byte with a 16-bit scale per output row (weight-only)",
@@ -834,6 +842,16 @@ Why, and what else the tables showed:
   Under `--engine sglang` and `--engine trtllm` a matmul of `fp8-b128` weights (computing in fp8, as
   transformers' FP8Linear and the engines run them) takes its engine's block form; under every other engine
   the per-tensor fp8 form.
+* **NVFP4 GEMMs** (`gemm_nvfp4`: W4A4, FP4 values with an FP8 scale per 16 and an fp32 one per matrix, the
+  input quantized to NVFP4 by the same call) are in the B200's and the RTX PRO 6000's tables of all three engines
+  (vLLM 0.24: FlashInfer's CuTe DSL kernel on the B200, its CUTLASS one on the RTX PRO 6000; SGLang likewise;
+  TensorRT-LLM's torch flow), timed in a CUDA graph, and fitted as the per-tensor fp8 form on the fp4 peak
+  (9 and 2 PFLOP/s dense) with the weight and input at half a byte and their scales. At 8,192 x 8,192 on the B200
+  (vLLM) one takes 14.8 µs at M = 1 and 130 µs at M = 4,096, where fp8 takes 33.4 and 231 µs and bf16 23.8 and
+  322 µs: 4.2 PFLOP/s, 47 % of the fp4 peak (fp8 53 % of its own). A checkpoint's `nvfp4` matmul computing in fp4
+  takes its engine's form; a GPU with FP4 GEMMs but no table of its own (the RTX 5090) the RTX PRO 6000's, as
+  fractions of its own roofs; a GPU without FP4 GEMMs runs NVFP4 weights W4A16 (vLLM's FP4 Marlin), the 16-bit
+  form with the dequantizing factor.
 * **Weight-only int8 and int4 GEMMs** (`gemm_int8_wo`, `gemm_int4_wo`) are in one table: the A100's
   TensorRT-LLM 1.0 (its WeightOnlyQuantMatmul plugin inside a TensorRT engine; the later tables hold none). Their
   fixed cost is about 10 µs (the same table's 16-bit GEMMs: 4.2 µs), and at M = 1 a 4,096 x 4,096 int4 GEMM takes

@@ -15,7 +15,8 @@ What ships, per measured GPU (vLLM tables; NCCL for the collectives), with the f
   (ranks x each rank's input), the all-to-all's per-rank buffer; and each engine's own all-reduce inside its CUDA
   graph in the same form (``custom_all_reduce``: vLLM's with the vLLM forms, SGLang's and TensorRT-LLM's with
   theirs);
-* the GEMM classes' fitted forms (``gemm``: bf16, and fp8 per tensor where the GPU has it), the model that
+* the GEMM classes' fitted forms (``gemm``: bf16, and fp8 per tensor, fp8 block-scaled and NVFP4 where measured;
+  NVFP4's with the bytes a weight or input value takes in its form, ``value_bytes``), the model that
   docs/kernel_fits.md cross-validates: fixed cost, M tile, e_compute(M) and e_memory(M) as knots, the N and K
   factors with the reference knot (4,096: factor 1) written in, fp8's activation-quantization efficiency;
 * the fused MoE classes' fitted forms (``moe``: bf16, fp8 per tensor and fp8 block-scaled weights, where
@@ -56,7 +57,8 @@ def link_form(f: dict) -> dict:
 
 def gemm_form(f: dict) -> dict:
     """A GEMM class's DRAM parameters as predict.GemmFit reads them (fitting.gemm_doc), with the fit's provenance."""
-    return {**F.gemm_doc(f["params"], f["tile"], f["peak_flops"], f["system_yaml"]["mem_bw"]),
+    nvfp4 = {"value_bytes": 0.5 + 1 / 16} if f["cls"] == "gemm_nvfp4" else {}  # fit_kernels.GEMM_FORMATS, its scales
+    return {**F.gemm_doc(f["params"], f["tile"], f["peak_flops"], f["system_yaml"]["mem_bw"]), **nvfp4,
             "source": f["source"], "cv_dram": f["cv"]["dram"]}
 
 
@@ -89,8 +91,9 @@ def main() -> None:
            "gpus": {}}
     for f in doc["fits"]:
         spec = doc["specs"][f["gpu"]]  # the datasheet roofs the fits are fractions of
-        gpu = out["gpus"].setdefault(f["gpu"], {"roofs": {"bf16": spec["bf16"], "fp8": spec["fp8"],
-                                                          "bandwidth": spec["bw"]}, "fixed_s": {},
+        roofs = {"bf16": spec["bf16"], "fp8": spec["fp8"], **({"fp4": spec["fp4"]} if spec.get("fp4") else {}),
+                 "bandwidth": spec["bw"]}
+        gpu = out["gpus"].setdefault(f["gpu"], {"roofs": roofs, "fixed_s": {},
                                                           **{op: {} for op in NCCL_OPS.values()}})
         if f["cls"] in NCCL_OPS:
             op = NCCL_OPS[f["cls"]]

@@ -22,7 +22,7 @@ def test_every_spelling_a_user_may_give():
                         ("half", "fp16"), ("float8", "fp8"), ("fp8_e4m3", "fp8"), ("E4M3", "fp8"), ("int4", "int4")):
         assert roofcalc.dtype(given).name == name, given
     with pytest.raises(RoofcalcError, match="unknown dtype 'fp12'; use one of fp32, bf16, fp16, fp8, fp8-b128, "
-                                            "fp8-ch, fp8-t, ternary, int8, int4, mxfp4$"):
+                                            "fp8-ch, fp8-t, ternary, int8, int4, mxfp4, nvfp4, nvfp4a16$"):
         roofcalc.dtype("fp12")
 
 
@@ -47,7 +47,7 @@ def test_a_config_spells_its_dtype_as_transformers_writes_it():
 
 
 def test_compute_dtypes_are_storage_types_or_compute_modes():
-    assert COMPUTE_DTYPES == ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")  # the order of the catalog's columns
+    assert COMPUTE_DTYPES == ("fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "int8")  # the order of the catalog's columns
     assert set(COMPUTE_DTYPES) == (set(COMPUTE_DTYPES) & set(DTYPES)) | set(COMPUTE_ONLY)
     from roofcalc.hardware import COMPUTE_DTYPES as hardware_compute, hardware_catalog
 

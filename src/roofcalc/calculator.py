@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields, replace
 
-from .dtypes import DTYPE_ALIASES, DTYPES, SCALE_BYTES, DType, dtype  # noqa: F401 (the library's names)
+from .dtypes import COMPUTE_TYPES, DTYPE_ALIASES, DTYPES, SCALE_BYTES, DType, dtype  # noqa: F401 (the library's names)
 from .errors import RoofcalcError
 from .shapes import ModelShape
 
@@ -134,9 +134,10 @@ class Workload:
     def compute_dtype(self) -> DType:
         """What the matmuls compute in: dequantized weights in the activation dtype (W4A16, W8A16, ternary); fp8
         weights with row, tensor or 128 x 128 block scales in fp8 (roofline.weights_on_device: in the
-        activation dtype on a GPU without fp8 GEMMs)."""
+        activation dtype on a GPU without fp8 GEMMs); NVFP4 W4A4 weights in fp4."""
         if self.weight_dtype.computes:
-            return DTYPES[self.weight_dtype.computes]
+            c = self.weight_dtype.computes
+            return DTYPES.get(c) or COMPUTE_TYPES[c]
         return self.act_dtype if self.weight_dtype.dequantized else self.weight_dtype
 
 
@@ -317,17 +318,15 @@ def matmul(m: int, n: int, k: int, *, weight_bytes: int, act: DType, bias_bytes:
 
 def linear_weight_bytes(n_in: int, n_out: int, wl: Workload, experts: bool = False) -> int:
     """Bytes of an [n_out, n_in] weight (an expert's, if ``experts``); quantized formats add one fp16
-    scale per group of ``group_size`` inputs of each output row (MXFP4: one byte per 32), block-scaled
-    fp8 one fp32 scale per block. A format of expert weights only leaves the others in the float dtype."""
+    scale per group of ``group_size`` inputs of each output row (MXFP4: one byte per 32; NVFP4 one per 16 and an
+    fp32 one per matrix), block-scaled fp8 one fp32 scale per block. A format of expert weights only leaves the others in the float dtype."""
     w = wl.weight_dtype
     if w.experts_only and not experts:
         return wl.float_weight_dtype.nbytes(n_in * n_out)
     if w.block:
         return w.nbytes(n_in * n_out) + -(-n_out // w.block) * -(-n_in // w.block) * BLOCK_SCALE_BYTES
-    if w.row_scale or w.tensor_scale:
-        return w.nbytes(n_in * n_out) + n_out * w.row_scale + w.tensor_scale
     scales = n_out * -(-n_in // wl.weight_group) * w.scale_bytes if w.quantized else 0
-    return w.nbytes(n_in * n_out) + scales
+    return w.nbytes(n_in * n_out) + scales + n_out * w.row_scale + w.tensor_scale
 
 
 def elementwise(n_elements: int, flops_per_element: int, *, reads: int, writes: int, act: DType,

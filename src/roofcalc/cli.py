@@ -80,7 +80,7 @@ def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--dtype", help="weights, activations and KV cache: fp32 bf16 fp16 fp8 (default: the checkpoint's "
                    f"torch_dtype where the device computes in it, else the same width; {DEFAULT_DTYPE} if it declares none)")
     p.add_argument("--weight-dtype", help="weights only: fp32 bf16 fp16 fp8 fp8-b128 fp8-ch fp8-t int8 int4 ternary, "
-                   "q4_0 q8_0 (llama.cpp's: int4, int8 in groups of 32), or mxfp4 (the "
+                   "nvfp4 nvfp4a16 (NVIDIA's FP4: W4A4, W4A16), q4_0 q8_0 (llama.cpp's: int4, int8 in groups of 32), or mxfp4 (the "
                    "experts of a mixture of experts) (default: the checkpoint's quantization_config, else --dtype)")
     p.add_argument("--act-dtype", help="activations only")
     p.add_argument("--kv-dtype", help="KV cache only (also int8)")
@@ -201,6 +201,9 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
         from dataclasses import replace
 
         weights = replace(weights, experts_only=True)  # the checkpoint quantizes its routed experts alone (Kimi-K2.5)
+    if weights.group and args.group_size not in (None, weights.group):
+        raise RoofcalcError(f"{weights.name} holds {weights.group} weights a scale, its format's own; drop --group-size "
+                            f"{args.group_size}")
     kw = dict(
         weight_dtype=weights,
         act_dtype=dtype(args.act_dtype or base),

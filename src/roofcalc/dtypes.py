@@ -78,16 +78,29 @@ DTYPES = {
     # scale. gpt-oss checkpoints store their experts so (quant_method "mxfp4"), everything else in bf16, as
     # transformers' Mxfp4 integration loads them: it replaces the experts alone
     "mxfp4": DType("mxfp4", 4, quantized=True, group=32, scale_bytes=1, experts_only=True),
+    # NVIDIA's NVFP4: FP4 (E2M1) values in groups of 16 sharing one FP8 (E4M3) scale, and one fp32 scale a matrix
+    # (ModelOpt's weight_scale_2; vLLM's ModelOptNvFp4LinearMethod loads weight, weight_scale [N, K/16] in
+    # float8_e4m3fn, weight_scale_2 and input_scale as fp32 scalars). nvfp4: W4A4, the input quantized to NVFP4
+    # too and the GEMM run on FP4 tensor cores (ModelOpt's quant_algo NVFP4, compressed-tensors' NVFP4 scheme);
+    # a GPU without them runs the weights W4A16 (roofline.weights_on_device). nvfp4a16: W4A16 alone (ModelOpt's
+    # W4A16_NVFP4, compressed-tensors' NVFP4A16: vLLM's FP4 Marlin GEMM, 16-bit activations)
+    "nvfp4": DType("nvfp4", 4, quantized=True, group=16, scale_bytes=1, tensor_scale=4, computes="fp4"),
+    "nvfp4a16": DType("nvfp4a16", 4, quantized=True, group=16, scale_bytes=1, tensor_scale=4),
 }
+# compute dtypes with no storage type a user names: what an NVFP4 GEMM computes in (FP4 E2M1 on Blackwell's
+# tensor cores)
+COMPUTE_TYPES = {"fp4": DType("fp4", 4)}
 # the torch names (float32, bfloat16, float16) and a few other spellings
 DTYPE_ALIASES = {**{d.torch: name for name, d in DTYPES.items() if d.torch}, "float": "fp32", "half": "fp16",
                  "float8": "fp8", "fp8_e4m3": "fp8", "e4m3": "fp8"}
 
 # The compute dtypes a device's peak FLOP/s is given for, in the hardware catalog's order: the float types,
 # tf32 (fp32 values multiplied on the tensor cores at reduced precision, NVIDIA's A100 whitepaper) and int8
-# (integer tensor ops: int8 weights here dequantize, so a workload never computes in it)
-COMPUTE_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
-COMPUTE_ONLY = {"tf32": "float32"}  # compute dtypes with no storage type: the torch dtype its tensors hold
+# (integer tensor ops: int8 weights here dequantize, so a workload never computes in it); fp4 is NVFP4's (dense
+# FP4 tensor FLOP/s, Blackwell)
+COMPUTE_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "int8")
+# compute dtypes with no storage type: the torch dtype its tensors hold ("": none roofcalc runs a matmul in)
+COMPUTE_ONLY = {"tf32": "float32", "fp4": ""}
 
 
 def dtype(name: str | DType) -> DType:

@@ -235,7 +235,7 @@ class KernelDB:
     def with_compute(self, compute: str) -> "KernelDB":
         """The same tables for GEMMs computing in ``compute`` (fp8: the fp8 GEMM table)."""
         other = object.__new__(KernelDB)
-        other.__dict__.update(self.__dict__, compute="fp8" if compute == "fp8" else "bf16")
+        other.__dict__.update(self.__dict__, compute=compute if compute in ("fp8", "fp4") else "bf16")
         return other
 
     def work(self, kind: str, rows, width, depth, attn) -> float | None:
@@ -246,6 +246,8 @@ class KernelDB:
             if not (width and depth) or hasattr(rows, "shape"):
                 return None
             fp8 = self.compute == "fp8"
+            if self.compute == "fp4":  # no FP4 GEMM table is read: the fitted form
+                return None
             table = self._read("gemm_fp8" if fp8 else "gemm_bf16")
             if table is None:
                 return None

@@ -40,7 +40,7 @@ from typing import Any, Mapping
 from .errors import RoofcalcError
 
 CLASSES = ("gemv", "gemm", "gemm_fp8", "attention", "attention_compute", "stream")
-DEQUANT = ("int8", "int4", "mxfp4")
+DEQUANT = ("int8", "int4", "mxfp4", "nvfp4", "nvfp4a16")
 # What bounds one kernel: the largest term of its expected time (a collective's link is its memory side).
 KERNEL_BOUNDS = ("memory", "compute", "link", "fixed")
 # What bounds a step: the host where it outlasts the device, else the kind of kernel time that takes most.
@@ -132,6 +132,14 @@ GPU_DEQUANT = {
     # No published GEMV figure for MXFP4 weights was found; the nearest is the same 4-bit group-32 kernel's
     "mxfp4": Efficiency(862.69 / 1397.31, 862.69 / 1397.31, note="no published MXFP4 GEMV figure found: gpt-fast's "
                         "int4 (group 32) one, 863 of bf16's 1397 GB/s on an A100 (0.62)"),
+    # NVFP4 weights computing in 16 bits run vLLM's FP4 Marlin GEMM (MarlinNvFp4LinearKernel), Marlin's kernel with
+    # FP4 values and FP8 group scales; no published figure of its own was found: Marlin's int4 one
+    "nvfp4": Efficiency(1.0, 862.69 / 1397.31, note="W4A16 (vLLM's FP4 Marlin): no published figure of its own found; "
+                        "Marlin's int4 one (its README, A10, group 128: the ideal 3.87x of FP16, 1.0); pessimistic: "
+                        "gpt-fast's int4 GEMV, 863 of bf16's 1397 GB/s on an A100 (0.62)"),
+    "nvfp4a16": Efficiency(1.0, 862.69 / 1397.31, note="vLLM's FP4 Marlin: no published figure of its own found; "
+                           "Marlin's int4 one (its README, A10, group 128: the ideal 3.87x of FP16, 1.0); pessimistic: "
+                           "gpt-fast's int4 GEMV, 863 of bf16's 1397 GB/s on an A100 (0.62)"),
 }
 # Host seconds per eager op: transformers' Python modules and PyTorch's dispatcher, measured with
 # `roofcalc measure` on the development machine (a 2-vCPU AMD EPYC VM, transformers 5.24, torch
@@ -231,6 +239,7 @@ class GemmFit:
     k_memory: tuple
     e_quant: float = 0.0  # fp8: the input quantization's share of the bandwidth (0: none)
     source: str = ""
+    value_bytes: float = 1.0  # bytes a weight and an input value take in the fitted form (NVFP4: 0.5 + 1/16 scale)
     scale_c: float = 1.0
     scale_m: float = 1.0
 
@@ -239,7 +248,8 @@ class GemmFit:
         pts = lambda name: tuple((float(x), float(e)) for x, e in d[name])  # noqa: E731
         return cls(float(d["fixed_s"]), int(d["tile"] or 1), pts("e_compute"), pts("e_memory"),
                    pts("n_factor_compute"), pts("k_factor_compute"), pts("n_factor_memory"),
-                   pts("k_factor_memory"), float(d.get("e_quant") or 0.0), source)
+                   pts("k_factor_memory"), float(d.get("e_quant") or 0.0), source,
+                   value_bytes=float(d.get("value_bytes") or 1.0))
 
     def efficiencies(self, rows, width, depth):
         """(compute-side e, memory-side e) at M = ``rows`` (a number or an array), N = ``width`` and
@@ -255,10 +265,11 @@ class GemmFit:
 
     def quant_s(self, t_memory, rows, width, depth):
         """An fp8 GEMM's input quantization in series: 3·M·K bytes at e_quant of the bandwidth, from the
-        GEMM's own memory time (its bytes M·K + N·K + 2·M·N at 1-byte weights and inputs, fp16 outputs)."""
+        GEMM's own memory time (its bytes M·K + N·K + 2·M·N at 1-byte weights and inputs, fp16 outputs; NVFP4's
+        at ``value_bytes``)."""
         if not self.e_quant or not (width and depth):
             return 0.0
-        own = rows * depth + width * depth + 2 * rows * width
+        own = self.value_bytes * (rows * depth + width * depth) + 2 * rows * width
         # not capped at 1: the quantization's bytes are not the floor's, and its input is often still in L2
         return t_memory * (3 * rows * depth / own) / (self.e_quant * self.scale_m)
 
@@ -660,26 +671,31 @@ class KernelModel:
         comp, mem = (e.pick(pessimistic) if e is not None else 0.0 for e in both)
         return comp if comp == mem else _where(compute_side, comp, mem)
 
-    def for_compute(self, compute_dtype: str, fp8_over_16bit: float = 2.0) -> "KernelModel":
+    def for_compute(self, compute_dtype: str, fp8_over_16bit: float = 2.0, fp4_over_16bit: float = 4.0) -> "KernelModel":
         """FP8 GEMMs reach less of their (twice higher) peak than 16-bit ones: their own class, and
         for the defaults their own depth factor (GEMM_FP8_DEPTH); a fitted GPU's fp8 GEMM form (none:
         the fitted 16-bit form is not taken for an fp8 GEMM, the defaults are). The fitted forms were
         measured in 16 bits and fp8: another compute dtype (fp32, tf32) takes the defaults. Under fp8 the
         roof's peak is the fp8 one (``fp8_over_16bit`` times the 16-bit peak), and the fitted attention
-        calls' compute shares, fractions of the 16-bit peak, are moved onto it."""
-        if compute_dtype not in ("bf16", "fp16", "fp8") and (self.gemm_fits or self.attention_fits or self.moe_fits):
+        calls' compute shares, fractions of the 16-bit peak, are moved onto it. NVFP4's W4A4 GEMMs (fp4,
+        ``fp4_over_16bit`` times the 16-bit peak) take their fitted form where the GPU's tables measured one
+        (B200, RTX PRO 6000), else the fp8 class and form on the fp4 peak (claimed, not measured: the share of
+        their peak fp8 GEMMs reach of theirs)."""
+        low = {"fp8": fp8_over_16bit, "fp4": fp4_over_16bit}.get(compute_dtype)
+        if compute_dtype not in ("bf16", "fp16", "fp8", "fp4") and (self.gemm_fits or self.attention_fits or
+                                                                     self.moe_fits):
             self = replace(self, gemm_fits={}, gemm_fit=None, attention_fits={}, moe_fits={})
-        if compute_dtype == "fp8" and self.moe_fits:  # the fused MoE forms' compute shares onto the fp8 peak
-            self = replace(self, moe_fits={k: replace(f, scale_c=f.scale_c / fp8_over_16bit)
-                                           for k, f in self.moe_fits.items()})
+        if low and self.moe_fits:  # the fused MoE forms' compute shares onto the fp8 (fp4) peak
+            self = replace(self, moe_fits={k: replace(f, scale_c=f.scale_c / low) for k, f in self.moe_fits.items()})
         if self.gemm_fits:
-            self = replace(self, gemm_fit=self.gemm_fits.get("fp8" if compute_dtype == "fp8" else "bf16"))
-        if compute_dtype == "fp8" and self.attention_fits:
-            self = replace(self, attention_fits={k: replace(f, scale_c=f.scale_c / fp8_over_16bit)
+            form = self.gemm_fits.get("nvfp4") if compute_dtype == "fp4" else None
+            self = replace(self, gemm_fit=form or self.gemm_fits.get("fp8" if low else "bf16"))
+        if low and self.attention_fits:
+            self = replace(self, attention_fits={k: replace(f, scale_c=f.scale_c / low)
                                                  for k, f in self.attention_fits.items()})
         if self.db is not None:
             self = replace(self, db=self.db.with_compute(compute_dtype))
-        if compute_dtype != "fp8" or "gemm_fp8" not in self.classes:
+        if not low or "gemm_fp8" not in self.classes:
             return self
         defaults = self.relative_to in ("datasheet", "measured roof") and self.classes["gemm_fp8"].source == "default"
         return replace(self, classes={**self.classes, "gemm": self.classes["gemm_fp8"]},

@@ -1217,7 +1217,7 @@ def hardware_table(catalog, width: int | None = None) -> str:
         return f"{hw.peak_flop_per_s[d] / 1e12:.4g}" if d in hw.peak_flop_per_s else ""
 
     main = ["fp16" if "fp16" in hw.peak_flop_per_s else "bf16" for hw in catalog]
-    priority = {"fp32": 2, "tf32": 4, "fp16": 0, "bf16": 0, "fp8": 1, "int8": 3}
+    priority = {"fp32": 2, "tf32": 4, "fp16": 0, "bf16": 0, "fp8": 1, "fp4": 3, "int8": 3}
     cols = [("name", 0, [hw.name for hw in catalog]),
             ("GB/s", 0, [f"{hw.bandwidth_bytes_per_s / 1e9:.4g}" for hw in catalog]),
             *((f"{d} TFLOP/s", priority[d], [peak(hw, d) for hw in catalog]) for d in COMPUTE_DTYPES),

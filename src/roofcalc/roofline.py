@@ -75,10 +75,11 @@ IMPLS = ("hf-eager", "fused", "cuda-graph")
 
 def weight_format(kernel: Kernel, weight_dtype) -> str:
     """'int8' / 'int4' for a kernel whose weights are stored in that integer format and dequantized
-    on the fly (the decoder layers' linears and experts, OPT's project_in/out), 'fp8-b128' for fp8 weights in
-    128 x 128 blocks (a GEMM of its own where an engine's tables measured one), else ''."""
+    on the fly (the decoder layers' linears and experts, OPT's project_in/out; likewise mxfp4, and nvfp4 where
+    it runs W4A16), 'fp8-b128' for fp8 weights in 128 x 128 blocks (a GEMM of its own where an engine's tables
+    measured one), else '' (NVFP4 W4A4 GEMMs run in fp4, the compute dtype's own)."""
     if not (weight_dtype.quantized or weight_dtype.block) or kernel.role not in ("linear", "experts") or \
-            weight_dtype.experts_only and kernel.role != "experts":
+            weight_dtype.experts_only and kernel.role != "experts" or weight_dtype.quantized and weight_dtype.computes:
         return ""
     return weight_dtype.name if kernel.scope == "layer" or kernel.name.startswith("project_") else ""
 
@@ -175,7 +176,9 @@ def weights_on_device(weights, act, hardware: Hardware, profile: Hardware | None
     runs that checkpoint there; (weights, "") where the device has it. vLLM's FP8 docs: "FP8 computation is
     supported on NVIDIA GPUs with compute capability >= 8.9 ... FP8 models will run on compute capability >=
     7.5 (Turing) as weight-only W8A16, utilizing FP8 Marlin": the weights stay FP8 in memory and the GEMMs
-    compute in the activation dtype. Elsewhere (a V100, a CPU) the weights are dequantized to the activation
+    compute in the activation dtype. NVFP4 likewise: vLLM's ModelOptNvFp4Config takes compute capability 7.5
+    and up, and where the GPU has no FP4 GEMMs (before Blackwell) runs the weights W4A16 with its FP4 Marlin
+    kernel (MarlinNvFp4LinearKernel). Elsewhere (a V100, a CPU) the weights are dequantized to the activation
     dtype at load: their memory and bytes are 16-bit."""
     from dataclasses import replace
 
@@ -190,9 +193,12 @@ def weights_on_device(weights, act, hardware: Hardware, profile: Hardware | None
         return weights, ""
     if act.name not in peaks and act.name in ("bf16", "fp16"):  # a bf16 checkpoint on a T4 runs in fp16
         act = DTYPES["fp16" if "fp16" in peaks else "bf16"]
+    lacks = f"{hardware.name} has no {weights.computes} GEMMs" if weights.computes not in hardware.peak_flop_per_s \
+        else f"the hardware profile measured no {weights.computes} peak"
     if (hardware.compute_capability or 0) >= 7.5:
-        return replace(weights, computes=""), (f"{hardware.name} has no {weights.computes} GEMMs: the {weights.name} "
-                                               f"weights compute in {act.name}, weight-only W8A16 as vLLM's FP8 Marlin runs them")
+        return replace(weights, computes=""), (f"{lacks}: the {weights.name} weights compute in {act.name}, "
+                                               f"weight-only W{weights.bits}A16 as vLLM's {weights.computes.upper()} "
+                                               f"Marlin runs them")
     return act, (f"{hardware.name} has no {weights.computes} GEMMs nor a weight-only {weights.computes} kernel: "
                  f"the {weights.name} weights are dequantized to {act.name} at load")
 
@@ -726,8 +732,9 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
     if kernel_db:
         model = with_kernel_db(model, hardware, profile, getattr(engine_host, "engine", ""))
     sixteen = next((hardware.peak_flop_per_s[d] for d in ("bf16", "fp16") if d in hardware.peak_flop_per_s), 0.0)
-    fp8 = hardware.peak_flop_per_s.get("fp8", 0.0)
-    model = model.for_compute(compute_dtype, fp8 / sixteen if fp8 and sixteen else 2.0)
+    fp8, fp4 = (hardware.peak_flop_per_s.get(d, 0.0) for d in ("fp8", "fp4"))
+    model = model.for_compute(compute_dtype, fp8 / sixteen if fp8 and sixteen else 2.0,
+                              fp4 / sixteen if fp4 and sixteen else 4.0)
     if launch_overhead_s is not None and launch_overhead_s < 0:
         raise RoofcalcError("the launch overhead cannot be negative")
     if launch_overhead_s is not None:

@@ -362,6 +362,14 @@ _PREFIXES = ("model.layers.{}.", "model.language_model.layers.{}.", "language_mo
 _EXCLUSION_KEYS = {"compressed-tensors": "ignore", "bitsandbytes": "llm_int8_skip_modules"}
 
 
+def _modelopt_skip(q: dict) -> tuple[str, Any]:
+    """(field, value) of a ModelOpt config's exclusion list: "ignore" in config.json's quantization_config,
+    "exclude_modules" in older ones and in hf_quant_config.json's "quantization" object."""
+    inner = q.get("quantization") if isinstance(q.get("quantization"), dict) else q
+    field = "ignore" if "ignore" in inner else "exclude_modules"
+    return field, inner.get(field)
+
+
 def _matcher(pattern: str, name: str):
     """compressed-tensors' "re:" patterns (re.match on the module's full name); else a module name, which
     matches that module and those inside it, wherever it sits in the tree ("lm_head", "model.vision_tower",
@@ -378,6 +386,16 @@ def _matcher(pattern: str, name: str):
     except re.error:
         raise RoofcalcError(f"{name}: quantization_config module pattern {_show(pattern)} is not a regular expression") \
             from None
+
+
+def _wildcard(pattern: str):
+    """ModelOpt's exclusion patterns: shell wildcards over the module's full name (fnmatch, as vLLM reads them;
+    "*" crosses dots: "*mlp.gate", "model.layers.*.self_attn*"), a plain name also matching the modules inside
+    it ("lm_head", "model.visual")."""
+    from fnmatch import fnmatchcase
+
+    return lambda n: fnmatchcase(n, pattern) or fnmatchcase(n, f"{pattern}.*") or fnmatchcase(n, f"*.{pattern}") \
+        or fnmatchcase(n, f"*.{pattern}.*")
 
 
 def _linears(shape: "ModelShape | None", cfg: dict) -> dict[str, tuple[tuple[int, ...], tuple[str, ...]]]:
@@ -430,12 +448,15 @@ def _scope(q: Any, fmt: str | None, name: str, shape: "ModelShape | None", cfg: 
     method = one_line(str(q.get("quant_method", "")).lower())[:40]
     field = _EXCLUSION_KEYS.get(method, "modules_to_not_convert")
     skip = q.get(field) or []
+    if method == "modelopt":
+        field, skip = _modelopt_skip(q)
+        skip = skip or []
     skip = [skip] if isinstance(skip, str) else skip
     if not isinstance(skip, list) or not all(isinstance(m, str) for m in skip):
         raise RoofcalcError(f"{name}: {method} {field} must be a list of module names, got {_show(q.get(field))}")
     if not skip:
         return ""
-    matchers = [_matcher(m, name) for m in skip[:1000]]
+    matchers = [_wildcard(m) if method == "modelopt" else _matcher(m, name) for m in skip[:1000]]
     kept: dict[str, str] = {}  # kind -> "all" | "part" of its linears kept in 16 bits
     for kind, (layers, modules) in _linears(shape, cfg).items():
         hits = [any(f(p.format(i) + m) for p in _PREFIXES for f in matchers) for i in layers for m in modules]
@@ -492,6 +513,8 @@ def _declared(cfg: dict, name: str) -> tuple[str | None, int | None]:
         return "mxfp4", None
     if method == "compressed-tensors":
         return _compressed(q, name)
+    if method == "modelopt":
+        return _modelopt(q, name)
     bits = q.get("bits") or q.get("w_bit")
     if method in ("gptq", "awq") and isinstance(bits, int) and bits in (4, 8):
         return f"int{bits}", _group(q.get("group_size", q.get("q_group_size")), name)
@@ -529,6 +552,14 @@ def _compressed(q: dict, name: str) -> tuple[str, int | None]:
         return ("fp8-t" if strategy == "tensor" else "fp8-ch"), None
     if kind == "float" and bits == 8 and strategy == "block" and w.get("block_structure") == [128, 128]:
         return "fp8-b128", None
+    if kind == "float" and bits == 4 and strategy == "tensor_group" and w.get("group_size") == 16:
+        # NVFP4 (compressed-tensors' preset schemes NVFP4 and NVFP4A16): FP8 scales per 16 values and a global
+        # one; the input quantized to NVFP4 too (W4A4) or left in 16 bits
+        both = isinstance(a, dict) and a.get("type") == "float" and a.get("num_bits") == 4
+        if a is not None and not both:
+            raise RoofcalcError(f"{name}: compressed-tensors NVFP4 weights with {_show(a.get('type'))} "
+                                f"{_show(a.get('num_bits'))}-bit activations are not read; pass --weight-dtype")
+        return ("nvfp4" if both else "nvfp4a16"), None
     if kind == "int" and bits in (4, 8) and strategy in ("group", "channel"):
         g = w.get("group_size") if strategy == "group" else -1
         if g is None:
@@ -536,6 +567,36 @@ def _compressed(q: dict, name: str) -> tuple[str, int | None]:
         return f"int{bits}", _group(g, name)
     raise RoofcalcError(f"{name}: compressed-tensors weights {_show(kind)} {_show(bits)}-bit by {_show(strategy)} "
                         f"are not read; pass --weight-dtype")
+
+
+# ModelOpt's quant_algo values (upper-cased, as vLLM's ModelOptQuantConfigBase reads them) and the weight
+# format each is: FP8 with a scale a tensor (and a static input scale), by channel with per-token inputs;
+# NVFP4 computing in fp4 (W4A4) or W4A16
+_MODELOPT = {"FP8": "fp8-t", "FP8_PER_CHANNEL_PER_TOKEN": "fp8-ch", "NVFP4": "nvfp4", "W4A16_NVFP4": "nvfp4a16"}
+
+
+def _modelopt(q: dict, name: str) -> tuple[str, None]:
+    """The weight format of NVIDIA ModelOpt's quantization_config (quant_method "modelopt": its quant_algo at
+    the top, or in a "quantization" object as its hf_quant_config.json writes it). A checkpoint that mixes
+    formats by layer (MIXED_PRECISION) is refused with the flags that read every linear one way."""
+    inner = q.get("quantization") if isinstance(q.get("quantization"), dict) else q
+    algo = one_line(str(inner.get("quant_algo") or "")).upper()[:40]
+    if algo == "MIXED_PRECISION":
+        layers = inner.get("quantized_layers")
+        algos = sorted({one_line(str(v.get("quant_algo"))).upper()[:40] for v in layers.values()
+                        if isinstance(v, dict)}) if isinstance(layers, dict) else []
+        known = [_MODELOPT[a] for a in algos if a in _MODELOPT]
+        hint = " or ".join(f"--weight-dtype {f}" for f in known) if known else "--weight-dtype"
+        raise RoofcalcError(f"{name}: its ModelOpt quantization_config mixes formats by layer "
+                            f"({', '.join(algos) or 'none listed'}), which roofcalc does not count; pass {hint} to "
+                            f"count every linear in one")
+    if algo not in _MODELOPT:
+        raise RoofcalcError(f"{name}: ModelOpt quant_algo {_show(algo or None)} is not read (only "
+                            f"{', '.join(_MODELOPT)}); pass --weight-dtype")
+    group = inner.get("group_size")
+    if _MODELOPT[algo].startswith("nvfp4") and group not in (None, 16):
+        raise RoofcalcError(f"{name}: ModelOpt {algo} group_size must be 16 (NVFP4's), got {_show(group)}")
+    return _MODELOPT[algo], None
 
 
 def _config_dtype(cfg: dict) -> str | None:

@@ -1,0 +1,166 @@
+"""NVFP4 checkpoints and NVIDIA ModelOpt's quantization_config.
+
+NVFP4 (NVIDIA's 4-bit float format) stores FP4 (E2M1) values in groups of 16 sharing one FP8 (E4M3) scale, and
+one fp32 scale per matrix: vLLM's ModelOptNvFp4LinearMethod loads ``weight`` [N, K/2] (two values a byte),
+``weight_scale`` [N, K/16] in float8_e4m3fn and ``weight_scale_2`` / ``input_scale`` as fp32 scalars. W4A4
+checkpoints (ModelOpt's quant_algo NVFP4, compressed-tensors' NVFP4 scheme) quantize the input too and run the
+GEMM on Blackwell's FP4 tensor cores; vLLM runs them W4A16 with its FP4 Marlin kernel on an older GPU (compute
+capability 7.5 and up: ModelOptNvFp4Config.get_min_capability). W4A16 checkpoints (W4A16_NVFP4, NVFP4A16) never
+quantize the input.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from roofcalc import Workload, analyze, load_config, shape_from_config
+from roofcalc.calculator import dtype
+from roofcalc.hardware import find_hardware
+from roofcalc.roofline import weights_on_device
+
+
+def tiny(q: dict | None = None) -> dict:
+    cfg = load_config("TinyLlama/TinyLlama-1.1B")[0]
+    return dict(cfg, quantization_config=q) if q is not None else cfg
+
+
+def modelopt(algo: str, **kw) -> dict:
+    return {"quant_method": "modelopt", "quant_algo": algo, **kw}
+
+
+@pytest.mark.parametrize("q,fmt", [
+    (modelopt("FP8", kv_cache_scheme={"type": "float", "num_bits": 8}, ignore=["lm_head"]), "fp8-t"),
+    (modelopt("fp8_per_channel_per_token", ignore=["lm_head"]), "fp8-ch"),  # ModelOpt may write it lower-case
+    (modelopt("NVFP4", group_size=16, ignore=["lm_head"]), "nvfp4"),
+    (modelopt("W4A16_NVFP4", group_size=16), "nvfp4a16"),
+    # hf_quant_config.json's layout, its exclusion list under exclude_modules
+    ({"quant_method": "modelopt", "quantization": {"quant_algo": "NVFP4", "group_size": 16,
+                                                   "kv_cache_quant_algo": "FP8", "exclude_modules": ["lm_head"]}},
+     "nvfp4"),
+])
+def test_modelopt_quant_algos(q, fmt):
+    s = shape_from_config(tiny(q), "t")
+    assert (s.weight_format, s.weight_format_refusal, s.weight_scope) == (fmt, "", "")
+
+
+@pytest.mark.parametrize("q,message", [
+    (modelopt("MIXED_PRECISION", quantized_layers={
+        "model.layers.0.self_attn.q_proj": {"quant_algo": "FP8"},
+        "model.layers.0.mlp.gate_proj": {"quant_algo": "NVFP4", "group_size": 16}}),
+     "mixes formats by layer \\(FP8, NVFP4\\).*--weight-dtype fp8-t or --weight-dtype nvfp4"),
+    (modelopt("W4A8_AWQ"), "quant_algo 'W4A8_AWQ' is not read"),
+    (modelopt("NVFP4", group_size=32), "group_size must be 16"),
+    (modelopt("NVFP4", ignore=["model.layers.*.self_attn*"]), "keeps the attention in 16 bits"),
+])
+def test_modelopt_configs_roofcalc_cannot_count_are_refused(q, message):
+    import re
+
+    assert re.search(message, shape_from_config(tiny(q), "t").weight_format_refusal)
+
+
+def test_modelopt_exclusions_are_shell_wildcards():
+    """vLLM reads ModelOpt's exclusion list with fnmatch: "*" crosses dots, and a pattern names whole modules
+    ("*mlp.gate", the router, is not "mlp.gate_proj"). A Qwen3-MoE checkpoint that keeps its router and its
+    attention in 16 bits quantizes the routed experts alone."""
+    cfg = load_config("Qwen/Qwen3-30B-A3B")[0]
+    router_only = shape_from_config(dict(cfg, quantization_config=modelopt(
+        "NVFP4", group_size=16, ignore=["lm_head", "*mlp.gate"])), "t")
+    assert (router_only.weight_format, router_only.weight_scope) == ("nvfp4", "")
+    experts = shape_from_config(dict(cfg, quantization_config=modelopt(
+        "NVFP4", group_size=16, ignore=["lm_head", "*mlp.gate", "*self_attn*"])), "t")
+    assert (experts.weight_format, experts.weight_scope) == ("nvfp4", "experts")
+
+
+def test_compressed_tensors_nvfp4_schemes():
+    """compressed-tensors' preset schemes (quant_scheme.py): NVFP4A16, weights alone, float 4-bit by
+    tensor_group of 16; NVFP4 adds input_activations of the same kind."""
+    w = {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16, "symmetric": True}
+
+    def ct(group):
+        return {"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized",
+                "config_groups": {"group_0": dict(group, targets=["Linear"])}, "ignore": ["lm_head"]}
+
+    assert shape_from_config(tiny(ct({"weights": w})), "t").weight_format == "nvfp4a16"
+    assert shape_from_config(tiny(ct({"weights": w, "input_activations": dict(w, dynamic="local")})),
+                             "t").weight_format == "nvfp4"
+    refused = shape_from_config(tiny(ct({"weights": w, "input_activations": {"num_bits": 8, "type": "int"}})), "t")
+    assert "int8 activations" in refused.weight_format_refusal
+
+
+def test_nvfp4_bytes_by_hand():
+    s = shape_from_config(tiny(modelopt("NVFP4", group_size=16, ignore=["lm_head"])), "t")
+    bf16 = dtype("bf16")
+    a = analyze(s, Workload.decode(1, 10, weight_dtype=dtype("nvfp4"), act_dtype=bf16, kv_dtype=bf16))
+    # q_proj 2048 -> 2048: 4,194,304 values at half a byte, 2048 x 128 fp8 group scales, one fp32 tensor scale
+    assert a.kernel("q_proj").cost.weight_bytes == 2048 * 2048 // 2 + 2048 * 128 + 4
+    # k_proj 2048 -> 256; down_proj 5632 -> 2048 (5632 / 16 = 352 groups a row)
+    assert a.kernel("k_proj").cost.weight_bytes == 2048 * 256 // 2 + 256 * 128 + 4
+    assert a.kernel("down_proj").cost.weight_bytes == 5632 * 2048 // 2 + 2048 * 352 + 4
+    # the whole model: 22 layers of 44,040,192 linear values (0.5 + 1/16 bytes each) and 7 tensor scales; the
+    # embedding and lm_head (2 x 65,536,000 values) and 45 norms of 2048 in bf16
+    assert a.weight_storage_bytes == 22 * (44_040_192 * 9 // 16 + 7 * 4) + 2 * 65_536_000 * 2 + 45 * 2048 * 2
+    assert a.kernel("lm_head").cost.weight_bytes == 32000 * 2048 * 2
+    assert a.workload.compute_dtype.name == "fp4"
+
+
+@pytest.mark.parametrize("hw,computes,why", [
+    ("B200", "fp4", ""),  # FP4 tensor cores (HGX B200 datasheet: 9 PFLOP/s dense)
+    ("RTX-PRO-6000", "fp4", ""),
+    ("H100", "", "H100-SXM has no fp4 GEMMs: the nvfp4 weights compute in bf16, weight-only W4A16 as vLLM's FP4 "
+                 "Marlin runs them"),
+    ("T4", "", "weight-only W4A16"),  # compute capability 7.5: vLLM's floor for NVFP4
+])
+def test_nvfp4_runs_w4a4_on_blackwell_and_w4a16_before(hw, computes, why):
+    w, reason = weights_on_device(dtype("nvfp4"), dtype("bf16"), find_hardware(hw))
+    assert (w.name, w.computes) == ("nvfp4", computes) and why in reason and bool(reason) == bool(why)
+    assert w.dequantized == (not computes)
+
+
+def test_nvfp4_below_turing_is_dequantized_at_load():
+    w, reason = weights_on_device(dtype("nvfp4"), dtype("fp16"), find_hardware("V100"))
+    assert w.name == "fp16" and "dequantized to fp16 at load" in reason
+
+
+def test_nvfp4_w4a16_checkpoints_compute_in_16_bits_everywhere():
+    w, reason = weights_on_device(dtype("nvfp4a16"), dtype("bf16"), find_hardware("B200"))
+    assert (w.computes, reason, w.dequantized) == ("", "", True)
+
+
+def test_fp4_gemms_take_the_fitted_nvfp4_form():
+    """On the B200 an NVFP4 matmul computing in fp4 takes the form fitted on AIConfigurator's NVFP4 GEMM table
+    (vLLM 0.24, benchmarks/fit_kernels.py), not the fp8 one; on the H100 (no FP4 GEMMs) the 16-bit form with the
+    W4A16 dequantizing factor."""
+    from roofcalc.roofline import kernel_model, roofs
+
+    b200 = find_hardware("B200")
+    fp4 = kernel_model(b200, roofs(b200, "fp4")[0], None, compute_dtype="fp4")
+    assert fp4.gemm_fit is fp4.gemm_fits["nvfp4"] and fp4.gemm_fit != fp4.gemm_fits["fp8"]
+    assert fp4.gemm_fit.value_bytes == 0.5 + 1 / 16
+    h100 = find_hardware("H100")
+    w4a16 = kernel_model(h100, roofs(h100, "bf16")[0], None, compute_dtype="bf16")
+    assert w4a16.gemm_fit is w4a16.gemm_fits["bf16"] and "nvfp4" in w4a16.dequant
+
+
+def test_command_line_reads_an_nvfp4_checkpoint(tmp_path, capsys):
+    from roofcalc.cli import main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(tiny(modelopt("NVFP4", group_size=16, ignore=["lm_head"]))))
+    assert main([str(path), "--hw", "B200", "--engine", "vllm"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "nvfp4, group 16 (the checkpoint's quantization_config)" in out and "compute fp4" in out
+    assert main([str(path), "--hw", "H100"]) == 0
+    assert "W4A16 as vLLM's FP4 Marlin runs them" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_group_size_against_the_formats_own_is_refused(tmp_path, capsys):
+    from roofcalc.cli import main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(tiny(modelopt("NVFP4", group_size=16, ignore=["lm_head"]))))
+    assert main([str(path), "--group-size", "64"]) == 2
+    assert capsys.readouterr().err.strip().endswith("nvfp4 holds 16 weights a scale, its format's own; drop "
+                                                    "--group-size 64")
+    assert main([str(path), "--group-size", "16"]) == 0
