@@ -214,7 +214,7 @@ GEMM_FORMATS = {"bfloat16": (2.0, 2.0, False), "fp8": (1.0, 1.0, True), "fp8_blo
                 "nvfp4": (0.5, 0.5, True), "int8_wo": (1.0, 2.0, False), "int4_wo": (0.5, 2.0, False)}
 
 
-def gemm_rows(df: pd.DataFrame, spec: dict, dt: str) -> dict:
+def gemm_rows(df: pd.DataFrame, spec: dict, dt: str, layers: int = 6) -> dict:
     """One linear layer: input [m, k], weight [n, k], output [m, n].
 
     FLOPs 2*m*n*k. bf16: bytes 2*(m*k + k*n + m*n). fp8 per tensor: weight and (quantized) input 1 byte, output
@@ -224,9 +224,11 @@ def gemm_rows(df: pd.DataFrame, spec: dict, dt: str) -> dict:
     input. NVFP4 (W4A4: vLLM's CUTLASS FP4 GEMM after scaled_fp4_quant; TensorRT-LLM's and SGLang's likewise): weight
     and input at 0.5 bytes, + one FP8 scale per 16 values of each, on the fp4 peak; its input quantization in series
     as fp8's (3*m*k bytes: the form's, its e_quant fitted). Weight-only int8 and int4 (TensorRT-LLM's WeightOnlyQuantMatmul): the weight at 1 or 0.5 bytes with one
-    16-bit scale per output row, the input and output in 16 bits, on the 16-bit peak. L2: the benchmark runs six
-    layers with separate weights and one shared input in a CUDA graph and replays it; it is L2-resident when all
-    six weights, the input and six outputs fit.
+    16-bit scale per output row, the input and output in 16 bits, on the 16-bit peak. L2: the benchmark runs
+    ``layers`` layers with separate weights and one shared input in a CUDA graph and replays it; it is L2-resident
+    when all their weights, the input and their outputs fit. Six, but one where vLLM's collector runs one
+    (collector/vllm/collect_gemm.py at 095f58a: `outside_loop_count = 1 if gemm_type in ("fp8_block", "nvfp4")
+    else 6`).
     """
     m, n, k = (df[c].to_numpy(float) for c in ("m", "n", "k"))
     wb, ab, fp8 = GEMM_FORMATS[dt]
@@ -237,7 +239,7 @@ def gemm_rows(df: pd.DataFrame, spec: dict, dt: str) -> dict:
         scales = (n * k + m * k) / 16
     elif dt.endswith("_wo"):
         scales = 2 * n
-    R = dict(t=df.latency.to_numpy(float) * 1e-3, m=m, n=n, k=k, wb=wb, act_b=ab, quant=fp8, scales=scales,
+    R = dict(t=df.latency.to_numpy(float) * 1e-3, m=m, n=n, k=k, wb=wb, act_b=ab, quant=fp8, scales=scales, layers=layers,
              group=[f"n={a},k={b}" for a, b in zip(df.n, df.k)],
              peak=spec.get("fp4") if dt == "nvfp4" else spec["fp8"] if fp8 else spec["bf16"])
     R.update(gemm_cost(R, 1, spec))
@@ -248,7 +250,8 @@ def gemm_cost(R: dict, tile: int, spec: dict) -> dict:
     """`tile` > 1: the compute term counts M padded as the kernels tile it: to the next power of two up to `tile`
     rows, then to a multiple of `tile` (the GEMMs' M tiles; fitted, like decode's KV tile); fitting.gemm_cost."""
     m, n, k, wb = R["m"], R["n"], R["k"], R["wb"]
-    foot = 6 * wb * n * k + 2 * m * k + 6 * 2 * m * n  # the benchmark's shared input is in 16 bits
+    L = R.get("layers", 6)
+    foot = L * wb * n * k + 2 * m * k + L * 2 * m * n  # the benchmark's shared input is in 16 bits
     return dict(F.gemm_cost(m, n, k, wb, tile, R.get("act_b"), R.get("quant"), R.get("scales", 0.0)),
                 l2=foot <= spec["l2"])
 
@@ -338,7 +341,7 @@ def nccl_rows(df: pd.DataFrame, spec: dict, cls: str) -> dict:
                 group=[f"S={int(x)}" for x in S])
 
 
-def moe_rows(df: pd.DataFrame, spec: dict, dtype: str, zeros: bool = False) -> dict:
+def moe_rows(df: pd.DataFrame, spec: dict, dtype: str, zeros: bool = False, spread: bool = False) -> dict:
     """One fused MoE layer on one rank, as AIConfigurator's vLLM collector times it (collector/vllm/collect_moe.py,
     ai-dynamo/aiconfigurator at 095f58a; vLLM 0.24.0): a CUDA graph of ``FusedMoE(hidden, router_logits)``, the
     router's logits given (its GEMM is not in the row); the row holds the top-k selection from the logits, the
@@ -352,7 +355,8 @@ def moe_rows(df: pd.DataFrame, spec: dict, dtype: str, zeros: bool = False) -> d
     an fp32 scale per 128 x 128 block; fp8: per-tensor scales, left out). ``zeros``: the kernel is vLLM's Triton
     fused-MoE kernel, which under EP writes zeros for the rows of every expert not on the rank and runs the
     activation and the top-k sum over all T*k rows (moe_cost's ``pairs``); FlashInfer's and TensorRT-LLM's
-    kernels permute the rank's own rows only."""
+    kernels permute the rank's own rows only. ``spread``: FlashInfer's CUTLASS kernel, whose form takes a factor by
+    the distinct experts read (fitting.moe_design)."""
     T, H, I, k, E, tp, ep = (df[c].to_numpy(int) for c in ("num_tokens", "hidden_size", "inter_size", "topk",
                                                           "num_experts", "moe_tp_size", "moe_ep_size"))
     cache: dict = {}
@@ -373,6 +377,7 @@ def moe_rows(df: pd.DataFrame, spec: dict, dtype: str, zeros: bool = False) -> d
     R["pairs"] = pairs
     R["tokens"] = T.astype(float)
     R["l2"] = R["bytes"] <= spec["l2"]
+    R["spread"] = spread
     return R
 
 
@@ -395,7 +400,7 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
         ks = d.kernel_source.value_counts().index[0]
         d, dup = collapse(d[d.kernel_source == ks], ["num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
                                                      "moe_tp_size", "moe_ep_size"])
-        out[cls] = (moe_rows(d, SPECS[gpu], dt, zeros="triton" in ks), dict(
+        out[cls] = (moe_rows(d, SPECS[gpu], dt, zeros="triton" in ks, spread="flashinfer_cutlass" in ks), dict(
             file=str(p.relative_to(systems.parent)), sha256=sha256(p)[:16], version_folder=p.parent.name,
             version_column=sorted(set(map(str, a["version"].unique()))) if "version" in a else None,
             kernel_source=ks, duplicates_merged=dup, distribution="balanced", ep_masked_rows_written="triton" in ks))
@@ -558,7 +563,8 @@ def load(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
             info = note(vdir / "gemm_perf.parquet", g, dup, ks)
             if engine == "trtllm" and dt == "fp8":
                 d, info["less"] = static_scale(d, vdir, root)
-            out[cls] = (gemm_rows(d, spec, dt), info)
+            one = engine == "vllm" and dt in ("fp8_block", "nvfp4")  # one layer a graph (gemm_rows)
+            out[cls] = (gemm_rows(d, spec, dt, layers=1 if one else 6), info)
     vdir = pick_version(systems, gpu, "attention", engine, cur)
     if vdir:
         keys = ["batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim", "kv_cache_dtype", "step"]
@@ -741,7 +747,8 @@ FORMS = {
                       "bytes / (bw * e_m(isl) * f(d) * f(gqa)))",
     "prefill_fp8kv": "as prefill_bf16kv on the fp8 peak (the attention runs in fp8)",
     "moe_bf16": "fixed + max(2*rows*3*H*I' / (peak * e_c(x) * f_c(H) * f_c(I')), (touched * 3*H*I'*wb + "
-                "activations) / (bw * e_m(x) * f_m(H) * f_m(I'))) + T*k * pair_s, x = tokens per expert",
+                "activations) / (bw * e_m(x) * f_m(H) * f_m(I') [* f_m(touched): FlashInfer's CUTLASS kernel])) + "
+                "T*k * pair_s, x = tokens per expert",
     "moe_fp8": "as moe_bf16, fp8 weights (1 byte) on the fp8 peak",
     "moe_fp8_block": "as moe_fp8, + one fp32 scale per 128 x 128 block of each weight",
     "allreduce": "fixed(ranks) + 2(n-1)/n * 2 * elements / (link_bw * e_link(ranks, message bytes))",
@@ -846,7 +853,10 @@ Why, and what else the tables showed:
   input quantized to NVFP4 by the same call) are in the B200's and the RTX PRO 6000's tables of all three engines
   (vLLM 0.24: FlashInfer's CuTe DSL kernel on the B200, its CUTLASS one on the RTX PRO 6000; SGLang likewise;
   TensorRT-LLM's torch flow), timed in a CUDA graph, and fitted as the per-tensor fp8 form on the fp4 peak
-  (9 and 2 PFLOP/s dense) with the weight and input at half a byte and their scales. At 8,192 x 8,192 on the B200
+  (9 and 2 PFLOP/s dense) with the weight and input at half a byte and their scales. vLLM's collector times
+  them one layer a graph, not six (collector/vllm/collect_gemm.py), so a weight below the L2 size stays there
+  across replays: those rows are L2-resident (23,801 of 29,526 on the B200), and the DRAM ones give a memory
+  efficiency of 0.38-0.47 (at six layers' reading, 0.50-0.66). At 8,192 x 8,192 on the B200
   (vLLM) one takes 14.8 µs at M = 1 and 130 µs at M = 4,096, where fp8 takes 33.4 and 231 µs and bf16 23.8 and
   322 µs: 4.2 PFLOP/s, 47 % of the fp4 peak (fp8 53 % of its own). A checkpoint's `nvfp4` matmul computing in fp4
   takes its engine's form; a GPU with FP4 GEMMs but no table of its own (the RTX 5090) the RTX PRO 6000's, as
@@ -876,7 +886,16 @@ Why, and what else the tables showed:
   multiple of 64 (704/32 = 22) runs up to 2x slower than the form says, and padding the width to a tile did
   not help (those rows are small). What is left is by shape: vLLM ships tuned kernel configurations for some
   (experts, width, GPU) and not others (fused_moe/configs), and a shape's rows run 0.85-1.2x the form
-  together. The fitted fixed costs (29-43 µs on H100) sit
+  together. The H100's and H200's per-tensor fp8 tables (FlashInfer's CUTLASS MoE kernel, not Triton) ran by
+  shape too: on the H200 the rows of 512 experts of width 5,120 ran 0.63x the form, those of 256 experts of
+  width 16-32 1.4-1.6x. How many distinct experts a call reads took most of it: a memory-side factor by them
+  (`t_factor_memory`, knots at 1, 4, 16, 64, 256 and 1,024 experts, 1 at one) takes the H100's fp8 from 0.109
+  / 90 % to 0.090 / 92 % and the H200's from 0.125 / 88 % to 0.098 / 91 % (chosen on these cross-validated
+  scores). It is fitted on FlashInfer's CUTLASS kernel's tables alone: on the Triton tables it made the H100's
+  bf16, the L40S's bf16 and fp8 worse (0.094 to 0.096, 0.085 to 0.094, 0.121 to 0.132), on TensorRT-LLM's B200
+  fp8-block kernel too (0.095 to 0.100), and it left the CUTLASS fp8-block tables where they were (the H100's
+  DeepSeek-sized rows, H = 7,168, run 0.53-2.5x the form, 10th to 90th percentile). The fitted fixed costs (26-43 µs
+  on H100) sit
   above the five smallest rows (25 µs): a fused call is a dozen small kernels. Scores are of the form as
   `predict` reads it: a held-out shape's H and I' inside the training rows' range (the H factor's outer knots,
   64, 256 and 16,384, are pinned by no row: the H100 fp8-block form's H factor at 16,384 is 0.003), and no call

@@ -142,3 +142,46 @@ def test_a_format_without_a_fitted_class_keeps_the_gemm_forms():
 def test_the_pessimistic_end_is_never_below_the_fused_expected_time():
     ks, r = _experts("mistralai/Mixtral-8x7B-v0.1", 8)
     assert r.step.times.device_upper_s > r.step.times.device_s
+
+
+def test_flashinfer_cutlass_forms_read_a_factor_by_the_experts_a_call_reaches():
+    """The H100's and H200's per-tensor fp8 tables (FlashInfer's CUTLASS MoE kernel) are fitted with a memory-side
+    factor by the distinct experts the call reads on the rank (fitting.moe_design; 1 at one expert); the Triton
+    tables (the H100's bf16) have none. The step model reads it at the experts its bytes count, uniform routing's
+    E·(1 − (1 − k/E)^T) (calculator.touched_experts)."""
+    from roofcalc.calculator import touched_experts
+    from roofcalc.predict import touched_on_rank
+
+    fp8 = _fit("h200_sxm", "fp8")
+    f = dict(fp8.t_memory)
+    assert f[1.0] == 1.0 and set(f) == {1.0, 4.0, 16.0, 64.0, 256.0, 1024.0}
+    assert _fit("h100_sxm", "bf16").t_memory == ()
+    base = fp8.efficiencies(2, 2048, 768)[1]
+    assert fp8.efficiencies(2, 2048, 768, touched=16)[1] == pytest.approx(base * f[16.0])
+    # 8 experts: halfway between the knots 4 and 16 in log2, the geometric mean of their factors
+    assert fp8.efficiencies(2, 2048, 768, touched=8)[1] == pytest.approx(base * math.sqrt(f[4.0] * f[16.0]))
+    # Qwen3-30B-A3B (top 8 of 128) at 1 and 64 tokens; Mixtral (2 of 8) at 3 over EP 2: the rank holds 4
+    for tokens, k, e, rank in ((1, 8, 128, 128), (64, 8, 128, 128), (3, 2, 8, 4)):
+        assert touched_on_rank(tokens * k / e, rank, e, k) == pytest.approx(
+            touched_experts(e, k, tokens, "expected") * rank / e)
+
+
+def test_the_step_model_reads_the_factor_at_the_layers_experts():
+    """Qwen3-30B-A3B in fp8 (one scale a tensor) on the H200 at batch 1 and 4: the fused call's time is the form at
+    the touched experts (8 and 128·(1 − (1 − 8/128)^4) = 29.0), by hand from MoEFit."""
+    from roofcalc.calculator import touched_experts
+
+    shape = load_shape("Qwen/Qwen3-30B-A3B")
+    moe, b16 = shape.moe, DTYPES["bf16"]
+    f = _fit("h200_sxm", "fp8")
+    for batch in (1, 4):
+        wl = Workload.decode(batch, 1024, weight_dtype=DTYPES["fp8-t"], act_dtype=b16, kv_dtype=b16,
+                             cache_update="in-place")
+        r = roofline(analyze(shape, wl), find_hardware("H200"), impl="cuda-graph")
+        ks = [p for p in r.step.placements if p.kernel.name in FUSED]
+        t_c = sum(p.t_compute_s for p in ks[:3])
+        t_m = sum(p.t_memory_s for p in ks[:3])
+        touched = touched_experts(moe.n_experts, moe.top_k, batch, "expected")
+        e_c, e_m = f.efficiencies(batch * moe.top_k / moe.n_experts, shape.d_model, moe.d_expert, touched)
+        fused = f.fixed_s + max(t_c / e_c, t_m / e_m) + f.pair_s * batch * moe.top_k
+        assert sum(p.t_expected_s for p in ks) == pytest.approx(fused)

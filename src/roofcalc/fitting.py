@@ -442,6 +442,8 @@ MOE_X_KNOTS = (0.03125, 0.25, 1, 4, 16, 64, 256, 1024, 4096)  # tokens per exper
 # takes the narrow widths' slowdown, which a factor flat below 256 left as 0.17-0.23 median |log| on H200 bf16)
 MOE_DIM_KNOTS = (64, 256, 1024, 4096, 16384)
 MOE_DIM_REF = 4096  # the H and I' factors are 1 there
+# the distinct experts a call reads on the rank (FlashInfer's CUTLASS MoE tables: moe_design), factor 1 at one
+MOE_TOUCHED_KNOTS = (1, 4, 16, 64, 256, 1024)
 
 
 def moe_cost(rows, touched, experts, hidden, inter, wb: float, block: int = 0, pairs=None) -> dict:
@@ -486,7 +488,11 @@ def balanced_routing(tokens: int, experts: int, topk: int, ep: int) -> tuple[int
 def moe_design(R: dict) -> Design:
     """fixed, e_compute and e_memory by tokens per expert (MOE_X_KNOTS, R["x"]), a time per routed (token, expert)
     pair in series (pair_s; the series term's count, R["pairs"]), and factors by the hidden size and the per-rank
-    expert width on MOE_DIM_KNOTS (1 at 4,096) on each side."""
+    expert width on MOE_DIM_KNOTS (1 at 4,096) on each side. ``R["spread"]`` (FlashInfer's CUTLASS MoE kernel):
+    a memory-side factor by the distinct experts the call reads (MOE_TOUCHED_KNOTS, 1 at one expert): its
+    grouped GEMM streams few experts' weights slower than many (cross-validated on the H100's and H200's fp8
+    tables: 0.109 and 0.125 median |log| without it, 0.090 and 0.098 with it; on the Triton and TensorRT-LLM
+    kernels' tables it did not help, and is left out there)."""
     n = len(R["t"])
     D = Design(n)
     D.add("fixed_s", "fix", np.ones((n, 1)), np.log(20e-6))
@@ -502,6 +508,8 @@ def moe_design(R: dict) -> Design:
                 continue
             D.add(f"{name}_factor_{tag}", term, hat_basis(R[dim], MOE_DIM_KNOTS)[:, keep], 0.0,
                   tuple(MOE_DIM_KNOTS[j] for j in keep))
+    if R.get("spread"):
+        D.add("t_factor_memory", "mem", hat_basis(R["touched"], MOE_TOUCHED_KNOTS)[:, 1:], 0.0, MOE_TOUCHED_KNOTS[1:])
     return D
 
 
@@ -530,4 +538,6 @@ def moe_doc(p: dict, peak_ratio: float, block: int, ranges: dict | None = None) 
             **({"ranges": ranges} if ranges else {}),
             "e_compute": to_knots(p["e_compute"]), "e_memory": to_knots(p["e_memory"]),
             **{name: to_knots(p[name], MOE_DIM_REF) if name in p else flat
-               for name in ("h_factor_compute", "i_factor_compute", "h_factor_memory", "i_factor_memory")}}
+               for name in ("h_factor_compute", "i_factor_compute", "h_factor_memory", "i_factor_memory")},
+            **({"t_factor_memory": to_knots(p["t_factor_memory"], MOE_TOUCHED_KNOTS[0])} if "t_factor_memory" in p
+               else {})}

@@ -411,6 +411,9 @@ class MoEFit:
     scale_c: float = 1.0
     scale_m: float = 1.0
     ranges: tuple = ()  # ((H lo, H hi), (I' lo, I' hi)) the table measured; () for no limit
+    # a memory-side factor by the distinct experts the call reads on the rank (FlashInfer's CUTLASS kernel's
+    # tables: fitting.moe_design), 1 at one expert; () for none
+    t_memory: tuple = ()
 
     @classmethod
     def from_doc(cls, d: Mapping, source: str) -> "MoEFit":
@@ -420,11 +423,11 @@ class MoEFit:
         return cls(float(d["fixed_s"]), float(d.get("pair_s") or 0.0), float(d["peak_ratio"]), pts("e_compute"),
                    pts("e_memory"),
                    pts("h_factor_compute"), pts("i_factor_compute"), pts("h_factor_memory"), pts("i_factor_memory"),
-                   source, ranges=ranges)
+                   source, ranges=ranges, t_memory=pts("t_factor_memory") if d.get("t_factor_memory") else ())
 
-    def efficiencies(self, per_expert, hidden, inter):
+    def efficiencies(self, per_expert, hidden, inter, touched=1.0):
         """(compute-side e, memory-side e) at ``per_expert`` tokens per expert (a number or an array), hidden size
-        ``hidden`` and the rank's expert width ``inter``."""
+        ``hidden``, the rank's expert width ``inter`` and ``touched`` distinct experts read on the rank."""
         if self.ranges:
             (h_lo, h_hi), (i_lo, i_hi) = self.ranges
             hidden, inter = _minimum(_maximum(hidden, h_lo), h_hi), _minimum(_maximum(inter, i_lo), i_hi)
@@ -432,6 +435,8 @@ class MoEFit:
             _interp_geo(inter, self.i_compute)
         mem = _geo(per_expert, self.e_memory) * _interp_geo(hidden, self.h_memory) * \
             _interp_geo(inter, self.i_memory)
+        if self.t_memory:
+            mem = mem * _geo(touched, self.t_memory)
         return comp * self.peak_ratio * self.scale_c, mem * self.scale_m
 
 
@@ -1204,6 +1209,18 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
     return _maximum(t_c, t_m), fixed, side
 
 
+def touched_on_rank(per_expert, rank_experts: int, experts: int, top_k: int):
+    """Distinct experts of a rank's ``rank_experts`` its tokens reach under uniform routing, as the experts
+    kernels' bytes count them (calculator.touched_experts): T = per_expert · E / k tokens, each picking k of E."""
+    import numpy as np
+
+    if top_k >= experts:
+        return float(rank_experts)
+    tokens = np.asarray(per_expert, dtype=float) * experts / top_k
+    reached = rank_experts * -np.expm1(tokens * math.log1p(-top_k / experts))
+    return reached if _is_array(per_expert) else float(reached)
+
+
 def _floor_share(t_compute, t_memory, sum_floor):
     """A kernel's share of a group's one time (a fused GEMM group, a fused MoE call): its floor over theirs."""
     own = _maximum(t_compute, t_memory)
@@ -1223,7 +1240,7 @@ def _moe_share(m: KernelModel, fit: MoEFit, t_compute, t_memory, kind, rows, wei
     the gemm and gemv classes' spread, the fixed cost at the gemm class's, the work never below the kernel's own
     at the defaults' pessimistic end (the slowest published implementation)."""
     x, hidden, inter, sum_c, sum_m, sum_floor = moe[MOE_BASE:]
-    e_c, e_m = fit.efficiencies(x, hidden, inter)
+    e_c, e_m = fit.efficiencies(x, hidden, inter, touched_on_rank(x, *moe[1:2], *moe[3:MOE_BASE]))
     fixed = fit.fixed_s
     # a time per routed pair, in series: every pair of the layer, T·k (the rank's tokens per expert x the layer's
     # experts), as the fit counts them (benchmarks/fit_kernels.py: the pairs before an EP rank's mask)
