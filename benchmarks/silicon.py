@@ -4,6 +4,7 @@
     cd /tmp/aic && unzip -q aiconfigurator_core-0.12.0-*.whl 'aiconfigurator_core/systems/*' \
         'aiconfigurator_core/model_configs/*' -d x
     python benchmarks/silicon.py --data /tmp/aic/x/aiconfigurator_core      # roofcalc's own environment
+    python benchmarks/silicon.py --data /tmp/aic/x/aiconfigurator_core --nvfp4    # the NVFP4 runs alone
 
 The package (ai-dynamo/aiconfigurator, Apache-2.0) ships `systems/silicon_sample.csv`: 5,221 end-to-end serving
 runs NVIDIA measured on real GPUs (vLLM, SGLang and TensorRT-LLM of 2025-2026; H100, H200, B200, B300, GB200),
@@ -18,7 +19,9 @@ What is predicted, and how (fixed before the first run):
   data parallelism, of the dense models whose configs roofcalc reads (Llama-3.1-8B and 70B, Qwen3-32B), in bf16
   or fp8 (per-tensor W8A8: `fp8-t`; block-scaled weights: `fp8-b128`, whose GEMMs compute in fp8 where the GPU
   has fp8; at first run they were read at the 16-bit peak, as that dtype was then defined); NVFP4 rows are left
-  out (no such dtype here).
+  out (no such dtype at first run). `--nvfp4` predicts the NVFP4 rows alone (`nvfp4`: W4A4 on the B200's FP4
+  tensor cores, the fitted gemm_nvfp4 form of the run's engine; the same rules otherwise, fixed before their
+  first run), apart: they are not among the runs the range is calibrated on.
 * The engine: `--engine` of the row's backend (vllm, sglang, trtllm): its launch model (CUDA graphs), its cache
   written in place, its host time per step, and the kernel tables AIConfigurator measured for it (the fitted
   forms, docs/kernel_fits.md), on the catalog's datasheet roof. The KV cache at the activations' dtype (bf16):
@@ -70,8 +73,8 @@ class Run:
     tpot_s: float
 
 
-def runs(csv: Path) -> tuple[list[Run], dict]:
-    """The rows predicted, and how many of each kind were left out."""
+def runs(csv: Path, nvfp4: bool = False) -> tuple[list[Run], dict]:
+    """The rows predicted, and how many of each kind were left out; ``nvfp4``: the NVFP4 rows alone."""
     import csv as _csv
 
     kept, left = [], {}
@@ -91,7 +94,7 @@ def runs(csv: Path) -> tuple[list[Run], dict]:
                 skip(f"system {r['system']}")
                 continue
             quant = r["gemm_quant_mode"] or ""
-            if quant not in WEIGHTS:
+            if (quant == "nvfp4") != nvfp4 or quant not in WEIGHTS and not nvfp4:
                 skip(f"weights {quant}")
                 continue
             pp, dp = float(r["pp_size"] or 1), float(r["attention_dp_size"] or 1)
@@ -128,7 +131,7 @@ def predict(run: Run, configs: Path, cache: dict) -> tuple:
         cache[key] = shape, analyzer
     shape, analyzer = cache[key]
     engine = find_engine(run.backend)
-    kw = dict(weight_dtype=dtype(WEIGHTS[run.quant]), act_dtype=dtype("bf16"), kv_dtype=dtype("bf16"),
+    kw = dict(weight_dtype=dtype(WEIGHTS.get(run.quant, run.quant)), act_dtype=dtype("bf16"), kv_dtype=dtype("bf16"),
               cache_update=engine.cache_update, impl=engine.impl, engine_host=engine.host, analyzer=analyzer)
     hw = find_hardware(SYSTEMS[run.system])
     c = run.concurrency
@@ -192,11 +195,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, required=True, help="the unzipped aiconfigurator_core folder")
     ap.add_argument("--rows", action="store_true", help="print every run's row too")
+    ap.add_argument("--nvfp4", action="store_true", help="the NVFP4 runs alone (not calibrated on)")
     args = ap.parse_args()
     csv, configs = args.data / "systems" / "silicon_sample.csv", args.data / "model_configs"
     if not csv.is_file() or not configs.is_dir():
         sys.exit(f"silicon.py: no systems/silicon_sample.csv and model_configs/ under {args.data}")
-    kept, left = runs(csv)
+    kept, left = runs(csv, args.nvfp4)
     cache: dict = {}
     rows = [(r, *predict(r, configs, cache)) for r in kept]
     print(f"{len(rows)} runs predicted; left out: " + ", ".join(f"{n} {why}" for why, n in sorted(left.items())))

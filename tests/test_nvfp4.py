@@ -126,6 +126,10 @@ def test_nvfp4_below_turing_is_dequantized_at_load():
 def test_nvfp4_w4a16_checkpoints_compute_in_16_bits_everywhere():
     w, reason = weights_on_device(dtype("nvfp4a16"), dtype("bf16"), find_hardware("B200"))
     assert (w.computes, reason, w.dequantized) == ("", "", True)
+    # below compute capability 7.5, and off NVIDIA's GPUs, there is no FP4 Marlin kernel: dequantized at load
+    for hw in ("V100", "MI300X", "EPYC-9654"):
+        w, reason = weights_on_device(dtype("nvfp4a16"), dtype("fp16"), find_hardware(hw))
+        assert w.name == "fp16" and reason.endswith("the nvfp4a16 weights are dequantized to fp16 at load")
 
 
 def test_fp4_gemms_take_the_fitted_nvfp4_form():
@@ -164,3 +168,36 @@ def test_a_group_size_against_the_formats_own_is_refused(tmp_path, capsys):
     assert capsys.readouterr().err.strip().endswith("nvfp4 holds 16 weights a scale, its format's own; drop "
                                                     "--group-size 64")
     assert main([str(path), "--group-size", "16"]) == 0
+
+
+def test_a_modelopt_folder_whose_config_has_no_quantization_config_reads_hf_quant_config(tmp_path, capsys):
+    """Older ModelOpt exports keep the quantization config beside config.json, in hf_quant_config.json
+    ({"producer", "quantization": {...}}), which vLLM reads when config.json has none; roofcalc reads it for a
+    folder (or a config.json in it) and says where it found it. A config.json with its own is read as it is."""
+    from roofcalc.cli import main
+
+    (tmp_path / "config.json").write_text(json.dumps(tiny()))
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps(
+        {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "NVFP4", "group_size": 16,
+                                                             "kv_cache_quant_algo": "FP8", "exclude_modules": ["lm_head"]}}))
+    for source in (tmp_path, tmp_path / "config.json"):
+        assert main([str(source), "--hw", "B200"]) == 0
+        out = " ".join(capsys.readouterr().out.split())
+        assert "(nvfp4, group 16 (the checkpoint's quantization_config, in hf_quant_config.json))" in out
+        # the fp8 KV cache it declares is reported, not taken (an engine's choice): --kv-dtype counts it
+        assert "KV cache bf16 (the checkpoint declares an fp8 KV cache, which engines may or may not take: " \
+               "--kv-dtype fp8 counts it)" in out
+    (tmp_path / "config.json").write_text(json.dumps(tiny(modelopt("FP8", ignore=["lm_head"]))))
+    assert main([str(tmp_path), "--hw", "B200", "--kv-dtype", "fp8"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(fp8-t (the checkpoint's quantization_config))" in out and "declares" not in out
+
+
+def test_a_given_act_dtype_is_not_called_the_checkpoints(tmp_path, capsys):
+    from roofcalc.cli import main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(tiny(modelopt("NVFP4", group_size=16, ignore=["lm_head"]))))
+    assert main([str(path), "--hw", "H100", "--act-dtype", "fp16"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "activations fp16, KV cache bf16, compute fp16 (--act-dtype)" in out

@@ -80,7 +80,7 @@ def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--dtype", help="weights, activations and KV cache: fp32 bf16 fp16 fp8 (default: the checkpoint's "
                    f"torch_dtype where the device computes in it, else the same width; {DEFAULT_DTYPE} if it declares none)")
     p.add_argument("--weight-dtype", help="weights only: fp32 bf16 fp16 fp8 fp8-b128 fp8-ch fp8-t int8 int4 ternary, "
-                   "nvfp4 nvfp4a16 (NVIDIA's FP4: W4A4, W4A16), q4_0 q8_0 (llama.cpp's: int4, int8 in groups of 32), or mxfp4 (the "
+                   "nvfp4 nvfp4a16 (NVIDIA's FP4: W4A4 where the GPU has FP4 GEMMs, else W4A16; W4A16), q4_0 q8_0 (llama.cpp's: int4, int8 in groups of 32), or mxfp4 (the "
                    "experts of a mixture of experts) (default: the checkpoint's quantization_config, else --dtype)")
     p.add_argument("--act-dtype", help="activations only")
     p.add_argument("--kv-dtype", help="KV cache only (also int8)")
@@ -584,6 +584,8 @@ def run_main(argv: Sequence[str]) -> str:
         args.dtype, why = choose_dtype(shape[0].config_dtype, hw, profile)
         defaults.discard("dtype")
         defaults.add("dtype-why:" + why)
+        if args.act_dtype:  # the activations (and a GEMM computing in them) follow the flag, not the checkpoint
+            defaults.add("act-given")
     if args.plot is not None:
         _check_plot(args.plot)
     try:

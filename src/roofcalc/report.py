@@ -274,7 +274,7 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
                      f"{shared}; weights read per step: {w.experts} ({'the model: ' if whole else ''}"
                      f"{counts.params - counts.active_params:,} parameters idle per token, {counts.active_params:,} "
                      f"active)")
-    declared = f" (the checkpoint's quantization_config{', in text_config' if s.weight_format_where else ''}{', the routed experts alone' if s.weight_scope == 'experts' else ''})" if s.weight_format == w.weight_dtype.name else ""
+    declared = f" (the checkpoint's quantization_config{f', in {s.weight_format_where}' if s.weight_format_where else ''}{', the routed experts alone' if s.weight_scope == 'experts' else ''})" if s.weight_format == w.weight_dtype.name else ""
     group = "" if not w.weight_dtype.quantized else \
         ", one scale a row" if w.weight_group >= PER_CHANNEL else f", group {w.weight_group}"
     language = a.language_params
@@ -295,13 +295,17 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
             next((f" ({k.split(':', 1)[1]})" for k in defaulted if k.startswith("forward-why:")), "")
     lines.append(f"workload  {what}")
     why = d('dtype') + next((f" ({k.split(':', 1)[1]})" for k in defaulted if k.startswith("dtype-why:")), "")
-    act_why, compute_why = "", why
+    act = " (--act-dtype)" if "act-given" in defaulted else why  # why the activations' dtype is what it is
+    act_why, compute_why = "", act
     if w.compute_dtype.name != w.act_dtype.name:  # the GEMMs compute in the weights' dtype or format: the
         # reason given is the activations'
-        act_why, compute_why = why, f" (the weights' {'format' if w.weight_dtype.computes else 'dtype'})"
+        act_why, compute_why = act, f" (the weights' {'format' if w.weight_dtype.computes else 'dtype'})"
     weights_why = next((f" ({k.split(':', 1)[1]})" for k in defaulted if k.startswith("weights-why:")), "")
+    kv = a.shape.kv_format_declared
+    kv_why = f" (the checkpoint declares an {kv} KV cache, which engines may or may not take: --kv-dtype {kv} " \
+        f"counts it)" if kv and kv != w.kv_dtype.name else ""
     lines.append(f"dtypes    weights {w.weight_dtype.name}{weights_why}, activations {w.act_dtype.name}{act_why}, "
-                 f"KV cache {w.kv_dtype.name}, compute {w.compute_dtype.name}{compute_why}")
+                 f"KV cache {w.kv_dtype.name}{kv_why}, compute {w.compute_dtype.name}{compute_why}")
     return lines
 
 

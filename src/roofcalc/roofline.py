@@ -189,6 +189,9 @@ def weights_on_device(weights, act, hardware: Hardware, profile: Hardware | None
         raise RoofcalcError(f"{hardware.name} has no fp8 GEMMs; fp8 weights with {act.name} activations run there as "
                             f"an FP8 checkpoint's do, with their scales: --weight-dtype fp8-t (one a tensor), fp8-ch "
                             f"(one a channel) or fp8-b128 (one a 128 x 128 block)")
+    if weights.name == "nvfp4a16" and (hardware.compute_capability or 0) < 7.5:  # no FP4 Marlin kernel there
+        return act, (f"{hardware.name} has no weight-only fp4 kernel: the {weights.name} weights are dequantized to "
+                     f"{act.name} at load")
     if not weights.computes or weights.computes in peaks:
         return weights, ""
     if act.name not in peaks and act.name in ("bf16", "fp16"):  # a bf16 checkpoint on a T4 runs in fp16

@@ -217,6 +217,9 @@ class ModelShape:
     weight_format_refusal: str = ""  # why the declared format cannot be read (the CLI refuses unless overridden)
     weight_format_where: str = ""  # where the quantization_config was found: "" the file's top, or "text_config"
     weight_scope: str = ""  # the linears it quantizes: "" every decoder linear, "experts" the routed experts alone
+    # the KV cache format its quantization_config declares ("fp8": ModelOpt's kv_cache_quant_algo FP8, a
+    # kv_cache_scheme of 8-bit floats), which an engine may take or not: reported, not taken (--kv-dtype)
+    kv_format_declared: str | None = None
     config_dtype: str | None = None  # the checkpoint's torch_dtype (or dtype): fp32, bf16, fp16, or None
     names: tuple[tuple[str, str], ...] = ()  # role -> module name overrides
     hf_activation: str = ""  # the config's own activation name (gelu_new runs as several eager ops)
@@ -347,13 +350,32 @@ def declared_weights(cfg: dict, name: str, used: dict | None = None, shape: "Mod
     other = cfg if used is not cfg else text if isinstance(text, dict) else None
     where, holder = next(((("" if d is cfg else "text_config"), d) for d in (used, other)
                           if isinstance(d, dict) and d.get("quantization_config") is not None), ("", used))
+    q = holder.get("quantization_config")
+    if isinstance(q, dict) and q.get("read_from") == "hf_quant_config.json":  # sources._quant_file's
+        where = "hf_quant_config.json"
     try:
         fmt, group = _declared(holder, name)
         sized = used if "num_hidden_layers" in used or not isinstance(text, dict) else text  # a traced wrapper's
         scope = _scope(holder.get("quantization_config"), fmt, name, shape, sized)
     except RoofcalcError as exc:
-        return {"weight_format_refusal": str(exc), "weight_format_where": where}
-    return {"weight_format": fmt, "weight_group": group, "weight_format_where": where, "weight_scope": scope}
+        return {"weight_format_refusal": str(exc), "weight_format_where": where,
+                "kv_format_declared": _kv_declared(holder.get("quantization_config"))}
+    return {"weight_format": fmt, "weight_group": group, "weight_format_where": where, "weight_scope": scope,
+            "kv_format_declared": _kv_declared(holder.get("quantization_config"))}
+
+
+def _kv_declared(q) -> str | None:
+    """"fp8" where a quantization_config declares an fp8 KV cache: ModelOpt's kv_cache_quant_algo (at the top or
+    in its "quantization" object), a kv_cache_scheme of 8-bit floats (compressed-tensors', ModelOpt's
+    config.json); else None."""
+    if not isinstance(q, dict):
+        return None
+    inner = q.get("quantization") if isinstance(q.get("quantization"), dict) else q
+    scheme = q.get("kv_cache_scheme")
+    if str(inner.get("kv_cache_quant_algo") or "").upper() == "FP8" or isinstance(scheme, dict) and \
+            scheme.get("type") == "float" and scheme.get("num_bits") == 8:
+        return "fp8"
+    return None
 
 
 # --------------------------------------------------------------------------- which linears a checkpoint quantizes

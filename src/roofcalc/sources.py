@@ -233,9 +233,10 @@ def load_config(source: str, revision: str | None = None) -> tuple[dict, str, st
         file = path / "config.json"
         if not file.is_file():
             raise RoofcalcError(f"folder {one_line(str(path))[:200]} has no config.json")
-        return _read_json(file), str(path), "file", None
+        return _quant_file(_read_json(file), path), str(path), "file", None
     if exists:  # a regular file, or a pipe or device that the reader refuses by what it is
-        return _read_json(path), str(path), "file", None
+        cfg = _read_json(path)
+        return (_quant_file(cfg, path.parent) if path.name == "config.json" else cfg), str(path), "file", None
     entry = find_in_catalog(source) if revision is None else None  # a revision asks the hub, not the catalog
     if entry is not None:
         return dict(entry.config), entry.hub_id, "catalog", entry
@@ -245,6 +246,26 @@ def load_config(source: str, revision: str | None = None) -> tuple[dict, str, st
         raise RoofcalcError(f"'{source}' is not a file, a catalog name or a hub id (owner/name){_suggest(source)}; "
                             f"'roofcalc models' lists the catalog")
     return _read_json(_hub_config(source, revision)), source + (f"@{revision}" if revision else ""), "hub", None
+
+
+QUANT_FILE = "hf_quant_config.json"
+
+
+def _quant_file(cfg, folder: Path):
+    """A checkpoint folder's config with the quantization config NVIDIA ModelOpt writes beside it
+    (hf_quant_config.json: {"producer": ..., "quantization": {"quant_algo": ...}}; vLLM reads it when config.json
+    has no quantization_config) as its quantization_config, marked with where it came from; the config as it is
+    where it has its own, or the folder no such file."""
+    if not isinstance(cfg, dict) or "quantization_config" in cfg or \
+            isinstance(cfg.get("text_config"), dict) and "quantization_config" in cfg["text_config"]:
+        return cfg
+    file = folder / QUANT_FILE
+    if not file.is_file():
+        return cfg
+    q = _read_json(file)
+    if not isinstance(q, dict):
+        raise RoofcalcError(f"{file}: must hold a JSON object")
+    return dict(cfg, quantization_config={"quant_method": "modelopt", **q, "read_from": QUANT_FILE})
 
 
 def load_shape(source: str, family: str | None = None, revision: str | None = None) -> ModelShape:
