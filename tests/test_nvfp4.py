@@ -201,3 +201,76 @@ def test_a_given_act_dtype_is_not_called_the_checkpoints(tmp_path, capsys):
     assert main([str(path), "--hw", "H100", "--act-dtype", "fp16"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "activations fp16, KV cache bf16, compute fp16 (--act-dtype)" in out
+
+
+def test_a_hub_snapshot_in_the_hf_cache_reads_its_hf_quant_config(tmp_path):
+    """A hub id read from the HF cache (offline) whose snapshot holds ModelOpt's hf_quant_config.json beside a
+    config.json without a quantization_config (the checkpoint downloaded whole, as an engine does)."""
+    import subprocess
+    import sys
+
+    snapshot = tmp_path / "hub" / "models--acme--tiny-fp8" / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text(json.dumps(tiny()))
+    (snapshot / "hf_quant_config.json").write_text(json.dumps(
+        {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "FP8", "exclude_modules": ["lm_head"]}}))
+    (tmp_path / "hub" / "models--acme--tiny-fp8" / "refs").mkdir()
+    (tmp_path / "hub" / "models--acme--tiny-fp8" / "refs" / "main").write_text("abc123")
+    env = {"HF_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "roofcalc", "acme/tiny-fp8", "--hw", "H100", "--format", "json"],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    # TinyLlama's 22 layers of 44,040,192 linear weights in fp8 with one fp32 scale a matrix (7 a layer), the
+    # embedding and lm_head (2 x 65,536,000) and 45 norms of 2048 in bf16
+    assert doc["model"]["weight_bytes"] == 22 * (44_040_192 + 7 * 4) + 2 * 65_536_000 * 2 + 45 * 2048 * 2
+
+
+def test_16bit_attention_beside_nvfp4_experts_computes_at_the_16bit_peak():
+    """A ModelOpt NVFP4 MoE checkpoint that keeps its attention (and router) in bf16 quantizes the routed experts
+    alone: those compute in fp4 on the B200, its 16-bit projections at the 16-bit peak in the 16-bit GEMM form,
+    exactly as the same projections of the bf16 checkpoint do."""
+    from roofcalc.roofline import roofline
+
+    cfg = load_config("Qwen/Qwen3-30B-A3B")[0]
+    s = shape_from_config(dict(cfg, quantization_config=modelopt(
+        "NVFP4", group_size=16, ignore=["lm_head", "*mlp.gate", "*self_attn*"])), "t")
+    assert s.weight_scope == "experts"
+    from dataclasses import replace
+
+    bf16, b200 = dtype("bf16"), find_hardware("B200")
+    wl = Workload.prefill(8, 2048, weight_dtype=replace(dtype("nvfp4"), experts_only=True), act_dtype=bf16,
+                          kv_dtype=bf16, cache_update="in-place")
+    ref = Workload.prefill(8, 2048, weight_dtype=bf16, act_dtype=bf16, kv_dtype=bf16, cache_update="in-place")
+    got = roofline(analyze(s, wl), b200, impl="cuda-graph")
+    want = roofline(analyze(s, ref), b200, impl="cuda-graph")
+    by = lambda r: {p.kernel.name: p for p in r.step.placements}  # noqa: E731
+    for name in ("q_proj", "o_proj"):
+        assert by(got)[name].kernel.cost == by(want)[name].kernel.cost
+        assert by(got)[name].t_compute_s == pytest.approx(by(want)[name].t_compute_s)
+        assert by(got)[name].t_expected_s == pytest.approx(by(want)[name].t_expected_s)
+    gate_up = by(got)["experts.gate_up_proj"]
+    assert gate_up.t_compute_s == pytest.approx(gate_up.kernel.cost.flops / 9e15)  # the fp4 peak
+    assert got.compute_dtype == "fp4"
+
+
+def test_more_modelopt_and_compressed_tensors_corners(tmp_path, capsys):
+    from roofcalc.cli import main
+
+    # ModelOpt with no weight algorithm: the KV cache alone is quantized; the weights stay in the float dtype
+    kv_only = shape_from_config(tiny({"quant_method": "modelopt", "quant_algo": None, "kv_cache_quant_algo": "FP8"}),
+                                "t")
+    assert (kv_only.weight_format, kv_only.weight_format_refusal, kv_only.kv_format_declared) == (None, "", "fp8")
+    # compressed-tensors NVFP4 weights whose input_activations is not an object: one line, exit 2
+    w = {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16}
+    q = {"quant_method": "compressed-tensors",
+         "config_groups": {"group_0": {"targets": ["Linear"], "weights": w, "input_activations": "nvfp4"}}}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(tiny(q)))
+    assert main([str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "NVFP4 weights with 'nvfp4' activations are not read" in err
+    # a malformed ModelOpt exclusion list shows the value it holds
+    bad = shape_from_config(tiny({"quant_method": "modelopt", "quantization": {"quant_algo": "NVFP4",
+                                                                               "exclude_modules": 5}}), "t")
+    assert bad.weight_format_refusal.endswith("exclude_modules must be a list of module names, got 5")

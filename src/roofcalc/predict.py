@@ -269,7 +269,9 @@ class GemmFit:
         at ``value_bytes``)."""
         if not self.e_quant or not (width and depth):
             return 0.0
-        own = self.value_bytes * (rows * depth + width * depth) + 2 * rows * width
+        # (fp8's form keeps the 1-byte input it was first written with; NVFP4's counts its input as roofcalc does, in
+        # 16 bits, so that its quantization reads 3·M·K bytes at e_quant whatever M)
+        own = (2.0 if self.value_bytes < 1 else 1.0) * rows * depth + self.value_bytes * width * depth + 2 * rows * width
         # not capped at 1: the quantization's bytes are not the floor's, and its input is often still in L2
         return t_memory * (3 * rows * depth / own) / (self.e_quant * self.scale_m)
 
@@ -621,6 +623,9 @@ class KernelModel:
     # kernels come from the measured tables (with_fits; data/calibration.json); (): the floors to the
     # pessimistic ends
     band: tuple[float, ...] = ()
+    # the 16-bit GEMM class a model computing in fp8 or fp4 replaced (for_compute): a 16-bit linear beside them
+    # (roofline.weight_format "float") takes it
+    gemm_16bit: Efficiency | None = None
 
     @cached_property
     def unfitted(self) -> "KernelModel":
@@ -635,6 +640,8 @@ class KernelModel:
         dtype's (gemm_fit); None on a measured curve (it comes first) or without fits."""
         if self.curves.get("matmul") or self.gemm_fit is None:
             return None
+        if weight_format == "float":  # a 16-bit linear beside fp8 / fp4 GEMMs (roofline.weight_format)
+            return self.gemm_fits.get("bf16", self.gemm_fit)
         if weight_format in ("int8", "int4"):
             own, runs = self.gemm_fits.get(f"{weight_format}_wo"), "bf16"
         elif weight_format == "fp8-b128":
@@ -703,7 +710,7 @@ class KernelModel:
         if not low or "gemm_fp8" not in self.classes:
             return self
         defaults = self.relative_to in ("datasheet", "measured roof") and self.classes["gemm_fp8"].source == "default"
-        return replace(self, classes={**self.classes, "gemm": self.classes["gemm_fp8"]},
+        return replace(self, classes={**self.classes, "gemm": self.classes["gemm_fp8"]}, gemm_16bit=self.classes["gemm"],
                        depth=GEMM_FP8_DEPTH if defaults else self.depth)
 
     def on_roof(self, bandwidth_ratio: float, peak_ratio: float) -> "KernelModel":
@@ -1119,6 +1126,8 @@ def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessi
         e = m.classes["stream"].pick(pessimistic)
         return e, e
     comp, mem = (m.classes[n].pick(pessimistic) for n in names)
+    if kind == "matmul" and weight_format == "float" and m.gemm_16bit is not None:  # 16-bit beside fp8 / fp4
+        comp = m.gemm_16bit.pick(pessimistic)
     gemm = m.matmul_fit(weight_format) if kind == "matmul" else None
     if gemm is not None:
         comp, mem = gemm.efficiencies(rows, width, depth)
@@ -1127,7 +1136,7 @@ def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessi
             comp, mem = comp * c.pessimistic / c.expected, mem * g.pessimistic / g.expected
     elif kind == "matmul" and m.relative_to in ("datasheet", "measured roof"):  # the defaults only
         comp = comp * _interp_log(rows, GEMM_ROWS_LOW if pessimistic else GEMM_ROWS)
-        if m.depth and depth:
+        if m.depth and depth and weight_format != "float":
             comp = comp * _interp_log(depth, m.depth)
     size = m.attention_size_low if pessimistic else m.attention_size
     if kind == "attention" and size and _positive_size(weight_bytes):

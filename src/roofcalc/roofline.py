@@ -77,7 +77,12 @@ def weight_format(kernel: Kernel, weight_dtype) -> str:
     """'int8' / 'int4' for a kernel whose weights are stored in that integer format and dequantized
     on the fly (the decoder layers' linears and experts, OPT's project_in/out; likewise mxfp4, and nvfp4 where
     it runs W4A16), 'fp8-b128' for fp8 weights in 128 x 128 blocks (a GEMM of its own where an engine's tables
-    measured one), else '' (NVFP4 W4A4 GEMMs run in fp4, the compute dtype's own)."""
+    measured one), else '' (NVFP4 W4A4 GEMMs run in fp4, the compute dtype's own); 'float' for a decoder linear
+    kept in 16 bits by a format of the routed experts alone whose GEMMs compute in fp8 or fp4 (an NVFP4 checkpoint
+    that leaves its attention in bf16): it computes at the 16-bit peak (kernel_term), in the 16-bit GEMM form."""
+    if weight_dtype.experts_only and weight_dtype.computes and kernel.role == "linear" and kernel.kind == "matmul" \
+            and kernel.scope == "layer":
+        return "float"  # a 16-bit linear beside experts computing in fp8 or fp4: at the 16-bit peak (kernel_term)
     if not (weight_dtype.quantized or weight_dtype.block) or kernel.role not in ("linear", "experts") or \
             weight_dtype.experts_only and kernel.role != "experts" or weight_dtype.quantized and weight_dtype.computes:
         return ""
@@ -124,6 +129,9 @@ class Roof:
     link_bytes_per_s: float | None = None  # one direction of one GPU's link to its peers (collectives)
     gpus_per_node: int | None = None  # a collective over more ranks than this crosses the network
     network_bytes_per_s: float | None = None  # one direction of one GPU's share of the network
+    # the compute peak over the 16-bit one (fp8, fp4 compute; else 1): a matmul whose weights stay 16-bit while
+    # the format's other GEMMs compute in fp8 or fp4 (weight_format "float") computes at the 16-bit peak
+    float_ratio: float = 1.0
 
     @property
     def ridge(self) -> float:
@@ -200,8 +208,8 @@ def weights_on_device(weights, act, hardware: Hardware, profile: Hardware | None
         else f"the hardware profile measured no {weights.computes} peak"
     if (hardware.compute_capability or 0) >= 7.5:
         return replace(weights, computes=""), (f"{lacks}: the {weights.name} weights compute in {act.name}, "
-                                               f"weight-only W{weights.bits}A16 as vLLM's {weights.computes.upper()} "
-                                               f"Marlin runs them")
+                                               f"weight-only W{weights.bits}A{act.bits} as vLLM's "
+                                               f"{weights.computes.upper()} Marlin runs them")
     return act, (f"{hardware.name} has no {weights.computes} GEMMs nor a weight-only {weights.computes} kernel: "
                  f"the {weights.name} weights are dequantized to {act.name} at load")
 
@@ -209,8 +217,10 @@ def weights_on_device(weights, act, hardware: Hardware, profile: Hardware | None
 def roofs(nominal: Hardware, compute_dtype: str, measured_bw: float | None = None,
           measured_flops: float | None = None, measured: Hardware | None = None) -> tuple[Roof, Roof | None]:
     """(nominal roof, measured roof or None). A measured profile fills what flags leave out."""
+    sixteen = next((nominal.peak_flop_per_s[d] for d in ("bf16", "fp16") if d in nominal.peak_flop_per_s), 0.0)
+    ratio = nominal.peak(compute_dtype) / sixteen if compute_dtype in ("fp8", "fp4") and sixteen else 1.0
     nom = Roof(nominal.bandwidth_bytes_per_s, nominal.peak(compute_dtype), nominal.link_bytes_per_s,
-               nominal.gpus_per_node, nominal.network_bytes_per_s)
+               nominal.gpus_per_node, nominal.network_bytes_per_s, ratio)
     bw = measured_bw or (measured.bandwidth_bytes_per_s if measured else None)
     peak = measured_flops or (measured.peak_flop_per_s.get(compute_dtype) if measured else None)
     if bw is None and peak is None:
@@ -220,7 +230,7 @@ def roofs(nominal: Hardware, compute_dtype: str, measured_bw: float | None = Non
     # one measured number alone: the other side of the roof stays nominal, and the header says so
     link = (measured.link_bytes_per_s if measured else None) or nom.link_bytes_per_s
     return nom, Roof(bw or nom.bandwidth_bytes_per_s, peak or nom.peak_flop_per_s, link, nom.gpus_per_node,
-                     nom.network_bytes_per_s)
+                     nom.network_bytes_per_s, nom.float_ratio)
 
 
 class Term(NamedTuple):
@@ -287,6 +297,8 @@ def kernel_term(kernel: Kernel, roof: Roof, launches, weight_format: str = "", *
     cost = kernel.cost if cost is None else cost
     rows = kernel.rows if rows is None else rows
     t_c, t_m = roof.t_compute(cost.flops), roof.t_memory(cost.bytes)
+    if weight_format == "float":  # 16-bit weights beside fp8 / fp4 GEMMs: the 16-bit peak (weight_format)
+        t_c = t_c * roof.float_ratio
     if kernel.kind != "collective":
         size = cost.kv_read_bytes if kernel.kind == "attention" else cost.weight_bytes
         return Term(count, t_c, t_m, kernel.kind, rows, weight_format, size, kernel.depth, "", launches, (),

@@ -475,7 +475,8 @@ def _scope(q: Any, fmt: str | None, name: str, shape: "ModelShape | None", cfg: 
         skip = skip or []
     skip = [skip] if isinstance(skip, str) else skip
     if not isinstance(skip, list) or not all(isinstance(m, str) for m in skip):
-        raise RoofcalcError(f"{name}: {method} {field} must be a list of module names, got {_show(q.get(field))}")
+        shown = _modelopt_skip(q)[1] if method == "modelopt" else q.get(field)
+        raise RoofcalcError(f"{name}: {method} {field} must be a list of module names, got {_show(shown)}")
     if not skip:
         return ""
     matchers = [_wildcard(m) if method == "modelopt" else _matcher(m, name) for m in skip[:1000]]
@@ -579,8 +580,9 @@ def _compressed(q: dict, name: str) -> tuple[str, int | None]:
         # one; the input quantized to NVFP4 too (W4A4) or left in 16 bits
         both = isinstance(a, dict) and a.get("type") == "float" and a.get("num_bits") == 4
         if a is not None and not both:
-            raise RoofcalcError(f"{name}: compressed-tensors NVFP4 weights with {_show(a.get('type'))} "
-                                f"{_show(a.get('num_bits'))}-bit activations are not read; pass --weight-dtype")
+            what = f"{_show(a.get('type'))} {_show(a.get('num_bits'))}-bit" if isinstance(a, dict) else _show(a)
+            raise RoofcalcError(f"{name}: compressed-tensors NVFP4 weights with {what} activations are not read; "
+                                f"pass --weight-dtype")
         return ("nvfp4" if both else "nvfp4a16"), None
     if kind == "int" and bits in (4, 8) and strategy in ("group", "channel"):
         g = w.get("group_size") if strategy == "group" else -1
@@ -597,12 +599,14 @@ def _compressed(q: dict, name: str) -> tuple[str, int | None]:
 _MODELOPT = {"FP8": "fp8-t", "FP8_PER_CHANNEL_PER_TOKEN": "fp8-ch", "NVFP4": "nvfp4", "W4A16_NVFP4": "nvfp4a16"}
 
 
-def _modelopt(q: dict, name: str) -> tuple[str, None]:
+def _modelopt(q: dict, name: str) -> tuple[str | None, None]:
     """The weight format of NVIDIA ModelOpt's quantization_config (quant_method "modelopt": its quant_algo at
     the top, or in a "quantization" object as its hf_quant_config.json writes it). A checkpoint that mixes
     formats by layer (MIXED_PRECISION) is refused with the flags that read every linear one way."""
     inner = q.get("quantization") if isinstance(q.get("quantization"), dict) else q
     algo = one_line(str(inner.get("quant_algo") or "")).upper()[:40]
+    if not algo and inner.get("quant_algo") is None and "quant_algo" in inner:  # a KV cache alone is quantized
+        return None, None
     if algo == "MIXED_PRECISION":
         layers = inner.get("quantized_layers")
         algos = sorted({one_line(str(v.get("quant_algo"))).upper()[:40] for v in layers.values()

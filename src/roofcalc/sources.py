@@ -245,7 +245,8 @@ def load_config(source: str, revision: str | None = None) -> tuple[dict, str, st
     if not HUB_ID.match(source):
         raise RoofcalcError(f"'{source}' is not a file, a catalog name or a hub id (owner/name){_suggest(source)}; "
                             f"'roofcalc models' lists the catalog")
-    return _read_json(_hub_config(source, revision)), source + (f"@{revision}" if revision else ""), "hub", None
+    file = _hub_config(source, revision)  # a snapshot of the HF cache: ModelOpt's file beside it, where downloaded
+    return _quant_file(_read_json(file), file.parent), source + (f"@{revision}" if revision else ""), "hub", None
 
 
 QUANT_FILE = "hf_quant_config.json"
@@ -255,7 +256,8 @@ def _quant_file(cfg, folder: Path):
     """A checkpoint folder's config with the quantization config NVIDIA ModelOpt writes beside it
     (hf_quant_config.json: {"producer": ..., "quantization": {"quant_algo": ...}}; vLLM reads it when config.json
     has no quantization_config) as its quantization_config, marked with where it came from; the config as it is
-    where it has its own, or the folder no such file."""
+    where it has its own, or the folder no such file (a hub id's snapshot in the HF cache holds it only where the
+    checkpoint was downloaded whole: roofcalc itself fetches config.json alone)."""
     if not isinstance(cfg, dict) or "quantization_config" in cfg or \
             isinstance(cfg.get("text_config"), dict) and "quantization_config" in cfg["text_config"]:
         return cfg
