@@ -136,8 +136,8 @@ roofcalc ran on any of it; the same rules hold, and these choices were fixed wit
   is taken as Llama-3.2-3B (assumed); its ISL 10 and 10,000 with 200 generated: steps at contexts 110 and
   10,100.
 Left out: HF's SageMaker benchmark of TGI (lengths not stated, times through an HTTP endpoint), TensorRT-LLM's
-DeepSeek-R1 on eight B200s (NVFP4 experts with bf16 attention: a mix of weight formats roofcalc does not
-take), and MLC/llm-awq rows the excluded sources already hold.
+DeepSeek-R1 on eight B200s (NVFP4 experts with bf16 attention: a mix of weight formats roofcalc did not
+take when this set was fixed), and MLC/llm-awq rows the excluded sources already hold.
 """
 
 from __future__ import annotations
