@@ -214,11 +214,18 @@ def weights_on_device(weights, act, hardware: Hardware, profile: Hardware | None
                  f"the {weights.name} weights are dequantized to {act.name} at load")
 
 
+def peak_over_16bit(hardware: Hardware, compute_dtype: str, default: float = 1.0) -> float:
+    """A compute dtype's peak over the device's 16-bit one (bf16, else fp16): what an fp8 or fp4 GEMM's roof is
+    to a 16-bit one's; ``default`` where the device lacks either."""
+    sixteen = next((hardware.peak_flop_per_s[d] for d in ("bf16", "fp16") if d in hardware.peak_flop_per_s), 0.0)
+    peak = hardware.peak_flop_per_s.get(compute_dtype, 0.0)
+    return peak / sixteen if peak and sixteen else default
+
+
 def roofs(nominal: Hardware, compute_dtype: str, measured_bw: float | None = None,
           measured_flops: float | None = None, measured: Hardware | None = None) -> tuple[Roof, Roof | None]:
     """(nominal roof, measured roof or None). A measured profile fills what flags leave out."""
-    sixteen = next((nominal.peak_flop_per_s[d] for d in ("bf16", "fp16") if d in nominal.peak_flop_per_s), 0.0)
-    ratio = nominal.peak(compute_dtype) / sixteen if compute_dtype in ("fp8", "fp4") and sixteen else 1.0
+    ratio = peak_over_16bit(nominal, compute_dtype) if compute_dtype in ("fp8", "fp4") else 1.0
     nom = Roof(nominal.bandwidth_bytes_per_s, nominal.peak(compute_dtype), nominal.link_bytes_per_s,
                nominal.gpus_per_node, nominal.network_bytes_per_s, ratio)
     bw = measured_bw or (measured.bandwidth_bytes_per_s if measured else None)
@@ -746,10 +753,7 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
                         collectives={}, links="")  # the link measured here, not a measured box's
     if kernel_db:
         model = with_kernel_db(model, hardware, profile, getattr(engine_host, "engine", ""))
-    sixteen = next((hardware.peak_flop_per_s[d] for d in ("bf16", "fp16") if d in hardware.peak_flop_per_s), 0.0)
-    fp8, fp4 = (hardware.peak_flop_per_s.get(d, 0.0) for d in ("fp8", "fp4"))
-    model = model.for_compute(compute_dtype, fp8 / sixteen if fp8 and sixteen else 2.0,
-                              fp4 / sixteen if fp4 and sixteen else 4.0)
+    model = model.for_compute(compute_dtype, peak_over_16bit(hardware, "fp8", 2.0), peak_over_16bit(hardware, "fp4", 4.0))
     if launch_overhead_s is not None and launch_overhead_s < 0:
         raise RoofcalcError("the launch overhead cannot be negative")
     if launch_overhead_s is not None:
