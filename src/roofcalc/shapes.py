@@ -364,13 +364,19 @@ def declared_weights(cfg: dict, name: str, used: dict | None = None, shape: "Mod
             "kv_format_declared": _kv_declared(holder.get("quantization_config"))}
 
 
+def _modelopt_inner(q: dict) -> dict:
+    """The object a ModelOpt config keeps its settings in: its "quantization" object where it has one (as
+    hf_quant_config.json writes it), else the quantization_config itself (config.json's layout)."""
+    return q["quantization"] if isinstance(q.get("quantization"), dict) else q
+
+
 def _kv_declared(q) -> str | None:
     """"fp8" where a quantization_config declares an fp8 KV cache: ModelOpt's kv_cache_quant_algo (at the top or
     in its "quantization" object), a kv_cache_scheme of 8-bit floats (compressed-tensors', ModelOpt's
     config.json); else None."""
     if not isinstance(q, dict):
         return None
-    inner = q.get("quantization") if isinstance(q.get("quantization"), dict) else q
+    inner = _modelopt_inner(q)
     scheme = q.get("kv_cache_scheme")
     if str(inner.get("kv_cache_quant_algo") or "").upper() == "FP8" or isinstance(scheme, dict) and \
             scheme.get("type") == "float" and scheme.get("num_bits") == 8:
@@ -387,7 +393,7 @@ _EXCLUSION_KEYS = {"compressed-tensors": "ignore", "bitsandbytes": "llm_int8_ski
 def _modelopt_skip(q: dict) -> tuple[str, Any]:
     """(field, value) of a ModelOpt config's exclusion list: "ignore" in config.json's quantization_config,
     "exclude_modules" in older ones and in hf_quant_config.json's "quantization" object."""
-    inner = q.get("quantization") if isinstance(q.get("quantization"), dict) else q
+    inner = _modelopt_inner(q)
     field = "ignore" if "ignore" in inner else "exclude_modules"
     return field, inner.get(field)
 
@@ -468,15 +474,15 @@ def _scope(q: Any, fmt: str | None, name: str, shape: "ModelShape | None", cfg: 
     if not isinstance(q, dict) or fmt is None or fmt == "mxfp4":  # MXFP4 is the experts' format already
         return ""
     method = one_line(str(q.get("quant_method", "")).lower())[:40]
-    field = _EXCLUSION_KEYS.get(method, "modules_to_not_convert")
-    skip = q.get(field) or []
     if method == "modelopt":
-        field, skip = _modelopt_skip(q)
-        skip = skip or []
+        field, given = _modelopt_skip(q)
+    else:
+        field = _EXCLUSION_KEYS.get(method, "modules_to_not_convert")
+        given = q.get(field)
+    skip = given or []
     skip = [skip] if isinstance(skip, str) else skip
     if not isinstance(skip, list) or not all(isinstance(m, str) for m in skip):
-        shown = _modelopt_skip(q)[1] if method == "modelopt" else q.get(field)
-        raise RoofcalcError(f"{name}: {method} {field} must be a list of module names, got {_show(shown)}")
+        raise RoofcalcError(f"{name}: {method} {field} must be a list of module names, got {_show(given)}")
     if not skip:
         return ""
     matchers = [_wildcard(m) if method == "modelopt" else _matcher(m, name) for m in skip[:1000]]
@@ -603,7 +609,7 @@ def _modelopt(q: dict, name: str) -> tuple[str | None, None]:
     """The weight format of NVIDIA ModelOpt's quantization_config (quant_method "modelopt": its quant_algo at
     the top, or in a "quantization" object as its hf_quant_config.json writes it). A checkpoint that mixes
     formats by layer (MIXED_PRECISION) is refused with the flags that read every linear one way."""
-    inner = q.get("quantization") if isinstance(q.get("quantization"), dict) else q
+    inner = _modelopt_inner(q)
     algo = one_line(str(inner.get("quant_algo") or "")).upper()[:40]
     if not algo and inner.get("quant_algo") is None and "quant_algo" in inner:  # a KV cache alone is quantized
         return None, None
