@@ -338,6 +338,9 @@ def _mla(r: ConfigReader) -> MLA:
     )
 
 
+QUANT_FILE = "hf_quant_config.json"  # NVIDIA ModelOpt's quantization config beside config.json (sources._quant_file)
+
+
 def declared_weights(cfg: dict, name: str, used: dict | None = None, shape: "ModelShape | None" = None) -> dict:
     """The ModelShape fields of the checkpoint's quantization_config: its weight format and group, where it was
     found and the linears it covers, or why they cannot be read (a refusal only where nothing overrides the
@@ -351,8 +354,8 @@ def declared_weights(cfg: dict, name: str, used: dict | None = None, shape: "Mod
     where, holder = next(((("" if d is cfg else "text_config"), d) for d in (used, other)
                           if isinstance(d, dict) and d.get("quantization_config") is not None), ("", used))
     q = holder.get("quantization_config")
-    if isinstance(q, dict) and q.get("read_from") == "hf_quant_config.json":  # sources._quant_file's
-        where = "hf_quant_config.json"
+    if isinstance(q, dict) and q.get("read_from") == QUANT_FILE:  # sources._quant_file's
+        where = QUANT_FILE
     try:
         fmt, group = _declared(holder, name)
         sized = used if "num_hidden_layers" in used or not isinstance(text, dict) else text  # a traced wrapper's

@@ -14,7 +14,7 @@ from typing import Any
 
 from .errors import RoofcalcError
 from .families import FAMILIES
-from .shapes import ModelShape, shape_from_config
+from .shapes import QUANT_FILE, ModelShape, shape_from_config
 
 CATALOG_PATH = Path(__file__).parent / "data" / "models.json"
 
@@ -247,9 +247,6 @@ def load_config(source: str, revision: str | None = None) -> tuple[dict, str, st
                             f"'roofcalc models' lists the catalog")
     file = _hub_config(source, revision)  # a snapshot of the HF cache: ModelOpt's file beside it, where downloaded
     return _quant_file(_read_json(file), file.parent), source + (f"@{revision}" if revision else ""), "hub", None
-
-
-QUANT_FILE = "hf_quant_config.json"
 
 
 def _quant_file(cfg, folder: Path):
