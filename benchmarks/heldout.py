@@ -138,6 +138,22 @@ roofcalc ran on any of it; the same rules hold, and these choices were fixed wit
 Left out: HF's SageMaker benchmark of TGI (lengths not stated, times through an HTTP endpoint), TensorRT-LLM's
 DeepSeek-R1 on eight B200s (NVFP4 experts with bf16 attention: a mix of weight formats roofcalc did not
 take when this set was fixed), and MLC/llm-awq rows the excluded sources already hold.
+
+A sixth set (CASES_6, CASES_6_MULTI) was transcribed on 2026-12-04 from TensorRT-LLM's performance.md as
+published.py reads it (throughput "updated for v0.6.1", L40S and first-token latency tables "from v0.5"): its
+rows published.py does not hold (GPT-J 6B, LLaMA 7B, Falcon 180B), committed with the trtllm-0.6 preset and
+before roofcalc ran on any of them. That preset's rule (a GQA decode reads its group's KV once per query head,
+as the masked MHA kernel before XQA) was chosen on published.py's Llama-2-70B rows of the same table; Falcon
+180B (232 query heads on 8 KV heads) is the check of it nobody tuned to, GPT-J and LLaMA 7B (MHA: the rule
+changes nothing) of the rest. The choices fixed with it: `fused`, the `trtllm-0.6` preset's kernels (every row
+is of v0.5 or v0.6.1), published.py's FP8 recipe on the H100 and the L40S, fp16 on the A100 (80 GB SXM, as
+published.py); throughput is output tokens/s per GPU of a static batch, prefill included (the A100 and L40S
+tables' header says "out tok/s": read per GPU, as published.py reads the A100's Llama-2-70B rows), its
+first-token latency a prefill. "LLaMA 7B" has Llama-2-7B's sizes; GPT-J 6B and Falcon 180B are read from
+their configs (benchmarks/configs/published, docs/configs). Where roofcalc refuses a row (a traced model
+takes no fp8 KV cache) the script says so.
+The same rule moves three rows of the sets above, which were run before it and are reported before and after
+it in docs/validation.md: the second set's v0.5 Llama-2-70B rows on the H200 and the third set's v0.5.0 one.
 """
 
 from __future__ import annotations
@@ -241,8 +257,8 @@ CASES_2 = (
                                   (L7, 64, 128, 2048, 1852.06), (L13, 1, 128, 128, 56.58),
                                   (L13, 1, 2048, 128, 48.99), (L13, 32, 1, 128, 1667.5))),
     # TensorRT-LLM on one H200, FP8: whole static batches (output tokens/s per GPU, prefill included)
-    *(Case("request", model, "H200", "fused", measured=tps, source=src, batch=b, prompt=p, generate=n, tables="trtllm",
-           note=note, **FP8)
+    *(Case("request", model, "H200", "fused", measured=tps, source=src, batch=b, prompt=p, generate=n,
+           tables="trtllm-0.6" if src == TRT_H200_05 else "trtllm", note=note, **FP8)
       for model, src, note, b, p, n, tps in (
           (L70, TRT_H200_07, "TensorRT-LLM v0.7a", 960, 128, 128, 3803),
           (L70, TRT_H200_07, "TensorRT-LLM v0.7a", 192, 128, 2048, 2941),
@@ -329,7 +345,7 @@ CASES_3_MULTI = (
                             ("H100-SXM", 4, 4, 120.4), ("A100-80GB", 8, 8, 181.9), ("H100-SXM", 8, 8, 129.1))),
     # NVIDIA's blog: Llama-2-70B, eight H100s, FP8, one request
     Case("request", L70, "H100-SXM", "fused", measured=_per_gpu(128 / 1.7, 8), source=NV_H100_BLOG, batch=1,
-         prompt=2048, generate=128, tp=8, tables="trtllm", note="TensorRT-LLM v0.5.0, FP8, TP 8 assumed", **FP8),
+         prompt=2048, generate=128, tp=8, tables="trtllm-0.6", note="TensorRT-LLM v0.5.0, FP8, TP 8 assumed", **FP8),
 )
 
 
@@ -477,6 +493,54 @@ CASES_5_MULTI = (
 )
 
 
+TRT_PERF_06 = ("NVIDIA/TensorRT-LLM docs/source/performance.md @ 138f96d: throughput 'updated for v0.6.1' "
+               "(gptSessionBenchmark static batches, output tokens/s per GPU), L40S and first-token latency 'from v0.5'")
+GPTJ = str(Path(__file__).parent / "configs" / "published" / "EleutherAI--gpt-j-6b.json")
+F180 = str(Path(__file__).parent.parent / "docs" / "configs" / "falcon-180B.json")
+_PREC = {"H100-SXM": FP8, "L40S": FP8, "A100-80GB": FP16}
+
+CASES_6 = (
+    # throughput tables: static batches on one GPU (output tokens/s per GPU, prefill included)
+    *(Case("request", model, hw, "fused", measured=tps, source=TRT_PERF_06, batch=b, prompt=p, generate=n,
+           tables="trtllm-0.6", note=f"TensorRT-LLM {'v0.5' if hw == 'L40S' else 'v0.6.1'}", **_PREC[hw])
+      for model, hw, b, p, n, tps in (
+          (GPTJ, "H100-SXM", 1024, 128, 128, 26150), (GPTJ, "H100-SXM", 120, 128, 2048, 8011),
+          (GPTJ, "H100-SXM", 64, 2048, 128, 2551), (GPTJ, "H100-SXM", 64, 2048, 2048, 3327),
+          (L7, "H100-SXM", 768, 128, 128, 19694), (L7, "H100-SXM", 112, 128, 2048, 6818),
+          (L7, "H100-SXM", 80, 2048, 128, 2244), (L7, "H100-SXM", 48, 2048, 2048, 2740),
+          (GPTJ, "L40S", 64, 128, 128, 3630), (GPTJ, "L40S", 64, 128, 2048, 1859),
+          (GPTJ, "L40S", 32, 2048, 128, 616), (GPTJ, "L40S", 32, 2048, 2048, 757),
+          (L7, "L40S", 64, 128, 128, 3240), (L7, "L40S", 64, 128, 2048, 1622),
+          (L7, "L40S", 32, 2048, 128, 581), (L7, "L40S", 16, 2048, 2048, 531),
+          (GPTJ, "A100-80GB", 512, 128, 128, 6374), (GPTJ, "A100-80GB", 60, 2048, 128, 670),
+          (L7, "A100-80GB", 384, 128, 128, 5586), (L7, "A100-80GB", 60, 128, 2048, 1928),
+          (L7, "A100-80GB", 52, 2048, 128, 591))),
+    # first-token latency at batch 1 (v0.5): the context phase
+    *(Case("prefill", model, hw, "fused", measured=ms / 1e3, source=TRT_PERF_06, prompt=p, tables="trtllm-0.6",
+           note="TensorRT-LLM v0.5, first-token latency", **_PREC[hw])
+      for model, hw, p, ms in (
+          (GPTJ, "H100-SXM", 128, 7), (GPTJ, "H100-SXM", 2048, 29), (L7, "H100-SXM", 128, 7), (L7, "H100-SXM", 2048, 36),
+          (GPTJ, "L40S", 128, 12), (GPTJ, "L40S", 2048, 71), (L7, "L40S", 128, 14), (L7, "L40S", 2048, 73),
+          (GPTJ, "A100-80GB", 128, 12), (GPTJ, "A100-80GB", 2048, 129), (L7, "A100-80GB", 128, 16),
+          (L7, "A100-80GB", 2048, 133))),
+)
+
+CASES_6_MULTI = (
+    *(Case("request", model, hw, "fused", measured=tps, source=TRT_PERF_06, batch=b, prompt=p, generate=n, tp=tp,
+           tables="trtllm-0.6", note="TensorRT-LLM v0.6.1", **_PREC[hw])
+      for model, hw, tp, b, p, n, tps in (
+          (F180, "H100-SXM", 4, 1024, 128, 128, 987), (F180, "H100-SXM", 8, 1024, 128, 2048, 724),
+          (F180, "H100-SXM", 4, 64, 2048, 128, 112), (F180, "H100-SXM", 4, 64, 2048, 2048, 264),
+          (GPTJ, "A100-80GB", 2, 120, 128, 2048, 2192), (GPTJ, "A100-80GB", 2, 64, 2048, 2048, 903),
+          (L7, "A100-80GB", 2, 64, 2048, 2048, 782),
+          (F180, "A100-80GB", 8, 1024, 128, 128, 232), (F180, "A100-80GB", 8, 128, 128, 2048, 180))),
+    *(Case("prefill", F180, hw, "fused", measured=ms / 1e3, source=TRT_PERF_06, prompt=p, tp=8, tables="trtllm-0.6",
+           note="TensorRT-LLM v0.5, first-token latency", **_PREC[hw])
+      for hw, p, ms in (("H100-SXM", 128, 27), ("H100-SXM", 2048, 205), ("A100-80GB", 128, 61),
+                        ("A100-80GB", 2048, 509))),
+)
+
+
 # The second set's first-token rows, re-read after its first run (seen, reported apart): transcribed as the
 # prefill, they measure TurboMind v0.1.0a1's prefill of all but the last prompt token and then one decode step
 # on it, which yields the first token (src/turbomind/models/llama/LlamaBatch.cc at v0.1.0a1: ContextDecode sets
@@ -514,6 +578,7 @@ if __name__ == "__main__":
                          ("Third set, one GPU", CASES_3), ("Third set, more than one GPU", CASES_3_MULTI),
                          ("Fourth set, one GPU", CASES_4), ("Fourth set, more than one GPU", CASES_4_MULTI),
                          ("Fifth set, one GPU", CASES_5), ("Fifth set, more than one GPU", CASES_5_MULTI),
+                         ("Sixth set, one GPU", CASES_6), ("Sixth set, more than one GPU", CASES_6_MULTI),
                          ("Second set's first-token rows, re-read after its first run (seen, not held out)",
                           RE_READ_2 + RE_READ_2_MULTI)):
         done, refused = _run(cases)

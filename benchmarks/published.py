@@ -51,13 +51,15 @@ class Case:
     note: str = ""
     tp: int = 1  # tensor-parallel GPUs (request cases then report output tokens/s per GPU)
     cache: str = "in-place"  # how the engine's KV cache takes a token: "concat" for transformers' DynamicCache
-    tables: str = ""  # whose measured kernel tables the fitted costs come from: "trtllm" for TensorRT-LLM's
+    tables: str = ""  # the engine preset whose measured kernel tables the fitted costs come from: "trtllm" for
+    #                   TensorRT-LLM's, "trtllm-0.6" for its versions before XQA (those tables, GQA decode per head)
 
     def __post_init__(self):
         # a case of an engine whose kernels AIConfigurator measured takes that engine's tables (a rule, applied
-        # to every case of this seen set; the held-out set keeps vLLM's, as it was run before the rule)
+        # to every case of this seen set; the held-out set keeps vLLM's, as it was run before the rule);
+        # TensorRT-LLM before v0.7 (v0.5 and v0.6.1 here) had no XQA kernel: the trtllm-0.6 preset
         if not self.tables and self.source in (TRT, TRT_06):
-            object.__setattr__(self, "tables", "trtllm")
+            object.__setattr__(self, "tables", "trtllm-0.6" if self.source == TRT_06 else "trtllm")
 
 
 def _dtypes(name: str) -> dict:
@@ -131,10 +133,13 @@ def predict(c: Case) -> tuple[float, float, float]:
     kw = dict(weight_dtype=dtype(c.weight_dtype or c.dtype), act_dtype=dtype(c.dtype),
               kv_dtype=dtype(c.kv_dtype or c.dtype), group_size=c.group_size, cache_update=c.cache)
     shape, hw = load_shape(c.model), find_hardware(c.hw)
-    if c.tables:  # the engine's measured kernel tables, and no host time of its preset
+    if c.tables:  # the engine's measured kernel tables (and its decode kernel's rule), no host time of its preset
+        from roofcalc.engines import ENGINES
         from roofcalc.predict import EngineHost
 
-        kw["engine_host"] = EngineHost(engine=c.tables)
+        e = ENGINES[c.tables] if c.tables in ENGINES else None
+        kw["engine_host"] = EngineHost(engine=c.tables) if e is None else \
+            EngineHost(engine=e.name, tables=e.tables, decode_every_head=e.decode_every_head)
     if c.tp > 1:  # one rank's step; every rank runs it at once
         from roofcalc.parallel import Parallel, RankAnalyzer
 

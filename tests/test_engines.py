@@ -27,7 +27,7 @@ def step(args, capsys) -> dict:
 
 
 def test_each_preset_names_its_launch_model_cache_and_host_time():
-    assert list(ENGINES) == ["hf", "vllm", "sglang", "trtllm", "gpt-fast", "llama.cpp"]
+    assert list(ENGINES) == ["hf", "vllm", "sglang", "trtllm", "gpt-fast", "llama.cpp", "trtllm-0.6"]
     hf = ENGINES["hf"]
     # the worked example: transformers' eager modules, DynamicCache's torch.cat, no host time added
     assert (hf.impl, hf.cache_update, hf.host_overlap) == ("hf-eager", "concat", False)
@@ -64,8 +64,9 @@ def test_bad_engine_is_one_line_with_did_you_mean(capsys):
     for args in (["tinyllama", "--engine", "vlm"], ["profile", "tinyllama", "--engine", "vlm"]):
         code, out, err = run(args, capsys)
         assert code == 2 and out == ""
-        assert err.count("\n") == 1 and "--engine 'vlm': did you mean vllm? " in err and len(err.strip()) <= 100
-        assert "(hf vllm sglang trtllm gpt-fast llama.cpp)" in err
+        # one line naming every preset (106 characters with them all)
+        assert err.count("\n") == 1 and "--engine 'vlm': did you mean vllm? " in err and len(err.strip()) <= 110
+        assert "(hf vllm sglang trtllm gpt-fast llama.cpp trtllm-0.6)" in err
 
 
 def test_the_default_is_engine_hf_and_its_numbers_have_not_moved(capsys):
@@ -158,3 +159,67 @@ def test_a_cuda_engine_preset_is_refused_off_an_nvidia_gpu_and_never_suggested_t
         assert ("--impl cuda-graph" in err) == (hw == "MI300X")  # a GPU's engine may replay graphs there (ROCm)
         code, out, err = run(["tinyllama", "--hw", hw], capsys)
         assert code == 0 and "--engine vllm" not in out
+
+
+def test_every_head_reads_a_groups_kv_once_per_query_head():
+    """AttentionFit.every_head (the trtllm-0.6 preset's decode): a decode call's work items are its B·N query
+    heads and each reads its group's KV, so the memory side's efficiency is the form's x K/N, the items factor
+    is read at B·N and the masked-MHA fallback's L2 factor is not applied. A form with a flat memory efficiency
+    of 0.8, an items factor from 0.5 at 8 items to 1 at 64 (log-log between, flat beyond), 0.1 us per item and
+    a fallback factor of 0.7 at group 8; a call of B = 4 sequences, N = 64 query heads on K = 8 KV heads, 1,024
+    keys of 128 (XQA's heuristic, 4 x 8 x 4 x 1024/128 = 1,024 >= 132 SMs, keeps it off the fallback)."""
+    from dataclasses import replace
+
+    from roofcalc.predict import AttentionFit
+
+    fit = AttentionFit("decode", 5e-6, 1, False, 1.0, ((1.0, 0.5),), ((1.0, 0.8), (1e6, 0.8)), item_s=1e-7,
+                       items_mem=((8.0, 0.5), (64.0, 1.0)), mmha_mem=((2.0, 0.9), (8.0, 0.7)),
+                       mmha_rule=(132, 32, True))
+    call = (4, 64, 8, 1, 1024, 128, 0, 1.0)
+    _, mem, series = fit.terms(call)
+    # today's kernel: B·K = 32 items, log2 32 = 5 two thirds of the way from 3 to 6: 0.5^(1/3)
+    assert mem == pytest.approx(0.8 * 0.5 ** (1 / 3)) and series == pytest.approx(32 * 1e-7)
+    _, mem, series = replace(fit, every_head=True).terms(call)
+    # per query head: 256 items (factor 1, beyond 64), 8/64 of the form's efficiency, no fallback factor
+    assert mem == pytest.approx(0.8 * 8 / 64) and series == pytest.approx(256 * 1e-7)
+    # an MHA call is the same either way
+    mha = (4, 8, 8, 1, 1024, 128, 0, 1.0)
+    assert replace(fit, every_head=True).terms(mha) == fit.terms(mha)
+
+
+def _attention(args, capsys) -> dict:
+    code, out, err = run([*args, "--format", "json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    return next(k for k in doc["kernels"] if k["kind"] == "attention"), doc["step"]
+
+
+def test_trtllm_0_6_is_trtllms_tables_with_gqa_decode_per_query_head(capsys):
+    """--engine trtllm-0.6 (TensorRT-LLM before XQA): TensorRT-LLM's measured tables, fused launches, and a GQA
+    decode reading its group's KV once per query head. TinyLlama (32 query heads on 4 KV heads) at batch 64 and
+    1,024 keys on the H100: its attention's memory side is 1/8 of trtllm's efficiency before the items factor,
+    which at 8x the items can only rise (at most to 1), so the call takes more than twice as long; Llama-2-7B
+    (32 heads, 32 KV heads: MHA) takes the same time under both."""
+    e = ENGINES["trtllm-0.6"]
+    assert (e.impl, e.cache_update, e.tables, e.decode_every_head) == ("fused", "in-place", "trtllm", True)
+    assert e.host.none and e.host.table_engine == "trtllm"
+    args = ["--hw", "H100-SXM", "--batch", "64", "--context", "1024"]
+    old, st = _attention(["tinyllama", *args, "--engine", "trtllm-0.6"], capsys)
+    new, _ = _attention(["tinyllama", *args, "--engine", "trtllm", "--impl", "fused"], capsys)
+    assert old["bound"] == new["bound"] == "memory"
+    assert old["t_floor_s"] == new["t_floor_s"] and old["t_expected_s"] > 2 * new["t_expected_s"]
+    assert st["engine"]["name"] == "trtllm-0.6" and st["engine"]["decode_every_head"]
+    mha_old, _ = _attention(["llama-2-7b", *args, "--engine", "trtllm-0.6"], capsys)
+    mha_new, _ = _attention(["llama-2-7b", *args, "--engine", "trtllm", "--impl", "fused"], capsys)
+    assert mha_old["t_expected_s"] == mha_new["t_expected_s"]
+    code, out, _ = run(["tinyllama", *args, "--engine", "trtllm-0.6"], capsys)
+    assert "AIConfigurator 0.12 TensorRT-LLM" in out
+    assert "engine trtllm-0.6 (attention: masked MHA for every decode call (no XQA))" in out
+
+
+def test_trtllm_0_6_refuses_the_kernel_db(capsys):
+    """The measured tables time today's decode kernel, not the one trtllm-0.6 models: --kernel-db is refused in
+    one line, exit 2."""
+    code, out, err = run(["tinyllama", "--hw", "H100-SXM", "--engine", "trtllm-0.6", "--kernel-db"], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "--kernel-db: engine trtllm-0.6's decode kernel is not the one its measured tables ran" in err

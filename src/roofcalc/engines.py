@@ -40,11 +40,14 @@ class Engine:
     host_overlap: bool  # the host work runs while the device runs (an overlap / async scheduler)
     host_source: str
     ranks: str  # how the host time grows with tensor-parallel ranks: what the sources say
+    tables: str = ""  # whose measured kernel tables it runs on where they differ from its name (TABLE_ENGINES)
+    decode_every_head: bool = False  # its decode kernel reads a GQA group's KV once per query head
 
     @property
     def host(self) -> EngineHost:
         """What the step model (predict.step_times) takes of the preset."""
-        return EngineHost(self.host_fixed_s, self.host_per_sequence_s, self.host_overlap, self.name)
+        return EngineHost(self.host_fixed_s, self.host_per_sequence_s, self.host_overlap, self.name,
+                          tables=self.tables, decode_every_head=self.decode_every_head)
 
     @property
     def graphs(self) -> bool:
@@ -59,7 +62,8 @@ class Engine:
                 "cache_update": self.cache_update, "cache_source": self.cache_source, "attention": self.attention,
                 "attention_source": self.attention_source, "host_fixed_s": eff(self.host_fixed_s),
                 "host_per_sequence_s": eff(self.host_per_sequence_s), "host_overlap": self.host_overlap,
-                "host_source": self.host_source, "ranks": self.ranks}
+                "host_source": self.host_source, "ranks": self.ranks, "tables": self.tables or self.name,
+                "decode_every_head": self.decode_every_head}
 
 
 _NONE = "no published figure"
@@ -170,6 +174,24 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "llama.cpp issue #7456: 10-15 % of each token is CPU activity between CUDA graph executions; at "
         "issue #6763's 6.10 ms per token, 0.76 ms (0.92 ms pessimistic) per step, derived",
         _NO_RANKS),
+    Engine(
+        "trtllm-0.6", "TensorRT-LLM v0.5 and v0.6 (TensorRT engines, C++ runtime, before XQA)", "fused",
+        "TensorRT-LLM docs/source/performance.md (v0.6.1): engines built by examples/*/build.py with "
+        "--use_gpt_attention_plugin and --enable_context_fmha, run by cpp gptSessionBenchmark; its commands "
+        "capture no CUDA graph",
+        "in-place", "TensorRT-LLM gpt-attention.md: 'The GPT attention operator populates the KV cache.'",
+        "masked MHA for every decode call (no XQA)",
+        "TensorRT-LLM release notes: v0.7.1 lists 'FP8 KV cache support for XQA kernel' and 'MMHA optimization "
+        "for MQA and GQA' (the XQA kernel reads a GQA group's KV once: docs/source/blogs/XQA-kernel.md); before "
+        "it the generation phase is 'a single kernel called the masked multi-head attention' (gpt-attention.md), "
+        "launched one block per query head and sequence (decoderMaskedMultiheadAttentionLaunch.h: grid "
+        "{num_heads, batch_size}). Modelled as each query head reading its group's KV (AttentionFit.every_head) "
+        "on TensorRT-LLM's measured decode form; what L2 saved of those reads in these versions was not measured",
+        _zero(f"{_NONE}: a static batch in the C++ runtime; no host time beyond the launches is modelled"),
+        _zero(_NONE), False,
+        "performance.md (v0.6.1): throughput from gptSessionBenchmark, a static batch run by the C++ runtime; "
+        "no per-step host figure is published",
+        _NO_RANKS, tables="trtllm", decode_every_head=True),
 )}
 
 

@@ -204,6 +204,14 @@ class EngineHost:
     per_sequence_s: Efficiency = Efficiency(0.0, 0.0, note="none")
     overlap: bool = False
     engine: str = ""  # the preset's name (engines.ENGINES), "" for none
+    tables: str = ""  # whose measured kernel tables the preset runs on (TABLE_ENGINES), "" for its name's
+    # decode attention reads a GQA group's KV once per query head (a kernel with no group sharing)
+    decode_every_head: bool = False
+
+    @property
+    def table_engine(self) -> str:
+        """The engine whose measured kernel tables (and collectives) this preset takes."""
+        return self.tables or self.engine
 
     def seconds(self, sequences, pessimistic: bool = False):
         return self.fixed_s.pick(pessimistic) + sequences * self.per_sequence_s.pick(pessimistic)
@@ -288,7 +296,8 @@ class AttentionFit:
                                  bytes / (B · e_m(S)·f(H)·f(N/K)))   items: B·N·⌈S/128⌉ query tiles
 
     L_t and S_t: L and S rounded up to the kernel's tile (its KV and query tiles); a windowed decode with
-    ``per_head`` reads its KV once per query head (FlashAttention-2 gives up its GQA packing under a window).
+    ``per_head`` reads its KV once per query head (FlashAttention-2 gives up its GQA packing under a window), and
+    with ``every_head`` every decode call does (an engine's kernel that shares no group's KV: B·N work items).
     f_MHA: a second work-item factor where N = K (a kernel that splits a GQA group's KV across blocks but not
     an MHA head's); f(window): where the context (the positions before the window's cap) passes the window.
     Knot curves as GemmFit's; a head-dim factor is the fitted one at that head dim, 1 elsewhere; ``peak_ratio``
@@ -316,6 +325,9 @@ class AttentionFit:
     window_mem: float = 1.0
     mmha_mem: tuple = ()  # TensorRT-LLM's fallback decode kernel: a factor by query heads per KV head
     mmha_rule: tuple = ()  # (SMs, largest XQA group, heuristic?): where it runs (fitting.mmha_rows)
+    # decode: every query head a work item reading its group's KV, whatever the window (an engine whose kernel
+    # shares no group's KV: EngineHost.decode_every_head), in place of the fallback kernel's factor
+    every_head: bool = False
 
     @classmethod
     def from_doc(cls, d: Mapping, source: str) -> "AttentionFit":
@@ -355,7 +367,7 @@ class AttentionFit:
         f_gqa_m = _interp_geo(ratio, self.gqa_mem) if self.gqa_mem else 1.0
         if self.kind == "decode":
             lt = _ceil_to(kv, self.tile)
-            heads = h if self.per_head and w else g
+            heads = h if (self.per_head and w) or self.every_head else g
             items = b * heads
             comp = _interp_geo(1.0, self.e_compute) * kv / lt
             mem = (_interp_geo(lt, self.e_memory) * f_hd_m * f_gqa_m * kv * g / (lt * heads)
@@ -364,7 +376,8 @@ class AttentionFit:
                 mem = mem * _interp_geo(items, self.mha_items_mem)
             if w and self.window_mem != 1.0:  # the window binds: the context passes it
                 mem = mem * _where((attn[8] if len(attn) > 8 else kv) > w, self.window_mem, 1.0)
-            if self.mmha_mem:  # TensorRT-LLM's fallback kernel: each query head reads its group's KV
+            if self.mmha_mem and not self.every_head:  # TensorRT-LLM's fallback kernel: each query head reads
+                # its group's KV, partly through L2
                 mem = mem * _where(self.mmha(b, h, g, kv), _interp_geo(ratio, self.mmha_mem), 1.0)
             series = items * self.item_s
         else:
@@ -749,12 +762,13 @@ CONSUMER_GEMM = Efficiency(1.0, 1.0, note="GeForce GPUs reach their fp32-accumul
 
 
 def default_model(kind: str, segment: str = "datacenter", fits: str = "", how: str = "measured",
-                  engine: str = "", links: str = "") -> KernelModel:
+                  engine: str = "", links: str = "", every_head: bool = False) -> KernelModel:
     """The built-in model for a kind of device ("gpu", "cpu", "tpu") and, for GPUs, its segment
     ("datacenter" or "consumer": GeForce cards reach their fp32-accumulate GEMM peak); ``fits`` names the
     measured GPU whose fitted kernels and collectives replace the five GPUs' medians (data/kernel_fits.json), as
-    ``engine`` (an --engine preset) runs them where its tables were measured (with_fits); ``links``, for a GPU
-    without tables of its own, the measured PCIe box whose collectives it takes (hardware.Hardware.links)."""
+    ``engine`` (the engine whose tables an --engine preset takes: EngineHost.table_engine) runs them where its
+    tables were measured (with_fits; ``every_head``: its decode kernel shares no GQA group's KV); ``links``, for a
+    GPU without tables of its own, the measured PCIe box whose collectives it takes (hardware.Hardware.links)."""
     if kind == "cpu":
         return KernelModel(dict(GPU_DEFAULTS), dict(GPU_DEQUANT), CPU_HOST_PER_OP, Efficiency(0.0, 0.0, note="no "
                            "launches on a CPU"), overlap=False, attention_size=ATTENTION_SIZE,
@@ -765,7 +779,7 @@ def default_model(kind: str, segment: str = "datacenter", fits: str = "", how: s
     model = KernelModel(classes, dict(GPU_DEQUANT), HOST_PER_OP, LAUNCH, overlap=True, attention_size=ATTENTION_SIZE,
                         attention_size_low=ATTENTION_SIZE_LOW, fixed_s=dict(GPU_FIXED))
     if fits:
-        model = with_fits(model, fits, how, gemm=segment != "consumer", engine=engine)
+        model = with_fits(model, fits, how, gemm=segment != "consumer", engine=engine, every_head=every_head)
     if links and (links != fits or how != "measured"):
         model = replace(model, collectives=fitted_collectives(links, engine), links=links)
     return model
@@ -821,7 +835,8 @@ def nccl_size(op: str, message, group: int):
     return message * group if op == "all_gather" else message
 
 
-def with_fits(m: KernelModel, gpu: str, how: str = "measured", gemm: bool = True, engine: str = "") -> KernelModel:
+def with_fits(m: KernelModel, gpu: str, how: str = "measured", gemm: bool = True, engine: str = "",
+              every_head: bool = False) -> KernelModel:
     """``m`` with one measured GPU's fitted fixed costs per class, its fitted GEMMs (``gemm``; GemmFit) and its
     fitted collectives (FITTED_COLLECTIVES; AIConfigurator 0.12's vLLM and NCCL tables; cross-validated in
     docs/kernel_fits.md). Their pessimistic ends keep the defaults' spread (fixed costs: the slowest of the five
@@ -832,7 +847,9 @@ def with_fits(m: KernelModel, gpu: str, how: str = "measured", gemm: bool = True
     and attention calls' efficiencies as fractions of its own datasheet roofs, and not its collectives (another
     link). Attention calls (AttentionFit) keep the attention classes' spread. ``engine``: SGLang's or
     TensorRT-LLM's own tables for their presets (each class where measured), vLLM's for every other engine
-    (vLLM's 16-bit GEMM is PyTorch's F.linear, what transformers and gpt-fast call too)."""
+    (vLLM's 16-bit GEMM is PyTorch's F.linear, what transformers and gpt-fast call too). ``every_head``: the
+    decode forms read a GQA group's KV once per query head (AttentionFit.every_head), for an engine whose decode
+    kernel shares none (EngineHost.decode_every_head)."""
     doc = kernel_fits()
     g = doc["gpus"][gpu]
     tables = engine if engine in TABLE_ENGINES else "vllm"
@@ -850,6 +867,8 @@ def with_fits(m: KernelModel, gpu: str, how: str = "measured", gemm: bool = True
         if gemm else {}
     attention = {cls: AttentionFit.from_doc(d, where)
                  for cls, d in {**g.get("attention", {}), **own.get("attention", {})}.items()}
+    if every_head:
+        attention = {cls: replace(f, every_head=True) if f.kind == "decode" else f for cls, f in attention.items()}
     if "bf16" in fits:  # the class fixed costs are the 16-bit forms' (attention's less the cache write's kernel)
         fixed["gemm"] = fixed["gemv"] = fitted("gemm", fits["bf16"].fixed_s)
     for name, cls in (("attention", "decode_bf16kv"), ("attention_compute", "prefill_bf16kv")):

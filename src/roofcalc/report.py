@@ -371,7 +371,7 @@ def link_words(r) -> str:
     if m.links != m.fitted or m.fitted_how != "measured":
         out += f"; collectives as measured over PCIe on {PCIE_BOXES[m.links]}, on this device's link"
     if "all_reduce.nccl" in m.collectives:
-        name = TABLE_NAMES[m.engine_host.engine]
+        name = TABLE_NAMES[m.fitted_tables]
         out += (f"; all-reduce: {name}'s as measured inside its CUDA graph (its own where the GPUs allow it, "
                 f"NCCL's at the slow end)")
     return out

@@ -736,7 +736,8 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
         # collectives it takes; its catalog entry's otherwise
         box = hardware if profile is None or profile.pcie_p2p is None else replace(hardware, pcie_p2p=profile.pcie_p2p)
         model = default_model((profile or hardware).kind, hardware.segment, *hardware.fits,
-                              engine=getattr(engine_host, "engine", ""), links=box.links[0])
+                              engine=getattr(engine_host, "table_engine", ""), links=box.links[0],
+                              every_head=getattr(engine_host, "decode_every_head", False))
         if measured is not None:
             model = model.on_roof(measured.bandwidth_bytes_per_s / nominal.bandwidth_bytes_per_s,
                                   measured.peak_flop_per_s / nominal.peak_flop_per_s)
@@ -751,8 +752,11 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
                         latency={**model.latency, "link": Efficiency(lat, lat, "measured", "the profile's smallest "
                                                                      "all-reduce")},
                         collectives={}, links="")  # the link measured here, not a measured box's
+    if kernel_db and getattr(engine_host, "decode_every_head", False):
+        raise RoofcalcError(f"--kernel-db: engine {engine_host.engine}'s decode kernel is not the one its measured "
+                            f"tables ran (they time today's {engine_host.table_engine}); drop --kernel-db")
     if kernel_db:
-        model = with_kernel_db(model, hardware, profile, getattr(engine_host, "engine", ""))
+        model = with_kernel_db(model, hardware, profile, getattr(engine_host, "table_engine", ""))
     model = model.for_compute(compute_dtype, peak_over_16bit(hardware, "fp8", 2.0), peak_over_16bit(hardware, "fp4", 4.0))
     if launch_overhead_s is not None and launch_overhead_s < 0:
         raise RoofcalcError("the launch overhead cannot be negative")
