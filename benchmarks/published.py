@@ -127,12 +127,21 @@ def predict(c: Case) -> tuple[float, float, float]:
     """(predicted, lower, upper) in the case's own unit, on the datasheet roof with default efficiencies."""
     from roofcalc import load_shape
     from roofcalc.calculator import dtype
+    from roofcalc.errors import UnsupportedModelType
     from roofcalc.hardware import find_hardware
     from roofcalc.sweep import sweep
 
     kw = dict(weight_dtype=dtype(c.weight_dtype or c.dtype), act_dtype=dtype(c.dtype),
               kv_dtype=dtype(c.kv_dtype or c.dtype), group_size=c.group_size, cache_update=c.cache)
-    shape, hw = load_shape(c.model), find_hardware(c.hw)
+    hw = find_hardware(c.hw)
+    traced = None
+    try:
+        shape = load_shape(c.model)
+    except UnsupportedModelType:  # a model_type with no hand model: traced, as the command line does
+        from roofcalc.sources import load_config
+        from roofcalc.trace import traced_shape
+
+        shape, traced = traced_shape(*load_config(c.model)[:2])
     if c.tables:  # the engine's measured kernel tables (and its decode kernel's rule), no host time of its preset
         from roofcalc.engines import ENGINES
         from roofcalc.predict import EngineHost
@@ -140,7 +149,13 @@ def predict(c: Case) -> tuple[float, float, float]:
         e = ENGINES[c.tables] if c.tables in ENGINES else None
         kw["engine_host"] = EngineHost(engine=c.tables) if e is None else \
             EngineHost(engine=e.name, tables=e.tables, decode_every_head=e.decode_every_head)
-    if c.tp > 1:  # one rank's step; every rank runs it at once
+    view = "eager" if c.impl == "hf-eager" else "ideal"
+    if traced is not None:  # each workload traced once (one rank's, split by the config class's plan)
+        from roofcalc.parallel import Parallel
+        from roofcalc.trace import TraceAnalyzer, TracedRankAnalyzer
+
+        kw["analyzer"] = TracedRankAnalyzer(*traced, view, Parallel(c.tp)) if c.tp > 1 else TraceAnalyzer(*traced, view)
+    elif c.tp > 1:  # one rank's step; every rank runs it at once
         from roofcalc.parallel import Parallel, RankAnalyzer
 
         kw["analyzer"] = RankAnalyzer(shape, Parallel(c.tp))

@@ -794,8 +794,14 @@ def check_corners(shape: ModelShape, grid: DecodeGrid, roof: Roof, *, impl: str,
         if analyzer is not None:
             checks += [("flops", a.totals.flops, int(grid.flops[i, j])), ("bytes", a.totals.bytes, int(grid.bytes[i, j])),
                        ("memory", a.memory_bytes, int(grid.memory_bytes[i, j]))]
+        # a traced grid is fitted on its probes, whose --tp rank costs are each the whole step's over the ranks
+        # rounded down (trace.parallel._scaled): a cost that grows by a byte a position (a mask) is lost from
+        # the probes' slope, so the grid is a few bytes a position off a direct trace (Falcon-180B at --tp 8,
+        # B = 128, S = 720: 74 bytes of a 24 MB attention call, 1.6e-6 of the step), where a change of program
+        # (a window that starts to bind) is percents
+        tol = 1e-3 if analyzer is not None and analyzer.traced else 1e-9
         for name, want, got in checks:
-            if not math.isclose(want, got, rel_tol=1e-9):
+            if not math.isclose(want, got, rel_tol=tol):
                 where = f"B={grid.batches[i]}, S={grid.contexts[j]}"
                 if analyzer is not None and analyzer.traced:
                     raise RoofcalcError(f"the traced costs are not bilinear over this sweep ({name} at {where}: the "

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from ..calculator import Analyzer, Cost, Kernel, Workload, fused_moe_class
+from ..calculator import Analyzer, AttentionSizes, Cost, Kernel, Workload, fused_moe_class
 from ..errors import RoofcalcError
 from ..inputs import one_line
 from .cache import TRACE_FORMAT, _cache_dir, _cache_key, keep
@@ -174,6 +174,25 @@ class TracedEPTPAnalyzer(TraceAnalyzer):
         return traced_rank(replace(w1, workload=wl, kernels=tuple(kernels)), self.parallel, self.config)
 
 
+def attention_calls(kernels, shape, wl: Workload) -> tuple:
+    """``kernels`` with an attention call's sizes (calculator.AttentionSizes: what a GPU's fitted attention class
+    reads, roofline.attention_sizes) on each traced attention kernel whose counted KV reads are the config's: B
+    sequences of T queries over S keys of K heads of H, 2·B·S·K·H values in the KV cache's dtype. A kernel the
+    config does not describe so (a window that binds, a cache of every query head, a latent, heads that differ
+    by layer) keeps none, and takes its class's efficiency as before."""
+    n, kv, d = shape.n_heads, shape.n_kv_heads, shape.head_dim
+    if not (n and kv and d) or n % kv:
+        return tuple(kernels)
+    b, q, keys = wl.batch, wl.query_tokens, wl.kv_len
+    values = 2 * b * keys * kv * d
+    out = []
+    for k in kernels:
+        if k.kind == "attention" and k.sizes is None and k.cost.kv_read_bytes == wl.kv_dtype.nbytes(values):
+            k = replace(k, sizes=AttentionSizes(b, n, kv, q, keys, d, keys))
+        out.append(k)
+    return tuple(out)
+
+
 def trace(cfg: dict, name: str, wl: Workload, label: str | None = None, *, view: str = "ideal",
           use_cache: bool = True, merge: bool = True, stage: tuple[int, int] | None = None) -> TracedAnalysis:
     """The traced step as an :class:`Analysis` whose kernels carry the ``view``'s bytes (ideal | eager);
@@ -259,7 +278,7 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
                                k.ideal if view == "ideal" else k.eager, params=k.params, param_bytes=k.param_bytes,
                                launches=k.launches, expert_weights=k.experts, role=k.role, sizes=_sizes(k))
                         for k in traced)
-    kernels = fused_moe_parts(kernels, fused_moe_class(wl))
+    kernels = attention_calls(fused_moe_parts(kernels, fused_moe_class(wl)), shape, wl)
     return TracedAnalysis(shape, wl, kernels, view=view, traced_kv_bytes_per_token=kv_per_token,
                           traced_cache_bytes=cache_bytes, traced_params=params, language_params=language,
                           traced_param_bytes=param_bytes, check=check, logits=doc["logits"],
