@@ -162,26 +162,30 @@ def test_a_cuda_engine_preset_is_refused_off_an_nvidia_gpu_and_never_suggested_t
 
 
 def test_every_head_reads_a_groups_kv_once_per_query_head():
-    """AttentionFit.every_head (the trtllm-0.6 preset's decode): a decode call's work items are its B·N query
-    heads and each reads its group's KV, so the memory side's efficiency is the form's x K/N, the items factor
-    is read at B·N and the masked-MHA fallback's L2 factor is not applied. A form with a flat memory efficiency
-    of 0.8, an items factor from 0.5 at 8 items to 1 at 64 (log-log between, flat beyond), 0.1 us per item and
-    a fallback factor of 0.7 at group 8; a call of B = 4 sequences, N = 64 query heads on K = 8 KV heads, 1,024
-    keys of 128 (XQA's heuristic, 4 x 8 x 4 x 1024/128 = 1,024 >= 132 SMs, keeps it off the fallback)."""
+    """AttentionFit.every_head (the trtllm-0.6 preset's decode): a GQA decode call is read as an MHA call of its
+    N query heads, each reading its group's KV: B·N work items, the group factor at N/K = 1, the MHA items factor,
+    no masked-MHA fallback factor, and K/N of those reads the counted bytes. A form with a flat memory
+    efficiency of 0.8, an items factor from 0.5 at 8 items to 1 at 64, a group factor from 1 at MHA to 0.6 at 8
+    query heads per KV head, an MHA items factor from 0.5 at 8 items to 1 at 512 (each log-log between, flat
+    beyond), 0.1 us per item and a fallback factor of 0.7 at group 8; a call of B = 4 sequences, N = 64 query
+    heads on K = 8 KV heads, 1,024 keys of 128 (XQA's heuristic, 4 x 8 x 4 x 1024/128 = 1,024 >= 132 SMs, keeps
+    it off the fallback)."""
     from dataclasses import replace
 
     from roofcalc.predict import AttentionFit
 
     fit = AttentionFit("decode", 5e-6, 1, False, 1.0, ((1.0, 0.5),), ((1.0, 0.8), (1e6, 0.8)), item_s=1e-7,
-                       items_mem=((8.0, 0.5), (64.0, 1.0)), mmha_mem=((2.0, 0.9), (8.0, 0.7)),
+                       items_mem=((8.0, 0.5), (64.0, 1.0)), gqa_mem=((1.0, 1.0), (8.0, 0.6)),
+                       mha_items_mem=((8.0, 0.5), (512.0, 1.0)), mmha_mem=((2.0, 0.9), (8.0, 0.7)),
                        mmha_rule=(132, 32, True))
     call = (4, 64, 8, 1, 1024, 128, 0, 1.0)
     _, mem, series = fit.terms(call)
-    # today's kernel: B·K = 32 items, log2 32 = 5 two thirds of the way from 3 to 6: 0.5^(1/3)
-    assert mem == pytest.approx(0.8 * 0.5 ** (1 / 3)) and series == pytest.approx(32 * 1e-7)
+    # today's kernel: B·K = 32 items, log2 32 = 5 two thirds of the way from 3 to 6: 0.5^(1/3); group factor 0.6
+    assert mem == pytest.approx(0.8 * 0.6 * 0.5 ** (1 / 3)) and series == pytest.approx(32 * 1e-7)
     _, mem, series = replace(fit, every_head=True).terms(call)
-    # per query head: 256 items (factor 1, beyond 64), 8/64 of the form's efficiency, no fallback factor
-    assert mem == pytest.approx(0.8 * 8 / 64) and series == pytest.approx(256 * 1e-7)
+    # per query head: 256 items (items factor 1, beyond 64; the MHA one at log2 256 = 8, five sixths of the way
+    # from 3 to 9: 0.5^(1/6)), group factor 1, 8/64 of the reads counted, no fallback factor
+    assert mem == pytest.approx(0.8 * 0.5 ** (1 / 6) * 8 / 64) and series == pytest.approx(256 * 1e-7)
     # an MHA call is the same either way
     mha = (4, 8, 8, 1, 1024, 128, 0, 1.0)
     assert replace(fit, every_head=True).terms(mha) == fit.terms(mha)
@@ -209,6 +213,7 @@ def test_trtllm_0_6_is_trtllms_tables_with_gqa_decode_per_query_head(capsys):
     assert old["bound"] == new["bound"] == "memory"
     assert old["t_floor_s"] == new["t_floor_s"] and old["t_expected_s"] > 2 * new["t_expected_s"]
     assert st["engine"]["name"] == "trtllm-0.6" and st["engine"]["decode_every_head"]
+    assert st["engine"]["tables"] == "trtllm" and ENGINES["hf"].record()["tables"] == "vllm"
     mha_old, _ = _attention(["llama-2-7b", *args, "--engine", "trtllm-0.6"], capsys)
     mha_new, _ = _attention(["llama-2-7b", *args, "--engine", "trtllm", "--impl", "fused"], capsys)
     assert mha_old["t_expected_s"] == mha_new["t_expected_s"]

@@ -577,11 +577,35 @@ def test_the_experts_all_reduce_follows_each_layer_once_however_its_rows_merged(
 
 def test_a_large_traced_request_is_not_refused_for_rounding(capsys):
     """Falcon-180B at --tp 8, a request of 1,024 sequences (TensorRT-LLM's v0.6.1 throughput row): the grid
-    fitted on the trace's probes and the direct trace at its corner differ by 1.4e-9 of 0.237 s (sums of large
-    terms rounded in another order), which the check once took for a change of program and refused."""
-    from roofcalc.cli import main
-
+    fitted on the trace's probes and the direct trace at its corner differ by 1.4e-9 of 0.237 s (a rank's costs
+    are the whole step's over the ranks rounded down: the probes' slope loses a byte a position), which the check
+    once took for a change of program and refused."""
     code = main([str(FALCON_180B), "--hw", "A100-80GB", "--tp", "8", "--batch", "1024", "--prompt", "128",
                  "--generate", "128", "--dtype", "fp16", "--format", "json"])
     out, err = capsys.readouterr()
     assert code == 0, err
+
+
+def test_traced_attention_sizes_only_where_the_config_describes_the_call():
+    """A traced attention kernel carries its call's sizes (trace.attention_calls: the fitted attention forms on a
+    GPU) where its counted KV reads are the config's 2·B·S·K·H values: TinyLlama's decode at B = 2, S = 100
+    (32 query heads on 4 KV heads of 64: 2 x 2 x 100 x 4 x 64 values of 2 bytes); split by whole heads under
+    --tp 2 (16 on 2); none for gemma-3-1b, whose config has a sliding window (512), nor for its --tp 8 rank,
+    whose 4 query heads do not split over 8 ranks (and the step runs, on the class's efficiency)."""
+    from roofcalc.calculator import AttentionSizes
+    from roofcalc.sources import load_config
+    from roofcalc.trace import TracedRankAnalyzer, traced_shape
+
+    b = DTYPES["bf16"]
+    wl = Workload.decode(2, 100, weight_dtype=b, act_dtype=b, kv_dtype=b)
+    shape, traced = traced_shape(*load_config("tinyllama")[:2])
+    att = next(k for k in trace(*traced[:2], wl, traced[2]).kernels if k.kind == "attention")
+    assert att.cost.kv_read_bytes == 2 * 2 * 100 * 4 * 64 * 2
+    assert att.sizes == AttentionSizes(2, 32, 4, 1, 100, 64, 100)
+    rank = next(k for k in TracedRankAnalyzer(*traced, "ideal", Parallel(2))(wl).kernels if k.kind == "attention")
+    assert rank.sizes == AttentionSizes(2, 16, 2, 1, 100, 64, 100)
+    gemma = str(ROOT / "benchmarks" / "configs" / "published" / "google--gemma-3-1b-it.json")
+    _, g = traced_shape(*load_config(gemma)[:2])
+    assert all(k.sizes is None for k in trace(*g[:2], wl, g[2]).kernels if k.kind == "attention")
+    assert main([gemma, "--hw", "H100-SXM", "--engine", "trtllm-0.6", "--tp", "8", "--batch", "8", "--context",
+                 "256", "--format", "json"]) == 0

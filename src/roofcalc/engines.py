@@ -62,7 +62,7 @@ class Engine:
                 "cache_update": self.cache_update, "cache_source": self.cache_source, "attention": self.attention,
                 "attention_source": self.attention_source, "host_fixed_s": eff(self.host_fixed_s),
                 "host_per_sequence_s": eff(self.host_per_sequence_s), "host_overlap": self.host_overlap,
-                "host_source": self.host_source, "ranks": self.ranks, "tables": self.tables or self.name,
+                "host_source": self.host_source, "ranks": self.ranks, "tables": self.host.tables_used,
                 "decode_every_head": self.decode_every_head}
 
 

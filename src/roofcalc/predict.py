@@ -210,8 +210,14 @@ class EngineHost:
 
     @property
     def table_engine(self) -> str:
-        """The engine whose measured kernel tables (and collectives) this preset takes."""
+        """The engine whose measured kernel tables (and collectives) this preset names (TABLE_ENGINES, or another
+        engine's name: vLLM's tables then, with_fits)."""
         return self.tables or self.engine
+
+    @property
+    def tables_used(self) -> str:
+        """Whose measured kernel tables the preset runs on: its own engine's where measured, else vLLM's."""
+        return self.table_engine if self.table_engine in TABLE_ENGINES else "vllm"
 
     def seconds(self, sequences, pessimistic: bool = False):
         return self.fixed_s.pick(pessimistic) + sequences * self.per_sequence_s.pick(pessimistic)
@@ -297,7 +303,9 @@ class AttentionFit:
 
     L_t and S_t: L and S rounded up to the kernel's tile (its KV and query tiles); a windowed decode with
     ``per_head`` reads its KV once per query head (FlashAttention-2 gives up its GQA packing under a window), and
-    with ``every_head`` every decode call does (an engine's kernel that shares no group's KV: B·N work items).
+    with ``every_head`` every decode call does: it is read as an MHA call of N heads (B·N work items, the factors
+    at N/K = 1, the MHA one), each head reading its group's KV, K/N of those reads the counted bytes (an engine's
+    kernel that shares no group's KV).
     f_MHA: a second work-item factor where N = K (a kernel that splits a GQA group's KV across blocks but not
     an MHA head's); f(window): where the context (the positions before the window's cap) passes the window.
     Knot curves as GemmFit's; a head-dim factor is the fitted one at that head dim, 1 elsewhere; ``peak_ratio``
@@ -361,13 +369,16 @@ class AttentionFit:
         (batch, heads, kv_heads, q_len, kv_len, head_dim, window, KV bytes per value[, context]), batch and
         lengths numbers or arrays."""
         b, h, g, q, kv, d, w = attn[:7]
+        share = 1.0  # every_head: an MHA call of the N query heads, each reading its group's KV (K/N of the reads
+        if self.every_head and self.kind == "decode":  # the counted bytes hold)
+            share, g = g / h, h
         ratio = h / g
         f_hd_c, f_hd_m = (dict(self.hd_comp).get(d, 1.0), dict(self.hd_mem).get(d, 1.0))
         f_gqa_c = _interp_geo(ratio, self.gqa_comp) if self.gqa_comp else 1.0
         f_gqa_m = _interp_geo(ratio, self.gqa_mem) if self.gqa_mem else 1.0
         if self.kind == "decode":
             lt = _ceil_to(kv, self.tile)
-            heads = h if (self.per_head and w) or self.every_head else g
+            heads = h if self.per_head and w else g
             items = b * heads
             comp = _interp_geo(1.0, self.e_compute) * kv / lt
             mem = (_interp_geo(lt, self.e_memory) * f_hd_m * f_gqa_m * kv * g / (lt * heads)
@@ -376,9 +387,10 @@ class AttentionFit:
                 mem = mem * _interp_geo(items, self.mha_items_mem)
             if w and self.window_mem != 1.0:  # the window binds: the context passes it
                 mem = mem * _where((attn[8] if len(attn) > 8 else kv) > w, self.window_mem, 1.0)
-            if self.mmha_mem and not self.every_head:  # TensorRT-LLM's fallback kernel: each query head reads
-                # its group's KV, partly through L2
+            if self.mmha_mem:  # TensorRT-LLM's fallback kernel: each query head reads its group's KV, partly
+                # through L2 (never under every_head, whose call is MHA)
                 mem = mem * _where(self.mmha(b, h, g, kv), _interp_geo(ratio, self.mmha_mem), 1.0)
+            mem = mem * share
             series = items * self.item_s
         else:
             st = _ceil_to(q, self.tile)

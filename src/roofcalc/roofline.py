@@ -744,6 +744,10 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
         if profile is not None:  # a schema-1 profile: its measured dispatch is the cost of one launch
             model = replace(model, launch_s=Efficiency(profile.launch_overhead_s, profile.launch_overhead_s,
                                                        "measured", "the profile's launch_overhead_s"))
+    if getattr(engine_host, "decode_every_head", False) and model.attention_fits:  # a profile's own decode forms
+        # too: the engine's kernel reads a group's KV once per query head whatever GPU it runs on
+        model = replace(model, attention_fits={k: replace(f, every_head=True) if f.kind == "decode" else f
+                                               for k, f in model.attention_fits.items()})
     if profile is not None and profile.link_bytes_per_s and profile.link_latency_s is not None:
         # a measured link (roofcalc measure --collectives): its bus bandwidth is what collectives reach,
         # and its smallest all-reduce is their fixed cost inside a node

@@ -798,8 +798,8 @@ def check_corners(shape: ModelShape, grid: DecodeGrid, roof: Roof, *, impl: str,
         # rounded down (trace.parallel._scaled): a cost that grows by a byte a position (a mask) is lost from
         # the probes' slope, so the grid is a few bytes a position off a direct trace (Falcon-180B at --tp 8,
         # B = 128, S = 720: 74 bytes of a 24 MB attention call, 1.6e-6 of the step), where a change of program
-        # (a window that starts to bind) is percents
-        tol = 1e-3 if analyzer is not None and analyzer.traced else 1e-9
+        # (a window that starts to bind) is thousandths or more
+        tol = 1e-5 if analyzer is not None and analyzer.traced else 1e-9
         for name, want, got in checks:
             if not math.isclose(want, got, rel_tol=tol):
                 where = f"B={grid.batches[i]}, S={grid.contexts[j]}"

@@ -178,10 +178,11 @@ def attention_calls(kernels, shape, wl: Workload) -> tuple:
     """``kernels`` with an attention call's sizes (calculator.AttentionSizes: what a GPU's fitted attention class
     reads, roofline.attention_sizes) on each traced attention kernel whose counted KV reads are the config's: B
     sequences of T queries over S keys of K heads of H, 2·B·S·K·H values in the KV cache's dtype. A kernel the
-    config does not describe so (a window that binds, a cache of every query head, a latent, heads that differ
-    by layer) keeps none, and takes its class's efficiency as before."""
+    config does not describe so (a cache of every query head, a latent, heads that differ by layer) keeps none,
+    and takes its class's efficiency as before; so does every kernel of a config with a sliding window (a
+    traced kernel does not say which layers' window binds: a prefill's KV reads are the same whether it does)."""
     n, kv, d = shape.n_heads, shape.n_kv_heads, shape.head_dim
-    if not (n and kv and d) or n % kv:
+    if not (n and kv and d) or n % kv or shape.sliding_window:
         return tuple(kernels)
     b, q, keys = wl.batch, wl.query_tokens, wl.kv_len
     values = 2 * b * keys * kv * d

@@ -350,9 +350,10 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
                 raise RoofcalcError(f"--tp for a traced {s.model_type}: {name} multiplies a weight inside a module "
                                     f"{plan.name} splits, but the plan does not name it")
             share = kv_share if k.cost.kv_write_bytes else tp  # the cache update moves the rank's KV heads alone
-            z = k.sizes  # an attention call's: the rank's query heads and the KV heads it caches
-            sizes = replace(z, heads=z.heads // tp, kv_heads=max(1, z.kv_heads // kv_share)) \
-                if isinstance(z, AttentionSizes) and heads_split else z
+            z = k.sizes  # an attention call's: the rank's query heads and the KV heads it caches (none where the
+            # ranks do not split whole query heads: its class's efficiency then, as before it had sizes)
+            sizes = z if not isinstance(z, AttentionSizes) or not heads_split else None if z.heads % tp else \
+                replace(z, heads=z.heads // tp, kv_heads=max(1, z.kv_heads // kv_share))
             out.append(replace(k, cost=_scaled(k.cost, 1, share, weights=False, kv=(1, kv_share)), sizes=sizes))
             continue
         out.append(k)
