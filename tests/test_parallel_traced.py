@@ -452,8 +452,8 @@ def test_a_traced_ep_tp_rank_at_any_batch_is_its_trace(name):
     """--ep 4 --ep-attention tp (every sequence on every rank): a sweep reads the rank at a batch it has not traced
     (TracedEPTPAnalyzer.at_batch) off the whole step's traces at one and two sequences, costs and rows extended
     linearly but for the experts' weights, then split. At 3, 5 and 37 sequences (⌈3·2/4⌉ = 2, ⌈10/4⌉ = 3 and
-    ⌈74/4⌉ = 19 expert rows) every kernel's cost, rows and collective message equal the rank split from a trace
-    at that batch."""
+    ⌈74/4⌉ = 19 expert rows) every kernel's cost, rows, collective message and sizes (an attention call's batch
+    among them) equal the rank split from a trace at that batch."""
     from roofcalc.trace import TracedEPTPAnalyzer
 
     an = TracedEPTPAnalyzer(MOE[name], "t", None, "ideal", Parallel(ep=4, ep_attention="tp"))
@@ -462,7 +462,8 @@ def test_a_traced_ep_tp_rank_at_any_batch_is_its_trace(name):
         read, traced = an.at_batch(wl), an(wl)
         assert [k.name for k in read.kernels] == [k.name for k in traced.kernels]
         for k, t in zip(read.kernels, traced.kernels):
-            assert (k.cost, k.rows, k.message_bytes) == (t.cost, t.rows, t.message_bytes), (batch, k.name)
+            assert (k.cost, k.rows, k.message_bytes, k.sizes) == (t.cost, t.rows, t.message_bytes, t.sizes), \
+                (batch, k.name)
         assert {k.rows for k in traced.kernels if k.expert_weights} == {rows}
 
 

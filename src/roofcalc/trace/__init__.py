@@ -170,6 +170,8 @@ class TracedEPTPAnalyzer(TraceAnalyzer):
             sizes = k1.sizes
             if isinstance(sizes, MatmulSizes):
                 sizes = replace(sizes, m=line(k1.sizes.m, k2.sizes.m))
+            elif isinstance(sizes, AttentionSizes) and isinstance(k2.sizes, AttentionSizes):  # its sequences
+                sizes = replace(sizes, batch=line(k1.sizes.batch, k2.sizes.batch))
             kernels.append(replace(k1, cost=cost, sizes=sizes))
         return traced_rank(replace(w1, workload=wl, kernels=tuple(kernels)), self.parallel, self.config)
 
