@@ -1100,3 +1100,29 @@ def test_counting_a_checkpoints_encoders_twice_keeps_their_bytes(tmp_path, monke
     assert "param_bytes" not in first and first["params"] > 0
     again = encoder_params(torch, transformers, whole, "d", torch.bfloat16)
     assert again["param_bytes"] == 2 * again["params"] == 2 * first["params"]  # bf16: two bytes each
+
+
+def test_a_traced_model_takes_a_one_byte_kv_cache(capsys):
+    """--kv-dtype fp8 or int8 under 16-bit activations: the trace runs its cache in bf16 and counts it at one byte
+    a value. TinyLlama traced: 22 layers x 2 (K, V) x 4 KV heads x 64 = 11,264 values a token, 11,264 bytes, as
+    the hand model counts it; at batch 2 and 100 positions its attention reads 2 x 100 x 11,264 / 22 = 102,400
+    bytes of cache a layer, half the bf16 trace's. A hybrid whose cache holds recurrent states (Bamba) is
+    refused in one line: an fp8 KV cache does not quantize them."""
+    from roofcalc.calculator import DTYPES
+    from roofcalc.sources import load_config
+    from roofcalc.trace import traced_shape
+
+    b, f8 = DTYPES["bf16"], DTYPES["fp8"]
+    _, traced = traced_shape(*load_config("tinyllama")[:2])
+    narrow = trace(*traced[:2], Workload.decode(2, 100, weight_dtype=b, act_dtype=b, kv_dtype=f8), traced[2])
+    wide = trace(*traced[:2], Workload.decode(2, 100, weight_dtype=b, act_dtype=b, kv_dtype=b), traced[2])
+    assert narrow.kv_bytes_per_token == 22 * 2 * 4 * 64 == wide.kv_bytes_per_token // 2
+    att = next(k for k in narrow.kernels if k.kind == "attention")
+    assert att.cost.kv_read_bytes == 2 * 100 * 11264 // 22
+    assert att.cost.kv_read_bytes * 2 == next(k for k in wide.kernels if k.kind == "attention").cost.kv_read_bytes
+    assert main(["tinyllama", "--trace", "--kv-dtype", "int8", "--dtype", "fp16"]) == 0
+    assert "KV cache 11,264 bytes per token (int8)" in " ".join(capsys.readouterr().out.split())
+    bamba = str(Path(__file__).parent.parent / "benchmarks" / "configs" / "published" / "ibm-ai-platform--Bamba-9B.json")
+    assert main([bamba, "--kv-dtype", "fp8", "--dtype", "bf16", "--hw", "H100-SXM"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds more than keys and values for every position" in err

@@ -176,6 +176,27 @@ class TracedEPTPAnalyzer(TraceAnalyzer):
         return traced_rank(replace(w1, workload=wl, kernels=tuple(kernels)), self.parallel, self.config)
 
 
+def _one_byte_cache(doc: dict, wl: Workload, name: str) -> dict:
+    """A trace taken with its KV cache in the 16-bit activations' dtype, with that cache at one byte a value
+    (``wl.kv_dtype``: fp8 or int8, as a serving engine stores it): every kernel's KV reads and writes, the bytes
+    per token and the cache halved (its scales, one per tensor, left out). Only for a cache of keys and values
+    alone, one entry a position: a hybrid's recurrent states, or a window's capped layers, are not what an fp8
+    KV cache quantizes, and are refused."""
+    positions = wl.batch * wl.kv_len
+    if doc["cache_bytes"] != doc["kv_bytes_per_token"] * positions:
+        raise RoofcalcError(f"{name}: --kv-dtype {wl.kv_dtype.name} for a traced model whose cache holds more than "
+                            f"keys and values for every position (recurrent states, or a sliding window's capped "
+                            f"layers): give its 16-bit dtype")
+
+    def half(cost: dict) -> dict:
+        return {**cost, "kv_read_bytes": cost.get("kv_read_bytes", 0) // 2,
+                "kv_write_bytes": cost.get("kv_write_bytes", 0) // 2}
+
+    kernels = [{**k, "ideal": half(k["ideal"]), "eager": half(k["eager"])} for k in doc["kernels"]]
+    return {**doc, "kernels": kernels, "kv_bytes_per_token": doc["kv_bytes_per_token"] // 2,
+            "cache_bytes": doc["cache_bytes"] // 2}
+
+
 def attention_calls(kernels, shape, wl: Workload) -> tuple:
     """``kernels`` with an attention call's sizes (calculator.AttentionSizes: what a GPU's fitted attention class
     reads, roofline.attention_sizes) on each traced attention kernel whose counted KV reads are the config's: B
@@ -215,12 +236,16 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
            merge: bool, stage: tuple[int, int] | None = None) -> TracedAnalysis:
     if view not in ("ideal", "eager"):
         raise RoofcalcError(f"view must be ideal or eager, not {view!r}")
-    _check_workload(wl)
+    # a one-byte KV cache (fp8, int8) under 16-bit activations: traced with the cache in the activations' dtype,
+    # its bytes then counted at one byte a value (_one_byte_cache)
+    narrow = wl.kv_dtype.name in ("fp8", "int8") and wl.act_dtype.bits == 16
+    run = replace(wl, kv_dtype=wl.act_dtype) if narrow else wl
+    _check_workload(run)
     config, check = hf_config(cfg, name)
     import transformers
 
     doc = None
-    path = _cache_dir() / f"{_cache_key(cfg, wl, transformers.__version__)}.json"
+    path = _cache_dir() / f"{_cache_key(cfg, run, transformers.__version__)}.json"
     if use_cache and path.is_file():
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
@@ -229,9 +254,11 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
         except (OSError, ValueError):
             doc = None
     if doc is None:
-        doc = trace_raw(cfg, name, wl, (config, check))
+        doc = trace_raw(cfg, name, run, (config, check))
         if use_cache:
             keep(path, doc)
+    if narrow:
+        doc = _one_byte_cache(doc, wl, name)
     traced = [TracedKernel(k["name"], k["layer"], k["module"], k["function"], k["kind"], k["dims"], Cost(**k["ideal"]), Cost(**k["eager"]),
                            k["launches"], k["params"], k["param_bytes"],
                            (k["experts"][0], k["experts"][1], tuple(k["experts"][2])) if k.get("experts") else None,

@@ -25,10 +25,12 @@ TORCH_DTYPES = torch_names()  # fp32, bf16, fp16: what a traced model runs in
 
 
 def _check_workload(wl: Workload) -> None:
+    """What a trace runs in (trace._trace has taken a one-byte KV cache back to the activations' dtype)."""
     for what, d in (("weights", wl.weight_dtype), ("activations", wl.act_dtype), ("KV cache", wl.kv_dtype)):
         if d.name not in TORCH_DTYPES and not (what == "weights" and d.scaled):
-            raise RoofcalcError(f"a traced model runs in fp32, bf16 or fp16 (its weights also int8, int4, mxfp4, fp8-b128, fp8-ch, fp8-t or ternary); "
-                                f"{what} {d.name} is for hand-modelled families")
+            raise RoofcalcError(f"a traced model runs in fp32, bf16 or fp16 (its weights also int8, int4, mxfp4, fp8-b128, fp8-ch, fp8-t or ternary; "
+                                f"its KV cache also fp8 or int8 under 16-bit activations); {what} {d.name} is for "
+                                f"hand-modelled families")
     if not wl.act_dtype == wl.kv_dtype or not (wl.weight_dtype == wl.act_dtype or wl.weight_dtype.scaled):
         raise RoofcalcError("a traced model runs weights, activations and KV cache in one dtype (weights may be "
                             "int8, int4, mxfp4, fp8-b128, fp8-ch, fp8-t or ternary besides); give --dtype, and --weight-dtype for those")
