@@ -333,8 +333,8 @@ class AttentionFit:
     window_mem: float = 1.0
     mmha_mem: tuple = ()  # TensorRT-LLM's fallback decode kernel: a factor by query heads per KV head
     mmha_rule: tuple = ()  # (SMs, largest XQA group, heuristic?): where it runs (fitting.mmha_rows)
-    # decode: every query head a work item reading its group's KV, whatever the window (an engine whose kernel
-    # shares no group's KV: EngineHost.decode_every_head), in place of the fallback kernel's factor
+    # decode: an MHA call of the N query heads, each reading its group's KV (an engine whose kernel shares no
+    # group's KV: EngineHost.decode_every_head, set by roofline.kernel_model)
     every_head: bool = False
 
     @classmethod
@@ -774,13 +774,13 @@ CONSUMER_GEMM = Efficiency(1.0, 1.0, note="GeForce GPUs reach their fp32-accumul
 
 
 def default_model(kind: str, segment: str = "datacenter", fits: str = "", how: str = "measured",
-                  engine: str = "", links: str = "", every_head: bool = False) -> KernelModel:
+                  engine: str = "", links: str = "") -> KernelModel:
     """The built-in model for a kind of device ("gpu", "cpu", "tpu") and, for GPUs, its segment
     ("datacenter" or "consumer": GeForce cards reach their fp32-accumulate GEMM peak); ``fits`` names the
     measured GPU whose fitted kernels and collectives replace the five GPUs' medians (data/kernel_fits.json), as
     ``engine`` (the engine whose tables an --engine preset takes: EngineHost.table_engine) runs them where its
-    tables were measured (with_fits; ``every_head``: its decode kernel shares no GQA group's KV); ``links``, for a
-    GPU without tables of its own, the measured PCIe box whose collectives it takes (hardware.Hardware.links)."""
+    tables were measured (with_fits); ``links``, for a GPU without tables of its own, the measured PCIe box whose
+    collectives it takes (hardware.Hardware.links)."""
     if kind == "cpu":
         return KernelModel(dict(GPU_DEFAULTS), dict(GPU_DEQUANT), CPU_HOST_PER_OP, Efficiency(0.0, 0.0, note="no "
                            "launches on a CPU"), overlap=False, attention_size=ATTENTION_SIZE,
@@ -791,7 +791,7 @@ def default_model(kind: str, segment: str = "datacenter", fits: str = "", how: s
     model = KernelModel(classes, dict(GPU_DEQUANT), HOST_PER_OP, LAUNCH, overlap=True, attention_size=ATTENTION_SIZE,
                         attention_size_low=ATTENTION_SIZE_LOW, fixed_s=dict(GPU_FIXED))
     if fits:
-        model = with_fits(model, fits, how, gemm=segment != "consumer", engine=engine, every_head=every_head)
+        model = with_fits(model, fits, how, gemm=segment != "consumer", engine=engine)
     if links and (links != fits or how != "measured"):
         model = replace(model, collectives=fitted_collectives(links, engine), links=links)
     return model
@@ -847,8 +847,7 @@ def nccl_size(op: str, message, group: int):
     return message * group if op == "all_gather" else message
 
 
-def with_fits(m: KernelModel, gpu: str, how: str = "measured", gemm: bool = True, engine: str = "",
-              every_head: bool = False) -> KernelModel:
+def with_fits(m: KernelModel, gpu: str, how: str = "measured", gemm: bool = True, engine: str = "") -> KernelModel:
     """``m`` with one measured GPU's fitted fixed costs per class, its fitted GEMMs (``gemm``; GemmFit) and its
     fitted collectives (FITTED_COLLECTIVES; AIConfigurator 0.12's vLLM and NCCL tables; cross-validated in
     docs/kernel_fits.md). Their pessimistic ends keep the defaults' spread (fixed costs: the slowest of the five
@@ -859,9 +858,7 @@ def with_fits(m: KernelModel, gpu: str, how: str = "measured", gemm: bool = True
     and attention calls' efficiencies as fractions of its own datasheet roofs, and not its collectives (another
     link). Attention calls (AttentionFit) keep the attention classes' spread. ``engine``: SGLang's or
     TensorRT-LLM's own tables for their presets (each class where measured), vLLM's for every other engine
-    (vLLM's 16-bit GEMM is PyTorch's F.linear, what transformers and gpt-fast call too). ``every_head``: the
-    decode forms read a GQA group's KV once per query head (AttentionFit.every_head), for an engine whose decode
-    kernel shares none (EngineHost.decode_every_head)."""
+    (vLLM's 16-bit GEMM is PyTorch's F.linear, what transformers and gpt-fast call too)."""
     doc = kernel_fits()
     g = doc["gpus"][gpu]
     tables = engine if engine in TABLE_ENGINES else "vllm"
@@ -879,8 +876,6 @@ def with_fits(m: KernelModel, gpu: str, how: str = "measured", gemm: bool = True
         if gemm else {}
     attention = {cls: AttentionFit.from_doc(d, where)
                  for cls, d in {**g.get("attention", {}), **own.get("attention", {})}.items()}
-    if every_head:
-        attention = {cls: replace(f, every_head=True) if f.kind == "decode" else f for cls, f in attention.items()}
     if "bf16" in fits:  # the class fixed costs are the 16-bit forms' (attention's less the cache write's kernel)
         fixed["gemm"] = fixed["gemv"] = fitted("gemm", fits["bf16"].fixed_s)
     for name, cls in (("attention", "decode_bf16kv"), ("attention_compute", "prefill_bf16kv")):

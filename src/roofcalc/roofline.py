@@ -736,16 +736,15 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
         # collectives it takes; its catalog entry's otherwise
         box = hardware if profile is None or profile.pcie_p2p is None else replace(hardware, pcie_p2p=profile.pcie_p2p)
         model = default_model((profile or hardware).kind, hardware.segment, *hardware.fits,
-                              engine=getattr(engine_host, "table_engine", ""), links=box.links[0],
-                              every_head=getattr(engine_host, "decode_every_head", False))
+                              engine=getattr(engine_host, "table_engine", ""), links=box.links[0])
         if measured is not None:
             model = model.on_roof(measured.bandwidth_bytes_per_s / nominal.bandwidth_bytes_per_s,
                                   measured.peak_flop_per_s / nominal.peak_flop_per_s)
         if profile is not None:  # a schema-1 profile: its measured dispatch is the cost of one launch
             model = replace(model, launch_s=Efficiency(profile.launch_overhead_s, profile.launch_overhead_s,
                                                        "measured", "the profile's launch_overhead_s"))
-    if getattr(engine_host, "decode_every_head", False) and model.attention_fits:  # a profile's own decode forms
-        # too: the engine's kernel reads a group's KV once per query head whatever GPU it runs on
+    if getattr(engine_host, "decode_every_head", False) and model.attention_fits:  # the engine's decode kernel
+        # reads a group's KV once per query head, on the fitted forms and on a profile's own alike
         model = replace(model, attention_fits={k: replace(f, every_head=True) if f.kind == "decode" else f
                                                for k, f in model.attention_fits.items()})
     if profile is not None and profile.link_bytes_per_s and profile.link_latency_s is not None:
