@@ -390,7 +390,6 @@ class AttentionFit:
             if self.mmha_mem:  # TensorRT-LLM's fallback kernel: each query head reads its group's KV, partly
                 # through L2 (never under every_head, whose call is MHA)
                 mem = mem * _where(self.mmha(b, h, g, kv), _interp_geo(ratio, self.mmha_mem), 1.0)
-            mem = mem * share
             series = items * self.item_s
         else:
             st = _ceil_to(q, self.tile)
@@ -403,7 +402,8 @@ class AttentionFit:
             mem = _interp_geo(q, self.e_memory) * f_hd_m * f_gqa_m
             series = 0.0
         comp = comp * self.peak_ratio
-        return _minimum(comp * self.scale_c, 1.0), _minimum(mem * self.scale_m, 1.0), series
+        # every_head: the MHA call's efficiency, capped as any call's, then K/N of it (its reads per counted byte)
+        return _minimum(comp * self.scale_c, 1.0), _minimum(mem * self.scale_m, 1.0) * share, series
 
 
 @dataclass(frozen=True)

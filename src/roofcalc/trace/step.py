@@ -33,7 +33,8 @@ def _check_workload(wl: Workload) -> None:
                                 f"hand-modelled families")
     if not wl.act_dtype == wl.kv_dtype or not (wl.weight_dtype == wl.act_dtype or wl.weight_dtype.scaled):
         raise RoofcalcError("a traced model runs weights, activations and KV cache in one dtype (weights may be "
-                            "int8, int4, mxfp4, fp8-b128, fp8-ch, fp8-t or ternary besides); give --dtype, and --weight-dtype for those")
+                            "int8, int4, mxfp4, fp8-b128, fp8-ch, fp8-t or ternary besides, the KV cache fp8 or int8 "
+                            "under 16-bit activations); give --dtype, and --weight-dtype and --kv-dtype for those")
     if not wl.causal:
         raise RoofcalcError("--full-rectangle is for hand-modelled families (a traced model runs its own mask)")
 
