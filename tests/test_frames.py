@@ -38,7 +38,32 @@ def test_a_sweep_is_one_tidy_frame():
     df = roofcalc.to_pandas(sw)
     assert len(df) == 3 * 2 and list(df[["batch", "context"]].itertuples(index=False, name=None)) == \
         [(b, s) for b in (1, 4, 16) for s in (512, 2048)]
-    assert {"model", "hardware", "predicted_s", "tokens_per_s", "bound", "fits"} <= set(df.columns)
+    assert {"model", "hardware", "engine", "predicted_s", "tokens_per_s", "bound", "fits"} <= set(df.columns)
+    assert set(df["engine"]) == {"hf"}  # the default engine, as a single step's rows say
+
+
+def test_a_sweep_and_a_tp_comparison_name_their_engine_in_json(capsys):
+    """A sweep's JSON carries the engine record a single step's does (step.engine), and each point names it."""
+    import json
+
+    from roofcalc.cli import main
+
+    for args in (["tinyllama", "-b", "1,8", "--engine", "vllm"],
+                 ["meta-llama/Llama-2-7b-hf", "--tp", "1,2", "--hw", "H100-SXM", "--engine", "trtllm"]):
+        assert main([*args, "-f", "json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        name = args[args.index("--engine") + 1]
+        assert doc["engine"]["name"] == name and doc["engine"]["impl_used"] == "cuda-graph"
+        assert not doc["engine"]["impl_by_hand"]
+    assert {p["engine"] for p in json.loads(_json(["tinyllama", "-b", "1,8", "--engine", "vllm"], capsys))["points"]} \
+        == {"vllm"}
+
+
+def _json(args, capsys) -> str:
+    from roofcalc.cli import main
+
+    assert main([*args, "-f", "json"]) == 0
+    return capsys.readouterr().out
 
 
 def test_each_row_says_which_parallel_layout_it_is_of():

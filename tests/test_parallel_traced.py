@@ -134,6 +134,20 @@ def test_the_ops_between_a_split_and_its_reduction_run_on_the_ranks_share():
     assert rank.kernel("norm").cost == one.kernel("norm").cost
 
 
+def test_a_ranks_shape_column_shows_its_share():
+    """The shape column of the ops a rank runs on its share: llama's 8 query heads, 2 KV heads and F = 512 on
+    2 ranks are 4, 1 and 256 (the trace's [B, heads, S, H] and [B, S, F]). Where an operand has a split width
+    on two axes (8 keys and 8 heads) the text cannot say which: it stays the whole model's and says so."""
+    cfg = DENSE["llama"]
+    rank = _rank(cfg, Workload.decode(2, 17), 2)
+    assert rank.kernel("self_attn.attention").dims == "[2,4,1,32]x[2,1,17,32]"
+    assert rank.kernel("self_attn.kv_cache_update").dims == "[2,1,17,32]"
+    assert rank.kernel("mlp.act_fn").dims == "[2,1,256]"
+    assert rank.kernel("input_layernorm").dims == "[2,1,256]"  # whole on every rank: D, not split
+    clash = _rank(cfg, Workload.decode(8, 8), 2)
+    assert clash.kernel("self_attn.attention").dims == "[8,8,1,32]x[8,2,8,32] (all ranks)"
+
+
 FALCON_180B = ROOT / "docs" / "configs" / "falcon-180B.json"
 
 

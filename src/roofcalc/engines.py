@@ -67,6 +67,13 @@ class Engine:
 
 
 _NONE = "no published figure"
+# vLLM V0 with Ray workers: llama-2-7b at batch 1 on A100s, 2,000 tokens generated, took 24.2 s at TP 1 and at TP 2,
+# 20.2 s with the PR and 17.0 s at TP 2 under the multiprocessing executor of PR #3466 (vllm-project/vllm PR #3763's
+# table): (24.2 - 17.0) s / 2,000 = 3.6 ms a step of exposed worker RPC (derived). V1 runs neither that executor
+# path nor V0's scheduler, and no figure at TP > 1 is published for it.
+_VLLM_RANKS = ("no published figure for V1 at TP > 1: V0's Ray workers cost 3.6 ms a step at TP 2 (vLLM PR #3763: "
+               "llama-2-7b, 2,000 tokens in 24.2 s with Ray, 17.0 s with PR #3466's multiprocessing executor; derived), "
+               "a path V1 does not take; not modelled")
 _NO_RANKS = ("no published figure: SGLang issue #1857 ('TP8 scheduling overhead is very high for small model, "
              "Llama 3 8B on AMD') and arXiv 2603.22774 (CPU-induced slowdowns persist in multi-GPU serving "
              "with CUDA graphs) say it grows, with no per-step ms; not modelled")
@@ -121,7 +128,7 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         _VLLM_PER_SEQ, True,
         "vLLM issue #10634 (5-6 ms between decodes at batch 256, V1 prototype), per sequence (derived); "
         "overlapped: async scheduling on unless disabled (vllm/config/scheduler.py, PR #19970)",
-        _NO_RANKS),
+        _VLLM_RANKS),
     Engine(
         "sglang", "SGLang (overlap scheduler)", "cuda-graph",
         "SGLang server arguments: '--disable-cuda-graph | Disable cuda graph. | False'",

@@ -46,6 +46,7 @@ def rows(result) -> list[dict[str, Any]]:
     if isinstance(result, TPSweep):
         doc = tp_sweep_record(result)
         return [{"model": doc["model"]["name"], "hardware": doc["hardware"]["name"],
+                 "engine": (doc["engine"] or {}).get("name"),
                  **{k: v for k, v in point.items() if k != "collectives"}} for point in doc[f"{doc['axis']}_points"]]
     doc = to_record(result)
     ident = _ident(doc)

@@ -812,7 +812,7 @@ def render(r: Roofline | Sweep, fmt: str = "table", defaults: Iterable[str] = ()
 
 def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
     """One record per point, row-major (batch, then context or prompt); exact integers, seconds.
-    Each names its model, hardware, dtypes, implementation and parallel layout (tp, pp, ep: 1 on one GPU; the
+    Each names its model, hardware, dtypes, engine, implementation and parallel layout (tp, pp, ep: 1 on one GPU; the
     numbers are then one rank's; ep_attention: how --ep ranks split attention), so several runs concatenate."""
     g = sw.grid
     fits = g.fits(sw.capacity_bytes)
@@ -820,6 +820,7 @@ def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
     par = getattr(sw.analyzer, "parallel", None)
     ident = {"model": sw.shape.name, "hardware": sw.hardware.name, "weight_dtype": w.weight_dtype.name,
              "act_dtype": w.act_dtype.name, "kv_dtype": w.kv_dtype.name, "compute_dtype": w.compute_dtype.name,
+             "engine": (sw.model.engine_host.engine or None) if sw.model is not None else None,
              "impl": sw.impl, "range_band": range_band(sw.model, gpus_of(sw.analyzer) > 1),
              **{axis: getattr(par, axis, 1) for axis in ("tp", "pp", "ep")},
              "ep_attention": getattr(par, "ep_attention", "dp")}
@@ -893,7 +894,8 @@ def sweep_record(sw: Sweep) -> dict[str, Any]:
     hw["capacity_bytes"] = sw.capacity_bytes
     head = sw.header_analysis()
     doc = {"schema_version": SCHEMA_VERSION, "model": model_record(head), "workload": workload,
-           "hardware": hw, "points": sweep_point_records(sw), "verdicts": [verdict_record(v) for v in sw.verdicts]}
+           "hardware": hw, "engine": engine_record(sw.model, sw.impl), "points": sweep_point_records(sw),
+           "verdicts": [verdict_record(v) for v in sw.verdicts]}
     par = head.parallel
     if par is not None and par.gpus > 1:  # every point is one rank's (a pipeline's: see "step")
         doc["parallel"] = {"tp": par.tp, "pp": par.pp, "ep": par.ep, "ep_attention": par.ep_attention,
@@ -1107,6 +1109,7 @@ def tp_sweep_record(tps) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION, "model": model_record(full), "workload": workload_record(a),
         "hardware": {**hardware_record(first), "capacity_bytes": first.capacity_bytes,
                      "link_bytes_per_s": first.hardware.link_bytes_per_s},
+        "engine": engine_record(first.model, first.step.impl),
         "axis": tps.axis,
         "fixed": {a: getattr(tps.base, a) for a in ("tp", "pp", "ep") if a != tps.axis},
         "ep_attention": tps.base.ep_attention,

@@ -254,6 +254,11 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
         raise RoofcalcError(f"--tp {tp} and {kv} KV heads: one must divide the other (split the KV heads, or "
                             f"replicate each over tp / K ranks)")
     hd = s.head_dim
+    # a rank's widths, for the shape text of the ops it runs on its share (its heads, KV heads, MLP width)
+    rank_widths = _width_map(((n, n // tp if n % tp == 0 else n), (cached, cached // kv_share if heads_split else cached),
+                              (n * hd, (n // tp) * hd if n % tp == 0 else n * hd),
+                              (cached * hd, (cached // kv_share if heads_split else cached) * hd),
+                              (s.d_ff, s.d_ff // tp if s.d_ff and s.d_ff % tp == 0 else s.d_ff)))
     tied = next((k.params == 0 for k in a.kernels if _style(k, layer_keys, model_keys) == "colwise_gather_output"),
                 s.tie_word_embeddings)  # a first pipeline stage has no lm_head: the config says
     out: list[Kernel] = []
@@ -354,7 +359,8 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
             # ranks do not split whole query heads: its class's efficiency then, as before it had sizes)
             sizes = z if not isinstance(z, AttentionSizes) or not heads_split else None if z.heads % tp else \
                 replace(z, heads=z.heads // tp, kv_heads=max(1, z.kv_heads // kv_share))
-            out.append(replace(k, cost=_scaled(k.cost, 1, share, weights=False, kv=(1, kv_share)), sizes=sizes))
+            out.append(replace(k, cost=_scaled(k.cost, 1, share, weights=False, kv=(1, kv_share)), sizes=sizes,
+                               dims=_rank_dims(k.dims, rank_widths)))
             continue
         out.append(k)
     rank_params = sum(k.params * k.count for k in out if k.kind != "collective")
@@ -425,6 +431,46 @@ def _expert_share(k: Kernel, tp: int, s, home: str) -> Kernel:
                        param_bytes=k.param_bytes // tp,
                        expert_weights=None if ew is None else (ew[0], ew[1], tuple(b // tp for b in ew[2])))
     return replace(k, cost=_scaled(k.cost, 1, tp, weights=False))
+
+
+def _width_map(pairs) -> dict[int, int]:
+    """Whole width -> a rank's, for the widths a rank splits; a width that two splits would map apart is left out."""
+    out: dict[int, int] = {}
+    clash = set()
+    for whole, rank in pairs:
+        if not whole or whole == rank:
+            continue
+        if out.get(whole, rank) != rank:
+            clash.add(whole)
+        out[whole] = rank
+    return {w: r for w, r in out.items() if w not in clash}
+
+
+_TENSOR = re.compile(r"\[([\d,]+)\]")
+
+
+def _rank_dims(dims: str, widths: dict[int, int]) -> str:
+    """An op's shape text (its operands' shapes, from the trace) for a rank's share: in each operand the one axis
+    that is a split width (heads, KV heads, their widths, the MLP's) takes the rank's; the first axis (the
+    batch, or the rows) and a head's width (the last of four or more) are never split. An operand with two
+    such axes cannot say which is split: the text then stays the whole model's and says so."""
+    if not widths:
+        return dims
+    ambiguous = False
+
+    def one(m: re.Match) -> str:
+        nonlocal ambiguous
+        shape = [int(x) for x in m.group(1).split(",")]
+        last = len(shape) - 1 if len(shape) >= 4 else len(shape)
+        at = [i for i, x in enumerate(shape) if 0 < i < last and x in widths]
+        if len(at) > 1:
+            ambiguous = True
+        elif at:
+            shape[at[0]] = widths[shape[at[0]]]
+        return "[" + ",".join(map(str, shape)) + "]"
+
+    out = _TENSOR.sub(one, dims)
+    return f"{dims} (all ranks)" if ambiguous else out
 
 
 _GROUPED = re.compile(r"^\[(\d+),(\d+)\]x\[(\d+),(\d+),(\d+)\]$")  # a grouped matmul's [m,k]x[E,k,n]
