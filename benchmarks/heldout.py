@@ -154,6 +154,39 @@ their configs (benchmarks/configs/published, docs/configs). Where roofcalc refus
 takes no fp8 KV cache) the script says so.
 The same rule moves three rows of the sets above, which were run before it and are reported before and after
 it in docs/validation.md: the second set's v0.5 Llama-2-70B rows on the H200 and the third set's v0.5.0 one.
+
+A seventh set (CASES_7, CASES_7_MULTI) was transcribed on 2026-12-04 from four sources none of the sets above
+holds, most of it on several GPUs, and committed before roofcalc ran on any of it; the same rules hold, and these
+choices were fixed with it:
+* Qwen2's speed benchmark (QwenLM/Qwen2.5 @ 5c4e69c, 2024-06-11, when the repository was QwenLM/Qwen2: an earlier
+  version of the fifth set's page, other models and other runs): vLLM 0.4.2 on A100 80GB (SXM assumed), batch 1,
+  2,048 generated, speed = 2,048 / end-to-end time (the fifth set's reading). vLLM's default there
+  (`enforce_eager=False`): `cuda-graph`; its "[Setting 1]" (`enforce_eager=True`): `fused`. Qwen2-72B-Instruct and
+  Qwen2-7B-Instruct have Qwen2.5-72B's and Qwen2.5-7B's sizes (hidden 8,192 and 3,584, 80 and 28 layers, 64/8 and
+  28/4 heads, MLP 29,568 and 18,944, vocabulary 152,064; the catalog's configs are used); Qwen2-57B-A14B-Instruct
+  is read from its config (benchmarks/configs/published). GPTQ-Int8 is int8 weights in groups of 128, GPTQ-Int4
+  and AWQ int4 in groups of 128 (the kernels vLLM 0.4.2 chose are not stated). Taken: every BF16 row, and the
+  quantized rows at input lengths 1 and 30,720 (the ends within the default max_model_len), so that one page does
+  not outweigh the rest. The rows past 32k tokens need a longer max_model_len than the default, whose setting the
+  page does not give (counted as written: 63,488 or 129,024 prompt tokens).
+* Hugging Face's SageMaker benchmark of TGI 1.0.3 (philschmid/text-generation-inference-tests @ f020075,
+  results/sagemaker.csv, the blog "Llama 2 on Amazon SageMaker a Benchmark"): one virtual user (one request at a
+  time: batch 1), 50 generated tokens a request, ShareGPT prompts (lengths not stated: 128 assumed), fp16; the
+  median of TGI's time per token (its inference time over the tokens generated: the prefill's share included,
+  the HTTP queue not) read as a request of 128 + 50 at 1,000 / ms tokens/s. TGI 1.0.3 runs its own fused
+  kernels (FlashAttention, paged attention, fused norms) without CUDA graphs: `fused`. The fifth set left this
+  benchmark out for its lengths; the raw CSV gives the generated tokens and the per-token time.
+* vLLM pull request #2192 (custom all-reduce, December 2023): benchmark_latency, a static batch of 64, 256 in and
+  256 out, fp16 (assumed); "Llama 70B" on 4 x A100-80G read as Llama-2-70B (SXM assumed), the "after" column
+  (the custom all-reduce vLLM ships from then on), with CUDA graphs (vLLM 0.2.6 on): `cuda-graph`; output
+  tokens/s per GPU = 64 x 256 / latency / 4. Its "Llama 33B" row is left out (the checkpoint is not named).
+* vLLM pull request #20155 (June 2025): RedHatAI/Meta-Llama-3.1-70B-Instruct-FP8 on 4 x H100 (SXM assumed),
+  TP 4, one 8,192-token prompt and one output token (0.380 s, async TP off): the prefill, `cuda-graph` (V1,
+  torch.compile), fp8 weights and activations per tensor (assumed: the checkpoint's scheme was not checked),
+  a bf16 KV cache.
+Left out: DeepSpeed-Inference's BLOOM-176B (HF blog, 2022; transformers' BloomConfig has no tensor-parallel
+plan, so roofcalc refuses --tp for it), vLLM pull request #17882 (its figure is with async TP, which roofcalc
+does not model), and TensorRT-LLM's H100-vs-A100 blog (the performance.md tables the sets above read).
 """
 
 from __future__ import annotations
@@ -541,6 +574,60 @@ CASES_6_MULTI = (
 )
 
 
+QWEN2 = ("QwenLM/Qwen2.5 docs/source/benchmark/speed_benchmark.rst @ 5c4e69c (2024-06-11, the Qwen2 series): vLLM "
+         "0.4.2, A100 80GB, batch 1, 2,048 generated, speed = 2,048 / end-to-end time")
+TGI_SM = ("philschmid/text-generation-inference-tests @ f020075 results/sagemaker.csv (HF blog 'Llama 2 on Amazon "
+          "SageMaker a Benchmark'): TGI 1.0.3, one virtual user, 50 new tokens, median time per token")
+VLLM_2192 = ("vllm-project/vllm pull request #2192 (2023-12-19): benchmark_latency -tp 4 --input-len 256 --output-len "
+             "256 --batch-size 64, 'L after' (custom all-reduce)")
+VLLM_20155 = ("vllm-project/vllm pull request #20155 (2025-06-26): benchmark_latency RedHatAI/Meta-Llama-3.1-70B-"
+              "Instruct-FP8, --input-len 8192 --output-len 1 --batch-size 1 --tensor-parallel-size 4, async TP off")
+Q57 = str(Path(__file__).parent / "configs" / "published" / "Qwen--Qwen2-57B-A14B-Instruct.json")
+GPTQ8 = dict(weight_dtype="int8", group_size=128)
+_QUANT = {"GPTQ-Int8": GPTQ8, "GPTQ-Int4": GPTQ4, "AWQ": GPTQ4}
+_LONG = " (max_model_len past the default: setting not given)"
+
+
+def _qwen2(model, impl, tp, p, tps, quant="", setting=""):
+    note = "vLLM 0.4.2" + (f" {quant}" if quant else "") + (f", {setting}" if setting else "") + \
+        (_LONG if p > 32768 else "")
+    return Case("request", model, "A100-80GB", impl, measured=_per_gpu(tps, tp), source=QWEN2, prompt=p,
+                generate=2048, tp=tp, note=note, **BF16, **_QUANT.get(quant, {}))
+
+
+CASES_7 = (
+    *(_qwen2(Q7, "cuda-graph", 1, p, tps) for p, tps in ((1, 80.45), (6144, 76.41), (14336, 66.54), (30720, 55.83),
+                                                          (63488, 41.20), (129024, 25.01))),
+    *(_qwen2(Q7, "cuda-graph", 1, p, tps, quant) for p, quant, tps in (
+        (1, "GPTQ-Int8", 114.32), (1, "GPTQ-Int4", 143.40), (1, "AWQ", 96.65),
+        (30720, "GPTQ-Int8", 71.58), (30720, "GPTQ-Int4", 81.48), (30720, "AWQ", 63.62))),
+    _qwen2(Q72, "fused", 1, 1, 29.60, "GPTQ-Int4", "enforce_eager"),
+    Case("request", "meta-llama/Llama-2-7b-hf", "A10G", "fused", measured=1e3 / 30.962235, source=TGI_SM, prompt=128,
+         generate=50, note="TGI 1.0.3 (ml.g5.2xlarge)", **FP16),
+)
+
+CASES_7_MULTI = (
+    _qwen2(Q72, "fused", 2, 1, 17.68, setting="enforce_eager"),
+    *(_qwen2(Q72, "cuda-graph", 4, p, tps) for p, tps in ((1, 30.01), (6144, 27.98), (14336, 21.81), (30720, 19.43),
+                                                           (63488, 17.46), (129024, 11.70))),
+    *(_qwen2(Q72, "cuda-graph", 2, p, tps, quant) for p, quant, tps in (
+        (1, "GPTQ-Int8", 27.56), (1, "GPTQ-Int4", 42.82), (1, "AWQ", 27.73),
+        (30720, "GPTQ-Int8", 18.69), (30720, "GPTQ-Int4", 23.12), (30720, "AWQ", 18.09))),
+    *(_qwen2(Q57, "cuda-graph", 2, p, tps) for p, tps in ((1, 31.44), (6144, 31.77), (14336, 21.25), (30720, 20.24))),
+    *(Case("request", model, hw, "fused", measured=_per_gpu(1e3 / ms, tp), source=TGI_SM, prompt=128, generate=50,
+           tp=tp, note=f"TGI 1.0.3 ({box})", **FP16)
+      for model, hw, box, tp, ms in (
+          (L7, "A10G", "ml.g5.12xlarge", 4, 16.812526), (L13, "A10G", "ml.g5.12xlarge", 4, 21.002715),
+          (L7, "A10G", "ml.g5.48xlarge", 8, 17.9153435), (L13, "A10G", "ml.g5.48xlarge", 8, 21.6059755),
+          (L70, "A10G", "ml.g5.48xlarge", 8, 52.512794), (L7, "A100-40GB", "ml.p4d.24xlarge", 8, 23.501152),
+          (L13, "A100-40GB", "ml.p4d.24xlarge", 8, 21.630097), (L70, "A100-40GB", "ml.p4d.24xlarge", 8, 41.348543))),
+    Case("request", L70, "A100-80GB", "cuda-graph", measured=_per_gpu(64 * 256 / 14.57, 4), source=VLLM_2192,
+         batch=64, prompt=256, generate=256, tp=4, note="vLLM 0.2.6+, custom all-reduce", **FP16),
+    Case("prefill", L31_70, "H100-SXM", "cuda-graph", measured=0.38038901427062227, source=VLLM_20155, prompt=8192,
+         tp=4, note="vLLM V1, FP8 (per tensor assumed), dummy weights", dtype="bf16", weight_dtype="fp8-t"),
+)
+
+
 # The second set's first-token rows, re-read after its first run (seen, reported apart): transcribed as the
 # prefill, they measure TurboMind v0.1.0a1's prefill of all but the last prompt token and then one decode step
 # on it, which yields the first token (src/turbomind/models/llama/LlamaBatch.cc at v0.1.0a1: ContextDecode sets
@@ -579,6 +666,7 @@ if __name__ == "__main__":
                          ("Fourth set, one GPU", CASES_4), ("Fourth set, more than one GPU", CASES_4_MULTI),
                          ("Fifth set, one GPU", CASES_5), ("Fifth set, more than one GPU", CASES_5_MULTI),
                          ("Sixth set, one GPU", CASES_6), ("Sixth set, more than one GPU", CASES_6_MULTI),
+                         ("Seventh set, one GPU", CASES_7), ("Seventh set, more than one GPU", CASES_7_MULTI),
                          ("Second set's first-token rows, re-read after its first run (seen, not held out)",
                           RE_READ_2 + RE_READ_2_MULTI)):
         done, refused = _run(cases)

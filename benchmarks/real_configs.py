@@ -140,6 +140,7 @@ PUBLISHED: dict[str, tuple[float | None, str]] = {
     "allenai/Olmo-3-1025-7B": (7e9, "7B"),
     # added from the cards (or their copies) that benchmarks/configs/published/SOURCES.md names
     "deepseek-ai/DeepSeek-R1": (671e9, "671B / 37B"),
+    "Qwen/Qwen2-57B-A14B-Instruct": (57e9, "57B / 14B activated: Qwen2 technical report (arXiv:2407.10671) Table 1"),
     "deepseek-ai/DeepSeek-V4-Flash": (284e9, "284B / 13B"),
     "zai-org/GLM-5.1": (754e9, "754B"),
     # 35B / 3B on its card; the checkpoint's count holds one MTP layer roofcalc does not count (see Qwen3.5-4B):
