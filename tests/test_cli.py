@@ -304,7 +304,10 @@ def test_sweep_json_has_one_record_per_point_and_the_verdicts(capsys):
                         "--memory", "4GiB"], capsys)
     doc = json.loads(out)
     assert code == 0
-    assert set(doc) == {"schema_version", "model", "workload", "hardware", "points", "verdicts"}
+    assert set(doc) == {"schema_version", "model", "workload", "hardware", "engine", "points", "verdicts"}
+    # no --engine: the worked example's engine, transformers' eager generate, named in the record and on each point
+    assert doc["engine"]["name"] == "hf" and doc["engine"]["impl_used"] == "hf-eager"
+    assert {p["engine"] for p in doc["points"]} == {"hf"}
     assert [(p["batch"], p["context"]) for p in doc["points"]] == [(b, s) for b in (1, 2, 4, 8) for s in (512, 2048)]
     p = doc["points"][0]
     assert set(p) >= {"flops", "weight_bytes", "kv_bytes", "intensity", "intensity_per_batch", "floor_s",
