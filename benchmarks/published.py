@@ -53,6 +53,7 @@ class Case:
     cache: str = "in-place"  # how the engine's KV cache takes a token: "concat" for transformers' DynamicCache
     tables: str = ""  # the engine preset whose measured kernel tables the fitted costs come from: "trtllm" for
     #                   TensorRT-LLM's, "trtllm-0.6" for its versions before XQA (those tables, GQA decode per head)
+    host: bool = False  # the preset's host time outside the kernels too (a seen re-run; the sets above take none)
 
     def __post_init__(self):
         # a case of an engine whose kernels AIConfigurator measured takes that engine's tables (a rule, applied
@@ -147,7 +148,7 @@ def predict(c: Case) -> tuple[float, float, float]:
         from roofcalc.predict import EngineHost
 
         e = ENGINES[c.tables] if c.tables in ENGINES else None
-        kw["engine_host"] = EngineHost(engine=c.tables) if e is None else \
+        kw["engine_host"] = EngineHost(engine=c.tables) if e is None else e.host if c.host else \
             EngineHost(engine=e.name, tables=e.tables, decode_every_head=e.decode_every_head)
     view = "eager" if c.impl == "hf-eager" else "ideal"
     if traced is not None:  # each workload traced once (one rank's, split by the config class's plan)

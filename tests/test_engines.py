@@ -27,13 +27,13 @@ def step(args, capsys) -> dict:
 
 
 def test_each_preset_names_its_launch_model_cache_and_host_time():
-    assert list(ENGINES) == ["hf", "vllm", "sglang", "trtllm", "gpt-fast", "llama.cpp", "trtllm-0.6"]
+    assert list(ENGINES) == ["hf", "vllm", "sglang", "trtllm", "gpt-fast", "llama.cpp", "trtllm-0.6", "vllm-v0"]
     hf = ENGINES["hf"]
     # the worked example: transformers' eager modules, DynamicCache's torch.cat, no host time added
     assert (hf.impl, hf.cache_update, hf.host_overlap) == ("hf-eager", "concat", False)
     assert hf.host.none
     # every other engine decodes under CUDA graphs with a cache written in place (engines.py cites each)
-    for name in ("vllm", "sglang", "trtllm", "gpt-fast", "llama.cpp"):
+    for name in ("vllm", "sglang", "trtllm", "gpt-fast", "llama.cpp", "vllm-v0"):
         assert (ENGINES[name].impl, ENGINES[name].cache_update) == ("cuda-graph", "in-place"), name
     # vLLM: issue #10634's 5-6 ms between decodes at batch 256, per sequence, overlapping the device
     v = ENGINES["vllm"]
@@ -48,6 +48,15 @@ def test_each_preset_names_its_launch_model_cache_and_host_time():
     assert c.host_fixed_s.expected == pytest.approx(0.125 * 6.1039e-3, rel=1e-4)
     assert c.host_fixed_s.pessimistic == pytest.approx(0.15 * 6.1039e-3, rel=1e-4)
     assert not c.host_overlap and c.host_per_sequence_s.expected == 0
+    # vLLM V0: Vidur's A100 profile (cpu_overheads.csv, Llama-2-7b, TP 1, batch 8-64), the sum of scheduler, sampler,
+    # input preparation and output processing a step: the least-squares line of its medians, 1.202 ms + 0.100 ms a
+    # sequence (of its means, 2.019 + 0.171: pessimistic), waited for; Ray workers (vLLM PR #3763):
+    # (24.2 s - 17.0 s) / 2,000 tokens = 3.6 ms a step more on several GPUs
+    v0 = ENGINES["vllm-v0"]
+    assert (v0.host_fixed_s.expected, v0.host_fixed_s.pessimistic) == (1.202e-3, 2.019e-3)
+    assert (v0.host_per_sequence_s.expected, v0.host_per_sequence_s.pessimistic) == (0.100e-3, 0.171e-3)
+    assert v0.host_ranks_s.expected == pytest.approx((24.2 - 17.0) / 2000) and not v0.host_overlap
+    assert (v0.tables, v0.decode_every_head) == ("vllm", False)
     for e in ENGINES.values():  # every field carries its source
         assert all((e.impl_source, e.cache_source, e.attention, e.attention_source, e.host_source, e.ranks)), e.name
         assert e.host_fixed_s.note and e.host_per_sequence_s.note, e.name
@@ -64,9 +73,9 @@ def test_bad_engine_is_one_line_with_did_you_mean(capsys):
     for args in (["tinyllama", "--engine", "vlm"], ["profile", "tinyllama", "--engine", "vlm"]):
         code, out, err = run(args, capsys)
         assert code == 2 and out == ""
-        # one line naming every preset (106 characters with them all)
-        assert err.count("\n") == 1 and "--engine 'vlm': did you mean vllm? " in err and len(err.strip()) <= 110
-        assert "(hf vllm sglang trtllm gpt-fast llama.cpp trtllm-0.6)" in err
+        # one line naming every preset (114 characters with them all)
+        assert err.count("\n") == 1 and "--engine 'vlm': did you mean vllm? " in err and len(err.strip()) <= 114
+        assert "(hf vllm sglang trtllm gpt-fast llama.cpp trtllm-0.6 vllm-v0)" in err
 
 
 def test_the_default_is_engine_hf_and_its_numbers_have_not_moved(capsys):
@@ -102,6 +111,26 @@ def test_llama_cpp_adds_a_host_time_the_device_waits_for(capsys):
     assert cpp["predicted_s"] == pytest.approx(graph["predicted_s"] + waited)
     _, out, _ = run(["tinyllama", "--engine", "llama.cpp"], capsys)
     assert "then 0.763 ms of the engine's host time the device waits for" in " ".join(out.split())
+
+
+def test_vllm_v0_waits_for_its_host_time_and_adds_ray_on_several_gpus(capsys):
+    """vLLM V0: a graph replay, then the device waits for 1.202 ms + 0.100 ms a sequence (engines.py, Vidur's
+    medians), and 3.6 ms more when the step runs on several GPUs (Ray workers, vLLM PR #3763); the kernels are
+    vllm's own (the same tables)."""
+    for batch in (1, 8):
+        graph = step(["tinyllama", "--impl", "cuda-graph", "--batch", str(batch)], capsys)
+        v0 = step(["tinyllama", "--engine", "vllm-v0", "--batch", str(batch)], capsys)
+        waited = 1.202e-3 + batch * 0.100e-3
+        assert v0["device_s"] == graph["device_s"] and v0["host_s"] == pytest.approx(5e-6)
+        assert v0["serial_host_s"] == pytest.approx(waited)
+        assert v0["predicted_s"] == pytest.approx(graph["predicted_s"] + waited)
+    args = ["llama-2-7b", "--hw", "A100-80GB", "--engine", "vllm-v0"]
+    one, two = step(args, capsys), step([*args, "--tp", "2"], capsys)
+    assert one["serial_host_s"] == pytest.approx(1.302e-3) and two["serial_host_s"] == pytest.approx(4.902e-3)
+    assert two["engine"]["host_ranks_s"]["expected"] == pytest.approx(3.6e-3)
+    _, out, _ = run([*args, "--tp", "2"], capsys)
+    assert "vllm-v0's 1.2 ms + 100 us per sequence + 3.6 ms on several GPUs outside the kernels (the device " \
+           "waits for it)" in " ".join(out.split())
 
 
 def test_impl_by_hand_overrides_the_engine_and_the_header_says_so(capsys):

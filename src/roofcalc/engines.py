@@ -42,12 +42,13 @@ class Engine:
     ranks: str  # how the host time grows with tensor-parallel ranks: what the sources say
     tables: str = ""  # whose measured kernel tables it runs on where they differ from its name (TABLE_ENGINES)
     decode_every_head: bool = False  # its decode kernel reads a GQA group's KV once per query head
+    host_ranks_s: Efficiency = Efficiency(0.0, 0.0, note="none")  # more host seconds per step on several GPUs
 
     @property
     def host(self) -> EngineHost:
         """What the step model (predict.step_times) takes of the preset."""
         return EngineHost(self.host_fixed_s, self.host_per_sequence_s, self.host_overlap, self.name,
-                          tables=self.tables, decode_every_head=self.decode_every_head)
+                          tables=self.tables, decode_every_head=self.decode_every_head, ranks_s=self.host_ranks_s)
 
     @property
     def graphs(self) -> bool:
@@ -62,8 +63,8 @@ class Engine:
                 "cache_update": self.cache_update, "cache_source": self.cache_source, "attention": self.attention,
                 "attention_source": self.attention_source, "host_fixed_s": eff(self.host_fixed_s),
                 "host_per_sequence_s": eff(self.host_per_sequence_s), "host_overlap": self.host_overlap,
-                "host_source": self.host_source, "ranks": self.ranks, "tables": self.host.tables_used,
-                "decode_every_head": self.decode_every_head}
+                "host_source": self.host_source, "ranks": self.ranks, "host_ranks_s": eff(self.host_ranks_s),
+                "tables": self.host.tables_used, "decode_every_head": self.decode_every_head}
 
 
 _NONE = "no published figure"
@@ -101,6 +102,23 @@ _VLLM_PER_SEQ = Efficiency(5.5e-3 / 256, 6e-3 / 256, note="derived: vLLM issue #
 _LLAMACPP_FIXED = Efficiency(0.125 * 1000 / 163.83 * 1e-3, 0.15 * 1000 / 163.83 * 1e-3,
                              note="derived: llama.cpp issue #7456, 10-15 % of each token on the CPU with CUDA graphs, "
                              "at issue #6763's 6.10 ms per token (llama-2-7b Q4_K_M, H100-PCIe)")
+
+# vLLM V0's host time per step, from Vidur's profile of a V0-derived engine (Sarathi-Serve) on an A100
+# (microsoft/vidur data/profiling/a100/cpu_overheads.csv @ 0633efa, Llama-2-7b-hf, tensor_parallel_degree 1, batch
+# 8 to 64 by 8): SCHEDULE + SAMPLER_E2E + PREPARE_INPUTS_E2E + PROCESS_MODEL_OUTPUTS, ms per step. Their medians'
+# least-squares line over the eight batches is 1.202 ms + 0.100 ms a sequence (batch 8: 0.165 + 0.888 + 0.293 +
+# 0.624 = 1.970 ms; batch 64: 0.952 + 1.370 + 1.163 + 4.108 = 7.594 ms); their means' 2.019 ms + 0.171 ms a
+# sequence, taken as the pessimistic end (derived). The engine waits for all of it: V0's LLMEngine.step schedules,
+# runs the model and processes its output in turn (output processing overlapped only from v0.6.0, PR #7049).
+_V0_FIXED = Efficiency(1.202e-3, 2.019e-3, note="derived: Vidur's a100 cpu_overheads.csv (V0-derived engine, "
+                       "Llama-2-7b, batch 8-64), medians' line (means' pessimistic)")
+_V0_PER_SEQ = Efficiency(0.100e-3, 0.171e-3, note="derived: the same line's slope")
+# V0's tensor-parallel workers under Ray: vllm-project/vllm PR #3763's table (llama-2-7b, batch 1, 2,000 tokens on
+# A100s): 24.2 s at TP 1 and at TP 2 with Ray workers, 17.0 s at TP 2 with PR #3466's multiprocessing executor:
+# (24.2 - 17.0) / 2,000 = 3.6 ms a step more on several GPUs (derived; one figure, so both ends). Vidur's
+# RAY_COMM_TIME_MEDIAN in the file above, 3.06 ms at TP 2 and 3.13 ms at TP 4 (batch 8), agrees.
+_V0_RANKS = Efficiency(3.6e-3, 3.6e-3, note="derived: vLLM PR #3763, Ray workers vs multiprocessing at TP 2 "
+                       "(24.2 s vs 17.0 s for 2,000 tokens)")
 
 ENGINES: dict[str, Engine] = {e.name: e for e in (
     Engine(
@@ -199,6 +217,28 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "performance.md (v0.6.1): throughput from gptSessionBenchmark, a static batch run by the C++ runtime; "
         "no per-step host figure is published",
         _NO_RANKS, tables="trtllm", decode_every_head=True),
+    Engine(
+        "vllm-v0", "vLLM V0 (0.2 to 0.5: synchronous engine, Ray workers, PagedAttention decode)", "cuda-graph",
+        "vLLM v0.4.2 engine/arg_utils.py: 'enforce_eager: bool = False'; worker/model_runner.py captures decode "
+        "graphs up to batch 256 and max_seq_len_to_capture (8,192) and runs longer or larger steps eagerly (not "
+        "modelled: there a step's kernels outlast their launches)",
+        "in-place", "vLLM v0.4.2 csrc/cache_kernels.cu reshape_and_cache: paged blocks written in place by "
+        "slot_mapping",
+        "FlashAttention-2 prefill (xFormers without the flash_attn package), its own PagedAttention decode",
+        "vLLM v0.4.2 attention/backends/flash_attn.py: flash_attn_varlen_func for prefill, "
+        "PagedAttention.forward_decode for decode (csrc/attention/attention_kernels.cu: a block per query head, "
+        "'kv_head_idx = head_idx / num_queries_per_kv'); decode moved to flash_attn_with_kvcache in v0.4.3 (PR "
+        "#4907). Modelled on vLLM's measured decode form: a GQA group's query heads are adjacent blocks that share "
+        "their reads through L2 (roofcalc's reading once per query head predicted Qwen2-7B at 30k tokens 1.8x too "
+        "slow, docs/validation.md)",
+        _V0_FIXED, _V0_PER_SEQ, False,
+        "Vidur's A100 profile of a V0-derived engine (microsoft/vidur data/profiling/a100/cpu_overheads.csv): "
+        "scheduler, sampler, input preparation and output processing, 1.20 ms + 0.100 ms a sequence (medians; "
+        "means 2.02 ms + 0.171 ms, pessimistic), derived; waited for: V0's step runs them in turn",
+        "Ray workers: 3.6 ms a step more on several GPUs (vLLM PR #3763: llama-2-7b, 2,000 tokens in 24.2 s with "
+        "Ray at TP 2, 17.0 s with PR #3466's multiprocessing executor; derived); the same at any rank count, as "
+        "Vidur's RAY_COMM_TIME (3.06 ms at TP 2, 3.13 ms at TP 4, batch 8)",
+        tables="vllm", host_ranks_s=_V0_RANKS),
 )}
 
 

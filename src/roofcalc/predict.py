@@ -207,6 +207,8 @@ class EngineHost:
     tables: str = ""  # whose measured kernel tables the preset runs on (TABLE_ENGINES), "" for its name's
     # decode attention reads a GQA group's KV once per query head (a kernel with no group sharing)
     decode_every_head: bool = False
+    # more host time per step when the step runs on several GPUs (the engine's worker RPC), else none
+    ranks_s: Efficiency = Efficiency(0.0, 0.0, note="none")
 
     @property
     def table_engine(self) -> str:
@@ -219,13 +221,14 @@ class EngineHost:
         """Whose measured kernel tables the preset runs on: its own engine's where measured, else vLLM's."""
         return self.table_engine if self.table_engine in TABLE_ENGINES else "vllm"
 
-    def seconds(self, sequences, pessimistic: bool = False):
-        return self.fixed_s.pick(pessimistic) + sequences * self.per_sequence_s.pick(pessimistic)
+    def seconds(self, sequences, pessimistic: bool = False, gpus: int = 1):
+        ranks = self.ranks_s.pick(pessimistic) if gpus > 1 else 0.0
+        return self.fixed_s.pick(pessimistic) + sequences * self.per_sequence_s.pick(pessimistic) + ranks
 
     @property
     def none(self) -> bool:
         return not any((self.fixed_s.expected, self.fixed_s.pessimistic, self.per_sequence_s.expected,
-                        self.per_sequence_s.pessimistic))
+                        self.per_sequence_s.pessimistic, self.ranks_s.expected, self.ranks_s.pessimistic))
 
 
 NO_ENGINE_HOST = EngineHost()
@@ -1507,7 +1510,7 @@ def step_times(terms, m: KernelModel, impl: str, launches_per_step, sequences=1,
     host, host_hi, serial, serial_hi = ops * per.expected, ops * per.pessimistic, 0.0, 0.0
     engine = m.engine_host
     if not engine.none:  # the engine's host time outside the kernels: beside the launches, or waited for
-        extra, extra_hi = engine.seconds(sequences), engine.seconds(sequences, pessimistic=True)
+        extra, extra_hi = engine.seconds(sequences, gpus=gpus), engine.seconds(sequences, True, gpus)
         if engine.overlap:
             host, host_hi = host + extra, host_hi + extra_hi
         else:

@@ -424,6 +424,7 @@ def engine_host_words(m) -> str:
         return ""
     parts = [f"{e.fixed_s.expected * 1e3:.3g} ms"] if e.fixed_s.expected else []
     parts += [f"{e.per_sequence_s.expected * 1e6:.3g} us per sequence"] if e.per_sequence_s.expected else []
+    parts += [f"{e.ranks_s.expected * 1e3:.3g} ms on several GPUs"] if e.ranks_s.expected else []
     return f" + {e.engine}'s {' + '.join(parts)} outside the kernels " + \
         ("(overlapping the device)" if e.overlap and m.overlap else "(the device waits for it)")
 
