@@ -637,6 +637,10 @@ CASES_7_MULTI = (
 SEEN_7_V0 = tuple(dataclasses.replace(c, tables="vllm-v0", host=True)
                   for c in CASES_7 + CASES_7_MULTI if c.note.startswith(("vLLM 0.4.2", "vLLM 0.2.6")))
 
+# The first set's vLLM rows (vLLM of October 2023, January 2024 and its 2024 nightly CI, all V0) under the same
+# preset: run once after the preset was committed, and not looked at while writing it: a check of it.
+CHECK_V0 = tuple(dataclasses.replace(c, tables="vllm-v0", host=True) for c in CASES + CASES_MULTI if "vLLM" in c.note)
+
 
 # The second set's first-token rows, re-read after its first run (seen, reported apart): transcribed as the
 # prefill, they measure TurboMind v0.1.0a1's prefill of all but the last prompt token and then one decode step
@@ -679,6 +683,8 @@ if __name__ == "__main__":
                          ("Seventh set, one GPU", CASES_7), ("Seventh set, more than one GPU", CASES_7_MULTI),
                          ("Seventh set's vLLM V0 rows under --engine vllm-v0, its host time included (written after "
                           "the set's first run: seen)", SEEN_7_V0),
+                         ("The first set's vLLM rows under --engine vllm-v0, its host time included (a check of the "
+                          "preset, run after it was written)", CHECK_V0),
                          ("Second set's first-token rows, re-read after its first run (seen, not held out)",
                           RE_READ_2 + RE_READ_2_MULTI)):
         done, refused = _run(cases)
