@@ -65,6 +65,8 @@ def test_each_preset_names_its_launch_model_cache_and_host_time():
 def test_names_forgive_case_and_spelling_but_refuse_others():
     assert find_engine("vLLM").name == "vllm" and find_engine("llamacpp").name == "llama.cpp"
     assert find_engine("gpt_fast").name == "gpt-fast"
+    # the vllm preset is vLLM's V1 engine: its version's name says so too (vllm-v0 is the engine before it)
+    assert find_engine("vllm-v1").name == "vllm" and find_engine("vLLM_V0").name == "vllm-v0"
     with pytest.raises(RoofcalcError, match="did you mean vllm"):
         find_engine("vlm")
 
@@ -131,6 +133,25 @@ def test_vllm_v0_waits_for_its_host_time_and_adds_ray_on_several_gpus(capsys):
     _, out, _ = run([*args, "--tp", "2"], capsys)
     assert "vllm-v0's 1.2 ms + 100 us per sequence + 3.6 ms on several GPUs outside the kernels (the device " \
            "waits for it)" in " ".join(out.split())
+    _, out, _ = run(args, capsys)  # on one GPU the words leave the Ray workers' time out, as the step does
+    assert "vllm-v0's 1.2 ms + 100 us per sequence outside the kernels (the device waits for it)" in " ".join(out.split())
+
+
+def test_a_pipeline_pays_the_engines_waited_host_time_once_a_step(capsys):
+    """--pp 2 under vllm-v0: each stage's time without the engine's host time, the step = the stages in turn (one
+    micro-batch) + that host time once, for all the step's sequences: 1.202 + 1 x 0.100 + 3.6 (two GPUs) = 4.902 ms;
+    a sweep's pipeline point is the single step's."""
+    args = ["llama-2-7b", "--hw", "A100-80GB", "--engine", "vllm-v0", "--pp", "2"]
+    code, out, err = run([*args, "--format", "json"], capsys)
+    assert code == 0, err
+    par = json.loads(out)["parallel"]
+    assert par["engine_host_s"] == pytest.approx(4.902e-3)
+    assert par["step_s"] == pytest.approx(sum(par["stage_s"]) + 4.902e-3)
+    stage = json.loads(out)["step"]  # the slowest stage's own step waits for the same time once
+    assert par["stage_s"][1] == pytest.approx(stage["predicted_s"] - stage["serial_host_s"])
+    code, out, err = run([*args, "--batch", "1,2", "--format", "json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["points"][0]["step_s"] == pytest.approx(par["step_s"], rel=1e-9)
 
 
 def test_impl_by_hand_overrides_the_engine_and_the_header_says_so(capsys):

@@ -116,7 +116,10 @@ _V0_PER_SEQ = Efficiency(0.100e-3, 0.171e-3, note="derived: the same line's slop
 # V0's tensor-parallel workers under Ray: vllm-project/vllm PR #3763's table (llama-2-7b, batch 1, 2,000 tokens on
 # A100s): 24.2 s at TP 1 and at TP 2 with Ray workers, 17.0 s at TP 2 with PR #3466's multiprocessing executor:
 # (24.2 - 17.0) / 2,000 = 3.6 ms a step more on several GPUs (derived; one figure, so both ends). Vidur's
-# RAY_COMM_TIME_MEDIAN in the file above, 3.06 ms at TP 2 and 3.13 ms at TP 4 (batch 8), agrees.
+# RAY_COMM_TIME_MEDIAN in the file above, 3.06 ms at TP 2 and 3.13 ms at TP 4 (batch 8), agrees; it grows with
+# the batch there (6.49 and 8.34 ms at batch 64), which the one published end-to-end figure does not say: not
+# modelled. The preset covers vLLM from its CUDA graphs (0.2.6) to the last release that decoded with
+# PagedAttention (0.4.2): later V0 releases changed the decode kernel, the TP executor and the output processing.
 _V0_RANKS = Efficiency(3.6e-3, 3.6e-3, note="derived: vLLM PR #3763, Ray workers vs multiprocessing at TP 2 "
                        "(24.2 s vs 17.0 s for 2,000 tokens)")
 
@@ -218,7 +221,7 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "no per-step host figure is published",
         _NO_RANKS, tables="trtllm", decode_every_head=True),
     Engine(
-        "vllm-v0", "vLLM V0 (0.2 to 0.5: synchronous engine, Ray workers, PagedAttention decode)", "cuda-graph",
+        "vllm-v0", "vLLM V0, 0.2.6 to 0.4.2 (synchronous engine, Ray workers, PagedAttention decode)", "cuda-graph",
         "vLLM v0.4.2 engine/arg_utils.py: 'enforce_eager: bool = False'; worker/model_runner.py captures decode "
         "graphs up to batch 256 and max_seq_len_to_capture (8,192) and runs longer or larger steps eagerly (not "
         "modelled: there a step's kernels outlast their launches)",
@@ -237,7 +240,8 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "means 2.02 ms + 0.171 ms, pessimistic), derived; waited for: V0's step runs them in turn",
         "Ray workers: 3.6 ms a step more on several GPUs (vLLM PR #3763: llama-2-7b, 2,000 tokens in 24.2 s with "
         "Ray at TP 2, 17.0 s with PR #3466's multiprocessing executor; derived); the same at any rank count, as "
-        "Vidur's RAY_COMM_TIME (3.06 ms at TP 2, 3.13 ms at TP 4, batch 8)",
+        "Vidur's RAY_COMM_TIME at batch 8 (3.06 ms at TP 2, 3.13 ms at TP 4; 6.49 and 8.34 ms at batch 64, a "
+        "growth with the batch not modelled)",
         tables="vllm", host_ranks_s=_V0_RANKS),
 )}
 
@@ -249,6 +253,7 @@ def find_engine(name: str) -> Engine:
     if not name.strip():
         raise RoofcalcError(f"--engine is empty; give one of {', '.join(ENGINES)}")
     key = name.strip().lower().replace("_", "-")
+    key = {"vllm-v1": "vllm", "vllmv1": "vllm"}.get(key, key)  # the vllm preset is V1 (vllm-v0 the engine before)
     for engine in ENGINES.values():
         if key in (engine.name, engine.name.replace(".", ""), engine.name.replace("-", "")):
             return engine

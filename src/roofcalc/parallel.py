@@ -699,18 +699,48 @@ def pipeline_step_s(stage_s, micro_batches: int):
     return sum(stage_s) + (micro_batches - 1) * reduce(_maximum, stage_s)
 
 
+def stage_times(t):
+    """A pipeline stage's (expected, lower, upper) time on its micro-batch without the engine's host time the
+    device waits for (StepTimes.serial_s), which the pipeline pays once a step (pipeline_host); numbers or a
+    sweep's arrays."""
+    import math
+
+    from .predict import _maximum
+
+    e = t.predicted_s - t.serial_s
+    if t.band:  # a calibrated range: the band around the expected time, never below the floors
+        return e, _maximum(t.floor_s, e * math.exp(-t.band)), e * math.exp(t.band)
+    return e, t.floor_s, t.predicted_upper_s - t.serial_upper_s
+
+
+def pipeline_host(model, sequences, gpus: int, band: float = 0.0):
+    """The engine's host time the device waits for (EngineHost, overlap False), once a pipeline step for all
+    its sequences: its scheduler and sampler run once for the step, not once a stage. (expected, lower, upper)."""
+    import math
+
+    e = getattr(model, "engine_host", None)
+    if e is None or e.none or e.overlap:
+        return 0.0, 0.0, 0.0
+    s = e.seconds(sequences, gpus=gpus)
+    if band:
+        return s, s * math.exp(-band), s * math.exp(band)
+    return s, 0.0, e.seconds(sequences, True, gpus)
+
+
 @dataclass(frozen=True)
 class Pipeline:
     """Every stage's step on a micro-batch, and the whole step they make."""
 
-    stage_s: tuple[float, ...]  # each stage's predicted time for one micro-batch
+    stage_s: tuple[float, ...]  # each stage's predicted time for one micro-batch (without the engine's host time)
     micro_batches: int
     slowest: int
+    host_s: float = 0.0  # the engine's host time the device waits for, once a step (pipeline_host)
 
     @property
     def step_s(self) -> float:
-        """The first micro-batch through every stage, then one slowest-stage time for each of the others."""
-        return pipeline_step_s(self.stage_s, self.micro_batches)
+        """The first micro-batch through every stage, then one slowest-stage time for each of the others, then
+        the engine's host time."""
+        return pipeline_step_s(self.stage_s, self.micro_batches) + self.host_s
 
     @property
     def bubble(self) -> float:
@@ -741,10 +771,10 @@ def pipeline_roofline(shape: ModelShape, wl: Workload, pp: int, micro_batches: i
             a = StageAnalysis(sub, replace(micro, batch=micro.batch // ep), tuple(kernels), parallel=par, full=full,
                               stage=s, layers=spans[s], micro_batches=micro_batches, batch=wl.batch)
         results.append(roofline(a, hardware, **roofline_kw))
-    times = tuple(r.step.times.predicted_s for r in results)
+    times = tuple(stage_times(r.step.times)[0] for r in results)
     slowest = max(range(pp), key=lambda i: times[i])
     r = results[slowest]
-    pipe = Pipeline(times, micro_batches, slowest)
+    pipe = Pipeline(times, micro_batches, slowest, pipeline_host(r.model, wl.batch, par.gpus)[0])
     memory = max(x.analysis.memory_bytes for x in results)
     return replace(r, analysis=replace(r.analysis, note_pipeline=(pipe, memory)))
 

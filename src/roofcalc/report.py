@@ -210,7 +210,8 @@ def to_record(a: Analysis | Roofline) -> dict[str, Any]:
     if an.note_pipeline:
         pipe, memory = an.note_pipeline
         doc["parallel"].update(per="stage", stage=an.stage, layers=list(an.layers), micro_batches=pipe.micro_batches,
-                               batch=an.batch, stage_s=list(pipe.stage_s), step_s=pipe.step_s, bubble=pipe.bubble,
+                               batch=an.batch, stage_s=list(pipe.stage_s), engine_host_s=pipe.host_s,
+                               step_s=pipe.step_s, bubble=pipe.bubble,
                                tokens_per_s=an.batch / pipe.step_s, largest_stage_memory_bytes=memory)
     return doc
 
@@ -411,20 +412,23 @@ def host_words(r: Roofline) -> str:
     if m is None:
         return "not modelled"
     if st.impl == "hf-eager":
-        return f"{st.launches_per_step} eager ops x {m.host_per_op_s.expected * 1e6:.3g} us" + engine_host_words(m)
+        return f"{st.launches_per_step} eager ops x {m.host_per_op_s.expected * 1e6:.3g} us" + engine_host_words(m, st.gpus)
     if st.impl == "cuda-graph":
-        return f"one graph replay, {m.launch_s.expected * 1e6:.3g} us" + engine_host_words(m)
-    return f"{st.launches_per_step} launches x {m.launch_s.expected * 1e6:.3g} us" + engine_host_words(m)
+        return f"one graph replay, {m.launch_s.expected * 1e6:.3g} us" + engine_host_words(m, st.gpus)
+    return f"{st.launches_per_step} launches x {m.launch_s.expected * 1e6:.3g} us" + engine_host_words(m, st.gpus)
 
 
-def engine_host_words(m) -> str:
-    """The engine's host time outside its kernels (engines.py), where it has any."""
+def engine_host_words(m, gpus: int = 1) -> str:
+    """The engine's host time outside its kernels (engines.py), where it has any (its part on several GPUs where
+    the step runs on them)."""
     e = m.engine_host
     if e.none:
         return ""
     parts = [f"{e.fixed_s.expected * 1e3:.3g} ms"] if e.fixed_s.expected else []
     parts += [f"{e.per_sequence_s.expected * 1e6:.3g} us per sequence"] if e.per_sequence_s.expected else []
-    parts += [f"{e.ranks_s.expected * 1e3:.3g} ms on several GPUs"] if e.ranks_s.expected else []
+    parts += [f"{e.ranks_s.expected * 1e3:.3g} ms on several GPUs"] if e.ranks_s.expected and gpus > 1 else []
+    if not parts:
+        return ""
     return f" + {e.engine}'s {' + '.join(parts)} outside the kernels " + \
         ("(overlapping the device)" if e.overlap and m.overlap else "(the device waits for it)")
 
@@ -504,10 +508,11 @@ def pipeline_line(a) -> str:
     stages = ", ".join(ms(t) for t in pipe.stage_s)
     ep = a.parallel.ep
     share = f" ({w.batch} a rank over --ep {ep})" if ep > 1 else ""
+    host = f" + the engine's host time the device waits for, once a step ({ms(pipe.host_s)} ms)" if pipe.host_s else ""
     return (f"pipeline  --pp {n}, {pipe.micro_batches} micro-batch(es) of {a.batch // pipe.micro_batches}{share} of the "
             f"{a.batch} sequences: every "
             f"number below is stage {a.stage} (layers {a.layers[0]}-{a.layers[1] - 1}), the slowest, on one "
-            f"micro-batch; the whole step = the stages in turn + {pipe.micro_batches - 1} x the slowest = "
+            f"micro-batch; the whole step = the stages in turn + {pipe.micro_batches - 1} x the slowest{host} = "
             f"{ms(pipe.step_s)} ms (stages {stages} ms), {100 * pipe.bubble:.0f}% of the stages' time idle (the "
             f"bubble), {sig(a.batch / pipe.step_s)} tokens/s; the largest stage holds {si(memory, 'B')}")
 
@@ -1018,7 +1023,8 @@ def sweep_header_lines(sw: Sweep, defaults: Iterable[str] = ()) -> list[str]:
                                  else f", {m.launch_s.expected * 1e6:.3g} us per launch")
     overlap = "" if m is None else ("; host and device overlap" if m.overlap else "; host and device add up")
     lines.append(f"time      predicted: kernel floors at the {how}, with the host's time: --impl {sw.impl}{graph}"
-                 f"{host}{'' if m is None else engine_host_words(m)}{overlap}{engine_words(m, sw.impl)}{per}")
+                 f"{host}{'' if m is None else engine_host_words(m, gpus_of(sw.analyzer))}{overlap}"
+                 f"{engine_words(m, sw.impl)}{per}")
     return lines
 
 

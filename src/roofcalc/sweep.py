@@ -33,7 +33,7 @@ from .calculator import (MAX_BATCH, MAX_TOKENS, Cost, Workload, _layer_groups, a
 from .errors import RoofcalcError
 from .inputs import MAX_GRID_POINTS, check_sizes
 from .predict import KernelModel, StepTimes, ideal, step_times
-from .parallel import PipelineAnalyzer, link_bytes, pipeline_step_s
+from .parallel import PipelineAnalyzer, link_bytes, pipeline_host, pipeline_step_s, stage_times
 from .roofline import Roof, attention_sizes, gpus_of, kernel_term, launches, place, weight_format
 from .shapes import ModelShape
 
@@ -862,9 +862,13 @@ def pipeline_grid(kind: str, shape: ModelShape, batches, lengths, roof, *, analy
         def pick(arrays):
             return np.take_along_axis(np.stack(arrays), slowest[None], axis=0)[0]
 
-        for name, target in (("predicted_s", step), ("predicted_lower_s", lower), ("predicted_upper_s", upper),
-                             ("floor_s", floor)):
-            target[idx] = pipeline_step_s([getattr(g, name) for g in grids], micro)
+        # the stages without the engine's host time the device waits for, then that time once a step
+        parts = [stage_times(g.times) for g in grids]
+        host = pipeline_host(kw.get("model"), np.asarray(batches, dtype=np.int64)[idx][:, None],
+                             analyzer.parallel.gpus, grids[0].times.band)
+        for k, target in enumerate((step, lower, upper)):
+            target[idx] = pipeline_step_s([p[k] for p in parts], micro) + host[k]
+        floor[idx] = pipeline_step_s([g.floor_s for g in grids], micro)
         for f in fields:
             out[f][idx] = pick([getattr(g, f) for g in grids])
         out["memory_bytes"][idx] = np.stack([g.memory_bytes for g in grids]).max(axis=0)
