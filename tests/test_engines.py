@@ -135,23 +135,34 @@ def test_vllm_v0_waits_for_its_host_time_and_adds_ray_on_several_gpus(capsys):
            "waits for it)" in " ".join(out.split())
     _, out, _ = run(args, capsys)  # on one GPU the words leave the Ray workers' time out, as the step does
     assert "vllm-v0's 1.2 ms + 100 us per sequence outside the kernels (the device waits for it)" in " ".join(out.split())
+    _, out, _ = run([*args, "--batch", "1,8"], capsys)  # a sweep's header: what overlaps is the launches alone
+    assert "outside the kernels (the device waits for it); the launches and the device overlap" in " ".join(out.split())
+    _, out, _ = run([*args, "--tp", "1,2,4"], capsys)  # host-bound at --tp 4: what V1 changes is the overlap
+    assert "host-bound at --tp 4 under vllm-v0: under --engine vllm (CUDA graphs, its host time overlapping the " \
+           "device) --tp 1, 2, 4 would take" in " ".join(out.split())
 
 
 def test_a_pipeline_pays_the_engines_waited_host_time_once_a_step(capsys):
-    """--pp 2 under vllm-v0: each stage's time without the engine's host time, the step = the stages in turn (one
-    micro-batch) + that host time once, for all the step's sequences: 1.202 + 1 x 0.100 + 3.6 (two GPUs) = 4.902 ms;
-    a sweep's pipeline point is the single step's."""
-    args = ["llama-2-7b", "--hw", "A100-80GB", "--engine", "vllm-v0", "--pp", "2"]
+    """--pp 2 under llama.cpp: each stage's time without the engine's host time, the step = the stages in turn (one
+    micro-batch) + that host time once, 12.5 % of issue #6763's 6.10 ms token = 0.763 ms; a sweep's pipeline point
+    is the single step's. vllm-v0 refuses --pp: vLLM 0.4.2 had none."""
+    waited = 0.125 * 1000 / 163.83 * 1e-3
+    args = ["llama-2-7b", "--hw", "A100-80GB", "--engine", "llama.cpp", "--pp", "2"]
     code, out, err = run([*args, "--format", "json"], capsys)
     assert code == 0, err
     par = json.loads(out)["parallel"]
-    assert par["engine_host_s"] == pytest.approx(4.902e-3)
-    assert par["step_s"] == pytest.approx(sum(par["stage_s"]) + 4.902e-3)
+    assert par["engine_host_s"] == pytest.approx(waited)
+    assert par["step_s"] == pytest.approx(sum(par["stage_s"]) + waited)
     stage = json.loads(out)["step"]  # the slowest stage's own step waits for the same time once
     assert par["stage_s"][1] == pytest.approx(stage["predicted_s"] - stage["serial_host_s"])
     code, out, err = run([*args, "--batch", "1,2", "--format", "json"], capsys)
     assert code == 0, err
     assert json.loads(out)["points"][0]["step_s"] == pytest.approx(par["step_s"], rel=1e-9)
+    for pp in ("2", "1,2"):
+        code, out, err = run(["llama-2-7b", "--hw", "A100-80GB", "--engine", "vllm-v0", "--pp", pp], capsys)
+        assert code == 2 and out == "" and err.count("\n") == 1
+        assert "--engine vllm-v0 runs no pipeline parallelism (vLLM 0.4.2 vllm/config.py: 'Pipeline parallelism " \
+               "is not supported yet.'): drop --pp" in err
 
 
 def test_impl_by_hand_overrides_the_engine_and_the_header_says_so(capsys):

@@ -638,7 +638,8 @@ def _add_engine(p) -> None:
                    "A100, H100, H200, B200, L40S, RTX PRO 6000; single steps; needs the kernel-db extra")
     p.add_argument("--engine", metavar="NAME", help=f"how the model runs: {' | '.join(ENGINES)}: its launch "
                    "model, attention kernel, KV cache update and host time per step outside the kernels, each "
-                   f"cited (docs/conventions.md; default {DEFAULT_ENGINE}: transformers' eager generate)")
+                   f"cited (docs/conventions.md; default {DEFAULT_ENGINE}: transformers' eager generate; vllm is "
+                   "vLLM's V1 engine, vllm-v0 its releases 0.2.6 to 0.4.2)")
 
 
 def _resolve_engine(args: argparse.Namespace) -> None:
@@ -654,6 +655,10 @@ def _resolve_engine(args: argparse.Namespace) -> None:
             graphs = " or --impl cuda-graph" if hw.kind == "gpu" else ""  # graphs replay on ROCm too (vLLM)
             raise RoofcalcError(f"--engine {args.engine_preset.name}'s figures are NVIDIA GPUs'; {hw.name} is "
                                 f"{other}: use --engine hf{graphs}")
+    no_pp = args.engine_preset.no_pipeline
+    sizes = str(getattr(args, "pp", "1")).strip("[]() ").replace(" ", "").split(",")  # the text, or a parsed list
+    if no_pp and any(int(x) > 1 for x in sizes if x.isdigit()):
+        raise RoofcalcError(f"--engine {args.engine_preset.name} runs no pipeline parallelism ({no_pp}): drop --pp")
     args.impl_by_hand = args.impl is not None
     if args.impl is None:
         args.impl = args.engine_preset.impl
@@ -708,7 +713,9 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
     alt.engine, alt.impl = other.name, None
     _resolve_engine(alt)
     r = _build(alt, shape)
-    under = f"under --engine {other.name} (CUDA graphs)"
+    # an engine with graphs whose own host time the device waits for (vllm-v0, llama.cpp) differs by that overlap
+    overlapped = here.graphs and not here.host_overlap and other.host_overlap
+    under = f"under --engine {other.name} (CUDA graphs{', its host time overlapping the device' if overlapped else ''})"
     if isinstance(result, Roofline):
         line = (f"engine    host-bound under {here.name}: {under} the step would take {report.ms(r.step.predicted_s)} "
                 f"ms, {r.step.bound}-bound")

@@ -43,6 +43,7 @@ class Engine:
     tables: str = ""  # whose measured kernel tables it runs on where they differ from its name (TABLE_ENGINES)
     decode_every_head: bool = False  # its decode kernel reads a GQA group's KV once per query head
     host_ranks_s: Efficiency = Efficiency(0.0, 0.0, note="none")  # more host seconds per step on several GPUs
+    no_pipeline: str = ""  # why the engine runs no pipeline parallelism (--pp refused), with its source; "" runs it
 
     @property
     def host(self) -> EngineHost:
@@ -242,7 +243,8 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "Ray at TP 2, 17.0 s with PR #3466's multiprocessing executor; derived); the same at any rank count, as "
         "Vidur's RAY_COMM_TIME at batch 8 (3.06 ms at TP 2, 3.13 ms at TP 4; 6.49 and 8.34 ms at batch 64, a "
         "growth with the batch not modelled)",
-        tables="vllm", host_ranks_s=_V0_RANKS),
+        tables="vllm", host_ranks_s=_V0_RANKS,
+        no_pipeline="vLLM 0.4.2 vllm/config.py: 'Pipeline parallelism is not supported yet.'"),
 )}
 
 
