@@ -60,6 +60,11 @@ TRACED_ONLY = [("granite_swa", 2, dict(BASE, model_type="granite_swa", num_key_v
                                       head_dim=32, mamba_num_heads=8, mamba_head_dim=64, ssm_state_size=16,
                                       n_groups=1, conv_kernel=4, expand=2, chunk_size=64, mlp_hidden_act="relu2",
                                       vocab_size=1000, residual_in_fp32=False, pad_token_id=0)),
+               # Qwen2-MoE: routed experts and a shared expert (with its sigmoid gate) its plan does not name, split
+               # as Qwen3.5-MoE's plan splits its own; biased q/k/v
+               ("qwen2_moe", 2, dict(BASE, model_type="qwen2_moe", num_key_value_heads=2, num_experts=4,
+                                     num_experts_per_tok=2, moe_intermediate_size=128,
+                                     shared_expert_intermediate_size=256, pad_token_id=0)),
                # MiniCPM5-MoE (transformers 5.25 on): k_proj and v_proj "unit_colwise", whole KV heads a rank; a
                # gated query (q_gate_proj, colwise); a dense first layer. (With fewer KV heads than ranks the real
                # run fails in 5.25: its attention repeats the replicated head for every global query head.)

@@ -28,6 +28,10 @@ from torch.utils.flop_counter import FlopCounterMode
 EXPERTS_TP = {"model.layers.*.mlp.experts.gate_up_proj": "packed_colwise",
               "model.layers.*.mlp.experts.down_proj": "rowwise",
               "model.layers.*.mlp.experts": "moe_tp_experts"}
+# Qwen2-MoE's plan names no shared expert (transformers would run it whole on every rank): roofcalc splits it as
+# Qwen3.5-MoE's plan splits its own (roofcalc.trace.parallel.SHARED_EXPERT), and the run is handed the same rules
+SHARED_TP = {"model.layers.*.mlp.shared_expert.gate_proj": "colwise", "model.layers.*.mlp.shared_expert.up_proj": "colwise",
+             "model.layers.*.mlp.shared_expert.down_proj": "rowwise"}
 # DeepSeek-V3's plan named no attention module through transformers 5.24 (every rank ran every head); 5.25 gives
 # it DeepSeek-V2's MLA rules, which roofcalc follows, so a 5.24 run is handed them
 MLA_TP = {"model.layers.*.self_attn.q_proj": "colwise", "model.layers.*.self_attn.q_b_proj": "colwise",
@@ -68,11 +72,13 @@ def main() -> None:
     config = transformers.AutoConfig.from_pretrained(path)
     # routed experts under layers.*.mlp.experts (Nemotron-H's config holds expert sizes, and its pattern here no
     # expert layer)
-    moe = config.model_type in ("mixtral", "qwen3_moe", "deepseek_v2", "deepseek_v3", "minicpm5_moe")
+    moe = config.model_type in ("mixtral", "qwen3_moe", "deepseek_v2", "deepseek_v3", "minicpm5_moe", "qwen2_moe")
     own = getattr(type(config), "base_model_tp_plan", None) or {}
     rules = {}
     if moe and not ep and not any(".experts" in k for k in own):  # 5.25 on: the experts' TP rules handed over
         rules.update(EXPERTS_TP)
+    if getattr(config, "shared_expert_intermediate_size", 0) and not ep and not any("shared_expert" in k for k in own):
+        rules.update(SHARED_TP)
     if config.model_type == "deepseek_v3" and not any("self_attn" in k for k in own):  # through 5.24: V2's MLA rules
         rules.update({k: v for k, v in MLA_TP.items()  # q_proj, or q_b_proj after a q LoRA: the one it has
                       if not k.endswith(".q_proj" if config.q_lora_rank else ".q_b_proj")})

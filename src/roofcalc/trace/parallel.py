@@ -104,11 +104,15 @@ def model_plan(model_type: str, config_class: str, model_class: str, config=None
     head = dict(getattr(getattr(transformers, model_class, None), "_tp_plan", None) or {})
     experts = _experts_on_width(getattr(config_cls, "base_model_ep_plan", None) or {}, base)
     latent = _mla_by_heads(config, base)
-    entries = {"embed_tokens": "embedding_rowwise", **head, **base, **experts, **latent}
+    shared = _shared_expert_on_width(config, base)
+    entries = {"embed_tokens": "embedding_rowwise", **head, **base, **experts, **latent, **shared}
     words = f"{config_class}'s base_model_tp_plan (transformers {transformers.__version__})"
     if experts:
         words += (", the routed experts split on their width (5.25 moved them to an expert-parallel plan; 5.24's "
                   "plan and serving engines' tensor parallelism split them so)")
+    if shared:
+        words += (", its shared expert split as Qwen3.5-MoE's plan splits its own (the plan names none, so "
+                  "transformers would run it whole on every rank; vLLM and SGLang split it)")
     if latent:
         words += (", its latent attention split by heads as DeepSeek-V2's plan splits it (from 5.25 DeepSeek-V3's "
                   "too; vLLM and SGLang split MLA heads under TP)")
@@ -128,6 +132,22 @@ def _mla_by_heads(config, tp_plan: dict) -> dict:
     if not isinstance(getattr(text, "kv_lora_rank", None), int) or any("self_attn" in key for key in tp_plan):
         return {}
     return dict(MLA_HEADS)
+
+
+SHARED_EXPERT = {"layers.*.mlp.shared_expert.gate_proj": "colwise", "layers.*.mlp.shared_expert.up_proj": "colwise",
+                 "layers.*.mlp.shared_expert.down_proj": "rowwise"}
+
+
+def _shared_expert_on_width(config, tp_plan: dict) -> dict:
+    """Qwen3.5-MoE's rules for a shared expert (transformers' Qwen3_5MoeConfig plan: gate and up colwise, down
+    rowwise), for a config with one (``shared_expert_intermediate_size``: Qwen1.5/Qwen2-MoE) whose plan names
+    none, which transformers would then run whole on every rank where serving engines split it
+    (vLLM's qwen2_moe.py: the shared expert's gate_up a MergedColumnParallelLinear, down a RowParallelLinear)."""
+    text = getattr(config, "get_text_config", lambda: config)() if config is not None else None
+    if not getattr(text, "shared_expert_intermediate_size", 0) or any("shared_expert" in key for key in tp_plan) \
+            or not any(key.startswith("layers.*.mlp.") for key in tp_plan):  # its MLP elsewhere (Nemotron-H's mixer)
+        return {}
+    return dict(SHARED_EXPERT)
 
 
 def _experts_on_width(ep_plan: dict, tp_plan: dict) -> dict:
