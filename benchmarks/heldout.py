@@ -187,6 +187,24 @@ choices were fixed with it:
 Left out: DeepSpeed-Inference's BLOOM-176B (HF blog, 2022; transformers' BloomConfig has no tensor-parallel
 plan, so roofcalc refuses --tp for it), vLLM pull request #17882 (its figure is with async TP, which roofcalc
 does not model), and TensorRT-LLM's H100-vs-A100 blog (the performance.md tables the sets above read).
+An eighth set (CASES_8_MULTI) was transcribed on 2026-12-04 from three vLLM pull requests of January to April 2024
+(vLLM 0.3.0 to 0.4.1, the versions the `vllm-v0` preset below models) and committed before roofcalc ran on any of it:
+* benchmark_latency's "Avg latency" is one llm.generate() of a static batch of bs dummy prompts: a prefill of bs x
+  input_len tokens, then output_len - 1 decode steps; read as a request of bs sequences, output tokens/s per GPU =
+  bs x output_len / latency / TP. CUDA graphs are on (enforce_eager False in those releases), bf16 (the
+  checkpoints' torch_dtype, --dtype auto), the custom all-reduce on: `cuda-graph` on vLLM's kernel tables.
+  Where a batch's prompts pass max_num_batched_tokens (bs 64 x 1,000) vLLM prefilled in two steps; counted as one.
+* Pull request #2542 (2024-01-22, the fused MoE kernel, in v0.3.0): Mixtral-8x7B-Instruct (Mixtral-8x7B's sizes) on
+  8 x H100 (SXM assumed: the author's tuned file of #2979 names H100_80GB_HBM3), TP 8, 1,000 in, 50 out, bs 1-64,
+  its "This PR" rows.
+* Pull request #3240 (2024-03-06, never merged): its "master" rows, what v0.3.3 ran (the default MoE tiles: no tuned
+  file for Mixtral at TP 2 on an A100 then): Mixtral-8x7B-Instruct on 2 x A100-80GB (SXM assumed), 1,000 in, 50 out.
+* Pull request #4002 (2024-04-11, tuned tiles for Mixtral-8x22B, in v0.4.1): Mixtral-8x22B on A100-SXM4-80GB at TP 4
+  and 8, the script's default lengths (32 in, 128 out), bs 8-32, its "with config" rows (bs 32 at TP 8 read as
+  4.3906944 s, the digits the copy holds).
+Left out: pull request #3692's DBRX rows (no DBRX config is at hand offline) and #3208's one row (its GPU not stated).
+The set is printed twice: as every set is run (no engine host time), and under --engine vllm-v0 with its host time,
+a check of that preset on rows it was not written from.
 After its first run the `vllm-v0` preset was written (roofcalc/engines.py, from sources outside the set); the
 set's vLLM V0 rows are printed once more under it, with its host time, as seen (SEEN_7_V0).
 """
@@ -631,6 +649,34 @@ CASES_7_MULTI = (
 )
 
 
+VLLM_2542 = ("vllm-project/vllm pull request #2542 (2024-01-22): benchmark_latency Mixtral-8x7B-Instruct-v0.1 "
+             "--input-len 1000 --output-len 50 -tp 8 --num-iters 100, 'This PR' (v0.3.0's fused MoE), H100")
+VLLM_3240 = ("vllm-project/vllm pull request #3240 (2024-03-06): benchmark_latency Mixtral-8x7B-Instruct-v0.1 "
+             "--input-len 1000 --output-len 50 -tp 2 --num-iters 100, 'Compared to master' (v0.3.3), A100-80GB")
+VLLM_4002 = ("vllm-project/vllm pull request #4002 (2024-04-11): benchmark_latency Mixtral-8x22B, default lengths "
+             "(32 in, 128 out), 'with config' (v0.4.1's tuned MoE tiles), A100-SXM4-80G")
+MX22 = "mistralai/Mixtral-8x22B-v0.1"
+
+
+def _latency(model, hw, tp, bs, p, n, seconds, source, note):
+    return Case("request", model, hw, "cuda-graph", measured=_per_gpu(bs * n / seconds, tp), source=source, batch=bs,
+                prompt=p, generate=n, tp=tp, note=note, **BF16)
+
+
+CASES_8_MULTI = (
+    *(_latency(MX, "H100-SXM", 8, bs, 1000, 50, s, VLLM_2542, "vLLM 0.3.0 (PR #2542)")
+      for bs, s in ((1, 0.459), (2, 0.515), (4, 0.610), (8, 0.813), (16, 1.044), (32, 1.489), (64, 2.419))),
+    *(_latency(MX, "A100-80GB", 2, bs, 1000, 50, s, VLLM_3240, "vLLM 0.3.3 (PR #3240's master)")
+      for bs, s in ((1, 0.8453641083685216), (2, 1.1280082573764958), (4, 1.6140852882619947), (8, 2.348028304380132),
+                    (16, 3.5489811494306194), (32, 5.627054951939499), (64, 9.691197272467543))),
+    *(_latency(MX22, "A100-80GB", tp, bs, 32, 128, s, VLLM_4002, "vLLM 0.4.1 (PR #4002)")
+      for tp, bs, s in ((4, 8, 5.4268179705676935), (4, 16, 6.107941208345195), (4, 32, 6.893939550562451),
+                        (8, 8, 3.7083894722008455), (8, 16, 4.047313968433688), (8, 32, 4.3906944))),
+)
+# the same rows under --engine vllm-v0, its host time included (the preset's check on rows it was not written from)
+CASES_8_V0 = tuple(dataclasses.replace(c, tables="vllm-v0", host=True) for c in CASES_8_MULTI)
+
+
 # The seventh set's vLLM V0 rows (vLLM 0.4.2's, pull request #2192's) under --engine vllm-v0, its host time
 # included: the preset was written after the set's first run showed those steps slower than the V1 model, from
 # sources outside the set (engines.py: Vidur's A100 profile, vLLM pull request #3763), so these are seen.
@@ -681,6 +727,8 @@ if __name__ == "__main__":
                          ("Fifth set, one GPU", CASES_5), ("Fifth set, more than one GPU", CASES_5_MULTI),
                          ("Sixth set, one GPU", CASES_6), ("Sixth set, more than one GPU", CASES_6_MULTI),
                          ("Seventh set, one GPU", CASES_7), ("Seventh set, more than one GPU", CASES_7_MULTI),
+                         ("Eighth set, more than one GPU", CASES_8_MULTI),
+                         ("Eighth set under --engine vllm-v0, its host time included", CASES_8_V0),
                          ("Seventh set's vLLM V0 rows under --engine vllm-v0, its host time included (written after "
                           "the set's first run: seen)", SEEN_7_V0),
                          ("The first set's vLLM rows under --engine vllm-v0, its host time included (a check of the "
