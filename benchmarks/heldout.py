@@ -187,8 +187,10 @@ choices were fixed with it:
 Left out: DeepSpeed-Inference's BLOOM-176B (HF blog, 2022; transformers' BloomConfig has no tensor-parallel
 plan, so roofcalc refuses --tp for it), vLLM pull request #17882 (its figure is with async TP, which roofcalc
 does not model), and TensorRT-LLM's H100-vs-A100 blog (the performance.md tables the sets above read).
+After the seventh set's first run the `vllm-v0` preset was written (roofcalc/engines.py, from sources outside the set); the
+set's vLLM V0 rows are printed once more under it, with its host time, as seen (SEEN_7_V0).
 An eighth set (CASES_8_MULTI) was transcribed on 2026-12-04 from three vLLM pull requests of January to April 2024
-(vLLM 0.3.0 to 0.4.1, the versions the `vllm-v0` preset below models) and committed before roofcalc ran on any of it:
+(vLLM 0.3.0 to 0.4.1, among the versions the `vllm-v0` preset models) and committed before roofcalc ran on any of it:
 * benchmark_latency's "Avg latency" is one llm.generate() of a static batch of bs dummy prompts: a prefill of bs x
   input_len tokens, then output_len - 1 decode steps; read as a request of bs sequences, output tokens/s per GPU =
   bs x output_len / latency / TP. CUDA graphs are on (enforce_eager False in those releases), bf16 (the
@@ -205,8 +207,6 @@ An eighth set (CASES_8_MULTI) was transcribed on 2026-12-04 from three vLLM pull
 Left out: pull request #3692's DBRX rows (no DBRX config is at hand offline) and #3208's one row (its GPU not stated).
 The set is printed twice: as every set is run (no engine host time), and under --engine vllm-v0 with its host time,
 a check of that preset on rows it was not written from.
-After its first run the `vllm-v0` preset was written (roofcalc/engines.py, from sources outside the set); the
-set's vLLM V0 rows are printed once more under it, with its host time, as seen (SEEN_7_V0).
 """
 
 from __future__ import annotations

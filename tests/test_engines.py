@@ -137,6 +137,9 @@ def test_vllm_v0_waits_for_its_host_time_and_adds_ray_on_several_gpus(capsys):
     assert "vllm-v0's 1.2 ms + 100 us per sequence outside the kernels (the device waits for it)" in " ".join(out.split())
     _, out, _ = run([*args, "--batch", "1,8"], capsys)  # a sweep's header: what overlaps is the launches alone
     assert "outside the kernels (the device waits for it); the launches and the device overlap" in " ".join(out.split())
+    _, out, _ = run([*args, "--tp", "4"], capsys)  # host-bound there: the header names the time waited for
+    assert "bound by the host (a graph replay per step, then vllm-v0's host time outside the kernels, which the " \
+           "device waits for)" in " ".join(out.split())
     _, out, _ = run([*args, "--tp", "1,2,4"], capsys)  # host-bound at --tp 4: what V1 changes is the overlap
     assert "host-bound at --tp 4 under vllm-v0: under --engine vllm (CUDA graphs, its host time overlapping the " \
            "device) --tp 1, 2, 4 would take" in " ".join(out.split())

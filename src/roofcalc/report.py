@@ -339,6 +339,8 @@ def bound_words(st) -> str:
     """The step's bound (one of STEP_BOUNDS) in words."""
     host = {"hf-eager": "Python and dispatch of every eager op", "fused": "one launch call per kernel",
             "cuda-graph": "a graph replay per step"}[st.impl]
+    if st.bound == "host" and st.times.serial_s and st.model is not None:  # an engine's own time, waited for
+        host += f", then {st.model.engine_host.engine}'s host time outside the kernels, which the device waits for"
     return {"host": f"bound by the host ({host})", "memory": "bound by memory traffic",
             "communication": "bound by communication (the collectives between GPUs)",
             "compute": "bound by compute",
