@@ -656,8 +656,7 @@ def _resolve_engine(args: argparse.Namespace) -> None:
             raise RoofcalcError(f"--engine {args.engine_preset.name}'s figures are NVIDIA GPUs'; {hw.name} is "
                                 f"{other}: use --engine hf{graphs}")
     no_pp = args.engine_preset.no_pipeline
-    sizes = str(getattr(args, "pp", "1")).strip("[]() ").replace(" ", "").split(",")  # the text, or a parsed list
-    if no_pp and any(int(x) > 1 for x in sizes if x.isdigit()):
+    if no_pp and max(parse_sizes(str(getattr(args, "pp", "1")), "pp", 1024)) > 1:
         raise RoofcalcError(f"--engine {args.engine_preset.name} runs no pipeline parallelism ({no_pp}): drop --pp")
     args.impl_by_hand = args.impl is not None
     if args.impl is None:

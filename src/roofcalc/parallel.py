@@ -719,7 +719,7 @@ def pipeline_host(model, sequences, gpus: int, band: float = 0.0):
     import math
 
     e = getattr(model, "engine_host", None)
-    if e is None or e.none or e.overlap:
+    if e is None or not e.waited:
         return 0.0, 0.0, 0.0
     s = e.seconds(sequences, gpus=gpus)
     if band:

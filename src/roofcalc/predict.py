@@ -230,6 +230,11 @@ class EngineHost:
         return not any((self.fixed_s.expected, self.fixed_s.pessimistic, self.per_sequence_s.expected,
                         self.per_sequence_s.pessimistic, self.ranks_s.expected, self.ranks_s.pessimistic))
 
+    @property
+    def waited(self) -> bool:
+        """Whether the device waits for this host time every step (StepTimes.serial_s) rather than overlapping it."""
+        return not self.none and not self.overlap
+
 
 NO_ENGINE_HOST = EngineHost()
 

@@ -1023,8 +1023,7 @@ def sweep_header_lines(sw: Sweep, defaults: Iterable[str] = ()) -> list[str]:
     how = "measured efficiencies" if m is not None and m.relative_to == "measured" else "default efficiencies"
     host = "" if m is None else (f", {m.host_per_op_s.expected * 1e6:.3g} us per eager op" if sw.impl == "hf-eager"
                                  else f", {m.launch_s.expected * 1e6:.3g} us per launch")
-    waited = m is not None and not m.engine_host.none and not m.engine_host.overlap  # the engine's own is waited for
-    who = "the launches and the device" if waited else "host and device"
+    who = "the launches and the device" if m is not None and m.engine_host.waited else "host and device"
     overlap = "" if m is None else (f"; {who} overlap" if m.overlap else f"; {who} add up")
     lines.append(f"time      predicted: kernel floors at the {how}, with the host's time: --impl {sw.impl}{graph}"
                  f"{host}{'' if m is None else engine_host_words(m, gpus_of(sw.analyzer))}{overlap}"
