@@ -703,14 +703,8 @@ def stage_times(t):
     """A pipeline stage's (expected, lower, upper) time on its micro-batch without the engine's host time the
     device waits for (StepTimes.serial_s), which the pipeline pays once a step (pipeline_host); numbers or a
     sweep's arrays."""
-    import math
-
-    from .predict import _maximum
-
-    e = t.predicted_s - t.serial_s
-    if t.band:  # a calibrated range: the band around the expected time, never below the floors
-        return e, _maximum(t.floor_s, e * math.exp(-t.band)), e * math.exp(t.band)
-    return e, t.floor_s, t.predicted_upper_s - t.serial_upper_s
+    t = replace(t, serial_s=0.0, serial_upper_s=0.0)
+    return t.predicted_s, t.predicted_lower_s, t.predicted_upper_s
 
 
 def pipeline_host(model, sequences, gpus: int, band: float = 0.0):
