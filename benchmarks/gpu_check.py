@@ -3,7 +3,8 @@
     python benchmarks/gpu_check.py [--model TinyLlama/TinyLlama-1.1B] [--out gpu.json]
 
 Measures the device (bandwidth, fp32/tf32/fp16/bf16 matmul peaks, launch overhead, and the bf16
-kernel curves: matmuls over M, N and K, decode and prefill attention, the host's time per eager op),
+kernel curves: matmuls over M, N and K, decode and prefill attention, the host's time per eager op, and
+that time on deeper and wider Llamas than measure's own),
 fits the step model's GEMM, decode and prefill attention forms on them (each shape held out in turn:
 the per-kernel target, median |log| <= 0.10 and 90 % within 30 %, is checked), writes the profile,
 then profiles the model in bf16 at batch 1 and 8, context 500, and prints predicted against measured
@@ -22,9 +23,39 @@ import sys
 
 from roofcalc.errors import RoofcalcError
 from roofcalc.hardware import load_profile
-from roofcalc.measure import closest_nominal, measure, report, write_profile
+from roofcalc.measure import _host_per_op, closest_nominal, measure, report, write_profile
 from roofcalc.profile import profile_model
 from roofcalc.roofline import Roof, roofline
+
+
+HOST_SHAPES = (  # (what, _host_per_op's keywords): measure's own, deeper, wider, and both at the profile's context
+    ("measure's: 2 layers, hidden 64", {}),
+    ("22 layers (TinyLlama's depth), hidden 64", {"layers": 22}),
+    ("2 layers, TinyLlama's width", {"hidden": 2048, "intermediate": 5632, "vocab": 32000}),
+    ("22 layers, TinyLlama's width, context 500", {"layers": 22, "hidden": 2048, "intermediate": 5632,
+                                                   "vocab": 32000, "context": 500}),
+    ("the same, waiting for the device each step", {"layers": 22, "hidden": 2048, "intermediate": 5632,
+                                                    "vocab": 32000, "context": 500, "sync": True}),
+)
+
+
+def host_by_shape() -> None:
+    """Prints the host's time per eager op timed as `measure` times it, on deeper and wider Llamas: whether the
+    2-layer figure holds for a whole model's step (a finding to read, not a check)."""
+    import statistics
+
+    import torch
+
+    print("\nhost time per eager op by model shape (median of 3 rounds of 15 steps):")
+    for what, kw in HOST_SHAPES:
+        one_round, ops = _host_per_op(torch, "cuda", torch.bfloat16, lambda message: None, **kw)
+        if one_round is None:
+            print("  (transformers is not installed)")
+            return
+        per = statistics.median(one_round() for _ in range(3))
+        print(f"  {what}: {ops} ops, {per * 1e6:.1f} us per op, {per * ops * 1e3:.2f} ms per step")
+        del one_round
+        torch.cuda.empty_cache()
 
 
 def main() -> int:
@@ -58,6 +89,7 @@ def main() -> int:
         check(held["median_abs_log"] <= 0.10 and held["within_30"] >= 0.9,
               f"{cls}: held out median |log| {held['median_abs_log']:.3f}, {100 * held['within_30']:.0f}% within "
               f"30% ({sc['held_out_by']})")
+    host_by_shape()
     for batch in (1, 8):
         r = profile_model(args.model, device="cuda", dtype_name="bf16", batch=batch, context=500, steps=20)
         roof = Roof(m.bandwidth_bytes_per_s, m.peak("bf16").best_rate)

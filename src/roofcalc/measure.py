@@ -951,9 +951,12 @@ def _cache_bytes(torch, device: str) -> int:
     return last_level_cache_bytes()
 
 
-def _host_per_op(torch, device: str, torch_dtype, progress):
+def _host_per_op(torch, device: str, torch_dtype, progress, layers: int = HOST_LAYERS, hidden: int = 64,
+                 intermediate: int = 128, vocab: int = 256, context: int = 9, sync: bool = False):
     """(one round, its eager ops): a callable that times a tiny transformers Llama decode step (device
-    work negligible) 15 times and returns the median seconds per eager op; (None, 0) without transformers."""
+    work negligible) 15 times and returns the median seconds per eager op; (None, 0) without transformers.
+    The shape's keywords, and ``sync`` (wait for the device after each step, as `profile`'s steps do), let a
+    check time deeper or wider models the same way (benchmarks/gpu_check.py)."""
     try:
         import transformers
         from torch.utils._python_dispatch import TorchDispatchMode
@@ -962,15 +965,17 @@ def _host_per_op(torch, device: str, torch_dtype, progress):
     import warnings
 
 
-    progress(f"host time per op: building a {HOST_LAYERS}-layer transformers Llama")
-    cfg = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
-                                   num_hidden_layers=HOST_LAYERS, vocab_size=256)
+    progress(f"host time per op: building a {layers}-layer transformers Llama")
+    heads = max(4, hidden // 64)
+    cfg = transformers.LlamaConfig(hidden_size=hidden, intermediate_size=intermediate, num_attention_heads=heads,
+                                   num_key_value_heads=max(1, heads // 2), num_hidden_layers=layers,
+                                   vocab_size=vocab)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with torch.device(device):
             model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch_dtype).eval()
     cache = transformers.DynamicCache(config=cfg)
-    ids = torch.zeros((1, 8), dtype=torch.long, device=device)
+    ids = torch.zeros((1, context - 1), dtype=torch.long, device=device)
     one = torch.zeros((1, 1), dtype=torch.long, device=device)
     count = [0]
 
@@ -982,6 +987,8 @@ def _host_per_op(torch, device: str, torch_dtype, progress):
 
     def step():
         model(input_ids=one, use_cache=True, past_key_values=cache)
+        if sync and device == "cuda":
+            torch.cuda.synchronize()
         cache.crop(-1)
 
     with torch.no_grad(), warnings.catch_warnings():
