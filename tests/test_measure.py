@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import time
+from contextlib import nullcontext
 from types import SimpleNamespace
 
 import pytest
@@ -174,6 +175,17 @@ class _WallClockEvent:
         return (end.t - self.t) * 1e3
 
 
+class _ShimStream:
+    def wait_stream(self, other) -> None:
+        pass
+
+
+def _no_capture(graph):
+    """A CPU cannot capture a CUDA graph: the shim refuses, as a GPU does a call it cannot capture (measure then
+    times the call eagerly and says so)."""
+    raise RuntimeError("the shim captures no CUDA graph")
+
+
 class _CudaOnCpu:
     """torch as the CUDA measuring path sees it, run on the CPU: tensors asked for on "cuda" are made
     on the CPU and the events read the wall clock. It checks the path's plumbing (sizes, bytes and FLOPs
@@ -182,7 +194,9 @@ class _CudaOnCpu:
     def __init__(self, torch, free: int):
         self._torch = torch
         self.cuda = SimpleNamespace(is_available=lambda: True, synchronize=lambda: None, Event=_WallClockEvent,
-                                    mem_get_info=lambda: (free, 4 * free), get_device_name=lambda: "Shim GPU")
+                                    mem_get_info=lambda: (free, 4 * free), get_device_name=lambda: "Shim GPU",
+                                    Stream=_ShimStream, current_stream=_ShimStream, stream=lambda s: nullcontext(),
+                                    CUDAGraph=object, graph=_no_capture)
         self.backends = SimpleNamespace(cuda=SimpleNamespace(matmul=SimpleNamespace(allow_tf32=True)))
         self.tf32_seen = []
 
@@ -196,6 +210,45 @@ class _CudaOnCpu:
                 return attr(*args, **kw)
             return on_cpu
         return attr
+
+
+def test_a_curve_point_is_timed_as_a_cuda_graph_replay():
+    """measure._graphed warms the calls up on a side stream, captures them once, and hands back the graph's
+    replay; where capture fails it hands back the calls themselves (timed eagerly; cuda_measure counts them)."""
+    import roofcalc.measure as measure_module
+
+    log = []
+
+    class Graph:
+        def replay(self):
+            log.append("replay")
+
+    class Capture:
+        def __init__(self, graph):
+            log.append("capture")
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    fake = SimpleNamespace(cuda=SimpleNamespace(Stream=_ShimStream, current_stream=_ShimStream,
+                                                stream=lambda s: nullcontext(), synchronize=lambda: None,
+                                                CUDAGraph=Graph, graph=Capture))
+
+    def calls():
+        log.append("calls")
+
+    replay = measure_module._graphed(fake, calls)
+    assert log == ["calls", "capture", "calls"]  # one warm-up, then the calls run once under capture
+    replay()
+    assert log[-1] == "replay" and replay.__self__.__class__ is Graph
+    fake.cuda.graph = _no_capture
+    assert measure_module._graphed(fake, calls) is calls
+    eager = []
+    t = measure_module._cuda_graph_time(_CudaOnCpu(pytest.importorskip("torch"), free=1 << 20), calls, 2, eager)
+    assert eager == [calls] and len(t) == 2
 
 
 def test_the_cuda_measuring_path_on_a_shim(monkeypatch, tmp_path, capsys):

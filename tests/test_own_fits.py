@@ -202,6 +202,9 @@ def test_the_cuda_path_fits_and_writes_its_forms_on_a_shim(monkeypatch, tmp_path
     doc = json.loads(out.read_text())
     fits = doc["efficiency"]["fits"]
     assert fits["source"].startswith("roofcalc measure, bf16 on Shim GPU")
+    # the shim captures no CUDA graph, so every timing falls back to eager and the fit's source says so: (3 rows
+    # x 2 weight shapes + 2 decode points + 1 prefill) x 3 passes (CURVE_PASSES["cuda"]) = 27
+    assert fits["source"].endswith("; 27 timings eager (not capturable): the host's dispatch included")
     assert set(fits["attention"]) == {"decode_bf16kv", "prefill_bf16kv"} and set(fits["gemm"]) == {"bf16"}
     # 3 rows x 2 weight shapes; 2 decode points; of the 2 prompts the 64-token one is left out: its Q and output,
     # 2·32·64·64·2 = 524,288 bytes, exceed a quarter of the 1,572,864 bytes free (a small GPU measures less)

@@ -533,6 +533,37 @@ def _cuda_time(torch, fn, repeats: int, warmup: int = 3) -> tuple[float, ...]:
     return tuple(out)
 
 
+def _graphed(torch, fn):
+    """``fn`` captured once in a CUDA graph: a callable that replays it (its kernels back to back, as a CUDA-graph
+    engine runs a step's, with no host dispatch between them), or ``fn`` itself where capture fails. Timed eagerly,
+    a small kernel's call waits for the host's dispatch (10-20 us a call through PyTorch) and times that, not the
+    kernel; the measured kernel tables the shipped fits come from time their calls in a CUDA graph too
+    (AIConfigurator's collectors). The host's own time per op is measured apart (_host_per_op)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up off the capture: cuBLAS handles, workspaces, autotuned choices
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            fn()
+    except RuntimeError:
+        torch.cuda.synchronize()
+        return fn
+    return graph.replay
+
+
+def _cuda_graph_time(torch, fn, repeats: int, eager: list) -> tuple[float, ...]:
+    """_cuda_time of ``fn`` captured in a CUDA graph (_graphed); a call that could not be captured is timed as it
+    is, and counted in ``eager``."""
+    replay = _graphed(torch, fn)
+    if replay is fn:
+        eager.append(fn)
+    return _cuda_time(torch, replay, repeats)
+
+
 def cuda_measure(dtypes, repeats: int, nbytes: int | None, progress, curves: bool = True,
                  passes: int | None = None) -> Measurement:
     torch = _torch_cuda()
@@ -586,16 +617,23 @@ def cuda_measure(dtypes, repeats: int, nbytes: int | None, progress, curves: boo
     curve_set = None
     if curves:
         half = next((d for d in ("bf16", "fp16") if d in matmuls), dtypes[0])
+        eager: list = []
         curve_set = measure_curves(torch, "cuda", half, repeats, progress,
-                                   timer=lambda fn, r: _cuda_time(torch, fn, r),
+                                   timer=lambda fn, r: _cuda_graph_time(torch, fn, r, eager),
                                    passes=passes or CURVE_PASSES["cuda"])
+        timed = "timed as CUDA graph replays"
+        if eager:
+            timed = f"{len(eager)} timings eager (not capturable): the host's dispatch included"
+            progress(f"{len(eager)} curve timings could not be captured in a CUDA graph and were timed eagerly, the "
+                     f"host's dispatch included (small kernels then read slower than a graph runs them)")
         # the kernels' forms on this GPU's own roof: its fastest stream, its fastest 16-bit matmul
         bandwidth = max(copy.best_rate, add.best_rate)
         peak = max(smp.best_rate for smp in matmuls[half]) if half in matmuls else 0.0
         if peak:
             progress(f"fitting the {half} kernels' forms")
             fits = fit_curves(curve_set, peak, bandwidth)
-            fits["source"] = f"roofcalc measure, {half} on {torch.cuda.get_device_name()}, {time.strftime('%Y-%m-%d')}"
+            fits["source"] = (f"roofcalc measure, {half} on {torch.cuda.get_device_name()}, "
+                              f"{time.strftime('%Y-%m-%d')}; {timed}")
             curve_set = replace(curve_set, fits=fits)
     return Measurement("cuda", torch.cuda.get_device_name(), copy, add, matmuls, dispatch, float(total),
                        curves=curve_set)
@@ -723,10 +761,18 @@ def _sdpa_cost(b: int, t: int, s: int, itemsize: int, causal: bool = False) -> t
     return 4.0 * b * n * pairs * h, float(itemsize * (2 * b * t * n * h + 2 * b * s * kv_heads * h))
 
 
+def _each(fn, items) -> None:
+    """``fn`` on each item, its result dropped at once (a step's kernels do not keep every output alive; in a
+    captured graph a kept output would hold memory for the graph's life)."""
+    for item in items:
+        fn(item)
+
+
 def measure_curves(torch, device: str, dtype: str, repeats: int, progress, timer=None, host: bool = True,
                    passes: int = 1) -> Curves:
     """The kernel curves with torch on ``device`` (cpu or cuda) in ``dtype``; ``timer(fn, repeats)``
-    times one call (CUDA events on a GPU, the wall clock on a CPU). Each point is timed in ``passes``
+    times one call (on a GPU CUDA events over a replay of the calls captured in a CUDA graph, cuda_measure's
+    timer; the wall clock on a CPU). Each point is timed in ``passes``
     passes over the whole set, ``repeats`` runs each; its Sample holds each pass's median, so a slow
     spell of a shared machine moves one pass of every point rather than every run of one point."""
     types = {d: getattr(torch, t) for d, t in CUDA_TORCH.items()}
@@ -801,7 +847,7 @@ def measure_curves(torch, device: str, dtype: str, repeats: int, progress, timer
                     continue
                 x = rand(rows, k)
                 mm.setdefault((rows, k, n), []).append(
-                    per_call(lambda items: [linear(x, w) for w in items], ws, flops=2.0 * rows * k * n))
+                    per_call(lambda items: _each(lambda w: linear(x, w), items), ws, flops=2.0 * rows * k * n))
             ws = None
         progress(f"{dtype} attention{of}: decode at (batch, context) {', '.join(map(str, points))}, "
                  f"and prefills of {', '.join(map(str, prompts))} tokens")
@@ -812,7 +858,7 @@ def measure_curves(torch, device: str, dtype: str, repeats: int, progress, timer
             # K KV heads shared by N query heads, as transformers calls SDPA in decode (no mask: enable_gqa)
             kvs = copies(2, b, nk, s, h)
             att.setdefault((b, s), []).append(per_call(
-                lambda items: [sdpa(q, kv[0], kv[1], enable_gqa=True) for kv in items], kvs))
+                lambda items: _each(lambda kv: sdpa(q, kv[0], kv[1], enable_gqa=True), items), kvs))
             kvs = None
         for tt in prompts:
             if not room(itemsize * 2 * nq * tt * h, f"a prefill of {tt} tokens"):
