@@ -207,6 +207,37 @@ An eighth set (CASES_8_MULTI) was transcribed on 2026-12-04 from three vLLM pull
 Left out: pull request #3692's DBRX rows (no DBRX config is at hand offline) and #3208's one row (its GPU not stated).
 The set is printed twice: as every set is run (no engine host time), and under --engine vllm-v0 with its host time,
 a check of that preset on rows it was not written from.
+A ninth set (CASES_9, CASES_9_MULTI) was transcribed on 2026-12-04 from three GitHub threads of 2024-2025 that no set
+above holds (a helper searched and copied the figures with the commands; nothing was run), and committed before
+roofcalc ran on any of it; the same rules hold, and these choices were fixed with it:
+* vLLM pull request #23197 (2025-08-19, the RTN quantization's Marlin kernels): benchmark_latency --input-len 256
+  --output-len 32 --n 1, static batches of 1-16, each figure the mean of five runs' "Avg latency", on "H100 GPUs"
+  (SXM assumed). vLLM of August 2025 runs the V1 engine with CUDA graphs: `cuda-graph`, bf16, read as set 8
+  reads benchmark_latency (a request of bs sequences, output tokens/s per GPU = bs x 32 / latency / TP).
+  "Llama3.1-8B" is meta-llama/Llama-3.1-8B's sizes, "Llama3.3-70B" Llama-3.1-70B's (TP 4). RTN is weight-only:
+  8 bits by default, 4 with RTN_NUM_BITS=4, in groups of 128 (vllm/model_executor/layers/quantization/rtn.py:
+  RTN_GROUP_SIZE defaults to 128; the command sets no group size). Taken: every BF16 row, and the "new RTN"
+  rows at batch 1 and 16 (the ends), so that one page does not outweigh the rest; the old RTN rows (its
+  dequantize-then-matmul kernels, replaced by the pull request) are left out.
+* SGLang issue #2087 (comment of 2024-11-19): sglang.bench_latency --batch-size 32 --input 1024 --output 256 on
+  amd/Meta-Llama-3.1-70B-Instruct-FP8-KV --tp 8 --quantization fp8, "On H100" (SXM assumed): fp8 weights and
+  activations per tensor (the checkpoint's static scales), a bf16 KV cache (--kv-cache-dtype not given: auto),
+  Llama-3.1-70B's sizes. Its "Prefill. latency" (1.15925 s) is one prefill of 32 x 1,024 tokens: `fused`
+  (SGLang runs no CUDA graph for a prefill); its "Decode. median latency" (0.01364 s) one decode step of 32
+  sequences with CUDA graphs (SGLang's default): `cuda-graph`, at context 1,152 (1,024 + 256 / 2). Its "Total"
+  is the same run and is left out.
+* Tenstorrent's tt-inference-server issue #143 (2025-04-01): a GPU reference run of Qwen2.5-72B-Instruct on "2x
+  H100", concurrency 1, fixed lengths, mean TPOT. The engine is not named; their GPU reference runs use vLLM's
+  serving benchmark, and vLLM of April 2025 runs V1 with CUDA graphs: `cuda-graph` (assumed), TP 2 (assumed),
+  bf16 (assumed), SXM (assumed); a step at context input + output / 2. Taken: the 128/128, 2,048/128 and
+  8,192/128 rows (of seven, all about 31 ms). Its TTFT is left out (through an HTTP server: not a prefill).
+Left out: SGLang issues #1008 and #1401 and pull request #3232 (their GPU is not stated), Tenstorrent's issue #340
+(A100 of 40 or 80 GB not stated; Qwen3-1.7B's config is not at hand offline) and #379 (Llama-3.2-90B-Vision,
+whose cross-attention layers a text-only request skips), vLLM pull request #12637 (a periodic log's throughput,
+not a timed run).
+The set is printed twice: as every set is run (vLLM's tables, no engine host time), and under its engine's preset
+(`--engine vllm`, `--engine sglang`) with that preset's host time, a check of the presets on rows they were not
+written from.
 """
 
 from __future__ import annotations
@@ -676,6 +707,39 @@ CASES_8_MULTI = (
 # the same rows under --engine vllm-v0, its host time included (the preset's check on rows it was not written from)
 CASES_8_V0 = tuple(dataclasses.replace(c, tables="vllm-v0", host=True) for c in CASES_8_MULTI)
 
+VLLM_23197 = ("vllm-project/vllm pull request #23197 (2025-08-19): benchmark_latency --input-len 256 --output-len 32 "
+              "--n 1 --num-iters 10, mean of 5 runs' Avg latency, 'H100 GPUs'")
+SGLANG_2087 = ("sgl-project/sglang issue #2087 (2024-11-19): sglang.bench_latency --batch-size 32 --input 1024 "
+               "--output 256 --model amd/Meta-Llama-3.1-70B-Instruct-FP8-KV --tp 8 --quantization fp8, 'On H100'")
+TT_143 = ("tenstorrent/tt-inference-server issue #143 (2025-04-01): Qwen2.5-72B-Instruct on 2x H100, concurrency 1, "
+          "mean TPOT")
+RTN8 = dict(weight_dtype="int8", group_size=128)
+FP8_T = dict(dtype="bf16", weight_dtype="fp8-t")
+
+CASES_9 = (
+    *(_latency(L31_8, "H100-SXM", 1, bs, 256, 32, s, VLLM_23197, "vLLM V1 (August 2025)")
+      for bs, s in ((1, 0.236), (4, 0.260), (8, 0.284), (16, 0.336))),
+    *(Case("request", L31_8, "H100-SXM", "cuda-graph", measured=bs * 32 / s, source=VLLM_23197, batch=bs, prompt=256,
+           generate=32, note=note, **BF16, **q)
+      for bs, s, note, q in ((1, 0.186, "vLLM V1, RTN int8 (Marlin)", RTN8), (16, 0.300, "vLLM V1, RTN int8 (Marlin)", RTN8),
+                             (1, 0.154, "vLLM V1, RTN int4 (Marlin)", GPTQ4), (16, 0.267, "vLLM V1, RTN int4 (Marlin)", GPTQ4))),
+)
+
+CASES_9_MULTI = (
+    *(_latency(L31_70, "H100-SXM", 4, bs, 256, 32, s, VLLM_23197, "vLLM V1 (August 2025), Llama-3.3-70B")
+      for bs, s in ((1, 0.558), (4, 0.629), (8, 0.700), (16, 0.855))),
+    Case("prefill", L31_70, "H100-SXM", "fused", measured=1.15925, source=SGLANG_2087, batch=32, prompt=1024, tp=8,
+         note="SGLang 0.3 (November 2024), FP8 per tensor", **FP8_T),
+    Case("decode", L31_70, "H100-SXM", "cuda-graph", measured=0.01364, source=SGLANG_2087, batch=32, context=1152,
+         tp=8, note="SGLang 0.3 (November 2024), FP8 per tensor, median decode step", **FP8_T),
+    *(Case("decode", Q72, "H100-SXM", "cuda-graph", measured=tpot, source=TT_143, context=ctx, tp=2,
+           note="vLLM V1 assumed, concurrency 1, mean TPOT", **BF16)
+      for ctx, tpot in ((192, 30.9e-3), (2112, 31.0e-3), (8256, 31.3e-3))),
+)
+# the same rows under their engine's preset with its host time (the presets' check on rows they were not written from)
+CASES_9_ENGINE = tuple(dataclasses.replace(c, tables="sglang" if c.source == SGLANG_2087 else "vllm", host=True)
+                       for c in CASES_9 + CASES_9_MULTI)
+
 
 # The seventh set's vLLM V0 rows (vLLM 0.4.2's, pull request #2192's) under --engine vllm-v0, its host time
 # included: the preset was written after the set's first run showed those steps slower than the V1 model, from
@@ -729,6 +793,9 @@ if __name__ == "__main__":
                          ("Seventh set, one GPU", CASES_7), ("Seventh set, more than one GPU", CASES_7_MULTI),
                          ("Eighth set, more than one GPU", CASES_8_MULTI),
                          ("Eighth set under --engine vllm-v0, its host time included", CASES_8_V0),
+                         ("Ninth set, one GPU", CASES_9), ("Ninth set, more than one GPU", CASES_9_MULTI),
+                         ("Ninth set under its engine's preset (--engine vllm, sglang), its host time included",
+                          CASES_9_ENGINE),
                          ("Seventh set's vLLM V0 rows under --engine vllm-v0, its host time included (written after "
                           "the set's first run: seen)", SEEN_7_V0),
                          ("The first set's vLLM rows under --engine vllm-v0, its host time included (a check of the "
