@@ -210,7 +210,7 @@ def markdown(rs) -> str:
         wl = {"decode": f"decode B={c.batch} S={c.context}", "prefill": f"prefill P={c.prompt}",
               "first-token": f"first token P={c.prompt}",
               "request": f"B={c.batch} P={c.prompt} N={c.generate}"}[c.what]
-        dt = "fp8 (W8A8 per tensor, KV fp8, fp16 between)" if c.weight_dtype == "fp8-t" else \
+        dt = f"fp8 (W8A8 per tensor, KV {c.kv_dtype or c.dtype}, {c.dtype} between)" if c.weight_dtype == "fp8-t" else \
             c.dtype + (f" W{c.weight_dtype[3:]} g{c.group_size}" if (c.weight_dtype or "").startswith("int") else
                        f" weights {c.weight_dtype}" if c.weight_dtype else "")
         on = f"{c.tp}x {c.hw} (TP {c.tp})" if c.tp > 1 else c.hw
