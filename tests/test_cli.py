@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -822,7 +823,8 @@ def test_no_output_calls_a_negative_number_faster_or_slower_and_every_ratio_name
         for m in re.finditer(r"(?<![\w.])\d[\d.,]*x (\S+)", out):
             assert m.group(1) in ("the", "its", "this"), (args, m.group(0))
             ratios += 1
-    assert speeds >= 4 and ratios >= 10  # the scan read verdicts and ratios, not empty reports
+    # the scan read verdicts and ratios, not empty reports (a prefill right of the ridge has no ratio to the ridge)
+    assert speeds >= 4 and ratios >= 8
 
 
 def test_llama_cpp_block_formats_are_the_integer_ones_they_are(capsys):
@@ -843,3 +845,83 @@ def test_llama_cpp_block_formats_are_the_integer_ones_they_are(capsys):
                          (["--weight-dtype", "Q4_K_M"], "--weight-dtype int4 --group-size 32")):
         code, out, err = run(["meta-llama/Llama-2-7b-hf", *flags], capsys)
         assert code == 2 and out == "" and err.count("\n") == 1 and words in err, flags
+
+
+def test_a_step_right_of_the_ridge_has_no_slope_left_and_a_step_under_its_floors_is_called_faster(capsys, tmp_path):
+    """Distance 2 is zero once the step's AI is past the ridge (the roof is flat there), and distance 1 is to the
+    roof, not the slope; a measured figure under 0.9x its floor on the roof in use (roofline.FASTER_THAN_FLOOR) is
+    called faster than that roof allows, in the text and the JSON, and a slow one is not."""
+    tiny = "TinyLlama/TinyLlama-1.1B"
+    code, out, _ = run([tiny, "--prompt", "512", "--tpot", "15ms"], capsys)
+    assert code == 0
+    code, js, _ = run([tiny, "--prompt", "512", "--tpot", "15ms", "--format", "json"], capsys)
+    step = json.loads(js)["step"]
+    ridge = 65e12 / 320e9  # the T4's datasheet: 65 TFLOP/s of fp16 over 320 GB/s
+    assert step["intensity"] > ridge
+    assert (f"2 along the slope: none: the step's AI {step['intensity']:.0f} is right of the nominal ridge "
+            f"{ridge:.0f} FLOP/byte, under the flat roof") in out
+    assert "1 below the roof: " in out and "further right" not in out
+    # the prefill's floors add up to more than 15 ms / 0.9: the step is faster than the datasheet allows
+    assert 15e-3 < 0.9 * step["sum_floor_s"]
+    assert f"faster    the step (15.0 ms against floors of {step['sum_floor_s'] * 1e3:.3g} ms)" in out
+    # a decode step at 15 ms is 2.3x its floors: nothing faster; at 1 ms it is
+    code, out, _ = run([tiny, "--tpot", "15ms"], capsys)
+    assert code == 0 and "\nfaster " not in out and "1 below the slope: " in out
+    times = tmp_path / "t.json"
+    times.write_text('{"q_proj": 1e-9, "o_proj": 1e-3}')
+    code, js, _ = run([tiny, "--kernel-times", str(times), "--format", "json"], capsys)
+    ks = {k["name"]: k for k in json.loads(js)["kernels"]}
+    # q_proj reads its 2048 x 2048 fp16 weight, 8.4 MB: 8,388,608 / 320e9 = 26.2 us at least, so 1 ns is faster than the
+    # roof; o_proj's 1 ms is 38x that floor: flagged (above 3x), not faster
+    assert ks["q_proj"]["faster_than_floor"] and not ks["q_proj"]["flagged"]
+    assert ks["o_proj"]["flagged"] and not ks["o_proj"]["faster_than_floor"]
+    code, out, _ = run([tiny, "--kernel-times", str(times)], capsys)
+    assert "faster    q_proj (0.00100 us against a floor of 26.2 us)" in out and "faster than the datasheet allows" in out
+
+
+def test_the_csv_step_row_carries_the_measured_figures_and_a_pipeline_its_whole_step(capsys):
+    """The CSV's step row has the JSON step's achieved FLOP/s and error, and under --pp a 'pipeline step' row holds
+    the whole step's time (the stages in turn), which the stage rows above it are not."""
+    tiny = "TinyLlama/TinyLlama-1.1B"
+    _, js, _ = run([tiny, "--tpot", "15ms", "--format", "json"], capsys)
+    step = json.loads(js)["step"]
+    _, out, _ = run([tiny, "--tpot", "15ms", "--format", "csv"], capsys)
+    row = next(r for r in csv.DictReader(io.StringIO(out)) if r["name"] == "step total")
+    assert float(row["achieved_flop_per_s"]) == pytest.approx(step["achieved_flop_per_s"])
+    assert float(row["error"]) == pytest.approx(15e-3 / step["predicted_s"] - 1)
+    _, js, _ = run(["meta-llama/Llama-2-70b-hf", "--hw", "H100", "--pp", "2", "--format", "json"], capsys)
+    doc = json.loads(js)
+    _, out, _ = run(["meta-llama/Llama-2-70b-hf", "--hw", "H100", "--pp", "2", "--format", "csv"], capsys)
+    rows = {r["name"]: r for r in csv.DictReader(io.StringIO(out))}
+    whole = float(rows["pipeline step"]["t_expected_s"])
+    assert whole == pytest.approx(doc["parallel"]["step_s"]) and whole > float(
+        rows["step total"]["t_expected_s"])
+
+
+def test_what_a_step_cannot_be_is_said_and_what_cannot_be_read_is_refused(capsys, tmp_path):
+    """A context past the config's positions is said; a sliding window's cache names the positions it holds; a
+    profile whose pessimistic end is the faster one, and a --min-gain that may be a fraction, are refused."""
+    code, out, _ = run(["gpt2", "--context", "2000"], capsys)
+    # GPT-2's config: n_positions 1024 (its learned position table)
+    assert code == 0 and "past the config's max_position_embeddings (1,024)" in out
+    code, out, _ = run(["mistral-7b-v0.1", "--context", "8192"], capsys)
+    # Mistral-7B-v0.1's sliding_window 4096: 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes x 4,096 = 537 MB
+    assert code == 0 and "537 MB of KV cache (1 x 8,192 positions; sliding-window layers hold their last 4,096)" in out
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"name": "x", "bandwidth_bytes_per_s": 3e11, "peak_flop_per_s": {"fp16": 6e13},
+                               "efficiency": {"gemv": {"expected": 0.5, "pessimistic": 0.9}}}))
+    code, _, err = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(bad)], capsys)
+    assert code == 2 and "efficiency.gemv.pessimistic (0.9) is above its expected (0.5)" in err
+    code, _, err = run(["TinyLlama/TinyLlama-1.1B", "--batch", "1,4", "--min-gain", "0.05"], capsys)
+    assert code == 2 and "this is 0.05% (not 5%)" in err
+    code, _, err = run(["TinyLlama/TinyLlama-1.1B", "--min-gain", "abc"], capsys)
+    assert code == 2 and "is not a percentage" in err
+
+
+def test_profile_refuses_a_model_it_cannot_read_before_importing_torch(tmp_path):
+    """An unknown hub id fails as the main command does, without torch's seconds of import."""
+    code = ("import sys\nfrom roofcalc.cli import main\nrc = main(['profile', 'nosuch/model'])\n"
+            "print(rc, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path)})
+    assert out.stdout.split() == ["2", "False"] and "nosuch/model" in out.stderr

@@ -188,6 +188,13 @@ def test_units():
     with pytest.raises(RoofcalcError, match="did you mean 5us"):  # a launch's or a host op's cost: microseconds
         parse_quantity("5", "time", "us")
     assert parse_quantity("80B", "size") == 80  # bytes, written out
+    # a lower-case b is a bit: a link's 400 Gb/s is 400 / 8 = 50 GB/s, never read as 400 GB/s
+    for bits, says in (("270Gb/s", "270 Gbit/s = 33.75 GB/s"), ("270Gbps", "270 Gbit/s = 33.75 GB/s"),
+                       ("400Gbit/s", "400 Gbit/s = 50 GB/s"), ("2.7e11b/s", r"= 3.375e\+10 B/s"),
+                       ("250Gib/s", "250 Gibit/s = 31.25 GiB/s")):
+        with pytest.raises(RoofcalcError, match=f"in bits .* {says}"):
+            parse_quantity(bits, "bandwidth")
+    assert parse_quantity("270GBps", "bandwidth") == parse_quantity("270GBytes/s", "bandwidth") == 270e9
     assert parse_quantity("15ms", "time") == pytest.approx(0.015)
     assert parse_quantity("5us", "time") == pytest.approx(5e-6)
     for bad, kind in (("fast", "bandwidth"), ("270GB/h", "bandwidth"), ("-3GB/s", "bandwidth"), ("0", "flops"),

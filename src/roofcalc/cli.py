@@ -578,6 +578,7 @@ def run_main(argv: Sequence[str]) -> str:
     if args.hw_file:
         defaults.discard("hw")
     args.dtype_flag = args.dtype
+    percent(args.min_gain)  # a value a sweep refuses is refused on a single step too
     shape = load_model(args)
     if "dtype" in defaults:  # no dtype flag: the checkpoint's own, where the device computes in it
         hw, profile = _hardware(args)
@@ -910,8 +911,8 @@ def _profile_parser() -> argparse.ArgumentParser:
 def run_profile(argv: Sequence[str]) -> str:
     from . import report
     from .hardware import load_profile
-    from .profile import (_torch, hw_file_warnings, profile_inputs, profile_lines, profile_model, profile_record,
-                          profile_trust)
+    from .profile import (_torch_present, hw_file_warnings, profile_inputs, profile_lines, profile_model,
+                          profile_record, profile_trust)
     from .roofline import roofline
 
     args = _profile_parser().parse_args(argv)
@@ -924,7 +925,7 @@ def run_profile(argv: Sequence[str]) -> str:
     _check_family(args.family)
     output = _check_output(args.output, {"the model's config.json": args.model, "the --hw-file profile": args.hw_file,
                                          "the --plot image": args.plot, "the --html page": getattr(args, "html", None)})
-    _torch()  # says which extra to install before any work
+    _torch_present()  # says which extra to install before any work (importing torch waits for the model's check)
     if args.plot is not None:
         _check_plot(args.plot)
     if args.html is not None:  # before minutes of work: the path, and plotly (page.py alone imports it)

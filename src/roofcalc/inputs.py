@@ -133,6 +133,10 @@ def percent(text: str, what: str = "--min-gain") -> float:
         raise RoofcalcError(f"{what} '{one_line(text)[:40]}' is not a percentage such as 10%") from None
     if not 0 < value < 100:
         raise RoofcalcError(f"{what} {one_line(text)[:40]}: give a percentage between 0 and 100")
+    if value < 1 and "%" not in text:  # 0.05: a fraction (5 %) or 0.05 %? a bare number is a percentage
+        raise RoofcalcError(f"{what} {one_line(text)[:40]}: a bare number is a percentage, so this is "
+                            f"{value:g}% (not {100 * value:g}%); write it with its % sign ({100 * value:g}% or "
+                            f"{value:g}%)")
     return value / 100
 
 
@@ -202,7 +206,7 @@ def check_sizes(values, what: str, limit: int) -> None:
 _PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
 _QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmgtp]?)\s*(.*?)\s*$", re.IGNORECASE)
 _UNITS = {
-    "bandwidth": ("b/s", "bytes/s", "byte/s", "bps"),
+    "bandwidth": ("b/s", "bytes/s", "byte/s", "bps"),  # the byte's B (a lower-case b, a bit, is refused)
     "flops": ("flop/s", "flops", "flop"),
     "time": ("s", "ms", "us", "µs", "ns"),
     "size": ("b", "byte", "bytes"),
@@ -221,6 +225,15 @@ def parse_quantity(text: str, kind: str, usual: str = "") -> float:
     if not m:
         raise RoofcalcError(f"'{text}' is not {what}")
     number, prefix, unit = float(m.group(1)), m.group(2).lower(), m.group(3).lower()
+    raw = m.group(3)
+    if kind == "bandwidth" and (raw[:1] == "b" and not raw.startswith("byte") or raw[:2] == "ib" or
+                                unit.startswith(("bit", "ibit"))):
+        # a lower-case b is a bit (a network link's 400 Gb/s is 50 GB/s): never read it as a byte
+        raise RoofcalcError(f"'{text}' is in bits (a lower-case b); roofcalc takes bytes: "
+                            f"{number:g} {m.group(2)}{'i' if raw[:2] == 'ib' else ''}bit/s = "
+                            f"{number / 8:g} {m.group(2).upper()}{'i' if raw[:2] == 'ib' else ''}B/s (write "
+                            f"{number / 8:g}{m.group(2).upper()}{'i' if raw[:2] == 'ib' else ''}B/s, or "
+                            f"{number:g}{m.group(2).upper()}{'i' if raw[:2] == 'ib' else ''}B/s if bytes were meant)")
     if not unit:
         # a bare 270 is not 270 B/s, nor a bare 80 80 bytes: say what was probably meant, and how to give base units
         n = m.group(1)

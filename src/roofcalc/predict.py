@@ -1035,6 +1035,10 @@ def _efficiency(v: Any, what: str, seconds: bool = False) -> Efficiency:
         raise RoofcalcError(f"{what} must be an object with 'expected' (and 'pessimistic', 'note')")
     exp = _number(v["expected"], f"{what}.expected", lo, hi)
     pes = _number(v.get("pessimistic", exp), f"{what}.pessimistic", lo, hi)
+    if (pes < exp) if seconds else (pes > exp):  # the pessimistic end is the slower one
+        raise RoofcalcError(f"{what}.pessimistic ({pes:g}) is {'below' if seconds else 'above'} its expected ({exp:g}): "
+                            f"the pessimistic end is the slower one, "
+                            + ("more seconds" if seconds else "a lower efficiency"))
     source = v.get("source", "measured")  # a profile written back names the defaults it carried as such
     if source not in ("default", "measured", "given"):
         raise RoofcalcError(f"{what}.source must be default, measured or given, got {source!r}")

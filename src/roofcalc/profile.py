@@ -45,6 +45,19 @@ ATTENTION_OPS = ("scaled_dot_product", "aten::matmul", "aten::bmm", "aten::softm
 MARK = "roofcalc::"
 
 
+def _torch_present() -> None:
+    """_torch()'s one-line error where PyTorch or transformers is not installed, without importing them (seconds):
+    a run that will fail on its model first fails at once."""
+    import importlib.util
+
+    for name in ("torch", "transformers"):
+        if importlib.util.find_spec(name) is None:
+            from .inputs import torch_install
+
+            raise RoofcalcError(f"roofcalc profile needs PyTorch and transformers ({name} is missing): "
+                                f"{torch_install()}")
+
+
 def _torch():
     try:
         import torch
@@ -316,17 +329,19 @@ def profile_inputs(source: str, *, device: str = "cpu", dtype_name: str = "fp32"
                    family: str | None = None):
     """(config, name, shape) of the model to profile, once every input is checked: what ``roofcalc profile``
     refuses, it refuses here, before it measures the device."""
-    torch, _ = _torch()
     if dtype_name not in TORCH_DTYPES:
         raise RoofcalcError(f"--dtype {dtype_name}: profile runs fp32, bf16 or fp16")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise RoofcalcError("--device cuda: no CUDA device is visible to PyTorch here (use --device cpu)")
     if device not in ("cpu", "cuda"):
         raise RoofcalcError(f"--device {device}: use cpu or cuda")
     if context < 2:
         raise RoofcalcError("--context must be at least 2 (a prefill of context - 1 tokens, then the step)")
-    cfg, name, _, _ = load_config(source)
-    return cfg, name, shape_from_config(cfg, name, family)
+    _torch_present()
+    cfg, name, _, _ = load_config(source)  # a model that cannot be read fails before torch's seconds of import
+    shape = shape_from_config(cfg, name, family)
+    torch, _ = _torch()
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RoofcalcError("--device cuda: no CUDA device is visible to PyTorch here (use --device cpu)")
+    return cfg, name, shape
 
 
 def profile_model(source: str, *, device: str = "cpu", dtype_name: str = "fp32", batch: int = 1,
@@ -584,7 +599,7 @@ def profile_lines(p: ProfileResult, r, trust: ProfileTrust) -> list[str]:
         f"{ms(p.kernel_sum_s)} ms, {ms(p.kernel_sum_s - p.tpot_s)} ms more than the timed steps' median; "
         f"it took {ms(p.profiled_step_s)} ms under the profiler",
     ]
-    fast = [pl.kernel.name for pl in st.placements if pl.measured_s is not None and pl.measured_s < 0.9 * pl.t_floor_s]
+    fast = [pl.kernel.name for pl in st.placements if pl.faster_than_floor]
     if fast:
         lines.append(f"faster    {', '.join(fast)} ran faster than their floor on this roof: the roof's measurement "
                      f"does not bound them (a peak from square matmuls that this dtype runs on a slow path, or a "

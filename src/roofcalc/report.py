@@ -15,7 +15,7 @@ from typing import Any, Iterable
 from .calculator import Analysis, Cost, Kernel
 from .parallel import TPSweep, ep_plan_words, tp_plan_words
 from .predict import range_band, range_name
-from .roofline import FLAG_MULTIPLE, Roof, Roofline, gpus_of
+from .roofline import FASTER_THAN_FLOOR, FLAG_MULTIPLE, Roof, Roofline, gpus_of
 from .shapes import PER_CHANNEL
 from .sweep import BatchVerdicts, Sweep, step_batch_verdicts
 from .units import capacity, ms, pct, ratio, si, sig
@@ -145,6 +145,7 @@ def placement_record(r: Roofline) -> list[dict[str, Any]]:
                     "t_fixed_s": p.t_fixed_s, "launches": p.launches, "bound": p.bound, "error": p.error,
                     "measured_s": p.measured_s, "achieved_flop_per_s": p.achieved_flop_per_s,
                     "roof_fraction": p.roof_fraction, "floor_multiple": p.floor_multiple, "flagged": p.flagged,
+                    "faster_than_floor": p.faster_than_floor,
                     **({"hop": p.hop} if p.kernel.kind == "collective" else {})})
     return out
 
@@ -294,6 +295,10 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
         logits = "every position" if w.logits_all or a.logits == "all" else "last token only"
         what = f"prefill, batch B={w.batch}{d('batch')}, prompt T={w.query_tokens}, {mask}, logits for {logits}" + \
             next((f" ({k.split(':', 1)[1]})" for k in defaulted if k.startswith("forward-why:")), "")
+    positions = w.kv_len  # the positions a query reads: the context (decode), the prompt (prefill)
+    if s.max_position_embeddings and positions > s.max_position_embeddings:
+        what += (f"; past the config's max_position_embeddings ({s.max_position_embeddings:,}): the model was not "
+                 f"built for positions that far")
     lines.append(f"workload  {what}")
     why = d('dtype') + next((f" ({k.split(':', 1)[1]})" for k in defaulted if k.startswith("dtype-why:")), "")
     act = " (--act-dtype)" if "act-given" in defaulted else why  # why the activations' dtype is what it is
@@ -391,7 +396,13 @@ def fixed_cost_words(r) -> str:
     from .hardware import measured_gpu_name
 
     gpu = measured_gpu_name(m.fitted)
-    what = "GEMM and attention kernels" if m.gemm_fits else "attention kernels (GEMMs: the GeForce default)"
+    default = "the default efficiencies" + (f", as for any {r.compute_dtype} step: the forms were measured in 16 "
+                                            f"and 8 bits" if r.compute_dtype not in ("bf16", "fp16", "fp8", "fp4")
+                                            else ", a GeForce card's" if r.hardware.segment == "consumer" else "")
+    what = ("GEMM and attention kernels" if m.gemm_fits and m.attention_fits else
+            f"attention kernels (GEMMs: {default})" if m.attention_fits else
+            f"GEMM kernels (attention: {default})" if m.gemm_fits else
+            f"kernels' fixed costs (GEMM and attention: {default})")
     tables = TABLE_NAMES.get(m.fitted_tables, "vLLM")
     if m.fitted_how == "measured":
         return (f"; {what} and collectives fitted on {gpu}'s measured kernels, AIConfigurator 0.12 {tables} "
@@ -485,6 +496,9 @@ def _apart(x: float, y: float) -> tuple[str, str]:
 def slope_words(r: Roofline) -> str:
     """Distance 2 in words: what batching can do at this context, as the sweep's verdicts say it."""
     st, roof_name = r.step, "measured" if r.measured else "nominal"
+    if st.intensity >= r.roof.ridge:  # under the flat roof: no slope left to climb
+        return (f"none: the step's AI {ratio(st.intensity)} is right of the {roof_name} ridge {r.roof.ridge:.0f} "
+                f"FLOP/byte, under the flat roof; more sequences or tokens a step add FLOPs, not attainable FLOP/s")
     if r.analysis.source == "traced" and r.analysis.workload.phase == "decode":  # its verdicts need its sweep
         return (f"the ridge is {st.batching_headroom:.3g}x the step's AI, further right; how far batching takes a "
                 f"traced model's "
@@ -535,7 +549,10 @@ def memory_line(r: Roofline) -> str:
     # a sliding window holds fewer positions than the context)
     states = kv - a.kv_bytes_per_token * cached * w.kv_len if a.source == "traced" else 0
     states = max(states, 0)
-    cache = (f"{si(kv - states, 'B')} of KV cache ({cached:,} x {w.kv_len:,} positions)" if kv > states else "")
+    window = getattr(a.shape, "sliding_window", None)
+    held = (f"; sliding-window layers hold their last {window:,}" if window and window < w.kv_len and
+            kv - states < a.kv_bytes_per_token * cached * w.kv_len * 0.999 else "")
+    cache = (f"{si(kv - states, 'B')} of KV cache ({cached:,} x {w.kv_len:,} positions{held})" if kv > states else "")
     if states > 0:
         cache = " + ".join(filter(None, (cache, f"{si(states, 'B')} of recurrent state ({cached:,} sequence{'s' * (cached != 1)})")))
     what = (f"memory    {si(a.weight_storage_bytes, 'B')} of weights + "
@@ -605,6 +622,26 @@ def anomaly_lines(r: Roofline, n: int = 3) -> list[str]:
     if not out:
         return []
     return ["anomalies " + out[0]] + [f"          {line}" for line in out[1:]]
+
+
+def faster_lines(r: Roofline) -> list[str]:
+    """The measured figures (the step, a kernel, a --point) faster than their floor on the roof in use, by the one
+    rule (roofline.FASTER_THAN_FLOOR), in one line: impossible on the datasheet roof, a low roof on a measured one."""
+    roof, st = r.roof, r.step
+    fast = []
+    if st.tpot_s is not None and st.tpot_s < FASTER_THAN_FLOOR * st.sum_floor_s:
+        fast.append(f"the step ({ms(st.tpot_s)} ms against floors of {ms(st.sum_floor_s)} ms)")
+    fast += [f"{p.kernel.name} ({sig(p.measured_s * 1e6)} us against a floor of {sig(p.t_floor_s * 1e6)} us)"
+             for p in st.placements if p.faster_than_floor]
+    fast += [f"point {p.name} ({pct(p.roof_fraction(roof))} of the roof at its AI)" for p in r.points
+             if p.faster_than_floor(roof)]
+    if not fast:
+        return []
+    why = ("faster than the datasheet allows: check each figure and its unit (ms or us; a step's time or a kernel's)"
+           if r.measured is None else "the measured roof does not bound them (a bandwidth or a peak measured low, "
+           "or a figure in the wrong unit): treat their % of roof as a sign the roof is low")
+    return [f"faster    {'; '.join(fast)}: under {FASTER_THAN_FLOOR:g}x the floor on the "
+            f"{'measured' if r.measured else 'nominal'} roof, {why}"]
 
 
 def measured_label(p) -> str:
@@ -706,12 +743,14 @@ def totals_lines(r: Roofline) -> list[str]:
             f"{ratio(st.intensity)}, {pct(st.roof_fraction)} of the {roof_name} roof "
             f"there ({si(roof.attainable(st.intensity), 'FLOP/s')}), {st.floor_multiple:.2f}x the {roof_name} roof's "
             f"floor ({ms(st.sum_floor_s)} ms, the kernels' floors summed)",
-            f"  1 below the slope: {ms(st.gap_s)} ms above the floors is overhead and kernel efficiency; "
-            + (gap_words(st) if st.gap_s > 0 else "none left to explain"),
+            (f"  1 below the {'roof' if st.intensity >= roof.ridge else 'slope'}: {ms(st.gap_s)} ms above the "
+             f"floors is overhead and kernel efficiency; " + gap_words(st) if st.gap_s > 0 else
+             f"  1 below the {'roof' if st.intensity >= roof.ridge else 'slope'}: none; the measured step is "
+             f"{ms(-st.gap_s)} ms under its floors (below: faster)"),
             "  2 along the slope: " + slope_words(r),
             f"  3 the roof: {si(roof.peak_flop_per_s, 'FLOP/s')}; only another device or precision lifts it",
         ]
-    lines += anomaly_lines(r)
+    lines += anomaly_lines(r) + faster_lines(r)
     for p in r.points:
         lines.append(f"point     {p.name}: AI {ratio(p.intensity)}, {si(p.achieved_flop_per_s, 'FLOP/s')}, "
                      f"{pct(p.roof_fraction(r.roof))} of the {'measured' if r.measured else 'nominal'} roof there "
@@ -783,7 +822,7 @@ def to_csv(r: Roofline) -> str:
     """One row per kernel with the JSON kernel record's keys and numbers (per instance, exact
     integers, seconds), then one row of scope 'step': the step's totals under the same keys
     (t_floor_s: Σ floors, t_expected_s: predicted_s, launches per step, measured_s:
-    the measured step time)."""
+    the measured step time), and under --pp a row of scope 'pipeline': the whole step's time (the stages in turn)."""
     doc = to_record(r)
     kernels = doc["kernels"]
     keys = list(kernels[0])
@@ -793,11 +832,18 @@ def to_csv(r: Roofline) -> str:
                 params=r.analysis.params, t_floor_s=st.sum_floor_s, t_expected_s=st.predicted_s,
                 efficiency=st.sum_floor_s / st.predicted_s, launches=st.launches_per_step, t_fixed_s=st.times.fixed_s,
                 bound=st.bound, measured_s=st.tpot_s, roof_fraction=st.roof_fraction,
-                floor_multiple=st.floor_multiple)
+                floor_multiple=st.floor_multiple, achieved_flop_per_s=st.achieved_flop_per_s,
+                error=None if st.tpot_s is None else st.tpot_s / st.predicted_s - 1,
+                faster_than_floor=None if st.tpot_s is None else st.tpot_s < FASTER_THAN_FLOOR * st.sum_floor_s)
+    rows = kernels + [step]
+    if r.analysis.note_pipeline:  # --pp: the rows above are the slowest stage's; the whole step is the stages in turn
+        pipe = r.analysis.note_pipeline[0]
+        rows.append({k: "" for k in keys} | dict(name="pipeline step", kind="step", scope="pipeline", count=1,
+                                                 t_expected_s=pipe.step_s))
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=keys, lineterminator="\n", extrasaction="ignore")
     w.writeheader()
-    for row in kernels + [step]:
+    for row in rows:
         w.writerow({k: "" if v is None else v for k, v in row.items()})
     return buf.getvalue()
 
@@ -1106,7 +1152,8 @@ AXIS_WORDS = {
     "ep-tp": "one rank's step at each --ep: E/N routed experts, attention split by heads over the N ranks "
              "for every sequence, an all-reduce after o_proj and after the experts (--ep-attention tp)",
     "pp": "the pipeline's step at each --pp: the stages in turn, then the slowest stage once per other "
-          "micro-batch; memory is the largest stage's, and communication the slowest stage's (its send)",
+          "micro-batch; memory is the largest stage's, and communication the slowest stage's collectives (the "
+          "sends between stages are in each stage's time; the last stage sends nothing)",
 }
 
 

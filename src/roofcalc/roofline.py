@@ -26,6 +26,10 @@ from .predict import MOE_FUSED, KernelModel, StepTimes, _maximum, default_model,
 # norm at 100x its floor is no problem, it is the cost of running a kernel at all. One rule: a measured
 # kernel is flagged above 3x the least a real kernel takes, its floor or its fixed cost if that is larger.
 FLAG_MULTIPLE = 3.0
+# The other side: a measured time under 0.9x its floor on the roof in use ran faster than that roof allows (10 %
+# for the timer's and the roof's own noise): on the datasheet roof the figure is wrong (its unit, per step or per
+# kernel), on a measured roof the measurement of the roof is low.
+FASTER_THAN_FLOOR = 0.9
 
 # GPU kernel launches per kernel instance under each implementation profile, by kernel role.
 #
@@ -455,6 +459,11 @@ class Placement:
         return self.measured_s is not None and self.measured_s > FLAG_MULTIPLE * self.t_best_s
 
     @property
+    def faster_than_floor(self) -> bool:
+        """Measured under FASTER_THAN_FLOOR x its floor on this roof: faster than the roof allows."""
+        return self.measured_s is not None and self.measured_s < FASTER_THAN_FLOOR * self.t_floor_s
+
+    @property
     def error(self) -> float | None:
         """Measured over expected, minus 1 (None without a measured time)."""
         return None if self.measured_s is None else self.measured_s / self.t_expected_s - 1
@@ -480,6 +489,10 @@ class Point:
 
     def roof_fraction(self, roof: Roof) -> float:
         return self.achieved_flop_per_s / roof.attainable(self.intensity)
+
+    def faster_than_floor(self, roof: Roof) -> bool:
+        """Its time under FASTER_THAN_FLOOR x its floor on ``roof`` (above 1 / 0.9 of the roof at its AI)."""
+        return self.roof_fraction(roof) * FASTER_THAN_FLOOR > 1.0
 
 
 def parse_point(text: str) -> Point:

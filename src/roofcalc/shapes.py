@@ -770,7 +770,9 @@ def _build(r: ConfigReader, name: str, model_type: str) -> ModelShape:
         rotary_dim=rotary_dim,
         sliding_window=window,
         layer_types=types,
-        max_position_embeddings=r.int("max_position_embeddings", None, limit=1 << 30),
+        # GPT-2's config names its learned positions n_positions (transformers maps the one to the other)
+        max_position_embeddings=r.int("max_position_embeddings", None, limit=1 << 30) or
+        r.int("n_positions", None, limit=1 << 30),
         family=f.model_type,
         norm=f.norm,
         block=f.block if f.parallel_residual is None or r.flag(f.parallel_residual) else "sequential",
