@@ -912,6 +912,10 @@ def test_what_a_step_cannot_be_is_said_and_what_cannot_be_read_is_refused(capsys
                                "efficiency": {"gemv": {"expected": 0.5, "pessimistic": 0.9}}}))
     code, _, err = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(bad)], capsys)
     assert code == 2 and "efficiency.gemv.pessimistic (0.9) is above its expected (0.5)" in err
+    bad.write_text(json.dumps({"name": "x", "bandwidth_bytes_per_s": 3e11, "peak_flop_per_s": {"fp16": 6e13},
+                               "efficiency": {"fits": {"gemm.bf16": {"x": 1}}}}))
+    code, _, err = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(bad)], capsys)
+    assert code == 2 and "efficiency.fits has no key 'gemm.bf16'" in err
     code, _, err = run(["TinyLlama/TinyLlama-1.1B", "--batch", "1,4", "--min-gain", "0.05"], capsys)
     assert code == 2 and "this is 0.05% (not 5%)" in err
     code, _, err = run(["TinyLlama/TinyLlama-1.1B", "--min-gain", "abc"], capsys)
@@ -925,3 +929,20 @@ def test_profile_refuses_a_model_it_cannot_read_before_importing_torch(tmp_path)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path)})
     assert out.stdout.split() == ["2", "False"] and "nosuch/model" in out.stderr
+
+
+def test_an_option_that_changes_nothing_is_said_not_dropped(capsys):
+    """A prefill's option on a decode step, a pipeline's without --pp, a kind of layer the model has not, a host
+    cost its --impl does not pay, a group size of unquantized weights: accepted, each said on an 'ignored' line."""
+    tiny = "TinyLlama/TinyLlama-1.1B"
+    code, out, _ = run([tiny, "--micro-batches", "3", "--full-rectangle", "--experts", "all", "--mla", "absorbed",
+                        "--launch-overhead", "50us", "--group-size", "128"], capsys)
+    ignored = [line for line in out.splitlines() if line.startswith("ignored")]
+    assert code == 0 and [line.split(":")[0] for line in ignored] == [
+        "ignored   --micro-batches 3", "ignored   --full-rectangle", "ignored   --experts all", "ignored   --mla absorbed",
+        "ignored   --launch-overhead 50us", "ignored   --group-size 128"]
+    for args in ([tiny], [tiny, "--prompt", "512", "--full-rectangle", "--logits", "all"],
+                 [tiny, "--weight-dtype", "int4", "--group-size", "64"], [tiny, "--impl", "fused", "--launch-overhead", "5us"],
+                 ["meta-llama/Llama-2-70b-hf", "--hw", "H100", "--pp", "2", "--batch", "8", "--micro-batches", "2"]):
+        code, out, _ = run(args, capsys)
+        assert code == 0 and "\nignored" not in out, args

@@ -605,9 +605,12 @@ def run_main(argv: Sequence[str]) -> str:
     out = report.render(result, args.format, defaults, record=args.record, width=None if args.wide else term_width())
     if args.format == "table":
         out += _engine_verdict(args, shape, result, None if args.wide else term_width())
+        out += "".join(line + "\n" for line in report.wrap_lines([f"ignored   {x}" for x in _ignored(args, shape[0])],
+                                                                   None if args.wide else term_width()))
     elif args.format == "markdown":  # a bullet of the footer's list, as Markdown's other footer lines are
         line = _engine_verdict(args, shape, result, None)
         out += f"- {line.strip()}\n" if line else ""
+        out += "".join(f"- ignored {x}\n" for x in _ignored(args, shape[0]))
     if args.plot:
         from .plotting import save_plot
 
@@ -677,6 +680,30 @@ def _cache_update(args: argparse.Namespace) -> str:
     if getattr(args, "engine_preset", None) is not None and not getattr(args, "impl_by_hand", False):
         return args.engine_preset.cache_update
     return "concat" if getattr(args, "impl", None) == "hf-eager" else "in-place"
+
+
+def _ignored(args: argparse.Namespace, s) -> list[str]:
+    """The options given that change nothing in this run (a prefill's option on a decode step, a pipeline's without
+    --pp, a kind of layer the model has not), each in words: accepted, but said, never silently dropped."""
+    decode = not args.prompt
+    quantized = (args.weight_dtype or s.weight_format or "").startswith(("int", "q4", "q8"))
+    return [what for given, what in (
+        (args.micro_batches is not None and args.pp in (None, "1"),
+         f"--micro-batches {args.micro_batches}: a pipeline's (--pp); this step has one stage"),
+        (args.full_rectangle and decode, "--full-rectangle: a prefill's (--prompt); a decode step's one query "
+                                         "attends every key"),
+        (args.logits == "all" and decode, "--logits all: a prefill's (--prompt); a decode step computes one "
+                                          "position's logits"),
+        (args.experts != "expected" and s.moe is None, f"--experts {args.experts}: {s.name} has no experts"),
+        (args.mla != "naive" and s.mla is None, f"--mla {args.mla}: {s.name} has no latent attention"),
+        (args.launch_overhead is not None and args.impl == "hf-eager",
+         f"--launch-overhead {args.launch_overhead}: under --impl hf-eager the host's time per eager op is the "
+         f"cost (--host-overhead)"),
+        (args.host_overhead is not None and args.impl != "hf-eager",
+         f"--host-overhead {args.host_overhead}: only --impl hf-eager pays a host time per eager op"),
+        (args.group_size is not None and not quantized,
+         f"--group-size {args.group_size}: only int8 and int4 weights have groups (--weight-dtype)"),
+    ) if given]
 
 
 def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:

@@ -928,6 +928,12 @@ def own_fits(m: KernelModel, doc: Any, where: str) -> KernelModel:
     if not isinstance(doc, dict) or not isinstance(doc.get("gemm", {}), dict) or \
             not isinstance(doc.get("attention", {}), dict):
         raise RoofcalcError(f"{where}: efficiency.fits must be an object with 'gemm' and 'attention' objects")
+    unknown = sorted(set(doc) - {"gemm", "attention", "source", "dtype", "peak_flops", "bandwidth", "scores"})
+    if unknown:
+        raise RoofcalcError(f"{where}: efficiency.fits has no key {', '.join(map(repr, unknown))} (it holds 'gemm' "
+                            f"and 'attention' forms, as roofcalc measure writes them)")
+    if not doc.get("gemm") and not doc.get("attention"):
+        raise RoofcalcError(f"{where}: efficiency.fits holds no fitted form (its 'gemm' and 'attention' are empty)")
     source = str(doc.get("source") or f"{where}'s measurement")
 
     def read(what: str, build, d):
