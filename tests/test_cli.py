@@ -906,7 +906,8 @@ def test_what_a_step_cannot_be_is_said_and_what_cannot_be_read_is_refused(capsys
     assert code == 0 and "past the config's max_position_embeddings (1,024)" in out
     code, out, _ = run(["mistral-7b-v0.1", "--context", "8192"], capsys)
     # Mistral-7B-v0.1's sliding_window 4096: 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes x 4,096 = 537 MB
-    assert code == 0 and "537 MB of KV cache (1 x 8,192 positions; sliding-window layers hold their last 4,096)" in out
+    assert code == 0 and "537 MB of KV cache (1 x 8,192 positions; a sliding window of 4,096 caps what its layers " \
+        "hold)" in out
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"name": "x", "bandwidth_bytes_per_s": 3e11, "peak_flop_per_s": {"fp16": 6e13},
                                "efficiency": {"gemv": {"expected": 0.5, "pessimistic": 0.9}}}))
@@ -916,6 +917,11 @@ def test_what_a_step_cannot_be_is_said_and_what_cannot_be_read_is_refused(capsys
                                "efficiency": {"fits": {"gemm.bf16": {"x": 1}}}}))
     code, _, err = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(bad)], capsys)
     assert code == 2 and "efficiency.fits has no key 'gemm.bf16'" in err
+    # a measurement whose curves gave no form (a small GPU measures few points) claims no fitted kernel
+    bad.write_text(json.dumps({"name": "x", "nominal": "H100", "bandwidth_bytes_per_s": 3e12,
+                               "peak_flop_per_s": {"bf16": 7e14}, "efficiency": {"fits": {"gemm": {}, "attention": {}}}}))
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(bad), "--dtype", "bf16"], capsys)
+    assert code == 0 and "no kernel form fitted on this GPU's own" in out and "kernels fitted on" not in out
     code, _, err = run(["TinyLlama/TinyLlama-1.1B", "--batch", "1,4", "--min-gain", "0.05"], capsys)
     assert code == 2 and "this is 0.05% (not 5%)" in err
     code, _, err = run(["TinyLlama/TinyLlama-1.1B", "--min-gain", "abc"], capsys)

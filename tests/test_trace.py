@@ -1035,7 +1035,8 @@ def test_a_state_space_models_header_says_recurrent_state_not_kv_cache(tmp_path,
     out = unwrap(capsys.readouterr().out)
     # both layers slide; transformers' sliding-window cache keeps window - 1 = 63 positions a layer, of K and V
     # x 2 heads x 32 x 2 bytes = 256 bytes: 2 x 63 x 256 = 32,256 bytes, not 200 positions' 102,400
-    assert "32.3 kB of KV cache (1 x 200 positions) = " in out and "recurrent state" not in out
+    assert "32.3 kB of KV cache (1 x 200 positions; a sliding window of 64 caps what its layers hold) = " in out
+    assert "recurrent state" not in out
 
 
 PUBLISHED = Path(__file__).parent.parent / "benchmarks" / "configs" / "published"

@@ -96,8 +96,10 @@ class Workload:
                 raise RoofcalcError(f"{label} {value:,} is beyond any real workload (limit {limit:,})")
         if self.query_tokens > self.kv_len:
             raise RoofcalcError(f"{self.query_tokens} query tokens cannot attend to only {self.kv_len} positions")
-        if self.kv_dtype.quantized and self.kv_dtype.bits != 8 or self.kv_dtype.block or self.act_dtype.scaled:
-            raise RoofcalcError("activations take fp32, bf16, fp16 or fp8; the KV cache also int8")
+        if self.kv_dtype.quantized and self.kv_dtype.bits != 8 or self.kv_dtype.block:
+            raise RoofcalcError(f"the KV cache takes fp32, bf16, fp16, fp8 or int8, not {self.kv_dtype.name}")
+        if self.act_dtype.scaled:
+            raise RoofcalcError(f"activations take fp32, bf16, fp16 or fp8, not {self.act_dtype.name}")
         if self.experts not in EXPERT_MODES:
             raise RoofcalcError(f"experts must be one of {', '.join(EXPERT_MODES)}, not {self.experts!r}")
         if self.mla not in MLA_MODES:

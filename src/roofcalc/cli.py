@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Sequence
 
@@ -1055,8 +1056,23 @@ PARSERS = {"roofcalc": _main_parser, "models": _models_parser, "hardware": _hard
            "measure": _measure_parser, "profile": _profile_parser, "help": _help_parser}
 
 
+_NEGATIVE = re.compile(r"^-[0-9.]")
+
+
+def _negatives_joined(argv: list[str]) -> list[str]:
+    """'--tpot -1ms' as '--tpot=-1ms': argparse takes a value like -1ms (a number with a unit) for an option and
+    says 'expected one argument'; joined, the option's own check says what is wrong with the value."""
+    out: list[str] = []
+    for a in argv:
+        if _NEGATIVE.match(a) and out and out[-1].startswith("--") and "=" not in out[-1]:
+            out[-1] = f"{out[-1]}={a}"
+        else:
+            out.append(a)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = _negatives_joined(list(sys.argv[1:] if argv is None else argv))
     try:
         if argv and argv[0] in COMMANDS:
             out = COMMANDS[argv[0]](argv[1:])

@@ -310,6 +310,8 @@ def kernel_times(path: str) -> dict[str, float]:
         if not seconds > 0 or not math.isfinite(seconds):
             raise RoofcalcError(f"{where}: the time for {name} must be a positive, finite number of seconds")
         times[name] = seconds
+    if not times:
+        raise RoofcalcError(f"{where} holds no kernel times (rows 'name,seconds', or a JSON object)")
     return times
 
 

@@ -1206,7 +1206,7 @@ def report(m: Measurement, nominal: Hardware | None, why: str, path: str | None)
     lines += m.trust.warnings() if m.trust is not None else []
     lines.append(f"profile   the roof uses the best runs: {_fmt(m.bandwidth_bytes_per_s, 'B/s')}, "
                  + ", ".join(f"{d} {_fmt(m.peak(d).best_rate, 'FLOP/s')}" for d in m.matmuls)
-                 + f", {m.launch_overhead_s * 1e6:.3g} us per op")
+                 + f", {m.launch_overhead_s * 1e6:.3g} us per op (the dispatch's median)")
     if path:
         lines.append(f"written   {path} (use it with --hw-file {path})")
     return "\n".join(lines) + "\n"

@@ -390,7 +390,10 @@ def fixed_cost_words(r) -> str:
     or (fixed costs only) the five measured GPUs' medians."""
     m = r.model
     if m is not None and m.fitted_how == "profile":
-        return f"; GEMM and attention kernels fitted on this GPU's own ({m.fitted}; elementwise: the medians)"
+        what = " and ".join(x for x, fits in (("GEMM", m.gemm_fits), ("attention", m.attention_fits)) if fits)
+        return (f"; {what} kernels fitted on this GPU's own ({m.fitted}; elementwise: the medians)" if what else
+                f"; no kernel form fitted on this GPU's own ({m.fitted}: its curves held too few points); fixed "
+                f"costs: the defaults")
     if m is None or not m.fixed_s or all(e.source == "measured" for e in m.fixed_s.values()):
         return ""
     from .hardware import measured_gpu_name
@@ -550,7 +553,7 @@ def memory_line(r: Roofline) -> str:
     states = kv - a.kv_bytes_per_token * cached * w.kv_len if a.source == "traced" else 0
     states = max(states, 0)
     window = getattr(a.shape, "sliding_window", None)
-    held = (f"; sliding-window layers hold their last {window:,}" if window and window < w.kv_len and
+    held = (f"; a sliding window of {window:,} caps what its layers hold" if window and window < w.kv_len and
             kv - states < a.kv_bytes_per_token * cached * w.kv_len * 0.999 else "")
     cache = (f"{si(kv - states, 'B')} of KV cache ({cached:,} x {w.kv_len:,} positions{held})" if kv > states else "")
     if states > 0:
@@ -561,7 +564,10 @@ def memory_line(r: Roofline) -> str:
         return what + "; the device's memory is unknown (pass --memory)"
     if r.fits:
         return what + f": fits in {capacity(r.capacity_bytes)}"
-    return what + f": does NOT fit in {capacity(r.capacity_bytes)} (weights + KV cache only; pass --memory to change it)"
+    room = capacity(r.capacity_bytes)
+    if room == si(need, "B"):  # too close to tell apart at three digits: the bytes
+        room = f"{room} ({int(need):,} bytes needed, {int(r.capacity_bytes):,} there)"
+    return what + f": does NOT fit in {room} (weights + KV cache only; pass --memory to change it)"
 
 
 def time_column(name: str, seconds: list[float | None]) -> tuple[str, list[str]]:
@@ -1321,14 +1327,16 @@ def models_table(catalog, families, width: int | None = None) -> str:
             ("parameters", 0, [f"{e.params_total:,}" for e in catalog]),
             ("active per token", 2, ["" if e.params_active is None else f"{e.params_active:,}" for e in catalog])]
     aliases = [", ".join(e.aliases) for e in catalog]
+    gave_way = []
     if width is not None:  # the aliases take the room the other columns leave (at least 20), wrapped on commas
         used = [max(len(h) + 2, *(len(c) for c in cells)) + 2 for h, _, cells in cols]
         room = width - sum(used)
         if room < 20:  # the active parameters give way to the names a user types
             cols, room = cols[:3], room + used[3]
+            gave_way = [f"columns   'active per token' left out to fit {width} columns; --wide shows it"]
         aliases = [_name_lines(e.aliases, max(room, 20)) for e in catalog]
     cols.append(("aliases", 1, aliases))
     return _listing(cols, width, [
         "Names match exactly (case-insensitive); any other hub id is read from the HF cache or the hub.",
         f"Hand-modelled families: {', '.join(families)}. Any other model_type transformers knows is read by tracing "
-        f"its modeling code (needs the [torch] extra; --trace forces it)."])
+        f"its modeling code (needs the [torch] extra; --trace forces it)."] + gave_way)
