@@ -926,6 +926,8 @@ def test_what_a_step_cannot_be_is_said_and_what_cannot_be_read_is_refused(capsys
     assert code == 2 and "this is 0.05% (not 5%)" in err
     code, _, err = run(["TinyLlama/TinyLlama-1.1B", "--min-gain", "abc"], capsys)
     assert code == 2 and "is not a percentage" in err
+    code, _, err = run(["tinyllama", "--revision", "main"], capsys)  # an alias names no repository to revise
+    assert code == 2 and "give its hub id (TinyLlama/TinyLlama-1.1B-Chat-v1.0 --revision main)" in err
 
 
 def test_profile_refuses_a_model_it_cannot_read_before_importing_torch(tmp_path):

@@ -243,6 +243,10 @@ def load_config(source: str, revision: str | None = None) -> tuple[dict, str, st
     if source.endswith(".json") or source.startswith((".", "/", "~")) or os.sep in source and not HUB_ID.match(source):
         raise RoofcalcError(f"no such file: {source}")
     if not HUB_ID.match(source):
+        entry = find_in_catalog(source) if revision is not None else None
+        if entry is not None:  # a catalog alias names no repository to take a revision of: say its hub id
+            raise RoofcalcError(f"--revision reads a hub id, and '{source}' is a catalog name: give its hub id "
+                                f"({entry.hub_id} --revision {revision}), or drop --revision")
         raise RoofcalcError(f"'{source}' is not a file, a catalog name or a hub id (owner/name){_suggest(source)}; "
                             f"'roofcalc models' lists the catalog")
     file = _hub_config(source, revision)  # a snapshot of the HF cache: ModelOpt's file beside it, where downloaded
