@@ -926,6 +926,18 @@ def test_what_a_step_cannot_be_is_said_and_what_cannot_be_read_is_refused(capsys
     assert code == 2 and "this is 0.05% (not 5%)" in err
     code, _, err = run(["TinyLlama/TinyLlama-1.1B", "--min-gain", "abc"], capsys)
     assert code == 2 and "is not a percentage" in err
+    from roofcalc.sources import load_config
+
+    cfg = dict(load_config("TinyLlama/TinyLlama-1.1B")[0], torch_dtype="float8")  # a dtype no torch tensor has
+    (tmp_path / "f8.json").write_text(json.dumps(cfg))
+    code, out, _ = run([str(tmp_path / "f8.json")], capsys)
+    assert code == 0 and "(default: the config's torch_dtype 'float8' is none PyTorch computes in)" in out
+    t4 = tmp_path / "t4.json"
+    t4.write_text(json.dumps({"name": "mine", "nominal": "T4", "bandwidth_bytes_per_s": 2.7e11,
+                              "peak_flop_per_s": {"fp16": 5e13}}))
+    code, _, err = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(t4), "--hw", "H100"], capsys)
+    assert code == 2 and "nominal T4 disagree: its measurement is of a T4" in err
+    assert run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(t4), "--hw", "t4"], capsys)[0] == 0
     code, _, err = run(["tinyllama", "--revision", "main"], capsys)  # an alias names no repository to revise
     assert code == 2 and "give its hub id (TinyLlama/TinyLlama-1.1B-Chat-v1.0 --revision main)" in err
 

@@ -321,7 +321,14 @@ def _hardware(args: argparse.Namespace):
         raise RoofcalcError("--hw is empty; give a name from 'roofcalc hardware'")
     profile = load_profile(args.hw_file) if args.hw_file is not None else None
     hw_name = args.hw or (profile.nominal if profile and profile.nominal else DEFAULT_HW)
-    return _find_hardware(hw_name, "--hw" if args.hw else f"the profile {args.hw_file}'s nominal"), profile
+    hw = _find_hardware(hw_name, "--hw" if args.hw else f"the profile {args.hw_file}'s nominal")
+    if args.hw and profile and profile.nominal:  # a T4's measurement against an H100's datasheet says nothing
+        theirs = _find_hardware(profile.nominal, f"the profile {args.hw_file}'s nominal")
+        if theirs.name != hw.name:
+            raise RoofcalcError(f"--hw {args.hw} and the profile {args.hw_file}'s nominal {theirs.name} disagree: its "
+                                f"measurement is of a {theirs.name}; drop --hw (its nominal is compared with), or "
+                                f"edit its 'nominal'")
+    return hw, profile
 
 
 def _revision(args: argparse.Namespace) -> str | None:
@@ -526,7 +533,7 @@ def build_roofline(args: argparse.Namespace, shape=None):
     )
 
 
-def choose_dtype(config_dtype: str | None, hw, profile=None) -> tuple[str, str]:
+def choose_dtype(config_dtype: str | None, hw, profile=None, unread: str | None = None) -> tuple[str, str]:
     """(dtype, why) when no dtype flag is given: the checkpoint's torch_dtype where the device (and a
     measured profile) computes in it, else the same-width type it has (a bf16 checkpoint runs as fp16
     on a T4, as users run it there), else what it has."""
@@ -534,7 +541,8 @@ def choose_dtype(config_dtype: str | None, hw, profile=None) -> tuple[str, str]:
     device = f"the profile '{profile.name}'" if profile is not None else hw.name
     if config_dtype is None:
         if DEFAULT_DTYPE in peaks:
-            return DEFAULT_DTYPE, "default: the config declares no torch_dtype"
+            return DEFAULT_DTYPE, ("default: the config declares no torch_dtype" if unread is None else
+                                   f"default: the config's torch_dtype '{unread}' is none PyTorch computes in")
         config_dtype = DEFAULT_DTYPE
     if config_dtype in peaks:
         return config_dtype, "the checkpoint's torch_dtype"
@@ -583,7 +591,8 @@ def run_main(argv: Sequence[str]) -> str:
     shape = load_model(args)
     if "dtype" in defaults:  # no dtype flag: the checkpoint's own, where the device computes in it
         hw, profile = _hardware(args)
-        args.dtype, why = choose_dtype(shape[0].config_dtype, hw, profile)
+        args.dtype, why = choose_dtype(shape[0].config_dtype, hw, profile, getattr(shape[0], "config_dtype_unread",
+                                                                                  None))
         defaults.discard("dtype")
         defaults.add("dtype-why:" + why)
         if args.act_dtype:  # the activations (and a GEMM computing in them) follow the flag, not the checkpoint

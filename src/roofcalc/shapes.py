@@ -221,6 +221,7 @@ class ModelShape:
     # kv_cache_scheme of 8-bit floats), which an engine may take or not: reported, not taken (--kv-dtype)
     kv_format_declared: str | None = None
     config_dtype: str | None = None  # the checkpoint's torch_dtype (or dtype): fp32, bf16, fp16, or None
+    config_dtype_unread: str | None = None  # a torch_dtype given that is none of those (said, not guessed at)
     names: tuple[tuple[str, str], ...] = ()  # role -> module name overrides
     hf_activation: str = ""  # the config's own activation name (gelu_new runs as several eager ops)
     borrowed: bool = False  # read through another family's record (--family)
@@ -634,6 +635,12 @@ def _modelopt(q: dict, name: str) -> tuple[str | None, None]:
     return _MODELOPT[algo], None
 
 
+def _unread_dtype(cfg: dict) -> str | None:
+    """A torch_dtype (or dtype) the config gives that _config_dtype does not read ('float8'), as written."""
+    value = cfg.get("torch_dtype", cfg.get("dtype"))
+    return None if value is None or _config_dtype(cfg) is not None else one_line(str(value))[:40]
+
+
 def _config_dtype(cfg: dict) -> str | None:
     """The dtype the checkpoint was saved in: torch_dtype (transformers 4) or dtype (5), if one of ours."""
     value = cfg.get("torch_dtype", cfg.get("dtype"))
@@ -670,6 +677,8 @@ def shape_from_config(cfg: Any, name: str = "model", family: str | None = None, 
         # quantization_config be (Devstral-Small-2's FP8)
         return replace(inner, model_type=f"{model_type} (text_config: {one_line(str(text['model_type']))[:60]})",
                        multimodal=True, config_dtype=inner.config_dtype or _config_dtype(cfg),
+                       config_dtype_unread=None if inner.config_dtype or _config_dtype(cfg) else
+                       inner.config_dtype_unread or _unread_dtype(cfg),
                        **declared_weights(cfg, name, text, inner))
     shape = _shape_from_config(cfg, name, family, sub_config=sub_config)
     return replace(shape, **declared_weights(cfg, name, cfg, shape))
@@ -789,6 +798,7 @@ def _build(r: ConfigReader, name: str, model_type: str) -> ModelShape:
         mlp_types=mlp_types,
         mla=mla,
         config_dtype=_config_dtype(r.cfg),
+        config_dtype_unread=_unread_dtype(r.cfg),
         names=f.names,
         hf_activation=hf_activation,
     )
