@@ -679,3 +679,24 @@ def test_a_tensorrt_llm_decode_on_its_fallback_kernel_takes_its_factor():
     assert f.terms(small)[1] == pytest.approx(min(1.0, plain.terms(small)[1] * knots[4.0]))
     # the vLLM forms have no such kernel
     assert "mmha" not in kernel_fits()["gpus"]["h200_sxm"]["attention"]["decode_bf16kv"]
+
+
+def test_int4_weights_on_hopper_take_marlins_measured_h100_bandwidth():
+    """inclusionAI/humming PR #2 (H100, n = k = 8,192 channelwise, M = 1): torch's 16-bit GEMM 2.30 TFLOPS, marlin-w4a16
+    4.98. 2 x 8,192² = 134,217,728 FLOPs: 58.36 us for 134,250,496 bytes (weights, x, y) = 2.300 TB/s; 26.95 us for
+    33,603,584 bytes (int4 weights, 8,192 fp16 scales, x, y) = 1.247 TB/s; 1.247 / 2.300 = 0.542. Hopper GPUs take
+    it, Ampere keeps Marlin's README ideal (1.0)."""
+    from roofcalc.predict import HOPPER_INT4, default_model
+    from roofcalc.roofline import roofline
+
+    t16, t4 = 134_217_728 / 2.30e12, 134_217_728 / 4.98e12
+    assert HOPPER_INT4.expected == pytest.approx((33_603_584 / t4) / (134_250_496 / t16), rel=1e-9)
+    assert HOPPER_INT4.expected == pytest.approx(0.542, abs=5e-4)
+    assert default_model("gpu", compute_capability=9.0).dequant["int4"] is HOPPER_INT4
+    assert default_model("gpu", compute_capability=8.0).dequant["int4"].expected == 1.0
+    from roofcalc.dtypes import dtype
+
+    shape = load_shape("meta-llama/Llama-2-7b-hf")
+    wl = Workload.decode(1, 500, weight_dtype=dtype("int4"), act_dtype=dtype("fp16"), kv_dtype=dtype("fp16"))
+    for hw, factor in (("H100", HOPPER_INT4.expected), ("H200", HOPPER_INT4.expected), ("A100", 1.0)):
+        assert roofline(analyze(shape, wl), find_hardware(hw)).model.dequant["int4"].expected == factor, hw

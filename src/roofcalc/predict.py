@@ -141,6 +141,17 @@ GPU_DEQUANT = {
                            "Marlin's int4 one (its README, A10, group 128: the ideal 3.87x of FP16, 1.0); pessimistic: "
                            "gpt-fast's int4 GEMV, 863 of bf16's 1397 GB/s on an A100 (0.62)"),
 }
+# Marlin was written for Ampere; on Hopper it stays well short of that ideal. inclusionAI/humming pull request #2
+# (2026-03-24, "Device: H100", dense n = k = 8192, channelwise, fp16 activations, TFLOPS): at M = 1 torch's 16-bit
+# GEMM runs 2.30 TFLOPS (134,217,728 FLOPs in 58.4 us: 134.25 MB at 2.30 TB/s) and marlin-w4a16 4.98 (26.9 us:
+# 33.6 MB at 1.25 TB/s), 0.542 of the 16-bit GEMM's bandwidth; its marlin-w8a16, 3.46 TFLOPS (38.8 us: 67.1 MB at
+# 1.73 TB/s), is 0.752, beside gpt-fast's A100 int8 0.77 above. Hopper GPUs (compute capability 9.x) take it.
+HOPPER_INT4 = Efficiency((33_554_432 + 16_384 + 32_768) / (134_217_728 * 2 / 4.98e12) /
+                         ((134_217_728 + 16_384 + 16_384) / (134_217_728 * 2 / 2.30e12)),
+                         (33_554_432 + 16_384 + 32_768) / (134_217_728 * 2 / 4.98e12) /
+                         ((134_217_728 + 16_384 + 16_384) / (134_217_728 * 2 / 2.30e12)),
+                         note="inclusionAI/humming PR #2, H100, n = k = 8192 channelwise, M = 1: marlin-w4a16 streams "
+                         "1.25 TB/s where torch's 16-bit GEMM streams 2.30 TB/s (0.54)")
 # Host seconds per eager op: transformers' Python modules and PyTorch's dispatcher, measured with
 # `roofcalc measure` on the development machine (a 2-vCPU AMD EPYC VM, transformers 5.24, torch
 # 2.13): a two-layer Llama decode step, 89 ops in 1.39 ms, 15.6 us per op on CPU tensors. On a GPU
@@ -782,7 +793,7 @@ CONSUMER_GEMM = Efficiency(1.0, 1.0, note="GeForce GPUs reach their fp32-accumul
 
 
 def default_model(kind: str, segment: str = "datacenter", fits: str = "", how: str = "measured",
-                  engine: str = "", links: str = "") -> KernelModel:
+                  engine: str = "", links: str = "", compute_capability: float | None = None) -> KernelModel:
     """The built-in model for a kind of device ("gpu", "cpu", "tpu") and, for GPUs, its segment
     ("datacenter" or "consumer": GeForce cards reach their fp32-accumulate GEMM peak); ``fits`` names the
     measured GPU whose fitted kernels and collectives replace the five GPUs' medians (data/kernel_fits.json), as
@@ -798,7 +809,10 @@ def default_model(kind: str, segment: str = "datacenter", fits: str = "", how: s
         classes["gemm"] = CONSUMER_GEMM
     # a TPU runs a step as one XLA program (the catalog's source): no kernel launches, and the GPU kernels' fixed
     # costs (measured on NVIDIA GPUs) are not a TPU's; none measured on one, so none is charged
-    model = KernelModel(classes, dict(GPU_DEQUANT), HOST_PER_OP, LAUNCH, overlap=True, attention_size=ATTENTION_SIZE,
+    dequant = dict(GPU_DEQUANT)
+    if compute_capability is not None and 9.0 <= compute_capability < 10.0:  # Hopper: Marlin short of its ideal
+        dequant["int4"] = HOPPER_INT4
+    model = KernelModel(classes, dequant, HOST_PER_OP, LAUNCH, overlap=True, attention_size=ATTENTION_SIZE,
                         attention_size_low=ATTENTION_SIZE_LOW, fixed_s={} if kind == "tpu" else dict(GPU_FIXED))
     if fits:
         model = with_fits(model, fits, how, gemm=segment != "consumer", engine=engine)

@@ -749,7 +749,8 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
         # collectives it takes; its catalog entry's otherwise
         box = hardware if profile is None or profile.pcie_p2p is None else replace(hardware, pcie_p2p=profile.pcie_p2p)
         model = default_model((profile or hardware).kind, hardware.segment, *hardware.fits,
-                              engine=getattr(engine_host, "table_engine", ""), links=box.links[0])
+                              engine=getattr(engine_host, "table_engine", ""), links=box.links[0],
+                              compute_capability=hardware.compute_capability)
         if measured is not None:
             model = model.on_roof(measured.bandwidth_bytes_per_s / nominal.bandwidth_bytes_per_s,
                                   measured.peak_flop_per_s / nominal.peak_flop_per_s)
