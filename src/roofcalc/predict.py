@@ -812,6 +812,9 @@ def default_model(kind: str, segment: str = "datacenter", fits: str = "", how: s
     dequant = dict(GPU_DEQUANT)
     if compute_capability is not None and 9.0 <= compute_capability < 10.0:  # Hopper: Marlin short of its ideal
         dequant["int4"] = HOPPER_INT4
+        for name in ("nvfp4", "nvfp4a16"):  # W4A16 NVFP4 runs vLLM's FP4 Marlin: int4's Marlin figure, as elsewhere
+            dequant[name] = replace(HOPPER_INT4, note="vLLM's FP4 Marlin: no published figure of its own found; "
+                                    "Marlin's int4 one on Hopper (" + HOPPER_INT4.note + ")")
     model = KernelModel(classes, dequant, HOST_PER_OP, LAUNCH, overlap=True, attention_size=ATTENTION_SIZE,
                         attention_size_low=ATTENTION_SIZE_LOW, fixed_s={} if kind == "tpu" else dict(GPU_FIXED))
     if fits:
