@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import os
@@ -966,3 +967,84 @@ def test_an_option_that_changes_nothing_is_said_not_dropped(capsys):
                  ["meta-llama/Llama-2-70b-hf", "--hw", "H100", "--pp", "2", "--batch", "8", "--micro-batches", "2"]):
         code, out, _ = run(args, capsys)
         assert code == 0 and "\nignored" not in out, args
+
+
+def test_a_comparison_of_gpu_counts_writes_data_in_csv_and_a_list_in_markdown(capsys):
+    """The --tp list's CSV holds the JSON points' values in base units, each row naming its run (as a sweep's
+    CSV), not the table's display strings; its Markdown header and verdicts are list items."""
+    args = ["meta-llama/Llama-2-70b-hf", "--hw", "H100", "--tp", "1,2,4,8", "--batch", "64", "--context", "1000",
+            "--impl", "cuda-graph"]
+    _, js, _ = run(args + ["--format", "json"], capsys)
+    points = json.loads(js)["tp_points"]
+    _, out, _ = run(args + ["--format", "csv"], capsys)
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [int(r["tp"]) for r in rows] == [1, 2, 4, 8] and {r["model"] for r in rows} == {"meta-llama/Llama-2-70b-hf"}
+    for r, p in zip(rows, points):
+        assert float(r["tokens_per_s"]) == pytest.approx(p["tokens_per_s"]) and r["fits"] == str(p["fits"])
+        assert int(r["memory_bytes_per_gpu"]) == p["memory_bytes_per_gpu"] and r["hardware"] == "H100-SXM"
+    _, md, _ = run(args + ["--format", "markdown"], capsys)
+    head, _, rest = md.partition("\n\n")
+    assert all(line.startswith("- ") for line in head.splitlines())
+    assert "\n- fits      the fewest GPUs" in md and "\n- scaling   " in md
+
+
+def test_a_profile_that_warned_of_itself_is_said_in_the_main_job_and_its_page(capsys, tmp_path):
+    """A --hw-file whose own measurement holds warnings (its trust) gets a warning line in the report, and the page
+    carries the report's footer lines (that warning, the engine verdict) too."""
+    pytest.importorskip("plotly")
+    path = tmp_path / "me.json"
+    path.write_text(json.dumps({"name": "mine", "nominal": "T4", "bandwidth_bytes_per_s": 2.7e11,
+                                "peak_flop_per_s": {"fp16": 5e13}, "trust": {"warnings": ["load", "passes apart"]}}))
+    page = tmp_path / "p.html"
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(path), "--html", str(page)], capsys)
+    line = "warning   2 warnings in the --hw-file's trust: run `roofcalc measure --out` again on an idle machine"
+    assert code == 0 and line in out
+    text = page.read_text()
+    assert html.escape(line) in text
+    assert "engine    host-bound under hf" in out and "engine    host-bound under hf" in text
+    # a request sweep has no verdicts: its page has no empty Verdicts heading
+    run(["TinyLlama/TinyLlama-1.1B", "--prompt", "512", "--generate", "64", "--batch", "1,8", "--html", str(page)],
+        capsys)
+    assert "<h2>Verdicts</h2>" not in page.read_text()
+
+
+def test_the_library_says_what_it_takes(capsys):
+    """roofline() takes a catalog name and (name, FLOPs, bytes, seconds) points; the grids refuse a Hardware for
+    their Roof in one line; step_to_pandas refuses a sweep."""
+    from roofcalc import RoofcalcError, Workload, analyze, load_shape
+    from roofcalc.hardware import find_hardware
+    from roofcalc.report import to_record
+    from roofcalc.roofline import roofline
+    from roofcalc.sweep import decode_grid, sweep
+
+    shape = load_shape("TinyLlama/TinyLlama-1.1B")
+    r = roofline(analyze(shape, Workload.decode(1, 500)), "T4", points=[("mm", 1.374e11, 1.007e8, 2.75e-3)])
+    assert r.hardware.name == "T4" and to_record(r)["points"][0]["name"] == "mm"
+    with pytest.raises(RoofcalcError, match="roof must be a roofcalc.roofline.Roof"):
+        decode_grid(shape, [1, 4], [512], find_hardware("T4"))
+    res = sweep(shape, find_hardware("T4"), batches=[1, 4], contexts=[512])
+    # with the sweep's own model a grid is the CLI's; without it, the floors alone
+    g = decode_grid(shape, [1, 4], [512], res.roof, model=res.model)
+    assert g.step_s[0, 0] == pytest.approx(res.grid.step_s[0, 0])
+    assert decode_grid(shape, [1, 4], [512], res.roof).step_s[0, 0] == pytest.approx(res.grid.floor_s[0, 0])
+    pd = pytest.importorskip("pandas")
+    assert pd is not None
+    from roofcalc import step_to_pandas
+
+    with pytest.raises(RoofcalcError, match="step_to_pandas takes one step"):
+        step_to_pandas(res)
+
+
+def test_on_a_cpu_a_kernels_eager_dispatch_is_part_of_the_least_it_takes(capsys, tmp_path):
+    """A CPU's profiler times each eager op with its dispatch and the CPU has no fixed cost: a norm of 8 eager ops
+    at 212 us is 8 x 20 us (the default host time per op) = 160 us of dispatch above its floor, not a problem;
+    a GEMM 220x its floor is."""
+    times = tmp_path / "t.csv"
+    times.write_text("input_layernorm,0.000212\nq_proj,0.004\n")
+    _, js, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw", "EPYC-9654", "--kernel-times", str(times), "--format", "json"],
+                   capsys)
+    ks = {k["name"]: k for k in json.loads(js)["kernels"]}
+    assert ks["input_layernorm"]["launches"] == 8 and not ks["input_layernorm"]["flagged"]
+    assert ks["q_proj"]["flagged"]
+    _, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw", "EPYC-9654", "--kernel-times", str(times)], capsys)
+    assert "above 3x its floor and its ops' dispatch" in out

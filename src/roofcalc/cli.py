@@ -613,14 +613,22 @@ def run_main(argv: Sequence[str]) -> str:
     if getattr(args, "weights_why", ""):
         defaults.add("weights-why:" + args.weights_why)
     out = report.render(result, args.format, defaults, record=args.record, width=None if args.wide else term_width())
+    # the footer's lines beside the report's own (the profile's warnings, the engine verdict, the options ignored):
+    # labelled lines, each of them in the terminal's table, Markdown's list and the page alike
+    footer = []
+    if args.hw_file:  # the profile's own measurement warned: say so here too
+        from .hardware import hw_file_warnings
+
+        footer += hw_file_warnings(args.hw_file)
+    # (the engine verdict builds the step again under another engine: only where a report or a page shows it)
+    engine = _engine_verdict(args, shape, result, None).strip() if args.format in ("table", "markdown") or \
+        args.html is not None else ""
+    footer += [engine] if engine else []
+    footer += [f"ignored   {x}" for x in _ignored(args, shape[0])]
     if args.format == "table":
-        out += _engine_verdict(args, shape, result, None if args.wide else term_width())
-        out += "".join(line + "\n" for line in report.wrap_lines([f"ignored   {x}" for x in _ignored(args, shape[0])],
-                                                                   None if args.wide else term_width()))
-    elif args.format == "markdown":  # a bullet of the footer's list, as Markdown's other footer lines are
-        line = _engine_verdict(args, shape, result, None)
-        out += f"- {line.strip()}\n" if line else ""
-        out += "".join(f"- ignored {x}\n" for x in _ignored(args, shape[0]))
+        out += "".join(line + "\n" for line in report.wrap_lines(footer, None if args.wide else term_width()))
+    elif args.format == "markdown":  # bullets of the footer's list, as Markdown's other footer lines are
+        out += "".join(f"- {line}\n" for line in footer)
     if args.plot:
         from .plotting import save_plot
 
@@ -630,7 +638,7 @@ def run_main(argv: Sequence[str]) -> str:
     if args.html is not None:  # the page (page.py) imports plotly; nothing else does
         from .page import save_page
 
-        save_page(result, args.html, defaults, record=args.record)
+        save_page(result, args.html, defaults, record=args.record, notes=footer)
         out += f"html      written to {args.html}\n" if args.format in ("table", "markdown") else ""
     return _emit(out, output, args.format)
 
@@ -948,8 +956,8 @@ def _profile_parser() -> argparse.ArgumentParser:
 def run_profile(argv: Sequence[str]) -> str:
     from . import report
     from .hardware import load_profile
-    from .profile import (_torch_present, hw_file_warnings, profile_inputs, profile_lines, profile_model,
-                          profile_record, profile_trust)
+    from .hardware import hw_file_warnings
+    from .profile import _torch_present, profile_inputs, profile_lines, profile_model, profile_record, profile_trust
     from .roofline import roofline
 
     args = _profile_parser().parse_args(argv)
@@ -985,7 +993,9 @@ def run_profile(argv: Sequence[str]) -> str:
         m = measure(args.device, [args.dtype], repeats=3, quiet=args.quiet, passes=2)  # quick: `measure` does more
         nominal, _ = closest_nominal(m, None)
         hw_profile = m.profile(nominal)
-        first = replace(m.trust, command="profile").warnings()
+        # the device's measurement, apart from the profiled run's own warnings below it
+        first = [w.replace("warning   ", "warning   measuring the device: ", 1)
+                 for w in replace(m.trust, command="profile").warnings()]
     result = profile_model(args.model, device=args.device, dtype_name=args.dtype, batch=args.batch,
                            context=args.context, steps=args.steps, family=args.family, quiet=args.quiet,
                            peak_flop_per_s=hw_profile.peak_flop_per_s.get(args.dtype),

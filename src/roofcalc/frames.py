@@ -62,6 +62,12 @@ def step_to_pandas(result):
     """The single step's totals (and, with a roofline, its times and bound) as a one-row frame."""
     from .report import to_record
 
+    from .errors import RoofcalcError
+    from .sweep import Sweep
+
+    if isinstance(result, Sweep):
+        raise RoofcalcError("step_to_pandas takes one step (an Analysis or a Roofline); a sweep's points are "
+                            "roofcalc.to_pandas(sweep)")
     pd = _pandas()
     doc = to_record(result)
     row = {**_ident(doc), **{f"total_{k}": v for k, v in doc["totals"].items()}}

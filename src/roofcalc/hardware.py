@@ -307,3 +307,17 @@ def write_json(doc: Mapping[str, Any], path: str) -> None:
         os.replace(tmp, target)
     except OSError as exc:
         raise RoofcalcError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def hw_file_warnings(path: str) -> list[str]:
+    """A line where the --hw-file's own measurement warned (its ``trust``, as ``roofcalc measure --out`` writes
+    it); none for a profile without one."""
+    from .inputs import read_json
+
+    doc = read_json(path, "hardware profile")
+    trust = doc.get("trust") if isinstance(doc, dict) else None
+    n = len(trust.get("warnings") or []) if isinstance(trust, dict) and isinstance(trust.get("warnings"), list) else 0
+    if not n:
+        return []
+    return [f"warning   {n} warning{'s' if n > 1 else ''} in the --hw-file's trust: run `roofcalc measure --out` "
+            "again on an idle machine"]

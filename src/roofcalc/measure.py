@@ -101,7 +101,12 @@ class Measurement:
     def launch_overhead_s(self) -> float:
         return self.dispatch.median_s
 
-    def profile(self, nominal: Hardware | None) -> Hardware:
+    def profile(self, nominal: "Hardware | str | None") -> Hardware:
+        """This measurement as a Hardware profile; ``nominal``: the catalog entry (or its name) it is compared with."""
+        if isinstance(nominal, str):
+            from .hardware import find_hardware
+
+            nominal = find_hardware(nominal)
         peaks = {d: self.peak(d).best_rate for d in self.matmuls}
         model = self.curves.model(self) if self.curves is not None else None
         return Hardware(

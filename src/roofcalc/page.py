@@ -61,7 +61,7 @@ def _plotly():
 def save_page(result, path: str, defaults: Iterable[str] = (), record: bool = False,
               notes: Iterable[str] = ()) -> None:
     """Write the page of a roofline, a sweep or a --tp/--pp/--ep comparison to ``path``; ``notes``: lines to
-    add under a roofline's step (what ``roofcalc profile`` measured)."""
+    add under the step or the verdicts (what ``roofcalc profile`` measured; the report's footer lines)."""
     check_html_path(path)
     text = page_html(result, defaults, record, notes)
     try:
@@ -81,9 +81,9 @@ def page_html(result, defaults: Iterable[str] = (), record: bool = False, notes:
     if isinstance(result, Roofline):
         title, body = _roofline_page(result, defaults, record, list(notes))
     elif isinstance(result, Sweep):
-        title, body = _sweep_page(result, defaults)
+        title, body = _sweep_page(result, defaults, list(notes))
     elif isinstance(result, TPSweep):
-        title, body = _tp_page(result, defaults)
+        title, body = _tp_page(result, defaults, list(notes))
     else:
         raise TypeError(f"no page for {type(result).__name__}")
     return _document(title, body)
@@ -631,12 +631,12 @@ def sweep_figure(sw):
     return fig
 
 
-def _sweep_page(sw, defaults) -> tuple[str, str]:
+def _sweep_page(sw, defaults, notes=()) -> tuple[str, str]:
     from . import report
 
     doc = report.sweep_record(sw)
     head = report.sweep_header_lines(sw, defaults)
-    foot = report.verdict_lines(sw)
+    foot = report.verdict_lines(sw) + list(notes)
     spec = report._SWEEP_COLUMNS[sw.kind]
     pts = doc["points"]
     headers = [h for h, _, _ in spec] + ["fits"]
@@ -648,7 +648,7 @@ def _sweep_page(sw, defaults) -> tuple[str, str]:
     body += [f"<h2>Points ({len(pts):,})</h2>",
              _table("points", headers, rows, values, left=("bound", "fits"), bad=[not p["fits"] for p in pts],
                     what="points"),
-             "<h2>Verdicts</h2>", _pre(foot, "footer")]
+             *(["<h2>Verdicts</h2>", _pre(foot, "footer")] if foot else [])]
     return title, "\n".join(body)
 
 
@@ -695,18 +695,14 @@ def tp_figure(tps):
     return fig
 
 
-def _tp_page(tps, defaults) -> tuple[str, str]:
-    import csv
-    import io
-
+def _tp_page(tps, defaults, notes=()) -> tuple[str, str]:
     from . import report
 
     doc = report.tp_sweep_record(tps)
     text = report.render_tp_sweep(tps, "table", defaults, None)
     parts = text.split("\n\n")
-    head, verdicts = parts[0].splitlines(), parts[-1].rstrip("\n").splitlines()
-    rows = list(csv.reader(io.StringIO(report.render_tp_sweep(tps, "csv", defaults, None))))
-    headers, rows = rows[0], rows[1:]
+    head, verdicts = parts[0].splitlines(), parts[-1].rstrip("\n").splitlines() + list(notes)
+    headers, _, _, rows, _ = report.tp_display_rows(tps)
     axis = doc["axis"]
     keys = {axis: axis, "GPUs": "gpus", "memory per GPU GB": "memory_bytes_per_gpu", "fits": "fits",
             "step ms": "step_s", "communication ms": "communication_s", "communication %": "communication_share",

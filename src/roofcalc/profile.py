@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from .calculator import Analysis, Workload, analyze, dtype
 from .dtypes import torch_names
 from .errors import RoofcalcError
+from .hardware import hw_file_warnings  # noqa: F401 (profile's own, and the CLI's)
 from .measure import SOURCE_SPREAD, VIEW_OPS, LoadReading, LoadWatch, Progress, when_idle
 from .shapes import shape_from_config
 from .sources import load_config
@@ -523,20 +524,6 @@ class ProfileTrust:
                 "kernels_exceed_step": self.host_s is None, "step_over_kernels": self.step_over_kernels,
                 "expected_step_over_kernels": self.expected_ratio, "prediction": self.prediction,
                 "verdict": self.verdict, "warnings": [w.split(None, 1)[1] for w in self.warnings()]}
-
-
-def hw_file_warnings(path: str) -> list[str]:
-    """A line where the --hw-file's own measurement warned (its ``trust``, as ``roofcalc measure --out`` writes
-    it); none for a profile without one."""
-    from .inputs import read_json
-
-    doc = read_json(path, "hardware profile")
-    trust = doc.get("trust") if isinstance(doc, dict) else None
-    n = len(trust.get("warnings") or []) if isinstance(trust, dict) and isinstance(trust.get("warnings"), list) else 0
-    if not n:
-        return []
-    return [f"warning   {n} warning{'s' if n > 1 else ''} in the --hw-file's trust: run `roofcalc measure --out` "
-            "again on an idle machine"]
 
 
 def profile_trust(p: ProfileResult, r, measure_warnings=()) -> ProfileTrust:

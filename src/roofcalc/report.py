@@ -655,7 +655,8 @@ def measured_label(p) -> str:
     takes, its floor or (where larger) its fixed cost."""
     if not p.flagged:
         return ""
-    return f"above {FLAG_MULTIPLE:g}x " + ("its fixed cost" if p.t_fixed_s > p.t_floor_s else "its floor")
+    return f"above {FLAG_MULTIPLE:g}x " + ("its floor and its ops' dispatch" if p.dispatch_s else
+                                           "its fixed cost" if p.t_fixed_s > p.t_floor_s else "its floor")
 
 
 def markdown_bullets(lines: list[str]) -> list[str]:
@@ -745,7 +746,7 @@ def totals_lines(r: Roofline) -> list[str]:
     if st.tpot_s is not None:
         roof, roof_name = r.roof, "measured" if r.measured else "nominal"
         lines += [
-            f"measured  step {st.tpot_s * 1e3:.3g} ms: {si(st.achieved_flop_per_s, 'FLOP/s')} at AI "
+            f"measured  step {ms(st.tpot_s)} ms: {si(st.achieved_flop_per_s, 'FLOP/s')} at AI "
             f"{ratio(st.intensity)}, {pct(st.roof_fraction)} of the {roof_name} roof "
             f"there ({si(roof.attainable(st.intensity), 'FLOP/s')}), {st.floor_multiple:.2f}x the {roof_name} roof's "
             f"floor ({ms(st.sum_floor_s)} ms, the kernels' floors summed)",
@@ -1188,11 +1189,9 @@ def tp_sweep_record(tps) -> dict[str, Any]:
     }
 
 
-def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = (), width: int | None = None) -> str:
-    from tabulate import tabulate
-
-    if fmt == "json":
-        return json.dumps(tp_sweep_record(tps), indent=2) + "\n"
+def tp_display_rows(tps):
+    """(headers, short headers, priorities, rows of display strings, the fixed axes' words) of a --tp/--pp/--ep
+    comparison's table, as the terminal, Markdown and the page show it."""
     rows = []
     for p in tps.points:
         row = []
@@ -1210,11 +1209,30 @@ def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = (), width
         priorities.insert(1, 0)
         for row, p in zip(rows, tps.points):
             row.insert(1, str(p.gpus))
-    if fmt == "csv":
+    return headers, short, priorities, rows, fixed
+
+
+def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = (), width: int | None = None) -> str:
+    from tabulate import tabulate
+
+    if fmt == "json":
+        return json.dumps(tp_sweep_record(tps), indent=2) + "\n"
+    headers, short, priorities, rows, fixed = tp_display_rows(tps)
+    if fmt == "csv":  # the JSON points' values in base units, each row naming its run (runs concatenate)
+        doc = tp_sweep_record(tps)
+        first = tps.points[0].result
+        w_ = first.analysis.workload
+        ident = {"model": doc["model"].get("name", first.analysis.shape.name), "hardware": first.hardware.name,
+                 "weight_dtype": w_.weight_dtype.name, "act_dtype": w_.act_dtype.name, "kv_dtype": w_.kv_dtype.name,
+                 "engine": (first.model.engine_host.engine or None) if first.model is not None else None,
+                 "impl": first.step.impl, "axis": tps.axis, **{f"fixed_{k}": v for k, v in doc["fixed"].items()},
+                 "ep_attention": tps.base.ep_attention, "batch": w_.batch, "context": w_.kv_len}
+        records = [{**ident, **{k: v for k, v in pt.items() if k != "collectives"}}
+                   for pt in doc[f"{tps.axis}_points"]]
         buf = io.StringIO()
-        w = csv.writer(buf)
-        w.writerow(headers)
-        w.writerows(rows)
+        w = csv.DictWriter(buf, fieldnames=list(records[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows({k: "" if v is None else v for k, v in r.items()} for r in records)
         return buf.getvalue()
     first = tps.points[0].result
     a = first.analysis
@@ -1255,6 +1273,8 @@ def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = (), width
                         f"faster")
     if fmt == "table":
         lines, verdicts = wrap_lines(lines, width), wrap_lines(verdicts, width)
+    elif fmt == "markdown":  # a list, as the other reports' Markdown (bare lines would run into one paragraph)
+        lines, verdicts = markdown_bullets(lines), markdown_bullets([v.strip() for v in verdicts])
     return "\n".join(lines) + "\n\n" + table + "\n\n" + "\n".join(verdicts) + "\n"
 
 

@@ -431,8 +431,20 @@ class Placement:
 
     @property
     def t_best_s(self) -> float:
-        """The least a real kernel of this size takes: its floor, or its fixed cost where that is larger."""
+        """The least a real kernel of this size takes: its floor, or its fixed cost where that is larger; on a
+        CPU (host and device in series, no fixed cost), whose profiler times each eager op with its dispatch, its
+        floor plus its eager ops' dispatch (launches x the host's time per op)."""
+        if self.dispatch_s:
+            return self.t_floor_s + self.dispatch_s
         return max(self.t_floor_s, self.t_fixed_s)
+
+    @property
+    def dispatch_s(self) -> float:
+        """A CPU kernel's eager ops' dispatch (launches x host per op); 0 where host and device overlap (a GPU)."""
+        m = self.model
+        if m is None or m.overlap or self.t_fixed_s:
+            return 0.0
+        return self.launches * m.host_per_op_s.expected
 
     @property
     def intensity(self) -> float:
@@ -710,6 +722,19 @@ def roofline(analysis: Analysis, hardware: Hardware, *, measured_bw: float | Non
              kernel_times: Mapping[str, float] | None = None, tpot_s: float | None = None,
              points: tuple[Point, ...] = (), host_overhead_s: float | None = None,
              capacity_bytes: float | None = None, engine_host=None, kernel_db: bool = False) -> Roofline:
+    """One step of ``analysis`` on ``hardware`` (a Hardware, or a catalog name: "A100"), placed on its roofs and
+    predicted; ``points``: Point objects or (name, FLOPs, bytes, seconds) tuples."""
+    if isinstance(hardware, str):
+        from .hardware import find_hardware
+
+        hardware = find_hardware(hardware)
+    if not isinstance(hardware, Hardware):
+        raise RoofcalcError(f"roofline: hardware must be a Hardware (roofcalc.hardware.find_hardware) or a catalog "
+                            f"name, got {type(hardware).__name__}")
+    try:
+        points = tuple(p if isinstance(p, Point) else Point(*p) for p in points)
+    except TypeError:
+        raise RoofcalcError("roofline: each point is a Point or a (name, FLOPs, bytes, seconds) tuple") from None
     d = device(hardware, analysis.workload.compute_dtype.name, measured_bw=measured_bw, measured_flops=measured_flops,
                measured_profile=measured_profile, launch_overhead_s=launch_overhead_s,
                host_overhead_s=host_overhead_s, capacity_bytes=capacity_bytes, engine_host=engine_host,

@@ -185,6 +185,13 @@ def _probe_contexts(contexts, analyzer) -> int:
     return 1 if analyzer is None else max(2, min(int(c) for c in contexts))
 
 
+def _is_roof(roof) -> None:
+    """The grids take a Roof (a sweep's .roof, or roofline.Roof(bandwidth, peak)); a device is sweep()'s."""
+    if not isinstance(roof, Roof):
+        raise RoofcalcError(f"roof must be a roofcalc.roofline.Roof (a sweep's .roof), got {type(roof).__name__}; "
+                            f"for a device, roofcalc.sweep.sweep(shape, hardware, ...) builds its roof and model")
+
+
 def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str = "hf-eager",
                 model: KernelModel | None = None, analyzer=None, **workload_kw) -> DecodeGrid:
     """Decode steps for every batch × context; ``workload_kw`` as :class:`Workload` takes them (dtypes).
@@ -192,6 +199,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
     ``analyzer(workload)``: an :class:`Analysis` of one step other than the hand model's (a trace, its
     kernels one row per layer); its costs are fitted bilinear from four probes like the hand model's,
     and :func:`check_corners` holds the fit to direct traces."""
+    _is_roof(roof)
     import numpy as np
 
     check_sizes(list(batches), "batch", MAX_BATCH)
@@ -429,6 +437,7 @@ def step_batch_verdicts(r) -> BatchVerdicts | None:
 def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: float | None = None, *,
                    impl: str = "hf-eager", min_gain: float = DEFAULT_MIN_GAIN,
                    model: KernelModel | None = None, analyzer=None, **workload_kw) -> list[BatchVerdicts]:
+    _is_roof(roof)
     import numpy as np
 
     if not 0 < min_gain < 1:
@@ -563,6 +572,7 @@ MAX_TRACED_PREFILLS = 64  # a traced prefill grid traces every point (about a se
 
 def prefill_grid(shape: ModelShape, batches, prompts, roof: Roof, *, impl: str = "hf-eager",
                  model: KernelModel | None = None, analyzer=None, **workload_kw) -> PrefillGrid:
+    _is_roof(roof)
     import numpy as np
 
     check_sizes(list(batches), "batch", MAX_BATCH)
@@ -635,6 +645,7 @@ class RequestGrid(_Fits):
 
 def request_grid(shape: ModelShape, batches, prompts, generate: int, roof: Roof, *, impl: str = "hf-eager",
                  model: KernelModel | None = None, analyzer=None, **workload_kw) -> RequestGrid:
+    _is_roof(roof)
     import numpy as np
 
     check_sizes([generate], "generated tokens", MAX_TOKENS)
