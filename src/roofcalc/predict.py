@@ -146,10 +146,9 @@ GPU_DEQUANT = {
 # GEMM runs 2.30 TFLOPS (134,217,728 FLOPs in 58.4 us: 134.25 MB at 2.30 TB/s) and marlin-w4a16 4.98 (26.9 us:
 # 33.6 MB at 1.25 TB/s), 0.542 of the 16-bit GEMM's bandwidth; its marlin-w8a16, 3.46 TFLOPS (38.8 us: 67.1 MB at
 # 1.73 TB/s), is 0.752, beside gpt-fast's A100 int8 0.77 above. Hopper GPUs (compute capability 9.x) take it.
-HOPPER_INT4 = Efficiency((33_554_432 + 16_384 + 32_768) / (134_217_728 * 2 / 4.98e12) /
-                         ((134_217_728 + 16_384 + 16_384) / (134_217_728 * 2 / 2.30e12)),
-                         (33_554_432 + 16_384 + 32_768) / (134_217_728 * 2 / 4.98e12) /
-                         ((134_217_728 + 16_384 + 16_384) / (134_217_728 * 2 / 2.30e12)),
+_MARLIN_H100 = ((33_554_432 + 16_384 + 32_768) / (134_217_728 * 2 / 4.98e12)  # int4 weights, scales, x, y: B/s
+                / ((134_217_728 + 16_384 + 16_384) / (134_217_728 * 2 / 2.30e12)))  # over fp16 weights, x, y: B/s
+HOPPER_INT4 = Efficiency(_MARLIN_H100, _MARLIN_H100,
                          note="inclusionAI/humming PR #2, H100, n = k = 8192 channelwise, M = 1: marlin-w4a16 streams "
                          "1.25 TB/s where torch's 16-bit GEMM streams 2.30 TB/s (0.54)")
 # Host seconds per eager op: transformers' Python modules and PyTorch's dispatcher, measured with
@@ -807,14 +806,14 @@ def default_model(kind: str, segment: str = "datacenter", fits: str = "", how: s
     classes = dict(GPU_DEFAULTS)
     if segment == "consumer":
         classes["gemm"] = CONSUMER_GEMM
-    # a TPU runs a step as one XLA program (the catalog's source): no kernel launches, and the GPU kernels' fixed
-    # costs (measured on NVIDIA GPUs) are not a TPU's; none measured on one, so none is charged
     dequant = dict(GPU_DEQUANT)
     if compute_capability is not None and 9.0 <= compute_capability < 10.0:  # Hopper: Marlin short of its ideal
         dequant["int4"] = HOPPER_INT4
         for name in ("nvfp4", "nvfp4a16"):  # W4A16 NVFP4 runs vLLM's FP4 Marlin: int4's Marlin figure, as elsewhere
             dequant[name] = replace(HOPPER_INT4, note="vLLM's FP4 Marlin: no published figure of its own found; "
                                     "Marlin's int4 one on Hopper (" + HOPPER_INT4.note + ")")
+    # a TPU runs a step as one XLA program (the catalog's source): no kernel launches, and the GPU kernels' fixed
+    # costs (measured on NVIDIA GPUs) are not a TPU's; none measured on one, so none is charged
     model = KernelModel(classes, dequant, HOST_PER_OP, LAUNCH, overlap=True, attention_size=ATTENTION_SIZE,
                         attention_size_low=ATTENTION_SIZE_LOW, fixed_s={} if kind == "tpu" else dict(GPU_FIXED))
     if fits:
