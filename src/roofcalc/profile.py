@@ -46,6 +46,13 @@ ATTENTION_OPS = ("scaled_dot_product", "aten::matmul", "aten::bmm", "aten::softm
 MARK = "roofcalc::"
 
 
+def _needs_torch(missing: str) -> RoofcalcError:
+    """The one-line error of a profile without PyTorch or transformers, naming the missing one and the install."""
+    from .inputs import torch_install
+
+    return RoofcalcError(f"roofcalc profile needs PyTorch and transformers ({missing} is missing): {torch_install()}")
+
+
 def _torch_present() -> None:
     """_torch()'s one-line error where PyTorch or transformers is not installed, without importing them (seconds):
     a run that will fail on its model first fails at once."""
@@ -53,10 +60,7 @@ def _torch_present() -> None:
 
     for name in ("torch", "transformers"):
         if importlib.util.find_spec(name) is None:
-            from .inputs import torch_install
-
-            raise RoofcalcError(f"roofcalc profile needs PyTorch and transformers ({name} is missing): "
-                                f"{torch_install()}")
+            raise _needs_torch(name)
 
 
 def _torch():
@@ -64,10 +68,7 @@ def _torch():
         import torch
         import transformers
     except ImportError as exc:
-        from .inputs import torch_install
-
-        raise RoofcalcError(f"roofcalc profile needs PyTorch and transformers ({exc.name} is missing): "
-                            f"{torch_install()}") from None
+        raise _needs_torch(exc.name) from None
     return torch, transformers
 
 
