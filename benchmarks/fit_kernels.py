@@ -381,9 +381,35 @@ def moe_rows(df: pd.DataFrame, spec: dict, dtype: str, zeros: bool = False, spre
     return R
 
 
+def grouped_routing_shapes(systems: Path) -> set:
+    """(hidden, expert width, top-k, experts) of every model the package ships a config of (model_configs/) whose
+    router picks its experts inside groups: n_group > 1 groups, topk_group < n_group of them kept (DeepSeek-V3/R1:
+    8 and 4). vLLM's MoE collector builds FusedMoE with that grouped top-k (collector/vllm/collect_moe.py,
+    _resolve_moe_runtime_config, ai-dynamo/aiconfigurator at 095f58a) and feeds it the "balanced" logits
+    (collector/helper.py balanced_logits), which give each token one expert in each of the 8 groups: every group
+    ties, topk_group of them are kept, and rank 0's experts get far more than T*k/ep rows. The H100 fp8-block
+    table shows it: at EP 2, 4, 8 and 16 and 16,384 tokens DeepSeek-V3's rows take 2.0, 2.8, 4.3 and 6.4x the
+    time of Kimi-K2's (the same hidden size, width and top-k; 384 experts in one group) at equal balanced
+    rows per rank. A served model's routing is not that, and the rank's rows are unknown: the shapes are left
+    out of the fit."""
+    out = set()
+    for path in sorted((systems.parent / "model_configs").glob("*.json")):
+        try:
+            c = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        c = c.get("text_config", c)
+        groups = c.get("n_group") or c.get("num_expert_group") or 1
+        kept = c.get("topk_group") or groups
+        experts = c.get("n_routed_experts") or c.get("num_experts") or c.get("num_local_experts")
+        if groups > 1 and kept < groups and experts:
+            out.add((c.get("hidden_size"), c.get("moe_intermediate_size"), c.get("num_experts_per_tok"), experts))
+    return out
+
+
 def load_moe(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
     """{moe class: (rows, source info)} from the engine's moe_perf table: balanced routing, each dtype's main
-    kernel source (the one with the most rows)."""
+    kernel source (the one with the most rows), less the shapes of grouped-routing models (grouped_routing_shapes)."""
     out = {}
     if engine != "vllm":  # vLLM's FusedMoE only: the step model's experts kernels are fitted on it
         return out
@@ -393,6 +419,9 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
         return out
     a = pd.read_parquet(p)
     a = a[a.distribution == "balanced"]
+    grouped = grouped_routing_shapes(systems)
+    mask = np.array([s in grouped for s in zip(a.hidden_size, a.inter_size, a.topk, a.num_experts)], bool)
+    left_out, a = a[mask], a[~mask]
     for cls, dt in (("moe_bf16", "bfloat16"), ("moe_fp8", "fp8"), ("moe_fp8_block", "fp8_block")):
         d = a[a.moe_dtype == dt]
         if len(d) == 0 or (dt != "bfloat16" and SPECS[gpu]["fp8"] is None):
@@ -403,7 +432,12 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
         out[cls] = (moe_rows(d, SPECS[gpu], dt, zeros="triton" in ks, spread="flashinfer_cutlass" in ks), dict(
             file=str(p.relative_to(systems.parent)), sha256=sha256(p)[:16], version_folder=p.parent.name,
             version_column=sorted(set(map(str, a["version"].unique()))) if "version" in a else None,
-            kernel_source=ks, duplicates_merged=dup, distribution="balanced", ep_masked_rows_written="triton" in ks))
+            kernel_source=ks, duplicates_merged=dup, distribution="balanced", ep_masked_rows_written="triton" in ks,
+            grouped_routing_left_out=dict(
+                shapes=sorted(f"h={h},i={i},k={k},e={e}" for h, i, k, e in
+                              set(zip(*(left_out[left_out.moe_dtype == dt][c] for c in
+                                        ("hidden_size", "inter_size", "topk", "num_experts"))))),
+                rows=int(((left_out.moe_dtype == dt) & (left_out.kernel_source == ks)).sum()))))
     return out
 
 
@@ -894,11 +928,21 @@ Why, and what else the tables showed:
   scores). It is fitted on FlashInfer's CUTLASS kernel's tables alone: on the Triton tables it made the H100's
   bf16, the L40S's bf16 and fp8 worse (0.094 to 0.096, 0.085 to 0.094, 0.121 to 0.132), on TensorRT-LLM's B200
   fp8-block kernel too (0.095 to 0.100), and it left the CUTLASS fp8-block tables where they were (the H100's
-  DeepSeek-sized rows, H = 7,168, run 0.53-2.5x the form, 10th to 90th percentile). The fitted fixed costs (26-43 µs
+  DeepSeek-sized rows, H = 7,168, had run 0.53-2.5x the form, 10th to 90th percentile, before the grouped-routing
+  rows below were left out). **DeepSeek-V3's shape is left out** (H 7,168, width 2,048, top 8 of 256; 216-351 rows
+  of each fp8-block table, the only tables that hold it). vLLM routes it by groups (8 groups of 32, the best 4
+  kept: its config's n_group and topk_group), and the collector's "balanced" logits give each token one expert
+  in every group, so all 8 groups tie and rank 0 gets far more than its T*k/ep rows: on the H100 at 16,384
+  tokens and EP 2, 4, 8 and 16 its rows took 2.0, 2.8, 4.3 and 6.4x the time of Kimi-K2's (the same H, width
+  and top-k; 384 experts in one group) at equal balanced rows per rank. Left out (`grouped_routing_shapes`:
+  every shape of a config in the package whose router keeps fewer groups than it has), the fp8-block tables
+  meet the target: H100 0.066 / 87 % to 0.057 / 97 %, H200 0.086 / 86 % to 0.075 / 95 %, B200 0.095 / 85 %
+  to 0.075 / 91 %, L40S 0.070 / 91 % to 0.055 / 94 %, and the H100 form's knots are physical again (its
+  e_compute had reached 3.8 and its H factor at 16,384 0.003). The fitted fixed costs (24-43 µs
   on H100) sit
   above the five smallest rows (25 µs): a fused call is a dozen small kernels. Scores are of the form as
   `predict` reads it: a held-out shape's H and I' inside the training rows' range (the H factor's outer knots,
-  64, 256 and 16,384, are pinned by no row: the H100 fp8-block form's H factor at 16,384 is 0.003), and no call
+  64, 256 and 16,384, are pinned by no row and may fall anywhere), and no call
   below its roof (the knot products pass 1 where the other side binds; 4.6 % of the H100 bf16 rows, all at
   k = 22 of 512 experts, are measured below roofcalc's floor, down to 0.63 of it: the bytes counted there
   are more than the call reads; why was not found).
