@@ -238,6 +238,38 @@ not a timed run).
 The set is printed twice: as every set is run (vLLM's tables, no engine host time), and under its engine's preset
 (`--engine vllm`, `--engine sglang`) with that preset's host time, a check of the presets on rows they were not
 written from.
+
+A tenth set (CASES_10, CASES_10_MULTI) was transcribed on 2026-12-04 from four GitHub threads of 2024-2026 that no set
+above holds (a helper searched and copied the figures with a quote of each; nothing was run), and committed before
+roofcalc ran on any of it, with the catalog's RTX 6000 Ada entry (its datasheet); the same rules hold, and these
+choices were fixed with it:
+* AutoAWQ pull request #320 (comment of 2024-01-29): the AWQ GEMM kernel's baseline rows, examples/benchmark.py on an
+  A100-SXM4-80GB, batch 1, IlyasMoutawwakil/vicuna-7b-v1.5-awq-gemm (Vicuna-7B v1.5 has Llama-2-7B's sizes): the
+  third set's AutoAWQ rule (int4 in groups of 128, fp16 activations and cache, its fused layers: `fused`; prefill
+  = prompt / prefill tokens/s, a decode step = 1 / decode tokens/s at context prompt + generated / 2).
+* llama.cpp pull request #19053 (2026-01-23), its master column (llama-bench through compare-commits.sh) on an "NVIDIA
+  RTX 6000 Ada Generation": "llama 8B Q4_0" as Llama-3.1-8B's sizes (assumed; Llama-3-8B's are the same), Q4_0 as
+  int4 in groups of 32 (the first set's rule); pp8096 a prefill of 8,096 tokens (`fused`), tg128 a step at context
+  64 (`cuda-graph`, the fifth set's rule). Its gpt-oss-20b rows are left out (no config at hand offline), and so are
+  its RTX PRO 6000 Blackwell Max-Q rows (a 300 W card the catalog does not hold).
+* TensorRT-LLM issue #5929 (2025-07-10): DeepSeek-R1 FP8 on 8 x H200 (SXM assumed), TP 8 with no expert
+  parallelism, v0.21.0rc2 behind trtllm-serve, measured with LLMPerf; its p50 inter-token latency at 1 and 8
+  concurrent requests as a decode step at context input + output / 2 (1,600 + 300, 8,192 + 300). Its PyTorch
+  backend ran without CUDA graphs unless configured at that version (pull request #5480 turned them on by default
+  after it) and the issue gives no configuration: `fused`. DeepSeek-R1's own fp8 weights in 128 x 128 blocks
+  (`fp8-b128`), bf16 between and in the KV cache (not stated: the engine's default is the model's dtype); its
+  config from benchmarks/configs/published. Its TTFT is left out (through an HTTP server), and so are its NVFP4
+  rows on B200 (the checkpoint is not named, and its mix of formats not stated).
+* SGLang pull request #33293 (2026): ibm-granite/granite-3.1-3b-a800m-instruct, bf16, TP 1, on an H200 (SXM
+  assumed), python -m sglang.benchmark.one_batch at batch 1, 128 in and 64 out, the baseline commit's medians:
+  the eager prefill (`fused`: SGLang's own kernels, launched one by one), the eager decode step (`fused`, context
+  128 + 32) and the CUDA-graph decode step the thread names without restating its workload (`cuda-graph`, the same
+  workload assumed). Its config from benchmarks/configs/published.
+Left out: TensorRT-LLM issue #1761 (chatglm3-6b: its config needs the checkpoint's own code), llama.cpp pull request
+#4812 (an RTX 3090 Ti, not in the catalog), SGLang pull request #31044 (MiniMax-M2.7 on MI300X under TP 2 with EP 2:
+this script runs tensor parallelism alone, and the GPU count is inferred), and threads whose GPU is not stated.
+The set is printed twice, as the ninth: vLLM's tables with no engine host time, then the rows of an engine with a
+preset under it (`--engine trtllm`, `sglang`, `llama.cpp`) with its host time.
 """
 
 from __future__ import annotations
@@ -736,6 +768,51 @@ CASES_9_MULTI = (
            note="vLLM V1 assumed, concurrency 1, mean TPOT", **BF16)
       for ctx, tpot in ((192, 30.9e-3), (2112, 31.0e-3), (8256, 31.3e-3))),
 )
+AWQ_320 = ("casper-hansen/AutoAWQ pull request #320 (comment of 2024-01-29): examples/benchmark.py, 'GPU: NVIDIA "
+           "A100-SXM4-80GB', IlyasMoutawwakil/vicuna-7b-v1.5-awq-gemm, Version: GEMM, batch 1")
+LCPP_19053 = ("ggml-org/llama.cpp pull request #19053 (2026-01-23): llama-bench master column, 'NVIDIA RTX 6000 Ada "
+              "Generation', llama 8B Q4_0")
+TRT_5929 = ("NVIDIA/TensorRT-LLM issue #5929 (2025-07-10): DeepSeek-R1 FP8 on 8x H200 141GB, TP=8, EP=None, "
+            "v0.21.0rc2 trtllm-serve, LLMPerf ITL p50")
+SGL_33293 = ("sgl-project/sglang pull request #33293 (2026): python -m sglang.benchmark.one_batch, "
+             "granite-3.1-3b-a800m-instruct, BF16 / TP1, 'GPU: NVIDIA H200', batch 1, input 128, output 64, "
+             "baseline medians")
+PUB = Path(__file__).parent / "configs" / "published"
+DSR1 = str(PUB / "deepseek-ai--DeepSeek-R1.json")
+GRANITE = str(PUB / "ibm-granite--granite-3.1-3b-a800m-instruct.json")
+Q4_0 = dict(dtype="fp16", weight_dtype="int4", group_size=32)
+FP8_B = dict(dtype="bf16", weight_dtype="fp8-b128")
+
+CASES_10 = (
+    *(Case("prefill", L7, "A100-80GB", "fused", measured=p / tps, source=AWQ_320, prompt=p,
+           note="AutoAWQ (January 2024) GEMM kernel, prefill", **AWQ4)
+      for p, tps in ((128, 2058.66), (512, 2546.7), (1024, 5635.29))),
+    *(Case("decode", L7, "A100-80GB", "fused", measured=1 / tps, source=AWQ_320, context=p + p // 2,
+           note="AutoAWQ (January 2024) GEMM kernel, decode", **AWQ4)
+      for p, tps in ((128, 93.2005), (512, 92.5384), (1024, 92.893))),
+    Case("prefill", L31_8, "RTX-6000-Ada", "fused", measured=8096 / 8008.29, source=LCPP_19053, prompt=8096,
+         note="llama.cpp (January 2026) pp8096, Q4_0", **Q4_0),
+    Case("decode", L31_8, "RTX-6000-Ada", "cuda-graph", measured=1 / 168.87, source=LCPP_19053, context=64,
+         note="llama.cpp (January 2026) tg128, Q4_0", **Q4_0),
+    Case("prefill", GRANITE, "H200", "fused", measured=23.55e-3, source=SGL_33293, prompt=128,
+         note="SGLang (2026) eager prefill, median", **BF16),
+    Case("decode", GRANITE, "H200", "fused", measured=26.49e-3, source=SGL_33293, context=160,
+         note="SGLang (2026) eager decode step, median", **BF16),
+    Case("decode", GRANITE, "H200", "cuda-graph", measured=2.67e-3, source=SGL_33293, context=160,
+         note="SGLang (2026) CUDA-graph decode step, median (workload assumed)", **BF16),
+)
+
+CASES_10_MULTI = tuple(
+    Case("decode", DSR1, "H200", "fused", measured=itl, source=TRT_5929, batch=b, context=ctx, tp=8,
+         note="TensorRT-LLM v0.21.0rc2 PyTorch backend, ITL p50", **FP8_B)
+    for b, ctx, itl in ((1, 1900, 0.01378), (1, 8492, 0.01453), (8, 1900, 0.01818)))
+# the rows of an engine with a preset, under it with its host time (the presets' check on rows they were not written
+# from); AutoAWQ has no preset
+CASES_10_ENGINE = tuple(
+    dataclasses.replace(c, tables={TRT_5929: "trtllm", SGL_33293: "sglang", LCPP_19053: "llama.cpp"}[c.source],
+                        host=True)
+    for c in CASES_10 + CASES_10_MULTI if c.source != AWQ_320)
+
 # the same rows under their engine's preset with its host time (the presets' check on rows they were not written from)
 CASES_9_ENGINE = tuple(dataclasses.replace(c, tables="sglang" if c.source == SGLANG_2087 else "vllm", host=True)
                        for c in CASES_9 + CASES_9_MULTI)
@@ -796,6 +873,9 @@ if __name__ == "__main__":
                          ("Ninth set, one GPU", CASES_9), ("Ninth set, more than one GPU", CASES_9_MULTI),
                          ("Ninth set under its engine's preset (--engine vllm, sglang), its host time included",
                           CASES_9_ENGINE),
+                         ("Tenth set, one GPU", CASES_10), ("Tenth set, more than one GPU", CASES_10_MULTI),
+                         ("Tenth set under its engine's preset (--engine trtllm, sglang, llama.cpp), its host time "
+                          "included", CASES_10_ENGINE),
                          ("Seventh set's vLLM V0 rows under --engine vllm-v0, its host time included (written after "
                           "the set's first run: seen)", SEEN_7_V0),
                          ("The first set's vLLM rows under --engine vllm-v0, its host time included (a check of the "
