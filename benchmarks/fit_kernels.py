@@ -341,7 +341,8 @@ def nccl_rows(df: pd.DataFrame, spec: dict, cls: str) -> dict:
                 group=[f"S={int(x)}" for x in S])
 
 
-def moe_rows(df: pd.DataFrame, spec: dict, dtype: str, zeros: bool = False, spread: bool = False) -> dict:
+def moe_rows(df: pd.DataFrame, spec: dict, dtype: str, zeros: bool = False, spread: bool = False,
+             ungated: set = frozenset()) -> dict:
     """One fused MoE layer on one rank, as AIConfigurator's vLLM collector times it (collector/vllm/collect_moe.py,
     ai-dynamo/aiconfigurator at 095f58a; vLLM 0.24.0): a CUDA graph of ``FusedMoE(hidden, router_logits)``, the
     router's logits given (its GEMM is not in the row); the row holds the top-k selection from the logits, the
@@ -356,7 +357,8 @@ def moe_rows(df: pd.DataFrame, spec: dict, dtype: str, zeros: bool = False, spre
     fused-MoE kernel, which under EP writes zeros for the rows of every expert not on the rank and runs the
     activation and the top-k sum over all T*k rows (moe_cost's ``pairs``); FlashInfer's and TensorRT-LLM's
     kernels permute the rank's own rows only. ``spread``: FlashInfer's CUTLASS kernel, whose form takes a factor by
-    the distinct experts read (fitting.moe_design)."""
+    the distinct experts read (fitting.moe_design). ``ungated``: the (H, I, k, E) shapes whose experts have no
+    gate (fitting.ungated_moe_shapes), counted with two weights, not three."""
     T, H, I, k, E, tp, ep = (df[c].to_numpy(int) for c in ("num_tokens", "hidden_size", "inter_size", "topk",
                                                           "num_experts", "moe_tp_size", "moe_ep_size"))
     cache: dict = {}
@@ -372,39 +374,14 @@ def moe_rows(df: pd.DataFrame, spec: dict, dtype: str, zeros: bool = False, spre
              experts=(E // ep).astype(float), peak=spec["fp8"] if fp8 else spec["bf16"],
              group=[f"h={a},i={b},k={c},e={d}" for a, b, c, d in zip(H, I, k, E)])
     pairs = (T * k).astype(float)  # every routed (token, expert) pair, before the EP rank's mask
+    gated = np.array([key not in ungated for key in zip(H.tolist(), I.tolist(), k.tolist(), E.tolist())], bool)
     R.update(F.moe_cost(rows, touched, E // ep, H, inter, 1.0 if fp8 else 2.0, 128 if dtype == "fp8_block" else 0,
-                        pairs=pairs if zeros else None))
+                        pairs=pairs if zeros else None, gated=gated))
     R["pairs"] = pairs
     R["tokens"] = T.astype(float)
     R["l2"] = R["bytes"] <= spec["l2"]
     R["spread"] = spread
     return R
-
-
-def grouped_routing_shapes(systems: Path) -> set:
-    """(hidden, expert width, top-k, experts) of every model the package ships a config of (model_configs/) whose
-    router picks its experts inside groups: n_group > 1 groups, topk_group < n_group of them kept (DeepSeek-V3/R1:
-    8 and 4). vLLM's MoE collector builds FusedMoE with that grouped top-k (collector/vllm/collect_moe.py,
-    _resolve_moe_runtime_config, ai-dynamo/aiconfigurator at 095f58a) and feeds it the "balanced" logits
-    (collector/helper.py balanced_logits), which give each token one expert in each of the 8 groups: every group
-    ties, topk_group of them are kept, and rank 0's experts get far more than T*k/ep rows. The H100 fp8-block
-    table shows it: at EP 2, 4, 8 and 16 and 16,384 tokens DeepSeek-V3's rows take 2.0, 2.8, 4.3 and 6.4x the
-    time of Kimi-K2's (the same hidden size, width and top-k; 384 experts in one group) at equal balanced
-    rows per rank. A served model's routing is not that, and the rank's rows are unknown: the shapes are left
-    out of the fit."""
-    out = set()
-    for path in sorted((systems.parent / "model_configs").glob("*.json")):
-        try:
-            c = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        c = c.get("text_config", c)
-        groups = c.get("n_group") or c.get("num_expert_group") or 1
-        kept = c.get("topk_group") or groups
-        experts = c.get("n_routed_experts") or c.get("num_experts") or c.get("num_local_experts")
-        if groups > 1 and kept < groups and experts:
-            out.add((c.get("hidden_size"), c.get("moe_intermediate_size"), c.get("num_experts_per_tok"), experts))
-    return out
 
 
 def load_moe(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
@@ -419,9 +396,10 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
         return out
     a = pd.read_parquet(p)
     a = a[a.distribution == "balanced"]
-    grouped = grouped_routing_shapes(systems)
+    grouped = F.grouped_routing_shapes(systems.parent / "model_configs")
     mask = np.array([s in grouped for s in zip(a.hidden_size, a.inter_size, a.topk, a.num_experts)], bool)
     left_out, a = a[mask], a[~mask]
+    ungated = F.ungated_moe_shapes(systems.parent / "model_configs")
     for cls, dt in (("moe_bf16", "bfloat16"), ("moe_fp8", "fp8"), ("moe_fp8_block", "fp8_block")):
         d = a[a.moe_dtype == dt]
         if len(d) == 0 or (dt != "bfloat16" and SPECS[gpu]["fp8"] is None):
@@ -429,10 +407,13 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
         ks = d.kernel_source.value_counts().index[0]
         d, dup = collapse(d[d.kernel_source == ks], ["num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
                                                      "moe_tp_size", "moe_ep_size"])
-        out[cls] = (moe_rows(d, SPECS[gpu], dt, zeros="triton" in ks, spread="flashinfer_cutlass" in ks), dict(
+        out[cls] = (moe_rows(d, SPECS[gpu], dt, zeros="triton" in ks, spread="flashinfer_cutlass" in ks,
+                             ungated=ungated), dict(
             file=str(p.relative_to(systems.parent)), sha256=sha256(p)[:16], version_folder=p.parent.name,
             version_column=sorted(set(map(str, a["version"].unique()))) if "version" in a else None,
             kernel_source=ks, duplicates_merged=dup, distribution="balanced", ep_masked_rows_written="triton" in ks,
+            ungated_shapes=sorted(f"h={h},i={i},k={k},e={e}" for h, i, k, e in
+                                  set(zip(d.hidden_size, d.inter_size, d.topk, d.num_experts)) & ungated),
             grouped_routing_left_out=dict(
                 shapes=sorted(f"h={h},i={i},k={k},e={e}" for h, i, k, e in
                               set(zip(*(left_out[left_out.moe_dtype == dt][c] for c in
@@ -782,7 +763,7 @@ FORMS = {
     "prefill_fp8kv": "as prefill_bf16kv on the fp8 peak (the attention runs in fp8)",
     "moe_bf16": "fixed + max(2*rows*3*H*I' / (peak * e_c(x) * f_c(H) * f_c(I')), (touched * 3*H*I'*wb + "
                 "activations) / (bw * e_m(x) * f_m(H) * f_m(I') [* f_m(touched): FlashInfer's CUTLASS kernel])) + "
-                "T*k * pair_s, x = tokens per expert",
+                "T*k * pair_s, x = tokens per expert; 2*H*I' for experts without a gate",
     "moe_fp8": "as moe_bf16, fp8 weights (1 byte) on the fp8 peak",
     "moe_fp8_block": "as moe_fp8, + one fp32 scale per 128 x 128 block of each weight",
     "allreduce": "fixed(ranks) + 2(n-1)/n * 2 * elements / (link_bw * e_link(ranks, message bytes))",
@@ -943,9 +924,19 @@ Why, and what else the tables showed:
   above the five smallest rows (25 µs): a fused call is a dozen small kernels. Scores are of the form as
   `predict` reads it: a held-out shape's H and I' inside the training rows' range (the H factor's outer knots,
   64, 256 and 16,384, are pinned by no row and may fall anywhere), and no call
-  below its roof (the knot products pass 1 where the other side binds; 4.6 % of the H100 bf16 rows, all at
-  k = 22 of 512 experts, are measured below roofcalc's floor, down to 0.63 of it: the bytes counted there
-  are more than the call reads; why was not found).
+  below its roof (the knot products pass 1 where the other side binds). **Experts without a gate**: 4.6 % of
+  the H100 bf16 rows, all at k = 22 of 512 experts, had been measured below the floor, down to 0.63 of it.
+  They are Nemotron-3's (Ultra's experts in its latent width of 2,048, Super's in 1,024; Nano's, k = 6 of 128,
+  too), whose experts have no gate: up, relu2, down, which the collector runs as vLLM's `relu2_no_mul`
+  (collector/vllm/collect_moe.py). Counted with two weights of H x I' and not three (fitting.moe_cost's
+  `gated`, by `ungated_moe_shapes`: every nemotron_h config in the package, at its latent width), no row is
+  below its floor, and the cross-validated figures move: H100 bf16 0.094 / 92 % to 0.087 / 90 %, fp8 0.090 /
+  92 % to 0.072 / 91 %; H200 bf16 0.113 / 89 % to 0.100 / 88 %, fp8 0.098 / 91 % to 0.072 / 91 %; B200 bf16
+  0.081 / 93 % to 0.060 / 97 %; L40S bf16 0.085 / 91 % to 0.061 / 94 %, fp8 0.121 / 83 % to 0.094 / 86 %;
+  RTX PRO 6000 bf16 0.080 / 95 % to 0.046 / 97 %, fp8 0.077 / 96 % to 0.055 / 97 % (B200 fp8 0.069 / 98 % to
+  0.066 / 97 %; the fp8-block tables hold none of these shapes). `--kernel-db`'s direct read counts them
+  the same way and leaves DeepSeek-V3's grouped-routing rows out too. The step model's own Nemotron-H experts
+  are not the fused form's three kernels, and take the GEMM forms.
 * Fitted knot values are not all physical on their own (an e_compute above 1 at isl = 1 where a work-item factor
   of 0.3 multiplies it): use the products, as `predict` does.
 """

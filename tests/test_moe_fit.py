@@ -190,3 +190,49 @@ def test_the_step_model_reads_the_factor_at_the_layers_experts():
         e_c, e_m = f.efficiencies(batch * moe.top_k / moe.n_experts, shape.d_model, moe.d_expert, touched)
         fused = f.fixed_s + max(t_c / e_c, t_m / e_m) + f.pair_s * batch * moe.top_k
         assert sum(p.t_expected_s for p in ks) == pytest.approx(fused)
+
+
+def test_an_expert_without_a_gate_counts_two_weights():
+    """fitting.moe_cost by hand, 4 routed rows over 2 of 8 experts, H 64, I' 32, 16-bit weights. Gated (gate, up,
+    down): FLOPs 2·4·3·64·32 = 49,152; weights 2 × 3·64·32·2 = 24,576 bytes; activations 2·4·(64 + 32) = 768
+    read by the GEMMs and 2·4·(64 + 5·32) = 1,792 written and passed through: 27,136 bytes. Without a gate (up,
+    the activation, down: Nemotron-H's relu2): FLOPs 2·4·2·64·32 = 32,768; weights 2 × 2·64·32·2 = 16,384; the
+    outputs 2·4·(64 + 3·32) = 1,280: 18,432 bytes. Block scales of 32 × 32: the gated expert's 64 × 64 gate_up
+    and 64 × 32 down hold 4 + 2 blocks, 24 bytes; the ungated one's two 32 × 64 weights 2 + 2, 16."""
+    from roofcalc.fitting import moe_cost
+
+    g = moe_cost(4, 2, 8, 64, 32, 2.0)
+    u = moe_cost(4, 2, 8, 64, 32, 2.0, gated=False)
+    assert (g["flops"], g["bytes"]) == (49152, 27136)
+    assert (u["flops"], u["bytes"]) == (32768, 18432)
+    assert moe_cost(4, 2, 8, 64, 32, 2.0, block=32)["bytes"] - g["bytes"] == 2 * 24
+    assert moe_cost(4, 2, 8, 64, 32, 2.0, block=32, gated=False)["bytes"] - u["bytes"] == 2 * 16
+    both = moe_cost(np.array([4, 4]), 2, 8, 64, 32, 2.0, gated=np.array([True, False]))  # per row
+    assert list(both["flops"]) == [49152, 32768] and list(both["bytes"]) == [27136, 18432]
+
+
+def test_the_shapes_left_out_and_counted_without_a_gate_come_from_the_configs(tmp_path):
+    """Grouped routing: a config keeping fewer groups than it has (DeepSeek-V3: 8 and 4) names its (H, I, k, E);
+    one group (Kimi-K2) or none does not. No gate: a nemotron_h config, at its latent width where it has one."""
+    import json
+
+    from roofcalc.fitting import grouped_routing_shapes, ungated_moe_shapes
+
+    configs = {
+        "ds.json": dict(model_type="deepseek_v3", hidden_size=7168, moe_intermediate_size=2048, num_experts_per_tok=8,
+                        n_routed_experts=256, n_group=8, topk_group=4),
+        "kimi.json": dict(model_type="kimi_k2", hidden_size=7168, moe_intermediate_size=2048, num_experts_per_tok=8,
+                          n_routed_experts=384, n_group=1, topk_group=1),
+        "qwen.json": dict(text_config=dict(model_type="qwen3_moe", hidden_size=4096, moe_intermediate_size=1536,
+                                           num_experts_per_tok=8, num_experts=128)),
+        "ultra.json": dict(model_type="nemotron_h", hidden_size=8192, moe_latent_size=2048,
+                           moe_intermediate_size=5120, num_experts_per_tok=22, n_routed_experts=512, n_group=1),
+        "nano.json": dict(model_type="nemotron_h", hidden_size=2688, moe_intermediate_size=1856,
+                          num_experts_per_tok=6, n_routed_experts=128),
+        "dense.json": dict(model_type="llama", hidden_size=4096),
+    }
+    for name, c in configs.items():
+        (tmp_path / name).write_text(json.dumps(c))
+    (tmp_path / "broken.json").write_text("{not json")
+    assert grouped_routing_shapes(tmp_path) == {(7168, 2048, 8, 256)}
+    assert ungated_moe_shapes(tmp_path) == {(2048, 5120, 22, 512), (2688, 1856, 6, 128)}

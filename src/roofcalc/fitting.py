@@ -446,7 +446,7 @@ MOE_DIM_REF = 4096  # the H and I' factors are 1 there
 MOE_TOUCHED_KNOTS = (1, 4, 16, 64, 256, 1024)
 
 
-def moe_cost(rows, touched, experts, hidden, inter, wb: float, block: int = 0, pairs=None) -> dict:
+def moe_cost(rows, touched, experts, hidden, inter, wb: float, block: int = 0, pairs=None, gated=True) -> dict:
     """A fused MoE layer's routed experts on one rank (gate and up, the activation, down): ``rows`` routed
     (token, expert) pairs that reach this rank's experts, ``touched`` distinct experts they reach of its
     ``experts`` (E/ep; x = rows / experts, tokens per expert, T*k/E), hidden size H, per-rank expert width I'
@@ -459,16 +459,72 @@ def moe_cost(rows, touched, experts, hidden, inter, wb: float, block: int = 0, p
     (vllm/model_executor/layers/fused_moe/fused_moe.py: a block of an expert not on the rank writes zeros for its
     rows, write_zeros_to_output, and the activation and the top-k sum then run over all T*k rows): the GEMMs read
     their inputs for the rank's rows only, 2*rows*(H + I'), and every pair's outputs are written and the
-    activation's run, 2*pairs*(2I' + 3I' + H). With pairs = rows the two sums are the one above."""
+    activation's run, 2*pairs*(2I' + 3I' + H). With pairs = rows the two sums are the one above.
+    ``gated`` False (per row or for all): an expert without a gate (up, the activation, down: Nemotron-H's
+    relu2, which vLLM runs as ``relu2_no_mul``), two weights of H*I' and not three: FLOPs 2*rows*2*H*I', up
+    writes I' and the activation reads and writes I', 2*pairs*(I' + 2I' + H)."""
     rows, touched, experts, hidden, inter = (np.asarray(x, float) for x in (rows, touched, experts, hidden, inter))
     pairs = rows if pairs is None else np.asarray(pairs, float)
-    per = 3 * hidden * inter * wb
+    mats = np.where(np.asarray(gated, bool), 3.0, 2.0)  # weights of H x I' an expert holds
+    per = mats * hidden * inter * wb
     if block:
-        per = per + 4 * (np.ceil(2 * inter / block) * np.ceil(hidden / block)
+        per = per + 4 * (np.ceil((mats - 1) * inter / block) * np.ceil(hidden / block)
                          + np.ceil(hidden / block) * np.ceil(inter / block))
-    acts = 2 * rows * (hidden + inter) + 2 * pairs * (hidden + 5 * inter)
-    return dict(flops=2 * rows * 3 * hidden * inter, bytes=touched * per + acts,
+    acts = 2 * rows * (hidden + inter) + 2 * pairs * (hidden + (2 * mats - 1) * inter)
+    return dict(flops=2 * rows * mats * hidden * inter, bytes=touched * per + acts,
                 x=np.maximum(rows / experts, 1e-3))
+
+
+def _moe_configs(folder) -> list:
+    """The text configs (text_config where nested) of the model configs in ``folder`` (AIConfigurator's
+    model_configs/), skipping what does not parse."""
+    import json
+    from pathlib import Path
+
+    out = []
+    for path in sorted(Path(folder).glob("*.json")):
+        try:
+            c = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        c = c.get("text_config", c) if isinstance(c, dict) else None
+        experts = c and (c.get("n_routed_experts") or c.get("num_experts") or c.get("num_local_experts"))
+        if experts:
+            out.append((c, experts))
+    return out
+
+
+def grouped_routing_shapes(folder) -> set:
+    """(hidden, expert width, top-k, experts) of every model in ``folder`` (AIConfigurator's model_configs/) whose
+    router picks its experts inside groups: n_group > 1 groups, topk_group < n_group of them kept (DeepSeek-V3/R1:
+    8 and 4). vLLM's MoE collector builds FusedMoE with that grouped top-k (collector/vllm/collect_moe.py,
+    _resolve_moe_runtime_config, ai-dynamo/aiconfigurator at 095f58a) and feeds it the "balanced" logits
+    (collector/helper.py balanced_logits), which give each token one expert in each of the 8 groups: every group
+    ties, topk_group of them are kept, and rank 0's experts get far more than T*k/ep rows. The H100 fp8-block
+    table shows it: at EP 2, 4, 8 and 16 and 16,384 tokens DeepSeek-V3's rows take 2.0, 2.8, 4.3 and 6.4x the
+    time of Kimi-K2's (the same hidden size, width and top-k; 384 experts in one group) at equal balanced
+    rows per rank. A served model's routing is not that, and the rank's rows are unknown: such rows are left
+    out of the fit and of the direct read."""
+    out = set()
+    for c, experts in _moe_configs(folder):
+        groups = c.get("n_group") or c.get("num_expert_group") or 1
+        kept = c.get("topk_group") or groups
+        if groups > 1 and kept < groups:
+            out.add((c.get("hidden_size"), c.get("moe_intermediate_size"), c.get("num_experts_per_tok"), experts))
+    return out
+
+
+def ungated_moe_shapes(folder) -> set:
+    """(hidden, expert width, top-k, experts) of every model in ``folder`` whose experts have no gate: Nemotron-H
+    (model_type nemotron_h), which vLLM's collector runs with its ``mlp_hidden_act`` as ``<act>_no_mul`` (up,
+    the activation, down: collector/vllm/collect_moe.py, as above), at its ``moe_latent_size`` where it has one
+    (its experts work in that latent width). Their rows hold two weights of H x I' an expert, not three."""
+    out = set()
+    for c, experts in _moe_configs(folder):
+        if c.get("model_type") == "nemotron_h":
+            out.add((c.get("moe_latent_size") or c.get("hidden_size"), c.get("moe_intermediate_size"),
+                     c.get("num_experts_per_tok"), experts))
+    return out
 
 
 def balanced_routing(tokens: int, experts: int, topk: int, ep: int) -> tuple[int, int]:

@@ -166,25 +166,32 @@ class KernelDB:
         """A fused MoE table's balanced rows as benchmarks/fit_kernels.py fits them (moe_rows): keys log2 of (the
         rank's routed rows, H, I', the rank's experts, every routed pair T*k, the tokens T), floors by
         fitting.moe_cost. T tells apart calls of equal rows and pairs at another top-k (64 tokens x 2 against
-        32 x 4): the same GEMMs, another routing and weighted sum."""
+        32 x 4): the same GEMMs, another routing and weighted sum. As the fit: the shapes of grouped-routing models
+        left out (fitting.grouped_routing_shapes), experts without a gate counted with two weights
+        (fitting.ungated_moe_shapes)."""
         import numpy as np
 
-        from .fitting import balanced_routing
+        from .fitting import balanced_routing, grouped_routing_shapes, ungated_moe_shapes
 
+        configs = self.systems.parent / "model_configs"
         dtype = {"moe_bf16": "bfloat16", "moe_fp8": "fp8", "moe_fp8_block": "fp8_block"}[cls]
         df = df[(df.moe_dtype == dtype) & (df.distribution == "balanced")]
+        grouped, ungated = grouped_routing_shapes(configs), ungated_moe_shapes(configs)
+        shape = list(zip(df.hidden_size.tolist(), df.inter_size.tolist(), df.topk.tolist(), df.num_experts.tolist()))
+        df = df[np.array([s not in grouped for s in shape], bool)]
         T, H, I, k, E, tp, ep = (df[c].to_numpy(int) for c in ("num_tokens", "hidden_size", "inter_size", "topk",
                                                               "num_experts", "moe_tp_size", "moe_ep_size"))
+        gated = np.array([s not in ungated for s in zip(H.tolist(), I.tolist(), k.tolist(), E.tolist())], bool)
         cache: dict = {}
         routed = np.array([cache.setdefault(key, balanced_routing(*key)) for key in
                            zip(T.tolist(), E.tolist(), k.tolist(), ep.tolist())], dtype=float).reshape(-1, 2)
         rows, touched, experts, inter, pairs = routed[:, 0], routed[:, 1], E / ep, I / tp, (T * k).astype(float)
-        floors = self.moe_floor(cls, rows, touched, experts, H, inter, pairs, form)
+        floors = self.moe_floor(cls, rows, touched, experts, H, inter, pairs, form, gated)
         return np.log2(np.maximum(np.stack([rows, H, inter, experts, pairs, T], axis=1), 1.0)), floors, df
 
-    def moe_floor(self, cls: str, rows, touched, experts, hidden, inter, pairs, form: dict):
+    def moe_floor(self, cls: str, rows, touched, experts, hidden, inter, pairs, form: dict, gated=True):
         """A fused MoE call's roofline floor as its fit counts it (fitting.moe_cost: the kernel's FLOPs and the
-        touched experts' weights plus activations, fp8 on the fp8 peak)."""
+        touched experts' weights plus activations, fp8 on the fp8 peak; ``gated`` False: experts without a gate)."""
         import numpy as np
 
         from .fitting import moe_cost
@@ -192,7 +199,7 @@ class KernelDB:
         fp8 = cls != "moe_bf16"
         zeros = bool(form["source"].get("ep_masked_rows_written"))
         c = moe_cost(rows, touched, experts, hidden, inter, 1.0 if fp8 else 2.0, int(form.get("block") or 0),
-                     pairs=pairs if zeros else None)
+                     pairs=pairs if zeros else None, gated=gated)
         return np.maximum(c["flops"] / (self.fp8 if fp8 else self.bf16), c["bytes"] / self.bw)
 
     def moe_work(self, key: str, rows, hidden, inter, experts, layer_experts, top_k) -> tuple[float, bool] | None:
