@@ -921,13 +921,13 @@ Why, and what else the tables showed:
   to 0.075 / 91 %, L40S 0.070 / 91 % to 0.055 / 94 %, and the H100 form's knots are physical again (its
   e_compute had reached 3.8 and its H factor at 16,384 0.003). The fitted fixed costs (24-43 µs
   on H100) sit
-  above the five smallest rows (25 µs): a fused call is a dozen small kernels. Scores are of the form as
+  at or above the five smallest rows (25-31 µs; bf16 42.5 against 24.7): a fused call is a dozen small kernels. Scores are of the form as
   `predict` reads it: a held-out shape's H and I' inside the training rows' range (the H factor's outer knots,
   64, 256 and 16,384, are pinned by no row and may fall anywhere), and no call
   below its roof (the knot products pass 1 where the other side binds). **Experts without a gate**: 4.6 % of
   the H100 bf16 rows, all at k = 22 of 512 experts, had been measured below the floor, down to 0.63 of it.
-  They are Nemotron-3's (Ultra's experts in its latent width of 2,048, Super's in 1,024; Nano's, k = 6 of 128,
-  too), whose experts have no gate: up, relu2, down, which the collector runs as vLLM's `relu2_no_mul`
+  They are Nemotron-3's (Ultra's experts in its latent width of 2,048, Super's in 1,024; Nano's experts, k = 6
+  of 128, have none either), whose experts have no gate: up, relu2, down, which the collector runs as vLLM's `relu2_no_mul`
   (collector/vllm/collect_moe.py). Counted with two weights of H x I' and not three (fitting.moe_cost's
   `gated`, by `ungated_moe_shapes`: every nemotron_h config in the package, at its latent width), no row is
   below its floor, and the cross-validated figures move: H100 bf16 0.094 / 92 % to 0.087 / 90 %, fp8 0.090 /

@@ -255,7 +255,7 @@ choices were fixed with it:
 * TensorRT-LLM issue #5929 (2025-07-10): DeepSeek-R1 FP8 on 8 x H200 (SXM assumed), TP 8 with no expert
   parallelism, v0.21.0rc2 behind trtllm-serve, measured with LLMPerf; its p50 inter-token latency at 1 and 8
   concurrent requests as a decode step at context input + output / 2 (1,600 + 300, 8,192 + 300). Its PyTorch
-  backend ran without CUDA graphs unless configured at that version (pull request #5480 turned them on by default
+  backend (assumed: the issue names trtllm-serve only; DeepSeek-R1 ran on that backend alone then) ran without CUDA graphs unless configured at that version (pull request #5480 turned them on by default
   after it) and the issue gives no configuration: `fused`. DeepSeek-R1's own fp8 weights in 128 x 128 blocks
   (`fp8-b128`), bf16 between and in the KV cache (not stated: the engine's default is the model's dtype); its
   config from benchmarks/configs/published. Its TTFT is left out (through an HTTP server), and so are its NVFP4

@@ -197,8 +197,8 @@ def test_an_expert_without_a_gate_counts_two_weights():
     down): FLOPs 2·4·3·64·32 = 49,152; weights 2 × 3·64·32·2 = 24,576 bytes; activations 2·4·(64 + 32) = 768
     read by the GEMMs and 2·4·(64 + 5·32) = 1,792 written and passed through: 27,136 bytes. Without a gate (up,
     the activation, down: Nemotron-H's relu2): FLOPs 2·4·2·64·32 = 32,768; weights 2 × 2·64·32·2 = 16,384; the
-    outputs 2·4·(64 + 3·32) = 1,280: 18,432 bytes. Block scales of 32 × 32: the gated expert's 64 × 64 gate_up
-    and 64 × 32 down hold 4 + 2 blocks, 24 bytes; the ungated one's two 32 × 64 weights 2 + 2, 16."""
+    GEMMs' reads 768 as before and the outputs 2·4·(64 + 3·32) = 1,280: 18,432 bytes. Block scales of 32 × 32: the gated expert's gate_up of 64 × 64
+    and down of 32 × 64 hold 4 + 2 blocks, 24 bytes; the ungated one's up and down of 32 × 64 each 2 + 2, 16."""
     from roofcalc.fitting import moe_cost
 
     g = moe_cost(4, 2, 8, 64, 32, 2.0)
