@@ -150,6 +150,8 @@ def predict(c: Case) -> tuple[float, float, float]:
         e = ENGINES[c.tables] if c.tables in ENGINES else None
         kw["engine_host"] = EngineHost(engine=c.tables) if e is None else e.host if c.host else \
             EngineHost(engine=e.name, tables=e.tables, decode_every_head=e.decode_every_head)
+        if e is not None:  # DeepSeek's attention as the engine runs it (the command line's --engine default)
+            kw["mla"] = e.mla
     view = "eager" if c.impl == "hf-eager" else "ideal"
     if traced is not None:  # each workload traced once (one rank's, split by the config class's plan)
         from roofcalc.parallel import Parallel

@@ -296,3 +296,30 @@ def test_trtllm_0_6_refuses_the_kernel_db(capsys):
     code, out, err = run(["tinyllama", "--hw", "H100-SXM", "--engine", "trtllm-0.6", "--kernel-db"], capsys)
     assert code == 2 and out == "" and err.count("\n") == 1
     assert "--kernel-db: engine trtllm-0.6's decode kernel is not the one its measured tables ran" in err
+
+
+def test_the_serving_engines_run_deepseeks_attention_absorbed_for_decode(capsys):
+    """vLLM, SGLang and TensorRT-LLM decode DeepSeek's MLA over the latent and prefill it expanded (each preset cites
+    its code: engines.py); --mla by hand wins; hf keeps transformers' expansion. DeepSeek-V2-Lite, batch 1, context
+    1,000: the naive step reads every cached latent into kv_b_proj (the kernel is there), the absorbed one runs
+    q_absorb and v_up instead."""
+    assert {e.name: e.mla for e in ENGINES.values()} == {
+        "hf": "naive", "vllm": "serving", "sglang": "serving", "trtllm": "serving", "gpt-fast": "naive",
+        "llama.cpp": "naive", "trtllm-0.6": "naive", "vllm-v0": "naive"}
+    assert all(e.mla_source for e in ENGINES.values() if e.mla != "naive")
+    base = ["deepseek-ai/DeepSeek-V2-Lite", "--hw", "H100", "--dtype", "bf16"]
+
+    def names(extra):
+        extra = extra if "--prompt" in extra else [*extra, "--context", "1000"]
+        code, out, err = run([*base, *extra, "--format", "json"], capsys)
+        assert code == 0, err
+        return {k["name"] for k in json.loads(out)["kernels"]}
+
+    assert "kv_b_proj" in names([]) and "q_absorb" not in names([])
+    for engine in ("vllm", "sglang", "trtllm"):
+        got = names(["--engine", engine])
+        assert "q_absorb" in got and "v_up" in got and "kv_b_proj" not in got
+    assert "kv_b_proj" in names(["--engine", "vllm", "--mla", "naive"])
+    assert "kv_b_proj" in names(["--engine", "vllm", "--prompt", "256"])  # a prefill: expanded
+    code, out, _ = run([*base, "--context", "1000", "--engine", "vllm"], capsys)
+    assert code == 0 and "absorbed for a decode step, expanded for a prefill, as the engine runs it" in out

@@ -84,6 +84,17 @@ def test_deepseek_v2_lite_mla_naive_and_absorbed():
     # the two halves of kv_b_proj hold its parameters, so totals agree
     assert absorbed.params == naive.params == 15_706_484_224
     assert absorbed.totals.flops < naive.totals.flops / 5
+    # serving (what vLLM, SGLang and TensorRT-LLM run): a decode step absorbed, a prefill expanded
+    kw = dict(act_dtype=dtype("bf16"), kv_dtype=dtype("bf16"), weight_dtype=dtype("bf16"))
+    serving = analyze(s, Workload.decode(1, 1000, mla="serving", **kw))
+    assert [k.name for k in serving.kernels] == [k.name for k in absorbed.kernels]
+    assert serving.totals == absorbed.totals
+    for mla in ("naive", "serving"):
+        pre = analyze(s, Workload.prefill(1, 256, mla=mla, **kw))
+        assert pre.kernel("kv_b_proj").cost.matmul_flops == 2 * 256 * 512 * 16 * 256  # 256 latents expanded
+        assert not any(k.name == "q_absorb" for k in pre.kernels)
+    assert analyze(s, Workload.prefill(1, 256, mla="serving", **kw)).totals == \
+        analyze(s, Workload.prefill(1, 256, mla="naive", **kw)).totals
 
 
 def test_mxfp4_stores_the_experts_alone():

@@ -54,7 +54,7 @@ MAX_TOKENS = 1 << 24
 
 BLOCK_SCALE_BYTES = 4  # one fp32 scale (weight_scale_inv) per 128 x 128 block of fp8 weights
 EXPERT_MODES = ("expected", "all", "topk")
-MLA_MODES = ("naive", "absorbed")
+MLA_MODES = ("naive", "absorbed", "serving")
 CACHE_UPDATES = ("in-place", "concat")
 
 
@@ -79,7 +79,9 @@ class Workload:
     causal: bool = True  # prefill: count only the score pairs a causal mask keeps
     logits_all: bool = False  # prefill: lm_head on every position (else the last one only)
     experts: str = "expected"  # MoE weights read: expected distinct experts (uniform routing) | all | topk
-    mla: str = "naive"  # DeepSeek attention: as transformers computes it | absorbed (as serving engines decode)
+    # DeepSeek attention: as transformers computes it | absorbed (as serving engines decode) | serving (absorbed for a
+    # decode step, expanded for a prefill: what vLLM, SGLang and TensorRT-LLM run, engines.Engine.mla)
+    mla: str = "naive"
     # how the KV cache takes the new tokens: written in place (a serving engine's paged or static cache), or
     # concatenated (transformers' DynamicCache: torch.cat reads the whole cache and writes it again, every step).
     # The default is the CLI's: its default engine is transformers' eager generate (--impl hf-eager)
@@ -618,7 +620,9 @@ def mla_kernels(s: ModelShape, wl: Workload, window: int | None) -> list[Kernel]
     """DeepSeek's attention. "naive" is what transformers computes: the cached latent is expanded
     by kv_b_proj into every head's K and V at every step. "absorbed" folds kv_b_proj's two halves
     into the query (q_absorb) and the output (v_up) and attends over the latent itself (one
-    shared 'KV head' of kv_lora_rank + rope values), as serving engines decode."""
+    shared 'KV head' of kv_lora_rank + rope values), as serving engines decode. "serving" is what they run:
+    absorbed for a decode step, naive (expanded) for a prefill, where the expansion costs less than the
+    latent's larger dot products."""
     m, d, t, b = s.mla, s.d_model, wl.tokens, wl.batch
     n, act, kvd = s.n_heads, wl.act_dtype, wl.kv_dtype
     ks = []
@@ -636,7 +640,7 @@ def mla_kernels(s: ModelShape, wl: Workload, window: int | None) -> list[Kernel]
     keys = keys_read(wl, window)
     softmax = SOFTMAX_FLOPS_PER_SCORE * b * n * pairs
     wdims = f",window {window}" if window else ""
-    if wl.mla == "naive":
+    if wl.mla == "naive" or wl.mla == "serving" and wl.phase == "prefill":
         expanded = n * (m.qk_nope_head_dim + m.v_head_dim)
         kv_b = linear("kv_b_proj", m.kv_lora_rank, expanded, s, wl, rows=b * keys)
         # it reads the latent from the cache, not an activation

@@ -94,9 +94,10 @@ def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--experts", choices=("expected", "all", "topk"), default="expected",
                    help="MoE: expert weights a step reads: the expected distinct experts under uniform routing "
                    "(default), all of them, or exactly top-k")
-    p.add_argument("--mla", choices=("naive", "absorbed"), default="naive",
-                   help="DeepSeek attention: naive (what transformers computes: the latent is expanded every step) "
-                   "or absorbed (what serving engines decode)")
+    p.add_argument("--mla", choices=("naive", "absorbed", "serving"), default=None,
+                   help="DeepSeek attention: naive (what transformers computes: the latent is expanded every step), "
+                   "absorbed (attention over the latent), or serving (absorbed for decode, expanded for prefill). "
+                   "Default: the --engine's (serving under vllm, sglang, trtllm), else naive")
     p.add_argument("--family", help="read a config whose model_type roofcalc does not know as this family (e.g. llama)")
     p.add_argument("--tp", default="1", help="tensor-parallel ranks: every number is one rank's, collectives "
                    "included; a list (1,2,4,8) compares them at one batch and context (default 1)")
@@ -214,7 +215,7 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
         causal=not args.full_rectangle,
         logits_all=args.logits == "all",
         experts=args.experts,
-        mla=args.mla,
+        mla=_mla(args),
         # eager transformers appends to its DynamicCache by concatenation (a traced model's eager view counts it);
         # an --engine's own cache update unless --impl is given by hand
         cache_update=_cache_update(args),
@@ -692,6 +693,14 @@ def _engine(args: argparse.Namespace):
     return getattr(args, "engine_preset", None) or ENGINES[DEFAULT_ENGINE]
 
 
+def _mla(args: argparse.Namespace) -> str:
+    """DeepSeek's attention: --mla as given, else the engine's (engines.Engine.mla)."""
+    if args.mla is not None:
+        return args.mla
+    preset = getattr(args, "engine_preset", None)
+    return preset.mla if preset is not None else "naive"
+
+
 def _cache_update(args: argparse.Namespace) -> str:
     """How the KV cache takes a token: the engine's, unless --impl is given by hand (then as it always was:
     concatenation under hf-eager, in place otherwise)."""
@@ -713,7 +722,7 @@ def _ignored(args: argparse.Namespace, s) -> list[str]:
         (args.logits == "all" and decode, "--logits all: a prefill's (--prompt); a decode step computes one "
                                           "position's logits"),
         (args.experts != "expected" and s.moe is None, f"--experts {args.experts}: {s.name} has no experts"),
-        (args.mla != "naive" and s.mla is None, f"--mla {args.mla}: {s.name} has no latent attention"),
+        (args.mla not in (None, "naive") and s.mla is None, f"--mla {args.mla}: {s.name} has no latent attention"),
         (args.launch_overhead is not None and args.impl == "hf-eager",
          f"--launch-overhead {args.launch_overhead}: under --impl hf-eager the host's time per eager op is the "
          f"cost (--host-overhead)"),

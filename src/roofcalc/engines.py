@@ -44,6 +44,10 @@ class Engine:
     decode_every_head: bool = False  # its decode kernel reads a GQA group's KV once per query head
     host_ranks_s: Efficiency = Efficiency(0.0, 0.0, note="none")  # more host seconds per step on several GPUs
     no_pipeline: str = ""  # why the engine runs no pipeline parallelism (--pp refused), with its source; "" runs it
+    # DeepSeek's latent attention as it runs it (Workload.mla; --mla by hand wins): "naive" as transformers computes
+    # it, "serving" absorbed for a decode step and expanded for a prefill
+    mla: str = "naive"
+    mla_source: str = ""
 
     @property
     def host(self) -> EngineHost:
@@ -65,6 +69,7 @@ class Engine:
                 "attention_source": self.attention_source, "host_fixed_s": eff(self.host_fixed_s),
                 "host_per_sequence_s": eff(self.host_per_sequence_s), "host_overlap": self.host_overlap,
                 "host_source": self.host_source, "ranks": self.ranks, "host_ranks_s": eff(self.host_ranks_s),
+                "mla": self.mla, "mla_source": self.mla_source,
                 "tables": self.host.tables_used, "decode_every_head": self.decode_every_head}
 
 
@@ -124,6 +129,15 @@ _V0_PER_SEQ = Efficiency(0.100e-3, 0.171e-3, note="derived: the same line's slop
 _V0_RANKS = Efficiency(3.6e-3, 3.6e-3, note="derived: vLLM PR #3763, Ray workers vs multiprocessing at TP 2 "
                        "(24.2 s vs 17.0 s for 2,000 tokens)")
 
+# DeepSeek's latent attention in the serving engines: the latent absorbed into the query and output for a decode
+# step, K and V expanded by kv_b_proj for a prefill
+_MLA_VLLM = ("vllm/v1/attention/backends/mla/common.py: 'the compute friendly approach for \"prefill\"' (K and V "
+             "up-projected) 'and the data-movement friendly approach for \"decode\"' (attention over the latent)")
+_MLA_SGLANG = ("sglang python/sglang/srt/models/deepseek_v2.py: a decode batch runs AttnForwardMethod.MLA (the absorbed "
+               "latent attention); an extend without a cached prefix runs MHA_CHUNKED_KV (K and V expanded; PR #5113)")
+_MLA_TRTLLM = ("TensorRT-LLM tensorrt_llm/_torch/modules/attention.py (MLA): forward_context_default expands K and V by "
+               "kv_b_proj; the generation phase runs forward_absorption_generation")
+
 ENGINES: dict[str, Engine] = {e.name: e for e in (
     Engine(
         "hf", "transformers' eager generate (the worked example)", "hf-eager",
@@ -150,7 +164,7 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         _VLLM_PER_SEQ, True,
         "vLLM issue #10634 (5-6 ms between decodes at batch 256, V1 prototype), per sequence (derived); "
         "overlapped: async scheduling on unless disabled (vllm/config/scheduler.py, PR #19970)",
-        _VLLM_RANKS),
+        _VLLM_RANKS, mla="serving", mla_source=_MLA_VLLM),
     Engine(
         "sglang", "SGLang (overlap scheduler)", "cuda-graph",
         "SGLang server arguments: '--disable-cuda-graph | Disable cuda graph. | False'",
@@ -161,7 +175,7 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         _zero(_NONE), True,
         "SGLang v0.4 blog (2024-12-04): the zero-overhead overlap scheduler, 'turned on by default', shows "
         "'no single idle time on the GPU' over 5 decode batches; no per-step figure is published",
-        _NO_RANKS),
+        _NO_RANKS, mla="serving", mla_source=_MLA_SGLANG),
     Engine(
         "trtllm", "TensorRT-LLM (PyTorch backend, overlap scheduler)", "cuda-graph",
         "TensorRT-LLM llm_args.py: cuda_graph_config on by default, 'enabled for batches that consist of "
@@ -175,7 +189,7 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         _zero(_NONE), True,
         "TensorRT-LLM overlap-scheduler docs: 'At step n, the system launches GPU computation for step n+1 "
         "without waiting for CPU tasks', 'Enabled by default'; no per-step figure is published",
-        _NO_RANKS),
+        _NO_RANKS, mla="serving", mla_source=_MLA_TRTLLM),
     Engine(
         "gpt-fast", "gpt-fast (torch.compile, reduce-overhead)", "cuda-graph",
         "PyTorch blog 'Accelerating Generative AI II' (2023-11-30): torch.compile(decode_one_token, "

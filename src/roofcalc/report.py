@@ -27,6 +27,10 @@ SCHEMA_VERSION = 4  # 2: predicted_s and the efficiency model; predicted_lower_s
 FORMATS = ("table", "markdown", "csv", "json")
 
 
+# the MLA modes (Workload.mla) in the header's words
+MLA_WORDS = {"serving": "absorbed for a decode step, expanded for a prefill, as the engine runs it"}
+
+
 def _finite(x: float) -> float | None:
     return None if math.isinf(x) or math.isnan(x) else x
 
@@ -237,7 +241,7 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
         m = s.mla
         heads = (f"N={s.n_heads} heads, MLA: q {'LoRA ' + str(m.q_lora_rank) if m.q_lora_rank else 'plain'}, "
                  f"KV latent {m.kv_lora_rank} + rope {m.qk_rope_head_dim} cached, qk {m.qk_head_dim} / v {m.v_head_dim} "
-                 f"per head ({w.mla})")
+                 f"per head ({MLA_WORDS.get(w.mla, w.mla)})")
     else:  # a traced model whose layers differ in heads or head size prints each kind of layer's
         heads = getattr(a, "heads_text", "") or f"N={s.n_heads} heads / K={s.n_kv_heads} KV heads x H={s.head_dim}"
     if _states_only(a):  # Mamba, xLSTM, RWKV-style: no attention layer, a recurrent state per sequence
