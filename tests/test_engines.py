@@ -322,4 +322,12 @@ def test_the_serving_engines_run_deepseeks_attention_absorbed_for_decode(capsys)
     assert "kv_b_proj" in names(["--engine", "vllm", "--mla", "naive"])
     assert "kv_b_proj" in names(["--engine", "vllm", "--prompt", "256"])  # a prefill: expanded
     code, out, _ = run([*base, "--context", "1000", "--engine", "vllm"], capsys)
-    assert code == 0 and "absorbed for a decode step, expanded for a prefill, as the engine runs it" in out
+    assert code == 0
+    assert "serving: absorbed for a decode step, expanded for a prefill, as vLLM, SGLang and TensorRT-LLM run it" in out
+    for extra, mla in (([], "naive"), (["--engine", "sglang"], "serving"), (["--engine", "sglang", "--mla", "absorbed"],
+                                                                          "absorbed")):
+        code, out, _ = run([*base, "--context", "1000", *extra, "--format", "json"], capsys)
+        assert code == 0 and json.loads(out)["workload"]["mla"] == mla  # the mode the step counted
+    # the host-bound default's verdict names the other engine's attention too: it moves the step as well
+    code, out, _ = run([*base, "--context", "1000"], capsys)
+    assert code == 0 and "under --engine vllm (CUDA graphs, DeepSeek attention serving)" in out

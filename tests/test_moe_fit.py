@@ -236,3 +236,24 @@ def test_the_shapes_left_out_and_counted_without_a_gate_come_from_the_configs(tm
     (tmp_path / "broken.json").write_text("{not json")
     assert grouped_routing_shapes(tmp_path) == {(7168, 2048, 8, 256)}
     assert ungated_moe_shapes(tmp_path) == {(2048, 5120, 22, 512), (2688, 1856, 6, 128)}
+
+
+
+def test_the_header_says_when_routed_experts_take_the_default_efficiencies(capsys):
+    """A fused MoE form is fitted on vLLM's tables of the H100, H200, B200, L40S and RTX PRO 6000 only: the A100's
+    table holds no balanced rows, and SGLang's and TensorRT-LLM's MoE tables are not fitted. Where a model's routed
+    experts get no form, the header says they take the default efficiencies; where they get one, or the model has
+    no routed experts, it does not."""
+    from roofcalc.cli import main
+
+    def header(model, *extra):
+        assert main([model, *extra]) == 0
+        return " ".join(capsys.readouterr().out.split())
+
+    mixtral, note = "mistralai/Mixtral-8x7B-v0.1", "routed experts: the default efficiencies"
+    assert note not in header(mixtral, "--hw", "H100", "--engine", "vllm")
+    assert f"{note} (no fused-MoE form of vLLM's fitted here)" in header(mixtral, "--hw", "A100-80GB", "--engine",
+                                                                         "vllm")
+    assert f"{note} (no fused-MoE form of TensorRT-LLM's fitted here)" in header(mixtral, "--hw", "H100", "--engine",
+                                                                                 "trtllm")
+    assert note not in header("meta-llama/Llama-3.1-8B", "--hw", "H100", "--engine", "trtllm")

@@ -769,7 +769,10 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
     r = _build(alt, shape)
     # an engine with graphs whose own host time the device waits for (vllm-v0, llama.cpp) differs by that overlap
     overlapped = here.graphs and not here.host_overlap and other.host_overlap
-    under = f"under --engine {other.name} (CUDA graphs{', its host time overlapping the device' if overlapped else ''})"
+    model = shape[0] if isinstance(shape, tuple) else shape
+    mla = getattr(model, "mla", None) is not None and args.mla is None and other.mla != here.mla
+    under = (f"under --engine {other.name} (CUDA graphs{', its host time overlapping the device' if overlapped else ''}"
+             f"{', DeepSeek attention ' + other.mla if mla else ''})")
     if isinstance(result, Roofline):
         line = (f"engine    host-bound under {here.name}: {under} the step would take {report.ms(r.step.predicted_s)} "
                 f"ms, {r.step.bound}-bound")

@@ -28,7 +28,9 @@ FORMATS = ("table", "markdown", "csv", "json")
 
 
 # the MLA modes (Workload.mla) in the header's words
-MLA_WORDS = {"serving": "absorbed for a decode step, expanded for a prefill, as the engine runs it"}
+MLA_WORDS = {"naive": "naive: the latent expanded every step, as transformers computes it",
+             "absorbed": "absorbed: attention over the latent", "serving": "serving: absorbed for a decode step, "
+             "expanded for a prefill, as vLLM, SGLang and TensorRT-LLM run it"}
 
 
 def _finite(x: float) -> float | None:
@@ -100,6 +102,8 @@ def workload_record(a: Analysis) -> dict[str, Any]:
                weight_dtype=w.weight_dtype.name, act_dtype=w.act_dtype.name, kv_dtype=w.kv_dtype.name, compute_dtype=w.compute_dtype.name)
     if w.weight_dtype.quantized:
         rec["group_size"] = w.weight_group
+    if getattr(a.shape, "mla", None) is not None:  # DeepSeek's latent attention as this step counts it (--mla, or the engine's)
+        rec["mla"] = w.mla
     return rec
 
 
@@ -411,9 +415,12 @@ def fixed_cost_words(r) -> str:
             f"GEMM kernels (attention: {default})" if m.gemm_fits else
             f"kernels' fixed costs (GEMM and attention: {default})")
     tables = TABLE_NAMES.get(m.fitted_tables, "vLLM")
+    # a model's routed experts with no fused MoE form (an engine whose MoE tables are not fitted, a GPU without them)
+    moe = f"; routed experts: the default efficiencies (no fused-MoE form of {tables}'s fitted here)" if \
+        getattr(r.analysis.shape, "moe", None) is not None and not m.moe_fits else ""
     if m.fitted_how == "measured":
         return (f"; {what} and collectives fitted on {gpu}'s measured kernels, AIConfigurator 0.12 {tables} "
-                f"(elementwise: the medians)")
+                f"(elementwise: the medians){moe}")
     if m.fitted_how == "nearest":
         from .hardware import generation, measured_generation
 
@@ -421,7 +428,7 @@ def fixed_cost_words(r) -> str:
         near = f"its generation's measured GPU ({gen})" if gen == theirs else \
             f"the nearest measured generation ({theirs}; no {gen} GPU measured)"
         return (f"; {what} as fitted on {gpu}'s, {near}, on this device's datasheet roofs, AIConfigurator 0.12 "
-                f"{tables} (elementwise: the medians)")
+                f"{tables} (elementwise: the medians){moe}")
     if r.hardware.kind == "gpu":
         return "; fixed costs: the five measured GPUs' medians (no kernel tables for this device)"
     return ""
