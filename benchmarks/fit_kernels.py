@@ -374,7 +374,7 @@ def moe_rows(df: pd.DataFrame, spec: dict, dtype: str, zeros: bool = False, spre
              experts=(E // ep).astype(float), peak=spec["fp8"] if fp8 else spec["bf16"],
              group=[f"h={a},i={b},k={c},e={d}" for a, b, c, d in zip(H, I, k, E)])
     pairs = (T * k).astype(float)  # every routed (token, expert) pair, before the EP rank's mask
-    gated = np.array([key not in ungated for key in zip(H.tolist(), I.tolist(), k.tolist(), E.tolist())], bool)
+    gated = np.array([key not in ungated for key in moe_shapes(df)], bool)
     R.update(F.moe_cost(rows, touched, E // ep, H, inter, 1.0 if fp8 else 2.0, 128 if dtype == "fp8_block" else 0,
                         pairs=pairs if zeros else None, gated=gated))
     R["pairs"] = pairs
@@ -384,12 +384,49 @@ def moe_rows(df: pd.DataFrame, spec: dict, dtype: str, zeros: bool = False, spre
     return R
 
 
+def moe_shapes(df: pd.DataFrame) -> list:
+    """Each row's layer shape, (hidden, expert width, top-k, experts): what fitting.grouped_routing_shapes and
+    ungated_moe_shapes name."""
+    return list(zip(df.hidden_size.tolist(), df.inter_size.tolist(), df.topk.tolist(), df.num_experts.tolist()))
+
+
+def shape_names(shapes) -> list:
+    return sorted(f"h={h},i={i},k={k},e={e}" for h, i, k, e in set(shapes))
+
+
 def load_moe(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
     """{moe class: (rows, source info)} from the engine's moe_perf table: balanced routing, each dtype's main
     kernel source (the one with the most rows), less the shapes of grouped-routing models (grouped_routing_shapes)."""
     out = {}
     if engine != "vllm":  # vLLM's FusedMoE only: the step model's experts kernels are fitted on it
         return out
+    vdir = pick_version(systems, gpu, "moe", engine, cur)
+    p = vdir / "moe_perf.parquet" if vdir else None
+    if p is None or not p.exists():
+        return out
+    a = pd.read_parquet(p)
+    a = a[a.distribution == "balanced"]
+    grouped = F.grouped_routing_shapes(systems.parent / "model_configs")
+    mask = np.array([s in grouped for s in moe_shapes(a)], bool)
+    left_out, a = a[mask], a[~mask]
+    ungated = F.ungated_moe_shapes(systems.parent / "model_configs")
+    for cls, dt in (("moe_bf16", "bfloat16"), ("moe_fp8", "fp8"), ("moe_fp8_block", "fp8_block")):
+        d = a[a.moe_dtype == dt]
+        if len(d) == 0 or (dt != "bfloat16" and SPECS[gpu]["fp8"] is None):
+            continue
+        ks = d.kernel_source.value_counts().index[0]
+        d, dup = collapse(d[d.kernel_source == ks], ["num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
+                                                     "moe_tp_size", "moe_ep_size"])
+        gone = left_out[left_out.moe_dtype == dt]
+        out[cls] = (moe_rows(d, SPECS[gpu], dt, zeros="triton" in ks, spread="flashinfer_cutlass" in ks,
+                             ungated=ungated), dict(
+            file=str(p.relative_to(systems.parent)), sha256=sha256(p)[:16], version_folder=p.parent.name,
+            version_column=sorted(set(map(str, a["version"].unique()))) if "version" in a else None,
+            kernel_source=ks, duplicates_merged=dup, distribution="balanced", ep_masked_rows_written="triton" in ks,
+            ungated_shapes=shape_names(set(moe_shapes(d)) & ungated),
+            grouped_routing_left_out=dict(shapes=shape_names(moe_shapes(gone)),
+                                          rows=int((gone.kernel_source == ks).sum()))))
+    return out
     vdir = pick_version(systems, gpu, "moe", engine, cur)
     p = vdir / "moe_perf.parquet" if vdir else None
     if p is None or not p.exists():
