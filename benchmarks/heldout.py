@@ -270,6 +270,37 @@ Left out: TensorRT-LLM issue #1761 (chatglm3-6b: its config needs the checkpoint
 this script runs tensor parallelism alone, and the GPU count is inferred), and threads whose GPU is not stated.
 The set is printed twice, as the ninth: vLLM's tables with no engine host time, then the rows of an engine with a
 preset under it (`--engine trtllm`, `sglang`, `llama.cpp`) with its host time.
+
+An eleventh set (CASES_11, CASES_11_MULTI) was transcribed on 2026-12-04 from eight GitHub threads of 2023-2026 that
+no set holds, and committed before roofcalc ran on any of it; it is the first set run after the range was
+calibrated on the ten before it (benchmarks/calibrate.py), so it checks that calibration. The choices:
+* SemiAnalysisAI/InferenceX issue #870 (2026-03-05): DeepSeek-R1-0528 (DeepSeek-R1's config) on 8 x H200 (SXM
+  assumed), SGLang v0.5.7, TP 8, fp8 weights in 128 x 128 blocks, CUDA graphs (`cuda-graph`), KV cache bf16 (no
+  --kv-cache-dtype in its recipe), 1k/1k random prompts: InferenceX's harness draws input and output lengths
+  uniformly from 819 to 1,024 (mean 922), so each concurrency's mean TPOT is a decode step of that many
+  sequences at context 922 + 461. Its TTFT is left out (through an HTTP server, queued). In a served run other
+  requests' prefills share the steps, which a decode step does not count.
+* InferenceX issue #828 (2026-03-01): gpt-oss-120b (MXFP4 experts, bf16 elsewhere) on 8, 4 and 2 H100s (SXM
+  assumed), vLLM v0.15.1 (the project's recipe of that date), CUDA graphs, its TPOT (mean or median: not named) at
+  concurrency 4, 16 and 64 (TP 8) and 64 (TP 4, TP 2), the same 1k/1k.
+* InferenceX pull requests #1053 and #1092 (2026-04): gpt-oss-120b on MI300X, vLLM v0.17.0 for ROCm, graphs:
+  one GPU at concurrency 64 and 128 (median TPOT 31.4 and 41.3 ms) and eight (TP 8) at concurrency 1 and 4
+  (about 249 and 234 tokens/s a user, 1,000 / TPOT: rounded as published).
+* tenstorrent/tt-inference-server issue #340 (2025-06/07): Qwen3-30B-A3B and Qwen3-0.6B on one A100, GPU
+  reference runs; the engine is not named (vLLM assumed, as the project's GPU workflow, V1 of mid-2025: CUDA
+  graphs), bf16, the A100 80GB assumed. Mean TPOT at concurrency 1, 128 / 1,024 / 8,192 in and 128 out, as a
+  decode step at context input + 64. TTFT left out (through an HTTP server).
+* huggingface/text-generation-inference pull request #1243 (late 2023): Llama-2-13b-chat on an A100 (80GB
+  assumed, one shard assumed), text-generation-benchmark's prefill step of batches of 100 and 200 sequences of 40
+  tokens, fp16; TGI then ran its own fused kernels without CUDA graphs: `fused`.
+* InternLM/lmdeploy issue #210 (2023-08-08): Llama-2-7b-chat on one A10, batch 1, 20 tokens in and 267 out, "about
+  27 ms per token" with TurboMind (`fused`, fp16) and "about 34 ms per token" with Hugging Face's own
+  implementation (`hf-eager`, its cache concatenated, as transformers of 2023 did), each a decode step at
+  context 20 + 133.
+Left out: vLLM issue #20710 (Llama-3.3-70B FP8 on two B200s: filed as an anomaly, checkpoint and TP not stated),
+SGLang pull request #32668 (the GPU named only "SM120"), threads whose tables the stored copy cuts off, NVFP4
+checkpoints, and models of architectures roofcalc has not read before (MiniMax-M2.7, Gemma 4, DeepSeek-V4).
+Printed as the tenth: as every set, then under each engine's preset (`--engine sglang`, `vllm`) with its host time.
 """
 
 from __future__ import annotations
@@ -806,6 +837,60 @@ CASES_10_MULTI = tuple(
     Case("decode", DSR1, "H200", "fused", measured=itl, source=TRT_5929, batch=b, context=ctx, tp=8,
          note="TensorRT-LLM v0.21.0rc2 PyTorch backend, ITL p50", **FP8_B)
     for b, ctx, itl in ((1, 1900, 0.01378), (1, 8492, 0.01453), (8, 1900, 0.01818)))
+INFX_870 = ("SemiAnalysisAI/InferenceX issue #870 (2026-03-05): DeepSeek-R1-0528, SGLang v0.5.7, FP8, TP 8, H200, "
+            "1k/1k random (819-1,024 each), mean TPOT")
+INFX_828 = ("SemiAnalysisAI/InferenceX issue #828 (2026-03-01): gpt-oss-120b, vLLM v0.15.1 (recipe of that date), "
+            "H100, 1k/1k random (819-1,024 each), TPOT")
+INFX_1053 = ("SemiAnalysisAI/InferenceX pull requests #1053/#1061 (2026-04-17): gpt-oss-120b on one MI300X, vLLM "
+             "v0.17.0 ROCm, ISL/OSL 1,024 (819-1,024 each), median TPOT")
+INFX_1092 = ("SemiAnalysisAI/InferenceX pull request #1092 (2026-04-19): gpt-oss-120b on 8x MI300X, TP 8, vLLM v0.17.0 "
+             "ROCm, 1k/1k random (819-1,024 each), tokens/s a user (1,000 / TPOT), rounded")
+TT_340 = ("tenstorrent/tt-inference-server issue #340 (2025-06-24, 2025-07-18): Qwen3 GPU reference runs on an A100, "
+          "concurrency 1, mean TPOT")
+TGI_1243 = ("huggingface/text-generation-inference pull request #1243 (late 2023): text-generation-benchmark "
+            "--sequence-length 40, Llama-2-13b-chat-hf on an A100, prefill step average")
+LMD_210 = ("InternLM/lmdeploy issue #210 (2023-08-08): Llama-2-7b-chat on one A10, batch 1, 20 in and 267 out, "
+           "'about 27 ms per token' (TurboMind), 'about 34 ms per token' (Hugging Face)")
+GPTOSS = str(PUB / "openai--gpt-oss-120b.json")
+QWEN3_06 = str(Path(__file__).parent / "configs" / "qwen3-0.6b.json")
+MXFP4 = dict(dtype="bf16", weight_dtype="mxfp4", group_size=32)
+_MID = 922 + 461  # 1k/1k random: lengths uniform in 819-1,024 (mean 922), the middle of the output
+
+CASES_11 = (
+    *(Case("decode", GPTOSS, "MI300X", "cuda-graph", measured=tpot, source=INFX_1053, batch=b, context=_MID,
+           note="vLLM v0.17.0 (ROCm), median TPOT", **MXFP4)
+      for b, tpot in ((64, 31.4e-3), (128, 41.3e-3))),
+    *(Case("decode", "Qwen/Qwen3-30B-A3B", "A100-80GB", "cuda-graph", measured=tpot, source=TT_340, context=ctx,
+           note="vLLM V1 assumed, concurrency 1, mean TPOT", **BF16)
+      for ctx, tpot in ((192, 9.6e-3), (1088, 9.8e-3), (8256, 10.6e-3))),
+    Case("decode", QWEN3_06, "A100-80GB", "cuda-graph", measured=4.2e-3, source=TT_340, context=192,
+         note="vLLM V1 assumed, concurrency 1, mean TPOT", **BF16),
+    *(Case("prefill", L13, "A100-80GB", "fused", measured=s, source=TGI_1243, batch=b, prompt=40,
+           note="TGI (late 2023), prefill step", **FP16)
+      for b, s in ((100, 0.37077), (200, 0.76551))),
+    Case("decode", L7, "A10", "fused", measured=27e-3, source=LMD_210, context=153,
+         note="LMDeploy TurboMind (August 2023)", **FP16),
+    Case("decode", L7, "A10", "hf-eager", measured=34e-3, source=LMD_210, context=153,
+         note="Hugging Face transformers (August 2023)", **FP16, cache="concat"),
+)
+
+CASES_11_MULTI = (
+    *(Case("decode", DSR1, "H200", "cuda-graph", measured=tpot, source=INFX_870, batch=b, context=_MID, tp=8,
+           note="SGLang v0.5.7, mean TPOT", **FP8_B)
+      for b, tpot in ((8, 12.8e-3), (16, 17.2e-3), (32, 25.6e-3), (64, 34.6e-3))),
+    *(Case("decode", GPTOSS, "H100-SXM", "cuda-graph", measured=tpot, source=INFX_828, batch=b, context=_MID, tp=tp,
+           note="vLLM v0.15.1, TPOT", **MXFP4)
+      for tp, b, tpot in ((8, 4, 3.72e-3), (8, 16, 4.83e-3), (8, 64, 7.36e-3), (4, 64, 9.89e-3), (2, 64, 15.21e-3))),
+    *(Case("decode", GPTOSS, "MI300X", "cuda-graph", measured=1 / tps, source=INFX_1092, batch=b, context=_MID, tp=8,
+           note="vLLM v0.17.0 (ROCm), tokens/s a user (rounded)", **MXFP4)
+      for b, tps in ((1, 249.0), (4, 234.0))),
+)
+# under their engine's preset: SGLang's, vLLM's, transformers' (hf); TGI and TurboMind have none
+CASES_11_ENGINE = tuple(
+    dataclasses.replace(c, tables="sglang" if c.source == INFX_870 else "hf" if c.impl == "hf-eager" else "vllm",
+                        host=True)
+    for c in CASES_11 + CASES_11_MULTI if c.source not in (TGI_1243, LMD_210) or c.impl == "hf-eager")
+
 # the rows of an engine with a preset, under it with its host time (the presets' check on rows they were not written
 # from); AutoAWQ has no preset
 CASES_10_ENGINE = tuple(
@@ -847,6 +932,15 @@ RE_READ_2_MULTI = tuple(Case("first-token", L70, "A100-80GB", "fused", measured=
                         for p, s in ((128, 0.074), (2048, 0.402)))
 
 
+
+# The range's third calibration source (benchmarks/calibrate.py): every set above as it is run, the second set's
+# first-token rows as re-read. Each set was first run before it calibrated anything (its first-run figures are
+# in docs/validation.md); from the calibration on, all of them are seen for the range. A set added later is
+# first run as it stands, then joins these.
+CALIBRATION_ONE = CASES + CASES_2 + CASES_3 + CASES_4 + CASES_5 + CASES_6 + CASES_7 + CASES_9 + CASES_10 + RE_READ_2
+CALIBRATION_SEVERAL = (CASES_MULTI + CASES_2_MULTI + CASES_3_MULTI + CASES_4_MULTI + CASES_5_MULTI + CASES_6_MULTI
+                       + CASES_7_MULTI + CASES_8_MULTI + CASES_9_MULTI + CASES_10_MULTI + RE_READ_2_MULTI)
+
 def _run(cases):
     """rows(), a case roofcalc refuses reported with its one-line reason rather than stopping the table."""
     from roofcalc.errors import RoofcalcError
@@ -876,6 +970,9 @@ if __name__ == "__main__":
                          ("Tenth set, one GPU", CASES_10), ("Tenth set, more than one GPU", CASES_10_MULTI),
                          ("Tenth set under its engine's preset (--engine trtllm, sglang, llama.cpp), its host time "
                           "included", CASES_10_ENGINE),
+                         ("Eleventh set, one GPU", CASES_11), ("Eleventh set, more than one GPU", CASES_11_MULTI),
+                         ("Eleventh set under its engine's preset (--engine sglang, vllm, hf), its host time included",
+                          CASES_11_ENGINE),
                          ("Seventh set's vLLM V0 rows under --engine vllm-v0, its host time included (written after "
                           "the set's first run: seen)", SEEN_7_V0),
                          ("The first set's vLLM rows under --engine vllm-v0, its host time included (a check of the "
