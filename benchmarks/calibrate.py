@@ -1,20 +1,24 @@
-"""Calibrate the step's range: the half-width in log around the prediction that holds 80 % of measured steps.
+"""Calibrate the step's range: the widths in log below and above the prediction that hold 80 % of measured steps.
 
     python benchmarks/calibrate.py --data /tmp/aic/x/aiconfigurator_core    # writes src/roofcalc/data/calibration.json
 
-Two sources of measured steps, each scored run by run with the least band whose range holds it (the range: the
-prediction x e^band above; each step's floors or its prediction x e^-band, the larger, below; a step faster
-than its floors no band holds):
+Three sources of measured steps, each run scored by the side it falls on and the least width on that side whose
+range holds it (the range: the prediction x e^above above; each step's floors or its prediction x e^-below, the
+larger, below; a step faster than its floors no width holds):
 * the serving runs benchmarks/silicon.py predicts (NVIDIA AIConfigurator 0.12's silicon_sample.csv: vLLM, SGLang
   and TensorRT-LLM on H100, H200 and B200, 910 runs; silicon.band_needed);
 * the published engine measurements benchmarks/published.py predicts (25 on one GPU, 11 on several; seen while
-  choosing defaults), by bisection on the range each prints.
+  choosing defaults);
+* the held-out sets of benchmarks/heldout.py as each set is run (heldout.CALIBRATION_ONE and CALIBRATION_SEVERAL:
+  174 on one GPU, 131 on several, each first run before it calibrated anything; from then on seen).
 
-For a step on one GPU and for one on several, the band is the larger of the two sources' split-conformal
-quantiles (conformal_band): the least band that holds 80 % of each source's runs, so that a population unlike
-one of them (the serving runs are predicted more closely than published figures of older engines) is not
-promised a range it would not get. The held-out sets (benchmarks/heldout.py) are the check; run this again
-whenever the step model's predictions move.
+For a step on one GPU and for one on several, the range is the narrowest (least below + above) that holds, in
+every source, split conformal prediction's share: ceil((n + 1) x 80 %) of the source's n runs (conformal_range),
+so that a population unlike one of them (the serving runs are predicted more closely than published figures of
+older engines) is not promised a range it would not get. It need not be symmetric: published steps run slower
+than predicted far more often than faster. A new held-out set is the check (and `--check`: the rule calibrated
+on half the held-out sets, the share of the other half it holds); run this again whenever the step model's
+predictions move.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import json
 import math
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -39,25 +44,52 @@ COVERAGE = 0.8  # the share of measured steps the range is to hold (issue: "at l
 GROUPS = ("one_gpu", "several_gpus")
 
 
-def conformal_band(scores: list[float], coverage: float = COVERAGE) -> float:
-    """The half-width b in log of the range that holds ``coverage`` of steps like these: split conformal
-    prediction's quantile, the ceil((n + 1) × coverage)-th smallest score of the n calibration runs (a run's score:
-    the least b whose range holds it), which holds at least ``coverage`` of a new run exchangeable with them."""
-    ranked = sorted(scores)
-    k = math.ceil((len(ranked) + 1) * coverage)
-    if k > len(ranked):
-        raise ValueError(f"{len(ranked)} runs are too few for a {coverage:.0%} range")
-    return ranked[k - 1]
+BELOW, ABOVE = "below", "above"  # the side of the prediction a run falls on (slower: above)
+
+
+def conformal_count(n: int, coverage: float = COVERAGE) -> int:
+    """Split conformal prediction's rank: ceil((n + 1) × coverage) of n calibration runs held. For one fixed family
+    of nested ranges that holds at least ``coverage`` of a new run exchangeable with them; the range here is also
+    chosen on these runs (its two widths), so it is a target, not a guarantee: the held-out sets' split check
+    (--check) says how far it carries."""
+    k = math.ceil((n + 1) * coverage)
+    if k > n:
+        raise ValueError(f"{n} runs are too few for a {coverage:.0%} range")
+    return k
+
+
+def conformal_range(sources: dict[str, list[tuple[str, float]]], coverage: float = COVERAGE) -> tuple[float, float]:
+    """The narrowest range (least below + above, in log) that holds, in every source, conformal_count of its runs.
+    A run is (side, need): it is held where the range's width on its side is at least need (inf: none holds it).
+    For each candidate below width (0 or a run's need), each source's above width is the least that makes up its
+    count; the range takes the largest of those, and the pair with the least sum (a tie: the lesser below)."""
+    need = {name: (sorted(v for side, v in runs if side == BELOW), sorted(v for side, v in runs if side == ABOVE),
+                   conformal_count(len(runs), coverage)) for name, runs in sources.items()}
+    best = (math.inf, math.inf, math.inf)
+    for below in sorted({0.0, *(v for lo, _, _ in need.values() for v in lo if math.isfinite(v))}):
+        above = 0.0
+        for lo, hi, k in need.values():
+            rest = k - sum(v <= below for v in lo)  # what the runs above the prediction must make up
+            above = max(above, hi[rest - 1] if 0 < rest <= len(hi) else 0.0 if rest <= 0 else math.inf)
+        if below + above < best[0]:
+            best = (below + above, below, above)
+    return best[1], best[2]
+
+
+def held(runs: list[tuple[str, float]], below: float, above: float) -> int:
+    """How many of ``runs`` the range (below, above) holds."""
+    return sum(v <= (below if side == BELOW else above) for side, v in runs)
 
 
 @contextlib.contextmanager
-def with_band(band: float):
-    """The step model with both bands at ``band`` (in the calibration file's place, which predict reads once),
-    the file's own restored after."""
+def with_band(below: float, above: float):
+    """The step model with both GPU counts' range at (below, above) (in the calibration file's place, which predict
+    reads once), the file's own restored after."""
     import roofcalc.predict as P
 
     saved = P._DATA.get("calibration.json")
-    P._DATA["calibration.json"] = {"coverage": COVERAGE, "bands": {g: {"band": band} for g in GROUPS}}
+    P._DATA["calibration.json"] = {"coverage": COVERAGE,
+                                   "bands": {g: {BELOW: below, ABOVE: above} for g in GROUPS}}
     try:
         yield
     finally:
@@ -67,68 +99,141 @@ def with_band(band: float):
             P._DATA["calibration.json"] = saved
 
 
-def published_scores() -> dict[str, list[float]]:
-    """Each published case's least band whose printed range holds its measurement (bisection: the range widens
-    with the band), by GPU count; inf where none up to e^±4 does (faster than its floors, or 55x off)."""
+def case_score(c) -> tuple[str, float] | None:
+    """A published or held-out case's side and need: above, log(measured / predicted) of its time (its printed
+    range's upper end is the prediction x e^above, a sum of steps' too); below, the least width whose printed
+    range's lower end (each step's floors or prediction x e^-below, the larger, summed) comes down to it, by
+    bisection; inf where none up to e^4 does (faster than its floors). None: a step with no calibrated range."""
     import published
 
-    out: dict[str, list[float]] = {g: [] for g in GROUPS}
-    for group, cases in (("one_gpu", published.CASES), ("several_gpus", published.CASES_MULTI)):
-        for c in cases:
-            def inside(b: float) -> bool:
-                with with_band(b):
-                    _, lo, hi = published.predict(c)
-                return lo <= c.measured <= hi
+    tokens = c.what == "request"  # tokens/s: a slower run is a smaller figure
 
-            lo, hi = 0.0, 4.0
-            if not inside(hi):
-                out[group].append(math.inf)
+    def inside(below: float, above: float) -> bool:
+        with with_band(below, above):
+            _, lo, hi = published.predict(c)
+        return lo <= c.measured <= hi
+
+    with with_band(0.0, 0.0):
+        p, lo0, hi0 = published.predict(c)
+    if not math.isclose(lo0 if tokens else hi0, p, rel_tol=1e-9):  # no calibrated range (a GPU without fitted
+        return None  # kernels: the floors to the pessimistic ends), which the calibration does not describe
+    slower = c.measured <= p if tokens else c.measured >= p
+    if slower:
+        need = abs(math.log(c.measured / p))
+        if not inside(0.0, need + 1e-9):  # the upper end is not the prediction x e^above: a step model change
+            raise AssertionError(f"{c.model} ({c.note}): the range's upper end is not predicted x e^above")
+        return ABOVE, need
+    lo, hi = 0.0, 4.0
+    if not inside(hi, 0.0):
+        return BELOW, math.inf
+    for _ in range(24):  # to 4 / 2^24: well inside the 4th decimal the range is written to
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if inside(mid, 0.0) else (mid, hi)
+    return BELOW, hi
+
+
+def case_scores(one, several) -> dict[str, list[tuple[str, float]]]:
+    """Each case's (side, need), by GPU count; a case roofcalc refuses, or one on a GPU without fitted kernels (no
+    calibrated range), is left out."""
+    from roofcalc.errors import RoofcalcError
+
+    out: dict[str, list[tuple[str, float]]] = {g: [] for g in GROUPS}
+    for group, cases in (("one_gpu", one), ("several_gpus", several)):
+        for c in cases:
+            try:
+                score = case_score(c)
+            except RoofcalcError:
                 continue
-            for _ in range(24):  # to 4 / 2^24: well inside the 4th decimal the band is written to
-                mid = (lo + hi) / 2
-                lo, hi = (lo, mid) if inside(mid) else (mid, hi)
-            out[group].append(hi)
+            if score is not None:
+                out[group].append(score)
     return out
 
 
-def serving_scores(data: Path) -> dict[str, list[float]]:
-    """Each serving run's least band (silicon.band_needed), by GPU count."""
+def published_scores() -> dict[str, list[tuple[str, float]]]:
+    import published
+
+    return case_scores(published.CASES, published.CASES_MULTI)
+
+
+def heldout_scores() -> dict[str, list[tuple[str, float]]]:
+    import heldout
+
+    return case_scores(heldout.CALIBRATION_ONE, heldout.CALIBRATION_SEVERAL)
+
+
+def split_check(serving: dict, published: dict) -> None:
+    """How the rule carries to sets it did not see: the range calibrated on the serving runs, the published cases
+    and half the held-out sets, and the share of the other half's steps it holds (odd sets against even ones,
+    the first five against the last five, and the other way round)."""
+    import heldout
+
+    scores = {n: case_scores(one, several) for n, (one, several) in heldout.CALIBRATION_SETS.items()}
+    sets = sorted(scores)
+    halves = (tuple(sets[0::2]), tuple(sets[1::2]), tuple(sets[:len(sets) // 2]), tuple(sets[len(sets) // 2:]))
+    for fit in halves:
+        rest = tuple(n for n in scores if n not in fit)
+        for g in GROUPS:
+            runs = {"serving": serving[g], "published": published[g],
+                    "heldout": [r for n in fit for r in scores[n][g]]}
+            below, above = conformal_range(runs)
+            other = [r for n in rest for r in scores[n][g]]
+            print(f"fitted with sets {fit}, {g}: x{math.exp(-below):.3f} to x{math.exp(above):.3f} (width "
+                  f"{math.exp(below + above):.2f}); sets {rest}: {held(other, below, above)} of {len(other)} inside")
+
+
+def serving_scores(data: Path) -> dict[str, list[tuple[str, float]]]:
+    """Each serving run's side and least width (silicon.band_needed), by GPU count."""
     import silicon
 
     kept, _ = silicon.runs(data / "systems" / "silicon_sample.csv")
     cache: dict = {}
-    out: dict[str, list[float]] = {g: [] for g in GROUPS}
+    out: dict[str, list[tuple[str, float]]] = {g: [] for g in GROUPS}
     for r in kept:
         *_, parts = silicon.predict(r, data / "model_configs", cache)
-        out["one_gpu" if r.tp == 1 else "several_gpus"].append(silicon.band_needed(r.tpot_s, parts))
+        side = ABOVE if r.tpot_s >= sum(p for p, _ in parts) else BELOW
+        out["one_gpu" if r.tp == 1 else "several_gpus"].append((side, silicon.band_needed(r.tpot_s, parts)))
     return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, required=True, help="the unzipped aiconfigurator_core folder")
+    ap.add_argument("--check", action="store_true", help="write nothing: calibrate on half the held-out sets and "
+                    "report the share of the other half's steps the range holds (split_check)")
     args = ap.parse_args()
     csv = args.data / "systems" / "silicon_sample.csv"
     if not csv.is_file():
         sys.exit(f"calibrate.py: no systems/silicon_sample.csv under {args.data}")
-    with with_band(0.0):  # the predictions do not depend on the band
+    t0 = time.perf_counter()
+    with with_band(0.0, 0.0):  # the predictions do not depend on the range
         serving = serving_scores(args.data)
-    sources = {"serving": serving, "published": published_scores()}
+    if args.check:
+        split_check(serving, published_scores())
+        return
+    sources = {"serving": serving, "published": published_scores(), "heldout": heldout_scores()}
+    print(f"scored every run in {time.perf_counter() - t0:.0f} s")
     commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
                             text=True).stdout.strip()
     bands = {}
     for g in GROUPS:
-        per = {name: {"runs": len(s[g]), "band": conformal_band(s[g]), "not_held": sum(map(math.isinf, s[g]))}
-               for name, s in sources.items()}
-        band = max(v["band"] for v in per.values())
-        if math.isinf(band):
-            sys.exit(f"calibrate.py: more than {1 - COVERAGE:.0%} of a source's {g} runs no band holds (below their "
-                     f"floors): the step model, not the range, needs mending")
-        bands[g] = {"band": math.ceil(band * 1e4) / 1e4,  # rounded up: the quantile's own run stays inside
-                    "from": max(per, key=lambda k: per[k]["band"]),
-                    "sources": {k: {**v, "band": round(v["band"], 4)} for k, v in per.items()}}
-        print(f"{g}: " + ", ".join(f"{k} ±{v['band']:.4f} ({v['runs']} runs)" for k, v in per.items())
-              + f" -> ±{bands[g]['band']:.4f}")
+        runs = {name: s[g] for name, s in sources.items()}
+        below, above = conformal_range(runs)
+        if math.isinf(below + above):
+            sys.exit(f"calibrate.py: more than {1 - COVERAGE:.0%} of a source's {g} runs no range holds (below "
+                     f"their floors): the step model, not the range, needs mending")
+        below, above = (math.ceil(x * 1e4) / 1e4 for x in (below, above))  # rounded up: the edge runs stay inside
+        per = {}
+        for name, r in runs.items():
+            own = conformal_range({name: r})
+            per[name] = {"runs": len(r), "held": held(r, below, above), "needed": conformal_count(len(r)),
+                         "slower": sum(side == ABOVE for side, _ in r),
+                         "not_held": sum(math.isinf(v) for _, v in r),
+                         "own": {BELOW: round(own[0], 4), ABOVE: round(own[1], 4)}}
+        bands[g] = {BELOW: below, ABOVE: above, "sources": per}
+        print(f"{g}: x{math.exp(-below):.3f} to x{math.exp(above):.3f} (width {math.exp(below + above):.2f}); "
+              + ", ".join(f"{k} holds {v['held']} of {v['runs']} (needs {v['needed']}; its own "
+                          f"x{math.exp(-v['own'][BELOW]):.2f} to x{math.exp(v['own'][ABOVE]):.2f})"
+                          for k, v in per.items()))
     doc = {"coverage": COVERAGE,
            "sources": {"serving": "NVIDIA AIConfigurator 0.12 (aiconfigurator-core, Apache-2.0), "
                                   "systems/silicon_sample.csv: the aggregated serving runs benchmarks/silicon.py "
@@ -136,10 +241,13 @@ def main() -> None:
                                   "70B, Qwen3-32B; 1 to 8 GPUs), sha256 "
                                   + hashlib.sha256(csv.read_bytes()).hexdigest()[:16],
                        "published": "benchmarks/published.py: published engine measurements (seen while choosing "
-                                    "defaults)"},
-           "rule": "per GPU count, the larger of the sources' split-conformal quantiles: the ceil((n+1) x coverage)-th "
-                   "smallest score of a source's n runs, a run's score the least band whose range (predicted x "
-                   "e^band above, each step's max(floors, predicted x e^-band) below) holds it (inf below the floors)",
+                                    "defaults)",
+                       "heldout": "benchmarks/heldout.py: the held-out sets as each set is run (CALIBRATION_ONE, "
+                                  "CALIBRATION_SEVERAL), each first run before it calibrated anything"},
+           "rule": "per GPU count, the narrowest range (least below + above) that holds, in every source, "
+                   "ceil((n+1) x coverage) of its n runs (split conformal prediction); a run is held where the "
+                   "range's width on its side (above: predicted x e^above; below: each step's max(floors, predicted "
+                   "x e^-below)) reaches the least that holds it (inf below the floors)",
            "step_model": f"roofcalc at {commit or 'unknown commit'}", "date": datetime.date.today().isoformat(),
            "bands": bands}
     CALIBRATION.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")

@@ -396,9 +396,17 @@ def shape_names(shapes) -> list:
 
 def load_moe(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
     """{moe class: (rows, source info)} from the engine's moe_perf table: balanced routing, each dtype's main
-    kernel source (the one with the most rows), less the shapes of grouped-routing models (grouped_routing_shapes)."""
+    kernel source (the one with the most rows), less the shapes of grouped-routing models (grouped_routing_shapes).
+    vLLM's FusedMoE, SGLang's (its fused_moe_triton/fused_moe.py is adapted from vLLM's fused_moe.py, as its
+    header says) and TensorRT-LLM's (its PyTorch flow's fused MoE module, CUTLASS grouped GEMMs over the rank's
+    own permuted rows, which FlashInfer's CUTLASS MoE kernel was taken from: the form's factor by distinct
+    experts, as for that kernel). SGLang's rows with expert parallelism are left out: its collector
+    (collector/sglang/collect_moe.py, run_op) sends the pairs of the other ranks' experts to expert 0 with a zero
+    weight, so rank 0 computes every pair, which a served expert-parallel rank does not. TensorRT-LLM's collector
+    (collector/trtllm/collect_moe.py) routes by RenormalizeMoeRoutingMethod, without groups, outside its
+    min-latency mode (another kernel source), so its DeepSeek-V3-shaped rows are balanced and stay."""
     out = {}
-    if engine != "vllm":  # vLLM's FusedMoE only: the step model's experts kernels are fitted on it
+    if engine not in ("vllm", "sglang", "trtllm"):
         return out
     vdir = pick_version(systems, gpu, "moe", engine, cur)
     p = vdir / "moe_perf.parquet" if vdir else None
@@ -406,7 +414,11 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
         return out
     a = pd.read_parquet(p)
     a = a[a.distribution == "balanced"]
-    grouped = F.grouped_routing_shapes(systems.parent / "model_configs")
+    ep_rows_left_out = 0
+    if engine == "sglang":
+        ep_rows_left_out = int((a.moe_ep_size > 1).sum())
+        a = a[a.moe_ep_size == 1]
+    grouped = F.grouped_routing_shapes(systems.parent / "model_configs") if engine != "trtllm" else set()
     mask = np.array([s in grouped for s in moe_shapes(a)], bool)
     left_out, a = a[mask], a[~mask]
     ungated = F.ungated_moe_shapes(systems.parent / "model_configs")
@@ -418,44 +430,15 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
         d, dup = collapse(d[d.kernel_source == ks], ["num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
                                                      "moe_tp_size", "moe_ep_size"])
         gone = left_out[left_out.moe_dtype == dt]
-        out[cls] = (moe_rows(d, SPECS[gpu], dt, zeros="triton" in ks, spread="flashinfer_cutlass" in ks,
-                             ungated=ungated), dict(
+        cutlass = "flashinfer_cutlass" in ks or ks == "moe_torch_flow_cutlass"  # FlashInfer's or TensorRT-LLM's
+        out[cls] = (moe_rows(d, SPECS[gpu], dt, zeros="triton" in ks, spread=cutlass, ungated=ungated), dict(
             file=str(p.relative_to(systems.parent)), sha256=sha256(p)[:16], version_folder=p.parent.name,
             version_column=sorted(set(map(str, a["version"].unique()))) if "version" in a else None,
             kernel_source=ks, duplicates_merged=dup, distribution="balanced", ep_masked_rows_written="triton" in ks,
+            **({"ep_rows_left_out": ep_rows_left_out} if engine == "sglang" else {}),
             ungated_shapes=shape_names(set(moe_shapes(d)) & ungated),
             grouped_routing_left_out=dict(shapes=shape_names(moe_shapes(gone)),
                                           rows=int((gone.kernel_source == ks).sum()))))
-    return out
-    vdir = pick_version(systems, gpu, "moe", engine, cur)
-    p = vdir / "moe_perf.parquet" if vdir else None
-    if p is None or not p.exists():
-        return out
-    a = pd.read_parquet(p)
-    a = a[a.distribution == "balanced"]
-    grouped = F.grouped_routing_shapes(systems.parent / "model_configs")
-    mask = np.array([s in grouped for s in zip(a.hidden_size, a.inter_size, a.topk, a.num_experts)], bool)
-    left_out, a = a[mask], a[~mask]
-    ungated = F.ungated_moe_shapes(systems.parent / "model_configs")
-    for cls, dt in (("moe_bf16", "bfloat16"), ("moe_fp8", "fp8"), ("moe_fp8_block", "fp8_block")):
-        d = a[a.moe_dtype == dt]
-        if len(d) == 0 or (dt != "bfloat16" and SPECS[gpu]["fp8"] is None):
-            continue
-        ks = d.kernel_source.value_counts().index[0]
-        d, dup = collapse(d[d.kernel_source == ks], ["num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
-                                                     "moe_tp_size", "moe_ep_size"])
-        out[cls] = (moe_rows(d, SPECS[gpu], dt, zeros="triton" in ks, spread="flashinfer_cutlass" in ks,
-                             ungated=ungated), dict(
-            file=str(p.relative_to(systems.parent)), sha256=sha256(p)[:16], version_folder=p.parent.name,
-            version_column=sorted(set(map(str, a["version"].unique()))) if "version" in a else None,
-            kernel_source=ks, duplicates_merged=dup, distribution="balanced", ep_masked_rows_written="triton" in ks,
-            ungated_shapes=sorted(f"h={h},i={i},k={k},e={e}" for h, i, k, e in
-                                  set(zip(d.hidden_size, d.inter_size, d.topk, d.num_experts)) & ungated),
-            grouped_routing_left_out=dict(
-                shapes=sorted(f"h={h},i={i},k={k},e={e}" for h, i, k, e in
-                              set(zip(*(left_out[left_out.moe_dtype == dt][c] for c in
-                                        ("hidden_size", "inter_size", "topk", "num_experts"))))),
-                rows=int(((left_out.moe_dtype == dt) & (left_out.kernel_source == ks)).sum()))))
     return out
 
 
@@ -974,6 +957,30 @@ Why, and what else the tables showed:
   0.066 / 97 %; the fp8-block tables hold none of these shapes). `--kernel-db`'s direct read counts them
   the same way and leaves DeepSeek-V3's grouped-routing rows out too. The step model's own Nemotron-H experts
   are not the fused form's three kernels, and take the GEMM forms.
+* **SGLang's and TensorRT-LLM's fused MoE** (`moe_*` under sglang and trtllm, for their presets). SGLang's
+  Triton MoE kernel is vLLM's (python/sglang/srt/layers/moe/fused_moe_triton/fused_moe.py: "Adapted from"
+  vLLM's fused_moe.py), so its tables take the same form. Its collector (collector/sglang/collect_moe.py, timed
+  in a CUDA graph) times the top-k selection with each call, which the fixed cost takes in, and its
+  expert-parallel rows send the pairs of the other ranks' experts to expert 0 with a zero weight, so rank 0
+  computes every pair: those rows (27,785 of the H200's balanced ones) are left out, and the fit holds the EP 1
+  rows at every MoE TP width. TensorRT-LLM's PyTorch flow (collector/trtllm/collect_moe.py: its fused MoE module
+  with routing, timed in a CUDA graph) runs CUTLASS grouped GEMMs over the rank's own permuted rows, the kernel
+  FlashInfer's CUTLASS MoE came from, so it takes that kernel's factor by distinct experts and no zero writes;
+  it routes without groups (RenormalizeMoeRoutingMethod) outside its min-latency mode, so DeepSeek-V3's shape
+  stays. The fp8 block-scaled tables meet the target on both (SGLang: H100 0.030 / 99 %, H200 0.040 / 98 %, B200
+  0.063 / 98 %, RTX PRO 6000 0.018 / 99 %; TensorRT-LLM: H100 0.043 / 99 %, H200 0.047 / 99 %, B200 0.040 /
+  98 %), and so do TensorRT-LLM's bf16 and per-tensor fp8 on the L40S and RTX PRO 6000 (0.044-0.075). Short:
+  SGLang's bf16 on the A100, H100, H200 and B200 (0.107-0.182), by shape at large token counts, where its tuned
+  kernel configurations cover some (experts, width, GPU) and not others (a shape's rows at 2,048 tokens and more
+  run 0.43-1.7x the form together; at 256 tokens or fewer the H200's rows sit a median 3 % from it);
+  TensorRT-LLM's bf16 and per-tensor fp8 on the H100 and H200 (0.176-0.260; its rows run a median 20 % faster
+  than the cross-validated form at every token count, which the factor by distinct experts does not explain:
+  without it 0.243) and the RTX PRO 6000's fp8-block table (0.261; a Triton kernel there). Each table's main
+  kernel is what AIConfigurator's collector ran there, and not always these: on the B200 SGLang's tables are
+  FlashInfer's TensorRT-LLM-generated MoE (`sglang_flashinfer_trtllm_moe`) and TensorRT-LLM's fp8-block table
+  DeepGEMM, fitted with the same form and neither the zero writes nor the factor by distinct experts (both
+  within 0.040-0.107). They ship as fitted, marked short: before, both presets took the default efficiencies for routed experts (each expert's GEMMs at a
+  GEMV's share of the bandwidth for its width), 2-3x off on DeepSeek-R1's steps at batch 8-64.
 * Fitted knot values are not all physical on their own (an e_compute above 1 at isl = 1 where a work-item factor
   of 0.3 multiplies it): use the products, as `predict` does.
 """

@@ -11,8 +11,8 @@ runs NVIDIA measured on real GPUs (vLLM, SGLang and TensorRT-LLM of 2025-2026; H
 each with its model, precision, parallelism, input and output lengths, concurrency and measured TTFT and TPOT
 (ms), and `model_configs/` with the models' HF config.json. Nothing of it is kept in this repo. At its first run
 no default, fit or rule of roofcalc had been chosen while looking at these runs; later changes were, so they are
-seen (docs/validation.md). They are one of the two sources benchmarks/calibrate.py calibrates the range on
-(band_needed: the least band that holds a run).
+seen (docs/validation.md). They are one of the three sources benchmarks/calibrate.py calibrates the range on
+(band_needed: the least width on a run's side of its prediction that holds it).
 
 What is predicted, and how (fixed before the first run):
 * The rows: aggregated serving ("agg": prefill and decode on the same GPUs), one pipeline stage, no attention

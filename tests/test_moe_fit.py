@@ -240,10 +240,10 @@ def test_the_shapes_left_out_and_counted_without_a_gate_come_from_the_configs(tm
 
 
 def test_the_header_says_when_routed_experts_take_the_default_efficiencies(capsys):
-    """A fused MoE form is fitted on vLLM's tables of the H100, H200, B200, L40S and RTX PRO 6000 only: the A100's
-    table holds no balanced rows, and SGLang's and TensorRT-LLM's MoE tables are not fitted. Where a model's routed
-    experts get no form, the header says they take the default efficiencies; where they get one, or the model has
-    no routed experts, it does not."""
+    """A fused MoE form is fitted on vLLM's and TensorRT-LLM's tables of the H100, H200, B200, L40S and RTX PRO 6000
+    (their A100 tables hold no balanced rows) and on SGLang's of all six. Where a model's routed experts get no
+    form, the header says they take the default efficiencies; where they get one, or the model has no routed
+    experts, it does not."""
     from roofcalc.cli import main
 
     def header(model, *extra):
@@ -254,6 +254,34 @@ def test_the_header_says_when_routed_experts_take_the_default_efficiencies(capsy
     assert note not in header(mixtral, "--hw", "H100", "--engine", "vllm")
     assert f"{note} (no fused-MoE form of vLLM's fitted here)" in header(mixtral, "--hw", "A100-80GB", "--engine",
                                                                          "vllm")
-    assert f"{note} (no fused-MoE form of TensorRT-LLM's fitted here)" in header(mixtral, "--hw", "H100", "--engine",
-                                                                                 "trtllm")
+    assert f"{note} (no fused-MoE form of TensorRT-LLM's fitted here)" in header(mixtral, "--hw", "A100-80GB",
+                                                                                 "--engine", "trtllm")
+    assert note not in header(mixtral, "--hw", "H100", "--engine", "trtllm")
     assert note not in header("meta-llama/Llama-3.1-8B", "--hw", "H100", "--engine", "trtllm")
+    assert note not in header(mixtral, "--hw", "A100-80GB", "--engine", "sglang")
+    # SGLang's tables hold bf16 and fp8 block-scaled experts: per-tensor fp8 ones take no fused form
+    assert f"{note} (no fused-MoE form of SGLang's fitted here for their weight format)" in \
+        header(mixtral, "--hw", "H100", "--engine", "sglang", "--weight-dtype", "fp8")
+
+
+def test_sglang_and_trtllm_take_their_own_fused_moe_forms():
+    """Under --engine sglang and trtllm a measured GPU's routed experts take the forms fitted on the engine's own
+    MoE tables (data/kernel_fits_engines.json, as benchmarks/ship_fits.py wrote them from
+    benchmarks/kernel_fits.json), not vLLM's."""
+    import json
+    from pathlib import Path
+
+    fits = json.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "kernel_fits.json").read_text())["fits"]
+    for gpu in ("h100_sxm", "h200_sxm"):
+        sglang = default_model("gpu", fits=gpu, engine="sglang").moe_fits
+        vllm = default_model("gpu", fits=gpu, engine="vllm").moe_fits
+        assert set(sglang) == {"bf16", "fp8_block"} and set(vllm) == {"bf16", "fp8", "fp8_block"}
+        own = next(f for f in fits if (f["gpu"], f["engine"], f["cls"]) == (gpu, "sglang", "moe_fp8_block"))
+        assert own["source"]["kernel_source"] == "sglang_fused_moe_triton" and own["source"]["ep_rows_left_out"] > 0
+        assert sglang["fp8_block"].fixed_s == pytest.approx(own["params"]["fixed_s"], rel=1e-9)
+        assert sglang["fp8_block"].fixed_s != vllm["fp8_block"].fixed_s
+        trt = default_model("gpu", fits=gpu, engine="trtllm").moe_fits
+        own = next(f for f in fits if (f["gpu"], f["engine"], f["cls"]) == (gpu, "trtllm", "moe_fp8_block"))
+        assert set(trt) == {"bf16", "fp8", "fp8_block"} and own["source"]["kernel_source"] == "moe_torch_flow_cutlass"
+        assert trt["fp8_block"].fixed_s == pytest.approx(own["params"]["fixed_s"], rel=1e-9)
+    assert not default_model("gpu", fits="a100_sxm", engine="trtllm").moe_fits  # no balanced rows

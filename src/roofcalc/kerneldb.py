@@ -166,8 +166,10 @@ class KernelDB:
         """A fused MoE table's balanced rows as benchmarks/fit_kernels.py fits them (moe_rows): keys log2 of (the
         rank's routed rows, H, I', the rank's experts, every routed pair T*k, the tokens T), floors by
         fitting.moe_cost. T tells apart calls of equal rows and pairs at another top-k (64 tokens x 2 against
-        32 x 4): the same GEMMs, another routing and weighted sum. As the fit: the shapes of grouped-routing models
-        left out (fitting.grouped_routing_shapes), experts without a gate counted with two weights
+        32 x 4): the same GEMMs, another routing and weighted sum. As the fit (benchmarks/fit_kernels.py load_moe):
+        the shapes of grouped-routing models left out from vLLM's and SGLang's tables (fitting.grouped_routing_shapes;
+        TensorRT-LLM's collector routes without groups), SGLang's expert-parallel rows left out (its collector runs
+        the other ranks' pairs on rank 0), experts without a gate counted with two weights
         (fitting.ungated_moe_shapes)."""
         import numpy as np
 
@@ -176,7 +178,10 @@ class KernelDB:
         configs = self.systems.parent / "model_configs"
         dtype = {"moe_bf16": "bfloat16", "moe_fp8": "fp8", "moe_fp8_block": "fp8_block"}[cls]
         df = df[(df.moe_dtype == dtype) & (df.distribution == "balanced")]
-        grouped, ungated = grouped_routing_shapes(configs), ungated_moe_shapes(configs)
+        if "ep_rows_left_out" in form["source"]:  # as the fit: SGLang's rows with expert parallelism left out
+            df = df[df.moe_ep_size == 1]
+        grouped = grouped_routing_shapes(configs) if self.engine != "trtllm" else set()
+        ungated = ungated_moe_shapes(configs)
         shape = list(zip(df.hidden_size.tolist(), df.inter_size.tolist(), df.topk.tolist(), df.num_experts.tolist()))
         df = df[np.array([s not in grouped for s in shape], bool)]
         T, H, I, k, E, tp, ep = (df[c].to_numpy(int) for c in ("num_tokens", "hidden_size", "inter_size", "topk",

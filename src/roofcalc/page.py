@@ -344,7 +344,7 @@ def roofline_figure(r):
         f"bytes    {si(st['bytes'], 'B')} ({st['bytes']:,})",
         f"AI       {ratio(st['intensity'])} FLOP/byte",
         f"floor    {ms(st['sum_floor_s'])} ms (sum of the kernels' floors)",
-        f"expected {ms(st['predicted_s'])} ms ({range_name(st.get('range_band'))} "
+        f"expected {ms(st['predicted_s'])} ms ({range_name(st.get('range_band_above'))} "
         f"{ms(st['predicted_lower_s'])} to {ms(st['predicted_upper_s'])})",
         "measured " + ("not measured (--tpot)" if st["tpot_s"] is None else
                        f"{ms(st['tpot_s'])} ms, {pct(st['roof_fraction'])} of the {roof} roof, "

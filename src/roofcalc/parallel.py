@@ -707,7 +707,7 @@ def stage_times(t):
     return t.predicted_s, t.predicted_lower_s, t.predicted_upper_s
 
 
-def pipeline_host(model, sequences, gpus: int, band: float = 0.0):
+def pipeline_host(model, sequences, gpus: int, band: tuple = ()):
     """The engine's host time the device waits for (EngineHost, overlap False), once a pipeline step for all
     its sequences: its scheduler and sampler run once for the step, not once a stage. (expected, lower, upper)."""
     import math
@@ -717,7 +717,7 @@ def pipeline_host(model, sequences, gpus: int, band: float = 0.0):
         return 0.0, 0.0, 0.0
     s = e.seconds(sequences, gpus=gpus)
     if band:
-        return s, s * math.exp(-band), s * math.exp(band)
+        return s, s * math.exp(-band[0]), s * math.exp(band[1])
     return s, 0.0, e.seconds(sequences, True, gpus)
 
 

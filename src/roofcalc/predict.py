@@ -20,9 +20,9 @@ term of its expected time), a step by one of STEP_BOUNDS.
 
 ``predicted_s`` uses the expected efficiencies and overheads. The range around it
 [``predicted_lower_s``, ``predicted_upper_s``] is, on a GPU whose kernels come from measured
-tables, the prediction times e^±band, band calibrated on measured steps (serving runs and
-published engine measurements) to hold 80 % of each (data/calibration.json; never below the
-floors); elsewhere (a CPU, a measured profile's own efficiencies) the floors (every efficiency 1,
+tables, the prediction times e^-below to times e^above, both calibrated on measured steps (serving
+runs, published engine measurements and the held-out sets) to hold 80 % of each (data/calibration.json;
+never below the floors); elsewhere (a CPU, a measured profile's own efficiencies) the floors (every efficiency 1,
 no host time: nothing beats them) to the pessimistic ends. The floors stay ``floor_s`` either way. :func:`step_times` computes all of it on scalars or on
 numpy arrays, so a single step, every sweep and ``roofcalc profile`` share one model.
 
@@ -429,7 +429,8 @@ class MoEFit:
     """A measured GPU's fitted fused MoE layer (data/kernel_fits.json, cross-validated in docs/kernel_fits.md): the
     routed experts of one layer on one rank as vLLM's FusedMoE runs them in one call (top-k selection, the
     tokens' alignment to experts, gate/up, SiLU-and-multiply, down, the weighted sum; AIConfigurator's
-    collector/vllm/collect_moe.py, benchmarks/fit_kernels.py moe_rows):
+    collector/vllm/collect_moe.py, benchmarks/fit_kernels.py moe_rows), or SGLang's or TensorRT-LLM's fused MoE
+    for their presets (the same form on their own tables):
 
         t = fixed + max(FLOPs / (P · e_c(x)·f_c(H)·f_c(I')), bytes / (B · e_m(x)·f_m(H)·f_m(I'))) + pairs · pair_s
 
@@ -662,10 +663,10 @@ class KernelModel:
     db: Any = None
     # a profile's own fitted forms as written (measure.fit_curves; own_fits), written back by efficiency_record
     own: Mapping[str, Any] = field(default_factory=dict)
-    # the range's half-widths in log, (one GPU, several GPUs), calibrated on measured steps of models whose
-    # kernels come from the measured tables (with_fits; data/calibration.json); (): the floors to the
-    # pessimistic ends
-    band: tuple[float, ...] = ()
+    # the range's (below, above) widths in log, for one GPU and for several, calibrated on measured steps of
+    # models whose kernels come from the measured tables (with_fits; data/calibration.json); (): the floors to
+    # the pessimistic ends
+    band: tuple = ()
     # the 16-bit GEMM class a model computing in fp8 or fp4 replaced (for_compute): a 16-bit linear beside them
     # (roofline.weight_format "float") takes it
     gemm_16bit: Efficiency | None = None
@@ -851,10 +852,10 @@ def calibration() -> dict:
     return data_json("calibration.json")
 
 
-def calibrated_band() -> tuple[float, float]:
-    """The range's half-widths in log for a step on one GPU and on several (StepTimes.band)."""
+def calibrated_band() -> tuple[tuple[float, float], tuple[float, float]]:
+    """The range's (below, above) widths in log for a step on one GPU and on several (StepTimes.band)."""
     b = calibration()["bands"]
-    return b["one_gpu"]["band"], b["several_gpus"]["band"]
+    return tuple((b[g]["below"], b[g]["above"]) for g in ("one_gpu", "several_gpus"))
 
 
 TABLE_ENGINES = ("vllm", "sglang", "trtllm")  # the engines whose kernel tables AIConfigurator measured
@@ -907,8 +908,9 @@ def with_fits(m: KernelModel, gpu: str, how: str = "measured", gemm: bool = True
     for name, cls in (("attention", "decode_bf16kv"), ("attention_compute", "prefill_bf16kv")):
         if cls in attention:
             fixed[name] = fitted(name, attention[cls].fixed_s)
-    moe = {key: MoEFit.from_doc(d, where) for key, d in g.get("moe", {}).items()} if gemm and tables == "vllm" \
-        else {}  # vLLM's FusedMoE (the tables of the other engines' MoE are not fitted)
+    # the engine's own fused MoE (vLLM's FusedMoE, SGLang's Triton kernel, TensorRT-LLM's CUTLASS one: fit_kernels.load_moe)
+    moe = {key: MoEFit.from_doc(d, where) for key, d in (g if tables == "vllm" else own).get("moe", {}).items()} \
+        if gemm else {}
     m = replace(m, fixed_s=fixed, fitted=gpu, fitted_how=how, gemm_fits=fits, gemm_fit=fits.get("bf16"),
                 attention_fits=attention, fitted_tables=tables, moe_fits=moe, band=calibrated_band())
     if how == "nearest":
@@ -1421,7 +1423,7 @@ class StepTimes:
     fixed_s: Any = 0.0  # the part of device_s spent in kernels whose fixed cost outweighs their work
     serial_s: Any = 0.0  # an engine's host time the device waits for every step (EngineHost, overlap False)
     serial_upper_s: Any = 0.0
-    band: float = 0.0  # the range's half-width in log around predicted_s (KernelModel.band); 0: floors to upper
+    band: tuple = ()  # the range's (below, above) widths in log around predicted_s (KernelModel.band); (): floors to upper
 
     def _combine(self, device, host):
         return _maximum(device, host) if self.overlap else device + host
@@ -1432,16 +1434,16 @@ class StepTimes:
 
     @property
     def predicted_upper_s(self):
-        """predicted_s × e^band where the range is calibrated, else every pessimistic end at once."""
+        """predicted_s × e^above where the range is calibrated, else every pessimistic end at once."""
         if self.band:
-            return self.predicted_s * math.exp(self.band)
+            return self.predicted_s * math.exp(self.band[1])
         return self._combine(self.device_upper_s, self.host_upper_s) + self.serial_upper_s
 
     @property
     def predicted_lower_s(self):
-        """predicted_s × e^-band where the range is calibrated (never below the floors), else the floors."""
+        """predicted_s × e^-below where the range is calibrated (never below the floors), else the floors."""
         if self.band:
-            return _maximum(self.floor_s, self.predicted_s * math.exp(-self.band))
+            return _maximum(self.floor_s, self.predicted_s * math.exp(-self.band[0]))
         return self.floor_s
 
     def holds(self, measured_s) -> bool:
@@ -1478,9 +1480,10 @@ class StepTimes:
         return _where(self.host_s + self.serial_s > self.device_s, "host", by_kernels)
 
 
-def range_band(m: "KernelModel | None", several: bool) -> float:
-    """The range's half-width in log for a step of ``m`` on one GPU or on several (KernelModel.band); 0: none."""
-    return m.band[several] if m is not None and m.band else 0.0
+def range_band(m: "KernelModel | None", several: bool) -> tuple:
+    """The range's (below, above) widths in log for a step of ``m`` on one GPU or on several (KernelModel.band);
+    (): none."""
+    return tuple(m.band[several]) if m is not None and m.band else ()
 
 
 def range_name(band) -> str:

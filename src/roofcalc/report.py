@@ -14,16 +14,17 @@ from typing import Any, Iterable
 
 from .calculator import Analysis, Cost, Kernel
 from .parallel import TPSweep, ep_plan_words, tp_plan_words
-from .predict import range_band, range_name
+from .predict import MOE_FUSED, range_band, range_name
 from .roofline import FASTER_THAN_FLOOR, FLAG_MULTIPLE, Roof, Roofline, gpus_of
 from .shapes import PER_CHANNEL
 from .sweep import BatchVerdicts, Sweep, step_batch_verdicts
 from .units import capacity, ms, pct, ratio, si, sig
 
-SCHEMA_VERSION = 4  # 2: predicted_s and the efficiency model; predicted_lower_s / predicted_upper_s are the floors and the
+SCHEMA_VERSION = 5  # 2: predicted_s and the efficiency model; predicted_lower_s / predicted_upper_s are the floors and the
 # pessimistic end. 3: one overhead model: the launch model's fields (launch_overhead_s, t_launch_s, sum_launch_s, dominant,
 # launch_share_of_gap) are gone; a kernel's bound is memory, compute, link or fixed, with t_fixed_s beside it. 4: on a GPU
-# with fitted kernels the range is calibrated (predicted_s x e^+-range_band, the step's range_band); 0: as in 2
+# with fitted kernels the range is calibrated (predicted_s x e^+-range_band, the step's range_band); 0: as in 2. 5: the
+# calibrated range is asymmetric: predicted_s x e^-range_band_below to x e^range_band_above (range_band is gone)
 FORMATS = ("table", "markdown", "csv", "json")
 
 
@@ -158,6 +159,13 @@ def placement_record(r: Roofline) -> list[dict[str, Any]]:
     return out
 
 
+def band_record(band: tuple) -> dict[str, float]:
+    """A calibrated range's widths in log (StepTimes.band): below and above predicted_s; 0 and 0 where the range
+    is the floors to the pessimistic ends."""
+    below, above = band or (0.0, 0.0)
+    return {"range_band_below": below, "range_band_above": above}
+
+
 def step_record(r: Roofline) -> dict[str, Any]:
     st = r.step
     t = st.times
@@ -167,7 +175,7 @@ def step_record(r: Roofline) -> dict[str, Any]:
         "launches_per_layer": st.launches_per_layer, "launches_per_step": st.launches_per_step,
         "memory_bytes": r.memory_bytes, "capacity_bytes": r.capacity_bytes, "fits": r.fits,
         "predicted_s": st.predicted_s, "predicted_lower_s": st.predicted_lower_s,
-        "predicted_upper_s": st.predicted_upper_s, "range_band": t.band, "device_s": t.device_s, "device_upper_s": t.device_upper_s,
+        "predicted_upper_s": st.predicted_upper_s, **band_record(t.band), "device_s": t.device_s, "device_upper_s": t.device_upper_s,
         "host_s": t.host_s, "host_upper_s": t.host_upper_s, "overlap": t.overlap, "step_bound": st.bound,
         "serial_host_s": t.serial_s, "serial_host_upper_s": t.serial_upper_s, "engine": engine_record(r.model, st.impl),
         "device_parts_s": {"memory": t.memory_s, "compute": t.compute_s, "communication": t.comm_s,
@@ -415,9 +423,12 @@ def fixed_cost_words(r) -> str:
             f"GEMM kernels (attention: {default})" if m.gemm_fits else
             f"kernels' fixed costs (GEMM and attention: {default})")
     tables = TABLE_NAMES.get(m.fitted_tables, "vLLM")
-    # a model's routed experts with no fused MoE form (an engine whose MoE tables are not fitted, a GPU without them)
-    moe = f"; routed experts: the default efficiencies (no fused-MoE form of {tables}'s fitted here)" if \
-        getattr(r.analysis.shape, "moe", None) is not None and not m.moe_fits else ""
+    # a model's routed experts with no fused MoE form (an engine whose MoE tables are not fitted, a GPU without them,
+    # or none for the experts' weight format): no fused MoE call (predict.fuse_moe) whose format has a form
+    fused = any(len(p.moe) == MOE_FUSED and p.moe[0] in m.moe_fits for p in r.step.placements if p.moe)
+    moe = "" if getattr(r.analysis.shape, "moe", None) is None or fused else \
+        f"; routed experts: the default efficiencies (no fused-MoE form of {tables}'s fitted here" + \
+        (" for their weight format)" if m.moe_fits else ")")
     if m.fitted_how == "measured":
         return (f"; {what} and collectives fitted on {gpu}'s measured kernels, AIConfigurator 0.12 {tables} "
                 f"(elementwise: the medians){moe}")
@@ -893,7 +904,7 @@ def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
     ident = {"model": sw.shape.name, "hardware": sw.hardware.name, "weight_dtype": w.weight_dtype.name,
              "act_dtype": w.act_dtype.name, "kv_dtype": w.kv_dtype.name, "compute_dtype": w.compute_dtype.name,
              "engine": (sw.model.engine_host.engine or None) if sw.model is not None else None,
-             "impl": sw.impl, "range_band": range_band(sw.model, gpus_of(sw.analyzer) > 1),
+             "impl": sw.impl, **band_record(range_band(sw.model, gpus_of(sw.analyzer) > 1)),
              **{axis: getattr(par, axis, 1) for axis in ("tp", "pp", "ep")},
              "ep_attention": getattr(par, "ep_attention", "dp")}
     out = []
