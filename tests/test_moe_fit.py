@@ -252,6 +252,7 @@ def test_the_header_says_when_routed_experts_take_the_default_efficiencies(capsy
 
     mixtral, note = "mistralai/Mixtral-8x7B-v0.1", "routed experts: the default efficiencies"
     assert note not in header(mixtral, "--hw", "H100", "--engine", "vllm")
+    assert "routed experts: SGLang's fused MoE, fitted" in header(mixtral, "--hw", "H100", "--engine", "sglang")
     assert f"{note} (no fused-MoE form of vLLM's fitted here)" in header(mixtral, "--hw", "A100-80GB", "--engine",
                                                                          "vllm")
     assert f"{note} (no fused-MoE form of TensorRT-LLM's fitted here)" in header(mixtral, "--hw", "A100-80GB",

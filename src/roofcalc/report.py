@@ -426,7 +426,8 @@ def fixed_cost_words(r) -> str:
     # a model's routed experts with no fused MoE form (an engine whose MoE tables are not fitted, a GPU without them,
     # or none for the experts' weight format): no fused MoE call (predict.fuse_moe) whose format has a form
     fused = any(len(p.moe) == MOE_FUSED and p.moe[0] in m.moe_fits for p in r.step.placements if p.moe)
-    moe = "" if getattr(r.analysis.shape, "moe", None) is None or fused else \
+    moe = "" if getattr(r.analysis.shape, "moe", None) is None else \
+        f"; routed experts: {tables}'s fused MoE, fitted" if fused else \
         f"; routed experts: the default efficiencies (no fused-MoE form of {tables}'s fitted here" + \
         (" for their weight format)" if m.moe_fits else ")")
     if m.fitted_how == "measured":
@@ -1095,7 +1096,15 @@ def sweep_header_lines(sw: Sweep, defaults: Iterable[str] = ()) -> list[str]:
     per = {"decode": "; each sequence gets one token per step: TPOT = step time",
            "prefill": "; TTFT = the prefill step", "request": ""}[sw.kind]
     m = sw.model
-    how = "measured efficiencies" if m is not None and m.relative_to == "measured" else "default efficiencies"
+    if m is not None and m.relative_to == "measured":
+        how = "measured efficiencies"
+    elif m is not None and m.fitted and m.fitted_how != "profile" and (m.gemm_fits or m.attention_fits):
+        from .hardware import measured_gpu_name
+
+        how = (f"efficiencies fitted on {measured_gpu_name(m.fitted)}'s measured kernels (AIConfigurator 0.12 "
+               f"{TABLE_NAMES.get(m.fitted_tables, 'vLLM')}{'; its generation' if m.fitted_how == 'nearest' else ''})")
+    else:
+        how = "default efficiencies"
     host = "" if m is None else (f", {m.host_per_op_s.expected * 1e6:.3g} us per eager op" if sw.impl == "hf-eager"
                                  else f", {m.launch_s.expected * 1e6:.3g} us per launch")
     who = "the launches and the device" if m is not None and m.engine_host.waited else "host and device"
