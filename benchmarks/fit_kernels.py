@@ -979,7 +979,9 @@ Why, and what else the tables showed:
   kernel is what AIConfigurator's collector ran there, and not always these: on the B200 SGLang's tables are
   FlashInfer's TensorRT-LLM-generated MoE (`sglang_flashinfer_trtllm_moe`) and TensorRT-LLM's fp8-block table
   DeepGEMM, fitted with the same form and neither the zero writes nor the factor by distinct experts (both
-  within 0.040-0.107). They ship as fitted, marked short: before, both presets took the default efficiencies for routed experts (each expert's GEMMs at a
+  within 0.040-0.107). The A100's vLLM table holds power-law routing only, so `benchmarks/ship_fits.py` gives
+  vLLM's preset there SGLang's A100 bf16 form (the same Triton kernel, adapted; marked `"tables": "sglang"`).
+  They ship as fitted, marked short: before, both presets took the default efficiencies for routed experts (each expert's GEMMs at a
   GEMV's share of the bandwidth for its width), 2-3x off on DeepSeek-R1's steps at batch 8-64.
 * Fitted knot values are not all physical on their own (an e_compute above 1 at isl = 1 where a work-item factor
   of 0.3 multiplies it): use the products, as `predict` does.

@@ -77,6 +77,11 @@ def attention_form(f: dict, bf16_peak: float) -> dict:
             **{k: v for k, v in doc.items() if k not in head}}
 
 
+BORROWED_MOE = ("vLLM's MoE table of this GPU holds no balanced-routing rows (power-law only); SGLang's times the "
+                "same Triton kernel (python/sglang/srt/layers/moe/fused_moe_triton/fused_moe.py: adapted from vLLM's "
+                "fused_moe.py), so vLLM's preset takes SGLang's fitted form")
+
+
 def moe_form(f: dict, bf16_peak: float) -> dict:
     """A fused MoE class's DRAM parameters as predict.MoEFit reads them (fitting.moe_doc), with the fit's
     provenance; ``peak_ratio``: the fit's compute peak over the bf16 one (2 for the fp8 classes)."""
@@ -120,6 +125,12 @@ def main() -> None:
         gpu["fixed_s"][name] = round(seconds, 12)
         gpu["fixed_s"]["gemv"] = gpu["fixed_s"].get("gemm", gpu["fixed_s"].get("gemv"))
         gpu.setdefault("fixed_source", {})[name] = f["source"]
+    # a GPU whose vLLM MoE table holds no balanced-routing rows (the A100's: power-law only) takes SGLang's fused MoE
+    # forms for vLLM's preset: SGLang's Triton MoE kernel is vLLM's, adapted (its fused_moe_triton/fused_moe.py)
+    for name, gpu in out["gpus"].items():
+        sglang = gpu.get("engines", {}).get("sglang", {}).get("moe")
+        if sglang and not gpu.get("moe"):
+            gpu["moe"] = {k: {**v, "tables": "sglang", "why": BORROWED_MOE} for k, v in sglang.items()}
     # the other engines' forms in a file of their own, read only for their presets (the main job reads less)
     engines = {"source": out["source"], "gpus": {g: v.pop("engines") for g, v in out["gpus"].items() if "engines" in v}}
     for doc_out, name in ((out, "kernel_fits.json"), (engines, "kernel_fits_engines.json")):

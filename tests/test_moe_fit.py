@@ -26,13 +26,16 @@ def _fit(gpu: str = "h100_sxm", key: str = "bf16") -> MoEFit:
 
 def test_the_five_gpus_with_balanced_tables_ship_their_classes():
     """H100, H200, B200 and L40S have balanced-routing vLLM MoE tables; the A100's (vLLM 0.14) holds power-law
-    routing only, so it ships none and its experts keep the GEMM forms."""
+    routing only, so the A100 ships SGLang's A100 form (the same Triton kernel, adapted), marked as SGLang's,
+    bf16 only (the A100 has no fp8)."""
     gpus = kernel_fits()["gpus"]
     for gpu in ("h100_sxm", "h200_sxm", "b200_sxm", "l40s"):
         assert {"bf16", "fp8_block"} <= set(gpus[gpu]["moe"])
+        assert all("tables" not in f for f in gpus[gpu]["moe"].values())
     assert "fp8" in gpus["h100_sxm"]["moe"]
-    assert "moe" not in gpus["a100_sxm"]
-    assert default_model("gpu", fits="a100_sxm").moe_fits == {}
+    assert set(gpus["a100_sxm"]["moe"]) == {"bf16"} and gpus["a100_sxm"]["moe"]["bf16"]["tables"] == "sglang"
+    assert "/sglang/" in gpus["a100_sxm"]["moe"]["bf16"]["source"]["file"]
+    assert default_model("gpu", fits="a100_sxm").moe_fits["bf16"].tables == "sglang"
 
 
 def test_a_moe_form_reads_its_knots_geometrically():
@@ -241,7 +244,8 @@ def test_the_shapes_left_out_and_counted_without_a_gate_come_from_the_configs(tm
 
 def test_the_header_says_when_routed_experts_take_the_default_efficiencies(capsys):
     """A fused MoE form is fitted on vLLM's and TensorRT-LLM's tables of the H100, H200, B200, L40S and RTX PRO 6000
-    (their A100 tables hold no balanced rows) and on SGLang's of all six. Where a model's routed experts get no
+    (their A100 tables hold no balanced rows: vLLM's preset there takes SGLang's, TensorRT-LLM's none) and on
+    SGLang's of all six. Where a model's routed experts get no
     form, the header says they take the default efficiencies; where they get one, or the model has no routed
     experts, it does not."""
     from roofcalc.cli import main
@@ -253,8 +257,9 @@ def test_the_header_says_when_routed_experts_take_the_default_efficiencies(capsy
     mixtral, note = "mistralai/Mixtral-8x7B-v0.1", "routed experts: the default efficiencies"
     assert note not in header(mixtral, "--hw", "H100", "--engine", "vllm")
     assert "routed experts: SGLang's fused MoE, fitted" in header(mixtral, "--hw", "H100", "--engine", "sglang")
-    assert f"{note} (no fused-MoE form of vLLM's fitted here)" in header(mixtral, "--hw", "A100-80GB", "--engine",
-                                                                         "vllm")
+    # vLLM's A100 table holds no balanced-routing rows: its preset takes SGLang's A100 form (the same Triton kernel)
+    assert ("routed experts: SGLang's fused MoE, fitted (the same Triton kernel; vLLM's table here holds no "
+            "balanced-routing rows)") in header(mixtral, "--hw", "A100-80GB", "--engine", "vllm")
     assert f"{note} (no fused-MoE form of TensorRT-LLM's fitted here)" in header(mixtral, "--hw", "A100-80GB",
                                                                                  "--engine", "trtllm")
     assert note not in header(mixtral, "--hw", "H100", "--engine", "trtllm")

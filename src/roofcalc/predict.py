@@ -457,6 +457,7 @@ class MoEFit:
     scale_c: float = 1.0
     scale_m: float = 1.0
     ranges: tuple = ()  # ((H lo, H hi), (I' lo, I' hi)) the table measured; () for no limit
+    tables: str = ""  # another engine's tables the form was fitted on ("sglang": vLLM's A100 has no balanced rows)
     # a memory-side factor by the distinct experts the call reads on the rank (FlashInfer's CUTLASS kernel's
     # tables: fitting.moe_design), 1 at one expert; () for none
     t_memory: tuple = ()
@@ -469,7 +470,8 @@ class MoEFit:
         return cls(float(d["fixed_s"]), float(d.get("pair_s") or 0.0), float(d["peak_ratio"]), pts("e_compute"),
                    pts("e_memory"),
                    pts("h_factor_compute"), pts("i_factor_compute"), pts("h_factor_memory"), pts("i_factor_memory"),
-                   source, ranges=ranges, t_memory=pts("t_factor_memory") if d.get("t_factor_memory") else ())
+                   source, ranges=ranges, t_memory=pts("t_factor_memory") if d.get("t_factor_memory") else (),
+                   tables=d.get("tables", ""))
 
     def efficiencies(self, per_expert, hidden, inter, touched=1.0):
         """(compute-side e, memory-side e) at ``per_expert`` tokens per expert (a number or an array), hidden size

@@ -425,11 +425,18 @@ def fixed_cost_words(r) -> str:
     tables = TABLE_NAMES.get(m.fitted_tables, "vLLM")
     # a model's routed experts with no fused MoE form (an engine whose MoE tables are not fitted, a GPU without them,
     # or none for the experts' weight format): no fused MoE call (predict.fuse_moe) whose format has a form
-    fused = any(len(p.moe) == MOE_FUSED and p.moe[0] in m.moe_fits for p in r.step.placements if p.moe)
-    moe = "" if getattr(r.analysis.shape, "moe", None) is None else \
-        f"; routed experts: {tables}'s fused MoE, fitted" if fused else \
-        f"; routed experts: the default efficiencies (no fused-MoE form of {tables}'s fitted here" + \
-        (" for their weight format)" if m.moe_fits else ")")
+    fused = [p.moe[0] for p in r.step.placements if p.moe and len(p.moe) == MOE_FUSED and p.moe[0] in m.moe_fits]
+    other = m.moe_fits[fused[0]].tables if fused else ""
+    if getattr(r.analysis.shape, "moe", None) is None:
+        moe = ""
+    elif fused and other:
+        moe = (f"; routed experts: {TABLE_NAMES[other]}'s fused MoE, fitted (the same Triton kernel; {tables}'s "
+               f"table here holds no balanced-routing rows)")
+    elif fused:
+        moe = f"; routed experts: {tables}'s fused MoE, fitted"
+    else:
+        moe = (f"; routed experts: the default efficiencies (no fused-MoE form of {tables}'s fitted here"
+               + (" for their weight format)" if m.moe_fits else ")"))
     if m.fitted_how == "measured":
         return (f"; {what} and collectives fitted on {gpu}'s measured kernels, AIConfigurator 0.12 {tables} "
                 f"(elementwise: the medians){moe}")
