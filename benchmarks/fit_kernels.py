@@ -413,14 +413,8 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
     if p is None or not p.exists():
         return out
     a = pd.read_parquet(p)
-    a = a[a.distribution == "balanced"]
-    ep_rows_left_out = 0
-    if engine == "sglang":
-        ep_rows_left_out = int((a.moe_ep_size > 1).sum())
-        a = a[a.moe_ep_size == 1]
-    grouped = F.grouped_routing_shapes(systems.parent / "model_configs") if engine != "trtllm" else set()
-    mask = np.array([s in grouped for s in moe_shapes(a)], bool)
-    left_out, a = a[mask], a[~mask]
+    ep_rows_left_out = int(((a.distribution == "balanced") & (a.moe_ep_size > 1)).sum()) if engine == "sglang" else 0
+    a, left_out = F.moe_rows_kept(a, engine, F.grouped_routing_shapes(systems.parent / "model_configs"))
     ungated = F.ungated_moe_shapes(systems.parent / "model_configs")
     for cls, dt in (("moe_bf16", "bfloat16"), ("moe_fp8", "fp8"), ("moe_fp8_block", "fp8_block")):
         d = a[a.moe_dtype == dt]

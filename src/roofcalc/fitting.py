@@ -514,6 +514,25 @@ def grouped_routing_shapes(folder) -> set:
     return out
 
 
+def moe_rows_kept(df, engine: str, grouped: set):
+    """An engine's balanced fused-MoE rows that the fit and the direct read (--kernel-db) both take, and those left
+    out for grouped routing: (kept, left out). SGLang's rows with expert parallelism go first (its collector,
+    collector/sglang/collect_moe.py run_op, sends the other ranks' pairs to expert 0 with a zero weight, so rank 0
+    computes every pair); the ``grouped`` shapes (grouped_routing_shapes) go from vLLM's and SGLang's tables and
+    stay in TensorRT-LLM's (its collector, collector/trtllm/collect_moe.py, routes without groups outside its
+    min-latency mode). ``df``: a pandas table of moe_perf rows."""
+    import numpy as np
+
+    df = df[df.distribution == "balanced"]
+    if engine == "sglang":
+        df = df[df.moe_ep_size == 1]
+    if engine == "trtllm" or not grouped:
+        return df, df.iloc[:0]
+    mask = np.array([s in grouped for s in zip(df.hidden_size.tolist(), df.inter_size.tolist(), df.topk.tolist(),
+                                               df.num_experts.tolist())], bool)
+    return df[~mask], df[mask]
+
+
 def ungated_moe_shapes(folder) -> set:
     """(hidden, expert width, top-k, experts) of every model in ``folder`` whose experts have no gate: Nemotron-H
     (model_type nemotron_h), which vLLM's collector runs with its ``mlp_hidden_act`` as ``<act>_no_mul`` (up,

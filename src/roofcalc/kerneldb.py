@@ -173,17 +173,12 @@ class KernelDB:
         (fitting.ungated_moe_shapes)."""
         import numpy as np
 
-        from .fitting import balanced_routing, grouped_routing_shapes, ungated_moe_shapes
+        from .fitting import balanced_routing, grouped_routing_shapes, moe_rows_kept, ungated_moe_shapes
 
         configs = self.systems.parent / "model_configs"
         dtype = {"moe_bf16": "bfloat16", "moe_fp8": "fp8", "moe_fp8_block": "fp8_block"}[cls]
-        df = df[(df.moe_dtype == dtype) & (df.distribution == "balanced")]
-        if "ep_rows_left_out" in form["source"]:  # as the fit: SGLang's rows with expert parallelism left out
-            df = df[df.moe_ep_size == 1]
-        grouped = grouped_routing_shapes(configs) if self.engine != "trtllm" else set()
+        df, _ = moe_rows_kept(df[df.moe_dtype == dtype], self.engine, grouped_routing_shapes(configs))
         ungated = ungated_moe_shapes(configs)
-        shape = list(zip(df.hidden_size.tolist(), df.inter_size.tolist(), df.topk.tolist(), df.num_experts.tolist()))
-        df = df[np.array([s not in grouped for s in shape], bool)]
         T, H, I, k, E, tp, ep = (df[c].to_numpy(int) for c in ("num_tokens", "hidden_size", "inter_size", "topk",
                                                               "num_experts", "moe_tp_size", "moe_ep_size"))
         gated = np.array([s not in ungated for s in zip(H.tolist(), I.tolist(), k.tolist(), E.tolist())], bool)
