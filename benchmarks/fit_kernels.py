@@ -413,8 +413,9 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
     if p is None or not p.exists():
         return out
     a = pd.read_parquet(p)
-    ep_rows_left_out = int(((a.distribution == "balanced") & (a.moe_ep_size > 1)).sum()) if engine == "sglang" else 0
+    balanced = int((a.distribution == "balanced").sum())
     a, left_out = F.moe_rows_kept(a, engine, F.grouped_routing_shapes(systems.parent / "model_configs"))
+    ep_rows_left_out = balanced - len(a) - len(left_out)  # SGLang's expert-parallel rows (moe_rows_kept)
     ungated = F.ungated_moe_shapes(systems.parent / "model_configs")
     for cls, dt in (("moe_bf16", "bfloat16"), ("moe_fp8", "fp8"), ("moe_fp8_block", "fp8_block")):
         d = a[a.moe_dtype == dt]
