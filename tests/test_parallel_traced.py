@@ -222,6 +222,56 @@ def test_a_sequential_falcon_reduces_twice_a_layer():
                                                           ("transformer.word_embeddings.all_reduce", 1)]
 
 
+GPT_OSS_120B = ROOT / "benchmarks" / "configs" / "published" / "openai--gpt-oss-120b.json"
+
+
+def test_gpt_oss_120b_at_tp_8_by_vllms_plan(capsys):
+    """openai/gpt-oss-120b (its published config.json: D = 2,880, 36 layers, 64 query heads and 8 KV heads of
+    64, 128 experts of width I = 2,880, top 4, vocabulary 201,088, biased projections, attention sinks) at --tp 8.
+    transformers 5.25's GptOssConfig plan splits the embedding alone, so the plan is vLLM's gpt-oss: q/k/v by
+    whole heads (64/8 = 8 query heads and 8/8 = 1 KV head a rank: 512 and 64 outputs), o_proj on 512 inputs
+    (its bias whole), the router whole, the experts every one at 1/8 of its width (gate and up onto
+    2 x 2,880 / 8 = 720), lm_head on 201,088 / 8 = 25,136 logits. transformers 5.25 traces the experts as one
+    kernel (mlp.experts)."""
+    import transformers
+
+    if any(".*." in key for key in transformers.GptOssConfig.base_model_tp_plan):
+        pytest.skip("this transformers' GptOssConfig plan splits its layers itself")
+    cfg = json.loads(GPT_OSS_120B.read_text())
+    b = DTYPES["bf16"]
+    wl = Workload.decode(1, 1024, weight_dtype=b, act_dtype=b, kv_dtype=b)
+    rank = _rank(cfg, wl, 8)
+    sizes = {n: rank.kernel(n).sizes for n in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                                                "self_attn.o_proj", "mlp.router", "mlp.experts", "lm_head")}
+    assert [(z.n, z.k) for z in sizes.values()] == [(512, 2880), (64, 2880), (64, 2880), (2880, 512), (128, 2880),
+                                                   (720, 2880), (25136, 2880)]
+    # an all-reduce after the vocab-parallel embedding, after o_proj and after the experts in each layer: 1 + 2 x 36
+    # = 73, each of 1 token x 2,880 x 2 bytes = 5,760; one all-gather of the 25,136 logits (50,272 bytes a rank)
+    reduces = [k for k in rank.kernels if k.role == "all_reduce"]
+    assert sum(k.count for k in reduces) == 73 and {k.message_bytes for k in reduces} == {5760}
+    assert [(k.name, k.message_bytes) for k in rank.kernels if k.role == "all_gather"] == [("lm_head.all_gather", 50272)]
+    # the experts' one kernel reads its input and writes its (partial) output whole: 1 x 2,880 x 2 = 5,760 bytes
+    experts = rank.kernel("mlp.experts")
+    assert experts.cost.act_write_bytes == 5760
+    # a rank's parameters, per layer: q 2,880 x 512 + 512, k and v 2,880 x 64 + 64 each, o_proj 512 x 2,880 + 2,880,
+    # the router 2,880 x 128 + 128, the experts 128 x (2,880 x 5,760 + 5,760 + 2,880 x 2,880 + 2,880) / 8, two norms
+    # 2 x 2,880 and 64 / 8 = 8 sinks; the embedding's and lm_head's eighth and the final norm whole
+    layer = (2880 * 512 + 512) + 2 * (2880 * 64 + 64) + (512 * 2880 + 2880) + (2880 * 128 + 128) + \
+        128 * (2880 * 5760 + 5760 + 2880 * 2880 + 2880) // 8 + 2 * 2880 + 8
+    assert rank.params == 36 * layer + 2 * 201088 * 2880 // 8 + 2880
+    assert rank.weight_storage_bytes == 2 * rank.params
+    assert rank.kv_bytes_per_token == 36 * 2 * 1 * 64 * 2  # K and V of its one KV head
+    # the checkpoint's MXFP4 experts (half a byte a weight and a one-byte scale for each 32: 17/32 of a byte): an
+    # eighth of each layer's stacks, 128 x (2,880 x 5,760 + 2,880 x 2,880) weights, 2 - 17/32 bytes lighter each
+    mx = _rank(cfg, Workload.decode(1, 1024, weight_dtype=DTYPES["mxfp4"], act_dtype=b, kv_dtype=b, group_size=32), 8)
+    stacks = 128 * (2880 * 5760 + 2880 * 2880)
+    assert mx.params == rank.params
+    assert mx.weight_storage_bytes == rank.weight_storage_bytes - 36 * (stacks * 2 - stacks * 17 // 32) // 8
+    assert main([str(GPT_OSS_120B), "--hw", "H100-SXM", "--tp", "8", "--dtype", "bf16"]) == 0
+    assert "vLLM's plan for gpt-oss, as GptOssConfig's base_model_tp_plan splits no layer" in \
+        " ".join(capsys.readouterr().out.split())
+
+
 def _refusal(tmp_path, capsys, cfg: dict, *flags: str) -> str:
     path = tmp_path / "c.json"
     path.write_text(json.dumps(cfg))

@@ -3,8 +3,9 @@
 transformers' config classes carry ``base_model_tp_plan``: module paths of the base model (``layers.*`` for
 every layer) mapped to a style. A model's whole plan is its causal-LM class's ``_tp_plan`` (lm_head),
 the config's plan, and the input embedding vocab-parallel where the base model has ``embed_tokens``
-(transformers' ``init_parallel_plans``). A config class with no plan and a serving plan roofcalc knows
-(:data:`SERVING_PLANS`) takes that one; any other is refused.
+(transformers' ``init_parallel_plans``). A config class whose plan splits no layer (none at all: Falcon's;
+the embedding alone: gpt-oss's from transformers 5.25) and a serving plan roofcalc knows (:data:`SERVING_PLANS`)
+takes that one; one with no plan and none known is refused.
 
 Each traced kernel gets its rank's share, from the plan:
 
@@ -70,8 +71,22 @@ def _falcon_plan(config) -> dict[str, str]:
             "word_embeddings": "embedding_rowwise", "lm_head": "colwise_gather_output"}
 
 
-# config classes transformers gives no plan, with the plan a serving engine runs them by
-SERVING_PLANS = {"falcon": ("vLLM's plan for Falcon", _falcon_plan)}
+def _gpt_oss_plan(config) -> dict[str, str]:
+    """vLLM's gpt-oss (vllm/model_executor/models/gpt_oss.py): q, k and v one QKVParallelLinear (whole heads a
+    rank) with the attention sinks of the rank's heads, o_proj a RowParallelLinear, the router a plain
+    nn.Linear whole on every rank, the routed experts a FusedMoE split on their width (each rank every
+    expert's 1/N slice of the intermediate size, reduce_results: one all-reduce after them; whole experts
+    only with --enable-expert-parallel), a VocabParallelEmbedding and a ParallelLMHead."""
+    return {"layers.*.self_attn.q_proj": "colwise", "layers.*.self_attn.k_proj": "colwise",
+            "layers.*.self_attn.v_proj": "colwise", "layers.*.self_attn.o_proj": "rowwise",
+            "layers.*.self_attn.sinks": "colwise", "layers.*.mlp.experts": "moe_tp_experts",
+            "embed_tokens": "embedding_rowwise", "lm_head": "colwise_gather_output"}
+
+
+# config classes whose plan in transformers splits no layer (none at all, or the embedding alone), with the
+# plan a serving engine runs them by
+SERVING_PLANS = {"falcon": ("vLLM's plan for Falcon", _falcon_plan),
+                 "gpt_oss": ("vLLM's plan for gpt-oss", _gpt_oss_plan)}
 
 
 @dataclass(frozen=True)
@@ -93,11 +108,11 @@ def model_plan(model_type: str, config_class: str, model_class: str, config=None
 
     config_cls = getattr(transformers, config_class, None)
     base = dict(getattr(config_cls, "base_model_tp_plan", None) or {})
+    if model_type in SERVING_PLANS and not any(".*." in key for key in base):
+        words, build = SERVING_PLANS[model_type]
+        why = "'s base_model_tp_plan splits no layer in" if base else " has no base_model_tp_plan in"
+        return Plan(build(config), f"{words}, as {config_class}{why} transformers {transformers.__version__}", False)
     if not base:
-        if model_type in SERVING_PLANS:
-            words, build = SERVING_PLANS[model_type]
-            return Plan(build(config), f"{words}, as {config_class} has no base_model_tp_plan in transformers "
-                               f"{transformers.__version__}", False)
         raise RoofcalcError(f"--tp for a traced {model_type}: its config class {config_class} has no "
                             f"base_model_tp_plan in transformers {transformers.__version__}, so roofcalc has no plan "
                             f"to split it by")
@@ -288,7 +303,7 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
     # be merged and not); by the layers each row ran in where known, else by the kind of layer its name tags
     last = {}
     for i, k in enumerate(a.kernels):
-        home = next((p for p in experts if k.scope == "layer" and _base(k).startswith(p + ".")), None)
+        home = next((p for p in experts if k.scope == "layer" and _under(_base(k), p)), None)
         if home is not None:
             for layer in layers_of.get(id(k)) or (k.name.partition("[")[2],):
                 last[(home, layer)] = i
@@ -298,7 +313,7 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
     for i, k in enumerate(a.kernels):
         style = _style(k, layer_keys, model_keys)
         name = _base(k)
-        home = next((p for p in experts if k.scope == "layer" and name.startswith(p + ".")), None)
+        home = next((p for p in experts if k.scope == "layer" and _under(name, p)), None)
         if home is not None:
             if whole_experts:
                 ew = next(x.expert_weights for x in a.kernels if x.expert_weights is not None)
@@ -308,7 +323,7 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
                                         (-(-rows // tp), rows)))
             else:
                 out.append(_expert_share(k, tp, s, home))
-            if k.expert_weights is not None:
+            if k.expert_weights is not None and not k.params:  # (a kernel that holds them splits them itself)
                 expert_bytes += sum(k.expert_weights[2]) * k.count
             if i in ends:
                 rows = wl.tokens
@@ -404,6 +419,8 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
             rank_bytes -= nbytes - nbytes // tp
     widths = {k.sizes.k for k in a.kernels if k.expert_weights is not None and isinstance(k.sizes, MatmulSizes)
               and k.sizes.n == s.d_model}  # the routed experts' width I (their down matmul's depth)
+    widths |= {k.sizes.n // 2 for k in a.kernels if k.expert_weights is not None and isinstance(k.sizes, MatmulSizes)
+               and _base(k) in experts}  # or half the width of the kernel that runs them whole (onto 2I, then back)
     split_ff = s.d_ff and s.d_ff % tp == 0 and not (whole_experts and widths == {s.d_ff})  # F the experts' I: whole
     rank_shape = replace(s, n_heads=n // tp if n % tp == 0 else n, n_kv_heads=max(1, kv // tp),
                          d_ff=s.d_ff // tp if split_ff else s.d_ff,
@@ -428,6 +445,12 @@ def _cached_heads(a: TracedAnalysis) -> int:
     return a.traced_kv_bytes_per_token // per_head
 
 
+def _under(name: str, module: str) -> bool:
+    """Whether a kernel named ``name`` ran in ``module``: one of its ops (``mlp.experts.down_proj``), or the
+    module whole as one kernel (``mlp.experts``: gpt-oss's experts in transformers 5.25)."""
+    return name == module or name.startswith(module + ".")
+
+
 def _layer_tag(k: Kernel) -> str:
     """The kind of layer a merged row names (``[3]``), for the collective after it."""
     return "[" + k.name.partition("[")[2] if "[" in k.name else ""
@@ -438,7 +461,11 @@ def _expert_share(k: Kernel, tp: int, s, home: str) -> Kernel:
     keeps its input and 1/N of its outputs, one back to the hidden size (down) 1/N of its input and its
     whole (partial) output; their FLOPs and weights 1/N; the ops between 1/N of everything."""
     z = k.sizes
-    if isinstance(z, MatmulSizes):
+    if isinstance(z, MatmulSizes) and _base(k) == home:  # the whole experts MLP in one kernel (gate and up onto
+        if z.n % tp:  # z.n = 2I, then down): its input and its (partial) output whole, its FLOPs and weights 1/N
+            raise RoofcalcError(f"--tp {tp} for a traced {s.model_type}: {home}'s width {z.n} does not divide")
+        cost, sizes = _scaled(k.cost, 1, tp, read=False, write=False), MatmulSizes(z.m, z.n // tp, z.k)
+    elif isinstance(z, MatmulSizes):
         if z.k == s.d_model and z.n % tp == 0:
             cost, sizes = _scaled(k.cost, 1, tp, read=False), MatmulSizes(z.m, z.n // tp, z.k)
         elif z.n == s.d_model and z.k % tp == 0:
@@ -446,6 +473,7 @@ def _expert_share(k: Kernel, tp: int, s, home: str) -> Kernel:
         else:
             raise RoofcalcError(f"--tp {tp} for a traced {s.model_type}: {_base(k)} in {home} neither reads nor "
                                 f"writes the hidden size {s.d_model} whole, or its width does not divide")
+    if isinstance(z, MatmulSizes):
         ew = k.expert_weights
         return replace(k, cost=cost, sizes=sizes, dims=_grouped_dims(k.dims, sizes), params=k.params // tp,
                        param_bytes=k.param_bytes // tp,

@@ -53,7 +53,8 @@ def _quantized(traced: list, doc: dict, wl: Workload, config) -> tuple[list, int
             new_experts = (n_exp, top_k, tuple(by_bytes.get(f, f) for f in fulls))
             change = {c: traced_expert_bytes(new_experts, wl.tokens, wl.experts)
                       - traced_expert_bytes(k.experts, wl.tokens, wl.experts) for c in ("ideal", "eager")}
-            k = replace(k, experts=new_experts, role="experts")
+            delta = sum(quant(m) - stored(m) for m in mats(k.module))  # a kernel that holds the stacks (gpt-oss's)
+            k = replace(k, experts=new_experts, role="experts", param_bytes=k.param_bytes + delta if k.param_bytes else 0)
         elif not k.function:  # a leaf linear: it reads its whole weight
             delta = sum(quant(m) - stored(m) for m in mats(k.module))
             change = {"ideal": delta, "eager": delta}
