@@ -44,6 +44,10 @@ is piecewise linear in log2 of its size between knots, a *_factor multiplies an 
                      and a time per routed (token, expert) pair in series (moe_rows)
   moe_fp8            the same, fp8 per-tensor weights and activations, on the fp8 peak
   moe_fp8_block      the same, fp8 weights with one fp32 scale per 128 x 128 block, on the fp8 peak
+  moe_mxfp4          the same, MXFP4 weights (17/32 of a byte each) and 16-bit activations (the tables'
+                     w4a16_mxfp4: gpt-oss's experts under vLLM: OpenAI's Triton MoE kernels on Hopper, FlashInfer's
+                     TensorRT-LLM MXFP4 MoE on Blackwell, Marlin on the L40S), on the 16-bit peak; tensor-parallel
+                     rows only (fitting.moe_rows_kept)
   allreduce          nccl all-reduce, fp16, the system's nccl version: fixed(ranks) + link bytes / (link bandwidth
                      * e_link(ranks, message size)); one table per GPU, fitted once
   allgather          nccl all-gather, the same table and form; link bytes (n-1)/n of the output (nccl-tests' size)
@@ -87,7 +91,7 @@ GPUS = ("a100_sxm", "h100_sxm", "h200_sxm", "b200_sxm", "l40s", "rtx_pro_6000_se
 ENGINES = ("vllm", "sglang", "trtllm")
 CLASSES = ("gemm_bf16", "gemm_fp8", "gemm_fp8_block", "gemm_nvfp4", "gemm_int8_wo", "gemm_int4_wo", "decode_bf16kv", "decode_fp8kv", "decode_swa_bf16kv", "decode_swa_fp8kv",
            "prefill_bf16kv", "prefill_fp8kv", "allreduce", "allgather", "alltoall", "custom_allreduce", "moe_bf16",
-           "moe_fp8", "moe_fp8_block")
+           "moe_fp8", "moe_fp8_block", "moe_mxfp4")
 # the NCCL classes: each fitted once per GPU (one table for every engine), its table's op and the link bytes a rank
 # sends per byte of nccl-tests' size (the bus-bandwidth factor: all-reduce 2(n-1)/n, all-gather and all-to-all
 # (n-1)/n)
@@ -341,7 +345,7 @@ def nccl_rows(df: pd.DataFrame, spec: dict, cls: str) -> dict:
                 group=[f"S={int(x)}" for x in S])
 
 
-def moe_rows(df: pd.DataFrame, spec: dict, dtype: str, zeros: bool = False, spread: bool = False,
+def moe_rows(df: pd.DataFrame, spec: dict, key: str, zeros: bool = False, spread: bool = False,
              ungated: set = frozenset()) -> dict:
     """One fused MoE layer on one rank, as AIConfigurator's vLLM collector times it (collector/vllm/collect_moe.py,
     ai-dynamo/aiconfigurator at 095f58a; vLLM 0.24.0): a CUDA graph of ``FusedMoE(hidden, router_logits)``, the
@@ -352,8 +356,9 @@ def moe_rows(df: pd.DataFrame, spec: dict, dtype: str, zeros: bool = False, spre
     the rows routed to them; tp and ep are never combined, and no collective is in the row.
     "balanced" routing is deterministic (fitting.balanced_routing): T*k / ep rows reach the rank, over min(E/ep, T*k/ep)
     distinct experts (not the E*(1-(1-k/E)^T) of uniform random routing that roofcalc takes; the rows' own
-    count is used here, the fitted efficiencies are the kernel's). FLOPs and bytes: fitting.moe_cost (fp8_block:
-    an fp32 scale per 128 x 128 block; fp8: per-tensor scales, left out). ``zeros``: the kernel is vLLM's Triton
+    count is used here, the fitted efficiencies are the kernel's). ``key``: the weight format (fitting.MOE_FORMATS).
+    FLOPs and bytes: fitting.moe_cost (fp8_block: an fp32 scale per 128 x 128 block; fp8: per-tensor scales, left
+    out; mxfp4: one byte for each 32 weights). ``zeros``: the kernel is vLLM's Triton
     fused-MoE kernel, which under EP writes zeros for the rows of every expert not on the rank and runs the
     activation and the top-k sum over all T*k rows (moe_cost's ``pairs``); FlashInfer's and TensorRT-LLM's
     kernels permute the rank's own rows only. ``spread``: FlashInfer's CUTLASS kernel, whose form takes a factor by
@@ -361,6 +366,7 @@ def moe_rows(df: pd.DataFrame, spec: dict, dtype: str, zeros: bool = False, spre
     gate (fitting.ungated_moe_shapes), counted with two weights, not three."""
     T, H, I, k, E, tp, ep = (df[c].to_numpy(int) for c in ("num_tokens", "hidden_size", "inter_size", "topk",
                                                           "num_experts", "moe_tp_size", "moe_ep_size"))
+    _, wb, block, fp8 = F.MOE_FORMATS[key]
     cache: dict = {}
     rows = np.empty(len(T))
     touched = np.empty(len(T))
@@ -368,15 +374,13 @@ def moe_rows(df: pd.DataFrame, spec: dict, dtype: str, zeros: bool = False, spre
         if key not in cache:
             cache[key] = F.balanced_routing(*map(int, key))
         rows[n], touched[n] = cache[key]
-    fp8 = dtype != "bfloat16"
     inter = I / tp
     R = dict(t=df.latency.to_numpy(float) * 1e-3, hidden=H.astype(float), inter=inter, rows=rows, touched=touched,
              experts=(E // ep).astype(float), peak=spec["fp8"] if fp8 else spec["bf16"],
              group=[f"h={a},i={b},k={c},e={d}" for a, b, c, d in zip(H, I, k, E)])
     pairs = (T * k).astype(float)  # every routed (token, expert) pair, before the EP rank's mask
     gated = np.array([key not in ungated for key in moe_shapes(df)], bool)
-    R.update(F.moe_cost(rows, touched, E // ep, H, inter, 1.0 if fp8 else 2.0, 128 if dtype == "fp8_block" else 0,
-                        pairs=pairs if zeros else None, gated=gated))
+    R.update(F.moe_cost(rows, touched, E // ep, H, inter, wb, block, pairs=pairs if zeros else None, gated=gated))
     R["pairs"] = pairs
     R["tokens"] = T.astype(float)
     R["l2"] = R["bytes"] <= spec["l2"]
@@ -417,19 +421,21 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
     a, left_out = F.moe_rows_kept(a, engine, F.grouped_routing_shapes(systems.parent / "model_configs"))
     ep_rows_left_out = balanced - len(a) - len(left_out)  # SGLang's expert-parallel rows (moe_rows_kept)
     ungated = F.ungated_moe_shapes(systems.parent / "model_configs")
-    for cls, dt in (("moe_bf16", "bfloat16"), ("moe_fp8", "fp8"), ("moe_fp8_block", "fp8_block")):
+    for key, (dt, _, _, fp8) in F.MOE_FORMATS.items():
+        cls = f"moe_{key}"
         d = a[a.moe_dtype == dt]
-        if len(d) == 0 or (dt != "bfloat16" and SPECS[gpu]["fp8"] is None):
+        if len(d) == 0 or (fp8 and SPECS[gpu]["fp8"] is None):
             continue
         ks = d.kernel_source.value_counts().index[0]
         d, dup = collapse(d[d.kernel_source == ks], ["num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
                                                      "moe_tp_size", "moe_ep_size"])
         gone = left_out[left_out.moe_dtype == dt]
         cutlass = "flashinfer_cutlass" in ks or ks == "moe_torch_flow_cutlass"  # FlashInfer's or TensorRT-LLM's
-        out[cls] = (moe_rows(d, SPECS[gpu], dt, zeros="triton" in ks, spread=cutlass, ungated=ungated), dict(
+        triton = "triton" in ks and "oaitriton" not in ks  # vLLM's own Triton kernel (and SGLang's adaptation)
+        out[cls] = (moe_rows(d, SPECS[gpu], key, zeros=triton, spread=cutlass, ungated=ungated), dict(
             file=str(p.relative_to(systems.parent)), sha256=sha256(p)[:16], version_folder=p.parent.name,
             version_column=sorted(set(map(str, a["version"].unique()))) if "version" in a else None,
-            kernel_source=ks, duplicates_merged=dup, distribution="balanced", ep_masked_rows_written="triton" in ks,
+            kernel_source=ks, duplicates_merged=dup, distribution="balanced", ep_masked_rows_written=triton,
             **({"ep_rows_left_out": ep_rows_left_out} if engine == "sglang" else {}),
             ungated_shapes=shape_names(set(moe_shapes(d)) & ungated),
             grouped_routing_left_out=dict(shapes=shape_names(moe_shapes(gone)),
@@ -490,6 +496,8 @@ def fit_once(cls, R, spec, sel=None, theta0=None, iters=60):
     if moe and sel is not None:  # held-out rows read the H and I' factors inside the training rows' range
         R = F.moe_clip(R, F.moe_ranges(R, sel))
     D = design_for(cls, R)
+    if theta0 is not None and len(theta0) != len(D.prior):  # a factor the held-out rows alone spanned: dropped here
+        theta0 = None
     M = D.mats()
     ct, mt, qt = times(cls, R, spec)
     t = R["t"]
@@ -736,6 +744,9 @@ def main() -> None:
                 R, info = loaded[cls]
                 if cls in NCCL and engine != args.engines.split(",")[0]:
                     continue  # nccl is the same table for every engine: fitted once
+                if cls not in LINK and len(set(R["group"])) < 2:  # no shape to hold out: not cross-validated, not fitted
+                    print(f"{gpu:9s} {engine:6s} {cls:15s} rows {len(R['t']):6d}: one model shape, left out", flush=True)
+                    continue
                 res = run_class(cls, R, SPECS[gpu], len(set(R["group"])) if cls in LINK else args.folds)
                 res["info"] = info
                 res["floor_us"] = floor_us(R["t"])
@@ -781,6 +792,8 @@ FORMS = {
                 "T*k * pair_s, x = tokens per expert; 2*H*I' for experts without a gate",
     "moe_fp8": "as moe_bf16, fp8 weights (1 byte) on the fp8 peak",
     "moe_fp8_block": "as moe_fp8, + one fp32 scale per 128 x 128 block of each weight",
+    "moe_mxfp4": "as moe_bf16, MXFP4 weights (half a byte each + one 8-bit scale per 32: 17/32 of a byte), "
+                 "16-bit activations on the 16-bit peak",
     "allreduce": "fixed(ranks) + 2(n-1)/n * 2 * elements / (link_bw * e_link(ranks, message bytes))",
     "allgather": "fixed(ranks) + (n-1)/n * 2 * elements / (link_bw * e_link(ranks, message bytes)); elements: the "
                  "whole output",
@@ -978,6 +991,16 @@ Why, and what else the tables showed:
   vLLM's preset there SGLang's A100 bf16 form (the same Triton kernel, adapted; marked `"tables": "sglang"`).
   They ship as fitted, marked short: before, both presets took the default efficiencies for routed experts (each expert's GEMMs at a
   GEMV's share of the bandwidth for its width), 2-3x off on DeepSeek-R1's steps at batch 8-64.
+* **MXFP4 fused MoE** (`moe_mxfp4`: the tables' w4a16_mxfp4 rows, gpt-oss-20b's and gpt-oss-120b's experts, H =
+  I = 2,880, top 4 of 32 and of 128, at MoE TP 1-32). vLLM 0.24 runs them with OpenAI's Triton MoE kernels on the
+  H100 and H200, FlashInfer's TensorRT-LLM MXFP4 kernel (bf16 activations) on the B200 and Marlin on the L40S and
+  RTX PRO 6000; each takes the bf16 form with 17/32 of a byte a weight on the 16-bit peak. Only the
+  tensor-parallel rows: these kernels are not vLLM's Triton fused-MoE kernel whose zero writes for other ranks'
+  rows the form counts under EP, and how each treats them is not established (fitting.moe_rows_kept). With two
+  model shapes the cross-validation holds each out in turn (the 20b's rows predicted from the 120b's and back):
+  vLLM H100 0.067 / 88 %, H200 0.064 / 95 %, B200 0.067 / 100 %, L40S 0.063 / 88 %, RTX PRO 6000 0.035 / 100 %.
+  A table with one model shape (TensorRT-LLM's H100, SGLang's RTX PRO 6000) has none to hold out: not fitted.
+  transformers 5.25 traces gpt-oss's experts as one kernel; the step model prices it as the whole fused call.
 * Fitted knot values are not all physical on their own (an e_compute above 1 at isl = 1 where a work-item factor
   of 0.3 multiplies it): use the products, as `predict` does.
 """

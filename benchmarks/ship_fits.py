@@ -19,7 +19,7 @@ What ships, per measured GPU (vLLM tables; NCCL for the collectives), with the f
   NVFP4's with the bytes a weight or input value takes in its form, ``value_bytes``), the model that
   docs/kernel_fits.md cross-validates: fixed cost, M tile, e_compute(M) and e_memory(M) as knots, the N and K
   factors with the reference knot (4,096: factor 1) written in, fp8's activation-quantization efficiency;
-* the fused MoE classes' fitted forms (``moe``: bf16, fp8 per tensor and fp8 block-scaled weights, where
+* the fused MoE classes' fitted forms (``moe``: bf16, fp8 per tensor, fp8 block-scaled and MXFP4 weights, where
   measured: moe_form), cross-validated in docs/kernel_fits.md;
 * the attention classes' fitted forms (``attention``: decode with and without a window, prefill; 16-bit and
   fp8 KV), their factors' references written in (attention_form).
@@ -85,7 +85,7 @@ BORROWED_MOE = ("vLLM's MoE table of this GPU holds no balanced-routing rows (po
 def moe_form(f: dict, bf16_peak: float) -> dict:
     """A fused MoE class's DRAM parameters as predict.MoEFit reads them (fitting.moe_doc), with the fit's
     provenance; ``peak_ratio``: the fit's compute peak over the bf16 one (2 for the fp8 classes)."""
-    block = 128 if f["cls"] == "moe_fp8_block" else 0
+    block = F.MOE_FORMATS[f["cls"][4:]][2]
     return {**F.moe_doc(f["params"], f["peak_flops"] / bf16_peak, block, f.get("ranges")), "source": f["source"],
             "cv_dram": f["cv"]["dram"]}
 

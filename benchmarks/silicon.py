@@ -5,6 +5,7 @@
         'aiconfigurator_core/model_configs/*' -d x
     python benchmarks/silicon.py --data /tmp/aic/x/aiconfigurator_core      # roofcalc's own environment
     python benchmarks/silicon.py --data /tmp/aic/x/aiconfigurator_core --nvfp4    # the NVFP4 runs alone
+    python benchmarks/silicon.py --data /tmp/aic/x/aiconfigurator_core --gpt-oss  # vLLM's gpt-oss-120b runs alone
 
 The package (ai-dynamo/aiconfigurator, Apache-2.0) ships `systems/silicon_sample.csv`: 5,221 end-to-end serving
 runs NVIDIA measured on real GPUs (vLLM, SGLang and TensorRT-LLM of 2025-2026; H100, H200, B200, B300, GB200),
@@ -22,6 +23,12 @@ What is predicted, and how (fixed before the first run):
   out (no such dtype at first run). `--nvfp4` predicts the NVFP4 rows alone (`nvfp4`: W4A4 on the B200's FP4
   tensor cores, the fitted gemm_nvfp4 form of the run's engine; the same rules otherwise, fixed before their
   first run), apart: they are not among the runs the range is calibrated on.
+* `--gpt-oss` predicts vLLM's gpt-oss-120b runs alone (added once roofcalc split a traced gpt-oss under --tp and
+  fitted MXFP4 fused MoE; rules fixed before their first run): tensor parallelism only (MoE TP = TP, no expert or
+  attention data parallelism), the published checkpoint as it is (MXFP4 experts, bf16 elsewhere: the CSV labels
+  these runs' quantization "nvfp4" on the H100 and H200 too, which have no FP4, so the label is not read), traced
+  from model_configs' config (transformers has the model; no hand model), the same rules otherwise; apart, not
+  calibrated on.
 * The engine: `--engine` of the row's backend (vllm, sglang, trtllm): its launch model (CUDA graphs), its cache
   written in place, its host time per step, and the kernel tables AIConfigurator measured for it (the fitted
   forms, docs/kernel_fits.md), on the catalog's datasheet roof. The KV cache at the activations' dtype (bf16):
@@ -73,8 +80,12 @@ class Run:
     tpot_s: float
 
 
-def runs(csv: Path, nvfp4: bool = False) -> tuple[list[Run], dict]:
-    """The rows predicted, and how many of each kind were left out; ``nvfp4``: the NVFP4 rows alone."""
+GPT_OSS = "openai/gpt-oss-120b"
+
+
+def runs(csv: Path, nvfp4: bool = False, gpt_oss: bool = False) -> tuple[list[Run], dict]:
+    """The rows predicted, and how many of each kind were left out; ``nvfp4``: the NVFP4 rows alone; ``gpt_oss``:
+    vLLM's gpt-oss-120b rows alone."""
     import csv as _csv
 
     kept, left = [], {}
@@ -87,14 +98,21 @@ def runs(csv: Path, nvfp4: bool = False) -> tuple[list[Run], dict]:
             if r["mode"] != "agg":
                 skip("disaggregated")
                 continue
-            if r["model_path"] not in MODELS:
+            if gpt_oss:
+                if r["model_path"] != GPT_OSS or r["backend"] != "vllm":
+                    skip("not vLLM's gpt-oss-120b")
+                    continue
+                if float(r["moe_tp_size"] or 1) != float(r["tp_size"] or 1) or float(r["moe_ep_size"] or 1) != 1:
+                    skip("expert parallelism")
+                    continue
+            elif r["model_path"] not in MODELS:
                 skip("a model not here (MoE or not in the list)")
                 continue
             if r["system"] not in SYSTEMS:
                 skip(f"system {r['system']}")
                 continue
-            quant = r["gemm_quant_mode"] or ""
-            if (quant == "nvfp4") != nvfp4 or quant not in WEIGHTS and not nvfp4:
+            quant = "mxfp4" if gpt_oss else r["gemm_quant_mode"] or ""
+            if not gpt_oss and ((quant == "nvfp4") != nvfp4 or quant not in WEIGHTS and not nvfp4):
                 skip(f"weights {quant}")
                 continue
             pp, dp = float(r["pp_size"] or 1), float(r["attention_dp_size"] or 1)
@@ -121,6 +139,15 @@ def predict(run: Run, configs: Path, cache: dict) -> tuple:
     from roofcalc.sweep import sweep
 
     key = (run.model, run.tp)
+    if key not in cache and run.model == GPT_OSS:  # traced (no hand model), one rank by vLLM's gpt-oss plan
+        from roofcalc.parallel import Parallel
+        from roofcalc.sources import load_config
+        from roofcalc.trace import TraceAnalyzer, TracedRankAnalyzer, traced_shape
+
+        traced = traced_shape(*load_config(str(configs / "openai--gpt-oss-120b_config.json"))[:2])
+        shape = traced[0]
+        cache[key] = shape, (TracedRankAnalyzer(*traced[1], "ideal", Parallel(run.tp)) if run.tp > 1 else
+                             TraceAnalyzer(*traced[1], "ideal"))
     if key not in cache:
         shape = load_shape(str(configs / MODELS[run.model]))
         analyzer = None
@@ -132,6 +159,7 @@ def predict(run: Run, configs: Path, cache: dict) -> tuple:
     shape, analyzer = cache[key]
     engine = find_engine(run.backend)
     kw = dict(weight_dtype=dtype(WEIGHTS.get(run.quant, run.quant)), act_dtype=dtype("bf16"), kv_dtype=dtype("bf16"),
+              group_size=32 if run.quant == "mxfp4" else None,
               cache_update=engine.cache_update, impl=engine.impl, engine_host=engine.host, analyzer=analyzer)
     hw = find_hardware(SYSTEMS[run.system])
     c = run.concurrency
@@ -196,11 +224,12 @@ def main() -> None:
     ap.add_argument("--data", type=Path, required=True, help="the unzipped aiconfigurator_core folder")
     ap.add_argument("--rows", action="store_true", help="print every run's row too")
     ap.add_argument("--nvfp4", action="store_true", help="the NVFP4 runs alone (not calibrated on)")
+    ap.add_argument("--gpt-oss", action="store_true", help="vLLM's gpt-oss-120b runs alone (not calibrated on)")
     args = ap.parse_args()
     csv, configs = args.data / "systems" / "silicon_sample.csv", args.data / "model_configs"
     if not csv.is_file() or not configs.is_dir():
         sys.exit(f"silicon.py: no systems/silicon_sample.csv and model_configs/ under {args.data}")
-    kept, left = runs(csv, args.nvfp4)
+    kept, left = runs(csv, args.nvfp4, args.gpt_oss)
     cache: dict = {}
     rows = [(r, *predict(r, configs, cache)) for r in kept]
     print(f"{len(rows)} runs predicted; left out: " + ", ".join(f"{n} {why}" for why, n in sorted(left.items())))

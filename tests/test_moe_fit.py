@@ -281,13 +281,56 @@ def test_sglang_and_trtllm_take_their_own_fused_moe_forms():
     for gpu in ("h100_sxm", "h200_sxm"):
         sglang = default_model("gpu", fits=gpu, engine="sglang").moe_fits
         vllm = default_model("gpu", fits=gpu, engine="vllm").moe_fits
-        assert set(sglang) == {"bf16", "fp8_block"} and set(vllm) == {"bf16", "fp8", "fp8_block"}
+        assert set(sglang) == {"bf16", "fp8_block", "mxfp4"} and set(vllm) == {"bf16", "fp8", "fp8_block", "mxfp4"}
         own = next(f for f in fits if (f["gpu"], f["engine"], f["cls"]) == (gpu, "sglang", "moe_fp8_block"))
         assert own["source"]["kernel_source"] == "sglang_fused_moe_triton" and own["source"]["ep_rows_left_out"] > 0
         assert sglang["fp8_block"].fixed_s == pytest.approx(own["params"]["fixed_s"], rel=1e-9)
         assert sglang["fp8_block"].fixed_s != vllm["fp8_block"].fixed_s
         trt = default_model("gpu", fits=gpu, engine="trtllm").moe_fits
         own = next(f for f in fits if (f["gpu"], f["engine"], f["cls"]) == (gpu, "trtllm", "moe_fp8_block"))
-        assert set(trt) == {"bf16", "fp8", "fp8_block"} and own["source"]["kernel_source"] == "moe_torch_flow_cutlass"
+        # TensorRT-LLM's H100 MXFP4 table holds one model shape: none to hold out, not fitted (the H200's two)
+        assert set(trt) == {"bf16", "fp8", "fp8_block"} | ({"mxfp4"} if gpu == "h200_sxm" else set())
+        assert own["source"]["kernel_source"] == "moe_torch_flow_cutlass"
         assert trt["fp8_block"].fixed_s == pytest.approx(own["params"]["fixed_s"], rel=1e-9)
     assert not default_model("gpu", fits="a100_sxm", engine="trtllm").moe_fits  # no balanced rows
+
+
+# gpt-oss-120b's routed experts (H = I = 2,880, top 4 of 128) in MXFP4 under vLLM on the H100, balanced routing, at
+# tp 1 and 8 (each expert on 2,880 / 8 = 360 of its width): AIConfigurator 0.12,
+# systems/data/h100_sxm/moe/vllm/0.24.0/moe_perf.parquet (moe_dtype w4a16_mxfp4, OpenAI's Triton MoE kernels), ms
+GPT_OSS_ROWS = {(8, 1): 0.200635, (64, 1): 0.689093, (8, 8): 0.053019, (64, 8): 0.134896}
+
+
+@pytest.mark.parametrize("batch, tp", sorted(GPT_OSS_ROWS))
+def test_gpt_oss_experts_in_one_kernel_take_the_mxfp4_form(batch, tp):
+    """transformers 5.25 traces gpt-oss's experts as one kernel (mlp.experts: gate and up, the clamped SwiGLU,
+    down); in MXFP4 it is one fused MoE call (part "experts") and takes the fitted MXFP4 form whole: the fixed
+    cost, its FLOPs and bytes at the form's efficiencies (x = 4·B/128 tokens per expert, H 2,880, I' 2,880/tp,
+    the touched experts 128·(1 − (1 − 4/128)^B)) and B·4 routed pairs, by hand from MoEFit; within ±30 % of the
+    measured layer."""
+    import json
+    from pathlib import Path
+
+    from roofcalc.calculator import touched_experts
+    from roofcalc.parallel import Parallel
+    from roofcalc.trace import hf_config, trace
+    from roofcalc.trace.parallel import traced_rank
+
+    pytest.importorskip("torch")
+    cfg = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "configs" / "published" /
+                      "openai--gpt-oss-120b.json").read_text())
+    b16 = DTYPES["bf16"]
+    wl = Workload.decode(batch, 1024, weight_dtype=DTYPES["mxfp4"], act_dtype=b16, kv_dtype=b16, group_size=32,
+                         cache_update="in-place")
+    a = trace(cfg, "t", wl, view="ideal", use_cache=False)
+    if tp > 1:
+        a = traced_rank(a, Parallel(tp=tp), hf_config(cfg, "t")[0])
+    r = roofline(a, find_hardware("H100-SXM"), impl="cuda-graph")
+    p = next(p for p in r.step.placements if p.kernel.name == "mlp.experts")
+    assert p.kernel.moe[:5] == ("mxfp4", 128, "experts", 128, 4)
+    f = _fit("h100_sxm", "mxfp4")
+    touched = touched_experts(128, 4, batch, "expected")
+    e_c, e_m = f.efficiencies(batch * 4 / 128, 2880, 2880 / tp, touched)
+    fused = f.fixed_s + max(p.t_compute_s / e_c, p.t_memory_s / e_m) + f.pair_s * batch * 4
+    assert p.t_expected_s == pytest.approx(fused)
+    assert abs(GPT_OSS_ROWS[(batch, tp)] * 1e-3 / p.t_expected_s - 1) <= 0.30

@@ -446,6 +446,15 @@ MOE_DIM_REF = 4096  # the H and I' factors are 1 there
 MOE_TOUCHED_KNOTS = (1, 4, 16, 64, 256, 1024)
 
 
+# The fused MoE classes (predict.MoEFit, keyed by the expert weight format calculator.fused_moe_class names): the
+# moe_dtype of AIConfigurator's moe_perf tables, bytes a weight, the side of the square block one fp32 scale covers
+# (0: none, or one a tensor), and whether the GEMMs run on the fp8 peak. MXFP4 (OCP Microscaling Formats v1.0): half
+# a byte a weight and one 8-bit scale for each 32, 17/32 of a byte; the tables' w4a16_mxfp4 rows keep 16-bit
+# activations, so the GEMMs run on the 16-bit peak.
+MOE_FORMATS = {"bf16": ("bfloat16", 2.0, 0, False), "fp8": ("fp8", 1.0, 0, True),
+               "fp8_block": ("fp8_block", 1.0, 128, True), "mxfp4": ("w4a16_mxfp4", 17 / 32, 0, False)}
+
+
 def moe_cost(rows, touched, experts, hidden, inter, wb: float, block: int = 0, pairs=None, gated=True) -> dict:
     """A fused MoE layer's routed experts on one rank (gate and up, the activation, down): ``rows`` routed
     (token, expert) pairs that reach this rank's experts, ``touched`` distinct experts they reach of its
@@ -518,7 +527,7 @@ def moe_rows_kept(df, engine: str, grouped: set):
     """An engine's balanced fused-MoE rows that the fit and the direct read (--kernel-db) both take, and those left
     out for grouped routing: (kept, left out). SGLang's rows with expert parallelism go first (its collector,
     collector/sglang/collect_moe.py run_op, sends the other ranks' pairs to expert 0 with a zero weight, so rank 0
-    computes every pair); the ``grouped`` shapes (grouped_routing_shapes) go from vLLM's and SGLang's tables and
+    computes every pair), and every MXFP4 table's (below); the ``grouped`` shapes (grouped_routing_shapes) go from vLLM's and SGLang's tables and
     stay in TensorRT-LLM's (its collector, collector/trtllm/collect_moe.py, routes without groups outside its
     min-latency mode). ``df``: a pandas table of moe_perf rows."""
     import numpy as np
@@ -526,6 +535,10 @@ def moe_rows_kept(df, engine: str, grouped: set):
     df = df[df.distribution == "balanced"]
     if engine == "sglang":
         df = df[df.moe_ep_size == 1]
+    # MXFP4 tables' rows with expert parallelism go too: their kernels (OpenAI's Triton MoE kernels, FlashInfer's
+    # TensorRT-LLM MXFP4 MoE, Marlin's) are not vLLM's Triton fused-MoE kernel, whose masked rows the form counts
+    # under EP (moe_cost's ``pairs``), and how each treats the other ranks' pairs is not established here
+    df = df[(df.moe_dtype != MOE_FORMATS["mxfp4"][0]) | (df.moe_ep_size == 1)]
     if engine == "trtllm" or not grouped:
         return df, df.iloc[:0]
     mask = np.array([s in grouped for s in zip(df.hidden_size.tolist(), df.inter_size.tolist(), df.topk.tolist(),

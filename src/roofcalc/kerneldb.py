@@ -169,14 +169,14 @@ class KernelDB:
         32 x 4): the same GEMMs, another routing and weighted sum. As the fit (benchmarks/fit_kernels.py load_moe):
         the shapes of grouped-routing models left out from vLLM's and SGLang's tables (fitting.grouped_routing_shapes;
         TensorRT-LLM's collector routes without groups), SGLang's expert-parallel rows left out (its collector runs
-        the other ranks' pairs on rank 0), experts without a gate counted with two weights
+        the other ranks' pairs on rank 0) and MXFP4 tables' too, experts without a gate counted with two weights
         (fitting.ungated_moe_shapes)."""
         import numpy as np
 
-        from .fitting import balanced_routing, grouped_routing_shapes, moe_rows_kept, ungated_moe_shapes
+        from .fitting import MOE_FORMATS, balanced_routing, grouped_routing_shapes, moe_rows_kept, ungated_moe_shapes
 
         configs = self.systems.parent / "model_configs"
-        dtype = {"moe_bf16": "bfloat16", "moe_fp8": "fp8", "moe_fp8_block": "fp8_block"}[cls]
+        dtype = MOE_FORMATS[cls[4:]][0]
         df, _ = moe_rows_kept(df[df.moe_dtype == dtype], self.engine, grouped_routing_shapes(configs))
         ungated = ungated_moe_shapes(configs)
         T, H, I, k, E, tp, ep = (df[c].to_numpy(int) for c in ("num_tokens", "hidden_size", "inter_size", "topk",
@@ -194,11 +194,11 @@ class KernelDB:
         touched experts' weights plus activations, fp8 on the fp8 peak; ``gated`` False: experts without a gate)."""
         import numpy as np
 
-        from .fitting import moe_cost
+        from .fitting import MOE_FORMATS, moe_cost
 
-        fp8 = cls != "moe_bf16"
+        _, wb, _, fp8 = MOE_FORMATS[cls[4:]]
         zeros = bool(form["source"].get("ep_masked_rows_written"))
-        c = moe_cost(rows, touched, experts, hidden, inter, 1.0 if fp8 else 2.0, int(form.get("block") or 0),
+        c = moe_cost(rows, touched, experts, hidden, inter, wb, int(form.get("block") or 0),
                      pairs=pairs if zeros else None, gated=gated)
         return np.maximum(c["flops"] / (self.fp8 if fp8 else self.bf16), c["bytes"] / self.bw)
 

@@ -543,7 +543,8 @@ MOE_BASE, MOE_FUSED = 5, 11
 
 def fuse_moe(terms) -> list:
     """The step's terms with each fused MoE layer's experts kernels (Term.moe: a gate_up_proj, then its act_mul
-    and down_proj, and the combine after them, past any collective between) given their layer's sums: (tokens
+    and down_proj, and the combine after them, past any collective between; or one "experts" kernel that runs
+    them all, its sizes gate_up's) given their layer's sums: (tokens
     per expert, H, I', Σ t_compute, Σ t_memory, Σ floor) after the call's (class key, the rank's experts, part,
     the layer's experts), the experts counts the gate_up_proj's for all four (under EP only the experts
     kernels hold the rank's share: the four are one call). The FLOP and byte sums are the three GEMM-side
@@ -554,12 +555,13 @@ def fuse_moe(terms) -> list:
     i = 0
     while i < len(out):
         t = out[i]
-        if len(t.moe) != MOE_BASE or t.moe[2] != "gate_up_proj":
+        if len(t.moe) != MOE_BASE or t.moe[2] not in ("gate_up_proj", "experts"):
             i += 1
             continue
         group = [i]
         j = i + 1
-        while j < len(out) and len(out[j].moe) == MOE_BASE and out[j].moe[2] in ("act_mul", "down_proj"):
+        while t.moe[2] == "gate_up_proj" and j < len(out) and len(out[j].moe) == MOE_BASE and \
+                out[j].moe[2] in ("act_mul", "down_proj"):
             group.append(j)
             j += 1
             if out[j - 1].moe[2] == "down_proj":
@@ -659,7 +661,7 @@ class KernelModel:
     gemm_fit: GemmFit | None = None
     # a measured GPU's fitted attention calls by class (decode_bf16kv, decode_swa_fp8kv, prefill_bf16kv, ...)
     attention_fits: Mapping[str, AttentionFit] = field(default_factory=dict)
-    # a measured GPU's fitted fused MoE layers by expert weight format ("bf16", "fp8", "fp8_block": MoEFit)
+    # a measured GPU's fitted fused MoE layers by expert weight format ("bf16", "fp8", "fp8_block", "mxfp4": MoEFit)
     moe_fits: Mapping[str, MoEFit] = field(default_factory=dict)
     # --kernel-db: the measured tables read directly (kerneldb.KernelDB), the fitted forms' expected work replaced
     db: Any = None

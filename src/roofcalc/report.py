@@ -427,7 +427,8 @@ def fixed_cost_words(r) -> str:
     # or none for the experts' weight format): no fused MoE call (predict.fuse_moe) whose format has a form
     fused = [p.moe[0] for p in r.step.placements if p.moe and len(p.moe) == MOE_FUSED and p.moe[0] in m.moe_fits]
     other = m.moe_fits[fused[0]].tables if fused else ""
-    if getattr(r.analysis.shape, "moe", None) is None:
+    if getattr(r.analysis.shape, "moe", None) is None and not any(
+            getattr(p.kernel, "expert_weights", None) is not None for p in r.step.placements):  # a traced model's too
         moe = ""
     elif fused and other:
         moe = (f"; routed experts: {TABLE_NAMES[other]}'s fused MoE, fitted (the same Triton kernel; {tables}'s "

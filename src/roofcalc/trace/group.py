@@ -89,9 +89,11 @@ def fused_moe_parts(kernels, key: str) -> tuple:
     tag theirs (``Kernel.moe``: the fused-MoE class ``key``, its experts, the part, its experts, top-k), so that
     the step prices the run as one fused MoE call (predict.fuse_moe). A run (a module's consecutive kernels in a
     layer) is a fused MoE call when it is one the fitted class describes: a grouped matmul onto 2I (gate and up),
-    the kernels between (act_mul), one back from I (down_proj) and at most one after it (combine). Any other run
-    (one kernel that runs the whole experts MLP, experts that are not a gated MLP, attention experts), and every
-    run when ``key`` is "" (a format with no fitted class), as it is."""
+    the kernels between (act_mul), one back from I (down_proj) and at most one after it (combine); or one kernel,
+    the module itself, that runs the whole gated experts MLP (gpt-oss's in transformers 5.25: part "experts"; its
+    sizes are the gate and up projection's, onto 2I, and its two expert stacks gate_up's and down's, the first
+    twice the second). Any other run (experts that are not a gated MLP, attention experts), and every run when
+    ``key`` is "" (a format with no fitted class), as it is."""
     out = list(kernels)
     if not key:
         return tuple(out)
@@ -103,7 +105,13 @@ def fused_moe_parts(kernels, key: str) -> tuple:
             runs[-1][1].append(i)
         elif home:
             runs.append((where, [i]))
-    for _, idx in runs:
+    for (home, _), idx in runs:
+        one = out[idx[0]]
+        ew = one.expert_weights
+        if len(idx) == 1 and one.name.split("[")[0] == home and ew is not None and len(ew[2]) == 2 and \
+                ew[2][0] == 2 * ew[2][1] and isinstance(one.sizes, MatmulSizes):
+            out[idx[0]] = replace(one, moe=(key, ew[0], "experts", ew[0], ew[1]))
+            continue
         mats = [j for j in idx if out[j].expert_weights is not None]
         if len(mats) != 2 or mats[0] != idx[0] or idx.index(mats[1]) < len(idx) - 2:
             continue
