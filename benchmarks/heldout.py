@@ -304,6 +304,46 @@ Left out: vLLM issue #20710 (Llama-3.3-70B FP8 on two B200s: filed as an anomaly
 SGLang pull request #32668 (the GPU named only "SM120"), threads whose tables the stored copy cuts off, NVFP4
 checkpoints, and models of architectures roofcalc has not read before (MiniMax-M2.7, Gemma 4, DeepSeek-V4).
 Printed as the tenth: as every set, then under each engine's preset (`--engine sglang`, `vllm`) with its host time.
+
+A twelfth set (CASES_12, CASES_12_MULTI) was transcribed on 2026-12-05 by a helper searching GitHub threads and
+pages for sources none of the sets above holds (and the rows of one document a set holds that it never
+transcribed), and committed before roofcalc ran on any of it; the same rules hold, and these choices were fixed
+with it:
+* XiongjieDai/GPU-Benchmarks-on-LLM-Inference (README, May 2024 snapshots): llama-bench on Meta-Llama-3-8B, Q4_K_M
+  and F16 on an RTX 3090 and an RTX 4090, tg 512 (and tg 8,192 for the 4090's F16) and pp 512. Q4_K_M as int4 in
+  groups of 32 (the fourth set's rule). The build is not printed and llama.cpp's CUDA graphs landed that month
+  (#6766, 2024-05-08): `fused`, as before them. A tg N row is a decode step at context N/2; a pp 512 row a prefill
+  of 512 (fp16 activations and cache).
+* ggml-org/llama.cpp pull request #16649 (2025-10-18): the master column, gpt-oss-20b MXFP4 on an RTX 4090, tg128
+  and tg32: `cuda-graph` (the fourth set's rule for llama.cpp from May 2024), the experts MXFP4 and the rest bf16 as
+  the checkpoint stores them. gpt-oss-20b's config is configs/gpt-oss-20b.json: gpt-oss-120b's published config
+  with the two keys the gpt-oss model card gives the 20b (24 layers, 32 experts; 20.9 B parameters, the card's
+  "21B").
+* ggml-org/llama.cpp issue #20835 (2026-03-21): build 8322 (before the regression it reports), RTX 5090,
+  Qwen3-30B-A3B-Instruct (UD-Q4_K_XL, 16.45 GiB: Q4_K as int4 in groups of 32), tg128 (`cuda-graph`) and pp512.
+* QwenLM/Qwen3 issue #1536 (the same text as vLLM issue #20469, 2025-07-04): Qwen3-14B-AWQ on one A100 80GB, vLLM
+  v0.9.1 with --enforce-eager (`fused`, the fifth set's rule for vLLM's eager mode), concurrency 1, random 16,000
+  in and 200 out: mean TPOT as a decode step at context 16,100 (TTFT left out: through an HTTP server). AWQ as int4
+  in groups of 128 with fp16 activations. Qwen3-14B's config is configs/qwen3-14b.json (the hub's text, as a
+  public copy prints it: index file 30247352769, "Qwen3-14B" under a list of Qwen configs).
+* gpustack/gpustack docs/performance-lab/qwen3-8b/h100-latency.md (the document of the fifth set's GPUSTACK row,
+  which holds its vLLM row alone): its SGLang v0.5.3.post3 rows (Qwen3-8B bf16 and Qwen3-8B-FP8, block-scaled)
+  and its TensorRT-LLM v1.2.0rc1 row (bf16) at max concurrency 4, ShareGPT (233 in and 221 out on average): median
+  TPOT as a decode step of batch 4 at context 344. SGLang `cuda-graph`; TensorRT-LLM's PyTorch backend `fused`
+  (the tenth set's rule).
+* vllm-project/vllm pull request #23151 (2025-08-19): Qwen3-30B-A3B bf16 on one H100 (SXM assumed), vLLM main of
+  that date with its stock fused-MoE configurations, random 2,048 in and 1,024 out (1,016 on average), concurrency
+  10: mean TPOT as a decode step of batch 10 at context 2,048 + 508, `cuda-graph`.
+* John Musgrave's page "vLLM throughput-latency sweep on NVIDIA A100" (vLLM 0.23.0): Llama-3.1-8B-Instruct on one
+  A100 40GB, concurrency 1, 1,024 in and 128 out, "about 75 tokens/sec" (rounded in the text): a decode step at
+  context 1,088, `cuda-graph`.
+* vllm-project/vllm issue #30326 (2025-12-09): gpt-oss-120b on eight H200s (TP 8), vLLM main just before pull
+  request #29708 (the issue's regression left out), random 1,024 in and 1,024 out, concurrency 8, 40 prompts:
+  output throughput 1,947.66 tokens/s as whole requests of a static batch of 8 (prefill included), per GPU over 8.
+  The chat template's few extra prompt tokens are not counted.
+Left out: rows that name no GPU, TP or lengths, queue-dominated runs, speculative decoding, NVFP4 checkpoints,
+H20 / A800 / L20 GPUs, and the page's rounded figures but one (the list with reasons: docs/validation.md).
+Printed as the eleventh: as every set, then under each engine's preset with its host time.
 """
 
 from __future__ import annotations
@@ -888,6 +928,68 @@ CASES_11_MULTI = (
            note="vLLM v0.17.0 (ROCm), tokens/s a user (rounded)", **MXFP4)
       for b, tps in ((1, 249.0), (4, 234.0))),
 )
+GPU_BENCH = ("XiongjieDai/GPU-Benchmarks-on-LLM-Inference README.md @ 00dd2bd (May 2024 snapshots, RunPod, CUDA "
+             "12.1.1): llama-bench, Meta-Llama-3-8B, average tokens/s")
+LCPP_16649 = ("ggml-org/llama.cpp pull request #16649 (2025-10-18): llama-bench master column, RTX 4090, gpt-oss 20B "
+              "MXFP4 MoE")
+LCPP_20835 = ("ggml-org/llama.cpp issue #20835 (2026-03-21): llama-bench build 557fe2d91 (8322), RTX 5090, CUDA 13.1, "
+              "Qwen3-30B-A3B-Instruct UD-Q4_K_XL")
+QWEN3_1536 = ("QwenLM/Qwen3 issue #1536 / vllm-project/vllm issue #20469 (2025-07-04): vLLM v0.9.1 --enforce-eager, "
+              "Qwen3-14B-AWQ, one A100 80GB, concurrency 1, random 16,000 in / 200 out, mean TPOT")
+GPUSTACK_4 = ("gpustack/gpustack docs/performance-lab/qwen3-8b/h100-latency.md @ 1dbc3b8: its SGLang v0.5.3.post3 and "
+              "TensorRT-LLM v1.2.0rc1 rows, one H100 SXM, max concurrency 4, ShareGPT, median TPOT")
+VLLM_23151 = ("vllm-project/vllm pull request #23151 (2025-08-19): Qwen3-30B-A3B bf16, one H100, vLLM main (stock "
+              "fused-MoE configs), random 2,048 / 1,024, concurrency 10, mean TPOT")
+MUSGRAVE = ("johnmusgrave.com, 'vLLM throughput-latency sweep on NVIDIA A100' (vLLM 0.23.0): Llama-3.1-8B-Instruct, "
+            "one A100 40GB, concurrency 1, 1,024 in / 128 out, 'about 75 tokens/sec'")
+VLLM_30326 = ("vllm-project/vllm issue #30326 (2025-12-09): gpt-oss-120b, 8x H200 TP 8, vLLM main before #29708, "
+              "random 1,024 / 1,024, concurrency 8, 40 prompts, output throughput")
+GPTOSS_20 = str(Path(__file__).parent / "configs" / "gpt-oss-20b.json")
+QWEN3_14 = str(Path(__file__).parent / "configs" / "qwen3-14b.json")
+
+CASES_12 = (
+    *(Case("decode", L3_8, hw, "fused", measured=1 / tps, source=GPU_BENCH, context=ctx, note=f"llama.cpp {q} tg{n}",
+           **FP16, **fmt)
+      for hw, q, fmt, n, ctx, tps in (("RTX3090", "Q4_K_M", Q4_32, 512, 256, 115.42), ("RTX3090", "F16", {}, 512, 256, 47.40),
+                                      ("RTX4090", "Q4_K_M", Q4_32, 512, 256, 130.58), ("RTX4090", "F16", {}, 512, 256, 54.84),
+                                      ("RTX4090", "F16", {}, 8192, 4096, 50.88))),
+    *(Case("prefill", L3_8, hw, "fused", measured=512 / tps, source=GPU_BENCH, prompt=512, note=f"llama.cpp {q} pp512",
+           **FP16, **fmt)
+      for hw, q, fmt, tps in (("RTX3090", "Q4_K_M", Q4_32, 4030.40), ("RTX3090", "F16", {}, 4444.65),
+                              ("RTX4090", "Q4_K_M", Q4_32, 7138.99), ("RTX4090", "F16", {}, 9382.00))),
+    *(Case("decode", GPTOSS_20, "RTX4090", "cuda-graph", measured=1 / tps, source=LCPP_16649, context=ctx,
+           note=f"llama.cpp master (October 2025) MXFP4 tg{n}", **MXFP4)
+      for n, ctx, tps in ((128, 64, 167.01), (32, 16, 170.99))),
+    Case("decode", "Qwen/Qwen3-30B-A3B", "RTX5090", "cuda-graph", measured=1 / 219.49, source=LCPP_20835, context=64,
+         note="llama.cpp b8322 UD-Q4_K_XL tg128", **FP16, **Q4_32),
+    Case("prefill", "Qwen/Qwen3-30B-A3B", "RTX5090", "fused", measured=512 / 5544.32, source=LCPP_20835, prompt=512,
+         note="llama.cpp b8322 UD-Q4_K_XL pp512", **FP16, **Q4_32),
+    Case("decode", QWEN3_14, "A100-80GB", "fused", measured=20.63e-3, source=QWEN3_1536, context=16100,
+         note="vLLM v0.9.1 --enforce-eager, AWQ, mean TPOT", **AWQ4),
+    Case("decode", Q3_8, "H100-SXM", "cuda-graph", measured=7.14e-3, source=GPUSTACK_4, batch=4, context=344,
+         note="SGLang v0.5.3.post3, concurrency 4, median TPOT", **BF16),
+    Case("decode", str(PUB / "Qwen--Qwen3-8B-FP8.json"), "H100-SXM", "cuda-graph", measured=5.58e-3, source=GPUSTACK_4,
+         batch=4, context=344, note="SGLang v0.5.3.post3, Qwen3-8B-FP8, concurrency 4, median TPOT", **FP8_B),
+    Case("decode", Q3_8, "H100-SXM", "fused", measured=7.58e-3, source=GPUSTACK_4, batch=4, context=344,
+         note="TensorRT-LLM v1.2.0rc1 (PyTorch backend), concurrency 4, median TPOT", **BF16),
+    Case("decode", "Qwen/Qwen3-30B-A3B", "H100-SXM", "cuda-graph", measured=13.18e-3, source=VLLM_23151, batch=10,
+         context=2048 + 508, note="vLLM main (August 2025), concurrency 10, mean TPOT", **BF16),
+    Case("decode", L31_8, "A100-40GB", "cuda-graph", measured=1 / 75, source=MUSGRAVE, context=1088,
+         note="vLLM 0.23.0, concurrency 1, 'about 75 tokens/sec'", **BF16),
+)
+
+CASES_12_MULTI = (
+    Case("request", GPTOSS, "H200", "cuda-graph", measured=_per_gpu(1947.66, 8), source=VLLM_30326, batch=8,
+         prompt=1024, generate=1024, tp=8, note="vLLM main (December 2025), concurrency 8, output tokens/s per GPU",
+         **MXFP4),
+)
+# under their engine's preset: vLLM's, SGLang's, TensorRT-LLM's, llama.cpp's; vLLM's eager run has none
+CASES_12_ENGINE = tuple(
+    dataclasses.replace(c, tables={GPU_BENCH: "llama.cpp", LCPP_16649: "llama.cpp", LCPP_20835: "llama.cpp",
+                                   VLLM_23151: "vllm", MUSGRAVE: "vllm", VLLM_30326: "vllm"}.get(c.source) or
+                        ("trtllm" if "TensorRT" in c.note else "sglang"), host=True)
+    for c in CASES_12 + CASES_12_MULTI if c.source != QWEN3_1536)
+
 # under their engine's preset: SGLang's, vLLM's, transformers' (hf); TGI and TurboMind have none
 CASES_11_ENGINE = tuple(
     dataclasses.replace(c, tables="sglang" if c.source == INFX_870 else "hf" if c.impl == "hf-eager" else "vllm",
@@ -980,6 +1082,9 @@ if __name__ == "__main__":
                          ("Eleventh set, one GPU", CASES_11), ("Eleventh set, more than one GPU", CASES_11_MULTI),
                          ("Eleventh set under its engine's preset (--engine sglang, vllm, hf), its host time included",
                           CASES_11_ENGINE),
+                         ("Twelfth set, one GPU", CASES_12), ("Twelfth set, more than one GPU", CASES_12_MULTI),
+                         ("Twelfth set under its engine's preset (--engine vllm, sglang, trtllm, llama.cpp), its host "
+                          "time included", CASES_12_ENGINE),
                          ("Seventh set's vLLM V0 rows under --engine vllm-v0, its host time included (written after "
                           "the set's first run: seen)", SEEN_7_V0),
                          ("The first set's vLLM rows under --engine vllm-v0, its host time included (a check of the "
