@@ -1093,6 +1093,6 @@ if __name__ == "__main__":
                           RE_READ_2 + RE_READ_2_MULTI)):
         done, refused = _run(cases)
         print(f"\n{title}:\n")
-        print(markdown(done))
+        print(markdown(done) if done else "(no row ran)")
         for c, why in refused:
             print(f"refused: {c.model} on {c.tp}x {c.hw} ({c.note}): {why}")

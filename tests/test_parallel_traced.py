@@ -268,8 +268,12 @@ def test_gpt_oss_120b_at_tp_8_by_vllms_plan(capsys):
     assert mx.params == rank.params
     assert mx.weight_storage_bytes == rank.weight_storage_bytes - 36 * (stacks * 2 - stacks * 17 // 32) // 8
     assert main([str(GPT_OSS_120B), "--hw", "H100-SXM", "--tp", "8", "--dtype", "bf16"]) == 0
-    assert "vLLM's plan for gpt-oss, as GptOssConfig's base_model_tp_plan splits no layer" in \
-        " ".join(capsys.readouterr().out.split())
+    out = " ".join(capsys.readouterr().out.split())
+    # a whole request (prefill, then a sweep of decode steps fitted on traced probes): its rank's rounded-down shares
+    # leave the fit 2.2e-5 off a direct trace, inside the check's tolerance (sweep.check_corners)
+    assert main([str(GPT_OSS_120B), "--hw", "H200", "--tp", "8", "--batch", "8", "--prompt", "1024",
+                 "--generate", "1024"]) == 0
+    assert "vLLM's plan for gpt-oss, as GptOssConfig's base_model_tp_plan splits no layer" in out
 
 
 def _refusal(tmp_path, capsys, cfg: dict, *flags: str) -> str:
