@@ -992,7 +992,9 @@ Why, and what else the tables showed:
   They ship as fitted, marked short: before, both presets took the default efficiencies for routed experts (each expert's GEMMs at a
   GEMV's share of the bandwidth for its width), 2-3x off on DeepSeek-R1's steps at batch 8-64.
 * **MXFP4 fused MoE** (`moe_mxfp4`: the tables' w4a16_mxfp4 rows, gpt-oss-20b's and gpt-oss-120b's experts, H =
-  I = 2,880, top 4 of 32 and of 128, at MoE TP 1-32). vLLM 0.24 runs them with OpenAI's Triton MoE kernels on the
+  I = 2,880, top 4 of 32 and of 128, at MoE TP 1-32; SGLang's B200 table a third shape beside them). The step
+  model applies the form to any MXFP4 experts (a hand model's with `--weight-dtype mxfp4`, an `--ep` rank's):
+  beyond gpt-oss's shape and tensor-parallel rows that is an extrapolation. vLLM 0.24 runs them with OpenAI's Triton MoE kernels on the
   H100 and H200, FlashInfer's TensorRT-LLM MXFP4 kernel (bf16 activations) on the B200 and Marlin on the L40S and
   RTX PRO 6000; each takes the bf16 form with 17/32 of a byte a weight on the 16-bit peak. Only the
   tensor-parallel rows: these kernels are not vLLM's Triton fused-MoE kernel whose zero writes for other ranks'

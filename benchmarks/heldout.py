@@ -6,7 +6,7 @@ These cases were collected from sources, engines and GPUs that benchmarks/publis
 written down here (with each engine's way of running, below) before roofcalc was ever run on them: no
 default, fitted parameter or rule was chosen while looking at them, and none may be. A case that leads to a
 change becomes "seen" and moves to benchmarks/published.py. One exception, made openly: the range's widths are
-calibrated on the first eleven sets as they are run (benchmarks/calibrate.py, CALIBRATION_ONE and
+calibrated on the first twelve sets as they are run (benchmarks/calibrate.py, CALIBRATION_ONE and
 CALIBRATION_SEVERAL below), so for the range those sets are seen; their first-run figures stand in
 docs/validation.md, and each later set is first run before it joins them. Every case runs as published.py runs its own:
 the catalog's datasheet roof, the default efficiencies and host costs, the fitted kernel costs where the GPU
@@ -312,13 +312,14 @@ with it:
 * XiongjieDai/GPU-Benchmarks-on-LLM-Inference (README, May 2024 snapshots): llama-bench on Meta-Llama-3-8B, Q4_K_M
   and F16 on an RTX 3090 and an RTX 4090, tg 512 (and tg 8,192 for the 4090's F16) and pp 512. Q4_K_M as int4 in
   groups of 32 (the fourth set's rule). The build is not printed and llama.cpp's CUDA graphs landed that month
-  (#6766, 2024-05-08): `fused`, as before them. A tg N row is a decode step at context N/2; a pp 512 row a prefill
+  (#6766, 2024-05-08): `fused`, as before them (under the llama.cpp preset too, whose host time is its graphs'
+  era's: a choice made with the set). A tg N row is a decode step at context N/2; a pp 512 row a prefill
   of 512 (fp16 activations and cache).
 * ggml-org/llama.cpp pull request #16649 (2025-10-18): the master column, gpt-oss-20b MXFP4 on an RTX 4090, tg128
-  and tg32: `cuda-graph` (the fourth set's rule for llama.cpp from May 2024), the experts MXFP4 and the rest bf16 as
+  and tg32: `cuda-graph` (the fifth set's rule for llama.cpp from May 2024), the experts MXFP4 and the rest bf16 as
   the checkpoint stores them. gpt-oss-20b's config is configs/gpt-oss-20b.json: gpt-oss-120b's published config
-  with the two keys the gpt-oss model card gives the 20b (24 layers, 32 experts; 20.9 B parameters, the card's
-  "21B").
+  with the two sizes the gpt-oss model card gives the 20b (24 layers, 32 experts; layer_types cut to its 24
+  layers; 20.9 B parameters, the card's "21B").
 * ggml-org/llama.cpp issue #20835 (2026-03-21): build 8322 (before the regression it reports), RTX 5090,
   Qwen3-30B-A3B-Instruct (UD-Q4_K_XL, 16.45 GiB: Q4_K as int4 in groups of 32), tg128 (`cuda-graph`) and pp512.
 * QwenLM/Qwen3 issue #1536 (the same text as vLLM issue #20469, 2025-07-04): Qwen3-14B-AWQ on one A100 80GB, vLLM
@@ -343,7 +344,7 @@ with it:
   The chat template's few extra prompt tokens are not counted.
 Left out: rows that name no GPU, TP or lengths, queue-dominated runs, speculative decoding, NVFP4 checkpoints,
 H20 / A800 / L20 GPUs, and the page's rounded figures but one (the list with reasons: docs/validation.md).
-Printed as the eleventh: as every set, then under each engine's preset with its host time.
+Printed as the others: as every set, then under each engine's preset with its host time.
 """
 
 from __future__ import annotations
@@ -1046,7 +1047,7 @@ CALIBRATION_SETS = {1: (CASES, CASES_MULTI), 2: (CASES_2 + RE_READ_2, CASES_2_MU
                     3: (CASES_3, CASES_3_MULTI), 4: (CASES_4, CASES_4_MULTI), 5: (CASES_5, CASES_5_MULTI),
                     6: (CASES_6, CASES_6_MULTI), 7: (CASES_7, CASES_7_MULTI), 8: ((), CASES_8_MULTI),
                     9: (CASES_9, CASES_9_MULTI), 10: (CASES_10, CASES_10_MULTI),
-                    11: (CASES_11, CASES_11_MULTI)}  # set: (one GPU, several)
+                    11: (CASES_11, CASES_11_MULTI), 12: (CASES_12, CASES_12_MULTI)}  # set: (one GPU, several)
 CALIBRATION_ONE = sum((one for one, _ in CALIBRATION_SETS.values()), ())
 CALIBRATION_SEVERAL = sum((several for _, several in CALIBRATION_SETS.values()), ())
 

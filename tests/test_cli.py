@@ -1048,3 +1048,17 @@ def test_on_a_cpu_a_kernels_eager_dispatch_is_part_of_the_least_it_takes(capsys,
     assert ks["q_proj"]["flagged"]
     _, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw", "EPYC-9654", "--kernel-times", str(times)], capsys)
     assert "above 3x its floor and its ops' dispatch" in out
+
+
+def test_a_layout_past_one_node_says_its_collectives_cross_the_network(capsys):
+    """The catalog's H100-SXM is an 8-GPU HGX node (gpus_per_node 8): --tp 16 spans two, and the header says so,
+    single step and sweep alike, where each all-reduce row's hop is "network"; --tp 8 stays inside one node."""
+    code, out, _ = run(["meta-llama/Llama-2-70b-hf", "--hw", "H100-SXM", "--tp", "16"], capsys)
+    assert code == 0 and "16 GPUs span 2 nodes of 8: a collective across them runs over the network" in unwrap(out)
+    code, out, _ = run(["meta-llama/Llama-2-70b-hf", "--hw", "H100-SXM", "--tp", "16", "--batch", "1,8"], capsys)
+    assert code == 0 and "16 GPUs span 2 nodes of 8" in unwrap(out)
+    code, out, _ = run(["meta-llama/Llama-2-70b-hf", "--hw", "H100-SXM", "--tp", "16", "--format", "json"], capsys)
+    hops = {k["hop"] for k in json.loads(out)["kernels"] if k.get("kind") == "collective"}
+    assert hops == {"network"}
+    code, out, _ = run(["meta-llama/Llama-2-70b-hf", "--hw", "H100-SXM", "--tp", "8"], capsys)
+    assert code == 0 and "span" not in unwrap(out)

@@ -185,8 +185,11 @@ def test_the_host_bound_line_appears_only_when_host_bound(capsys):
     _, out, _ = run(["tinyllama"], capsys)
     vllm = step(["tinyllama", "--engine", "vllm"], capsys)
     assert vllm["step_bound"] == "memory"
+    hf = step(["tinyllama"], capsys)
+    # and how it stands against this step: 17.8 / 10.4 ms, 1.7x its speed
     assert (f"engine    host-bound under hf: under --engine vllm (CUDA graphs) the step would take "
-            f"{vllm['predicted_s'] * 1e3:.3g} ms, memory-bound") in out
+            f"{vllm['predicted_s'] * 1e3:.3g} ms ({hf['predicted_s'] / vllm['predicted_s']:.2g}x this step's speed), "
+            f"memory-bound") in out
     _, out, _ = run(["tinyllama", "--engine", "vllm"], capsys)
     assert "host-bound" not in out  # memory-bound: no line
     # a tiny model at batch 256 under vLLM: 256 x 21.5 us = 5.5 ms of scheduling outlasts its kernels; the
@@ -196,7 +199,8 @@ def test_the_host_bound_line_appears_only_when_host_bound(capsys):
     sgl = step([TINY, "--hw", "H100", "--engine", "sglang", "--batch", "256"], capsys)
     _, out, _ = run([TINY, "--hw", "H100", "--engine", "vllm", "--batch", "256"], capsys)
     assert (f"host-bound under vllm: under --engine sglang (CUDA graphs) the step would take "
-            f"{sgl['predicted_s'] * 1e3:.3g} ms, {sgl['step_bound']}-bound") in out
+            f"{sgl['predicted_s'] * 1e3:.3g} ms ({big['predicted_s'] / sgl['predicted_s']:.2g}x this step's speed), "
+            f"{sgl['step_bound']}-bound") in out
 
 
 def test_a_tp_comparison_and_a_batch_sweep_say_which_engine_would_change_them(capsys):

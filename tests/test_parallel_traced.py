@@ -253,6 +253,17 @@ def test_gpt_oss_120b_at_tp_8_by_vllms_plan(capsys):
     # the experts' one kernel reads its input and writes its (partial) output whole: 1 x 2,880 x 2 = 5,760 bytes
     experts = rank.kernel("mlp.experts")
     assert experts.cost.act_write_bytes == 5760
+    # its FLOPs and weights an eighth of the whole kernel's (every expert on 1/8 of its width)
+    whole = next(k for k in trace(cfg, "t", wl, view="ideal", use_cache=False).kernels if k.name == "mlp.experts")
+    assert experts.cost.matmul_flops == whole.cost.matmul_flops // 8
+    # in the eager view the kernel also moves its intermediates (gate/up's 2I-wide output and the activation's):
+    # those are the rank's 1/8; the input and the partial output, 5,760 bytes each, stay whole
+    eager = trace(cfg, "t", wl, view="eager", use_cache=False)
+    e_whole = next(k for k in eager.kernels if k.name == "mlp.experts").cost
+    e_rank = traced_rank(eager, Parallel(tp=8), hf_config(cfg, "t")[0]).kernel("mlp.experts").cost
+    assert e_whole.act_read_bytes > 4 * 5760
+    assert e_rank.act_read_bytes == 5760 + (e_whole.act_read_bytes - 5760) // 8
+    assert e_rank.act_write_bytes == 5760 + (e_whole.act_write_bytes - 5760) // 8
     # a rank's parameters, per layer: q 2,880 x 512 + 512, k and v 2,880 x 64 + 64 each, o_proj 512 x 2,880 + 2,880,
     # the router 2,880 x 128 + 128, the experts 128 x (2,880 x 5,760 + 5,760 + 2,880 x 2,880 + 2,880) / 8, two norms
     # 2 x 2,880 and 64 / 8 = 8 sinks; the embedding's and lm_head's eighth and the final norm whole

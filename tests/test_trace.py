@@ -9,6 +9,7 @@ expert matmul, so MoE experts are checked by hand arithmetic instead."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -1127,3 +1128,20 @@ def test_a_traced_model_takes_a_one_byte_kv_cache(capsys):
     assert main([bamba, "--kv-dtype", "fp8", "--dtype", "bf16", "--hw", "H100-SXM"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "holds more than keys and values for every position" in err
+
+
+def test_kernels_per_layer_count_a_layers_own_kind(tmp_path, capsys):
+    """gpt-oss alternates windowed and full attention: its attention and cache-update rows are tagged by the kind
+    of layer ([0], [1]), each running in half the layers. A layer runs the untagged rows and its own kind's, so the
+    header's per-layer count times the layers, plus the model-level rows, is the step's count."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config("gpt_oss")))
+    assert main([str(path), "--hw", "H100"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("kernels"))
+    per_layer, per_step = (int(x) for x in re.match(r"kernels\s+(\d+) per layer, (\d+) per step", line).groups())
+    a = trace(config("gpt_oss"), "t", Workload.decode(1, 500), use_cache=False)
+    tagged = [k for k in a.kernels if k.scope == "layer" and k.name.endswith("]")]
+    assert tagged and {k.count for k in tagged} == {a.shape.n_layers // 2}
+    model_level = sum(k.count for k in a.kernels if k.scope != "layer")
+    assert per_layer * a.shape.n_layers + model_level == per_step == sum(k.count for k in a.kernels)

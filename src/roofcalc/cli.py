@@ -774,8 +774,11 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
     under = (f"under --engine {other.name} (CUDA graphs{', its host time overlapping the device' if overlapped else ''}"
              f"{', DeepSeek attention ' + other.mla if mla else ''})")
     if isinstance(result, Roofline):
-        line = (f"engine    host-bound under {here.name}: {under} the step would take {report.ms(r.step.predicted_s)} "
-                f"ms, {r.step.bound}-bound")
+        there, mine = r.step.predicted_s, result.step.predicted_s
+        than = "as here" if report.ms(there) == report.ms(mine) else \
+            f"{there / mine:.2g}x this step's time" if there > mine else f"{mine / there:.2g}x this step's speed"
+        line = (f"engine    host-bound under {here.name}: {under} the step would take {report.ms(there)} "
+                f"ms ({than}), {r.step.bound}-bound")
     elif isinstance(result, TPSweep):
         sizes = ", ".join(str(p.tp) for p in r.points)
         line = (f"engine    host-bound at --{result.axis} {', '.join(map(str, hit))} under {here.name}: {under} "

@@ -360,8 +360,11 @@ def bound_words(st) -> str:
     """The step's bound (one of STEP_BOUNDS) in words."""
     host = {"hf-eager": "Python and dispatch of every eager op", "fused": "one launch call per kernel",
             "cuda-graph": "a graph replay per step"}[st.impl]
-    if st.bound == "host" and st.times.serial_s and st.model is not None:  # an engine's own time, waited for
-        host += f", then {st.model.engine_host.engine}'s host time outside the kernels, which the device waits for"
+    eh = st.model.engine_host if st.model is not None else None
+    if st.bound == "host" and st.times.serial_s and eh is not None:  # an engine's own time, waited for
+        host += f", then {eh.engine}'s host time outside the kernels, which the device waits for"
+    elif st.bound == "host" and eh is not None and eh.engine and (eh.fixed_s.expected or eh.per_sequence_s.expected):
+        host += f", and {eh.engine}'s host time outside the kernels, per step and per sequence"
     return {"host": f"bound by the host ({host})", "memory": "bound by memory traffic",
             "communication": "bound by communication (the collectives between GPUs)",
             "compute": "bound by compute",
@@ -436,8 +439,13 @@ def fixed_cost_words(r) -> str:
     elif fused:
         moe = f"; routed experts: {tables}'s fused MoE, fitted"
     else:
+        from .calculator import fused_moe_class
+
+        key = fused_moe_class(r.analysis.workload)
+        why = (" for their weight format" if key not in m.moe_fits else
+               ": their experts are not one gated-MLP call, the call the form describes")
         moe = (f"; routed experts: the default efficiencies (no fused-MoE form of {tables}'s fitted here"
-               + (" for their weight format)" if m.moe_fits else ")"))
+               + (why + ")" if m.moe_fits else ")"))
     if m.fitted_how == "measured":
         return (f"; {what} and collectives fitted on {gpu}'s measured kernels, AIConfigurator 0.12 {tables} "
                 f"(elementwise: the medians){moe}")
@@ -492,10 +500,21 @@ def engine_words(m, impl: str) -> str:
         (f" with --impl {impl} by hand (its own: {e.impl})" if impl != e.impl else "")
 
 
+def nodes_words(hw, gpus: int) -> str:
+    """Where a layout's GPUs outnumber one node's (the catalog's gpus_per_node): how many nodes, and that the
+    collectives spanning them run over the network (Roof.hop); "" inside one node."""
+    node = getattr(hw, "gpus_per_node", None)
+    if not node or gpus <= node:
+        return ""
+    return (f"; {gpus} GPUs span {-(-gpus // node)} nodes of {node}: a collective across them runs over the network, "
+            f"not the link")
+
+
 def roof_lines(r: Roofline, defaults: Iterable[str] = ()) -> list[str]:
     hw, nom, mea = r.hardware, r.nominal, r.measured
     d = " (default)" if "hw" in set(defaults) else ""
-    lines = [f"hardware  {hw.name}{d}, {r.compute_dtype} compute; {hw.source}",
+    gpus = getattr(getattr(r.analysis, "parallel", None), "gpus", 1) or 1
+    lines = [f"hardware  {hw.name}{d}, {r.compute_dtype} compute; {hw.source}{nodes_words(hw, gpus)}",
              f"roof      nominal  {si(nom.bandwidth_bytes_per_s, 'B/s')}, {si(nom.peak_flop_per_s, 'FLOP/s')}, "
              f"ridge {nom.ridge:.0f} FLOP/byte"]
     if mea is None:
@@ -757,7 +776,15 @@ def kernel_rows(r: Roofline, human: bool = True, width: int | None = None) -> tu
 def totals_lines(r: Roofline) -> list[str]:
     a, st = r.analysis, r.step
     t = a.totals
-    per_layer = sum(1 for k in a.kernels if k.scope == "layer")
+    # a row tagged with a kind of layer ("attention[1]": a window's layers, the others') runs in that kind's layers
+    # only: a layer runs the untagged rows and its own kind's
+    rows = [k.name.split("#")[0] for k in a.kernels if k.scope == "layer"]
+    kinds: dict[str, int] = {}
+    for name in rows:
+        if name.endswith("]") and "[" in name:
+            kinds[name.rsplit("[", 1)[1]] = kinds.get(name.rsplit("[", 1)[1], 0) + 1
+    counts = sorted({len(rows) - sum(kinds.values()) + n for n in kinds.values()} or {len(rows)})
+    per_layer = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
     lines = [
         f"step      {si(t.flops, 'FLOP')} ({t.flops:,}), {si(t.bytes, 'B')} moved ({t.bytes:,}), "
         f"AI {ratio(t.intensity)} FLOP/byte",
@@ -1099,7 +1126,8 @@ def sweep_header_lines(sw: Sweep, defaults: Iterable[str] = ()) -> list[str]:
                     f"ridge {mea.ridge:.0f}" if mea else
                     f"nominal {si(nom.bandwidth_bytes_per_s, 'B/s')}, {si(nom.peak_flop_per_s, 'FLOP/s')}, "
                     f"ridge {nom.ridge:.0f} (no measured roof given)")
-                 + f"; memory {'unknown' if sw.capacity_bytes is None else capacity(sw.capacity_bytes)}")
+                 + f"; memory {'unknown' if sw.capacity_bytes is None else capacity(sw.capacity_bytes)}"
+                 + nodes_words(hw, gpus_of(sw.analyzer) if sw.analyzer is not None else 1))
     graph = " (one graph launch per step)" if sw.impl == "cuda-graph" else ""
     per = {"decode": "; each sequence gets one token per step: TPOT = step time",
            "prefill": "; TTFT = the prefill step", "request": ""}[sw.kind]

@@ -816,9 +816,14 @@ def check_corners(shape: ModelShape, grid: DecodeGrid, roof: Roof, *, impl: str,
             if not math.isclose(want, got, rel_tol=tol):
                 where = f"B={grid.batches[i]}, S={grid.contexts[j]}"
                 if analyzer is not None and analyzer.traced:
+                    rank = gpus_of(analyzer) > 1
                     raise RoofcalcError(f"the traced costs are not bilinear over this sweep ({name} at {where}: the "
                                         f"fit {got:.6g}, a direct trace {want:.6g}); a sliding window or another "
-                                        f"change of program lies inside it: sweep contexts on one side of it")
+                                        f"change of program lies inside it"
+                                        + (", or a rank's costs, each rounded down to whole bytes at the probes, "
+                                           "drift over so wide a range" if rank else "")
+                                        + ": sweep contexts on one side of it"
+                                        + (", or a narrower range of batches and contexts" if rank else ""))
                 raise AssertionError(f"sweep corner {where}: {name} {got!r} differs from the single step's {want!r}")
 
 

@@ -322,7 +322,7 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
                 out.append(_expert_rows(k, tp, wl, min(ew[0] // tp, math.ceil(reached / tp - 1e-9)),
                                         (-(-rows // tp), rows)))
             else:
-                out.append(_expert_share(k, tp, s, home))
+                out.append(_expert_share(k, tp, s, home, wl.act_dtype.nbytes(wl.tokens * s.d_model)))
             if k.expert_weights is not None and not k.params:  # (a kernel that holds them splits them itself)
                 expert_bytes += sum(k.expert_weights[2]) * k.count
             if i in ends:
@@ -456,15 +456,21 @@ def _layer_tag(k: Kernel) -> str:
     return "[" + k.name.partition("[")[2] if "[" in k.name else ""
 
 
-def _expert_share(k: Kernel, tp: int, s, home: str) -> Kernel:
+def _expert_share(k: Kernel, tp: int, s, home: str, io: int = 0) -> Kernel:
     """A kernel of routed experts split on their width: a grouped matmul on the hidden size (gate/up)
     keeps its input and 1/N of its outputs, one back to the hidden size (down) 1/N of its input and its
-    whole (partial) output; their FLOPs and weights 1/N; the ops between 1/N of everything."""
+    whole (partial) output; their FLOPs and weights 1/N; the ops between 1/N of everything. A kernel that is
+    the whole experts MLP (gpt-oss's): its input and its partial output (``io`` bytes each, the step's tokens
+    at the hidden size) whole, and what else it moves (its intermediates, in the eager view) 1/N."""
     z = k.sizes
     if isinstance(z, MatmulSizes) and _base(k) == home:  # the whole experts MLP in one kernel (gate and up onto
         if z.n % tp:  # z.n = 2I, then down): its input and its (partial) output whole, its FLOPs and weights 1/N
             raise RoofcalcError(f"--tp {tp} for a traced {s.model_type}: {home}'s width {z.n} does not divide")
-        cost, sizes = _scaled(k.cost, 1, tp, read=False, write=False), MatmulSizes(z.m, z.n // tp, z.k)
+        c = k.cost
+        cost = replace(_scaled(c, 1, tp, read=False, write=False),
+                       act_read_bytes=min(c.act_read_bytes, io) + max(0, c.act_read_bytes - io) // tp,
+                       act_write_bytes=min(c.act_write_bytes, io) + max(0, c.act_write_bytes - io) // tp)
+        sizes = MatmulSizes(z.m, z.n // tp, z.k)
     elif isinstance(z, MatmulSizes):
         if z.k == s.d_model and z.n % tp == 0:
             cost, sizes = _scaled(k.cost, 1, tp, read=False), MatmulSizes(z.m, z.n // tp, z.k)
