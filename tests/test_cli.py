@@ -1062,3 +1062,19 @@ def test_a_layout_past_one_node_says_its_collectives_cross_the_network(capsys):
     assert hops == {"network"}
     code, out, _ = run(["meta-llama/Llama-2-70b-hf", "--hw", "H100-SXM", "--tp", "8"], capsys)
     assert code == 0 and "span" not in unwrap(out)
+
+
+def test_bad_flags_are_refused_before_the_model_is_read(capsys, monkeypatch):
+    """A traced model takes seconds to read (torch, a trace); an unknown --hw, a size that is none and two
+    parallel lists are refused before it, each in one line."""
+    import roofcalc.cli as cli
+
+    def never(args):
+        raise AssertionError("the model was read")
+
+    monkeypatch.setattr(cli, "load_model", never)
+    for flags, words in ((["--hw", "H9000"], "unknown hardware 'H9000'"), (["--tp", "0"], "--tp: 0 is not a size"),
+                         (["--batch", "-4"], "--batch: -4 is negative"),
+                         (["--tp", "1,2", "--ep", "2,4"], "give a list to one of --tp, --pp and --ep")):
+        code, out, err = run(["benchmarks/configs/published/openai--gpt-oss-120b.json", *flags], capsys)
+        assert code == 2 and words in err and err.count("\n") == 1, (flags, err)

@@ -589,6 +589,9 @@ def run_main(argv: Sequence[str]) -> str:
         defaults.discard("hw")
     args.dtype_flag = args.dtype
     percent(args.min_gain)  # a value a sweep refuses is refused on a single step too
+    _hardware(args)  # a hardware name or profile, the sizes and the parallel axes refused before a model is read
+    _sizes(args)  # (a trace takes seconds)
+    _swept_axis(args)
     shape = load_model(args)
     if "dtype" in defaults:  # no dtype flag: the checkpoint's own, where the device computes in it
         hw, profile = _hardware(args)
