@@ -1065,8 +1065,8 @@ def test_a_layout_past_one_node_says_its_collectives_cross_the_network(capsys):
 
 
 def test_bad_flags_are_refused_before_the_model_is_read(capsys, monkeypatch):
-    """A traced model takes seconds to read (torch, a trace); an unknown --hw, a size that is none and two
-    parallel lists are refused before it, each in one line."""
+    """A traced model takes seconds to read (torch, a trace); an unknown --hw, a size that is none, two
+    parallel lists and a dtype roofcalc does not know are refused before it, each in one line."""
     import roofcalc.cli as cli
 
     def never(args):
@@ -1075,6 +1075,8 @@ def test_bad_flags_are_refused_before_the_model_is_read(capsys, monkeypatch):
     monkeypatch.setattr(cli, "load_model", never)
     for flags, words in ((["--hw", "H9000"], "unknown hardware 'H9000'"), (["--tp", "0"], "--tp: 0 is not a size"),
                          (["--batch", "-4"], "--batch: -4 is negative"),
-                         (["--tp", "1,2", "--ep", "2,4"], "give a list to one of --tp, --pp and --ep")):
+                         (["--tp", "1,2", "--ep", "2,4"], "give a list to one of --tp, --pp and --ep"),
+                         (["--weight-dtype", "nonsense"], "unknown dtype 'nonsense'"),
+                         (["--weight-dtype", "q4_k_m"], "mixes block formats by tensor")):
         code, out, err = run(["benchmarks/configs/published/openai--gpt-oss-120b.json", *flags], capsys)
         assert code == 2 and words in err and err.count("\n") == 1, (flags, err)

@@ -183,9 +183,9 @@ def _gguf(args: argparse.Namespace) -> None:
                             f"weights)")
 
 
-def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
-    """Workload keywords from the flags; a checkpoint's declared weight format (quantization_config)
-    is the weight dtype unless --dtype or --weight-dtype says otherwise."""
+def _check_dtypes(args: argparse.Namespace) -> None:
+    """The dtype flags as given: none empty, llama.cpp's names as the format they are (_gguf), each one roofcalc
+    knows; before a model is read, and again (at no cost) where the workload is built."""
     from .calculator import dtype
 
     for flag, value in (("--dtype", args.dtype), ("--weight-dtype", args.weight_dtype), ("--act-dtype", args.act_dtype),
@@ -193,6 +193,17 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
         if value is not None and not value.strip():
             raise RoofcalcError(f"{flag} is empty; give a dtype such as fp16")
     _gguf(args)
+    for value in (args.dtype, args.weight_dtype, args.act_dtype, args.kv_dtype):
+        if value is not None:
+            dtype(value)
+
+
+def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
+    """Workload keywords from the flags; a checkpoint's declared weight format (quantization_config)
+    is the weight dtype unless --dtype or --weight-dtype says otherwise."""
+    from .calculator import dtype
+
+    _check_dtypes(args)
     base = args.dtype or DEFAULT_DTYPE
     given = getattr(args, "dtype_flag", args.dtype)  # --dtype as typed (run_main may fill args.dtype in)
     declared = shape.weight_format if shape is not None and not given else None
@@ -592,6 +603,7 @@ def run_main(argv: Sequence[str]) -> str:
     _hardware(args)  # a hardware name or profile, the sizes and the parallel axes refused before a model is read
     _sizes(args)  # (a trace takes seconds)
     _swept_axis(args)
+    _check_dtypes(args)
     shape = load_model(args)
     if "dtype" in defaults:  # no dtype flag: the checkpoint's own, where the device computes in it
         hw, profile = _hardware(args)
