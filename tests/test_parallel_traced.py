@@ -666,6 +666,40 @@ def test_a_large_traced_request_is_not_refused_for_rounding(capsys):
     assert code == 0, err
 
 
+def test_a_ranks_sweep_is_fitted_on_probes_its_shares_apart():
+    """gpt-oss-20b (benchmarks/configs/gpt-oss-20b.json: 64 query heads and 8 KV heads of 64) at --tp 4 rounds
+    its costs down to quarters: q_proj's 4,096 outputs to 1,024, k/v's 512 to 128, everything else 1/4, the
+    cache's 8 KV heads 2 a rank, so its spacing is 4. A sweep fitted on probes one position apart lost the
+    rounding from its slope and a grid over batches 1-64 and contexts 512-8,192 ran 2.5e-4 off a direct trace
+    (refused); on probes 4 apart every total is within a byte a kernel row of a direct trace (each rounded share
+    is off by less than one), which the sweep's own check (sweep.check_corners, at 1e-6) and this one hold."""
+    from roofcalc.hardware import find_hardware
+    from roofcalc.roofline import Roof
+    from roofcalc.sources import load_config
+    from roofcalc.sweep import decode_grid
+    from roofcalc.trace import TracedRankAnalyzer, traced_shape
+
+    path = str(ROOT / "benchmarks" / "configs" / "gpt-oss-20b.json")
+    shape, traced = traced_shape(*load_config(path)[:2])
+    an = TracedRankAnalyzer(*traced, "ideal", Parallel(4))
+    b = DTYPES["bf16"]
+    kw = dict(weight_dtype=b, act_dtype=b, kv_dtype=b)
+    assert an(Workload.decode(1, 512, **kw)).spacing == 4
+    hw = find_hardware("H100-SXM")
+    grid = decode_grid(shape, [1, 7, 64], [512, 3001, 8192], Roof(hw.bandwidth_bytes_per_s, hw.peak("bf16"),
+                                                                      link_bytes_per_s=hw.link_bytes_per_s,
+                                                                      gpus_per_node=hw.gpus_per_node),
+                       analyzer=an, **kw)
+    for i, bb in enumerate((1, 7, 64)):
+        for j, ss in enumerate((512, 3001, 8192)):
+            direct = an(Workload.decode(bb, ss, **kw))
+            rows = len(direct.kernels)
+            assert abs(int(grid.bytes[i, j]) - direct.totals.bytes) <= rows
+            assert abs(int(grid.flops[i, j]) - direct.totals.flops) <= rows
+    assert main([path, "--hw", "H100-SXM", "--tp", "4", "--batch", "1..64", "--context", "512..8192",
+                 "--format", "csv"]) == 0
+
+
 def test_traced_attention_sizes_only_where_the_config_describes_the_call():
     """A traced attention kernel carries its call's sizes (trace.attention_calls: the fitted attention forms on a
     GPU) where its counted KV reads are the config's 2·B·S·K·H values: TinyLlama's decode at B = 2, S = 100

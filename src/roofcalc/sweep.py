@@ -147,17 +147,19 @@ class DecodeGrid(_Steps):
 
 
 
-def _bilinear(v11: int, v21: int, v12: int, v22: int, s0: int = 1) -> tuple[int, int, int, int]:
-    """(c00, c10, c01, c11) of c00 + c10·B + c01·S + c11·B·S through its values at B = 1, 2 and
-    S = s0, s0 + 1 (exact integers)."""
-    c11 = v22 - v21 - v12 + v11  # coefficient of B·S
-    c10 = v21 - v11 - c11 * s0  # of B
-    c01 = v12 - v11 - c11  # of S
-    return v11 - c10 - c01 * s0 - c11 * s0, c10, c01, c11
+def _bilinear(v11: int, v21: int, v12: int, v22: int, s0: int = 1, d: int = 1) -> tuple[int, int, int, int]:
+    """d² × (c00, c10, c01, c11) of c00 + c10·B + c01·S + c11·B·S through its values at B = 1, 1 + d and
+    S = s0, s0 + d (exact integers; :func:`_at` divides by d² at the end). Probes d apart fit a cost that
+    is another's rounded down to a whole share of d ranks (⌊c·n/d⌋: one --tp rank's) to within a byte
+    anywhere: over d positions its share grows by a whole number, where over one it grows by 0 or 1."""
+    dbs = v22 - v21 - v12 + v11  # d² · c11
+    db, ds = v21 - v11, v12 - v11  # d · (c10 + c11·s0), d · (c01 + c11)
+    return (d * d * v11 - d * db - d * s0 * ds + s0 * dbs, d * db - s0 * dbs, d * ds - dbs, dbs)
 
 
-def _at(coefficients, b, s):
-    """c00 + c10·B + c01·S + c11·B·S (exact integers) over the batches ``b`` (a column) and the
+def _at(coefficients, b, s, den: int = 1):
+    """c00 + c10·B + c01·S + c11·B·S (exact integers), over ``den`` rounded down (the d² of
+    :func:`_bilinear`'s probes), over the batches ``b`` (a column) and the
     attended contexts ``s`` (a row), on the least shape that holds it: a column where it does not
     change with S (a weight's bytes), a row where it does not change with B, (1, 1) where neither;
     numpy broadcasts it over the grid. Always an array, so the step model takes its array path."""
@@ -171,7 +173,7 @@ def _at(coefficients, b, s):
         out = out + c01 * s
     if c11:
         out = out + c11 * b * s
-    return out
+    return out // den if den != 1 else out
 
 
 def _plus(*coefficients):
@@ -183,6 +185,14 @@ def _probe_contexts(contexts, analyzer) -> int:
     """S of the first probe: 1 for the hand models; for a trace, the smallest context of at least 2
     (a step at context 1 runs with no cache, which is another program)."""
     return 1 if analyzer is None else max(2, min(int(c) for c in contexts))
+
+
+def _probe_step(analyzer, s0: int, workload_kw) -> int:
+    """How far apart a grid's probes lie: 1, or for one --tp rank of a trace, the least common multiple
+    of the shares its costs are rounded down to (``spacing``), so that its fit is within a byte anywhere."""
+    if analyzer is None:
+        return 1
+    return getattr(analyzer(Workload.decode(1, s0, **workload_kw)), "spacing", 1)
 
 
 def _is_roof(roof) -> None:
@@ -217,7 +227,8 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
             return _step_kernels(shape, wl)
         return [(k, k.count, k.window or None) for k in (analyzer.at_batch(wl) if swept else analyzer(wl)).kernels]
 
-    probe = {(bb, ss): kernels_of(Workload.decode(bb, ss, **workload_kw)) for bb in (1, 2) for ss in (s0, s0 + 1)}
+    d = _probe_step(analyzer, s0, workload_kw)
+    probe = {(bb, ss): kernels_of(Workload.decode(bb, ss, **workload_kw)) for bb in (1, 1 + d) for ss in (s0, s0 + d)}
     names = [k.name for k, _, _ in probe[(1, s0)]]
     if any([k.name for k, _, _ in kernels] != names for kernels in probe.values()):
         raise AssertionError("the probe steps do not run the same kernels in the same order")
@@ -234,7 +245,8 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
     corner = 0  # the largest total, in exact integers, to keep int64 from overflowing
     base = Workload.decode(1, 1, **workload_kw)
     act_name = base.act_dtype.name
-    keys = ((1, s0), (2, s0), (1, s0 + 1), (2, s0 + 1))
+    keys = ((1, s0), (1 + d, s0), (1, s0 + d), (1 + d, s0 + d))
+    den = d * d  # every fitted coefficient is d² times the cost's (_bilinear)
     # the step's totals are bilinear too: each kernel's count · coefficients summed per attended context
     # (a sliding window's min(S, W) apart), then evaluated once; routed-expert weights, per batch, apart
     totals: dict = {}  # window -> {"flops", "bytes", "weight_bytes", "kv_bytes"}: Σ count · (c00, c10, c01, c11)
@@ -245,7 +257,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
         eff_s = s if window is None else np.minimum(s, window)
         big_eff = big_s if window is None else min(big_s, window)
         costs = [probe[key][i][0].cost for key in keys]
-        coef = {f: _bilinear(*(getattr(c, f) for c in costs), s0) for f in FIELDS}
+        coef = {f: _bilinear(*(getattr(c, f) for c in costs), s0, d) for f in FIELDS}
         for c00, c10, c01, c11 in coef.values():
             corner += count * abs(c00 + c10 * big_b + c01 * big_eff + c11 * big_b * big_eff)
         if corner >= _INT64_SAFE:
@@ -284,7 +296,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
         if column is not None:
             cost = {f: column[f] for f in FIELDS if f != "matmul_flops"}
         else:
-            cost = {f: _at(coef[f], b, eff_s) for f in FIELDS if f != "matmul_flops"}  # (no time reads matmul FLOPs)
+            cost = {f: _at(coef[f], b, eff_s, den) for f in FIELDS if f != "matmul_flops"}  # (no time reads matmul FLOPs)
         if weight is not None:
             cost["weight_bytes"] = weight
         message = link = None
@@ -292,7 +304,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
             if column is not None:
                 message = np.array([[k.message_bytes] for k in at], dtype=np.int64)
             else:
-                message = _at(_bilinear(*(probe[key][i][0].message_bytes for key in keys), s0), b, eff_s)
+                message = _at(_bilinear(*(probe[key][i][0].message_bytes for key in keys), s0, d), b, eff_s, den)
             link = link_bytes(kernel.role, message, kernel.group)
         if per_batch:
             n = np.array([[launches(per_batch[int(bb)][i][0], impl, act_name, shape)] for bb in b[:, 0]])
@@ -300,10 +312,10 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
             n = launches(kernel, impl, act_name, shape)
         n_launch += count * n
         rows = np.array([[k.rows] for k in at], dtype=np.int64) if column is not None else \
-            _at(_bilinear(*(probe[key][i][0].rows for key in keys), s0), b, eff_s)
+            _at(_bilinear(*(probe[key][i][0].rows for key in keys), s0, d), b, eff_s, den)
         attn = None  # an attention call's sizes on the grid: its batch and the keys it reads at each context
         if kernel.kind == "attention" and attention_sizes(kernel):
-            keys_read = _at(_bilinear(*(probe[key][i][0].sizes.kv_len for key in keys), s0), b, eff_s)
+            keys_read = _at(_bilinear(*(probe[key][i][0].sizes.kv_len for key in keys), s0, d), b, eff_s, den)
             attn = attention_sizes(kernel, batch=b, kv_len=keys_read, window=window or 0, context=s)
         terms.append(kernel_term(kernel, roof, n, weight_format(kernel, base.weight_dtype), count=count,
                                  cost=Cost(**cost), rows=rows, message=message, link=link, attn=attn))
@@ -317,7 +329,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
     for window, step in totals.items():
         eff_s = s if window is None else np.minimum(s, window)
         for f in grid:
-            grid[f] += _at(step[f], b, eff_s)
+            grid[f] += _at(step[f], b, eff_s, den)
     for f in grid:
         grid[f] += extra[f]
     if analyzer is None:
@@ -326,9 +338,8 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
     elif analyzer.memory_grid is not None:  # one rank's weights and cache, exactly
         memory = analyzer.memory_grid(b, s, **workload_kw)
     else:  # weights + the traced cache, bilinear like the costs
-        c00, c10, c01, c11 = _bilinear(*(analyzer(Workload.decode(bb, ss, **workload_kw)).memory_bytes
-                                         for bb, ss in ((1, s0), (2, s0), (1, s0 + 1), (2, s0 + 1))), s0)
-        memory = c00 + c10 * b + c01 * s + c11 * b * s
+        memory = np.broadcast_to(_at(_bilinear(*(analyzer(Workload.decode(bb, ss, **workload_kw)).memory_bytes
+                                                 for bb, ss in keys), s0, d), b, s, den), (n_b, n_s)).copy()
     return DecodeGrid(
         batches=b[:, 0], contexts=s[0], flops=grid["flops"], bytes=grid["bytes"],
         weight_bytes=grid["weight_bytes"], kv_bytes=grid["kv_bytes"],
@@ -805,25 +816,19 @@ def check_corners(shape: ModelShape, grid: DecodeGrid, roof: Roof, *, impl: str,
         if analyzer is not None:
             checks += [("flops", a.totals.flops, int(grid.flops[i, j])), ("bytes", a.totals.bytes, int(grid.bytes[i, j])),
                        ("memory", a.memory_bytes, int(grid.memory_bytes[i, j]))]
-        # a traced grid is fitted on its probes, whose --tp rank costs are each the whole step's over the ranks
-        # rounded down (trace.parallel._scaled): a cost that grows by a byte a position (a mask) is lost from
-        # the probes' slope, so the grid is a few bytes a position off a direct trace (Falcon-180B at --tp 8,
-        # B = 128, S = 720: 74 bytes of a 24 MB attention call, 1.6e-6 of the step; gpt-oss-120b at --tp 8, B = 8,
-        # S = 2,047 of a request's 1,024 + 1,024: 2.2e-5 of the rank's bytes), where a change of program (a window
-        # that starts to bind) is thousandths or more
-        tol = 1e-4 if analyzer is not None and analyzer.traced else 1e-9
+        # a traced grid is fitted on its probes; a --tp rank's costs are each the whole step's over the ranks
+        # rounded down (trace.parallel._scaled), so its probes lie d apart (the shares' least common multiple,
+        # _probe_step) and its fit is within a byte a kernel of a direct trace anywhere (before, probes one apart
+        # lost a byte a position from the slope: gpt-oss-20b at --tp 4, B = 64, S = 8,192 ran 2.5e-4 off), where a
+        # change of program (a window that starts to bind) is thousandths or more
+        tol = 1e-6 if analyzer is not None and analyzer.traced else 1e-9
         for name, want, got in checks:
             if not math.isclose(want, got, rel_tol=tol):
                 where = f"B={grid.batches[i]}, S={grid.contexts[j]}"
                 if analyzer is not None and analyzer.traced:
-                    rank = gpus_of(analyzer) > 1
                     raise RoofcalcError(f"the traced costs are not bilinear over this sweep ({name} at {where}: the "
                                         f"fit {got:.6g}, a direct trace {want:.6g}); a sliding window or another "
-                                        f"change of program lies inside it"
-                                        + (", or a rank's costs, each rounded down to whole bytes at the probes, "
-                                           "drift over so wide a range" if rank else "")
-                                        + ": sweep contexts on one side of it"
-                                        + (", or a narrower range of batches and contexts" if rank else ""))
+                                        f"change of program lies inside it: sweep contexts on one side of it")
                 raise AssertionError(f"sweep corner {where}: {name} {got!r} differs from the single step's {want!r}")
 
 

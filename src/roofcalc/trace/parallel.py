@@ -224,6 +224,7 @@ class TracedRankAnalysis(TracedAnalysis):
     note_pipeline: tuple | None = None
     plan_words: str = ""  # the header's account of the plan
     ep_words: str = ""  # the header's account of --ep
+    spacing: int = 1  # the least common multiple of the shares its costs are rounded down to (a sweep's probe step)
 
 
 def _check(what: str, value: int, tp: int, module: str) -> None:
@@ -297,6 +298,7 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
     tied = next((k.params == 0 for k in a.kernels if _style(k, layer_keys, model_keys) == "colwise_gather_output"),
                 s.tie_word_embeddings)  # a first pipeline stage has no lm_head: the config says
     out: list[Kernel] = []
+    shares = {tp, kv_share}  # every share a cost is rounded down to (⌊c·n/d⌋: the d of n/d in lowest terms)
     expert_bytes = 0  # the experts' weights a step's layers hold, whole (their module's, on no kernel)
     # each experts module's last kernel in a layer: its all-reduce follows it, once for every layer it is the
     # last of (a row merged over layers, or not: rows merge where they cost the same, so one module's rows may
@@ -350,6 +352,7 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
                     _check("outputs", z.n, tp, name)
                     rank_n = z.n // tp
                 cost = _scaled(k.cost, rank_n, z.n, read=False, kv=(1, 1))  # its input (an MLA latent cache) whole
+                shares.add(z.n // math.gcd(rank_n, z.n))
                 sizes = MatmulSizes(z.m, rank_n, z.k)
             else:
                 _check("inputs", z.k, tp, name)
@@ -432,7 +435,8 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
         traced_params=a.traced_params - owned + rank_params,
         traced_param_bytes=a.traced_param_bytes - owned_bytes + rank_bytes,
         check=a.check, note=a.note, logits=a.logits, layer_heads=a.layer_heads, language_params=a.language_params,
-        parallel=parallel, full=a, plan_words=plan_words(plan), expert_params=expert_params // tp)
+        parallel=parallel, full=a, plan_words=plan_words(plan), expert_params=expert_params // tp,
+        spacing=math.lcm(*shares))
 
 
 def _cached_heads(a: TracedAnalysis) -> int:
@@ -658,7 +662,8 @@ def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis, fi
         traced_param_bytes=local.traced_param_bytes - (expert_bytes - kept),
         check=local.check, note=local.note, logits=local.logits, layer_heads=local.layer_heads,
         language_params=local.language_params, model_class=local.model_class, parallel=parallel, full=full,
-        plan_words=getattr(local, "plan_words", ""), ep_words=words, expert_params=expert_params // ep)
+        plan_words=getattr(local, "plan_words", ""), ep_words=words, expert_params=expert_params // ep,
+        spacing=getattr(local, "spacing", 1))
 
 
 def traced_expert_parallel(traced: tuple, workload, parallel, view: str, merge: bool = True,
