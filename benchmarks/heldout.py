@@ -345,6 +345,33 @@ with it:
 Left out: rows that name no GPU, TP or lengths, queue-dominated runs, speculative decoding, NVFP4 checkpoints,
 H20 / A800 / L20 GPUs, and the page's rounded figures but one (the list with reasons: docs/validation.md).
 Printed as the others: as every set, then under each engine's preset with its host time.
+
+A thirteenth set (CASES_13, CASES_13_MULTI) was transcribed on 2026-12-05 by a helper searching GitHub threads for
+sources none of the sets above holds (it ran nothing), and committed before roofcalc ran on any of it; the same
+rules hold, and these choices were fixed with it:
+* ggml-org/llama.cpp pull request #6017 (2024-03-12, ggerganov's single-GPU table): codellama-7b F16 on one A100
+  80GB PCIe, llama-bench pp512, pp1024, pp2048, pp4096, pp8192 and tg128 (its Q8_0 and Q4_0 rows are cut off in
+  the copy read). codellama-7b is given as Llama-2-7b (the first set's rule: its vocabulary of 32,016 and RoPE
+  base change no count that matters); before llama.cpp's CUDA graphs: `fused`. A pp P row is a prefill of P (the
+  PR's micro-batches of 512 counted as one pass, as vLLM's two-step prefills of the eighth set were), tg128 a
+  decode step at context 64.
+* ggml-org/llama.cpp pull request #17505 (JohannesGaessler, late 2025): the master column's RTX 4090 row of
+  "llama 8B" Q4_0 (Meta-Llama-3-8B assumed; int4 in groups of 32) at micro-batch 1, pp512@d32768: 512 tokens one
+  at a time after 32,768 cached, so decode steps at contexts 32,769 to 33,280: a step at 33,024, `cuda-graph`
+  (the fifth set's rule for llama.cpp from May 2024). Its RTX 3090 row (a 512-token prefill onto 32,768 cached
+  tokens) is left out: roofcalc's prefill starts from an empty cache.
+* ggml-org/llama.cpp pull request #7860 (June 2024): the master column's RTX 4090 row of "llama 8B" Q4_K_S
+  (Meta-Llama-3-8B assumed; a K-quant as int4 in groups of 32, the fourth set's rule) at micro-batch 2,048,
+  pp2048: a prefill of 2,048, `fused`. Its micro-batch-512 row (the same prompt in four chunks) is left out, and
+  so are pull request #7716's Q5_0 rows (a 5-bit format roofcalc does not have).
+* vllm-project/vllm pull request #5238 (2024-06-04): Mixtral-8x7B-v0.1 in FP8 on H100s (SXM assumed: the PR's
+  tuned files name H100_80GB_HBM3), TP 2 and TP 4, benchmark_serving at one request a second, 1,000 in and 50
+  out: its inter-token latency (mean or median: not said) as a decode step of batch 1 at context 1,025, vLLM's V0
+  engine with CUDA graphs (`cuda-graph`), FP8 as vLLM's dynamic per-tensor fp8 (`fp8-t`, 16-bit activations
+  between and in the cache: its default), the PR's rows and the rows before it ("was": the stock MoE tiles). At
+  one request a second another request's prefill can fall inside a step: not taken out.
+Printed as the others: as every set, then under each engine's preset with its host time (llama.cpp's, and
+`vllm-v0` for the Mixtral rows: written for 0.2.6 to 0.4.2, the nearest preset to V0 of June 2024).
 """
 
 from __future__ import annotations
@@ -1009,6 +1036,36 @@ CASES_9_ENGINE = tuple(dataclasses.replace(c, tables="sglang" if c.source == SGL
                        for c in CASES_9 + CASES_9_MULTI)
 
 
+LCPP_6017 = ("ggml-org/llama.cpp pull request #6017 (2024-03-12): llama-bench -ngl 99 -b 8192, one A100 80GB PCIe, "
+             "codellama-7b F16, mean t/s")
+LCPP_17505 = ("ggml-org/llama.cpp pull request #17505 (late 2025): llama-bench master column, RTX 4090, llama 8B Q4_0, "
+              "micro-batch 1, pp512@d32768")
+LCPP_7860 = ("ggml-org/llama.cpp pull request #7860 (June 2024): llama-bench master column, RTX 4090, llama 8B Q4_K_S, "
+             "micro-batch 2048, pp2048")
+VLLM_5238 = ("vllm-project/vllm pull request #5238 (2024-06-04): benchmark_serving Mixtral-8x7B-v0.1 FP8 on H100, "
+             "prompt 1000, gen 50, qps 1, ITL (the PR's and 'was')")
+
+CASES_13 = (
+    *(Case("prefill", L7, "A100-80GB-PCIe", "fused", measured=p / tps, source=LCPP_6017, prompt=p,
+           note=f"llama.cpp (March 2024) pp{p}, F16 (codellama-7b)", **FP16)
+      for p, tps in ((512, 8668.24), (1024, 8251.25), (2048, 7592.36), (4096, 6574.66), (8192, 5112.25))),
+    Case("decode", L7, "A100-80GB-PCIe", "fused", measured=1 / 74.77, source=LCPP_6017, context=64,
+         note="llama.cpp (March 2024) tg128, F16 (codellama-7b)", **FP16),
+    Case("decode", L3_8, "RTX4090", "cuda-graph", measured=1 / 98.14, source=LCPP_17505, context=32768 + 256,
+         note="llama.cpp (late 2025) Q4_0, micro-batch 1 at depth 32,768", **FP16, **Q4_32),
+    Case("prefill", L3_8, "RTX4090", "fused", measured=2048 / 5549.92, source=LCPP_7860, prompt=2048,
+         note="llama.cpp (June 2024) Q4_K_S pp2048", **FP16, **Q4_32),
+)
+
+CASES_13_MULTI = tuple(
+    Case("decode", MX, "H100-SXM", "cuda-graph", measured=ms * 1e-3, source=VLLM_5238, context=1025, tp=tp,
+         note=f"vLLM V0 (June 2024) FP8, TP {tp}, qps 1, ITL{' (before the PR)' if was else ''}", **FP8_T)
+    for tp, ms, was in ((2, 10.5, False), (4, 10.9, False), (2, 11.6, True), (4, 11.7, True)))
+# under their engine's preset: llama.cpp's, vLLM V0's
+CASES_13_ENGINE = tuple(dataclasses.replace(c, tables="vllm-v0" if c.source == VLLM_5238 else "llama.cpp", host=True)
+                        for c in CASES_13 + CASES_13_MULTI)
+
+
 # The seventh set's vLLM V0 rows (vLLM 0.4.2's, pull request #2192's) under --engine vllm-v0, its host time
 # included: the preset was written after the set's first run showed those steps slower than the V1 model, from
 # sources outside the set (engines.py: Vidur's A100 profile, vLLM pull request #3763), so these are seen.
@@ -1086,6 +1143,9 @@ if __name__ == "__main__":
                          ("Twelfth set, one GPU", CASES_12), ("Twelfth set, more than one GPU", CASES_12_MULTI),
                          ("Twelfth set under its engine's preset (--engine vllm, sglang, trtllm, llama.cpp), its host "
                           "time included", CASES_12_ENGINE),
+                         ("Thirteenth set, one GPU", CASES_13), ("Thirteenth set, more than one GPU", CASES_13_MULTI),
+                         ("Thirteenth set under its engine's preset (--engine llama.cpp, vllm-v0), its host time "
+                          "included", CASES_13_ENGINE),
                          ("Seventh set's vLLM V0 rows under --engine vllm-v0, its host time included (written after "
                           "the set's first run: seen)", SEEN_7_V0),
                          ("The first set's vLLM rows under --engine vllm-v0, its host time included (a check of the "
