@@ -6,7 +6,7 @@ These cases were collected from sources, engines and GPUs that benchmarks/publis
 written down here (with each engine's way of running, below) before roofcalc was ever run on them: no
 default, fitted parameter or rule was chosen while looking at them, and none may be. A case that leads to a
 change becomes "seen" and moves to benchmarks/published.py. One exception, made openly: the range's widths are
-calibrated on the first twelve sets as they are run (benchmarks/calibrate.py, CALIBRATION_ONE and
+calibrated on the first thirteen sets as they are run (benchmarks/calibrate.py, CALIBRATION_ONE and
 CALIBRATION_SEVERAL below), so for the range those sets are seen; their first-run figures stand in
 docs/validation.md, and each later set is first run before it joins them. Every case runs as published.py runs its own:
 the catalog's datasheet roof, the default efficiencies and host costs, the fitted kernel costs where the GPU
@@ -1096,15 +1096,33 @@ RE_READ_2_MULTI = tuple(Case("first-token", L70, "A100-80GB", "fused", measured=
 
 
 
+# llama.cpp before its FlashAttention (pull request #5021, merged 2024-04-30) ran attention unfused: K·Q written in
+# fp32, a softmax kernel over it, the PV matmul reading it (llm_build_kqv), which the sets above ran as one fused
+# call. Re-read after the thirteenth set's first run showed its A100 prompts 1.7-3.0x the predicted time, rising
+# with the prompt (seen, reported apart): the rows of builds before that date, the first set's (January 2024),
+# the fourth set's llama.cpp 15499eb (March 2024) and the thirteenth's pull request #6017 (March 2024). The
+# calibration takes them so.
+PRE_FA = (LLAMA_CPP, LCPP_6017)
+
+
+def _pre_fa(cases):
+    return tuple(dataclasses.replace(c, attention="unfused", note=c.note + " (unfused attention: re-read)")
+                 if c.source in PRE_FA or "15499eb" in c.note else c for c in cases)
+
+
+RE_READ_13 = tuple(c for c in _pre_fa(CASES + CASES_4 + CASES_13) if c.attention == "unfused")
+
+
 # The range's third calibration source (benchmarks/calibrate.py): every set above as it is run, the second set's
 # first-token rows as re-read. Each set was first run before it calibrated anything (its first-run figures are
 # in docs/validation.md); from the calibration on, all of them are seen for the range. A set added later is
 # first run as it stands, then joins these.
-CALIBRATION_SETS = {1: (CASES, CASES_MULTI), 2: (CASES_2 + RE_READ_2, CASES_2_MULTI + RE_READ_2_MULTI),
-                    3: (CASES_3, CASES_3_MULTI), 4: (CASES_4, CASES_4_MULTI), 5: (CASES_5, CASES_5_MULTI),
+CALIBRATION_SETS = {1: (_pre_fa(CASES), CASES_MULTI), 2: (CASES_2 + RE_READ_2, CASES_2_MULTI + RE_READ_2_MULTI),
+                    3: (CASES_3, CASES_3_MULTI), 4: (_pre_fa(CASES_4), CASES_4_MULTI), 5: (CASES_5, CASES_5_MULTI),
                     6: (CASES_6, CASES_6_MULTI), 7: (CASES_7, CASES_7_MULTI), 8: ((), CASES_8_MULTI),
                     9: (CASES_9, CASES_9_MULTI), 10: (CASES_10, CASES_10_MULTI),
-                    11: (CASES_11, CASES_11_MULTI), 12: (CASES_12, CASES_12_MULTI)}  # set: (one GPU, several)
+                    11: (CASES_11, CASES_11_MULTI), 12: (CASES_12, CASES_12_MULTI),
+                    13: (_pre_fa(CASES_13), CASES_13_MULTI)}  # set: (one GPU, several)
 CALIBRATION_ONE = sum((one for one, _ in CALIBRATION_SETS.values()), ())
 CALIBRATION_SEVERAL = sum((several for _, several in CALIBRATION_SETS.values()), ())
 
@@ -1151,7 +1169,9 @@ if __name__ == "__main__":
                          ("The first set's vLLM rows under --engine vllm-v0, its host time included (a check of the "
                           "preset, run after it was written)", CHECK_V0),
                          ("Second set's first-token rows, re-read after its first run (seen, not held out)",
-                          RE_READ_2 + RE_READ_2_MULTI)):
+                          RE_READ_2 + RE_READ_2_MULTI),
+                         ("llama.cpp's rows from before its FlashAttention, re-read with unfused attention after the "
+                          "thirteenth set's first run (seen, not held out)", RE_READ_13)):
         done, refused = _run(cases)
         print(f"\n{title}:\n")
         print(markdown(done) if done else "(no row ran)")

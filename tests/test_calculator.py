@@ -176,3 +176,30 @@ def test_bad_workloads_are_refused(kw):
 def test_prompt_longer_than_context_is_refused():
     with pytest.raises(RoofcalcError):
         Workload("decode", 1, 10, 5)
+
+
+def test_unfused_attention_writes_and_reads_its_score_matrix():
+    """--attention unfused adds one kernel after attention, attention_scores, moving every score the attention
+    kernel computes 10 bytes out and 10 bytes in (calculator.UNFUSED_SCORE_BYTES_*: llama.cpp's fp32 K·Q, its
+    softmax and the conversion for PV; transformers' eager attention in 16 bits). Llama-2-7B (32 heads), a prefill
+    of 512: 512·513/2 = 131,328 causal scores a head, x 32 heads = 4,202,496 a layer, 42,024,960 bytes each way;
+    a decode step of 2 sequences at context 100: 2 x 32 x 100 = 6,400 scores, 64,000 bytes each way. Nothing else
+    moves: the step's FLOPs are the fused step's, its bytes 32 layers of those more."""
+    from dataclasses import replace
+
+    llama = load_shape("meta-llama/Llama-2-7b-hf")
+    for wl, scores in ((Workload.prefill(1, 512), 4_202_496), (Workload.decode(2, 100), 6_400)):
+        fused, unfused = analyze(llama, wl), analyze(llama, replace(wl, attention="unfused"))
+        k = next(k for k in unfused.kernels if k.name == "attention_scores")
+        assert (k.kind, k.count, k.cost.flops) == ("elementwise", 32, 0)
+        assert k.cost.act_write_bytes == k.cost.act_read_bytes == 10 * scores
+        assert [x.name for x in unfused.kernels if x.name != "attention_scores"] == [x.name for x in fused.kernels]
+        assert unfused.totals.flops == fused.totals.flops
+        assert unfused.totals.bytes - fused.totals.bytes == 32 * 20 * scores
+
+
+def test_unfused_attention_is_refused_where_it_is_not_counted():
+    with pytest.raises(RoofcalcError, match="attention must be one of fused, unfused"):
+        Workload.decode(1, 10, attention="flash")
+    with pytest.raises(RoofcalcError, match="latent attention"):
+        analyze(load_shape("deepseek-ai/DeepSeek-V2-Lite"), Workload.decode(1, 10, attention="unfused"))

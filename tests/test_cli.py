@@ -1080,3 +1080,27 @@ def test_bad_flags_are_refused_before_the_model_is_read(capsys, monkeypatch):
                          (["--weight-dtype", "q4_k_m"], "mixes block formats by tensor")):
         code, out, err = run(["benchmarks/configs/published/openai--gpt-oss-120b.json", *flags], capsys)
         assert code == 2 and words in err and err.count("\n") == 1, (flags, err)
+
+
+def test_unfused_attention_from_the_command_line(capsys):
+    """--attention unfused: the header says so, the JSON workload carries it, the kernel table has
+    attention_scores (TinyLlama, 32 heads, decode at context 500: 32 x 500 = 16,000 scores of 10 bytes each way,
+    320,000 bytes a layer), --tp 2's rank moves half of it (its 16 heads), a decode sweep's grid agrees with its single
+    steps (sweep.check_corners, at 1e-9), and a traced model refuses it in one line."""
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--attention", "unfused", "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["workload"]["attention"] == "unfused"
+    k = next(k for k in doc["kernels"] if k["name"] == "attention_scores")
+    assert k["bytes"] == 320_000
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--attention", "unfused", "--tp", "2", "--hw", "H100-SXM",
+                        "--format", "json"], capsys)
+    assert code == 0 and next(k for k in json.loads(out)["kernels"] if k["name"] == "attention_scores")["bytes"] == \
+        160_000
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--attention", "unfused"], capsys)
+    assert code == 0 and "attention unfused" in out and "\nattention_scores " in out
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--attention", "unfused", "--batch", "1..64",
+                        "--context", "128..4096"], capsys)
+    assert code == 0
+    code, out, err = run(["benchmarks/configs/published/HuggingFaceTB--SmolLM3-3B.json", "--attention", "unfused"],
+                         capsys)
+    assert code == 2 and "--attention unfused is for hand-modelled families" in err and err.count("\n") == 1

@@ -56,6 +56,15 @@ BLOCK_SCALE_BYTES = 4  # one fp32 scale (weight_scale_inv) per 128 x 128 block o
 EXPERT_MODES = ("expected", "all", "topk")
 MLA_MODES = ("naive", "absorbed", "serving")
 CACHE_UPDATES = ("in-place", "concat")
+ATTENTION_MODES = ("fused", "unfused")
+# An unfused attention's score matrix, per (query, key) pair and head, 10 bytes written and 10 read between its
+# kernels. llama.cpp before FlashAttention (llama.cpp's llm_build_kqv without flash_attn): K·Q written in fp32 (4),
+# soft_max_ext reads it and writes fp32 (4 + 4), the PV matmul's fp32 input converted to fp16 (4 read, 2 written)
+# and read by cuBLAS (2). transformers' eager attention (eager_attention_forward) in 16 bits moves 24: QKᵀ written (2),
+# × scaling (2 + 2), the mask added (2 + 2), softmax in fp32 (2 + 4), cast back (4 + 2), read by PV (2); llama.cpp's
+# 20 are counted.
+UNFUSED_SCORE_BYTES_WRITTEN = 10
+UNFUSED_SCORE_BYTES_READ = 10
 
 
 # --------------------------------------------------------------------------- the workload
@@ -86,6 +95,9 @@ class Workload:
     # concatenated (transformers' DynamicCache: torch.cat reads the whole cache and writes it again, every step).
     # The default is the CLI's: its default engine is transformers' eager generate (--impl hf-eager)
     cache_update: str = "concat"
+    # attention as one fused kernel (FlashAttention, PyTorch SDPA's fused kernels), or unfused: the score matrix
+    # written and read between its kernels (llama.cpp without flash attention, transformers' eager attention)
+    attention: str = "fused"
 
     def __post_init__(self) -> None:
         if self.phase not in ("decode", "prefill"):
@@ -108,6 +120,8 @@ class Workload:
             raise RoofcalcError(f"mla must be one of {', '.join(MLA_MODES)}, not {self.mla!r}")
         if self.cache_update not in CACHE_UPDATES:
             raise RoofcalcError(f"cache_update must be one of {', '.join(CACHE_UPDATES)}, not {self.cache_update!r}")
+        if self.attention not in ATTENTION_MODES:
+            raise RoofcalcError(f"attention must be one of {', '.join(ATTENTION_MODES)}, not {self.attention!r}")
 
     # the command line's defaults: batch 1, context 500 (its worked example); the prompt of its one default
     # prefill, the forward pass it runs for a model with no decode step, is the default context's 500 tokens
@@ -679,9 +693,22 @@ def mla_kernels(s: ModelShape, wl: Workload, window: int | None) -> list[Kernel]
 # ---- one decoder layer
 
 
+def attention_scores(s: ModelShape, wl: Workload, window: int | None) -> Kernel:
+    """An unfused attention's score matrix between its kernels (``wl.attention == "unfused"``): every score the
+    attention kernel computes (score_pairs, per head and sequence) written and read
+    UNFUSED_SCORE_BYTES_WRITTEN and _READ times over (the softmax's FLOPs stay the attention kernel's)."""
+    scores = wl.batch * s.n_heads * score_pairs(wl, window)
+    cost = Cost(act_read_bytes=UNFUSED_SCORE_BYTES_READ * scores, act_write_bytes=UNFUSED_SCORE_BYTES_WRITTEN * scores)
+    return Kernel("attention_scores", "elementwise", "layer", 1,
+                  f"B{wl.batch}:{s.n_heads}h x {score_pairs(wl, window)} scores", cost, role="attention_scores")
+
+
 def attention_block(s: ModelShape, wl: Workload, window: int | None) -> list[Kernel]:
-    """The projections, rotary, cache write, attention and output projection."""
+    """The projections, rotary, cache write, attention (and an unfused one's score matrix) and output projection."""
     if s.mla:
+        if wl.attention != "fused":
+            raise RoofcalcError("unfused attention is counted for multi-head attention; a latent attention (MLA) "
+                                "runs as --mla says")
         return mla_kernels(s, wl, window)
     d, rows = s.d_model, wl.tokens
     if s.fused_qkv:
@@ -695,8 +722,10 @@ def attention_block(s: ModelShape, wl: Workload, window: int | None) -> list[Ker
                norm("k_norm", s.head_dim, rows * s.n_kv_heads, s, wl)]
     if s.rotary_dim:
         ks.append(rotary(s, wl))
-    ks += [kv_cache_write(s, wl, window), attention(s, wl, window),
-           linear(s.name_of("o"), s.q_dim, d, s, wl, bias=s.o_bias)]
+    ks += [kv_cache_write(s, wl, window), attention(s, wl, window)]
+    if wl.attention == "unfused":
+        ks.append(attention_scores(s, wl, window))
+    ks.append(linear(s.name_of("o"), s.q_dim, d, s, wl, bias=s.o_bias))
     return ks
 
 

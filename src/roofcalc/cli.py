@@ -89,6 +89,10 @@ def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
                    "checkpoint's quantization_config, else 128)")
     p.add_argument("--full-rectangle", action="store_true",
                    help="prefill: count every (query, key) pair, as dense attention and FLOP counters do (default: causal)")
+    p.add_argument("--attention", choices=("fused", "unfused"), default="fused",
+                   help="attention as one fused kernel (FlashAttention, PyTorch SDPA: default), or unfused: its score "
+                   "matrix written and read between kernels, 20 bytes a score (llama.cpp without -fa; transformers' "
+                   "attn_implementation='eager' moves 24)")
     p.add_argument("--logits", choices=("last", "all"), default="last",
                    help="prefill: lm_head on the last token of each sequence (default) or on every position")
     p.add_argument("--experts", choices=("expected", "all", "topk"), default="expected",
@@ -224,6 +228,7 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
         group_size=args.group_size or (shape.weight_group if declared and not args.weight_dtype and shape.weight_group
                                        else 128),
         causal=not args.full_rectangle,
+        attention=args.attention,
         logits_all=args.logits == "all",
         experts=args.experts,
         mla=_mla(args),

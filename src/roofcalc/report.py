@@ -99,7 +99,7 @@ def workload_record(a: Analysis) -> dict[str, Any]:
         rec["prompt"] = w.query_tokens
         rec["causal"] = w.causal
         rec["logits"] = "all" if w.logits_all else "last"
-    rec.update(query_tokens=w.query_tokens, kv_len=w.kv_len, cache_update=w.cache_update,
+    rec.update(query_tokens=w.query_tokens, kv_len=w.kv_len, cache_update=w.cache_update, attention=w.attention,
                weight_dtype=w.weight_dtype.name, act_dtype=w.act_dtype.name, kv_dtype=w.kv_dtype.name, compute_dtype=w.compute_dtype.name)
     if w.weight_dtype.quantized:
         rec["group_size"] = w.weight_group
@@ -311,6 +311,8 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
         logits = "every position" if w.logits_all or a.logits == "all" else "last token only"
         what = f"prefill, batch B={w.batch}{d('batch')}, prompt T={w.query_tokens}, {mask}, logits for {logits}" + \
             next((f" ({k.split(':', 1)[1]})" for k in defaulted if k.startswith("forward-why:")), "")
+    if w.attention == "unfused":
+        what += "; attention unfused: its score matrix written and read between its kernels (attention_scores)"
     positions = w.kv_len  # the positions a query reads: the context (decode), the prompt (prefill)
     if s.max_position_embeddings and positions > s.max_position_embeddings:
         what += (f"; past the config's max_position_embeddings ({s.max_position_embeddings:,}): the model was not "

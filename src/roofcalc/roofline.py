@@ -63,14 +63,17 @@ FASTER_THAN_FLOOR = 0.9
 #   GEMM per expert projection.
 # cuda-graph: the fused kernels replayed from one CUDA graph: the launch cost is paid once per step.
 HF_EAGER = {"embed": 1, "pos_embed": 2, "rms_norm": (8, 6), "layer_norm": 1, "rotary": 10, "kv_cache_write": 2,
-            "attention": 1, "act_mul": 2, "act": 1, "softcap": 3, "combine": 0}
+            "attention": 1, "act_mul": 2, "act": 1, "softcap": 3, "combine": 0, "attention_scores": 5}
+# attention_scores (--attention unfused): eager_attention_forward's ops after QKᵀ (attention's one): × scaling,
+# + mask, softmax, .to(dtype), PV; under fused / cuda-graph llama.cpp's after K·Q: soft_max_ext, the fp32 → fp16
+# copy of its output, PV
 # A family's own counts (Gemma's RMSNorm, Phi-3's rotary and mask, the MoE routers...) are in its
 # record (roofcalc.families, ``eager`` and ``eager_experts``).
 HF_EAGER_EXPERTS = {"experts.gate_up_proj": 8, "experts.down_proj": (7, 6)}  # a MoE layer's grouped experts
 HF_EAGER_ACTIVATION = {"gelu_new": 8}  # HF activations implemented as a formula of eager ops
 FUSED = {"embed": 1, "pos_embed": 1, "rms_norm": 1, "layer_norm": 1, "rotary": 1, "kv_cache_write": 1, "attention": 1,
          "act_mul": 1, "act": 1, "softcap": 1, "residual": 0, "linear": 1, "router": 1, "experts": 1, "combine": 1,
-         "rider": 0}  # rider: a traced op fused into the kernel before it (the mul of SiLU-and-mul: trace.group)
+         "rider": 0, "attention_scores": 3}  # rider: a traced op fused into the kernel before it (the mul of SiLU-and-mul: trace.group)
 # fused q/k/v and gate/up GEMMs: the k, v and up projections ride on the q and gate launches (a traced
 # model's too, by the projection's own name: self_attn.k_proj, mlp.up_proj)
 FUSED_RIDERS = {"k_proj", "v_proj", "up_proj", "shared_experts.up_proj"}

@@ -37,6 +37,9 @@ def _check_workload(wl: Workload) -> None:
                             "under 16-bit activations); give --dtype, and --weight-dtype and --kv-dtype for those")
     if not wl.causal:
         raise RoofcalcError("--full-rectangle is for hand-modelled families (a traced model runs its own mask)")
+    if wl.attention != "fused":
+        raise RoofcalcError("--attention unfused is for hand-modelled families (a traced model's attention is one "
+                            "fused call)")
 
 
 def _auto_class(transformers, model_type: str):
