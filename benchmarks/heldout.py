@@ -372,6 +372,24 @@ rules hold, and these choices were fixed with it:
   one request a second another request's prefill can fall inside a step: not taken out.
 Printed as the others: as every set, then under each engine's preset with its host time (llama.cpp's, and
 `vllm-v0` for the Mixtral rows: written for 0.2.6 to 0.4.2, the nearest preset to V0 of June 2024).
+
+A fourteenth set (CASES_14, CASES_14_MULTI) was transcribed on 2026-12-05 by a helper searching papers, vendor
+pages and benchmark repositories for sources none of the sets above holds (it ran nothing), and committed before
+roofcalc ran on any of it; the same rules hold, and these choices were fixed with it:
+* argonne-lcf/LLM-Inference-Bench (the result files behind arXiv:2411.00136, Plots/All_results.csv,
+  Plots/Fig_21/all_results_TTFT.csv and Plots/Fig_3/A100_H100_quant_all_results.csv, September 2024): vLLM's
+  benchmark_latency with dummy prompts, ignore_eos, --dtype float16, CUDA graphs (enforce_eager not passed), the
+  mean of 30 runs of one llm.generate() of a static batch, input length = output length. A row is a request of
+  that batch (the eighth set's rule: output tokens/s per GPU = batch x output / latency / TP, prefill included;
+  vLLM's prefill split by max_num_batched_tokens counted as one), `cuda-graph`, fp16. The H100s are SXM (the same
+  lab's nodes print "H100 80GB HBM3"); vLLM unpinned on them (pip, September 2024: V0). Qwen2-7B and Qwen2-72B have
+  Qwen2.5-7B's and Qwen2.5-72B's sizes (the sixth set's rule). The output-1 rows of the TTFT file are prefills of
+  16 x 1,024. The FP8 rows (neuralmagic/Meta-Llama-3-8B-Instruct-FP8: static per-tensor W8A8, fp8 KV) take
+  published.py's FP8 recipe; the fp16-weight row with an fp8 KV cache is that. The MI300X rows are vLLM v0.6.1's
+  ROCm build (HIP graphs: `cuda-graph`). Left out: the source's TensorRT-LLM rows (one timed run, the end token
+  not disabled, so the generated length is not known), its A100 rows (40 or 80 GB not stated) and its other
+  accelerators.
+Printed as the others: as every set, then under `vllm-v0` (V0 of September 2024 and v0.6.1) with its host time.
 """
 
 from __future__ import annotations
@@ -1096,6 +1114,41 @@ RE_READ_2_MULTI = tuple(Case("first-token", L70, "A100-80GB", "fused", measured=
 
 
 
+ARGONNE = ("argonne-lcf/LLM-Inference-Bench (arXiv:2411.00136) Plots/*.csv (September 2024): vLLM benchmark_latency, "
+           "fp16, ignore_eos, mean of 30 runs of one generate() of a static batch, input length = output length")
+
+
+def _argonne(model, hw, tp, bs, n, seconds, note, **kw):
+    return Case("request", model, hw, "cuda-graph", measured=_per_gpu(bs * n / seconds, tp), source=ARGONNE, batch=bs,
+                prompt=n, generate=n, tp=tp, note=note, **(kw or FP16))
+
+
+Q2_7, Q2_72, L3_70 = "Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-72B", "meta-llama/Meta-Llama-3-70B"
+CASES_14 = (
+    *(_argonne(L3_8, "H100-SXM", 1, bs, n, s, "vLLM (September 2024)")
+      for bs, n, s in ((1, 128, 0.9939330658666686), (1, 2048, 16.3022289824), (16, 1024, 11.024687729899984),
+                       (64, 128, 1.6882608920667432))),
+    *(Case("prefill", model, "H100-SXM", "cuda-graph", measured=s, source=ARGONNE, batch=16, prompt=1024,
+           note="vLLM (September 2024), output 1", **FP16)
+      for model, s in ((L3_8, 0.42566500790417194), (M7, 0.42516071242280307))),
+    *(_argonne(L3_8, "H100-SXM", 1, bs, n, s, "vLLM (September 2024), FP8 W8A8, fp8 KV", **FP8)
+      for bs, n, s in ((1, 1024, 6.144760839175433), (16, 1024, 8.905026635853574), (64, 128, 1.4434360191226006))),
+    _argonne(L3_8, "H100-SXM", 1, 64, 2048, 65.51213897718117, "vLLM (September 2024), fp8 KV", dtype="fp16",
+             kv_dtype="fp8"),
+    *(_argonne(model, "MI300X", 1, bs, n, s, "vLLM v0.6.1 ROCm")
+      for model, bs, n, s in ((L3_8, 16, 1024, 14.870041463000234), (MX, 1, 2048, 29.655885364991263))),
+)
+CASES_14_MULTI = (
+    *(_argonne(model, "H100-SXM", tp, bs, n, s, "vLLM (September 2024)")
+      for model, tp, bs, n, s in ((Q2_7, 2, 1, 1024, 6.431115485800062), (M7, 4, 16, 1024, 7.098035354500038),
+                                  (L3_70, 4, 1, 128, 2.4624011069999843), (L3_70, 4, 16, 1024, 24.695051089999954),
+                                  (L3_70, 4, 64, 2048, 80.21554280686638), (Q2_72, 4, 1, 1024, 20.52318881896402))),
+    *(_argonne(model, "MI300X", 8, bs, n, s, "vLLM v0.6.1 ROCm")
+      for model, bs, n, s in ((L3_70, 1, 1024, 22.17779670500022), (MX, 16, 1024, 16.006695757008856))),
+)
+CASES_14_ENGINE = tuple(dataclasses.replace(c, tables="vllm-v0", host=True) for c in CASES_14 + CASES_14_MULTI)
+
+
 # llama.cpp before its FlashAttention (pull request #5021, merged 2024-04-30) ran attention unfused: K·Q written in
 # fp32, a softmax kernel over it, the PV matmul reading it (llm_build_kqv), which the sets above ran as one fused
 # call. Re-read after the thirteenth set's first run showed its A100 prompts 1.7-3.0x the predicted time, rising
@@ -1164,6 +1217,8 @@ if __name__ == "__main__":
                          ("Thirteenth set, one GPU", CASES_13), ("Thirteenth set, more than one GPU", CASES_13_MULTI),
                          ("Thirteenth set under its engine's preset (--engine llama.cpp, vllm-v0), its host time "
                           "included", CASES_13_ENGINE),
+                         ("Fourteenth set, one GPU", CASES_14), ("Fourteenth set, more than one GPU", CASES_14_MULTI),
+                         ("Fourteenth set under --engine vllm-v0, its host time included", CASES_14_ENGINE),
                          ("Seventh set's vLLM V0 rows under --engine vllm-v0, its host time included (written after "
                           "the set's first run: seen)", SEEN_7_V0),
                          ("The first set's vLLM rows under --engine vllm-v0, its host time included (a check of the "
