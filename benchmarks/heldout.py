@@ -6,7 +6,7 @@ These cases were collected from sources, engines and GPUs that benchmarks/publis
 written down here (with each engine's way of running, below) before roofcalc was ever run on them: no
 default, fitted parameter or rule was chosen while looking at them, and none may be. A case that leads to a
 change becomes "seen" and moves to benchmarks/published.py. One exception, made openly: the range's widths are
-calibrated on the first thirteen sets as they are run (benchmarks/calibrate.py, CALIBRATION_ONE and
+calibrated on the first fourteen sets as they are run (benchmarks/calibrate.py, CALIBRATION_ONE and
 CALIBRATION_SEVERAL below), so for the range those sets are seen; their first-run figures stand in
 docs/validation.md, and each later set is first run before it joins them. Every case runs as published.py runs its own:
 the catalog's datasheet roof, the default efficiencies and host costs, the fitted kernel costs where the GPU
@@ -1150,16 +1150,19 @@ CASES_14_ENGINE = tuple(dataclasses.replace(c, tables="vllm-v0", host=True) for 
 
 
 # llama.cpp before its FlashAttention (pull request #5021, merged 2024-04-30) ran attention unfused: K·Q written in
-# fp32, a softmax kernel over it, the PV matmul reading it (llm_build_kqv), which the sets above ran as one fused
-# call. Re-read after the thirteenth set's first run showed its A100 prompts 1.7-3.0x the predicted time, rising
-# with the prompt (seen, reported apart): the rows of builds before that date, the first set's (January 2024),
-# the fourth set's llama.cpp 15499eb (March 2024) and the thirteenth's pull request #6017 (March 2024). The
-# calibration takes them so.
+# fp32, a softmax kernel over it, the PV matmul reading it (llm_build_kqv), a prompt in micro-batches of 512 (its
+# n_batch, then n_ubatch, default), which the sets above ran as one fused call. Re-read after the thirteenth set's
+# first run showed its A100 prompts 1.7-3.0x the predicted time, rising with the prompt (seen, reported apart): the
+# rows of builds before that date, the first set's (January 2024), the fourth set's llama.cpp 15499eb (March 2024)
+# and the thirteenth's pull request #6017 (March 2024). The calibration takes them so. Rows of later builds ran
+# FlashAttention only where -fa was given (off by default until late August 2025, when it became auto); their
+# sources mostly do not print it, so they stay as transcribed: fused (a choice, not a finding).
 PRE_FA = (LLAMA_CPP, LCPP_6017)
 
 
 def _pre_fa(cases):
-    return tuple(dataclasses.replace(c, attention="unfused", note=c.note + " (unfused attention: re-read)")
+    return tuple(dataclasses.replace(c, attention="unfused", ubatch=512,
+                                     note=c.note + " (unfused attention: re-read)")
                  if c.source in PRE_FA or "15499eb" in c.note else c for c in cases)
 
 
@@ -1175,7 +1178,7 @@ CALIBRATION_SETS = {1: (_pre_fa(CASES), CASES_MULTI), 2: (CASES_2 + RE_READ_2, C
                     6: (CASES_6, CASES_6_MULTI), 7: (CASES_7, CASES_7_MULTI), 8: ((), CASES_8_MULTI),
                     9: (CASES_9, CASES_9_MULTI), 10: (CASES_10, CASES_10_MULTI),
                     11: (CASES_11, CASES_11_MULTI), 12: (CASES_12, CASES_12_MULTI),
-                    13: (_pre_fa(CASES_13), CASES_13_MULTI)}  # set: (one GPU, several)
+                    13: (_pre_fa(CASES_13), CASES_13_MULTI), 14: (CASES_14, CASES_14_MULTI)}  # set: (one GPU, several)
 CALIBRATION_ONE = sum((one for one, _ in CALIBRATION_SETS.values()), ())
 CALIBRATION_SEVERAL = sum((several for _, several in CALIBRATION_SETS.values()), ())
 

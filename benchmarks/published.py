@@ -53,6 +53,7 @@ class Case:
     cache: str = "in-place"  # how the engine's KV cache takes a token: "concat" for transformers' DynamicCache
     attention: str = "fused"  # "unfused": the score matrix written and read between kernels (llama.cpp before its
     #                           FlashAttention, pull request #5021 of 2024-04-30)
+    ubatch: int = 0  # an unfused attention's prompt in micro-batches of this many tokens (llama.cpp's 512)
     tables: str = ""  # the engine preset whose measured kernel tables the fitted costs come from: "trtllm" for
     #                   TensorRT-LLM's, "trtllm-0.6" for its versions before XQA (those tables, GQA decode per head)
     host: bool = False  # the preset's host time outside the kernels too (a seen re-run; the sets above take none)
@@ -136,7 +137,7 @@ def predict(c: Case) -> tuple[float, float, float]:
 
     kw = dict(weight_dtype=dtype(c.weight_dtype or c.dtype), act_dtype=dtype(c.dtype),
               kv_dtype=dtype(c.kv_dtype or c.dtype), group_size=c.group_size, cache_update=c.cache,
-              attention=c.attention)
+              attention=c.attention, ubatch=c.ubatch)
     hw = find_hardware(c.hw)
     traced = None
     try:

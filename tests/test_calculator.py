@@ -181,21 +181,41 @@ def test_prompt_longer_than_context_is_refused():
 def test_unfused_attention_writes_and_reads_its_score_matrix():
     """--attention unfused adds one kernel after attention, attention_scores, moving every score the attention
     kernel computes 10 bytes out and 10 bytes in (calculator.UNFUSED_SCORE_BYTES_*: llama.cpp's fp32 K·Q, its
-    softmax and the conversion for PV; transformers' eager attention in 16 bits). Llama-2-7B (32 heads), a prefill
-    of 512: 512·513/2 = 131,328 causal scores a head, x 32 heads = 4,202,496 a layer, 42,024,960 bytes each way;
-    a decode step of 2 sequences at context 100: 2 x 32 x 100 = 6,400 scores, 64,000 bytes each way. Nothing else
-    moves: the step's FLOPs are the fused step's, its bytes 32 layers of those more."""
+    softmax and the conversion for PV). An unfused attention computes its whole score matrix, masked or not:
+    Llama-2-7B (32 heads of 128), a prefill of 512 at once: 512 x 512 = 262,144 scores a head (the causal
+    131,328 fused), 8,388,608 a layer, 83,886,080 bytes each way, and the attention kernel's FLOPs 4 x 128 + 5
+    (QKᵀ and PV over a head dim of 128, and the softmax) = 517 a score; a decode step of 2 sequences at context 100: 2 x 32 x 100 = 6,400
+    scores, 64,000 bytes each way, its FLOPs the fused step's. The other kernels are the fused step's."""
     from dataclasses import replace
 
     llama = load_shape("meta-llama/Llama-2-7b-hf")
-    for wl, scores in ((Workload.prefill(1, 512), 4_202_496), (Workload.decode(2, 100), 6_400)):
+    for wl, scores in ((Workload.prefill(1, 512), 8_388_608), (Workload.decode(2, 100), 6_400)):
         fused, unfused = analyze(llama, wl), analyze(llama, replace(wl, attention="unfused"))
         k = next(k for k in unfused.kernels if k.name == "attention_scores")
         assert (k.kind, k.count, k.cost.flops) == ("elementwise", 32, 0)
         assert k.cost.act_write_bytes == k.cost.act_read_bytes == 10 * scores
         assert [x.name for x in unfused.kernels if x.name != "attention_scores"] == [x.name for x in fused.kernels]
-        assert unfused.totals.flops == fused.totals.flops
-        assert unfused.totals.bytes - fused.totals.bytes == 32 * 20 * scores
+        att = next(x for x in unfused.kernels if x.name == "attention")
+        assert att.cost.flops == 517 * scores
+        others = [(x.name, x.cost) for x in unfused.kernels if x.name not in ("attention", "attention_scores")]
+        assert others == [(x.name, x.cost) for x in fused.kernels if x.name != "attention"]
+    decode = Workload.decode(2, 100)
+    assert analyze(llama, replace(decode, attention="unfused")).totals.flops == analyze(llama, decode).totals.flops
+
+
+def test_unfused_attention_in_micro_batches():
+    """llama.cpp runs a prompt in micro-batches of n_ubatch tokens (512 by default), each scoring its queries
+    against every cached position up to its end: a prompt of 8,192 in 16 of 512 scores 512 x 512 x (1 + ... + 16)
+    = 262,144 x 136 = 35,651,584 pairs a head (6 % above the causal 33,558,528); one of 1,000 scores 512 x 512 then
+    488 x 1,000 = 750,144; a micro-batch as long as the prompt is the whole rectangle, 512 x 512."""
+    from roofcalc.calculator import computed_pairs
+
+    for p, u, pairs in ((8192, 512, 35_651_584), (1000, 512, 750_144), (512, 512, 262_144), (512, 0, 262_144),
+                        (512, 4096, 262_144)):
+        assert computed_pairs(Workload.prefill(1, p, attention="unfused", ubatch=u), None) == pairs
+    assert computed_pairs(Workload.prefill(1, 8192), None) == 33_558_528  # fused: the causal pairs
+    with pytest.raises(RoofcalcError, match="micro-batch"):
+        Workload.prefill(1, 512, attention="unfused", ubatch=-1)
 
 
 def test_unfused_attention_is_refused_where_it_is_not_counted():

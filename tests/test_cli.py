@@ -1104,3 +1104,14 @@ def test_unfused_attention_from_the_command_line(capsys):
     code, out, err = run(["benchmarks/configs/published/HuggingFaceTB--SmolLM3-3B.json", "--attention", "unfused"],
                          capsys)
     assert code == 2 and "--attention unfused is for hand-modelled families" in err and err.count("\n") == 1
+    # a request and a sweep say it too: header, JSON workload and every point (so fused and unfused CSVs differ)
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--attention", "unfused", "--prompt", "512", "--generate", "64",
+                        "--hw", "H100-SXM"], capsys)
+    assert code == 0 and "attention unfused" in out and "(attention: unfused, by --attention)" in out
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--attention", "unfused", "--ubatch", "256", "--prompt",
+                        "512,1024", "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["workload"]["attention"] == "unfused" and doc["workload"]["ubatch"] == 256
+    assert {p["attention"] for p in doc["points"]} == {"unfused"}
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--ubatch", "256"], capsys)
+    assert code == 0 and "--ubatch 256: an unfused attention's" in out

@@ -98,6 +98,10 @@ class Workload:
     # attention as one fused kernel (FlashAttention, PyTorch SDPA's fused kernels), or unfused: the score matrix
     # written and read between its kernels (llama.cpp without flash attention, transformers' eager attention)
     attention: str = "fused"
+    # an unfused attention's prompt in micro-batches of this many tokens, each scoring its queries against every
+    # cached position up to its end (llama.cpp's n_ubatch, 512 by default); 0: the whole prompt at once
+    # (transformers' eager attention)
+    ubatch: int = 0
 
     def __post_init__(self) -> None:
         if self.phase not in ("decode", "prefill"):
@@ -122,6 +126,8 @@ class Workload:
             raise RoofcalcError(f"cache_update must be one of {', '.join(CACHE_UPDATES)}, not {self.cache_update!r}")
         if self.attention not in ATTENTION_MODES:
             raise RoofcalcError(f"attention must be one of {', '.join(ATTENTION_MODES)}, not {self.attention!r}")
+        if isinstance(self.ubatch, bool) or not isinstance(self.ubatch, int) or self.ubatch < 0:
+            raise RoofcalcError(f"the micro-batch must be a positive number of tokens, got {self.ubatch!r}")
 
     # the command line's defaults: batch 1, context 500 (its worked example); the prompt of its one default
     # prefill, the forward pass it runs for a model with no decode step, is the default context's 500 tokens
@@ -381,6 +387,21 @@ def score_pairs(wl: Workload, window: int | None) -> int:
     return _sum_min(s - t + 1, s, window or s)
 
 
+def computed_pairs(wl: Workload, window: int | None) -> int:
+    """(query, key) pairs one head of one sequence computes: a fused attention's score_pairs; an unfused one
+    multiplies and writes its whole score matrix, masked or not, window or not: T·S at once, or with
+    micro-batches of u tokens (``wl.ubatch``) each one's u queries against every position up to its end,
+    Σ u_c·(S − T + end_c)."""
+    if wl.attention == "fused":
+        return score_pairs(wl, window)
+    t, s, u = wl.query_tokens, wl.kv_len, wl.ubatch
+    if not u or u >= t:
+        return t * s
+    full = t // u  # micro-batches of u, then a last one of t - full·u
+    pairs = full * u * (s - t) + u * u * full * (full + 1) // 2
+    return pairs + (t - full * u) * s
+
+
 def keys_read(wl: Workload, window: int | None) -> int:
     """Cached positions attention reads per sequence: all S, or the last T + W - 1 under a window."""
     return wl.kv_len if window is None else min(wl.kv_len, wl.query_tokens + window - 1)
@@ -466,7 +487,7 @@ def attention(s: ModelShape, wl: Workload, window: int | None) -> Kernel:
     QKᵀ 2·B·N·pairs·H + PV 2·B·N·pairs·H FLOPs, softmax (and Gemma 2's soft-capping) on every
     score; reads Q and the K and V of the positions attended, writes the output."""
     b, t = wl.batch, wl.query_tokens
-    pairs = score_pairs(wl, window)
+    pairs = computed_pairs(wl, window)  # (an unfused attention's whole score matrix)
     mm = 2 * b * s.n_heads * pairs * s.head_dim * 2  # QKᵀ and PV
     per_score = SOFTMAX_FLOPS_PER_SCORE + (SOFTCAP_FLOPS_PER_ELEMENT if s.attn_softcap else 0)
     keys = keys_read(wl, window)
@@ -695,12 +716,13 @@ def mla_kernels(s: ModelShape, wl: Workload, window: int | None) -> list[Kernel]
 
 def attention_scores(s: ModelShape, wl: Workload, window: int | None) -> Kernel:
     """An unfused attention's score matrix between its kernels (``wl.attention == "unfused"``): every score the
-    attention kernel computes (score_pairs, per head and sequence) written and read
-    UNFUSED_SCORE_BYTES_WRITTEN and _READ times over (the softmax's FLOPs stay the attention kernel's)."""
-    scores = wl.batch * s.n_heads * score_pairs(wl, window)
+    attention kernel computes (computed_pairs, per head and sequence: its whole matrix, masked or not) written
+    and read UNFUSED_SCORE_BYTES_WRITTEN and _READ times over (the softmax's FLOPs stay the attention kernel's)."""
+    pairs = computed_pairs(wl, window)
+    scores = wl.batch * s.n_heads * pairs
     cost = Cost(act_read_bytes=UNFUSED_SCORE_BYTES_READ * scores, act_write_bytes=UNFUSED_SCORE_BYTES_WRITTEN * scores)
-    return Kernel("attention_scores", "elementwise", "layer", 1,
-                  f"B{wl.batch}:{s.n_heads}h x {score_pairs(wl, window)} scores", cost, role="attention_scores")
+    return Kernel("attention_scores", "elementwise", "layer", 1, f"B{wl.batch}:{s.n_heads}h x {pairs} scores", cost,
+                  role="attention_scores")
 
 
 def attention_block(s: ModelShape, wl: Workload, window: int | None) -> list[Kernel]:

@@ -93,6 +93,10 @@ def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
                    help="attention as one fused kernel (FlashAttention, PyTorch SDPA: default), or unfused: its score "
                    "matrix written and read between kernels, 20 bytes a score (llama.cpp without -fa; transformers' "
                    "attn_implementation='eager' moves 24)")
+    p.add_argument("--ubatch", type=positive_int, default=None, metavar="TOKENS",
+                   help="with --attention unfused: the prompt in micro-batches of this many tokens, each scoring "
+                   "its queries against every position up to its end (llama.cpp's -ub, 512 by default; default: "
+                   "the whole prompt at once, as transformers' eager attention)")
     p.add_argument("--logits", choices=("last", "all"), default="last",
                    help="prefill: lm_head on the last token of each sequence (default) or on every position")
     p.add_argument("--experts", choices=("expected", "all", "topk"), default="expected",
@@ -229,6 +233,7 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
                                        else 128),
         causal=not args.full_rectangle,
         attention=args.attention,
+        ubatch=args.ubatch or 0,
         logits_all=args.logits == "all",
         experts=args.experts,
         mla=_mla(args),
@@ -609,6 +614,9 @@ def run_main(argv: Sequence[str]) -> str:
     _sizes(args)  # (a trace takes seconds)
     _swept_axis(args)
     _check_dtypes(args)
+    if args.trace and args.attention != "fused":
+        raise RoofcalcError("--attention unfused is for hand-modelled families (a traced model's attention is one "
+                            "fused call)")
     shape = load_model(args)
     if "dtype" in defaults:  # no dtype flag: the checkpoint's own, where the device computes in it
         hw, profile = _hardware(args)
@@ -739,6 +747,10 @@ def _ignored(args: argparse.Namespace, s) -> list[str]:
          f"--micro-batches {args.micro_batches}: a pipeline's (--pp); this step has one stage"),
         (args.full_rectangle and decode, "--full-rectangle: a prefill's (--prompt); a decode step's one query "
                                          "attends every key"),
+        (args.ubatch is not None and args.attention != "unfused",
+         f"--ubatch {args.ubatch}: an unfused attention's (--attention unfused); a fused one scores each pair once"),
+        (args.ubatch is not None and args.attention == "unfused" and decode,
+         f"--ubatch {args.ubatch}: a prompt's (--prompt); a decode step's one query is one micro-batch"),
         (args.logits == "all" and decode, "--logits all: a prefill's (--prompt); a decode step computes one "
                                           "position's logits"),
         (args.experts != "expected" and s.moe is None, f"--experts {args.experts}: {s.name} has no experts"),
@@ -785,6 +797,8 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
     here, other = _engine(args), comparison_engine(_engine(args))
     alt = copy(args)
     alt.engine, alt.impl = other.name, None
+    unfused = getattr(args, "attention", "fused") == "unfused"
+    alt.attention, alt.ubatch = "fused", None  # (a serving engine's attention is one fused kernel)
     _resolve_engine(alt)
     r = _build(alt, shape)
     # an engine with graphs whose own host time the device waits for (vllm-v0, llama.cpp) differs by that overlap
@@ -792,7 +806,7 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
     model = shape[0] if isinstance(shape, tuple) else shape
     mla = getattr(model, "mla", None) is not None and args.mla is None and other.mla != here.mla
     under = (f"under --engine {other.name} (CUDA graphs{', its host time overlapping the device' if overlapped else ''}"
-             f"{', DeepSeek attention ' + other.mla if mla else ''})")
+             f"{', DeepSeek attention ' + other.mla if mla else ''}{', attention fused' if unfused else ''})")
     if isinstance(result, Roofline):
         there, mine = r.step.predicted_s, result.step.predicted_s
         than = "as here" if report.ms(there) == report.ms(mine) else \

@@ -31,6 +31,7 @@ def _ident(doc: dict[str, Any]) -> dict[str, Any]:
     ident.update({k: w[k] for k in ("weight_dtype", "act_dtype", "kv_dtype", "compute_dtype")})
     ident.update({axis: par.get(axis, 1) for axis in ("tp", "pp", "ep")})
     ident["ep_attention"] = par.get("ep_attention", "dp")
+    ident["attention"] = w.get("attention", "fused")
     return ident
 
 

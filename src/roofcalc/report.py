@@ -99,6 +99,8 @@ def workload_record(a: Analysis) -> dict[str, Any]:
         rec["prompt"] = w.query_tokens
         rec["causal"] = w.causal
         rec["logits"] = "all" if w.logits_all else "last"
+    if w.ubatch and w.phase == "prefill":
+        rec["ubatch"] = w.ubatch
     rec.update(query_tokens=w.query_tokens, kv_len=w.kv_len, cache_update=w.cache_update, attention=w.attention,
                weight_dtype=w.weight_dtype.name, act_dtype=w.act_dtype.name, kv_dtype=w.kv_dtype.name, compute_dtype=w.compute_dtype.name)
     if w.weight_dtype.quantized:
@@ -311,8 +313,7 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
         logits = "every position" if w.logits_all or a.logits == "all" else "last token only"
         what = f"prefill, batch B={w.batch}{d('batch')}, prompt T={w.query_tokens}, {mask}, logits for {logits}" + \
             next((f" ({k.split(':', 1)[1]})" for k in defaulted if k.startswith("forward-why:")), "")
-    if w.attention == "unfused":
-        what += "; attention unfused: its score matrix written and read between its kernels (attention_scores)"
+    what += attention_words(w)
     positions = w.kv_len  # the positions a query reads: the context (decode), the prompt (prefill)
     if s.max_position_embeddings and positions > s.max_position_embeddings:
         what += (f"; past the config's max_position_embeddings ({s.max_position_embeddings:,}): the model was not "
@@ -490,15 +491,25 @@ def engine_host_words(m, gpus: int = 1) -> str:
         ("(overlapping the device)" if e.overlap and m.overlap else "(the device waits for it)")
 
 
-def engine_words(m, impl: str) -> str:
-    """The engine a prediction models (--engine), and an --impl given by hand over its own."""
+def attention_words(w) -> str:
+    """How a step's attention runs where it is not one fused kernel (--attention unfused), else nothing."""
+    if getattr(w, "attention", "fused") == "fused":
+        return ""
+    chunks = f", the prompt in micro-batches of {w.ubatch:,}" if w.ubatch and w.phase == "prefill" else ""
+    return f"; attention unfused: its score matrix written and read between its kernels (attention_scores{chunks})"
+
+
+def engine_words(m, impl: str, w=None) -> str:
+    """The engine a prediction models (--engine), and an --impl given by hand over its own; its attention
+    kernel, or the unfused attention ``w`` (the workload) runs by --attention."""
     name = m.engine_host.engine if m is not None else ""
     if not name:
         return ""
     from .engines import ENGINES
 
     e = ENGINES[name]
-    return f"; engine {name} (attention: {e.attention})" + \
+    kernel = "unfused, by --attention" if getattr(w, "attention", "fused") == "unfused" else e.attention
+    return f"; engine {name} (attention: {kernel})" + \
         (f" with --impl {impl} by hand (its own: {e.impl})" if impl != e.impl else "")
 
 
@@ -530,7 +541,7 @@ def roof_lines(r: Roofline, defaults: Iterable[str] = ()) -> list[str]:
                      f"nominal), "
                      f"ridge {mea.ridge:.0f} FLOP/byte; verdicts use the measured roof")
     if r.model is not None:
-        lines.append(f"predict   {efficiency_words(r)}; host {host_words(r)}{engine_words(r.model, r.step.impl)}")
+        lines.append(f"predict   {efficiency_words(r)}; host {host_words(r)}{engine_words(r.model, r.step.impl, r.analysis.workload)}")
     lines.append(memory_line(r))
     return lines
 
@@ -944,7 +955,7 @@ def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
              "engine": (sw.model.engine_host.engine or None) if sw.model is not None else None,
              "impl": sw.impl, **band_record(range_band(sw.model, gpus_of(sw.analyzer) > 1)),
              **{axis: getattr(par, axis, 1) for axis in ("tp", "pp", "ep")},
-             "ep_attention": getattr(par, "ep_attention", "dp")}
+             "ep_attention": getattr(par, "ep_attention", "dp"), "attention": w.attention}
     out = []
     if sw.kind == "decode":
         inten, step, upper, tps, bound = g.intensity, g.step_s, g.step_upper_s, g.tokens_per_s, g.bound
@@ -1010,7 +1021,9 @@ def sweep_record(sw: Sweep) -> dict[str, Any]:
     if sw.kind == "request":
         workload["generate"] = g.generate
     workload.update(weight_dtype=w.weight_dtype.name, act_dtype=w.act_dtype.name, kv_dtype=w.kv_dtype.name,
-                    compute_dtype=w.compute_dtype.name)
+                    compute_dtype=w.compute_dtype.name, attention=w.attention)
+    if w.ubatch and sw.kind != "decode":
+        workload["ubatch"] = w.ubatch
     hw = hardware_record(sw)
     hw["capacity_bytes"] = sw.capacity_bytes
     head = sw.header_analysis()
@@ -1120,7 +1133,7 @@ def sweep_header_lines(sw: Sweep, defaults: Iterable[str] = ()) -> list[str]:
     else:
         what = (f"whole request: prefill the prompt (first token), then {g.generate - 1} decode step(s) at contexts "
                 f"P+1 .. P+{g.generate - 1}")
-    lines.append(f"workload  {what}")
+    lines.append(f"workload  {what}{attention_words(sw.dtypes)}")
     hw, nom, mea = sw.hardware, sw.nominal, sw.measured
     d = " (default)" if "hw" in set(defaults) else ""
     lines.append(f"hardware  {hw.name}{d}, {sw.dtypes.compute_dtype.name} compute; roof "
@@ -1149,7 +1162,7 @@ def sweep_header_lines(sw: Sweep, defaults: Iterable[str] = ()) -> list[str]:
     overlap = "" if m is None else (f"; {who} overlap" if m.overlap else f"; {who} add up")
     lines.append(f"time      predicted: kernel floors at the {how}, with the host's time: --impl {sw.impl}{graph}"
                  f"{host}{'' if m is None else engine_host_words(m, gpus_of(sw.analyzer))}{overlap}"
-                 f"{engine_words(m, sw.impl)}{per}")
+                 f"{engine_words(m, sw.impl, sw.dtypes)}{per}")
     return lines
 
 

@@ -228,6 +228,13 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
         return [(k, k.count, k.window or None) for k in (analyzer.at_batch(wl) if swept else analyzer(wl)).kernels]
 
     d = _probe_step(analyzer, s0, workload_kw)
+    if d > 1:  # probes d apart on one side of every window: both below it (a context S counts min(S, W) keys)
+        windows = {w for _, _, w in kernels_of(Workload.decode(1, s0, **workload_kw)) if w}
+        while (inside := [w for w in windows if s0 < w < s0 + d]):
+            if min(inside) - d < 2:
+                raise RoofcalcError(f"a rank's sweep probes contexts {d} apart, and no two of them fit below the "
+                                    f"window of {min(inside)}: sweep contexts of {min(inside)} and more")
+            s0 = min(inside) - d
     probe = {(bb, ss): kernels_of(Workload.decode(bb, ss, **workload_kw)) for bb in (1, 1 + d) for ss in (s0, s0 + d)}
     names = [k.name for k, _, _ in probe[(1, s0)]]
     if any([k.name for k, _, _ in kernels] != names for kernels in probe.values()):
@@ -261,8 +268,9 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
         for c00, c10, c01, c11 in coef.values():
             corner += count * abs(c00 + c10 * big_b + c01 * big_eff + c11 * big_b * big_eff)
         if corner >= _INT64_SAFE:
-            raise GridOverflow(f"batch {big_b:,} x context {big_s:,} is too large to count in 64 bits; "
-                               f"no device holds such a step")
+            raise GridOverflow(f"batch {big_b:,} x context {big_s:,} is too large to count in 64 bits"
+                               + (f" with a rank's probes {d} apart (its costs fitted at {d}^2 times)" if d > 1 else
+                                  "; no device holds such a step"))
         weight = None  # the weight bytes where they are not bilinear in B: a column
         column = None  # a kernel whose cost does not change with the context, where the analysis at every batch
         # is at hand: its whole cost per batch (the busiest --ep-attention tp rank's expert rows are not linear in B)
@@ -440,7 +448,8 @@ def step_batch_verdicts(r) -> BatchVerdicts | None:
     if w.phase != "decode":
         return None
     kw = dict(weight_dtype=w.weight_dtype, act_dtype=w.act_dtype, kv_dtype=w.kv_dtype, group_size=w.group_size,
-              experts=w.experts, mla=w.mla, cache_update=w.cache_update, attention=w.attention)
+              experts=w.experts, mla=w.mla, cache_update=w.cache_update, attention=w.attention,
+              ubatch=w.ubatch)
     return batch_verdicts(r.analysis.shape, [w.kv_len], r.roof, r.capacity_bytes, impl=r.step.impl, model=r.model,
                           **kw)[0]
 
