@@ -1115,3 +1115,11 @@ def test_unfused_attention_from_the_command_line(capsys):
     assert {p["attention"] for p in doc["points"]} == {"unfused"}
     code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--ubatch", "256"], capsys)
     assert code == 0 and "--ubatch 256: an unfused attention's" in out
+    # the live score matrix beside the memory verdict: one layer's 32 heads x 32,768 x 32,768 fp32 values =
+    # 137 GB at once, 32 x 512 x 32,768 x 4 = 2.15 GB in micro-batches of 512
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--attention", "unfused", "--prompt", "32768", "--hw",
+                        "H100-SXM"], capsys)
+    assert code == 0 and "score matrix (one layer's, 137 GB in fp32) does NOT fit beside" in " ".join(out.split())
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--attention", "unfused", "--ubatch", "512", "--prompt", "32768",
+                        "--hw", "H100-SXM"], capsys)
+    assert code == 0 and "one layer's score matrix, 2.15 GB in fp32)" in " ".join(out.split())

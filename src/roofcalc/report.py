@@ -623,14 +623,21 @@ def memory_line(r: Roofline) -> str:
         cache = " + ".join(filter(None, (cache, f"{si(states, 'B')} of recurrent state ({cached:,} sequence{'s' * (cached != 1)})")))
     what = (f"memory    {si(a.weight_storage_bytes, 'B')} of weights + "
             f"{cache or si(kv, 'B') + ' of KV cache'} = {si(need, 'B')}")
+    scores = ""  # an unfused prefill's live score matrix: one layer's, one micro-batch's, in fp32 (not counted)
+    if getattr(w, "attention", "fused") == "unfused" and w.phase == "prefill" and a.shape.n_heads:
+        live = 4 * w.batch * a.shape.n_heads * min(w.ubatch or w.query_tokens, w.query_tokens) * w.kv_len
+        if r.capacity_bytes is not None and need + live > r.capacity_bytes:
+            scores = f"; its unfused attention's score matrix (one layer's, {si(live, 'B')} in fp32) does NOT fit beside them"
+        else:
+            scores = f" (its unfused attention also holds one layer's score matrix, {si(live, 'B')} in fp32)"
     if r.capacity_bytes is None:
-        return what + "; the device's memory is unknown (pass --memory)"
+        return what + "; the device's memory is unknown (pass --memory)" + scores
     if r.fits:
-        return what + f": fits in {capacity(r.capacity_bytes)}"
+        return what + f": fits in {capacity(r.capacity_bytes)}" + scores
     room = capacity(r.capacity_bytes)
     if room == si(need, "B"):  # too close to tell apart at three digits: the bytes
         room = f"{room} ({int(need):,} bytes needed, {int(r.capacity_bytes):,} there)"
-    return what + f": does NOT fit in {room} (weights + KV cache only; pass --memory to change it)"
+    return what + f": does NOT fit in {room} (weights + KV cache only; pass --memory to change it)" + scores
 
 
 def time_column(name: str, seconds: list[float | None]) -> tuple[str, list[str]]:
