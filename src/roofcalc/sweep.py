@@ -486,7 +486,9 @@ def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: floa
         # context (at one and two sequences, the probes), at that batch (the busiest --ep-attention tp rank's
         # expert rows are not linear in B)
         s0 = _probe_contexts(contexts, analyzer)
-        probes = [analyzer(Workload.decode(bb, ss, **workload_kw)).kernels for bb in (1, 2) for ss in (s0, s0 + 1)]
+        d = _probe_step(analyzer, s0, workload_kw)  # (decode_grid's probes: a rank's rounded share can grow by
+        # less than a byte a position, and looks context-free over one)
+        probes = [analyzer(Workload.decode(bb, ss, **workload_kw)).kernels for bb in (1, 2) for ss in (s0, s0 + d)]
         context_free = [k1.cost == k2.cost and k3.cost == k4.cost for k1, k2, k3, k4 in zip(*probes)]
 
         @functools.lru_cache(maxsize=None)
