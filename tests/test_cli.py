@@ -1115,11 +1115,20 @@ def test_unfused_attention_from_the_command_line(capsys):
     assert {p["attention"] for p in doc["points"]} == {"unfused"}
     code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--ubatch", "256"], capsys)
     assert code == 0 and "--ubatch 256: an unfused attention's" in out
-    # the live score matrix beside the memory verdict: one layer's 32 heads x 32,768 x 32,768 fp32 values =
-    # 137 GB at once, 32 x 512 x 32,768 x 4 = 2.15 GB in micro-batches of 512
+    # an unfused prefill's memory holds one layer's live score matrix: 32 heads x 32,768 x 32,768 fp32 values =
+    # 137,438,953,472 bytes at once (no 80 GiB device holds it), 32 x 512 x 32,768 x 4 = 2,147,483,648 in
+    # micro-batches of 512; TinyLlama's weights 2,200,096,768 and KV cache 22,528 x 32,768 = 738,197,504 beside them
     code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--attention", "unfused", "--prompt", "32768", "--hw",
-                        "H100-SXM"], capsys)
-    assert code == 0 and "score matrix (one layer's, 137 GB in fp32) does NOT fit beside" in " ".join(out.split())
-    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--attention", "unfused", "--ubatch", "512", "--prompt", "32768",
-                        "--hw", "H100-SXM"], capsys)
-    assert code == 0 and "one layer's score matrix, 2.15 GB in fp32)" in " ".join(out.split())
+                        "H100-SXM", "--format", "json"], capsys)
+    step = json.loads(out)["step"]
+    assert code == 0 and step["memory_bytes"] == 2_200_096_768 + 738_197_504 + 137_438_953_472 and not step["fits"]
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--attention", "unfused", "--ubatch", "512", "--prompt",
+                        "32768,1024", "--hw", "H100-SXM", "--format", "json"], capsys)
+    point = next(p for p in json.loads(out)["points"] if p["prompt"] == 32768)
+    assert code == 0 and point["memory_bytes"] == 2_200_096_768 + 738_197_504 + 2_147_483_648 and point["fits"]
+    assert point["ubatch"] == 512
+    # under --engine llama.cpp its own micro-batch, 512, unless given; the JSON's engine names the unfused attention
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--attention", "unfused", "--engine", "llama.cpp", "--prompt",
+                        "2048", "--hw", "RTX4090", "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["workload"]["ubatch"] == 512 and doc["step"]["engine"]["attention"].startswith("unfused")

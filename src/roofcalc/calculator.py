@@ -402,6 +402,14 @@ def computed_pairs(wl: Workload, window: int | None) -> int:
     return pairs + (t - full * u) * s
 
 
+def unfused_score_buffer_bytes(s: ModelShape, wl: Workload) -> int:
+    """An unfused prefill's live score matrix: one layer's, one micro-batch's (B·N·u·S scores, fp32 as
+    llama.cpp writes K·Q); 0 for a fused attention or a decode step (its B·N·S scores are small)."""
+    if wl.attention == "fused" or wl.phase != "prefill" or not s.n_heads:
+        return 0
+    return 4 * wl.batch * s.n_heads * min(wl.ubatch or wl.query_tokens, wl.query_tokens) * wl.kv_len
+
+
 def keys_read(wl: Workload, window: int | None) -> int:
     """Cached positions attention reads per sequence: all S, or the last T + W - 1 under a window."""
     return wl.kv_len if window is None else min(wl.kv_len, wl.query_tokens + window - 1)
@@ -721,7 +729,7 @@ def attention_scores(s: ModelShape, wl: Workload, window: int | None) -> Kernel:
     pairs = computed_pairs(wl, window)
     scores = wl.batch * s.n_heads * pairs
     cost = Cost(act_read_bytes=UNFUSED_SCORE_BYTES_READ * scores, act_write_bytes=UNFUSED_SCORE_BYTES_WRITTEN * scores)
-    return Kernel("attention_scores", "elementwise", "layer", 1, f"B{wl.batch}:{s.n_heads}h x {pairs} scores", cost,
+    return Kernel("attention_scores", "elementwise", "layer", 1, f"B{wl.batch}:{s.n_heads}h x {pairs:,} scores", cost,
                   role="attention_scores")
 
 
@@ -867,9 +875,11 @@ class Analysis:
     @property
     def memory_bytes(self) -> int:
         """What the step needs in device memory: every weight, and the KV cache of its B sequences at
-        S positions (nothing else: activations, the allocator's slack and workspaces are not counted)."""
+        S positions, and an unfused prefill's live score matrix (unfused_score_buffer_bytes; nothing else:
+        activations, the allocator's slack and workspaces are not counted)."""
         w = self.workload
-        return self.weight_storage_bytes + kv_cache_bytes(self.shape, w.kv_dtype, w.batch, w.kv_len)
+        return self.weight_storage_bytes + kv_cache_bytes(self.shape, w.kv_dtype, w.batch, w.kv_len) + \
+            unfused_score_buffer_bytes(self.shape, w)
 
     def _repr_html_(self) -> str:  # a notebook shows the kernels as a table (roofcalc.frames)
         from .frames import repr_html

@@ -95,8 +95,8 @@ def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
                    "attn_implementation='eager' moves 24)")
     p.add_argument("--ubatch", type=positive_int, default=None, metavar="TOKENS",
                    help="with --attention unfused: the prompt in micro-batches of this many tokens, each scoring "
-                   "its queries against every position up to its end (llama.cpp's -ub, 512 by default; default: "
-                   "the whole prompt at once, as transformers' eager attention)")
+                   "its queries against every position up to its end (llama.cpp's -ub; default: 512 under --engine "
+                   "llama.cpp, its own default, else the whole prompt at once, as transformers' eager attention)")
     p.add_argument("--logits", choices=("last", "all"), default="last",
                    help="prefill: lm_head on the last token of each sequence (default) or on every position")
     p.add_argument("--experts", choices=("expected", "all", "topk"), default="expected",
@@ -233,7 +233,7 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
                                        else 128),
         causal=not args.full_rectangle,
         attention=args.attention,
-        ubatch=args.ubatch or 0,
+        ubatch=_ubatch(args),
         logits_all=args.logits == "all",
         experts=args.experts,
         mla=_mla(args),
@@ -729,6 +729,16 @@ def _mla(args: argparse.Namespace) -> str:
     return preset.mla if preset is not None else "naive"
 
 
+def _ubatch(args: argparse.Namespace) -> int:
+    """An unfused prompt's micro-batch: --ubatch as given; under --engine llama.cpp its n_ubatch's default, 512
+    (llama.cpp common/common.h: n_ubatch = 512, since pull request #6017 split it from n_batch, whose default
+    it was); else 0, the whole prompt at once (transformers' eager attention)."""
+    if args.ubatch is not None:
+        return args.ubatch
+    preset = getattr(args, "engine_preset", None)
+    return 512 if args.attention == "unfused" and preset is not None and preset.name == "llama.cpp" else 0
+
+
 def _cache_update(args: argparse.Namespace) -> str:
     """How the KV cache takes a token: the engine's, unless --impl is given by hand (then as it always was:
     concatenation under hf-eager, in place otherwise)."""
@@ -747,6 +757,8 @@ def _ignored(args: argparse.Namespace, s) -> list[str]:
          f"--micro-batches {args.micro_batches}: a pipeline's (--pp); this step has one stage"),
         (args.full_rectangle and decode, "--full-rectangle: a prefill's (--prompt); a decode step's one query "
                                          "attends every key"),
+        (args.full_rectangle and args.attention == "unfused" and not decode,
+         "--full-rectangle: an unfused attention computes its whole score matrix anyway (--attention unfused)"),
         (args.ubatch is not None and args.attention != "unfused",
          f"--ubatch {args.ubatch}: an unfused attention's (--attention unfused); a fused one scores each pair once"),
         (args.ubatch is not None and args.attention == "unfused" and decode,

@@ -32,6 +32,7 @@ def _ident(doc: dict[str, Any]) -> dict[str, Any]:
     ident.update({axis: par.get(axis, 1) for axis in ("tp", "pp", "ep")})
     ident["ep_attention"] = par.get("ep_attention", "dp")
     ident["attention"] = w.get("attention", "fused")
+    ident["ubatch"] = w.get("ubatch", 0)
     return ident
 
 

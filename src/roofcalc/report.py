@@ -179,7 +179,7 @@ def step_record(r: Roofline) -> dict[str, Any]:
         "predicted_s": st.predicted_s, "predicted_lower_s": st.predicted_lower_s,
         "predicted_upper_s": st.predicted_upper_s, **band_record(t.band), "device_s": t.device_s, "device_upper_s": t.device_upper_s,
         "host_s": t.host_s, "host_upper_s": t.host_upper_s, "overlap": t.overlap, "step_bound": st.bound,
-        "serial_host_s": t.serial_s, "serial_host_upper_s": t.serial_upper_s, "engine": engine_record(r.model, st.impl),
+        "serial_host_s": t.serial_s, "serial_host_upper_s": t.serial_upper_s, "engine": engine_record(r.model, st.impl, r.analysis.workload),
         "device_parts_s": {"memory": t.memory_s, "compute": t.compute_s, "communication": t.comm_s,
                            "fixed": t.fixed_s},
         "tpot_s": st.tpot_s, "achieved_flop_per_s": st.achieved_flop_per_s,
@@ -188,14 +188,18 @@ def step_record(r: Roofline) -> dict[str, Any]:
     }
 
 
-def engine_record(m, impl: str) -> dict[str, Any] | None:
-    """The engine preset's fields (engines.py), with the launch model the step used."""
+def engine_record(m, impl: str, w=None) -> dict[str, Any] | None:
+    """The engine preset's fields (engines.py), with the launch model the step used; its attention kernel
+    the unfused one where the workload ``w`` runs it (--attention unfused)."""
     name = m.engine_host.engine if m is not None else ""
     if not name:
         return None
     from .engines import ENGINES
 
-    return {**ENGINES[name].record(), "impl_used": impl, "impl_by_hand": impl != ENGINES[name].impl}
+    rec = {**ENGINES[name].record(), "impl_used": impl, "impl_by_hand": impl != ENGINES[name].impl}
+    if getattr(w, "attention", "fused") == "unfused":
+        rec.update(attention="unfused, by --attention", attention_source="roofcalc --attention unfused")
+    return rec
 
 
 def point_records(r: Roofline) -> list[dict[str, Any]]:
@@ -309,7 +313,8 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
              if w.cache_update == "concat" and not _states_only(a) else "")
     else:
         traced = a.source == "traced"
-        mask = "the model's own mask" if traced else "causal" if w.causal else "full rectangle (no causal discount)"
+        mask = "the model's own mask" if traced else "every pair of its score matrix" if w.attention == "unfused" \
+            else "causal" if w.causal else "full rectangle (no causal discount)"
         logits = "every position" if w.logits_all or a.logits == "all" else "last token only"
         what = f"prefill, batch B={w.batch}{d('batch')}, prompt T={w.query_tokens}, {mask}, logits for {logits}" + \
             next((f" ({k.split(':', 1)[1]})" for k in defaulted if k.startswith("forward-why:")), "")
@@ -491,11 +496,13 @@ def engine_host_words(m, gpus: int = 1) -> str:
         ("(overlapping the device)" if e.overlap and m.overlap else "(the device waits for it)")
 
 
-def attention_words(w) -> str:
-    """How a step's attention runs where it is not one fused kernel (--attention unfused), else nothing."""
+def attention_words(w, prompt: bool | None = None) -> str:
+    """How a step's attention runs where it is not one fused kernel (--attention unfused), else nothing;
+    ``prompt``: whether it runs a prompt (a sweep's dtypes are a decode step's whatever it sweeps)."""
     if getattr(w, "attention", "fused") == "fused":
         return ""
-    chunks = f", the prompt in micro-batches of {w.ubatch:,}" if w.ubatch and w.phase == "prefill" else ""
+    prompt = w.phase == "prefill" if prompt is None else prompt
+    chunks = f", the prompt in micro-batches of {w.ubatch:,}" if w.ubatch and prompt else ""
     return f"; attention unfused: its score matrix written and read between its kernels (attention_scores{chunks})"
 
 
@@ -607,8 +614,11 @@ def _states_only(a) -> bool:
 
 def memory_line(r: Roofline) -> str:
     """The single step's memory verdict, by the sweep's rule: weights + KV cache against the device."""
+    from .calculator import unfused_score_buffer_bytes
+
     a, w = r.analysis, r.analysis.workload
-    need, kv = r.memory_bytes, r.memory_bytes - a.weight_storage_bytes
+    live = unfused_score_buffer_bytes(a.shape, w)  # an unfused prefill's score matrix, one layer's
+    need, kv = r.memory_bytes, r.memory_bytes - a.weight_storage_bytes - live
     # a pipeline stage holds the cache of the step's sequences (its ranks' share of them), not one micro-batch's
     cached = a.cached_sequences
     # a traced hybrid's (or a state-space model's) recurrent states: the same size at every length (none where
@@ -621,23 +631,18 @@ def memory_line(r: Roofline) -> str:
     cache = (f"{si(kv - states, 'B')} of KV cache ({cached:,} x {w.kv_len:,} positions{held})" if kv > states else "")
     if states > 0:
         cache = " + ".join(filter(None, (cache, f"{si(states, 'B')} of recurrent state ({cached:,} sequence{'s' * (cached != 1)})")))
+    scores = f" + {si(live, 'B')} of unfused scores (one layer's matrix, fp32)" if live else ""
     what = (f"memory    {si(a.weight_storage_bytes, 'B')} of weights + "
-            f"{cache or si(kv, 'B') + ' of KV cache'} = {si(need, 'B')}")
-    scores = ""  # an unfused prefill's live score matrix: one layer's, one micro-batch's, in fp32 (not counted)
-    if getattr(w, "attention", "fused") == "unfused" and w.phase == "prefill" and a.shape.n_heads:
-        live = 4 * w.batch * a.shape.n_heads * min(w.ubatch or w.query_tokens, w.query_tokens) * w.kv_len
-        if r.capacity_bytes is not None and need + live > r.capacity_bytes:
-            scores = f"; its unfused attention's score matrix (one layer's, {si(live, 'B')} in fp32) does NOT fit beside them"
-        else:
-            scores = f" (its unfused attention also holds one layer's score matrix, {si(live, 'B')} in fp32)"
+            f"{cache or si(kv, 'B') + ' of KV cache'}{scores} = {si(need, 'B')}")
     if r.capacity_bytes is None:
-        return what + "; the device's memory is unknown (pass --memory)" + scores
+        return what + "; the device's memory is unknown (pass --memory)"
     if r.fits:
-        return what + f": fits in {capacity(r.capacity_bytes)}" + scores
+        return what + f": fits in {capacity(r.capacity_bytes)}"
     room = capacity(r.capacity_bytes)
     if room == si(need, "B"):  # too close to tell apart at three digits: the bytes
         room = f"{room} ({int(need):,} bytes needed, {int(r.capacity_bytes):,} there)"
-    return what + f": does NOT fit in {room} (weights + KV cache only; pass --memory to change it)" + scores
+    return what + f": does NOT fit in {room} (weights + KV cache{' + scores' if live else ''} only; pass --memory to " \
+                  f"change it)"
 
 
 def time_column(name: str, seconds: list[float | None]) -> tuple[str, list[str]]:
@@ -962,7 +967,7 @@ def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
              "engine": (sw.model.engine_host.engine or None) if sw.model is not None else None,
              "impl": sw.impl, **band_record(range_band(sw.model, gpus_of(sw.analyzer) > 1)),
              **{axis: getattr(par, axis, 1) for axis in ("tp", "pp", "ep")},
-             "ep_attention": getattr(par, "ep_attention", "dp"), "attention": w.attention}
+             "ep_attention": getattr(par, "ep_attention", "dp"), "attention": w.attention, "ubatch": w.ubatch}
     out = []
     if sw.kind == "decode":
         inten, step, upper, tps, bound = g.intensity, g.step_s, g.step_upper_s, g.tokens_per_s, g.bound
@@ -1035,7 +1040,7 @@ def sweep_record(sw: Sweep) -> dict[str, Any]:
     hw["capacity_bytes"] = sw.capacity_bytes
     head = sw.header_analysis()
     doc = {"schema_version": SCHEMA_VERSION, "model": model_record(head), "workload": workload,
-           "hardware": hw, "engine": engine_record(sw.model, sw.impl), "points": sweep_point_records(sw),
+           "hardware": hw, "engine": engine_record(sw.model, sw.impl, sw.dtypes), "points": sweep_point_records(sw),
            "verdicts": [verdict_record(v) for v in sw.verdicts]}
     par = head.parallel
     if par is not None and par.gpus > 1:  # every point is one rank's (a pipeline's: see "step")
@@ -1140,7 +1145,7 @@ def sweep_header_lines(sw: Sweep, defaults: Iterable[str] = ()) -> list[str]:
     else:
         what = (f"whole request: prefill the prompt (first token), then {g.generate - 1} decode step(s) at contexts "
                 f"P+1 .. P+{g.generate - 1}")
-    lines.append(f"workload  {what}{attention_words(sw.dtypes)}")
+    lines.append(f"workload  {what}{attention_words(sw.dtypes, sw.kind != 'decode')}")
     hw, nom, mea = sw.hardware, sw.nominal, sw.measured
     d = " (default)" if "hw" in set(defaults) else ""
     lines.append(f"hardware  {hw.name}{d}, {sw.dtypes.compute_dtype.name} compute; roof "
@@ -1262,7 +1267,7 @@ def tp_sweep_record(tps) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION, "model": model_record(full), "workload": workload_record(a),
         "hardware": {**hardware_record(first), "capacity_bytes": first.capacity_bytes,
                      "link_bytes_per_s": first.hardware.link_bytes_per_s},
-        "engine": engine_record(first.model, first.step.impl),
+        "engine": engine_record(first.model, first.step.impl, a.workload),
         "axis": tps.axis,
         "fixed": {a: getattr(tps.base, a) for a in ("tp", "pp", "ep") if a != tps.axis},
         "ep_attention": tps.base.ep_attention,
