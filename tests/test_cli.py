@@ -1115,6 +1115,11 @@ def test_unfused_attention_from_the_command_line(capsys):
     assert {p["attention"] for p in doc["points"]} == {"unfused"}
     code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--ubatch", "256"], capsys)
     assert code == 0 and "--ubatch 256: an unfused attention's" in out
+    # an option that changes nothing is said in every format: JSON's own list, CSV's stderr
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--ubatch", "256", "--format", "json"], capsys)
+    assert code == 0 and json.loads(out)["ignored"][0].startswith("--ubatch 256: an unfused attention's")
+    code, out, err = run(["TinyLlama/TinyLlama-1.1B", "--ubatch", "256", "--format", "csv"], capsys)
+    assert code == 0 and "roofcalc: ignored: --ubatch 256" in err and "ignored" not in out
     # an unfused prefill's memory holds one layer's live score matrix: 32 heads x 32,768 x 32,768 fp32 values =
     # 137,438,953,472 bytes at once (no 80 GiB device holds it), 32 x 512 x 32,768 x 4 = 2,147,483,648 in
     # micro-batches of 512; TinyLlama's weights 2,200,096,768 and KV cache 22,528 x 32,768 = 738,197,504 beside them

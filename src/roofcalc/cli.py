@@ -653,11 +653,21 @@ def run_main(argv: Sequence[str]) -> str:
     engine = _engine_verdict(args, shape, result, None).strip() if args.format in ("table", "markdown") or \
         args.html is not None else ""
     footer += [engine] if engine else []
-    footer += [f"ignored   {x}" for x in _ignored(args, shape[0])]
+    ignored = _ignored(args, shape[0])
+    footer += [f"ignored   {x}" for x in ignored]
     if args.format == "table":
         out += "".join(line + "\n" for line in report.wrap_lines(footer, None if args.wide else term_width()))
     elif args.format == "markdown":  # bullets of the footer's list, as Markdown's other footer lines are
         out += "".join(f"- {line}\n" for line in footer)
+    elif ignored and args.format == "json":  # the document's own list (every JSON document is indented by 2)
+        import json
+
+        doc = json.loads(out)
+        doc["ignored"] = ignored
+        out = json.dumps(doc, indent=2) + "\n"
+    elif ignored:  # CSV: its rows stay the table's; the options it ignored on stderr
+        for x in ignored:
+            print(f"roofcalc: ignored: {x}", file=sys.stderr)
     if args.plot:
         from .plotting import save_plot
 
