@@ -398,6 +398,21 @@ def shape_names(shapes) -> list:
     return sorted(f"h={h},i={i},k={k},e={e}" for h, i, k, e in set(shapes))
 
 
+def sglang_tuned(gpu: str, version: str) -> dict | None:
+    """The (experts, width over TP) pairs SGLang ``version`` ships a tuned 16-bit Triton fused-MoE configuration for
+    on ``gpu`` (benchmarks/sglang_moe_configs.json, listed from its wheel by sglang_moe_configs.py), with the
+    wheel's name; None where the list does not hold the version. AIConfigurator's SGLang collector
+    (collector/sglang/collect_moe.py) runs those tiles where a file exists and get_default_config's otherwise, as
+    SGLang does: 64 x 64 x 32 for 16-bit weights above E tokens, where vLLM 0.24's default grows its tiles with the
+    tokens (so vLLM's tables take no such factor: on the H100's and H200's it moved nothing, 0.087 to 0.085)."""
+    doc = json.loads((HERE / "sglang_moe_configs.json").read_text())
+    v = doc["versions"].get(version)
+    if v is None or gpu not in v["bf16"]:
+        return None
+    return {"version": version, "wheel": v["wheel"], "sha256": v["sha256"],
+            "pairs": {tuple(p) for p in v["bf16"][gpu]}}
+
+
 def load_moe(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
     """{moe class: (rows, source info)} from the engine's moe_perf table: balanced routing, each dtype's main
     kernel source (the one with the most rows), less the shapes of grouped-routing models (grouped_routing_shapes).
@@ -432,12 +447,18 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
         gone = left_out[left_out.moe_dtype == dt]
         cutlass = "flashinfer_cutlass" in ks or ks == "moe_torch_flow_cutlass"  # FlashInfer's or TensorRT-LLM's
         triton = "triton" in ks and "oaitriton" not in ks  # vLLM's own Triton kernel (and SGLang's adaptation)
-        out[cls] = (moe_rows(d, SPECS[gpu], key, zeros=triton, spread=cutlass, ungated=ungated), dict(
+        R = moe_rows(d, SPECS[gpu], key, zeros=triton, spread=cutlass, ungated=ungated)
+        tuned = sglang_tuned(gpu, vdir.name) if engine == "sglang" and triton and key == "bf16" else None
+        if tuned is not None:  # the shapes SGLang has no tuned tiles for run its default ones (sglang_tuned)
+            R["untuned"] = np.array([(int(e), int(i)) not in tuned["pairs"]
+                                     for e, i in zip(R["experts"], R["inter"])], float)
+        out[cls] = (R, dict(
             file=str(p.relative_to(systems.parent)), sha256=sha256(p)[:16], version_folder=p.parent.name,
             version_column=sorted(set(map(str, a["version"].unique()))) if "version" in a else None,
             kernel_source=ks, duplicates_merged=dup, distribution="balanced", ep_masked_rows_written=triton,
             **({"ep_rows_left_out": ep_rows_left_out} if engine == "sglang" else {}),
             ungated_shapes=shape_names(set(moe_shapes(d)) & ungated),
+            **({"tuned_configs": {**tuned, "pairs": sorted(map(list, tuned["pairs"]))}} if tuned else {}),
             grouped_routing_left_out=dict(shapes=shape_names(moe_shapes(gone)),
                                           rows=int((gone.kernel_source == ks).sum()))))
     return out
@@ -787,7 +808,8 @@ FORMS = {
     "prefill_bf16kv": "fixed + max(4bhd*pairs / (peak * e_c(isl) * f(d) * f(gqa) * f(items) * f(window)), "
                       "bytes / (bw * e_m(isl) * f(d) * f(gqa)))",
     "prefill_fp8kv": "as prefill_bf16kv on the fp8 peak (the attention runs in fp8)",
-    "moe_bf16": "fixed + max(2*rows*3*H*I' / (peak * e_c(x) * f_c(H) * f_c(I')), (touched * 3*H*I'*wb + "
+    "moe_bf16": "fixed + max(2*rows*3*H*I' / (peak * e_c(x) * f_c(H) * f_c(I') [* f_untuned(x): SGLang's Triton "
+                "kernel on a shape without tuned tiles]), (touched * 3*H*I'*wb + "
                 "activations) / (bw * e_m(x) * f_m(H) * f_m(I') [* f_m(touched): FlashInfer's CUTLASS kernel])) + "
                 "T*k * pair_s, x = tokens per expert; 2*H*I' for experts without a gate",
     "moe_fp8": "as moe_bf16, fp8 weights (1 byte) on the fp8 peak",
@@ -977,11 +999,26 @@ Why, and what else the tables showed:
   it routes without groups (RenormalizeMoeRoutingMethod) outside its min-latency mode, so DeepSeek-V3's shape
   stays. The fp8 block-scaled tables meet the target on both (SGLang: H100 0.030 / 99 %, H200 0.040 / 98 %, B200
   0.063 / 98 %, RTX PRO 6000 0.018 / 99 %; TensorRT-LLM: H100 0.043 / 99 %, H200 0.047 / 99 %, B200 0.040 /
-  98 %), and so do TensorRT-LLM's bf16 and per-tensor fp8 on the L40S and RTX PRO 6000 (0.044-0.075). Short:
-  SGLang's bf16 on the A100, H100, H200 and B200 (0.107-0.182), by shape at large token counts, where its tuned
-  kernel configurations cover some (experts, width, GPU) and not others (a shape's rows at 2,048 tokens and more
-  run 0.43-1.7x the form together; at 256 tokens or fewer the H200's rows sit a median 3 % from it);
-  TensorRT-LLM's bf16 and per-tensor fp8 on the H100 and H200 (0.176-0.260; its rows run a median 20 % faster
+  98 %), and so do TensorRT-LLM's bf16 and per-tensor fp8 on the L40S and RTX PRO 6000 (0.044-0.075).
+  **SGLang's tuned tiles.** SGLang's bf16 tables had run by shape at large token counts (a shape's rows at 2,048
+  tokens and more 0.43-1.7x the form together): its Triton kernel takes its tiles from a file named by the rank's
+  experts, its width over TP and the GPU (fused_moe_triton_config.py, get_moe_configs; AIConfigurator's collector
+  looks them up the same way, collector/sglang/collect_moe.py), and without one runs get_default_config's 64 x 64
+  x 32 tiles for 16-bit weights above E tokens. Which shapes have a file is read from the SGLang wheel of the
+  table's version (`benchmarks/sglang_moe_configs.py` writes `benchmarks/sglang_moe_configs.json`: 53 (E, N)
+  pairs for the H100 in 0.5.14, 18 for the A100 in 0.5.10), and the rows of the others take a compute-side
+  factor by tokens per expert (fitting.moe_design's `untuned_factor_compute`, fitted with the rest): on the H100
+  it falls from 0.99 at 1/32 of a token per expert to 0.41 at 64 and beyond (A100 0.41-0.54, H200 0.45-0.55: the
+  default tiles reach under half the tuned ones' rate), and Mixtral's measured layer at TP 1 (no file for E=8,
+  N=14,336) takes 12.97 ms at 4,096 tokens where half its work at TP 2 (E=8, N=7,168 has one) takes 2.54.
+  Cross-validated: H100 0.138 / 82 % to 0.098 / 91 %, A100 0.144 / 78 % to 0.127 / 83 %, H200 0.182 / 74 % to
+  0.144 / 82 %, L40S 0.098 / 90 % (three tuned shapes). vLLM 0.24's default tiles grow with the tokens
+  (vllm/model_executor/layers/fused_moe/fused_moe.py, get_default_config), and the same factor on its H100 and
+  H200 bf16 tables moved nothing (0.087 to 0.085, 0.100 to 0.099): its tables take none, and the A100's
+  vLLM preset, which borrows SGLang's A100 form, takes it without the factor. The shipped SGLang forms carry
+  their GPU's list (`tuned`); a shape is read as tuned where its (experts on the rank, width over TP) is on it.
+  Short: SGLang's bf16 on the A100, H200 and B200 (0.107-0.144; the H200's rows of H = 2,048 run 0.7-0.8x the
+  form, Nemotron's experts without a gate 1.5-2x); TensorRT-LLM's bf16 and per-tensor fp8 on the H100 and H200 (0.176-0.260; its rows run a median 20 % faster
   than the cross-validated form at every token count, which the factor by distinct experts does not explain:
   without it 0.243) and the RTX PRO 6000's fp8-block table (0.261; a Triton kernel there). Each table's main
   kernel is what AIConfigurator's collector ran there, and not always these: on the B200 SGLang's tables are

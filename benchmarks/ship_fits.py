@@ -82,11 +82,18 @@ BORROWED_MOE = ("vLLM's MoE table of this GPU holds no balanced-routing rows (po
                 "fused_moe.py), so vLLM's preset takes SGLang's fitted form")
 
 
+UNTUNED = ("untuned_factor_compute", "tuned")  # SGLang's factor for shapes without tuned tiles, and its list
+
+
 def moe_form(f: dict, bf16_peak: float) -> dict:
     """A fused MoE class's DRAM parameters as predict.MoEFit reads them (fitting.moe_doc), with the fit's
     provenance; ``peak_ratio``: the fit's compute peak over the bf16 one (2 for the fp8 classes)."""
     block = F.MOE_FORMATS[f["cls"][4:]][2]
-    return {**F.moe_doc(f["params"], f["peak_flops"] / bf16_peak, block, f.get("ranges")), "source": f["source"],
+    source = dict(f["source"])
+    tuned = source.get("tuned_configs", {}).get("pairs", ())
+    if tuned:  # the list once, as the form's "tuned"
+        source["tuned_configs"] = {k: v for k, v in source["tuned_configs"].items() if k != "pairs"}
+    return {**F.moe_doc(f["params"], f["peak_flops"] / bf16_peak, block, f.get("ranges"), tuned), "source": source,
             "cv_dram": f["cv"]["dram"]}
 
 
@@ -130,7 +137,10 @@ def main() -> None:
     for name, gpu in out["gpus"].items():
         sglang = gpu.get("engines", {}).get("sglang", {}).get("moe")
         if sglang and not gpu.get("moe"):
-            gpu["moe"] = {k: {**v, "tables": "sglang", "why": BORROWED_MOE} for k, v in sglang.items()}
+            # without SGLang's factor for shapes it has no tuned tiles for: vLLM's default tiles grow with the
+            # tokens (vllm/model_executor/layers/fused_moe/fused_moe.py, get_default_config), SGLang's do not
+            gpu["moe"] = {k: {**{n: x for n, x in v.items() if n not in UNTUNED}, "tables": "sglang",
+                              "why": BORROWED_MOE} for k, v in sglang.items()}
     # the other engines' forms in a file of their own, read only for their presets (the main job reads less)
     engines = {"source": out["source"], "gpus": {g: v.pop("engines") for g, v in out["gpus"].items() if "engines" in v}}
     for doc_out, name in ((out, "kernel_fits.json"), (engines, "kernel_fits_engines.json")):

@@ -334,3 +334,61 @@ def test_gpt_oss_experts_in_one_kernel_take_the_mxfp4_form(batch, tp):
     fused = f.fixed_s + max(p.t_compute_s / e_c, p.t_memory_s / e_m) + f.pair_s * batch * 4
     assert p.t_expected_s == pytest.approx(fused)
     assert abs(GPT_OSS_ROWS[(batch, tp)] * 1e-3 / p.t_expected_s - 1) <= 0.30
+
+
+# SGLang 0.5.14 on the H100, balanced routing, one rank, 4,096 tokens, bf16: AIConfigurator 0.12,
+# systems/data/h100_sxm/moe/sglang/0.5.14/moe_perf.parquet (kernel_source sglang_fused_moe_triton), ms. SGLang
+# ships tuned tiles for Qwen3-30B-A3B's experts on the H100 (E=128,N=768) and for Mixtral's at TP 2 (E=8,N=7168),
+# not at TP 1 (E=8,N=14336): benchmarks/sglang_moe_configs.json, from the 0.5.14 wheel. Mixtral's TP 1 row takes
+# 12.97 ms where half its work at TP 2 takes 2.54 ms.
+SGLANG_ROWS = {"mistralai/Mixtral-8x7B-v0.1": 12.967715, "Qwen/Qwen3-30B-A3B": 0.780676}
+
+
+def test_sglang_shapes_without_tuned_tiles_take_their_factor():
+    """SGLang's H100 bf16 form carries a compute-side factor by tokens per expert for shapes its package has no
+    tuned configuration for (get_default_config's 64 x 64 x 32 tiles), and the shapes it has one for; a tuned shape
+    reads the base form, an untuned one the base times the factor, by hand from MoEFit."""
+    sglang = default_model("gpu", fits="h100_sxm", engine="sglang").moe_fits["bf16"]
+    assert sglang.untuned and (128, 768) in sglang.tuned and (8, 7168) in sglang.tuned and (8, 14336) not in sglang.tuned
+    assert sglang.is_tuned(128, 768) and sglang.is_tuned(8, 7168) and not sglang.is_tuned(8, 14336)
+    u = dict(sglang.untuned)
+    base = sglang.efficiencies(16, 4096, 14336)
+    assert sglang.efficiencies(16, 4096, 14336, experts=8) == pytest.approx((base[0] * u[16.0], base[1]))
+    assert sglang.efficiencies(16, 4096, 7168, experts=8) == sglang.efficiencies(16, 4096, 7168)
+    # the factor is the default tiles' cost: at hundreds of tokens per expert well below 1
+    assert u[1024.0] < 0.7
+    # vLLM's own default tiles grow with the tokens: its forms, and the A100's borrowed SGLang form, carry none
+    for gpu in ("h100_sxm", "h200_sxm", "a100_sxm"):
+        assert not default_model("gpu", fits=gpu, engine="vllm").moe_fits["bf16"].untuned
+
+
+@pytest.mark.parametrize("model", sorted(SGLANG_ROWS))
+def test_the_step_model_predicts_sglang_moe_layers_with_and_without_tuned_tiles(model):
+    """A 4,096-token prefill's fused MoE layer under --engine sglang on the H100 lands within ±30 % of SGLang's
+    measured call, an untuned shape (Mixtral at TP 1) as a tuned one (Qwen3-30B-A3B)."""
+    from roofcalc.engines import ENGINES
+
+    b16 = DTYPES["bf16"]
+    wl = Workload.prefill(1, 4096, weight_dtype=b16, act_dtype=b16, kv_dtype=b16, cache_update="in-place")
+    sglang = ENGINES["sglang"]
+    r = roofline(analyze(load_shape(model), wl), find_hardware("H100-SXM"), impl=sglang.impl,
+                 engine_host=sglang.host)
+    ks = [p for p in r.step.placements if p.kernel.name in FUSED]
+    assert [p.kernel.name for p in ks] == list(FUSED)
+    assert abs(SGLANG_ROWS[model] * 1e-3 / sum(p.t_expected_s for p in ks) - 1) <= 0.30
+
+
+def test_the_header_says_when_sglang_runs_its_default_tiles(capsys):
+    """Mixtral's experts at TP 1 have no tuned SGLang file on the H100 (E=8,N=14336): the header says so, with the
+    factor at the step's tokens per expert (4,096 tokens x top 2 / 8 experts = 1,024: its knot's value); at TP 2
+    (E=8,N=7168, a file) it does not."""
+    from roofcalc.cli import main
+
+    f = dict(default_model("gpu", fits="h100_sxm", engine="sglang").moe_fits["bf16"].untuned)[1024.0]
+    main(["mistralai/Mixtral-8x7B-v0.1", "--hw", "h100", "--engine", "sglang", "--prompt", "4096"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert ("no tuned configuration for 8 experts of width 14,336 on H100-SXM): "
+            f"×{f:.2f} the tuned compute rate at 1,024 tokens an expert") in out
+    main(["mistralai/Mixtral-8x7B-v0.1", "--hw", "h100", "--engine", "sglang", "--prompt", "4096", "--tp", "2"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "routed experts: SGLang's fused MoE, fitted" in out and "default tiles" not in out

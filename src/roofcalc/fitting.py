@@ -580,7 +580,10 @@ def moe_design(R: dict) -> Design:
     a memory-side factor by the distinct experts the call reads (MOE_TOUCHED_KNOTS, 1 at one expert): its
     grouped GEMM streams few experts' weights slower than many (cross-validated on the H100's and H200's fp8
     tables: 0.109 and 0.125 median |log| without it, 0.090 and 0.098 with it; on the Triton and TensorRT-LLM
-    kernels' tables it did not help, and is left out there)."""
+    kernels' tables it did not help, and is left out there). ``R["untuned"]`` (SGLang's Triton kernel): 1 on the
+    rows whose shape has no tuned configuration in the SGLang version that ran them (benchmarks/sglang_moe_configs.py:
+    those run get_default_config's 64 x 64 x 32 tiles), which take a compute-side factor by tokens per expert of
+    their own (cross-validated on the H100's bf16 table: 0.138 / 82 % without it, 0.098 / 91 % with it)."""
     n = len(R["t"])
     D = Design(n)
     D.add("fixed_s", "fix", np.ones((n, 1)), np.log(20e-6))
@@ -598,6 +601,9 @@ def moe_design(R: dict) -> Design:
                   tuple(MOE_DIM_KNOTS[j] for j in keep))
     if R.get("spread"):
         D.add("t_factor_memory", "mem", hat_basis(R["touched"], MOE_TOUCHED_KNOTS)[:, 1:], 0.0, MOE_TOUCHED_KNOTS[1:])
+    untuned = np.asarray(R.get("untuned", np.zeros(n)), float)
+    if 0 < untuned.mean() < 1:
+        D.add("untuned_factor_compute", "comp", hat_basis(R["x"], MOE_X_KNOTS) * untuned[:, None], 0.0, MOE_X_KNOTS)
     return D
 
 
@@ -617,10 +623,11 @@ def moe_clip(R: dict, ranges: dict) -> dict:
     return out
 
 
-def moe_doc(p: dict, peak_ratio: float, block: int, ranges: dict | None = None) -> dict:
+def moe_doc(p: dict, peak_ratio: float, block: int, ranges: dict | None = None, tuned=()) -> dict:
     """A fitted fused-MoE class's parameters as the document predict.MoEFit.from_doc reads: knots as [[x, e], ...],
-    the H and I' factors with their reference knot (4,096: 1) written in (absent: 1), and the measured H and I'
-    ranges (moe_ranges) the factors are read inside."""
+    the H and I' factors with their reference knot (4,096: 1) written in (absent: 1), the measured H and I'
+    ranges (moe_ranges) the factors are read inside and, with a factor for untuned shapes (moe_design), the
+    (experts, width over TP) pairs of the GPU that have a tuned configuration (``tuned``)."""
     flat = [[float(MOE_DIM_REF), 1.0]]
     return {"fixed_s": p["fixed_s"], "pair_s": p.get("pair_s", 0.0), "peak_ratio": peak_ratio, "block": block,
             **({"ranges": ranges} if ranges else {}),
@@ -628,4 +635,6 @@ def moe_doc(p: dict, peak_ratio: float, block: int, ranges: dict | None = None) 
             **{name: to_knots(p[name], MOE_DIM_REF) if name in p else flat
                for name in ("h_factor_compute", "i_factor_compute", "h_factor_memory", "i_factor_memory")},
             **({"t_factor_memory": to_knots(p["t_factor_memory"], MOE_TOUCHED_KNOTS[0])} if "t_factor_memory" in p
-               else {})}
+               else {}),
+            **({"untuned_factor_compute": to_knots(p["untuned_factor_compute"]), "tuned": [list(t) for t in tuned]}
+               if "untuned_factor_compute" in p else {})}

@@ -461,6 +461,11 @@ class MoEFit:
     # a memory-side factor by the distinct experts the call reads on the rank (FlashInfer's CUTLASS kernel's
     # tables: fitting.moe_design), 1 at one expert; () for none
     t_memory: tuple = ()
+    # SGLang's Triton kernel: a compute-side factor by tokens per expert for a shape it has no tuned tiles for on this
+    # GPU (get_default_config's 64 x 64 x 32), and the (experts on the rank, width over TP) pairs it has them for
+    # (benchmarks/sglang_moe_configs.py); () for none
+    untuned: tuple = ()
+    tuned: frozenset = frozenset()
 
     @classmethod
     def from_doc(cls, d: Mapping, source: str) -> "MoEFit":
@@ -471,11 +476,26 @@ class MoEFit:
                    pts("e_memory"),
                    pts("h_factor_compute"), pts("i_factor_compute"), pts("h_factor_memory"), pts("i_factor_memory"),
                    source, ranges=ranges, t_memory=pts("t_factor_memory") if d.get("t_factor_memory") else (),
-                   tables=d.get("tables", ""))
+                   tables=d.get("tables", ""),
+                   untuned=pts("untuned_factor_compute") if d.get("untuned_factor_compute") else (),
+                   tuned=frozenset((int(e), int(n)) for e, n in d.get("tuned", ())))
 
-    def efficiencies(self, per_expert, hidden, inter, touched=1.0):
+    def is_tuned(self, experts, inter) -> bool:
+        """Whether the engine runs tuned tiles for ``experts`` on the rank and its expert width ``inter``: always,
+        but for SGLang's Triton kernel on a shape its package has no configuration for."""
+        if not self.untuned:
+            return True
+        if _is_array(inter):  # a sweep's: one shape at every point
+            import numpy as np
+
+            inter = np.asarray(inter, dtype=float).flat[0]
+        return (int(experts), int(round(float(inter)))) in self.tuned
+
+    def efficiencies(self, per_expert, hidden, inter, touched=1.0, experts=0):
         """(compute-side e, memory-side e) at ``per_expert`` tokens per expert (a number or an array), hidden size
-        ``hidden``, the rank's expert width ``inter`` and ``touched`` distinct experts read on the rank."""
+        ``hidden``, the rank's expert width ``inter``, ``touched`` distinct experts read on the rank and its
+        ``experts`` (0: a shape taken as tuned, is_tuned)."""
+        slow = _geo(per_expert, self.untuned) if experts and not self.is_tuned(experts, inter) else 1.0
         if self.ranges:
             (h_lo, h_hi), (i_lo, i_hi) = self.ranges
             hidden, inter = _minimum(_maximum(hidden, h_lo), h_hi), _minimum(_maximum(inter, i_lo), i_hi)
@@ -485,7 +505,7 @@ class MoEFit:
             _interp_geo(inter, self.i_memory)
         if self.t_memory:
             mem = mem * _geo(touched, self.t_memory)
-        return comp * self.peak_ratio * self.scale_c, mem * self.scale_m
+        return comp * slow * self.peak_ratio * self.scale_c, mem * self.scale_m
 
 
 def _geo(x, pts):
@@ -1315,7 +1335,7 @@ def _moe_share(m: KernelModel, fit: MoEFit, t_compute, t_memory, kind, rows, wei
     the gemm and gemv classes' spread, the fixed cost at the gemm class's, the work never below the kernel's own
     at the defaults' pessimistic end (the slowest published implementation)."""
     x, hidden, inter, sum_c, sum_m, sum_floor = moe[MOE_BASE:]
-    e_c, e_m = fit.efficiencies(x, hidden, inter, touched_on_rank(x, *moe[1:2], *moe[3:MOE_BASE]))
+    e_c, e_m = fit.efficiencies(x, hidden, inter, touched_on_rank(x, *moe[1:2], *moe[3:MOE_BASE]), moe[1])
     fixed = fit.fixed_s
     # a time per routed pair, in series: every pair of the layer, T·k (the rank's tokens per expert x the layer's
     # experts), as the fit counts them (benchmarks/fit_kernels.py: the pairs before an EP rank's mask)

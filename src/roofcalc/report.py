@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 from .calculator import Analysis, Cost, Kernel
 from .parallel import TPSweep, ep_plan_words, tp_plan_words
-from .predict import MOE_FUSED, range_band, range_name
+from .predict import MOE_BASE, MOE_FUSED, range_band, range_name
 from .roofline import FASTER_THAN_FLOOR, FLAG_MULTIPLE, Roof, Roofline, gpus_of
 from .shapes import PER_CHANNEL
 from .sweep import BatchVerdicts, Sweep, step_batch_verdicts
@@ -446,6 +446,16 @@ def fixed_cost_words(r) -> str:
                f"table here holds no balanced-routing rows)")
     elif fused:
         moe = f"; routed experts: {tables}'s fused MoE, fitted"
+        lead = next(p for p in r.step.placements if p.moe and len(p.moe) == MOE_FUSED and p.moe[0] in m.moe_fits)
+        experts, inter = lead.moe[1], lead.moe[MOE_BASE + 2]
+        form = m.moe_fits[lead.moe[0]]
+        if not form.is_tuned(experts, inter):  # SGLang's default tiles (predict.MoEFit)
+            from .predict import _geo
+
+            x = float(lead.moe[MOE_BASE])
+            moe += (f" at its default tiles (its package has no tuned configuration for {experts:,} experts of "
+                    f"width {int(round(float(inter))):,} on {gpu}): ×{_geo(x, form.untuned):.2f} the tuned compute "
+                    f"rate at {f'{x:,.0f}' if x >= 100 else f'{x:.3g}'} tokens an expert")
     else:
         from .calculator import fused_moe_class
 
