@@ -376,6 +376,10 @@ def test_the_step_model_predicts_sglang_moe_layers_with_and_without_tuned_tiles(
     ks = [p for p in r.step.placements if p.kernel.name in FUSED]
     assert [p.kernel.name for p in ks] == list(FUSED)
     assert abs(SGLANG_ROWS[model] * 1e-3 / sum(p.t_expected_s for p in ks) - 1) <= 0.30
+    # each kernel's efficiency source (JSON, CSV) says which tiles ran
+    untuned = model.startswith("mistralai")
+    assert all(("SGLang's default tiles (no tuned configuration for 8 experts of width 14,336)" in p.efficiency_source)
+               == untuned for p in ks)
 
 
 def test_the_header_says_when_sglang_runs_its_default_tiles(capsys):

@@ -20,7 +20,7 @@ from .calculator import Analysis, AttentionSizes, Cost, Kernel
 from .errors import RoofcalcError
 from .families import FAMILIES
 from .hardware import Hardware
-from .predict import MOE_FUSED, KernelModel, StepTimes, _maximum, default_model, kernel_class, step_times
+from .predict import MOE_BASE, MOE_FUSED, KernelModel, StepTimes, _maximum, default_model, kernel_class, step_times
 
 # The worked example: a GEMM should measure 1.2-2x its floor, "above 3x the kernel has a problem"; a
 # norm at 100x its floor is no problem, it is the cost of running a kernel at all. One rule: a measured
@@ -402,6 +402,9 @@ class Placement:
             return "measured"
         fused = self.model.moe_fits.get(self.term.moe[0]) if len(self.term.moe) == MOE_FUSED else None
         if fused is not None and fused.source:
+            if not fused.is_tuned(self.term.moe[1], self.term.moe[MOE_BASE + 2]):  # SGLang's default tiles
+                return (f"{fused.source}; at SGLang's default tiles (no tuned configuration for {self.term.moe[1]:,} "
+                        f"experts of width {int(round(float(self.term.moe[MOE_BASE + 2]))):,})")
             return fused.source
         if self.kernel.kind == "collective" and self.hop == "link" and \
                 self.model.collective_fit(*self.term.collective) is not None:
