@@ -1008,7 +1008,7 @@ Why, and what else the tables showed:
   table's version (`benchmarks/sglang_moe_configs.py` writes `benchmarks/sglang_moe_configs.json`: 53 (E, N)
   pairs for the H100 in 0.5.14, 18 for the A100 in 0.5.10), and the rows of the others take a compute-side
   factor by tokens per expert (fitting.moe_design's `untuned_factor_compute`, fitted with the rest): on the H100
-  it falls from 0.99 at 1/32 of a token per expert to 0.41 at 64 and beyond (A100 0.41-0.54, H200 0.45-0.55: the
+  it falls from 0.99 at 1/32 of a token per expert to 0.39-0.42 at 64 and beyond (A100 0.41-0.54, H200 0.45-0.55: the
   default tiles reach under half the tuned ones' rate), and Mixtral's measured layer at TP 1 (no file for E=8,
   N=14,336) takes 12.97 ms at 4,096 tokens where half its work at TP 2 (E=8, N=7,168 has one) takes 2.54.
   Cross-validated: H100 0.138 / 82 % to 0.098 / 91 %, A100 0.144 / 78 % to 0.127 / 83 %, H200 0.182 / 74 % to
