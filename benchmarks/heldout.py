@@ -390,6 +390,28 @@ roofcalc ran on any of it; the same rules hold, and these choices were fixed wit
   not disabled, so the generated length is not known), its A100 rows (40 or 80 GB not stated) and its other
   accelerators.
 Printed as the others: as every set, then under `vllm-v0` (V0 of September 2024 and v0.6.1) with its host time.
+
+A fifteenth set (CASES_15) was transcribed on 2026-12-05 by a helper searching GitHub threads, pages and
+repositories for sources none of the sets above holds (it ran nothing; two sources were clean enough), and
+committed before roofcalc ran on any of it; the same rules hold, and these choices were fixed with it:
+* QwenLM/Qwen2.5 docs/source/benchmark/hf_infer.rst @ 14544eb ("HF Transformers Inference", the Qwen1.5 series;
+  a file apart from the speed_benchmark.rst the fifth and seventh sets read): NVIDIA A100 80GB (SXM assumed),
+  PyTorch 2.1.2, Flash Attention 2.5.6, transformers of early 2024 (not named), batch 1, 2,048 tokens generated
+  after inputs of 1, 6,144, 14,336 and 30,720. Every Qwen1.5-7B-Chat row on one GPU (bf16, GPTQ-Int4, AWQ; the
+  "w FA2" figure): `hf-eager` with transformers' growing cache, a request case (speed = 2,048 / the whole request,
+  the fifth set's reading of Qwen's pages). bf16 and GPTQ as the fifth set (int4 in groups of 128, bf16 between);
+  AWQ int4 in groups of 128 with fp16 activations (AWQ's kernels run fp16). Qwen1.5-7B's config is
+  configs/qwen1.5-7b.json: the hub's text as huggingface/transformers @ f092c38 carries it
+  (examples/pytorch/torchacc/qwen/Qwen1.5-7B/config.json; its safetensors index, 15,442,649,088 bytes, is what
+  roofcalc counts). Left out: the other sizes (no published config at hand), the MoE rows (the page: "the MoE model
+  runs much slower than expectation" in its HF code), rows on several GPUs (layers split by device_map, not tensor
+  parallelism) and every "wo FA2" figure.
+* dmatora/LLM-inference-speed-benchmarks issue #11 (2024-08-26; the reporter, GPU and build of issue #12, which the
+  fifth set holds): "Mistral Instruct 7B Q4_K_M" on an RTX 3080, llama.cpp build 93bc383 (3622), "Prompt
+  evaluation: 4031.87" and "Token generation: 119.66" tokens/s: llama-bench's pp512 and tg128 assumed (the fifth
+  set's rule), tg `cuda-graph` and pp `fused` (its rule for that build), Mistral-7B-v0.1's sizes (the fourth set's
+  rule), Q4_K_M as int4 in groups of 32.
+Printed as every set runs.
 """
 
 from __future__ import annotations
@@ -1148,6 +1170,25 @@ CASES_14_MULTI = (
 )
 CASES_14_ENGINE = tuple(dataclasses.replace(c, tables="vllm-v0", host=True) for c in CASES_14 + CASES_14_MULTI)
 
+QWEN15 = ("QwenLM/Qwen2.5 docs/source/benchmark/hf_infer.rst @ 14544eb (Qwen1.5): A100 80GB, batch 1, 2,048 generated, "
+          "HF transformers with Flash Attention 2.5.6, speed (w FA2) = 2,048 / the whole request")
+DMATORA_11 = ("dmatora/LLM-inference-speed-benchmarks issue 11 (2024-08-26): llama.cpp build 93bc383, RTX 3080, "
+              "Mistral Instruct 7B Q4_K_M, llama-bench")
+Q15_7 = str(Path(__file__).parent / "configs" / "qwen1.5-7b.json")
+CASES_15 = (
+    *(Case("request", Q15_7, "A100-80GB", "hf-eager", measured=tps, source=QWEN15, prompt=p, generate=2048,
+           note=f"HF transformers (early 2024), FA2, {name}", cache="concat", **dt, **q)
+      for name, dt, q, rows_ in (
+          ("bf16", BF16, {}, ((1, 37.07), (6144, 29.29), (14336, 19.93), (30720, 12.04))),
+          ("GPTQ-Int4", BF16, GPTQ4, ((1, 38.73), (6144, 34.33), (14336, 22.04), (30720, 12.82))),
+          ("AWQ", FP16, GPTQ4, ((1, 32.59), (6144, 29.13), (14336, 19.98), (30720, 12.10))))
+      for p, tps in rows_),
+    Case("decode", M7, "RTX3080", "cuda-graph", measured=1 / 119.66, source=DMATORA_11, context=64,
+         note="llama.cpp 93bc383 Q4_K_M tg128", **FP16, **Q4_32),
+    Case("prefill", M7, "RTX3080", "fused", measured=512 / 4031.87, source=DMATORA_11, prompt=512,
+         note="llama.cpp 93bc383 Q4_K_M pp512", **FP16, **Q4_32),
+)
+
 
 # llama.cpp before its FlashAttention (pull request #5021, merged 2024-04-30) ran attention unfused: K·Q written in
 # fp32, a softmax kernel over it, the PV matmul reading it (llm_build_kqv), a prompt in micro-batches of 512 (its
@@ -1222,6 +1263,7 @@ if __name__ == "__main__":
                           "included", CASES_13_ENGINE),
                          ("Fourteenth set, one GPU", CASES_14), ("Fourteenth set, more than one GPU", CASES_14_MULTI),
                          ("Fourteenth set under --engine vllm-v0, its host time included", CASES_14_ENGINE),
+                         ("Fifteenth set, one GPU", CASES_15),
                          ("Seventh set's vLLM V0 rows under --engine vllm-v0, its host time included (written after "
                           "the set's first run: seen)", SEEN_7_V0),
                          ("The first set's vLLM rows under --engine vllm-v0, its host time included (a check of the "
