@@ -218,7 +218,20 @@ GEMM_FORMATS = {"bfloat16": (2.0, 2.0, False), "fp8": (1.0, 1.0, True), "fp8_blo
                 "nvfp4": (0.5, 0.5, True), "int8_wo": (1.0, 2.0, False), "int4_wo": (0.5, 2.0, False)}
 
 
-def gemm_rows(df: pd.DataFrame, spec: dict, dt: str, layers: int = 6) -> dict:
+# TensorRT-LLM's GEMM collector from its 1.3 tables on (ai-dynamo/aiconfigurator collector/trtllm/collect_gemm.py, since
+# pull request #588 of 2026-03-17): max(1, min(5, ceil(L2 bytes / weight bytes))) copies of the weight, each a
+# Linear of its own in the replayed graph, the L2 size as the device reports it (datasheet MB are MiB there:
+# 96 MiB on the L40S), the weight at these bytes an element
+TRT_COPIES_BYTES = {"bfloat16": 2, "fp8": 1, "fp8_block": 1, "nvfp4": 0.5}
+
+
+def trt_copies(n, k, dt: str, spec: dict):
+    """(copies of the weight per row, the device's L2 bytes) as TensorRT-LLM's 1.3 GEMM collector takes them."""
+    l2 = spec["l2"] / 1e6 * 2 ** 20
+    return np.clip(np.ceil(l2 / (TRT_COPIES_BYTES[dt] * n * k)), 1, 5), l2
+
+
+def gemm_rows(df: pd.DataFrame, spec: dict, dt: str, layers: int = 6, trt: bool = False) -> dict:
     """One linear layer: input [m, k], weight [n, k], output [m, n].
 
     FLOPs 2*m*n*k. bf16: bytes 2*(m*k + k*n + m*n). fp8 per tensor: weight and (quantized) input 1 byte, output
@@ -232,9 +245,14 @@ def gemm_rows(df: pd.DataFrame, spec: dict, dt: str, layers: int = 6) -> dict:
     ``layers`` layers with separate weights and one shared input in a CUDA graph and replays it; it is L2-resident
     when all their weights, the input and their outputs fit. Six, but one where vLLM's collector runs one
     (collector/vllm/collect_gemm.py at 095f58a: `outside_loop_count = 1 if gemm_type in ("fp8_block", "nvfp4")
-    else 6`).
+    else 6`). ``trt``: TensorRT-LLM's 1.3 tables, whose collector replays max(1, min(5, ceil(L2 / weight))) copies
+    (trt_copies): two copies of a 50 MB weight or one of 100 MB fill the L40S's 96 MiB L2 exactly, and such rows ran
+    from L2 (at M = 1 down to 0.35x the cross-validated DRAM form, when they were counted as DRAM rows).
     """
     m, n, k = (df[c].to_numpy(float) for c in ("m", "n", "k"))
+    l2_bytes = spec["l2"]
+    if trt:
+        layers, l2_bytes = trt_copies(n, k, dt, spec)
     wb, ab, fp8 = GEMM_FORMATS[dt]
     scales = np.zeros_like(m)
     if dt == "fp8_block":
@@ -244,6 +262,7 @@ def gemm_rows(df: pd.DataFrame, spec: dict, dt: str, layers: int = 6) -> dict:
     elif dt.endswith("_wo"):
         scales = 2 * n
     R = dict(t=df.latency.to_numpy(float) * 1e-3, m=m, n=n, k=k, wb=wb, act_b=ab, quant=fp8, scales=scales, layers=layers,
+             l2_bytes=l2_bytes,
              group=[f"n={a},k={b}" for a, b in zip(df.n, df.k)],
              peak=spec.get("fp4") if dt == "nvfp4" else spec["fp8"] if fp8 else spec["bf16"])
     R.update(gemm_cost(R, 1, spec))
@@ -257,7 +276,7 @@ def gemm_cost(R: dict, tile: int, spec: dict) -> dict:
     L = R.get("layers", 6)
     foot = L * wb * n * k + 2 * m * k + L * 2 * m * n  # the benchmark's shared input is in 16 bits
     return dict(F.gemm_cost(m, n, k, wb, tile, R.get("act_b"), R.get("quant"), R.get("scales", 0.0)),
-                l2=foot <= spec["l2"])
+                l2=foot <= R.get("l2_bytes", spec["l2"]))
 
 
 def decode_rows(df: pd.DataFrame, spec: dict, kv_plus_one: bool) -> dict:
@@ -623,7 +642,10 @@ def load(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
             if engine == "trtllm" and dt == "fp8":
                 d, info["less"] = static_scale(d, vdir, root)
             one = engine == "vllm" and dt in ("fp8_block", "nvfp4")  # one layer a graph (gemm_rows)
-            out[cls] = (gemm_rows(d, spec, dt, layers=1 if one else 6), info)
+            trt = engine == "trtllm" and vdir.name.startswith("1.3.")  # copies to fill L2 (trt_copies)
+            if trt:
+                info["weight_copies"] = "max(1, min(5, ceil(L2 MiB / weight bytes))) (collector/trtllm/collect_gemm.py)"
+            out[cls] = (gemm_rows(d, spec, dt, layers=1 if one else 6, trt=trt), info)
     vdir = pick_version(systems, gpu, "attention", engine, cur)
     if vdir:
         keys = ["batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim", "kv_cache_dtype", "step"]
@@ -837,6 +859,14 @@ Why, and what else the tables showed:
   8,192² row at M = 1 comes to 22.8 µs on the H200. The rows' quantize kernel stays (served TensorRT-LLM fuses
   it into the previous kernel for some linears; the form keeps it for all).
 
+* **TensorRT-LLM's GEMM rows and L2.** Its collector from the 1.3 tables on (collector/trtllm/collect_gemm.py,
+  since pull request #588) replays max(1, min(5, ceil(L2 / weight bytes))) copies of the weight, the L2 as the
+  device reports it (96 MiB on the L40S), so two copies of a 50 MB weight or one of 100 MB fill the L40S's L2
+  exactly: counted as DRAM rows with six copies (vLLM's collector's count), those rows ran down to 0.35x the
+  cross-validated form at M = 1. Each row's copies and the device's L2 bytes now decide which rows are
+  L2-resident (fit_kernels.trt_copies): the L40S's bf16 from 0.105 / 89 % to 0.096 / 91 %, fp8 from 0.104 / 88 %
+  to 0.096 / 91 %, RTX PRO 6000 bf16 0.062 / 95 % to 0.052 / 97 %; the Hopper and B200 tables within 0.002.
+  The A100's 1.0 table keeps six (TensorRT-LLM 1.0 of 2025; when its rows were collected is not recorded).
 * **Decode, MHA against GQA**: on the A100 (vLLM 0.14, FlashAttention-2) a GQA row's KV is split across
   blocks (batch 1-8 at 16k-128k keys run 0.4-0.9x a single work-item factor's time) and an MHA row's is not
   (one sequence of one head, 128k keys: 3.0 ms, 22 GB/s, one SM's worth). One factor over the work items
