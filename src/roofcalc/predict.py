@@ -480,16 +480,26 @@ class MoEFit:
                    untuned=pts("untuned_factor_compute") if d.get("untuned_factor_compute") else (),
                    tuned=frozenset((int(e), int(n)) for e, n in d.get("tuned", ())))
 
-    def is_tuned(self, experts, inter) -> bool:
-        """Whether the engine runs tuned tiles for ``experts`` on the rank and its expert width ``inter``: always,
-        but for SGLang's Triton kernel on a shape its package has no configuration for."""
-        if not self.untuned:
-            return True
-        if _is_array(inter):  # a sweep's: one shape at every point
+    @staticmethod
+    def _shape(experts, inter) -> tuple[int, int]:
+        """(experts on the rank, expert width) as whole numbers; a sweep's width array holds one shape."""
+        if _is_array(inter):
             import numpy as np
 
             inter = np.asarray(inter, dtype=float).flat[0]
-        return (int(experts), int(round(float(inter)))) in self.tuned
+        return int(experts), int(round(float(inter)))
+
+    def is_tuned(self, experts, inter) -> bool:
+        """Whether the engine runs tuned tiles for ``experts`` on the rank and its expert width ``inter``: always,
+        but for SGLang's Triton kernel on a shape its package has no configuration for."""
+        return not self.untuned or self._shape(experts, inter) in self.tuned
+
+    def untuned_words(self, experts, inter) -> str:
+        """"no tuned configuration for E experts of width W" for a shape run at the default tiles, else ""."""
+        if self.is_tuned(experts, inter):
+            return ""
+        e, w = self._shape(experts, inter)
+        return f"no tuned configuration for {e:,} experts of width {w:,}"
 
     def efficiencies(self, per_expert, hidden, inter, touched=1.0, experts=0):
         """(compute-side e, memory-side e) at ``per_expert`` tokens per expert (a number or an array), hidden size

@@ -449,13 +449,13 @@ def fixed_cost_words(r) -> str:
         lead = next(p for p in r.step.placements if p.moe and len(p.moe) == MOE_FUSED and p.moe[0] in m.moe_fits)
         experts, inter = lead.moe[1], lead.moe[MOE_BASE + 2]
         form = m.moe_fits[lead.moe[0]]
-        if not form.is_tuned(experts, inter):  # SGLang's default tiles (predict.MoEFit)
+        words = form.untuned_words(experts, inter)
+        if words:  # SGLang's default tiles (predict.MoEFit)
             from .predict import _geo
 
             x = float(lead.moe[MOE_BASE])
-            moe += (f" at its default tiles (its package has no tuned configuration for {experts:,} experts of "
-                    f"width {int(round(float(inter))):,} on {gpu}): ×{_geo(x, form.untuned):.2f} the tuned compute "
-                    f"rate at {f'{x:,.0f}' if x >= 100 else f'{x:.3g}'} tokens an expert")
+            moe += (f" at its default tiles (its package has {words} on {gpu}): ×{_geo(x, form.untuned):.2f} the "
+                    f"tuned compute rate at {f'{x:,.0f}' if x >= 100 else f'{x:.3g}'} tokens an expert")
     else:
         from .calculator import fused_moe_class
 

@@ -402,10 +402,8 @@ class Placement:
             return "measured"
         fused = self.model.moe_fits.get(self.term.moe[0]) if len(self.term.moe) == MOE_FUSED else None
         if fused is not None and fused.source:
-            if not fused.is_tuned(self.term.moe[1], self.term.moe[MOE_BASE + 2]):  # SGLang's default tiles
-                return (f"{fused.source}; at SGLang's default tiles (no tuned configuration for {self.term.moe[1]:,} "
-                        f"experts of width {int(round(float(self.term.moe[MOE_BASE + 2]))):,})")
-            return fused.source
+            words = fused.untuned_words(self.term.moe[1], self.term.moe[MOE_BASE + 2])
+            return f"{fused.source}; at SGLang's default tiles ({words})" if words else fused.source
         if self.kernel.kind == "collective" and self.hop == "link" and \
                 self.model.collective_fit(*self.term.collective) is not None:
             from .hardware import measured_gpu_name
