@@ -412,6 +412,40 @@ committed before roofcalc ran on any of it; the same rules hold, and these choic
   set's rule), tg `cuda-graph` and pp `fused` (its rule for that build), Mistral-7B-v0.1's sizes (the fourth set's
   rule), Q4_K_M as int4 in groups of 32.
 Printed as every set runs.
+
+A sixteenth set (CASES_16) was transcribed on 2026-12-05 by a helper reading two repositories' files (it ran
+nothing), and committed before roofcalc ran on any of it; the same rules hold, and these choices were fixed with it:
+* huggingface/optimum-benchmark's examples on one A100-SXM4-80GB (October 2023): running-llamas at 6a25a6d (fp16
+  and GPTQ, prompts of 256, 512 new tokens), its earlier runs at 09886e9 (deleted at 6a25a6d; prompts of 512, 1,000
+  new tokens) and running-mistrals at 09886e9 (fp16, GPTQ, AWQ; 512 and 1,000). Each folder's hydra_config.yaml
+  and inference_results.csv: torch 2.1.0, transformers 4.34.1 (4.35.0.dev0 for Mistral's fp16 and AWQ),
+  float16, no BetterTransformer, no torch.compile, greedy generate of exactly the new tokens. transformers of
+  those versions runs Llama's and Mistral's eager attention (matmul, softmax in fp32, matmul: SDPA became the
+  default in 4.36) and concatenates its cache: `hf-eager`, attention `unfused`, cache `concat`. Two cases a
+  folder, from optimum-benchmark's inference benchmark at those commits (benchmarks/inference/benchmark.py): its
+  forward latency, one forward of the whole prompt (a prefill of batch x prompt), and its generate throughput,
+  batch x new tokens / the whole generate() (prefill included: a request case). Printed to 3 significant
+  digits. GPTQ (TheBloke's main branches) and AWQ (ybelkada/test-mistral-7b-v0.1-awq) record no bits or group
+  size: int4 in groups of 128 with fp16 between (the fifteenth set's rule). Left out: the bitsandbytes 4-bit rows
+  (its 4-bit weights are dequantized to 16 bits for each matmul above batch 1, a kernel path roofcalc does not
+  model).
+* bitsandbytes-foundation/bitsandbytes benchmarking/README.md (added 2024-12-04, b8c736b; read at 81e6345):
+  optimum-benchmark 6e6b1036, transformers 4.46.3, torch 2.5.1, one GPU ("NVIDIA T4 16GB", "NVIDIA RTX 4090 24GB",
+  "NVIDIA H100 80GB SXM"). Its "Mean Latency (s)" is optimum-benchmark's per-token latency, the mean time between
+  two generated tokens of the batch (trackers/latency.py; batch / latency is its printed throughput to 0.3 %): a
+  decode step. No lengths are printed: its script's defaults at that commit (inference_benchmark.py: a prompt of
+  64; optimum-benchmark's 100 new tokens) are assumed, so the middle of the generation, context 114. transformers
+  4.46 runs PyTorch SDPA and its DynamicCache concatenates: `hf-eager`, cache `concat`. The FP16 (T4) and BF16 rows
+  only: NF4 and LLM.int8() are bitsandbytes' own kernel paths, not a weight format roofcalc has. "Llama 3.1 8B"
+  is Llama-3.1-8B's sizes; "Qwen 2.5 3B Instruct" and "Qwen 2.5 32B Instruct" are their hub configs as
+  repositories carry them: configs/qwen2.5-3b-instruct.json from sophgo/LLM-TPU @ f57aebd
+  (models/Qwen2_5/compile/files/Qwen2.5-3B-Instruct/config.json; its parameter count, 3,085,938,688, is the hub's
+  API figure), configs/qwen2.5-32b-instruct.json from Hanson-Wang-chn/AI-Prof @ bda917b
+  (LLM/Qwen2.5-32B-Instruct/config.json, a copy of the hub repository without weights; its count times two bytes
+  is that copy's safetensors index, 65,527,752,704 bytes).
+Left out: TGI pull request #586's Falcon-7B table on an A10G (only part of it could be read; its lengths and TGI's
+version are not given).
+Printed as every set runs.
 """
 
 from __future__ import annotations
@@ -1189,6 +1223,55 @@ CASES_15 = (
          note="llama.cpp 93bc383 Q4_K_M pp512", **FP16, **Q4_32),
 )
 
+OB_LLAMA = ("huggingface/optimum-benchmark examples/running-llamas/experiments/A100-80GB @ 6a25a6d (2023-10-31): "
+            "A100-SXM4-80GB, torch 2.1.0, transformers 4.34.1, fp16, greedy generate of exactly the new tokens")
+OB_EARLIER = ("huggingface/optimum-benchmark examples/running-llamas/experiments/A100-80GB @ 09886e9 (2023-10-31, "
+              "the folder's runs before 6a25a6d): A100-SXM4-80GB, torch 2.1.0, transformers 4.34.1, fp16")
+OB_MISTRAL = ("huggingface/optimum-benchmark examples/running-mistrals/experiments/A100-80GB @ 09886e9 (2023-10-31): "
+              "A100-SXM4-80GB, torch 2.1.0, transformers 4.35.0.dev0 (GPTQ: 4.34.1), fp16")
+BNB_README = ("bitsandbytes-foundation/bitsandbytes benchmarking/README.md @ 81e6345 (2024-12-05): optimum-benchmark "
+              "6e6b1036, transformers 4.46.3, torch 2.5.1; Mean Latency (s) = per-token latency of the batch")
+Q25_3 = str(Path(__file__).parent / "configs" / "qwen2.5-3b-instruct.json")
+Q25_32 = str(Path(__file__).parent / "configs" / "qwen2.5-32b-instruct.json")
+_OB_EAGER = dict(FP16, cache="concat", attention="unfused")
+
+
+def _optimum(model, source, name, prompt, new, rows_, **q):
+    """optimum-benchmark's folders of one model and weights: (batch, forward latency s, generate tokens/s) each a
+    prefill of batch x prompt and a request of batch x new tokens."""
+    return tuple(c for b, fwd, tps in rows_ for c in (
+        Case("prefill", model, "A100-80GB", "hf-eager", measured=fwd, source=source, batch=b, prompt=prompt,
+             note=f"optimum-benchmark, transformers eager, {name}, forward of the prompt", **_OB_EAGER, **q),
+        Case("request", model, "A100-80GB", "hf-eager", measured=tps, source=source, batch=b, prompt=prompt,
+             generate=new, note=f"optimum-benchmark, transformers eager, {name}, generate", **_OB_EAGER, **q)))
+
+
+CASES_16 = (
+    *_optimum(L7, OB_LLAMA, "fp16", 256, 512,
+              ((1, 0.0325, 38.8), (2, 0.0574, 74.7), (4, 0.106, 149), (8, 0.202, 293), (16, 0.402, 474))),
+    *_optimum(L7, OB_LLAMA, "GPTQ (TheBloke/Llama-2-7B-GPTQ)", 256, 512,
+              ((1, 0.0457, 35.1), (2, 0.0703, 68.3), (4, 0.121, 135), (8, 0.22, 207), (16, 0.415, 333)), **GPTQ4),
+    *_optimum(L7, OB_EARLIER, "fp16", 512, 1000,
+              ((1, 0.0585, 36.4), (2, 0.111, 74.1), (4, 0.213, 144), (8, 0.421, 243), (16, 0.846, 316))),
+    *_optimum(L7, OB_EARLIER, "GPTQ (TheBloke/Llama-2-7B-GPTQ)", 512, 1000,
+              ((1, 0.0713, 35.5), (2, 0.127, 69), (4, 0.23, 120), (8, 0.437, 169), (16, 0.852, 246)), **GPTQ4),
+    *_optimum(M7, OB_MISTRAL, "fp16", 512, 1000,
+              ((1, 0.0633, 35.3), (2, 0.118, 68), (4, 0.233, 137), (8, 0.467, 236), (16, 0.937, 319))),
+    *_optimum(M7, OB_MISTRAL, "GPTQ (TheBloke/Mistral-7B-v0.1-GPTQ)", 512, 1000,
+              ((1, 0.0828, 31.7), (2, 0.142, 62.9), (4, 0.261, 111), (8, 0.486, 164), (16, 0.963, 242)), **GPTQ4),
+    *_optimum(M7, OB_MISTRAL, "AWQ (ybelkada/test-mistral-7b-v0.1-awq)", 512, 1000,
+              ((1, 0.164, 31.2), (2, 0.321, 62.9), (4, 0.638, 122), (8, 1.27, 229), (16, 2.52, 312)), **GPTQ4),
+    # bitsandbytes' README, its 16-bit rows: a decode step of the batch at context 64 + 100 / 2 (assumed lengths)
+    *(Case("decode", model, hw, "hf-eager", measured=s, source=BNB_README, batch=b, context=114, cache="concat",
+           note=f"transformers 4.46.3 generate, {name}", **dt)
+      for model, hw, name, dt, rows_ in (
+          (Q25_3, "T4", "FP16", FP16, ((1, 0.0390), (8, 0.0422), (32, 0.0601))),
+          (L31_8, "RTX4090", "BF16", BF16, ((1, 0.0211), (8, 0.0239), (32, 0.0304))),
+          (L31_8, "H100-SXM", "BF16", BF16, ((1, 0.0244), (8, 0.0255), (32, 0.0261))),
+          (Q25_32, "H100-SXM", "BF16", BF16, ((1, 0.0508), (8, 0.0525), (32, 0.0547))))
+      for b, s in rows_),
+)
+
 
 # llama.cpp before its FlashAttention (pull request #5021, merged 2024-04-30) ran attention unfused: K·Q written in
 # fp32, a softmax kernel over it, the PV matmul reading it (llm_build_kqv), a prompt in micro-batches of 512 (its
@@ -1265,6 +1348,7 @@ if __name__ == "__main__":
                          ("Fourteenth set, one GPU", CASES_14), ("Fourteenth set, more than one GPU", CASES_14_MULTI),
                          ("Fourteenth set under --engine vllm-v0, its host time included", CASES_14_ENGINE),
                          ("Fifteenth set, one GPU", CASES_15),
+                         ("Sixteenth set, one GPU", CASES_16),
                          ("Seventh set's vLLM V0 rows under --engine vllm-v0, its host time included (written after "
                           "the set's first run: seen)", SEEN_7_V0),
                          ("The first set's vLLM rows under --engine vllm-v0, its host time included (a check of the "
