@@ -137,6 +137,7 @@ def predict(c: Case) -> tuple[float, float, float]:
 
     kw = dict(weight_dtype=dtype(c.weight_dtype or c.dtype), act_dtype=dtype(c.dtype),
               kv_dtype=dtype(c.kv_dtype or c.dtype), group_size=c.group_size, cache_update=c.cache,
+              eager_ops=c.impl == "hf-eager",
               attention=c.attention, ubatch=c.ubatch)
     hw = find_hardware(c.hw)
     traced = None

@@ -160,7 +160,8 @@ def predict(run: Run, configs: Path, cache: dict) -> tuple:
     engine = find_engine(run.backend)
     kw = dict(weight_dtype=dtype(WEIGHTS.get(run.quant, run.quant)), act_dtype=dtype("bf16"), kv_dtype=dtype("bf16"),
               **({"group_size": 32} if run.quant == "mxfp4" else {}),
-              cache_update=engine.cache_update, impl=engine.impl, engine_host=engine.host, analyzer=analyzer)
+              cache_update=engine.cache_update, eager_ops=engine.impl == "hf-eager", impl=engine.impl,
+              engine_host=engine.host, analyzer=analyzer)
     hw = find_hardware(SYSTEMS[run.system])
     c = run.concurrency
     dec = sweep(shape, hw, batches=[c], contexts=[run.isl + run.osl // 2], **kw).grid

@@ -18,7 +18,7 @@ TINY = load_shape("TinyLlama/TinyLlama-1.1B")
 
 @pytest.fixture(scope="module")
 def step():
-    return analyze(TINY, Workload.decode(batch=1, context=500, cache_update="in-place"))
+    return analyze(TINY, Workload.decode(batch=1, context=500, cache_update="in-place", eager_ops=False))
 
 
 def test_linear_kernels_match_seed_table(step):
@@ -154,9 +154,10 @@ def test_a_concatenated_cache_is_read_and_written_whole():
 
 
 def test_fp32_doubles_every_byte():
-    fp16 = analyze(TINY, Workload.decode(1, 500))
+    """Of fused kernels (an eager RMSNorm's casts to and from fp32 launch nothing in an fp32 model: below)."""
+    fp16 = analyze(TINY, Workload.decode(1, 500, eager_ops=False))
     fp32 = analyze(TINY, Workload.decode(1, 500, weight_dtype=dtype("fp32"), act_dtype=dtype("fp32"),
-                                         kv_dtype=dtype("fp32")))
+                                         kv_dtype=dtype("fp32"), eager_ops=False))
     assert fp32.totals.bytes == 2 * fp16.totals.bytes
     assert fp32.totals.flops == fp16.totals.flops
 
@@ -223,3 +224,44 @@ def test_unfused_attention_is_refused_where_it_is_not_counted():
         Workload.decode(1, 10, attention="flash")
     with pytest.raises(RoofcalcError, match="latent attention"):
         analyze(load_shape("deepseek-ai/DeepSeek-V2-Lite"), Workload.decode(1, 10, attention="unfused"))
+
+
+def test_eager_ops_move_the_bytes_of_transformers_eager_modules():
+    """Under --impl hf-eager (eager_ops) an RMSNorm, rotary and SiLU × up run as transformers' eager ops, each
+    reading its inputs and writing its output. TinyLlama's prefill of 2 x 64 tokens in fp16 (D = 2,048, 32 query
+    and 4 KV heads of 64, F = 5,632), per element:
+    RMSNorm: x.to(fp32) 2 + 4, pow 4 + 4, mean 4, × rsqrt 4 + 4, .to(fp16) 4 + 2, × weight 2 + 2 = 36 (fused: 4);
+    rotary, per element of q and k: x·cos 2 + 2, neg of a half 1 + 1, cat 2 + 2, ·sin 2 + 2, add 4 + 2 = 20
+    (fused: 4); SiLU × up, per element of F: SiLU 2 + 2, × up 4 + 2 = 10 (fused: 6)."""
+    fused = analyze(TINY, Workload.prefill(2, 64, cache_update="in-place", eager_ops=False))
+    eager = analyze(TINY, Workload.prefill(2, 64, cache_update="in-place", eager_ops=True))
+    rows = 2 * 64
+    n_norm, n_rot, n_act = rows * 2048, rows * (32 + 4) * 64, rows * 5632
+    w = 2048 * 2  # the norm's fp16 weight, read once either way
+    cos_sin = 2 * rows * 64 * 2  # read once either way
+    assert fused.kernel("input_layernorm").cost.bytes == 4 * n_norm + w
+    assert eager.kernel("input_layernorm").cost.bytes == 36 * n_norm + w
+    assert (fused.kernel("rotary").cost.bytes, eager.kernel("rotary").cost.bytes) == (4 * n_rot + cos_sin,
+                                                                                      20 * n_rot + cos_sin)
+    assert (fused.kernel("act_mul").cost.bytes, eager.kernel("act_mul").cost.bytes) == (6 * n_act, 10 * n_act)
+    # the weights, the GEMMs, the FLOPs and the KV cache are the same
+    assert eager.totals.flops == fused.totals.flops
+    assert eager.kernel("q_proj").cost == fused.kernel("q_proj").cost
+    # in fp32 the RMSNorm's two casts launch nothing: pow 4 + 4, mean 4, × rsqrt 4 + 4, × weight 4 + 4 = 28
+    f32 = dict(weight_dtype=dtype("fp32"), act_dtype=dtype("fp32"), kv_dtype=dtype("fp32"), cache_update="in-place")
+    eager32 = analyze(TINY, Workload.prefill(2, 64, eager_ops=True, **f32))
+    assert eager32.kernel("input_layernorm").cost.bytes == 28 * n_norm + 2048 * 4
+
+
+def test_the_command_line_counts_eager_bytes_under_hf_eager_only(capsys):
+    """hf-eager (the default engine's) counts the eager ops' bytes; --impl fused does not; the JSON says which."""
+    import json
+
+    from roofcalc.cli import main
+
+    for impl, eager in (("hf-eager", True), ("fused", False)):
+        main(["TinyLlama/TinyLlama-1.1B", "--prompt", "64", "--impl", impl, "--format", "json"])
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["workload"]["eager_ops"] is eager
+        norm = next(k for k in doc["kernels"] if k["name"] == "input_layernorm")
+        assert norm["bytes"] == (36 if eager else 4) * 64 * 2048 + 2048 * 2

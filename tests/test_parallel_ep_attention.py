@@ -106,11 +106,13 @@ def test_a_sweep_is_the_single_steps_at_every_point_and_its_verdicts_hold_on_the
     shape, h100, par = shape_from_config(BASE, "t"), find_hardware("h100"), Parallel(ep=8, ep_attention="tp")
     roof = dict(measured_bw=2e12, measured_flops=1.6e13)
     batches, contexts = [1, 3, 5, 16, 64], [17, 300]
+    fused = dict(eager_ops=False)  # CUDA graphs of fused kernels
     sw = sweep(shape, h100, batches=batches, contexts=contexts, impl="cuda-graph", analyzer=RankAnalyzer(shape, par),
-               **roof)
+               **roof, **fused)
     for i, b in enumerate(batches):
         for j, s in enumerate(contexts):
-            one = roofline(analyze_parallel(shape, Workload.decode(b, s), par), h100, impl="cuda-graph", **roof)
+            one = roofline(analyze_parallel(shape, Workload.decode(b, s, **fused), par), h100, impl="cuda-graph",
+                           **roof)
             assert sw.grid.flops[i, j] == one.analysis.totals.flops, (b, s)
             assert sw.grid.bytes[i, j] == one.analysis.totals.bytes, (b, s)
             assert sw.grid.memory_bytes[i, j] == one.analysis.memory_bytes
@@ -128,7 +130,7 @@ def test_a_sweep_is_the_single_steps_at_every_point_and_its_verdicts_hold_on_the
 
     @functools.lru_cache(maxsize=None)
     def step(b, s):
-        return analyze_parallel(shape, Workload.decode(b, s), par).totals
+        return analyze_parallel(shape, Workload.decode(b, s, **fused), par).totals
 
     # the AI is a saw in B: at context 17 it first reaches 8 FLOP/byte at batch 53 (14 rows a rank), falls
     # below it at 54 to 56 (14 rows, more tokens' activations) and stays above it from 57 (15 rows)

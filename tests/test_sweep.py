@@ -155,7 +155,8 @@ TINY_ACT_PER_SEQ = 3_717_120
 TINY_KV_PER_SEQ = (2048 + 1) * 22_528
 # Weight bytes every step reads whatever the batch: 2,069,024,768 (tests/test_calculator.py derives it)
 TINY_WEIGHTS = 2_069_024_768
-IN_PLACE = dict(cache_update="in-place")  # the arithmetic above: a serving engine's cache, not the default concat
+IN_PLACE = dict(cache_update="in-place", eager_ops=False)  # the arithmetic above: a serving engine's cache and fused
+# kernels, not the default concat and eager ops
 
 
 def test_tinyllama_kv_term_bends_intensity_below_batch():

@@ -24,6 +24,7 @@ from dataclasses import dataclass, fields, replace
 
 from .dtypes import COMPUTE_TYPES, DTYPE_ALIASES, DTYPES, SCALE_BYTES, DType, dtype  # noqa: F401 (the library's names)
 from .errors import RoofcalcError
+from .families import FAMILIES
 from .shapes import ModelShape
 
 # FLOPs per element of the elementwise kernels. Fused-kernel arithmetic, not every
@@ -65,6 +66,11 @@ ATTENTION_MODES = ("fused", "unfused")
 # 20 are counted.
 UNFUSED_SCORE_BYTES_WRITTEN = 10
 UNFUSED_SCORE_BYTES_READ = 10
+# HF activations that transformers computes as a Python formula of eager ops, and the tensors those ops read
+# (gelu_new: pow, ×c, + x, ×c, tanh, + 1, 0.5·x, × — two of them read two tensors); every other activation is
+# one op reading one tensor
+EAGER_ACTIVATION_OPS = {"gelu_new": 8}
+EAGER_ACTIVATION_READS = {"gelu_new": 10}
 
 
 # --------------------------------------------------------------------------- the workload
@@ -102,6 +108,11 @@ class Workload:
     # cached position up to its end (llama.cpp's n_ubatch, 512 by default); 0: the whole prompt at once
     # (transformers' eager attention)
     ubatch: int = 0
+    # bytes as transformers' eager modules move them (--impl hf-eager): an RMSNorm, rotary and the activation run
+    # as several ATen ops, each reading its inputs and writing its output (a traced model's eager view counts
+    # every op so); else each of those kernels reads and writes its tensors once, as a fused kernel would. The
+    # default is the CLI's, as the cache update's
+    eager_ops: bool = True
 
     def __post_init__(self) -> None:
         if self.phase not in ("decode", "prefill"):
@@ -128,6 +139,8 @@ class Workload:
             raise RoofcalcError(f"attention must be one of {', '.join(ATTENTION_MODES)}, not {self.attention!r}")
         if isinstance(self.ubatch, bool) or not isinstance(self.ubatch, int) or self.ubatch < 0:
             raise RoofcalcError(f"the micro-batch must be a positive number of tokens, got {self.ubatch!r}")
+        if not isinstance(self.eager_ops, bool):
+            raise RoofcalcError(f"eager_ops must be True or False, not {self.eager_ops!r}")
 
     # the command line's defaults: batch 1, context 500 (its worked example); the prompt of its one default
     # prefill, the forward pass it runs for a model with no decode step, is the default context's 500 tokens
@@ -451,8 +464,30 @@ def norm(name: str, width: int, rows: int, s: ModelShape | None, wl: Workload, s
     w = wl.float_weight_dtype.nbytes(n_params)
     per = LAYERNORM_FLOPS_PER_ELEMENT if ln else RMSNORM_FLOPS_PER_ELEMENT
     cost = elementwise(rows * width, per, reads=1, writes=1, act=wl.act_dtype, weight_bytes=w)
+    if wl.eager_ops and not ln:  # LayerNorm is one op (native_layer_norm) either way
+        read, written = eager_rms_norm_bytes(wl.act_dtype, gemma=_gemma_norm(s))
+        cost = replace(cost, act_read_bytes=read * rows * width, act_write_bytes=written * rows * width)
     return Kernel(name, "elementwise", scope, 1, f"[{rows},{width}]", cost, params=n_params, param_bytes=w,
                   role="layer_norm" if ln else "rms_norm")
+
+
+def _gemma_norm(s: ModelShape | None) -> bool:
+    """Gemma's RMSNorm multiplies by (1 + weight) in fp32 before its cast back: its family counts 10 eager ops in
+    16 bits (roofline.py), two more than Llama's 8, both on the weight."""
+    fam = FAMILIES.get(s.model_type) if s is not None else None
+    return fam is not None and fam.eager_counts.get("rms_norm") == (10, 7)
+
+
+def eager_rms_norm_bytes(act: DType, gemma: bool = False) -> tuple[int, int]:
+    """Bytes read and written per element by transformers' eager RMSNorm: x.to(fp32), pow(2), mean, (+ eps, rsqrt:
+    one value a row), × rsqrt, .to(dtype), × weight. In 16 bits 20 read and 16 written (36, where a fused kernel
+    moves 4); Gemma's multiplies in fp32 and casts last, 22 and 18; in fp32 the casts launch nothing: 16 and 12."""
+    a = act.nbytes(1)
+    if a >= 4:
+        return 4 + 4 + 4 + 4, 4 + 4 + 4  # pow, mean, ×rsqrt, ×weight read; pow, ×rsqrt, ×weight write
+    if gemma:  # the cast in, pow, mean, ×rsqrt, ×(1 + weight) in fp32, the cast out
+        return a + 4 + 4 + 4 + 4 + 4, 4 + 4 + 4 + 4 + a
+    return a + 4 + 4 + 4 + 4 + a, 4 + 4 + 4 + a + a  # the cast in, pow, mean, ×rsqrt, the cast out, ×weight
 
 
 def rms_norm(name: str, width: int, rows: int, wl: Workload, scope: str = "layer") -> Kernel:
@@ -469,6 +504,14 @@ def rotary(s: ModelShape, wl: Workload, q_heads: int | None = None, k_heads: int
     cos_sin = wl.act_dtype.nbytes(2 * wl.tokens * s.rotary_dim)
     cost = elementwise(n, ROTARY_FLOPS_PER_ELEMENT, reads=1, writes=1, act=wl.act_dtype)
     cost = replace(cost, act_read_bytes=cost.act_read_bytes + cos_sin)
+    if wl.eager_ops and s.mla is None:  # DeepSeek's latent rope runs other ops: counted as fused
+        # transformers' apply_rotary_pos_emb, for q and for k: x·cos, neg (half), cat (rotate_half), ·sin, add: 5.5
+        # tensors read and 4.5 written (cos and sin as fused: once); a partial rotary splits x (views) and cats the
+        # rotated dims back to the passed ones: one more read and write of the whole head
+        whole = wl.tokens * (nq + nk) * s.head_dim if s.rotary_dim < s.head_dim else 0
+        a = wl.act_dtype
+        cost = replace(cost, act_read_bytes=a.nbytes(11 * n) // 2 + a.nbytes(whole) + cos_sin,
+                       act_write_bytes=a.nbytes(9 * n) // 2 + a.nbytes(whole))
     return Kernel("rotary", "elementwise", "layer", 1, f"[{wl.tokens},{nq}+{nk},{s.rotary_dim}]", cost, role="rotary")
 
 
@@ -523,13 +566,19 @@ def act_mul(s: ModelShape, wl: Workload, width: int | None = None, rows: int | N
     width, rows = width or s.d_ff, wl.tokens if rows is None else rows
     per = ACTIVATION_FLOPS_PER_ELEMENT[s.activation] + 1
     cost = elementwise(rows * width, per, reads=2, writes=1, act=wl.act_dtype)
+    if wl.eager_ops:  # act(gate) as its own op(s), then × up: each op writes a tensor
+        ops, reads = EAGER_ACTIVATION_OPS.get(s.hf_activation, 1), EAGER_ACTIVATION_READS.get(s.hf_activation, 1)
+        cost = replace(cost, act_read_bytes=wl.act_dtype.nbytes((reads + 2) * rows * width),
+                       act_write_bytes=wl.act_dtype.nbytes((ops + 1) * rows * width))
     return Kernel(name, "elementwise", "layer", 1, f"[{rows},{width}]", cost, role="act_mul")
 
 
 def act(s: ModelShape, wl: Workload) -> Kernel:
     """The activation of a plain (ungated) MLP: reads and writes B·T·F values."""
-    cost = elementwise(wl.tokens * s.d_ff, ACTIVATION_FLOPS_PER_ELEMENT[s.activation], reads=1, writes=1,
-                       act=wl.act_dtype)
+    eager = wl.eager_ops and s.hf_activation in EAGER_ACTIVATION_OPS  # a formula of eager ops, each writing it
+    cost = elementwise(wl.tokens * s.d_ff, ACTIVATION_FLOPS_PER_ELEMENT[s.activation],
+                       reads=EAGER_ACTIVATION_READS[s.hf_activation] if eager else 1,
+                       writes=EAGER_ACTIVATION_OPS[s.hf_activation] if eager else 1, act=wl.act_dtype)
     return Kernel("act", "elementwise", "layer", 1, f"[{wl.tokens},{s.d_ff}]", cost, role="act")
 
 

@@ -240,6 +240,8 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
         # eager transformers appends to its DynamicCache by concatenation (a traced model's eager view counts it);
         # an --engine's own cache update unless --impl is given by hand
         cache_update=_cache_update(args),
+        # hf-eager's RMSNorm, rotary and activation as transformers' eager ops move their bytes (the traced view's rule)
+        eager_ops=getattr(args, "impl", None) == "hf-eager",
     )
     if kw["act_dtype"].quantized:
         raise RoofcalcError(f"activations cannot be {kw['act_dtype'].name}; use --weight-dtype for integer weights")

@@ -357,9 +357,9 @@ def profile_model(source: str, *, device: str = "cpu", dtype_name: str = "fp32",
                                                 family=family)
     watch = LoadWatch()
     d = dtype(dtype_name)
-    # the profiled step runs transformers' DynamicCache, which concatenates its cache every step
+    # the profiled step runs transformers' eager modules and its DynamicCache, which concatenates its cache every step
     analysis = analyze(shape, Workload.decode(batch, context, weight_dtype=d, act_dtype=d, kv_dtype=d,
-                                              cache_update="concat"))
+                                              cache_update="concat", eager_ops=True))
     prefill_step = analyze(shape, Workload.prefill(batch, context - 1, weight_dtype=d, act_dtype=d, kv_dtype=d))
     work = prefill_step.totals.activation_bytes // max(1, shape.n_layers)
     need = int(1.1 * (analysis.weight_storage_bytes + batch * context * analysis.kv_bytes_per_token + 4 * work))

@@ -102,6 +102,7 @@ def workload_record(a: Analysis) -> dict[str, Any]:
     if w.ubatch and w.phase == "prefill":
         rec["ubatch"] = w.ubatch
     rec.update(query_tokens=w.query_tokens, kv_len=w.kv_len, cache_update=w.cache_update, attention=w.attention,
+               eager_ops=w.eager_ops,
                weight_dtype=w.weight_dtype.name, act_dtype=w.act_dtype.name, kv_dtype=w.kv_dtype.name, compute_dtype=w.compute_dtype.name)
     if w.weight_dtype.quantized:
         rec["group_size"] = w.weight_group

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Mapping, NamedTuple
 
-from .calculator import Analysis, AttentionSizes, Cost, Kernel
+from .calculator import EAGER_ACTIVATION_OPS, Analysis, AttentionSizes, Cost, Kernel
 from .errors import RoofcalcError
 from .families import FAMILIES
 from .hardware import Hardware
@@ -70,7 +70,7 @@ HF_EAGER = {"embed": 1, "pos_embed": 2, "rms_norm": (8, 6), "layer_norm": 1, "ro
 # A family's own counts (Gemma's RMSNorm, Phi-3's rotary and mask, the MoE routers...) are in its
 # record (roofcalc.families, ``eager`` and ``eager_experts``).
 HF_EAGER_EXPERTS = {"experts.gate_up_proj": 8, "experts.down_proj": (7, 6)}  # a MoE layer's grouped experts
-HF_EAGER_ACTIVATION = {"gelu_new": 8}  # HF activations implemented as a formula of eager ops
+HF_EAGER_ACTIVATION = EAGER_ACTIVATION_OPS  # HF activations implemented as a formula of eager ops
 FUSED = {"embed": 1, "pos_embed": 1, "rms_norm": 1, "layer_norm": 1, "rotary": 1, "kv_cache_write": 1, "attention": 1,
          "act_mul": 1, "act": 1, "softcap": 1, "residual": 0, "linear": 1, "router": 1, "experts": 1, "combine": 1,
          "rider": 0, "attention_scores": 3}  # rider: a traced op fused into the kernel before it (the mul of SiLU-and-mul: trace.group)
