@@ -95,8 +95,11 @@ def _zero(note: str) -> Efficiency:
 # it is taken as per-sequence work (derived: 5.5 ms / 256 = 21.5 us, 6 ms / 256 = 23.4 us pessimistic).
 # Async scheduling (PR #19970: "the scheduler operate[s] one step ahead of the current execution") is on
 # unless disabled (vllm/config/scheduler.py: "async_scheduling: bool | None = None", "If set to False, disable
-# async scheduling"): the work overlaps the device. PR #11133 measured what stays exposed at batch 256 with
-# CUDA graphs, "150-170us", which this preset does not add.
+# async scheduling") from vLLM 0.14.0 (PR #27614, merged 2025-12-29; 0.13.0 and before: `async_scheduling: bool =
+# False`, off unless --async-scheduling): the work overlaps the device. PR #19970 saw "no significant latency
+# improvement ... for batch size 1 scenarios, as scheduler overhead in those cases is already minimal"; no published
+# per-step figure for V1 before 0.14 without it was found, so the preset takes it overlapped for every V1. PR #11133
+# measured what stays exposed at batch 256 with CUDA graphs, "150-170us", which this preset does not add.
 _VLLM_PER_SEQ = Efficiency(5.5e-3 / 256, 6e-3 / 256, note="derived: vLLM issue #10634, 5-6 ms between decode "
                            "steps at batch 256 (Llama-2-7b, V1 prototype), / 256 sequences")
 # llama.cpp: with CUDA graphs, "CUDA Graph Execution ... is responsible for around 85-90% of the time taken in
@@ -163,7 +166,8 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         _zero(f"{_NONE} for V1: the one published gap (issue #10634) is taken per sequence"),
         _VLLM_PER_SEQ, True,
         "vLLM issue #10634 (5-6 ms between decodes at batch 256, V1 prototype), per sequence (derived); "
-        "overlapped: async scheduling on unless disabled (vllm/config/scheduler.py, PR #19970)",
+        "overlapped: async scheduling, on unless disabled from vLLM 0.14.0 (vllm/config/scheduler.py; PR #27614), "
+        "opt-in before it (PR #19970: at batch 1 'scheduler overhead ... is already minimal')",
         _VLLM_RANKS, mla="serving", mla_source=_MLA_VLLM),
     Engine(
         "sglang", "SGLang (overlap scheduler)", "cuda-graph",
