@@ -360,7 +360,9 @@ def profile_model(source: str, *, device: str = "cpu", dtype_name: str = "fp32",
     # the profiled step runs transformers' eager modules and its DynamicCache, which concatenates its cache every step
     analysis = analyze(shape, Workload.decode(batch, context, weight_dtype=d, act_dtype=d, kv_dtype=d,
                                               cache_update="concat", eager_ops=True))
-    prefill_step = analyze(shape, Workload.prefill(batch, context - 1, weight_dtype=d, act_dtype=d, kv_dtype=d))
+    # a layer's working memory (its tensors once each, not the eager ops' traffic)
+    prefill_step = analyze(shape, Workload.prefill(batch, context - 1, weight_dtype=d, act_dtype=d, kv_dtype=d,
+                                                   eager_ops=False))
     work = prefill_step.totals.activation_bytes // max(1, shape.n_layers)
     need = int(1.1 * (analysis.weight_storage_bytes + batch * context * analysis.kv_bytes_per_token + 4 * work))
     _memory_check(torch, device, need)
