@@ -13,6 +13,7 @@ static batch of requests (output tokens/s), as the source reports it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from dataclasses import dataclass
@@ -57,6 +58,7 @@ class Case:
     tables: str = ""  # the engine preset whose measured kernel tables the fitted costs come from: "trtllm" for
     #                   TensorRT-LLM's, "trtllm-0.6" for its versions before XQA (those tables, GQA decode per head)
     host: bool = False  # the preset's host time outside the kernels too (a seen re-run; the sets above take none)
+    int4_kernel: str = ""  # the kernel its int4 matmuls run where it is not Marlin-like (predict.INT4_KERNELS)
 
     def __post_init__(self):
         # a case of an engine whose kernels AIConfigurator measured takes that engine's tables (a rule, applied
@@ -157,6 +159,10 @@ def predict(c: Case) -> tuple[float, float, float]:
             EngineHost(engine=e.name, tables=e.tables, decode_every_head=e.decode_every_head)
         if e is not None:  # DeepSeek's attention as the engine runs it (the command line's --engine default)
             kw["mla"] = e.mla
+    if c.int4_kernel:  # the engine's int4 kernel (and its switch to the 16-bit GEMM) on whatever else it takes
+        from roofcalc.predict import EngineHost
+
+        kw["engine_host"] = dataclasses.replace(kw.get("engine_host") or EngineHost(), int4_kernel=c.int4_kernel)
     view = "eager" if c.impl == "hf-eager" else "ideal"
     if traced is not None:  # each workload traced once (one rank's, split by the config class's plan)
         from roofcalc.parallel import Parallel

@@ -375,7 +375,7 @@ def _roof_kw(args: argparse.Namespace, profile) -> dict:
     return dict(measured_bw=q(args.measured_bw, "bandwidth"), measured_flops=q(args.measured_flops, "flops"),
                 measured_profile=profile, impl=args.impl, launch_overhead_s=q(args.launch_overhead, "time", "us"),
                 host_overhead_s=q(args.host_overhead, "time", "us"), capacity_bytes=q(args.memory, "size"),
-                engine_host=_engine(args).host)
+                engine_host=_engine_host(args))
 
 
 def build_sweep(args: argparse.Namespace, shape=None):
@@ -693,8 +693,9 @@ def _build(args: argparse.Namespace, shape):
 
 
 def _add_engine(p) -> None:
-    """--engine of the main command and profile."""
+    """--engine of the main command and profile, and --int4-kernel."""
     from .engines import DEFAULT_ENGINE, ENGINES
+    from .predict import INT4_KERNELS
 
     p.add_argument("--kernel-db", action="store_true", help="GEMM, decode-attention and fused-MoE times read from "
                    "NVIDIA AIConfigurator's measured tables (the nearest measured shape, scaled) instead of their fits: "
@@ -703,6 +704,10 @@ def _add_engine(p) -> None:
                    "model, attention kernel, KV cache update and host time per step outside the kernels, each "
                    f"cited (docs/conventions.md; default {DEFAULT_ENGINE}: transformers' eager generate; vllm is "
                    "vLLM's V1 engine, vllm-v0 its releases 0.2.6 to 0.4.2)")
+    p.add_argument("--int4-kernel", choices=tuple(INT4_KERNELS), help="the kernel int4 (GPTQ, AWQ) matmuls run: "
+                   "marlin (default: every preset's today; near the 16-bit GEMM's rate), or AutoAWQ's GEMM kernel as "
+                   "autoawq (AutoAWQ 0.2+, transformers 4.x's AWQ), autoawq-0.1 (before 0.2) or vllm-awq (vLLM's "
+                   "awq quantization: its default before v0.5.3)")
 
 
 def _resolve_engine(args: argparse.Namespace) -> None:
@@ -731,6 +736,15 @@ def _engine(args: argparse.Namespace):
     from .engines import DEFAULT_ENGINE, ENGINES
 
     return getattr(args, "engine_preset", None) or ENGINES[DEFAULT_ENGINE]
+
+
+def _engine_host(args: argparse.Namespace):
+    """What the step model takes of the engine preset, with --int4-kernel where given."""
+    from dataclasses import replace
+
+    host = _engine(args).host
+    kernel = getattr(args, "int4_kernel", None)
+    return replace(host, int4_kernel=kernel) if kernel else host
 
 
 def _mla(args: argparse.Namespace) -> str:
@@ -1075,7 +1089,7 @@ def run_profile(argv: Sequence[str]) -> str:
                            prefill={"run": True, "skip": False, "auto": None}[args.prefill], inputs=inputs)
     nominal_hw = _find_hardware(hw_profile.nominal, "the profile's nominal") if hw_profile.nominal else hw_profile
     r = roofline(result.analysis, nominal_hw, measured_profile=hw_profile, impl=args.impl,
-                 kernel_times=result.kernel_times, tpot_s=result.tpot_s, engine_host=_engine(args).host)
+                 kernel_times=result.kernel_times, tpot_s=result.tpot_s, engine_host=_engine_host(args))
     if args.plot:
         from .plotting import save_plot
 

@@ -151,6 +151,39 @@ _MARLIN_H100 = ((33_554_432 + 16_384 + 32_768) / (134_217_728 * 2 / 4.98e12)  # 
 HOPPER_INT4 = Efficiency(_MARLIN_H100, _MARLIN_H100,
                          note="inclusionAI/humming PR #2, H100, n = k = 8192 channelwise, M = 1: marlin-w4a16 streams "
                          "1.25 TB/s where torch's 16-bit GEMM streams 2.30 TB/s (0.54)")
+# AutoAWQ's GEMM kernel (gemm_forward_4bit_cuda_m16n128k32: WQLinear_GEMM, and vLLM's `awq` quantization, which runs
+# the same code) dequantizes each int4 weight tile in registers for every tile of 16 input rows it computes (rows past
+# M masked, not skipped), so its rate levels off far below the tensor cores' past a few tiles, and one row costs
+# nearly a tile's time. SqueezeBits/QUICK README @ 1180eba (arXiv 2402.10076), M x 8192 x 8192 on an A100, TFLOP/s
+# of AutoAWQ's GEMM: M = 1 2.94, 16 34.23, 32 48.83, 64 57.43, 128 58.46 (FP16's 1.4, 22.6, 46.4, 91.9, 157.4). Its
+# ceiling is the dequantizing arithmetic on the SMs' CUDA cores, not their tensor cores: on another NVIDIA GPU the
+# rates are scaled by its datasheet fp32 rate over the A100's 19.5 TFLOP/s (benchmarks/int4_kernels.py checks that
+# on the same README's RTX 4090, RTX A6000 and L40 rows). Read as log rate linear in log M, flat beyond the ends.
+AWQ_GEMM = ((1.0, 2.94e12), (16.0, 34.23e12), (32.0, 48.83e12), (64.0, 57.43e12), (128.0, 58.46e12))
+AWQ_GEMM_FP32 = 19.5e12  # the A100's datasheet fp32 FLOP/s, which AWQ_GEMM's rates were measured beside
+# The kernel an int4 (W4A16) matmul runs, by the engine that runs it: (tokens of a step from which the engine
+# dequantizes the weights and runs its 16-bit GEMM instead, 0: never; what runs it). "marlin": Marlin-like kernels
+# near the 16-bit GEMM's rate (GPU_DEQUANT), None: no AutoAWQ form.
+INT4_KERNELS = {
+    "marlin": (None, "Marlin-like (vLLM's awq_marlin / gptq_marlin from v0.5.3, SGLang, transformers 5's GPT-QModel "
+                     "kernels, TensorRT-LLM's): near the 16-bit GEMM's rate"),
+    "autoawq": (1024, "AutoAWQ's GEMM from v0.2.0 (PR #316, 2024-01-24): its kernel below 1,024 tokens, dequantize "
+                      "and the 16-bit GEMM from there (transformers 4.x loading AWQ checkpoints through it)"),
+    "autoawq-0.1": (0, "AutoAWQ's GEMM before v0.2.0: its kernel at every size"),
+    "vllm-awq": (256, "vLLM's `awq` quantization from v0.3.0 (PR #2566): AutoAWQ's kernel below 256 tokens, "
+                      "dequantize and the 16-bit GEMM from there (AWQ checkpoints' default before awq_marlin, "
+                      "v0.5.3; --quantization awq after)"),
+}
+
+
+def awq_gemm_cap(fp32_flop_per_s: float, peak_flop_per_s: float, switch: int = 0) -> tuple:
+    """AutoAWQ's GEMM on a GPU of datasheet ``fp32_flop_per_s``, as shares of the roof's 16-bit ``peak_flop_per_s``
+    by rows M (AWQ_GEMM scaled by the fp32 rates), and the rows from which the engine dequantizes the weights and
+    runs its 16-bit GEMM instead (``switch``; 0: never): the KernelModel's ``int4_cap``."""
+    s = fp32_flop_per_s / AWQ_GEMM_FP32
+    return tuple((m, r * s / peak_flop_per_s) for m, r in AWQ_GEMM), int(switch)
+
+
 # Host seconds per eager op: transformers' Python modules and PyTorch's dispatcher, measured with
 # `roofcalc measure` on the development machine (a 2-vCPU AMD EPYC VM, transformers 5.24, torch
 # 2.13): a two-layer Llama decode step, 89 ops in 1.39 ms, 15.6 us per op on CPU tensors. On a GPU
@@ -217,6 +250,8 @@ class EngineHost:
     tables: str = ""  # whose measured kernel tables the preset runs on (TABLE_ENGINES), "" for its name's
     # decode attention reads a GQA group's KV once per query head (a kernel with no group sharing)
     decode_every_head: bool = False
+    # the kernel its int4 (W4A16) matmuls run (INT4_KERNELS; "" is "marlin")
+    int4_kernel: str = ""
     # more host time per step when the step runs on several GPUs (the engine's worker RPC), else none
     ranks_s: Efficiency = Efficiency(0.0, 0.0, note="none")
 
@@ -704,6 +739,10 @@ class KernelModel:
     # the 16-bit GEMM class a model computing in fp8 or fp4 replaced (for_compute): a 16-bit linear beside them
     # (roofline.weight_format "float") takes it
     gemm_16bit: Efficiency | None = None
+    # an int4 matmul's compute-side ceiling where the engine runs AutoAWQ's GEMM kernel (awq_gemm_cap):
+    # (((rows M, share of the roof's peak), ...), tokens from which it runs the 16-bit GEMM instead, 0: never); ()
+    # for Marlin-like kernels, which reach the 16-bit GEMM's rate
+    int4_cap: tuple = ()
 
     @cached_property
     def unfitted(self) -> "KernelModel":
@@ -810,8 +849,9 @@ class KernelModel:
                      for k, f in self.attention_fits.items()}
         moe = {k: replace(f, scale_c=f.scale_c / peak_ratio, scale_m=f.scale_m / bandwidth_ratio)
                for k, f in self.moe_fits.items()}
+        cap = (tuple((r, e / peak_ratio) for r, e in self.int4_cap[0]), self.int4_cap[1]) if self.int4_cap else ()
         return replace(self, classes={n: scale(n, e) for n, e in self.classes.items()}, relative_to="measured roof",
-                       gemm_fits=fits, gemm_fit=active, attention_fits=attention, moe_fits=moe)
+                       gemm_fits=fits, gemm_fit=active, attention_fits=attention, moe_fits=moe, int4_cap=cap)
 
 
 def ideal() -> KernelModel:
@@ -1245,7 +1285,27 @@ def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessi
         mem = e * (g.pessimistic / g.expected if pessimistic else 1.0)
     if kind == "matmul" and weight_format in m.dequant and not (gemm is not None and gemm is not m.gemm_fit):
         mem = mem * m.dequant[weight_format].pick(pessimistic)  # (a weight-only form measured its dequantizing)
+    if kind == "matmul" and weight_format == "int4" and m.int4_cap:
+        comp = _int4_capped(m, comp, rows, pessimistic)
     return comp, mem
+
+
+def _int4_capped(m: KernelModel, comp, rows, pessimistic: bool):
+    """An int4 matmul's compute side under AutoAWQ's GEMM (KernelModel.int4_cap): its rate at ``rows``, the GEMM
+    class's spread to the pessimistic end; the 16-bit GEMM's own from the rows at which the engine switches to it."""
+    curve, switch = m.int4_cap
+    cap = _interp_geo(rows, curve)
+    if pessimistic:
+        c = m.classes["gemm"]
+        cap = cap * c.pessimistic / c.expected
+    if _is_array(rows):
+        import numpy as np
+
+        capped = np.minimum(comp, cap)
+        return np.where(np.asarray(rows) >= switch, comp, capped) if switch else capped
+    if switch and rows >= switch:
+        return comp
+    return min(comp, cap)
 
 
 def _positive_size(x) -> bool:

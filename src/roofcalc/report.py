@@ -197,7 +197,8 @@ def engine_record(m, impl: str, w=None) -> dict[str, Any] | None:
         return None
     from .engines import ENGINES
 
-    rec = {**ENGINES[name].record(), "impl_used": impl, "impl_by_hand": impl != ENGINES[name].impl}
+    rec = {**ENGINES[name].record(), "impl_used": impl, "impl_by_hand": impl != ENGINES[name].impl,
+           "int4_kernel": m.engine_host.int4_kernel or "marlin"}
     if getattr(w, "attention", "fused") == "unfused":
         rec.update(attention="unfused, by --attention", attention_source="roofcalc --attention unfused")
     return rec
@@ -527,8 +528,11 @@ def engine_words(m, impl: str, w=None) -> str:
 
     e = ENGINES[name]
     kernel = "unfused, by --attention" if getattr(w, "attention", "fused") == "unfused" else e.attention
+    int4 = m.engine_host.int4_kernel
+    awq = f"; int4 matmuls: AutoAWQ's GEMM kernel (--int4-kernel {int4})" if int4 and int4 != "marlin" and \
+        getattr(getattr(w, "weight_dtype", None), "name", "") == "int4" else ""
     return f"; engine {name} (attention: {kernel})" + \
-        (f" with --impl {impl} by hand (its own: {e.impl})" if impl != e.impl else "")
+        (f" with --impl {impl} by hand (its own: {e.impl})" if impl != e.impl else "") + awq
 
 
 def nodes_words(hw, gpus: int) -> str:

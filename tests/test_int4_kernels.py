@@ -1,0 +1,115 @@
+"""AutoAWQ's GEMM kernel as an int4 matmul's compute-side ceiling (--int4-kernel autoawq, autoawq-0.1, vllm-awq):
+SqueezeBits/QUICK README @ 1180eba, M x 8192 x 8192 on an A100, AutoAWQ's GEMM at 2.94, 34.23, 48.83, 57.43 and
+58.46 TFLOP/s for M = 1, 16, 32, 64, 128 (predict.AWQ_GEMM), scaled to another GPU by its datasheet fp32 rate over
+the A100's 19.5 TFLOP/s; the engines' switches to dequantize + the 16-bit GEMM from AutoAWQ's gemm.py (v0.2.0:
+1,024 tokens) and vLLM's awq.py (v0.3.0: 256 tokens)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from roofcalc.cli import main
+from roofcalc.hardware import find_hardware
+from roofcalc.predict import EngineHost, efficiencies
+from roofcalc.roofline import Roof, kernel_model
+
+
+def _model(gpu: str, kernel: str, measured: Roof | None = None):
+    hw = find_hardware(gpu)
+    nominal = Roof(hw.bandwidth_bytes_per_s, hw.peak("fp16"))
+    return hw, kernel_model(hw, nominal, measured, engine_host=EngineHost(int4_kernel=kernel))
+
+
+def _compute_e(m, rows, fmt="int4"):
+    return efficiencies(m, "matmul", rows, fmt, depth=8192, width=8192)[0]
+
+
+@pytest.mark.parametrize("rows, tflops", [(1, 2.94), (16, 34.23), (32, 48.83), (64, 57.43), (128, 58.46)])
+def test_the_a100s_ceiling_is_quicks_measured_rate(rows, tflops):
+    """On the A100 the ceiling is the measured rate itself, over the 312 TFLOP/s fp16 peak (the datasheet's)."""
+    _, m = _model("A100-80GB", "autoawq-0.1")
+    marlin = _model("A100-80GB", "marlin")[1]
+    assert _compute_e(m, rows) == pytest.approx(min(tflops / 312, _compute_e(marlin, rows)), rel=1e-12)
+    assert _compute_e(m, rows) == pytest.approx(tflops / 312, rel=1e-12)  # below the 16-bit GEMM's at every M
+
+
+def test_between_the_knots_log_rate_is_linear_in_log_rows_and_flat_beyond():
+    _, m = _model("A100-80GB", "autoawq-0.1")
+    # M = 8 halfway between 1 and 16 in log M: the geometric mean of 2.94 and 34.23
+    assert _compute_e(m, 4) == pytest.approx(math.sqrt(2.94 * 34.23) / 312, rel=1e-9)
+    assert _compute_e(m, 4096) == pytest.approx(58.46 / 312, rel=1e-12)
+    # a sweep's rows (numpy) read the same values
+    rows = np.array([1.0, 4.0, 100.0, 4096.0])
+    assert np.allclose(_compute_e(m, rows), [_compute_e(m, float(r)) for r in rows], rtol=1e-12)
+
+
+def test_other_gpus_scale_it_by_their_datasheet_fp32_rate():
+    """H100 SXM: fp32 67 TFLOP/s, fp16 989.4: 58.46 x 67 / 19.5 = 200.9 TFLOP/s, 0.203 of its peak."""
+    _, m = _model("H100-SXM", "autoawq-0.1")
+    assert _compute_e(m, 128) == pytest.approx(58.46e12 * 67 / 19.5 / 989.4e12, rel=1e-9)
+    assert _compute_e(m, 128) == pytest.approx(0.2031, abs=1e-4)
+
+
+@pytest.mark.parametrize("kernel, switch", [("autoawq", 1024), ("vllm-awq", 256)])
+def test_from_the_engines_switch_the_16_bit_gemm_runs(kernel, switch):
+    _, m = _model("A100-80GB", kernel)
+    marlin = _model("A100-80GB", "marlin")[1]
+    assert _compute_e(m, switch - 1) == pytest.approx(58.46 / 312, rel=1e-12)
+    assert _compute_e(m, switch) == _compute_e(marlin, switch) > 0.5  # the fitted 16-bit GEMM, uncapped
+    rows = np.array([float(switch - 1), float(switch)])
+    assert np.allclose(_compute_e(m, rows), [58.46 / 312, _compute_e(marlin, switch)], rtol=1e-12)
+
+
+def test_only_int4_matmuls_and_only_awq_kernels_are_capped():
+    _, awq = _model("A100-80GB", "autoawq-0.1")
+    _, marlin = _model("A100-80GB", "marlin")
+    assert marlin.int4_cap == ()
+    assert _compute_e(awq, 512, "int8") == _compute_e(marlin, 512, "int8")
+    assert _compute_e(awq, 512, "") == _compute_e(marlin, 512, "")
+    assert _compute_e(awq, 512) < _compute_e(marlin, 512)
+
+
+def test_a_measured_roof_keeps_the_kernels_rate():
+    """A measured peak of half the datasheet's: the ceiling's share of it doubles, the same FLOP/s."""
+    hw = find_hardware("A100-80GB")
+    measured = Roof(hw.bandwidth_bytes_per_s, hw.peak("fp16") / 2)
+    _, m = _model("A100-80GB", "autoawq-0.1", measured)
+    assert _compute_e(m, 128) == pytest.approx(58.46 / 156, rel=1e-12)
+
+
+def test_the_pessimistic_end_keeps_the_gemm_classs_spread():
+    _, m = _model("A100-80GB", "autoawq-0.1")
+    g = m.classes["gemm"]
+    low = efficiencies(m, "matmul", 128, "int4", pessimistic=True, depth=8192, width=8192)[0]
+    assert low <= 58.46 / 312 * g.pessimistic / g.expected + 1e-15
+
+
+def _json(args, capsys):
+    assert main(args + ["--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_the_command_line_names_the_kernel_and_its_prefill_slows(capsys):
+    base = ["TinyLlama/TinyLlama-1.1B", "--hw", "A100-80GB", "--weight-dtype", "int4", "--prompt", "512"]
+    marlin = _json(base, capsys)
+    awq = _json(base + ["--int4-kernel", "autoawq-0.1"], capsys)
+    assert marlin["step"]["engine"]["int4_kernel"] == "marlin"
+    assert awq["step"]["engine"]["int4_kernel"] == "autoawq-0.1"
+    assert awq["step"]["predicted_s"] > 1.1 * marlin["step"]["predicted_s"]
+    assert main(base + ["--int4-kernel", "autoawq-0.1"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "int4 matmuls: AutoAWQ's GEMM kernel (--int4-kernel autoawq-0.1)" in out
+    # a 16-bit model runs no int4 matmul: nothing said, nothing changed
+    plain = ["TinyLlama/TinyLlama-1.1B", "--hw", "A100-80GB", "--prompt", "512"]
+    assert _json(plain, capsys)["step"]["predicted_s"] == _json(plain + ["--int4-kernel", "autoawq"],
+                                                               capsys)["step"]["predicted_s"]
+
+
+def test_an_unknown_int4_kernel_is_refused_in_one_line(capsys):
+    assert main(["TinyLlama/TinyLlama-1.1B", "--int4-kernel", "exllama"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--int4-kernel" in err[0] and "vllm-awq" in err[0]
