@@ -238,7 +238,6 @@ def markdown(rs) -> str:
 
 
 if __name__ == "__main__":
-    import dataclasses
     import sys
 
     def tables(cases):
