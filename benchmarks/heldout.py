@@ -1143,7 +1143,7 @@ CASES_13_ENGINE = tuple(dataclasses.replace(c, tables="vllm-v0" if c.source == V
 # The seventh set's vLLM V0 rows (vLLM 0.4.2's, pull request #2192's) under --engine vllm-v0, its host time
 # included: the preset was written after the set's first run showed those steps slower than the V1 model, from
 # sources outside the set (engines.py: Vidur's A100 profile, vLLM pull request #3763), so these are seen.
-SEEN_7_V0 = tuple(dataclasses.replace(c, tables="vllm-v0", host=True)
+SEEN_7_V0 = tuple(dataclasses.replace(c, tables="vllm-v0", host=True, int4_kernel="vllm-awq" if "AWQ" in c.note else "")
                   for c in CASES_7 + CASES_7_MULTI if c.note.startswith(("vLLM 0.4.2", "vLLM 0.2.6")))
 
 # The first set's vLLM rows (vLLM of October 2023, January 2024 and its 2024 nightly CI, all V0) under the same

@@ -113,3 +113,46 @@ def test_an_unknown_int4_kernel_is_refused_in_one_line(capsys):
     assert main(["TinyLlama/TinyLlama-1.1B", "--int4-kernel", "exllama"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--int4-kernel" in err[0] and "vllm-awq" in err[0]
+
+
+def _awq_config(tmp_path, **quant):
+    """Qwen1.5-7B's config (benchmarks/configs) with an AWQ quantization_config as AutoAWQ writes it."""
+    from pathlib import Path
+
+    cfg = json.loads((Path(__file__).parent.parent / "benchmarks" / "configs" / "qwen1.5-7b.json").read_text())
+    cfg["quantization_config"] = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, **quant}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    return str(path)
+
+
+def test_the_checkpoints_awq_layout_is_read():
+    from roofcalc.shapes import declared_weights
+
+    base = {"quant_method": "awq", "bits": 4, "group_size": 128}
+    assert declared_weights({"quantization_config": base}, "m")["weight_method"] == "awq"
+    assert declared_weights({"quantization_config": {**base, "version": "GEMM"}}, "m")["weight_method"] == "awq"
+    assert declared_weights({"quantization_config": {**base, "version": "gemv"}}, "m")["weight_method"] == "awq-gemv"
+    gptq = {"quant_method": "gptq", "bits": 4, "group_size": 128}
+    assert declared_weights({"quantization_config": gptq}, "m")["weight_method"] == "gptq"
+
+
+def test_vllm_v0_runs_an_awq_checkpoint_with_its_awq_kernel_and_the_others_with_marlin(tmp_path, capsys):
+    awq = _awq_config(tmp_path)
+    args = [awq, "--hw", "A100-80GB", "--prompt", "128"]
+    assert _json(args + ["--engine", "vllm-v0"], capsys)["step"]["engine"]["int4_kernel"] == "vllm-awq"
+    assert _json(args, capsys)["step"]["engine"]["int4_kernel"] == "marlin"  # hf: transformers 5's kernels
+    assert _json(args + ["--engine", "vllm"], capsys)["step"]["engine"]["int4_kernel"] == "marlin"
+    # --int4-kernel by hand wins over the preset's; a prompt of 128 tokens (below vLLM's 256) runs the slower kernel
+    v0 = _json(args + ["--engine", "vllm-v0"], capsys)
+    marlin = _json(args + ["--engine", "vllm-v0", "--int4-kernel", "marlin"], capsys)
+    assert marlin["step"]["engine"]["int4_kernel"] == "marlin"
+    assert v0["step"]["predicted_s"] > 1.5 * marlin["step"]["predicted_s"]
+    # from 256 tokens vLLM dequantizes and runs its 16-bit GEMM: the same time as Marlin-like kernels (no traffic
+    # of the dequantizing kernel is counted)
+    long = [awq, "--hw", "A100-80GB", "--prompt", "512", "--engine", "vllm-v0"]
+    assert _json(long, capsys)["step"]["predicted_s"] == _json(long + ["--int4-kernel", "marlin"],
+                                                              capsys)["step"]["predicted_s"]
+    gemv = _awq_config(tmp_path, version="gemv")  # AutoAWQ's GEMV layout is another kernel: not this form
+    assert _json([gemv, "--hw", "A100-80GB", "--engine", "vllm-v0"], capsys)["step"]["engine"]["int4_kernel"] == \
+        "marlin"

@@ -367,7 +367,7 @@ def is_sweep(args: argparse.Namespace) -> bool:
     return args.generate is not None or len(batches) > 1 or len(contexts or prompts) > 1
 
 
-def _roof_kw(args: argparse.Namespace, profile) -> dict:
+def _roof_kw(args: argparse.Namespace, profile, shape=None) -> dict:
     """The roof, launch, host and memory options every roofline and sweep takes, parsed once."""
     def q(value, kind, usual=""):
         return parse_quantity(value, kind, usual) if value is not None else None
@@ -375,7 +375,7 @@ def _roof_kw(args: argparse.Namespace, profile) -> dict:
     return dict(measured_bw=q(args.measured_bw, "bandwidth"), measured_flops=q(args.measured_flops, "flops"),
                 measured_profile=profile, impl=args.impl, launch_overhead_s=q(args.launch_overhead, "time", "us"),
                 host_overhead_s=q(args.host_overhead, "time", "us"), capacity_bytes=q(args.memory, "size"),
-                engine_host=_engine_host(args))
+                engine_host=_engine_host(args, shape))
 
 
 def build_sweep(args: argparse.Namespace, shape=None):
@@ -419,7 +419,7 @@ def build_sweep(args: argparse.Namespace, shape=None):
     hardware, profile = _hardware(args)
     return sweep(
         shape, hardware, batches=batches, contexts=contexts, prompts=prompts, generate=args.generate,
-        min_gain=percent(args.min_gain), **_roof_kw(args, profile), **kw,
+        min_gain=percent(args.min_gain), **_roof_kw(args, profile, shape), **kw,
     )
 
 
@@ -481,7 +481,7 @@ def build_tp_sweep(args: argparse.Namespace, shape=None):
         one = (trace(cfg, name, workload, label, view=view), config, TracedStages(cfg, name, label, view, config))
     return tp_sweep(
         shape, workload, sizes[axis], hardware, min_gain=percent(args.min_gain), axis=axis,
-        micro_batches=args.micro_batches, base=base, traced=one, **_roof_kw(args, profile))
+        micro_batches=args.micro_batches, base=base, traced=one, **_roof_kw(args, profile, shape))
 
 
 def load_model(args: argparse.Namespace):
@@ -525,7 +525,7 @@ def build_roofline(args: argparse.Namespace, shape=None):
             micro = args.micro_batches or default_micro_batches(workload.batch, parallel)
             return pipeline_roofline(shape, workload, parallel.pp, micro, hardware, tp=parallel.tp, ep=parallel.ep,
                                      traced=TracedStages(cfg, name, label, view, hf_config(cfg, name)[0]),
-                                     kernel_db=args.kernel_db, **_roof_kw(args, profile))
+                                     kernel_db=args.kernel_db, **_roof_kw(args, profile, shape))
         if parallel.ep > 1:  # its experts kernels over the ranks
             from .trace.parallel import traced_expert_parallel
 
@@ -542,7 +542,7 @@ def build_roofline(args: argparse.Namespace, shape=None):
 
         micro = args.micro_batches or default_micro_batches(workload.batch, parallel)
         return pipeline_roofline(shape, workload, parallel.pp, micro, hardware, tp=parallel.tp, ep=parallel.ep,
-                                 kernel_db=args.kernel_db, **_roof_kw(args, profile))
+                                 kernel_db=args.kernel_db, **_roof_kw(args, profile, shape))
     elif parallel.gpus > 1:
         from .parallel import analyze_parallel
 
@@ -550,7 +550,7 @@ def build_roofline(args: argparse.Namespace, shape=None):
     else:
         analysis = analyze(shape, workload)
     return roofline(
-        analysis, hardware, **_roof_kw(args, profile), kernel_db=args.kernel_db,
+        analysis, hardware, **_roof_kw(args, profile, shape), kernel_db=args.kernel_db,
         kernel_times=kernel_times(args.kernel_times) if args.kernel_times is not None else None,
         tpot_s=parse_quantity(args.tpot, "time") if args.tpot is not None else None,
         points=tuple(parse_point(p) for p in args.point),
@@ -705,7 +705,7 @@ def _add_engine(p) -> None:
                    f"cited (docs/conventions.md; default {DEFAULT_ENGINE}: transformers' eager generate; vllm is "
                    "vLLM's V1 engine, vllm-v0 its releases 0.2.6 to 0.4.2)")
     p.add_argument("--int4-kernel", choices=tuple(INT4_KERNELS), help="the kernel int4 (GPTQ, AWQ) matmuls run: "
-                   "marlin (default: every preset's today; near the 16-bit GEMM's rate), or AutoAWQ's GEMM kernel as "
+                   "marlin (near the 16-bit GEMM's rate: every preset's but vllm-v0's for AWQ checkpoints), or AutoAWQ's GEMM kernel as "
                    "autoawq (AutoAWQ 0.2+, transformers 4.x's AWQ), autoawq-0.1 (before 0.2) or vllm-awq (vLLM's "
                    "awq quantization: its default before v0.5.3)")
 
@@ -738,13 +738,17 @@ def _engine(args: argparse.Namespace):
     return getattr(args, "engine_preset", None) or ENGINES[DEFAULT_ENGINE]
 
 
-def _engine_host(args: argparse.Namespace):
-    """What the step model takes of the engine preset, with --int4-kernel where given."""
+def _engine_host(args: argparse.Namespace, shape=None):
+    """What the step model takes of the engine preset, with the kernel its int4 matmuls run: --int4-kernel where
+    given, else the preset's for an AWQ checkpoint of AutoAWQ's GEMM layout (``shape``'s weight_method), else
+    Marlin-like."""
     from dataclasses import replace
 
-    host = _engine(args).host
+    engine = _engine(args)
     kernel = getattr(args, "int4_kernel", None)
-    return replace(host, int4_kernel=kernel) if kernel else host
+    if kernel is None and getattr(shape, "weight_method", "") == "awq":
+        kernel = engine.awq_kernel
+    return replace(engine.host, int4_kernel=kernel) if kernel else engine.host
 
 
 def _mla(args: argparse.Namespace) -> str:

@@ -48,6 +48,11 @@ class Engine:
     # it, "serving" absorbed for a decode step and expanded for a prefill
     mla: str = "naive"
     mla_source: str = ""
+    # the kernel it runs AWQ checkpoints of AutoAWQ's GEMM layout with (predict.INT4_KERNELS); other int4 weights
+    # run Marlin-like kernels under every preset
+    awq_kernel: str = "marlin"
+    awq_kernel_source: str = ("Marlin-like: vLLM's awq_marlin from v0.5.3 (PR #6612), SGLang's, transformers 5's "
+                              "GPT-QModel kernels (PR #41567), TensorRT-LLM's own W4A16 GEMMs")
 
     @property
     def host(self) -> EngineHost:
@@ -69,7 +74,8 @@ class Engine:
                 "attention_source": self.attention_source, "host_fixed_s": eff(self.host_fixed_s),
                 "host_per_sequence_s": eff(self.host_per_sequence_s), "host_overlap": self.host_overlap,
                 "host_source": self.host_source, "ranks": self.ranks, "host_ranks_s": eff(self.host_ranks_s),
-                "mla": self.mla, "mla_source": self.mla_source,
+                "mla": self.mla, "mla_source": self.mla_source, "awq_kernel": self.awq_kernel,
+                "awq_kernel_source": self.awq_kernel_source,
                 "tables": self.host.tables_used, "decode_every_head": self.decode_every_head}
 
 
@@ -262,7 +268,10 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "Vidur's RAY_COMM_TIME at batch 8 (3.06 ms at TP 2, 3.13 ms at TP 4; 6.49 and 8.34 ms at batch 64, a "
         "growth with the batch not modelled)",
         tables="vllm", host_ranks_s=_V0_RANKS,
-        no_pipeline="vLLM 0.4.2 vllm/config.py: 'Pipeline parallelism is not supported yet.'"),
+        no_pipeline="vLLM 0.4.2 vllm/config.py: 'Pipeline parallelism is not supported yet.'",
+        awq_kernel="vllm-awq", awq_kernel_source="vLLM v0.4.2 quantization/awq.py: AWQLinearMethod runs ops.awq_gemm "
+        "(AutoAWQ's GEMM kernel) below 256 tokens, awq_dequantize and torch.matmul from there (PR #2566, v0.3.0; "
+        "before it, 0.2.6-0.2.7, the kernel at every size); awq_marlin came in v0.5.3 (PR #6612)"),
 )}
 
 

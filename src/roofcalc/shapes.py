@@ -217,6 +217,9 @@ class ModelShape:
     weight_format_refusal: str = ""  # why the declared format cannot be read (the CLI refuses unless overridden)
     weight_format_where: str = ""  # where the quantization_config was found: "" the file's top, or "text_config"
     weight_scope: str = ""  # the linears it quantizes: "" every decoder linear, "experts" the routed experts alone
+    # its quant_method as an engine's kernel choice reads it (_method): "awq" for AutoAWQ's GEMM layout, "awq-gemv"
+    # and the like for its others, "gptq", ...; "" none declared
+    weight_method: str = ""
     # the KV cache format its quantization_config declares ("fp8": ModelOpt's kv_cache_quant_algo FP8, a
     # kv_cache_scheme of 8-bit floats), which an engine may take or not: reported, not taken (--kv-dtype)
     kv_format_declared: str | None = None
@@ -365,7 +368,21 @@ def declared_weights(cfg: dict, name: str, used: dict | None = None, shape: "Mod
         return {"weight_format_refusal": str(exc), "weight_format_where": where,
                 "kv_format_declared": _kv_declared(holder.get("quantization_config"))}
     return {"weight_format": fmt, "weight_group": group, "weight_format_where": where, "weight_scope": scope,
-            "kv_format_declared": _kv_declared(holder.get("quantization_config"))}
+            "kv_format_declared": _kv_declared(holder.get("quantization_config")),
+            "weight_method": _method(holder.get("quantization_config"))}
+
+
+def _method(q: Any) -> str:
+    """A quantization_config's quant_method as an engine's choice of kernel reads it: AutoAWQ's checkpoints by their
+    "version" ("gemm", its default, is "awq": the layout of its GEMM kernel; "gemv", "exllama", ... "awq-gemv"), the
+    others by the method's name (lower case); "" where none is given."""
+    if not isinstance(q, dict):
+        return ""
+    method = one_line(str(q.get("quant_method", "")).lower())[:40]
+    if method == "awq":
+        version = one_line(str(q.get("version") or "gemm").lower())[:20]
+        return "awq" if version == "gemm" else f"awq-{version}"
+    return method
 
 
 def _modelopt_inner(q: dict) -> dict:
