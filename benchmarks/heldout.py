@@ -1292,23 +1292,32 @@ def _pre_fa(cases):
 
 RE_READ_13 = tuple(c for c in _pre_fa(CASES + CASES_4 + CASES_13) if c.attention == "unfused")
 
-# AutoAWQ's GEMM kernel (predict.AWQ_GEMM: SqueezeBits/QUICK's kernel table on an A100) levels off near 58 TFLOP/s
-# on an A100 and takes most of a 16-row tile's time for one row; the sets above ran every int4 matmul as a
-# Marlin-like kernel at the 16-bit GEMM's rate. Re-read after the sixteenth set's AWQ prompts ran 3.5-4.3x the
-# predicted time (seen, reported apart): the rows of engines that ran that kernel, each by its version
-# (predict.INT4_KERNELS) -- AutoAWQ 0.1.6 (its README; the GEMM kernel at every size), AutoAWQ's main of
-# 2024-01-29 (pull request #320's baseline, after #316 of 2024-01-24: the 16-bit GEMM from 1,024 tokens), vLLM
-# 0.4.2's `awq` (awq_marlin came in v0.5.3: the 16-bit GEMM from 256 tokens), transformers with AutoAWQ beside
-# FlashAttention 2.5.6 (March 2024 or later: AutoAWQ 0.2, assumed) and transformers 4.35 of October 2023 (AutoAWQ
-# 0.1.5 or before, released by then). vLLM v0.9.1's AWQ row stays Marlin-like (awq_marlin, its default on an A100).
-AWQ_KERNEL = {AUTOAWQ: "autoawq-0.1", AWQ_320: "autoawq", QWEN2: "vllm-awq", QWEN15: "autoawq",
-              OB_MISTRAL: "autoawq-0.1"}
+# The sets above ran every int4 matmul as a Marlin-like kernel at the 16-bit GEMM's rate. The engines of 2023 and
+# early 2024 did not (predict.INT4_KERNELS): AutoAWQ's GEMM kernel levels off near 58 TFLOP/s on an A100 and takes
+# most of a 16-row tile's time for one row (predict.AWQ_GEMM: SqueezeBits/QUICK's kernel table), and past a
+# threshold of rows the AWQ engines and AutoGPTQ's exllama kernels dequantize the whole weight to 16 bits before a
+# 16-bit GEMM. Re-read after the sixteenth set's AWQ prompts ran 3.5-4.3x the predicted time (seen, reported
+# apart): the rows of engines that ran those kernels, each by its version -- AutoAWQ 0.1.6 (its README; the GEMM
+# kernel at every size), AutoAWQ's main of 2024-01-29 (pull request #320's baseline, after #316 of 2024-01-24: the
+# 16-bit GEMM from 1,024 tokens), vLLM 0.4.2's `awq` (awq_marlin came in v0.5.3: the 16-bit GEMM from 256 tokens),
+# transformers with AutoAWQ beside FlashAttention 2.5.6 (March 2024 or later: AutoAWQ 0.2, assumed) and
+# transformers 4.35 of October 2023 (AutoAWQ 0.1.5 or before, released by then); GPTQ through transformers 4.34-4.3x
+# and optimum (AutoGPTQ's exllama kernel, their default: dequantized from 8 rows, matmul_recons_thd in AutoGPTQ
+# 0.4.2-0.7.0), AutoGPTQ 0.5.0's exllamav2 backend (past 50 rows, its config.h) and turboderp's ExLlama (its
+# matmul_recons_thd = 8). vLLM's GPTQ rows ran Marlin (0.4.2's _verify_quantization) and its v0.9.1 AWQ row
+# awq_marlin: unchanged; so are ExLlamaV2's own decode steps (one row a step).
+INT4_KERNEL = ((AUTOAWQ, "AWQ", "autoawq-0.1"), (AWQ_320, "AWQ", "autoawq"), (QWEN2, "AWQ", "vllm-awq"),
+               (QWEN15, "AWQ", "autoawq"), (QWEN15, "GPTQ", "exllama"), (OB_MISTRAL, "AWQ", "autoawq-0.1"),
+               (OB_MISTRAL, "GPTQ", "exllama"), (OB_LLAMA, "GPTQ", "exllama"), (OB_EARLIER, "GPTQ", "exllama"),
+               (OPTIMUM, "exllamav2", "exllamav2"), (EXL1, "GPTQ", "exllama"))
 
 
-def _awq(cases):
-    return tuple(dataclasses.replace(c, int4_kernel=AWQ_KERNEL[c.source],
-                                     note=c.note + f" (--int4-kernel {AWQ_KERNEL[c.source]}: re-read)")
-                 if c.source in AWQ_KERNEL and "AWQ" in c.note else c for c in cases)
+def _int4(cases):
+    def kernel(c):
+        return next((k for source, word, k in INT4_KERNEL if c.source == source and word in c.note), "")
+
+    return tuple(dataclasses.replace(c, int4_kernel=kernel(c), note=c.note + f" (--int4-kernel {kernel(c)}: re-read)")
+                 if kernel(c) else c for c in cases)
 
 
 # The range's third calibration source (benchmarks/calibrate.py): every set above as it is run, the second set's
@@ -1316,14 +1325,14 @@ def _awq(cases):
 # in docs/validation.md); from the calibration on, all of them are seen for the range. A set added later is
 # first run as it stands, then joins these.
 CALIBRATION_SETS = {1: (_pre_fa(CASES), CASES_MULTI), 2: (CASES_2 + RE_READ_2, CASES_2_MULTI + RE_READ_2_MULTI),
-                    3: (_awq(CASES_3), CASES_3_MULTI), 4: (_pre_fa(CASES_4), CASES_4_MULTI), 5: (CASES_5, CASES_5_MULTI),
-                    6: (CASES_6, CASES_6_MULTI), 7: (_awq(CASES_7), _awq(CASES_7_MULTI)), 8: ((), CASES_8_MULTI),
-                    9: (CASES_9, CASES_9_MULTI), 10: (_awq(CASES_10), CASES_10_MULTI),
+                    3: (_int4(CASES_3), CASES_3_MULTI), 4: (_int4(_pre_fa(CASES_4)), CASES_4_MULTI),
+                    5: (_int4(CASES_5), CASES_5_MULTI), 6: (CASES_6, CASES_6_MULTI), 7: (_int4(CASES_7), _int4(CASES_7_MULTI)),
+                    8: ((), CASES_8_MULTI), 9: (CASES_9, CASES_9_MULTI), 10: (_int4(CASES_10), CASES_10_MULTI),
                     11: (CASES_11, CASES_11_MULTI), 12: (CASES_12, CASES_12_MULTI),
                     13: (_pre_fa(CASES_13), CASES_13_MULTI), 14: (CASES_14, CASES_14_MULTI),
-                    15: (_awq(CASES_15), ()), 16: (_awq(CASES_16), ())}  # set: (one GPU, several)
-# every AWQ row above as re-read: as the calibration takes them
-RE_READ_AWQ = tuple(c for one, several in CALIBRATION_SETS.values() for c in one + several if c.int4_kernel)
+                    15: (_int4(CASES_15), ()), 16: (_int4(CASES_16), ())}  # set: (one GPU, several)
+# every int4 row above re-read with its engine's kernel: as the calibration takes them
+RE_READ_INT4 = tuple(c for one, several in CALIBRATION_SETS.values() for c in one + several if c.int4_kernel)
 CALIBRATION_ONE = sum((one for one, _ in CALIBRATION_SETS.values()), ())
 CALIBRATION_SEVERAL = sum((several for _, several in CALIBRATION_SETS.values()), ())
 
@@ -1377,8 +1386,9 @@ if __name__ == "__main__":
                           RE_READ_2 + RE_READ_2_MULTI),
                          ("llama.cpp's rows from before its FlashAttention, re-read with unfused attention after the "
                           "thirteenth set's first run (seen, not held out)", RE_READ_13),
-                         ("The AWQ rows of engines that ran AutoAWQ's GEMM kernel, re-read with it after the sixteenth "
-                          "set's first run (seen, not held out)", RE_READ_AWQ)):
+                         ("The int4 rows of engines that ran AutoAWQ's GEMM kernel or dequantized their weights "
+                          "(AutoGPTQ's exllama kernels), re-read with them after the sixteenth set's first run (seen, "
+                          "not held out)", RE_READ_INT4)):
         done, refused = _run(cases)
         print(f"\n{title}:\n")
         print(markdown(done) if done else "(no row ran)")

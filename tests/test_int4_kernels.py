@@ -110,7 +110,7 @@ def test_the_command_line_names_the_kernel_and_its_prefill_slows(capsys):
 
 
 def test_an_unknown_int4_kernel_is_refused_in_one_line(capsys):
-    assert main(["TinyLlama/TinyLlama-1.1B", "--int4-kernel", "exllama"]) == 2
+    assert main(["TinyLlama/TinyLlama-1.1B", "--int4-kernel", "machete"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--int4-kernel" in err[0] and "vllm-awq" in err[0]
 
@@ -148,11 +148,65 @@ def test_vllm_v0_runs_an_awq_checkpoint_with_its_awq_kernel_and_the_others_with_
     marlin = _json(args + ["--engine", "vllm-v0", "--int4-kernel", "marlin"], capsys)
     assert marlin["step"]["engine"]["int4_kernel"] == "marlin"
     assert v0["step"]["predicted_s"] > 1.5 * marlin["step"]["predicted_s"]
-    # from 256 tokens vLLM dequantizes and runs its 16-bit GEMM: the same time as Marlin-like kernels (no traffic
-    # of the dequantizing kernel is counted)
+    # from 256 tokens vLLM dequantizes and runs its 16-bit GEMM: slower than Marlin-like kernels by the dequantizing
+    # (test_dequantizing_runs_in_series_with_the_16_bit_gemm), far less than its own kernel's cap
     long = [awq, "--hw", "A100-80GB", "--prompt", "512", "--engine", "vllm-v0"]
-    assert _json(long, capsys)["step"]["predicted_s"] == _json(long + ["--int4-kernel", "marlin"],
-                                                              capsys)["step"]["predicted_s"]
+    t_v0, t_marlin = (_json(long + k, capsys)["step"]["predicted_s"] for k in ([], ["--int4-kernel", "marlin"]))
+    t_capped = _json(long + ["--int4-kernel", "autoawq-0.1"], capsys)["step"]["predicted_s"]
+    assert t_marlin < t_v0 < 1.5 * t_marlin < t_capped
     gemv = _awq_config(tmp_path, version="gemv")  # AutoAWQ's GEMV layout is another kernel: not this form
     assert _json([gemv, "--hw", "A100-80GB", "--engine", "vllm-v0"], capsys)["step"]["engine"]["int4_kernel"] == \
         "marlin"
+
+
+def _one_matmul(kernel: str, m: int, n: int = 8192, k: int = 8192, gpu: str = "A100-80GB"):
+    """(seconds, model) of one m x n x k matmul of int4 weights in groups of 128 under ``kernel``."""
+    from roofcalc.calculator import Workload, linear_weight_bytes
+    from roofcalc.dtypes import DTYPES
+    from roofcalc.predict import kernel_time
+
+    hw, model = _model(gpu, kernel)
+    weights = linear_weight_bytes(k, n, Workload("decode", 1, 1, 1, weight_dtype=DTYPES["int4"], group_size=128))
+    t, _ = kernel_time(model, 2 * m * n * k / hw.peak("fp16"),
+                       (weights + 2 * m * k + 2 * m * n) / hw.bandwidth_bytes_per_s, "matmul", m, "int4", weights,
+                       depth=k, width=n)
+    return float(t), weights, hw, model
+
+
+def test_dequantizing_runs_in_series_with_the_16_bit_gemm():
+    """vLLM's awq at M = 512 (past its 256): a kernel reading the int4 weight (8,192² x (0.5 + 2/128) bytes =
+    34,603,008) and writing 8,192² values in 16 bits (134,217,728 bytes) at the stream class's 0.87 of 2,039 GB/s,
+    plus its fixed cost, before the 16-bit GEMM, which is compute-bound at M = 512 so its reading 16-bit weights
+    costs nothing more: the difference to a Marlin-like kernel is the dequantizing kernel alone."""
+    t_awq, weights, hw, model = _one_matmul("vllm-awq", 512)
+    t_marlin = _one_matmul("marlin", 512)[0]
+    assert weights == 8192 * 8192 // 2 + 8192 * 64 * 2 == 34_603_008
+    stream = model.classes["stream"].expected
+    assert stream == pytest.approx(0.87)
+    dequant = (34_603_008 + 134_217_728) / (2.039e12 * stream) + model.fixed_s["stream"].expected
+    assert t_awq - t_marlin == pytest.approx(dequant, rel=1e-9)
+    assert dequant == pytest.approx(96.9e-6, rel=0.01)  # 168.8 MB at 1,774 GB/s = 95.2 us, + 1.7 us fixed
+
+
+@pytest.mark.parametrize("kernel, switch", [("exllama", 8), ("exllamav2", 51)])
+def test_gptqs_exllama_kernels_dequantize_from_their_thresholds(kernel, switch):
+    """AutoGPTQ's exllama reconstructs from 8 rows (x_height >= matmul_recons_thd = 8), ExLlamaV2's GPTQ kernel
+    (vLLM's gptq) past 50 (size_m > MAX_Q_GEMM_ROWS): Marlin-like below, the dequantizing above."""
+    assert _one_matmul(kernel, switch - 1)[0] == _one_matmul("marlin", switch - 1)[0]
+    assert _one_matmul(kernel, switch)[0] > _one_matmul("marlin", switch)[0] + 90e-6
+    # and no AutoAWQ cap: its own kernel is not AutoAWQ's
+    assert _model("A100-80GB", kernel)[1].int4_cap[0] == ()
+
+
+def test_a_sweeps_rows_take_the_kernel_each_side_of_the_switch():
+    """A sweep's rows (numpy) on both sides of vLLM's 256: each row as the single-step model gives it."""
+    from roofcalc.predict import kernel_terms
+
+    _, weights, hw, model = _one_matmul("vllm-awq", 1)
+    rows = np.array([64.0, 255.0, 256.0, 1024.0])
+    t_c = 2 * rows * 8192 * 8192 / hw.peak("fp16")
+    t_m = (weights + 2 * rows * 8192 * 2) / hw.bandwidth_bytes_per_s
+    work, fixed, _ = kernel_terms(model, t_c, t_m, "matmul", rows, "int4", weights, depth=8192, width=8192)
+    one = [kernel_terms(model, float(c), float(mm), "matmul", float(r), "int4", weights, depth=8192, width=8192)
+           for c, mm, r in zip(t_c, t_m, rows)]
+    assert np.allclose(work + fixed, [w + f for w, f, _ in one], rtol=1e-12)

@@ -161,27 +161,42 @@ HOPPER_INT4 = Efficiency(_MARLIN_H100, _MARLIN_H100,
 # on the same README's RTX 4090, RTX A6000 and L40 rows). Read as log rate linear in log M, flat beyond the ends.
 AWQ_GEMM = ((1.0, 2.94e12), (16.0, 34.23e12), (32.0, 48.83e12), (64.0, 57.43e12), (128.0, 58.46e12))
 AWQ_GEMM_FP32 = 19.5e12  # the A100's datasheet fp32 FLOP/s, which AWQ_GEMM's rates were measured beside
-# The kernel an int4 (W4A16) matmul runs, by the engine that runs it: (tokens of a step from which the engine
-# dequantizes the weights and runs its 16-bit GEMM instead, 0: never; what runs it). "marlin": Marlin-like kernels
-# near the 16-bit GEMM's rate (GPU_DEQUANT), None: no AutoAWQ form.
+# The kernel an int4 (W4A16) matmul runs, by the engine that runs it: (its own GEMM is AutoAWQ's, capped at
+# AWQ_GEMM, else Marlin-like, near the 16-bit GEMM's rate (GPU_DEQUANT); the tokens of a step from which the engine
+# instead dequantizes the whole weight to 16 bits and runs its 16-bit GEMM, 0: never; what runs it). The dequantizing
+# kernel reads the int4 weight and writes 2 bytes a value, in series with the GEMM, which then reads those.
 INT4_KERNELS = {
-    "marlin": (None, "Marlin-like (vLLM's awq_marlin / gptq_marlin from v0.5.3, SGLang, transformers 5's GPT-QModel "
-                     "kernels, TensorRT-LLM's): near the 16-bit GEMM's rate"),
-    "autoawq": (1024, "AutoAWQ's GEMM from v0.2.0 (PR #316, 2024-01-24): its kernel below 1,024 tokens, dequantize "
-                      "and the 16-bit GEMM from there (transformers 4.x loading AWQ checkpoints through it)"),
-    "autoawq-0.1": (0, "AutoAWQ's GEMM before v0.2.0: its kernel at every size"),
-    "vllm-awq": (256, "vLLM's `awq` quantization from v0.3.0 (PR #2566): AutoAWQ's kernel below 256 tokens, "
-                      "dequantize and the 16-bit GEMM from there (AWQ checkpoints' default before awq_marlin, "
-                      "v0.5.3; --quantization awq after)"),
+    "marlin": (False, 0, "Marlin-like (vLLM's awq_marlin / gptq_marlin from v0.5.3, SGLang, transformers 5's "
+                         "GPT-QModel kernels, TensorRT-LLM's): near the 16-bit GEMM's rate at any size"),
+    "autoawq": (True, 1024, "AutoAWQ's GEMM from v0.2.0 (PR #316, 2024-01-24; awq/modules/linear/gemm.py: "
+                            "batch x tokens >= 1024 dequantizes): its kernel below 1,024 tokens, the 16-bit GEMM from "
+                            "there (transformers 4.x loading AWQ checkpoints through it)"),
+    "autoawq-0.1": (True, 0, "AutoAWQ's GEMM before v0.2.0: its kernel at every size"),
+    "vllm-awq": (True, 256, "vLLM's `awq` quantization from v0.3.0 (PR #2566: num_tokens >= 256 dequantizes): "
+                            "AutoAWQ's kernel below 256 tokens, the 16-bit GEMM from there (AWQ checkpoints' default "
+                            "before awq_marlin, v0.5.3; --quantization awq after)"),
+    "exllama": (False, 8, "AutoGPTQ's exllama kernel (transformers 4.x and optimum loading GPTQ checkpoints through "
+                          "AutoGPTQ; its autogptq_post_init: matmul_recons_thd = 8, exllama's default; q4_matmul "
+                          "reconstructs from x_height >= it): its GEMV below 8 rows, the 16-bit GEMM from there"),
+    "exllamav2": (False, 51, "ExLlamaV2's GPTQ kernel (AutoGPTQ's exllamav2 backend, and vLLM's `gptq` before "
+                             "gptq_marlin: csrc/quantization/gptq/q_gemm.cu, size_m > MAX_Q_GEMM_ROWS = 50 "
+                             "reconstructs the FP16 matrix, then cuBLAS): its kernel to 50 rows, the 16-bit GEMM from "
+                             "51"),
 }
 
 
-def awq_gemm_cap(fp32_flop_per_s: float, peak_flop_per_s: float, switch: int = 0) -> tuple:
-    """AutoAWQ's GEMM on a GPU of datasheet ``fp32_flop_per_s``, as shares of the roof's 16-bit ``peak_flop_per_s``
-    by rows M (AWQ_GEMM scaled by the fp32 rates), and the rows from which the engine dequantizes the weights and
-    runs its 16-bit GEMM instead (``switch``; 0: never): the KernelModel's ``int4_cap``."""
+def int4_cap(kernel: str, fp32_flop_per_s: float, peak_flop_per_s: float, bandwidth_bytes_per_s: float) -> tuple:
+    """The KernelModel's ``int4_cap`` of an int4 ``kernel`` (INT4_KERNELS) on a GPU of datasheet ``fp32_flop_per_s``
+    and a roof of 16-bit ``peak_flop_per_s`` and ``bandwidth_bytes_per_s``: AutoAWQ's GEMM as shares of the peak by
+    rows M (AWQ_GEMM scaled by the fp32 rates; () for a Marlin-like GEMM), the rows from which the engine dequantizes
+    the weights and runs its 16-bit GEMM (0: never), and the bandwidth that dequantizing runs at; () for Marlin-like
+    kernels at every size."""
+    awq, switch, _ = INT4_KERNELS[kernel]
+    if not awq and not switch:
+        return ()
     s = fp32_flop_per_s / AWQ_GEMM_FP32
-    return tuple((m, r * s / peak_flop_per_s) for m, r in AWQ_GEMM), int(switch)
+    curve = tuple((m, r * s / peak_flop_per_s) for m, r in AWQ_GEMM) if awq else ()
+    return curve, int(switch), float(bandwidth_bytes_per_s)
 
 
 # Host seconds per eager op: transformers' Python modules and PyTorch's dispatcher, measured with
@@ -739,9 +754,10 @@ class KernelModel:
     # the 16-bit GEMM class a model computing in fp8 or fp4 replaced (for_compute): a 16-bit linear beside them
     # (roofline.weight_format "float") takes it
     gemm_16bit: Efficiency | None = None
-    # an int4 matmul's compute-side ceiling where the engine runs AutoAWQ's GEMM kernel (awq_gemm_cap):
-    # (((rows M, share of the roof's peak), ...), tokens from which it runs the 16-bit GEMM instead, 0: never); ()
-    # for Marlin-like kernels, which reach the 16-bit GEMM's rate
+    # an int4 matmul's kernel where it is not Marlin-like at every size (INT4_KERNELS, int4_cap): (((rows M, share
+    # of the roof's peak), ...) of AutoAWQ's GEMM (() for a Marlin-like GEMM), rows from which the engine
+    # dequantizes the weight and runs its 16-bit GEMM instead (0: never), the roof's bandwidth in bytes/s); () for
+    # Marlin-like kernels throughout
     int4_cap: tuple = ()
 
     @cached_property
@@ -849,7 +865,8 @@ class KernelModel:
                      for k, f in self.attention_fits.items()}
         moe = {k: replace(f, scale_c=f.scale_c / peak_ratio, scale_m=f.scale_m / bandwidth_ratio)
                for k, f in self.moe_fits.items()}
-        cap = (tuple((r, e / peak_ratio) for r, e in self.int4_cap[0]), self.int4_cap[1]) if self.int4_cap else ()
+        cap = (tuple((r, e / peak_ratio) for r, e in self.int4_cap[0]), self.int4_cap[1],
+               self.int4_cap[2] * bandwidth_ratio) if self.int4_cap else ()
         return replace(self, classes={n: scale(n, e) for n, e in self.classes.items()}, relative_to="measured roof",
                        gemm_fits=fits, gemm_fit=active, attention_fits=attention, moe_fits=moe, int4_cap=cap)
 
@@ -1285,7 +1302,7 @@ def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessi
         mem = e * (g.pessimistic / g.expected if pessimistic else 1.0)
     if kind == "matmul" and weight_format in m.dequant and not (gemm is not None and gemm is not m.gemm_fit):
         mem = mem * m.dequant[weight_format].pick(pessimistic)  # (a weight-only form measured its dequantizing)
-    if kind == "matmul" and weight_format == "int4" and m.int4_cap:
+    if kind == "matmul" and weight_format == "int4" and m.int4_cap and m.int4_cap[0]:
         comp = _int4_capped(m, comp, rows, pessimistic)
     return comp, mem
 
@@ -1293,7 +1310,7 @@ def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessi
 def _int4_capped(m: KernelModel, comp, rows, pessimistic: bool):
     """An int4 matmul's compute side under AutoAWQ's GEMM (KernelModel.int4_cap): its rate at ``rows``, the GEMM
     class's spread to the pessimistic end; the 16-bit GEMM's own from the rows at which the engine switches to it."""
-    curve, switch = m.int4_cap
+    curve, switch = m.int4_cap[:2]
     cap = _interp_geo(rows, curve)
     if pessimistic:
         c = m.classes["gemm"]
@@ -1332,6 +1349,9 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
                                          hop, n, collective, sum_width, attn)
         share = _floor_share(t_compute, t_memory, sum_floor)
         return share * work, share * fixed, side
+    if kind == "matmul" and weight_format == "int4" and m.int4_cap and m.int4_cap[1] and width and depth and \
+            not moe and _any_at_least(rows, m.int4_cap[1]):
+        return _int4_dequantized(m, t_compute, t_memory, rows, weight_bytes, pessimistic, depth, launches, width)
     coll = (*collective, hop) if collective else ()
     fused = m.moe_fits.get(moe[0]) if len(moe) == MOE_FUSED and m.moe_fits and not m.curves.get("matmul") else None
     if fused is not None:
@@ -1372,6 +1392,38 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
     else:
         fixed = launches * m.fixed(kind, side, pessimistic)
     return _maximum(t_c, t_m), fixed, side
+
+
+def _any_at_least(rows, n) -> bool:
+    if _is_array(rows):
+        import numpy as np
+
+        return bool((np.asarray(rows) >= n).any())
+    return rows >= n
+
+
+def _int4_dequantized(m: KernelModel, t_compute, t_memory, rows, weight_bytes, pessimistic, depth, launches, width):
+    """(work, fixed, compute-bound?) of an int4 matmul the engine runs by dequantizing its M = ``rows`` >= the
+    switch (KernelModel.int4_cap): a kernel reading the int4 weight (``weight_bytes``) and writing N·K = ``width`` ×
+    ``depth`` values in 16 bits at the stream class's share of the bandwidth, then the 16-bit GEMM on them (its
+    memory side reading those 2·N·K bytes for the int4 ones), on the roof's bandwidth (int4_cap's third); rows
+    below the switch (a sweep's) run the engine's own kernel."""
+    values, per_byte = width * depth, 1.0 / m.int4_cap[2]
+    mem16 = t_memory + per_byte * (2.0 * values - weight_bytes)
+    work, fixed, side = kernel_terms(m, t_compute, mem16, "matmul", rows, "", 2.0 * values, pessimistic, depth,
+                                     launches=launches, width=width)
+    deq = per_byte * (weight_bytes + 2.0 * values) / m.classes["stream"].pick(pessimistic)
+    work, fixed = work + deq, fixed + launches * m.fixed("stream", False, pessimistic)
+    if _is_array(rows):  # a sweep's rows below the switch: the engine's own kernel
+        import numpy as np
+
+        own_work, own_fixed, own_side = kernel_terms(replace(m, int4_cap=(m.int4_cap[0], 0, m.int4_cap[2])), t_compute,
+                                                     t_memory,
+                                                     "matmul", rows, "int4", weight_bytes, pessimistic, depth,
+                                                     launches=launches, width=width)
+        on = np.asarray(rows) >= m.int4_cap[1]
+        return np.where(on, work, own_work), np.where(on, fixed, own_fixed), np.where(on, side, own_side)
+    return work, fixed, side
 
 
 def touched_on_rank(per_expert, rank_experts: int, experts: int, top_k: int):

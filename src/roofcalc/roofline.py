@@ -815,11 +815,11 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
 
         engine_host = ENGINES[DEFAULT_ENGINE].host
     model = replace(model, engine_host=engine_host)  # an engine's host time outside its kernels (engines.py)
-    from .predict import INT4_KERNELS, awq_gemm_cap
+    from .predict import int4_cap
 
-    switch = INT4_KERNELS.get(engine_host.int4_kernel or "marlin", (None,))[0]
     fp32 = hardware.peak_flop_per_s.get("fp32")
-    if switch is not None and compute_dtype in ("fp16", "bf16") and fp32 and hardware.compute_capability is not None:
-        roof = measured if measured is not None else nominal  # AutoAWQ's GEMM (a CUDA kernel) on the roof's peak
-        model = replace(model, int4_cap=awq_gemm_cap(fp32, roof.peak_flop_per_s, switch))
+    if engine_host.int4_kernel and compute_dtype in ("fp16", "bf16") and fp32 and hardware.compute_capability is not None:
+        roof = measured if measured is not None else nominal  # CUDA kernels, on the roof the fractions are of
+        model = replace(model, int4_cap=int4_cap(engine_host.int4_kernel, fp32, roof.peak_flop_per_s,
+                                                 roof.bandwidth_bytes_per_s))
     return model
