@@ -445,6 +445,36 @@ nothing), and committed before roofcalc ran on any of it; the same rules hold, a
   is that copy's safetensors index, 65,527,752,704 bytes).
 Left out: TGI pull request #586's Falcon-7B table on an A10G (only part of it could be read; its lengths and TGI's
 version are not given).
+
+A seventeenth set (CASES_17, CASES_17_MULTI) was transcribed on 2026-12-05 by a helper reading two repositories'
+files (it ran nothing), and committed before roofcalc ran on any of it, after the int4 kernels' re-read above; the
+same rules hold, and these choices were fixed with it:
+* NVIDIA/TensorRT-Model-Optimizer benchmark.md @ 111b2da (2025-01-08, "Update LLM Perf benchmarks for 0.21"):
+  TensorRT-LLM v0.15 engines built by nvidia-modelopt v0.21.1 on an H200 (the 141 GB SXM), trtllm-bench, 2,048
+  input and 128 output tokens. Its Tokens/sec is the engine's output tokens/s (its speedups, "normalized to the GPU
+  count", check it: 70B at batch 8, 93.98 x 2 / 182.61 = 1.03x as printed): a static batch of B requests, prefill
+  included (a request case; per GPU, over TP). TensorRT engines: `fused`, TensorRT-LLM's kernel tables (the rule
+  for TensorRT-LLM cases). BF16 rows in bf16 (Llama-3.1-70B at TP 2, as the table says), FP8 rows as
+  published.py's FP8 recipe (ModelOpt's FP8 checkpoints quantize the KV cache too, as the fourth set's
+  TensorRT-LLM v0.9 rows were read), INT4 AWQ rows as int4 in groups of 128 (ModelOpt's default) with bf16
+  activations and KV cache (the table gives no KV dtype; the format is weights-only) on TensorRT-LLM's own W4A16
+  GEMMs (Marlin-like). Llama3.1-8B and -70B are meta-llama/Llama-3.1-8B and -70B's sizes. Left out: the W4A8 AWQ
+  columns (int4 weights with fp8 activations, not a format roofcalc has), and the file's earlier H100 tables (no
+  lengths).
+* vllm-project/vllm-project.github.io _posts/2026-04-22-fp8-kvcache.md @ 78672b0 (2026-04-24, "The State of FP8
+  KV-Cache and Attention Quantization in vLLM"): vLLM v0.19.1, FlashAttention-3, one H100 (the post's Hopper
+  experiments; its throughput tables are taken to run on it too), bf16 weights, the KV cache and attention in
+  bf16 or fp8 (`--kv-cache-dtype fp8`). vLLM V1 decodes under CUDA graphs: `cuda-graph`. Its fitted inter-token
+  latency at concurrency 1, 128 output tokens, "ITL = slope x input_len + intercept" (Llama-3.1-8B: 4.37e-05 and
+  2.37e-05 ms/token, 6.44 and 6.58 ms), evaluated at prompts of 1,024 and 65,536 tokens inside its 256 to 125k
+  sweep: a decode step at batch 1, context prompt + 64 (derived from the published fit, not a raw point). Its
+  throughput runs (150 requests at concurrency 8, about 20k in and 2k out): the median ITL as a decode step at
+  batch 8, context 21,000 (assumed: the middle of the output); Llama-3.1-8B in bf16 and fp8 KV, gpt-oss-20b
+  (configs/gpt-oss-20b.json: MXFP4 experts) in bf16 and fp8 KV. Left out: its "FP8 skip-SW" row (fp8 KV on some
+  layers only, not a cache roofcalc has), its TTFTs (taken under load), its B200 fits (the blog's B200 is not an
+  HGX one named), and gpt-oss-20b's concurrency-1 fit (its intercept given only as a range).
+Left out: text-generation-inference issue #1315 (CodeLlama-34B on A100s and H100s at TP 1-4: no config of
+CodeLlama-34B at hand offline, and its prompt length not given).
 Printed as every set runs.
 """
 
@@ -1273,6 +1303,45 @@ CASES_16 = (
 )
 
 
+MODELOPT = ("NVIDIA/TensorRT-Model-Optimizer benchmark.md @ 111b2da (2025-01-08): nvidia-modelopt v0.21.1, TensorRT-LLM "
+            "v0.15, trtllm-bench, H200, input 2048, output 128, Tokens/sec of the engine")
+VLLM_FP8KV = ("vllm-project/vllm-project.github.io _posts/2026-04-22-fp8-kvcache.md @ 78672b0 (2026-04-24): vLLM "
+              "v0.19.1, FlashAttention-3, one H100")
+INT4_AWQ = dict(dtype="bf16", weight_dtype="int4", group_size=128)
+_MODELOPT_ROWS = (  # model, format, batch, Tokens/sec (the engine's, output)
+    (L31_8, "BF16", 1, 173.80), (L31_8, "BF16", 8, 803.11), (L31_8, "BF16", 64, 1679.74),
+    (L31_8, "FP8", 1, 245.03), (L31_8, "FP8", 8, 1051.17), (L31_8, "FP8", 64, 2190.93),
+    (L31_8, "INT4 AWQ", 1, 231.75), (L31_8, "INT4 AWQ", 8, 599.72), (L31_8, "INT4 AWQ", 64, 1392.78),
+    (L31_70, "BF16", 1, 45.81), (L31_70, "BF16", 8, 182.61), (L31_70, "BF16", 64, 401.50),
+    (L31_70, "FP8", 1, 43.46), (L31_70, "FP8", 8, 182.07), (L31_70, "FP8", 64, 420.64),
+    (L31_70, "INT4 AWQ", 1, 44.10), (L31_70, "INT4 AWQ", 8, 93.98), (L31_70, "INT4 AWQ", 64, 176.68))
+_MODELOPT_DT = {"BF16": BF16, "FP8": FP8, "INT4 AWQ": INT4_AWQ}
+GPT_OSS_20B = str(Path(__file__).parent / "configs" / "gpt-oss-20b.json")
+
+
+def _modelopt(multi: bool):
+    return tuple(Case("request", model, "H200", "fused", measured=_per_gpu(tps, tp), source=MODELOPT, batch=b,
+                      prompt=2048, generate=128, tp=tp, tables="trtllm", note=f"TensorRT-LLM v0.15 (ModelOpt 0.21), {fmt}",
+                      **_MODELOPT_DT[fmt])
+                 for model, fmt, b, tps in _MODELOPT_ROWS
+                 for tp in [2 if model == L31_70 and fmt == "BF16" else 1] if (tp > 1) == multi)
+
+
+CASES_17 = (
+    *_modelopt(False),
+    # the vLLM blog's fitted ITL at concurrency 1: slope x prompt + intercept (ms), a step at context prompt + 64
+    *(Case("decode", L31_8, "H100-SXM", "cuda-graph", measured=(slope * p + icpt) / 1e3, source=VLLM_FP8KV,
+           context=p + 64, note=f"vLLM v0.19.1, {kv} KV, fitted ITL at concurrency 1", dtype="bf16", kv_dtype=kv)
+      for kv, slope, icpt in (("bf16", 4.37e-05, 6.44), ("fp8", 2.37e-05, 6.58)) for p in (1024, 65536)),
+    # its throughput runs: median ITL at concurrency 8, ~20k in and ~2k out
+    *(Case("decode", model, "H100-SXM", "cuda-graph", measured=ms / 1e3, source=VLLM_FP8KV, batch=8, context=21000,
+           note=f"vLLM v0.19.1, {kv} KV, median ITL at concurrency 8", kv_dtype=kv, **dt)
+      for model, dt, kv, ms in ((L31_8, BF16, "bf16", 15.18), (L31_8, BF16, "fp8", 12.93),
+                                (GPT_OSS_20B, MXFP4, "bf16", 8.09), (GPT_OSS_20B, MXFP4, "fp8", 7.90))),
+)
+
+CASES_17_MULTI = _modelopt(True)
+
 # llama.cpp before its FlashAttention (pull request #5021, merged 2024-04-30) ran attention unfused: K·Q written in
 # fp32, a softmax kernel over it, the PV matmul reading it (llm_build_kqv), a prompt in micro-batches of 512 (its
 # n_batch, then n_ubatch, default), which the sets above ran as one fused call. Re-read after the thirteenth set's
@@ -1378,6 +1447,7 @@ if __name__ == "__main__":
                          ("Fourteenth set under --engine vllm-v0, its host time included", CASES_14_ENGINE),
                          ("Fifteenth set, one GPU", CASES_15),
                          ("Sixteenth set, one GPU", CASES_16),
+                         ("Seventeenth set, one GPU", CASES_17), ("Seventeenth set, more than one GPU", CASES_17_MULTI),
                          ("Seventh set's vLLM V0 rows under --engine vllm-v0, its host time included (written after "
                           "the set's first run: seen)", SEEN_7_V0),
                          ("The first set's vLLM rows under --engine vllm-v0, its host time included (a check of the "
