@@ -463,7 +463,8 @@ same rules hold, and these choices were fixed with it:
   lengths).
 * vllm-project/vllm-project.github.io _posts/2026-04-22-fp8-kvcache.md @ 78672b0 (2026-04-24, "The State of FP8
   KV-Cache and Attention Quantization in vLLM"): vLLM v0.19.1, FlashAttention-3, one H100 (the post's Hopper
-  experiments; its throughput tables are taken to run on it too), bf16 weights, the KV cache and attention in
+  experiments; its throughput tables are taken to run on it too; the SXM part assumed, the post does not say:
+  the cases name H100-SXM, a choice made with the set and said here after its first run), bf16 weights, the KV cache and attention in
   bf16 or fp8 (`--kv-cache-dtype fp8`). vLLM V1 decodes under CUDA graphs: `cuda-graph`. Its fitted inter-token
   latency at concurrency 1, 128 output tokens, "ITL = slope x input_len + intercept" (Llama-3.1-8B: 4.37e-05 and
   2.37e-05 ms/token, 6.44 and 6.58 ms), evaluated at prompts of 1,024 and 65,536 tokens inside its 256 to 125k
@@ -471,8 +472,8 @@ same rules hold, and these choices were fixed with it:
   throughput runs (150 requests at concurrency 8, about 20k in and 2k out): the median ITL as a decode step at
   batch 8, context 21,000 (assumed: the middle of the output); Llama-3.1-8B in bf16 and fp8 KV, gpt-oss-20b
   (configs/gpt-oss-20b.json: MXFP4 experts) in bf16 and fp8 KV. Left out: its "FP8 skip-SW" row (fp8 KV on some
-  layers only, not a cache roofcalc has), its TTFTs (taken under load), its B200 fits (the blog's B200 is not an
-  HGX one named), and gpt-oss-20b's concurrency-1 fit (its intercept given only as a range).
+  layers only, not a cache roofcalc has), its TTFTs (taken under load), its B200 fits (left out when transcribed:
+  outside the GPUs the helper was asked to look for, a choice, not a rule; not added after the first run), and gpt-oss-20b's concurrency-1 fit (its intercept given only as a range).
 Left out: text-generation-inference issue #1315 (CodeLlama-34B on A100s and H100s at TP 1-4: no config of
 CodeLlama-34B at hand offline, and its prompt length not given).
 Printed as every set runs.

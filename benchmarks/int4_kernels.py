@@ -9,7 +9,8 @@ script predicts one M x 8192 x 8192 matmul of int4 weights in groups of 128 (fp1
 same matmul in fp16 for comparison, on the GPU's datasheet roof with the default efficiencies and its fitted
 kernel costs, as the step model does, and sets them beside SqueezeBits/QUICK's README @ 1180eba
 (arXiv 2402.10076): TFLOP/s of AutoAWQ's GEMM and of FP16 (cuBLAS) at each M. The A100 rows are the form's
-own (seen); the RTX 4090 rows check the scaling to another GPU (the form was not read from them).
+own (seen); the RTX 4090, RTX A6000 and L40 rows test its scaling to other GPUs by the fp32 rate, which they do
+not bear out (docs/validation.md, "AutoAWQ's GEMM kernel").
 """
 
 from __future__ import annotations

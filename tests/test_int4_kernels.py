@@ -102,11 +102,18 @@ def test_the_command_line_names_the_kernel_and_its_prefill_slows(capsys):
     assert awq["step"]["predicted_s"] > 1.1 * marlin["step"]["predicted_s"]
     assert main(base + ["--int4-kernel", "autoawq-0.1"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "int4 matmuls: AutoAWQ's GEMM kernel (--int4-kernel autoawq-0.1)" in out
-    # a 16-bit model runs no int4 matmul: nothing said, nothing changed
+    assert "int4 matmuls: AutoAWQ's GEMM kernel (before v0.2.0) (autoawq-0.1, --int4-kernel)" in out
+    assert main(base + ["--int4-kernel", "exllama"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "int4 matmuls: AutoGPTQ's exllama kernel, dequantized to 16 bits from 8 rows (exllama, --int4-kernel)" in out
+    # a 16-bit model runs no int4 matmul: nothing said, nothing changed, no kernel in the record
     plain = ["TinyLlama/TinyLlama-1.1B", "--hw", "A100-80GB", "--prompt", "512"]
-    assert _json(plain, capsys)["step"]["predicted_s"] == _json(plain + ["--int4-kernel", "autoawq"],
-                                                               capsys)["step"]["predicted_s"]
+    awq16 = _json(plain + ["--int4-kernel", "autoawq"], capsys)
+    assert _json(plain, capsys)["step"]["predicted_s"] == awq16["step"]["predicted_s"]
+    assert awq16["step"]["engine"]["int4_kernel"] is None
+    # off NVIDIA (a CPU) no int4 kernel form is taken, and none is named
+    assert main(["TinyLlama/TinyLlama-1.1B", "--hw", "cpu", "--weight-dtype", "int4", "--int4-kernel", "autoawq"]) == 0
+    assert "int4 matmuls" not in capsys.readouterr().out
 
 
 def test_an_unknown_int4_kernel_is_refused_in_one_line(capsys):
@@ -210,3 +217,24 @@ def test_a_sweeps_rows_take_the_kernel_each_side_of_the_switch():
     one = [kernel_terms(model, float(c), float(mm), "matmul", float(r), "int4", weights, depth=8192, width=8192)
            for c, mm, r in zip(t_c, t_m, rows)]
     assert np.allclose(work + fixed, [w + f for w, f, _ in one], rtol=1e-12)
+
+
+@pytest.mark.parametrize("kernel", ["autoawq-0.1", "vllm-awq", "exllama"])
+def test_a_grouped_experts_call_keeps_marlin_like_kernels(kernel):
+    """A traced MoE's grouped experts matmul: 60 experts' int4 weights of 2,816 x 2,048 in one call (their bytes
+    60 times one matrix's). Neither the AutoAWQ cap nor the dequantizing applies: equal to Marlin-like, never
+    faster."""
+    from roofcalc.calculator import Workload, linear_weight_bytes
+    from roofcalc.dtypes import DTYPES
+    from roofcalc.predict import kernel_terms
+
+    hw, model = _model("A100-80GB", kernel)
+    marlin = _model("A100-80GB", "marlin")[1]
+    one = linear_weight_bytes(2048, 2816, Workload("decode", 1, 1, 1, weight_dtype=DTYPES["int4"], group_size=128))
+    experts = 60 * one
+    for rows in (16.0, 256.0, 4096.0):
+        t_c = 2 * rows * 2816 * 2048 / hw.peak("fp16")
+        t_m = (experts + 2 * rows * (2048 + 2816)) / hw.bandwidth_bytes_per_s
+        got = kernel_terms(model, t_c, t_m, "matmul", rows, "int4", experts, depth=2048, width=2816)
+        want = kernel_terms(marlin, t_c, t_m, "matmul", rows, "int4", experts, depth=2048, width=2816)
+        assert got[0] + got[1] == want[0] + want[1]

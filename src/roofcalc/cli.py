@@ -1094,7 +1094,8 @@ def run_profile(argv: Sequence[str]) -> str:
                            prefill={"run": True, "skip": False, "auto": None}[args.prefill], inputs=inputs)
     nominal_hw = _find_hardware(hw_profile.nominal, "the profile's nominal") if hw_profile.nominal else hw_profile
     r = roofline(result.analysis, nominal_hw, measured_profile=hw_profile, impl=args.impl,
-                 kernel_times=result.kernel_times, tpot_s=result.tpot_s, engine_host=_engine_host(args))
+                 kernel_times=result.kernel_times, tpot_s=result.tpot_s,
+                 engine_host=_engine_host(args, getattr(result.analysis, "shape", None)))
     if args.plot:
         from .plotting import save_plot
 

@@ -155,17 +155,20 @@ HOPPER_INT4 = Efficiency(_MARLIN_H100, _MARLIN_H100,
 # the same code) dequantizes each int4 weight tile in registers for every tile of 16 input rows it computes (rows past
 # M masked, not skipped), so its rate levels off far below the tensor cores' past a few tiles, and one row costs
 # nearly a tile's time. SqueezeBits/QUICK README @ 1180eba (arXiv 2402.10076), M x 8192 x 8192 on an A100, TFLOP/s
-# of AutoAWQ's GEMM: M = 1 2.94, 16 34.23, 32 48.83, 64 57.43, 128 58.46 (FP16's 1.4, 22.6, 46.4, 91.9, 157.4). Its
-# ceiling is the dequantizing arithmetic on the SMs' CUDA cores, not their tensor cores: on another NVIDIA GPU the
-# rates are scaled by its datasheet fp32 rate over the A100's 19.5 TFLOP/s (benchmarks/int4_kernels.py checks that
-# on the same README's RTX 4090, RTX A6000 and L40 rows). Read as log rate linear in log M, flat beyond the ends.
+# of AutoAWQ's GEMM: M = 1 2.94, 16 34.23, 32 48.83, 64 57.43, 128 58.46 (FP16's 1.4, 22.6, 46.4, 91.9, 157.4).
+# Taken to be bound by the dequantizing arithmetic on the SMs' CUDA cores, not their tensor cores (roofcalc's
+# reading: no source says so), another NVIDIA GPU scales the rates by its datasheet fp32 rate over the A100's 19.5
+# TFLOP/s. The same README's RTX 4090, RTX A6000 and L40 rows do not bear that out (benchmarks/int4_kernels.py): the
+# scaled ceiling lies above those GPUs' tensor rate, so it never binds there, while the A6000 (twice the A100's fp32
+# rate) measured 46 TFLOP/s at M = 128 against the A100's 58. Off the A100 the form is unverified. Read as log rate
+# linear in log M, flat beyond the ends.
 AWQ_GEMM = ((1.0, 2.94e12), (16.0, 34.23e12), (32.0, 48.83e12), (64.0, 57.43e12), (128.0, 58.46e12))
 AWQ_GEMM_FP32 = 19.5e12  # the A100's datasheet fp32 FLOP/s, which AWQ_GEMM's rates were measured beside
 # The kernel an int4 (W4A16) matmul runs, by the engine that runs it: (its own GEMM is AutoAWQ's, capped at
 # AWQ_GEMM, else Marlin-like, near the 16-bit GEMM's rate (GPU_DEQUANT); the tokens of a step from which the engine
 # instead dequantizes the whole weight to 16 bits and runs its 16-bit GEMM, 0: never; what runs it). The dequantizing
 # kernel reads the int4 weight and writes 2 bytes a value, in series with the GEMM, which then reads those.
-INT4_KERNELS = {
+INT4_KERNELS = {  # name: (AutoAWQ's GEMM?, switch, what runs it); INT4_WORDS: the report's words
     "marlin": (False, 0, "Marlin-like (vLLM's awq_marlin / gptq_marlin from v0.5.3, SGLang, transformers 5's "
                          "GPT-QModel kernels, TensorRT-LLM's): near the 16-bit GEMM's rate at any size"),
     "autoawq": (True, 1024, "AutoAWQ's GEMM from v0.2.0 (PR #316, 2024-01-24; awq/modules/linear/gemm.py: "
@@ -183,6 +186,13 @@ INT4_KERNELS = {
                              "reconstructs the FP16 matrix, then cuBLAS): its kernel to 50 rows, the 16-bit GEMM from "
                              "51"),
 }
+
+
+INT4_WORDS = {"marlin": "Marlin-like kernels", "autoawq": "AutoAWQ's GEMM kernel, dequantized to 16 bits from 1,024 tokens",
+              "autoawq-0.1": "AutoAWQ's GEMM kernel (before v0.2.0)",
+              "vllm-awq": "vLLM's awq kernel (AutoAWQ's GEMM), dequantized to 16 bits from 256 tokens",
+              "exllama": "AutoGPTQ's exllama kernel, dequantized to 16 bits from 8 rows",
+              "exllamav2": "ExLlamaV2's GPTQ kernel, dequantized to 16 bits past 50 rows"}
 
 
 def int4_cap(kernel: str, fp32_flop_per_s: float, peak_flop_per_s: float, bandwidth_bytes_per_s: float) -> tuple:
@@ -1349,9 +1359,11 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
                                          hop, n, collective, sum_width, attn)
         share = _floor_share(t_compute, t_memory, sum_floor)
         return share * work, share * fixed, side
-    if kind == "matmul" and weight_format == "int4" and m.int4_cap and m.int4_cap[1] and width and depth and \
-            not moe and _any_at_least(rows, m.int4_cap[1]):
-        return _int4_dequantized(m, t_compute, t_memory, rows, weight_bytes, pessimistic, depth, launches, width)
+    if kind == "matmul" and weight_format == "int4" and m.int4_cap:
+        if moe or not _one_matrix(weight_bytes, width, depth):  # experts: their engines' MoE kernels, not these
+            m = replace(m, int4_cap=())
+        elif m.int4_cap[1] and _any_at_least(rows, m.int4_cap[1]):
+            return _int4_dequantized(m, t_compute, t_memory, rows, weight_bytes, pessimistic, depth, launches, width)
     coll = (*collective, hop) if collective else ()
     fused = m.moe_fits.get(moe[0]) if len(moe) == MOE_FUSED and m.moe_fits and not m.curves.get("matmul") else None
     if fused is not None:
@@ -1392,6 +1404,20 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
     else:
         fixed = launches * m.fixed(kind, side, pessimistic)
     return _maximum(t_c, t_m), fixed, side
+
+
+def _one_matrix(weight_bytes, width, depth) -> bool:
+    """Whether an int4 matmul's ``weight_bytes`` are one N x K = ``width`` x ``depth`` matrix (half a byte a value
+    and its scales, under 0.6 bytes a value), not a grouped call's several experts: the int4 kernel forms are a
+    dense linear's."""
+    if not (width and depth):
+        return False
+    values = width * depth
+    if _is_array(values) or _is_array(weight_bytes):
+        import numpy as np
+
+        return bool((np.asarray(weight_bytes) <= 0.6 * np.asarray(values)).all())
+    return weight_bytes <= 0.6 * values
 
 
 def _any_at_least(rows, n) -> bool:

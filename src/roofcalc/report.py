@@ -198,7 +198,7 @@ def engine_record(m, impl: str, w=None) -> dict[str, Any] | None:
     from .engines import ENGINES
 
     rec = {**ENGINES[name].record(), "impl_used": impl, "impl_by_hand": impl != ENGINES[name].impl,
-           "int4_kernel": m.engine_host.int4_kernel or "marlin"}
+           "int4_kernel": (m.engine_host.int4_kernel or "marlin") if _int4(w) else None}
     if getattr(w, "attention", "fused") == "unfused":
         rec.update(attention="unfused, by --attention", attention_source="roofcalc --attention unfused")
     return rec
@@ -528,11 +528,27 @@ def engine_words(m, impl: str, w=None) -> str:
 
     e = ENGINES[name]
     kernel = "unfused, by --attention" if getattr(w, "attention", "fused") == "unfused" else e.attention
-    int4 = m.engine_host.int4_kernel
-    awq = f"; int4 matmuls: AutoAWQ's GEMM kernel (--int4-kernel {int4})" if int4 and int4 != "marlin" and \
-        getattr(getattr(w, "weight_dtype", None), "name", "") == "int4" else ""
     return f"; engine {name} (attention: {kernel})" + \
-        (f" with --impl {impl} by hand (its own: {e.impl})" if impl != e.impl else "") + awq
+        (f" with --impl {impl} by hand (its own: {e.impl})" if impl != e.impl else "") + int4_words(m, w)
+
+
+def _int4(w) -> bool:
+    return getattr(getattr(w, "weight_dtype", None), "name", "") == "int4"
+
+
+def int4_words(m, w) -> str:
+    """The kernel an int4 workload's matmuls run where it is not Marlin-like and the step model took it (an NVIDIA
+    GPU computing in 16 bits: KernelModel.int4_cap), with whether the engine preset or --int4-kernel chose it."""
+    kernel = m.engine_host.int4_kernel if m is not None else ""
+    if not kernel or kernel == "marlin" or not _int4(w) or not m.int4_cap:
+        return ""
+    from .engines import ENGINES
+
+    by = "the engine's" if ENGINES.get(m.engine_host.engine) and ENGINES[m.engine_host.engine].awq_kernel == kernel \
+        else "--int4-kernel"
+    from .predict import INT4_WORDS
+
+    return f"; int4 matmuls: {INT4_WORDS[kernel]} ({kernel}, {by})"
 
 
 def nodes_words(hw, gpus: int) -> str:
