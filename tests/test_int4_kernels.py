@@ -238,3 +238,17 @@ def test_a_grouped_experts_call_keeps_marlin_like_kernels(kernel):
         got = kernel_terms(model, t_c, t_m, "matmul", rows, "int4", experts, depth=2048, width=2816)
         want = kernel_terms(marlin, t_c, t_m, "matmul", rows, "int4", experts, depth=2048, width=2816)
         assert got[0] + got[1] == want[0] + want[1]
+
+
+@pytest.mark.parametrize("gpu, rows, tflops, peak", [("RTX-A6000", 128, 46.05, 154.8), ("L40", 64, 72.9, 181.05),
+                                                     ("RTX4090", 128, 104.36, 165.2)])
+def test_a_gpu_with_its_own_measured_rows_takes_them_unscaled(gpu, rows, tflops, peak):
+    """The README's RTX A6000, L40 and RTX 4090 rows are those GPUs' own: the ceiling is the measured rate over the
+    catalog's fp16 peak (154.8, 181.05, 165.2 TFLOP/s), not the A100's scaled by the fp32 rate (58.46 x 38.7 / 19.5
+    = 116 TFLOP/s on the A6000, above its measured 46)."""
+    _, m = _model(gpu, "autoawq-0.1")
+    assert m.int4_cap[0][-1][1] == pytest.approx(
+        {"RTX-A6000": 46.05, "L40": 64.28, "RTX4090": 104.36}[gpu] / peak, rel=1e-12)
+    assert efficiencies(m, "matmul", rows, "int4", depth=8192, width=8192)[0] <= tflops / peak + 1e-12
+    assert _compute_e(m, rows) == pytest.approx(min(tflops / peak, _compute_e(_model(gpu, "marlin")[1], rows)),
+                                                rel=1e-12)

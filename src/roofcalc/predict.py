@@ -160,10 +160,17 @@ HOPPER_INT4 = Efficiency(_MARLIN_H100, _MARLIN_H100,
 # reading: no source says so), another NVIDIA GPU scales the rates by its datasheet fp32 rate over the A100's 19.5
 # TFLOP/s. The same README's RTX 4090, RTX A6000 and L40 rows do not bear that out (benchmarks/int4_kernels.py): the
 # scaled ceiling lies above those GPUs' tensor rate, so it never binds there, while the A6000 (twice the A100's fp32
-# rate) measured 46 TFLOP/s at M = 128 against the A100's 58. Off the A100 the form is unverified. Read as log rate
+# rate) measured 46 TFLOP/s at M = 128 against the A100's 58. So those three GPUs take their own rows
+# (AWQ_GEMM_MEASURED, from the same table: RTX 4090 at M = 1, 64, 128: 3.11, 91.39, 104.36; RTX A6000 2.21, 44.85,
+# 46.05; L40 2.41, 72.9, 64.28 TFLOP/s), and the scaled A100 rows stay for the others, unverified. Read as log rate
 # linear in log M, flat beyond the ends.
 AWQ_GEMM = ((1.0, 2.94e12), (16.0, 34.23e12), (32.0, 48.83e12), (64.0, 57.43e12), (128.0, 58.46e12))
 AWQ_GEMM_FP32 = 19.5e12  # the A100's datasheet fp32 FLOP/s, which AWQ_GEMM's rates were measured beside
+AWQ_GEMM_MEASURED = {  # the catalog's GPU name: its own measured rates (M, FLOP/s), taken unscaled
+    "RTX4090": ((1.0, 3.11e12), (64.0, 91.39e12), (128.0, 104.36e12)),
+    "RTX-A6000": ((1.0, 2.21e12), (64.0, 44.85e12), (128.0, 46.05e12)),
+    "L40": ((1.0, 2.41e12), (64.0, 72.9e12), (128.0, 64.28e12)),
+}
 # The kernel an int4 (W4A16) matmul runs, by the engine that runs it: (its own GEMM is AutoAWQ's, capped at
 # AWQ_GEMM, else Marlin-like, near the 16-bit GEMM's rate (GPU_DEQUANT); the tokens of a step from which the engine
 # instead dequantizes the whole weight to 16 bits and runs its 16-bit GEMM, 0: never; what runs it). The dequantizing
@@ -195,17 +202,19 @@ INT4_WORDS = {"marlin": "Marlin-like kernels", "autoawq": "AutoAWQ's GEMM kernel
               "exllamav2": "ExLlamaV2's GPTQ kernel, dequantized to 16 bits past 50 rows"}
 
 
-def int4_cap(kernel: str, fp32_flop_per_s: float, peak_flop_per_s: float, bandwidth_bytes_per_s: float) -> tuple:
+def int4_cap(kernel: str, fp32_flop_per_s: float, peak_flop_per_s: float, bandwidth_bytes_per_s: float,
+             gpu: str = "") -> tuple:
     """The KernelModel's ``int4_cap`` of an int4 ``kernel`` (INT4_KERNELS) on a GPU of datasheet ``fp32_flop_per_s``
     and a roof of 16-bit ``peak_flop_per_s`` and ``bandwidth_bytes_per_s``: AutoAWQ's GEMM as shares of the peak by
-    rows M (AWQ_GEMM scaled by the fp32 rates; () for a Marlin-like GEMM), the rows from which the engine dequantizes
-    the weights and runs its 16-bit GEMM (0: never), and the bandwidth that dequantizing runs at; () for Marlin-like
-    kernels at every size."""
+    rows M (the GPU's own measured rates where AWQ_GEMM_MEASURED has its catalog name ``gpu``, else AWQ_GEMM scaled by
+    the fp32 rates; () for a Marlin-like GEMM), the rows from which the engine dequantizes the weights and runs its
+    16-bit GEMM (0: never), and the bandwidth that dequantizing runs at; () for Marlin-like kernels at every size."""
     awq, switch, _ = INT4_KERNELS[kernel]
     if not awq and not switch:
         return ()
-    s = fp32_flop_per_s / AWQ_GEMM_FP32
-    curve = tuple((m, r * s / peak_flop_per_s) for m, r in AWQ_GEMM) if awq else ()
+    own = AWQ_GEMM_MEASURED.get(gpu)
+    s = 1.0 if own else fp32_flop_per_s / AWQ_GEMM_FP32
+    curve = tuple((m, r * s / peak_flop_per_s) for m, r in own or AWQ_GEMM) if awq else ()
     return curve, int(switch), float(bandwidth_bytes_per_s)
 
 

@@ -821,5 +821,5 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
     if engine_host.int4_kernel and compute_dtype in ("fp16", "bf16") and fp32 and hardware.compute_capability is not None:
         roof = measured if measured is not None else nominal  # CUDA kernels, on the roof the fractions are of
         model = replace(model, int4_cap=int4_cap(engine_host.int4_kernel, fp32, roof.peak_flop_per_s,
-                                                 roof.bandwidth_bytes_per_s))
+                                                 roof.bandwidth_bytes_per_s, hardware.name))
     return model
