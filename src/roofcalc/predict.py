@@ -173,33 +173,33 @@ AWQ_GEMM_MEASURED = {  # the catalog's GPU name: its own measured rates (M, FLOP
 }
 # The kernel an int4 (W4A16) matmul runs, by the engine that runs it: (its own GEMM is AutoAWQ's, capped at
 # AWQ_GEMM, else Marlin-like, near the 16-bit GEMM's rate (GPU_DEQUANT); the tokens of a step from which the engine
-# instead dequantizes the whole weight to 16 bits and runs its 16-bit GEMM, 0: never; what runs it). The dequantizing
+# instead dequantizes the whole weight to 16 bits and runs its 16-bit GEMM, 0: never; what runs it; the report's
+# words). The dequantizing
 # kernel reads the int4 weight and writes 2 bytes a value, in series with the GEMM, which then reads those.
-INT4_KERNELS = {  # name: (AutoAWQ's GEMM?, switch, what runs it); INT4_WORDS: the report's words
+INT4_KERNELS = {  # name: (AutoAWQ's GEMM?, switch, what runs it, the report's words)
     "marlin": (False, 0, "Marlin-like (vLLM's awq_marlin / gptq_marlin from v0.5.3, SGLang, transformers 5's "
-                         "GPT-QModel kernels, TensorRT-LLM's): near the 16-bit GEMM's rate at any size"),
+                         "GPT-QModel kernels, TensorRT-LLM's): near the 16-bit GEMM's rate at any size",
+               "Marlin-like kernels"),
     "autoawq": (True, 1024, "AutoAWQ's GEMM from v0.2.0 (PR #316, 2024-01-24; awq/modules/linear/gemm.py: "
                             "batch x tokens >= 1024 dequantizes): its kernel below 1,024 tokens, the 16-bit GEMM from "
-                            "there (transformers 4.x loading AWQ checkpoints through it)"),
-    "autoawq-0.1": (True, 0, "AutoAWQ's GEMM before v0.2.0: its kernel at every size"),
+                            "there (transformers 4.x loading AWQ checkpoints through it)",
+                "AutoAWQ's GEMM kernel, dequantized to 16 bits from 1,024 tokens"),
+    "autoawq-0.1": (True, 0, "AutoAWQ's GEMM before v0.2.0: its kernel at every size",
+                    "AutoAWQ's GEMM kernel (before v0.2.0)"),
     "vllm-awq": (True, 256, "vLLM's `awq` quantization from v0.3.0 (PR #2566: num_tokens >= 256 dequantizes): "
                             "AutoAWQ's kernel below 256 tokens, the 16-bit GEMM from there (AWQ checkpoints' default "
-                            "before awq_marlin, v0.5.3; --quantization awq after)"),
+                            "before awq_marlin, v0.5.3; --quantization awq after)",
+                 "vLLM's awq kernel (AutoAWQ's GEMM), dequantized to 16 bits from 256 tokens"),
     "exllama": (False, 8, "AutoGPTQ's exllama kernel (transformers 4.x and optimum loading GPTQ checkpoints through "
                           "AutoGPTQ; its autogptq_post_init: matmul_recons_thd = 8, exllama's default; q4_matmul "
-                          "reconstructs from x_height >= it): its GEMV below 8 rows, the 16-bit GEMM from there"),
+                          "reconstructs from x_height >= it): its GEMV below 8 rows, the 16-bit GEMM from there",
+                "AutoGPTQ's exllama kernel, dequantized to 16 bits from 8 rows"),
     "exllamav2": (False, 51, "ExLlamaV2's GPTQ kernel (AutoGPTQ's exllamav2 backend, and vLLM's `gptq` before "
                              "gptq_marlin: csrc/quantization/gptq/q_gemm.cu, size_m > MAX_Q_GEMM_ROWS = 50 "
                              "reconstructs the FP16 matrix, then cuBLAS): its kernel to 50 rows, the 16-bit GEMM from "
-                             "51"),
+                             "51",
+                  "ExLlamaV2's GPTQ kernel, dequantized to 16 bits past 50 rows"),
 }
-
-
-INT4_WORDS = {"marlin": "Marlin-like kernels", "autoawq": "AutoAWQ's GEMM kernel, dequantized to 16 bits from 1,024 tokens",
-              "autoawq-0.1": "AutoAWQ's GEMM kernel (before v0.2.0)",
-              "vllm-awq": "vLLM's awq kernel (AutoAWQ's GEMM), dequantized to 16 bits from 256 tokens",
-              "exllama": "AutoGPTQ's exllama kernel, dequantized to 16 bits from 8 rows",
-              "exllamav2": "ExLlamaV2's GPTQ kernel, dequantized to 16 bits past 50 rows"}
 
 
 def int4_cap(kernel: str, fp32_flop_per_s: float, peak_flop_per_s: float, bandwidth_bytes_per_s: float,
@@ -209,7 +209,7 @@ def int4_cap(kernel: str, fp32_flop_per_s: float, peak_flop_per_s: float, bandwi
     rows M (the GPU's own measured rates where AWQ_GEMM_MEASURED has its catalog name ``gpu``, else AWQ_GEMM scaled by
     the fp32 rates; () for a Marlin-like GEMM), the rows from which the engine dequantizes the weights and runs its
     16-bit GEMM (0: never), and the bandwidth that dequantizing runs at; () for Marlin-like kernels at every size."""
-    awq, switch, _ = INT4_KERNELS[kernel]
+    awq, switch = INT4_KERNELS[kernel][:2]
     if not awq and not switch:
         return ()
     own = AWQ_GEMM_MEASURED.get(gpu)

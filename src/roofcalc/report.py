@@ -546,9 +546,9 @@ def int4_words(m, w) -> str:
 
     by = "the engine's" if ENGINES.get(m.engine_host.engine) and ENGINES[m.engine_host.engine].awq_kernel == kernel \
         else "--int4-kernel"
-    from .predict import INT4_WORDS
+    from .predict import INT4_KERNELS
 
-    return f"; int4 matmuls: {INT4_WORDS[kernel]} ({kernel}, {by})"
+    return f"; int4 matmuls: {INT4_KERNELS[kernel][3]} ({kernel}, {by})"
 
 
 def nodes_words(hw, gpus: int) -> str:
