@@ -174,8 +174,8 @@ AWQ_GEMM_MEASURED = {  # the catalog's GPU name: its own measured rates (M, FLOP
 # The kernel an int4 (W4A16) matmul runs, by the engine that runs it: (its own GEMM is AutoAWQ's, capped at
 # AWQ_GEMM, else Marlin-like, near the 16-bit GEMM's rate (GPU_DEQUANT); the tokens of a step from which the engine
 # instead dequantizes the whole weight to 16 bits and runs its 16-bit GEMM, 0: never; what runs it; the report's
-# words). The dequantizing
-# kernel reads the int4 weight and writes 2 bytes a value, in series with the GEMM, which then reads those.
+# words). The dequantizing kernel reads the int4 weight and writes 2 bytes a value, in series with the GEMM, which
+# then reads those.
 INT4_KERNELS = {  # name: (AutoAWQ's GEMM?, switch, what runs it, the report's words)
     "marlin": (False, 0, "Marlin-like (vLLM's awq_marlin / gptq_marlin from v0.5.3, SGLang, transformers 5's "
                          "GPT-QModel kernels, TensorRT-LLM's): near the 16-bit GEMM's rate at any size",
