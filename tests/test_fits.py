@@ -327,8 +327,8 @@ H100_LINK = 450e9  # NVLink 4, one direction (hardware.json H100-SXM)
 def test_an_h100_expert_parallel_step_takes_the_fitted_all_to_all():
     """Mixtral-8x7B bf16, --ep 8, decode at batch 64 on H100 SXM: the dispatch all-to-all's buffer is 8 tokens x
     top-2 x 4096 x 2 bytes = 131,072 (nccl-tests' size), 7/8 of it, 114,688 bytes, sent over NVLink. 131,072 =
-    2^17 lies halfway (in log2) between the knots 65,536 (0.1166) and 262,144 (0.1048) of e_link_8: their
-    geometric mean; plus the fitted fixed_s_8, 8.145 us. The pessimistic end: the defaults' link spread
+    2^17 lies halfway (in log2) between the knots 65,536 (0.1623) and 262,144 (0.1033) of e_link_8: their
+    geometric mean; plus the fitted fixed_s_8, 8.158 us. The pessimistic end: the defaults' link spread
     (LINK: 230/300 over 0.80), the fixed cost as fitted."""
     from roofcalc.parallel import Parallel, analyze_parallel
     from roofcalc.predict import LINK
@@ -340,30 +340,30 @@ def test_an_h100_expert_parallel_step_takes_the_fitted_all_to_all():
     assert (p.kernel.role, p.kernel.group, p.kernel.message_bytes, p.kernel.link_bytes) == ("all_to_all", 8, 131_072,
                                                                                             114_688)
     assert p.hop == "link" and p.t_floor_s == pytest.approx(114_688 / H100_LINK)
-    e = math.sqrt(0.1166 * 0.1048)
-    assert p.t_expected_s == pytest.approx(114_688 / H100_LINK / e + 8.145e-6)
+    e = math.sqrt(0.1623 * 0.1033)
+    assert p.t_expected_s == pytest.approx(114_688 / H100_LINK / e + 8.158e-6)
     from roofcalc.predict import kernel_terms
 
     t = p.term
     work, fixed, _ = kernel_terms(p.model, t.t_compute_s, t.t_memory_s, t.kind, t.rows, weight_bytes=t.size_bytes,
                                   pessimistic=True, hop=t.hop, collective=t.collective)
     assert work == pytest.approx(114_688 / H100_LINK / (e * LINK.pessimistic / LINK.expected))
-    assert fixed == pytest.approx(8.145e-6)
+    assert fixed == pytest.approx(8.158e-6)
 
 
 def test_a_fitted_all_gather_reads_its_share_at_its_whole_output():
     """Llama-2-70B fp16, --tp 8, decode at batch 1 on H100 SXM: the logits' all-gather has a per-rank input of
     32,000 / 8 x 2 = 8,000 bytes and sends 7 x 8,000 = 56,000 of them (7/8 of the output). Its share of the link
     is read at the output, 8 x 8,000 = 64,000 bytes (nccl-tests' all-gather size), between the knots 16,384
-    (0.1601) and 65,536 (0.07998) of e_link_8, log2(64,000) - 14 of the 2 between them; fixed_s_8 11.23 us."""
+    (0.2523) and 65,536 (0.1079) of e_link_8, log2(64,000) - 14 of the 2 between them; fixed_s_8 11.44 us."""
     from roofcalc.parallel import Parallel, analyze_parallel
 
     r = roofline(analyze_parallel(load_shape("meta-llama/Llama-2-70b-hf"), Workload.decode(1, 1000), Parallel(8)),
                  find_hardware("H100-SXM"), impl="cuda-graph").step
     (p,) = [p for p in r.placements if p.kernel.role == "all_gather"]
     assert (p.kernel.group, p.kernel.message_bytes, p.kernel.link_bytes) == (8, 8_000, 56_000)
-    e = math.exp(math.log(0.1601) + (math.log(0.07998) - math.log(0.1601)) * (math.log2(64_000) - 14) / 2)
-    assert p.t_expected_s == pytest.approx(56_000 / H100_LINK / e + 11.23e-6)
+    e = math.exp(math.log(0.2523) + (math.log(0.1079) - math.log(0.2523)) * (math.log2(64_000) - 14) / 2)
+    assert p.t_expected_s == pytest.approx(56_000 / H100_LINK / e + 11.44e-6)
 
 
 def test_a_fitted_collective_takes_the_nearest_measured_rank_count_and_only_inside_a_node():
@@ -375,9 +375,9 @@ def test_a_fitted_collective_takes_the_nearest_measured_rank_count_and_only_insi
     m = default_model("gpu", fits="h100_sxm")
     fixed = {(op, n): kernel_terms(m, 0.0, 1e-6, "collective", 1, weight_bytes=4096, hop="link",
                                    collective=(op, n))[1] for op in ("all_gather", "all_to_all") for n in (3, 6, 16)}
-    assert fixed == pytest.approx({("all_gather", 3): 7.603e-6, ("all_gather", 6): 11.23e-6,
-                                   ("all_gather", 16): 11.23e-6, ("all_to_all", 3): 7.036e-6,
-                                   ("all_to_all", 6): 8.145e-6, ("all_to_all", 16): 8.145e-6})
+    assert fixed == pytest.approx({("all_gather", 3): 7.565e-6, ("all_gather", 6): 11.44e-6,
+                                   ("all_gather", 16): 11.44e-6, ("all_to_all", 3): 7.041e-6,
+                                   ("all_to_all", 6): 8.158e-6, ("all_to_all", 16): 8.158e-6})
     work, fix, _ = kernel_terms(m, 0.0, 1e-6, "collective", 1, weight_bytes=4096, hop="network",
                                 collective=("all_to_all", 16))
     assert (work, fix) == pytest.approx((1e-6 / 0.80, 46e-6))
@@ -411,7 +411,7 @@ def test_the_step_model_predicts_measured_h100_collectives_within_30_percent():
 # decode step's CUDA graph, not with NCCL; AIConfigurator 0.12 measured each (comm/<engine>/<version>/
 # custom_allreduce_perf.parquet, the graph rows, bf16), fitted in the all-reduce's form (data/kernel_fits.json
 # "custom_all_reduce"; SGLang's and TensorRT-LLM's in kernel_fits_engines.json). h100_sxm's vLLM one at 8 ranks:
-# fixed_s 4.864 us, e_link at 16,384 bytes 0.2008 (NCCL's: 16.17 us).
+# fixed_s 4.819 us, e_link at 16,384 bytes 0.2058 (NCCL's: 16.12 us).
 def test_an_engine_preset_reduces_with_its_own_all_reduce():
     """Llama-2-70B fp16, --tp 8, decode at batch 1 on H100 SXM under --engine vllm: o_proj's all-reduce reduces
     one token's 8,192 values, 16,384 bytes (a knot), sending 2 x 7/8 of them, 28,672 bytes, over NVLink. Under
@@ -429,23 +429,23 @@ def test_an_engine_preset_reduces_with_its_own_all_reduce():
 
     p = reduce_of(engine_host=ENGINES["vllm"].host)
     assert (p.kernel.message_bytes, p.kernel.link_bytes, p.hop) == (16_384, 28_672, "link")
-    assert p.t_expected_s == pytest.approx(4.864e-6 + 28_672 / H100_LINK / 0.2008)
-    assert p.model.links == "h100_sxm" and p.model.collectives["all_reduce"][8][0] == 4.864e-6
+    assert p.t_expected_s == pytest.approx(4.819e-6 + 28_672 / H100_LINK / 0.2058)
+    assert p.model.links == "h100_sxm" and p.model.collectives["all_reduce"][8][0] == 4.819e-6
     shipped = kernel_fits()["gpus"]["h100_sxm"]
-    assert reduce_of().t_fixed_s == pytest.approx(shipped["all_reduce"]["8"]["fixed_s"])  # NCCL's: 16.17 us
+    assert reduce_of().t_fixed_s == pytest.approx(shipped["all_reduce"]["8"]["fixed_s"])  # NCCL's: 16.12 us
     from roofcalc.predict import engine_fits
 
     trt = engine_fits()["gpus"]["h100_sxm"]["trtllm"]["custom_all_reduce"]["8"]["fixed_s"]
     assert reduce_of(engine_host=ENGINES["trtllm"].host).t_fixed_s == pytest.approx(trt)
-    # the slow end: never below NCCL's, to which an engine falls back (NCCL's 8-rank fit: fixed 16.17 us, e_link
-    # 0.1686 at 16,384 bytes), both at the defaults' link spread (LINK: 230/300 over 0.80)
+    # the slow end: never below NCCL's, to which an engine falls back (NCCL's 8-rank fit: fixed 16.12 us, e_link
+    # 0.2516 at 16,384 bytes), both at the defaults' link spread (LINK: 230/300 over 0.80)
     from roofcalc.predict import LINK, kernel_terms
 
     t = p.term
     work, fixed, _ = kernel_terms(p.model, t.t_compute_s, t.t_memory_s, t.kind, t.rows, weight_bytes=t.size_bytes,
                                   pessimistic=True, hop=t.hop, collective=t.collective)
     spread = LINK.pessimistic / LINK.expected
-    assert (work, fixed) == pytest.approx((28_672 / H100_LINK / (0.1686 * spread), 16.17e-6))
+    assert (work, fixed) == pytest.approx((28_672 / H100_LINK / (0.2516 * spread), 16.12e-6))
 
 
 # Rows of AIConfigurator 0.12's H100 SXM vLLM 0.24.0 custom all-reduce table (comm/vllm/0.24.0/
@@ -469,12 +469,12 @@ def test_a_pcie_gpu_without_tables_takes_the_pcie_box_of_its_kind():
     (peer to peer over PCIe), as shares of its own Gen4 link, 31.5 GB/s; an RTX 4090 (no peer-to-peer on GeForce
     cards) the L40S box's, through the host. Llama-2-7B fp16 --tp 2, decode at batch 1: o_proj's all-reduce of
     4,096 values, 8,192 bytes, sends 8,192 of them (2 x 1/2); 8,192 bytes lies halfway in log2 between the 2-rank
-    knots 4,096 and 16,384, their geometric mean: RTX PRO 6000 (0.3409, 0.2668), fixed 6.333 us; L40S (0.4088,
-    0.4481), fixed 6.596 us."""
+    knots 4,096 and 16,384, their geometric mean: RTX PRO 6000 (0.3596, 0.2688), fixed 6.334 us; L40S (0.4431,
+    0.3898), fixed 6.228 us."""
     from roofcalc.parallel import Parallel, analyze_parallel
 
     a = analyze_parallel(load_shape("meta-llama/Llama-2-7b-hf"), Workload.decode(1, 1000), Parallel(2))
-    for name, fixed, lo, hi in (("A100-80GB-PCIe", 6.333e-6, 0.3409, 0.2668), ("RTX4090", 6.596e-6, 0.4088, 0.4481)):
+    for name, fixed, lo, hi in (("A100-80GB-PCIe", 6.334e-6, 0.3596, 0.2688), ("RTX4090", 6.228e-6, 0.4431, 0.3898)):
         step = roofline(a, find_hardware(name), impl="cuda-graph").step
         (p,) = [p for p in step.placements if p.kernel.name == "o_proj.all_reduce"]
         assert (p.kernel.message_bytes, p.kernel.link_bytes) == (8_192, 8_192)

@@ -584,19 +584,19 @@ def test_a_small_collective_costs_its_latency_besides_its_bytes():
     ar = [p for p in comm if p.kernel.role == "all_reduce"]
     assert sum(p.kernel.count for p in ar) == 161
     # an H100's all-reduce is its fit on AIConfigurator's NCCL tables (data/kernel_fits.json, h100_sxm): at 4
-    # ranks a fixed 9.982 us, and at a 16,384-byte message a share of the link of 0.1745 (a knot of e_link_4)
+    # ranks a fixed 9.967 us, and at a 16,384-byte message a share of the link of 0.2697 (a knot of e_link_4)
     for p in ar:
         assert p.t_floor_s == pytest.approx(24_576 / 450e9)
-        assert p.t_expected_s == pytest.approx(24_576 / 450e9 / 0.1745 + 9.982e-6)
-    # the all-gather is its fit too (h100_sxm all_gather): at 4 ranks a fixed 7.603 us, its share of the link read
-    # at nccl-tests' size, the whole output of 4 x 16,000 = 64,000 bytes: between the knots 16,384 (0.08855) and
-    # 65,536 (0.08695) of e_link_4, log2(64,000) - 14 of the 2 between them, geometrically
+        assert p.t_expected_s == pytest.approx(24_576 / 450e9 / 0.2697 + 9.967e-6)
+    # the all-gather is its fit too (h100_sxm all_gather): at 4 ranks a fixed 7.565 us, its share of the link read
+    # at nccl-tests' size, the whole output of 4 x 16,000 = 64,000 bytes: between the knots 16,384 (0.157) and
+    # 65,536 (0.08887) of e_link_4, log2(64,000) - 14 of the 2 between them, geometrically
     (gather,) = [p for p in comm if p.kernel.role == "all_gather"]
-    e_gather = math.exp(math.log(0.08855) + (math.log(0.08695) - math.log(0.08855)) * (math.log2(64_000) - 14) / 2)
+    e_gather = math.exp(math.log(0.157) + (math.log(0.08887) - math.log(0.157)) * (math.log2(64_000) - 14) / 2)
     assert gather.kernel.link_bytes == 48_000 and gather.t_floor_s == pytest.approx(48_000 / 450e9)
-    assert gather.t_expected_s == pytest.approx(48_000 / 450e9 / e_gather + 7.603e-6)
-    assert r.times.comm_s == pytest.approx(161 * (24_576 / 450e9 / 0.1745 + 9.982e-6) +
-                                           48_000 / 450e9 / e_gather + 7.603e-6)
+    assert gather.t_expected_s == pytest.approx(48_000 / 450e9 / e_gather + 7.565e-6)
+    assert r.times.comm_s == pytest.approx(161 * (24_576 / 450e9 / 0.2697 + 9.967e-6) +
+                                           48_000 / 450e9 / e_gather + 7.565e-6)
     # over two nodes (--tp 16 on 8-GPU nodes) each collective costs the network's 46 us instead
     r16 = roofline(analyze_parallel(load_shape("meta-llama/Llama-2-70b-hf"), Workload.decode(1, 1000),
                                     Parallel(16)), find_hardware("H100"), impl="cuda-graph").step

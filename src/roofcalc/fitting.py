@@ -134,11 +134,45 @@ def evaluate(theta, M, ct, mt, qt, cap=False):
     return t, f, c, m, q
 
 
-def fit(M, ct, mt, qt, t, prior, smooth, theta0=None, iters=60, lam=3e-5):
+HUBER_K = 1.345  # Huber's tuning constant (95 % efficiency under normal errors), in units of the residuals' scale
+MAD_SIGMA = 1.4826  # the median absolute deviation's factor to a normal distribution's standard deviation
+
+
+def fit(M, ct, mt, qt, t, prior, smooth, theta0=None, iters=60, lam=3e-5, robust=True):
     """Levenberg-Marquardt on r = log(pred) - log(t), with a weak pull of every parameter to its prior and of
     neighbouring knots to each other (weight lam * rows: about one row's worth in a table of 30,000), so that a
     parameter the rows do not pin (the compute efficiency of a kernel that is never compute-bound) stays near
-    its prior. The normal equations are summed term by term (each term touches only its own parameters)."""
+    its prior. The normal equations are summed term by term (each term touches only its own parameters).
+
+    ``robust``: then Huber's M-estimator by iteratively reweighted least squares (huber_weights), so that a few
+    shapes a table measured otherwise (an autotuner's odd tactic, a kernel the collector did not mean to time)
+    do not pull the form off the rows around them: the least-squares fit first, then up to four refits with
+    each row weighted by min(1, k·s / |r|), s the residuals' scale from their median absolute deviation."""
+    th = _lm(M, ct, mt, qt, t, prior, smooth, theta0, iters, lam, None)
+    if not robust:
+        return th
+    for _ in range(4):
+        w = huber_weights(np.log(evaluate(th, M, ct, mt, qt)[0] / t))
+        if w is None:
+            break
+        th = _lm(M, ct, mt, qt, t, prior, smooth, th, max(iters // 2, 10), lam, np.sqrt(w))
+    return th
+
+
+def huber_weights(r):
+    """Each residual's Huber weight, min(1, k·s / |r|), s = 1.4826 × the median absolute deviation of ``r`` (a
+    normal distribution's sigma from it); None where every row is within k·s (the least-squares fit stands)."""
+    r = np.asarray(r, float)
+    s = MAD_SIGMA * np.median(np.abs(r - np.median(r)))
+    if not s > 0:
+        return None
+    w = np.minimum(1.0, HUBER_K * s / np.maximum(np.abs(r), 1e-300))
+    return None if np.all(w == 1.0) else w
+
+
+def _lm(M, ct, mt, qt, t, prior, smooth, theta0, iters, lam, sw):
+    """fit's Levenberg-Marquardt loop; ``sw``: each row's residual and Jacobian scaled by it (square roots of
+    the rows' weights), None: unweighted."""
     lam = lam * len(t)
     P = len(prior)
     th = np.array(prior if theta0 is None else theta0, float)
@@ -148,10 +182,11 @@ def fit(M, ct, mt, qt, t, prior, smooth, theta0=None, iters=60, lam=3e-5):
         S[i, a], S[i, b] = 1, -1
     reg = lam * (np.eye(P) + S.T @ S)
     lt = np.log(t)
+    sw = np.ones(len(lt)) if sw is None else sw
 
     def resid(th):
         p = evaluate(th, M, ct, mt, qt)
-        r = np.log(p[0]) - lt
+        r = (np.log(p[0]) - lt) * sw
         return p, r, r @ r + lam * ((th - prior) @ (th - prior) + (S @ th) @ (S @ th))
 
     p, r, cost = resid(th)
@@ -165,7 +200,7 @@ def fit(M, ct, mt, qt, t, prior, smooth, theta0=None, iters=60, lam=3e-5):
                           ("qnt", -q)):
             cols, X = M[term]
             if len(cols):
-                blocks.append((cols, (wgt / tot)[:, None] * X))
+                blocks.append((cols, (sw * wgt / tot)[:, None] * X))
         A = reg.copy()
         g = lam * ((th - prior) + S.T @ (S @ th))
         for i, (ci, Bi) in enumerate(blocks):
