@@ -853,8 +853,8 @@ Why, and what else the tables showed:
   run otherwise than the rest (TensorRT-LLM's H100 MoE table: Llama-4-Scout's shape, H 5,120, 16 experts, top
   1, takes 0.28 ms for one token where 128 experts of the same size take 0.073, and its times fall from 3.8 ms
   at 16 tokens to 1.8 ms at 2,048 and rise to 5.4 ms at 3,072: the collector's autotuner picks each shape's
-  tactics), and squared errors let them pull the form off every other shape (that table's form ran 0.62x
-  Mixtral's rows). Huber's M-estimator (fitting.fit: four refits with each row weighted by min(1, 1.345 s /
+  tactics), and squared errors let them pull the form off every other shape (held out, Mixtral's rows ran
+  0.61x that table's form). Huber's M-estimator (fitting.fit: four refits with each row weighted by min(1, 1.345 s /
   |r|), s the residuals' scale from their median absolute deviation; Huber's constant, not tuned here) took
   TensorRT-LLM's MoE tables from 0.176-0.260 to 0.069-0.081 median |log| on the H100 and H200 (within ±30 %:
   63-79 % to 82-86 %) and the B200's from 0.099-0.113 to 0.069-0.076. Over the 188 class-GPU-engine cells on
@@ -918,7 +918,7 @@ Why, and what else the tables showed:
   to 0.034; SGLang's B200 16-bit moves from 0.038 to 0.098 (94 % within ±30 %). On the L40S with bf16 KV (FlashAttention-2) a
   windowed row gives up GQA packing and reads its KV once per query head, partly from L2; no sharing model
   fits (0.22). On some tables the window factor moved the median the other way (SGLang L40S fp8 0.058 →
-  0.086): the fit minimises the squared log error over all rows, not the median.
+  0.086): the fit (by least squares then) minimised the squared log error over all rows, not the median.
 * **All-reduce** is held out one message size at a time; the L40S box's 4- and 8-GPU collectives go through the
   host (no peer-to-peer) and are irregular (8 GPUs: 55 ms at 128 MiB, 162 ms at 256 MiB), yet interpolate well.
 * **All-gather and all-to-all** (the same nccl table, fitted as the all-reduce is) are read at nccl-tests' own
