@@ -455,7 +455,7 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
     balanced = int((a.distribution == "balanced").sum())
     a, left_out = F.moe_rows_kept(a, engine, F.grouped_routing_shapes(systems.parent / "model_configs"))
     ep_rows_left_out = balanced - len(a) - len(left_out)  # SGLang's expert-parallel rows (moe_rows_kept)
-    ungated = F.ungated_moe_shapes(systems.parent / "model_configs")
+    ungated = F.ungated_shapes_for(systems.parent / "model_configs", engine, vdir.name)  # the collector's own
     for key, (dt, _, _, fp8) in F.MOE_FORMATS.items():
         cls = f"moe_{key}"
         d = a[a.moe_dtype == dt]
@@ -1032,7 +1032,16 @@ Why, and what else the tables showed:
   RTX PRO 6000 bf16 0.080 / 95 % to 0.046 / 97 %, fp8 0.077 / 96 % to 0.055 / 97 % (B200 fp8 0.069 / 98 % to
   0.066 / 97 %; the fp8-block tables hold none of these shapes). `--kernel-db`'s direct read counts them
   the same way and leaves DeepSeek-V3's grouped-routing rows out too. The step model's own Nemotron-H experts
-  are not the fused form's three kernels, and take the GEMM forms.
+  are not the fused form's three kernels, and take the GEMM forms. **SGLang's collector and the gate.** AIConfigurator's
+  SGLang collector had no path without a gate until its upgrade to SGLang 0.5.14 (ai-dynamo/aiconfigurator
+  e23be5a79, 2026-07-13: `is_gated`, NemotronHForCausalLM_cases.yaml's `sglang_moe_is_gated: false`); the A100's
+  0.5.10 table (in the package by 2026-05-11) ran Nemotron-3 Nano's experts, as every case, with SwiGLU and
+  three weights, and is counted so (fitting.ungated_shapes_for): its bf16 form went from 0.119 / 84 % to 0.085
+  / 91 % cross-validated. The 0.5.14 tables (H100, H200, B200, L40S) were measured without a gate and are
+  counted with two weights; yet their Nemotron-3 Super rows (H 1,024, top 22 of 512) run 1.46x (H100) and 1.58x
+  (H200) the held-out form, and counted with three SGLang's H100 and H200 bf16 forms would go from 0.084 to
+  0.055 and 0.134 to 0.112 (B200 0.106 to 0.120): what makes SGLang's Triton path without a gate as slow as one
+  with it was not found, and the count follows the collector.
 * **SGLang's and TensorRT-LLM's fused MoE** (`moe_*` under sglang and trtllm, for their presets). SGLang's
   Triton MoE kernel is vLLM's (python/sglang/srt/layers/moe/fused_moe_triton/fused_moe.py: "Adapted from"
   vLLM's fused_moe.py), so its tables take the same form. Its collector (collector/sglang/collect_moe.py, timed

@@ -239,6 +239,16 @@ def test_the_shapes_left_out_and_counted_without_a_gate_come_from_the_configs(tm
     (tmp_path / "broken.json").write_text("{not json")
     assert grouped_routing_shapes(tmp_path) == {(7168, 2048, 8, 256)}
     assert ungated_moe_shapes(tmp_path) == {(2048, 5120, 22, 512), (2688, 1856, 6, 128)}
+    # which tables measured them without a gate is the collector's: AIConfigurator's SGLang collector ran every
+    # expert gated before its SGLang 0.5.14 upgrade (e23be5a79: is_gated), vLLM's and TensorRT-LLM's never did
+    from roofcalc.fitting import ungated_shapes_for
+
+    ungated = {(2048, 5120, 22, 512), (2688, 1856, 6, 128)}
+    assert ungated_shapes_for(tmp_path, "sglang", "0.5.10") == set()
+    assert ungated_shapes_for(tmp_path, "sglang", "0.5.6.post2") == set()
+    assert ungated_shapes_for(tmp_path, "sglang", "0.5.14") == ungated
+    assert ungated_shapes_for(tmp_path, "vllm", "0.14.0") == ungated
+    assert ungated_shapes_for(tmp_path, "trtllm", "1.3.0rc20") == ungated
 
 
 

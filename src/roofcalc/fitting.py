@@ -594,6 +594,28 @@ def ungated_moe_shapes(folder) -> set:
     return out
 
 
+# engine -> the first table version whose AIConfigurator collector runs experts without a gate as such
+UNGATED_FROM = {"sglang": "0.5.14"}
+
+
+def ungated_shapes_for(folder, engine: str, version: str) -> set:
+    """The shapes a table measured with experts without a gate (ungated_moe_shapes), or none where the table's
+    collector ran every expert gated. AIConfigurator's SGLang collector had no path without a gate until its
+    upgrade to SGLang 0.5.14 (ai-dynamo/aiconfigurator e23be5a79, 2026-07-13: collector/sglang/collect_moe.py's
+    is_gated, NemotronHForCausalLM_cases.yaml's sglang_moe_is_gated false; before it every case ran SwiGLU, w1 of
+    2 I' rows), so its tables of earlier SGLang versions (the A100's 0.5.10, in the package by 2026-05-11,
+    f116a1e7b) hold Nemotron-H's shapes with three weights an expert. vLLM's collector runs them as
+    ``<act>_no_mul`` and TensorRT-LLM's as Relu2 (NON_GATED_MOE_MODELS) in every table the package holds."""
+    first = UNGATED_FROM.get(engine)
+    if first is not None and _version(version) < _version(first):
+        return set()
+    return ungated_moe_shapes(folder)
+
+
+def _version(v: str) -> tuple:
+    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
+
+
 def balanced_routing(tokens: int, experts: int, topk: int, ep: int) -> tuple[int, int]:
     """(rows, distinct experts) that reach EP rank 0's experts (0 .. E/ep - 1) under the "balanced" routing of
     AIConfigurator's MoE collector (collector/helper.py balanced_logits), the routing of its fitted tables: token
