@@ -19,6 +19,15 @@ def test_huber_weights_by_hand():
     assert HUBER_K * MAD_SIGMA * 0.2 == pytest.approx(0.3988194, abs=1e-7)
 
 
+def test_a_version_folder_must_name_a_version():
+    from roofcalc.fitting import _version
+
+    assert _version("0.5.6.post2") == (0, 5, 6) and _version("1.3.0rc20") == (1, 3, 0)
+    assert _version("0.5.10") < _version("0.5.14")  # by number, not by text
+    with pytest.raises(ValueError):
+        _version("latest")
+
+
 def test_no_weights_where_every_row_is_within_the_scale():
     assert huber_weights([0.1, -0.1, 0.1, -0.1]) is None  # s = 1.4826 x 0.1: every |r| = 0.1 is within 0.199
     assert huber_weights([0.0, 0.0, 0.0]) is None  # no scale: the least-squares fit stands
@@ -48,7 +57,7 @@ def _huber_location(x, iters=200):
 
 
 def test_one_odd_row_moves_the_least_squares_fit_and_not_the_robust_one():
-    # nine rows at log t = +-0.1 about 0 (and one at 0), one row 100x slower (log 100 = 4.605):
+    # eight rows at log t = +-0.1 about 0 and one at 0, one row 100x slower (log 100 = 4.605):
     # least squares: the mean, 4.605 / 10 = 0.4605 (e^0.4605 = 1.585: every ordinary row 37 % fast)
     x = [-0.1, 0.1] * 4 + [0.0, math.log(100)]
     loc = _location(x)
@@ -60,9 +69,13 @@ def test_one_odd_row_moves_the_least_squares_fit_and_not_the_robust_one():
     assert robust == pytest.approx(_huber_location(x), abs=1e-6)
 
 
-def test_a_clean_table_fits_the_same_either_way():
-    # rows symmetric about 0.3 with no odd one: the reweighting keeps the mean, 0.3
-    x = [0.25, 0.35, 0.28, 0.32, 0.3, 0.26, 0.34]
+def test_tails_on_both_sides_weigh_less_and_leave_the_centre():
+    # rows symmetric about 0.3 with a tail on each side: residuals from 0.3 of -0.3, 0.3, -0.05, 0.05, -0.02, 0.02
+    # and 0, median absolute deviation 0.05, s = 0.0741, k s = 0.0997; the two tails weigh 0.0997 / 0.3 = 0.332
+    # each, alike, so the weighted mean stays at 0.3 (and the reweighting does run: weights below 1)
+    x = [0.0, 0.6, 0.25, 0.35, 0.28, 0.32, 0.3]
+    w = huber_weights(np.array(x) - 0.3)
+    assert w == pytest.approx([0.3323, 0.3323, 1, 1, 1, 1, 1], abs=1e-4)
     loc = _location(x)
     assert loc(False) == pytest.approx(0.3, abs=1e-6)
     assert loc(True) == pytest.approx(0.3, abs=1e-6)

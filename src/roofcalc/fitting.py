@@ -144,10 +144,13 @@ def fit(M, ct, mt, qt, t, prior, smooth, theta0=None, iters=60, lam=3e-5, robust
     parameter the rows do not pin (the compute efficiency of a kernel that is never compute-bound) stays near
     its prior. The normal equations are summed term by term (each term touches only its own parameters).
 
-    ``robust``: then Huber's M-estimator by iteratively reweighted least squares (huber_weights), so that a few
-    shapes a table measured otherwise (an autotuner's odd tactic, a kernel the collector did not mean to time)
-    do not pull the form off the rows around them: the least-squares fit first, then up to four refits with
-    each row weighted by min(1, k·s / |r|), s the residuals' scale from their median absolute deviation."""
+    ``robust``: then toward Huber's M-estimator by iteratively reweighted least squares (huber_weights), so that
+    a few shapes a table measured otherwise (an autotuner's odd tactic, a kernel the collector did not mean to
+    time) do not pull the form off the rows around them: the least-squares fit first, then up to four refits
+    with each row weighted by min(1, k·s / |r|), s the residuals' scale from their median absolute deviation.
+    Four rounds, not the estimator's fixed point: on some tables a fifth would still move the parameters (the
+    shipped fits are these four rounds'). Where more than half the residuals are equal the scale is zero and
+    the least-squares fit stands."""
     th = _lm(M, ct, mt, qt, t, prior, smooth, theta0, iters, lam, None)
     if not robust:
         return th
@@ -613,7 +616,11 @@ def ungated_shapes_for(folder, engine: str, version: str) -> set:
 
 
 def _version(v: str) -> tuple:
-    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
+    """A version folder's (major, minor, patch): 0.5.6.post2 -> (0, 5, 6); 0.5.14rc1 reads as 0.5.14."""
+    parts = tuple(int(x) for x in re.findall(r"\d+", v)[:3])
+    if not parts:
+        raise ValueError(f"not a version folder: {v!r}")
+    return parts
 
 
 def balanced_routing(tokens: int, experts: int, topk: int, ep: int) -> tuple[int, int]:
