@@ -477,6 +477,41 @@ same rules hold, and these choices were fixed with it:
 Left out: text-generation-inference issue #1315 (CodeLlama-34B on A100s and H100s at TP 1-4: no config of
 CodeLlama-34B at hand offline, and its prompt length not given).
 Printed as every set runs.
+
+An eighteenth set (CASES_18, CASES_18_MULTI) was transcribed on 2026-12-05 by a helper reading a blog post's
+markdown and three model cards (it ran nothing), and committed before roofcalc ran on any of it; the same rules
+hold, and these choices were fixed with it:
+* PyTorch's blog "Accelerating LLM Inference with GemLite, TorchAO and SGLang" (pytorch/pytorch.github.io
+  _posts/2025-01-21-accelerating-llm-inference.md @ 838362f): Llama-3.1-8B-Instruct (Llama-3.1-8B's sizes) on
+  an "8xH100 machine" (SXM assumed), SGLang built from feb2b76 with torch.compile (SGLang decodes under CUDA
+  graphs: `cuda-graph`), PyTorch 2.5.1, sglang.bench_offline_throughput with random prompts of exactly 1,024
+  tokens and 512 out, a static batch of 1 or 32 (TP 1, and TP 4 at batch 32: PyTorch's own tensor parallelism
+  over NVLink). Its figure is the last logged decode throughput of the whole batch (tokens/s): a decode step is
+  batch / tokens/s, at context 1,490 (SGLang logs every 40 decode steps: the window before the 511th step,
+  about 1,024 + 466). bf16 weights and KV cache; "int4 weight only quantization, group size 64" as int4 in
+  groups of 64 with 16-bit activations (tinygemm or GemLite: the table does not say which; both are read as
+  the Marlin-like default, no --int4-kernel); "float8 per row dynamic quantization" as `fp8-ch`.
+* Neural Magic's model cards of February 2025 (huggingface.co neuralmagic/DeepSeek-R1-Distill-Llama-8B-*,
+  -Llama-70B-*, -Qwen-32B-*, README.md, "Single-stream performance (measured with vLLM version 0.7.2)"):
+  GuideLLM's synchronous single stream against vLLM 0.7.2's server, emulated prompts of 256 and 4,096 tokens
+  with 1,024 and 512 generated (its Code Completion and Large Summarization columns), the whole request's
+  latency in seconds (printed to one decimal; the shortest taken is 4.1 s). A request case of batch 1 (output
+  tokens/s per GPU: generated / latency / GPUs), TP = the GPU count (not stated). vLLM 0.7.2 (V0) decodes
+  under CUDA graphs: `cuda-graph`, vLLM's kernel tables; its HTTP server, tokenizer and scheduler are not
+  counted (no preset's host time, as every set). DeepSeek-R1-Distill-Llama-8B, -Llama-70B and -Qwen-32B are
+  Llama-3.1-8B's, Llama-3.1-70B's and Qwen2.5-32B's sizes (configs/qwen2.5-32b-instruct.json). The GPUs are
+  not named beyond "A6000", "A100" and "H100": the cards' queries-per-dollar at Lambda's on-demand prices of
+  2025-02-18 give $0.80, $1.79 and $3.29 an hour, the RTX A6000's, the A100 SXM 80 GB's and the H100 SXM's
+  (and the 32B in bf16 on one A100 needs 80 GB). bf16 weights and KV cache; FP8-dynamic (per-channel weights,
+  dynamic per-token activations) as `fp8-ch`; w4a16 (GPTQ, symmetric, groups of 128; vLLM's Marlin) as int4 in
+  groups of 128. vLLM 0.7.2 prefills a 4,096-token prompt in two chunks of 2,048 (chunked prefill, on by
+  default for a 131k context): taken as one prefill, as roofcalc runs it.
+Left out: the cards' INT8 W8A8 rows (int8 activations: not a format roofcalc has), their 10,240 / 1,536 column
+(inconsistent: FP8 slower than bf16 on the H100), their requests shorter than 4 s (one decimal: up to 7 %
+rounding), their Code Fixing column (within 2 % of Code Completion) and their multi-stream tables (throughput
+under load); the blog's torchchat post (lengths and group sizes not given); sources whose tables are figures
+(LMSYS's SGLang posts, optimum-nvidia's) or whose GPU is not in the catalog.
+Printed as every set runs.
 """
 
 from __future__ import annotations
@@ -1343,6 +1378,58 @@ CASES_17 = (
 
 CASES_17_MULTI = _modelopt(True)
 
+GEMLITE = ("pytorch/pytorch.github.io _posts/2025-01-21-accelerating-llm-inference.md @ 838362f (PyTorch blog, "
+           "2025-01-21): SGLang feb2b76, torch.compile, PyTorch 2.5.1, 8xH100, random 1024 in / 512 out, the last "
+           "logged decode throughput")
+INT4_G64 = dict(dtype="bf16", weight_dtype="int4", group_size=64)
+FP8_CH = dict(dtype="bf16", weight_dtype="fp8-ch")
+_GEMLITE_ROWS = (  # format, TP, batch, decode tokens/s of the whole batch
+    ("bf16", 1, 1, 131), ("int4 g64", 1, 1, 255), ("fp8 per row", 1, 1, 166),
+    ("bf16", 1, 32, 2799), ("int4 g64", 1, 32, 3241), ("fp8 per row", 1, 32, 3586),
+    ("bf16", 4, 32, 5575), ("int4 g64", 4, 32, 6334), ("fp8 per row", 4, 32, 6159))
+_NM_DT = {"bf16": BF16, "int4 g64": INT4_G64, "fp8 per row": FP8_CH, "FP8-dynamic": FP8_CH,
+          "w4a16": dict(dtype="bf16", weight_dtype="int4", group_size=128)}
+
+
+def _nm(card: str) -> str:
+    return (f"huggingface.co/neuralmagic/{card} README.md (model card, February 2025): vLLM 0.7.2, GuideLLM "
+            "single stream, whole-request latency (s)")
+
+
+NM_8 = _nm("DeepSeek-R1-Distill-Llama-8B-quantized.w8a8")
+NM_70 = _nm("DeepSeek-R1-Distill-Llama-70B-FP8-dynamic")
+NM_32 = _nm("DeepSeek-R1-Distill-Qwen-32B-quantized.w4a16")
+_NM_ROWS = (  # source, model, GPU, GPUs (TP), format, prompt, generated, latency (s)
+    (NM_8, L31_8, "RTX-A6000", 1, "bf16", 256, 1024, 23.6), (NM_8, L31_8, "RTX-A6000", 1, "bf16", 4096, 512, 12.7),
+    (NM_8, L31_8, "A100-80GB", 1, "bf16", 256, 1024, 12.1), (NM_8, L31_8, "A100-80GB", 1, "bf16", 4096, 512, 6.5),
+    (NM_8, L31_8, "H100-SXM", 1, "bf16", 256, 1024, 7.6), (NM_8, L31_8, "H100-SXM", 1, "bf16", 4096, 512, 4.1),
+    (NM_8, L31_8, "H100-SXM", 1, "FP8-dynamic", 256, 1024, 5.7),
+    (NM_8, L31_8, "RTX-A6000", 1, "w4a16", 256, 1024, 9.1), (NM_8, L31_8, "A100-80GB", 1, "w4a16", 256, 1024, 6.4),
+    (NM_8, L31_8, "H100-SXM", 1, "w4a16", 256, 1024, 5.6),
+    (NM_70, L31_70, "RTX-A6000", 4, "bf16", 256, 1024, 57.2),
+    (NM_70, L31_70, "A100-80GB", 2, "bf16", 256, 1024, 50.4), (NM_70, L31_70, "A100-80GB", 2, "bf16", 4096, 512, 27.0),
+    (NM_70, L31_70, "H100-SXM", 2, "bf16", 256, 1024, 30.0), (NM_70, L31_70, "H100-SXM", 2, "bf16", 4096, 512, 16.1),
+    (NM_70, L31_70, "H100-SXM", 2, "FP8-dynamic", 256, 1024, 21.1),
+    (NM_70, L31_70, "A100-80GB", 1, "w4a16", 256, 1024, 35.3), (NM_70, L31_70, "H100-SXM", 1, "w4a16", 256, 1024, 31.2),
+    (NM_32, Q25_32, "RTX-A6000", 2, "bf16", 256, 1024, 49.9),
+    (NM_32, Q25_32, "A100-80GB", 1, "bf16", 256, 1024, 44.0),
+    (NM_32, Q25_32, "H100-SXM", 1, "bf16", 256, 1024, 26.6), (NM_32, Q25_32, "H100-SXM", 1, "bf16", 4096, 512, 14.3),
+    (NM_32, Q25_32, "H100-SXM", 1, "FP8-dynamic", 256, 1024, 17.3),
+    (NM_32, Q25_32, "A100-80GB", 1, "w4a16", 256, 1024, 17.4), (NM_32, Q25_32, "H100-SXM", 1, "w4a16", 256, 1024, 16.1))
+
+
+def _set18(multi: bool):
+    return (*(Case("decode", L31_8, "H100-SXM", "cuda-graph", measured=b / tps, source=GEMLITE, batch=b, context=1490,
+                   tp=tp, note=f"SGLang feb2b76 + torch.compile, {fmt}, last logged decode throughput", **_NM_DT[fmt])
+              for fmt, tp, b, tps in _GEMLITE_ROWS if (tp > 1) == multi),
+            *(Case("request", model, hw, "cuda-graph", measured=_per_gpu(out / s, tp), source=src, prompt=p,
+                   generate=out, tp=tp, note=f"vLLM 0.7.2 (GuideLLM single stream), {fmt}", **_NM_DT[fmt])
+              for src, model, hw, tp, fmt, p, out, s in _NM_ROWS if (tp > 1) == multi))
+
+
+CASES_18 = _set18(False)
+CASES_18_MULTI = _set18(True)
+
 # llama.cpp before its FlashAttention (pull request #5021, merged 2024-04-30) ran attention unfused: K·Q written in
 # fp32, a softmax kernel over it, the PV matmul reading it (llm_build_kqv), a prompt in micro-batches of 512 (its
 # n_batch, then n_ubatch, default), which the sets above ran as one fused call. Re-read after the thirteenth set's
@@ -1450,6 +1537,7 @@ if __name__ == "__main__":
                          ("Fifteenth set, one GPU", CASES_15),
                          ("Sixteenth set, one GPU", CASES_16),
                          ("Seventeenth set, one GPU", CASES_17), ("Seventeenth set, more than one GPU", CASES_17_MULTI),
+                         ("Eighteenth set, one GPU", CASES_18), ("Eighteenth set, more than one GPU", CASES_18_MULTI),
                          ("Seventh set's vLLM V0 rows under --engine vllm-v0, its host time included (written after "
                           "the set's first run: seen)", SEEN_7_V0),
                          ("The first set's vLLM rows under --engine vllm-v0, its host time included (a check of the "
