@@ -82,6 +82,15 @@ BORROWED_MOE = ("vLLM's MoE table of this GPU holds no balanced-routing rows (po
                 "fused_moe.py), so vLLM's preset takes SGLang's fitted form")
 
 
+# A table whose rows are not what they name: the preset takes vLLM's form of the same GPU and class instead
+NOT_SHIPPED = {("a100_sxm", "trtllm", "decode_bf16kv"): (
+    "TensorRT-LLM 1.0's A100 decode table runs faster than the A100's DRAM allows: its rows of more than 200 MB of "
+    "KV read at a median 1.20x the datasheet's 2,039 GB/s where query heads share a KV head (63 % of them above "
+    "it, up to 1.69x) and 0.79x where they do not (11 % above); no other table's median passes 0.86x, nor more "
+    "than 1 % of its rows 1x. Its rows read less KV than they name, so TensorRT-LLM's preset on the A100 takes "
+    "vLLM's decode form (docs/kernel_fits.md, \"TensorRT-LLM's A100 decode table\")")}
+
+
 UNTUNED = ("untuned_factor_compute", "tuned")  # SGLang's factor for shapes without tuned tiles, and its list
 
 
@@ -141,6 +150,11 @@ def main() -> None:
             # tokens (vllm/model_executor/layers/fused_moe/fused_moe.py, get_default_config), SGLang's do not
             gpu["moe"] = {k: {**{n: x for n, x in v.items() if n not in UNTUNED}, "tables": "sglang",
                               "why": BORROWED_MOE} for k, v in sglang.items()}
+    for (name, engine, cls), why in NOT_SHIPPED.items():
+        gpu = out["gpus"].get(name, {})
+        own = gpu.get("engines", {}).get(engine, {}).get("attention", {})
+        if cls in own and cls in gpu.get("attention", {}):
+            own[cls] = {**gpu["attention"][cls], "tables": "vllm", "why": why}
     # the other engines' forms in a file of their own, read only for their presets (the main job reads less)
     engines = {"source": out["source"], "gpus": {g: v.pop("engines") for g, v in out["gpus"].items() if "engines" in v}}
     for doc_out, name in ((out, "kernel_fits.json"), (engines, "kernel_fits_engines.json")):

@@ -294,6 +294,28 @@ def test_trtllm_0_6_is_trtllms_tables_with_gqa_decode_per_query_head(capsys):
     assert "engine trtllm-0.6 (attention: masked MHA for every decode call (no XQA))" in out
 
 
+def test_trtllm_on_the_a100_takes_vllms_decode_form(capsys):
+    """TensorRT-LLM 1.0's A100 decode table reads less KV than it names (its GQA rows of more than 200 MB of KV
+    at a median 1.20x the A100's 2,039 GB/s: benchmarks/decode_roof_check.py), so benchmarks/ship_fits.py gives
+    TensorRT-LLM's preset on the A100 vLLM's A100 decode form, marked as another engine's, and the header says so;
+    its prefill form and the H100's decode form stay TensorRT-LLM's own."""
+    from dataclasses import replace
+
+    from roofcalc.predict import default_model
+
+    trt = default_model("gpu", fits="a100_sxm", engine="trtllm").attention_fits
+    vllm = default_model("gpu", fits="a100_sxm", engine="vllm").attention_fits
+    assert trt["decode_bf16kv"].tables == "vllm" and vllm["decode_bf16kv"].tables == ""
+    assert replace(trt["decode_bf16kv"], tables="", source=vllm["decode_bf16kv"].source) == vllm["decode_bf16kv"]
+    assert trt["prefill_bf16kv"].tables == "" and trt["prefill_bf16kv"] != vllm["prefill_bf16kv"]
+    assert default_model("gpu", fits="h100_sxm", engine="trtllm").attention_fits["decode_bf16kv"].tables == ""
+    note = "decode attention: vLLM's form (TensorRT-LLM's table here is not used: docs/kernel_fits.md)"
+    assert note in run(["tinyllama", "--hw", "A100-80GB", "--engine", "trtllm"], capsys)[1]
+    for other in (["--hw", "A100-80GB", "--engine", "vllm"], ["--hw", "H100-SXM", "--engine", "trtllm"],
+                  ["--hw", "A100-80GB", "--engine", "trtllm", "--prompt", "512"]):
+        assert "attention: vLLM's form" not in run(["tinyllama", *other], capsys)[1]
+
+
 def test_trtllm_0_6_refuses_the_kernel_db(capsys):
     """The measured tables time today's decode kernel, not the one trtllm-0.6 models: --kernel-db is refused in
     one line, exit 2."""

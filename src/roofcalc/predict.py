@@ -423,6 +423,7 @@ class AttentionFit:
     # decode: an MHA call of the N query heads, each reading its group's KV (an engine whose kernel shares no
     # group's KV: EngineHost.decode_every_head, set by roofline.kernel_model)
     every_head: bool = False
+    tables: str = ""  # another engine's form the preset takes on this GPU (benchmarks/ship_fits.py), "" for its own
 
     @classmethod
     def from_doc(cls, d: Mapping, source: str) -> "AttentionFit":
@@ -435,7 +436,8 @@ class AttentionFit:
                    hd("hd_factor"), hd("hd_factor_mem"), source, mha_items_mem=pts("mha_items_factor_mem"),
                    window_mem=float(d.get("window_factor_mem", 1.0)),
                    mmha_mem=tuple((float(x), float(e)) for x, e in mm["factor_mem"]) if mm else (),
-                   mmha_rule=(int(mm["sms"]), int(mm["max_group"]), bool(mm["heuristic"])) if mm else ())
+                   mmha_rule=(int(mm["sms"]), int(mm["max_group"]), bool(mm["heuristic"])) if mm else (),
+                   tables=d.get("tables", ""))
 
     def mmha(self, b, h, g, kv):
         """Whether TensorRT-LLM runs this decode call on its fallback kernel (fitting.mmha_rows' rule: more
