@@ -164,7 +164,7 @@ def heldout_scores() -> dict[str, list[tuple[str, float]]]:
 def split_check(serving: dict, published: dict) -> None:
     """How the rule carries to sets it did not see: the range calibrated on the serving runs, the published cases
     and half the held-out sets, and the share of the other half's steps it holds (odd sets against even ones,
-    the first five against the last five, and the other way round)."""
+    the first half against the second, and the other way round)."""
     import heldout
 
     scores = {n: case_scores(one, several) for n, (one, several) in heldout.CALIBRATION_SETS.items()}

@@ -2,12 +2,13 @@
 
     python benchmarks/decode_roof_check.py --data /tmp/aic/x/aiconfigurator_core/systems
 
-A decode row of more than 200 MB of KV (past any of these GPUs' L2) must read it from DRAM, so its
-bytes over its time cannot pass the datasheet's bandwidth. For the table of each GPU and engine that
-benchmarks/fit_kernels.py fits (16-bit KV, no sliding window; KV length step + 1, 2 x B x L x KV heads x head dim
-x 2 bytes), split where query heads share a KV head (GQA) and where they do not (MHA): the rows, the median and
-90th percentile of that ratio, and the share of rows above 1. A table whose rows pass 1 reads less than it
-names (benchmarks/ship_fits.py, NOT_SHIPPED). Needs pandas and pyarrow; a few seconds.
+A decode row of more than 200 MB of KV (past any of these GPUs' L2) must read it from DRAM, so its bytes over
+its time cannot pass the datasheet's bandwidth. For the table of each GPU and engine that
+benchmarks/fit_kernels.py fits (16-bit KV, no sliding window, every kernel source; KV length step + 1, one token
+more than the A100 vLLM table reads; 2 x B x L x KV heads x head dim x 2 bytes), split where query heads share a
+KV head (GQA) and where they do not (MHA): the rows, the median and 90th percentile of that ratio, and the share
+of rows above 1. A table whose rows pass 1 reads less than it names (benchmarks/ship_fits.py, NOT_SHIPPED).
+Needs pandas and pyarrow; a few seconds.
 """
 
 from __future__ import annotations

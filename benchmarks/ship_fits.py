@@ -153,8 +153,8 @@ def main() -> None:
     for (name, engine, cls), why in NOT_SHIPPED.items():
         gpu = out["gpus"].get(name, {})
         own = gpu.get("engines", {}).get(engine, {}).get("attention", {})
-        if cls in own and cls in gpu.get("attention", {}):
-            own[cls] = {**gpu["attention"][cls], "tables": "vllm", "why": why}
+        assert cls in own and cls in gpu.get("attention", {}), f"{name} {engine} {cls}: not in the fit any more"
+        own[cls] = {**gpu["attention"][cls], "tables": "vllm", "why": why}
     # the other engines' forms in a file of their own, read only for their presets (the main job reads less)
     engines = {"source": out["source"], "gpus": {g: v.pop("engines") for g, v in out["gpus"].items() if "engines" in v}}
     for doc_out, name in ((out, "kernel_fits.json"), (engines, "kernel_fits_engines.json")):

@@ -309,8 +309,9 @@ def test_trtllm_on_the_a100_takes_vllms_decode_form(capsys):
     assert replace(trt["decode_bf16kv"], tables="", source=vllm["decode_bf16kv"].source) == vllm["decode_bf16kv"]
     assert trt["prefill_bf16kv"].tables == "" and trt["prefill_bf16kv"] != vllm["prefill_bf16kv"]
     assert default_model("gpu", fits="h100_sxm", engine="trtllm").attention_fits["decode_bf16kv"].tables == ""
-    note = "decode attention: vLLM's form (TensorRT-LLM's table here is not used: docs/kernel_fits.md)"
+    note = "decode attention: vLLM's form (TensorRT-LLM's A100-SXM table is not used: docs/kernel_fits.md)"
     assert note in run(["tinyllama", "--hw", "A100-80GB", "--engine", "trtllm"], capsys)[1]
+    assert note in run(["tinyllama", "--hw", "A10G", "--engine", "trtllm"], capsys)[1]  # Ampere: the A100's forms
     for other in (["--hw", "A100-80GB", "--engine", "vllm"], ["--hw", "H100-SXM", "--engine", "trtllm"],
                   ["--hw", "A100-80GB", "--engine", "trtllm", "--prompt", "512"]):
         assert "attention: vLLM's form" not in run(["tinyllama", *other], capsys)[1]

@@ -468,7 +468,7 @@ def fixed_cost_words(r) -> str:
                + (why + ")" if m.moe_fits else ")"))
     # an attention form the preset takes from another engine's tables on this GPU (benchmarks/ship_fits.py)
     lent = {m.attention_fit(p.term.attn) for p in r.step.placements if p.kernel.kind == "attention"} - {None}
-    moe += "".join(f"; {f.kind} attention: {TABLE_NAMES[f.tables]}'s form ({tables}'s table here is not used: "
+    moe += "".join(f"; {f.kind} attention: {TABLE_NAMES[f.tables]}'s form ({tables}'s {gpu} table is not used: "
                    f"docs/kernel_fits.md)" for f in sorted(lent, key=lambda f: f.kind) if f.tables)
     if m.fitted_how == "measured":
         return (f"; {what} and collectives fitted on {gpu}'s measured kernels, AIConfigurator 0.12 {tables} "
