@@ -512,6 +512,22 @@ rounding), their Code Fixing column (within 2 % of Code Completion) and their mu
 under load); the blog's torchchat post (lengths and group sizes not given); sources whose tables are figures
 (LMSYS's SGLang posts, optimum-nvidia's) or whose GPU is not in the catalog.
 Printed as every set runs.
+
+A nineteenth set (CASES_19) was transcribed on 2026-12-05 by a helper reading one more model card of the eighteenth
+set's family (it ran nothing), and committed before roofcalc ran on any of it; the eighteenth set's rules for those
+cards hold (vLLM 0.7.2, GuideLLM's single stream, whole requests of 256 + 1,024 and 4,096 + 512 tokens, latency
+printed to one decimal and taken from 4 s, TP = the GPU count, `cuda-graph`, the GPUs from the queries-per-dollar
+at Lambda's prices of 2025-02-18: $0.80, $1.78-1.79 and $3.28-3.32 an hour, the RTX A6000, the A100 SXM 80 GB and
+the H100 SXM):
+* neuralmagic/DeepSeek-R1-Distill-Qwen-7B-quantized.w4a16's README.md (February 2025), its single-stream table:
+  DeepSeek-R1-Distill-Qwen-7B in bf16, FP8-dynamic (H100 only) and w4a16 (GPTQ, groups of 128) on one RTX A6000,
+  A100 or H100. Qwen2ForCausalLM of Qwen2.5-7B's sizes (hidden 3,584, 28 layers, 28 query and 4 KV heads,
+  intermediate 18,944, vocabulary 152,064, embeddings not tied): the catalog's Qwen/Qwen2.5-7B.
+Left out: the card's INT8 W8A8 rows, requests under 4 s, its 10,240 / 1,536 and Code Fixing columns (the eighteenth
+set's reasons); granite-3.1-8b's cards of the same family (vLLM 0.6.6.post1, RTX A6000, A100 and L40: their A100's
+memory is not stated and no priced column tells it, and no granite-3.1 config is at hand, only granite-3.3's, whose
+vocabulary differs); DeepSeek-R1-Distill-Qwen-1.5B's and -14B's cards (no config of their sizes at hand).
+Printed as every set runs.
 """
 
 from __future__ import annotations
@@ -1430,6 +1446,19 @@ def _set18(multi: bool):
 CASES_18 = _set18(False)
 CASES_18_MULTI = _set18(True)
 
+NM_Q7 = _nm("DeepSeek-R1-Distill-Qwen-7B-quantized.w4a16")
+Q25_7 = "Qwen/Qwen2.5-7B"
+CASES_19 = tuple(  # the card's single-stream table: GPU, format, prompt, generated, latency (s)
+    Case("request", Q25_7, hw, "cuda-graph", measured=out / s, source=NM_Q7, prompt=p, generate=out,
+         note=f"vLLM 0.7.2 (GuideLLM single stream), {fmt}", **_NM_DT[fmt])
+    for hw, fmt, p, out, s in (
+        ("RTX-A6000", "bf16", 256, 1024, 22.6), ("RTX-A6000", "bf16", 4096, 512, 12.1),
+        ("RTX-A6000", "w4a16", 256, 1024, 8.6), ("RTX-A6000", "w4a16", 4096, 512, 5.2),
+        ("A100-80GB", "bf16", 256, 1024, 11.5), ("A100-80GB", "bf16", 4096, 512, 6.2),
+        ("A100-80GB", "w4a16", 256, 1024, 6.1),
+        ("H100-SXM", "bf16", 256, 1024, 7.5), ("H100-SXM", "FP8-dynamic", 256, 1024, 5.3),
+        ("H100-SXM", "w4a16", 256, 1024, 5.4)))
+
 # llama.cpp before its FlashAttention (pull request #5021, merged 2024-04-30) ran attention unfused: K·Q written in
 # fp32, a softmax kernel over it, the PV matmul reading it (llm_build_kqv), a prompt in micro-batches of 512 (its
 # n_batch, then n_ubatch, default), which the sets above ran as one fused call. Re-read after the thirteenth set's
@@ -1538,6 +1567,7 @@ if __name__ == "__main__":
                          ("Sixteenth set, one GPU", CASES_16),
                          ("Seventeenth set, one GPU", CASES_17), ("Seventeenth set, more than one GPU", CASES_17_MULTI),
                          ("Eighteenth set, one GPU", CASES_18), ("Eighteenth set, more than one GPU", CASES_18_MULTI),
+                         ("Nineteenth set, one GPU", CASES_19),
                          ("Seventh set's vLLM V0 rows under --engine vllm-v0, its host time included (written after "
                           "the set's first run: seen)", SEEN_7_V0),
                          ("The first set's vLLM rows under --engine vllm-v0, its host time included (a check of the "
