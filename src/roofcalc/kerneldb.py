@@ -170,18 +170,21 @@ class KernelDB:
         the shapes of grouped-routing models left out from vLLM's and SGLang's tables (fitting.grouped_routing_shapes;
         TensorRT-LLM's collector routes without groups), SGLang's expert-parallel rows left out (its collector runs
         the other ranks' pairs on rank 0) and MXFP4 tables' too, experts without a gate counted with two weights
-        (fitting.ungated_shapes_for: where the table's collector ran them so). The table's own engine and version
+        (fitting.ungated_shapes_for: where the table's collector ran them so), rows slower than twice the work on a rank
+        left out (fitting.slower_than_twice_the_work). The table's own engine and version
         are its path's (<system>/moe/<engine>/<version>/: a preset may take another engine's form)."""
         from pathlib import PurePosixPath
 
         import numpy as np
 
-        from .fitting import MOE_FORMATS, balanced_routing, grouped_routing_shapes, moe_rows_kept, ungated_shapes_for
+        from .fitting import (MOE_FORMATS, balanced_routing, grouped_routing_shapes, moe_rows_kept,
+                              slower_than_twice_the_work, ungated_shapes_for)
 
         configs = self.systems.parent / "model_configs"
         dtype = MOE_FORMATS[cls[4:]][0]
         engine, version = PurePosixPath(form["source"]["file"]).parts[-3:-1]
         df, _ = moe_rows_kept(df[df.moe_dtype == dtype], engine, grouped_routing_shapes(configs))
+        df = df[~slower_than_twice_the_work(df)]
         ungated = ungated_shapes_for(configs, engine, version)
         T, H, I, k, E, tp, ep = (df[c].to_numpy(int) for c in ("num_tokens", "hidden_size", "inter_size", "topk",
                                                               "num_experts", "moe_tp_size", "moe_ep_size"))
