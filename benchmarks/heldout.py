@@ -528,6 +528,33 @@ set's reasons); granite-3.1-8b's cards of the same family (vLLM 0.6.6.post1, RTX
 memory is not stated and no priced column tells it, and no granite-3.1 config is at hand, only granite-3.3's, whose
 vocabulary differs); DeepSeek-R1-Distill-Qwen-1.5B's and -14B's cards (no config of their sizes at hand).
 Printed as every set runs.
+
+A twentieth set (CASES_20) was transcribed on 2026-12-05 by a helper from one repository none of the sets above holds
+(it ran nothing), the cells checked against the stored files, and committed before roofcalc ran on any of it; these
+choices were fixed with it:
+* DerekLiu35/huggingface-quantization-benchmarking-code, runs/<run>/benchmark_report.md and benchmark_config.json
+  (commits 063dcfb and c75115e; its lighteval results are dated 2025-03-08 to 2025-04-03): optimum-benchmark 0.5.0
+  and 0.6.0.dev0, transformers' eager generate (no torch.compile, attn_implementation and cache_implementation
+  unset: SDPA and the concatenating DynamicCache of transformers 4.47-4.50), batch 1, a 64-token prompt and
+  exactly 64 greedy new tokens. `hf-eager`, cache "concat", attention fused (SDPA). Its "prefill" mean (one
+  generate of one token) is a prefill of 64 tokens; its "decode" mean (the 64-token generate less the prefill,
+  63 steps: its throughput is 63 / mean) over 63 is a decode step at batch 1 and context 64 + 64 / 2 = 96 (the
+  sixteenth set's reading of optimum-benchmark). GPUs from each config's environment: "NVIDIA A100-SXM4-80GB"
+  (A100-80GB), "NVIDIA H100 80GB HBM3" (H100-SXM), one device a run.
+* Formats from each config: bf16 (torch_dtype bfloat16); fbgemm_fp8 (fp8 weights with a scale per output row,
+  activations quantized per token at run time, bf16 elsewhere and in the KV cache) as `fp8-ch`, the eighteenth
+  set's reading of "float8 per row"; AWQ 4-bit in groups of 128 with version "exllama" (torch_dtype unset:
+  transformers runs AWQ in fp16) as int4 under `--int4-kernel exllama` (AutoAWQ's ExLlama kernel is the ExLlama
+  kernel AutoGPTQ's exllama backend runs: dequantized to a 16-bit GEMM from 8 rows); torchao int4_weight_only in
+  groups of 128 (torch_dtype unset: bf16, which the run's 5.86 GB allocated for Llama-3.1-8B fits and fp32 would
+  not) as int4 with no --int4-kernel (its tinygemm kernel has no kernel-level figure here: the Marlin-like
+  default, a choice).
+* Models: meta-llama/Llama-3.1-8B-Instruct and -70B-Instruct (the catalog's Llama-3.1-8B and -70B sizes),
+  hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4 (Llama-3.1-8B's sizes).
+Left out: the run named gptq (its config loads the AWQ checkpoint over five devices), the 70B "compile" run (not
+compiled; its layers split over two A100s by device_map, which roofcalc does not model), the 2-bit and
+vector-quantized runs (formats roofcalc does not have).
+Printed as every set runs.
 """
 
 from __future__ import annotations
@@ -1459,6 +1486,23 @@ CASES_19 = tuple(  # the card's single-stream table: GPU, format, prompt, genera
         ("H100-SXM", "bf16", 256, 1024, 7.5), ("H100-SXM", "FP8-dynamic", 256, 1024, 5.3),
         ("H100-SXM", "w4a16", 256, 1024, 5.4)))
 
+DL_QB = ("DerekLiu35/huggingface-quantization-benchmarking-code runs/<run>/benchmark_report.md @ 063dcfb (A100 runs) "
+         "and c75115e (H100 runs), March-April 2025: optimum-benchmark, transformers 4.47-4.50 eager generate, batch "
+         "1, 64-token prompt, 64 new tokens")
+_DL_INT4_TORCHAO = dict(dtype="bf16", weight_dtype="int4", group_size=128)
+CASES_20 = tuple(  # run, model, GPU, format, prefill mean (s), decode mean (s, 63 steps)
+    c for run, model, hw, name, dt, kernel, pre, dec in (
+        ("cuda_pytorch_llama", L31_8, "A100-80GB", "bf16", BF16, "", 0.026585, 1.622815),
+        ("llama8b_fpgemm", L31_8, "H100-SXM", "FBGEMM fp8", FP8_CH, "", 0.030225, 1.862123),
+        ("llama70b_fbgemm", L31_70, "H100-SXM", "FBGEMM fp8", FP8_CH, "", 0.074791, 4.630073),
+        ("llama_awq", L31_8, "A100-80GB", "AWQ int4 (exllama)", AWQ4, "exllama", 0.032447, 1.462082),
+        ("llama_torchao_int4wo", L31_8, "A100-80GB", "torchao int4wo", _DL_INT4_TORCHAO, "", 0.059973, 2.522302))
+    for c in (
+        Case("prefill", model, hw, "hf-eager", measured=pre, source=DL_QB, prompt=64, cache="concat",
+             note=f"optimum-benchmark {run}, transformers eager, {name}, prefill of 64", int4_kernel=kernel, **dt),
+        Case("decode", model, hw, "hf-eager", measured=dec / 63, source=DL_QB, context=96, cache="concat",
+             note=f"optimum-benchmark {run}, transformers eager, {name}, decode step", int4_kernel=kernel, **dt)))
+
 # llama.cpp before its FlashAttention (pull request #5021, merged 2024-04-30) ran attention unfused: K·Q written in
 # fp32, a softmax kernel over it, the PV matmul reading it (llm_build_kqv), a prompt in micro-batches of 512 (its
 # n_batch, then n_ubatch, default), which the sets above ran as one fused call. Re-read after the thirteenth set's
@@ -1569,6 +1613,7 @@ if __name__ == "__main__":
                          ("Seventeenth set, one GPU", CASES_17), ("Seventeenth set, more than one GPU", CASES_17_MULTI),
                          ("Eighteenth set, one GPU", CASES_18), ("Eighteenth set, more than one GPU", CASES_18_MULTI),
                          ("Nineteenth set, one GPU", CASES_19),
+                         ("Twentieth set, one GPU", CASES_20),
                          ("Seventh set's vLLM V0 rows under --engine vllm-v0, its host time included (written after "
                           "the set's first run: seen)", SEEN_7_V0),
                          ("The first set's vLLM rows under --engine vllm-v0, its host time included (a check of the "
