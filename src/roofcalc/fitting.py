@@ -585,33 +585,35 @@ def moe_rows_kept(df, engine: str, grouped: set):
 
 
 # A rank with half the work of another (half its experts under EP, or half each expert's width under TP; the same
-# layer shape, tokens, kernel and GPU) that takes more than 1.3^2 = 1.69x its time: no cost that grows with the
-# work holds both rows within +-30 % (t_less <= 1.3 p_less <= 1.3 p_more <= 1.69 t_more)
-WORK_CONSISTENT = 1.3 ** 2
+# layer shape, tokens, kernel and GPU) that takes more than 1.3 / 0.7 = 1.857x its time: no cost that grows with the
+# work holds both rows within +-30 % as evaluate counts it (0.7 p <= t <= 1.3 p): t_less <= 1.3 p_less <= 1.3 p_more
+# <= 1.3 t_more / 0.7
+WORK_CONSISTENT = 1.3 / 0.7
 
 
 def slower_than_twice_the_work(df):
     """A mask of a fused-MoE table's rows (one kernel, one GPU) that take more than WORK_CONSISTENT times the time of
     the rows of the same shape and tokens with twice the work on the rank: the same TP and half the EP (twice the
     experts and the routed pairs), or the same EP and half the TP (twice each expert's width); repeated rows of a
-    configuration are compared at their median. Such a row's time is set by something other than the work
-    (TensorRT-LLM's collector autotunes each shape's tactics, collector/trtllm/collect_moe.py: whole series of a
-    shape run 4-5x their neighbours), and no cost that grows with the work holds it and its partner within +-30 %:
-    the fit (benchmarks/fit_kernels.py) and the direct read (--kernel-db) both leave it out. ``df``: a pandas table
-    of moe_perf rows."""
+    configuration are taken at their median, the row's own configuration too (as the fit, which merges them
+    first). Such a row's time is set by something other than the work (TensorRT-LLM's collector autotunes each
+    shape's tactics, collector/trtllm/collect_moe.py: series of a shape at some EP sizes run 4-5x their
+    neighbours), and no cost that grows with the work holds it and its partner within +-30 %: the fit
+    (benchmarks/fit_kernels.py) and the direct read (--kernel-db) both leave it out. A slow row whose partner is
+    slow too is not found. ``df``: a pandas table of moe_perf rows."""
     import numpy as np
 
     cols = ["num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"]
     keys = [tuple(r) for r in df[cols].to_numpy(int).tolist()]
-    lat = df.latency.to_numpy(float)
     med: dict = {}
-    for key, t in zip(keys, lat):
+    for key, t in zip(keys, df.latency.to_numpy(float)):
         med.setdefault(key, []).append(t)
     med = {key: float(np.median(v)) for key, v in med.items()}
     out = np.zeros(len(df), bool)
-    for n, ((*shape, tp, ep), t) in enumerate(zip(keys, lat)):
+    for n, key in enumerate(keys):
+        *shape, tp, ep = key
         for other in ((*shape, tp, ep // 2) if ep % 2 == 0 else None, (*shape, tp // 2, ep) if tp % 2 == 0 else None):
-            if other is not None and other in med and t > WORK_CONSISTENT * med[other]:
+            if other is not None and other in med and med[key] > WORK_CONSISTENT * med[other]:
                 out[n] = True
     return out
 
