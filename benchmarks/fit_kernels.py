@@ -409,9 +409,6 @@ def moe_rows(df: pd.DataFrame, spec: dict, key: str, zeros: bool = False, spread
     return R
 
 
-KEEP_INCONSISTENT = False  # True: keep the rows fitting.slower_than_twice_the_work finds (the all-rows figures)
-
-
 def moe_shapes(df: pd.DataFrame) -> list:
     """Each row's layer shape, (hidden, expert width, top-k, experts): what fitting.grouped_routing_shapes and
     ungated_moe_shapes name."""
@@ -437,7 +434,7 @@ def sglang_tuned(gpu: str, version: str) -> dict | None:
             "pairs": {tuple(p) for p in v["bf16"][gpu]}}
 
 
-def load_moe(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
+def load_moe(systems: Path, gpu: str, engine: str, cur: dict, keep_slow: bool = False) -> dict:
     """{moe class: (rows, source info)} from the engine's moe_perf table: balanced routing, each dtype's main
     kernel source (the one with the most rows), less the shapes of grouped-routing models (grouped_routing_shapes).
     vLLM's FusedMoE, SGLang's (its fused_moe_triton/fused_moe.py is adapted from vLLM's fused_moe.py, as its
@@ -469,7 +466,7 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
         d, dup = collapse(d[d.kernel_source == ks], ["num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
                                                      "moe_tp_size", "moe_ep_size"])
         inconsistent = F.slower_than_twice_the_work(d)
-        if not KEEP_INCONSISTENT:
+        if not keep_slow:  # True: the rows fitting.slower_than_twice_the_work finds stay (the all-rows figures)
             d = d[~inconsistent]
         gone = left_out[left_out.moe_dtype == dt]
         cutlass = "flashinfer_cutlass" in ks or ks == "moe_torch_flow_cutlass"  # FlashInfer's or TensorRT-LLM's
@@ -483,7 +480,7 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
             file=str(p.relative_to(systems.parent)), sha256=sha256(p)[:16], version_folder=p.parent.name,
             version_column=sorted(set(map(str, a["version"].unique()))) if "version" in a else None,
             kernel_source=ks, duplicates_merged=dup, distribution="balanced", ep_masked_rows_written=triton,
-            slower_than_twice_the_work=dict(rows=int(inconsistent.sum()), left_out=not KEEP_INCONSISTENT),
+            slower_than_twice_the_work=dict(rows=int(inconsistent.sum()), left_out=not keep_slow),
             **({"ep_rows_left_out": ep_rows_left_out} if engine == "sglang" else {}),
             ungated_shapes=shape_names(set(moe_shapes(d)) & ungated),
             **({"tuned_configs": {**tuned, "pairs": sorted(map(list, tuned["pairs"]))}} if tuned else {}),
@@ -799,8 +796,6 @@ def main() -> None:
     ap.add_argument("--keep-slow-moe-rows", action="store_true", help="keep the MoE rows slower than twice the work "
                     "(fitting.slower_than_twice_the_work): the all-rows figures of docs/kernel_fits.md's note")
     args = ap.parse_args()
-    global KEEP_INCONSISTENT
-    KEEP_INCONSISTENT = args.keep_slow_moe_rows
     systems = args.data.resolve()
     if not (systems / "data").is_dir():
         sys.exit(f"{systems} has no data/ folder: point --data at aiconfigurator_core/systems")
@@ -812,7 +807,7 @@ def main() -> None:
         nccl = load_nccl(systems, gpu)
         for engine in args.engines.split(","):
             loaded = {**load(systems, gpu, engine, cur), **nccl}
-            loaded.update(load_moe(systems, gpu, engine, cur))
+            loaded.update(load_moe(systems, gpu, engine, cur, keep_slow=args.keep_slow_moe_rows))
             loaded.update(load_custom_allreduce(systems, gpu, engine, cur))
             for cls in args.classes.split(","):
                 if cls not in loaded:
