@@ -12,13 +12,16 @@ larger, below; a step faster than its floors no width holds):
 * the held-out sets of benchmarks/heldout.py as each set is run (heldout.CALIBRATION_ONE and CALIBRATION_SEVERAL:
   174 on one GPU, 131 on several, each first run before it calibrated anything; from then on seen).
 
-For a step on one GPU and for one on several, the range is the narrowest (least below + above) that holds, in
-every source, split conformal prediction's share: ceil((n + 1) x 80 %) of the source's n runs (conformal_range),
-so that a population unlike one of them (the serving runs are predicted more closely than published figures of
-older engines) is not promised a range it would not get. It need not be symmetric: published steps run slower
-than predicted far more often than faster. A new held-out set is the check (and `--check`: the rule calibrated
-on half the held-out sets, the share of the other half it holds); run this again whenever the step model's
-predictions move.
+For each kind of GPU (one measured itself, whose kernels its own tables fitted; one that takes the nearest measured
+GPU's fits, scaled by its datasheet: hardware.Hardware.fits) and for a step on one GPU and on several, the range is
+the narrowest (least below + above) that holds, in every source, split conformal prediction's share:
+ceil((n + 1) x 80 %) of the source's n runs of that kind (conformal_range), so that a population unlike one of them
+(the serving runs are predicted more closely than published figures of older engines) is not promised a range it
+would not get. Calibrating each kind apart (Mondrian conformal prediction: the share holds within each) keeps a GPU
+measured itself from paying for the spread of those that are not. It need not be symmetric: published steps run
+slower than predicted far more often than faster. A new held-out set is the check (and `--check`: the rule
+calibrated on half the held-out sets, the share of the other half it holds); run this again whenever the step
+model's predictions move.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ sys.path.insert(0, str(HERE))
 CALIBRATION = ROOT / "src" / "roofcalc" / "data" / "calibration.json"
 COVERAGE = 0.8  # the share of measured steps the range is to hold (issue: "at least 80 % inside")
 GROUPS = ("one_gpu", "several_gpus")
+KINDS = ("measured", "nearest")  # a GPU measured itself, one that takes the nearest measured GPU's fits (Hardware.fits)
 
 
 BELOW, ABOVE = "below", "above"  # the side of the prediction a run falls on (slower: above)
@@ -56,6 +60,10 @@ def conformal_count(n: int, coverage: float = COVERAGE) -> int:
     if k > n:
         raise ValueError(f"{n} runs are too few for a {coverage:.0%} range")
     return k
+
+
+MIN_RUNS = next(n for n in range(1, 10) if math.ceil((n + 1) * COVERAGE) <= n)  # 4: the fewest runs an 80 % range
+# can be calibrated on
 
 
 def conformal_range(sources: dict[str, list[tuple[str, float]]], coverage: float = COVERAGE) -> tuple[float, float]:
@@ -83,13 +91,13 @@ def held(runs: list[tuple[str, float]], below: float, above: float) -> int:
 
 @contextlib.contextmanager
 def with_band(below: float, above: float):
-    """The step model with both GPU counts' range at (below, above) (in the calibration file's place, which predict
-    reads once), the file's own restored after."""
+    """The step model with every kind's and both GPU counts' range at (below, above) (in the calibration file's
+    place, which predict reads once), the file's own restored after."""
     import roofcalc.predict as P
 
     saved = P._DATA.get("calibration.json")
-    P._DATA["calibration.json"] = {"coverage": COVERAGE,
-                                   "bands": {g: {BELOW: below, ABOVE: above} for g in GROUPS}}
+    P._DATA["calibration.json"] = {"coverage": COVERAGE, "bands": {
+        kind: {g: {BELOW: below, ABOVE: above} for g in GROUPS} for kind in KINDS}}
     try:
         yield
     finally:
@@ -132,12 +140,20 @@ def case_score(c) -> tuple[str, float] | None:
     return BELOW, hi
 
 
-def case_scores(one, several) -> dict[str, list[tuple[str, float]]]:
-    """Each case's (side, need), by GPU count; a case roofcalc refuses, or one on a GPU without fitted kernels (no
-    calibrated range), is left out."""
+def kind_of(hw: str) -> str:
+    """A GPU's kind for the range (KINDS): "measured" where its own tables fitted its kernels, "nearest" where it
+    takes the nearest measured GPU's (Hardware.fits)."""
+    from roofcalc.hardware import find_hardware
+
+    return find_hardware(hw).fits[1]
+
+
+def case_scores(one, several) -> dict[str, dict[str, list[tuple[str, float]]]]:
+    """Each case's (side, need), by the kind of its GPU (KINDS) and by GPU count; a case roofcalc refuses, or one on
+    a GPU without fitted kernels (no calibrated range), is left out."""
     from roofcalc.errors import RoofcalcError
 
-    out: dict[str, list[tuple[str, float]]] = {g: [] for g in GROUPS}
+    out: dict = {kind: {g: [] for g in GROUPS} for kind in KINDS}
     for group, cases in (("one_gpu", one), ("several_gpus", several)):
         for c in cases:
             try:
@@ -145,26 +161,34 @@ def case_scores(one, several) -> dict[str, list[tuple[str, float]]]:
             except RoofcalcError:
                 continue
             if score is not None:
-                out[group].append(score)
+                out[kind_of(c.hw)][group].append(score)
     return out
 
 
-def published_scores() -> dict[str, list[tuple[str, float]]]:
+def published_scores() -> dict:
     import published
 
     return case_scores(published.CASES, published.CASES_MULTI)
 
 
-def heldout_scores() -> dict[str, list[tuple[str, float]]]:
+def heldout_scores() -> dict:
     import heldout
 
     return case_scores(heldout.CALIBRATION_ONE, heldout.CALIBRATION_SEVERAL)
 
 
+def kind_range(runs: dict[str, list], pooled: dict[str, list]) -> tuple[float, float]:
+    """conformal_range over the sources with enough runs of a kind and GPU count for an 80 % range (four: a kind a
+    source lacks, as the serving runs are all on GPUs measured themselves, or holds too few of, is left to the
+    others); a kind no source has enough runs of takes the range of every kind's runs together (``pooled``)."""
+    enough = {name: r for name, r in runs.items() if len(r) >= MIN_RUNS}
+    return conformal_range(enough or {name: r for name, r in pooled.items() if len(r) >= MIN_RUNS})
+
+
 def split_check(serving: dict, published: dict) -> None:
-    """How the rule carries to sets it did not see: the range calibrated on the serving runs, the published cases
-    and half the held-out sets, and the share of the other half's steps it holds (odd sets against even ones,
-    the first half against the second, and the other way round)."""
+    """How the rule carries to sets it did not see: the range calibrated, for each kind of GPU, on the serving runs,
+    the published cases and half the held-out sets, and the share of the other half's steps it holds (odd sets
+    against even ones, the first half against the second, and the other way round)."""
     import heldout
 
     scores = {n: case_scores(one, several) for n, (one, several) in heldout.CALIBRATION_SETS.items()}
@@ -173,25 +197,34 @@ def split_check(serving: dict, published: dict) -> None:
     for fit in halves:
         rest = tuple(n for n in scores if n not in fit)
         for g in GROUPS:
-            runs = {"serving": serving[g], "published": published[g],
-                    "heldout": [r for n in fit for r in scores[n][g]]}
-            below, above = conformal_range(runs)
-            other = [r for n in rest for r in scores[n][g]]
-            print(f"fitted with sets {fit}, {g}: x{math.exp(-below):.3f} to x{math.exp(above):.3f} (width "
-                  f"{math.exp(below + above):.2f}); sets {rest}: {held(other, below, above)} of {len(other)} inside")
+            inside = total = 0
+            parts = []
+            runs = {kind: {"serving": serving[kind][g], "published": published[kind][g],
+                           "heldout": [r for n in fit for r in scores[n][kind][g]]} for kind in KINDS}
+            pooled = {name: [r for kind in KINDS for r in runs[kind][name]] for name in runs[KINDS[0]]}
+            for kind in KINDS:
+                other = [r for n in rest for r in scores[n][kind][g]]
+                if not other:
+                    continue
+                below, above = kind_range(runs[kind], pooled)
+                inside, total = inside + held(other, below, above), total + len(other)
+                parts.append(f"{kind} x{math.exp(-below):.3f} to x{math.exp(above):.3f} (width "
+                             f"{math.exp(below + above):.2f}) holds {held(other, below, above)} of {len(other)}")
+            print(f"fitted with sets {fit}, {g}: sets {rest}: {inside} of {total} inside; " + "; ".join(parts))
 
 
-def serving_scores(data: Path) -> dict[str, list[tuple[str, float]]]:
-    """Each serving run's side and least width (silicon.band_needed), by GPU count."""
+def serving_scores(data: Path) -> dict:
+    """Each serving run's side and least width (silicon.band_needed), by the kind of its GPU and GPU count."""
     import silicon
 
     kept, _ = silicon.runs(data / "systems" / "silicon_sample.csv")
     cache: dict = {}
-    out: dict[str, list[tuple[str, float]]] = {g: [] for g in GROUPS}
+    out: dict = {kind: {g: [] for g in GROUPS} for kind in KINDS}
     for r in kept:
         *_, parts = silicon.predict(r, data / "model_configs", cache)
         side = ABOVE if r.tpot_s >= sum(p for p, _ in parts) else BELOW
-        out["one_gpu" if r.tp == 1 else "several_gpus"].append((side, silicon.band_needed(r.tpot_s, parts)))
+        out[kind_of(silicon.SYSTEMS[r.system])]["one_gpu" if r.tp == 1 else "several_gpus"].append(
+            (side, silicon.band_needed(r.tpot_s, parts)))
     return out
 
 
@@ -214,26 +247,29 @@ def main() -> None:
     print(f"scored every run in {time.perf_counter() - t0:.0f} s")
     commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
                             text=True).stdout.strip()
-    bands = {}
-    for g in GROUPS:
-        runs = {name: s[g] for name, s in sources.items()}
-        below, above = conformal_range(runs)
-        if math.isinf(below + above):
-            sys.exit(f"calibrate.py: more than {1 - COVERAGE:.0%} of a source's {g} runs no range holds (below "
-                     f"their floors): the step model, not the range, needs mending")
-        below, above = (math.ceil(x * 1e4) / 1e4 for x in (below, above))  # rounded up: the edge runs stay inside
-        per = {}
-        for name, r in runs.items():
-            own = conformal_range({name: r})
-            per[name] = {"runs": len(r), "held": held(r, below, above), "needed": conformal_count(len(r)),
-                         "slower": sum(side == ABOVE for side, _ in r),
-                         "not_held": sum(math.isinf(v) for _, v in r),
-                         "own": {BELOW: round(own[0], 4), ABOVE: round(own[1], 4)}}
-        bands[g] = {BELOW: below, ABOVE: above, "sources": per}
-        print(f"{g}: x{math.exp(-below):.3f} to x{math.exp(above):.3f} (width {math.exp(below + above):.2f}); "
-              + ", ".join(f"{k} holds {v['held']} of {v['runs']} (needs {v['needed']}; its own "
-                          f"x{math.exp(-v['own'][BELOW]):.2f} to x{math.exp(v['own'][ABOVE]):.2f})"
-                          for k, v in per.items()))
+    bands: dict = {}
+    for kind in KINDS:
+        for g in GROUPS:
+            runs = {name: s[kind][g] for name, s in sources.items() if len(s[kind][g]) >= MIN_RUNS}
+            below, above = kind_range(runs, {name: [r for k in KINDS for r in s[k][g]] for name, s in sources.items()})
+            if math.isinf(below + above):
+                sys.exit(f"calibrate.py: more than {1 - COVERAGE:.0%} of a source's {kind} {g} runs no range holds "
+                         f"(below their floors): the step model, not the range, needs mending")
+            below, above = (math.ceil(x * 1e4) / 1e4 for x in (below, above))  # rounded up: edge runs stay inside
+            per = {}
+            for name, r in runs.items():
+                own = conformal_range({name: r})
+                per[name] = {"runs": len(r), "held": held(r, below, above), "needed": conformal_count(len(r)),
+                             "slower": sum(side == ABOVE for side, _ in r),
+                             "not_held": sum(math.isinf(v) for _, v in r),
+                             "own": {BELOW: round(own[0], 4), ABOVE: round(own[1], 4)}}
+            bands.setdefault(kind, {})[g] = {BELOW: below, ABOVE: above, "sources": per,
+                                             **({} if runs else {"pooled": "too few runs of this kind: every kind's"})}
+            print(f"{kind} {g}: x{math.exp(-below):.3f} to x{math.exp(above):.3f} (width "
+                  f"{math.exp(below + above):.2f}); "
+                  + ", ".join(f"{k} holds {v['held']} of {v['runs']} (needs {v['needed']}; its own "
+                              f"x{math.exp(-v['own'][BELOW]):.2f} to x{math.exp(v['own'][ABOVE]):.2f})"
+                              for k, v in per.items()))
     doc = {"coverage": COVERAGE,
            "sources": {"serving": "NVIDIA AIConfigurator 0.12 (aiconfigurator-core, Apache-2.0), "
                                   "systems/silicon_sample.csv: the aggregated serving runs benchmarks/silicon.py "
@@ -244,10 +280,13 @@ def main() -> None:
                                     "defaults)",
                        "heldout": "benchmarks/heldout.py: the held-out sets as each set is run (CALIBRATION_ONE, "
                                   "CALIBRATION_SEVERAL), each first run before it calibrated anything"},
-           "rule": "per GPU count, the narrowest range (least below + above) that holds, in every source, "
-                   "ceil((n+1) x coverage) of its n runs (split conformal prediction); a run is held where the "
-                   "range's width on its side (above: predicted x e^above; below: each step's max(floors, predicted "
-                   "x e^-below)) reaches the least that holds it (inf below the floors)",
+           "kinds": {"measured": "a GPU whose kernels its own measured tables fitted",
+                     "nearest": "a GPU that takes the nearest measured GPU's fits, scaled by its datasheet"},
+           "rule": "per kind of GPU (Mondrian: each kind apart) and GPU count, the narrowest range (least below + "
+                   "above) that holds, in every source, ceil((n+1) x coverage) of its n runs of that kind (split "
+                   "conformal prediction); a run is held where the range's width on its side (above: predicted x "
+                   "e^above; below: each step's max(floors, predicted x e^-below)) reaches the least that holds it "
+                   "(inf below the floors)",
            "step_model": f"roofcalc at {commit or 'unknown commit'}", "date": datetime.date.today().isoformat(),
            "bands": bands}
     CALIBRATION.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")

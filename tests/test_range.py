@@ -27,41 +27,51 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_calibration_says_where_it_comes_from():
-    """Three sources per GPU count: the 910 serving runs benchmarks/silicon.py predicts, the published cases of
-    benchmarks/published.py and the held-out sets of benchmarks/heldout.py as each is run (docs/validation.md),
-    those with a calibrated range (a GPU with fitted kernels); the range holds, in each, split conformal
-    prediction's ceil((n + 1) x 0.8) of its n runs, and is no wider than the narrowest that does."""
+    """Three sources per kind of GPU and GPU count: the 910 serving runs benchmarks/silicon.py predicts (all on GPUs
+    measured themselves: H100, H200, B200), the published cases of benchmarks/published.py and the held-out sets of
+    benchmarks/heldout.py as each is run (docs/validation.md), those with a calibrated range (a GPU with fitted
+    kernels), each on the kind of its GPU; the range holds, in each, split conformal prediction's
+    ceil((n + 1) x 0.8) of its n runs, and is no wider than the narrowest that does."""
     published, heldout = _bench("published"), _bench("heldout")
     doc = calibration()
     assert doc["coverage"] == 0.8 and "silicon_sample.csv" in doc["sources"]["serving"]
     assert set(doc["sources"]) == {"serving", "published", "heldout"}
-    b = doc["bands"]
-    assert b["one_gpu"]["sources"]["serving"]["runs"] + b["several_gpus"]["sources"]["serving"]["runs"] == 910
+    assert set(doc["bands"]) == set(doc["kinds"]) == {"measured", "nearest"}
+    measured, nearest = doc["bands"]["measured"], doc["bands"]["nearest"]
+    assert measured["one_gpu"]["sources"]["serving"]["runs"] + measured["several_gpus"]["sources"]["serving"]["runs"] \
+        == 910
+    assert "serving" not in nearest["one_gpu"]["sources"] and "serving" not in nearest["several_gpus"]["sources"]
     for g, pub, held in (("one_gpu", published.CASES, heldout.CALIBRATION_ONE),
                          ("several_gpus", published.CASES_MULTI, heldout.CALIBRATION_SEVERAL)):
-        src = b[g]["sources"]
-        assert src["published"]["runs"] <= len(pub) and src["heldout"]["runs"] <= len(held)
-        for v in src.values():
-            assert v["needed"] == math.ceil((v["runs"] + 1) * 0.8)
-            assert v["needed"] <= v["held"] <= v["runs"]
-            # a source's own narrowest range is no wider than the one that must hold every source
-            assert v["own"]["below"] + v["own"]["above"] <= b[g]["below"] + b[g]["above"] + 2e-4
-    assert calibrated_band() == tuple((b[g]["below"], b[g]["above"]) for g in ("one_gpu", "several_gpus"))
+        for name, cases in (("published", pub), ("heldout", held)):
+            assert sum(doc["bands"][k][g]["sources"].get(name, {"runs": 0})["runs"] for k in doc["bands"]) \
+                <= len(cases)
+        for kind, b in doc["bands"].items():
+            for v in b[g]["sources"].values():
+                assert v["needed"] == math.ceil((v["runs"] + 1) * 0.8)
+                assert v["needed"] <= v["held"] <= v["runs"]
+                # a source's own narrowest range is no wider than the one that must hold every source
+                assert v["own"]["below"] + v["own"]["above"] <= b[g]["below"] + b[g]["above"] + 2e-4
+        assert calibrated_band(kind) == tuple((b[g]["below"], b[g]["above"]) for g in ("one_gpu", "several_gpus"))
 
 
 def test_the_shipped_range_is_the_step_models_own():
     """The published cases' part of the calibration, recomputed from the step model as it is now, equals the one
-    shipped (how many of them the shipped range holds, and their own narrowest range): a change that moves the
-    predictions fails here until benchmarks/calibrate.py is run again (the serving runs need AIConfigurator's
-    data, which the repo does not keep; the held-out sets take minutes)."""
+    shipped (how many of them the shipped range holds, and their own narrowest range), kind by kind: a change that
+    moves the predictions fails here until benchmarks/calibrate.py is run again (the serving runs need
+    AIConfigurator's data, which the repo does not keep; the held-out sets take minutes)."""
     calibrate = _bench("calibrate")
-    for g, runs in calibrate.published_scores().items():
-        shipped = calibration()["bands"][g]
-        src = shipped["sources"]["published"]
-        assert len(runs) == src["runs"]
-        assert calibrate.held(runs, shipped["below"], shipped["above"]) == src["held"]
-        below, above = calibrate.conformal_range({"published": runs})
-        assert (below, above) == pytest.approx((src["own"]["below"], src["own"]["above"]), abs=1e-4)
+    for kind, scores in calibrate.published_scores().items():
+        for g, runs in scores.items():
+            shipped = calibration()["bands"][kind][g]
+            if not runs:
+                assert "published" not in shipped["sources"]
+                continue
+            src = shipped["sources"]["published"]
+            assert len(runs) == src["runs"]
+            assert calibrate.held(runs, shipped["below"], shipped["above"]) == src["held"]
+            below, above = calibrate.conformal_range({"published": runs})
+            assert (below, above) == pytest.approx((src["own"]["below"], src["own"]["above"]), abs=1e-4)
 
 
 def test_a_calibrated_range_by_hand():
@@ -83,14 +93,16 @@ def test_a_calibrated_range_by_hand():
     assert (bounds.predicted_lower_s, bounds.predicted_upper_s) == (0.006, 0.020)
 
 
-def test_the_worked_example_takes_the_one_gpu_band_and_a_cpu_keeps_its_floors():
-    """TinyLlama on the default T4 (fitted kernels: the A100's, its generation's) takes the one-GPU band; the same
-    step on a CPU (no fitted kernels) ranges from its floors to its pessimistic ends."""
+def test_the_worked_example_takes_the_nearest_kinds_one_gpu_band_and_a_cpu_keeps_its_floors():
+    """TinyLlama on the default T4 (no tables of its own: the A100's fits, the nearest measured generation's) takes
+    the one-GPU band calibrated on GPUs of that kind, and an H100 (its own tables) the one of GPUs measured
+    themselves; the same step on a CPU (no fitted kernels) ranges from its floors to its pessimistic ends."""
     shape = load_shape("TinyLlama/TinyLlama-1.1B")
     wl = Workload.decode(1, 500, **{k: dtype("fp16") for k in ("weight_dtype", "act_dtype", "kv_dtype")})
     st = roofline(analyze(shape, wl), find_hardware("T4")).step
-    one, _ = calibrated_band()
-    assert st.times.band == one
+    one, _ = calibrated_band("nearest")
+    assert st.times.band == one and one != calibrated_band("measured")[0]
+    assert roofline(analyze(shape, wl), find_hardware("H100")).step.times.band == calibrated_band("measured")[0]
     assert st.predicted_lower_s == pytest.approx(max(st.sum_floor_s, st.predicted_s * math.exp(-one[0])), rel=1e-12)
     assert st.predicted_upper_s == pytest.approx(st.predicted_s * math.exp(one[1]), rel=1e-12)
     assert st.predicted_lower_s > st.sum_floor_s  # host-bound: the floors lie far below
@@ -193,6 +205,22 @@ def test_the_conformal_range_by_hand():
         calibrate.conformal_count(3)
 
 
+def test_a_kind_with_too_few_runs_of_a_source_is_left_to_the_others_or_to_every_kind():
+    """calibrate.kind_range: four runs are the fewest an 80 % range can hold (ceil(5 x 0.8) = 4; three need
+    ceil(4 x 0.8) = 4). A kind's source of three runs is left out and the others set its range; a kind with no
+    source of four takes the range of every kind's runs together. The runs: the kind's own four above at 0.1, 0.2,
+    0.3, 0.4 (all four held: above 0.4, below 0) and three more of another source above at 0.9 (left out); pooled,
+    those seven and one below at 0.05 (eight, ceil(9 x 0.8) = 8 held: below 0.05, above 0.9)."""
+    calibrate = _bench("calibrate")
+    B, A = calibrate.BELOW, calibrate.ABOVE
+    assert calibrate.MIN_RUNS == 4
+    own = [(A, 0.1), (A, 0.2), (A, 0.3), (A, 0.4)]
+    few = [(A, 0.9)] * 3
+    pooled = {"a": own + few + [(B, 0.05)]}
+    assert calibrate.kind_range({"a": own, "b": few}, pooled) == (0.0, 0.4)
+    assert calibrate.kind_range({"b": few}, pooled) == (0.05, 0.9)
+
+
 def test_a_cases_need_is_the_least_width_that_holds_it():
     """calibrate.case_score on published cases in both units (a step's seconds, a request's tokens/s, where a slower
     run is a smaller figure): the range at the need on the run's side holds the measurement, and 0.1 % less on
@@ -220,8 +248,8 @@ def test_a_calibrated_range_is_informative_however_wide(monkeypatch):
     from roofcalc.measure import SOURCE_SPREAD
     from roofcalc.profile import prediction_check
 
-    monkeypatch.setitem(P._DATA, "calibration.json", {"coverage": 0.8, "bands": {
-        g: {"below": 0.708, "above": 0.708} for g in ("one_gpu", "several_gpus")}})
+    monkeypatch.setitem(P._DATA, "calibration.json", {"coverage": 0.8, "bands": {"measured": {
+        g: {"below": 0.708, "above": 0.708} for g in ("one_gpu", "several_gpus")}}})
     r = roofline(analyze_parallel(load_shape("meta-llama/Llama-2-70b-hf"), Workload.decode(1, 1000), Parallel(8)),
                  find_hardware("H100-SXM"), impl="cuda-graph")
     assert math.exp(r.step.times.band[1]) > SOURCE_SPREAD

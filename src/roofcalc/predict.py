@@ -21,7 +21,8 @@ term of its expected time), a step by one of STEP_BOUNDS.
 ``predicted_s`` uses the expected efficiencies and overheads. The range around it
 [``predicted_lower_s``, ``predicted_upper_s``] is, on a GPU whose kernels come from measured
 tables, the prediction times e^-below to times e^above, both calibrated on measured steps (serving
-runs, published engine measurements and the held-out sets) to hold 80 % of each (data/calibration.json;
+runs, published engine measurements and the held-out sets) to hold 80 % of each, on GPUs of its kind (its own
+tables, or the nearest measured GPU's: calibrated_band) (data/calibration.json;
 never below the floors); elsewhere (a CPU, a measured profile's own efficiencies) the floors (every efficiency 1,
 no host time: nothing beats them) to the pessimistic ends. The floors stay ``floor_s`` either way. :func:`step_times` computes all of it on scalars or on
 numpy arrays, so a single step, every sweep and ``roofcalc profile`` share one model.
@@ -769,8 +770,8 @@ class KernelModel:
     # a profile's own fitted forms as written (measure.fit_curves; own_fits), written back by efficiency_record
     own: Mapping[str, Any] = field(default_factory=dict)
     # the range's (below, above) widths in log, for one GPU and for several, calibrated on measured steps of
-    # models whose kernels come from the measured tables (with_fits; data/calibration.json); (): the floors to
-    # the pessimistic ends
+    # models whose kernels come from the measured tables, on GPUs of this one's kind (fitted_how: with_fits,
+    # calibrated_band; data/calibration.json); (): the floors to the pessimistic ends
     band: tuple = ()
     # the 16-bit GEMM class a model computing in fp8 or fp4 replaced (for_compute): a 16-bit linear beside them
     # (roofline.weight_format "float") takes it
@@ -964,9 +965,11 @@ def calibration() -> dict:
     return data_json("calibration.json")
 
 
-def calibrated_band() -> tuple[tuple[float, float], tuple[float, float]]:
-    """The range's (below, above) widths in log for a step on one GPU and on several (StepTimes.band)."""
-    b = calibration()["bands"]
+def calibrated_band(how: str = "measured") -> tuple[tuple[float, float], tuple[float, float]]:
+    """The range's (below, above) widths in log for a step on one GPU and on several (StepTimes.band), on a GPU of
+    the kind ``how``: "measured" (its kernels fitted on its own tables) or "nearest" (the nearest measured GPU's
+    fits, scaled by its datasheet), each calibrated on measured steps of its own kind."""
+    b = calibration()["bands"][how]
     return tuple((b[g]["below"], b[g]["above"]) for g in ("one_gpu", "several_gpus"))
 
 
@@ -1024,7 +1027,7 @@ def with_fits(m: KernelModel, gpu: str, how: str = "measured", gemm: bool = True
     moe = {key: MoEFit.from_doc(d, where) for key, d in (g if tables == "vllm" else own).get("moe", {}).items()} \
         if gemm else {}
     m = replace(m, fixed_s=fixed, fitted=gpu, fitted_how=how, gemm_fits=fits, gemm_fit=fits.get("bf16"),
-                attention_fits=attention, fitted_tables=tables, moe_fits=moe, band=calibrated_band())
+                attention_fits=attention, fitted_tables=tables, moe_fits=moe, band=calibrated_band(how))
     if how == "nearest":
         return m
     return replace(m, collectives=fitted_collectives(gpu, engine), links=gpu)
