@@ -177,12 +177,23 @@ def heldout_scores() -> dict:
     return case_scores(heldout.CALIBRATION_ONE, heldout.CALIBRATION_SEVERAL)
 
 
-def kind_range(runs: dict[str, list], pooled: dict[str, list]) -> tuple[float, float]:
-    """conformal_range over the sources with enough runs of a kind and GPU count for an 80 % range (four: a kind a
-    source lacks, as the serving runs are all on GPUs measured themselves, or holds too few of, is left to the
-    others); a kind no source has enough runs of takes the range of every kind's runs together (``pooled``)."""
+def kind_runs(runs: dict[str, list], pooled: dict[str, list]) -> tuple[dict[str, list], bool]:
+    """The sources a kind's range is calibrated on, and whether they are every kind's (``pooled``): those with
+    enough runs of the kind for an 80 % range (MIN_RUNS: a source that lacks the kind, as the serving runs lack GPUs
+    of the nearest kind, or holds too few runs of it, is left to the others), else, where none has, every kind's
+    runs of the sources with enough of them. ValueError where no source has enough runs even then."""
     enough = {name: r for name, r in runs.items() if len(r) >= MIN_RUNS}
-    return conformal_range(enough or {name: r for name, r in pooled.items() if len(r) >= MIN_RUNS})
+    if enough:
+        return enough, False
+    enough = {name: r for name, r in pooled.items() if len(r) >= MIN_RUNS}
+    if not enough:
+        raise ValueError(f"no source has {MIN_RUNS} runs for an {COVERAGE:.0%} range")
+    return enough, True
+
+
+def kind_range(runs: dict[str, list], pooled: dict[str, list]) -> tuple[float, float]:
+    """conformal_range over a kind's sources (kind_runs)."""
+    return conformal_range(kind_runs(runs, pooled)[0])
 
 
 def split_check(serving: dict, published: dict) -> None:
@@ -250,8 +261,10 @@ def main() -> None:
     bands: dict = {}
     for kind in KINDS:
         for g in GROUPS:
-            runs = {name: s[kind][g] for name, s in sources.items() if len(s[kind][g]) >= MIN_RUNS}
-            below, above = kind_range(runs, {name: [r for k in KINDS for r in s[k][g]] for name, s in sources.items()})
+            own_runs = {name: s[kind][g] for name, s in sources.items()}
+            runs, pooled = kind_runs(own_runs, {name: [r for k in KINDS for r in s[k][g]]
+                                                for name, s in sources.items()})
+            below, above = conformal_range(runs)
             if math.isinf(below + above):
                 sys.exit(f"calibrate.py: more than {1 - COVERAGE:.0%} of a source's {kind} {g} runs no range holds "
                          f"(below their floors): the step model, not the range, needs mending")
@@ -263,8 +276,13 @@ def main() -> None:
                              "slower": sum(side == ABOVE for side, _ in r),
                              "not_held": sum(math.isinf(v) for _, v in r),
                              "own": {BELOW: round(own[0], 4), ABOVE: round(own[1], 4)}}
-            bands.setdefault(kind, {})[g] = {BELOW: below, ABOVE: above, "sources": per,
-                                             **({} if runs else {"pooled": "too few runs of this kind: every kind's"})}
+            # pooled: each source's runs of this kind among every kind's that set the range; else the runs of a
+            # source too few to calibrate on (fewer than MIN_RUNS), left out
+            counts = {name: len(r) for name, r in own_runs.items() if r and (pooled or len(r) < MIN_RUNS)}
+            band = {BELOW: below, ABOVE: above, "sources": per}
+            if counts:
+                band["pooled, this kind's runs" if pooled else "left out, too few runs"] = counts
+            bands.setdefault(kind, {})[g] = band
             print(f"{kind} {g}: x{math.exp(-below):.3f} to x{math.exp(above):.3f} (width "
                   f"{math.exp(below + above):.2f}); "
                   + ", ".join(f"{k} holds {v['held']} of {v['runs']} (needs {v['needed']}; its own "
@@ -286,7 +304,8 @@ def main() -> None:
                    "above) that holds, in every source, ceil((n+1) x coverage) of its n runs of that kind (split "
                    "conformal prediction); a run is held where the range's width on its side (above: predicted x "
                    "e^above; below: each step's max(floors, predicted x e^-below)) reaches the least that holds it "
-                   "(inf below the floors)",
+                   "(inf below the floors); a source with fewer than four runs of a kind (too few for 80 %) is left "
+                   "out of its range, and a kind no source has four runs of takes every kind's runs together",
            "step_model": f"roofcalc at {commit or 'unknown commit'}", "date": datetime.date.today().isoformat(),
            "bands": bands}
     CALIBRATION.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
