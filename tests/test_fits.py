@@ -67,8 +67,8 @@ def test_nearest_fits_is_the_measured_gpu_of_the_generation():
              "device's datasheet roofs"),
     ("T4", "GEMM and attention kernels as fitted on A100-SXM's, the nearest measured generation (Ampere; no Turing "
            "GPU measured), on this device's datasheet roofs, AIConfigurator 0.12 vLLM"),
-    ("RTX4090", "attention kernels (GEMMs: the default efficiencies, a GeForce card's) as fitted on L40S's, its "
-                "generation's measured GPU (Ada)"),
+    ("RTX4090", "GEMM kernels' memory side and fixed cost (their compute side: the default, a GeForce card's own "
+                "datasheet peak) and attention kernels as fitted on L40S's, its generation's measured GPU (Ada)"),
     # fp32 compute: the forms were fitted on 16- and 8-bit tables, so only the fixed costs are the H100's
     ("H100-SXM --dtype fp32", "kernels' fixed costs (GEMM and attention: the default efficiencies, as for any fp32 "
                               "step: the forms were measured in 16 and 8 bits) and collectives fitted on H100-SXM's"),
@@ -221,9 +221,23 @@ def test_fp8_gemms_take_the_fp8_form_and_a_gpu_without_one_the_defaults():
     assert default_model("gpu", fits="a100_sxm").for_compute("fp8").gemm_fit is None  # Ampere: no fp8 tables
 
 
-def test_geforce_cards_keep_their_gemm_peak_and_take_the_attention_forms():
+def test_geforce_cards_take_the_gemm_forms_memory_side_and_keep_their_compute_peak():
+    """An RTX 4090 (AD102) takes the L40S's (AD102) fitted GEMM forms for a matmul's memory side and fixed cost,
+    as fractions of its own datasheet bandwidth, and the attention forms; its compute side stays the GeForce default
+    (CONSUMER_GEMM, 1.0 of its fp32-accumulate peak, times GEMM_ROWS' few-row factor), which the L40S's fitted
+    compute side (measured against its own, full-rate peak) does not describe; it takes no fused MoE form."""
+    from roofcalc.predict import CONSUMER_GEMM, GEMM_ROWS, efficiencies, _interp_log
+
     hw, m = _model("RTX4090")
-    assert m.gemm_fit is None and m.attention_fits  # the consumer GEMM default (their datasheet peak) stays
+    _, l40s = _model("L40S")
+    assert m.gemm_memory_only and not l40s.gemm_memory_only and m.attention_fits and not m.moe_fits
+    assert m.gemm_fit.e_memory == l40s.gemm_fit.e_memory and m.fixed_s["gemm"].expected == l40s.fixed_s["gemm"].expected
+    for rows in (1, 16, 4096):  # q_proj of Llama-2-7B: N = K = 4,096
+        comp, mem = efficiencies(m, "matmul", rows, "", False, 33_554_432.0, 4096, (), 4096)
+        l_comp, l_mem = efficiencies(l40s, "matmul", rows, "", False, 33_554_432.0, 4096, (), 4096)
+        assert mem == pytest.approx(l_mem, rel=1e-12)  # the same die's memory side
+        assert comp == pytest.approx(CONSUMER_GEMM.expected * _interp_log(rows, GEMM_ROWS), rel=1e-12)
+    assert comp == 1.0 and l_comp < 1.0  # M = 4,096: the 4090's own peak; the L40S's fit below its own
 
 
 # Measured rows of AIConfigurator 0.12's H100 SXM vLLM 0.24.0 tables (gemm_perf.parquet: torch.nn.functional.linear,

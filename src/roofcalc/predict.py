@@ -761,6 +761,10 @@ class KernelModel:
     # them, by weight format ("int8_wo", "int4_wo", "fp8_block"), and the one its matmuls run (for_compute)
     gemm_fits: Mapping[str, GemmFit] = field(default_factory=dict)
     gemm_fit: GemmFit | None = None
+    # a GeForce card's: its fitted GEMM forms (the nearest measured GPU's) give a matmul's memory side and fixed cost
+    # only; its compute side stays the default class's (CONSUMER_GEMM: these cards reach their own fp32-accumulate
+    # datasheet peak, which the measured datacenter cards' fitted compute sides do not describe)
+    gemm_memory_only: bool = False
     # a measured GPU's fitted attention calls by class (decode_bf16kv, decode_swa_fp8kv, prefill_bf16kv, ...)
     attention_fits: Mapping[str, AttentionFit] = field(default_factory=dict)
     # a measured GPU's fitted fused MoE layers by expert weight format ("bf16", "fp8", "fp8_block", "mxfp4": MoEFit)
@@ -931,7 +935,7 @@ def default_model(kind: str, segment: str = "datacenter", fits: str = "", how: s
     model = KernelModel(classes, dequant, HOST_PER_OP, LAUNCH, overlap=True, attention_size=ATTENTION_SIZE,
                         attention_size_low=ATTENTION_SIZE_LOW, fixed_s={} if kind == "tpu" else dict(GPU_FIXED))
     if fits:
-        model = with_fits(model, fits, how, gemm=segment != "consumer", engine=engine)
+        model = with_fits(model, fits, how, consumer=segment == "consumer", engine=engine)
     if links and (links != fits or how != "measured"):
         model = replace(model, collectives=fitted_collectives(links, engine), links=links)
     return model
@@ -989,8 +993,8 @@ def nccl_size(op: str, message, group: int):
     return message * group if op == "all_gather" else message
 
 
-def with_fits(m: KernelModel, gpu: str, how: str = "measured", gemm: bool = True, engine: str = "") -> KernelModel:
-    """``m`` with one measured GPU's fitted fixed costs per class, its fitted GEMMs (``gemm``; GemmFit) and its
+def with_fits(m: KernelModel, gpu: str, how: str = "measured", consumer: bool = False, engine: str = "") -> KernelModel:
+    """``m`` with one measured GPU's fitted fixed costs per class, its fitted GEMMs (GemmFit) and its
     fitted collectives (FITTED_COLLECTIVES; AIConfigurator 0.12's vLLM and NCCL tables; cross-validated in
     docs/kernel_fits.md). Their pessimistic ends keep the defaults' spread (fixed costs: the slowest of the five
     GPUs over their median; a GEMM's efficiencies: the gemm and gemv classes' pessimistic over expected; a
@@ -1000,7 +1004,9 @@ def with_fits(m: KernelModel, gpu: str, how: str = "measured", gemm: bool = True
     and attention calls' efficiencies as fractions of its own datasheet roofs, and not its collectives (another
     link). Attention calls (AttentionFit) keep the attention classes' spread. ``engine``: SGLang's or
     TensorRT-LLM's own tables for their presets (each class where measured), vLLM's for every other engine
-    (vLLM's 16-bit GEMM is PyTorch's F.linear, what transformers and gpt-fast call too)."""
+    (vLLM's 16-bit GEMM is PyTorch's F.linear, what transformers and gpt-fast call too). ``consumer``: a GeForce
+    card, whose GEMMs take the forms' memory side and fixed cost but keep their compute side at the default
+    (KernelModel.gemm_memory_only), and which takes no fused MoE form (each carries its compute side)."""
     doc = kernel_fits()
     g = doc["gpus"][gpu]
     tables = engine if engine in TABLE_ENGINES else "vllm"
@@ -1014,8 +1020,7 @@ def with_fits(m: KernelModel, gpu: str, how: str = "measured", gemm: bool = True
     fixed = dict(m.fixed_s)
     for name, seconds in g["fixed_s"].items():
         fixed[name] = fitted(name, seconds)
-    fits = {dtype: GemmFit.from_doc(d, where) for dtype, d in {**g.get("gemm", {}), **own.get("gemm", {})}.items()} \
-        if gemm else {}
+    fits = {dtype: GemmFit.from_doc(d, where) for dtype, d in {**g.get("gemm", {}), **own.get("gemm", {})}.items()}
     attention = {cls: AttentionFit.from_doc(d, where)
                  for cls, d in {**g.get("attention", {}), **own.get("attention", {})}.items()}
     if "bf16" in fits:  # the class fixed costs are the 16-bit forms' (attention's less the cache write's kernel)
@@ -1025,8 +1030,9 @@ def with_fits(m: KernelModel, gpu: str, how: str = "measured", gemm: bool = True
             fixed[name] = fitted(name, attention[cls].fixed_s)
     # the engine's own fused MoE (vLLM's FusedMoE, SGLang's Triton kernel, TensorRT-LLM's CUTLASS one: fit_kernels.load_moe)
     moe = {key: MoEFit.from_doc(d, where) for key, d in (g if tables == "vllm" else own).get("moe", {}).items()} \
-        if gemm else {}
+        if not consumer else {}
     m = replace(m, fixed_s=fixed, fitted=gpu, fitted_how=how, gemm_fits=fits, gemm_fit=fits.get("bf16"),
+                gemm_memory_only=consumer,
                 attention_fits=attention, fitted_tables=tables, moe_fits=moe, band=calibrated_band(how))
     if how == "nearest":
         return m
@@ -1307,11 +1313,14 @@ def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessi
         comp = m.gemm_16bit.pick(pessimistic)
     gemm = m.matmul_fit(weight_format) if kind == "matmul" else None
     if gemm is not None:
-        comp, mem = gemm.efficiencies(rows, width, depth)
+        fitted_comp, mem = gemm.efficiencies(rows, width, depth)
         if pessimistic:
             g, c = m.classes["gemv"], m.classes["gemm"]
-            comp, mem = comp * c.pessimistic / c.expected, mem * g.pessimistic / g.expected
-    elif kind == "matmul" and m.relative_to in ("datasheet", "measured roof"):  # the defaults only
+            fitted_comp, mem = fitted_comp * c.pessimistic / c.expected, mem * g.pessimistic / g.expected
+        if not m.gemm_memory_only:
+            comp = fitted_comp
+    if (gemm is None or m.gemm_memory_only) and kind == "matmul" and m.relative_to in ("datasheet",
+                                                                                      "measured roof"):  # defaults
         comp = comp * _interp_log(rows, GEMM_ROWS_LOW if pessimistic else GEMM_ROWS)
         if m.depth and depth and weight_format != "float":
             comp = comp * _interp_log(depth, m.depth)

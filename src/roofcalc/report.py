@@ -431,7 +431,9 @@ def fixed_cost_words(r) -> str:
     default = "the default efficiencies" + (f", as for any {r.compute_dtype} step: the forms were measured in 16 "
                                             f"and 8 bits" if r.compute_dtype not in ("bf16", "fp16", "fp8", "fp4")
                                             else ", a GeForce card's" if r.hardware.segment == "consumer" else "")
-    what = ("GEMM and attention kernels" if m.gemm_fits and m.attention_fits else
+    what = ("GEMM kernels' memory side and fixed cost (their compute side: the default, a GeForce card's own "
+            "datasheet peak) and attention kernels" if m.gemm_memory_only and m.gemm_fits and m.attention_fits else
+            "GEMM and attention kernels" if m.gemm_fits and m.attention_fits else
             f"attention kernels (GEMMs: {default})" if m.attention_fits else
             f"GEMM kernels (attention: {default})" if m.gemm_fits else
             f"kernels' fixed costs (GEMM and attention: {default})")
