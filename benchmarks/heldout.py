@@ -555,6 +555,35 @@ Left out: the run named gptq (its config loads the AWQ checkpoint over five devi
 compiled; its layers split over two A100s by device_map, which roofcalc does not model), the 2-bit and
 vector-quantized runs (formats roofcalc does not have).
 Printed as every set runs.
+
+A twenty-first set (CASES_21) was transcribed on 2026-12-05 by a helper reading two repositories' files (it ran
+nothing and looked at no prediction), and committed before roofcalc ran on any of it, after the GeForce cards' GEMMs
+took their generation's memory side; its GPUs are all of the nearest kind (no measured tables), and it is not in
+the range's calibration (its first run is a check of the nearest kind's range on steps it never saw). The same rules
+hold, and these choices were fixed with it:
+* quack-ai/companion scripts/ollama/benchmark_result.csv @ 2cacaef (2024-03-27): Ollama 0.1.29 (its
+  docker-compose.yml pins the image) on an "NVIDIA A10 (Lambda Cloud gpu_1x_a10)", an "A10G (AWS g5.xlarge)" and an
+  "NVIDIA L4 (Scaleway L4-1-24G)" (catalog A10, A10G, L4); its evaluate_latency.py (at 62760c2) sends 20 chat requests
+  one at a time (temperature 0) and writes generation_mean = all generated tokens / all of Ollama's eval_duration
+  (llama.cpp's decode timer): a decode step at batch 1 is 1 / generation_mean. Output lengths are not recorded:
+  context 256 assumed (a prompt of about 50 tokens and half an answer of a few hundred). Ollama 0.1.29 bundles a
+  llama.cpp of early March 2024, before its CUDA graphs (May 2024) and FlashAttention (pull request #5021):
+  `fused`, attention unfused. Q4_K_M as int4 in groups of 32 (the fourth set's rule). deepseek-coder-6.7b-instruct
+  and OpenCodeInterpreter-DS-6.7B (its fine-tune) as Llama-2-7B's sizes (the model card's: 4,096 wide, 32 layers,
+  32 heads and KV heads, 11,008; its vocabulary of 32,256 is 0.03 % more parameters; the first set's codellama
+  rule), dolphin-2.6-mistral-7b as Mistral-7B-v0.1's. Left out: its ingestion figures (prompts of about 50 tokens in
+  about 0.25 s, spread 30-45 %: not a GPU prefill), its 3-bit rows, and its laptop RTX 3060 and RTX 3070 rows (not
+  in the catalog).
+* ggml-org/ci (llama.cpp's CI results) llama.cpp/4d/0383321184aadf91968d9e3c6a45286ed2473b/ggml-4-x86-cuda-v100/ @
+  a11e66d (2023-10-07, build 1344): open_llama_7b_v2-tg-{f16,q8_0,q4_0,q4_k}.log on a "Tesla V100-PCIE-16GB", main
+  -ngl 999 -n 256 --ignore-eos after an 8-token prompt; its eval time over 255 runs is a decode step at batch 1 and
+  context 8 + 256 / 2 = 136. OpenLLaMA-7B-v2 has Llama-2-7B's sizes (the log's metadata). Before CUDA graphs and
+  FlashAttention: `fused`, attention unfused. F16 as fp16, Q8_0 as int8 in groups of 32, Q4_0 and Q4_K as int4 in
+  groups of 32. The catalog's V100 is the SXM2 card, with the PCIe card's 900 GB/s (its fp16 peak is about 10 %
+  higher): the decode rows take it. Left out: the same logs' perplexity runs (prefills of 2,048 tokens in
+  micro-batches of 512 with every position's logits, on a compute peak the catalog's V100 does not have), and the
+  bit widths roofcalc has no format for.
+Printed as every set runs.
 """
 
 from __future__ import annotations
@@ -1503,6 +1532,33 @@ CASES_20 = tuple(  # run, model, GPU, format, prefill mean (s), decode mean (s, 
         Case("decode", model, hw, "hf-eager", measured=dec / 63, source=DL_QB, context=96, cache="concat",
              note=f"optimum-benchmark {run}, transformers eager, {name}, decode step", int4_kernel=kernel, **dt)))
 
+COMPANION = ("quack-ai/companion scripts/ollama/benchmark_result.csv @ 2cacaef (2024-03-27): Ollama 0.1.29, one "
+             "request at a time, generation_mean = generated tokens / eval_duration over 20 chat requests")
+GGML_CI_V100 = ("ggml-org/ci llama.cpp/4d/0383321184aadf91968d9e3c6a45286ed2473b/ggml-4-x86-cuda-v100 @ a11e66d "
+                "(2023-10-07): llama.cpp build 1344 on a Tesla V100-PCIE-16GB, main -n 256 --ignore-eos, eval time "
+                "over 255 runs")
+_COMPANION_ROWS = (  # model, Ollama tag, GPU, generation_mean (tokens/s)
+    (L7, "deepseek-coder:6.7b-instruct-q4_K_M", "A10", 78.68),
+    (L7, "opencodeinterpreter-ds:6.7b-Q4_K_M", "A10", 77.26),
+    (M7, "dolphin-mistral:7b-v2.6-dpo-laser-q4_K_M", "A10", 73.9),
+    (L7, "deepseek-coder:6.7b-instruct-q4_K_M", "A10G", 79.62),
+    (L7, "opencodeinterpreter-ds:6.7b-Q4_K_M", "A10G", 79.02),
+    (M7, "dolphin-mistral:7b-v2.6-dpo-laser-q4_K_M", "A10G", 75.91),
+    (L7, "deepseek-coder:6.7b-instruct-q4_K_M", "L4", 49.97),
+    (L7, "opencodeinterpreter-ds:6.7b-Q4_K_M", "L4", 49.39),
+    (M7, "dolphin-mistral:7b-v2.6-dpo-laser-q4_K_M", "L4", 47.27))
+_V100_ROWS = (  # llama.cpp type, weights, eval time (ms) over 255 runs
+    ("F16", {}, 4825.95), ("Q8_0", dict(weight_dtype="int8", group_size=32), 3233.86),
+    ("Q4_0", Q4_32, 2200.77), ("Q4_K", Q4_32, 2468.47))
+CASES_21 = (
+    *(Case("decode", model, hw, "fused", measured=1 / tps, source=COMPANION, context=256, attention="unfused",
+           note=f"Ollama 0.1.29 {tag}", **FP16, **Q4_32)
+      for model, tag, hw, tps in _COMPANION_ROWS),
+    *(Case("decode", L7, "V100-SXM2", "fused", measured=ms / 1e3 / 255, source=GGML_CI_V100, context=136,
+           attention="unfused", note=f"llama.cpp build 1344 {name} (OpenLLaMA-7B-v2), V100 PCIe", **FP16, **q)
+      for name, q, ms in _V100_ROWS),
+)
+
 # llama.cpp before its FlashAttention (pull request #5021, merged 2024-04-30) ran attention unfused: K·Q written in
 # fp32, a softmax kernel over it, the PV matmul reading it (llm_build_kqv), a prompt in micro-batches of 512 (its
 # n_batch, then n_ubatch, default), which the sets above ran as one fused call. Re-read after the thirteenth set's
@@ -1614,6 +1670,7 @@ if __name__ == "__main__":
                          ("Eighteenth set, one GPU", CASES_18), ("Eighteenth set, more than one GPU", CASES_18_MULTI),
                          ("Nineteenth set, one GPU", CASES_19),
                          ("Twentieth set, one GPU", CASES_20),
+                         ("Twenty-first set, one GPU (not in the range's calibration)", CASES_21),
                          ("Seventh set's vLLM V0 rows under --engine vllm-v0, its host time included (written after "
                           "the set's first run: seen)", SEEN_7_V0),
                          ("The first set's vLLM rows under --engine vllm-v0, its host time included (a check of the "
