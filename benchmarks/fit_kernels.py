@@ -1053,8 +1053,8 @@ Why, and what else the tables showed:
   efficiency of 0.38-0.47 (at six layers' reading, 0.50-0.66). At 8,192 x 8,192 on the B200
   (vLLM) one takes 14.8 µs at M = 1 and 130 µs at M = 4,096, where fp8 takes 33.4 and 231 µs and bf16 23.8 and
   322 µs: 4.2 PFLOP/s, 47 % of the fp4 peak (fp8 53 % of its own). A checkpoint's `nvfp4` matmul computing in fp4
-  takes its engine's form; a GPU with FP4 GEMMs and no fitted forms (the RTX 5090: GeForce cards take the
-  defaults) the fp8 default class on the fp4 peak; a GPU without FP4 GEMMs runs NVFP4 weights W4A16 (vLLM's FP4
+  takes its engine's form (the RTX 5090, a GeForce card: the RTX PRO 6000's form for its memory side and input
+  quantization, the fp8 default class on the fp4 peak for its compute side); a GPU without FP4 GEMMs runs NVFP4 weights W4A16 (vLLM's FP4
   Marlin), the 16-bit form with the dequantizing factor.
 * **Weight-only int8 and int4 GEMMs** (`gemm_int8_wo`, `gemm_int4_wo`) are in one table: the A100's
   TensorRT-LLM 1.0 (its WeightOnlyQuantMatmul plugin inside a TensorRT engine; the later tables hold none). Their

@@ -1140,3 +1140,6 @@ def test_unfused_attention_from_the_command_line(capsys):
                         "2048", "--hw", "RTX4090", "--format", "json"], capsys)
     doc = json.loads(out)
     assert code == 0 and doc["workload"]["ubatch"] == 512 and doc["step"]["engine"]["attention"].startswith("unfused")
+    # a GeForce card's GEMMs: the L40S's forms for their memory side, its own default compute side
+    fits = doc["hardware"]["kernel_fits"]
+    assert (fits["gpu"], fits["how"], fits["gemm"], fits["gemm_compute"]) == ("l40s", "nearest", True, "default")

@@ -67,8 +67,8 @@ def test_nearest_fits_is_the_measured_gpu_of_the_generation():
              "device's datasheet roofs"),
     ("T4", "GEMM and attention kernels as fitted on A100-SXM's, the nearest measured generation (Ampere; no Turing "
            "GPU measured), on this device's datasheet roofs, AIConfigurator 0.12 vLLM"),
-    ("RTX4090", "GEMM kernels' memory side and fixed cost (their compute side: the default, a GeForce card's own "
-                "datasheet peak) and attention kernels as fitted on L40S's, its generation's measured GPU (Ada)"),
+    ("RTX4090", "GEMM kernels' memory side and fixed cost (their compute side: the default efficiencies, a GeForce "
+                "card's) and attention kernels as fitted on L40S's, its generation's measured GPU (Ada)"),
     # fp32 compute: the forms were fitted on 16- and 8-bit tables, so only the fixed costs are the H100's
     ("H100-SXM --dtype fp32", "kernels' fixed costs (GEMM and attention: the default efficiencies, as for any fp32 "
                               "step: the forms were measured in 16 and 8 bits) and collectives fitted on H100-SXM's"),
@@ -225,19 +225,42 @@ def test_geforce_cards_take_the_gemm_forms_memory_side_and_keep_their_compute_pe
     """An RTX 4090 (AD102) takes the L40S's (AD102) fitted GEMM forms for a matmul's memory side and fixed cost,
     as fractions of its own datasheet bandwidth, and the attention forms; its compute side stays the GeForce default
     (CONSUMER_GEMM, 1.0 of its fp32-accumulate peak, times GEMM_ROWS' few-row factor), which the L40S's fitted
-    compute side (measured against its own, full-rate peak) does not describe; it takes no fused MoE form."""
+    compute side (measured against its own, full-rate peak) does not describe; it takes no fused MoE form.
+    The oracle at every point: the compute side is the model's without fitted forms (the defaults, as before),
+    the memory side the same forms' read as a GPU of the nearest kind reads them (gemm_memory_only off)."""
+    import itertools
+    from dataclasses import replace
+
+    from roofcalc.engines import find_engine
     from roofcalc.predict import CONSUMER_GEMM, GEMM_ROWS, efficiencies, _interp_log
 
     hw, m = _model("RTX4090")
     _, l40s = _model("L40S")
     assert m.gemm_memory_only and not l40s.gemm_memory_only and m.attention_fits and not m.moe_fits
-    assert m.gemm_fit.e_memory == l40s.gemm_fit.e_memory and m.fixed_s["gemm"].expected == l40s.fixed_s["gemm"].expected
+    assert m.gemm_fit.e_memory == l40s.gemm_fit.e_memory and m.gemm_fit.fixed_s == l40s.gemm_fit.fixed_s
     for rows in (1, 16, 4096):  # q_proj of Llama-2-7B: N = K = 4,096
         comp, mem = efficiencies(m, "matmul", rows, "", False, 33_554_432.0, 4096, (), 4096)
         l_comp, l_mem = efficiencies(l40s, "matmul", rows, "", False, 33_554_432.0, 4096, (), 4096)
         assert mem == pytest.approx(l_mem, rel=1e-12)  # the same die's memory side
         assert comp == pytest.approx(CONSUMER_GEMM.expected * _interp_log(rows, GEMM_ROWS), rel=1e-12)
     assert comp == 1.0 and l_comp < 1.0  # M = 4,096: the 4090's own peak; the L40S's fit below its own
+    points = 0
+    for name, engine, compute in itertools.product(("RTX3090", "RTX4090", "RTX5090"), ("hf", "trtllm", "sglang"),
+                                                   ("fp16", "fp8", "fp4")):
+        hw = find_hardware(name)
+        if compute not in hw.peak_flop_per_s:
+            continue
+        m = kernel_model(hw, Roof(hw.bandwidth_bytes_per_s, hw.peak(compute)), None, compute_dtype=compute,
+                         engine_host=find_engine(engine).host)
+        assert m.gemm_memory_only and m.gemm_fits and not any(k.endswith("_wo") for k in m.gemm_fits)
+        nearest = replace(m, gemm_memory_only=False)
+        for fmt, rows, slow in itertools.product(("", "float", "int8", "int4", "fp8-b128", "nvfp4"),
+                                                 (1, 16, 256, 4096), (False, True)):
+            args = ("matmul", rows, fmt, slow, 16_777_216.0, 4096, (), 4096)
+            comp, mem = efficiencies(m, *args)
+            assert comp == efficiencies(m.unfitted, *args)[0] and mem == efficiencies(nearest, *args)[1]
+            points += 1
+    assert points == (3 + 2 + 1) * 3 * 48  # fp16 on all three, fp8 on the 4090 and 5090, fp4 on the 5090; 3 engines
 
 
 # Measured rows of AIConfigurator 0.12's H100 SXM vLLM 0.24.0 tables (gemm_perf.parquet: torch.nn.functional.linear,

@@ -67,6 +67,7 @@ def test_a_measured_shape_takes_its_measured_time(capsys):
     q = next(k for k in doc["kernels"] if k["name"] == "q_proj")
     assert q["t_expected_s"] == pytest.approx(0.014767110347747803e-3, rel=1e-9)
     assert doc["hardware"]["kernel_fits"]["kernel_db"] is True
+    assert doc["hardware"]["kernel_fits"]["gemm_compute"] == "fitted"  # the H100's own forms, both sides
 
 
 def test_a_read_says_whether_the_table_measured_those_very_sizes():

@@ -1005,8 +1005,10 @@ def with_fits(m: KernelModel, gpu: str, how: str = "measured", consumer: bool = 
     link). Attention calls (AttentionFit) keep the attention classes' spread. ``engine``: SGLang's or
     TensorRT-LLM's own tables for their presets (each class where measured), vLLM's for every other engine
     (vLLM's 16-bit GEMM is PyTorch's F.linear, what transformers and gpt-fast call too). ``consumer``: a GeForce
-    card, whose GEMMs take the forms' memory side and fixed cost but keep their compute side at the default
-    (KernelModel.gemm_memory_only), and which takes no fused MoE form (each carries its compute side)."""
+    card, whose GEMMs take the forms' memory side and fixed cost (an fp8 or fp4 form's input quantization too) but
+    keep their compute side at the default (KernelModel.gemm_memory_only), and which takes no fused MoE form (each
+    carries its compute side) and no weight-only int8 / int4 form (TensorRT-LLM's plugin on the A100: a rate its
+    dequantization sets, not the memory system)."""
     doc = kernel_fits()
     g = doc["gpus"][gpu]
     tables = engine if engine in TABLE_ENGINES else "vllm"
@@ -1020,7 +1022,8 @@ def with_fits(m: KernelModel, gpu: str, how: str = "measured", consumer: bool = 
     fixed = dict(m.fixed_s)
     for name, seconds in g["fixed_s"].items():
         fixed[name] = fitted(name, seconds)
-    fits = {dtype: GemmFit.from_doc(d, where) for dtype, d in {**g.get("gemm", {}), **own.get("gemm", {})}.items()}
+    fits = {dtype: GemmFit.from_doc(d, where) for dtype, d in {**g.get("gemm", {}), **own.get("gemm", {})}.items()
+            if not (consumer and dtype.endswith("_wo"))}  # a weight-only plugin's form is its dequantization's
     attention = {cls: AttentionFit.from_doc(d, where)
                  for cls, d in {**g.get("attention", {}), **own.get("attention", {})}.items()}
     if "bf16" in fits:  # the class fixed costs are the 16-bit forms' (attention's less the cache write's kernel)
@@ -1407,7 +1410,8 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
             d_c, d_m = efficiencies(m.unfitted, kind, rows, weight_format, True, weight_bytes, depth, coll, width)
             work = _maximum(work, _maximum(t_compute / d_c, t_memory / d_m))
         # 16-bit and fp8 tables: not a dequantizing format, nor a matmul on its engine's own weight-format form
-        covered = m.db is not None and not (kind == "matmul" and (weight_format in m.dequant or fit != m.gemm_fit))
+        covered = m.db is not None and not (kind == "matmul" and (weight_format in m.dequant or fit != m.gemm_fit
+                                                                  or m.gemm_memory_only))
         measured = m.db.work(kind, rows, width, depth, attn) if covered else None
         if measured is not None:  # --kernel-db: the nearest measured shape's work is the expected value
             work = _maximum(work, measured) if pessimistic else measured

@@ -141,6 +141,8 @@ def hardware_record(r: Roofline | Sweep) -> dict[str, Any]:
             "kernel_fits": None if r.model is None or not r.model.fitted else
             {"gpu": r.model.fitted, "how": r.model.fitted_how, "tables": r.model.fitted_tables,
              "gemm": bool(r.model.gemm_fits), "attention": bool(r.model.attention_fits),
+             # a GeForce card's GEMM forms give their memory side only: "default" compute side (gemm_memory_only)
+             "gemm_compute": None if not r.model.gemm_fits else "default" if r.model.gemm_memory_only else "fitted",
              "kernel_db": r.model.db is not None},
             # the measured GPU (or PCIe box) whose fitted collectives the step takes, and whose all-reduce: the
             # engine's own as measured in its CUDA graph ("engine"), or NCCL's; null: the default link model
@@ -431,8 +433,8 @@ def fixed_cost_words(r) -> str:
     default = "the default efficiencies" + (f", as for any {r.compute_dtype} step: the forms were measured in 16 "
                                             f"and 8 bits" if r.compute_dtype not in ("bf16", "fp16", "fp8", "fp4")
                                             else ", a GeForce card's" if r.hardware.segment == "consumer" else "")
-    what = ("GEMM kernels' memory side and fixed cost (their compute side: the default, a GeForce card's own "
-            "datasheet peak) and attention kernels" if m.gemm_memory_only and m.gemm_fits and m.attention_fits else
+    what = ("GEMM kernels' memory side and fixed cost (their compute side: the default efficiencies, a GeForce "
+            "card's) and attention kernels" if m.gemm_memory_only and m.gemm_fits and m.attention_fits else
             "GEMM and attention kernels" if m.gemm_fits and m.attention_fits else
             f"attention kernels (GEMMs: {default})" if m.attention_fits else
             f"GEMM kernels (attention: {default})" if m.gemm_fits else
@@ -466,7 +468,9 @@ def fixed_cost_words(r) -> str:
         key = fused_moe_class(r.analysis.workload)
         why = (" for their weight format" if key not in m.moe_fits else
                ": their experts are not one gated-MLP call, the call the form describes")
-        moe = (f"; routed experts: the default efficiencies (no fused-MoE form of {tables}'s fitted here"
+        moe = ("; routed experts: the GEMM forms' memory side, the default compute side (a GeForce card takes no "
+               "fused-MoE form)" if m.gemm_memory_only else
+               f"; routed experts: the default efficiencies (no fused-MoE form of {tables}'s fitted here"
                + (why + ")" if m.moe_fits else ")"))
     # an attention form the preset takes from another engine's tables on this GPU (benchmarks/ship_fits.py)
     lent = {m.attention_fit(p.term.attn) for p in r.step.placements if p.kernel.kind == "attention"} - {None}
