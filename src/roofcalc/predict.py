@@ -152,6 +152,19 @@ _MARLIN_H100 = ((33_554_432 + 16_384 + 32_768) / (134_217_728 * 2 / 4.98e12)  # 
 HOPPER_INT4 = Efficiency(_MARLIN_H100, _MARLIN_H100,
                          note="inclusionAI/humming PR #2, H100, n = k = 8192 channelwise, M = 1: marlin-w4a16 streams "
                          "1.25 TB/s where torch's 16-bit GEMM streams 2.30 TB/s (0.54)")
+# On a GA100 (A100, A800: compute capability 8.0) Marlin stays short of that ideal on real layers, the more the smaller
+# the layer: the same README's assets/models.png (IST-DASLab/marlin @ 2f6d7c1; group 128, batch 16, the summed time of
+# a Transformer block's linear layers, bench.py's MODELS) has its speedup over FP16 PyTorch at 3.69-3.85 on the A10,
+# 3.40-3.87 on the RTX A6000 and 3.60-4.25 on the RTX 3090 (the ideal 3.87, the factor 1 above), but on the A100 2.22
+# (Llama 7B's layers), 2.80 (13B), 3.04 (33B), 3.20 (65B) and 3.64 (Falcon 180B), read off the figure. On a GA100
+# int4's factor is taken as 1 - c (int4 bytes of the matmul's weight / 1 MB)^-a, c = 3.3 and a = 0.72 the least
+# squares of log(bar / the step model's speedup) over the five models (benchmarks/int4_kernels.py, marlin_points();
+# two parameters for five bars, each within 4 %), written at 8 MB to 512 MB and read in log bytes, flat beyond. The
+# figure's layers run from 8.7 MB (Llama 7B's 4,096 x 4,096) to 576 MB: below about 20 MB the values rest on the form
+# more than on a bar. Taken at every batch from 1 to 16, as the README's A10 curve (assets/peak.png) is flat there;
+# its pessimistic end stays gpt-fast's A100 figure (0.617), or the factor where that is lower.
+GA100_INT4_SIZE = ((8e6, 0.2616), (16e6, 0.5517), (32e6, 0.7279), (64e6, 0.8348), (128e6, 0.8997), (256e6, 0.9391),
+                   (512e6, 0.963))
 # AutoAWQ's GEMM kernel (gemm_forward_4bit_cuda_m16n128k32: WQLinear_GEMM, and vLLM's `awq` quantization, which runs
 # the same code) dequantizes each int4 weight tile in registers for every tile of 16 input rows it computes (rows past
 # M masked, not skipped), so its rate levels off far below the tensor cores' past a few tiles, and one row costs
@@ -741,6 +754,9 @@ class KernelModel:
     relative_to: str = "datasheet"  # what the fractions are of: "datasheet", "measured roof" (the defaults
     # moved onto a measured roof), "measured" (a profile's own), "ideal"
     depth: tuple[tuple[float, float], ...] = ()  # GEMMs' compute side by reduction depth K: ((K, factor), ...)
+    # a weight format's dequantizing factor by the matmul's weight bytes: format -> ((bytes, factor), ...), read in log
+    # bytes, times ``dequant``'s expected end (its pessimistic end where that is lower): GA100_INT4_SIZE on a GA100
+    dequant_size: Mapping[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)
     # decode attention's memory side by the KV bytes it reads: ((bytes, factor), ...) expected and pessimistic
     attention_size: tuple[tuple[float, float], ...] = ()
     attention_size_low: tuple[tuple[float, float], ...] = ()
@@ -930,10 +946,18 @@ def default_model(kind: str, segment: str = "datacenter", fits: str = "", how: s
         for name in ("nvfp4", "nvfp4a16"):  # W4A16 NVFP4 runs vLLM's FP4 Marlin: int4's Marlin figure, as elsewhere
             dequant[name] = replace(HOPPER_INT4, note="vLLM's FP4 Marlin: no published figure of its own found; "
                                     "Marlin's int4 one on Hopper (" + HOPPER_INT4.note + ")")
+    dequant_size = {}
+    if compute_capability is not None and 8.0 <= compute_capability < 8.1:  # GA100: Marlin short of it on small layers
+        dequant_size = {name: GA100_INT4_SIZE for name in ("int4", "nvfp4", "nvfp4a16")}  # FP4 Marlin: int4's, as above
+        for name in dequant_size:
+            dequant[name] = replace(dequant[name], note=dequant[name].note + "; on a GA100 times 1 - 3.3 (int4 MB of "
+                                    "the weight)^-0.72 (0.26 at 8 MB, 0.73 at 32, 0.90 at 128): Marlin README's A100 "
+                                    "speedups by model, assets/models.png (GA100_INT4_SIZE)")
     # a TPU runs a step as one XLA program (the catalog's source): no kernel launches, and the GPU kernels' fixed
     # costs (measured on NVIDIA GPUs) are not a TPU's; none measured on one, so none is charged
     model = KernelModel(classes, dequant, HOST_PER_OP, LAUNCH, overlap=True, attention_size=ATTENTION_SIZE,
-                        attention_size_low=ATTENTION_SIZE_LOW, fixed_s={} if kind == "tpu" else dict(GPU_FIXED))
+                        attention_size_low=ATTENTION_SIZE_LOW, fixed_s={} if kind == "tpu" else dict(GPU_FIXED),
+                        dequant_size=dequant_size)
     if fits:
         model = with_fits(model, fits, how, consumer=segment == "consumer", engine=engine)
     if links and (links != fits or how != "measured"):
@@ -1337,7 +1361,13 @@ def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessi
         comp = e * (c.pessimistic / c.expected if pessimistic else 1.0)
         mem = e * (g.pessimistic / g.expected if pessimistic else 1.0)
     if kind == "matmul" and weight_format in m.dequant and not (gemm is not None and gemm is not m.gemm_fit):
-        mem = mem * m.dequant[weight_format].pick(pessimistic)  # (a weight-only form measured its dequantizing)
+        d = m.dequant[weight_format]  # (a weight-only form measured its dequantizing)
+        size = m.dequant_size.get(weight_format)
+        if size and _positive_size(weight_bytes):  # by the weight's size (GA100_INT4_SIZE)
+            f = d.expected * _interp_log(weight_bytes, size)
+            mem = mem * (_minimum(f, d.pessimistic) if pessimistic else f)
+        else:
+            mem = mem * d.pick(pessimistic)
     if kind == "matmul" and weight_format == "int4" and m.int4_cap and m.int4_cap[0]:
         comp = _int4_capped(m, comp, rows, pessimistic)
     return comp, mem
