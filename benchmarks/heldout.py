@@ -584,6 +584,36 @@ hold, and these choices were fixed with it:
   micro-batches of 512 with every position's logits, on a compute peak the catalog's V100 does not have), and the
   bit widths roofcalc has no format for.
 Printed as every set runs.
+
+A twenty-second set (CASES_22) was transcribed on 2026-12-05 by a helper reading a repository's files and two issue
+threads (it ran nothing and looked at no prediction), and committed before roofcalc ran on any of it, after an A100's
+int4 matmuls took Marlin's A100 figure by layer size (predict.GA100_INT4_SIZE): sought as that change's first check on
+steps nobody looked at, int4 weight-only models on A100s beside their 16-bit twins. The same rules hold, and these
+choices were fixed with it:
+* FreedomIntelligence/AccelMark @ 5797fc4, suite C's sustained scenario (results/verified/
+  nvidia_a100_sxm4_{40,80}gbx1_suite_C_*/{bf16,w4a16}/sustained/result.json, 2026-04-15 and 2026-05-18): vLLM's
+  AsyncLLMEngine in-process, Llama-3.1-8B-Instruct in bf16 and RedHatAI's Meta-Llama-3.1-8B-Instruct-quantized.w4a16
+  (int4 weights, fp16 activations, the suite's "GPTQ Marlin kernels"; group 128, the eighteenth set's rule for that
+  checkpoint family), one GPU, exactly 8 requests in flight for 15 minutes (the first minute left out), ShareGPT
+  prompts (median about 280 tokens) and outputs up to 512 (the helper's mean over each run's completed requests,
+  348-358): a request case of batch 8, prompt 280 and that mean generated, its figure the run's output tokens/s of all
+  8 streams. vLLM 0.7.3 ran with CUDA graphs (`cuda-graph`); vLLM 0.20.1's w4a16 run with enforce_eager (`fused`),
+  its bf16 run's setting not recorded (vLLM's default, `cuda-graph`). The A100-SXM4-40GB and -80GB as the catalog's
+  A100-40GB and A100-80GB. Left out: the open-loop rows (5 requests a second: how many run at once is not fixed) and
+  the offline rows (their runner forces vLLM's `gptq` kernel and submits every prompt at once).
+* casper-hansen/AutoAWQ issue #276 (qingqiuhe, 2023-12-26): examples/benchmark.py on Llama-2-7b-chat-hf (Llama-2-7B's
+  sizes), an "A100 80G" (the catalog's A100-80GB), batch 1: AutoAWQ of December 2023 (before v0.2.0:
+  `--int4-kernel autoawq-0.1`), its fused layers (`fused`, the third set's rule for that script), AWQ 4-bit in groups
+  of 128 (AutoAWQ's default; not stated) with fp16 activations; a decode step is 1 / its decode tokens/s at context
+  prompt + decode length / 2, a prefill the prompt over its prefill tokens/s. Its FP16 rows run transformers' own
+  model (`hf-eager`, the cache concatenated, as the third set's HF baseline). Left out: the prefill of each table's
+  first row (a first call's warm-up, which the issue asks about) and the FP16 rows the stored thread cuts off.
+* casper-hansen/AutoAWQ issue #645 (shanying2017, 2024-11-15): autoawq 0.2.6, examples/benchmark.py, llama2-13b-chat
+  AWQ (GEMM) on an "NVIDIA A800-SXM4-40GB", batch 1: `--int4-kernel autoawq` (v0.2: its kernel below 1,024 tokens),
+  `fused`, groups of 128 assumed; the A800 (an A100 with a slower NVLink) as the catalog's A100-40GB. Decode and
+  prefill as above; its first row's prefill left out (warm-up).
+* Left out whole: the DeepSeek-R1-AWQ and V3-AWQ model cards' 8 x A100 table (a patched vLLM build; its "TPS per
+  request" not defined) and vLLM pull request #14138's 8 x A800 rows (prompt and output lengths not given).
 """
 
 from __future__ import annotations
@@ -1559,6 +1589,46 @@ CASES_21 = (
       for name, q, ms in _V100_ROWS),
 )
 
+ACCELMARK = ("FreedomIntelligence/AccelMark @ 5797fc4, suite C sustained: vLLM AsyncLLMEngine, Llama-3.1-8B-Instruct, "
+             "8 requests in flight for 15 min, ShareGPT (prompt median ~280, output <= 512), output tokens/s")
+AWQ_276 = ("casper-hansen/AutoAWQ issue #276 (2023-12-26): examples/benchmark.py, Llama-2-7b-chat, A100 80G, batch 1, "
+           "prefill and decode tokens/s")
+AWQ_645 = ("casper-hansen/AutoAWQ issue #645 (2024-11-15): autoawq 0.2.6, examples/benchmark.py, llama2-13b-chat AWQ, "
+           "A800-SXM4-40GB, batch 1, prefill and decode tokens/s")
+_ACCELMARK_ROWS = (  # GPU, vLLM, format, impl, mean generated, output tokens/s
+    ("A100-40GB", "0.7.3", "w4a16", "cuda-graph", 348, 813.5), ("A100-40GB", "0.7.3", "bf16", "cuda-graph", 356, 491.9),
+    ("A100-80GB", "0.7.3", "w4a16", "cuda-graph", 348, 757.0), ("A100-80GB", "0.7.3", "bf16", "cuda-graph", 357, 537.9),
+    ("A100-80GB", "0.20.1", "w4a16", "fused", 349, 437.3), ("A100-80GB", "0.20.1", "bf16", "cuda-graph", 358, 706.9))
+_AWQ_276_ROWS = (  # format, prompt = decode length, prefill tokens/s (None: left out), decode tokens/s
+    ("AWQ", 32, None, 96.7343), ("AWQ", 64, 2024.28, 88.3774), ("AWQ", 128, 3300.77, 94.6881),
+    ("AWQ", 256, 3738.89, 96.6029), ("AWQ", 512, 3900.86, 94.6219), ("AWQ", 1024, 3810.2, 92.6713),
+    ("AWQ", 2048, 3363.05, 75.8573), ("AWQ", 4096, 2934.01, 77.3857),
+    ("FP16", 32, None, 38.2089), ("FP16", 64, 2105.81, 40.4185), ("FP16", 128, 3073.42, 36.7522))
+_AWQ_645_ROWS = ((32, None, 71.37), (64, 1322.2, 71.36), (128, 1551.88, 70.27), (256, 1782.02, 67.64))
+
+
+def _awq_bench(source, model, hw, kernel, label, fmt, n, pre, dec):
+    awq = fmt == "AWQ"
+    kw = dict(AWQ4, int4_kernel=kernel) if awq else dict(FP16, cache="concat")
+    impl = "fused" if awq else "hf-eager"
+    out = [Case("decode", model, hw, impl, measured=1 / dec, source=source, context=n + n // 2,
+                note=f"{label} {fmt} decode, prompt {n}", **kw)]
+    if pre is not None:
+        out.append(Case("prefill", model, hw, impl, measured=n / pre, source=source, prompt=n,
+                        note=f"{label} {fmt} prefill of {n}", **kw))
+    return out
+
+
+CASES_22 = (
+    *(Case("request", L31_8, hw, impl, measured=tps, source=ACCELMARK, batch=8, prompt=280, generate=out,
+           note=f"vLLM {v}, {fmt}, 8 in flight", **_NM_DT[fmt])
+      for hw, v, fmt, impl, out, tps in _ACCELMARK_ROWS),
+    *(c for fmt, n, pre, dec in _AWQ_276_ROWS
+      for c in _awq_bench(AWQ_276, L7, "A100-80GB", "autoawq-0.1", "AutoAWQ (December 2023)", fmt, n, pre, dec)),
+    *(c for n, pre, dec in _AWQ_645_ROWS
+      for c in _awq_bench(AWQ_645, L13, "A100-40GB", "autoawq", "autoawq 0.2.6, A800-SXM4-40GB", "AWQ", n, pre, dec)),
+)
+
 # llama.cpp before its FlashAttention (pull request #5021, merged 2024-04-30) ran attention unfused: K·Q written in
 # fp32, a softmax kernel over it, the PV matmul reading it (llm_build_kqv), a prompt in micro-batches of 512 (its
 # n_batch, then n_ubatch, default), which the sets above ran as one fused call. Re-read after the thirteenth set's
@@ -1671,6 +1741,7 @@ if __name__ == "__main__":
                          ("Nineteenth set, one GPU", CASES_19),
                          ("Twentieth set, one GPU", CASES_20),
                          ("Twenty-first set, one GPU", CASES_21),
+                         ("Twenty-second set, one GPU", CASES_22),
                          ("Seventh set's vLLM V0 rows under --engine vllm-v0, its host time included (written after "
                           "the set's first run: seen)", SEEN_7_V0),
                          ("The first set's vLLM rows under --engine vllm-v0, its host time included (a check of the "
