@@ -6,7 +6,7 @@ These cases were collected from sources, engines and GPUs that benchmarks/publis
 written down here (with each engine's way of running, below) before roofcalc was ever run on them: no
 default, fitted parameter or rule was chosen while looking at them, and none may be. A case that leads to a
 change becomes "seen" and moves to benchmarks/published.py. One exception, made openly: the range's widths are
-calibrated on the first twenty sets as they are run (benchmarks/calibrate.py, CALIBRATION_ONE and
+calibrated on the first twenty-two sets as they are run (benchmarks/calibrate.py, CALIBRATION_ONE and
 CALIBRATION_SEVERAL below), so for the range those sets are seen; their first-run figures stand in
 docs/validation.md, and each later set is first run before it joins them. Every case runs as published.py runs its own:
 the catalog's datasheet roof, the default efficiencies and host costs, the fitted kernel costs where the GPU
@@ -1688,7 +1688,8 @@ CALIBRATION_SETS = {1: (_pre_fa(CASES), CASES_MULTI), 2: (CASES_2 + RE_READ_2, C
                     13: (_pre_fa(CASES_13), CASES_13_MULTI), 14: (CASES_14, CASES_14_MULTI),
                     15: (_int4(CASES_15), ()), 16: (_int4(CASES_16), ()),
                     17: (CASES_17, CASES_17_MULTI), 18: (CASES_18, CASES_18_MULTI),
-                    19: (CASES_19, ()), 20: (CASES_20, ()), 21: (CASES_21, ())}  # set: (one GPU, several)
+                    19: (CASES_19, ()), 20: (CASES_20, ()), 21: (CASES_21, ()),
+                    22: (CASES_22, ())}  # set: (one GPU, several)
 # every int4 row above re-read with its engine's kernel: as the calibration takes them
 RE_READ_INT4 = tuple(c for one, several in CALIBRATION_SETS.values() for c in one + several if c.int4_kernel)
 CALIBRATION_ONE = sum((one for one, _ in CALIBRATION_SETS.values()), ())

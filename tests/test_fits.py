@@ -747,36 +747,19 @@ def test_int4_weights_on_hopper_take_marlins_measured_h100_bandwidth():
         assert roofline(analyze(shape, wl), find_hardware(hw)).model.dequant["int4"].expected == factor, hw
 
 
-# IST-DASLab/marlin @ 2f6d7c1: bench.py's MODELS, a Transformer block's linear layers (K, N), and the README's
-# assets/models.png, Marlin's speedup over FP16 PyTorch on their summed time at batch 16, group 128, read off the figure
-MARLIN_LAYERS = {
-    "Llama 7B": ((4096, 3 * 4096), (4096, 4096), (4096, 2 * 10752), (10752, 4096)),
-    "Llama 13B": ((5120, 3 * 5120), (5120, 5120), (5120, 2 * 13568), (13568, 5120)),
-    "Llama 33B": ((6656, 3 * 6656), (6656, 6656), (6656, 2 * 17664), (17664, 6656)),
-    "Llama 65B": ((8192, 3 * 8192), (8192, 8192), (8192, 2 * 21760), (21760, 8192)),
-    "Falcon 180B": ((14848, 14848 * 5 + 1024), (14848 * 5, 14848)),
-}
-MARLIN_BARS = {"A100-80GB": (2.22, 2.80, 3.04, 3.20, 3.64), "A10": (3.69, 3.79, 3.83, 3.85, 3.75),
-               "RTX-A6000": (3.40, 3.65, 3.78, 3.87, 3.81)}
+def _int4_kernels():
+    """benchmarks/int4_kernels.py: Marlin's layer shapes (its bench.py), its README figure's bars and the step model's
+    speedup over FP16 on them."""
+    import importlib.util
+    import sys
+    from pathlib import Path
 
-
-def _marlin_speedup(gpu: str, layers) -> float:
-    from roofcalc.calculator import linear_weight_bytes
-    from roofcalc.predict import EngineHost, kernel_time
-
-    hw = find_hardware(gpu)
-    roof = Roof(hw.bandwidth_bytes_per_s, hw.peak("fp16"))
-    model = kernel_model(hw, roof, None, engine_host=EngineHost(int4_kernel="marlin"))
-    total = {}
-    for fmt in ("int4", "fp16"):
-        wl = Workload("decode", 1, 1, 1, weight_dtype=DTYPES[fmt], group_size=128)
-        total[fmt] = 0.0
-        for k, n in layers:
-            w = linear_weight_bytes(k, n, wl)
-            total[fmt] += kernel_time(model, 2 * 16 * n * k / roof.peak_flop_per_s,
-                                      (w + 32 * k + 32 * n) / roof.bandwidth_bytes_per_s, "matmul", 16,
-                                      "int4" if fmt == "int4" else "", w, depth=k, width=n)[0]
-    return total["fp16"] / total["int4"]
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "int4_kernels.py"
+    spec = importlib.util.spec_from_file_location("int4_kernels", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("int4_kernels", mod)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def test_int4_weights_on_a_ga100_take_marlins_a100_speedups_by_layer_size():
@@ -797,9 +780,16 @@ def test_int4_weights_on_a_ga100_take_marlins_a100_speedups_by_layer_size():
     assert default_model("gpu", compute_capability=8.0).dequant_size["int4"] is GA100_INT4_SIZE
     for cc in (8.6, 8.9, 9.0, 7.5):
         assert not default_model("gpu", compute_capability=cc).dequant_size, cc
-    for gpu, bars in MARLIN_BARS.items():
-        for bar, layers in zip(bars, MARLIN_LAYERS.values()):
-            assert _marlin_speedup(gpu, layers) == pytest.approx(bar, rel=0.05 if gpu == "A100-80GB" else 0.06), gpu
+    k = _int4_kernels()
+    # the figure's bars as the script holds them (read off assets/models.png): Llama 7B to Falcon 180B
+    assert [k.MARLIN_BARS[name][k.MARLIN_GPUS.index("A100-80GB")] for name in k.MARLIN_LAYERS] == [2.22, 2.80, 3.04,
+                                                                                                   3.20, 3.64]
+    assert k.MARLIN_LAYERS["Llama 7B"] == ((4096, 12288), (4096, 4096), (4096, 21504), (10752, 4096))
+    for gpu in ("A100-80GB", "A10", "RTX-A6000"):
+        col = k.MARLIN_GPUS.index(gpu)
+        for name, layers in k.MARLIN_LAYERS.items():
+            assert k.marlin_speedup(gpu, layers)[0] == pytest.approx(k.MARLIN_BARS[name][col],
+                                                                     rel=0.05 if gpu == "A100-80GB" else 0.06), gpu
     # read in log bytes between the points: 45.4 MB (Llama 7B's gate and up) between 32 and 64 MB
     hw = find_hardware("A100-80GB")
     m = kernel_model(hw, Roof(hw.bandwidth_bytes_per_s, hw.peak("fp16")), None)
