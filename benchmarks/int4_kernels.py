@@ -176,6 +176,7 @@ def trt_check(data: str) -> None:
     ideal = replace(model, dequant_size={})
     wl = Workload("decode", 1, 1, 1, weight_dtype=DTYPES["int4"], group_size=128)
     logs: dict = {"with the factor": [], "without (Marlin's ideal)": []}
+    by_size: dict = {}
     for r in d.itertuples():
         m, n, k = int(r.m), int(r.n), int(r.k)
         w = linear_weight_bytes(k, n, wl)
@@ -186,11 +187,16 @@ def trt_check(data: str) -> None:
                                (w + 2 * m * k + 2 * m * n) / roof.bandwidth_bytes_per_s, "matmul", m, "int4", w,
                                depth=k, width=n)
             v.append(math.log(r.latency * 1e-3 / float(t)))
+        by_size.setdefault(min(7, int(math.log2(max(w / 1e6, 1.0)))), []).append(logs["with the factor"][-1])
     print("\nTensorRT-LLM's int4 weight-only GEMM on the A100 (M <= 16, DRAM rows) against the Marlin-like form:")
     for name, v in logs.items():
         within = sum(abs(x) <= math.log(1.3) for x in v)
         print(f"  {name}: {len(v)} rows, median log(measured / predicted) {statistics.median(v):+.3f}, median |log| "
               f"{statistics.median(map(abs, v)):.3f}, {within} within 30 % ({100 * within / len(v):.0f} %)")
+    print("  with the factor, by the weight's int4 bytes: " + "; ".join(
+        f"{f'{2 ** b} MB and up' if b == 7 else f'{2 ** b}-{2 ** (b + 1)} MB'} {len(v)} rows, median "
+        f"{statistics.median(v):+.3f}"
+        for b, v in sorted(by_size.items())))
 
 
 if __name__ == "__main__":

@@ -161,8 +161,9 @@ HOPPER_INT4 = Efficiency(_MARLIN_H100, _MARLIN_H100,
 # squares of log(bar / the step model's speedup) over the five models (benchmarks/int4_kernels.py, marlin_points();
 # two parameters for five bars, each within 4 %), written at 8 MB to 512 MB and read in log bytes, flat beyond. The
 # figure's layers run from 8.7 MB (Llama 7B's 4,096 x 4,096) to 576 MB: below about 20 MB the values rest on the form
-# more than on a bar. Taken at every batch from 1 to 16, as the README's A10 curve (assets/peak.png) is flat there;
-# its pessimistic end stays gpt-fast's A100 figure (0.617), or the factor where that is lower.
+# more than on a bar. Taken at every batch on the memory side (the figure is at batch 16; the README's A10 curve,
+# assets/peak.png, is flat from 1 to 32), by every int4 kernel (as Marlin's factor 1 was); its pessimistic end stays
+# gpt-fast's A100 figure (0.617), or the factor where that is lower.
 GA100_INT4_SIZE = ((8e6, 0.2616), (16e6, 0.5517), (32e6, 0.7279), (64e6, 0.8348), (128e6, 0.8997), (256e6, 0.9391),
                    (512e6, 0.963))
 # AutoAWQ's GEMM kernel (gemm_forward_4bit_cuda_m16n128k32: WQLinear_GEMM, and vLLM's `awq` quantization, which runs
@@ -1316,7 +1317,8 @@ def efficiencies(m: KernelModel, kind: str, rows, weight_format: str = "", pessi
     (nccl_size). A
     fitted GPU's matmul takes its fitted form (GemmFit) at M = ``rows``, N = ``width``, K = ``depth``, the
     classes' spread to the pessimistic end; a measured curve still comes first. An attention call of sizes
-    ``attn`` that a fitted class covers takes its fitted form (AttentionFit), the attention classes' spread."""
+    ``attn`` that a fitted class covers takes its fitted form (AttentionFit), the attention classes' spread. A
+    dequantizing format's factor is read at ``weight_bytes`` where the model has a size table for it (dequant_size)."""
     if kind == "collective":  # the link (or the HBM copy) at NCCL's measured share
         fit = m.collective_fit(*collective[:2]) if collective and collective[2] == "link" else None
         e = m.link.pick(pessimistic)
@@ -1437,7 +1439,9 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
         series = fit.quant_s(t_memory, rows, width, depth) if kind == "matmul" else fit.terms(attn)[2]
         work = _maximum(t_c, t_m) + series
         if pessimistic:  # never below the defaults' pessimistic end: the slowest published implementation's
-            d_c, d_m = efficiencies(m.unfitted, kind, rows, weight_format, True, weight_bytes, depth, coll, width)
+            # (a weight-only form measured its own dequantizing: the defaults' factor, not its size table)
+            base_m = m.unfitted if fit is m.gemm_fit else replace(m.unfitted, dequant_size={})
+            d_c, d_m = efficiencies(base_m, kind, rows, weight_format, True, weight_bytes, depth, coll, width)
             work = _maximum(work, _maximum(t_compute / d_c, t_memory / d_m))
         # 16-bit and fp8 tables: not a dequantizing format, nor a matmul on its engine's own weight-format form
         covered = m.db is not None and not (kind == "matmul" and (weight_format in m.dequant or fit != m.gemm_fit
