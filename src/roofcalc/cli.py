@@ -705,11 +705,11 @@ def _add_engine(p) -> None:
                    f"cited (docs/conventions.md; default {DEFAULT_ENGINE}: transformers' eager generate; vllm is "
                    "vLLM's V1 engine, vllm-v0 its releases 0.2.6 to 0.4.2)")
     p.add_argument("--int4-kernel", choices=tuple(INT4_KERNELS), help="the kernel int4 (GPTQ, AWQ) matmuls run: "
-                   "marlin (near the 16-bit GEMM's rate, on an A100 below it on small layers: every preset's but vllm-v0's for "
-                   "AWQ checkpoints); AutoAWQ's "
-                   "GEMM kernel as autoawq (AutoAWQ 0.2+, transformers 4.x's AWQ), autoawq-0.1 (before 0.2) or "
-                   "vllm-awq (vLLM's awq quantization: its default before v0.5.3); AutoGPTQ's exllama (transformers "
-                   "4.x's GPTQ) or exllamav2 (also vLLM's gptq), which dequantize the weights from 8 and 51 rows")
+                   "marlin (near the 16-bit GEMM's rate, on an A100 below it on small layers: every preset's but "
+                   "vllm-v0's for AWQ checkpoints); AutoAWQ's GEMM kernel as autoawq (AutoAWQ 0.2+, transformers "
+                   "4.x's AWQ), autoawq-0.1 (before 0.2) or vllm-awq (vLLM's awq quantization: its default before "
+                   "v0.5.3); AutoGPTQ's exllama (transformers 4.x's GPTQ) or exllamav2 (also vLLM's gptq), which "
+                   "dequantize the weights from 8 and 51 rows")
 
 
 def _resolve_engine(args: argparse.Namespace) -> None:
