@@ -195,6 +195,7 @@ class _CudaOnCpu:
         self._torch = torch
         self.cuda = SimpleNamespace(is_available=lambda: True, synchronize=lambda: None, Event=_WallClockEvent,
                                     mem_get_info=lambda: (free, 4 * free), get_device_name=lambda: "Shim GPU",
+                                    get_device_capability=lambda: (9, 0),
                                     Stream=_ShimStream, current_stream=_ShimStream, stream=lambda s: nullcontext(),
                                     CUDAGraph=object, graph=_no_capture)
         self.backends = SimpleNamespace(cuda=SimpleNamespace(matmul=SimpleNamespace(allow_tf32=True)))

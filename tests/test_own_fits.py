@@ -102,15 +102,15 @@ def test_predict_evaluates_the_written_form_as_the_fit_did(fitted):
     assert got == pytest.approx(fits["scores"]["decode_bf16kv"]["in_sample"]["median_abs_log"], abs=0.002)
 
 
-def _profile(tmp_path, fits, c):
+def _profile(tmp_path, fits, c, name="NVIDIA H100 80GB HBM3", compute_capability=None):
     curves = M.Curves(c.matmul, c.attention, c.prefill_attention, (), 0, 2, "bf16", fits=fits)
     # the synthetic GPU's roof is the H100 datasheet's, which the forms are fractions of
     copy = M.Sample("copy", BW * 1e-3, (1e-3,) * 3)
     mat = {"bf16": (M.Sample("matmul 8192", PEAK * 1e-2, (1e-2,) * 3),)}
-    m = M.Measurement("cuda", "NVIDIA H100 80GB HBM3", copy, copy, mat, M.Sample("launch", 1, (5e-6,) * 3), 80e9,
-                      curves=curves)
+    m = M.Measurement("cuda", name, copy, copy, mat, M.Sample("launch", 1, (5e-6,) * 3), 80e9,
+                      curves=curves, compute_capability=compute_capability)
     nominal, _ = M.closest_nominal(m, None)
-    path = tmp_path / "h100.json"
+    path = tmp_path / f"{name.split()[1].lower()}.json"
     M.write_profile(m, nominal, str(path))
     return m, path
 
@@ -149,6 +149,59 @@ def test_a_profile_carries_its_fits_and_the_step_takes_them(fitted, tmp_path, ca
     assert "GEMM and attention kernels fitted on this GPU's own (roofcalc measure, bf16 on a synthetic H100" in text
     lines = M.curve_lines(m)
     assert lines[0].startswith("fitted    bf16 kernels on this roof") and max(map(len, lines)) <= 100
+
+
+def test_a_measured_profile_takes_its_own_gpus_int4_factor(fitted, tmp_path):
+    """measure records the GPU's compute capability (torch.cuda.get_device_capability) and writes the int4 factor the
+    defaults give that GPU, so --hw-file predicts int4 as --hw does: Hopper's 0.542 (inclusionAI/humming PR #2), a
+    GA100's by layer size (GA100_INT4_SIZE, Marlin README's A100 figure; 0.2616 at 8 MB). A profile written before
+    measure recorded it takes its nominal catalog entry's; an int4 factor of the profile's own stays as given."""
+    from roofcalc import Workload, analyze, load_shape
+    from roofcalc.dtypes import dtype
+    from roofcalc.hardware import find_hardware
+    from roofcalc.predict import GA100_INT4_SIZE, GPU_DEQUANT, HOPPER_INT4, efficiencies
+    from roofcalc.roofline import kernel_model, roofline, roofs
+
+    c, fits = fitted
+    _, path = _profile(tmp_path, fits, c, compute_capability=9.0)
+    doc = json.loads(path.read_text())
+    assert doc["compute_capability"] == 9.0 and doc["efficiency"]["int4"]["expected"] == HOPPER_INT4.expected
+    assert load_profile(str(path)).efficiency.dequant["int4"] == HOPPER_INT4
+
+    def int4_factor(profile, w=8e6):
+        """int4's memory-side efficiency over the same matmul's 16-bit weights, at w bytes of weight."""
+        hw = find_hardware(profile.nominal)
+        m = kernel_model(hw, *roofs(hw, "bf16", measured=profile), profile)
+        kw = dict(weight_bytes=w, depth=4096, width=4096)
+        return efficiencies(m, "matmul", 1, "int4", **kw)[1] / efficiencies(m, "matmul", 1, "", **kw)[1]
+
+    # written before measure recorded the capability: no capability, and Marlin's generic 1.0 as a default
+    doc.pop("compute_capability")
+    doc["efficiency"]["int4"] = {"expected": 1.0, "pessimistic": GPU_DEQUANT["int4"].pessimistic,
+                                 "source": "default", "note": GPU_DEQUANT["int4"].note}
+    path.write_text(json.dumps(doc))
+    old = load_profile(str(path))
+    assert old.efficiency.dequant["int4"].expected == 1.0  # no capability of its own:
+    assert int4_factor(old) == pytest.approx(HOPPER_INT4.expected)  # its nominal's (H100-SXM-80GB, 9.0)
+    # a GA100's profile: the factor by layer size, 0.2616 at 8 MB, as the A100's catalog entry gives it
+    _, a100 = _profile(tmp_path, fits, c, name="NVIDIA A100-SXM4-80GB", compute_capability=8.0)
+    ga100 = load_profile(str(a100))
+    assert ga100.nominal.startswith("A100") and ga100.efficiency.dequant_size["int4"] is GA100_INT4_SIZE
+    assert int4_factor(ga100) == pytest.approx(0.2616) and int4_factor(ga100, 128e6) == pytest.approx(0.8997)
+    # an int4 factor of the profile's own stays, without the size table
+    doc = json.loads(a100.read_text())
+    doc["efficiency"]["int4"] = {"expected": 1.0, "pessimistic": 1.0, "source": "measured", "note": "my own"}
+    mine_path = tmp_path / "mine.json"
+    mine_path.write_text(json.dumps(doc))
+    mine = load_profile(str(mine_path))
+    assert mine.efficiency.dequant["int4"].note == "my own" and "int4" not in mine.efficiency.dequant_size
+    assert int4_factor(mine) == pytest.approx(1.0)
+    # so Llama-2-7B's int4 decode (layers of 8.4-45 MB) under CUDA graphs runs slower under the GA100's factor
+    shape = load_shape("meta-llama/Llama-2-7b-hf")
+    wl = Workload.decode(1, 500, weight_dtype=dtype("int4"), act_dtype=dtype("bf16"), kv_dtype=dtype("bf16"))
+    hw = find_hardware(ga100.nominal)
+    assert roofline(analyze(shape, wl), hw, measured_profile=ga100, impl="cuda-graph").step.predicted_s > \
+        roofline(analyze(shape, wl), hw, measured_profile=mine, impl="cuda-graph").step.predicted_s
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -214,3 +267,7 @@ def test_the_cuda_path_fits_and_writes_its_forms_on_a_shim(monkeypatch, tmp_path
         "bandwidth_bytes_per_s"]
     hw = load_profile(str(out))
     assert hw.efficiency.gemm_fit is not None and hw.efficiency.fitted_how == "profile"
+    # the shim says compute capability 9.0 (a Hopper GPU): the profile records it and Hopper's int4 factor
+    from roofcalc.predict import HOPPER_INT4
+
+    assert doc["compute_capability"] == 9.0 and hw.efficiency.dequant["int4"] == HOPPER_INT4

@@ -165,11 +165,13 @@ def hardware_from_dict(d: Any, where: str) -> Hardware:
     kind = d.get("kind", "gpu")
     if kind not in ("gpu", "cpu", "tpu"):
         raise RoofcalcError(f"{where}: 'kind' must be gpu, cpu or tpu")
+    cc = None if d.get("compute_capability") is None else \
+        number(d["compute_capability"], f"{where}: compute_capability", 1.0, 20.0)
     model = None
     if d.get("efficiency") is not None:
         from .predict import model_from_profile
 
-        model = model_from_profile(d["efficiency"], kind, where)
+        model = model_from_profile(d["efficiency"], kind, where, cc)
     aliases = d.get("aliases", [])
     if not isinstance(aliases, list):
         raise RoofcalcError(f"{where}: 'aliases' must be a list of names")
@@ -196,8 +198,7 @@ def hardware_from_dict(d: Any, where: str) -> Hardware:
         nominal=None if nominal is None else text(nominal, f"{where}: nominal"),
         efficiency=model,
         segment=_segment(d.get("segment", "datacenter"), where),
-        compute_capability=None if d.get("compute_capability") is None else
-        number(d["compute_capability"], f"{where}: compute_capability", 1.0, 20.0),
+        compute_capability=cc,
         kernel_fits=_fits_name(d.get("kernel_fits", ""), where),
         pcie_p2p=_flag(d.get("pcie_p2p"), f"{where}: pcie_p2p"),
     )

@@ -84,6 +84,7 @@ class Measurement:
     read: Sample | None = None  # a read-only stream (CPU)
     curves: "Curves | None" = None  # kernel efficiencies over shapes (measure_curves)
     trust: "Trust | None" = None  # what may have spoilt the timings (trust_check)
+    compute_capability: float | None = None  # a CUDA GPU's (8.0 an A100): the defaults it takes (its int4 factor)
 
     @property
     def streams(self) -> tuple[Sample, ...]:
@@ -114,7 +115,7 @@ class Measurement:
             launch_overhead_s=self.launch_overhead_s, memory_bytes=self.memory_bytes,
             kind="gpu" if self.device == "cuda" else "cpu", nominal=nominal.name if nominal else None,
             source=f"roofcalc measure, {time.strftime('%Y-%m-%d')}: best of {len(self.copy.seconds)} runs",
-            efficiency=model,
+            efficiency=model, compute_capability=self.compute_capability,
         )
 
 
@@ -640,8 +641,9 @@ def cuda_measure(dtypes, repeats: int, nbytes: int | None, progress, curves: boo
             fits["source"] = (f"roofcalc measure, {half} on {torch.cuda.get_device_name()}, "
                               f"{time.strftime('%Y-%m-%d')}; {timed}")
             curve_set = replace(curve_set, fits=fits)
+    major, minor = torch.cuda.get_device_capability()
     return Measurement("cuda", torch.cuda.get_device_name(), copy, add, matmuls, dispatch, float(total),
-                       curves=curve_set)
+                       curves=curve_set, compute_capability=major + minor / 10)
 
 
 # --------------------------------------------------------------------------- kernel curves
@@ -701,7 +703,7 @@ class Curves:
 
         from .predict import Efficiency, default_model
 
-        base = default_model("gpu" if m.device == "cuda" else "cpu")
+        base = default_model("gpu" if m.device == "cuda" else "cpu", compute_capability=m.compute_capability)
         classes = dict(base.classes)
         curve = []
         small, big = [], []

@@ -1148,8 +1148,29 @@ def own_fits(m: KernelModel, doc: Any, where: str) -> KernelModel:
                    own={**doc, "source": source}, band=())  # its own kernels: no calibration of its steps
 
 
-def model_from_profile(doc: Any, kind: str, where: str) -> KernelModel:
-    """A profile's ``efficiency`` object (schema 2) over the defaults of its kind of device."""
+def device_dequant(m: KernelModel, compute_capability: float | None) -> KernelModel:
+    """``m`` (a measured profile's model) with the dequantizing factors the defaults give a GPU of
+    ``compute_capability`` (Hopper's int4, a GA100's int4 by layer size) where it holds a default: an entry
+    written back as the default, at the generic defaults' numbers or at the device's own. An entry of other
+    numbers (measured, given, or edited) is the profile's own and stays, without a size table."""
+    if compute_capability is None:
+        return m
+    own = default_model("gpu", compute_capability=compute_capability)
+    dequant, size = dict(m.dequant), {}
+    for name, e in m.dequant.items():
+        mine = own.dequant.get(name)
+        if mine is None or e.source != "default" or (e.expected, e.pessimistic) not in (
+                (mine.expected, mine.pessimistic), (GPU_DEQUANT[name].expected, GPU_DEQUANT[name].pessimistic)):
+            continue
+        dequant[name] = mine
+        if name in own.dequant_size:
+            size[name] = own.dequant_size[name]
+    return replace(m, dequant=dequant, dequant_size=size)
+
+
+def model_from_profile(doc: Any, kind: str, where: str, compute_capability: float | None = None) -> KernelModel:
+    """A profile's ``efficiency`` object (schema 2) over the defaults of its kind of device; a GPU's
+    ``compute_capability`` (the profile's own) gives the defaults' dequantizing factors for it (device_dequant)."""
     base = default_model(kind)
     if doc is None:
         return base
@@ -1193,7 +1214,7 @@ def model_from_profile(doc: Any, kind: str, where: str) -> KernelModel:
         if kind != "gpu":
             raise RoofcalcError(f"{where}: efficiency.fits are a GPU's fitted kernel forms; this profile is a {kind}'s")
         model = own_fits(model, fits, where)
-    return model
+    return device_dequant(model, compute_capability) if kind == "gpu" else model
 
 
 def _number(v: Any, what: str, lo: float, hi: float) -> float:

@@ -773,6 +773,12 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
 
     if profile is not None and profile.efficiency is not None:
         model = profile.efficiency
+        if profile.kind == "gpu" and profile.compute_capability is None and hardware.kind == "gpu":
+            # a profile that does not say its GPU's compute capability (written before measure recorded it)
+            # takes its catalog entry's: its default int4 factor is the device's own, as --hw's is
+            from .predict import device_dequant
+
+            model = device_dequant(model, hardware.compute_capability)
     else:
         # a profile that says whether its box's GPUs reach each other peer to peer says which PCIe box's
         # collectives it takes; its catalog entry's otherwise
