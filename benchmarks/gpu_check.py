@@ -89,6 +89,18 @@ def main() -> int:
         check(held["median_abs_log"] <= 0.10 and held["within_30"] >= 0.9,
               f"{cls}: held out median |log| {held['median_abs_log']:.3f}, {100 * held['within_30']:.0f}% within "
               f"30% ({sc['held_out_by']})")
+    # the profile says which GPU it is (its compute capability), so the int4 factor it holds is the one --hw gives
+    import torch
+
+    from roofcalc.predict import default_model
+
+    cc = torch.cuda.get_device_capability()
+    own = load_profile(args.out)
+    want = default_model("gpu", compute_capability=cc[0] + cc[1] / 10)
+    check(own.compute_capability == cc[0] + cc[1] / 10 and own.efficiency.dequant["int4"] == want.dequant["int4"]
+          and own.efficiency.dequant_size.get("int4") == want.dequant_size.get("int4"),
+          f"the profile records compute capability {cc[0]}.{cc[1]} and its GPU's int4 factor "
+          f"({want.dequant['int4'].expected:.3f}{', by layer size' if want.dequant_size else ''})")
     host_by_shape()
     for batch in (1, 8):
         r = profile_model(args.model, device="cuda", dtype_name="bf16", batch=batch, context=500, steps=20)
