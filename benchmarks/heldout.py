@@ -615,6 +615,42 @@ choices were fixed with it:
   prefill as above; its first row's prefill left out (warm-up).
 * Left out whole: the DeepSeek-R1-AWQ and V3-AWQ model cards' 8 x A100 table (a patched vLLM build; its "TPS per
   request" not defined) and vLLM pull request #14138's 8 x A800 rows (prompt and output lengths not given).
+
+A twenty-third set (CASES_23, CASES_23_MULTI) was transcribed on 2026-12-06 by two helpers reading repositories' files
+(they ran nothing and looked at no prediction), checked against the files, and committed before roofcalc ran on any
+of it: sought as the first check of the range since the twenty-second set joined it, with several GPUs (tensor
+parallelism at 2, 4 and 8 of one model) from a source no set held. The same rules hold, and these choices were fixed
+with it:
+* NVIDIA/FasterTransformer docs/gpt_guide.md (read at df4a753; its GPT-175B and GPT-89B tables from 0280a66,
+  2021-04-04, FasterTransformer 4.0; GPT-6.7B from 952a1f2, 2021-09-30; GPT-20B from a44c381, 2022-04-15, 5.0):
+  "8xA100-80GBs (with mclk 1593MHz, pclk 1410MHz) ... linked by NVSwitch", the catalog's A100-80GB; FP16; the
+  latency of one static batch, its context phase and then its output length of generated tokens: a request case
+  of that batch, prompt and output, its figure batch x output / latency per GPU. The models are GPT-3's shapes,
+  none a hub checkpoint: heads x 128 and layers from the guide, the FFN 4 x hidden and the vocabulary of 51,200
+  from the repository's examples/cpp/multi_gpu_gpt/gpt_config.ini (its megatron_6.7B, megatron_20B and gpt_175B
+  sections; the 89B's layers the guide's 48), as gpt2 configs in benchmarks/configs/fastertransformer/.
+  FasterTransformer runs its own fused kernels without CUDA graphs (`fused`), writes its KV cache in place, and
+  its context attention of those versions is unfused (GptContextAttentionLayer at a44c381: two batched GEMMs
+  around invokeMaskedSoftMax): attention `unfused`. The 175B and 89B tables ran behind Triton (the guide says
+  so; its request handling is not modelled) at TP 8. Rows taken, a rule fixed before any ran: from each length
+  block taken, batches 1, 8 and the largest the block holds at every TP size shown; GPT-175B and GPT-89B both
+  blocks (128 in, 8 out: batch 32; 512 in, 32 out: batch 16), GPT-20B at TP 1, 2, 4 and 8 the blocks of 128 in, 20
+  out and 80 in, 200 out (batch 64: 128 runs out of memory on one GPU), GPT-6.7B both blocks (batch 64). Left
+  out: the Megatron columns (another engine, no version), Megatron-530B (figures and pipeline stages), GPT-1.3B
+  and 350M, and the other blocks and batches.
+* microsoft/MInference experiments/README.md @ fb56c91 (its table from e3569ed, 2024-06-07): "a single A100 GPU
+  with 80GB of VRAM" (the catalog's A100-80GB), gradientai/Llama-3-8B-Instruct-Gradient-1048k (Llama-3-8B's
+  sizes: Llama-3-8B-Instruct with its positions extended), experiments/benchmarks/benchmark_e2e.py: one forward of
+  l x 1000 tokens, batch 1, use_cache=False, bf16, timed around torch.cuda.synchronize and averaged over 10; its
+  "FlashAttention-2" column, MInference's patched forward with a dense FlashAttention-2 kernel and the last
+  token's logits: a prefill, `hf-eager`, attention fused. Rows 50K, 100K, 200K and 300K. Left out: 1K and 10K
+  (the 1K row's 0.546 s against the vLLM table's 0.081 s shows a fixed cost of the patched path of about 0.45 s
+  that no kernel holds), 500K and 1000K (a KV cache of 500,000 x 131,072 bytes does not fit beside the weights in
+  roofcalc's count, and from 700K the script keeps it on the CPU), the sparse columns, and the vLLM table (whether
+  its long prompts ran as one pass or in chunked prefill is not recorded).
+* Left out whole: mit-han-lab/qserve's README tables (W4A8 weights and activations with a 4-bit KV cache, formats
+  roofcalc has no preset for) and the issue threads the first helper read (their GPU not named in the text
+  stored, or a tokenizer and HTTP path in the figure).
 """
 
 from __future__ import annotations
@@ -1630,6 +1666,36 @@ CASES_22 = (
       for c in _awq_bench(AWQ_645, L13, "A100-40GB", "autoawq", "autoawq 0.2.6, A800-SXM4-40GB", "AWQ", n, pre, dec)),
 )
 
+FT_GUIDE = ("NVIDIA/FasterTransformer docs/gpt_guide.md @ df4a753 (GPT-175B and 89B: FasterTransformer 4.0, 2021-04; "
+            "6.7B: 2021-09; 20B: 5.0, 2022-04): 8 x A100-SXM4-80GB (NVSwitch), FP16, latency of one static batch")
+MINF = ("microsoft/MInference experiments/README.md @ fb56c91 (2024-06-07): one A100 80GB, "
+        "Llama-3-8B-Instruct-Gradient-1048k bf16, benchmark_e2e.py: one forward, batch 1, dense FlashAttention-2")
+_FT = Path(__file__).parent / "configs" / "fastertransformer"
+GPT175, GPT89, GPT20, GPT67 = (str(_FT / f"gpt-{n}.json") for n in ("175b", "89b", "20b", "6.7b"))
+_FT_ROWS = (  # (model, TP, prompt, output, ((batch, latency ms), ...)): docs/gpt_guide.md's FT columns
+    (GPT175, 8, 128, 8, ((1, 488.86), (8, 749.86), (32, 1547.44))),
+    (GPT175, 8, 512, 32, ((1, 1719.96), (8, 2629.97), (16, 3706.23))),
+    (GPT89, 8, 128, 8, ((1, 279.44), (8, 377.50), (32, 786.57))),
+    (GPT89, 8, 512, 32, ((1, 887.52), (8, 1415.02), (16, 1952.2))),
+    *((GPT20, tp, 128, 20, rows_) for tp, rows_ in (
+        (1, ((1, 566), (8, 740), (64, 2157))), (2, ((1, 362), (8, 487), (64, 1379))),
+        (4, ((1, 254), (8, 333), (64, 832))), (8, ((1, 217), (8, 267), (64, 634))))),
+    *((GPT20, tp, 80, 200, rows_) for tp, rows_ in (
+        (1, ((1, 5609), (8, 5838), (64, 8290))), (2, ((1, 3532), (8, 3984), (64, 6003))),
+        (4, ((1, 2438), (8, 2741), (64, 3815))), (8, ((1, 2053), (8, 2268), (64, 3173))))),
+    (GPT67, 1, 128, 8, ((1, 98.29), (8, 162.51), (64, 718.07))),
+    (GPT67, 1, 512, 32, ((1, 384.70), (8, 699.62), (64, 3306.41))))
+_FT_CASES = tuple(
+    Case("request", model, "A100-80GB", "fused", measured=b * out / (ms / 1e3) / tp, source=FT_GUIDE, batch=b,
+         prompt=prompt, generate=out, tp=tp, attention="unfused",
+         note=f"FasterTransformer, batch {b}, {prompt} in, {out} out, {ms:g} ms", **FP16)
+    for model, tp, prompt, out, rows_ in _FT_ROWS for b, ms in rows_)
+CASES_23 = tuple(c for c in _FT_CASES if c.tp == 1) + tuple(
+    Case("prefill", L3_8, "A100-80GB", "hf-eager", measured=s, source=MINF, prompt=n, cache="concat",
+         note=f"MInference's dense FlashAttention-2 forward of {n:,} tokens", **BF16)
+    for n, s in ((50_000, 8.52933), (100_000, 24.88319), (200_000, 79.39184), (300_000, 169.62441)))
+CASES_23_MULTI = tuple(c for c in _FT_CASES if c.tp > 1)
+
 # llama.cpp before its FlashAttention (pull request #5021, merged 2024-04-30) ran attention unfused: K·Q written in
 # fp32, a softmax kernel over it, the PV matmul reading it (llm_build_kqv), a prompt in micro-batches of 512 (its
 # n_batch, then n_ubatch, default), which the sets above ran as one fused call. Re-read after the thirteenth set's
@@ -1745,6 +1811,7 @@ if __name__ == "__main__":
                          ("Twentieth set, one GPU", CASES_20),
                          ("Twenty-first set, one GPU", CASES_21),
                          ("Twenty-second set, one GPU", CASES_22),
+                         ("Twenty-third set, one GPU", CASES_23), ("Twenty-third set, more than one GPU", CASES_23_MULTI),
                          ("Seventh set's vLLM V0 rows under --engine vllm-v0, its host time included (written after "
                           "the set's first run: seen)", SEEN_7_V0),
                          ("The first set's vLLM rows under --engine vllm-v0, its host time included (a check of the "
