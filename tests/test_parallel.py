@@ -295,11 +295,40 @@ def test_sizes_that_do_not_divide_are_refused_by_name():
         shard(shape, 3)
     from roofcalc.sources import load_shape
 
-    with pytest.raises(RoofcalcError, match="no tensor-parallel plan for gpt2"):  # transformers has none
+    with pytest.raises(RoofcalcError, match="does not divide vocab_size 50257"):  # GPT-2's own vocabulary
         shard(load_shape("openai-community/gpt2"), 2)
     with pytest.raises(RoofcalcError, match="does not divide moe_intermediate_size 100"):
         shard(shape_from_config(dict(BASE, model_type="qwen3_moe", num_key_value_heads=2, num_experts=4,
                                      num_experts_per_tok=2, moe_intermediate_size=100), "q"), 8)
+
+
+def test_gpt2_and_opt_split_as_vllm_splits_them():
+    """transformers has no tensor-parallel plan for GPT-2 or OPT; vLLM splits them (vllm/model_executor/models/gpt2.py,
+    opt.py) as Megatron-LM split GPT-2: c_attn by heads (a QKVParallelLinear), attn.c_proj and mlp.c_proj
+    row-parallel with their biases whole, c_fc column-parallel, the vocabulary split, the learned positions whole.
+    A GPT-2 of D = 256, 8 heads, 2 layers, FFN 1,024, vocab 1,024 and 128 positions at --tp 4, one rank's parameters:
+    wte 1,024 x 256 / 4 = 65,536; wpe 128 x 256 = 32,768; a layer's ln_1 and ln_2 2 x 512, c_attn 256 x 192 + 192 =
+    49,344, attn.c_proj 64 x 256 + 256 = 16,640, c_fc 256 x 256 + 256 = 65,792, mlp.c_proj 256 x 256 + 256 = 65,792:
+    198,592 a layer, 397,184 for two; ln_f 512; the lm_head tied: 496,000."""
+    from roofcalc.parallel import tp_plan_words
+
+    gpt2 = shape_from_config(dict(model_type="gpt2", n_embd=256, n_head=8, n_layer=2, n_inner=1024, vocab_size=1024,
+                                  n_positions=128), "g")
+    wl = Workload.decode(2, 100)
+    rank = analyze_parallel(gpt2, wl, Parallel(4))
+    assert rank.params == 496_000
+    mm = {k.name: k.dims for k in rank.kernels if k.kind == "matmul"}
+    assert mm == {"c_attn": "[2,256]x[256,192]", "attn.c_proj": "[2,64]x[64,256]", "c_fc": "[2,256]x[256,256]",
+                  "mlp.c_proj": "[2,256]x[256,256]", "lm_head": "[2,256]x[256,256]"}
+    # an all-reduce of [B, D] after the embedding and after each row-parallel linear, the logits gathered
+    comm = [(k.name, k.role, k.count) for k in rank.kernels if k.kind == "collective"]
+    assert comm == [("embed.all_reduce", "all_reduce", 1), ("attn.c_proj.all_reduce", "all_reduce", 2),
+                    ("mlp.c_proj.all_reduce", "all_reduce", 2), ("lm_head.all_gather", "all_gather", 1)]
+    assert "vLLM's tensor-parallel split of gpt2 (transformers has no plan for it" in tp_plan_words(gpt2)
+    opt = shape_from_config(dict(BASE, model_type="opt", ffn_dim=512, max_position_embeddings=128,
+                                 word_embed_proj_dim=256), "o")
+    comm = [k.name for k in analyze_parallel(opt, wl, Parallel(2)).kernels if k.kind == "collective"]
+    assert comm == ["embed.all_reduce", "out_proj.all_reduce", "fc2.all_reduce", "lm_head.all_gather"]
 
 
 def test_a_tp_sweep_finds_the_fewest_gpus_that_fit_and_where_scaling_stops():

@@ -297,10 +297,11 @@ def _refusal(tmp_path, capsys, cfg: dict, *flags: str) -> str:
 
 
 def test_a_model_with_no_plan_is_refused_in_one_line(tmp_path, capsys):
-    """GPT-2's config class carries no base_model_tp_plan, and roofcalc knows no serving plan for it."""
-    err = _refusal(tmp_path, capsys, dict(model_type="gpt2", n_embd=256, n_layer=2, n_head=8, vocab_size=1000),
-                   "--trace", "--tp", "2")
-    assert "GPT2Config has no base_model_tp_plan" in err
+    """GPTBigCode's (StarCoder's) config class carries no base_model_tp_plan, and roofcalc knows no serving plan for
+    it."""
+    err = _refusal(tmp_path, capsys, dict(model_type="gpt_bigcode", n_embd=256, n_layer=2, n_head=8, vocab_size=1000),
+                   "--tp", "2")
+    assert "GPTBigCodeConfig has no base_model_tp_plan" in err
 
 
 def test_what_the_traced_plan_does_not_split_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
@@ -723,3 +724,40 @@ def test_traced_attention_sizes_only_where_the_config_describes_the_call():
     assert all(k.sizes is None for k in trace(*g[:2], wl, g[2]).kernels if k.kind == "attention")
     assert main([gemma, "--hw", "H100-SXM", "--engine", "trtllm-0.6", "--tp", "8", "--batch", "8", "--context",
                  "256", "--format", "json"]) == 0
+
+
+NO_PLAN = {"gpt2": dict(model_type="gpt2", n_embd=256, n_head=8, n_layer=2, n_inner=1024, vocab_size=1024,
+                        n_positions=128),
+           "opt": dict(model_type="opt", hidden_size=256, num_hidden_layers=2, num_attention_heads=8, ffn_dim=512,
+                       vocab_size=1000, max_position_embeddings=128, word_embed_proj_dim=256, pad_token_id=1)}
+
+
+@pytest.mark.parametrize("name", sorted(NO_PLAN))
+@pytest.mark.parametrize("tp", [2, 4])
+def test_gpt2_and_opt_traced_take_vllms_split_as_their_hand_models_do(name, tp):
+    """transformers has no plan for GPT2Config or OPTConfig; traced, they take vLLM's split (trace.parallel
+    SERVING_PLANS), as their hand models do (tests/test_parallel.py): every projection and collective, the attention
+    core, the rank's parameters, weights and KV cache equal the hand model's rank. GPT-2's traced cache update is
+    compared by its own share: the trace counts it at half the hand model's bytes unsplit already (a difference of
+    the unsplit trace, not of the split), so its rank's is 1/tp of the traced whole."""
+    cfg = NO_PLAN[name]
+    wl = Workload.decode(2, 17, cache_update="in-place")
+    hand = analyze_parallel(shape_from_config(cfg, "t"), wl, Parallel(tp=tp))
+    rank = _rank(cfg, wl, tp)
+    names = {**TRACED_NAMES, "embed.all_reduce": "wte.all_reduce" if name == "gpt2" else "embed_tokens.all_reduce"}
+    compared = 0
+    for h in hand.kernels:
+        if h.kind in ("matmul", "collective") or (h.name == "kv_cache_write" and name != "gpt2"):
+            t = _kernel(rank, names.get(h.name, h.name))
+            assert (t.cost.bytes, t.cost.matmul_flops, t.count, t.params, t.message_bytes, t.link_bytes, t.group) == \
+                (h.cost.bytes, h.cost.matmul_flops, h.count, h.params, h.message_bytes, h.link_bytes, h.group), h.name
+            compared += 1
+    assert compared >= 8
+    if name == "gpt2":
+        whole = trace(cfg, "t", wl, view="ideal", use_cache=False)
+        assert _kernel(rank, "kv_cache_update").cost.bytes * tp == _kernel(whole, "kv_cache_update").cost.bytes
+    att, hatt = _kernel(rank, "attention").cost, hand.kernel("attention").cost
+    assert (att.kv_read_bytes, att.matmul_flops) == (hatt.kv_read_bytes, hatt.matmul_flops)
+    assert sum(k.kind == "collective" for k in rank.kernels) == sum(k.kind == "collective" for k in hand.kernels) == 4
+    assert (rank.params, rank.weight_storage_bytes, rank.kv_bytes_per_token, rank.memory_bytes) == \
+        (hand.params, hand.weight_storage_bytes, hand.kv_bytes_per_token, hand.memory_bytes)

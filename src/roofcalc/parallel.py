@@ -44,7 +44,13 @@ TP_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",  # separ
                # MLA: q and kv_b split by heads, the latent (kv_a) whole; shared experts split too. DeepSeek-V3's
                # plan had no attention entries through transformers 5.24 (every rank ran every head); 5.25 gives it
                # V2's, which is how vLLM and SGLang split MLA under tensor parallelism too
-               "deepseek_v2", "deepseek_v3")
+               "deepseek_v2", "deepseek_v3",
+               # transformers has no plan for these two; vLLM's split (vllm/model_executor/models/gpt2.py: c_attn a
+               # QKVParallelLinear, by heads; attn.c_proj and mlp.c_proj RowParallelLinear; c_fc ColumnParallelLinear;
+               # wte a VocabParallelEmbedding; opt.py likewise for q/k/v_proj, out_proj, fc1, fc2 and embed_tokens;
+               # the learned positions whole), Megatron-LM's split of GPT-2 (arXiv:1909.08053)
+               "gpt2", "opt")
+NO_TRANSFORMERS_PLAN = ("gpt2", "opt")  # split as vLLM splits them (above)
 
 
 @dataclass(frozen=True)
@@ -424,6 +430,11 @@ def tp_plan_words(shape: ModelShape) -> str:
                 "kv_b_proj column-parallel by heads, the cached latent whole on every rank, o_proj row-parallel with "
                 "an all-reduce; gate/up column-parallel, down row-parallel with an all-reduce, the shared experts "
                 "likewise, ")
+    elif shape.family in NO_TRANSFORMERS_PLAN:
+        plan = (f"vLLM's tensor-parallel split of {shape.family} (transformers has no plan for it; Megatron-LM's "
+                f"split of GPT-2): attention by heads, {shape.name_of('o')} row-parallel with an all-reduce; "
+                f"{shape.name_of('fc_in')} column-parallel, {shape.name_of('fc_out')} row-parallel with an all-reduce, "
+                f"the learned positions whole, ")
     else:
         plan = ("transformers' tensor-parallel plan: q/k/v, gate/up column-parallel, o/down row-parallel with an "
                 "all-reduce each, ")

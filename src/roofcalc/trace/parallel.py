@@ -83,10 +83,29 @@ def _gpt_oss_plan(config) -> dict[str, str]:
             "embed_tokens": "embedding_rowwise", "lm_head": "colwise_gather_output"}
 
 
+def _gpt2_plan(config) -> dict[str, str]:
+    """vLLM's GPT-2 (vllm/model_executor/models/gpt2.py): c_attn a QKVParallelLinear (whole heads a rank), attn.c_proj
+    and mlp.c_proj RowParallelLinear, mlp.c_fc ColumnParallelLinear, wte a VocabParallelEmbedding (the tied head
+    with it), wpe whole: Megatron-LM's split of GPT-2 (arXiv:1909.08053)."""
+    return {"h.*.attn.c_attn": "colwise", "h.*.attn.c_proj": "rowwise", "h.*.mlp.c_fc": "colwise",
+            "h.*.mlp.c_proj": "rowwise", "wte": "embedding_rowwise", "lm_head": "colwise_gather_output"}
+
+
+def _opt_plan(config) -> dict[str, str]:
+    """vLLM's OPT (vllm/model_executor/models/opt.py): q/k/v_proj one QKVParallelLinear, out_proj and fc2
+    RowParallelLinear, fc1 ColumnParallelLinear, embed_tokens a VocabParallelEmbedding, the learned positions and
+    project_in/out whole (ReplicatedLinear)."""
+    return {"decoder.layers.*.self_attn.q_proj": "colwise", "decoder.layers.*.self_attn.k_proj": "colwise",
+            "decoder.layers.*.self_attn.v_proj": "colwise", "decoder.layers.*.self_attn.out_proj": "rowwise",
+            "decoder.layers.*.fc1": "colwise", "decoder.layers.*.fc2": "rowwise",
+            "decoder.embed_tokens": "embedding_rowwise", "lm_head": "colwise_gather_output"}
+
+
 # config classes whose plan in transformers splits no layer (none at all, or the embedding alone), with the
 # plan a serving engine runs them by
 SERVING_PLANS = {"falcon": ("vLLM's plan for Falcon", _falcon_plan),
-                 "gpt_oss": ("vLLM's plan for gpt-oss", _gpt_oss_plan)}
+                 "gpt_oss": ("vLLM's plan for gpt-oss", _gpt_oss_plan),
+                 "gpt2": ("vLLM's plan for GPT-2", _gpt2_plan), "opt": ("vLLM's plan for OPT", _opt_plan)}
 
 
 @dataclass(frozen=True)
