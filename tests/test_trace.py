@@ -426,6 +426,18 @@ def test_ideal_view_equals_the_hand_model_where_both_count_the_same_kernel():
     assert tr.totals.matmul_flops == hand.totals.matmul_flops
 
 
+def test_a_cache_update_of_views_of_one_storage_counts_k_and_v():
+    """GPT-2 splits K and V out of its fused c_attn output, views of one storage: the ideal view's update still
+    reads and writes both: 2 sequences x (K and V) x 8 heads x 32 x 2 bytes (fp16) = 2,048 read and 2,048 written a
+    layer, as the hand model does."""
+    cfg = dict(model_type="gpt2", n_embd=256, n_head=8, n_layer=2, n_inner=1024, vocab_size=1024, n_positions=128)
+    wl = Workload.decode(2, 17, cache_update="in-place", eager_ops=False)
+    tr = trace(cfg, "t", wl, view="ideal", use_cache=False)
+    hand = analyze(shape_from_config(cfg, "t"), wl)
+    t, h = tr.kernel("attn.kv_cache_update").cost, hand.kernel("kv_cache_write").cost
+    assert (t.act_read_bytes, t.kv_write_bytes) == (h.act_read_bytes, h.kv_write_bytes) == (2 * 2 * 8 * 32 * 2,) * 2
+
+
 def test_eager_view_counts_the_cache_copy_and_launches_from_the_ops():
     """transformers' DynamicCache concatenates: the eager update reads the old cache and writes the new
     one, 2 layers x K and V x (16 old + 17 new positions) x 2 heads x 32 x 2 bytes per sequence."""

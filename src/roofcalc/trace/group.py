@@ -168,8 +168,15 @@ def group_ops(ops: list[_Op], weights: set, cache: set, old_cache: set, finals: 
                 outside = consumers.get(key, set()) - {inst}
                 if outside or key in finals:
                     write_keys[key] = max(write_keys.get(key, 0), nb)
-        if fn == "kv_cache_update":  # the new positions only: read them, write them once
-            new = sum(nb for k, nb in read_keys.items() if k not in old_cache and k not in cache)
+        if fn == "kv_cache_update":  # the new positions only: read them, write them once; op by op, as K and V
+            # can be views of one storage (GPT-2's split of its fused c_attn output), which one key would count once
+            new = 0
+            for op in run:
+                fresh: dict[int, int] = {}
+                for key, nb in op.reads:
+                    if producer.get(key) != inst and key not in old_cache and key not in cache:
+                        fresh[key] = max(fresh.get(key, 0), nb)
+                new += sum(fresh.values())
             ideal = Cost(act_read_bytes=new, kv_write_bytes=new)
         else:
             for key, nb in read_keys.items():
