@@ -1756,7 +1756,7 @@ CALIBRATION_SETS = {1: (_pre_fa(CASES), CASES_MULTI), 2: (CASES_2 + RE_READ_2, C
                     15: (_int4(CASES_15), ()), 16: (_int4(CASES_16), ()),
                     17: (CASES_17, CASES_17_MULTI), 18: (CASES_18, CASES_18_MULTI),
                     19: (CASES_19, ()), 20: (CASES_20, ()), 21: (CASES_21, ()),
-                    22: (CASES_22, ())}  # set: (one GPU, several)
+                    22: (CASES_22, ()), 23: (CASES_23, CASES_23_MULTI)}  # set: (one GPU, several)
 # every int4 row above re-read with its engine's kernel: as the calibration takes them
 RE_READ_INT4 = tuple(c for one, several in CALIBRATION_SETS.values() for c in one + several
                      if c.int4_kernel and "re-read" in c.note)  # not the sets that named their kernel as written
