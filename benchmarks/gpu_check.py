@@ -92,14 +92,15 @@ def main() -> int:
     # the profile says which GPU it is (its compute capability), so the int4 factor it holds is the one --hw gives
     import torch
 
+    from roofcalc.measure import cuda_capability
     from roofcalc.predict import default_model
 
-    cc = torch.cuda.get_device_capability()
+    cc = cuda_capability(torch)  # None on ROCm: no CUDA capability, the generic factor
     own = load_profile(args.out)
-    want = default_model("gpu", compute_capability=cc[0] + cc[1] / 10)
-    check(own.compute_capability == cc[0] + cc[1] / 10 and own.efficiency.dequant["int4"] == want.dequant["int4"]
+    want = default_model("gpu", compute_capability=cc)
+    check(own.compute_capability == cc and own.efficiency.dequant["int4"] == want.dequant["int4"]
           and own.efficiency.dequant_size.get("int4") == want.dequant_size.get("int4"),
-          f"the profile records compute capability {cc[0]}.{cc[1]} and its GPU's int4 factor "
+          f"the profile records compute capability {cc} and its GPU's int4 factor "
           f"({want.dequant['int4'].expected:.3f}{', by layer size' if want.dequant_size else ''})")
     host_by_shape()
     for batch in (1, 8):

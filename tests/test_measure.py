@@ -18,7 +18,7 @@ np = pytest.importorskip("numpy")
 from roofcalc import RoofcalcError, Workload, analyze, shape_from_config  # noqa: E402
 from roofcalc.cli import main  # noqa: E402
 from roofcalc.hardware import load_profile  # noqa: E402
-from roofcalc.measure import measure, write_profile  # noqa: E402
+from roofcalc.measure import cuda_capability, measure, write_profile  # noqa: E402
 from roofcalc.roofline import Roof  # noqa: E402
 from textutil import unwrap  # noqa: E402
 
@@ -211,6 +211,16 @@ class _CudaOnCpu:
                 return attr(*args, **kw)
             return on_cpu
         return attr
+
+
+def test_a_rocm_device_records_no_cuda_compute_capability():
+    """torch.cuda.get_device_capability on ROCm gives the AMD chip's gfx version (an MI300X's 9.4), which is not a
+    CUDA compute capability: a profile measured there records none, as the catalog's MI300X has none."""
+    def fake(hip):
+        return SimpleNamespace(version=SimpleNamespace(hip=hip), cuda=SimpleNamespace(get_device_capability=lambda: (9, 4)))
+
+    assert cuda_capability(fake(None)) == 9.4
+    assert cuda_capability(fake("6.2.41133")) is None
 
 
 def test_a_curve_point_is_timed_as_a_cuda_graph_replay():

@@ -729,7 +729,10 @@ def test_traced_attention_sizes_only_where_the_config_describes_the_call():
 NO_PLAN = {"gpt2": dict(model_type="gpt2", n_embd=256, n_head=8, n_layer=2, n_inner=1024, vocab_size=1024,
                         n_positions=128),
            "opt": dict(model_type="opt", hidden_size=256, num_hidden_layers=2, num_attention_heads=8, ffn_dim=512,
-                       vocab_size=1000, max_position_embeddings=128, word_embed_proj_dim=256, pad_token_id=1)}
+                       vocab_size=1000, max_position_embeddings=128, word_embed_proj_dim=256, pad_token_id=1),
+           # OPT-350m's shape: a narrower embedding (word_embed_proj_dim) with project_in and project_out, whole
+           "opt-proj": dict(model_type="opt", hidden_size=256, num_hidden_layers=2, num_attention_heads=8, ffn_dim=512,
+                            vocab_size=1000, max_position_embeddings=128, word_embed_proj_dim=128, pad_token_id=1)}
 
 
 @pytest.mark.parametrize("name", sorted(NO_PLAN))

@@ -641,9 +641,17 @@ def cuda_measure(dtypes, repeats: int, nbytes: int | None, progress, curves: boo
             fits["source"] = (f"roofcalc measure, {half} on {torch.cuda.get_device_name()}, "
                               f"{time.strftime('%Y-%m-%d')}; {timed}")
             curve_set = replace(curve_set, fits=fits)
-    major, minor = torch.cuda.get_device_capability()
     return Measurement("cuda", torch.cuda.get_device_name(), copy, add, matmuls, dispatch, float(total),
-                       curves=curve_set, compute_capability=major + minor / 10)
+                       curves=curve_set, compute_capability=cuda_capability(torch))
+
+
+def cuda_capability(torch) -> float | None:
+    """The CUDA compute capability of the current device (8.0 an A100, 9.0 an H100); None on ROCm, whose
+    torch.cuda.get_device_capability gives the AMD chip's gfx version (9.4 an MI300X), not a CUDA one."""
+    if getattr(getattr(torch, "version", None), "hip", None):
+        return None
+    major, minor = torch.cuda.get_device_capability()
+    return major + minor / 10
 
 
 # --------------------------------------------------------------------------- kernel curves

@@ -268,8 +268,9 @@ def _vocab_collective(shape: ModelShape, wl: Workload, tp: int, k: Kernel) -> li
     tests/test_parallel.py sees on a real run), lm_head's all-gather of the logits; none after another kernel."""
     act, rows = wl.act_dtype, wl.tokens
     if k.name == shape.name_of("embed") and not (shape.tie_word_embeddings and shape.embed_scale):
-        return [collective("embed.all_reduce", "all_reduce", act.nbytes(rows * shape.d_model), tp, 1, "model",
-                           f"[{rows},{shape.d_model}]")]
+        width = shape.embed_dim or shape.d_model  # OPT-350m's embedding is word_embed_proj_dim wide, before project_in
+        return [collective("embed.all_reduce", "all_reduce", act.nbytes(rows * width), tp, 1, "model",
+                           f"[{rows},{width}]")]
     if k.name == shape.name_of("lm_head"):
         n = shape.vocab_size // tp
         logit_rows = rows if wl.logits_all or wl.phase == "decode" else wl.batch
