@@ -774,8 +774,8 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
     if profile is not None and profile.efficiency is not None:
         model = profile.efficiency
         if profile.kind == "gpu" and profile.compute_capability is None and hardware.kind == "gpu":
-            # a profile that does not say its GPU's compute capability (written before measure recorded it)
-            # takes its catalog entry's: its default int4 factor is the device's own, as --hw's is
+            # a profile that does not say its GPU's compute capability (written before measure recorded it, or
+            # on ROCm) takes the catalog entry's it runs against: its default int4 factor the device's, as --hw's
             from .predict import device_dequant
 
             model = device_dequant(model, hardware.compute_capability)
