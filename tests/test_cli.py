@@ -265,10 +265,12 @@ def test_hub_id_is_read_from_the_hf_cache_offline(tmp_path):
 
 
 def test_main_job_imports_nothing_heavy():
+    # nor roofcalc's sweep and parallel modules, which a single step on one GPU does not use (startup: their
+    # dataclasses take about 10 ms to build, benchmarks/startup.py)
     code = ("import sys, io, contextlib\nfrom roofcalc.cli import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n    main(['TinyLlama/TinyLlama-1.1B'])\n"
             "print(sorted(m for m in ('numpy', 'matplotlib', 'torch', 'transformers', 'huggingface_hub', 'pandas', "
-            "'tqdm', 'plotly') "
+            "'tqdm', 'plotly', 'roofcalc.sweep', 'roofcalc.parallel') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

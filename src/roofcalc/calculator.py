@@ -178,6 +178,35 @@ class Workload:
         return self.act_dtype if self.weight_dtype.dequantized else self.weight_dtype
 
 
+@dataclass(frozen=True)
+class Parallel:
+    """How a step is split over GPUs (roofcalc.parallel builds the ranks' steps from it)."""
+
+    tp: int = 1  # tensor-parallel ranks
+    pp: int = 1  # pipeline stages
+    ep: int = 1  # expert-parallel ranks (with tp: ep data-parallel groups of tp ranks each)
+    ep_attention: str = "dp"  # with ep: attention data-parallel over B/ep sequences ("dp") or split by heads ("tp")
+
+    def __post_init__(self) -> None:
+        for name, n in (("tp", self.tp), ("pp", self.pp), ("ep", self.ep)):
+            if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1024:
+                raise RoofcalcError(f"--{name} must be a whole number of ranks from 1 to 1024, got {n!r}")
+        if self.ep_attention not in ("dp", "tp"):
+            raise RoofcalcError(f"--ep-attention is dp or tp, not {self.ep_attention!r}")
+        if self.ep_attention == "tp" and (self.tp > 1 or self.pp > 1):
+            raise RoofcalcError("--ep-attention tp splits attention over the --ep ranks themselves: give it without "
+                                "--tp and --pp")
+
+    @property
+    def tp_attention(self) -> bool:
+        """Expert parallelism with attention split by heads over the same ranks (--ep-attention tp)."""
+        return self.ep > 1 and self.ep_attention == "tp"
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.ep
+
+
 # --------------------------------------------------------------------------- cost records
 
 

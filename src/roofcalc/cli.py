@@ -444,7 +444,7 @@ def _swept_axis(args: argparse.Namespace) -> str | None:
 
 
 def _parallel(args: argparse.Namespace):
-    from .parallel import Parallel
+    from .calculator import Parallel
 
     sizes = _sizes_of(args)
     for axis, values in sizes.items():
@@ -814,18 +814,18 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
     points): what it would take under an engine with CUDA graphs, by the same step model, and the verdict that
     changes with it (one line; none where no step is host-bound)."""
     from .engines import comparison_engine
-    from .parallel import TPSweep
+    from .report import instance_of
     from .roofline import Roofline
-    from .sweep import Sweep
 
-    hw = result.points[0].result.hardware if isinstance(result, TPSweep) else getattr(result, "hardware", None)
+    tp_sweep = instance_of(result, "parallel", "TPSweep")
+    hw = result.points[0].result.hardware if tp_sweep else getattr(result, "hardware", None)
     if hw is None or hw.kind != "gpu" or hw.compute_capability is None:
         return ""  # the presets compared are CUDA engines' on NVIDIA GPUs
     if isinstance(result, Roofline):
         hit = result.step.bound == "host"
-    elif isinstance(result, TPSweep):
+    elif tp_sweep:
         hit = [p.tp for p in result.points if p.step.bound == "host"]
-    elif isinstance(result, Sweep) and getattr(result.grid, "bound", None) is not None:
+    elif instance_of(result, "sweep", "Sweep") and getattr(result.grid, "bound", None) is not None:
         import numpy as np  # a sweep has imported it; a single step does not
 
         hit = np.asarray(result.grid.bound, dtype=object) == "host"
@@ -857,7 +857,7 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
             f"{there / mine:.2g}x this step's time" if there > mine else f"{mine / there:.2g}x this step's speed"
         line = (f"engine    host-bound under {here.name}: {under} the step would take {report.ms(there)} "
                 f"ms ({than}), {r.step.bound}-bound")
-    elif isinstance(result, TPSweep):
+    elif tp_sweep:
         sizes = ", ".join(str(p.tp) for p in r.points)
         line = (f"engine    host-bound at --{result.axis} {', '.join(map(str, hit))} under {here.name}: {under} "
                 f"--{result.axis} {sizes} would take {', '.join(report.ms(p.step_s) for p in r.points)} ms "

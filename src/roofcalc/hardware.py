@@ -237,14 +237,29 @@ def _segment(value, where: str) -> str:
 
 
 _catalog: tuple[Hardware, ...] | None = None
+_raw: list[dict[str, Any]] | None = None
+_built: dict[int, Hardware] = {}  # the entries built so far, by place in the catalog
+
+
+def _raw_catalog() -> list[dict[str, Any]]:
+    global _raw
+    if _raw is None:
+        _raw = json.loads(CATALOG_PATH.read_text(encoding="utf-8"))["hardware"]
+    return _raw
 
 
 def hardware_catalog() -> tuple[Hardware, ...]:
     global _catalog
     if _catalog is None:
-        raw = json.loads(CATALOG_PATH.read_text(encoding="utf-8"))
-        _catalog = tuple(hardware_from_dict(h, h["name"]) for h in raw["hardware"])
+        _catalog = tuple(_entry(i) for i in range(len(_raw_catalog())))
     return _catalog
+
+
+def _entry(i: int) -> Hardware:
+    if i not in _built:
+        h = _raw_catalog()[i]
+        _built[i] = hardware_from_dict(h, h["name"])
+    return _built[i]
 
 
 def _norm(name: str) -> str:
@@ -252,11 +267,12 @@ def _norm(name: str) -> str:
 
 
 def find_hardware(name: str) -> Hardware:
-    """A catalog entry by name or documented alias; case-insensitive, spaces and '_' read as '-'."""
+    """A catalog entry by name or documented alias; case-insensitive, spaces and '_' read as '-'. Only the entry
+    found is built (startup), once: the same object the whole catalog holds."""
     key = _norm(name)
-    for hw in hardware_catalog():
-        if key == _norm(hw.name) or key in (_norm(a) for a in hw.aliases):
-            return hw
+    for i, h in enumerate(_raw_catalog()):
+        if key == _norm(h["name"]) or key in (_norm(a) for a in h.get("aliases", ())):
+            return _entry(i)
     names = ", ".join(h.name for h in hardware_catalog())
     raise RoofcalcError(f"unknown hardware '{name}'; known: {names} (or --hw-file PROFILE.json)")
 

@@ -30,6 +30,8 @@ MAX_FILE_BYTES = 64 << 20  # a config, a profile or a list of kernel times is fa
 
 def one_line(message: str) -> str:
     """A message as one line: newlines and other control characters inside values shown escaped."""
+    if message.isprintable():
+        return message
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in message)
 
 

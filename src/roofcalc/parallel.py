@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from .calculator import Analysis, Analyzer, Cost, Kernel, Workload, analyze, experts_dims
+from .calculator import Analysis, Analyzer, Cost, Kernel, Parallel, Workload, analyze, experts_dims
 from .errors import RoofcalcError
 from .shapes import ModelShape
 
@@ -51,33 +51,6 @@ TP_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",  # separ
                # the learned positions whole), Megatron-LM's split of GPT-2 (arXiv:1909.08053)
                "gpt2", "opt")
 NO_TRANSFORMERS_PLAN = ("gpt2", "opt")  # split as vLLM splits them (above)
-
-
-@dataclass(frozen=True)
-class Parallel:
-    tp: int = 1  # tensor-parallel ranks
-    pp: int = 1  # pipeline stages
-    ep: int = 1  # expert-parallel ranks (with tp: ep data-parallel groups of tp ranks each)
-    ep_attention: str = "dp"  # with ep: attention data-parallel over B/ep sequences ("dp") or split by heads ("tp")
-
-    def __post_init__(self) -> None:
-        for name, n in (("tp", self.tp), ("pp", self.pp), ("ep", self.ep)):
-            if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1024:
-                raise RoofcalcError(f"--{name} must be a whole number of ranks from 1 to 1024, got {n!r}")
-        if self.ep_attention not in ("dp", "tp"):
-            raise RoofcalcError(f"--ep-attention is dp or tp, not {self.ep_attention!r}")
-        if self.ep_attention == "tp" and (self.tp > 1 or self.pp > 1):
-            raise RoofcalcError("--ep-attention tp splits attention over the --ep ranks themselves: give it without "
-                                "--tp and --pp")
-
-    @property
-    def tp_attention(self) -> bool:
-        """Expert parallelism with attention split by heads over the same ranks (--ep-attention tp)."""
-        return self.ep > 1 and self.ep_attention == "tp"
-
-    @property
-    def gpus(self) -> int:
-        return self.tp * self.pp * self.ep
 
 
 GATHERED_FAMILIES = ("phi3",)  # transformers' plan: fused qkv_proj and gate_up_proj colwise_gather_output,

@@ -10,15 +10,24 @@ import csv
 import io
 import json
 import math
-from typing import Any, Iterable
+import sys
+from typing import TYPE_CHECKING, Any, Iterable
 
 from .calculator import Analysis, Cost, Kernel
-from .parallel import TPSweep, ep_plan_words, tp_plan_words
 from .predict import MOE_BASE, MOE_FUSED, range_band, range_name
 from .roofline import FASTER_THAN_FLOOR, FLAG_MULTIPLE, Roof, Roofline, gpus_of
 from .shapes import PER_CHANNEL
-from .sweep import BatchVerdicts, Sweep, step_batch_verdicts
 from .units import capacity, ms, pct, ratio, si, sig
+
+if TYPE_CHECKING:
+    from .sweep import BatchVerdicts, Sweep
+
+
+def instance_of(obj: object, module: str, name: str) -> bool:
+    """isinstance against a class of roofcalc.sweep or roofcalc.parallel, which the main job does not import
+    (startup): where the module is not imported, nothing can be an instance of its classes."""
+    mod = sys.modules.get(f"{__package__}.{module}")
+    return mod is not None and isinstance(obj, getattr(mod, name))
 
 SCHEMA_VERSION = 5  # 2: predicted_s and the efficiency model; predicted_lower_s / predicted_upper_s are the floors and the
 # pessimistic end. 3: one overhead model: the launch model's fields (launch_overhead_s, t_launch_s, sum_launch_s, dominant,
@@ -124,7 +133,7 @@ def hardware_record(r: Roofline | Sweep) -> dict[str, Any]:
     if measured is not None:
         measured["bandwidth_ratio"] = r.measured.bandwidth_bytes_per_s / r.nominal.bandwidth_bytes_per_s
         measured["peak_ratio"] = r.measured.peak_flop_per_s / r.nominal.peak_flop_per_s
-    if isinstance(r, Sweep):
+    if instance_of(r, "sweep", "Sweep"):
         compute, impl = r.dtypes.compute_dtype.name, r.impl
     else:
         compute, impl = r.compute_dtype, r.step.impl
@@ -254,6 +263,8 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
     """The lines above a table; ``swept_batch``: the batch is a sweep's column, not the header's."""
     s, w = a.shape, a.workload
     defaulted = set(defaults)
+    if a.parallel is not None and a.parallel.gpus > 1:
+        from .parallel import ep_plan_words, tp_plan_words
 
     def d(key: str) -> str:
         return " (default)" if key in defaulted else ""
@@ -617,6 +628,8 @@ def slope_words(r: Roofline) -> str:
         return (f"the ridge is {st.batching_headroom:.3g}x the step's AI, further right; how far batching takes a "
                 f"traced model's "
                 f"AI, its sweep says (--batch 1..512)")
+    from .sweep import step_batch_verdicts
+
     v = step_batch_verdicts(r)
     if v is None:  # prefill: more tokens per step, not more sequences
         return (f"the ridge is {st.batching_headroom:.3g}x the step's AI, further right; a longer prompt or more "
@@ -981,9 +994,9 @@ def to_csv(r: Roofline) -> str:
 
 def render(r: Roofline | Sweep, fmt: str = "table", defaults: Iterable[str] = (), record: bool = False,
            width: int | None = None) -> str:
-    if isinstance(r, Sweep):
+    if instance_of(r, "sweep", "Sweep"):
         return render_sweep(r, fmt, defaults, width)
-    if isinstance(r, TPSweep):
+    if instance_of(r, "parallel", "TPSweep"):
         return render_tp_sweep(r, fmt, defaults, width)
     if fmt == "json":
         return to_json(r) + "\n"
