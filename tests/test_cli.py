@@ -276,6 +276,15 @@ def test_main_job_imports_nothing_heavy():
     assert out.strip() == "[]"
 
 
+def test_submodules_not_imported_are_attributes_still():
+    # a bare `import roofcalc` leaves roofcalc.sweep and roofcalc.parallel unimported (startup), and the README's
+    # `roofcalc.sweep.sweep(...)` still works: the package imports them on first use
+    code = ("import sys, roofcalc\nprint('roofcalc.sweep' in sys.modules, 'roofcalc.parallel' in sys.modules)\n"
+            "print(callable(roofcalc.sweep.sweep), roofcalc.parallel.Parallel is roofcalc.calculator.Parallel)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False", "True", "True"]
+
+
 # --------------------------------------------------------------------------- sweeps
 
 

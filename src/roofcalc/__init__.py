@@ -18,6 +18,19 @@ from .sources import catalog, load_config, load_shape
 
 __version__ = "0.1.0"
 
+# The submodules a single step does not import (startup), reachable as attributes after a bare `import roofcalc`
+# all the same (PEP 562): `roofcalc.sweep.sweep(...)` imports roofcalc.sweep on first use.
+_LAZY = ("sweep", "parallel", "collectives", "fitting", "frames", "kerneldb", "measure", "page", "plotting", "profile",
+         "trace")
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 def to_pandas(result):
     """A result as a pandas DataFrame: one row per kernel, or per point of a sweep (roofcalc.frames)."""

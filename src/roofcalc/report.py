@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 def instance_of(obj: object, module: str, name: str) -> bool:
     """isinstance against a class of roofcalc.sweep or roofcalc.parallel, which the main job does not import
     (startup): where the module is not imported, nothing can be an instance of its classes."""
-    mod = sys.modules.get(f"{__package__}.{module}")
-    return mod is not None and isinstance(obj, getattr(mod, name))
+    cls = getattr(sys.modules.get(f"{__package__}.{module}"), name, None)  # None too while it is being imported
+    return cls is not None and isinstance(obj, cls)
 
 SCHEMA_VERSION = 5  # 2: predicted_s and the efficiency model; predicted_lower_s / predicted_upper_s are the floors and the
 # pessimistic end. 3: one overhead model: the launch model's fields (launch_overhead_s, t_launch_s, sum_launch_s, dominant,
