@@ -3,9 +3,11 @@
 The real transformers model is built from its config with random weights (no download, no
 remote code), on the chosen device and dtype. A prefill of S − 1 tokens fills the cache, then
 decode steps run at context S (the cache is cropped back after each step, so every step
-attends to the same S positions); their median is the TPOT. One more step runs under
-torch.profiler, with every module's forward, the cache update and the rotary function marked,
-so each ATen op can be credited to one of roofcalc's kernels:
+attends to the same S positions); their median is the TPOT. PROFILED_STEPS more steps run under
+torch.profiler, one at a time, with every module's forward, the cache update and the rotary function
+marked, so each ATen op can be credited to one of roofcalc's kernels; each kernel's time is its
+median over those steps (one step's is not enough: on a CPU the allocator now and then takes fresh
+pages for a growing cache, and one concatenation of a few MB takes 3-4 ms where the next takes 0.3):
 
 * an op inside a module whose name is a kernel's name (q_proj, down_proj, lm_head, the norms)
   belongs to that kernel (``attention[sliding]`` and the like by the layer it runs in);
@@ -30,7 +32,7 @@ import sys
 import time
 import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .calculator import Analysis, Workload, analyze, dtype
 from .dtypes import torch_names
@@ -86,12 +88,13 @@ class ProfileResult:
     tpot_s: float  # median decode step
     step_times_s: tuple[float, ...]
     ttft_s: float | None  # the prefill (None: the cache was filled with random values instead)
-    profiled_step_s: float  # wall time of the step run under the profiler (it adds its own overhead)
+    profiled_step_s: float  # median wall time of the steps run under the profiler (it adds its own overhead)
     kernels: dict  # roofcalc kernel name -> KernelTime
     other_s: float  # op time not credited to any kernel
     other_ops: dict = field(default_factory=dict)  # op name -> seconds, for the biggest leftovers
     other_count: int = 0  # ATen ops credited to no kernel
     load: LoadReading | None = None  # the load average around the run (measure.LoadWatch)
+    profiled_steps_s: tuple[float, ...] = ()  # each profiled step's wall time
 
     @property
     def kernel_times(self) -> dict[str, float]:
@@ -368,8 +371,8 @@ def profile_model(source: str, *, device: str = "cpu", dtype_name: str = "fp32",
     _memory_check(torch, device, need)
     torch_dtype = getattr(torch, torch_names()[dtype_name])
 
-    # the bar's steps: building the model, filling its cache, the warm-up step, each timed step, the profiled one
-    with Progress("profile", 4 + steps, quiet) as say:
+    # the bar's steps: building the model, filling its cache, the warm-up step, each timed step, the profiled ones
+    with Progress("profile", 3 + steps + PROFILED_STEPS, quiet) as say:
         say(f"building {name} ({analysis.weight_storage_bytes / 1e9:.2f} GB of {dtype_name} weights) on {device}")
         model, hf_cfg = build_model(cfg, device, torch_dtype)
         cache_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
@@ -414,17 +417,48 @@ def profile_model(source: str, *, device: str = "cpu", dtype_name: str = "fp32",
                 t0 = time.perf_counter()
                 step()
                 times.append(time.perf_counter() - t0)
-            say("one step under torch.profiler")
             from torch.profiler import ProfilerActivity, profile
 
             activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
-            with _marks(torch, model, cache), _silent_stderr(), profile(activities=activities) as prof:
-                t0 = time.perf_counter()
-                step()
-                profiled = time.perf_counter() - t0
-    result = _attribute(prof, analysis, device, statistics.median(times), tuple(times), ttft, profiled)
+            runs = []
+            for i in range(PROFILED_STEPS):
+                say(f"step {i + 1} of {PROFILED_STEPS} under torch.profiler")
+                with _marks(torch, model, cache), _silent_stderr(), profile(activities=activities) as prof:
+                    t0 = time.perf_counter()
+                    step()
+                    profiled = time.perf_counter() - t0
+                runs.append(_attribute(prof, analysis, device, statistics.median(times), tuple(times), ttft, profiled))
+    result = median_profile(runs)
     result.load = watch.stop()
     return result
+
+
+PROFILED_STEPS = 3  # steps run under the profiler; each kernel's time is its median over them
+
+
+def median_profile(runs: list[ProfileResult]) -> ProfileResult:
+    """One ProfileResult of several profiled steps (the same model and step): each kernel's seconds and the time
+    outside the kernels the median over the steps (a kernel a step did not credit counts 0 there), each op
+    outside the kernels likewise, the profiled step's wall time the median one."""
+    first = runs[0]
+    if len(runs) == 1:
+        return replace(first, profiled_steps_s=(first.profiled_step_s,))
+
+    def med(values) -> float:
+        return statistics.median(values)
+
+    names = list(dict.fromkeys(name for r in runs for name in r.kernels))
+    kernels = {}
+    for name in names:
+        ops = next(r.kernels[name].ops for r in runs if name in r.kernels)
+        kernels[name] = KernelTime(name, med(r.kernels[name].seconds if name in r.kernels else 0.0 for r in runs), ops)
+    ops = list(dict.fromkeys(op for r in runs for op in r.other_ops))
+    other_ops = {op: med(r.other_ops.get(op, 0.0) for r in runs) for op in ops}
+    biggest = dict(sorted(other_ops.items(), key=lambda kv: -kv[1])[:5])
+    walls = tuple(r.profiled_step_s for r in runs)
+    return replace(first, kernels=kernels, other_s=med(r.other_s for r in runs), other_ops=biggest,
+                   other_count=round(med(r.other_count for r in runs)), profiled_step_s=med(walls),
+                   profiled_steps_s=walls)
 
 
 def _attribute(prof, analysis: Analysis, device: str, tpot: float, times, ttft: float, profiled: float) -> ProfileResult:
@@ -542,10 +576,15 @@ def profile_trust(p: ProfileResult, r, measure_warnings=()) -> ProfileTrust:
 def profile_record(p: ProfileResult, trust: ProfileTrust) -> dict:
     """What ``roofcalc profile`` measured, and its trust checks (``--format json``'s ``profile``)."""
     return {"device": p.device, "tpot_s": p.tpot_s, "step_times_s": list(p.step_times_s), "ttft_s": p.ttft_s,
-            "profiled_step_s": p.profiled_step_s, "kernel_sum_s": p.kernel_sum_s, "other_s": p.other_s,
+            "profiled_step_s": p.profiled_step_s, "profiled_steps_s": list(p.profiled_steps_s),
+            "kernel_sum_s": p.kernel_sum_s, "other_s": p.other_s,
             "other_ops_s": p.other_ops, "unmatched": p.unmatched,
             "kernels": {k: {"seconds_per_step": t.seconds, "ops": t.ops} for k, t in p.kernels.items()},
             "trust": trust.record()}
+
+
+def _median_words(p: ProfileResult) -> str:
+    return f" (the median of {', '.join(ms(x) for x in p.profiled_steps_s)} ms)" if len(p.profiled_steps_s) > 1 else ""
 
 
 VERDICT_WORDS = {"inside": "(inside the range)", "outside": "(outside the range)",
@@ -575,7 +614,8 @@ def profile_lines(p: ProfileResult, r, trust: ProfileTrust) -> list[str]:
         f"predicted TPOT {ms(st.predicted_s)} ms ({span}); measured {ms(p.tpot_s)} ms, {abs(100 * err):.0f}% "
         f"{'above' if err >= 0 else 'below'} the prediction " + VERDICT_WORDS[trust.verdict],
         f"device    predicted {ms(t.device_s)} ms of kernels; the profiled step's ops sum to {ms(p.kernel_sum_s)} ms "
-        f"in roofcalc's kernels + {ms(p.other_s)} ms outside them",
+        f"in roofcalc's kernels + {ms(p.other_s)} ms outside them"
+        + (f" (each the median of {len(p.profiled_steps_s)} profiled steps)" if len(p.profiled_steps_s) > 1 else ""),
         f"host      predicted {ms(t.host_s)} ms ({host_words(r)}); measured TPOT less the ops: "
         + ((f"{ms(host)} ms " + ("(host and device add up here)" if not t.overlap else
                                  "(host and device overlap here)")) if host is not None else
@@ -583,11 +623,11 @@ def profile_lines(p: ProfileResult, r, trust: ProfileTrust) -> list[str]:
         f"gap       measured {ms(p.tpot_s)} ms = floors {ms(st.sum_floor_s)} ms "
         f"({100 * st.sum_floor_s / p.tpot_s:.0f}% of the measured) + kernels below their roof "
         f"{ms((p.kernel_sum_s - st.sum_floor_s))} ms + outside the kernels {ms(host)} ms; "
-        f"the step took {ms(p.profiled_step_s)} ms under the profiler" if host is not None else
+        f"the step took {ms(p.profiled_step_s)} ms under the profiler{_median_words(p)}" if host is not None else
         f"gap       measured {ms(p.tpot_s)} ms against floors {ms(st.sum_floor_s)} ms "
         f"({100 * st.sum_floor_s / p.tpot_s:.0f}% of the measured); not split: the profiled step's kernels took "
         f"{ms(p.kernel_sum_s)} ms, {ms(p.kernel_sum_s - p.tpot_s)} ms more than the timed steps' median; "
-        f"it took {ms(p.profiled_step_s)} ms under the profiler",
+        f"it took {ms(p.profiled_step_s)} ms under the profiler{_median_words(p)}",
     ]
     fast = [pl.kernel.name for pl in st.placements if pl.faster_than_floor]
     if fast:
