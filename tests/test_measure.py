@@ -478,6 +478,14 @@ def test_profiled_steps_combine_by_median():
     assert median_profile(runs[:1]).profiled_steps_s == (10e-3,)
 
 
+def test_cpu_cache_write_timed_outside_the_profiler(profiled):
+    """On a CPU the cache write's time is its updates' own wall time in the timed steps (the profiler slows a growing
+    cache's concatenation), and what the profiled steps credited it is kept beside it."""
+    write = profiled.kernels["kv_cache_write"]
+    assert profiled.cache_write_profiled_s is not None and profiled.cache_write_profiled_s > 0
+    assert 0 < write.seconds < profiled.tpot_s and write.ops > 0
+
+
 def test_kernel_times_add_up_to_the_step(profiled):
     """The ops credited to kernels plus the rest make up the profiled step; the credited ones most of it (of that
     step, or of the median step where the shared machine stalled the process between two ops of the profiled one:

@@ -95,6 +95,8 @@ class ProfileResult:
     other_count: int = 0  # ATen ops credited to no kernel
     load: LoadReading | None = None  # the load average around the run (measure.LoadWatch)
     profiled_steps_s: tuple[float, ...] = ()  # each profiled step's wall time
+    cache_write_profiled_s: float | None = None  # on a CPU: what the profiled steps credited the cache write, where
+    #                                              kernels["kv_cache_write"] holds its time timed outside the profiler
 
     @property
     def kernel_times(self) -> dict[str, float]:
@@ -411,12 +413,15 @@ def profile_model(source: str, *, device: str = "cpu", dtype_name: str = "fp32",
             ttft = time.perf_counter() - t0 if prefill else None
             say(f"{steps} decode steps at context {context}")
             step()  # warm-up
-            times = []
-            for i in range(steps):
-                say.tick(f"decode step {i + 1} of {steps} at context {context}")
-                t0 = time.perf_counter()
-                step()
-                times.append(time.perf_counter() - t0)
+            times, writes = [], []
+            with _timed_updates(cache, device == "cpu") as spent:
+                for i in range(steps):
+                    say.tick(f"decode step {i + 1} of {steps} at context {context}")
+                    n = len(spent)
+                    t0 = time.perf_counter()
+                    step()
+                    times.append(time.perf_counter() - t0)
+                    writes.append(sum(spent[n:]))
             from torch.profiler import ProfilerActivity, profile
 
             activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
@@ -429,8 +434,38 @@ def profile_model(source: str, *, device: str = "cpu", dtype_name: str = "fp32",
                     profiled = time.perf_counter() - t0
                 runs.append(_attribute(prof, analysis, device, statistics.median(times), tuple(times), ttft, profiled))
     result = median_profile(runs)
+    if any(writes) and "kv_cache_write" in result.kernels:  # a CPU's cache updates, timed outside the profiler
+        profiled_write = result.kernels["kv_cache_write"]
+        result.cache_write_profiled_s = profiled_write.seconds
+        result.kernels["kv_cache_write"] = KernelTime("kv_cache_write", statistics.median(writes), profiled_write.ops)
     result.load = watch.stop()
     return result
+
+
+@contextmanager
+def _timed_updates(cache, on: bool):
+    """On a CPU, the wall time of each cache update (transformers' concatenation, every layer's K and V) in a list,
+    outside the profiler: under it a growing cache's concatenations ran 1x to 24x their unprofiled time from one
+    profiled step to the next (docs/validation.md, "This machine"). A GPU's updates are asynchronous: its profiled
+    device times stand."""
+    spent: list[float] = []
+    if not on:
+        yield spent
+        return
+    original = cache.update
+
+    def update(*a, **k):
+        t0 = time.perf_counter()
+        try:
+            return original(*a, **k)
+        finally:
+            spent.append(time.perf_counter() - t0)
+
+    cache.update = update
+    try:
+        yield spent
+    finally:
+        cache.update = original
 
 
 PROFILED_STEPS = 3  # steps run under the profiler; each kernel's time is its median over them
@@ -577,6 +612,7 @@ def profile_record(p: ProfileResult, trust: ProfileTrust) -> dict:
     """What ``roofcalc profile`` measured, and its trust checks (``--format json``'s ``profile``)."""
     return {"device": p.device, "tpot_s": p.tpot_s, "step_times_s": list(p.step_times_s), "ttft_s": p.ttft_s,
             "profiled_step_s": p.profiled_step_s, "profiled_steps_s": list(p.profiled_steps_s),
+            "cache_write_profiled_s": p.cache_write_profiled_s,
             "kernel_sum_s": p.kernel_sum_s, "other_s": p.other_s,
             "other_ops_s": p.other_ops, "unmatched": p.unmatched,
             "kernels": {k: {"seconds_per_step": t.seconds, "ops": t.ops} for k, t in p.kernels.items()},
@@ -634,6 +670,11 @@ def profile_lines(p: ProfileResult, r, trust: ProfileTrust) -> list[str]:
         lines.append(f"faster    {', '.join(fast)} ran faster than their floor on this roof: the roof's measurement "
                      f"does not bound them (a peak from square matmuls that this dtype runs on a slow path, or a "
                      f"bandwidth measured under load); treat their % of roof as a sign the roof is low")
+    if p.cache_write_profiled_s is not None:
+        lines.append(f"cache     kv_cache_write timed outside the profiler: {ms(p.kernels['kv_cache_write'].seconds)} ms a "
+                     f"step (the median of the {len(p.step_times_s)} timed steps); the profiled steps credited it "
+                     f"{ms(p.cache_write_profiled_s)} ms (on a CPU the profiler can slow a growing cache's concatenation "
+                     f"many times over)")
     if p.other_ops:
         lines.append("outside   " + ", ".join(f"{k} {ms(v)} ms" for k, v in p.other_ops.items()))
     lines.append("unmatched " + (", ".join(p.unmatched) if p.unmatched else "none: every kernel got a measured time"))
