@@ -61,12 +61,18 @@ def stats(rs: list[float]) -> str:
             f"{statistics.median(abs(r) for r in rs):.3f}  within ±30 % {within:4.0%}")
 
 
-def table(rows: list[tuple[object, float]], key, top: int | None = None) -> list[str]:
+def source_label(source: str) -> str:
+    """A source's name as far as its commit (``... @ 6a25a6d``), which tells two folders of one repository apart."""
+    head, at, rest = source.partition(" @ ")
+    return (head + at + rest.split()[0].rstrip(":,")) if at and rest else source.split(": ")[0]
+
+
+def table(rows: list[tuple[object, float]], key, top: int | None = None, width: int = 58) -> list[str]:
     groups = collections.defaultdict(list)
     for c, r in rows:
         groups[key(c)].append(r)
     order = sorted(groups.items(), key=lambda kv: (-len(kv[1]), str(kv[0])))
-    return [f"  {str(k)[:58]:58s} {stats(v)}" for k, v in order[:top]]
+    return [f"  {str(k)[:width]:{width}s} {stats(v)}" for k, v in order[:top]]
 
 
 def split_check(rows: list[tuple[object, float]], draws: int = DRAWS) -> tuple[float, float]:
@@ -93,7 +99,7 @@ def main() -> None:
 
     one, refused_one = residuals(heldout.CALIBRATION_ONE)
     several, refused_several = residuals(heldout.CALIBRATION_SEVERAL)
-    seen, _ = residuals(published.CASES)
+    seen, refused_seen = residuals(published.CASES)
     for title, rows, refused in (("Held-out steps on one GPU", one, refused_one),
                                  ("Held-out steps on several GPUs", several, refused_several)):
         print(f"\n{title}: {stats([r for _, r in rows])}"
@@ -101,12 +107,13 @@ def main() -> None:
         print("\n by step and --impl:")
         print("\n".join(table(rows, lambda c: f"{c.what}, {c.impl}")))
         print(f"\n by source (the {args.sources} with the most steps):")
-        print("\n".join(table(rows, lambda c: c.source, args.sources)))
+        print("\n".join(table(rows, lambda c: source_label(c.source), args.sources, width=88)))
         before, after = split_check(rows)
         print(f"\n one factor for every step, fitted on half the sources ({DRAWS} random halves): the other half's "
               f"median |r| {before:.3f} before, {after:.3f} after")
     shift = statistics.median(r for _, r in one)
-    print(f"\nbenchmarks/published.py's {len(seen)} one-GPU cases: median |r| "
+    print(f"\nbenchmarks/published.py's {len(seen)} one-GPU cases"
+          + (f" ({len(refused_seen)} refused)" if refused_seen else "") + ": median |r| "
           f"{statistics.median(abs(r) for _, r in seen):.3f}; with the one-GPU held-out steps' median r ({shift:+.3f}) "
           f"as a factor: {statistics.median(abs(r - shift) for _, r in seen):.3f}")
 

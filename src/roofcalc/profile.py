@@ -6,8 +6,10 @@ decode steps run at context S (the cache is cropped back after each step, so eve
 attends to the same S positions); their median is the TPOT. PROFILED_STEPS more steps run under
 torch.profiler, one at a time, with every module's forward, the cache update and the rotary function
 marked, so each ATen op can be credited to one of roofcalc's kernels; each kernel's time is its
-median over those steps (one step's is not enough: on a CPU the allocator now and then takes fresh
-pages for a growing cache, and one concatenation of a few MB takes 3-4 ms where the next takes 0.3):
+median over the steps that credited it (one step's is not enough: on a CPU one concatenation of a
+growing cache of a few MB took 3-4 ms in one profiled step and 0.3 in the next). On a CPU the cache
+write is timed instead in the timed steps, outside the profiler (each layer's update, the median
+step's total), and what the profiled steps credited it is kept beside it:
 
 * an op inside a module whose name is a kernel's name (q_proj, down_proj, lm_head, the norms)
   belongs to that kernel (``attention[sliding]`` and the like by the layer it runs in);
@@ -77,7 +79,7 @@ def _torch():
 @dataclass
 class KernelTime:
     name: str
-    seconds: float = 0.0  # all instances in the profiled step
+    seconds: float = 0.0  # all instances in a step (median_profile: the median over the profiled steps)
     ops: int = 0  # ATen ops credited to it
 
 
@@ -91,12 +93,19 @@ class ProfileResult:
     profiled_step_s: float  # median wall time of the steps run under the profiler (it adds its own overhead)
     kernels: dict  # roofcalc kernel name -> KernelTime
     other_s: float  # op time not credited to any kernel
-    other_ops: dict = field(default_factory=dict)  # op name -> seconds, for the biggest leftovers
+    other_ops: dict = field(default_factory=dict)  # op name -> seconds, every op credited to no kernel
     other_count: int = 0  # ATen ops credited to no kernel
     load: LoadReading | None = None  # the load average around the run (measure.LoadWatch)
     profiled_steps_s: tuple[float, ...] = ()  # each profiled step's wall time
-    cache_write_profiled_s: float | None = None  # on a CPU: what the profiled steps credited the cache write, where
-    #                                              kernels["kv_cache_write"] holds its time timed outside the profiler
+    profiled_sums_s: tuple[float, ...] = ()  # each profiled step's op time, credited or not
+    cache_write_profiled_s: float | None = None  # on a CPU: what the profiled steps credited the cache write, whose
+    #                                              kernels (cache_write_kernels) hold its time outside the profiler
+    cache_write_kernels: tuple[str, ...] = ()
+
+    @property
+    def biggest_other_ops(self) -> dict:
+        """The five ops outside the kernels that took longest."""
+        return dict(sorted(self.other_ops.items(), key=lambda kv: -kv[1])[:5])
 
     @property
     def kernel_times(self) -> dict[str, float]:
@@ -114,6 +123,8 @@ class ProfileResult:
 
     @property
     def kernel_sum_s(self) -> float:
+        """The kernels' measured seconds a step: each kernel's median over the profiled steps (on a CPU the cache
+        write's from the timed steps), so not one step's sum (profiled_sums_s holds those)."""
         return sum(t.seconds for t in self.kernels.values())
 
 
@@ -414,6 +425,7 @@ def profile_model(source: str, *, device: str = "cpu", dtype_name: str = "fp32",
             say(f"{steps} decode steps at context {context}")
             step()  # warm-up
             times, writes = [], []
+            resolve = _resolver(analysis)
             with _timed_updates(cache, device == "cpu") as spent:
                 for i in range(steps):
                     say.tick(f"decode step {i + 1} of {steps} at context {context}")
@@ -421,7 +433,12 @@ def profile_model(source: str, *, device: str = "cpu", dtype_name: str = "fp32",
                     t0 = time.perf_counter()
                     step()
                     times.append(time.perf_counter() - t0)
-                    writes.append(sum(spent[n:]))
+                    per: dict[str, float] = {}
+                    for layer, seconds in spent[n:]:  # each layer's update to its kernel (kv_cache_write[sliding]...)
+                        name = resolve("kv_cache_write", layer)
+                        if name is not None:
+                            per[name] = per.get(name, 0.0) + seconds
+                    writes.append(per)
             from torch.profiler import ProfilerActivity, profile
 
             activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
@@ -434,32 +451,36 @@ def profile_model(source: str, *, device: str = "cpu", dtype_name: str = "fp32",
                     profiled = time.perf_counter() - t0
                 runs.append(_attribute(prof, analysis, device, statistics.median(times), tuple(times), ttft, profiled))
     result = median_profile(runs)
-    if any(writes) and "kv_cache_write" in result.kernels:  # a CPU's cache updates, timed outside the profiler
-        profiled_write = result.kernels["kv_cache_write"]
-        result.cache_write_profiled_s = profiled_write.seconds
-        result.kernels["kv_cache_write"] = KernelTime("kv_cache_write", statistics.median(writes), profiled_write.ops)
+    timed = tuple(dict.fromkeys(name for per in writes for name in per))
+    if timed:  # a CPU's cache updates, timed outside the profiler
+        result.cache_write_profiled_s = sum(result.kernels[n].seconds for n in timed if n in result.kernels)
+        for name in timed:
+            ops = result.kernels[name].ops if name in result.kernels else 0
+            result.kernels[name] = KernelTime(name, statistics.median(per.get(name, 0.0) for per in writes), ops)
+        result.cache_write_kernels = timed
     result.load = watch.stop()
     return result
 
 
 @contextmanager
 def _timed_updates(cache, on: bool):
-    """On a CPU, the wall time of each cache update (transformers' concatenation, every layer's K and V) in a list,
-    outside the profiler: under it a growing cache's concatenations ran 1x to 24x their unprofiled time from one
-    profiled step to the next (docs/validation.md, "This machine"). A GPU's updates are asynchronous: its profiled
-    device times stand."""
-    spent: list[float] = []
+    """On a CPU, (layer, wall time) of each cache update (transformers' concatenation of a layer's K and V) in a
+    list, outside the profiler: under it a step's concatenations (the cache's and rotary's) took 1x to 24x their
+    unprofiled time from one profiled step to the next, in one run of four (docs/validation.md, "This machine"). A
+    GPU's updates are asynchronous: its profiled device times stand."""
+    spent: list[tuple[int | None, float]] = []
     if not on:
         yield spent
         return
     original = cache.update
 
     def update(*a, **k):
+        layer = a[2] if len(a) > 2 else k.get("layer_idx")
         t0 = time.perf_counter()
         try:
             return original(*a, **k)
         finally:
-            spent.append(time.perf_counter() - t0)
+            spent.append((layer if isinstance(layer, int) else None, time.perf_counter() - t0))
 
     cache.update = update
     try:
@@ -472,12 +493,14 @@ PROFILED_STEPS = 3  # steps run under the profiler; each kernel's time is its me
 
 
 def median_profile(runs: list[ProfileResult]) -> ProfileResult:
-    """One ProfileResult of several profiled steps (the same model and step): each kernel's seconds and the time
-    outside the kernels the median over the steps (a kernel a step did not credit counts 0 there), each op
-    outside the kernels likewise, the profiled step's wall time the median one."""
+    """One ProfileResult of several profiled steps (the same model and step): each kernel's seconds the median over
+    the steps that credited it (one that did not saw none of its ops take time), the time outside the kernels and
+    each op there the median over all of them (0 where a step had none), the profiled step's wall time the median
+    one; each step's own wall time and op time are kept (profiled_steps_s, profiled_sums_s)."""
     first = runs[0]
+    sums = tuple(r.kernel_sum_s + r.other_s for r in runs)
     if len(runs) == 1:
-        return replace(first, profiled_steps_s=(first.profiled_step_s,))
+        return replace(first, profiled_steps_s=(first.profiled_step_s,), profiled_sums_s=sums)
 
     def med(values) -> float:
         return statistics.median(values)
@@ -486,14 +509,13 @@ def median_profile(runs: list[ProfileResult]) -> ProfileResult:
     kernels = {}
     for name in names:
         ops = next(r.kernels[name].ops for r in runs if name in r.kernels)
-        kernels[name] = KernelTime(name, med(r.kernels[name].seconds if name in r.kernels else 0.0 for r in runs), ops)
+        kernels[name] = KernelTime(name, med(r.kernels[name].seconds for r in runs if name in r.kernels), ops)
     ops = list(dict.fromkeys(op for r in runs for op in r.other_ops))
     other_ops = {op: med(r.other_ops.get(op, 0.0) for r in runs) for op in ops}
-    biggest = dict(sorted(other_ops.items(), key=lambda kv: -kv[1])[:5])
     walls = tuple(r.profiled_step_s for r in runs)
-    return replace(first, kernels=kernels, other_s=med(r.other_s for r in runs), other_ops=biggest,
+    return replace(first, kernels=kernels, other_s=med(r.other_s for r in runs), other_ops=other_ops,
                    other_count=round(med(r.other_count for r in runs)), profiled_step_s=med(walls),
-                   profiled_steps_s=walls)
+                   profiled_steps_s=walls, profiled_sums_s=sums)
 
 
 def _attribute(prof, analysis: Analysis, device: str, tpot: float, times, ttft: float, profiled: float) -> ProfileResult:
@@ -526,8 +548,7 @@ def _attribute(prof, analysis: Analysis, device: str, tpot: float, times, ttft: 
         kt = kernels.setdefault(target, KernelTime(target))
         kt.seconds += seconds
         kt.ops += 1
-    biggest = dict(sorted(other.items(), key=lambda kv: -kv[1])[:5])
-    return ProfileResult(analysis, device, tpot, times, ttft, profiled, kernels, sum(other.values()), biggest,
+    return ProfileResult(analysis, device, tpot, times, ttft, profiled, kernels, sum(other.values()), other,
                          other_count)
 
 
@@ -612,9 +633,9 @@ def profile_record(p: ProfileResult, trust: ProfileTrust) -> dict:
     """What ``roofcalc profile`` measured, and its trust checks (``--format json``'s ``profile``)."""
     return {"device": p.device, "tpot_s": p.tpot_s, "step_times_s": list(p.step_times_s), "ttft_s": p.ttft_s,
             "profiled_step_s": p.profiled_step_s, "profiled_steps_s": list(p.profiled_steps_s),
-            "cache_write_profiled_s": p.cache_write_profiled_s,
+            "profiled_sums_s": list(p.profiled_sums_s), "cache_write_profiled_s": p.cache_write_profiled_s,
             "kernel_sum_s": p.kernel_sum_s, "other_s": p.other_s,
-            "other_ops_s": p.other_ops, "unmatched": p.unmatched,
+            "other_ops_s": p.biggest_other_ops, "unmatched": p.unmatched,
             "kernels": {k: {"seconds_per_step": t.seconds, "ops": t.ops} for k, t in p.kernels.items()},
             "trust": trust.record()}
 
@@ -649,9 +670,11 @@ def profile_lines(p: ProfileResult, r, trust: ProfileTrust) -> list[str]:
         f"(min {ms(min(p.step_times_s))}, max {ms(max(p.step_times_s))})",
         f"predicted TPOT {ms(st.predicted_s)} ms ({span}); measured {ms(p.tpot_s)} ms, {abs(100 * err):.0f}% "
         f"{'above' if err >= 0 else 'below'} the prediction " + VERDICT_WORDS[trust.verdict],
-        f"device    predicted {ms(t.device_s)} ms of kernels; the profiled step's ops sum to {ms(p.kernel_sum_s)} ms "
+        f"device    predicted {ms(t.device_s)} ms of kernels; the measured ops sum to {ms(p.kernel_sum_s)} ms "
         f"in roofcalc's kernels + {ms(p.other_s)} ms outside them"
-        + (f" (each the median of {len(p.profiled_steps_s)} profiled steps)" if len(p.profiled_steps_s) > 1 else ""),
+        + (f" (each the median of {len(p.profiled_steps_s)} profiled steps"
+           + ("; the cache write timed outside the profiler" if p.cache_write_kernels else "") + ")"
+           if len(p.profiled_steps_s) > 1 else ""),
         f"host      predicted {ms(t.host_s)} ms ({host_words(r)}); measured TPOT less the ops: "
         + ((f"{ms(host)} ms " + ("(host and device add up here)" if not t.overlap else
                                  "(host and device overlap here)")) if host is not None else
@@ -671,12 +694,13 @@ def profile_lines(p: ProfileResult, r, trust: ProfileTrust) -> list[str]:
                      f"does not bound them (a peak from square matmuls that this dtype runs on a slow path, or a "
                      f"bandwidth measured under load); treat their % of roof as a sign the roof is low")
     if p.cache_write_profiled_s is not None:
-        lines.append(f"cache     kv_cache_write timed outside the profiler: {ms(p.kernels['kv_cache_write'].seconds)} ms a "
-                     f"step (the median of the {len(p.step_times_s)} timed steps); the profiled steps credited it "
+        timed = sum(p.kernels[n].seconds for n in p.cache_write_kernels)
+        lines.append(f"cache     {', '.join(p.cache_write_kernels)} timed outside the profiler: {ms(timed)} ms a step "
+                     f"(the median of the {len(p.step_times_s)} timed steps); the profiled steps credited "
                      f"{ms(p.cache_write_profiled_s)} ms (on a CPU the profiler can slow a growing cache's concatenation "
                      f"many times over)")
     if p.other_ops:
-        lines.append("outside   " + ", ".join(f"{k} {ms(v)} ms" for k, v in p.other_ops.items()))
+        lines.append("outside   " + ", ".join(f"{k} {ms(v)} ms" for k, v in p.biggest_other_ops.items()))
     lines.append("unmatched " + (", ".join(p.unmatched) if p.unmatched else "none: every kernel got a measured time"))
     return lines + trust.warnings()
 
