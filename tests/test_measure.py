@@ -488,6 +488,23 @@ def test_cpu_cache_write_timed_outside_the_profiler(profiled):
     assert 0 < write.seconds < profiled.tpot_s and write.ops > 0
 
 
+def test_cpu_cache_write_timed_by_layer_type(tmp_path):
+    """A model whose layers differ (Gemma 2: sliding-window and full layers, its context past the 16-token window)
+    has a cache-write kernel per kind of layer; each takes its own layers' updates, timed outside the profiler."""
+    pytest.importorskip("torch")
+    from roofcalc.profile import profile_model
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "gemma2", "hidden_size": 64, "intermediate_size": 128,
+                                "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+                                "num_hidden_layers": 4, "vocab_size": 256, "sliding_window": 16,
+                                "max_position_embeddings": 256, "query_pre_attn_scalar": 16}))
+    r = profile_model(str(path), context=40, steps=3, quiet=True)
+    assert set(r.cache_write_kernels) == {"kv_cache_write[sliding]", "kv_cache_write[full]"}
+    assert all(r.kernels[name].seconds > 0 for name in r.cache_write_kernels)
+    assert r.unmatched == []
+
+
 def test_kernel_times_add_up_to_the_step(profiled):
     """The ops credited to kernels plus the rest make up the profiled step; the credited ones most of it (of that
     step, or of the median step where the shared machine stalled the process between two ops of the profiled one:
