@@ -13,6 +13,7 @@ names the catalog entry it is measured against.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -236,30 +237,20 @@ def _segment(value, where: str) -> str:
     return value
 
 
-_catalog: tuple[Hardware, ...] | None = None
-_raw: list[dict[str, Any]] | None = None
-_built: dict[int, Hardware] = {}  # the entries built so far, by place in the catalog
-
-
+@functools.cache
 def _raw_catalog() -> list[dict[str, Any]]:
-    global _raw
-    if _raw is None:
-        _raw = json.loads(CATALOG_PATH.read_text(encoding="utf-8"))["hardware"]
-    return _raw
+    return json.loads(CATALOG_PATH.read_text(encoding="utf-8"))["hardware"]
+
+
+@functools.cache
+def _entry(i: int) -> Hardware:
+    """The catalog's entry ``i``, built once (find_hardware builds only the one it finds: startup)."""
+    h = _raw_catalog()[i]
+    return hardware_from_dict(h, h["name"])
 
 
 def hardware_catalog() -> tuple[Hardware, ...]:
-    global _catalog
-    if _catalog is None:
-        _catalog = tuple(_entry(i) for i in range(len(_raw_catalog())))
-    return _catalog
-
-
-def _entry(i: int) -> Hardware:
-    if i not in _built:
-        h = _raw_catalog()[i]
-        _built[i] = hardware_from_dict(h, h["name"])
-    return _built[i]
+    return tuple(_entry(i) for i in range(len(_raw_catalog())))
 
 
 def _norm(name: str) -> str:

@@ -497,25 +497,17 @@ def median_profile(runs: list[ProfileResult]) -> ProfileResult:
     the steps that credited it (one that did not saw none of its ops take time), the time outside the kernels and
     each op there the median over all of them (0 where a step had none), the profiled step's wall time the median
     one; each step's own wall time and op time are kept (profiled_steps_s, profiled_sums_s)."""
-    first = runs[0]
-    sums = tuple(r.kernel_sum_s + r.other_s for r in runs)
-    if len(runs) == 1:
-        return replace(first, profiled_steps_s=(first.profiled_step_s,), profiled_sums_s=sums)
-
-    def med(values) -> float:
-        return statistics.median(values)
-
-    names = list(dict.fromkeys(name for r in runs for name in r.kernels))
+    med = statistics.median
     kernels = {}
-    for name in names:
-        ops = next(r.kernels[name].ops for r in runs if name in r.kernels)
-        kernels[name] = KernelTime(name, med(r.kernels[name].seconds for r in runs if name in r.kernels), ops)
-    ops = list(dict.fromkeys(op for r in runs for op in r.other_ops))
-    other_ops = {op: med(r.other_ops.get(op, 0.0) for r in runs) for op in ops}
+    for name in dict.fromkeys(name for r in runs for name in r.kernels):
+        credited = [r.kernels[name] for r in runs if name in r.kernels]
+        kernels[name] = KernelTime(name, med(k.seconds for k in credited), credited[0].ops)
+    other_ops = {op: med(r.other_ops.get(op, 0.0) for r in runs) for op in dict.fromkeys(o for r in runs
+                                                                                          for o in r.other_ops)}
     walls = tuple(r.profiled_step_s for r in runs)
-    return replace(first, kernels=kernels, other_s=med(r.other_s for r in runs), other_ops=other_ops,
+    return replace(runs[0], kernels=kernels, other_s=med(r.other_s for r in runs), other_ops=other_ops,
                    other_count=round(med(r.other_count for r in runs)), profiled_step_s=med(walls),
-                   profiled_steps_s=walls, profiled_sums_s=sums)
+                   profiled_steps_s=walls, profiled_sums_s=tuple(r.kernel_sum_s + r.other_s for r in runs))
 
 
 def _attribute(prof, analysis: Analysis, device: str, tpot: float, times, ttft: float, profiled: float) -> ProfileResult:
