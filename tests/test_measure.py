@@ -55,16 +55,16 @@ def test_copy_sits_left_of_the_ridge_and_the_big_matmul_right(measured):
 def test_curves_become_the_profiles_kernel_model(measured, tmp_path, capsys):
     pytest.importorskip("torch")
     c = measured.curves
-    # 7 values of M on 2 weight shapes; 4 decode attention points and one prefill
-    assert [r for r, _, _, _ in c.matmul] == [1, 4, 16, 64, 256, 1024, 4096] * 4
+    # 8 values of M on 4 weight shapes; 4 decode attention points and one prefill
+    assert [r for r, _, _, _ in c.matmul] == [1, 4, 8, 16, 64, 256, 1024, 4096] * 4
     assert len(c.attention) == 4 and len(c.prefill_attention) == 1
     assert c.host_ops > 20 and all(0 < x < 1e-3 for x in c.host_per_op)  # tens of ops, microseconds each
     # two passes: every point holds each pass's median, and the host one value per pass
     assert len(c.host_per_op) == 2 and all(len(smp.seconds) == 2 for *_, smp in c.matmul + c.attention)
     model = measured.profile(None).efficiency
-    # (rows, weight bytes, e) at 7 rows for each of 4 fp32 weights: 256x512, 512x1024, 1024x3072 and 2048x5632
+    # (rows, weight bytes, e) at 8 rows for each of 4 fp32 weights: 256x512, 512x1024, 1024x3072 and 2048x5632
     # x 4 bytes
-    assert model.relative_to == "measured" and len(model.curves["matmul"]) == 28
+    assert model.relative_to == "measured" and len(model.curves["matmul"]) == 32
     assert sorted({w for _, w, _ in model.curves["matmul"]}) == [524_288, 2_097_152, 12_582_912, 46_137_344]
     for name, e in model.classes.items():
         assert 0 < e.pessimistic <= e.expected <= 1, name

@@ -660,7 +660,9 @@ def cuda_capability(torch) -> float | None:
 # and the host's time per op of a real transformers decoder (a tiny one, so device work is
 # negligible). roofcalc.predict turns them into each kernel's expected time.
 
-CURVE_ROWS = (1, 4, 16, 64, 256, 1024, 4096)
+CURVE_ROWS = (1, 4, 8, 16, 64, 256, 1024, 4096)  # 8: a batch-8 GEMV read between 4 and 16 was too fast (46 MB
+# weight: 21 % of the roof measured at M = 8, 25 % read between 4 and 16; TinyLlama at batch 8 predicted 434 ms
+# without the point, 511 with it, 509-514 measured: docs/validation.md, "This machine")
 # (K, N) weights of four sizes, 0.5, 2, 12.6 and 46 MB in fp32 (a 135M model's k_proj to a 1B
 # model's gate_proj): a GEMV's efficiency depends on how much it streams as well as on M, and
 # falls as the weight shrinks (past the smallest, the curve is read flat)
