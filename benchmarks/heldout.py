@@ -653,6 +653,59 @@ with it:
 * Left out whole: mit-han-lab/qserve's README tables (W4A8 weights and activations with a 4-bit KV cache, formats
   roofcalc has no preset for) and the issue threads the first helper read (their GPU not named in the text
   stored, or a tokenizer and HTTP path in the figure).
+A twenty-fourth set (CASES_24, CASES_24_MULTI) was transcribed on 2026-12-06 by a helper reading six sources none of
+the sets above holds (it ran nothing and looked at no prediction), and committed before roofcalc ran on any of it:
+sought as a check on engines of 2025-2026 (SGLang 0.5, vLLM 0.16-0.17, transformers 4.51) on the B200, H200, H100,
+A100, MI300X and RTX 4090, many of them mixtures of experts on eight GPUs. The same rules hold, and these choices
+were fixed with it:
+* SGLang's cookbook (sgl-project/sgl-cookbook @ 7b5bd9c, docs/autoregressive/*, SGLang 0.5.6-0.5.9):
+  sglang.bench_serving --dataset-name random, 10 prompts, --max-concurrency 1, no --random-range-ratio (each
+  request's lengths drawn up to the nominal ones); the mean lengths from each run's printed totals (1000/1000:
+  610 in and 422 out; 8000/1000: 4,194 in; 1000/8000: 4,446 out; ShareGPT: 332 in and 213 out for gpt-oss, 338
+  and 216 for Qwen3-Next). Its median TPOT is a decode step of batch 1 at the mean prompt plus half the mean
+  output (context 821, 2,833 or 4,405); its median TTFT a prefill of the mean prompt (HTTP and tokenization in
+  it, not modelled). SGLang's CUDA graphs (`cuda-graph`); tensor parallelism as its page launches it (--tp, the
+  routed experts split by width: roofcalc's --tp); weights as the checkpoint stores them (DeepSeek's FP8 in
+  blocks of 128; gpt-oss's MXFP4 experts). Models by their published configs (benchmarks/configs/published):
+  DeepSeek-R1-0528 as DeepSeek-R1's, DeepSeek-V3.1 as DeepSeek-V3's, Qwen3-235B-A22B-Instruct-2507 as
+  Qwen3-235B-A22B's; "A100" (its memory not given) as the A100-80GB. Left out: pages with speculative decoding,
+  expert parallelism (MiniMax-M2 and M2.5 at --ep 8), checkpoints whose config is not in the repository
+  (GLM-4.7-Flash, Ministral-3, Qwen3-Coder, Qwen3-Coder-Next, Step-3.5-Flash) and Kimi-K2.5 (int4 experts beside
+  16-bit layers, a mix a case cannot give).
+* The LMSYS blog "SGLang for gpt-oss" (lm-sys/lm-sys.github.io blog/2025-08-27-gpt-oss.md @ dbd47f4) with
+  sgl-project/sglang benchmark/gpt_oss/README.md @ 1dc322c: SGLang v0.5.1.post3, bench_one_batch_server batch 1,
+  1,024 in and 512 out, "single-batch decode throughput" (output tokens over the time after the first token): a
+  decode step of batch 1 at context 1,280, its figure 1 / that rate; gpt-oss-120b (MXFP4 experts) and
+  lmsys/gpt-oss-120b-bf16 (bf16 throughout) on 4 B200s (TP 4) and 8 H100s (TP 8, triton attention; the SXM
+  assumed), `cuda-graph`.
+* A gist of SGLang v0.5.8.post1 on 8 B200s (BenHamm/78563d0d..., 2026-02-16): bench_serving random 1K / 1K,
+  concurrency 1, TPOT (its statistic not given); the cookbook's mean lengths assumed for the same tool's random
+  1K / 1K (context 821): gpt-oss-120b at TP 8 and NVIDIA-Nemotron-3-Nano-30B-A3B-FP8 at TP 1 (its FP8 taken per
+  tensor, ModelOpt's recipe, assumed; the BF16 checkpoint's config gives its sizes). Rows left out: the hub id
+  or format not pinned down (Qwen3-235B, Kimi-K2), a config not in the repository (GLM-4.6, GLM-5), NVFP4
+  experts beside FP8 layers (DeepSeek-R1-0528-FP4).
+* Vultr's B200 vLLM cookbook (docs.vultr.com inference-cookbook, updated 2026-03-11): vLLM 0.16.0, vllm bench serve
+  random 2,048 in and 512 out, concurrency 1: NVIDIA-Nemotron-3-Nano-30B-A3B-FP8 at TP 2, its TPOT a decode step at
+  context 2,304 and its TTFT a prefill of 2,048 (whether mean or median is not given), `cuda-graph`, FP8 per tensor
+  as above. Nemotron-Super-49B (a pruned architecture with remote code) left out.
+* THUDM/GLM-4 inference/README.md @ 3f79b54 (its table of 2025-04-14): transformers >= 4.51.3, eager generate with
+  a TextIteratorStreamer, one H100 80GB HBM3 (the H100-SXM), batch 1, BF16, a random-token prompt and 128 new
+  tokens (inference/trans_stress_test.py's default), the mean of 3 runs: GLM-4-9B-0414 at 1,000 to 100,000 tokens.
+  Its decode speed (streamed chunks over the time after the first) is a decode step at the prompt plus 64; its
+  first-token latency, the time to the first streamed text, is the prompt's prefill and one decode step
+  (`first-token`: the streamer emits text at a word's end). `hf-eager`, transformers' DynamicCache (`concat`),
+  SDPA (attention fused). The GLM-4-32B-0414 rows (no config here; several GPUs by device_map, layers split,
+  not tensor parallelism) left out.
+* THUDM/GLM-4 basic_demo/README_en.md @ 8102212 (2024-06-06): transformers 4.40.0 running glm-4-9b-chat's own
+  modelling code (torch's SDPA, a cache grown by concatenation), one A100-SXM4-80GB, batch 1, BF16, up to 512 new
+  tokens (a context of the prompt plus 256 assumed), the mean of 3 runs: 1,000 to 128,000 tokens, read as the
+  rows above (`hf-eager`, `concat`); glm-4-9b-chat-hf's config gives its sizes. Its int4 rows (bitsandbytes) left
+  out.
+* aaronzhfeng/gpu-inference benchmarks/rtx-4090.md @ 414c57c (2026-03-10): vLLM 0.17.0, one RTX 4090, one
+  non-streaming chat request of 128 tokens after a one-sentence prompt (30 tokens with the chat template,
+  assumed), its end-to-end latency: a request case of Qwen3.5-4B (`cuda-graph`, bf16). Qwen3.5-9B (no config
+  here, run --enforce-eager) left out.
+Each row is also run under its engine's preset with its host time (CASES_24_ENGINE: sglang, vllm, hf).
 """
 
 from __future__ import annotations
@@ -1708,6 +1761,98 @@ _FT_MISSED = tuple(
     for tp, ms in ((1, 3830), (2, 2365), (4, 1439), (8, 1072)))
 CASES_23_MISSED, CASES_23_MISSED_MULTI = _FT_MISSED[:1], _FT_MISSED[1:]
 
+# The twenty-fourth set (rules in the module's docstring)
+SGL_COOK = ("sgl-project/sgl-cookbook @ 7b5bd9c (2026-05-01) docs/autoregressive/*: sglang.bench_serving random, 10 "
+            "prompts, concurrency 1, mean lengths from its printed totals, median TPOT and TTFT")
+SGL_GPTOSS = ("lm-sys/lm-sys.github.io blog/2025-08-27-gpt-oss.md @ dbd47f4 (LMSYS, 'SGLang for gpt-oss') and "
+              "sgl-project/sglang benchmark/gpt_oss/README.md @ 1dc322c: SGLang v0.5.1.post3, bench_one_batch_server "
+              "batch 1, 1,024 in / 512 out, decode tokens/s after the first token")
+SGL_GIST = ("gist BenHamm/78563d0d0a08d7cb61b4737392633384 (2026-02-16): SGLang v0.5.8.post1 on 8x B200, "
+            "bench_serving random 1K / 1K, concurrency 1, TPOT")
+VULTR_B200 = ("docs.vultr.com inference-cookbook, NVIDIA HGX B200 vLLM Optimization Cookbook (2026-03-11): vLLM "
+              "0.16.0, vllm bench serve random 2,048 / 512, concurrency 1, TPOT and TTFT")
+GLM4_0414 = ("THUDM/GLM-4 inference/README.md @ 3f79b54 (table of 2025-04-14): transformers >= 4.51.3 eager generate, "
+             "one H100 80GB, batch 1, BF16, random-token prompt, 128 new tokens, mean of 3 runs")
+GLM4_2024 = ("THUDM/GLM-4 basic_demo/README_en.md @ 8102212 (2024-06-06): transformers 4.40.0 with the model's own "
+             "code, one A100-SXM4-80GB, batch 1, BF16, random-token prompt, up to 512 new tokens, mean of 3 runs")
+RTX4090_Q35 = ("aaronzhfeng/gpu-inference benchmarks/rtx-4090.md @ 414c57c (2026-03-10): vLLM 0.17.0, one RTX 4090, "
+               "one non-streaming chat request, 128 new tokens, end-to-end latency")
+GLM4_9B = str(PUB / "zai-org--GLM-4-9B-0414.json")
+GLM4_9B_CHAT = str(PUB / "zai-org--glm-4-9b-chat-hf.json")
+ERNIE_21 = str(PUB / "baidu--ERNIE-4.5-21B-A3B-PT.json")
+NANO_30 = str(PUB / "nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json")  # the FP8 checkpoint's sizes
+QWEN35_4 = str(PUB / "Qwen--Qwen3.5-4B.json")
+Q3_235 = str(PUB / "Qwen--Qwen3-235B-A22B.json")
+Q3_NEXT = str(PUB / "Qwen--Qwen3-Next-80B-A3B-Instruct.json")
+SCOUT = str(PUB / "meta-llama--Llama-4-Scout-17B-16E-Instruct.json")
+MAVERICK = str(PUB / "meta-llama--Llama-4-Maverick-17B-128E-Instruct.json")
+FP8_T_B = dict(dtype="bf16", weight_dtype="fp8-t")
+# the cookbook's random runs: the mean prompt, and a decode step at the mean prompt plus half the mean output
+_C1, _C2, _C3 = 610 + 211, 610 + 2223, 4194 + 211  # 1000/1000, 1000/8000, 8000/1000
+
+
+def _cook(model, hw, tp, fmt, decode, prefill, note):
+    """A cookbook page's rows: (context, median TPOT s) decode steps and (prompt, median TTFT s) prefills."""
+    return (*(Case("decode", model, hw, "cuda-graph", measured=s, source=SGL_COOK, context=ctx, tp=tp,
+                   note=f"{note}, median TPOT", **fmt) for ctx, s in decode),
+            *(Case("prefill", model, hw, "cuda-graph", measured=s, source=SGL_COOK, prompt=p, tp=tp,
+                   note=f"{note}, median TTFT", **fmt) for p, s in prefill))
+
+
+def _glm(model, hw, source, rows_, new, note):
+    """The GLM-4 stress tables: (prompt, TTFT s, decode tokens/s) at batch 1, a decode step at prompt + new / 2."""
+    return tuple(c for p, ttft, tps in rows_ for c in (
+        Case("first-token", model, hw, "hf-eager", measured=ttft, source=source, prompt=p, cache="concat",
+             note=f"{note}, time to the first streamed text", **BF16),
+        Case("decode", model, hw, "hf-eager", measured=1 / tps, source=source, context=p + new // 2, cache="concat",
+             note=f"{note}, decode speed", **BF16)))
+
+
+CASES_24 = (
+    *_glm(GLM4_9B, "H100-SXM", GLM4_0414, ((1000, 0.05, 44.4), (8000, 0.39, 39.0), (32000, 2.29, 18.7),
+                                            (100000, 6.80, 14.1)), 128, "GLM-4-9B-0414, transformers 4.51"),
+    *_glm(GLM4_9B_CHAT, "A100-80GB", GLM4_2024, ((1000, 0.2, 27.8), (8000, 0.8, 31.8), (32000, 4.3, 14.4),
+                                                  (128000, 38.1, 3.4)), 512, "glm-4-9b-chat, transformers 4.40"),
+    *_cook(ERNIE_21, "MI300X", 1, BF16, ((_C1, 4.09e-3), (_C2, 4.13e-3), (_C3, 4.22e-3)),
+           ((610, 36.81e-3), (4194, 72.30e-3)), "SGLang 0.5.7, ERNIE-4.5-21B-A3B-PT"),
+    Case("decode", NANO_30, "B200", "cuda-graph", measured=4.36e-3, source=SGL_GIST, context=_C1,
+         note="SGLang v0.5.8.post1, NVIDIA-Nemotron-3-Nano-30B-A3B-FP8, TPOT", **FP8_T_B),
+    Case("request", QWEN35_4, "RTX4090", "cuda-graph", measured=128 / 1.31, source=RTX4090_Q35, prompt=30,
+         generate=128, note="vLLM 0.17.0, Qwen3.5-4B, one request, 1.31 s", **BF16),
+)
+
+CASES_24_MULTI = (
+    *(Case("decode", GPTOSS, hw, "cuda-graph", measured=1 / tps, source=SGL_GPTOSS, context=1024 + 256, tp=tp,
+           note=f"SGLang v0.5.1.post3, gpt-oss-120b {'MXFP4' if fmt is MXFP4 else 'bf16'}, decode tokens/s",
+           **fmt)
+      for hw, tp, fmt, tps in (("B200", 4, MXFP4, 416.02), ("B200", 4, BF16, 315.63), ("H100-SXM", 8, MXFP4, 318.53),
+                               ("H100-SXM", 8, BF16, 293.12))),
+    *_cook(L31_70, "A100-80GB", 8, BF16, ((_C1, 18.63e-3), (_C3, 18.81e-3)), ((610, 131.77e-3), (4194, 318.02e-3)),
+           "SGLang 0.5.6, Llama-3.1-70B"),
+    *_cook(Q3_235, "B200", 8, BF16, ((_C1, 10.12e-3), (_C2, 10.24e-3), (_C3, 10.33e-3)),
+           ((610, 92.18e-3), (610, 109.36e-3), (4194, 114.85e-3)), "SGLang 0.5.6, Qwen3-235B-A22B-Instruct-2507"),
+    *_cook(DSR1, "B200", 8, FP8_B, ((_C1, 9.15e-3), (_C2, 9.20e-3), (_C3, 9.27e-3)),
+           ((610, 140.76e-3), (610, 126.19e-3), (4194, 154.96e-3)), "SGLang 0.5.6.post1, DeepSeek-R1-0528"),
+    *_cook("deepseek-ai/DeepSeek-V3", "MI300X", 8, FP8_B, ((_C1, 23.90e-3), (_C2, 24.51e-3), (_C3, 25.05e-3)),
+           ((610, 213.58e-3), (610, 156.19e-3), (4194, 481.38e-3)), "SGLang 0.5.7, DeepSeek-V3.1"),
+    *_cook(SCOUT, "MI300X", 8, BF16, ((_C1, 7.40e-3),), ((610, 68.57e-3),), "SGLang 0.5.9, Llama-4-Scout"),
+    *_cook(MAVERICK, "MI300X", 8, BF16, ((_C1, 5.96e-3),), ((610, 57.45e-3),), "SGLang 0.5.9, Llama-4-Maverick"),
+    *_cook(GPTOSS, "B200", 8, MXFP4, ((332 + 106, 2.31e-3),), ((332, 31.79e-3),), "SGLang 0.5.6, gpt-oss-120b, ShareGPT"),
+    *_cook(Q3_NEXT, "B200", 8, BF16, ((338 + 108, 6.17e-3),), ((338, 132.88e-3),),
+           "SGLang 0.5.6, Qwen3-Next-80B-A3B, ShareGPT"),
+    Case("decode", GPTOSS, "B200", "cuda-graph", measured=2.41e-3, source=SGL_GIST, context=_C1, tp=8,
+         note="SGLang v0.5.8.post1, gpt-oss-120b MXFP4, TPOT", **MXFP4),
+    Case("decode", NANO_30, "B200", "cuda-graph", measured=2.91e-3, source=VULTR_B200, context=2048 + 256, tp=2,
+         note="vLLM 0.16.0, NVIDIA-Nemotron-3-Nano-30B-A3B-FP8, TPOT", **FP8_T_B),
+    Case("prefill", NANO_30, "B200", "cuda-graph", measured=362e-3, source=VULTR_B200, prompt=2048, tp=2,
+         note="vLLM 0.16.0, NVIDIA-Nemotron-3-Nano-30B-A3B-FP8, TTFT", **FP8_T_B),
+)
+# under their engine's preset with its host time: SGLang's, vLLM's, transformers' (hf)
+CASES_24_ENGINE = tuple(
+    dataclasses.replace(c, tables="hf" if c.impl == "hf-eager" else "vllm" if c.source in (VULTR_B200, RTX4090_Q35)
+                        else "sglang", host=True)
+    for c in CASES_24 + CASES_24_MULTI)
+
 # llama.cpp before its FlashAttention (pull request #5021, merged 2024-04-30) ran attention unfused: K·Q written in
 # fp32, a softmax kernel over it, the PV matmul reading it (llm_build_kqv), a prompt in micro-batches of 512 (its
 # n_batch, then n_ubatch, default), which the sets above ran as one fused call. Re-read after the thirteenth set's
@@ -1827,6 +1972,9 @@ if __name__ == "__main__":
                          ("Twenty-third set, one GPU", CASES_23), ("Twenty-third set, more than one GPU", CASES_23_MULTI),
                          ("Twenty-third set, the rule's four rows transcribed late (run after the set, unseen)",
                           CASES_23_MISSED + CASES_23_MISSED_MULTI),
+                         ("Twenty-fourth set, one GPU", CASES_24), ("Twenty-fourth set, more than one GPU", CASES_24_MULTI),
+                         ("Twenty-fourth set under its engine's preset (--engine sglang, vllm, hf), its host time "
+                          "included", CASES_24_ENGINE),
                          ("Seventh set's vLLM V0 rows under --engine vllm-v0, its host time included (written after "
                           "the set's first run: seen)", SEEN_7_V0),
                          ("The first set's vLLM rows under --engine vllm-v0, its host time included (a check of the "
