@@ -771,6 +771,40 @@ def test_a_traced_decode_sweep_is_exact_at_every_point():
     assert sw.verdicts and sw.verdicts[0].kv_over_weights_batch is not None
 
 
+
+def test_a_traced_step_that_runs_other_ops_at_batch_1_is_swept_one_batch_at_a_time(tmp_path, capsys, monkeypatch):
+    """llama4_text's router scores are a transposed view at batch 1 and a copy from batch 2 (a ``clone``
+    the trace records from batch 2 on), so no fit across batches holds: the grid is fitted one batch at a
+    time, every point equal to a direct trace of its step (the sweep used to stop on an AssertionError),
+    and the command line prints it."""
+    from roofcalc.hardware import find_hardware
+    from roofcalc.roofline import place
+    from roofcalc.sweep import sweep
+    from roofcalc.trace import analyzer, traced_shape
+
+    cfg = dict(BASE, num_local_experts=4, num_experts_per_tok=1, intermediate_size_mlp=512, head_dim=32,
+               model_type="llama4_text")
+    shape, (use, name, label) = traced_shape(cfg, "t")
+    an = analyzer(use, name, label, view="ideal")
+    one, two = ([k.name for k in an(Workload.decode(b, 5)).kernels] for b in (1, 2))
+    assert [k for k in two if k not in one] == ["feed_forward.clone[0]", "feed_forward.clone[1]"]
+    sw = sweep(shape, find_hardware("A100"), impl="fused", analyzer=an, batches=[1, 3, 8], contexts=[5, 17, 40])
+    g = sw.grid
+    assert list(g.batches) == [1, 3, 8] and g.predicted_s.shape == (3, 3)
+    for i, b in enumerate(g.batches):
+        for j, s in enumerate(g.contexts):
+            direct = trace(cfg, "t", Workload.decode(int(b), int(s)), view="ideal", use_cache=False)
+            assert int(g.flops[i, j]) == direct.totals.flops and int(g.bytes[i, j]) == direct.totals.bytes
+            assert int(g.memory_bytes[i, j]) == direct.memory_bytes
+            st = place(direct, sw.roof, impl="fused", model=sw.model).times
+            assert g.predicted_s[i, j] == pytest.approx(st.predicted_s, rel=1e-12)
+            assert g.predicted_upper_s[i, j] == pytest.approx(st.predicted_upper_s, rel=1e-12)
+    monkeypatch.setenv("ROOFCALC_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert main([str(path), "--batch", "1,2", "--context", "5,17", "--impl", "fused"]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+
 def test_traced_prefill_and_request_sweeps_trace_their_points():
     sw, _ = _sweep("olmo2", batches=[1, 2], prompts=[4, 9])
     direct = trace(config("olmo2"), "t", Workload.prefill(2, 9), view="ideal", use_cache=False)

@@ -203,12 +203,16 @@ def _is_roof(roof) -> None:
 
 
 def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str = "hf-eager",
-                model: KernelModel | None = None, analyzer=None, **workload_kw) -> DecodeGrid:
+                model: KernelModel | None = None, analyzer=None, _batch: int | None = None,
+                **workload_kw) -> DecodeGrid:
     """Decode steps for every batch × context; ``workload_kw`` as :class:`Workload` takes them (dtypes).
     ``model``: the efficiencies and host overheads (default: ideal, so predicted_s is the floors).
     ``analyzer(workload)``: an :class:`Analysis` of one step other than the hand model's (a trace, its
     kernels one row per layer); its costs are fitted bilinear from four probes like the hand model's,
-    and :func:`check_corners` holds the fit to direct traces."""
+    and :func:`check_corners` holds the fit to direct traces. A traced step that runs other ops at batch 1
+    than at a larger batch (Llama-4's router scores: a transposed view at batch 1, a copy from batch 2) is
+    fitted one batch at a time (``_batch``: every probe at that batch, so nothing is fitted across batches)
+    and its rows stacked."""
     _is_roof(roof)
     import numpy as np
 
@@ -235,10 +239,22 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
                 raise RoofcalcError(f"a rank's sweep probes contexts {d} apart, and no two of them fit below the "
                                     f"window of {min(inside)}: sweep contexts of {min(inside)} and more")
             s0 = min(inside) - d
-    probe = {(bb, ss): kernels_of(Workload.decode(bb, ss, **workload_kw)) for bb in (1, 1 + d) for ss in (s0, s0 + d)}
+    def probe_wl(bb: int, ss: int) -> Workload:  # a probe's step: at _batch, where one is given, whatever bb says
+        return Workload.decode(_batch or bb, ss, **workload_kw)
+
+    probe = {(bb, ss): kernels_of(probe_wl(bb, ss)) for bb in (1, 1 + d) for ss in (s0, s0 + d)}
     names = [k.name for k, _, _ in probe[(1, s0)]]
     if any([k.name for k, _, _ in kernels] != names for kernels in probe.values()):
-        raise AssertionError("the probe steps do not run the same kernels in the same order")
+        if analyzer is None:
+            raise AssertionError("the probe steps do not run the same kernels in the same order")
+        same_batch = all([k.name for k, _, _ in probe[(bb, s0 + d)]] == [k.name for k, _, _ in probe[(bb, s0)]]
+                         for bb in (1, 1 + d))
+        if _batch is not None or not same_batch:
+            raise RoofcalcError(f"{shape.name}: the traced decode step runs other ops at context {s0 + d} than at "
+                                f"{s0}; predict one context at a time")
+        rows = [decode_grid(shape, [int(bb)], contexts, roof, impl=impl, model=model, analyzer=analyzer,
+                            _batch=int(bb), **workload_kw) for bb in batches]
+        return _stacked(rows)
     # routed experts read the weights of the experts their tokens touch: not linear in B, but the
     # same at every context; evaluated once per batch
     if shape.moe and analyzer is None:
@@ -281,7 +297,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
             weight = np.array([[per_batch[int(bb)][i][0].cost.weight_bytes] for bb in b[:, 0]], dtype=np.int64)
         elif kernel.expert_weights:  # traced experts: the share a batch reaches
             mode = workload_kw.get("experts", "expected")
-            rest = costs[0].weight_bytes - analyzer.expert_bytes(kernel.expert_weights, 1, mode)
+            rest = costs[0].weight_bytes - analyzer.expert_bytes(kernel.expert_weights, _batch or 1, mode)
             weight = np.array([[rest + analyzer.expert_bytes(kernel.expert_weights, int(bb), mode)]
                                for bb in b[:, 0]], dtype=np.int64)
         if column is not None:
@@ -346,7 +362,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
     elif analyzer.memory_grid is not None:  # one rank's weights and cache, exactly
         memory = analyzer.memory_grid(b, s, **workload_kw)
     else:  # weights + the traced cache, bilinear like the costs
-        memory = np.broadcast_to(_at(_bilinear(*(analyzer(Workload.decode(bb, ss, **workload_kw)).memory_bytes
+        memory = np.broadcast_to(_at(_bilinear(*(analyzer(probe_wl(bb, ss)).memory_bytes
                                                  for bb, ss in keys), s0, d), b, s, den), (n_b, n_s)).copy()
     return DecodeGrid(
         batches=b[:, 0], contexts=s[0], flops=grid["flops"], bytes=grid["bytes"],
@@ -355,6 +371,24 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
         impl=impl, times=times,
     )
 
+
+
+def _stacked(rows: list) -> DecodeGrid:
+    """One grid of single-batch grids (decode_grid's rows fitted one batch at a time), in their order."""
+    import numpy as np
+
+    first = rows[0]
+    n_s = len(first.contexts)
+
+    def stack(values):
+        return np.vstack([np.broadcast_to(np.asarray(v), (1, n_s)) for v in values])
+
+    arrays = ("flops", "bytes", "weight_bytes", "kv_bytes", "floor_s", "memory_bytes")
+    per_row = {f: stack([getattr(g, f) for g in rows]) for f in arrays}
+    t = first.times
+    numeric = {f.name: stack([getattr(g.times, f.name) for g in rows]) for f in fields(t)
+               if f.name not in ("overlap", "band")}
+    return replace(first, batches=np.concatenate([g.batches for g in rows]), **per_row, times=replace(t, **numeric))
 
 # --------------------------------------------------------------------------- verdicts in words
 
