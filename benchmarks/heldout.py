@@ -659,8 +659,8 @@ sought as a check on engines of 2025-2026 (SGLang 0.5, vLLM 0.16-0.17, transform
 A100, MI300X and RTX 4090, many of them mixtures of experts on eight GPUs. The same rules hold, and these choices
 were fixed with it:
 * SGLang's cookbook (sgl-project/sgl-cookbook @ 7b5bd9c, docs/autoregressive/*, SGLang 0.5.6-0.5.9):
-  sglang.bench_serving --dataset-name random, 10 prompts, --max-concurrency 1, no --random-range-ratio (each
-  request's lengths drawn up to the nominal ones); the mean lengths from each run's printed totals (1000/1000:
+  sglang.bench_serving --dataset-name random, 10 prompts (the two ShareGPT pages: its default dataset, 100
+  prompts), --max-concurrency 1, no --random-range-ratio (each request's lengths drawn up to the nominal ones); the mean lengths from each run's printed totals (1000/1000:
   610 in and 422 out; 8000/1000: 4,194 in; 1000/8000: 4,446 out; ShareGPT: 332 in and 213 out for gpt-oss, 338
   and 216 for Qwen3-Next). Its median TPOT is a decode step of batch 1 at the mean prompt plus half the mean
   output (context 821, 2,833 or 4,405); its median TTFT a prefill of the mean prompt (HTTP and tokenization in
@@ -669,7 +669,9 @@ were fixed with it:
   blocks of 128; gpt-oss's MXFP4 experts). Models by their published configs (benchmarks/configs/published):
   DeepSeek-R1-0528 as DeepSeek-R1's, DeepSeek-V3.1 as DeepSeek-V3's, Qwen3-235B-A22B-Instruct-2507 as
   Qwen3-235B-A22B's; "A100" (its memory not given) as the A100-80GB. Left out: pages with speculative decoding,
-  expert parallelism (MiniMax-M2 and M2.5 at --ep 8), checkpoints whose config is not in the repository
+  expert parallelism (MiniMax-M2.5 at --ep 8; MiniMax-M2's page, 4 MI300Xs at --tp 4, was left out with it
+  by a slip, found by a review after the first run: its two rows run after and apart, CASES_24_MISSED_MULTI),
+  checkpoints whose config is not in the repository
   (GLM-4.7-Flash, Ministral-3, Qwen3-Coder, Qwen3-Coder-Next, Step-3.5-Flash) and Kimi-K2.5 (int4 experts beside
   16-bit layers, a mix a case cannot give).
 * The LMSYS blog "SGLang for gpt-oss" (lm-sys/lm-sys.github.io blog/2025-08-27-gpt-oss.md @ dbd47f4) with
@@ -682,15 +684,17 @@ were fixed with it:
   concurrency 1, TPOT (its statistic not given); the cookbook's mean lengths assumed for the same tool's random
   1K / 1K (context 821): gpt-oss-120b at TP 8 and NVIDIA-Nemotron-3-Nano-30B-A3B-FP8 at TP 1 (its FP8 taken per
   tensor, ModelOpt's recipe, assumed; the BF16 checkpoint's config gives its sizes). Rows left out: the hub id
-  or format not pinned down (Qwen3-235B, Kimi-K2), a config not in the repository (GLM-4.6, GLM-5), NVFP4
-  experts beside FP8 layers (DeepSeek-R1-0528-FP4).
+  or format not pinned down (Qwen3-235B, Kimi-K2), a config not in the repository (GLM-4.6, Qwen3-Coder-Next;
+  GLM-5, whose successor GLM-5.1's config is here, its sizes not checked against GLM-5's), NVFP4 experts beside
+  FP8 layers (DeepSeek-R1-0528-FP4).
 * Vultr's B200 vLLM cookbook (docs.vultr.com inference-cookbook, updated 2026-03-11): vLLM 0.16.0, vllm bench serve
   random 2,048 in and 512 out, concurrency 1: NVIDIA-Nemotron-3-Nano-30B-A3B-FP8 at TP 2, its TPOT a decode step at
   context 2,304 and its TTFT a prefill of 2,048 (whether mean or median is not given), `cuda-graph`, FP8 per tensor
   as above. Nemotron-Super-49B (a pruned architecture with remote code) left out.
 * THUDM/GLM-4 inference/README.md @ 3f79b54 (its table of 2025-04-14): transformers >= 4.51.3, eager generate with
   a TextIteratorStreamer, one H100 80GB HBM3 (the H100-SXM), batch 1, BF16, a random-token prompt and 128 new
-  tokens (inference/trans_stress_test.py's default), the mean of 3 runs: GLM-4-9B-0414 at 1,000 to 100,000 tokens.
+  tokens (inference/trans_stress_test.py's default), the mean of 3 runs: GLM-4-9B-0414 at 1,000 to 100,000 tokens
+  (past its config's max_position_embeddings of 32,768: how the source extended it is not given; run as listed).
   Its decode speed (streamed chunks over the time after the first) is a decode step at the prompt plus 64; its
   first-token latency, the time to the first streamed text, is the prompt's prefill and one decode step
   (`first-token`: the streamer emits text at a word's end). `hf-eager`, transformers' DynamicCache (`concat`),
@@ -1847,6 +1851,9 @@ CASES_24_MULTI = (
     Case("prefill", NANO_30, "B200", "cuda-graph", measured=362e-3, source=VULTR_B200, prompt=2048, tp=2,
          note="vLLM 0.16.0, NVIDIA-Nemotron-3-Nano-30B-A3B-FP8, TTFT", **FP8_T_B),
 )
+# MiniMax-M2 on 4 MI300Xs (TP 4, no expert parallelism), left out of the set by a slip and run after its first run
+CASES_24_MISSED_MULTI = _cook(str(PUB / "MiniMaxAI--MiniMax-M2.json"), "MI300X", 4, FP8_B, ((_C1, 22.24e-3),),
+                              ((610, 385.23e-3),), "SGLang 0.5.7, MiniMax-M2 (the row transcribed late)")
 # under their engine's preset with its host time: SGLang's, vLLM's, transformers' (hf)
 CASES_24_ENGINE = tuple(
     dataclasses.replace(c, tables="hf" if c.impl == "hf-eager" else "vllm" if c.source in (VULTR_B200, RTX4090_Q35)
@@ -1915,7 +1922,7 @@ CALIBRATION_SETS = {1: (_pre_fa(CASES), CASES_MULTI), 2: (CASES_2 + RE_READ_2, C
                     19: (CASES_19, ()), 20: (CASES_20, ()), 21: (CASES_21, ()),
                     22: (CASES_22, ()),
                     23: (CASES_23 + CASES_23_MISSED, CASES_23_MULTI + CASES_23_MISSED_MULTI),
-                    24: (CASES_24, CASES_24_MULTI)}  # set: (one GPU, several)
+                    24: (CASES_24, CASES_24_MULTI + CASES_24_MISSED_MULTI)}  # set: (one GPU, several)
 # every int4 row above re-read with its engine's kernel: as the calibration takes them
 RE_READ_INT4 = tuple(c for one, several in CALIBRATION_SETS.values() for c in one + several
                      if c.int4_kernel and "re-read" in c.note)  # not the sets that named their kernel as written
@@ -1976,6 +1983,8 @@ if __name__ == "__main__":
                          ("Twenty-fourth set, one GPU", CASES_24), ("Twenty-fourth set, more than one GPU", CASES_24_MULTI),
                          ("Twenty-fourth set under its engine's preset (--engine sglang, vllm, hf), its host time "
                           "included", CASES_24_ENGINE),
+                         ("Twenty-fourth set, MiniMax-M2's rows transcribed late (run after the set, unseen)",
+                          CASES_24_MISSED_MULTI),
                          ("Seventh set's vLLM V0 rows under --engine vllm-v0, its host time included (written after "
                           "the set's first run: seen)", SEEN_7_V0),
                          ("The first set's vLLM rows under --engine vllm-v0, its host time included (a check of the "

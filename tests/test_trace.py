@@ -804,6 +804,40 @@ def test_a_traced_step_that_runs_other_ops_at_batch_1_is_swept_one_batch_at_a_ti
     path.write_text(json.dumps(cfg))
     assert main([str(path), "--batch", "1,2", "--context", "5,17", "--impl", "fused"]) == 0
     assert "Traceback" not in capsys.readouterr().err
+    # its experts run as one dense batched matmul, no routed expert to split: refused in one line (it was a
+    # StopIteration traceback under --ep-attention tp)
+    assert main([str(path), "--batch", "2", "--context", "5", "--ep", "2", "--ep-attention", "tp"]) == 2
+    err = capsys.readouterr().err
+    assert "runs none" in err and err.count("\n") == 1, err
+
+
+def test_a_chunked_attention_is_swept_on_one_side_of_its_chunk(tmp_path, capsys, monkeypatch):
+    """llama4_text's chunked layers attend within chunks of attention_chunk_size (16 here): the trace gives
+    their attention its sizes up to the chunk's end and none past it. A single context at the chunk's last
+    position is fitted on probes below it, every batch equal to a direct trace; a sweep across it is refused
+    in one line (it used to print an AttributeError traceback)."""
+    from roofcalc.hardware import find_hardware
+    from roofcalc.roofline import place
+    from roofcalc.sweep import sweep
+    from roofcalc.trace import analyzer, traced_shape
+
+    cfg = dict(BASE, num_hidden_layers=4, num_local_experts=4, num_experts_per_tok=1, intermediate_size_mlp=512,
+               head_dim=32, attention_chunk_size=16, model_type="llama4_text")
+    shape, (use, name, label) = traced_shape(cfg, "t")
+    an = analyzer(use, name, label, view="ideal")
+    sw = sweep(shape, find_hardware("A100"), impl="fused", analyzer=an, batches=[1, 2, 8], contexts=[16])
+    for i, b in enumerate(sw.grid.batches):
+        direct = trace(cfg, "t", Workload.decode(int(b), 16), view="ideal", use_cache=False)
+        assert int(sw.grid.flops[i, 0]) == direct.totals.flops and int(sw.grid.bytes[i, 0]) == direct.totals.bytes
+        st = place(direct, sw.roof, impl="fused", model=sw.model).times
+        assert sw.grid.predicted_s[i, 0] == pytest.approx(st.predicted_s, rel=1e-12)
+    monkeypatch.setenv("ROOFCALC_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    for flags in (["--context", "16,40"], ["--prompt", "15", "--generate", "4"]):
+        assert main([str(path), "--batch", "1,2", *flags, "--impl", "fused"]) == 2
+        err = capsys.readouterr().err
+        assert "changes between contexts 16 and 17" in err and err.count("\n") == 1, err
 
 def test_traced_prefill_and_request_sweeps_trace_their_points():
     sw, _ = _sweep("olmo2", batches=[1, 2], prompts=[4, 9])

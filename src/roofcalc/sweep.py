@@ -203,7 +203,7 @@ def _is_roof(roof) -> None:
 
 
 def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str = "hf-eager",
-                model: KernelModel | None = None, analyzer=None, _batch: int | None = None,
+                model: KernelModel | None = None, analyzer=None, _probes: tuple[int, int] | None = None,
                 **workload_kw) -> DecodeGrid:
     """Decode steps for every batch × context; ``workload_kw`` as :class:`Workload` takes them (dtypes).
     ``model``: the efficiencies and host overheads (default: ideal, so predicted_s is the floors).
@@ -211,8 +211,11 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
     kernels one row per layer); its costs are fitted bilinear from four probes like the hand model's,
     and :func:`check_corners` holds the fit to direct traces. A traced step that runs other ops at batch 1
     than at a larger batch (Llama-4's router scores: a transposed view at batch 1, a copy from batch 2) is
-    fitted one batch at a time (``_batch``: every probe at that batch, so nothing is fitted across batches)
-    and its rows stacked."""
+    fitted twice, batch 1 alone and the larger batches on probes at 1 + d and 1 + 2d, or where those differ
+    too, one batch at a time, and its rows stacked (``_probes``: the two batches the probes run at, for the
+    fit's B = 1 and 1 + d; one batch twice fits nothing across batches). Probes whose attention differs in
+    kind (a chunked attention's sizes end at its chunk) fit a single context from below it, and refuse a
+    sweep across it."""
     _is_roof(roof)
     import numpy as np
 
@@ -239,22 +242,37 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
                 raise RoofcalcError(f"a rank's sweep probes contexts {d} apart, and no two of them fit below the "
                                     f"window of {min(inside)}: sweep contexts of {min(inside)} and more")
             s0 = min(inside) - d
-    def probe_wl(bb: int, ss: int) -> Workload:  # a probe's step: at _batch, where one is given, whatever bb says
-        return Workload.decode(_batch or bb, ss, **workload_kw)
+    p1, p2 = _probes or (1, 1 + d)  # the batches of the fit's probes at B = 1 and B = 1 + d
+    shift = p1 - 1 if p2 != p1 else 0  # the fit's B is the batch less this (probes one batch twice: no B term)
 
-    probe = {(bb, ss): kernels_of(probe_wl(bb, ss)) for bb in (1, 1 + d) for ss in (s0, s0 + d)}
-    names = [k.name for k, _, _ in probe[(1, s0)]]
-    if any([k.name for k, _, _ in kernels] != names for kernels in probe.values()):
-        if analyzer is None:
-            raise AssertionError("the probe steps do not run the same kernels in the same order")
-        same_batch = all([k.name for k, _, _ in probe[(bb, s0 + d)]] == [k.name for k, _, _ in probe[(bb, s0)]]
-                         for bb in (1, 1 + d))
-        if _batch is not None or not same_batch:
-            raise RoofcalcError(f"{shape.name}: the traced decode step runs other ops at context {s0 + d} than at "
-                                f"{s0}; predict one context at a time")
-        rows = [decode_grid(shape, [int(bb)], contexts, roof, impl=impl, model=model, analyzer=analyzer,
-                            _batch=int(bb), **workload_kw) for bb in batches]
-        return _stacked(rows)
+    def probe_wl(bb: int, ss: int) -> Workload:  # a probe's step at the batch it stands for
+        return Workload.decode(p1 if bb == 1 else p2, ss, **workload_kw)
+
+    def names_of(kernels) -> list:
+        return [k.name for k, _, _ in kernels]
+
+    shifted = False
+    while True:
+        probe = {(bb, ss): kernels_of(probe_wl(bb, ss)) for bb in (1, 1 + d) for ss in (s0, s0 + d)}
+        names = names_of(probe[(1, s0)])
+        if any(names_of(kernels) != names for kernels in probe.values()):
+            if analyzer is None:
+                raise AssertionError("the probe steps do not run the same kernels in the same order")
+            if _probes is not None or any(names_of(probe[(bb, s0 + d)]) != names_of(probe[(bb, s0)])
+                                          for bb in (1, 1 + d)):
+                raise RoofcalcError(f"{shape.name}: the traced decode step runs other ops at context {s0 + d} than "
+                                    f"at {s0} (batch {p1}); predict one context at a time")
+            return _batch_apart(shape, batches, contexts, roof, d, impl=impl, model=model, analyzer=analyzer,
+                                **workload_kw)
+        kinds = [{bool(attention_sizes(kernels[i][0])) for kernels in probe.values()} for i in range(len(names))]
+        if all(len(k) == 1 for k in kinds):
+            break
+        if big_s == s0 and s0 - d >= 2 and not shifted:  # one context, at the last of a program: fitted on
+            s0, shifted = s0 - d, True  # probes below it, its kernels (their launches) the context's own
+            continue
+        raise RoofcalcError(f"{shape.name}: the traced attention changes between contexts {s0} and {s0 + d} (a "
+                            f"chunk or window ends there): sweep contexts on one side of it")
+    bf, big_bf = b - shift, big_b - shift  # the batches in the fit's coordinate
     # routed experts read the weights of the experts their tokens touch: not linear in B, but the
     # same at every context; evaluated once per batch
     if shape.moe and analyzer is None:
@@ -276,13 +294,13 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
     extra = dict.fromkeys(("flops", "bytes", "weight_bytes", "kv_bytes"), 0)  # Σ count · what is not bilinear:
     # columns, one value per batch
     terms = []
-    for i, (kernel, count, window) in enumerate(probe[(1, s0)]):
+    for i, (kernel, count, window) in enumerate(probe[(1, s0 + d) if shifted else (1, s0)]):
         eff_s = s if window is None else np.minimum(s, window)
         big_eff = big_s if window is None else min(big_s, window)
         costs = [probe[key][i][0].cost for key in keys]
         coef = {f: _bilinear(*(getattr(c, f) for c in costs), s0, d) for f in FIELDS}
         for c00, c10, c01, c11 in coef.values():
-            corner += count * abs(c00 + c10 * big_b + c01 * big_eff + c11 * big_b * big_eff)
+            corner += count * abs(c00 + c10 * big_bf + c01 * big_eff + c11 * big_bf * big_eff)
         if corner >= _INT64_SAFE:
             raise GridOverflow(f"batch {big_b:,} x context {big_s:,} is too large to count in 64 bits"
                                + (f" with a rank's probes {d} apart (its costs fitted at {d}^2 times)" if d > 1 else
@@ -297,7 +315,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
             weight = np.array([[per_batch[int(bb)][i][0].cost.weight_bytes] for bb in b[:, 0]], dtype=np.int64)
         elif kernel.expert_weights:  # traced experts: the share a batch reaches
             mode = workload_kw.get("experts", "expected")
-            rest = costs[0].weight_bytes - analyzer.expert_bytes(kernel.expert_weights, _batch or 1, mode)
+            rest = costs[0].weight_bytes - analyzer.expert_bytes(kernel.expert_weights, p1, mode)
             weight = np.array([[rest + analyzer.expert_bytes(kernel.expert_weights, int(bb), mode)]
                                for bb in b[:, 0]], dtype=np.int64)
         if column is not None:
@@ -320,7 +338,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
         if column is not None:
             cost = {f: column[f] for f in FIELDS if f != "matmul_flops"}
         else:
-            cost = {f: _at(coef[f], b, eff_s, den) for f in FIELDS if f != "matmul_flops"}  # (no time reads matmul FLOPs)
+            cost = {f: _at(coef[f], bf, eff_s, den) for f in FIELDS if f != "matmul_flops"}  # (no time reads matmul FLOPs)
         if weight is not None:
             cost["weight_bytes"] = weight
         message = link = None
@@ -328,7 +346,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
             if column is not None:
                 message = np.array([[k.message_bytes] for k in at], dtype=np.int64)
             else:
-                message = _at(_bilinear(*(probe[key][i][0].message_bytes for key in keys), s0, d), b, eff_s, den)
+                message = _at(_bilinear(*(probe[key][i][0].message_bytes for key in keys), s0, d), bf, eff_s, den)
             link = link_bytes(kernel.role, message, kernel.group)
         if per_batch:
             n = np.array([[launches(per_batch[int(bb)][i][0], impl, act_name, shape)] for bb in b[:, 0]])
@@ -336,10 +354,10 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
             n = launches(kernel, impl, act_name, shape)
         n_launch += count * n
         rows = np.array([[k.rows] for k in at], dtype=np.int64) if column is not None else \
-            _at(_bilinear(*(probe[key][i][0].rows for key in keys), s0, d), b, eff_s, den)
+            _at(_bilinear(*(probe[key][i][0].rows for key in keys), s0, d), bf, eff_s, den)
         attn = None  # an attention call's sizes on the grid: its batch and the keys it reads at each context
         if kernel.kind == "attention" and attention_sizes(kernel):
-            keys_read = _at(_bilinear(*(probe[key][i][0].sizes.kv_len for key in keys), s0, d), b, eff_s, den)
+            keys_read = _at(_bilinear(*(probe[key][i][0].sizes.kv_len for key in keys), s0, d), bf, eff_s, den)
             attn = attention_sizes(kernel, batch=b, kv_len=keys_read, window=window or 0, context=s)
         terms.append(kernel_term(kernel, roof, n, weight_format(kernel, base.weight_dtype), count=count,
                                  cost=Cost(**cost), rows=rows, message=message, link=link, attn=attn))
@@ -353,7 +371,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
     for window, step in totals.items():
         eff_s = s if window is None else np.minimum(s, window)
         for f in grid:
-            grid[f] += _at(step[f], b, eff_s, den)
+            grid[f] += _at(step[f], bf, eff_s, den)
     for f in grid:
         grid[f] += extra[f]
     if analyzer is None:
@@ -363,7 +381,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
         memory = analyzer.memory_grid(b, s, **workload_kw)
     else:  # weights + the traced cache, bilinear like the costs
         memory = np.broadcast_to(_at(_bilinear(*(analyzer(probe_wl(bb, ss)).memory_bytes
-                                                 for bb, ss in keys), s0, d), b, s, den), (n_b, n_s)).copy()
+                                                 for bb, ss in keys), s0, d), bf, s, den), (n_b, n_s)).copy()
     return DecodeGrid(
         batches=b[:, 0], contexts=s[0], flops=grid["flops"], bytes=grid["bytes"],
         weight_bytes=grid["weight_bytes"], kv_bytes=grid["kv_bytes"],
@@ -371,6 +389,38 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
         impl=impl, times=times,
     )
 
+
+def _batch_apart(shape, batches, contexts, roof, d: int, **kw) -> DecodeGrid:
+    """decode_grid of a traced step that runs other ops at batch 1 than at 1 + d: batch 1 fitted alone, the
+    larger batches on probes at 1 + d and 1 + 2d where those run the same ops (Llama-4), else each batch alone;
+    the rows stacked in the order of ``batches``."""
+    analyzer, workload_kw = kw["analyzer"], {k: v for k, v in kw.items() if k not in ("impl", "model", "analyzer")}
+    s0 = _probe_contexts(contexts, analyzer)
+    same = [[k.name for k in analyzer(Workload.decode(bb, s0, **workload_kw)).kernels] for bb in (1 + d, 1 + 2 * d)]
+    rows = {}
+    larger = sorted({int(bb) for bb in batches if int(bb) > 1})
+    if same[0] == same[1] and len(larger) > 1:
+        g = decode_grid(shape, larger, contexts, roof, _probes=(1 + d, 1 + 2 * d), **kw)
+        rows.update({bb: _row(g, i) for i, bb in enumerate(larger)})
+    for bb in batches:
+        if int(bb) not in rows:
+            rows[int(bb)] = decode_grid(shape, [int(bb)], contexts, roof, _probes=(int(bb), int(bb)), **kw)
+    return _stacked([rows[int(bb)] for bb in batches])
+
+
+def _row(grid: DecodeGrid, i: int) -> DecodeGrid:
+    """Row ``i`` of a grid, a grid of one batch."""
+    import numpy as np
+
+    def one(v):
+        a = np.asarray(v)
+        return a[i:i + 1] if a.ndim == 2 and a.shape[0] > 1 else a
+
+    arrays = ("flops", "bytes", "weight_bytes", "kv_bytes", "floor_s", "memory_bytes")
+    t = grid.times
+    return replace(grid, batches=grid.batches[i:i + 1], **{f: one(getattr(grid, f)) for f in arrays},
+                   times=replace(t, **{f.name: one(getattr(t, f.name)) for f in fields(t)
+                                       if f.name not in ("overlap", "band")}))
 
 
 def _stacked(rows: list) -> DecodeGrid:

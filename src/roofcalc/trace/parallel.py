@@ -265,6 +265,8 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
     if s.mla is not None:
         raise RoofcalcError(f"--tp for a traced {s.model_type}: its latent attention (MLA) is not split by roofcalc's "
                             f"traced plan yet")
+    if whole_experts and not any(k.expert_weights is not None for k in a.kernels):  # (Llama-4's experts run dense)
+        raise RoofcalcError(f"--ep splits routed experts, and the traced {s.model_type} runs none")
     config_class = a.check.class_name if a.check is not None else ""
     plan = model_plan(s.family, config_class, a.model_class, config)
     layer_keys, model_keys = _key_patterns(plan.entries)
