@@ -287,6 +287,25 @@ def test_gpt_oss_120b_at_tp_8_by_vllms_plan(capsys):
     assert "vLLM's plan for gpt-oss, as GptOssConfig's base_model_tp_plan splits no layer" in out
 
 
+
+def test_llama4s_dense_experts_are_split_in_a_ranks_weights():
+    """llama4_text (D = 256, 8 heads and 2 KV heads of 32, 4 experts of width I = 512 run as one dense batched
+    matmul, a shared expert of 512, vocabulary 1,000) at --tp 2: transformers' plan splits the experts' stacks
+    (gate_up_proj packed_rowwise, down_proj colwise), bare parameters of the experts module, and a rank holds half
+    of them (it held them whole, and a Llama-4 at --tp 8 did not fit on eight GPUs). Per layer: the two norms
+    whole, q and o 256 x 256 / 2, k and v 256 x 64 / 2, the router 256 x 4 whole, the shared expert's three
+    256 x 512 / 2, the stacks 4 x (256 x 1,024 + 512 x 256) / 2; the embedding and lm_head 1,000 x 256 / 2 each,
+    the final norm whole."""
+    cfg = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=2,
+               intermediate_size=512, intermediate_size_mlp=512, vocab_size=1000, pad_token_id=0, head_dim=32,
+               num_local_experts=4, num_experts_per_tok=1, model_type="llama4_text")
+    b = DTYPES["bf16"]
+    rank = _rank(cfg, Workload.decode(2, 16, weight_dtype=b, act_dtype=b, kv_dtype=b), 2)
+    layer = 2 * 256 + 2 * (256 * 256 // 2) + 2 * (256 * 64 // 2) + 256 * 4 + 3 * (256 * 512 // 2) + \
+        4 * (256 * 1024 + 512 * 256) // 2
+    assert rank.params == 2 * layer + 2 * (1000 * 256 // 2) + 256
+    assert rank.weight_storage_bytes == 2 * rank.params
+
 def _refusal(tmp_path, capsys, cfg: dict, *flags: str) -> str:
     path = tmp_path / "c.json"
     path.write_text(json.dumps(cfg))

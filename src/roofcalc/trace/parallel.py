@@ -433,8 +433,8 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
         owned += expert_params
         rank_params += expert_params // tp
     for path, leaf, numel, nbytes, layer in a.bare_params:  # a bare parameter the plan splits (attention sinks)
-        if layer is not None and any(path == p or path.startswith(p + ".") for p in experts):
-            continue  # the routed experts' stacks: split above
+        if expert_bytes and layer is not None and any(path == p or path.startswith(p + ".") for p in experts):
+            continue  # the routed experts' stacks: split above (Llama-4's, which run dense, by the plan here)
         style = next((st for pattern, st in (layer_keys if layer is not None else model_keys)
                       if fnmatch.fnmatchcase(f"{path}.{leaf}", pattern)), None)
         if style in COLUMN + ROW:
