@@ -573,6 +573,9 @@ def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: floa
         d = _probe_step(analyzer, s0, workload_kw)  # (decode_grid's probes: a rank's rounded share can grow by
         # less than a byte a position, and looks context-free over one)
         probes = [analyzer(Workload.decode(bb, ss, **workload_kw)).kernels for bb in (1, 2) for ss in (s0, s0 + d)]
+        if len({tuple(k.name for k in p) for p in probes}) > 1:  # no kernel-by-kernel pairing across programs
+            raise RoofcalcError(f"{shape.name}: a rank's step runs other ops at batch 1 than at batch 2, which its "
+                                f"batch verdicts pair kernel by kernel; predict one batch at a time")
         context_free = [k1.cost == k2.cost and k3.cost == k4.cost for k1, k2, k3, k4 in zip(*probes)]
 
         @functools.lru_cache(maxsize=None)

@@ -155,6 +155,8 @@ class TracedEPTPAnalyzer(TraceAnalyzer):
         if wl.batch <= 2:
             return self(wl)
         w1, w2 = (super(TracedEPTPAnalyzer, self).__call__(replace(wl, batch=b)) for b in (1, 2))
+        if [k.name for k in w1.kernels] != [k.name for k in w2.kernels]:  # no line through steps of other programs
+            return self(wl)
 
         def line(v1: int, v2: int) -> int:
             return v1 + (wl.batch - 1) * (v2 - v1)
