@@ -397,48 +397,34 @@ def _batch_apart(shape, batches, contexts, roof, d: int, **kw) -> DecodeGrid:
     analyzer, workload_kw = kw["analyzer"], {k: v for k, v in kw.items() if k not in ("impl", "model", "analyzer")}
     s0 = _probe_contexts(contexts, analyzer)
     same = [[k.name for k in analyzer(Workload.decode(bb, s0, **workload_kw)).kernels] for bb in (1 + d, 1 + 2 * d)]
-    rows = {}
+    rows = {}  # batch -> (a grid, its row)
     larger = sorted({int(bb) for bb in batches if int(bb) > 1})
     if same[0] == same[1] and len(larger) > 1:
         g = decode_grid(shape, larger, contexts, roof, _probes=(1 + d, 1 + 2 * d), **kw)
-        rows.update({bb: _row(g, i) for i, bb in enumerate(larger)})
+        rows.update({bb: (g, i) for i, bb in enumerate(larger)})
     for bb in batches:
         if int(bb) not in rows:
-            rows[int(bb)] = decode_grid(shape, [int(bb)], contexts, roof, _probes=(int(bb), int(bb)), **kw)
+            rows[int(bb)] = (decode_grid(shape, [int(bb)], contexts, roof, _probes=(int(bb), int(bb)), **kw), 0)
     return _stacked([rows[int(bb)] for bb in batches])
 
 
-def _row(grid: DecodeGrid, i: int) -> DecodeGrid:
-    """Row ``i`` of a grid, a grid of one batch."""
-    import numpy as np
-
-    def one(v):
-        a = np.asarray(v)
-        return a[i:i + 1] if a.ndim == 2 and a.shape[0] > 1 else a
-
-    arrays = ("flops", "bytes", "weight_bytes", "kv_bytes", "floor_s", "memory_bytes")
-    t = grid.times
-    return replace(grid, batches=grid.batches[i:i + 1], **{f: one(getattr(grid, f)) for f in arrays},
-                   times=replace(t, **{f.name: one(getattr(t, f.name)) for f in fields(t)
-                                       if f.name not in ("overlap", "band")}))
-
-
 def _stacked(rows: list) -> DecodeGrid:
-    """One grid of single-batch grids (decode_grid's rows fitted one batch at a time), in their order."""
+    """One grid of rows of others, (grid, row) each, in their order: decode_grid's parts fitted apart."""
     import numpy as np
 
-    first = rows[0]
+    first = rows[0][0]
     n_s = len(first.contexts)
 
-    def stack(values):
-        return np.vstack([np.broadcast_to(np.asarray(v), (1, n_s)) for v in values])
+    def stack(get):  # each grid's value (an array of the grid's shape, or one that broadcasts to it) at its row
+        return np.vstack([np.broadcast_to(np.asarray(get(g)), (len(g.batches), n_s))[i:i + 1] for g, i in rows])
 
-    arrays = ("flops", "bytes", "weight_bytes", "kv_bytes", "floor_s", "memory_bytes")
-    per_row = {f: stack([getattr(g, f) for g in rows]) for f in arrays}
     t = first.times
-    numeric = {f.name: stack([getattr(g.times, f.name) for g in rows]) for f in fields(t)
-               if f.name not in ("overlap", "band")}
-    return replace(first, batches=np.concatenate([g.batches for g in rows]), **per_row, times=replace(t, **numeric))
+    arrays = ("flops", "bytes", "weight_bytes", "kv_bytes", "floor_s", "memory_bytes")
+    return replace(first, batches=np.array([g.batches[i] for g, i in rows]),
+                   **{f: stack(lambda g, f=f: getattr(g, f)) for f in arrays},
+                   times=replace(t, **{f.name: stack(lambda g, f=f.name: getattr(g.times, f))
+                                       for f in fields(t) if f.name not in ("overlap", "band")}))
+
 
 # --------------------------------------------------------------------------- verdicts in words
 
