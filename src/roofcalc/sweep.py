@@ -419,7 +419,7 @@ def _stacked(rows: list) -> DecodeGrid:
         return np.vstack([np.broadcast_to(np.asarray(get(g)), (len(g.batches), n_s))[i:i + 1] for g, i in rows])
 
     t = first.times
-    arrays = ("flops", "bytes", "weight_bytes", "kv_bytes", "floor_s", "memory_bytes")
+    arrays = [f.name for f in fields(first) if f.name not in ("batches", "contexts", "roof", "impl", "times")]
     return replace(first, batches=np.array([g.batches[i] for g, i in rows]),
                    **{f: stack(lambda g, f=f: getattr(g, f)) for f in arrays},
                    times=replace(t, **{f.name: stack(lambda g, f=f.name: getattr(g.times, f))

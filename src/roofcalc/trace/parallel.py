@@ -251,6 +251,11 @@ def _check(what: str, value: int, tp: int, module: str) -> None:
         raise RoofcalcError(f"--tp {tp} does not divide {module}'s {what} {value}: each rank must hold a whole share")
 
 
+def _no_routed_experts(s) -> RoofcalcError:
+    """--ep's refusal for a traced model with no routed experts (none, or experts run dense: Llama-4's)."""
+    return RoofcalcError(f"--ep splits routed experts, and the traced {s.model_type} runs none")
+
+
 def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
     """One rank of ``a`` (a traced step, layers merged or not) under ``parallel.tp`` ranks; ``config``:
     transformers' config object it was traced from. With ``parallel.tp_attention`` (``--ep N
@@ -266,7 +271,7 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
         raise RoofcalcError(f"--tp for a traced {s.model_type}: its latent attention (MLA) is not split by roofcalc's "
                             f"traced plan yet")
     if whole_experts and not any(k.expert_weights is not None for k in a.kernels):  # (Llama-4's experts run dense)
-        raise RoofcalcError(f"--ep splits routed experts, and the traced {s.model_type} runs none")
+        raise _no_routed_experts(s)
     config_class = a.check.class_name if a.check is not None else ""
     plan = model_plan(s.family, config_class, a.model_class, config)
     layer_keys, model_keys = _key_patterns(plan.entries)
@@ -641,7 +646,7 @@ def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis, fi
     ep, s = parallel.ep, local.shape
     experts = [k for k in local.kernels if k.expert_weights is not None]
     if not experts:
-        raise RoofcalcError(f"--ep splits routed experts, and the traced {s.model_type} runs none")
+        raise _no_routed_experts(s)
     n_exp, top_k = experts[0].expert_weights[:2]
     if n_exp % ep:
         raise RoofcalcError(f"--ep {ep} does not divide the {n_exp} routed experts: each rank must hold a whole share")
