@@ -774,9 +774,9 @@ def test_a_traced_decode_sweep_is_exact_at_every_point():
 
 def test_a_traced_step_that_runs_other_ops_at_batch_1_is_swept_one_batch_at_a_time(tmp_path, capsys, monkeypatch):
     """llama4_text's router scores are a transposed view at batch 1 and a copy from batch 2 (a ``clone``
-    the trace records from batch 2 on), so no fit across batches holds: the grid is fitted one batch at a
-    time, every point equal to a direct trace of its step (the sweep used to stop on an AssertionError),
-    and the command line prints it."""
+    transformers' eager program runs from batch 2 on), so no fit across batches holds: the grid is fitted one
+    batch at a time, every point equal to a direct trace of its step (the sweep used to stop on an
+    AssertionError), and the command line prints it."""
     from roofcalc.hardware import find_hardware
     from roofcalc.roofline import place
     from roofcalc.sweep import sweep
@@ -785,30 +785,66 @@ def test_a_traced_step_that_runs_other_ops_at_batch_1_is_swept_one_batch_at_a_ti
     cfg = dict(BASE, num_local_experts=4, num_experts_per_tok=1, intermediate_size_mlp=512, head_dim=32,
                model_type="llama4_text")
     shape, (use, name, label) = traced_shape(cfg, "t")
-    an = analyzer(use, name, label, view="ideal")
+    an = analyzer(use, name, label, view="eager")
     one, two = ([k.name for k in an(Workload.decode(b, 5)).kernels] for b in (1, 2))
     assert [k for k in two if k not in one] == ["feed_forward.clone[0]", "feed_forward.clone[1]"]
-    sw = sweep(shape, find_hardware("A100"), impl="fused", analyzer=an, batches=[1, 3, 8], contexts=[5, 17, 40])
+    sw = sweep(shape, find_hardware("A100"), impl="hf-eager", analyzer=an, batches=[1, 3, 8], contexts=[5, 17, 40])
     g = sw.grid
     assert list(g.batches) == [1, 3, 8] and g.predicted_s.shape == (3, 3)
     for i, b in enumerate(g.batches):
         for j, s in enumerate(g.contexts):
-            direct = trace(cfg, "t", Workload.decode(int(b), int(s)), view="ideal", use_cache=False)
+            direct = trace(cfg, "t", Workload.decode(int(b), int(s)), view="eager", use_cache=False)
             assert int(g.flops[i, j]) == direct.totals.flops and int(g.bytes[i, j]) == direct.totals.bytes
             assert int(g.memory_bytes[i, j]) == direct.memory_bytes
-            st = place(direct, sw.roof, impl="fused", model=sw.model).times
+            st = place(direct, sw.roof, impl="hf-eager", model=sw.model).times
             assert g.predicted_s[i, j] == pytest.approx(st.predicted_s, rel=1e-12)
             assert g.predicted_upper_s[i, j] == pytest.approx(st.predicted_upper_s, rel=1e-12)
     monkeypatch.setenv("ROOFCALC_CACHE", str(tmp_path / "cache"))
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
-    assert main([str(path), "--batch", "1,2", "--context", "5,17", "--impl", "fused"]) == 0
+    assert main([str(path), "--batch", "1,2", "--context", "5,17", "--impl", "hf-eager"]) == 0
     assert "Traceback" not in capsys.readouterr().err
     # its experts run as one dense batched matmul, no routed expert to split: refused in one line (it was a
     # StopIteration traceback under --ep-attention tp)
     assert main([str(path), "--batch", "2", "--context", "5", "--ep", "2", "--ep-attention", "tp"]) == 2
     err = capsys.readouterr().err
     assert "runs none" in err and err.count("\n") == 1, err
+
+
+def test_llama4s_experts_run_every_token_in_the_eager_view_and_the_routed_ones_in_the_ideal(tmp_path, capsys,
+                                                                                              monkeypatch):
+    """transformers' Llama4TextMoe runs every token through every expert (one dense batched matmul a stack), what
+    the eager view counts; a fused MoE (the ideal view: --impl fused or cuda-graph, a serving engine) runs each
+    token through the k its router picked. llama4_text with D = 256, E = 4 experts of I = 512, k = 1, decode at
+    B = 2 (T = 2 tokens), by hand, per layer: eager 2·(E·T)·D·2I + 2·(E·T)·I·D = 4,194,304 + 2,097,152 matmul
+    FLOPs and every expert's weights, 4·(256·1,024 + 512·256)·2 = 3,145,728 bytes; ideal 2·(k·T)·D·2I +
+    2·(k·T)·I·D = 1,048,576 + 524,288 and the experts two tokens reach, E·(1 − (1 − k/E)^T) = 1.75 of 4
+    (calculator.touched_experts), 3,145,728 · 1.75 / 4 = 1,376,256 bytes. The rest of the step is the same
+    program in both views."""
+    cfg = dict(BASE, num_local_experts=4, num_experts_per_tok=1, intermediate_size_mlp=512, head_dim=32,
+               model_type="llama4_text")
+    wl = Workload.decode(2, 5)
+    steps = {view: trace(cfg, "t", wl, view=view, use_cache=False, merge=False) for view in ("eager", "ideal")}
+
+    for layer in range(2):
+        for view, flops, nbytes in (("eager", 4_194_304 + 2_097_152, 3_145_728),
+                                    ("ideal", 1_048_576 + 524_288, 1_376_256)):
+            costs = [k.cost for k in steps[view].kernels
+                     if k.name.startswith("feed_forward.experts.") and k.name.endswith(f"[{layer}]")]
+            assert sum(c.matmul_flops for c in costs) == flops, view
+            assert sum(c.weight_bytes for c in costs) == nbytes, view
+    rest = [sum(c.matmul_flops for c in (k.cost for k in steps[v].kernels if "experts" not in k.name or
+                                         "shared_expert" in k.name)) for v in ("eager", "ideal")]
+    assert rest[0] == rest[1] > 0
+    assert steps["eager"].traced_params == steps["ideal"].traced_params
+    assert "fused MoE" in steps["ideal"].note and "fused MoE" not in steps["eager"].note
+    # routed experts split over ranks: --ep with tensor-parallel attention runs (the dense program is refused)
+    monkeypatch.setenv("ROOFCALC_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert main([str(path), "--batch", "2", "--context", "5", "--ep", "2", "--ep-attention", "tp",
+                 "--impl", "fused"]) == 0
+    assert "Traceback" not in capsys.readouterr().err
 
 
 def test_a_chunked_attention_is_swept_on_one_side_of_its_chunk(tmp_path, capsys, monkeypatch):

@@ -259,6 +259,9 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
         doc = trace_raw(cfg, name, run, (config, check))
         if use_cache:
             keep(path, doc)
+    routed = view == "ideal" and bool(doc.get("routed"))
+    if routed:  # experts transformers computes densely, run as a fused MoE runs them
+        doc = {**doc, "kernels": doc["routed"]}
     if narrow:
         doc = _one_byte_cache(doc, wl, name)
     traced = [TracedKernel(k["name"], k["layer"], k["module"], k["function"], k["kind"], k["dims"], Cost(**k["ideal"]), Cost(**k["eager"]),
@@ -319,7 +322,9 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
                           note=f"traced: transformers {doc['transformers']} {doc['class']} " + (
                               "on the CPU with random weights (its code reads tensor values, which the meta "
                               "device has not)" if doc.get("device") == "cpu" else "on the meta device")
-                          + _parts_note(params, language, encoders))
+                          + _parts_note(params, language, encoders)
+                          + ("; its experts as a fused MoE runs them, each token through the k its router picks "
+                             "(transformers' eager code runs every token through every expert)" if routed else ""))
 
 
 __all__ = ["ConfigCheck", "TracedAnalysis", "TracedEPAnalyzer", "TracedRankAnalyzer", "analyzer", "hf_config", "trace", "trace_raw", "traced_shape"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .record import KERNEL_FUNCTIONS
+
 
 def _expert_matmul_fallback(torch):
     """transformers' grouped-matmul experts (``grouped_mm``, its default) call ``torch._grouped_mm``, whose
@@ -202,3 +204,76 @@ def _grouped_experts(torch, model_type: str):
             cls.forward = fn
 
     return restore, one_kernel
+
+
+def _llama4_routed(torch, module):
+    """Llama-4: Llama4TextMoe runs every token through every expert (one dense batched matmul over each
+    stack, the rows of experts the router did not pick scaled by zero), which is what transformers computes
+    and what the eager view counts. A fused MoE (vLLM's, SGLang's) runs each token through the k experts
+    its router picked: the router's top-k and sigmoid, the rows sorted by expert and scaled by their scores
+    (Llama-4 scales the experts' input, not their output), one grouped matmul per stack, the rows summed
+    back per token, as transformers' own ``grouped_mm`` experts run Mixtral's (their ops one kernel per
+    stack, :data:`record.KERNEL_FUNCTIONS`), then added onto the shared expert's output. The modules and
+    their weights are the model's own."""
+    grouped = _grouped_mm(torch)
+
+    def routed_experts(self, hidden_states, index, scores):  # Llama4TextExperts on each (token, expert) pair
+        k = index.shape[-1]
+        expert_ids, order = torch.sort(index.reshape(-1))
+        tokens = order // k
+        rows = hidden_states[tokens] * scores.reshape(-1)[order, None]
+        offsets = torch.cumsum(torch.histc(expert_ids.float(), bins=self.num_experts, min=0,
+                                           max=self.num_experts - 1), dim=0, dtype=torch.int32)
+        gate, up = grouped(rows, self.gate_up_proj, offsets).chunk(2, dim=-1)
+        out = grouped(up * self.act_fn(gate), self.down_proj, offsets)
+        return torch.zeros_like(hidden_states).index_add_(0, tokens, out)
+
+    def router(self, hidden_states):  # Llama4Router: the k picked experts' scores, not a row of every expert's
+        logits = torch.nn.functional.linear(hidden_states, self.weight, self.bias)
+        top, index = torch.topk(logits, self.top_k, dim=1)
+        return torch.sigmoid(top.float()).to(hidden_states.dtype), index, logits
+
+    def experts(self, hidden_states, index, scores):
+        return routed_experts(self, hidden_states, index, scores)
+
+    def moe(self, hidden_states):
+        hidden_states = hidden_states.reshape(-1, self.hidden_dim)
+        scores, index, logits = self.router(hidden_states)
+        routed = self.experts(hidden_states, index, scores)
+        return self.shared_expert(hidden_states) + routed, logits
+
+    KERNEL_FUNCTIONS.add(routed_experts.__code__)
+    return {module.Llama4Router: router, module.Llama4TextExperts: experts, module.Llama4TextMoe: moe}
+
+
+# model package -> (module name, substitutes): experts transformers computes densely (every token through every
+# expert); the ideal view is traced again with the routed program a fused MoE runs (trace_raw's "routed")
+_DENSE_EXPERTS = {"llama4": ("modeling_llama4", _llama4_routed)}
+
+
+def _routed_experts(torch, model, apply: bool = True) -> tuple:
+    """(the undo, True) when ``model`` holds a module :data:`_DENSE_EXPERTS` replaces, its routed substitutes
+    put in place if ``apply``; else (a no-op, False)."""
+    import importlib
+
+    classes = {type(m) for m in model.modules()}
+    for package, (name, substitutes) in _DENSE_EXPERTS.items():
+        try:
+            module = importlib.import_module(f"transformers.models.{package}.{name}")
+        except ImportError:  # pragma: no cover - a transformers without the model
+            continue
+        forwards = substitutes(torch, module)
+        if not classes & set(forwards):
+            continue
+        if not apply:
+            return (lambda: None), True
+        undo = [(cls, cls.__dict__["forward"]) for cls in forwards]
+        for cls, fn in forwards.items():
+            cls.forward = fn
+
+        def restore(undo=undo):
+            for cls, fn in undo:
+                cls.forward = fn
+
+        return restore, True
+    return (lambda: None), False

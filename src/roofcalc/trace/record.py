@@ -21,6 +21,9 @@ ARITHMETIC = {"add", "sub", "mul", "div", "neg", "pow", "rsqrt", "sqrt", "exp", 
 # expert matmuls over [E, K, N] weight stacks: torch's grouped matmul, and transformers' per-expert loop
 # (its fallback where the grouped kernel does not take the dtype), one op on the meta device
 GROUPED_MATMULS = ("_grouped_mm", "grouped_mm_fallback")
+# the code of functions outside transformers that name a kernel as a modeling-code function does (the routed
+# experts a trace runs in place of a dense program: patches._llama4_routed)
+KERNEL_FUNCTIONS: set = set()
 # the inner functions of transformers' decorators (a hub kernel's reference fallback runs inside "wrapped"):
 # a kernel is named by the function they wrap
 DECORATOR_SHIMS = {"wrapped", "wrapper", "wrapped_func", "wrapped_fn", "inner"}
@@ -157,7 +160,9 @@ class _Recorder:
             if code.co_name == "forward" and "self" in frame.f_locals and \
                     isinstance(frame.f_locals["self"], self.torch.nn.Module):
                 return found
-            if code.co_filename.startswith(self.tf_root) and not code.co_name.startswith("_") and \
+            if code in KERNEL_FUNCTIONS:
+                found = code.co_name
+            elif code.co_filename.startswith(self.tf_root) and not code.co_name.startswith("_") and \
                     code.co_name not in DECORATOR_SHIMS and \
                     os.sep + "utils" + os.sep not in code.co_filename[len(self.tf_root):]:  # decorators
                 found = code.co_name if "cache_utils" not in code.co_filename else "kv_cache_update"

@@ -17,7 +17,8 @@ from .encoders import WHOLE_KEY, encoder_params, language_params
 from .group import _layer_lists, _layer_split, group_ops
 from .kvcache import _cache_bytes, _cache_of, _cache_storages, _cache_tensors, _filled, _handed_cache, _per_layer, \
     _per_token, _state_tensors
-from .patches import _expert_matmul_fallback, _grouped_experts, _one_sequence_per_row, _positional_rotaries
+from .patches import _expert_matmul_fallback, _grouped_experts, _one_sequence_per_row, _positional_rotaries, \
+    _routed_experts
 from .record import _Recorder, _storage_key
 
 
@@ -79,7 +80,13 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
     _check_workload(wl)
     read = read or hf_config(cfg, name)
     try:
-        return _trace_on(cfg, name, wl, read, "meta")
+        doc = _trace_on(cfg, name, wl, read, "meta")
+        if doc.pop("dense_experts", False):  # the ideal view's program: each token through its k experts
+            try:
+                doc["routed"] = _trace_on(cfg, name, wl, read, "meta", routed=True)["kernels"]
+            except _NotOnMeta as exc:
+                raise RoofcalcError(f"{name}: its experts run as a fused MoE did not trace ({exc.why})") from None
+        return doc
     except _NotOnMeta as exc:
         from ..measure import available_memory_bytes
 
@@ -113,8 +120,9 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
         return doc
 
 
-def _trace_on(cfg: dict, name: str, wl: Workload, read, device: str) -> dict:
-    """:func:`trace_raw` on ``device``: "meta", or "cpu" (real tensors, random weights)."""
+def _trace_on(cfg: dict, name: str, wl: Workload, read, device: str, routed: bool = False) -> dict:
+    """:func:`trace_raw` on ``device``: "meta", or "cpu" (real tensors, random weights); ``routed``: a model
+    whose experts transformers computes densely run as a fused MoE runs them (patches._routed_experts)."""
     config, check = read
     torch, transformers = _need_torch(cfg["model_type"])
     zero = getattr(config, "zero_expert_num", None)
@@ -179,6 +187,7 @@ def _trace_on(cfg: dict, name: str, wl: Workload, read, device: str) -> dict:
             if device == "meta" else ((lambda: None), [0])  # real tensors hold their positions
         grouped, one_kernel = _grouped_experts(torch, config.model_type)
         per_expert = _expert_matmul_fallback(torch)
+        unroute, dense_experts = _routed_experts(torch, model, apply=routed)
         rec.leaf |= {m for m in model.modules() if isinstance(m, one_kernel)}
         try:
             with torch.no_grad():
@@ -261,6 +270,7 @@ def _trace_on(cfg: dict, name: str, wl: Workload, read, device: str) -> dict:
             rotaries()
             grouped()
             per_expert()
+            unroute()
             rec.close()
     new_cache = _cache_of(out)
     if new_cache is None:  # a cache handed to the model, which fills it and returns none
@@ -283,6 +293,8 @@ def _trace_on(cfg: dict, name: str, wl: Workload, read, device: str) -> dict:
             isinstance(v, dict) and k.endswith("_config") and k not in ("text_config", "quantization_config")
             for k, v in cfg.items()):  # a causal LM built from the whole config holds its text model alone
         extra["encoders"] = encoder_params(torch, transformers, cfg, name, dtype)  # (Mllama): count the towers
+    if dense_experts and not routed:
+        extra["dense_experts"] = True
     return {**extra,
         "format": TRACE_FORMAT, "transformers": transformers.__version__, "class": type(model).__name__,
         "config_class": check.class_name, "ignored": list(check.ignored), "defaulted": [list(x) for x in check.defaulted],
