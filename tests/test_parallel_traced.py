@@ -306,6 +306,22 @@ def test_llama4s_dense_experts_are_split_in_a_ranks_weights():
     assert rank.params == 2 * layer + 2 * (1000 * 256 // 2) + 256
     assert rank.weight_storage_bytes == 2 * rank.params
 
+def test_a_moe_layers_own_body_runs_on_whole_rows_where_a_dense_layer_of_the_same_path_splits():
+    """llama4_text with interleave_moe_layer_step 2: layer 0 a dense MLP (feed_forward.gate_proj colwise: its
+    body's product on the rank's 1,024 / 2 columns), layer 1 a MoE whose feed_forward splits only its shared
+    expert (its body adds the shared expert's output to the routed experts', each all-reduced: whole rows of
+    D = 256). Decode at B = 2, --tp 2: the dense product 2 x 512 FLOPs, the MoE's add 2 x 256 (it was counted at
+    2 x 128, the dense layer's split carried to every layer with the same module path)."""
+    cfg = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=2,
+               intermediate_size=512, intermediate_size_mlp=1024, vocab_size=1000, pad_token_id=0, head_dim=32,
+               num_local_experts=4, num_experts_per_tok=1, interleave_moe_layer_step=2, model_type="llama4_text")
+    b = DTYPES["bf16"]
+    rank = _rank(cfg, Workload.decode(2, 16, weight_dtype=b, act_dtype=b, kv_dtype=b), 2)
+    by_name = {k.name: k for k in rank.kernels}
+    assert by_name["feed_forward.mul"].cost.flops == 2 * 512 and by_name["feed_forward.mul"].dims == "[2,1,512]"
+    assert by_name["feed_forward.add"].cost.flops == 2 * 256 and by_name["feed_forward.add"].dims == "[2,256]"
+
+
 def _refusal(tmp_path, capsys, cfg: dict, *flags: str) -> str:
     path = tmp_path / "c.json"
     path.write_text(json.dumps(cfg))

@@ -290,11 +290,14 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
     # whole module (Nemotron-H's "mixer": attention split by heads, a Mamba mixer or an MLP whole)
     layers_of = {id(k): ls for k, ls in zip(a.kernels, a.kernel_layers)} if len(a.kernel_layers) == len(a.kernels) \
         else {}
+    # (the module a split kernel sits in, not every module above it: Llama-4's MoE layer splits its shared expert,
+    # while the MoE's own body, which the dense layers' module path names too, runs on whole rows)
     split_in: dict[int, set] = {}
     for k in a.kernels:
         if k.scope == "layer" and _style(k, layer_keys, model_keys) in COLUMN:
+            homes = [p for p in sharded if _base(k).startswith(p + ".")]
             for layer in layers_of.get(id(k), ()):
-                split_in.setdefault(layer, set()).update(p for p in sharded if _base(k).startswith(p + "."))
+                split_in.setdefault(layer, set()).update(homes and [max(homes, key=len)])
 
     def inside(k: Kernel) -> bool:
         if k.scope != "layer" or _style(k, layer_keys, model_keys) is not None:
@@ -320,7 +323,10 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
     rank_widths = _width_map(((n, n // tp if n % tp == 0 else n), (cached, cached // kv_share if heads_split else cached),
                               (n * hd, (n // tp) * hd if n % tp == 0 else n * hd),
                               (cached * hd, (cached // kv_share if heads_split else cached) * hd),
-                              (s.d_ff, s.d_ff // tp if s.d_ff and s.d_ff % tp == 0 else s.d_ff)))
+                              (s.d_ff, s.d_ff // tp if s.d_ff and s.d_ff % tp == 0 else s.d_ff),
+                              *((z.n, z.n // tp) for k in a.kernels if k.scope == "layer"  # other MLPs' widths
+                                and _style(k, layer_keys, model_keys) in COLUMN and isinstance(z := k.sizes, MatmulSizes)
+                                and z.n % tp == 0 and z.n not in (kv * hd, n * hd + 2 * kv * hd))))
     tied = next((k.params == 0 for k in a.kernels if _style(k, layer_keys, model_keys) == "colwise_gather_output"),
                 s.tie_word_embeddings)  # a first pipeline stage has no lm_head: the config says
     out: list[Kernel] = []
