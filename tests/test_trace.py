@@ -847,6 +847,40 @@ def test_llama4s_experts_run_every_token_in_the_eager_view_and_the_routed_ones_i
     assert "Traceback" not in capsys.readouterr().err
 
 
+def test_llama4s_routed_program_computes_transformers_own_function():
+    """The routed program the ideal view traces for Llama-4 (patches._llama4_routed) is the same function as
+    transformers' dense one: on the CPU with random weights, k = 2 of E = 4 experts, 3 sequences of 7 tokens,
+    the logits agree to float32 rounding (the unpicked experts' rows are scaled by zero in the dense program),
+    and the substitute ran."""
+    import torch
+    import transformers
+
+    from roofcalc.trace.patches import _routed_experts
+
+    cfg = transformers.Llama4TextConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                        num_key_value_heads=2, intermediate_size=96, intermediate_size_mlp=128,
+                                        vocab_size=100, pad_token_id=0, head_dim=16, num_local_experts=4,
+                                        num_experts_per_tok=2)
+    torch.manual_seed(0)
+    model = transformers.Llama4ForCausalLM(cfg).eval()
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=0.2)
+    ids = torch.randint(1, 100, (3, 7))
+    moe = type(model.model.layers[0].feed_forward)
+    dense_forward = moe.forward
+    with torch.no_grad():
+        dense = model(ids).logits
+        undo, found = _routed_experts(torch, model)
+        try:
+            assert found and moe.forward is not dense_forward
+            routed = model(ids).logits
+        finally:
+            undo()
+    assert moe.forward is dense_forward
+    assert dense.abs().max() > 0.1
+    torch.testing.assert_close(routed, dense, rtol=1e-5, atol=1e-5)
+
+
 def test_a_chunked_attention_is_swept_on_one_side_of_its_chunk(tmp_path, capsys, monkeypatch):
     """llama4_text's chunked layers attend within chunks of attention_chunk_size (16 here): the trace gives
     their attention its sizes up to the chunk's end and none past it. A single context at the chunk's last
