@@ -178,6 +178,17 @@ class TracedEPTPAnalyzer(TraceAnalyzer):
         return traced_rank(replace(w1, workload=wl, kernels=tuple(kernels)), self.parallel, self.config)
 
 
+def _experts_note(routed: bool, dense: bool) -> str:
+    """The header's account of experts transformers computes densely (Llama-4's): which program this view counts."""
+    if routed:
+        return ("; its experts as a fused MoE runs them, each token through the k its router picks (transformers' "
+                "eager code runs every token through every expert)")
+    if dense:
+        return ("; its experts as transformers' eager code runs them, every token through every expert (a fused MoE "
+                "reads the k its router picks: --impl fused or cuda-graph, or a serving --engine)")
+    return ""
+
+
 def _one_byte_cache(doc: dict, wl: Workload, name: str) -> dict:
     """A trace taken with its KV cache in the 16-bit activations' dtype, with that cache at one byte a value
     (``wl.kv_dtype``: fp8 or int8, as a serving engine stores it): every kernel's KV reads and writes, the bytes
@@ -323,8 +334,7 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
                               "on the CPU with random weights (its code reads tensor values, which the meta "
                               "device has not)" if doc.get("device") == "cpu" else "on the meta device")
                           + _parts_note(params, language, encoders)
-                          + ("; its experts as a fused MoE runs them, each token through the k its router picks "
-                             "(transformers' eager code runs every token through every expert)" if routed else ""))
+                          + _experts_note(routed, bool(doc.get("routed"))))
 
 
 __all__ = ["ConfigCheck", "TracedAnalysis", "TracedEPAnalyzer", "TracedRankAnalyzer", "analyzer", "hf_config", "trace", "trace_raw", "traced_shape"]
