@@ -195,6 +195,11 @@ def _grouped_experts(torch, model_type: str):
     except ImportError:  # pragma: no cover - a transformers without the model
         return (lambda: None), ()
     forwards, one_kernel = substitutes(torch, module)
+    return _swap_forwards(forwards), one_kernel
+
+
+def _swap_forwards(forwards: dict):
+    """Each class's forward replaced by its substitute; returns the undo."""
     undo = [(cls, cls.__dict__["forward"]) for cls in forwards]
     for cls, fn in forwards.items():
         cls.forward = fn
@@ -203,7 +208,7 @@ def _grouped_experts(torch, model_type: str):
         for cls, fn in undo:
             cls.forward = fn
 
-    return restore, one_kernel
+    return restore
 
 
 def _llama4_routed(torch, module):
@@ -265,15 +270,5 @@ def _routed_experts(torch, model, apply: bool = True) -> tuple:
         forwards = substitutes(torch, module)
         if not classes & set(forwards):
             continue
-        if not apply:
-            return (lambda: None), True
-        undo = [(cls, cls.__dict__["forward"]) for cls in forwards]
-        for cls, fn in forwards.items():
-            cls.forward = fn
-
-        def restore(undo=undo):
-            for cls, fn in undo:
-                cls.forward = fn
-
-        return restore, True
+        return (_swap_forwards(forwards) if apply else (lambda: None)), True
     return (lambda: None), False

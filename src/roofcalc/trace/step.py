@@ -80,13 +80,7 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
     _check_workload(wl)
     read = read or hf_config(cfg, name)
     try:
-        doc = _trace_on(cfg, name, wl, read, "meta")
-        if doc.pop("dense_experts", False):  # the ideal view's program: each token through its k experts
-            try:
-                doc["routed"] = _trace_on(cfg, name, wl, read, "meta", routed=True)["kernels"]
-            except _NotOnMeta as exc:
-                raise RoofcalcError(f"{name}: its experts run as a fused MoE did not trace ({exc.why})") from None
-        return doc
+        return _with_routed(_trace_on(cfg, name, wl, read, "meta"), cfg, name, wl, read, "meta")
     except _NotOnMeta as exc:
         from ..measure import available_memory_bytes
 
@@ -117,7 +111,18 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
         except _NotOnMeta as again:
             raise RoofcalcError(f"{why}, nor on the CPU ({again.why}){hint(again.why)}") from None
         doc["device"] = "cpu"
-        return doc
+        return _with_routed(doc, cfg, name, wl, read, "cpu")
+
+
+def _with_routed(doc: dict, cfg: dict, name: str, wl: Workload, read, device: str) -> dict:
+    """``doc``, and for a model whose experts transformers computes densely (Llama-4's) the kernels of the
+    routed program a fused MoE runs, traced on the same device, as its ``"routed"`` list (the ideal view's)."""
+    if doc.pop("dense_experts", False):
+        try:
+            doc["routed"] = _trace_on(cfg, name, wl, read, device, routed=True)["kernels"]
+        except _NotOnMeta as exc:
+            raise RoofcalcError(f"{name}: its experts run as a fused MoE did not trace ({exc.why})") from None
+    return doc
 
 
 def _trace_on(cfg: dict, name: str, wl: Workload, read, device: str, routed: bool = False) -> dict:
