@@ -882,6 +882,62 @@ def test_llama4s_routed_program_computes_transformers_own_function():
     torch.testing.assert_close(routed, dense, rtol=1e-5, atol=1e-5)
 
 
+LLAMA4 = dict(BASE, num_local_experts=4, num_experts_per_tok=1, intermediate_size_mlp=512, head_dim=32,
+              model_type="llama4_text")
+
+
+def test_llama4s_dense_experts_take_a_quantized_format_in_the_eager_view_too():
+    """fp8 weights in 128 x 128 blocks (a scale of 4 bytes each) on the tiny llama4_text: transformers' dense
+    program reads each expert stack whole, at its stored bytes, gate_up [4, 256, 1,024]: 4 x (256 x 1,024 + 2 x 8
+    x 4) = 1,048,832 bytes and down [4, 512, 256]: 4 x (512 x 256 + 4 x 2 x 4) = 524,416 (it read them at 16 bits,
+    and a Llama-4's weights came out twice too heavy under --impl hf-eager); the checkpoint's bytes are the same
+    in both views."""
+    from roofcalc.calculator import DTYPES
+
+    b = DTYPES["bf16"]
+    wl = Workload.decode(2, 5, weight_dtype=DTYPES["fp8-b128"], act_dtype=b, kv_dtype=b)
+    eager, ideal = (trace(LLAMA4, "t", wl, view=v, use_cache=False, merge=False) for v in ("eager", "ideal"))
+    stacks = sorted(k.cost.weight_bytes for k in eager.kernels
+                    if k.name.startswith("feed_forward.experts.") and k.name.endswith("[0]") and k.cost.weight_bytes)
+    assert stacks == [524_416, 1_048_832]
+    assert eager.traced_param_bytes == ideal.traced_param_bytes
+
+
+def test_the_trace_cache_keeps_each_experts_rule_apart(tmp_path, monkeypatch):
+    """--experts expected | all | topk changes the expert weights a traced step reads (here the routed program
+    of the tiny llama4_text at batch 2: 4, 2 and 1 ... of 4 experts' stacks: all 4, the top k = 1, and
+    E·(1 − (1 − k/E)^2) = 1.75 expected); each rule is cached apart (the second rule asked used to read the
+    first one's cache), and the routed program is traced only once the ideal view asks for it."""
+    monkeypatch.setenv("ROOFCALC_CACHE", str(tmp_path))
+    stack = 4 * (256 * 1024 + 512 * 256) * 2  # both stacks of a layer, bf16
+
+    def experts_bytes(mode: str, view: str = "ideal", cache: bool = True) -> int:
+        a = trace(LLAMA4, "t", Workload.decode(2, 5, experts=mode), view=view, use_cache=cache, merge=False)
+        return sum(k.cost.weight_bytes for k in a.kernels if k.name.startswith("feed_forward.experts.")
+                   and k.name.endswith("[0]"))
+
+    trace(LLAMA4, "t", Workload.decode(2, 5), view="eager")
+    docs = [json.loads(p.read_text()) for p in (tmp_path / "traces").glob("*.json")]
+    assert len(docs) == 1 and docs[0]["dense_experts"] and "routed" not in docs[0]
+    for mode, share in (("all", 1.0), ("topk", 0.25), ("expected", 1.75 / 4)):
+        assert experts_bytes(mode) == experts_bytes(mode, cache=False) == round(stack * share)
+    docs = [json.loads(p.read_text()) for p in (tmp_path / "traces").glob("*.json")]
+    assert len(docs) == 3 and all("routed" in d for d in docs)
+
+
+def test_a_transformers_whose_llama4_classes_differ_refuses_llama4_alone(monkeypatch):
+    """The routed program replaces Llama4Router, Llama4TextExperts and Llama4TextMoe; a transformers whose
+    modeling_llama4 lacks one of them (here: substitutes that ask for a class it has not) refuses a Llama-4's
+    ideal view in one line, and every other model's trace never touches them (it used to fail every trace)."""
+    from roofcalc.trace import patches
+
+    monkeypatch.setitem(patches._DENSE_EXPERTS, "llama4",
+                        ("modeling_llama4", lambda torch, module: {module.Llama4RenamedRouter: None}))
+    assert trace(dict(BASE, model_type="llama"), "t", Workload.decode(1, 5), use_cache=False).totals.flops > 0
+    with pytest.raises(RoofcalcError, match="not what roofcalc's routed program"):
+        trace(LLAMA4, "t", Workload.decode(1, 5), view="ideal", use_cache=False)
+
+
 def test_a_chunked_attention_is_swept_on_one_side_of_its_chunk(tmp_path, capsys, monkeypatch):
     """llama4_text's chunked layers attend within chunks of attention_chunk_size (16 here): the trace gives
     their attention its sizes up to the chunk's end and none past it. A single context at the chunk's last

@@ -35,7 +35,7 @@ from .group import TracedKernel, _layer_split, _sizes, fused_moe_parts, fused_ro
 from .quantized import _quantized
 from .shape import layer_heads, shape_of, traced_shape
 from .result import TracedAnalysis
-from .step import _check_workload, trace_raw
+from .step import _check_workload, routed_kernels, trace_raw
 
 
 def _parts_note(params: int, language: int | None, encoders: dict) -> str:
@@ -270,8 +270,12 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
         doc = trace_raw(cfg, name, run, (config, check))
         if use_cache:
             keep(path, doc)
-    routed = view == "ideal" and bool(doc.get("routed"))
-    if routed:  # experts transformers computes densely, run as a fused MoE runs them
+    routed = view == "ideal" and bool(doc.get("dense_experts"))
+    if routed:  # experts transformers computes densely, run as a fused MoE runs them (traced once, when asked for)
+        if "routed" not in doc:
+            doc["routed"] = routed_kernels(cfg, name, run, (config, check), doc.get("device", "meta"))
+            if use_cache:
+                keep(path, doc)
         doc = {**doc, "kernels": doc["routed"]}
     if narrow:
         doc = _one_byte_cache(doc, wl, name)
@@ -330,11 +334,12 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
                           traced_param_bytes=param_bytes, check=check, logits=doc["logits"],
                           layer_heads=layer_heads(config, span), model_class=doc["class"], bare_params=bare,
                           expert_params=sum(expert_elems), kernel_layers=kernel_layers,
+                          dense_experts=bool(doc.get("dense_experts")) and not routed,
                           note=f"traced: transformers {doc['transformers']} {doc['class']} " + (
                               "on the CPU with random weights (its code reads tensor values, which the meta "
                               "device has not)" if doc.get("device") == "cpu" else "on the meta device")
                           + _parts_note(params, language, encoders)
-                          + _experts_note(routed, bool(doc.get("routed"))))
+                          + _experts_note(routed, bool(doc.get("dense_experts"))))
 
 
 __all__ = ["ConfigCheck", "TracedAnalysis", "TracedEPAnalyzer", "TracedRankAnalyzer", "analyzer", "hf_config", "trace", "trace_raw", "traced_shape"]

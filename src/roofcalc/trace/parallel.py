@@ -251,9 +251,12 @@ def _check(what: str, value: int, tp: int, module: str) -> None:
         raise RoofcalcError(f"--tp {tp} does not divide {module}'s {what} {value}: each rank must hold a whole share")
 
 
-def _no_routed_experts(s) -> RoofcalcError:
-    """--ep's refusal for a traced model with no routed experts (none, or experts run dense: Llama-4's)."""
-    return RoofcalcError(f"--ep splits routed experts, and the traced {s.model_type} runs none")
+def _no_routed_experts(a: TracedAnalysis) -> RoofcalcError:
+    """--ep's refusal for a traced model with no routed experts (none, or experts counted as transformers runs
+    them, every token through every one: Llama-4's in the eager view)."""
+    why = (" in transformers' eager program (every token through every expert): --impl fused or cuda-graph runs "
+           "them routed") if a.dense_experts else ""
+    return RoofcalcError(f"--ep splits routed experts, and the traced {a.shape.model_type} runs none{why}")
 
 
 def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
@@ -271,7 +274,7 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
         raise RoofcalcError(f"--tp for a traced {s.model_type}: its latent attention (MLA) is not split by roofcalc's "
                             f"traced plan yet")
     if whole_experts and not any(k.expert_weights is not None for k in a.kernels):  # (Llama-4's experts run dense)
-        raise _no_routed_experts(s)
+        raise _no_routed_experts(a)
     config_class = a.check.class_name if a.check is not None else ""
     plan = model_plan(s.family, config_class, a.model_class, config)
     layer_keys, model_keys = _key_patterns(plan.entries)
@@ -652,7 +655,7 @@ def traced_ep_rank(local: TracedAnalysis, wl, parallel, full: TracedAnalysis, fi
     ep, s = parallel.ep, local.shape
     experts = [k for k in local.kernels if k.expert_weights is not None]
     if not experts:
-        raise _no_routed_experts(s)
+        raise _no_routed_experts(local)
     n_exp, top_k = experts[0].expert_weights[:2]
     if n_exp % ep:
         raise RoofcalcError(f"--ep {ep} does not divide the {n_exp} routed experts: each rank must hold a whole share")

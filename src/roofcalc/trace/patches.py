@@ -257,18 +257,23 @@ _DENSE_EXPERTS = {"llama4": ("modeling_llama4", _llama4_routed)}
 
 
 def _routed_experts(torch, model, apply: bool = True) -> tuple:
-    """(the undo, True) when ``model`` holds a module :data:`_DENSE_EXPERTS` replaces, its routed substitutes
-    put in place if ``apply``; else (a no-op, False)."""
+    """(the undo, True) when ``model`` runs modules of a modeling file :data:`_DENSE_EXPERTS` names, its routed
+    substitutes put in place if ``apply``; else (a no-op, False). Another model imports nothing of it; a
+    transformers whose classes there are not the ones substituted is refused in one line."""
     import importlib
 
-    classes = {type(m) for m in model.modules()}
+    from ..errors import RoofcalcError
+
+    paths = {type(m).__module__ for m in model.modules()}
     for package, (name, substitutes) in _DENSE_EXPERTS.items():
+        path = f"transformers.models.{package}.{name}"
+        if path not in paths:
+            continue
+        module = importlib.import_module(path)
         try:
-            module = importlib.import_module(f"transformers.models.{package}.{name}")
-        except ImportError:  # pragma: no cover - a transformers without the model
-            continue
-        forwards = substitutes(torch, module)
-        if not classes & set(forwards):
-            continue
+            forwards = substitutes(torch, module)
+        except AttributeError as exc:
+            raise RoofcalcError(f"{path} is not what roofcalc's routed program for its experts replaces ({exc}); "
+                                f"use --impl hf-eager, which counts transformers' own program") from None
         return (_swap_forwards(forwards) if apply else (lambda: None)), True
     return (lambda: None), False

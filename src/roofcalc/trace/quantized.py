@@ -35,8 +35,11 @@ def _quantized(traced: list, doc: dict, wl: Workload, config) -> tuple[list, int
     def mats(module: str) -> list:
         return [m for m in shapes.get(module, []) if m[-2] not in (1, n_experts)]  # routers stay float
 
-    runs = {k.module for k in traced if k.layer is not None and k.kind == "matmul" and (not k.function or k.experts)
-            and (k.experts or not wl.weight_dtype.experts_only)}  # MXFP4: the expert stacks alone
+    def dense(k) -> bool:  # a matmul of every token over whole expert stacks (Llama-4's experts in transformers)
+        return k.experts is None and bool(k.function) and any(len(m) == 3 for m in mats(k.module))
+
+    runs = {k.module for k in traced if k.layer is not None and k.kind == "matmul" and (
+        not k.function or k.experts or dense(k)) and (k.experts or dense(k) or not wl.weight_dtype.experts_only)}
     if not runs and wl.weight_dtype.experts_only:
         raise RoofcalcError(f"{doc['class']} runs no experts: {wl.weight_dtype.name} stores a mixture of experts' "
                             f"expert weights (use int4 or int8 for every linear)")
@@ -55,6 +58,11 @@ def _quantized(traced: list, doc: dict, wl: Workload, config) -> tuple[list, int
                       - traced_expert_bytes(k.experts, wl.tokens, wl.experts) for c in ("ideal", "eager")}
             delta = sum(quant(m) - stored(m) for m in mats(k.module))  # a kernel that holds the stacks (gpt-oss's)
             k = replace(k, experts=new_experts, role="experts", param_bytes=k.param_bytes + delta if k.param_bytes else 0)
+        elif k.kind == "matmul" and dense(k):  # the stack it reads whole, by its stored bytes
+            by_bytes = {stored(m): quant(m) for m in mats(k.module)}
+            change = {c: by_bytes.get(getattr(k, c).weight_bytes, getattr(k, c).weight_bytes) - getattr(k, c).weight_bytes
+                      for c in ("ideal", "eager")}
+            k = replace(k, role="linear", param_bytes=k.param_bytes + change["eager"] if k.param_bytes else 0)
         elif not k.function:  # a leaf linear: it reads its whole weight
             delta = sum(quant(m) - stored(m) for m in mats(k.module))
             change = {"ideal": delta, "eager": delta}

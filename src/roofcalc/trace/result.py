@@ -26,6 +26,7 @@ class TracedAnalysis(Analysis):
     bare_params: tuple = ()  # (path in its layer, name, numel, bytes, layer): a module's own beside its submodules
     expert_params: int = 0  # the routed experts' parameters (stacks on no kernel), whatever format stores them
     kernel_layers: tuple = ()  # the layers each kernel row ran in (merged rows), where known
+    dense_experts: bool = False  # its experts counted as transformers computes them, every token through every one
 
     @property
     def heads_text(self) -> str:

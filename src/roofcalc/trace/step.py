@@ -80,7 +80,7 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
     _check_workload(wl)
     read = read or hf_config(cfg, name)
     try:
-        return _with_routed(_trace_on(cfg, name, wl, read, "meta"), cfg, name, wl, read, "meta")
+        return _trace_on(cfg, name, wl, read, "meta")
     except _NotOnMeta as exc:
         from ..measure import available_memory_bytes
 
@@ -111,18 +111,18 @@ def trace_raw(cfg: dict, name: str, wl: Workload, read=None) -> dict:
         except _NotOnMeta as again:
             raise RoofcalcError(f"{why}, nor on the CPU ({again.why}){hint(again.why)}") from None
         doc["device"] = "cpu"
-        return _with_routed(doc, cfg, name, wl, read, "cpu")
+        return doc
 
 
-def _with_routed(doc: dict, cfg: dict, name: str, wl: Workload, read, device: str) -> dict:
-    """``doc``, and for a model whose experts transformers computes densely (Llama-4's) the kernels of the
-    routed program a fused MoE runs, traced on the same device, as its ``"routed"`` list (the ideal view's)."""
-    if doc.pop("dense_experts", False):
-        try:
-            doc["routed"] = _trace_on(cfg, name, wl, read, device, routed=True)["kernels"]
-        except _NotOnMeta as exc:
-            raise RoofcalcError(f"{name}: its experts run as a fused MoE did not trace ({exc.why})") from None
-    return doc
+def routed_kernels(cfg: dict, name: str, wl: Workload, read, device: str) -> list:
+    """The kernels of the routed program a fused MoE runs, for a model whose experts transformers computes
+    densely (a document of :func:`trace_raw` with ``"dense_experts"``: Llama-4's), traced on the document's
+    device: the ideal view's."""
+    try:
+        return _trace_on(cfg, name, wl, read or hf_config(cfg, name), device, routed=True)["kernels"]
+    except _NotOnMeta as exc:
+        raise RoofcalcError(f"{name}: its experts run as a fused MoE did not trace ({exc.why}); --impl hf-eager "
+                            f"counts transformers' own program") from None
 
 
 def _trace_on(cfg: dict, name: str, wl: Workload, read, device: str, routed: bool = False) -> dict:
