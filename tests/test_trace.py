@@ -546,6 +546,32 @@ def test_a_model_whose_code_reads_values_is_traced_on_the_cpu(tmp_path, capsys, 
     assert "did not run on the meta device" in err and "--context" in err and err.count("\n") == 1
 
 
+def test_attention_on_the_cpu_counts_its_matmuls(monkeypatch):
+    """On real CPU tensors scaled_dot_product_attention runs one fused op (_scaled_dot_product_flash_attention_for_cpu)
+    that torch's FLOP counter does not count, so a step traced on the CPU had attention at 0 FLOPs. Forced onto the
+    CPU, a tiny llama (8 query heads of 32, 2 KV heads) counts QKᵀ and PV as the meta trace does:
+    2·B·H·Tq·Tk·(Dq + Dv) = 2·2·8·1·9·64 = 18,432 for a decode step at B = 2 over 9 positions, 2·2·8·7·7·64 =
+    100,352 for a prefill of 2 x 7."""
+    import roofcalc.trace.step as step
+
+    cfg = dict(BASE, model_type="llama")
+    own = step._trace_on
+
+    def on_cpu(cfg, name, wl, read, device, routed=False):
+        if device == "meta":
+            raise step._NotOnMeta("forced off the meta device", 10**6, 10**5)
+        return own(cfg, name, wl, read, device, routed)
+
+    for wl, flops in ((Workload.decode(2, 9), 18_432), (Workload.prefill(2, 7), 100_352)):
+        meta = trace(cfg, "t", wl, use_cache=False, merge=False)
+        monkeypatch.setattr(step, "_trace_on", on_cpu)
+        cpu = trace(cfg, "t", wl, use_cache=False, merge=False)
+        monkeypatch.setattr(step, "_trace_on", own)
+        assert "on the CPU" in cpu.note
+        for a in (meta, cpu):
+            assert [k.cost.matmul_flops for k in a.kernels if k.name.startswith("self_attn.attention[")] == [flops] * 2
+
+
 def test_a_model_that_mixes_float32_into_bf16_is_told_to_run_in_fp32(tmp_path, capsys, monkeypatch):
     """XLNet's relative positions are float32 beside bf16 activations: refused in one line naming --dtype fp32,
     and in fp32 (on the CPU: it reads values) its forward pass has the real model's matmul FLOPs and

@@ -57,10 +57,27 @@ def _nbytes(t) -> int:
         return n
 
 
+def _cpu_attention(torch) -> dict:
+    """The fused attention scaled_dot_product_attention runs on real CPU tensors (a trace on the CPU), whose FLOPs
+    torch's counter does not count: the two matmuls' 2·B·H·Tq·Tk·(Dq + Dv), the full rectangle, as its formula
+    for the GPU kernels and the meta device's math ops count them (H the query's heads)."""
+    op = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+    if op is None:  # pragma: no cover - a torch without it
+        return {}
+
+    def flops(query, key, value, *args, out_val=None, **kwargs) -> int:
+        b, h, tq, dq = query.shape
+        return 2 * b * h * tq * key.shape[-2] * (dq + value.shape[-1])
+
+    return {op: flops}
+
+
 class _Recorder:
     def __init__(self, torch, model, top_k: int | None = None, experts: str = "expected"):
         from torch.utils._python_dispatch import TorchDispatchMode
         from torch.utils.flop_counter import flop_registry
+
+        flop_registry = {**flop_registry, **_cpu_attention(torch)}
 
         self.torch, self.model = torch, model
         self.top_k, self.experts = top_k, experts
