@@ -270,7 +270,8 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
         doc = trace_raw(cfg, name, run, (config, check))
         if use_cache:
             keep(path, doc)
-    routed = view == "ideal" and bool(doc.get("dense_experts"))
+    dense = bool(doc.get("dense_experts"))  # experts transformers runs every token through
+    routed = view == "ideal" and dense
     if routed:  # experts transformers computes densely, run as a fused MoE runs them (traced once, when asked for)
         if "routed" not in doc:
             doc["routed"] = routed_kernels(cfg, name, run, (config, check), doc.get("device", "meta"))
@@ -334,12 +335,12 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
                           traced_param_bytes=param_bytes, check=check, logits=doc["logits"],
                           layer_heads=layer_heads(config, span), model_class=doc["class"], bare_params=bare,
                           expert_params=sum(expert_elems), kernel_layers=kernel_layers,
-                          dense_experts=bool(doc.get("dense_experts")) and not routed,
+                          dense_experts=dense and not routed,
                           note=f"traced: transformers {doc['transformers']} {doc['class']} " + (
                               "on the CPU with random weights (its code reads tensor values, which the meta "
                               "device has not)" if doc.get("device") == "cpu" else "on the meta device")
                           + _parts_note(params, language, encoders)
-                          + _experts_note(routed, bool(doc.get("dense_experts"))))
+                          + _experts_note(routed, dense))
 
 
 __all__ = ["ConfigCheck", "TracedAnalysis", "TracedEPAnalyzer", "TracedRankAnalyzer", "analyzer", "hf_config", "trace", "trace_raw", "traced_shape"]
