@@ -964,6 +964,20 @@ def test_a_transformers_whose_llama4_classes_differ_refuses_llama4_alone(monkeyp
         trace(LLAMA4, "t", Workload.decode(1, 5), view="ideal", use_cache=False)
 
 
+def test_a_model_whose_experts_do_not_run_dense_takes_no_routed_program(monkeypatch):
+    """The routed program stands in only where the traced step really multiplies every token by an expert weight
+    stack (a bmm over a weight: Llama-4's Llama4TextExperts): were transformers to run a model named in
+    patches._DENSE_EXPERTS through its routed experts, nothing would be substituted. Here llama's own modeling
+    file, named so, has no such matmul: its document claims no dense experts and its views carry no such note."""
+    from roofcalc.trace import patches
+
+    monkeypatch.setitem(patches._DENSE_EXPERTS, "llama", ("modeling_llama", lambda torch, module: {}))
+    cfg = dict(BASE, model_type="llama")
+    assert "dense_experts" not in trace_raw(cfg, "t", Workload.decode(1, 5))
+    assert "experts" not in trace(cfg, "t", Workload.decode(1, 5), view="ideal", use_cache=False).note
+    assert "dense_experts" in trace_raw(LLAMA4, "t", Workload.decode(1, 5))
+
+
 def test_a_chunked_attention_is_swept_on_one_side_of_its_chunk(tmp_path, capsys, monkeypatch):
     """llama4_text's chunked layers attend within chunks of attention_chunk_size (16 here): the trace gives
     their attention its sizes up to the chunk's end and none past it. A single context at the chunk's last

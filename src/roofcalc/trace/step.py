@@ -298,7 +298,9 @@ def _trace_on(cfg: dict, name: str, wl: Workload, read, device: str, routed: boo
             isinstance(v, dict) and k.endswith("_config") and k not in ("text_config", "quantization_config")
             for k, v in cfg.items()):  # a causal LM built from the whole config holds its text model alone
         extra["encoders"] = encoder_params(torch, transformers, cfg, name, dtype)  # (Mllama): count the towers
-    if dense_experts and not routed:
+    # ... and that its program here is still the dense one: a batched matmul over a weight (an expert stack)
+    if dense_experts and not routed and any(op.name == "bmm" and any(key in weights for key, _ in op.reads)
+                                            for op in rec.ops):
         extra["dense_experts"] = True
     return {**extra,
         "format": TRACE_FORMAT, "transformers": transformers.__version__, "class": type(model).__name__,
