@@ -50,21 +50,19 @@ def _quantized(traced: list, doc: dict, wl: Workload, config) -> tuple[list, int
         if k.module not in runs or not mats(k.module):
             out.append(k)
             continue
+        by_bytes = {stored(m): quant(m) for m in mats(k.module)}  # each matrix's bytes, as traced -> as stored
+        delta = deltas[k.module]  # a kernel that holds the module's weights carries their change
         if k.experts is not None:  # the expert stacks it reads, by their stored bytes
             n_exp, top_k, fulls = k.experts
-            by_bytes = {stored(m): quant(m) for m in mats(k.module)}
             new_experts = (n_exp, top_k, tuple(by_bytes.get(f, f) for f in fulls))
             change = {c: traced_expert_bytes(new_experts, wl.tokens, wl.experts)
                       - traced_expert_bytes(k.experts, wl.tokens, wl.experts) for c in ("ideal", "eager")}
-            delta = sum(quant(m) - stored(m) for m in mats(k.module))  # a kernel that holds the stacks (gpt-oss's)
             k = replace(k, experts=new_experts, role="experts", param_bytes=k.param_bytes + delta if k.param_bytes else 0)
         elif k.kind == "matmul" and dense(k):  # the stack it reads whole, by its stored bytes
-            by_bytes = {stored(m): quant(m) for m in mats(k.module)}
             change = {c: by_bytes.get(getattr(k, c).weight_bytes, getattr(k, c).weight_bytes) - getattr(k, c).weight_bytes
                       for c in ("ideal", "eager")}
             k = replace(k, role="linear", param_bytes=k.param_bytes + change["eager"] if k.param_bytes else 0)
         elif not k.function:  # a leaf linear: it reads its whole weight
-            delta = sum(quant(m) - stored(m) for m in mats(k.module))
             change = {"ideal": delta, "eager": delta}
             k = replace(k, role="linear", param_bytes=k.param_bytes + delta if k.param_bytes else 0)
         else:
