@@ -923,3 +923,57 @@ def test_a_step_can_be_bound_by_communication():
     o = next(p for p in r.step.placements if p.kernel.name == "o_proj.all_reduce")
     assert o.kernel.link_bytes == 3_145_728 and o.t_link_s == pytest.approx(3_145_728 / 15.75e9)
     assert o.bound == "link" and r.step.bound == "communication"
+
+
+def _reduces(kernels) -> dict[str, int]:
+    """Each all-reduce kernel's name (its layer tag dropped) and how many run."""
+    out: dict[str, int] = {}
+    for k in kernels:
+        if k.role == "all_reduce":
+            assert k.message_bytes == 2 * 1 * 256 * 4  # batch 2, one new token each, D 256, fp32
+            name = k.name.split("[", 1)[0]
+            out[name] = out.get(name, 0) + k.count
+    return out
+
+
+def test_serving_engines_sum_shared_and_routed_experts_before_one_all_reduce(tmp_path, capsys):
+    """vLLM, SGLang and TensorRT-LLM build a MoE layer's shared expert without its own reduction and all-reduce the
+    routed and shared experts' partial outputs summed (engines.Engine.moe_reduce, each engine's model file cited
+    there); transformers' plan, which the real runs above check, reduces each. At --tp 2, decode batch 2 of the
+    configs above: DeepSeek-V3 (hand model; two layers, the first dense) and Qwen2-MoE (traced; both layers MoE)
+    run one all-reduce fewer a MoE layer, each of 2·1·256·4 = 2,048 bytes, and every other kernel as before."""
+    from dataclasses import replace
+
+    from roofcalc.cli import main
+    from roofcalc.trace import hf_config, trace
+    from roofcalc.trace.parallel import traced_rank
+
+    wl = Workload.decode(BATCH, PROMPT + 1, **FP32)
+    cfg = next(c for f, _, c in CASES if f == "deepseek_v3")
+    each = analyze_parallel(shape_from_config(cfg, "t"), wl, Parallel(2))
+    once = analyze_parallel(shape_from_config(cfg, "t"), replace(wl, moe_reduce="once"), Parallel(2))
+    assert _reduces(each.kernels) == {"embed.all_reduce": 1, "o_proj.all_reduce": 2, "down_proj.all_reduce": 1,
+                                      "experts.combine.all_reduce": 1, "shared_experts.down_proj.all_reduce": 1}
+    assert _reduces(once.kernels) == {"embed.all_reduce": 1, "o_proj.all_reduce": 2, "down_proj.all_reduce": 1,
+                                      "shared_experts.add.all_reduce": 1}  # after the add that sums the two
+    assert [k for k in once.kernels if k.kind != "collective"] == [k for k in each.kernels if k.kind != "collective"]
+
+    cfg = next(c for f, _, c in TRACED_ONLY if f == "qwen2_moe")
+    config = hf_config(cfg, "t")[0]
+    ranks = [traced_rank(trace(cfg, "t", w, use_cache=False), Parallel(2), config)
+             for w in (wl, replace(wl, moe_reduce="once"))]
+    assert [_reduces(r.kernels) for r in ranks] == [
+        {"embed_tokens.all_reduce": 1, "self_attn.o_proj.all_reduce": 2, "mlp.shared_expert.down_proj.all_reduce": 2,
+         "mlp.experts.all_reduce": 2},
+        {"embed_tokens.all_reduce": 1, "self_attn.o_proj.all_reduce": 2, "mlp.experts.all_reduce": 2}]
+    assert "summed before one all-reduce" in ranks[1].plan_words and "summed before" not in ranks[0].plan_words
+
+    # the command line takes the engine's: transformers' under the default, one a layer under a serving engine
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    for engine, shared in (("hf", 2), ("sglang", 0)):
+        assert main([str(path), "--tp", "2", "--hw", "H100", "--engine", engine, "--format", "json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        rows = [k for k in doc["kernels"] if k["name"].startswith("mlp.shared_expert.down_proj.all_reduce")]
+        assert sum(k["count"] for k in rows) == shared
+        assert doc["workload"]["moe_reduce"] == ("each" if engine == "hf" else "once")

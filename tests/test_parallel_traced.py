@@ -305,6 +305,17 @@ def test_llama4s_dense_experts_are_split_in_a_ranks_weights():
         4 * (256 * 1024 + 512 * 256) // 2
     assert rank.params == 2 * layer + 2 * (1000 * 256 // 2) + 256
     assert rank.weight_storage_bytes == 2 * rank.params
+    # and the shape text says the rank's share, each stack's I = 512 (2I = 1,024 onto it) halved, for the ops
+    # between the two matmuls too: routed (this, the ideal view: 2 token-expert rows) and in the eager view's
+    # dense batched matmuls (every token through each of the 4 experts)
+    for view, names, texts in (("ideal", ("routed_experts", "routed_experts#2"), ("[2,256]x[4,256,512]", "[2,256]",
+                                                                                  "[2,256]x[4,256,256]")),
+                               ("eager", ("bmm", "bmm#2"), ("[4,2,256]x[4,256,512]", "[4,2,256]",
+                                                            "[4,2,256]x[4,256,256]"))):
+        r = rank if view == "ideal" else traced_rank(trace(cfg, "t", rank.workload, view="eager", use_cache=False),
+                                                     Parallel(tp=2), hf_config(cfg, "t")[0])
+        dims = {k.name.split("[")[0]: k.dims for k in r.kernels if k.name.startswith("feed_forward.experts.")}
+        assert tuple(dims[f"feed_forward.experts.{n}"] for n in (names[0], "act_fn", names[1])) == texts
 
 def test_a_moe_layers_own_body_runs_on_whole_rows_where_a_dense_layer_of_the_same_path_splits():
     """llama4_text with interleave_moe_layer_step 2: layer 0 a dense MLP (feed_forward.gate_proj colwise: its

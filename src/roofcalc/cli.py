@@ -242,6 +242,8 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
         cache_update=_cache_update(args),
         # hf-eager's RMSNorm, rotary and activation as transformers' eager ops move their bytes (the traced view's rule)
         eager_ops=getattr(args, "impl", None) == "hf-eager",
+        # a MoE layer's shared and routed experts under --tp: reduced as the engine reduces them
+        moe_reduce=_engine(args).moe_reduce,
     )
     if kw["act_dtype"].quantized:
         raise RoofcalcError(f"activations cannot be {kw['act_dtype'].name}; use --weight-dtype for integer weights")

@@ -222,12 +222,18 @@ def with_tp_collectives(shape: ModelShape, wl: Workload, tp: int, kernels) -> li
     hidden = wl.act_dtype.nbytes(rows * shape.d_model)
     down = shape.name_of("down") if shape.gated_mlp else shape.name_of("fc_out")  # fc2 in a plain MLP
     # the row-parallel kernels, each followed by an all-reduce of its partial outputs
-    reduced = {down, f"shared_experts.{shape.name_of('down')}", shape.name_of("o")}
+    shared = f"shared_experts.{shape.name_of('down')}"
+    reduced = {down, shared, shape.name_of("o")}
+    # a serving engine sums the routed and the shared experts' partial outputs first and all-reduces the sum once
+    # (Workload.moe_reduce), after the add that sums them
+    once = wl.moe_reduce == "once" and shape.moe is not None and bool(shape.moe.d_shared)
+    if once:
+        reduced = (reduced - {shared}) | {"shared_experts.add"}
     out: list[Kernel] = []
     for k in kernels:
         out.append(k)
-        if base_name(k) in reduced or k.role == "combine":  # the experts' summed output: each rank ran a slice of each
-            out.append(collective(f"{k.name}.all_reduce", "all_reduce", hidden, tp, k.count, "layer",
+        if base_name(k) in reduced or (k.role == "combine" and not once):  # the experts' summed output: each rank
+            out.append(collective(f"{k.name}.all_reduce", "all_reduce", hidden, tp, k.count, "layer",  # ran a slice
                                   f"[{rows},{shape.d_model}]"))
         else:
             out.extend(_vocab_collective(shape, wl, tp, k))
@@ -393,8 +399,14 @@ def analyze_parallel(shape: ModelShape, wl: Workload, parallel: Parallel, merge:
                         full=analyze(shape, wl))
 
 
-def tp_plan_words(shape: ModelShape) -> str:
-    """How transformers' tensor-parallel plan splits ``shape``'s family, in words (the rules are above)."""
+ONE_REDUCE_WORDS = ("the routed and shared experts' partial outputs summed before one all-reduce, as vLLM, SGLang "
+                    "and TensorRT-LLM run them (transformers' plan reduces each)")
+
+
+def tp_plan_words(shape: ModelShape, wl: Workload | None = None) -> str:
+    """How transformers' tensor-parallel plan splits ``shape``'s family, in words (the rules are above); ``wl``:
+    the step's, whose ``moe_reduce`` says how a MoE layer's shared and routed experts are reduced."""
+    once = wl is not None and wl.moe_reduce == "once" and shape.moe is not None and bool(shape.moe.d_shared)
     if shape.family in GATHERED_FAMILIES:
         plan = (f"transformers' tensor-parallel plan for {shape.family}: qkv_proj and gate_up_proj column-parallel "
                 f"with their outputs all-gathered, so every head and its KV cache run on every rank; o_proj and "
@@ -403,7 +415,7 @@ def tp_plan_words(shape: ModelShape) -> str:
         plan = ("transformers' tensor-parallel plan (DeepSeek-V3's from 5.25, as vLLM and SGLang split it): q and "
                 "kv_b_proj column-parallel by heads, the cached latent whole on every rank, o_proj row-parallel with "
                 "an all-reduce; gate/up column-parallel, down row-parallel with an all-reduce, the shared experts "
-                "likewise, ")
+                + ("likewise without their own, " if once else "likewise, "))
     elif shape.family in NO_TRANSFORMERS_PLAN:
         plan = (f"vLLM's tensor-parallel split of {shape.family} (transformers has no plan for it; Megatron-LM's "
                 f"split of GPT-2): attention by heads, {shape.name_of('o')} row-parallel with an all-reduce; "
@@ -413,8 +425,9 @@ def tp_plan_words(shape: ModelShape) -> str:
         plan = ("transformers' tensor-parallel plan: q/k/v, gate/up column-parallel, o/down row-parallel with an "
                 "all-reduce each, ")
     if shape.moe is not None:
-        plan += ("every routed expert split on its width with one all-reduce after them (transformers 5.24's rules; "
-                 "5.25 keeps the experts in its expert-parallel plan), the router whole, ")
+        plan += ("every routed expert split on its width" + ("" if once else " with one all-reduce after them")
+                 + " (transformers 5.24's rules; 5.25 keeps the experts in its expert-parallel plan), "
+                 + (f"{ONE_REDUCE_WORDS}, " if once else "") + "the router whole, ")
     return plan + "vocab-parallel embedding and lm_head"
 
 

@@ -111,7 +111,7 @@ def workload_record(a: Analysis) -> dict[str, Any]:
     if w.ubatch and w.phase == "prefill":
         rec["ubatch"] = w.ubatch
     rec.update(query_tokens=w.query_tokens, kv_len=w.kv_len, cache_update=w.cache_update, attention=w.attention,
-               eager_ops=w.eager_ops,
+               eager_ops=w.eager_ops, moe_reduce=w.moe_reduce,
                weight_dtype=w.weight_dtype.name, act_dtype=w.act_dtype.name, kv_dtype=w.kv_dtype.name, compute_dtype=w.compute_dtype.name)
     if w.weight_dtype.quantized:
         rec["group_size"] = w.weight_group
@@ -288,7 +288,7 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
            + (f"; defaults taken: {', '.join(f'{k}={v}' for k, v in a.check.defaulted)}" if a.check.defaulted else "")]
           if a.source == "traced" else []),
         *([f"parallel  --tp {a.parallel.tp}: every number below is one rank's, of {a.parallel.gpus} GPUs "
-           f"({getattr(a, 'plan_words', '') or tp_plan_words(s)}); the model holds {a.full.params:,} parameters "
+           f"({getattr(a, 'plan_words', '') or tp_plan_words(s, w)}); the model holds {a.full.params:,} parameters "
            f"in all"]
           if a.parallel is not None and a.parallel.tp > 1 else []),
         *([f"parallel  --ep {a.parallel.ep}: every number below is one rank's, of {a.parallel.gpus} GPUs: "

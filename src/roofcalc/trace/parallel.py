@@ -347,6 +347,20 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
     ends: dict[int, int] = {}  # kernel index -> the layers whose all-reduce follows it
     for i in last.values():
         ends[i] = ends.get(i, 0) + 1
+    # a serving engine sums a shared expert's partial output with the routed experts' and all-reduces the sum once
+    # (Workload.moe_reduce): the shared expert (a module beside the experts, in the block that holds them) reduces
+    # nothing of its own, and the experts' all-reduce stands for the sum's
+    moe_blocks = {p.rpartition(".")[0] for p in experts} - {""}
+
+    def beside_experts(k: Kernel) -> bool:
+        module = _base(k).rpartition(".")[0]
+        return wl.moe_reduce == "once" and module not in experts and module.rpartition(".")[0] in moe_blocks
+    summed = False  # a shared expert's all-reduce left to the experts'
+    # the routed experts' width I (their down matmul's depth) and a rank's, for the shape text of the ops between
+    # their matmuls (not where I is the hidden size, which those ops' other tensors hold whole: gpt-oss's)
+    expert_widths = _width_map((z.k, z.k // tp) for x in a.kernels if x.scope == "layer"
+                               and any(_under(_base(x), p) for p in experts) and isinstance(z := x.sizes, MatmulSizes) and z.n == s.d_model
+                               and z.k != s.d_model and z.k % tp == 0)
     for i, k in enumerate(a.kernels):
         style = _style(k, layer_keys, model_keys)
         name = _base(k)
@@ -359,7 +373,7 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
                 out.append(_expert_rows(k, tp, wl, min(ew[0] // tp, math.ceil(reached / tp - 1e-9)),
                                         (-(-rows // tp), rows)))
             else:
-                out.append(_expert_share(k, tp, s, home, wl.act_dtype.nbytes(wl.tokens * s.d_model)))
+                out.append(_expert_share(k, tp, s, home, wl.act_dtype.nbytes(wl.tokens * s.d_model), expert_widths))
             if k.expert_weights is not None and not k.params:  # (a kernel that holds them splits them itself)
                 expert_bytes += sum(k.expert_weights[2]) * k.count
             if i in ends:
@@ -402,7 +416,9 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
                 param_bytes = (k.param_bytes - bias_bytes) // tp + bias_bytes
                 cost = replace(cost, weight_bytes=(k.cost.weight_bytes - bias_bytes) // tp + bias_bytes)
             out.append(replace(k, cost=cost, sizes=sizes, dims=sizes.text, params=params, param_bytes=param_bytes))
-            if style in ROW + ("rowwise_split_input",):
+            if style in ROW + ("rowwise_split_input",) and beside_experts(k):
+                summed = True
+            elif style in ROW + ("rowwise_split_input",):
                 out.append(collective(f"{k.name}.all_reduce", "all_reduce", wl.act_dtype.nbytes(z.m * z.n), tp,
                                       k.count, k.scope, f"[{z.m},{z.n}]"))
             elif style in ("colwise_gather_output", "colwise_rep"):
@@ -470,7 +486,7 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
         traced_params=a.traced_params - owned + rank_params,
         traced_param_bytes=a.traced_param_bytes - owned_bytes + rank_bytes,
         check=a.check, note=a.note, logits=a.logits, layer_heads=a.layer_heads, language_params=a.language_params,
-        parallel=parallel, full=a, plan_words=plan_words(plan), expert_params=expert_params // tp,
+        parallel=parallel, full=a, plan_words=plan_words(plan, summed), expert_params=expert_params // tp,
         spacing=math.lcm(*shares))
 
 
@@ -495,12 +511,13 @@ def _layer_tag(k: Kernel) -> str:
     return "[" + k.name.partition("[")[2] if "[" in k.name else ""
 
 
-def _expert_share(k: Kernel, tp: int, s, home: str, io: int = 0) -> Kernel:
+def _expert_share(k: Kernel, tp: int, s, home: str, io: int = 0, widths: dict | None = None) -> Kernel:
     """A kernel of routed experts split on their width: a grouped matmul on the hidden size (gate/up)
     keeps its input and 1/N of its outputs, one back to the hidden size (down) 1/N of its input and its
     whole (partial) output; their FLOPs and weights 1/N; the ops between 1/N of everything. A kernel that is
     the whole experts MLP (gpt-oss's): its input and its partial output (``io`` bytes each, the step's tokens
-    at the hidden size) whole, and what else it moves (its intermediates, in the eager view) 1/N."""
+    at the hidden size) whole, and what else it moves (its intermediates, in the eager view) 1/N. ``widths``:
+    the experts' width and the rank's (an op between the matmuls says its share, as :func:`_rank_dims`)."""
     z = k.sizes
     if isinstance(z, MatmulSizes) and _base(k) == home:  # the whole experts MLP in one kernel (gate and up onto
         if z.n % tp:  # z.n = 2I, then down): its input and its (partial) output whole, its FLOPs and weights 1/N
@@ -523,7 +540,7 @@ def _expert_share(k: Kernel, tp: int, s, home: str, io: int = 0) -> Kernel:
         return replace(k, cost=cost, sizes=sizes, dims=_grouped_dims(k.dims, sizes), params=k.params // tp,
                        param_bytes=k.param_bytes // tp,
                        expert_weights=None if ew is None else (ew[0], ew[1], tuple(b // tp for b in ew[2])))
-    return replace(k, cost=_scaled(k.cost, 1, tp, weights=False))
+    return replace(k, cost=_scaled(k.cost, 1, tp, weights=False), dims=_rank_dims(k.dims, widths or {}))
 
 
 def _width_map(pairs) -> dict[int, int]:
@@ -567,12 +584,16 @@ def _rank_dims(dims: str, widths: dict[int, int]) -> str:
 
 
 _GROUPED = re.compile(r"^\[(\d+),(\d+)\]x\[(\d+),(\d+),(\d+)\]$")  # a grouped matmul's [m,k]x[E,k,n]
+_BATCHED = re.compile(r"^\[(\d+),(\d+),(\d+)\]x\[(\d+),(\d+),(\d+)\]$")  # a bmm over a stack: [E,m,k]x[E,k,n]
 
 
 def _grouped_dims(dims: str, sizes: MatmulSizes | None = None, experts: int | None = None) -> str:
     """A grouped matmul's shape text for a rank's share: its rows and widths from ``sizes``, its experts
     ``experts``; any other text as it was."""
     m = _GROUPED.match(dims)
+    b = _BATCHED.match(dims) if m is None and sizes is not None and experts is None else None
+    if b is not None:  # every token through every expert of the stack (Llama-4's eager experts): the rank's widths
+        return f"[{b.group(1)},{b.group(2)},{sizes.k}]x[{b.group(4)},{sizes.k},{sizes.n}]"
     if m is None:
         return dims
     rows, k, e, _, n = (int(x) for x in m.groups())
@@ -606,12 +627,16 @@ def _expert_rows(k: Kernel, ep: int, wl, held: int, share: tuple[int, int]) -> K
                    param_bytes=k.param_bytes // ep, expert_weights=(ew[0] // ep, ew[1], tuple(b // ep for b in ew[2])))
 
 
-def plan_words(plan: Plan) -> str:
-    """The header's account of a traced rank's plan."""
+def plan_words(plan: Plan, summed: bool = False) -> str:
+    """The header's account of a traced rank's plan; ``summed``: a shared expert's all-reduce left to the routed
+    experts' (Workload.moe_reduce)."""
+    from ..parallel import ONE_REDUCE_WORDS
+
     joint = "rowwise_partial" in plan.entries.values()
     return (f"{plan.source}: colwise projections split their outputs, rowwise ones their inputs with an "
             + ("all-reduce a layer, of attention's and the MLP's partial outputs summed" if joint
                else "all-reduce each")
+            + (f", but {ONE_REDUCE_WORDS}" if summed else "")
             + ", the ops between on the rank's heads and width; norms and residuals whole")
 
 
