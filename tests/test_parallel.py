@@ -965,7 +965,10 @@ def test_serving_engines_sum_shared_and_routed_experts_before_one_all_reduce(tmp
     assert [_reduces(r.kernels) for r in ranks] == [
         {"embed_tokens.all_reduce": 1, "self_attn.o_proj.all_reduce": 2, "mlp.shared_expert.down_proj.all_reduce": 2,
          "mlp.experts.all_reduce": 2},
-        {"embed_tokens.all_reduce": 1, "self_attn.o_proj.all_reduce": 2, "mlp.experts.all_reduce": 2}]
+        {"embed_tokens.all_reduce": 1, "self_attn.o_proj.all_reduce": 2, "mlp.all_reduce": 2}]
+    # (the sum's all-reduce after the block's last kernel, the add of the gated shared output to the routed one)
+    names = [k.name.split("[")[0] for k in ranks[1].kernels]
+    assert names[names.index("mlp.all_reduce") - 1] == "mlp.add" and names.count("mlp.add") == 1
     assert "summed before one all-reduce" in ranks[1].plan_words and "summed before" not in ranks[0].plan_words
 
     # the command line takes the engine's: transformers' under the default, one a layer under a serving engine

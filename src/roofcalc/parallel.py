@@ -415,7 +415,7 @@ def tp_plan_words(shape: ModelShape, wl: Workload | None = None) -> str:
         plan = ("transformers' tensor-parallel plan (DeepSeek-V3's from 5.25, as vLLM and SGLang split it): q and "
                 "kv_b_proj column-parallel by heads, the cached latent whole on every rank, o_proj row-parallel with "
                 "an all-reduce; gate/up column-parallel, down row-parallel with an all-reduce, the shared experts "
-                + ("likewise without their own, " if once else "likewise, "))
+                + ("split likewise with no all-reduce of their own, " if once else "likewise, "))
     elif shape.family in NO_TRANSFORMERS_PLAN:
         plan = (f"vLLM's tensor-parallel split of {shape.family} (transformers has no plan for it; Megatron-LM's "
                 f"split of GPT-2): attention by heads, {shape.name_of('o')} row-parallel with an all-reduce; "

@@ -335,33 +335,57 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
     out: list[Kernel] = []
     shares = {tp, kv_share}  # every share a cost is rounded down to (⌊c·n/d⌋: the d of n/d in lowest terms)
     expert_bytes = 0  # the experts' weights a step's layers hold, whole (their module's, on no kernel)
-    # each experts module's last kernel in a layer: its all-reduce follows it, once for every layer it is the
-    # last of (a row merged over layers, or not: rows merge where they cost the same, so one module's rows may
-    # be merged and not); by the layers each row ran in where known, else by the kind of layer its name tags
-    last = {}
-    for i, k in enumerate(a.kernels):
-        home = next((p for p in experts if k.scope == "layer" and _under(_base(k), p)), None)
-        if home is not None:
-            for layer in layers_of.get(id(k)) or (k.name.partition("[")[2],):
-                last[(home, layer)] = i
-    ends: dict[int, int] = {}  # kernel index -> the layers whose all-reduce follows it
-    for i in last.values():
-        ends[i] = ends.get(i, 0) + 1
     # a serving engine sums a shared expert's partial output with the routed experts' and all-reduces the sum once
     # (Workload.moe_reduce): the shared expert (a module beside the experts, in the block that holds them) reduces
-    # nothing of its own, and the experts' all-reduce stands for the sum's
+    # nothing of its own, and the experts' all-reduce follows the block's last kernel, the sum
     moe_blocks = {p.rpartition(".")[0] for p in experts} - {""}
 
     def beside_experts(k: Kernel) -> bool:
         module = _base(k).rpartition(".")[0]
         return wl.moe_reduce == "once" and module not in experts and module.rpartition(".")[0] in moe_blocks
+
+    def layers(k: Kernel) -> tuple:  # the layers a row ran in where known, else the kind of layer its name tags
+        return tuple(layers_of.get(id(k)) or (k.name.partition("[")[2],))
+
     summed = False  # a shared expert's all-reduce left to the experts'
+    # each experts module's last kernel in a layer: its all-reduce follows it, once for every layer it is the
+    # last of (a row merged over layers, or not: rows merge where they cost the same, so one module's rows may
+    # be merged and not); where a shared expert's joins it, the last kernel of the block that holds both
+    last, block_last, joined = {}, {}, set()
+    for i, k in enumerate(a.kernels):
+        if k.scope != "layer":
+            continue
+        home = next((p for p in experts if _under(_base(k), p)), None)
+        for layer in layers(k):
+            if home is not None:
+                last[(home, layer)] = i
+            for block in moe_blocks:
+                if _under(_base(k), block):
+                    block_last[(block, layer)] = i
+            if beside_experts(k) and _style(k, layer_keys, model_keys) in ROW + ("rowwise_split_input",):
+                joined.add((_base(k).rpartition(".")[0].rpartition(".")[0], layer))
+    ends: dict[int, dict[str, int]] = {}  # kernel index -> the all-reduces after it: name -> the layers it ends
+    for (home, layer), i in last.items():
+        block = home.rpartition(".")[0]
+        at, name = (block_last[(block, layer)], block) if (block, layer) in joined else (i, home)
+        ends.setdefault(at, {})
+        ends[at][name] = ends[at].get(name, 0) + 1
+
+    def reduce_after(j: int) -> None:
+        kj = a.kernels[j]
+        for name, n_layers in ends.get(j, {}).items():
+            out.append(collective(f"{name}.all_reduce{_layer_tag(kj)}", "all_reduce",
+                                  wl.act_dtype.nbytes(wl.tokens * s.d_model), tp,
+                                  n_layers if layers_of.get(id(kj)) else kj.count, kj.scope,
+                                  f"[{wl.tokens},{s.d_model}]"))
     # the routed experts' width I (their down matmul's depth) and a rank's, for the shape text of the ops between
     # their matmuls (not where I is the hidden size, which those ops' other tensors hold whole: gpt-oss's)
     expert_widths = _width_map((z.k, z.k // tp) for x in a.kernels if x.scope == "layer"
-                               and any(_under(_base(x), p) for p in experts) and isinstance(z := x.sizes, MatmulSizes) and z.n == s.d_model
-                               and z.k != s.d_model and z.k % tp == 0)
+                               and any(_under(_base(x), p) for p in experts) and isinstance(z := x.sizes, MatmulSizes)
+                               and z.n == s.d_model and z.k != s.d_model and z.k % tp == 0)
     for i, k in enumerate(a.kernels):
+        if i:
+            reduce_after(i - 1)  # the experts' all-reduce, after the kernel it follows
         style = _style(k, layer_keys, model_keys)
         name = _base(k)
         home = next((p for p in experts if k.scope == "layer" and _under(name, p)), None)
@@ -376,12 +400,6 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
                 out.append(_expert_share(k, tp, s, home, wl.act_dtype.nbytes(wl.tokens * s.d_model), expert_widths))
             if k.expert_weights is not None and not k.params:  # (a kernel that holds them splits them itself)
                 expert_bytes += sum(k.expert_weights[2]) * k.count
-            if i in ends:
-                rows = wl.tokens
-                out.append(collective(f"{home}.all_reduce{_layer_tag(k)}", "all_reduce",
-                                      wl.act_dtype.nbytes(rows * s.d_model), tp,
-                                      ends[i] if layers_of.get(id(k)) else k.count, k.scope,
-                                      f"[{rows},{s.d_model}]"))
             continue
         if k.expert_weights is not None:
             raise RoofcalcError(f"--tp for a traced {s.model_type}: its experts ({name}) are not split by "
@@ -452,6 +470,8 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
                                dims=_rank_dims(k.dims, rank_widths)))
             continue
         out.append(k)
+    if a.kernels:
+        reduce_after(len(a.kernels) - 1)
     rank_params = sum(k.params * k.count for k in out if k.kind != "collective")
     owned = sum(k.params * k.count for k in a.kernels)
     owned_bytes = sum(k.param_bytes * k.count for k in a.kernels)
