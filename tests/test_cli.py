@@ -666,13 +666,13 @@ def test_install_lines_say_which_torch_to_install(gpu, capsys, monkeypatch):
     monkeypatch.setattr(sys, "platform", "linux")
     line = inputs.torch_install()
     if gpu:  # PyPI's torch for Linux is a CUDA build
-        assert line == "pip install 'roofcalc[torch]' (PyPI's torch for Linux is a CUDA build)"
+        assert line == "pip install '.[torch]' in roofcalc's checkout (PyPI's torch for Linux is a CUDA build)"
     else:  # a CPU build first, or pip fetches the CUDA one
         assert line.startswith("pip install torch --index-url https://download.pytorch.org/whl/cpu && "
-                               "pip install 'roofcalc[torch]'")
+                               "pip install '.[torch]' in roofcalc's checkout")
 
     def needs_torch(argv):  # trace.py and collectives.py say the bare extra: the CLI says the whole line
-        raise RoofcalcError("counting by trace needs PyTorch: pip install 'roofcalc[torch]'")
+        raise RoofcalcError("counting by trace needs PyTorch: pip install '.[torch]' in roofcalc's checkout")
 
     monkeypatch.setitem(cli.COMMANDS, "models", needs_torch)
     code, _, err = run(["models"], capsys)

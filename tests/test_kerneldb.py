@@ -36,7 +36,7 @@ def test_without_the_package_it_says_how_to_install_it(capsys, monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "aiconfigurator_core" else real(name, *a))
     code, out, err = run(["meta-llama/Meta-Llama-3-8B", "--hw", "H100", "--kernel-db"], capsys)
-    assert code == 2 and out == "" and err.count("\n") == 1 and "pip install 'roofcalc[kernel-db]'" in err
+    assert code == 2 and out == "" and err.count("\n") == 1 and "pip install '.[kernel-db]' in roofcalc's checkout" in err
     assert len(err.strip()) <= 100
 
 

@@ -328,8 +328,8 @@ def test_profile_without_torch_names_the_extra(tmp_path):
     (tmp_path / "nvidia-smi").write_text("#!/bin/sh\n")
     (tmp_path / "nvidia-smi").chmod(0o755)
     lines = {str(tmp_path / "none"): "pip install torch --index-url https://download.pytorch.org/whl/cpu && "
-                                     "pip install 'roofcalc[torch]' (a CPU build of torch first: no NVIDIA GPU here)",
-             str(tmp_path): "pip install 'roofcalc[torch]' (PyPI's torch for Linux is a CUDA build)"}
+                                     "pip install '.[torch]' in roofcalc's checkout (a CPU build of torch first: no NVIDIA GPU here)",
+             str(tmp_path): "pip install '.[torch]' in roofcalc's checkout (PyPI's torch for Linux is a CUDA build)"}
     for path, line in lines.items():
         if not sys.platform.startswith("linux") and "CUDA" in line:
             continue

@@ -64,7 +64,7 @@ def test_without_plotly_html_fails_in_one_line_naming_the_extra(monkeypatch, tmp
     monkeypatch.setitem(sys.modules, "plotly", None)  # import plotly raises ImportError
     code, out, err = run(["TinyLlama/TinyLlama-1.1B", "--html", str(tmp_path / "p.html")], capsys)
     assert code == 2 and out == "" and err.count("\n") == 1
-    assert "pip install 'roofcalc[html]'" in err
+    assert "pip install '.[html]' in roofcalc's checkout" in err
     assert not (tmp_path / "p.html").exists()
 
 

@@ -1276,7 +1276,7 @@ def test_a_hand_modelled_multimodal_models_parameters_include_its_encoders(tmp_p
     monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "torch" else spec(n, *a))
     assert main([str(path)]) == 0
     assert "size      6,738,939,904 parameters (its encoders are not counted: counting them builds the model on " \
-        "PyTorch's meta device; torch not installed here (pip install 'roofcalc[torch]')), 13,477,879,808 bytes" \
+        "PyTorch's meta device; torch not installed here (pip install '.[torch]' in roofcalc's checkout)), 13,477,879,808 bytes" \
         in unwrap(capsys.readouterr().out)
 
 

@@ -152,7 +152,7 @@ def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
     r.add_argument("--record", action="store_true", help="print the record table: nominal vs measured, with ratios")
     r.add_argument("--plot", metavar="FILE.png|FILE.svg", help="draw the roofline with every kernel and point")
     r.add_argument("--html", metavar="FILE.html", help="one self-contained HTML page of the report: interactive "
-                   "charts, sortable tables (needs plotly: pip install 'roofcalc[html]')")
+                   "charts, sortable tables (needs plotly: pip install '.[html]' in roofcalc's checkout)")
     r.add_argument("--memory", help="device memory for the 'fits' verdict, e.g. 80GB or 80GiB (default: the hardware's)")
     r.add_argument("--min-gain", default="10%", metavar="PERCENT",
                    help="sweeps: the tokens/s gain below which a doubling of the batch no longer pays (default 10%%)")
@@ -1040,7 +1040,7 @@ def _profile_parser() -> argparse.ArgumentParser:
     p.add_argument("--wide", action="store_true", help="every column of the kernel table")
     p.add_argument("--plot", metavar="FILE.png|FILE.svg", help="the roofline with the measured kernels and step")
     p.add_argument("--html", metavar="FILE.html", help="one self-contained HTML page of the step with the measured "
-                   "kernels placed (needs plotly: pip install 'roofcalc[html]')")
+                   "kernels placed (needs plotly: pip install '.[html]' in roofcalc's checkout)")
     p.add_argument("--update", action="store_true",
                    help="write what was measured (matmul and attention efficiencies, host time per op) back into "
                    "the --hw-file profile, so the next prediction uses this model's own kernels")

@@ -88,7 +88,7 @@ def measure_collectives(nproc: int = 2, device: str = "cpu", repeats: int = 5, s
         import torch
         import torch.multiprocessing as mp
     except ImportError:
-        raise RoofcalcError("measuring collectives needs PyTorch: pip install 'roofcalc[torch]'") from None
+        raise RoofcalcError("measuring collectives needs PyTorch: pip install '.[torch]' in roofcalc's checkout") from None
     if not 2 <= nproc <= 64:
         raise RoofcalcError(f"--nproc {nproc}: collectives need 2 to 64 processes")
     backend = "nccl" if device == "cuda" else "gloo"

@@ -1,6 +1,6 @@
 """Results as pandas DataFrames, for notebooks: the JSON records' numbers, one row per kernel or point.
 
-pandas is imported here only, when a frame is asked for (``pip install 'roofcalc[pandas]'``). Columns keep
+pandas is imported here only, when a frame is asked for (``pip install '.[pandas]'`` in roofcalc's checkout). Columns keep
 the records' names, units in them (``t_floor_s``, ``bytes``, ``intensity`` in FLOP/byte); each row says
 what it is of (model, hardware, dtypes, implementation, parallel layout), so frames of several runs concatenate.
 """
@@ -16,7 +16,7 @@ def _pandas():
     try:
         import pandas
     except ImportError:
-        raise RoofcalcError("DataFrames need pandas: pip install 'roofcalc[pandas]'") from None
+        raise RoofcalcError("DataFrames need pandas: pip install '.[pandas]' in roofcalc's checkout") from None
     return pandas
 
 

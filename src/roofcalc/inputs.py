@@ -347,7 +347,7 @@ def did_you_mean(name: str, choices: dict[str, str]) -> str:
 
 # --------------------------------------------------------------------------- install lines
 
-TORCH_EXTRA = "pip install 'roofcalc[torch]'"
+TORCH_EXTRA = "pip install '.[torch]' in roofcalc's checkout"
 CPU_TORCH = "pip install torch --index-url https://download.pytorch.org/whl/cpu"
 
 
@@ -366,7 +366,7 @@ def torch_install() -> str:
 
 
 def with_torch_install(message: str) -> str:
-    """A message whose bare 'pip install roofcalc[torch]' hint is replaced by this machine's install line."""
+    """A message whose bare 'pip install .[torch]' hint is replaced by this machine's install line."""
     if TORCH_EXTRA in message and CPU_TORCH not in message and "(PyPI's torch" not in message \
             and "a CUDA build of torch first" not in message:
         return message.replace(TORCH_EXTRA, torch_install(), 1)

@@ -1,7 +1,7 @@
 """Kernel times read from NVIDIA AIConfigurator's measured tables directly (``--kernel-db``).
 
 The fitted kernels (predict.GemmFit, predict.AttentionFit) are the default: they need nothing installed. With
-the optional ``aiconfigurator-core`` package (``pip install 'roofcalc[kernel-db]'``, Apache-2.0) a user can ask
+the optional ``aiconfigurator-core`` package (``pip install '.[kernel-db]'`` in roofcalc's checkout, Apache-2.0) a user can ask
 for the measured tables themselves: each GEMM and decode attention call of the step (READS, below) takes the time
 measured for the nearest shape the table holds, scaled by the ratio of the two shapes' roofline floors beyond the fitted fixed
 cost. On shapes the tables do not hold (whole shapes held out, the fit's ten folds) that reads closer than the
@@ -35,7 +35,7 @@ from pathlib import Path
 from .errors import RoofcalcError
 
 PACKAGE = "aiconfigurator_core"
-INSTALL = "pip install 'roofcalc[kernel-db]'"
+INSTALL = "pip install '.[kernel-db]' in roofcalc's checkout"
 
 
 def systems_dir() -> Path:
@@ -44,7 +44,7 @@ def systems_dir() -> Path:
 
     spec = importlib.util.find_spec(PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise RoofcalcError(f"--kernel-db needs AIConfigurator's tables: {INSTALL}")
+        raise RoofcalcError(f"--kernel-db's measured tables: {INSTALL}")
     for root in spec.submodule_search_locations:
         if (Path(root) / "systems" / "data").is_dir():
             return Path(root) / "systems"

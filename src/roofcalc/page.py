@@ -35,7 +35,7 @@ PURPLE = "#8e44ad"  # distance 2: along the slope (drawn a little below the roof
 BELOW = 0.6
 SUFFIXES = (".html", ".htm")
 BASIC_BUNDLE = Path(__file__).with_name("data") / "plotly-basic.min.js"
-INSTALL = "pip install 'roofcalc[html]'"
+INSTALL = "pip install '.[html]' in roofcalc's checkout"
 
 
 # --------------------------------------------------------------------------- entry points

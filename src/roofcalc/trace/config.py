@@ -40,7 +40,7 @@ def _need_torch(model_type: str):
     except ImportError:
         raise RoofcalcError(f"tracing model_type '{model_type}' needs torch and transformers (roofcalc traces a "
                             f"model_type it has no hand model for, and any with --trace): pip install "
-                            f"'roofcalc[torch]'") from None
+                            f"'.[torch]' in roofcalc's checkout") from None
     return torch, transformers
 
 

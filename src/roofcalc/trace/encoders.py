@@ -93,7 +93,7 @@ def model_encoders(whole: dict, name: str) -> dict:
     if importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None:
         missing = " and ".join(m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None)
         return {"missing": f"counting them builds the model on PyTorch's meta device; {missing} not installed "
-                           f"here (pip install 'roofcalc[torch]')"}
+                           f"here (pip install '.[torch]' in roofcalc's checkout)"}
     for part, sub in whole.items():  # an encoder of absurd depth would take minutes to build, even on meta
         if part != "text_config" and isinstance(sub, dict):
             deep = next((f"{k}={v}" for k, v in sub.items() if isinstance(v, int) and not isinstance(v, bool)
