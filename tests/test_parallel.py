@@ -965,10 +965,10 @@ def test_serving_engines_sum_shared_and_routed_experts_before_one_all_reduce(tmp
     assert [_reduces(r.kernels) for r in ranks] == [
         {"embed_tokens.all_reduce": 1, "self_attn.o_proj.all_reduce": 2, "mlp.shared_expert.down_proj.all_reduce": 2,
          "mlp.experts.all_reduce": 2},
-        {"embed_tokens.all_reduce": 1, "self_attn.o_proj.all_reduce": 2, "mlp.all_reduce": 2}]
+        {"embed_tokens.all_reduce": 1, "self_attn.o_proj.all_reduce": 2, "mlp.add.all_reduce": 2}]
     # (the sum's all-reduce after the block's last kernel, the add of the gated shared output to the routed one)
     names = [k.name.split("[")[0] for k in ranks[1].kernels]
-    assert names[names.index("mlp.all_reduce") - 1] == "mlp.add" and names.count("mlp.add") == 1
+    assert names[names.index("mlp.add.all_reduce") - 1] == "mlp.add" and names.count("mlp.add") == 1
     assert "summed before one all-reduce" in ranks[1].plan_words and "summed before" not in ranks[0].plan_words
 
     # the command line takes the engine's: transformers' under the default, one a layer under a serving engine
@@ -980,3 +980,40 @@ def test_serving_engines_sum_shared_and_routed_experts_before_one_all_reduce(tmp
         rows = [k for k in doc["kernels"] if k["name"].startswith("mlp.shared_expert.down_proj.all_reduce")]
         assert sum(k["count"] for k in rows) == shared
         assert doc["workload"]["moe_reduce"] == ("each" if engine == "hf" else "once")
+
+
+LLAMA4_TINY = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+                   intermediate_size=512, intermediate_size_mlp=1024, vocab_size=1000, pad_token_id=0, head_dim=32,
+                   num_local_experts=4, num_experts_per_tok=1, interleave_moe_layer_step=2, model_type="llama4_text")
+
+
+@pytest.mark.parametrize("flags, fewer", [(("--tp", "2"), True), (("--tp", "2", "--pp", "2"), True),
+                                          (("--ep", "2", "--ep-attention", "tp"), True),
+                                          (("--ep", "2", "--tp", "2"), False)],
+                         ids=["tp", "tp-pp", "ep-attention-tp", "ep-all-to-all"])
+@pytest.mark.parametrize("family", ["deepseek_v3", "llama4_text"])
+def test_one_all_reduce_a_moe_layer_on_every_path_but_all_to_all(tmp_path, capsys, family, flags, fewer):
+    """The serving presets' one all-reduce a MoE layer holds on every way roofcalc splits a step: the step under
+    --engine sglang runs as many all-reduces as transformers' plan (--engine hf, --impl cuda-graph: the same
+    kernels) less the shared experts' own, one a MoE layer, each of the same message; except where --ep moves
+    the tokens in all-to-alls, where vLLM reduces the shared experts early (FusedMoE.must_reduce_shared_expert_
+    outputs) and the two agree. The DeepSeek-V3 of the real runs above (hand model; 4 layers here, the first
+    dense) and a Llama-4 (traced; dense and MoE layers in turn) at batch 2."""
+    cfg = dict(next(c for f, _, c in CASES if f == "deepseek_v3"), num_hidden_layers=4) \
+        if family == "deepseek_v3" else LLAMA4_TINY
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    from roofcalc.cli import main
+
+    reduces = {}
+    for engine in ("hf", "sglang"):
+        assert main([str(path), "--hw", "H100", "--batch", "2", "--engine", engine, "--impl", "cuda-graph",
+                     *flags, "--format", "json"]) == 0
+        kernels = json.loads(capsys.readouterr().out)["kernels"]
+        reduces[engine] = [k for k in kernels if k.get("collective") == "all_reduce"]
+        assert len({k["message_bytes"] for k in reduces[engine]}) == 1
+    shared = sum(k["count"] for k in reduces["hf"] if "shared_expert" in k["name"])
+    assert shared > 0  # a MoE layer on the rank shown, whose shared experts transformers' plan reduces apart
+    count = {e: sum(k["count"] for k in reduces[e]) for e in reduces}
+    assert count["sglang"] == count["hf"] - (shared if fewer else 0)
+    assert any("shared_expert" in k["name"] and "down_proj" in k["name"] for k in reduces["sglang"]) != fewer

@@ -811,6 +811,16 @@ def _ignored(args: argparse.Namespace, s) -> list[str]:
     ) if given]
 
 
+def _shared_experts_split(result) -> bool:
+    """Whether a report's step runs shared experts under tensor parallelism (one step, a --tp comparison's largest
+    size, a sweep's header step): how they are reduced is the engine's (Workload.moe_reduce)."""
+    if getattr(result, "points", None) and hasattr(result.points[-1], "result"):
+        result = result.points[-1].result
+    a = result.header_analysis() if hasattr(result, "header_analysis") else getattr(result, "analysis", None)
+    par = getattr(a, "parallel", None)
+    return par is not None and par.tp > 1 and any("shared_expert" in k.name for k in a.kernels)
+
+
 def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
     """Where a step is bound by the host under the chosen engine (one step, a --tp comparison's sizes, a sweep's
     points): what it would take under an engine with CUDA graphs, by the same step model, and the verdict that
@@ -851,8 +861,12 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
     overlapped = here.graphs and not here.host_overlap and other.host_overlap
     model = shape[0] if isinstance(shape, tuple) else shape
     mla = getattr(model, "mla", None) is not None and args.mla is None and other.mla != here.mla
+    # (a MoE layer's shared and routed experts reduced once or apart, under --tp: Workload.moe_reduce)
+    shared = other.moe_reduce != here.moe_reduce and _shared_experts_split(result)
+    reduce = {"once": ", one all-reduce a MoE layer", "each": ", the shared experts' all-reduce apart"}
     under = (f"under --engine {other.name} (CUDA graphs{', its host time overlapping the device' if overlapped else ''}"
-             f"{', DeepSeek attention ' + other.mla if mla else ''}{', attention fused' if unfused else ''})")
+             f"{', DeepSeek attention ' + other.mla if mla else ''}{reduce[other.moe_reduce] if shared else ''}"
+             f"{', attention fused' if unfused else ''})")
     if isinstance(result, Roofline):
         there, mine = r.step.predicted_s, result.step.predicted_s
         than = "as here" if report.ms(there) == report.ms(mine) else \

@@ -51,15 +51,16 @@ class Engine:
     # the kernel it runs AWQ checkpoints of AutoAWQ's GEMM layout with (predict.INT4_KERNELS); other int4 weights
     # run Marlin-like kernels under every preset
     awq_kernel: str = "marlin"
-    # under --tp, a MoE layer with shared experts (DeepSeek's, Qwen2-MoE's, Llama-4's): "each" as transformers' plan
-    # reduces them (an all-reduce after the shared experts' down projection and another after the routed experts),
-    # "once" as the serving engines do (the two partial outputs summed, one all-reduce; Workload.moe_reduce)
+    awq_kernel_source: str = ("Marlin-like: vLLM's awq_marlin from v0.5.3 (PR #6612), SGLang's, transformers 5's "
+                              "GPT-QModel kernels (PR #41567), TensorRT-LLM's own W4A16 GEMMs")
+    # under --tp, a MoE layer with shared experts beside its routed ones (DeepSeek's, Qwen2-MoE's, Llama-4's, and any
+    # model laid out so): "each" as transformers' plan reduces them (an all-reduce after the shared experts' down
+    # projection and another after the routed experts), "once" as the serving engines do (the two partial outputs
+    # summed, one all-reduce; Workload.moe_reduce; the preset alone sets it)
     moe_reduce: str = "each"
     moe_reduce_source: str = ("transformers' plan: the shared expert's down_proj rowwise (its own all-reduce), the "
                               "routed experts' MoeExpertsParallel another; kept for a preset whose own placement was "
                               "not read")
-    awq_kernel_source: str = ("Marlin-like: vLLM's awq_marlin from v0.5.3 (PR #6612), SGLang's, transformers 5's "
-                              "GPT-QModel kernels (PR #41567), TensorRT-LLM's own W4A16 GEMMs")
 
     @property
     def host(self) -> EngineHost:
@@ -159,7 +160,9 @@ _MLA_TRTLLM = ("TensorRT-LLM tensorrt_llm/_torch/modules/attention.py (MLA): for
 # own reduction, adds its partial output to the routed experts' and all-reduces the sum once
 _ONE_REDUCE_VLLM = ("vllm/model_executor/models/deepseek_v2.py, qwen2_moe.py, llama4.py: the shared expert built with "
                     "reduce_results=False and one all-reduce of the routed and shared outputs summed "
-                    "(maybe_all_reduce_tensor_model_parallel: 'we reduce at the once at the end of the MoE op')")
+                    "(fused_moe/layer.py, FusedMoE.must_reduce_shared_expert_outputs: 'When just tensor-parallel is "
+                    "used, it is not required to reduce the shared_experts results immediately'; with expert "
+                    "parallelism's all-to-all kernels they are reduced early)")
 _ONE_REDUCE_SGLANG = ("sglang python/sglang/srt/models/deepseek_v2.py, qwen2_moe.py, llama4.py: the shared expert built "
                       "with reduce_results=False, 'final_hidden_states + shared_output', then one "
                       "tensor_model_parallel_all_reduce")

@@ -44,7 +44,7 @@ def systems_dir() -> Path:
 
     spec = importlib.util.find_spec(PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise RoofcalcError(f"--kernel-db's measured tables: {INSTALL}")
+        raise RoofcalcError(f"--kernel-db needs its extra: {INSTALL}")
     for root in spec.submodule_search_locations:
         if (Path(root) / "systems" / "data").is_dir():
             return Path(root) / "systems"

@@ -12,7 +12,9 @@ Norms, rotary and residuals are replicated. KV heads are split; when there are f
 ranks each rank keeps one (replicated, as vLLM does). Routed experts (Mixtral, Qwen3-MoE) follow
 transformers' ``moe_tp_experts``: every rank holds every expert, 1/N of its width (gate_up
 column-parallel, down row-parallel), the router is replicated, and one all-reduce sums the experts'
-combined output.
+combined output. Shared experts (DeepSeek's) split like an MLP with an all-reduce of their own, or, under the
+serving presets (``Workload.moe_reduce == "once"``: vLLM, SGLang, TensorRT-LLM), summed with the routed
+experts' partial output under one all-reduce (``moe_reduce``: not where --ep moves tokens in all-to-alls).
 
 Collectives are kernels of kind ``collective``. ``message_bytes`` is the per-rank input buffer (what
 NCCL's tests call the size of an all-reduce); the bytes a rank moves over its link follow the ring
@@ -392,8 +394,8 @@ def analyze_parallel(shape: ModelShape, wl: Workload, parallel: Parallel, merge:
         tp, local = parallel.tp, replace(wl, batch=wl.batch // parallel.ep)
         rank = shard(shape, tp)
         kernels = ep_kernels(rank, wl, parallel.ep, stride=tp, merge=merge)
-        if tp > 1:
-            kernels = with_tp_collectives(shape, local, tp, kernels)
+        if tp > 1:  # (the shared experts reduced apart: moe_reduce)
+            kernels = with_tp_collectives(shape, replace(local, moe_reduce=moe_reduce(wl, parallel)), tp, kernels)
         return RankAnalysis(rank, local, tuple(kernels), parallel=parallel, full=analyze(shape, wl))
     return RankAnalysis(shard(shape, parallel.tp), wl, tuple(tp_kernels(shape, wl, parallel.tp, merge)), parallel=parallel,
                         full=analyze(shape, wl))
@@ -401,6 +403,14 @@ def analyze_parallel(shape: ModelShape, wl: Workload, parallel: Parallel, merge:
 
 ONE_REDUCE_WORDS = ("the routed and shared experts' partial outputs summed before one all-reduce, as vLLM, SGLang "
                     "and TensorRT-LLM run them (transformers' plan reduces each)")
+
+
+def moe_reduce(wl: Workload, parallel: Parallel) -> str:
+    """How a MoE layer's shared and routed experts are reduced on ``parallel``'s ranks: as the workload says (its
+    engine's, Workload.moe_reduce), but each apart where expert parallelism moves the tokens in all-to-alls (vLLM's
+    FusedMoE.must_reduce_shared_expert_outputs: 'With EP and all2all kernels' the shared experts' output is reduced
+    early)."""
+    return "each" if parallel.ep > 1 and not parallel.tp_attention else wl.moe_reduce
 
 
 def tp_plan_words(shape: ModelShape, wl: Workload | None = None) -> str:

@@ -264,7 +264,9 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
     s, w = a.shape, a.workload
     defaulted = set(defaults)
     if a.parallel is not None and a.parallel.gpus > 1:
-        from .parallel import ep_plan_words, tp_plan_words
+        from dataclasses import replace
+
+        from .parallel import ep_plan_words, moe_reduce, tp_plan_words
 
     def d(key: str) -> str:
         return " (default)" if key in defaulted else ""
@@ -288,7 +290,8 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
            + (f"; defaults taken: {', '.join(f'{k}={v}' for k, v in a.check.defaulted)}" if a.check.defaulted else "")]
           if a.source == "traced" else []),
         *([f"parallel  --tp {a.parallel.tp}: every number below is one rank's, of {a.parallel.gpus} GPUs "
-           f"({getattr(a, 'plan_words', '') or tp_plan_words(s, w)}); the model holds {a.full.params:,} parameters "
+           f"({getattr(a, 'plan_words', '') or tp_plan_words(s, replace(w, moe_reduce=moe_reduce(w, a.parallel)))}); "
+           f"the model holds {a.full.params:,} parameters "
            f"in all"]
           if a.parallel is not None and a.parallel.tp > 1 else []),
         *([f"parallel  --ep {a.parallel.ep}: every number below is one rank's, of {a.parallel.gpus} GPUs: "

@@ -36,7 +36,10 @@ reads the latent cache whole and makes its heads' keys and values. A rowwise pro
 once after the reduction: whole on every rank. ``moe_tp_experts`` (routed experts): every rank holds
 every expert at 1/N of its width; the grouped matmul onto the experts' width keeps its input and 1/N of
 its outputs, the one back to the hidden size 1/N of its input, and one all-reduce after the experts sums
-their partial outputs (transformers' MoeExpertsParallel).
+their partial outputs (transformers' MoeExpertsParallel). A shared expert beside them (a module in the block
+that holds the experts: ``mlp.shared_expert`` beside ``mlp.experts``) runs its rowwise all-reduce, as the plan
+says; under the serving presets (``Workload.moe_reduce == "once"``) it runs none, and the experts' all-reduce
+follows the block's last kernel, the sum of the two, as vLLM, SGLang and TensorRT-LLM reduce them.
 """
 
 from __future__ import annotations
@@ -337,39 +340,45 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
     expert_bytes = 0  # the experts' weights a step's layers hold, whole (their module's, on no kernel)
     # a serving engine sums a shared expert's partial output with the routed experts' and all-reduces the sum once
     # (Workload.moe_reduce): the shared expert (a module beside the experts, in the block that holds them) reduces
-    # nothing of its own, and the experts' all-reduce follows the block's last kernel, the sum
+    # nothing of its own, and the experts' all-reduce follows the run of the block's kernels after the experts
+    # (its last, the sum)
     moe_blocks = {p.rpartition(".")[0] for p in experts} - {""}
 
-    def beside_experts(k: Kernel) -> bool:
+    def block_of(k: Kernel) -> str:  # the block a shared expert's kernel sits in, beside the experts ("" if none)
         module = _base(k).rpartition(".")[0]
-        return wl.moe_reduce == "once" and module not in experts and module.rpartition(".")[0] in moe_blocks
+        block = module.rpartition(".")[0]
+        return block if k.scope == "layer" and module not in experts and block in moe_blocks else ""
 
     def layers(k: Kernel) -> tuple:  # the layers a row ran in where known, else the kind of layer its name tags
         return tuple(layers_of.get(id(k)) or (k.name.partition("[")[2],))
 
-    summed = False  # a shared expert's all-reduce left to the experts'
     # each experts module's last kernel in a layer: its all-reduce follows it, once for every layer it is the
     # last of (a row merged over layers, or not: rows merge where they cost the same, so one module's rows may
-    # be merged and not); where a shared expert's joins it, the last kernel of the block that holds both
-    last, block_last, joined = {}, {}, set()
+    # be merged and not); where a shared expert's joins it, after the block's kernels that follow it
+    last, shared = {}, set()
     for i, k in enumerate(a.kernels):
-        if k.scope != "layer":
-            continue
-        home = next((p for p in experts if _under(_base(k), p)), None)
-        for layer in layers(k):
+        home = next((p for p in experts if k.scope == "layer" and _under(_base(k), p)), None)
+        for layer in layers(k) if k.scope == "layer" else ():
             if home is not None:
                 last[(home, layer)] = i
-            for block in moe_blocks:
-                if _under(_base(k), block):
-                    block_last[(block, layer)] = i
-            if beside_experts(k) and _style(k, layer_keys, model_keys) in ROW + ("rowwise_split_input",):
-                joined.add((_base(k).rpartition(".")[0].rpartition(".")[0], layer))
+            if wl.moe_reduce == "once" and block_of(k) and _style(k, layer_keys, model_keys) in ROW + ("rowwise_split_input",):
+                shared.add((block_of(k), layer))
+    joined = {(home.rpartition(".")[0], layer) for home, layer in last} & shared  # (block, layer): one all-reduce
+
+    def block_end(i: int, block: str, layer) -> int:
+        while i + 1 < len(a.kernels) and a.kernels[i + 1].scope == "layer" and \
+                _under(_base(a.kernels[i + 1]), block) and layer in layers(a.kernels[i + 1]):
+            i += 1
+        return i
+
     ends: dict[int, dict[str, int]] = {}  # kernel index -> the all-reduces after it: name -> the layers it ends
     for (home, layer), i in last.items():
         block = home.rpartition(".")[0]
-        at, name = (block_last[(block, layer)], block) if (block, layer) in joined else (i, home)
+        at = block_end(i, block, layer) if (block, layer) in joined else i
+        name = _base(a.kernels[at]) if at != i else home
         ends.setdefault(at, {})
         ends[at][name] = ends[at].get(name, 0) + 1
+    summed = False  # a shared expert's all-reduce left to the experts'
 
     def reduce_after(j: int) -> None:
         kj = a.kernels[j]
@@ -434,7 +443,8 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
                 param_bytes = (k.param_bytes - bias_bytes) // tp + bias_bytes
                 cost = replace(cost, weight_bytes=(k.cost.weight_bytes - bias_bytes) // tp + bias_bytes)
             out.append(replace(k, cost=cost, sizes=sizes, dims=sizes.text, params=params, param_bytes=param_bytes))
-            if style in ROW + ("rowwise_split_input",) and beside_experts(k):
+            if style in ROW + ("rowwise_split_input",) and block_of(k) and k.scope == "layer" and \
+                    all((block_of(k), layer) in joined for layer in layers(k)):
                 summed = True
             elif style in ROW + ("rowwise_split_input",):
                 out.append(collective(f"{k.name}.all_reduce", "all_reduce", wl.act_dtype.nbytes(z.m * z.n), tp,
@@ -775,8 +785,11 @@ def traced_expert_parallel(traced: tuple, workload, parallel, view: str, merge: 
             f"every sequence (tensor-parallel attention); no all-to-all: each rank runs its experts on the tokens "
             f"routed to them and one all-reduce sums their outputs"))
     local = trace(cfg, name, replace(workload, batch=workload.batch // parallel.ep), label, view=view, merge=merge)
-    if parallel.tp > 1:
-        local = traced_rank(local, Parallel(tp=parallel.tp), config)
+    if parallel.tp > 1:  # (the shared experts reduced apart: roofcalc.parallel.moe_reduce)
+        from ..parallel import moe_reduce
+
+        local = traced_rank(replace(local, workload=replace(local.workload, moe_reduce=moe_reduce(workload, parallel))),
+                            Parallel(tp=parallel.tp), config)
     return traced_ep_rank(local, workload, parallel, whole)
 
 __all__ = ["Plan", "SERVING_PLANS", "TracedRankAnalysis", "ep_words", "swept_ep_rank", "model_plan", "plan_words", "traced_ep_rank", "traced_expert_parallel",
