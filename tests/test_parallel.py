@@ -1017,3 +1017,20 @@ def test_one_all_reduce_a_moe_layer_on_every_path_but_all_to_all(tmp_path, capsy
     count = {e: sum(k["count"] for k in reduces[e]) for e in reduces}
     assert count["sglang"] == count["hf"] - (shared if fewer else 0)
     assert any("shared_expert" in k["name"] and "down_proj" in k["name"] for k in reduces["sglang"]) != fewer
+
+
+def test_a_sweeps_json_says_the_workload_as_a_single_steps(capsys):
+    """A sweep's JSON workload record carries the single step's account of how the engine runs it (the cache
+    update, the eager ops' bytes, a MoE layer's reduction, DeepSeek's attention), equal to the single step's
+    record of a point: here DeepSeek-V3 at --tp 8 under SGLang and under the default engine."""
+    from roofcalc.cli import main
+
+    for engine in ("sglang", "hf"):
+        docs = []
+        for batch in ("1,2", "2"):
+            assert main(["deepseek-ai/DeepSeek-V3", "--hw", "H200", "--tp", "8", "--engine", engine, "--batch", batch,
+                         "--format", "json"]) == 0
+            docs.append(json.loads(capsys.readouterr().out)["workload"])
+        keys = ("attention", "cache_update", "eager_ops", "moe_reduce", "mla")
+        assert {k: docs[0][k] for k in keys} == {k: docs[1][k] for k in keys}
+        assert docs[0]["moe_reduce"] == ("once" if engine == "sglang" else "each")

@@ -1090,12 +1090,15 @@ def sweep_record(sw: Sweep) -> dict[str, Any]:
     if sw.kind == "request":
         workload["generate"] = g.generate
     workload.update(weight_dtype=w.weight_dtype.name, act_dtype=w.act_dtype.name, kv_dtype=w.kv_dtype.name,
-                    compute_dtype=w.compute_dtype.name, attention=w.attention)
+                    compute_dtype=w.compute_dtype.name, attention=w.attention, cache_update=w.cache_update,
+                    eager_ops=w.eager_ops, moe_reduce=w.moe_reduce)  # (as a single step's record says them)
     if w.ubatch and sw.kind != "decode":
         workload["ubatch"] = w.ubatch
     hw = hardware_record(sw)
     hw["capacity_bytes"] = sw.capacity_bytes
     head = sw.header_analysis()
+    if getattr(head.shape, "mla", None) is not None:
+        workload["mla"] = w.mla
     doc = {"schema_version": SCHEMA_VERSION, "model": model_record(head), "workload": workload,
            "hardware": hw, "engine": engine_record(sw.model, sw.impl, sw.dtypes), "points": sweep_point_records(sw),
            "verdicts": [verdict_record(v) for v in sw.verdicts]}
