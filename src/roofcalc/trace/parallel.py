@@ -361,8 +361,9 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
         for layer in layers(k) if k.scope == "layer" else ():
             if home is not None:
                 last[(home, layer)] = i
-            if wl.moe_reduce == "once" and block_of(k) and _style(k, layer_keys, model_keys) in ROW + ("rowwise_split_input",):
-                shared.add((block_of(k), layer))
+            block = block_of(k) if wl.moe_reduce == "once" else ""
+            if block and _style(k, layer_keys, model_keys) in ROW + ("rowwise_split_input",):
+                shared.add((block, layer))
     joined = {(home.rpartition(".")[0], layer) for home, layer in last} & shared  # (block, layer): one all-reduce
 
     def block_end(i: int, block: str, layer) -> int:
