@@ -159,7 +159,7 @@ def predict(c: Case) -> tuple[float, float, float]:
             EngineHost(engine=e.name, tables=e.tables, decode_every_head=e.decode_every_head)
         if e is not None:  # DeepSeek's attention as the engine runs it (the command line's --engine default)
             kw["mla"] = e.mla
-            kw["moe_reduce"] = e.moe_reduce  # and a MoE layer's shared and routed experts reduced as it does
+            kw["tp_layout"] = e.tp_layout  # and its split under --tp (a MoE layer's one all-reduce, Phi-3's heads)
     if c.int4_kernel:  # the engine's int4 kernel (and its switch to the 16-bit GEMM) on whatever else it takes
         from roofcalc.predict import EngineHost
 

@@ -161,7 +161,7 @@ def predict(run: Run, configs: Path, cache: dict) -> tuple:
     kw = dict(weight_dtype=dtype(WEIGHTS.get(run.quant, run.quant)), act_dtype=dtype("bf16"), kv_dtype=dtype("bf16"),
               **({"group_size": 32} if run.quant == "mxfp4" else {}),
               cache_update=engine.cache_update, eager_ops=engine.impl == "hf-eager", impl=engine.impl,
-              moe_reduce=engine.moe_reduce,
+              tp_layout=engine.tp_layout,
               engine_host=engine.host, analyzer=analyzer)
     hw = find_hardware(SYSTEMS[run.system])
     c = run.concurrency

@@ -938,7 +938,7 @@ def _reduces(kernels) -> dict[str, int]:
 
 def test_serving_engines_sum_shared_and_routed_experts_before_one_all_reduce(tmp_path, capsys):
     """vLLM, SGLang and TensorRT-LLM build a MoE layer's shared expert without its own reduction and all-reduce the
-    routed and shared experts' partial outputs summed (engines.Engine.moe_reduce, each engine's model file cited
+    routed and shared experts' partial outputs summed (engines.Engine.tp_layout, each engine's model file cited
     there); transformers' plan, which the real runs above check, reduces each. At --tp 2, decode batch 2 of the
     configs above: DeepSeek-V3 (hand model; two layers, the first dense) and Qwen2-MoE (traced; both layers MoE)
     run one all-reduce fewer a MoE layer, each of 2·1·256·4 = 2,048 bytes, and every other kernel as before."""
@@ -951,7 +951,7 @@ def test_serving_engines_sum_shared_and_routed_experts_before_one_all_reduce(tmp
     wl = Workload.decode(BATCH, PROMPT + 1, **FP32)
     cfg = next(c for f, _, c in CASES if f == "deepseek_v3")
     each = analyze_parallel(shape_from_config(cfg, "t"), wl, Parallel(2))
-    once = analyze_parallel(shape_from_config(cfg, "t"), replace(wl, moe_reduce="once"), Parallel(2))
+    once = analyze_parallel(shape_from_config(cfg, "t"), replace(wl, tp_layout="serving"), Parallel(2))
     assert _reduces(each.kernels) == {"embed.all_reduce": 1, "o_proj.all_reduce": 2, "down_proj.all_reduce": 1,
                                       "experts.combine.all_reduce": 1, "shared_experts.down_proj.all_reduce": 1}
     assert _reduces(once.kernels) == {"embed.all_reduce": 1, "o_proj.all_reduce": 2, "down_proj.all_reduce": 1,
@@ -961,7 +961,7 @@ def test_serving_engines_sum_shared_and_routed_experts_before_one_all_reduce(tmp
     cfg = next(c for f, _, c in TRACED_ONLY if f == "qwen2_moe")
     config = hf_config(cfg, "t")[0]
     ranks = [traced_rank(trace(cfg, "t", w, use_cache=False), Parallel(2), config)
-             for w in (wl, replace(wl, moe_reduce="once"))]
+             for w in (wl, replace(wl, tp_layout="serving"))]
     assert [_reduces(r.kernels) for r in ranks] == [
         {"embed_tokens.all_reduce": 1, "self_attn.o_proj.all_reduce": 2, "mlp.shared_expert.down_proj.all_reduce": 2,
          "mlp.experts.all_reduce": 2},
@@ -979,7 +979,7 @@ def test_serving_engines_sum_shared_and_routed_experts_before_one_all_reduce(tmp
         doc = json.loads(capsys.readouterr().out)
         rows = [k for k in doc["kernels"] if k["name"].startswith("mlp.shared_expert.down_proj.all_reduce")]
         assert sum(k["count"] for k in rows) == shared
-        assert doc["workload"]["moe_reduce"] == ("each" if engine == "hf" else "once")
+        assert doc["workload"]["tp_layout"] == ("transformers" if engine == "hf" else "serving")
 
 
 LLAMA4_TINY = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
@@ -1031,6 +1031,43 @@ def test_a_sweeps_json_says_the_workload_as_a_single_steps(capsys):
             assert main(["deepseek-ai/DeepSeek-V3", "--hw", "H200", "--tp", "8", "--engine", engine, "--batch", batch,
                          "--format", "json"]) == 0
             docs.append(json.loads(capsys.readouterr().out)["workload"])
-        keys = ("attention", "cache_update", "eager_ops", "moe_reduce", "mla")
+        keys = ("attention", "cache_update", "eager_ops", "tp_layout", "mla")
         assert {k: docs[0][k] for k in keys} == {k: docs[1][k] for k in keys}
-        assert docs[0]["moe_reduce"] == ("once" if engine == "sglang" else "each")
+        assert docs[0]["tp_layout"] == ("serving" if engine == "sglang" else "transformers")
+
+
+def test_phi3_in_the_serving_layout_splits_its_heads_as_llama(capsys):
+    """transformers' plan gathers Phi-3's fused qkv_proj and gate_up_proj outputs (every head on every rank, the
+    real runs above); vLLM, SGLang and TensorRT-LLM run Phi-3 as Llama (engines.Engine.tp_layout_source), each rank
+    its N/T heads, K/T KV heads and F/T of the MLP. The config above (D 256, 8 heads and 2 KV heads of 32, F 512,
+    2 layers, vocabulary 1,000) at --tp 2, decode batch 2 at context 6, fp32, the cache written in place: per layer
+    qkv_proj 2·2·256·(4 + 2·1)·32 FLOPs, gate_up_proj 2·2·256·2·256, o_proj 2·2·128·256, down_proj 2·2·256·256,
+    lm_head 2·2·256·500; the KV cache half the gathered plan's (1 of the 2 KV heads a rank); an all-reduce after
+    o_proj and after down_proj (2·256·4 bytes), the embedding's, and lm_head's all-gather (2·500·4), no other.
+    The hand model and the traced rank (trace.parallel.SERVING_SPLITS) agree."""
+    from dataclasses import replace
+
+    from roofcalc.trace import hf_config, trace
+    from roofcalc.trace.parallel import traced_rank
+
+    cfg = next(c for f, _, c in CASES if f == "phi3")
+    wl = Workload.decode(BATCH, PROMPT + 1, **FP32, cache_update="in-place", tp_layout="serving")
+    hand = analyze_parallel(shape_from_config(cfg, "t"), wl, Parallel(2))
+    gathered = analyze_parallel(shape_from_config(cfg, "t"), replace(wl, tp_layout="transformers"), Parallel(2))
+    traced = traced_rank(trace(cfg, "t", wl, use_cache=False), Parallel(2), hf_config(cfg, "t")[0])
+    per_layer = 2 * 2 * 256 * 6 * 32 + 2 * 2 * 256 * 2 * 256 + 2 * 2 * 128 * 256 + 2 * 2 * 256 * 256
+    for a in (hand, traced):
+        weights = sum(k.cost.matmul_flops * k.count for k in a.kernels if k.kind == "matmul" and k.params)
+        assert weights == 2 * per_layer + 2 * 2 * 256 * 500
+        coll = sorted((k.role, k.message_bytes, k.count) for k in a.kernels if k.kind == "collective")
+        assert coll == sorted([("all_reduce", 2 * 256 * 4, 1), ("all_reduce", 2 * 256 * 4, 2),
+                               ("all_reduce", 2 * 256 * 4, 2), ("all_gather", 2 * 500 * 4, 1)])
+        assert 2 * a.totals.kv_bytes == gathered.totals.kv_bytes
+    # the command line: the header says whose split, and the host-bound default's verdict what vLLM's changes
+    from roofcalc.cli import main
+
+    assert main(["microsoft/Phi-3-mini-4k-instruct", "--hw", "H100", "--tp", "2", "--engine", "sglang"]) == 0
+    assert "the serving engines' split of phi3" in " ".join(capsys.readouterr().out.split())
+    assert main(["microsoft/Phi-3-mini-4k-instruct", "--hw", "H100", "--tp", "2"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "gathered, so every head and its KV cache run on every rank" in out and "Phi-3's heads split" in out

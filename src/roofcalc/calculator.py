@@ -57,7 +57,7 @@ BLOCK_SCALE_BYTES = 4  # one fp32 scale (weight_scale_inv) per 128 x 128 block o
 EXPERT_MODES = ("expected", "all", "topk")
 MLA_MODES = ("naive", "absorbed", "serving")
 CACHE_UPDATES = ("in-place", "concat")
-MOE_REDUCES = ("each", "once")
+TP_LAYOUTS = ("transformers", "serving")
 ATTENTION_MODES = ("fused", "unfused")
 # An unfused attention's score matrix, per (query, key) pair and head, 10 bytes written and 10 read between its
 # kernels. llama.cpp before FlashAttention (llama.cpp's llm_build_kqv without flash_attn): K·Q written in fp32 (4),
@@ -114,11 +114,11 @@ class Workload:
     # every op so); else each of those kernels reads and writes its tensors once, as a fused kernel would. The
     # default is the CLI's, as the cache update's
     eager_ops: bool = True
-    # under tensor parallelism, a MoE layer with shared experts: an all-reduce after the routed experts and another
-    # after the shared experts' down projection, as transformers' plan places them ("each"), or the two partial
-    # outputs summed first and one all-reduce after the sum ("once": vLLM, SGLang and TensorRT-LLM,
-    # engines.Engine.moe_reduce)
-    moe_reduce: str = "each"
+    # under tensor parallelism, whose split of the model: transformers' plan ("transformers"), or the serving engines'
+    # ("serving": vLLM, SGLang, TensorRT-LLM; engines.Engine.tp_layout), which differ where a MoE layer has shared
+    # experts (the engines sum them with the routed experts' partial output and all-reduce once, where the plan
+    # reduces each) and for Phi-3 (the engines split its heads as Llama's, where the plan gathers every head)
+    tp_layout: str = "transformers"
 
     def __post_init__(self) -> None:
         if self.phase not in ("decode", "prefill"):
@@ -145,8 +145,8 @@ class Workload:
             raise RoofcalcError(f"attention must be one of {', '.join(ATTENTION_MODES)}, not {self.attention!r}")
         if isinstance(self.ubatch, bool) or not isinstance(self.ubatch, int) or self.ubatch < 0:
             raise RoofcalcError(f"the micro-batch must be a positive number of tokens, got {self.ubatch!r}")
-        if self.moe_reduce not in MOE_REDUCES:
-            raise RoofcalcError(f"moe_reduce must be one of {', '.join(MOE_REDUCES)}, not {self.moe_reduce!r}")
+        if self.tp_layout not in TP_LAYOUTS:
+            raise RoofcalcError(f"tp_layout must be one of {', '.join(TP_LAYOUTS)}, not {self.tp_layout!r}")
         if not isinstance(self.eager_ops, bool):
             raise RoofcalcError(f"eager_ops must be True or False, not {self.eager_ops!r}")
 

@@ -242,8 +242,8 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
         cache_update=_cache_update(args),
         # hf-eager's RMSNorm, rotary and activation as transformers' eager ops move their bytes (the traced view's rule)
         eager_ops=getattr(args, "impl", None) == "hf-eager",
-        # a MoE layer's shared and routed experts under --tp: reduced as the engine reduces them
-        moe_reduce=_engine(args).moe_reduce,
+        # the split under --tp: transformers' plan, or the serving engines' (a MoE layer's one all-reduce, Phi-3's heads)
+        tp_layout=_engine(args).tp_layout,
     )
     if kw["act_dtype"].quantized:
         raise RoofcalcError(f"activations cannot be {kw['act_dtype'].name}; use --weight-dtype for integer weights")
@@ -811,14 +811,21 @@ def _ignored(args: argparse.Namespace, s) -> list[str]:
     ) if given]
 
 
-def _shared_experts_split(result) -> bool:
-    """Whether a report's step runs shared experts under tensor parallelism (one step, a --tp comparison's largest
-    size, a sweep's header step): how they are reduced is the engine's (Workload.moe_reduce)."""
+def _layout_words(result, layout: str) -> str:
+    """What another engine's split under --tp (Workload.tp_layout) changes in a report's step (one step, a --tp
+    comparison's largest size, a sweep's header step), in words: where it runs shared experts or Phi-3."""
     if getattr(result, "points", None) and hasattr(result.points[-1], "result"):
         result = result.points[-1].result
     a = result.header_analysis() if hasattr(result, "header_analysis") else getattr(result, "analysis", None)
     par = getattr(a, "parallel", None)
-    return par is not None and par.tp > 1 and any("shared_expert" in k.name for k in a.kernels)
+    if par is None or par.tp <= 1 or a.workload.tp_layout == layout:
+        return ""
+    serving = layout == "serving"
+    words = [", one all-reduce a MoE layer" if serving else ", the shared experts' all-reduce apart"] \
+        if any("shared_expert" in k.name for k in a.kernels) else []
+    if getattr(a.shape, "family", "") in ("phi3",):
+        words.append(", Phi-3's heads split" if serving else ", Phi-3's heads gathered")
+    return "".join(words)
 
 
 def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
@@ -861,11 +868,8 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
     overlapped = here.graphs and not here.host_overlap and other.host_overlap
     model = shape[0] if isinstance(shape, tuple) else shape
     mla = getattr(model, "mla", None) is not None and args.mla is None and other.mla != here.mla
-    # (a MoE layer's shared and routed experts reduced once or apart, under --tp: Workload.moe_reduce)
-    shared = other.moe_reduce != here.moe_reduce and _shared_experts_split(result)
-    reduce = {"once": ", one all-reduce a MoE layer", "each": ", the shared experts' all-reduce apart"}
     under = (f"under --engine {other.name} (CUDA graphs{', its host time overlapping the device' if overlapped else ''}"
-             f"{', DeepSeek attention ' + other.mla if mla else ''}{reduce[other.moe_reduce] if shared else ''}"
+             f"{', DeepSeek attention ' + other.mla if mla else ''}{_layout_words(result, other.tp_layout)}"
              f"{', attention fused' if unfused else ''})")
     if isinstance(result, Roofline):
         there, mine = r.step.predicted_s, result.step.predicted_s

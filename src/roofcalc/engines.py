@@ -53,14 +53,14 @@ class Engine:
     awq_kernel: str = "marlin"
     awq_kernel_source: str = ("Marlin-like: vLLM's awq_marlin from v0.5.3 (PR #6612), SGLang's, transformers 5's "
                               "GPT-QModel kernels (PR #41567), TensorRT-LLM's own W4A16 GEMMs")
-    # under --tp, a MoE layer with shared experts beside its routed ones (DeepSeek's, Qwen2-MoE's, Llama-4's, and any
-    # model laid out so): "each" as transformers' plan reduces them (an all-reduce after the shared experts' down
-    # projection and another after the routed experts), "once" as the serving engines do (the two partial outputs
-    # summed, one all-reduce; Workload.moe_reduce; the preset alone sets it)
-    moe_reduce: str = "each"
-    moe_reduce_source: str = ("transformers' plan: the shared expert's down_proj rowwise (its own all-reduce), the "
-                              "routed experts' MoeExpertsParallel another; kept for a preset whose own placement was "
-                              "not read")
+    # its split under --tp (Workload.tp_layout; the preset alone sets it): "transformers" as transformers' plan
+    # splits a model, "serving" as the serving engines do where the two differ: a MoE layer with shared experts
+    # beside its routed ones (DeepSeek's, Qwen2-MoE's, Llama-4's, any model laid out so) summed with them before one
+    # all-reduce, where the plan reduces each; Phi-3's heads split as Llama's, where the plan gathers every head
+    tp_layout: str = "transformers"
+    tp_layout_source: str = ("transformers' base_model_tp_plan: a shared expert's down_proj rowwise (its own "
+                             "all-reduce) beside the routed experts' MoeExpertsParallel; Phi-3's qkv_proj and "
+                             "gate_up_proj colwise_gather_output; kept for a preset whose own split was not read")
 
     @property
     def host(self) -> EngineHost:
@@ -82,8 +82,8 @@ class Engine:
                 "attention_source": self.attention_source, "host_fixed_s": eff(self.host_fixed_s),
                 "host_per_sequence_s": eff(self.host_per_sequence_s), "host_overlap": self.host_overlap,
                 "host_source": self.host_source, "ranks": self.ranks, "host_ranks_s": eff(self.host_ranks_s),
-                "mla": self.mla, "mla_source": self.mla_source, "moe_reduce": self.moe_reduce,
-                "moe_reduce_source": self.moe_reduce_source, "awq_kernel": self.awq_kernel,
+                "mla": self.mla, "mla_source": self.mla_source, "tp_layout": self.tp_layout,
+                "tp_layout_source": self.tp_layout_source, "awq_kernel": self.awq_kernel,
                 "awq_kernel_source": self.awq_kernel_source,
                 "tables": self.host.tables_used, "decode_every_head": self.decode_every_head}
 
@@ -156,20 +156,25 @@ _MLA_SGLANG = ("sglang python/sglang/srt/models/deepseek_v2.py: a decode batch r
 _MLA_TRTLLM = ("TensorRT-LLM tensorrt_llm/_torch/modules/attention.py (MLA): forward_context_default expands K and V by "
                "kv_b_proj; the generation phase runs forward_absorption_generation")
 
-# a MoE layer's shared and routed experts under tensor parallelism: each engine builds the shared expert without its
-# own reduction, adds its partial output to the routed experts' and all-reduces the sum once
-_ONE_REDUCE_VLLM = ("vllm/model_executor/models/deepseek_v2.py, qwen2_moe.py, llama4.py: the shared expert built with "
-                    "reduce_results=False and one all-reduce of the routed and shared outputs summed "
-                    "(fused_moe/layer.py, FusedMoE.must_reduce_shared_expert_outputs: 'When just tensor-parallel is "
-                    "used, it is not required to reduce the shared_experts results immediately'; with expert "
-                    "parallelism's all-to-all kernels they are reduced early)")
-_ONE_REDUCE_SGLANG = ("sglang python/sglang/srt/models/deepseek_v2.py, qwen2_moe.py, llama4.py: the shared expert built "
-                      "with reduce_results=False, 'final_hidden_states + shared_output', then one "
-                      "tensor_model_parallel_all_reduce")
-_ONE_REDUCE_TRTLLM = ("TensorRT-LLM tensorrt_llm/_torch/models/modeling_deepseekv3.py and modeling_llama.py (Llama4MoE): "
-                      "the shared expert with reduce_output=False, 'shared_output + routed_output', then one allreduce")
-_ONE_REDUCE_V0 = ("vLLM v0.4.2 model_executor/models/qwen2_moe.py and deepseek.py: the shared expert built with "
-                  "reduce_results=False, fused_moe's output plus shared_output, then one tensor_model_parallel_all_reduce")
+# the serving engines' split under tensor parallelism where it differs from transformers' plan: each builds a MoE
+# layer's shared expert without its own reduction, adds its partial output to the routed experts' and all-reduces
+# the sum once; and each runs Phi-3 as Llama (heads split, not gathered)
+_SERVING_VLLM = ("vllm/model_executor/models/deepseek_v2.py, qwen2_moe.py, llama4.py: the shared expert built with "
+                 "reduce_results=False and one all-reduce of the routed and shared outputs summed "
+                 "(fused_moe/layer.py, FusedMoE.must_reduce_shared_expert_outputs: 'When just tensor-parallel is "
+                 "used, it is not required to reduce the shared_experts results immediately'; with expert "
+                 "parallelism's all-to-all kernels they are reduced early); phi3.py: 'class "
+                 "Phi3ForCausalLM(LlamaForCausalLM)'")
+_SERVING_SGLANG = ("sglang python/sglang/srt/models/deepseek_v2.py, qwen2_moe.py, llama4.py: the shared expert built "
+                   "with reduce_results=False, 'final_hidden_states + shared_output', then one "
+                   "tensor_model_parallel_all_reduce; llama.py: 'class Phi3ForCausalLM(LlamaForCausalLM): pass'")
+_SERVING_TRTLLM = ("TensorRT-LLM tensorrt_llm/_torch/models/modeling_deepseekv3.py and modeling_llama.py (Llama4MoE): "
+                   "the shared expert with reduce_output=False, 'shared_output + routed_output', then one allreduce; "
+                   "modeling_phi3.py: Phi3Attention(Attention) and GatedMLP, split by heads and width, the fused qkv_proj and "
+                   "gate_up_proj weights 'split correctly before sharding to support tp_size >1'")
+_SERVING_V0 = ("vLLM v0.4.2 model_executor/models/qwen2_moe.py and deepseek.py: the shared expert built with "
+               "reduce_results=False, fused_moe's output plus shared_output, then one tensor_model_parallel_all_reduce; "
+               "phi3 runs as Llama (v0.4.2's model registry maps Phi3ForCausalLM to llama's LlamaForCausalLM)")
 
 ENGINES: dict[str, Engine] = {e.name: e for e in (
     Engine(
@@ -198,8 +203,8 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "vLLM issue #10634 (5-6 ms between decodes at batch 256, V1 prototype), per sequence (derived); "
         "overlapped: async scheduling, on unless disabled from vLLM 0.14.0 (vllm/config/scheduler.py; PR #27614), "
         "opt-in before it (PR #19970: at batch 1 'scheduler overhead ... is already minimal')",
-        _VLLM_RANKS, mla="serving", mla_source=_MLA_VLLM, moe_reduce="once",
-        moe_reduce_source=_ONE_REDUCE_VLLM),
+        _VLLM_RANKS, mla="serving", mla_source=_MLA_VLLM, tp_layout="serving",
+        tp_layout_source=_SERVING_VLLM),
     Engine(
         "sglang", "SGLang (overlap scheduler)", "cuda-graph",
         "SGLang server arguments: '--disable-cuda-graph | Disable cuda graph. | False'",
@@ -210,8 +215,8 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         _zero(_NONE), True,
         "SGLang v0.4 blog (2024-12-04): the zero-overhead overlap scheduler, 'turned on by default', shows "
         "'no single idle time on the GPU' over 5 decode batches; no per-step figure is published",
-        _NO_RANKS, mla="serving", mla_source=_MLA_SGLANG, moe_reduce="once",
-        moe_reduce_source=_ONE_REDUCE_SGLANG),
+        _NO_RANKS, mla="serving", mla_source=_MLA_SGLANG, tp_layout="serving",
+        tp_layout_source=_SERVING_SGLANG),
     Engine(
         "trtllm", "TensorRT-LLM (PyTorch backend, overlap scheduler)", "cuda-graph",
         "TensorRT-LLM llm_args.py: cuda_graph_config on by default, 'enabled for batches that consist of "
@@ -225,8 +230,8 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         _zero(_NONE), True,
         "TensorRT-LLM overlap-scheduler docs: 'At step n, the system launches GPU computation for step n+1 "
         "without waiting for CPU tasks', 'Enabled by default'; no per-step figure is published",
-        _NO_RANKS, mla="serving", mla_source=_MLA_TRTLLM, moe_reduce="once",
-        moe_reduce_source=_ONE_REDUCE_TRTLLM),
+        _NO_RANKS, mla="serving", mla_source=_MLA_TRTLLM, tp_layout="serving",
+        tp_layout_source=_SERVING_TRTLLM),
     Engine(
         "gpt-fast", "gpt-fast (torch.compile, reduce-overhead)", "cuda-graph",
         "PyTorch blog 'Accelerating Generative AI II' (2023-11-30): torch.compile(decode_one_token, "
@@ -294,7 +299,7 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "Ray at TP 2, 17.0 s with PR #3466's multiprocessing executor; derived); the same at any rank count, as "
         "Vidur's RAY_COMM_TIME at batch 8 (3.06 ms at TP 2, 3.13 ms at TP 4; 6.49 and 8.34 ms at batch 64, a "
         "growth with the batch not modelled)",
-        tables="vllm", host_ranks_s=_V0_RANKS, moe_reduce="once", moe_reduce_source=_ONE_REDUCE_V0,
+        tables="vllm", host_ranks_s=_V0_RANKS, tp_layout="serving", tp_layout_source=_SERVING_V0,
         no_pipeline="vLLM 0.4.2 vllm/config.py: 'Pipeline parallelism is not supported yet.'",
         awq_kernel="vllm-awq", awq_kernel_source="vLLM v0.4.2 quantization/awq.py: AWQLinearMethod runs ops.awq_gemm "
         "(AutoAWQ's GEMM kernel) below 256 tokens, awq_dequantize and torch.matmul from there (PR #2566, v0.3.0; "

@@ -12,9 +12,10 @@ Norms, rotary and residuals are replicated. KV heads are split; when there are f
 ranks each rank keeps one (replicated, as vLLM does). Routed experts (Mixtral, Qwen3-MoE) follow
 transformers' ``moe_tp_experts``: every rank holds every expert, 1/N of its width (gate_up
 column-parallel, down row-parallel), the router is replicated, and one all-reduce sums the experts'
-combined output. Shared experts (DeepSeek's) split like an MLP with an all-reduce of their own, or, under the
-serving presets (``Workload.moe_reduce == "once"``: vLLM, SGLang, TensorRT-LLM), summed with the routed
-experts' partial output under one all-reduce (``moe_reduce``: not where --ep moves tokens in all-to-alls).
+combined output. Shared experts (DeepSeek's) split like an MLP with an all-reduce of their own, or, in the
+serving engines' layout (``Workload.tp_layout == "serving"``: vLLM, SGLang, TensorRT-LLM), summed with the
+routed experts' partial output under one all-reduce (:func:`one_moe_reduce`: not where --ep moves tokens in
+all-to-alls); that layout splits Phi-3's heads as Llama's too (:func:`gathered`).
 
 Collectives are kernels of kind ``collective``. ``message_bytes`` is the per-rank input buffer (what
 NCCL's tests call the size of an all-reduce); the bytes a rank moves over its link follow the ring
@@ -59,17 +60,23 @@ GATHERED_FAMILIES = ("phi3",)  # transformers' plan: fused qkv_proj and gate_up_
 # o_proj and down_proj rowwise_split_input (every rank gathers the fused outputs and runs every head)
 
 
-def shard(shape: ModelShape, tp: int) -> ModelShape:
+def gathered(shape: ModelShape, wl: Workload | None = None) -> bool:
+    """Whether a rank runs ``shape`` by transformers' gathered plan (Phi-3's: every head on every rank); the serving
+    engines' layout (``wl.tp_layout``) splits its heads as Llama's (engines.Engine.tp_layout_source)."""
+    return shape.family in GATHERED_FAMILIES and (wl is None or wl.tp_layout != "serving")
+
+
+def shard(shape: ModelShape, tp: int, wl: Workload | None = None) -> ModelShape:
     """One tensor-parallel rank's shape: 1/tp of the heads, the KV heads, the MLP width and the vocab
-    (Phi-3's gathered plan keeps every head and the whole MLP width)."""
+    (Phi-3's gathered plan keeps every head and the whole MLP width; ``wl``: the step, whose layout says which)."""
     if tp == 1:
         return shape
-    gathered = shape.family in GATHERED_FAMILIES
-    if not gathered and shape.family not in TP_FAMILIES:
+    whole_heads = gathered(shape, wl)
+    if not whole_heads and shape.family not in TP_FAMILIES + GATHERED_FAMILIES:
         raise RoofcalcError(f"roofcalc has no tensor-parallel plan for {shape.family} yet (it shards "
                             f"{', '.join(TP_FAMILIES + GATHERED_FAMILIES)})")
     moe = shape.moe
-    checks = ([] if gathered else [("num_attention_heads", shape.n_heads), ("intermediate_size", shape.d_ff)]) + \
+    checks = ([] if whole_heads else [("num_attention_heads", shape.n_heads), ("intermediate_size", shape.d_ff)]) + \
         [("vocab_size", shape.vocab_size)]
     if moe is not None and moe.d_expert != shape.d_ff:
         checks.append(("moe_intermediate_size", moe.d_expert))
@@ -78,7 +85,7 @@ def shard(shape: ModelShape, tp: int) -> ModelShape:
     for what, value in checks:
         if value % tp:
             raise RoofcalcError(f"--tp {tp} does not divide {what} {value}: each rank must hold a whole share")
-    if gathered:
+    if whole_heads:
         return replace(shape, vocab_size=shape.vocab_size // tp)
     rank = replace(shape, d_ff=shape.d_ff // tp, vocab_size=shape.vocab_size // tp,
                    moe=None if moe is None else replace(moe, d_expert=moe.d_expert // tp, d_shared=moe.d_shared // tp))
@@ -169,9 +176,9 @@ def collective(name: str, op: str, message_bytes: int, group: int, count: int, s
 
 def tp_kernels(shape: ModelShape, wl: Workload, tp: int, merge: bool = True) -> list[Kernel]:
     """One rank's kernels in execution order, the collectives in place (``merge``: as :func:`analyze`)."""
-    if tp > 1 and shape.family in GATHERED_FAMILIES:
+    if tp > 1 and gathered(shape, wl):
         return gathered_tp_kernels(shape, wl, tp, merge)
-    rank = analyze(shard(shape, tp), wl, merge)
+    rank = analyze(shard(shape, tp, wl), wl, merge)
     if tp == 1:
         return list(rank.kernels)
     return with_tp_collectives(shape, wl, tp, rank.kernels)
@@ -217,7 +224,7 @@ def with_gathered_collectives(shape: ModelShape, wl: Workload, tp: int, kernels)
     return out
 
 
-def with_tp_collectives(shape: ModelShape, wl: Workload, tp: int, kernels) -> list[Kernel]:
+def with_tp_collectives(shape: ModelShape, wl: Workload, tp: int, kernels, shared_apart: bool = False) -> list[Kernel]:
     """A rank's kernels (of the whole model, or of a pipeline stage) with the tensor-parallel
     collectives in place after the kernels that need them."""
     rows = wl.tokens
@@ -227,8 +234,8 @@ def with_tp_collectives(shape: ModelShape, wl: Workload, tp: int, kernels) -> li
     shared = f"shared_experts.{shape.name_of('down')}"
     reduced = {down, shared, shape.name_of("o")}
     # a serving engine sums the routed and the shared experts' partial outputs first and all-reduces the sum once
-    # (Workload.moe_reduce), after the add that sums them
-    once = wl.moe_reduce == "once" and shape.moe is not None and bool(shape.moe.d_shared)
+    # (Workload.tp_layout), after the add that sums them; ``shared_apart``: not here (--ep's all-to-alls)
+    once = wl.tp_layout == "serving" and not shared_apart and shape.moe is not None and bool(shape.moe.d_shared)
     if once:
         reduced = (reduced - {shared}) | {"shared_experts.add"}
     out: list[Kernel] = []
@@ -350,7 +357,7 @@ def ep_tp_kernels(shape: ModelShape, wl: Workload, ep: int, merge: bool = True) 
     if moe.n_experts % ep:
         raise RoofcalcError(f"--ep {ep} does not divide the {moe.n_experts} routed experts: each rank must hold a "
                             f"whole share")
-    rank = shard(shape, ep)
+    rank = shard(shape, ep, wl)
     rank = replace(rank, moe=replace(rank.moe, d_expert=moe.d_expert))  # the routed experts keep their width
     if shape.d_ff == moe.d_expert and "dense" not in rank.layer_mlp_types:  # F is the experts' width (Mixtral):
         rank = replace(rank, d_ff=shape.d_ff)  # whole, as they are
@@ -392,12 +399,12 @@ def analyze_parallel(shape: ModelShape, wl: Workload, parallel: Parallel, merge:
     if parallel.ep > 1:  # with tp: ep data-parallel groups of tp ranks; each expert at 1/tp of its width
         check_ep(shape, wl, parallel.ep)
         tp, local = parallel.tp, replace(wl, batch=wl.batch // parallel.ep)
-        rank = shard(shape, tp)
+        rank = shard(shape, tp, wl)
         kernels = ep_kernels(rank, wl, parallel.ep, stride=tp, merge=merge)
-        if tp > 1:  # (the shared experts reduced apart: moe_reduce)
-            kernels = with_tp_collectives(shape, replace(local, moe_reduce=moe_reduce(wl, parallel)), tp, kernels)
+        if tp > 1:  # (the shared experts reduced apart: one_moe_reduce)
+            kernels = with_tp_collectives(shape, local, tp, kernels, shared_apart=not one_moe_reduce(wl, parallel))
         return RankAnalysis(rank, local, tuple(kernels), parallel=parallel, full=analyze(shape, wl))
-    return RankAnalysis(shard(shape, parallel.tp), wl, tuple(tp_kernels(shape, wl, parallel.tp, merge)), parallel=parallel,
+    return RankAnalysis(shard(shape, parallel.tp, wl), wl, tuple(tp_kernels(shape, wl, parallel.tp, merge)), parallel=parallel,
                         full=analyze(shape, wl))
 
 
@@ -405,19 +412,23 @@ ONE_REDUCE_WORDS = ("the routed and shared experts' partial outputs summed befor
                     "and TensorRT-LLM run them (transformers' plan reduces each)")
 
 
-def moe_reduce(wl: Workload, parallel: Parallel) -> str:
-    """How a MoE layer's shared and routed experts are reduced on ``parallel``'s ranks: as the workload says (its
-    engine's, Workload.moe_reduce), but each apart where expert parallelism moves the tokens in all-to-alls (vLLM's
-    FusedMoE.must_reduce_shared_expert_outputs: 'With EP and all2all kernels' the shared experts' output is reduced
-    early)."""
-    return "each" if parallel.ep > 1 and not parallel.tp_attention else wl.moe_reduce
+def one_moe_reduce(wl: Workload, parallel: Parallel | None = None) -> bool:
+    """Whether a MoE layer's shared and routed experts are summed before one all-reduce on ``parallel``'s ranks: in
+    the serving engines' layout (Workload.tp_layout), but not where expert parallelism moves the tokens in
+    all-to-alls (vLLM's FusedMoE.must_reduce_shared_expert_outputs: 'With EP and all2all kernels' the shared
+    experts' output is reduced early)."""
+    return wl.tp_layout == "serving" and not (parallel is not None and parallel.ep > 1 and not parallel.tp_attention)
 
 
-def tp_plan_words(shape: ModelShape, wl: Workload | None = None) -> str:
-    """How transformers' tensor-parallel plan splits ``shape``'s family, in words (the rules are above); ``wl``:
-    the step's, whose ``moe_reduce`` says how a MoE layer's shared and routed experts are reduced."""
-    once = wl is not None and wl.moe_reduce == "once" and shape.moe is not None and bool(shape.moe.d_shared)
-    if shape.family in GATHERED_FAMILIES:
+def tp_plan_words(shape: ModelShape, wl: Workload | None = None, parallel: Parallel | None = None) -> str:
+    """How transformers' tensor-parallel plan splits ``shape``'s family, in words (the rules are above); ``wl``
+    and ``parallel``: the step's, whose layout says where the serving engines' split differs."""
+    once = wl is not None and one_moe_reduce(wl, parallel) and shape.moe is not None and bool(shape.moe.d_shared)
+    if shape.family in GATHERED_FAMILIES and not gathered(shape, wl):
+        plan = (f"the serving engines' split of {shape.family}, as Llama's (vLLM, SGLang and TensorRT-LLM run it so; "
+                f"transformers' plan gathers every head on every rank): qkv_proj and gate_up_proj column-parallel "
+                f"by heads and width, o_proj and down_proj row-parallel with an all-reduce each, ")
+    elif shape.family in GATHERED_FAMILIES:
         plan = (f"transformers' tensor-parallel plan for {shape.family}: qkv_proj and gate_up_proj column-parallel "
                 f"with their outputs all-gathered, so every head and its KV cache run on every rank; o_proj and "
                 f"down_proj row-parallel on their slice of the input, an all-reduce each; ")
@@ -623,7 +634,7 @@ def stage_kernels(shape: ModelShape, wl: Workload, pp: int, stage: int, tp: int 
 
     g = tp * ep
     if g > 1:
-        rank = shard(shape, tp)
+        rank = shard(shape, tp, wl)
         local = wl
         if ep > 1:
             check_ep(shape, wl, ep, "a micro-batch of")
@@ -633,9 +644,9 @@ def stage_kernels(shape: ModelShape, wl: Workload, pp: int, stage: int, tp: int 
         kernels = with_ep_experts(rank, wl, ep, kernels, stride=tp, first=stage * g)
         if tp == 1:
             return sub, kernels
-        if shape.family in GATHERED_FAMILIES:
+        if gathered(shape, wl):
             return sub, with_gathered_collectives(shape, local, tp, kernels)
-        return sub, with_tp_collectives(shape, local, tp, kernels)
+        return sub, with_tp_collectives(shape, local, tp, kernels, shared_apart=ep > 1)  # (one_moe_reduce)
     start, end = stage_layers(shape.n_layers, pp)[stage]
     sub = replace(shape, n_layers=end - start, layer_types=shape.layer_types[start:end],
                   mlp_types=shape.mlp_types[start:end] if shape.mlp_types else ())
@@ -816,7 +827,7 @@ class PipelineAnalyzer(RankAnalyzer):
         if ep > 1:  # the header's rank: b of the step's ep·b sequences
             a = analyze_parallel(self.shape, replace(wl, batch=wl.batch * ep), Parallel(tp, ep=ep))
             return replace(a, parallel=self.parallel)
-        return RankAnalysis(shard(self.shape, tp), wl, tuple(tp_kernels(self.shape, wl, tp)), parallel=self.parallel,
+        return RankAnalysis(shard(self.shape, tp, wl), wl, tuple(tp_kernels(self.shape, wl, tp)), parallel=self.parallel,
                             full=analyze(self.shape, wl))
 
     def stage(self, s: int, micro: int) -> StageAnalyzer:

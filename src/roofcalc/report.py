@@ -111,7 +111,7 @@ def workload_record(a: Analysis) -> dict[str, Any]:
     if w.ubatch and w.phase == "prefill":
         rec["ubatch"] = w.ubatch
     rec.update(query_tokens=w.query_tokens, kv_len=w.kv_len, cache_update=w.cache_update, attention=w.attention,
-               eager_ops=w.eager_ops, moe_reduce=w.moe_reduce,
+               eager_ops=w.eager_ops, tp_layout=w.tp_layout,
                weight_dtype=w.weight_dtype.name, act_dtype=w.act_dtype.name, kv_dtype=w.kv_dtype.name, compute_dtype=w.compute_dtype.name)
     if w.weight_dtype.quantized:
         rec["group_size"] = w.weight_group
@@ -264,9 +264,7 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
     s, w = a.shape, a.workload
     defaulted = set(defaults)
     if a.parallel is not None and a.parallel.gpus > 1:
-        from dataclasses import replace
-
-        from .parallel import ep_plan_words, moe_reduce, tp_plan_words
+        from .parallel import ep_plan_words, tp_plan_words
 
     def d(key: str) -> str:
         return " (default)" if key in defaulted else ""
@@ -290,7 +288,7 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
            + (f"; defaults taken: {', '.join(f'{k}={v}' for k, v in a.check.defaulted)}" if a.check.defaulted else "")]
           if a.source == "traced" else []),
         *([f"parallel  --tp {a.parallel.tp}: every number below is one rank's, of {a.parallel.gpus} GPUs "
-           f"({getattr(a, 'plan_words', '') or tp_plan_words(s, replace(w, moe_reduce=moe_reduce(w, a.parallel)))}); "
+           f"({getattr(a, 'plan_words', '') or tp_plan_words(s, w, a.parallel)}); "
            f"the model holds {a.full.params:,} parameters "
            f"in all"]
           if a.parallel is not None and a.parallel.tp > 1 else []),
@@ -1091,7 +1089,7 @@ def sweep_record(sw: Sweep) -> dict[str, Any]:
         workload["generate"] = g.generate
     workload.update(weight_dtype=w.weight_dtype.name, act_dtype=w.act_dtype.name, kv_dtype=w.kv_dtype.name,
                     compute_dtype=w.compute_dtype.name, attention=w.attention, cache_update=w.cache_update,
-                    eager_ops=w.eager_ops, moe_reduce=w.moe_reduce)  # (as a single step's record says them)
+                    eager_ops=w.eager_ops, tp_layout=w.tp_layout)  # (as a single step's record says them)
     if w.ubatch and sw.kind != "decode":
         workload["ubatch"] = w.ubatch
     hw = hardware_record(sw)

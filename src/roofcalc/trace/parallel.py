@@ -38,8 +38,9 @@ every expert at 1/N of its width; the grouped matmul onto the experts' width kee
 its outputs, the one back to the hidden size 1/N of its input, and one all-reduce after the experts sums
 their partial outputs (transformers' MoeExpertsParallel). A shared expert beside them (a module in the block
 that holds the experts: ``mlp.shared_expert`` beside ``mlp.experts``) runs its rowwise all-reduce, as the plan
-says; under the serving presets (``Workload.moe_reduce == "once"``) it runs none, and the experts' all-reduce
-follows the block's last kernel, the sum of the two, as vLLM, SGLang and TensorRT-LLM reduce them.
+says; in the serving engines' layout (``Workload.tp_layout == "serving"``) it runs none, and the experts'
+all-reduce follows the block's last kernel, the sum of the two, as vLLM, SGLang and TensorRT-LLM reduce them.
+That layout splits Phi-3 as Llama (:data:`SERVING_SPLITS`), where transformers' plan gathers every head.
 """
 
 from __future__ import annotations
@@ -111,6 +112,15 @@ SERVING_PLANS = {"falcon": ("vLLM's plan for Falcon", _falcon_plan),
                  "gpt2": ("vLLM's plan for GPT-2", _gpt2_plan), "opt": ("vLLM's plan for OPT", _opt_plan)}
 
 
+# config classes whose layers the serving engines split otherwise than transformers' plan: the plan's layer styles
+# taken as those engines run them, and whose split that is. Phi-3: its plan gathers the fused qkv_proj and
+# gate_up_proj outputs (every head on every rank); vLLM (phi3.py: 'class Phi3ForCausalLM(LlamaForCausalLM)'),
+# SGLang (llama.py, the same) and TensorRT-LLM (modeling_phi3.py) run it as Llama, heads and width split.
+SERVING_SPLITS = {"phi3": ({"colwise_gather_output": "colwise", "rowwise_split_input": "rowwise"},
+                           "vLLM, SGLang and TensorRT-LLM run it, as Llama (heads and width split; transformers' "
+                           "plan gathers every head on every rank)")}
+
+
 @dataclass(frozen=True)
 class Plan:
     entries: dict  # module path (base model's, ``layers.*`` for every layer) -> style
@@ -123,9 +133,10 @@ class Plan:
         return self.source.split(",")[0]
 
 
-def model_plan(model_type: str, config_class: str, model_class: str, config=None) -> Plan:
+def model_plan(model_type: str, config_class: str, model_class: str, config=None, serving: bool = False) -> Plan:
     """The plan transformers shards ``model_class`` by (the class's ``_tp_plan``, the config's
-    ``base_model_tp_plan``, a vocab-parallel ``embed_tokens``), else a serving plan, else refused."""
+    ``base_model_tp_plan``, a vocab-parallel ``embed_tokens``), else a serving plan, else refused; ``serving``:
+    the serving engines' layout, whose split of a model in :data:`SERVING_SPLITS` differs."""
     import transformers
 
     config_cls = getattr(transformers, config_class, None)
@@ -153,6 +164,10 @@ def model_plan(model_type: str, config_class: str, model_class: str, config=None
     if latent:
         words += (", its latent attention split by heads as DeepSeek-V2's plan splits it (from 5.25 DeepSeek-V3's "
                   "too; vLLM and SGLang split MLA heads under TP)")
+    if serving and model_type in SERVING_SPLITS:
+        restyle, why = SERVING_SPLITS[model_type]
+        entries = {key: restyle.get(style, style) if ".*." in key else style for key, style in entries.items()}
+        words += f", its layers split as {why}"
     return Plan(entries, words, True)
 
 
@@ -262,11 +277,12 @@ def _no_routed_experts(a: TracedAnalysis) -> RoofcalcError:
     return RoofcalcError(f"--ep splits routed experts, and the traced {a.shape.model_type} runs none{why}")
 
 
-def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
+def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False) -> TracedRankAnalysis:
     """One rank of ``a`` (a traced step, layers merged or not) under ``parallel.tp`` ranks; ``config``:
     transformers' config object it was traced from. With ``parallel.tp_attention`` (``--ep N
     --ep-attention tp``) the N ranks split everything but the routed experts as ``--tp N`` does, and hold
-    E/N of the experts at their whole width (:func:`_expert_rows`) where ``--tp`` splits each on its width."""
+    E/N of the experts at their whole width (:func:`_expert_rows`) where ``--tp`` splits each on its width.
+    ``shared_apart``: a shared expert keeps its own all-reduce whatever the layout (--ep's all-to-alls beside)."""
     from ..calculator import touched_experts
     from ..parallel import collective
 
@@ -279,7 +295,7 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
     if whole_experts and not any(k.expert_weights is not None for k in a.kernels):  # (Llama-4's experts run dense)
         raise _no_routed_experts(a)
     config_class = a.check.class_name if a.check is not None else ""
-    plan = model_plan(s.family, config_class, a.model_class, config)
+    plan = model_plan(s.family, config_class, a.model_class, config, serving=wl.tp_layout == "serving")
     layer_keys, model_keys = _key_patterns(plan.entries)
     for path, style in layer_keys + model_keys:  # a style not modelled: refused where a kernel runs in it
         if style not in KNOWN and any(fnmatch.fnmatchcase(_base(k), path) or fnmatch.fnmatchcase(_base(k), path + ".*")
@@ -339,7 +355,7 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
     shares = {tp, kv_share}  # every share a cost is rounded down to (⌊c·n/d⌋: the d of n/d in lowest terms)
     expert_bytes = 0  # the experts' weights a step's layers hold, whole (their module's, on no kernel)
     # a serving engine sums a shared expert's partial output with the routed experts' and all-reduces the sum once
-    # (Workload.moe_reduce): the shared expert (a module beside the experts, in the block that holds them) reduces
+    # (Workload.tp_layout): the shared expert (a module beside the experts, in the block that holds them) reduces
     # nothing of its own, and the experts' all-reduce follows the run of the block's kernels after the experts
     # (its last, the sum)
     moe_blocks = {p.rpartition(".")[0] for p in experts} - {""}
@@ -361,7 +377,7 @@ def traced_rank(a: TracedAnalysis, parallel, config) -> TracedRankAnalysis:
         for layer in layers(k) if k.scope == "layer" else ():
             if home is not None:
                 last[(home, layer)] = i
-            block = block_of(k) if wl.moe_reduce == "once" else ""
+            block = block_of(k) if wl.tp_layout == "serving" and not shared_apart else ""
             if block and _style(k, layer_keys, model_keys) in ROW + ("rowwise_split_input",):
                 shared.add((block, layer))
     joined = {(home.rpartition(".")[0], layer) for home, layer in last} & shared  # (block, layer): one all-reduce
@@ -660,7 +676,7 @@ def _expert_rows(k: Kernel, ep: int, wl, held: int, share: tuple[int, int]) -> K
 
 def plan_words(plan: Plan, summed: bool = False) -> str:
     """The header's account of a traced rank's plan; ``summed``: a shared expert's all-reduce left to the routed
-    experts' (Workload.moe_reduce)."""
+    experts' (Workload.tp_layout)."""
     from ..parallel import ONE_REDUCE_WORDS
 
     joint = "rowwise_partial" in plan.entries.values()
@@ -786,11 +802,8 @@ def traced_expert_parallel(traced: tuple, workload, parallel, view: str, merge: 
             f"every sequence (tensor-parallel attention); no all-to-all: each rank runs its experts on the tokens "
             f"routed to them and one all-reduce sums their outputs"))
     local = trace(cfg, name, replace(workload, batch=workload.batch // parallel.ep), label, view=view, merge=merge)
-    if parallel.tp > 1:  # (the shared experts reduced apart: roofcalc.parallel.moe_reduce)
-        from ..parallel import moe_reduce
-
-        local = traced_rank(replace(local, workload=replace(local.workload, moe_reduce=moe_reduce(workload, parallel))),
-                            Parallel(tp=parallel.tp), config)
+    if parallel.tp > 1:  # (the shared experts reduced apart: roofcalc.parallel.one_moe_reduce)
+        local = traced_rank(local, Parallel(tp=parallel.tp), config, shared_apart=True)
     return traced_ep_rank(local, workload, parallel, whole)
 
 __all__ = ["Plan", "SERVING_PLANS", "TracedRankAnalysis", "ep_words", "swept_ep_rank", "model_plan", "plan_words", "traced_ep_rank", "traced_expert_parallel",
