@@ -989,8 +989,10 @@ LLAMA4_TINY = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=8, 
 
 @pytest.mark.parametrize("flags, fewer", [(("--tp", "2"), True), (("--tp", "2", "--pp", "2"), True),
                                           (("--ep", "2", "--ep-attention", "tp"), True),
-                                          (("--ep", "2", "--tp", "2"), False)],
-                         ids=["tp", "tp-pp", "ep-attention-tp", "ep-all-to-all"])
+                                          (("--ep", "2", "--tp", "2"), False),
+                                          (("--ep", "2", "--tp", "2", "--pp", "2", "--batch", "4", "--micro-batches",
+                                            "2"), False)],
+                         ids=["tp", "tp-pp", "ep-attention-tp", "ep-all-to-all", "ep-all-to-all-pp"])
 @pytest.mark.parametrize("family", ["deepseek_v3", "llama4_text"])
 def test_one_all_reduce_a_moe_layer_on_every_path_but_all_to_all(tmp_path, capsys, family, flags, fewer):
     """The serving presets' one all-reduce a MoE layer holds on every way roofcalc splits a step: the step under
@@ -1008,7 +1010,7 @@ def test_one_all_reduce_a_moe_layer_on_every_path_but_all_to_all(tmp_path, capsy
     reduces = {}
     for engine in ("hf", "sglang"):
         assert main([str(path), "--hw", "H100", "--batch", "2", "--engine", engine, "--impl", "cuda-graph",
-                     *flags, "--format", "json"]) == 0
+                     *flags, "--format", "json"]) == 0, capsys.readouterr().err
         kernels = json.loads(capsys.readouterr().out)["kernels"]
         reduces[engine] = [k for k in kernels if k.get("collective") == "all_reduce"]
         assert len({k["message_bytes"] for k in reduces[engine]}) == 1
@@ -1071,3 +1073,7 @@ def test_phi3_in_the_serving_layout_splits_its_heads_as_llama(capsys):
     assert main(["microsoft/Phi-3-mini-4k-instruct", "--hw", "H100", "--tp", "2"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "gathered, so every head and its KV cache run on every rank" in out and "Phi-3's heads split" in out
+    # a --tp the gathered plan runs and the serving split refuses (32 heads on 64 ranks): the verdict says so
+    assert main(["microsoft/Phi-3-mini-4k-instruct", "--hw", "H100", "--tp", "64"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--engine vllm would refuse it: --tp 64 does not divide num_attention_heads 32" in out

@@ -396,8 +396,10 @@ def build_sweep(args: argparse.Namespace, shape=None):
     if par.gpus > 1 and traced is None:
         from .parallel import LocalBatchAnalyzer, PipelineAnalyzer, RankAnalyzer, shard
 
-        shard(shape, par.ep if par.tp_attention else par.tp)  # refuse a size that does not divide, or a family
-        # with no plan, before sweeping
+        from .calculator import Workload
+
+        # refuse a size that does not divide, or a family with no plan, before sweeping (in the engine's layout)
+        shard(shape, par.ep if par.tp_attention else par.tp, Workload.decode(1, 1, tp_layout=kw["tp_layout"]))
         kw["analyzer"] = PipelineAnalyzer(shape, par, args.micro_batches) if par.pp > 1 else \
             LocalBatchAnalyzer(shape, par) if par.ep > 1 and not par.tp_attention else RankAnalyzer(shape, par)
     if traced is not None:
@@ -817,14 +819,20 @@ def _layout_words(result, layout: str) -> str:
     if getattr(result, "points", None) and hasattr(result.points[-1], "result"):
         result = result.points[-1].result
     a = result.header_analysis() if hasattr(result, "header_analysis") else getattr(result, "analysis", None)
-    par = getattr(a, "parallel", None)
-    if par is None or par.tp <= 1 or a.workload.tp_layout == layout:
-        return ""
-    serving = layout == "serving"
-    words = [", one all-reduce a MoE layer" if serving else ", the shared experts' all-reduce apart"] \
-        if any("shared_expert" in k.name for k in a.kernels) else []
-    if getattr(a.shape, "family", "") in ("phi3",):
-        words.append(", Phi-3's heads split" if serving else ", Phi-3's heads gathered")
+    par, w = getattr(a, "parallel", None), getattr(a, "workload", None)
+    if par is None or par.gpus <= 1 or w is None or w.tp_layout == layout:
+        return ""  # (one GPU: nothing to import)
+    from dataclasses import replace
+
+    from .parallel import GATHERED_FAMILIES, one_moe_reduce
+
+    there = replace(w, tp_layout=layout)
+    words = []
+    if any("shared_expert" in k.name for k in a.kernels) and one_moe_reduce(there, par) != one_moe_reduce(w, par):
+        words.append(", one all-reduce a MoE layer" if one_moe_reduce(there, par) else
+                     ", the shared experts' all-reduce apart")
+    if getattr(a.shape, "family", "") in GATHERED_FAMILIES and (par.tp > 1 or par.tp_attention):
+        words.append(", Phi-3's heads split" if layout == "serving" else ", Phi-3's heads gathered")
     return "".join(words)
 
 
@@ -863,7 +871,10 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
     unfused = getattr(args, "attention", "fused") == "unfused"
     alt.attention, alt.ubatch = "fused", None  # (a serving engine's attention is one fused kernel)
     _resolve_engine(alt)
-    r = _build(alt, shape)
+    try:
+        r = _build(alt, shape)
+    except RoofcalcError as exc:  # its split refuses what this one runs (Phi-3's heads at a --tp that does not
+        return f"engine    host-bound under {here.name}; --engine {other.name} would refuse it: {exc}"  # divide them)
     # an engine with graphs whose own host time the device waits for (vllm-v0, llama.cpp) differs by that overlap
     overlapped = here.graphs and not here.host_overlap and other.host_overlap
     model = shape[0] if isinstance(shape, tuple) else shape

@@ -421,8 +421,8 @@ def one_moe_reduce(wl: Workload, parallel: Parallel | None = None) -> bool:
 
 
 def tp_plan_words(shape: ModelShape, wl: Workload | None = None, parallel: Parallel | None = None) -> str:
-    """How transformers' tensor-parallel plan splits ``shape``'s family, in words (the rules are above); ``wl``
-    and ``parallel``: the step's, whose layout says where the serving engines' split differs."""
+    """How a rank splits ``shape``'s family, in words (the rules are above): transformers' plan, or the serving
+    engines' split where ``wl``'s layout takes it and it differs (``parallel``: the step's)."""
     once = wl is not None and one_moe_reduce(wl, parallel) and shape.moe is not None and bool(shape.moe.d_shared)
     if shape.family in GATHERED_FAMILIES and not gathered(shape, wl):
         plan = (f"the serving engines' split of {shape.family}, as Llama's (vLLM, SGLang and TensorRT-LLM run it so; "

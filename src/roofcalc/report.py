@@ -1399,6 +1399,11 @@ def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = (), width
     traced_plan = next((w for w in (getattr(p.result.analysis, "plan_words", "") for p in tps.points) if w), "")
     if traced_plan:  # a traced model's --tp list: its config class's plan (roofcalc.trace.parallel)
         axis_words = f"one rank's step at each --tp, by {traced_plan}"
+    elif tps.axis == "tp" and a.workload.tp_layout == "serving":  # the serving engines' split where it differs
+        from .parallel import tp_plan_words
+
+        plan = tp_plan_words(full.shape, a.workload, tps.points[-1].result.analysis.parallel)
+        axis_words = f"one rank's step at each --tp, by {plan}"
     lines.append(f"parallel  {axis_words}"
                  + (f", each with {' and '.join(fixed)}" if fixed else "")
                  + "; communication: the collectives' expected time, and its share of the device time")

@@ -175,7 +175,7 @@ class TracedStages:
         a = trace(self.cfg, self.name, local, self.label, view=self.view, stage=(parallel.pp, s), merge=merge)
         words = ""
         if tp > 1:
-            a = traced_rank(a, Parallel(tp=tp), self.config)
+            a = traced_rank(a, Parallel(tp=tp), self.config, shared_apart=ep > 1)  # (--ep's all-to-alls: apart)
             words = a.plan_words
         if ep > 1 and any(k.expert_weights is not None for k in a.kernels):  # its experts over the --ep groups
             a = traced_ep_rank(a, micro, Parallel(tp=tp, ep=ep), full, first=s * tp * ep)
