@@ -1065,6 +1065,11 @@ def test_phi3_in_the_serving_layout_splits_its_heads_as_llama(capsys):
         assert coll == sorted([("all_reduce", 2 * 256 * 4, 1), ("all_reduce", 2 * 256 * 4, 2),
                                ("all_reduce", 2 * 256 * 4, 2), ("all_gather", 2 * 500 * 4, 1)])
         assert 2 * a.totals.kv_bytes == gathered.totals.kv_bytes
+    # and each says so in its shape per rank: 4 heads, 1 KV head, F 256 a rank; every head and F 512 gathered
+    traced_gathered = traced_rank(trace(cfg, "t", replace(wl, tp_layout="transformers"), use_cache=False),
+                                  Parallel(2), hf_config(cfg, "t")[0])
+    for a, heads in ((hand, (4, 1, 256)), (traced, (4, 1, 256)), (gathered, (8, 2, 512)), (traced_gathered, (8, 2, 512))):
+        assert (a.shape.n_heads, a.shape.n_kv_heads, a.shape.d_ff) == heads
     # the command line: the header says whose split, and the host-bound default's verdict what vLLM's changes
     from roofcalc.cli import main
 

@@ -523,8 +523,11 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
     widths |= {k.sizes.n // 2 for k in a.kernels if k.expert_weights is not None and isinstance(k.sizes, MatmulSizes)
                and _base(k) in experts}  # or half the width of the kernel that runs them whole (onto 2I, then back)
     split_ff = s.d_ff and s.d_ff % tp == 0 and not (whole_experts and widths == {s.d_ff})  # F the experts' I: whole
-    rank_shape = replace(s, n_heads=n // tp if n % tp == 0 else n, n_kv_heads=max(1, kv // tp),
-                         d_ff=s.d_ff // tp if split_ff else s.d_ff,
+    # (a plan that gathers its projections' outputs, Phi-3's in transformers, runs every head and the whole MLP width
+    # on every rank: the shape per rank says so)
+    rank_shape = replace(s, n_heads=n // tp if n % tp == 0 and heads_split else n,
+                         n_kv_heads=max(1, kv // tp) if heads_split else kv,
+                         d_ff=s.d_ff // tp if split_ff and sharded else s.d_ff,
                          vocab_size=s.vocab_size // tp if s.vocab_size % tp == 0 else s.vocab_size)
     return TracedRankAnalysis(
         rank_shape, wl, tuple(out), source=a.source, view=a.view,
