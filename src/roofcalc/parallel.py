@@ -224,9 +224,11 @@ def with_gathered_collectives(shape: ModelShape, wl: Workload, tp: int, kernels)
     return out
 
 
-def with_tp_collectives(shape: ModelShape, wl: Workload, tp: int, kernels, shared_apart: bool = False) -> list[Kernel]:
+def with_tp_collectives(shape: ModelShape, wl: Workload, tp: int, kernels,
+                        parallel: Parallel | None = None) -> list[Kernel]:
     """A rank's kernels (of the whole model, or of a pipeline stage) with the tensor-parallel
-    collectives in place after the kernels that need them."""
+    collectives in place after the kernels that need them; ``parallel``: the step's split, where it is more than
+    ``tp`` ranks (a MoE layer's reduction depends on it: :func:`shared_summed`)."""
     rows = wl.tokens
     hidden = wl.act_dtype.nbytes(rows * shape.d_model)
     down = shape.name_of("down") if shape.gated_mlp else shape.name_of("fc_out")  # fc2 in a plain MLP
@@ -234,8 +236,8 @@ def with_tp_collectives(shape: ModelShape, wl: Workload, tp: int, kernels, share
     shared = f"shared_experts.{shape.name_of('down')}"
     reduced = {down, shared, shape.name_of("o")}
     # a serving engine sums the routed and the shared experts' partial outputs first and all-reduces the sum once
-    # (Workload.tp_layout), after the add that sums them; ``shared_apart``: not here (--ep's all-to-alls)
-    once = wl.tp_layout == "serving" and not shared_apart and shape.moe is not None and bool(shape.moe.d_shared)
+    # (Workload.tp_layout), after the add that sums them
+    once = shared_summed(shape, wl, parallel)
     if once:
         reduced = (reduced - {shared}) | {"shared_experts.add"}
     out: list[Kernel] = []
@@ -401,8 +403,8 @@ def analyze_parallel(shape: ModelShape, wl: Workload, parallel: Parallel, merge:
         tp, local = parallel.tp, replace(wl, batch=wl.batch // parallel.ep)
         rank = shard(shape, tp, wl)
         kernels = ep_kernels(rank, wl, parallel.ep, stride=tp, merge=merge)
-        if tp > 1:  # (the shared experts reduced apart: one_moe_reduce)
-            kernels = with_tp_collectives(shape, local, tp, kernels, shared_apart=not one_moe_reduce(wl, parallel))
+        if tp > 1:
+            kernels = with_tp_collectives(shape, local, tp, kernels, parallel)
         return RankAnalysis(rank, local, tuple(kernels), parallel=parallel, full=analyze(shape, wl))
     return RankAnalysis(shard(shape, parallel.tp, wl), wl, tuple(tp_kernels(shape, wl, parallel.tp, merge)), parallel=parallel,
                         full=analyze(shape, wl))
@@ -420,10 +422,15 @@ def one_moe_reduce(wl: Workload, parallel: Parallel | None = None) -> bool:
     return wl.tp_layout == "serving" and not (parallel is not None and parallel.ep > 1 and not parallel.tp_attention)
 
 
+def shared_summed(shape: ModelShape, wl: Workload, parallel: Parallel | None = None) -> bool:
+    """Whether a rank of ``shape`` sums its MoE layers' shared and routed experts before one all-reduce."""
+    return shape.moe is not None and bool(shape.moe.d_shared) and one_moe_reduce(wl, parallel)
+
+
 def tp_plan_words(shape: ModelShape, wl: Workload | None = None, parallel: Parallel | None = None) -> str:
     """How a rank splits ``shape``'s family, in words (the rules are above): transformers' plan, or the serving
     engines' split where ``wl``'s layout takes it and it differs (``parallel``: the step's)."""
-    once = wl is not None and one_moe_reduce(wl, parallel) and shape.moe is not None and bool(shape.moe.d_shared)
+    once = wl is not None and shared_summed(shape, wl, parallel)
     if shape.family in GATHERED_FAMILIES and not gathered(shape, wl):
         plan = (f"the serving engines' split of {shape.family}, as Llama's (vLLM, SGLang and TensorRT-LLM run it so; "
                 f"transformers' plan gathers every head on every rank): qkv_proj and gate_up_proj column-parallel "
@@ -646,7 +653,7 @@ def stage_kernels(shape: ModelShape, wl: Workload, pp: int, stage: int, tp: int 
             return sub, kernels
         if gathered(shape, wl):
             return sub, with_gathered_collectives(shape, local, tp, kernels)
-        return sub, with_tp_collectives(shape, local, tp, kernels, shared_apart=ep > 1)  # (one_moe_reduce)
+        return sub, with_tp_collectives(shape, local, tp, kernels, Parallel(tp, pp, ep))
     start, end = stage_layers(shape.n_layers, pp)[stage]
     sub = replace(shape, n_layers=end - start, layer_types=shape.layer_types[start:end],
                   mlp_types=shape.mlp_types[start:end] if shape.mlp_types else ())
