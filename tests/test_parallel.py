@@ -65,6 +65,14 @@ TRACED_ONLY = [("granite_swa", 2, dict(BASE, model_type="granite_swa", num_key_v
                ("qwen2_moe", 2, dict(BASE, model_type="qwen2_moe", num_key_value_heads=2, num_experts=4,
                                      num_experts_per_tok=2, moe_intermediate_size=128,
                                      shared_expert_intermediate_size=256, pad_token_id=0)),
+               # Qwen3-Next: gated delta nets (every in-projection and out_proj colwise_gather_output: every head
+               # and the whole recurrent state on every rank, three all-gathers a layer) between full-attention
+               # layers, routed experts and a gated shared expert
+               ("qwen3_next", 2, dict(BASE, model_type="qwen3_next", num_hidden_layers=4, num_key_value_heads=2,
+                                      head_dim=32, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=128,
+                                      shared_expert_intermediate_size=256, linear_num_key_heads=4,
+                                      linear_num_value_heads=8, linear_key_head_dim=32, linear_value_head_dim=32,
+                                      linear_conv_kernel_dim=4, full_attention_interval=2, pad_token_id=0)),
                # MiniCPM5-MoE (transformers 5.25 on): k_proj and v_proj "unit_colwise", whole KV heads a rank; a
                # gated query (q_gate_proj, colwise); a dense first layer. (With fewer KV heads than ranks the real
                # run fails in 5.25: its attention repeats the replicated head for every global query head.)
@@ -1082,3 +1090,64 @@ def test_phi3_in_the_serving_layout_splits_its_heads_as_llama(capsys):
     assert main(["microsoft/Phi-3-mini-4k-instruct", "--hw", "H100", "--tp", "64"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "--engine vllm would refuse it: --tp 64 does not divide num_attention_heads 32" in out
+
+
+def test_a_gated_delta_net_in_the_serving_layout_splits_by_heads(tmp_path, capsys):
+    """transformers' plan gathers a gated delta net's projections (the real runs above: every rank runs all 8
+    value heads, three all-gathers a layer); vLLM, SGLang and TensorRT-LLM split it by heads (trace.parallel.
+    GDN_SERVING). The Qwen3-Next above (D 256; 2 gated delta nets of 4 key and 8 value heads of 32, conv kernel 4;
+    2 attention layers of 8 heads and 2 KV heads of 32) at --tp 2, decode batch 2 at context 6, fp32, in place:
+    - a gated delta net's projections split their outputs under both: in_proj_qkvz 2·2·256·(2·4·32 + 2·8·32)/2,
+      in_proj_ba 2·2·256·16/2, out_proj 2·2·(8·32)/2·256 (serving: its input split; gathered: its output);
+    - its collectives: serving one all-reduce after out_proj (2·256·4 bytes); gathered an all-gather of each
+      projection's output, 2·384·4, 2·8·4 and 2·128·4 bytes;
+    - the state a rank moves: the recurrent state 2 sequences·8 heads·32·32·4 = 65,536 bytes a layer read by the
+      delta rule, the conv state 2·(2·4·32 + 8·32)·4·4 = 16,384 written by the conv, half of each under serving;
+    - the rank's cache: its KV head's keys and values, 2 layers·2·6·2·32·4 = 6,144 bytes, under both (1 of the 2
+      KV heads), and the states whole (2·(65,536 + 16,384)) or half;
+    - its parameters: the conv weight (8·32 + 2·4·32 channels · 4), A_log and dt_bias (8 each) half a layer
+      under serving, whole under the gathered plan (whose rank the real run holds);
+    and --tp 8 is refused where the 4 key heads do not split."""
+    from dataclasses import replace
+
+    from roofcalc.cli import main
+    from roofcalc.trace import hf_config, trace
+    from roofcalc.trace.parallel import traced_rank
+
+    cfg = next(c for f, _, c in TRACED_ONLY if f == "qwen3_next")
+    wl = Workload.decode(BATCH, PROMPT + 1, **FP32, cache_update="in-place", tp_layout="serving")
+    config = hf_config(cfg, "t")[0]
+    serving = traced_rank(trace(cfg, "t", wl, use_cache=False), Parallel(2), config)
+    gathered = traced_rank(trace(cfg, "t", replace(wl, tp_layout="transformers"), use_cache=False), Parallel(2),
+                           config)
+
+    def total(a, name, what):
+        return sum(getattr(k.cost, what) * k.count for k in a.kernels if k.name == name)
+
+    for a in (serving, gathered):
+        assert total(a, "linear_attn.in_proj_qkvz", "matmul_flops") == 2 * 2 * 2 * 256 * 768 // 2
+        assert total(a, "linear_attn.in_proj_ba", "matmul_flops") == 2 * 2 * 2 * 256 * 16 // 2
+        assert total(a, "linear_attn.out_proj", "matmul_flops") == 2 * 2 * 2 * 128 * 256
+        assert a.traced_kv_bytes_per_token == 2 * 2 * 32 * 4
+    coll = {a: sorted((k.name, k.role, k.message_bytes, k.count) for k in a.kernels
+                      if k.kind == "collective" and k.name.startswith("linear_attn")) for a in (serving, gathered)}
+    assert coll[serving] == [("linear_attn.out_proj.all_reduce", "all_reduce", 2 * 256 * 4, 2)]
+    assert coll[gathered] == [("linear_attn.in_proj_ba.all_gather", "all_gather", 2 * 8 * 4, 2),
+                              ("linear_attn.in_proj_qkvz.all_gather", "all_gather", 2 * 384 * 4, 2),
+                              ("linear_attn.out_proj.all_gather", "all_gather", 2 * 128 * 4, 2)]
+    for a, share in ((serving, 2), (gathered, 1)):
+        assert total(a, "linear_attn.torch_recurrent_gated_delta_rule", "kv_read_bytes") == 2 * 65_536 // share
+        assert total(a, "linear_attn.causal_conv1d_update", "kv_write_bytes") == 2 * 16_384 // share
+        assert a.traced_cache_bytes == 6_144 + 2 * (65_536 + 16_384) // share
+    assert gathered.params - serving.params == 2 * (512 * 4 // 2 + 8 // 2 + 8 // 2)
+    with pytest.raises(RoofcalcError, match="--tp 8 does not divide linear_attn's linear_num_key_heads 4"):
+        traced_rank(trace(cfg, "t", wl, use_cache=False), Parallel(8), config)
+    # the command line: whose split, in the header; and the host-bound default's verdict says what vLLM's changes
+    path = tmp_path / "qwen3_next.json"
+    path.write_text(json.dumps(cfg))
+    assert main([str(path), "--hw", "H100", "--tp", "2", "--engine", "sglang"]) == 0
+    assert "split a gated delta net by heads" in " ".join(capsys.readouterr().out.split())
+    assert main([str(path), "--hw", "H100", "--tp", "2"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "but linear_attn gathers its projections' outputs (colwise_gather_output)" in out
+    assert "the linear attention split by heads)" in out

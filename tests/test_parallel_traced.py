@@ -658,6 +658,33 @@ def test_a_traced_step_runs_the_fused_kernels_of_a_serving_engine(name, layout, 
     assert traced_s == pytest.approx(hand_s, rel=0.10)
 
 
+GDN = dict(BASE, num_hidden_layers=4, num_key_value_heads=2, head_dim=32, linear_num_key_heads=4,
+           linear_num_value_heads=8, linear_key_head_dim=32, linear_value_head_dim=32, linear_conv_kernel_dim=4,
+           full_attention_interval=2)
+
+
+@pytest.mark.parametrize("model_type,fused", [("qwen3_next", 7), ("qwen3_5_text", 6)])
+def test_a_gated_delta_net_runs_the_serving_engines_kernels(model_type, fused):
+    """Under the fused launch models a gated delta net's layer launches what vLLM and SGLang run for a decode step
+    (trace.group._delta_rule_riders): Qwen3-Next's in_proj_qkvz and in_proj_ba, one copy unpacking them, the conv
+    (its SiLU and its state in it), the delta rule (the gates, its output and its state in it), the gated norm and
+    out_proj, 7; Qwen3.5's in_proj_qkv with in_proj_z and in_proj_b with in_proj_a as one GEMM each (the engines'
+    merged [k, k, v, v] and [HV, HV] projections), no copy, the same three and out_proj, 6. transformers' count of
+    the conv's steps (a cache counter no engine runs) launches nothing. Eager (hf-eager), every op transformers
+    ran, as before (the delta rule's torch loop alone runs dozens)."""
+    from roofcalc.roofline import launches
+
+    cfg = dict(GDN, model_type=model_type)
+    a = trace(cfg, "t", Workload.decode(2, 6), use_cache=False, merge=False)
+    for impl, want in (("cuda-graph", fused), ("fused", fused)):
+        per_layer = [sum(launches(k, impl) for k, ls in zip(a.kernels, a.kernel_layers)
+                         if ls == (layer,) and k.name.startswith("linear_attn.")) for layer in (0, 2)]
+        assert per_layer == [want, want], impl
+    layer = [k for k, ls in zip(a.kernels, a.kernel_layers) if ls == (2,) and k.name.startswith("linear_attn.")]
+    assert [launches(k, "hf-eager") for k in layer] == [k.launches for k in layer]
+    assert sum(k.launches for k in layer) > 3 * fused
+
+
 def test_only_a_gated_experts_run_is_priced_as_a_fused_moe_call():
     """A routed-experts module's run is one fused MoE call (Kernel.moe) only where it is what the fitted class
     describes: a grouped matmul onto 2I, the activation, one back from I (OLMoE's and PhiMoE's grouped experts).

@@ -72,7 +72,8 @@ def main() -> None:
     config = transformers.AutoConfig.from_pretrained(path)
     # routed experts under layers.*.mlp.experts (Nemotron-H's config holds expert sizes, and its pattern here no
     # expert layer)
-    moe = config.model_type in ("mixtral", "qwen3_moe", "deepseek_v2", "deepseek_v3", "minicpm5_moe", "qwen2_moe")
+    moe = config.model_type in ("mixtral", "qwen3_moe", "deepseek_v2", "deepseek_v3", "minicpm5_moe", "qwen2_moe",
+                                 "qwen3_next")
     own = getattr(type(config), "base_model_tp_plan", None) or {}
     rules = {}
     if moe and not ep and not any(".experts" in k for k in own):  # 5.25 on: the experts' TP rules handed over

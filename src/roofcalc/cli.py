@@ -815,7 +815,8 @@ def _ignored(args: argparse.Namespace, s) -> list[str]:
 
 def _layout_words(result, layout: str) -> str:
     """What another engine's split under --tp (Workload.tp_layout) changes in a report's step (one step, a --tp
-    comparison's largest size, a sweep's header step), in words: where it runs shared experts or Phi-3."""
+    comparison's largest size, a sweep's header step), in words: where it runs shared experts, Phi-3 or a gated
+    delta net (Qwen3-Next's, Qwen3.5's linear attention)."""
     if getattr(result, "points", None) and hasattr(result.points[-1], "result"):
         result = result.points[-1].result
     a = result.header_analysis() if hasattr(result, "header_analysis") else getattr(result, "analysis", None)
@@ -833,6 +834,13 @@ def _layout_words(result, layout: str) -> str:
                      ", the shared experts' all-reduce apart")
     if getattr(a.shape, "family", "") in GATHERED_FAMILIES and (par.tp > 1 or par.tp_attention):
         words.append(", Phi-3's heads split" if layout == "serving" else ", Phi-3's heads gathered")
+    if getattr(a, "source", "") == "traced" and (par.tp > 1 or par.tp_attention):
+        from .trace.parallel import SERVING_SPLITS
+
+        split = SERVING_SPLITS.get(getattr(a.shape, "family", ""))
+        if split is not None and split.states:
+            words.append(", the linear attention split by heads" if layout == "serving" else
+                         ", the linear attention gathered")
     return "".join(words)
 
 

@@ -75,8 +75,10 @@ FUSED = {"embed": 1, "pos_embed": 1, "rms_norm": 1, "layer_norm": 1, "rotary": 1
          "act_mul": 1, "act": 1, "softcap": 1, "residual": 0, "linear": 1, "router": 1, "experts": 1, "combine": 1,
          "rider": 0, "attention_scores": 3}  # rider: a traced op fused into the kernel before it (the mul of SiLU-and-mul: trace.group)
 # fused q/k/v and gate/up GEMMs: the k, v and up projections ride on the q and gate launches (a traced
-# model's too, by the projection's own name: self_attn.k_proj, mlp.up_proj)
-FUSED_RIDERS = {"k_proj", "v_proj", "up_proj", "shared_experts.up_proj"}
+# model's too, by the projection's own name: self_attn.k_proj, mlp.up_proj); Qwen3.5's gated delta net's z and a
+# projections on its qkv and b ones (vLLM's and SGLang's MergedColumnParallelLinear of [k, k, v, v] and [HV, HV]:
+# vllm model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py, sglang srt/models/qwen3_5.py)
+FUSED_RIDERS = {"k_proj", "v_proj", "up_proj", "shared_experts.up_proj", "in_proj_z", "in_proj_a"}
 IMPLS = ("hf-eager", "fused", "cuda-graph")
 
 

@@ -40,7 +40,10 @@ their partial outputs (transformers' MoeExpertsParallel). A shared expert beside
 that holds the experts: ``mlp.shared_expert`` beside ``mlp.experts``) runs its rowwise all-reduce, as the plan
 says; in the serving engines' layout (``Workload.tp_layout == "serving"``) it runs none, and the experts'
 all-reduce follows the block's last kernel, the sum of the two, as vLLM, SGLang and TensorRT-LLM reduce them.
-That layout splits Phi-3 as Llama (:data:`SERVING_SPLITS`), where transformers' plan gathers every head.
+That layout splits Phi-3 as Llama (:data:`SERVING_SPLITS`), where transformers' plan gathers every head, and a
+gated delta net (Qwen3-Next's, Qwen3.5's linear attention) by heads, where the plan gathers it: its in-projections
+colwise, out_proj rowwise with an all-reduce, and its ops, the conv weights they read and its recurrent and conv
+states 1/N a rank (``Plan.states``: its heads must divide).
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from __future__ import annotations
 import fnmatch
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ..calculator import AttentionSizes, Cost, Kernel, MatmulSizes
 from ..errors import RoofcalcError
@@ -112,13 +115,49 @@ SERVING_PLANS = {"falcon": ("vLLM's plan for Falcon", _falcon_plan),
                  "gpt2": ("vLLM's plan for GPT-2", _gpt2_plan), "opt": ("vLLM's plan for OPT", _opt_plan)}
 
 
-# config classes whose layers the serving engines split otherwise than transformers' plan: the plan's layer styles
-# taken as those engines run them, and whose split that is. Phi-3: its plan gathers the fused qkv_proj and
-# gate_up_proj outputs (every head on every rank); vLLM (phi3.py: 'class Phi3ForCausalLM(LlamaForCausalLM)'),
-# SGLang (llama.py, the same) and TensorRT-LLM (modeling_phi3.py) run it as Llama, heads and width split.
-SERVING_SPLITS = {"phi3": ({"colwise_gather_output": "colwise", "rowwise_split_input": "rowwise"},
-                           "vLLM, SGLang and TensorRT-LLM run it, as Llama (heads and width split; transformers' "
-                           "plan gathers every head on every rank)")}
+@dataclass(frozen=True)
+class ServingSplit:
+    """How the serving engines split a config class's layers where transformers' plan splits them otherwise: the
+    plan's layer styles taken as the engines run them (``styles``: a style for another, every module of it;
+    ``keys``: a layer module's own, added or in place of the plan's), the layer modules whose recurrent state the
+    engines split by heads with them (``states``: module -> the config's head counts each rank takes 1/N of),
+    and whose split that is (``why``)."""
+
+    why: str
+    styles: dict = field(default_factory=dict)
+    keys: dict = field(default_factory=dict)
+    states: dict = field(default_factory=dict)  # module -> ((config's head count, its head width), ...)
+
+
+# A gated delta net (Qwen3-Next's, Qwen3.5's linear attention): transformers' plan gathers its projections'
+# outputs (colwise_gather_output on every in-projection and on out_proj), so every rank runs every head and holds
+# the whole recurrent state. vLLM (model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py), SGLang (srt/models/
+# qwen3_next.py, qwen3_5.py) and TensorRT-LLM (_torch/models/modeling_qwen3_next.py) split it by heads as attention
+# is: the in-projections and the causal conv column-parallel, A_log and dt_bias and the conv and recurrent states
+# 1/N a rank, out_proj row-parallel with one all-reduce.
+GDN_SERVING = ("vLLM, SGLang and TensorRT-LLM split a gated delta net by heads (in-projections and conv "
+               "column-parallel, A_log, dt_bias and the conv and recurrent states 1/N a rank, out_proj row-parallel "
+               "with an all-reduce; transformers' plan gathers every head and the whole state on every rank)")
+_GDN_STATE = {"linear_attn": (("linear_num_key_heads", "linear_key_head_dim"),
+                               ("linear_num_value_heads", "linear_value_head_dim"))}
+
+
+def _gdn_keys(*projections: str) -> dict:
+    return {**{f"linear_attn.{p}": "colwise" for p in projections}, "linear_attn.out_proj": "rowwise",
+            "linear_attn.A_log": "colwise", "linear_attn.dt_bias": "colwise"}
+
+
+# config classes whose layers the serving engines split otherwise than transformers' plan. Phi-3: its plan gathers
+# the fused qkv_proj and gate_up_proj outputs (every head on every rank); vLLM (phi3.py: 'class
+# Phi3ForCausalLM(LlamaForCausalLM)'), SGLang (llama.py, the same) and TensorRT-LLM (modeling_phi3.py) run it as
+# Llama, heads and width split. Qwen3-Next and Qwen3.5: their gated delta nets (GDN_SERVING).
+SERVING_SPLITS = {
+    "phi3": ServingSplit("vLLM, SGLang and TensorRT-LLM run it, as Llama (heads and width split; transformers' plan "
+                         "gathers every head on every rank)",
+                         styles={"colwise_gather_output": "colwise", "rowwise_split_input": "rowwise"}),
+    "qwen3_next": ServingSplit(GDN_SERVING, keys=_gdn_keys("in_proj_qkvz", "in_proj_ba"), states=_GDN_STATE),
+    **{t: ServingSplit(GDN_SERVING, keys=_gdn_keys("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"),
+                       states=_GDN_STATE) for t in ("qwen3_5_text", "qwen3_5_moe_text")}}
 
 
 @dataclass(frozen=True)
@@ -126,6 +165,7 @@ class Plan:
     entries: dict  # module path (base model's, ``layers.*`` for every layer) -> style
     source: str  # where it comes from, in words
     transformers: bool  # transformers' own plan (a tied embedding then runs without its all-reduce)
+    states: dict = field(default_factory=dict)  # layer modules whose recurrent state a rank holds 1/N of (ServingSplit)
 
     @property
     def name(self) -> str:
@@ -164,11 +204,14 @@ def model_plan(model_type: str, config_class: str, model_class: str, config=None
     if latent:
         words += (", its latent attention split by heads as DeepSeek-V2's plan splits it (from 5.25 DeepSeek-V3's "
                   "too; vLLM and SGLang split MLA heads under TP)")
+    states = {}
     if serving and model_type in SERVING_SPLITS:
-        restyle, why = SERVING_SPLITS[model_type]
-        entries = {key: restyle.get(style, style) if ".*." in key else style for key, style in entries.items()}
-        words += f", its layers split as {why}"
-    return Plan(entries, words, True)
+        split = SERVING_SPLITS[model_type]
+        entries = {key: split.styles.get(style, style) if ".*." in key else style for key, style in entries.items()}
+        entries.update({f"layers.*.{key}": style for key, style in split.keys.items()})
+        states = dict(split.states)
+        words += f", its layers split as {split.why}"
+    return Plan(entries, words, True, states)
 
 
 MLA_HEADS = {"layers.*.self_attn.q_proj": "colwise", "layers.*.self_attn.q_b_proj": "colwise",
@@ -335,6 +378,21 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
     text = getattr(config, "get_text_config", lambda: config)() if config is not None else None
     latents = {getattr(text, key, None) for key in ("q_lora_rank", "kv_lora_rank")} - {None} if mla else set()
     heads_split = not mla and any(k.cost.kv_bytes and inside(k) for k in a.kernels)  # Phi-3's gathered plan: every head
+    # a module whose recurrent state the ranks split by heads (a gated delta net in the serving engines' layout):
+    # its heads divide, and its kernels move 1/N of the state where attention's move their KV heads' share
+    state_widths = []  # a rank's share of them, for the shape text: the heads, their widths, the conv's channels
+    for module, heads in plan.states.items():
+        for count, width in heads:
+            value = getattr(text, count, None)
+            if isinstance(value, int):
+                _check(count, value, tp, module)
+                state_widths += [value, value * (getattr(text, width, 0) or 0)]
+        if len(state_widths) == 4:  # a gated delta net's conv runs on q, k and v: 2 key widths and a value width
+            state_widths.append(2 * state_widths[1] + state_widths[3])
+
+    def in_state(k: Kernel) -> bool:
+        return k.scope == "layer" and any(_under(_base(k), module) for module in plan.states)
+
     cached = _cached_heads(a) or kv  # the heads the cache holds (transformers' Falcon: every query head's)
     kv_share = (min(tp, cached) if cached else tp) if heads_split else 1  # a rank's: 1/tp, one head at least
     if heads_split and kv and kv % tp and tp % kv:
@@ -348,12 +406,14 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
                               (s.d_ff, s.d_ff // tp if s.d_ff and s.d_ff % tp == 0 else s.d_ff),
                               *((z.n, z.n // tp) for k in a.kernels if k.scope == "layer"  # other MLPs' widths
                                 and _style(k, layer_keys, model_keys) in COLUMN and isinstance(z := k.sizes, MatmulSizes)
-                                and z.n % tp == 0 and z.n not in (kv * hd, n * hd + 2 * kv * hd))))
+                                and z.n % tp == 0 and z.n not in (kv * hd, n * hd + 2 * kv * hd)),
+                              *((w, w // tp) for w in state_widths)))
     tied = next((k.params == 0 for k in a.kernels if _style(k, layer_keys, model_keys) == "colwise_gather_output"),
                 s.tie_word_embeddings)  # a first pipeline stage has no lm_head: the config says
     out: list[Kernel] = []
     shares = {tp, kv_share}  # every share a cost is rounded down to (⌊c·n/d⌋: the d of n/d in lowest terms)
     expert_bytes = 0  # the experts' weights a step's layers hold, whole (their module's, on no kernel)
+    state_weights = 0  # a split state module's weights read by its ops and held by none of its kernels (the conv's)
     # a serving engine sums a shared expert's partial output with the routed experts' and all-reduces the sum once
     # (Workload.tp_layout): the shared expert (a module beside the experts, in the block that holds them) reduces
     # nothing of its own, and the experts' all-reduce follows the run of the block's kernels after the experts
@@ -484,6 +544,14 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
         if inside(k) and mla and (k.cost.kv_write_bytes or k.params in latents):
             out.append(k)  # the latent cache's update, a latent's norm: whole
             continue
+        if inside(k) and in_state(k):  # a split recurrent state's ops: 1/N of its heads, their state and the
+            # weights they read (the conv's, A_log's, dt_bias's: vLLM's conv1d column-parallel), but a weight the
+            # kernel's own module holds (the gated norm's, over one head's width, shared by every head)
+            weights = not k.params
+            if weights and k.cost.kv_bytes:
+                state_weights += (k.cost.weight_bytes - k.cost.weight_bytes // tp) * k.count
+            out.append(replace(k, cost=_scaled(k.cost, 1, tp, weights=weights), dims=_rank_dims(k.dims, rank_widths)))
+            continue
         if inside(k):
             if k.kind == "matmul" and k.params:
                 raise RoofcalcError(f"--tp for a traced {s.model_type}: {name} multiplies a weight inside a module "
@@ -504,6 +572,9 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
     owned_bytes = sum(k.param_bytes * k.count for k in a.kernels)
     rank_bytes = sum(k.param_bytes * k.count for k in out if k.kind != "collective")
     expert_params = a.expert_params or (expert_bytes // wl.weight_dtype.nbytes(1) if expert_bytes else 0)
+    if state_weights:  # the conv weights a split state module's ops read: held by no kernel, 1/N on a rank
+        rank_bytes -= state_weights
+        rank_params -= state_weights // wl.float_weight_dtype.nbytes(1)
     if expert_bytes:  # the experts' weights: 1/N of each on a rank
         owned_bytes += expert_bytes
         rank_bytes += expert_bytes // tp
@@ -532,7 +603,7 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
     return TracedRankAnalysis(
         rank_shape, wl, tuple(out), source=a.source, view=a.view,
         traced_kv_bytes_per_token=a.traced_kv_bytes_per_token // kv_share,
-        traced_cache_bytes=a.traced_cache_bytes // kv_share,
+        traced_cache_bytes=_rank_cache_bytes(a, kv_share, tp if plan.states else 1),
         traced_params=a.traced_params - owned + rank_params,
         traced_param_bytes=a.traced_param_bytes - owned_bytes + rank_bytes,
         check=a.check, note=a.note, logits=a.logits, layer_heads=a.layer_heads, language_params=a.language_params,
@@ -540,11 +611,25 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
         spacing=math.lcm(*shares))
 
 
+def _rank_cache_bytes(a: TracedAnalysis, kv_share: int, state_share: int) -> int:
+    """A rank's cache: its KV heads' share of the keys and values, ``state_share`` of the recurrent states (a hybrid's:
+    the cache beyond its keys and values, the same at every length; whole on every rank unless its modules split:
+    a Mamba mixer run whole, a gated delta net under transformers' gathered plan)."""
+    kv = min(a.traced_cache_bytes, a.traced_kv_bytes_per_token * a.workload.batch * a.workload.kv_len)
+    return kv // kv_share + (a.traced_cache_bytes - kv) // state_share
+
+
 def _cached_heads(a: TracedAnalysis) -> int:
-    """The KV heads a layer's cache holds, from the traced cache (K and V of H each per token in every
-    layer), or 0 where that does not come out whole (layers that differ, recurrent states)."""
+    """The KV heads a layer's cache holds, from the traced cache (K and V of H each per token in every layer
+    that runs attention: a hybrid's attention layers alone), or 0 where that does not come out whole (layers
+    that differ, recurrent states)."""
     s, w = a.shape, a.workload
-    per_head = 2 * s.n_layers * w.kv_dtype.nbytes(s.head_dim) if s.head_dim and s.n_layers else 0
+    layers = s.n_layers
+    if len(a.kernel_layers) == len(a.kernels):  # a hybrid: the layers that run attention hold keys and values
+        held = {x for k, ls in zip(a.kernels, a.kernel_layers) if k.kind == "attention" and k.cost.kv_read_bytes
+                for x in ls}
+        layers = len(held) if 0 < len(held) < layers else layers
+    per_head = 2 * layers * w.kv_dtype.nbytes(s.head_dim) if s.head_dim and layers else 0
     if not per_head or a.traced_kv_bytes_per_token % per_head:
         return 0
     return a.traced_kv_bytes_per_token // per_head
@@ -683,11 +768,18 @@ def plan_words(plan: Plan, summed: bool = False) -> str:
     from ..parallel import ONE_REDUCE_WORDS
 
     joint = "rowwise_partial" in plan.entries.values()
+    # a layer module whose projections the plan gathers (transformers' for Phi-3, for a gated delta net): whole
+    gathered = sorted({key.partition(".*.")[2].rpartition(".")[0] for key, style in plan.entries.items()
+                       if ".*." in key and style == "colwise_gather_output"} - {""})
     return (f"{plan.source}: colwise projections split their outputs, rowwise ones their inputs with an "
             + ("all-reduce a layer, of attention's and the MLP's partial outputs summed" if joint
                else "all-reduce each")
             + (f", but {ONE_REDUCE_WORDS}" if summed else "")
-            + ", the ops between on the rank's heads and width; norms and residuals whole")
+            + ", the ops between on the rank's heads and width"
+            + (f", but {' and '.join(gathered)} gather{'s' * (len(gathered) == 1)} its projections' outputs "
+               f"(colwise_gather_output), so every rank runs all of {'its' if len(gathered) == 1 else 'their'} "
+               f"heads and state" if gathered else "")
+            + "; norms and residuals whole")
 
 
 
