@@ -1151,3 +1151,50 @@ def test_a_gated_delta_net_in_the_serving_layout_splits_by_heads(tmp_path, capsy
     out = " ".join(capsys.readouterr().out.split())
     assert "but linear_attn gathers its projections' outputs (colwise_gather_output)" in out
     assert "the linear attention split by heads)" in out
+
+
+def test_nemotron_h_in_the_serving_layout_splits_its_mamba_mixers_and_mlps():
+    """transformers' plan splits Nemotron-H's attention alone (the real run above: its Mamba-2 and MLP blocks whole on
+    every rank); vLLM splits the Mamba-2 mixer by heads and groups and the MLP as Llama's (trace.parallel.
+    NEMOTRON_H_SERVING). The Nemotron-H above with 2 groups (D 256; Mamba-2 of 8 heads of 64 (I 512), state 16,
+    conv kernel 4: conv channels 512 + 2·2·16 = 576, in_proj 2·512 + 2·2·16 + 8 = 1,096; MLP 512; attention of 8
+    heads and 2 KV heads of 32) at --tp 2, decode batch 2 at context 6, fp32, in place:
+    - serving: in_proj 2·2·256·1096/2 FLOPs, out_proj 2·2·(512/2)·256 then an all-reduce of 2·256·4 bytes, each MLP's
+      up_proj 2·2·256·(512/2) and down_proj 2·2·(512/2)·256 then an all-reduce; gathered: all whole, no all-reduce
+      but the attention's and the embedding's;
+    - the rank's cache: the one attention layer's keys and values of its KV head, 2 sequences·6·2·32·4 = 3,072
+      bytes, and the states whole (the SSM state 2·8·64·16·4 = 65,536, the conv state 2·576·4·4 = 18,432) or half;
+    - its parameters, whole less serving's: in_proj 256·1096/2, out_proj 512·256/2, the conv's weight and bias
+      (576·4 + 576)/2, A_log, D and dt_bias 3·8/2, the gated norm 512/2, and two MLPs 2·(256·512 + 512·256)/2;
+    and a mixer of one group is refused at --tp 2 (vLLM replicates it on every rank)."""
+    from dataclasses import replace
+
+    from roofcalc.trace import hf_config, trace
+    from roofcalc.trace.parallel import traced_rank
+
+    cfg = dict(next(c for f, _, c in TRACED_ONLY if f == "nemotron_h"), n_groups=2)
+    wl = Workload.decode(BATCH, PROMPT + 1, **FP32, cache_update="in-place", tp_layout="serving")
+    config = hf_config(cfg, "t")[0]
+    serving = traced_rank(trace(cfg, "t", wl, use_cache=False), Parallel(2), config)
+    gathered = traced_rank(trace(cfg, "t", replace(wl, tp_layout="transformers"), use_cache=False), Parallel(2),
+                           config)
+
+    def flops(a, name):
+        return sum(k.cost.matmul_flops * k.count for k in a.kernels if k.name == name)
+
+    for a, n in ((serving, 2), (gathered, 1)):
+        assert flops(a, "mixer.in_proj") == 2 * 2 * 256 * 1096 // n
+        assert flops(a, "mixer.out_proj") == 2 * 2 * (512 // n) * 256
+        assert flops(a, "mixer.up_proj") == 2 * (2 * 2 * 256 * 512 // n)
+        assert flops(a, "mixer.down_proj") == 2 * (2 * 2 * 512 * 256 // n)
+        assert a.traced_cache_bytes == 3_072 + (65_536 + 18_432) // n
+    reduces = {a: sorted((k.name, k.message_bytes, k.count) for k in a.kernels if k.kind == "collective")
+               for a in (serving, gathered)}
+    assert reduces[gathered] == [("embeddings.all_reduce", 2 * 256 * 4, 1), ("mixer.o_proj.all_reduce", 2048, 1)]
+    assert reduces[serving] == sorted(reduces[gathered] + [("mixer.down_proj.all_reduce", 2048, 2),
+                                                           ("mixer.out_proj.all_reduce", 2048, 1)])
+    assert gathered.params - serving.params == (256 * 1096 + 512 * 256 + 576 * 4 + 576 + 3 * 8 + 512
+                                                + 2 * (256 * 512 + 512 * 256)) // 2
+    with pytest.raises(RoofcalcError, match=r"mixer's n_groups 1: each rank must hold a whole share \(vLLM replicates a single group"):
+        traced_rank(trace(dict(cfg, n_groups=1), "t", wl, use_cache=False), Parallel(2),
+                    hf_config(dict(cfg, n_groups=1), "t")[0])

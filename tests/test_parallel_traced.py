@@ -663,24 +663,35 @@ GDN = dict(BASE, num_hidden_layers=4, num_key_value_heads=2, head_dim=32, linear
            full_attention_interval=2)
 
 
-@pytest.mark.parametrize("model_type,fused", [("qwen3_next", 7), ("qwen3_5_text", 6)])
-def test_a_gated_delta_net_runs_the_serving_engines_kernels(model_type, fused):
-    """Under the fused launch models a gated delta net's layer launches what vLLM and SGLang run for a decode step
-    (trace.group._delta_rule_riders): Qwen3-Next's in_proj_qkvz and in_proj_ba, one copy unpacking them, the conv
-    (its SiLU and its state in it), the delta rule (the gates, its output and its state in it), the gated norm and
-    out_proj, 7; Qwen3.5's in_proj_qkv with in_proj_z and in_proj_b with in_proj_a as one GEMM each (the engines'
-    merged [k, k, v, v] and [HV, HV] projections), no copy, the same three and out_proj, 6. transformers' count of
-    the conv's steps (a cache counter no engine runs) launches nothing. Eager (hf-eager), every op transformers
-    ran, as before (the delta rule's torch loop alone runs dozens)."""
+MAMBA2 = dict(model_type="nemotron_h", hybrid_override_pattern="M-*-", hidden_size=256, intermediate_size=512,
+              num_attention_heads=8, num_key_value_heads=2, head_dim=32, mamba_num_heads=8, mamba_head_dim=64,
+              ssm_state_size=16, n_groups=1, conv_kernel=4, expand=2, chunk_size=64, mlp_hidden_act="relu2",
+              vocab_size=1000, residual_in_fp32=False, pad_token_id=0)
+
+
+@pytest.mark.parametrize("cfg,module,layers,fused", [(dict(GDN, model_type="qwen3_next"), "linear_attn.", (0, 2), 7),
+                                                     (dict(GDN, model_type="qwen3_5_text"), "linear_attn.", (0, 2), 6),
+                                                     (MAMBA2, "mixer.", (0,), 5)],
+                         ids=["qwen3_next", "qwen3_5", "nemotron_h"])
+def test_a_recurrent_mixer_runs_the_serving_engines_kernels(cfg, module, layers, fused):
+    """Under the fused launch models a recurrent mixer's decode layer launches what vLLM and SGLang run for it
+    (trace.group._recurrent_riders). A gated delta net: Qwen3-Next's in_proj_qkvz and in_proj_ba, one copy
+    unpacking them, the conv (its SiLU and its state in it), the delta rule (the gates, its output and its state in
+    it), the gated norm and out_proj, 7; Qwen3.5's in_proj_qkv with in_proj_z and in_proj_b with in_proj_a as one
+    GEMM each (the engines' merged [k, k, v, v] and [HV, HV] projections), no copy, the same three and out_proj, 6.
+    A Mamba-2 mixer (Nemotron-H's; vLLM's mamba_mixer2.py): in_proj, the conv, selective_state_update (dt's softplus,
+    D's skip, the state in place; transformers' copies of the state before and after it in it), the gated norm and
+    out_proj, 5 (its A = -exp(A_log) is computed as vLLM loads the weights: no kernel). transformers' count of the
+    conv's steps (a cache counter no engine runs) launches nothing. Eager (hf-eager), every op transformers ran, as
+    before (the state update's torch code alone runs a dozen or more)."""
     from roofcalc.roofline import launches
 
-    cfg = dict(GDN, model_type=model_type)
     a = trace(cfg, "t", Workload.decode(2, 6), use_cache=False, merge=False)
-    for impl, want in (("cuda-graph", fused), ("fused", fused)):
+    for impl in ("cuda-graph", "fused"):
         per_layer = [sum(launches(k, impl) for k, ls in zip(a.kernels, a.kernel_layers)
-                         if ls == (layer,) and k.name.startswith("linear_attn.")) for layer in (0, 2)]
-        assert per_layer == [want, want], impl
-    layer = [k for k, ls in zip(a.kernels, a.kernel_layers) if ls == (2,) and k.name.startswith("linear_attn.")]
+                         if ls == (layer,) and k.name.startswith(module)) for layer in layers]
+        assert per_layer == [fused] * len(layers), impl
+    layer = [k for k, ls in zip(a.kernels, a.kernel_layers) if ls == (layers[-1],) and k.name.startswith(module)]
     assert [launches(k, "hf-eager") for k in layer] == [k.launches for k in layer]
     assert sum(k.launches for k in layer) > 3 * fused
 

@@ -815,8 +815,8 @@ def _ignored(args: argparse.Namespace, s) -> list[str]:
 
 def _layout_words(result, layout: str) -> str:
     """What another engine's split under --tp (Workload.tp_layout) changes in a report's step (one step, a --tp
-    comparison's largest size, a sweep's header step), in words: where it runs shared experts, Phi-3 or a gated
-    delta net (Qwen3-Next's, Qwen3.5's linear attention)."""
+    comparison's largest size, a sweep's header step), in words: where it runs shared experts, Phi-3, a gated
+    delta net (Qwen3-Next's, Qwen3.5's linear attention) or Nemotron-H's Mamba-2 mixers."""
     if getattr(result, "points", None) and hasattr(result.points[-1], "result"):
         result = result.points[-1].result
     a = result.header_analysis() if hasattr(result, "header_analysis") else getattr(result, "analysis", None)
@@ -838,9 +838,8 @@ def _layout_words(result, layout: str) -> str:
         from .trace.parallel import SERVING_SPLITS
 
         split = SERVING_SPLITS.get(getattr(a.shape, "family", ""))
-        if split is not None and split.states:
-            words.append(", the linear attention split by heads" if layout == "serving" else
-                         ", the linear attention gathered")
+        if split is not None and split.verdict:
+            words.append(", " + split.verdict[layout != "serving"])
     return "".join(words)
 
 

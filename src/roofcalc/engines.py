@@ -57,12 +57,14 @@ class Engine:
     # splits a model, "serving" as the serving engines do where the two differ: a MoE layer with shared experts
     # beside its routed ones (DeepSeek's, Qwen2-MoE's, Llama-4's, any model laid out so) summed with them before one
     # all-reduce, where the plan reduces each; Phi-3's heads split as Llama's, where the plan gathers every head; a
-    # gated delta net (Qwen3-Next's, Qwen3.5's linear attention) split by heads, where the plan gathers it
+    # gated delta net (Qwen3-Next's, Qwen3.5's linear attention) split by heads, where the plan gathers it;
+    # Nemotron-H's Mamba-2 mixers and MLPs split, where the plan runs them whole
     tp_layout: str = "transformers"
     tp_layout_source: str = ("transformers' base_model_tp_plan: a shared expert's down_proj rowwise (its own "
                              "all-reduce) beside the routed experts' MoeExpertsParallel; Phi-3's qkv_proj and "
                              "gate_up_proj colwise_gather_output; Qwen3-Next's and Qwen3.5's linear attention "
-                             "colwise_gather_output; kept for a preset whose own split was not read")
+                             "colwise_gather_output; Nemotron-H's Mamba-2 mixers and MLPs whole (its plan names its "
+                             "attention alone); kept for a preset whose own split was not read")
 
     @property
     def host(self) -> EngineHost:
@@ -160,7 +162,8 @@ _MLA_TRTLLM = ("TensorRT-LLM tensorrt_llm/_torch/modules/attention.py (MLA): for
 
 # the serving engines' split under tensor parallelism where it differs from transformers' plan: each builds a MoE
 # layer's shared expert without its own reduction, adds its partial output to the routed experts' and all-reduces
-# the sum once; each runs Phi-3 as Llama (heads split, not gathered); and each splits a gated delta net by heads
+# the sum once; each runs Phi-3 as Llama (heads split, not gathered); each splits a gated delta net by heads; and
+# vLLM splits Nemotron-H's Mamba-2 mixers by heads and groups and its MLPs as Llama's
 _SERVING_VLLM = ("vllm/model_executor/models/deepseek_v2.py, qwen2_moe.py, llama4.py: the shared expert built with "
                  "reduce_results=False and one all-reduce of the routed and shared outputs summed "
                  "(fused_moe/layer.py, FusedMoE.must_reduce_shared_expert_outputs: 'When just tensor-parallel is "
@@ -168,18 +171,23 @@ _SERVING_VLLM = ("vllm/model_executor/models/deepseek_v2.py, qwen2_moe.py, llama
                  "parallelism's all-to-all kernels they are reduced early); phi3.py: 'class "
                  "Phi3ForCausalLM(LlamaForCausalLM)'; model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py "
                  "(QwenGatedDeltaNetAttention): a gated delta net's in-projections MergedColumnParallelLinear, conv1d "
-                 "ColumnParallelLinear, A_log and dt_bias 1/N a rank, out_proj RowParallelLinear")
+                 "ColumnParallelLinear, A_log and dt_bias 1/N a rank, out_proj RowParallelLinear; nemotron_h.py and "
+                 "layers/mamba/mamba_mixer2.py: the Mamba-2 mixer's in_proj a MergedColumnParallelLinear of z, x, B, C "
+                 "and dt, conv1d column-parallel, A, D, dt_bias and the gated norm's weight 1/N a rank, out_proj "
+                 "RowParallelLinear; the MLP's up_proj ColumnParallelLinear, down_proj RowParallelLinear")
 _SERVING_SGLANG = ("sglang python/sglang/srt/models/deepseek_v2.py, qwen2_moe.py, llama4.py: the shared expert built "
                    "with reduce_results=False, 'final_hidden_states + shared_output', then one "
                    "tensor_model_parallel_all_reduce; llama.py: 'class Phi3ForCausalLM(LlamaForCausalLM): pass'; "
                    "qwen3_next.py (Qwen3GatedDeltaNet) and qwen3_5.py: a gated delta net's in-projections and conv1d "
-                   "column-parallel, A_log and dt_bias 1/N a rank, out_proj RowParallelLinear")
+                   "column-parallel, A_log and dt_bias 1/N a rank, out_proj RowParallelLinear; nemotron_h.py: the "
+                   "routed and shared experts' outputs summed before one tensor_model_parallel_all_reduce (its "
+                   "Mamba-2 mixer taken as vLLM's: not read)")
 _SERVING_TRTLLM = ("TensorRT-LLM tensorrt_llm/_torch/models/modeling_deepseekv3.py and modeling_llama.py (Llama4MoE): "
                    "the shared expert with reduce_output=False, 'shared_output + routed_output', then one allreduce; "
                    "modeling_phi3.py: Phi3Attention(Attention) and GatedMLP, split by heads and width, the fused qkv_proj and "
                    "gate_up_proj weights 'split correctly before sharding to support tp_size >1'; "
                    "modeling_qwen3_next.py: the linear attention (Qwen3NextGatedDeltaNet) split by heads, its output "
-                   "all-reduced (fused with the next RMSNorm)")
+                   "all-reduced (fused with the next RMSNorm); Nemotron-H's split not read, taken as vLLM's")
 _SERVING_V0 = ("vLLM v0.4.2 model_executor/models/qwen2_moe.py and deepseek.py: the shared expert built with "
                "reduce_results=False, fused_moe's output plus shared_output, then one tensor_model_parallel_all_reduce; "
                "phi3 runs as Llama (v0.4.2's model registry maps Phi3ForCausalLM to llama's LlamaForCausalLM)")

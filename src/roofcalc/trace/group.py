@@ -61,7 +61,8 @@ def fused_roles(kernels: list[TracedKernel]) -> list[TracedKernel]:
     adds (``add`` in the layer's body: "residual", riding on the norm after them, as serving engines' fused
     add-and-norm kernels run them), the product that follows a module's activation (``<mlp>.mul`` after
     ``<mlp>.act_fn``, ``activation_fn`` or ``act``: "rider", one SiLU-and-mul kernel with it), and a gated delta
-    net's ops as the engines' kernels (:func:`_delta_rule_riders`). Every other kernel as it is."""
+    net's and a Mamba-2 mixer's decode ops as the engines' kernels (:func:`_recurrent_riders`). Every other kernel
+    as it is."""
     out, acts = [], set()
     for k in kernels:
         if k.layer is not None and not k.role and k.kind == "elementwise":
@@ -73,46 +74,55 @@ def fused_roles(kernels: list[TracedKernel]) -> list[TracedKernel]:
             elif k.name == f"{prefix}.mul" and (k.layer, prefix) in acts:
                 k = replace(k, role="rider")
         out.append(k)
-    riders = _delta_rule_riders(out)
+    riders = _recurrent_riders(out)
     return [replace(k, role="rider") if i in riders else k for i, k in enumerate(out)]
 
 
-def _delta_rule_riders(kernels: list[TracedKernel]) -> set[int]:
-    """A gated delta net's ops (a module in a layer that runs a ``*gated_delta_rule`` op: Qwen3-Next's and Qwen3.5's
-    linear attention) that ride on another's launch, as vLLM and SGLang run a decode step's layer in about five
-    kernels between its projections (vLLM model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py, SGLang
-    layers/attention/linear/gdn_backend.py): the unpacking of the projections' outputs one copy (SGLang's
-    fused_qkvzba_split_reshape_cat, vLLM's cat), the causal conv with its SiLU and its state update one kernel
-    (causal_conv1d_update), the gates (beta = sigmoid(b), g = -exp(A_log) softplus(a + dt_bias)), the delta rule,
-    its output and its state's update in place one kernel (fused_sigmoid_gating_delta_rule_update,
-    fused_recurrent_gated_delta_rule_packed_decode), and the gated norm one. Here: in each such module's run of
-    ops (its weight matmuls aside), the ops before the conv ride on the first of them, those after the conv up to
-    the next op that is not its activation or transformers' conv bookkeeping ride on the conv, and the ops from
-    there through the delta rule and those after it up to the gated norm (its output's and its state's writes) ride
-    on the delta rule; the rest as they are."""
-    modules = {(k.layer, k.name.rpartition(".")[0]) for k in kernels
-               if k.layer is not None and "gated_delta_rule" in k.name.rpartition(".")[2]}
+# a recurrent module's state update, by the op transformers runs it in, and whether the engines run the ops before
+# its conv as a kernel: a gated delta net's unpacking of its projections (one copy: SGLang's
+# fused_qkvzba_split_reshape_cat, vLLM's cat), a Mamba-2 mixer's A = -exp(A_log) (vLLM's mamba_mixer2.py computes
+# it as the weights load: none)
+STATE_UPDATES = {"gated_delta_rule": True, "selective_state_update": False}
+
+
+def _recurrent_riders(kernels: list[TracedKernel]) -> set[int]:
+    """A recurrent mixer's decode ops that ride on another's launch, as vLLM and SGLang run a decode step's layer in
+    a few kernels between its projections: a gated delta net (a module in a layer that runs a ``*gated_delta_rule``
+    op: Qwen3-Next's and Qwen3.5's linear attention; vLLM model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py,
+    SGLang layers/attention/linear/gdn_backend.py) and a Mamba-2 mixer (``*selective_state_update``: Nemotron-H's,
+    Bamba's, Granite 4.0-H's, Falcon-H1's, Zamba2's; vLLM model_executor/layers/mamba/mamba_mixer2.py). Each runs the
+    causal conv with its SiLU and its state's update as one kernel (causal_conv1d_update); the state update with
+    what computes its inputs and its output and state written in place as one (a gated delta net's gates, beta =
+    sigmoid(b) and g = -exp(A_log) softplus(a + dt_bias), in fused_sigmoid_gating_delta_rule_update or
+    fused_recurrent_gated_delta_rule_packed_decode; Mamba-2's dt softplus and D skip in selective_state_update);
+    and the gated norm as one. Here: in each such module's run of ops (its weight matmuls aside), the ops before
+    the conv ride on the first of them (a gated delta net's unpacking, one copy) or all ride (Mamba-2's A,
+    STATE_UPDATES), transformers' count of the conv's steps (a cache counter no engine runs) rides wherever it is,
+    those after the conv up to the next op that is not its activation ride on the conv, and the ops from there
+    through the state update and those after it up to the gated norm (its output's and its state's writes,
+    transformers' copy of the state before it) ride on the state update; the rest as they are."""
+    modules = {(k.layer, k.name.rpartition(".")[0], key) for k in kernels if k.layer is not None
+               for key in STATE_UPDATES if key in k.name.rpartition(".")[2]}
     riders: set[int] = set()
-    for layer, module in modules:
+    for layer, module, key in modules:
         run = [i for i, k in enumerate(kernels) if k.layer == layer and k.name.startswith(module + ".")
                and not (k.kind == "matmul" and k.params)]
         names = [kernels[i].name[len(module) + 1:] for i in run]
         conv = next((j for j, n in enumerate(names) if "conv1d" in n and kernels[run[j]].ideal.kv_bytes), None)
-        rule = next((j for j, n in enumerate(names) if "gated_delta_rule" in n), None)
+        rule = next((j for j, n in enumerate(names) if key in n), None)
         if conv is None or rule is None or rule < conv:
             continue
-        # before the conv: transformers' count of the conv's steps (no engine runs it) and the unpacking, one copy
         book = [i for i, n in zip(run[:conv], names[:conv]) if "conv1d" in n]
-        copies = [i for i in run[:conv] if i not in book]
-        riders.update(book + copies[1:])
+        before = [i for i in run[:conv] if i not in book]
+        riders.update(book + (before[1:] if STATE_UPDATES[key] else before))
         j = conv + 1
         while j < rule and (names[j] in ("silu", "act", "act_fn") or "conv1d" in names[j]):
             riders.add(run[j])  # the conv's activation (and the step count, where it follows)
             j += 1
-        riders.update(run[j:rule])  # the gates: in the delta rule's kernel
+        riders.update(run[j:rule])  # what computes the state update's inputs: in its kernel
         j = rule + 1
         while j < len(run) and not kernels[run[j]].params:
-            riders.add(run[j])  # its output and its state, written by the delta rule's kernel (in place)
+            riders.add(run[j])  # its output and its state, written by the state update's kernel (in place)
             j += 1
     return riders
 

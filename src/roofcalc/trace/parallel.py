@@ -116,6 +116,19 @@ SERVING_PLANS = {"falcon": ("vLLM's plan for Falcon", _falcon_plan),
 
 
 @dataclass(frozen=True)
+class RecurrentState:
+    """A recurrent module (a gated delta net, a Mamba-2 mixer) the serving engines split by heads: the config's head
+    counts a rank takes 1/N of, each with its head width (``heads``); the conv's channels as multiples of those
+    widths (``conv``: a gated delta net's conv runs on q, k and v, 2 key widths and a value width); and whether the
+    module's own weights (its gated norm's) split too (``own_weights``: a Mamba-2 mixer's norm, over the groups' width,
+    does; a gated delta net's, over one head's width and shared by every head, stays whole)."""
+
+    heads: tuple
+    conv: tuple
+    own_weights: bool = False
+
+
+@dataclass(frozen=True)
 class ServingSplit:
     """How the serving engines split a config class's layers where transformers' plan splits them otherwise: the
     plan's layer styles taken as the engines run them (``styles``: a style for another, every module of it;
@@ -126,7 +139,8 @@ class ServingSplit:
     why: str
     styles: dict = field(default_factory=dict)
     keys: dict = field(default_factory=dict)
-    states: dict = field(default_factory=dict)  # module -> ((config's head count, its head width), ...)
+    states: dict = field(default_factory=dict)  # layer module -> RecurrentState
+    verdict: tuple = ()  # an engine verdict's words for what the split changes: (serving's, transformers')
 
 
 # A gated delta net (Qwen3-Next's, Qwen3.5's linear attention): transformers' plan gathers its projections'
@@ -138,8 +152,8 @@ class ServingSplit:
 GDN_SERVING = ("vLLM, SGLang and TensorRT-LLM split a gated delta net by heads (in-projections and conv "
                "column-parallel, A_log, dt_bias and the conv and recurrent states 1/N a rank, out_proj row-parallel "
                "with an all-reduce; transformers' plan gathers every head and the whole state on every rank)")
-_GDN_STATE = {"linear_attn": (("linear_num_key_heads", "linear_key_head_dim"),
-                               ("linear_num_value_heads", "linear_value_head_dim"))}
+_GDN_STATE = {"linear_attn": RecurrentState((("linear_num_key_heads", "linear_key_head_dim"),
+                                             ("linear_num_value_heads", "linear_value_head_dim")), (2, 1))}
 
 
 def _gdn_keys(*projections: str) -> dict:
@@ -147,17 +161,41 @@ def _gdn_keys(*projections: str) -> dict:
             "linear_attn.A_log": "colwise", "linear_attn.dt_bias": "colwise"}
 
 
+# A Mamba-2 mixer (Nemotron-H's): transformers' plan splits Nemotron-H's attention alone and runs its Mamba-2
+# mixers, MLPs and shared experts whole on every rank. vLLM (models/nemotron_h.py, layers/mamba/mamba_mixer2.py:
+# MambaMixer2 asserts that N divides num_heads and n_groups, or n_groups is 1) splits the mixer by heads and groups
+# (in_proj a MergedColumnParallelLinear of z, x, B, C and dt each 1/N; conv1d column-parallel; A, D and dt_bias 1/N;
+# the gated norm's weight 1/N, each rank its own groups; out_proj a RowParallelLinear with its all-reduce; the SSM
+# and conv states 1/N), the MLP as Llama's (up_proj ColumnParallelLinear, down_proj RowParallelLinear) and the shared
+# experts likewise, summed with the routed experts' partial output (SGLang's nemotron_h.py: one all-reduce of the
+# sum). roofcalc splits the groups only where --tp divides them (vLLM replicates a single group on every rank).
+NEMOTRON_H_SERVING = ("vLLM and SGLang split its Mamba-2 mixers by heads and groups (in_proj and conv "
+                      "column-parallel, A, D, dt_bias, the gated norm's weight and the SSM and conv states 1/N a "
+                      "rank, out_proj row-parallel with an all-reduce) and its MLPs and shared experts as Llama's "
+                      "(transformers' plan splits its attention alone and runs the rest whole on every rank)")
+_MAMBA2_STATE = {"mixer": RecurrentState((("mamba_num_heads", "mamba_head_dim"), ("n_groups", "ssm_state_size")),
+                                         (1, 2), own_weights=True)}
+_GDN_WORDS = ("the linear attention split by heads", "the linear attention gathered")
+
+
 # config classes whose layers the serving engines split otherwise than transformers' plan. Phi-3: its plan gathers
 # the fused qkv_proj and gate_up_proj outputs (every head on every rank); vLLM (phi3.py: 'class
 # Phi3ForCausalLM(LlamaForCausalLM)'), SGLang (llama.py, the same) and TensorRT-LLM (modeling_phi3.py) run it as
-# Llama, heads and width split. Qwen3-Next and Qwen3.5: their gated delta nets (GDN_SERVING).
+# Llama, heads and width split. Qwen3-Next and Qwen3.5: their gated delta nets (GDN_SERVING). Nemotron-H: its
+# Mamba-2 mixers, MLPs and shared experts (NEMOTRON_H_SERVING).
 SERVING_SPLITS = {
     "phi3": ServingSplit("vLLM, SGLang and TensorRT-LLM run it, as Llama (heads and width split; transformers' plan "
                          "gathers every head on every rank)",
                          styles={"colwise_gather_output": "colwise", "rowwise_split_input": "rowwise"}),
-    "qwen3_next": ServingSplit(GDN_SERVING, keys=_gdn_keys("in_proj_qkvz", "in_proj_ba"), states=_GDN_STATE),
+    "qwen3_next": ServingSplit(GDN_SERVING, keys=_gdn_keys("in_proj_qkvz", "in_proj_ba"), states=_GDN_STATE,
+                               verdict=_GDN_WORDS),
     **{t: ServingSplit(GDN_SERVING, keys=_gdn_keys("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"),
-                       states=_GDN_STATE) for t in ("qwen3_5_text", "qwen3_5_moe_text")}}
+                       states=_GDN_STATE, verdict=_GDN_WORDS) for t in ("qwen3_5_text", "qwen3_5_moe_text")},
+    "nemotron_h": ServingSplit(NEMOTRON_H_SERVING, keys={
+        "mixer.in_proj": "colwise", "mixer.out_proj": "rowwise", "mixer.A_log": "colwise", "mixer.D": "colwise",
+        "mixer.dt_bias": "colwise", "mixer.up_proj": "colwise", "mixer.down_proj": "rowwise",
+        "mixer.shared_experts.up_proj": "colwise", "mixer.shared_experts.down_proj": "rowwise"},
+        states=_MAMBA2_STATE, verdict=("the Mamba-2 mixers and MLPs split", "the Mamba-2 mixers and MLPs whole"))}
 
 
 @dataclass(frozen=True)
@@ -381,17 +419,31 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
     # a module whose recurrent state the ranks split by heads (a gated delta net in the serving engines' layout):
     # its heads divide, and its kernels move 1/N of the state where attention's move their KV heads' share
     state_widths = []  # a rank's share of them, for the shape text: the heads, their widths, the conv's channels
-    for module, heads in plan.states.items():
-        for count, width in heads:
+    for module, spec in plan.states.items():
+        widths = []
+        for count, width in spec.heads:
             value = getattr(text, count, None)
             if isinstance(value, int):
-                _check(count, value, tp, module)
-                state_widths += [value, value * (getattr(text, width, 0) or 0)]
-        if len(state_widths) == 4:  # a gated delta net's conv runs on q, k and v: 2 key widths and a value width
-            state_widths.append(2 * state_widths[1] + state_widths[3])
+                if value % tp:
+                    raise RoofcalcError(f"--tp {tp} does not divide {module}'s {count} {value}: each rank must hold "
+                                        f"a whole share" + (" (vLLM replicates a single group on every rank, which "
+                                                            "roofcalc does not model)" if value == 1 else ""))
+                widths.append(value * (getattr(text, width, 0) or 0))
+                state_widths += [value, widths[-1]]
+        if len(widths) == len(spec.conv):
+            state_widths.append(sum(c * w for c, w in zip(spec.conv, widths)))
+    # the layers where a state module runs its conv: the module's path may name other blocks in other layers
+    # (Nemotron-H's "mixer": attention, an MLP or the experts elsewhere)
+    state_layers = {module: {x for k in a.kernels if _under(_base(k), module) and "conv1d" in _base(k)
+                             for x in layers_of.get(id(k), ())} for module in plan.states}
 
-    def in_state(k: Kernel) -> bool:
-        return k.scope == "layer" and any(_under(_base(k), module) for module in plan.states)
+    def state_of(k: Kernel):
+        """The recurrent state module ``k`` runs in (its RecurrentState), or None."""
+        for module, spec in plan.states.items():
+            if k.scope == "layer" and _under(_base(k), module) and \
+                    (not layers_of or set(layers_of.get(id(k), ())) & state_layers[module]):
+                return spec
+        return None
 
     cached = _cached_heads(a) or kv  # the heads the cache holds (transformers' Falcon: every query head's)
     kv_share = (min(tp, cached) if cached else tp) if heads_split else 1  # a rank's: 1/tp, one head at least
@@ -544,13 +596,16 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
         if inside(k) and mla and (k.cost.kv_write_bytes or k.params in latents):
             out.append(k)  # the latent cache's update, a latent's norm: whole
             continue
-        if inside(k) and in_state(k):  # a split recurrent state's ops: 1/N of its heads, their state and the
-            # weights they read (the conv's, A_log's, dt_bias's: vLLM's conv1d column-parallel), but a weight the
-            # kernel's own module holds (the gated norm's, over one head's width, shared by every head)
-            weights = not k.params
-            if weights and k.cost.kv_bytes:
+        if inside(k) and (spec := state_of(k)) is not None:  # a split recurrent state's ops: 1/N of its heads,
+            # their state and the weights they read (the conv's, A_log's, dt_bias's: vLLM's conv1d column-parallel),
+            # and the weight the kernel's own module holds (its gated norm's) where the engines split it
+            weights = not k.params or spec.own_weights
+            if not k.params and "conv1d" in _base(k):  # (the conv's weight and bias, held by no kernel; A_log, D and
+                # dt_bias, read by other ops, are the module's bare parameters, split below)
                 state_weights += (k.cost.weight_bytes - k.cost.weight_bytes // tp) * k.count
-            out.append(replace(k, cost=_scaled(k.cost, 1, tp, weights=weights), dims=_rank_dims(k.dims, rank_widths)))
+            own = dict(params=k.params // tp, param_bytes=k.param_bytes // tp) if k.params and weights else {}
+            out.append(replace(k, cost=_scaled(k.cost, 1, tp, weights=weights), dims=_rank_dims(k.dims, rank_widths),
+                               **own))
             continue
         if inside(k):
             if k.kind == "matmul" and k.params:
