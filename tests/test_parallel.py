@@ -1151,6 +1151,14 @@ def test_a_gated_delta_net_in_the_serving_layout_splits_by_heads(tmp_path, capsy
     out = " ".join(capsys.readouterr().out.split())
     assert "but linear_attn gathers its projections' outputs (colwise_gather_output)" in out
     assert "the linear attention split by heads)" in out
+    # a multimodal checkpoint whose text config holds the gated delta nets (Qwen3.5-4B: a qwen3_5 holding a
+    # qwen3_5_text) takes the split by its text config's type: no all-gather but lm_head's, 24 all-reduces after out_proj
+    published = Path(__file__).resolve().parents[1] / "benchmarks" / "configs" / "published" / "Qwen--Qwen3.5-4B.json"
+    assert main([str(published), "--hw", "H100", "--tp", "4", "--engine", "vllm", "--wide"]) == 0
+    out = capsys.readouterr().out
+    assert "split a gated delta net by heads" in " ".join(out.split())
+    assert [line.split()[0] for line in out.splitlines() if ".all_gather" in line] == ["lm_head.all_gather"]
+    assert any(line.split()[:2] == ["linear_attn.out_proj.all_reduce", "x24"] for line in out.splitlines())
 
 
 def test_nemotron_h_in_the_serving_layout_splits_its_mamba_mixers_and_mlps():

@@ -834,12 +834,9 @@ def _layout_words(result, layout: str) -> str:
                      ", the shared experts' all-reduce apart")
     if getattr(a.shape, "family", "") in GATHERED_FAMILIES and (par.tp > 1 or par.tp_attention):
         words.append(", Phi-3's heads split" if layout == "serving" else ", Phi-3's heads gathered")
-    if getattr(a, "source", "") == "traced" and (par.tp > 1 or par.tp_attention):
-        from .trace.parallel import SERVING_SPLITS
-
-        split = SERVING_SPLITS.get(getattr(a.shape, "family", ""))
-        if split is not None and split.verdict:
-            words.append(", " + split.verdict[layout != "serving"])
+    verdict = getattr(a, "split_verdict", ())  # a traced rank's: its split in the serving engines' layout
+    if verdict and (par.tp > 1 or par.tp_attention):
+        words.append(", " + verdict[layout != "serving"])
     return "".join(words)
 
 

@@ -190,7 +190,8 @@ _SERVING_TRTLLM = ("TensorRT-LLM tensorrt_llm/_torch/models/modeling_deepseekv3.
                    "all-reduced (fused with the next RMSNorm); Nemotron-H's split not read, taken as vLLM's")
 _SERVING_V0 = ("vLLM v0.4.2 model_executor/models/qwen2_moe.py and deepseek.py: the shared expert built with "
                "reduce_results=False, fused_moe's output plus shared_output, then one tensor_model_parallel_all_reduce; "
-               "phi3 runs as Llama (v0.4.2's model registry maps Phi3ForCausalLM to llama's LlamaForCausalLM)")
+               "phi3 runs as Llama (v0.4.2's model registry maps Phi3ForCausalLM to llama's LlamaForCausalLM); "
+               "Qwen3-Next, Qwen3.5 and Nemotron-H, which v0.4.2 predates, split as the later engines split them")
 
 ENGINES: dict[str, Engine] = {e.name: e for e in (
     Engine(

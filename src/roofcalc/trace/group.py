@@ -100,7 +100,9 @@ def _recurrent_riders(kernels: list[TracedKernel]) -> set[int]:
     STATE_UPDATES), transformers' count of the conv's steps (a cache counter no engine runs) rides wherever it is,
     those after the conv up to the next op that is not its activation ride on the conv, and the ops from there
     through the state update and those after it up to the gated norm (its output's and its state's writes,
-    transformers' copy of the state before it) ride on the state update; the rest as they are."""
+    transformers' copy of the state before it) ride on the state update; the rest as they are. A gated delta
+    net's prefill takes the same grouping around its chunked delta rule (one kernel, where the engines run several);
+    a Mamba-2 prefill runs no selective_state_update and stays as it is."""
     modules = {(k.layer, k.name.rpartition(".")[0], key) for k in kernels if k.layer is not None
                for key in STATE_UPDATES if key in k.name.rpartition(".")[2]}
     riders: set[int] = set()

@@ -211,6 +211,14 @@ class Plan:
         return self.source.split(",")[0]
 
 
+def serving_split(model_type: str, config=None) -> ServingSplit | None:
+    """The serving engines' split of ``model_type`` where it differs from transformers' plan (:data:`SERVING_SPLITS`),
+    by its own type or, for a multimodal checkpoint, its text config's (Qwen3.5's ``qwen3_5`` holds a
+    ``qwen3_5_text``); None elsewhere."""
+    text = getattr(config, "get_text_config", lambda: config)() if config is not None else None
+    return SERVING_SPLITS.get(model_type) or SERVING_SPLITS.get(getattr(text, "model_type", None) or "")
+
+
 def model_plan(model_type: str, config_class: str, model_class: str, config=None, serving: bool = False) -> Plan:
     """The plan transformers shards ``model_class`` by (the class's ``_tp_plan``, the config's
     ``base_model_tp_plan``, a vocab-parallel ``embed_tokens``), else a serving plan, else refused; ``serving``:
@@ -243,8 +251,8 @@ def model_plan(model_type: str, config_class: str, model_class: str, config=None
         words += (", its latent attention split by heads as DeepSeek-V2's plan splits it (from 5.25 DeepSeek-V3's "
                   "too; vLLM and SGLang split MLA heads under TP)")
     states = {}
-    if serving and model_type in SERVING_SPLITS:
-        split = SERVING_SPLITS[model_type]
+    split = serving_split(model_type, config) if serving else None
+    if split is not None:
         entries = {key: split.styles.get(style, style) if ".*." in key else style for key, style in entries.items()}
         entries.update({f"layers.*.{key}": style for key, style in split.keys.items()})
         states = dict(split.states)
@@ -341,6 +349,7 @@ class TracedRankAnalysis(TracedAnalysis):
     full: TracedAnalysis | None = None
     note_pipeline: tuple | None = None
     plan_words: str = ""  # the header's account of the plan
+    split_verdict: tuple = ()  # what the serving engines' split changes, in words (ServingSplit.verdict), if it differs
     ep_words: str = ""  # the header's account of --ep
     spacing: int = 1  # the least common multiple of the shares its costs are rounded down to (a sweep's probe step)
 
@@ -663,7 +672,7 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
         traced_param_bytes=a.traced_param_bytes - owned_bytes + rank_bytes,
         check=a.check, note=a.note, logits=a.logits, layer_heads=a.layer_heads, language_params=a.language_params,
         parallel=parallel, full=a, plan_words=plan_words(plan, summed), expert_params=expert_params // tp,
-        spacing=math.lcm(*shares))
+        spacing=math.lcm(*shares), split_verdict=getattr(serving_split(s.family, config), "verdict", ()))
 
 
 def _rank_cache_bytes(a: TracedAnalysis, kv_share: int, state_share: int) -> int:
@@ -831,9 +840,9 @@ def plan_words(plan: Plan, summed: bool = False) -> str:
                else "all-reduce each")
             + (f", but {ONE_REDUCE_WORDS}" if summed else "")
             + ", the ops between on the rank's heads and width"
-            + (f", but {' and '.join(gathered)} gather{'s' * (len(gathered) == 1)} its projections' outputs "
-               f"(colwise_gather_output), so every rank runs all of {'its' if len(gathered) == 1 else 'their'} "
-               f"heads and state" if gathered else "")
+            + (f", but {' and '.join(gathered)} gather{'s' * (len(gathered) == 1)} "
+               f"{'its' if len(gathered) == 1 else 'their'} projections' outputs (colwise_gather_output), so every "
+               f"rank runs the ops after them whole" if gathered else "")
             + "; norms and residuals whole")
 
 
