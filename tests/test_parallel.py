@@ -1206,3 +1206,12 @@ def test_nemotron_h_in_the_serving_layout_splits_its_mamba_mixers_and_mlps():
     with pytest.raises(RoofcalcError, match=r"mixer's n_groups 1: each rank must hold a whole share \(vLLM replicates a single group"):
         traced_rank(trace(dict(cfg, n_groups=1), "t", wl, use_cache=False), Parallel(2),
                     hf_config(dict(cfg, n_groups=1), "t")[0])
+    # a Mamba-2 hybrid with no serving split modelled (Bamba) runs its mixers whole under the serving layout too,
+    # and its header says so
+    from test_trace import config as traced_config
+
+    bamba = traced_config("bamba")
+    for layout, said in (("serving", True), ("transformers", False)):
+        rank = traced_rank(trace(bamba, "t", replace(wl, tp_layout=layout), use_cache=False), Parallel(2),
+                           hf_config(bamba, "t")[0])
+        assert ("its recurrent mixers (mamba) whole on every rank" in rank.plan_words) is said

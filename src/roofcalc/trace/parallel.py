@@ -41,9 +41,10 @@ that holds the experts: ``mlp.shared_expert`` beside ``mlp.experts``) runs its r
 says; in the serving engines' layout (``Workload.tp_layout == "serving"``) it runs none, and the experts'
 all-reduce follows the block's last kernel, the sum of the two, as vLLM, SGLang and TensorRT-LLM reduce them.
 That layout splits Phi-3 as Llama (:data:`SERVING_SPLITS`), where transformers' plan gathers every head, and a
-gated delta net (Qwen3-Next's, Qwen3.5's linear attention) by heads, where the plan gathers it: its in-projections
-colwise, out_proj rowwise with an all-reduce, and its ops, the conv weights they read and its recurrent and conv
-states 1/N a rank (``Plan.states``: its heads must divide).
+gated delta net (Qwen3-Next's, Qwen3.5's linear attention) by heads, where the plan gathers it, and Nemotron-H's
+Mamba-2 mixers by heads and groups and its MLPs as Llama's, where the plan runs them whole: the in-projections
+colwise, out_proj rowwise with an all-reduce, and the module's ops, the conv weights they read and its recurrent
+and conv states 1/N a rank (``Plan.states``, :class:`RecurrentState`: its heads must divide).
 """
 
 from __future__ import annotations
@@ -133,8 +134,8 @@ class ServingSplit:
     """How the serving engines split a config class's layers where transformers' plan splits them otherwise: the
     plan's layer styles taken as the engines run them (``styles``: a style for another, every module of it;
     ``keys``: a layer module's own, added or in place of the plan's), the layer modules whose recurrent state the
-    engines split by heads with them (``states``: module -> the config's head counts each rank takes 1/N of),
-    and whose split that is (``why``)."""
+    engines split by heads with them (``states``: module -> :class:`RecurrentState`), whose split that is
+    (``why``), and an engine verdict's words for it (``verdict``)."""
 
     why: str
     styles: dict = field(default_factory=dict)
@@ -425,8 +426,9 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
     text = getattr(config, "get_text_config", lambda: config)() if config is not None else None
     latents = {getattr(text, key, None) for key in ("q_lora_rank", "kv_lora_rank")} - {None} if mla else set()
     heads_split = not mla and any(k.cost.kv_bytes and inside(k) for k in a.kernels)  # Phi-3's gathered plan: every head
-    # a module whose recurrent state the ranks split by heads (a gated delta net in the serving engines' layout):
-    # its heads divide, and its kernels move 1/N of the state where attention's move their KV heads' share
+    # a module whose recurrent state the ranks split by heads (a gated delta net, a Mamba-2 mixer, in the serving
+    # engines' layout): its heads divide, and its kernels move 1/N of the state where attention's move their KV
+    # heads' share
     state_widths = []  # a rank's share of them, for the shape text: the heads, their widths, the conv's channels
     for module, spec in plan.states.items():
         widths = []
@@ -671,7 +673,8 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
         traced_params=a.traced_params - owned + rank_params,
         traced_param_bytes=a.traced_param_bytes - owned_bytes + rank_bytes,
         check=a.check, note=a.note, logits=a.logits, layer_heads=a.layer_heads, language_params=a.language_params,
-        parallel=parallel, full=a, plan_words=plan_words(plan, summed), expert_params=expert_params // tp,
+        parallel=parallel, full=a, plan_words=plan_words(plan, summed) + _whole_mixers(a, plan, sharded, wl),
+        expert_params=expert_params // tp,
         spacing=math.lcm(*shares), split_verdict=getattr(serving_split(s.family, config), "verdict", ()))
 
 
@@ -824,6 +827,18 @@ def _expert_rows(k: Kernel, ep: int, wl, held: int, share: tuple[int, int]) -> K
     return replace(k, cost=replace(cost, weight_bytes=other + held * per), sizes=sizes, params=k.params // ep, moe=moe,
                    dims=_grouped_dims(k.dims, sizes if isinstance(sizes, MatmulSizes) else None, ew[0] // ep),
                    param_bytes=k.param_bytes // ep, expert_weights=(ew[0] // ep, ew[1], tuple(b // ep for b in ew[2])))
+
+
+def _whole_mixers(a: TracedAnalysis, plan: Plan, sharded: set, wl) -> str:
+    """The header's words where the serving engines' layout leaves a recurrent mixer whole on every rank, as
+    transformers' plan runs it, for want of a split roofcalc models (Bamba's and Granite 4.0-H's Mamba-2 mixers: one
+    group, which vLLM replicates on every rank while it splits their heads); "" elsewhere."""
+    if wl.tp_layout != "serving":
+        return ""
+    mixers = sorted({_base(k).rpartition(".")[0] for k in a.kernels if k.scope == "layer" and "conv1d" in _base(k)
+                     and not any(_under(_base(k), m) for m in list(plan.states) + list(sharded))} - {""})
+    return (f"; its recurrent mixers ({', '.join(mixers)}) whole on every rank, as transformers' plan runs them: the "
+            f"serving engines' split of them (by heads) is not modelled for this model" if mixers else "")
 
 
 def plan_words(plan: Plan, summed: bool = False) -> str:
