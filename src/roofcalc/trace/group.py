@@ -85,6 +85,12 @@ def fused_roles(kernels: list[TracedKernel]) -> list[TracedKernel]:
 STATE_UPDATES = {"gated_delta_rule": True, "selective_state_update": False}
 
 
+def recurrent_conv(name: str) -> bool:
+    """Whether a traced op is a recurrent mixer's causal conv or transformers' bookkeeping of it (its
+    ``causal_conv1d_*`` functions: a gated delta net's, a Mamba-2 mixer's)."""
+    return "conv1d" in name
+
+
 def _recurrent_riders(kernels: list[TracedKernel]) -> set[int]:
     """A recurrent mixer's decode ops that ride on another's launch, as vLLM and SGLang run a decode step's layer in
     a few kernels between its projections: a gated delta net (a module in a layer that runs a ``*gated_delta_rule``
@@ -110,15 +116,15 @@ def _recurrent_riders(kernels: list[TracedKernel]) -> set[int]:
         run = [i for i, k in enumerate(kernels) if k.layer == layer and k.name.startswith(module + ".")
                and not (k.kind == "matmul" and k.params)]
         names = [kernels[i].name[len(module) + 1:] for i in run]
-        conv = next((j for j, n in enumerate(names) if "conv1d" in n and kernels[run[j]].ideal.kv_bytes), None)
+        conv = next((j for j, n in enumerate(names) if recurrent_conv(n) and kernels[run[j]].ideal.kv_bytes), None)
         rule = next((j for j, n in enumerate(names) if key in n), None)
         if conv is None or rule is None or rule < conv:
             continue
-        book = [i for i, n in zip(run[:conv], names[:conv]) if "conv1d" in n]
+        book = [i for i, n in zip(run[:conv], names[:conv]) if recurrent_conv(n)]
         before = [i for i in run[:conv] if i not in book]
         riders.update(book + (before[1:] if STATE_UPDATES[key] else before))
         j = conv + 1
-        while j < rule and (names[j] in ("silu", "act", "act_fn") or "conv1d" in names[j]):
+        while j < rule and (names[j] in ("silu", "act", "act_fn") or recurrent_conv(names[j])):
             riders.add(run[j])  # the conv's activation (and the step count, where it follows)
             j += 1
         riders.update(run[j:rule])  # what computes the state update's inputs: in its kernel

@@ -56,6 +56,7 @@ from dataclasses import dataclass, field, replace
 
 from ..calculator import AttentionSizes, Cost, Kernel, MatmulSizes
 from ..errors import RoofcalcError
+from .group import recurrent_conv
 from .result import TracedAnalysis
 
 COLUMN = ("colwise", "packed_colwise", "unit_colwise")  # unit_colwise: whole KV heads, replicated below N
@@ -445,7 +446,7 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
             state_widths.append(sum(c * w for c, w in zip(spec.conv, widths)))
     # the layers where a state module runs its conv: the module's path may name other blocks in other layers
     # (Nemotron-H's "mixer": attention, an MLP or the experts elsewhere)
-    state_layers = {module: {x for k in a.kernels if _under(_base(k), module) and "conv1d" in _base(k)
+    state_layers = {module: {x for k in a.kernels if _under(_base(k), module) and recurrent_conv(_base(k))
                              for x in layers_of.get(id(k), ())} for module in plan.states}
 
     def state_of(k: Kernel):
@@ -611,8 +612,8 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
             # their state and the weights they read (the conv's, A_log's, dt_bias's: vLLM's conv1d column-parallel),
             # and the weight the kernel's own module holds (its gated norm's) where the engines split it
             weights = not k.params or spec.own_weights
-            if not k.params and "conv1d" in _base(k):  # (the conv's weight and bias, held by no kernel; A_log, D and
-                # dt_bias, read by other ops, are the module's bare parameters, split below)
+            if not k.params and recurrent_conv(_base(k)):  # (the conv's weight and bias, held by no kernel; A_log,
+                # D and dt_bias, read by other ops, are the module's bare parameters, split below)
                 state_weights += (k.cost.weight_bytes - k.cost.weight_bytes // tp) * k.count
             own = dict(params=k.params // tp, param_bytes=k.param_bytes // tp) if k.params and weights else {}
             out.append(replace(k, cost=_scaled(k.cost, 1, tp, weights=weights), dims=_rank_dims(k.dims, rank_widths),
@@ -835,7 +836,7 @@ def _whole_mixers(a: TracedAnalysis, plan: Plan, sharded: set, wl) -> str:
     group, which vLLM replicates on every rank while it splits their heads); "" elsewhere."""
     if wl.tp_layout != "serving":
         return ""
-    mixers = sorted({_base(k).rpartition(".")[0] for k in a.kernels if k.scope == "layer" and "conv1d" in _base(k)
+    mixers = sorted({_base(k).rpartition(".")[0] for k in a.kernels if k.scope == "layer" and recurrent_conv(_base(k))
                      and not any(_under(_base(k), m) for m in list(plan.states) + list(sharded))} - {""})
     return (f"; its recurrent mixers ({', '.join(mixers)}) whole on every rank, as transformers' plan runs them: the "
             f"serving engines' split of them (by heads) is not modelled for this model" if mixers else "")
