@@ -1174,7 +1174,7 @@ def test_nemotron_h_in_the_serving_layout_splits_its_mamba_mixers_and_mlps():
       bytes, and the states whole (the SSM state 2·8·64·16·4 = 65,536, the conv state 2·576·4·4 = 18,432) or half;
     - its parameters, whole less serving's: in_proj 256·1096/2, out_proj 512·256/2, the conv's weight and bias
       (576·4 + 576)/2, A_log, D and dt_bias 3·8/2, the gated norm 512/2, and two MLPs 2·(256·512 + 512·256)/2;
-    and a mixer of one group is refused at --tp 2 (vLLM replicates it on every rank)."""
+    and a mixer of one group as vLLM runs it (below)."""
     from dataclasses import replace
 
     from roofcalc.trace import hf_config, trace
@@ -1203,15 +1203,31 @@ def test_nemotron_h_in_the_serving_layout_splits_its_mamba_mixers_and_mlps():
                                                            ("mixer.out_proj.all_reduce", 2048, 1)])
     assert gathered.params - serving.params == (256 * 1096 + 512 * 256 + 576 * 4 + 576 + 3 * 8 + 512
                                                 + 2 * (256 * 512 + 512 * 256)) // 2
-    with pytest.raises(RoofcalcError, match=r"mixer's n_groups 1: each rank must hold a whole share \(vLLM replicates a single group"):
-        traced_rank(trace(dict(cfg, n_groups=1), "t", wl, use_cache=False), Parallel(2),
-                    hf_config(dict(cfg, n_groups=1), "t")[0])
-    # a Mamba-2 hybrid with no serving split modelled (Bamba) runs its mixers whole under the serving layout too,
-    # and its header says so
+    # one group (vLLM's MambaMixer2 with n_groups 1): every rank holds the group's B and C whole (2·16 channels of
+    # in_proj's 2·512 + 2·16 + 8 = 1,064 and of the conv's 512 + 2·16 = 544), its heads' z, x and dt half; the
+    # gated norm's sums of squares all-reduced, one fp32 value a token (2·4 bytes)
+    one = dict(cfg, n_groups=1)
+    rank = traced_rank(trace(one, "t", wl, use_cache=False), Parallel(2), hf_config(one, "t")[0])
+    assert flops(rank, "mixer.in_proj") == 2 * 2 * 256 * ((1064 - 32) // 2 + 32)
+    conv = next(k for k in rank.kernels if k.name == "mixer.causal_conv1d_update")
+    whole_conv = next(k for k in trace(one, "t", wl, use_cache=False).kernels if k.name == "mixer.causal_conv1d_update")
+    assert conv.cost.kv_write_bytes * 544 == whole_conv.cost.kv_write_bytes * (512 // 2 + 32)
+    assert ("mixer.norm.all_reduce", "all_reduce", 2 * 4, 1) in [(k.name, k.role, k.message_bytes, k.count)
+                                                                 for k in rank.kernels if k.kind == "collective"]
+    with pytest.raises(RoofcalcError, match="--tp 3 does not divide mixer's mamba_num_heads 8"):
+        traced_rank(trace(one, "t", wl, use_cache=False), Parallel(3), hf_config(one, "t")[0])
+    # Bamba's mixer (one group; I = 16 heads·32, state 16) split as vLLM runs it: in_proj 2·2·256·((2·512 + 2·16 +
+    # 16 - 2·16)/2 + 2·16) FLOPs, out_proj's and the norm's all-reduces; a Mamba-2 hybrid with no serving split
+    # modelled (Falcon-H1, whose plan splits no layer) keeps its mixers whole under the serving layout too, and its
+    # header says so
     from test_trace import config as traced_config
 
     bamba = traced_config("bamba")
+    rank = traced_rank(trace(bamba, "t", wl, use_cache=False), Parallel(2), hf_config(bamba, "t")[0])
+    assert flops(rank, "mamba.in_proj") == 2 * 2 * 256 * ((2 * 512 + 2 * 16 + 16 - 2 * 16) // 2 + 2 * 16)
+    assert {"mamba.out_proj.all_reduce", "mamba.norm.all_reduce"} <= {k.name for k in rank.kernels}
+    falcon = traced_config("falcon_h1")
     for layout, said in (("serving", True), ("transformers", False)):
-        rank = traced_rank(trace(bamba, "t", replace(wl, tp_layout=layout), use_cache=False), Parallel(2),
-                           hf_config(bamba, "t")[0])
+        rank = traced_rank(trace(falcon, "t", replace(wl, tp_layout=layout), use_cache=False), Parallel(2),
+                           hf_config(falcon, "t")[0])
         assert ("its recurrent mixers (mamba) whole on every rank" in rank.plan_words) is said

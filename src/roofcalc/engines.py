@@ -174,7 +174,9 @@ _SERVING_VLLM = ("vllm/model_executor/models/deepseek_v2.py, qwen2_moe.py, llama
                  "ColumnParallelLinear, A_log and dt_bias 1/N a rank, out_proj RowParallelLinear; nemotron_h.py and "
                  "layers/mamba/mamba_mixer2.py: the Mamba-2 mixer's in_proj a MergedColumnParallelLinear of z, x, B, C "
                  "and dt, conv1d column-parallel, A, D, dt_bias and the gated norm's weight 1/N a rank, out_proj "
-                 "RowParallelLinear; the MLP's up_proj ColumnParallelLinear, down_proj RowParallelLinear")
+                 "RowParallelLinear; the MLP's up_proj ColumnParallelLinear, down_proj RowParallelLinear; bamba.py and "
+                 "granitemoehybrid.py: MambaMixer2 with its single group's B and C on every rank (n_groups 1), "
+                 "Granite's shared MLP input_linear MergedColumnParallelLinear, output_linear RowParallelLinear")
 _SERVING_SGLANG = ("sglang python/sglang/srt/models/deepseek_v2.py, qwen2_moe.py, llama4.py: the shared expert built "
                    "with reduce_results=False, 'final_hidden_states + shared_output', then one "
                    "tensor_model_parallel_all_reduce; llama.py: 'class Phi3ForCausalLM(LlamaForCausalLM): pass'; "

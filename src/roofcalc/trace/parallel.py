@@ -41,8 +41,9 @@ that holds the experts: ``mlp.shared_expert`` beside ``mlp.experts``) runs its r
 says; in the serving engines' layout (``Workload.tp_layout == "serving"``) it runs none, and the experts'
 all-reduce follows the block's last kernel, the sum of the two, as vLLM, SGLang and TensorRT-LLM reduce them.
 That layout splits Phi-3 as Llama (:data:`SERVING_SPLITS`), where transformers' plan gathers every head, and a
-gated delta net (Qwen3-Next's, Qwen3.5's linear attention) by heads, where the plan gathers it, and Nemotron-H's
-Mamba-2 mixers by heads and groups and its MLPs as Llama's, where the plan runs them whole: the in-projections
+gated delta net (Qwen3-Next's, Qwen3.5's linear attention) by heads, where the plan gathers it, and a Mamba-2
+mixer (Nemotron-H's, Bamba's, Granite 4.0-H's) by heads and groups, Nemotron-H's MLPs and Granite 4.0-H's shared MLP
+as Llama's, where the plan runs them whole: the in-projections
 colwise, out_proj rowwise with an all-reduce, and the module's ops, the conv weights they read and its recurrent
 and conv states 1/N a rank (``Plan.states``, :class:`RecurrentState`: its heads must divide).
 """
@@ -128,6 +129,10 @@ class RecurrentState:
     heads: tuple
     conv: tuple
     own_weights: bool = False
+    # a head count the engines replicate on every rank where it is 1 (a Mamba-2 mixer's single group: vLLM's
+    # MambaMixer2 gives each rank the group's B and C whole, its heads' z, x and dt 1/N, and all-reduces its gated
+    # norm's sums of squares), "" where none is
+    replicated: str = ""
 
 
 @dataclass(frozen=True)
@@ -170,21 +175,35 @@ def _gdn_keys(*projections: str) -> dict:
 # the gated norm's weight 1/N, each rank its own groups; out_proj a RowParallelLinear with its all-reduce; the SSM
 # and conv states 1/N), the MLP as Llama's (up_proj ColumnParallelLinear, down_proj RowParallelLinear) and the shared
 # experts likewise, summed with the routed experts' partial output (SGLang's nemotron_h.py: one all-reduce of the
-# sum). roofcalc splits the groups only where --tp divides them (vLLM replicates a single group on every rank).
+# sum). A single group each rank holds whole (RecurrentState.replicated).
 NEMOTRON_H_SERVING = ("vLLM and SGLang split its Mamba-2 mixers by heads and groups (in_proj and conv "
                       "column-parallel, A, D, dt_bias, the gated norm's weight and the SSM and conv states 1/N a "
                       "rank, out_proj row-parallel with an all-reduce) and its MLPs and shared experts as Llama's "
                       "(transformers' plan splits its attention alone and runs the rest whole on every rank)")
 _MAMBA2_STATE = {"mixer": RecurrentState((("mamba_num_heads", "mamba_head_dim"), ("n_groups", "ssm_state_size")),
-                                         (1, 2), own_weights=True)}
+                                         (1, 2), own_weights=True, replicated="n_groups")}
 _GDN_WORDS = ("the linear attention split by heads", "the linear attention gathered")
+# Bamba's and Granite 4.0-H's Mamba-2 mixers (one group each): transformers' plans name their attention (and Bamba's
+# MLP) alone. vLLM (models/bamba.py, granitemoehybrid.py: MambaMixer2 with n_groups=config.mamba_n_groups) splits
+# the heads and holds the single group's B and C whole on every rank (RecurrentState.replicated), and Granite
+# 4.0-H's shared MLP as Llama's (granitemoeshared.py: input_linear MergedColumnParallelLinear, output_linear
+# RowParallelLinear with its own all-reduce, beside the experts' own: two a layer).
+MAMBA2_SERVING = ("vLLM splits its Mamba-2 mixers by heads (in_proj and conv column-parallel with its single group's "
+                  "B and C whole on every rank, A, D, dt_bias and the gated norm's weight 1/N a rank, the norm's sums "
+                  "of squares all-reduced, out_proj row-parallel with an all-reduce; transformers' plan runs them "
+                  "whole on every rank)")
+_MAMBA_KEYS = {"mamba.in_proj": "colwise", "mamba.out_proj": "rowwise", "mamba.A_log": "colwise", "mamba.D": "colwise",
+               "mamba.dt_bias": "colwise"}
+_MAMBA_STATE = {"mamba": RecurrentState((("mamba_n_heads", "mamba_d_head"), ("mamba_n_groups", "mamba_d_state")),
+                                        (1, 2), own_weights=True, replicated="mamba_n_groups")}
 
 
 # config classes whose layers the serving engines split otherwise than transformers' plan. Phi-3: its plan gathers
 # the fused qkv_proj and gate_up_proj outputs (every head on every rank); vLLM (phi3.py: 'class
 # Phi3ForCausalLM(LlamaForCausalLM)'), SGLang (llama.py, the same) and TensorRT-LLM (modeling_phi3.py) run it as
 # Llama, heads and width split. Qwen3-Next and Qwen3.5: their gated delta nets (GDN_SERVING). Nemotron-H: its
-# Mamba-2 mixers, MLPs and shared experts (NEMOTRON_H_SERVING).
+# Mamba-2 mixers, MLPs and shared experts (NEMOTRON_H_SERVING). Bamba and Granite 4.0-H: their Mamba-2 mixers
+# (MAMBA2_SERVING).
 SERVING_SPLITS = {
     "phi3": ServingSplit("vLLM, SGLang and TensorRT-LLM run it, as Llama (heads and width split; transformers' plan "
                          "gathers every head on every rank)",
@@ -197,7 +216,14 @@ SERVING_SPLITS = {
         "mixer.in_proj": "colwise", "mixer.out_proj": "rowwise", "mixer.A_log": "colwise", "mixer.D": "colwise",
         "mixer.dt_bias": "colwise", "mixer.up_proj": "colwise", "mixer.down_proj": "rowwise",
         "mixer.shared_experts.up_proj": "colwise", "mixer.shared_experts.down_proj": "rowwise"},
-        states=_MAMBA2_STATE, verdict=("the Mamba-2 mixers and MLPs split", "the Mamba-2 mixers and MLPs whole"))}
+        states=_MAMBA2_STATE, verdict=("the Mamba-2 mixers and MLPs split", "the Mamba-2 mixers and MLPs whole")),
+    "bamba": ServingSplit(MAMBA2_SERVING, keys=_MAMBA_KEYS, states=_MAMBA_STATE,
+                          verdict=("the Mamba-2 mixers split", "the Mamba-2 mixers whole")),
+    "granitemoehybrid": ServingSplit(
+        MAMBA2_SERVING[:-1] + ", and its shared MLP as Llama's)",
+        keys={**_MAMBA_KEYS, "shared_mlp.input_linear": "colwise", "shared_mlp.output_linear": "rowwise"},
+        states=_MAMBA_STATE, verdict=("the Mamba-2 mixers and shared MLP split", "the Mamba-2 mixers and shared MLP "
+                                                                                  "whole"))}
 
 
 @dataclass(frozen=True)
@@ -431,31 +457,50 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
     # engines' layout): its heads divide, and its kernels move 1/N of the state where attention's move their KV
     # heads' share
     state_widths = []  # a rank's share of them, for the shape text: the heads, their widths, the conv's channels
+    replicated = {}  # state module -> the channels of its projection and conv each rank holds whole (one group's)
     for module, spec in plan.states.items():
-        widths = []
-        for count, width in spec.heads:
+        widths, whole = [], 0
+        for (count, width), coef in zip(spec.heads, spec.conv):
             value = getattr(text, count, None)
-            if isinstance(value, int):
-                if value % tp:
-                    raise RoofcalcError(f"--tp {tp} does not divide {module}'s {count} {value}: each rank must hold "
-                                        f"a whole share" + (" (vLLM replicates a single group on every rank, which "
-                                                            "roofcalc does not model)" if value == 1 else ""))
-                widths.append(value * (getattr(text, width, 0) or 0))
-                state_widths += [value, widths[-1]]
-        if len(widths) == len(spec.conv):
+            if not isinstance(value, int):
+                continue
+            widths.append(value * (getattr(text, width, 0) or 0))
+            if value == 1 and count == spec.replicated:
+                whole += coef * widths[-1]
+                continue
+            if value % tp:
+                raise RoofcalcError(f"--tp {tp} does not divide {module}'s {count} {value}: each rank must hold a "
+                                    f"whole share")
+            state_widths += [value, widths[-1]]
+        if len(widths) == len(spec.conv) and not whole:
             state_widths.append(sum(c * w for c, w in zip(spec.conv, widths)))
+        if whole and tp > 1 and len(widths) == len(spec.conv):
+            replicated[module] = (whole, sum(c * w for c, w in zip(spec.conv, widths)))  # and the conv's channels
     # the layers where a state module runs its conv: the module's path may name other blocks in other layers
     # (Nemotron-H's "mixer": attention, an MLP or the experts elsewhere)
     state_layers = {module: {x for k in a.kernels if _under(_base(k), module) and recurrent_conv(_base(k))
                              for x in layers_of.get(id(k), ())} for module in plan.states}
 
-    def state_of(k: Kernel):
-        """The recurrent state module ``k`` runs in (its RecurrentState), or None."""
-        for module, spec in plan.states.items():
+    def state_module(k: Kernel) -> str:
+        """The recurrent state module ``k`` runs in, or ""."""
+        for module in plan.states:
             if k.scope == "layer" and _under(_base(k), module) and \
                     (not layers_of or set(layers_of.get(id(k), ())) & state_layers[module]):
-                return spec
-        return None
+                return module
+        return ""
+
+    def state_of(k: Kernel):
+        """The RecurrentState of the module ``k`` runs in, or None."""
+        return plan.states.get(state_module(k))
+
+    def rank_channels(k: Kernel, n: int) -> int:
+        """A rank's share of ``n`` channels of a state module's projection or conv: 1/N, but a single group's,
+        which every rank holds whole."""
+        whole = replicated.get(state_module(k), (0, 0))[0]
+        if whole and (n - whole) % tp == 0:
+            return (n - whole) // tp + whole
+        _check("outputs", n, tp, _base(k))
+        return n // tp
 
     cached = _cached_heads(a) or kv  # the heads the cache holds (transformers' Falcon: every query head's)
     kv_share = (min(tp, cached) if cached else tp) if heads_split else 1  # a rank's: 1/tp, one head at least
@@ -566,8 +611,7 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
                 elif z.n == kv * hd and kv < n and style in COLUMN:  # k or v of grouped heads
                     rank_n = max(1, kv // tp) * hd
                 else:
-                    _check("outputs", z.n, tp, name)
-                    rank_n = z.n // tp
+                    rank_n = rank_channels(k, z.n)
                 cost = _scaled(k.cost, rank_n, z.n, read=False, kv=(1, 1))  # its input (an MLA latent cache) whole
                 shares.add(z.n // math.gcd(rank_n, z.n))
                 sizes = MatmulSizes(z.m, rank_n, z.k)
@@ -612,12 +656,19 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
             # their state and the weights they read (the conv's, A_log's, dt_bias's: vLLM's conv1d column-parallel),
             # and the weight the kernel's own module holds (its gated norm's) where the engines split it
             weights = not k.params or spec.own_weights
+            whole, channels = replicated.get(state_module(k), (0, 0))
+            # the conv's channels: 1/N, but one group's whole on every rank
+            frac = (rank_channels(k, channels), channels) if whole and recurrent_conv(_base(k)) else (1, tp)
+            cost = _scaled(k.cost, *frac, weights=weights)
             if not k.params and recurrent_conv(_base(k)):  # (the conv's weight and bias, held by no kernel; A_log,
                 # D and dt_bias, read by other ops, are the module's bare parameters, split below)
-                state_weights += (k.cost.weight_bytes - k.cost.weight_bytes // tp) * k.count
+                state_weights += (k.cost.weight_bytes - cost.weight_bytes) * k.count
             own = dict(params=k.params // tp, param_bytes=k.param_bytes // tp) if k.params and weights else {}
-            out.append(replace(k, cost=_scaled(k.cost, 1, tp, weights=weights), dims=_rank_dims(k.dims, rank_widths),
-                               **own))
+            out.append(replace(k, cost=cost, dims=_rank_dims(k.dims, rank_widths), **own))
+            if whole and k.params and spec.own_weights:  # the gated norm over every rank's heads: its sums of
+                # squares all-reduced, one fp32 value a token (vLLM's Mixer2RMSNormGated with a single group)
+                out.append(collective(f"{k.name}.all_reduce", "all_reduce", 4 * wl.tokens, tp, k.count, k.scope,
+                                      f"[{wl.tokens},1]"))
             continue
         if inside(k):
             if k.kind == "matmul" and k.params:
@@ -832,8 +883,8 @@ def _expert_rows(k: Kernel, ep: int, wl, held: int, share: tuple[int, int]) -> K
 
 def _whole_mixers(a: TracedAnalysis, plan: Plan, sharded: set, wl) -> str:
     """The header's words where the serving engines' layout leaves a recurrent mixer whole on every rank, as
-    transformers' plan runs it, for want of a split roofcalc models (Bamba's and Granite 4.0-H's Mamba-2 mixers: one
-    group, which vLLM replicates on every rank while it splits their heads); "" elsewhere."""
+    transformers' plan runs it, for want of a split roofcalc models (Falcon-H1's, Zamba2's Mamba-2 mixers); ""
+    elsewhere."""
     if wl.tp_layout != "serving":
         return ""
     mixers = sorted({_base(k).rpartition(".")[0] for k in a.kernels if k.scope == "layer" and recurrent_conv(_base(k))
