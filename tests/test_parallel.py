@@ -1173,7 +1173,8 @@ def test_nemotron_h_in_the_serving_layout_splits_its_mamba_mixers_and_mlps():
     - the rank's cache: the one attention layer's keys and values of its KV head, 2 sequences·6·2·32·4 = 3,072
       bytes, and the states whole (the SSM state 2·8·64·16·4 = 65,536, the conv state 2·576·4·4 = 18,432) or half;
     - its parameters, whole less serving's: in_proj 256·1096/2, out_proj 512·256/2, the conv's weight and bias
-      (576·4 + 576)/2, A_log, D and dt_bias 3·8/2, the gated norm 512/2, and two MLPs 2·(256·512 + 512·256)/2;
+      (576·4 + 576)/2, A_log, D and dt_bias 3·8/2, the gated norm 512/2, two MLPs 2·(256·512 + 512·256)/2 and
+      lm_head 256·1000/2 (vLLM's ParallelLMHead; transformers' NemotronHForCausalLM has no plan for it);
     and a mixer of one group as vLLM runs it (below)."""
     from dataclasses import replace
 
@@ -1199,10 +1200,12 @@ def test_nemotron_h_in_the_serving_layout_splits_its_mamba_mixers_and_mlps():
     reduces = {a: sorted((k.name, k.message_bytes, k.count) for k in a.kernels if k.kind == "collective")
                for a in (serving, gathered)}
     assert reduces[gathered] == [("embeddings.all_reduce", 2 * 256 * 4, 1), ("mixer.o_proj.all_reduce", 2048, 1)]
+    # (and lm_head by the vocabulary, as vLLM's ParallelLMHead: an all-gather of 2·500·4 bytes of logits)
     assert reduces[serving] == sorted(reduces[gathered] + [("mixer.down_proj.all_reduce", 2048, 2),
-                                                           ("mixer.out_proj.all_reduce", 2048, 1)])
+                                                           ("mixer.out_proj.all_reduce", 2048, 1),
+                                                           ("lm_head.all_gather", 2 * 500 * 4, 1)])
     assert gathered.params - serving.params == (256 * 1096 + 512 * 256 + 576 * 4 + 576 + 3 * 8 + 512
-                                                + 2 * (256 * 512 + 512 * 256)) // 2
+                                                + 2 * (256 * 512 + 512 * 256) + 256 * 1000) // 2
     # one group (vLLM's MambaMixer2 with n_groups 1): every rank holds the group's B and C whole (2·16 channels of
     # in_proj's 2·512 + 2·16 + 8 = 1,064 and of the conv's 512 + 2·16 = 544), its heads' z, x and dt half; the
     # gated norm's sums of squares all-reduced, one fp32 value a token (2·4 bytes)
@@ -1214,6 +1217,9 @@ def test_nemotron_h_in_the_serving_layout_splits_its_mamba_mixers_and_mlps():
     assert conv.cost.kv_write_bytes * 544 == whole_conv.cost.kv_write_bytes * (512 // 2 + 32)
     assert ("mixer.norm.all_reduce", "all_reduce", 2 * 4, 1) in [(k.name, k.role, k.message_bytes, k.count)
                                                                  for k in rank.kernels if k.kind == "collective"]
+    # its cache: the KV head's 3,072 bytes, half the SSM state (65,536 / 2) and the conv state of 512/2 + 32 of its
+    # 544 channels (2 sequences·288·4 positions·4 bytes)
+    assert rank.traced_cache_bytes == 3_072 + 65_536 // 2 + 2 * 288 * 4 * 4
     with pytest.raises(RoofcalcError, match="--tp 3 does not divide mixer's mamba_num_heads 8"):
         traced_rank(trace(one, "t", wl, use_cache=False), Parallel(3), hf_config(one, "t")[0])
     # Bamba's mixer (one group; I = 16 heads·32, state 16) split as vLLM runs it: in_proj 2·2·256·((2·512 + 2·16 +

@@ -147,6 +147,7 @@ class ServingSplit:
     styles: dict = field(default_factory=dict)
     keys: dict = field(default_factory=dict)
     states: dict = field(default_factory=dict)  # layer module -> RecurrentState
+    model: dict = field(default_factory=dict)  # a model-level module's style (lm_head's, where the plan has none)
     verdict: tuple = ()  # an engine verdict's words for what the split changes: (serving's, transformers')
 
 
@@ -175,11 +176,13 @@ def _gdn_keys(*projections: str) -> dict:
 # the gated norm's weight 1/N, each rank its own groups; out_proj a RowParallelLinear with its all-reduce; the SSM
 # and conv states 1/N), the MLP as Llama's (up_proj ColumnParallelLinear, down_proj RowParallelLinear) and the shared
 # experts likewise, summed with the routed experts' partial output (SGLang's nemotron_h.py: one all-reduce of the
-# sum). A single group each rank holds whole (RecurrentState.replicated).
+# sum). A single group each rank holds whole (RecurrentState.replicated). transformers' NemotronHForCausalLM has no
+# _tp_plan (lm_head whole on every rank); vLLM's is a ParallelLMHead (the vocabulary split, the logits gathered).
 NEMOTRON_H_SERVING = ("vLLM and SGLang split its Mamba-2 mixers by heads and groups (in_proj and conv "
                       "column-parallel, A, D, dt_bias, the gated norm's weight and the SSM and conv states 1/N a "
-                      "rank, out_proj row-parallel with an all-reduce) and its MLPs and shared experts as Llama's "
-                      "(transformers' plan splits its attention alone and runs the rest whole on every rank)")
+                      "rank, out_proj row-parallel with an all-reduce), its MLPs and shared experts as Llama's and "
+                      "lm_head by the vocabulary (transformers' plan splits its attention alone and runs the rest "
+                      "whole on every rank)")
 _MAMBA2_STATE = {"mixer": RecurrentState((("mamba_num_heads", "mamba_head_dim"), ("n_groups", "ssm_state_size")),
                                          (1, 2), own_weights=True, replicated="n_groups")}
 _GDN_WORDS = ("the linear attention split by heads", "the linear attention gathered")
@@ -190,8 +193,8 @@ _GDN_WORDS = ("the linear attention split by heads", "the linear attention gathe
 # RowParallelLinear with its own all-reduce, beside the experts' own: two a layer).
 MAMBA2_SERVING = ("vLLM splits its Mamba-2 mixers by heads (in_proj and conv column-parallel with its single group's "
                   "B and C whole on every rank, A, D, dt_bias and the gated norm's weight 1/N a rank, the norm's sums "
-                  "of squares all-reduced, out_proj row-parallel with an all-reduce; transformers' plan runs them "
-                  "whole on every rank)")
+                  "of squares all-reduced, out_proj row-parallel with an all-reduce){}; transformers' plan runs "
+                  "{} whole on every rank")
 _MAMBA_KEYS = {"mamba.in_proj": "colwise", "mamba.out_proj": "rowwise", "mamba.A_log": "colwise", "mamba.D": "colwise",
                "mamba.dt_bias": "colwise"}
 _MAMBA_STATE = {"mamba": RecurrentState((("mamba_n_heads", "mamba_d_head"), ("mamba_n_groups", "mamba_d_state")),
@@ -216,11 +219,12 @@ SERVING_SPLITS = {
         "mixer.in_proj": "colwise", "mixer.out_proj": "rowwise", "mixer.A_log": "colwise", "mixer.D": "colwise",
         "mixer.dt_bias": "colwise", "mixer.up_proj": "colwise", "mixer.down_proj": "rowwise",
         "mixer.shared_experts.up_proj": "colwise", "mixer.shared_experts.down_proj": "rowwise"},
-        states=_MAMBA2_STATE, verdict=("the Mamba-2 mixers and MLPs split", "the Mamba-2 mixers and MLPs whole")),
-    "bamba": ServingSplit(MAMBA2_SERVING, keys=_MAMBA_KEYS, states=_MAMBA_STATE,
+        states=_MAMBA2_STATE, model={"lm_head": "colwise_gather_output"},
+        verdict=("the Mamba-2 mixers, MLPs and lm_head split", "the Mamba-2 mixers, MLPs and lm_head whole")),
+    "bamba": ServingSplit(MAMBA2_SERVING.format("", "them"), keys=_MAMBA_KEYS, states=_MAMBA_STATE,
                           verdict=("the Mamba-2 mixers split", "the Mamba-2 mixers whole")),
     "granitemoehybrid": ServingSplit(
-        MAMBA2_SERVING[:-1] + ", and its shared MLP as Llama's)",
+        MAMBA2_SERVING.format(" and its shared MLP as Llama's", "both"),
         keys={**_MAMBA_KEYS, "shared_mlp.input_linear": "colwise", "shared_mlp.output_linear": "rowwise"},
         states=_MAMBA_STATE, verdict=("the Mamba-2 mixers and shared MLP split", "the Mamba-2 mixers and shared MLP "
                                                                                   "whole"))}
@@ -283,6 +287,7 @@ def model_plan(model_type: str, config_class: str, model_class: str, config=None
     if split is not None:
         entries = {key: split.styles.get(style, style) if ".*." in key else style for key, style in entries.items()}
         entries.update({f"layers.*.{key}": style for key, style in split.keys.items()})
+        entries.update(split.model)
         states = dict(split.states)
         words += f", its layers split as {split.why}"
     return Plan(entries, words, True, states)
@@ -475,7 +480,10 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
         if len(widths) == len(spec.conv) and not whole:
             state_widths.append(sum(c * w for c, w in zip(spec.conv, widths)))
         if whole and tp > 1 and len(widths) == len(spec.conv):
-            replicated[module] = (whole, sum(c * w for c, w in zip(spec.conv, widths)))  # and the conv's channels
+            channels = sum(c * w for c, w in zip(spec.conv, widths))  # the conv's
+            replicated[module] = (whole, channels)
+            if (channels - whole) % tp == 0:
+                state_widths.append((channels, (channels - whole) // tp + whole))
     # the layers where a state module runs its conv: the module's path may name other blocks in other layers
     # (Nemotron-H's "mixer": attention, an MLP or the experts elsewhere)
     state_layers = {module: {x for k in a.kernels if _under(_base(k), module) and recurrent_conv(_base(k))
@@ -516,13 +524,14 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
                               *((z.n, z.n // tp) for k in a.kernels if k.scope == "layer"  # other MLPs' widths
                                 and _style(k, layer_keys, model_keys) in COLUMN and isinstance(z := k.sizes, MatmulSizes)
                                 and z.n % tp == 0 and z.n not in (kv * hd, n * hd + 2 * kv * hd)),
-                              *((w, w // tp) for w in state_widths)))
+                              *(w if isinstance(w, tuple) else (w, w // tp) for w in state_widths)))
     tied = next((k.params == 0 for k in a.kernels if _style(k, layer_keys, model_keys) == "colwise_gather_output"),
                 s.tie_word_embeddings)  # a first pipeline stage has no lm_head: the config says
     out: list[Kernel] = []
     shares = {tp, kv_share}  # every share a cost is rounded down to (⌊c·n/d⌋: the d of n/d in lowest terms)
     expert_bytes = 0  # the experts' weights a step's layers hold, whole (their module's, on no kernel)
     state_weights = 0  # a split state module's weights read by its ops and held by none of its kernels (the conv's)
+    state_extra = 0  # a rank's conv state beyond 1/N of the whole: one group's, held whole on every rank
     # a serving engine sums a shared expert's partial output with the routed experts' and all-reduces the sum once
     # (Workload.tp_layout): the shared expert (a module beside the experts, in the block that holds them) reduces
     # nothing of its own, and the experts' all-reduce follows the run of the block's kernels after the experts
@@ -657,9 +666,11 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
             # and the weight the kernel's own module holds (its gated norm's) where the engines split it
             weights = not k.params or spec.own_weights
             whole, channels = replicated.get(state_module(k), (0, 0))
-            # the conv's channels: 1/N, but one group's whole on every rank
-            frac = (rank_channels(k, channels), channels) if whole and recurrent_conv(_base(k)) else (1, tp)
+            # the conv's channels (its op and its activation): 1/N, but one group's whole on every rank
+            on_conv = recurrent_conv(_base(k)) or _base(k).rpartition(".")[2] in ("silu", "act", "act_fn")
+            frac = (rank_channels(k, channels), channels) if whole and on_conv else (1, tp)
             cost = _scaled(k.cost, *frac, weights=weights)
+            state_extra += (cost.kv_write_bytes - k.cost.kv_write_bytes // tp) * k.count if whole and on_conv else 0
             if not k.params and recurrent_conv(_base(k)):  # (the conv's weight and bias, held by no kernel; A_log,
                 # D and dt_bias, read by other ops, are the module's bare parameters, split below)
                 state_weights += (k.cost.weight_bytes - cost.weight_bytes) * k.count
@@ -721,7 +732,7 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
     return TracedRankAnalysis(
         rank_shape, wl, tuple(out), source=a.source, view=a.view,
         traced_kv_bytes_per_token=a.traced_kv_bytes_per_token // kv_share,
-        traced_cache_bytes=_rank_cache_bytes(a, kv_share, tp if plan.states else 1),
+        traced_cache_bytes=_rank_cache_bytes(a, kv_share, tp if plan.states else 1) + state_extra,
         traced_params=a.traced_params - owned + rank_params,
         traced_param_bytes=a.traced_param_bytes - owned_bytes + rank_bytes,
         check=a.check, note=a.note, logits=a.logits, layer_heads=a.layer_heads, language_params=a.language_params,
