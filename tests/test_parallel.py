@@ -1147,6 +1147,9 @@ def test_a_gated_delta_net_in_the_serving_layout_splits_by_heads(tmp_path, capsy
     path.write_text(json.dumps(cfg))
     assert main([str(path), "--hw", "H100", "--tp", "2", "--engine", "sglang"]) == 0
     assert "split a gated delta net by heads" in " ".join(capsys.readouterr().out.split())
+    # (and under --ep with tensor-parallel attention, which splits the rest as --tp does)
+    assert main([str(path), "--hw", "H100", "--ep", "2", "--ep-attention", "tp", "--engine", "sglang"]) == 0
+    assert "split a gated delta net by heads" in " ".join(capsys.readouterr().out.split())
     assert main([str(path), "--hw", "H100", "--tp", "2"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "but linear_attn gathers its projections' outputs (colwise_gather_output)" in out

@@ -1031,11 +1031,14 @@ def traced_expert_parallel(traced: tuple, workload, parallel, view: str, merge: 
     if parallel.tp_attention:
         rank = traced_rank(whole, parallel, config)
         plan = model_plan(whole.shape.family, whole.check.class_name if whole.check else "", whole.model_class, config)
+        # (and the serving engines' split, where it differs from the plan)
+        split = serving_split(whole.shape.family, config) if workload.tp_layout == "serving" else None
+        how = plan.name + (f"; {split.why}" if split is not None else "")
         n = next(k.expert_weights[0] for k in whole.kernels if k.expert_weights is not None)
         ep = parallel.ep
         return replace(rank, full=whole, ep_words=(
             f"{n // ep} of the {n} routed experts at their whole width, and attention, the dense layers and the "
-            f"vocabulary split over the {ep} ranks as --tp {ep} splits them ({plan.name}), for "
+            f"vocabulary split over the {ep} ranks as --tp {ep} splits them ({how}), for "
             f"every sequence (tensor-parallel attention); no all-to-all: each rank runs its experts on the tokens "
             f"routed to them and one all-reduce sums their outputs"))
     local = trace(cfg, name, replace(workload, batch=workload.batch // parallel.ep), label, view=view, merge=merge)
