@@ -1092,6 +1092,53 @@ def test_phi3_in_the_serving_layout_splits_its_heads_as_llama(capsys):
     assert "--engine vllm would refuse it: --tp 64 does not divide num_attention_heads 32" in out
 
 
+def test_glm4_in_the_serving_layout_splits_its_mlp_as_llama(tmp_path, capsys):
+    """transformers' plan for GLM-4-0414 (glm4) gathers the fused gate_up_proj's outputs and splits down_proj's
+    input from the whole width (colwise_gather_output, rowwise_split_input); vLLM runs the MLP as Llama's
+    (trace.parallel.GLM_SERVING). A glm4 of D 256, 8 heads and 2 KV heads of 32, F 512, 2 layers, at --tp 2, decode
+    batch 2 at context 6, fp32, in place:
+    - both: gate_up_proj 2·2·256·(2·512)/2 FLOPs a layer on the rank, down_proj 2·2·256·256 (its input split);
+    - gathered: an all-gather of gate_up_proj's rank share a layer, 2·512·4 bytes, and the activation and the
+      product after it on the whole width: twice the serving split's bytes, which has no all-gather;
+    - the shape per rank: F 512 gathered (the activation's width), 256 under the split."""
+    from dataclasses import replace
+
+    from roofcalc.cli import main
+    from roofcalc.trace import hf_config, trace
+    from roofcalc.trace.parallel import traced_rank
+
+    cfg = dict(BASE, model_type="glm4", num_key_value_heads=2, head_dim=32, pad_token_id=0)
+    wl = Workload.decode(BATCH, PROMPT + 1, **FP32, cache_update="in-place", tp_layout="serving")
+    config = hf_config(cfg, "t")[0]
+    serving = traced_rank(trace(cfg, "t", wl, use_cache=False), Parallel(2), config)
+    gathered = traced_rank(trace(cfg, "t", replace(wl, tp_layout="transformers"), use_cache=False), Parallel(2),
+                           config)
+
+    def flops(a, name):
+        return sum(k.cost.matmul_flops * k.count for k in a.kernels if k.name == name)
+
+    def between(a):  # the MLP's ops after gate_up_proj, not matmuls or collectives
+        return sum(k.cost.bytes * k.count for k in a.kernels if k.name.startswith("mlp.")
+                   and k.kind not in ("matmul", "collective"))
+
+    for a in (serving, gathered):
+        assert flops(a, "mlp.gate_up_proj") == 2 * 2 * 2 * 256 * 1024 // 2
+        assert flops(a, "mlp.down_proj") == 2 * 2 * 2 * 256 * 256
+    gathers = [(k.name, k.message_bytes, k.count) for k in gathered.kernels if k.role == "all_gather"
+               and k.name.startswith("mlp.")]
+    assert gathers == [("mlp.gate_up_proj.all_gather", 2 * 512 * 4, 2)]
+    assert not [k for k in serving.kernels if k.role == "all_gather" and k.name.startswith("mlp.")]
+    assert between(serving) > 0 and between(gathered) == 2 * between(serving)
+    assert (serving.shape.d_ff, gathered.shape.d_ff) == (256, 512)
+    # the command line: the serving engines' split in the header, and what it changes in the default's verdict
+    path = tmp_path / "glm4.json"
+    path.write_text(json.dumps(cfg))
+    assert main([str(path), "--hw", "H100", "--tp", "2", "--engine", "vllm"]) == 0
+    assert "vLLM runs its MLP as Llama's" in " ".join(capsys.readouterr().out.split())
+    assert main([str(path), "--hw", "H100", "--tp", "2"]) == 0
+    assert "the MLP split" in " ".join(capsys.readouterr().out.split())
+
+
 def test_a_gated_delta_net_in_the_serving_layout_splits_by_heads(tmp_path, capsys):
     """transformers' plan gathers a gated delta net's projections (the real runs above: every rank runs all 8
     value heads, three all-gathers a layer); vLLM, SGLang and TensorRT-LLM split it by heads (trace.parallel.
@@ -1107,7 +1154,7 @@ def test_a_gated_delta_net_in_the_serving_layout_splits_by_heads(tmp_path, capsy
       KV heads), and the states whole (2·(65,536 + 16,384)) or half;
     - its parameters: the conv weight (8·32 + 2·4·32 channels · 4), A_log and dt_bias (8 each) half a layer
       under serving, whole under the gathered plan (whose rank the real run holds);
-    and --tp 8 is refused where the 4 key heads do not split."""
+    and --tp 8 is refused where the 4 key heads do not split, --tp 16 where the 8 attention heads do not."""
     from dataclasses import replace
 
     from roofcalc.cli import main
@@ -1142,6 +1189,10 @@ def test_a_gated_delta_net_in_the_serving_layout_splits_by_heads(tmp_path, capsy
     assert gathered.params - serving.params == 2 * (512 * 4 // 2 + 8 // 2 + 8 // 2)
     with pytest.raises(RoofcalcError, match="--tp 8 does not divide linear_attn's linear_num_key_heads 4"):
         traced_rank(trace(cfg, "t", wl, use_cache=False), Parallel(8), config)
+    # and --tp 16 under the gathered plan, where every projection's outputs divide (k_proj's 2·32 = 64) but the
+    # attention's 8 heads do not: refused as a hand family's heads are, not run on half a head a rank
+    with pytest.raises(RoofcalcError, match="--tp 16 does not divide num_attention_heads 8"):
+        traced_rank(trace(cfg, "t", replace(wl, tp_layout="transformers"), use_cache=False), Parallel(16), config)
     # the command line: whose split, in the header; and the host-bound default's verdict says what vLLM's changes
     path = tmp_path / "qwen3_next.json"
     path.write_text(json.dumps(cfg))

@@ -353,7 +353,8 @@ def test_a_model_with_no_plan_is_refused_in_one_line(tmp_path, capsys):
 def test_what_the_traced_plan_does_not_split_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
     """A style the traced plan does not model (transformers registers unit_colwise and sequence_parallel,
     among others) is refused where a kernel runs in it: here Llama's plan with its MLP's gate_proj in
-    sequence_parallel; 3 ranks split neither 8 heads nor 2 KV heads."""
+    sequence_parallel; 3 ranks do not split 8 heads (as the hand families refuse it); 2 ranks split 12 heads
+    and neither split 3 KV heads nor are split by them."""
     import transformers
 
     plan = dict(transformers.LlamaConfig.base_model_tp_plan, **{"layers.*.mlp.gate_proj": "sequence_parallel"})
@@ -362,7 +363,10 @@ def test_what_the_traced_plan_does_not_split_is_refused_in_one_line(tmp_path, ca
     assert "mlp.gate_proj is 'sequence_parallel'" in err
     monkeypatch.undo()
     err = _refusal(tmp_path, capsys, DENSE["llama"], "--trace", "--tp", "3")
-    assert "--tp 3 and 2 KV heads" in err
+    assert "--tp 3 does not divide num_attention_heads 8" in err
+    err = _refusal(tmp_path, capsys, dict(DENSE["llama"], hidden_size=384, num_attention_heads=12,
+                                          num_key_value_heads=3), "--trace", "--tp", "2")
+    assert "--tp 2 and 3 KV heads" in err
 
 
 
@@ -785,12 +789,12 @@ def test_a_ranks_sweep_is_fitted_on_probes_its_shares_apart():
                  "--format", "csv"]) == 0
 
 
-def test_traced_attention_sizes_only_where_the_config_describes_the_call():
+def test_traced_attention_sizes_only_where_the_config_describes_the_call(capsys):
     """A traced attention kernel carries its call's sizes (trace.attention_calls: the fitted attention forms on a
     GPU) where its counted KV reads are the config's 2·B·S·K·H values: TinyLlama's decode at B = 2, S = 100
     (32 query heads on 4 KV heads of 64: 2 x 2 x 100 x 4 x 64 values of 2 bytes); split by whole heads under
-    --tp 2 (16 on 2); none for gemma-3-1b, whose config has a sliding window (512), nor for its --tp 8 rank,
-    whose 4 query heads do not split over 8 ranks (and the step runs, on the class's efficiency)."""
+    --tp 2 (16 on 2); none for gemma-3-1b, whose config has a sliding window (512). Its --tp 8, whose 4 query heads
+    do not split over 8 ranks, is refused (as vLLM's assert and a hand family's check refuse it), in one line."""
     from roofcalc.calculator import AttentionSizes
     from roofcalc.sources import load_config
     from roofcalc.trace import TracedRankAnalyzer, traced_shape
@@ -807,7 +811,9 @@ def test_traced_attention_sizes_only_where_the_config_describes_the_call():
     _, g = traced_shape(*load_config(gemma)[:2])
     assert all(k.sizes is None for k in trace(*g[:2], wl, g[2]).kernels if k.kind == "attention")
     assert main([gemma, "--hw", "H100-SXM", "--engine", "trtllm-0.6", "--tp", "8", "--batch", "8", "--context",
-                 "256", "--format", "json"]) == 0
+                 "256", "--format", "json"]) == 2
+    assert capsys.readouterr().err == ("roofcalc: error: --tp 8 does not divide num_attention_heads 4: each rank "
+                                       "must hold a whole share\n")
 
 
 NO_PLAN = {"gpt2": dict(model_type="gpt2", n_embd=256, n_head=8, n_layer=2, n_inner=1024, vocab_size=1024,

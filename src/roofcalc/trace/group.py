@@ -75,7 +75,9 @@ def fused_roles(kernels: list[TracedKernel]) -> list[TracedKernel]:
                 k = replace(k, role="rider")
         out.append(k)
     riders = _recurrent_riders(out)
-    return [replace(k, role="rider") if i in riders else k for i, k in enumerate(out)]
+    in_place = _state_in_place(out)
+    return [replace(k, role="rider" if i in riders else k.role, ideal=in_place.get(i, k.ideal))
+            for i, k in enumerate(out)]
 
 
 # a recurrent module's state update, by the op transformers runs it in, and whether the engines run the ops before
@@ -133,6 +135,48 @@ def _recurrent_riders(kernels: list[TracedKernel]) -> set[int]:
             riders.add(run[j])  # its output and its state, written by the state update's kernel (in place)
             j += 1
     return riders
+
+
+def _state_in_place(kernels: list[TracedKernel]) -> dict:
+    """The ideal (fused) costs of a recurrent mixer's state update where transformers copies the state around it
+    (new ideal Cost by kernel index). transformers' decode reads the cache's state into a copy (Mamba-2:
+    ``mamba2_scan_forward``, 2 · state bytes), updates the copy (the state update's own read and write) and copies
+    the result back into the cache (``mamba2_scan_forward#2``; a gated delta net's ``kv_cache_update`` after its
+    delta rule, which read the cache itself): three passes over the state, or two. vLLM's and SGLang's kernels
+    (selective_state_update, fused_recurrent_gated_delta_rule_*) read the cache's state and write it in place: one
+    read and one write. Here: a copy before the update (it reads the cache, writes no cache) and a copy after it (it
+    writes the cache, reads none), each in the update's module and layer, lose the state's bytes (what else they move
+    stays), and the update's own read and write of that state count as the cache's; the copy after only where the
+    update reads the cache's state (a decode step: a prefill's chunked rule starts from none, and the engines copy
+    its final state into the cache too). The eager view keeps transformers' copies."""
+    out: dict = {}
+    for i, k in enumerate(kernels):
+        if k.layer is None or not any(key in k.name.rpartition(".")[2] for key in STATE_UPDATES):
+            continue
+        module = k.name.rpartition(".")[0]
+        run = [j for j, x in enumerate(kernels) if x.layer == k.layer and x.name.startswith(module + ".")
+               and not (x.kind == "matmul" and x.params)]
+        at = run.index(i)
+        cost = k.ideal
+        before = next((j for j in reversed(run[:at]) if kernels[j].ideal.kv_read_bytes
+                       and not kernels[j].ideal.kv_write_bytes and not recurrent_conv(kernels[j].name)), None)
+        copy = kernels[before].ideal if before is not None else None
+        if copy is not None and copy.act_write_bytes >= copy.kv_read_bytes and cost.act_read_bytes >= copy.kv_read_bytes:
+            state = copy.kv_read_bytes  # the update reads the cache's state, not a copy of it
+            cost = replace(cost, act_read_bytes=cost.act_read_bytes - state, kv_read_bytes=cost.kv_read_bytes + state)
+            out[before] = replace(copy, kv_read_bytes=0, act_write_bytes=copy.act_write_bytes - state)
+        after = next((j for j in run[at + 1:] if kernels[j].ideal.kv_write_bytes
+                      and not kernels[j].ideal.kv_read_bytes), None)
+        copy = kernels[after].ideal if after is not None else None
+        if copy is not None and cost.kv_read_bytes and copy.act_read_bytes >= copy.kv_write_bytes \
+                and cost.act_write_bytes >= copy.kv_write_bytes:
+            state = copy.kv_write_bytes  # and writes it there in place
+            cost = replace(cost, act_write_bytes=cost.act_write_bytes - state,
+                           kv_write_bytes=cost.kv_write_bytes + state)
+            out[after] = replace(copy, kv_write_bytes=0, act_read_bytes=copy.act_read_bytes - state)
+        if cost != k.ideal:
+            out[i] = cost
+    return out
 
 
 def _experts_home(name: str) -> str:

@@ -201,16 +201,28 @@ _MAMBA_STATE = {"mamba": RecurrentState((("mamba_n_heads", "mamba_d_head"), ("ma
                                         (1, 2), own_weights=True, replicated="mamba_n_groups")}
 
 
+# GLM (glm-4-9b-chat-hf) and GLM-4-0414: transformers' plans gather the fused gate_up_proj's outputs (its comment:
+# "we need to replicate here due to the `chunk` operation"), so every rank runs the MLP's activation on the whole
+# width; vLLM runs both MLPs as Llama's (glm.py: 'class GlmForCausalLM(LlamaForCausalLM)'; glm4.py: 'from .llama
+# import LlamaMLP as Glm4MLP'), a MergedColumnParallelLinear giving each rank its share of the gate and of the up
+# projection, down_proj row-parallel.
+GLM_SERVING = ServingSplit("vLLM runs its MLP as Llama's (gate and up projections split on the width, down_proj "
+                           "row-parallel; transformers' plan gathers the fused gate_up_proj's outputs, the activation "
+                           "on the whole width on every rank)",
+                           styles={"colwise_gather_output": "colwise", "rowwise_split_input": "rowwise"},
+                           verdict=("the MLP split", "the MLP gathered"))
+
 # config classes whose layers the serving engines split otherwise than transformers' plan. Phi-3: its plan gathers
 # the fused qkv_proj and gate_up_proj outputs (every head on every rank); vLLM (phi3.py: 'class
 # Phi3ForCausalLM(LlamaForCausalLM)'), SGLang (llama.py, the same) and TensorRT-LLM (modeling_phi3.py) run it as
-# Llama, heads and width split. Qwen3-Next and Qwen3.5: their gated delta nets (GDN_SERVING). Nemotron-H: its
+# Llama, heads and width split. GLM and GLM-4-0414 (and GLM-4.1V's text model): their MLPs (GLM_SERVING). Qwen3-Next and Qwen3.5: their gated delta nets (GDN_SERVING). Nemotron-H: its
 # Mamba-2 mixers, MLPs and shared experts (NEMOTRON_H_SERVING). Bamba and Granite 4.0-H: their Mamba-2 mixers
 # (MAMBA2_SERVING).
 SERVING_SPLITS = {
     "phi3": ServingSplit("vLLM, SGLang and TensorRT-LLM run it, as Llama (heads and width split; transformers' plan "
                          "gathers every head on every rank)",
                          styles={"colwise_gather_output": "colwise", "rowwise_split_input": "rowwise"}),
+    **{t: GLM_SERVING for t in ("glm", "glm4", "glm4v_text")},
     "qwen3_next": ServingSplit(GDN_SERVING, keys=_gdn_keys("in_proj_qkvz", "in_proj_ba"), states=_GDN_STATE,
                                verdict=_GDN_WORDS),
     **{t: ServingSplit(GDN_SERVING, keys=_gdn_keys("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"),
@@ -512,6 +524,8 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
 
     cached = _cached_heads(a) or kv  # the heads the cache holds (transformers' Falcon: every query head's)
     kv_share = (min(tp, cached) if cached else tp) if heads_split else 1  # a rank's: 1/tp, one head at least
+    if heads_split and n and n % tp:  # as the hand families refuse it (parallel.Parallel's check)
+        raise RoofcalcError(f"--tp {tp} does not divide num_attention_heads {n}: each rank must hold a whole share")
     if heads_split and kv and kv % tp and tp % kv:
         raise RoofcalcError(f"--tp {tp} and {kv} KV heads: one must divide the other (split the KV heads, or "
                             f"replicate each over tp / K ranks)")
@@ -723,6 +737,12 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
     widths |= {k.sizes.n // 2 for k in a.kernels if k.expert_weights is not None and isinstance(k.sizes, MatmulSizes)
                and _base(k) in experts}  # or half the width of the kernel that runs them whole (onto 2I, then back)
     split_ff = s.d_ff and s.d_ff % tp == 0 and not (whole_experts and widths == {s.d_ff})  # F the experts' I: whole
+    # a dense MLP's up projections (onto F, or onto 2F fused), where F is no routed expert's width: F splits where
+    # one of them splits its outputs, not where the plan gathers them all (GLM-4-0414's mlp: the activation runs on
+    # the whole width on every rank)
+    ups = [k for k in a.kernels if k.scope == "layer" and k.expert_weights is None and isinstance(k.sizes, MatmulSizes)
+           and s.d_ff not in widths and k.sizes.n in (s.d_ff, 2 * s.d_ff) and k.sizes.k == s.d_model]
+    split_ff = split_ff and (not ups or any(_style(k, layer_keys, model_keys) in COLUMN for k in ups))
     # (a plan that gathers its projections' outputs, Phi-3's in transformers, runs every head and the whole MLP width
     # on every rank: the shape per rank says so)
     rank_shape = replace(s, n_heads=n // tp if n % tp == 0 and heads_split else n,
