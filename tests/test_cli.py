@@ -845,7 +845,8 @@ def test_llama_cpp_block_formats_are_the_integer_ones_they_are(capsys):
     """llama.cpp's Q4_0 and Q8_0 hold 32 weights with one fp16 scale, 18 and 34 bytes (ggml-common.h block_q4_0,
     block_q8_0): --weight-dtype q4_0 and q8_0 are int4 and int8 in groups of 32, byte for byte (q_proj of
     Llama-2-7B in Q4_0: 4096 x 4096 / 2 + 4096 x 128 x 2 = 9,437,184 bytes). A group size that contradicts the
-    format, or a K-quant (which mixes block formats by tensor), is one line naming what to give."""
+    format, or a K-quant (which mixes block formats by tensor), or a group that does not divide a matmul's input, is
+    one line naming what to give."""
     for name, fmt, q_bytes in (("q4_0", "int4", 4096 * 4096 // 2 + 4096 * 128 * 2),
                                ("Q8_0", "int8", 4096 * 4096 + 4096 * 128 * 2)):
         docs = []
@@ -856,7 +857,11 @@ def test_llama_cpp_block_formats_are_the_integer_ones_they_are(capsys):
         assert docs[0]["totals"] == docs[1]["totals"] and docs[0]["workload"] == docs[1]["workload"]
         assert next(k for k in docs[0]["kernels"] if k["name"] == "q_proj")["weight_bytes"] == q_bytes
     for flags, words in ((["--weight-dtype", "q4_0", "--group-size", "64"], "drop --group-size 64"),
-                         (["--weight-dtype", "Q4_K_M"], "--weight-dtype int4 --group-size 32")):
+                         (["--weight-dtype", "Q4_K_M"], "--weight-dtype int4 --group-size 32"),
+                         # a group lies along a matmul's input: 7 divides neither 4,096 nor 11,008 (2^8 x 43),
+                         # 512 not 11,008
+                         (["--weight-dtype", "int4", "--group-size", "7"], "does not divide the hidden size 4096"),
+                         (["--weight-dtype", "int8", "--group-size", "512"], "does not divide the MLP width 11008")):
         code, out, err = run(["meta-llama/Llama-2-7b-hf", *flags], capsys)
         assert code == 2 and out == "" and err.count("\n") == 1 and words in err, flags
 

@@ -520,6 +520,26 @@ def test_ep_and_pp_lists_compare_sizes_like_a_tp_list(capsys):
     plan, largest = pipe.result.analysis.note_pipeline
     assert pipe.step_s == plan.step_s and pipe.memory_bytes == largest and pipe.tokens_per_s == pytest.approx(
         64 / plan.step_s)
+    # its communication, on the step's path as the step takes the stages: each stage's (stage 0's send to
+    # stage 1; stage 1, the last, sends nothing) on the first micro-batch, then the slowest stage's for each other
+    from roofcalc.parallel import StageAnalysis, stage_kernels, stage_layers
+    from roofcalc.roofline import roofline
+
+    micro = Workload.decode(64 // plan.micro_batches, 1000)
+    stages = []
+    for x in range(2):
+        sub, kernels = stage_kernels(shape, micro, 2, x)
+        stages.append(roofline(StageAnalysis(sub, micro, tuple(kernels), parallel=Parallel(pp=2), stage=x,
+                                             layers=stage_layers(shape.n_layers, 2)[x],
+                                             micro_batches=plan.micro_batches, batch=64),
+                               find_hardware("H100"), impl="cuda-graph"))
+    comm = [sum(q.t_expected_s * q.kernel.count for q in r.step.placements if q.kernel.kind == "collective")
+            for r in stages]
+    assert comm[0] > 0 and comm[1] == 0  # (the column had shown the slowest stage's alone: 0 when it was the last)
+    assert pipe.comm_s == pytest.approx(sum(comm) + (plan.micro_batches - 1) * comm[plan.slowest])
+    device = [r.step.times.device_s for r in stages]
+    assert pipe.comm_share == pytest.approx(pipe.comm_s / (sum(device) + (plan.micro_batches - 1)
+                                                           * device[plan.slowest]))
     assert main(["mistralai/Mixtral-8x7B-v0.1", "--hw", "H100", "--ep", "1,2,4", "--context", "1000", "--batch", "64",
                  "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)

@@ -225,6 +225,11 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
     if weights.group and args.group_size not in (None, weights.group):
         raise RoofcalcError(f"{weights.name} holds {weights.group} weights a scale, its format's own; drop --group-size "
                             f"{args.group_size}")
+    if args.group_size and shape is not None:  # a group lies along a matmul's input: GPTQ's, AWQ's and vLLM's
+        for what, width in (("hidden size", shape.d_model), ("MLP width", shape.d_ff)):  # loaders refuse a group
+            if width and width % args.group_size:  # that does not divide it
+                raise RoofcalcError(f"--group-size {args.group_size} does not divide the {what} {width}: a group's "
+                                    f"weights lie along a matmul's input")
     kw = dict(
         weight_dtype=weights,
         act_dtype=dtype(args.act_dtype or base),

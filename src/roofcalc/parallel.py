@@ -518,12 +518,18 @@ class TPPoint:
 
     @property
     def comm_s(self) -> float:
-        """The collectives' expected device time in one rank's step (a stage's, on one micro-batch)."""
+        """The collectives' expected device time in one rank's step; a pipeline's on its step's path (every
+        stage's collectives and send for the first micro-batch, the slowest stage's for each of the others)."""
+        pipe = self._pipeline
+        if pipe and pipe[0].stage_comm_s:
+            return pipe[0].comm_s
         return sum(p.t_expected_s * p.kernel.count for p in self.step.placements if p.kernel.kind == "collective")
 
     @property
     def comm_share(self) -> float:
-        device = self.step.times.device_s
+        """comm_s's share of the device time (a pipeline's on its step's path)."""
+        pipe = self._pipeline
+        device = pipe[0].device_s if pipe and pipe[0].stage_device_s else self.step.times.device_s
         return self.comm_s / device if device else 0.0
 
     @property
@@ -755,6 +761,23 @@ class Pipeline:
     micro_batches: int
     slowest: int
     host_s: float = 0.0  # the engine's host time the device waits for, once a step (pipeline_host)
+    stage_comm_s: tuple = ()  # each stage's collectives and send on one micro-batch (expected device time)
+    stage_device_s: tuple = ()  # each stage's device time on one micro-batch
+
+    @property
+    def comm_s(self) -> float:
+        """The communication on the step's path, as step_s takes the stages: every stage's collectives and send
+        for the first micro-batch, then the slowest stage's for each of the others."""
+        if not self.stage_comm_s:
+            return 0.0
+        return sum(self.stage_comm_s) + (self.micro_batches - 1) * self.stage_comm_s[self.slowest]
+
+    @property
+    def device_s(self) -> float:
+        """The device time on the step's path, taken as comm_s takes the communication."""
+        if not self.stage_device_s:
+            return 0.0
+        return sum(self.stage_device_s) + (self.micro_batches - 1) * self.stage_device_s[self.slowest]
 
     @property
     def step_s(self) -> float:
@@ -794,7 +817,10 @@ def pipeline_roofline(shape: ModelShape, wl: Workload, pp: int, micro_batches: i
     times = tuple(stage_times(r.step.times)[0] for r in results)
     slowest = max(range(pp), key=lambda i: times[i])
     r = results[slowest]
-    pipe = Pipeline(times, micro_batches, slowest, pipeline_host(r.model, wl.batch, par.gpus)[0])
+    comm = tuple(sum(p.t_expected_s * p.kernel.count for p in x.step.placements if p.kernel.kind == "collective")
+                 for x in results)
+    pipe = Pipeline(times, micro_batches, slowest, pipeline_host(r.model, wl.batch, par.gpus)[0], comm,
+                    tuple(x.step.times.device_s for x in results))
     memory = max(x.analysis.memory_bytes for x in results)
     return replace(r, analysis=replace(r.analysis, note_pipeline=(pipe, memory)))
 

@@ -1311,8 +1311,9 @@ AXIS_WORDS = {
     "ep-tp": "one rank's step at each --ep: E/N routed experts, attention split by heads over the N ranks "
              "for every sequence, an all-reduce after o_proj and after the experts (--ep-attention tp)",
     "pp": "the pipeline's step at each --pp: the stages in turn, then the slowest stage once per other "
-          "micro-batch; memory is the largest stage's, and communication the slowest stage's collectives (the "
-          "sends between stages are in each stage's time; the last stage sends nothing)",
+          "micro-batch; memory is the largest stage's, and communication the collectives and sends between "
+          "stages on that path (every stage's for the first micro-batch, the slowest stage's for each of the "
+          "others), its share of the device time on the same path",
 }
 
 
