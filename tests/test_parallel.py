@@ -1159,6 +1159,68 @@ def test_glm4_in_the_serving_layout_splits_its_mlp_as_llama(tmp_path, capsys):
     assert "the MLP split" in " ".join(capsys.readouterr().out.split())
 
 
+@pytest.mark.parametrize("family", ["olmo2", "minimax_m2"])
+def test_a_norm_over_every_head_in_the_serving_layout_splits_the_heads(family, tmp_path, capsys):
+    """transformers' plans for OLMo-2 and MiniMax-M2 gather q, k and v (q_norm and k_norm span every head's width):
+    every rank runs every head. vLLM splits the heads (trace.parallel.OLMO2_SERVING, MINIMAX_M2_SERVING). A model of
+    D 256, 8 heads and 2 KV heads of 32, 2 layers, at --tp 2, decode batch 2 at context 6, fp32, in place:
+    - both layouts: q_proj 2·2·256·(8·32)/2 FLOPs a layer, k_proj and v_proj 2·2·256·(2·32)/2;
+    - transformers': an all-gather after q, k and v (2·128·4, 2·32·4 and 2·32·4 bytes), every head's attention on
+      the rank, the whole KV cache (2 KV heads);
+    - OLMo-2 under vLLM: the rank's q and k all-gathered for their norms (2·128·4 and 2·32·4 bytes), the norms whole
+      (weights 256 and 64), no all-gather of v; 4 heads and 1 KV head on the rank (half the cache);
+    - MiniMax-M2 under vLLM: no all-gather; q_norm and k_norm on the rank's 128 and 32 channels with half their
+      weights, one all-reduce of their sums of squares, 2 tokens x 2 norms x 4 bytes = 16 bytes, a layer."""
+    from dataclasses import replace
+
+    from roofcalc.cli import main
+    from roofcalc.trace import hf_config, trace
+    from roofcalc.trace.parallel import traced_rank
+
+    cfg = dict(BASE, model_type=family, num_key_value_heads=2, head_dim=32, pad_token_id=0)
+    if family == "minimax_m2":
+        cfg.update(num_local_experts=4, num_experts_per_tok=2)
+    wl = Workload.decode(BATCH, PROMPT + 1, **FP32, cache_update="in-place", tp_layout="serving")
+    config = hf_config(cfg, "t")[0]
+    serving = traced_rank(trace(cfg, "t", wl, use_cache=False), Parallel(2), config)
+    gathered = traced_rank(trace(cfg, "t", replace(wl, tp_layout="transformers"), use_cache=False), Parallel(2),
+                           config)
+
+    def row(a, name):
+        return next(k for k in a.kernels if k.name == name)
+
+    for a in (serving, gathered):
+        assert row(a, "self_attn.q_proj").cost.matmul_flops == 2 * 2 * 256 * 8 * 32 // 2
+        assert row(a, "self_attn.k_proj").cost.matmul_flops == row(a, "self_attn.v_proj").cost.matmul_flops \
+            == 2 * 2 * 256 * 2 * 32 // 2
+
+    def collectives(a):
+        return sorted((k.name, k.role, k.message_bytes, k.count) for k in a.kernels
+                      if k.kind == "collective" and k.name.startswith("self_attn.") and "o_proj" not in k.name)
+
+    assert collectives(gathered) == [("self_attn.k_proj.all_gather", "all_gather", 2 * 32 * 4, 2),
+                                     ("self_attn.q_proj.all_gather", "all_gather", 2 * 128 * 4, 2),
+                                     ("self_attn.v_proj.all_gather", "all_gather", 2 * 32 * 4, 2)]
+    assert (gathered.shape.n_heads, gathered.shape.n_kv_heads) == (8, 2)
+    assert (serving.shape.n_heads, serving.shape.n_kv_heads) == (4, 1)
+    assert 2 * serving.totals.kv_bytes == gathered.totals.kv_bytes
+    if family == "olmo2":
+        assert collectives(serving) == [("self_attn.k_norm.all_gather", "all_gather", 2 * 32 * 4, 2),
+                                        ("self_attn.q_norm.all_gather", "all_gather", 2 * 128 * 4, 2)]
+        assert (row(serving, "self_attn.q_norm").params, row(serving, "self_attn.k_norm").params) == (256, 64)
+    else:
+        assert collectives(serving) == [("self_attn.k_norm.all_reduce", "all_reduce", 2 * 2 * 4, 2)]
+        assert (row(serving, "self_attn.q_norm").params, row(serving, "self_attn.k_norm").params) == (128, 32)
+        assert 2 * row(serving, "self_attn.q_norm").cost.bytes == row(gathered, "self_attn.q_norm").cost.bytes
+    # the command line: the serving engines' split in the header; --tp 4 splits 8 heads but not 2 KV heads' norms
+    path = tmp_path / f"{family}.json"
+    path.write_text(json.dumps(cfg))
+    assert main([str(path), "--hw", "H100", "--tp", "2", "--engine", "vllm"]) == 0
+    assert "vLLM splits its heads" in " ".join(capsys.readouterr().out.split())
+    assert main([str(path), "--hw", "H100", "--tp", "4", "--engine", "vllm"]) == 2
+    assert "--tp 4 does not divide self_attn.q_norm's 2 KV heads" in capsys.readouterr().err
+
+
 def test_a_gated_delta_net_in_the_serving_layout_splits_by_heads(tmp_path, capsys):
     """transformers' plan gathers a gated delta net's projections (the real runs above: every rank runs all 8
     value heads, three all-gathers a layer); vLLM, SGLang and TensorRT-LLM split it by heads (trace.parallel.

@@ -58,13 +58,17 @@ class Engine:
     # beside its routed ones (DeepSeek's, Qwen2-MoE's, Llama-4's, any model laid out so) summed with them before one
     # all-reduce, where the plan reduces each; Phi-3's heads split as Llama's, where the plan gathers every head; a
     # gated delta net (Qwen3-Next's, Qwen3.5's linear attention) split by heads, where the plan gathers it;
-    # Nemotron-H's Mamba-2 mixers and MLPs split, where the plan runs them whole
+    # Nemotron-H's Mamba-2 mixers and MLPs split, where the plan runs them whole; GLM's and GLM-4-0414's MLP split,
+    # where the plan gathers it; OLMo-2's, OLMo-3's and MiniMax-M2's heads split (their q and k norms over every
+    # head all-gathered, or their sums of squares all-reduced), where the plan gathers every head
     tp_layout: str = "transformers"
     tp_layout_source: str = ("transformers' base_model_tp_plan: a shared expert's down_proj rowwise (its own "
                              "all-reduce) beside the routed experts' MoeExpertsParallel; Phi-3's qkv_proj and "
                              "gate_up_proj colwise_gather_output; Qwen3-Next's and Qwen3.5's linear attention "
                              "colwise_gather_output; Nemotron-H's Mamba-2 mixers and MLPs whole (its plan names its "
-                             "attention alone); kept for a preset whose own split was not read")
+                             "attention alone); GLM's and GLM-4-0414's gate_up_proj, OLMo-2's, OLMo-3's and "
+                             "MiniMax-M2's q, k and v colwise_gather_output; kept for a preset whose own split was "
+                             "not read")
 
     @property
     def host(self) -> EngineHost:
@@ -176,7 +180,12 @@ _SERVING_VLLM = ("vllm/model_executor/models/deepseek_v2.py, qwen2_moe.py, llama
                  "and dt, conv1d column-parallel, A, D, dt_bias and the gated norm's weight 1/N a rank, out_proj "
                  "RowParallelLinear; the MLP's up_proj ColumnParallelLinear, down_proj RowParallelLinear; bamba.py and "
                  "granitemoehybrid.py: MambaMixer2 with its single group's B and C on every rank (n_groups 1), "
-                 "Granite's shared MLP input_linear MergedColumnParallelLinear, output_linear RowParallelLinear")
+                 "Granite's shared MLP input_linear MergedColumnParallelLinear, output_linear RowParallelLinear; "
+                 "glm.py 'class GlmForCausalLM(LlamaForCausalLM)', glm4.py 'from .llama import LlamaMLP as Glm4MLP'; "
+                 "olmo2.py (OLMo-2 and OLMo-3): qkv_proj QKVParallelLinear, _apply_qk_norm all-gathers the rank's q "
+                 "and k, norms them whole and takes the rank's share again; minimax_m2.py: "
+                 "MiniMaxText01RMSNormTP.forward_qk, q_norm and k_norm on the rank's share with their sums of "
+                 "squares in one all-reduce")
 _SERVING_SGLANG = ("sglang python/sglang/srt/models/deepseek_v2.py, qwen2_moe.py, llama4.py: the shared expert built "
                    "with reduce_results=False, 'final_hidden_states + shared_output', then one "
                    "tensor_model_parallel_all_reduce; llama.py: 'class Phi3ForCausalLM(LlamaForCausalLM): pass'; "

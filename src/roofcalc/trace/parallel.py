@@ -149,6 +149,11 @@ class ServingSplit:
     states: dict = field(default_factory=dict)  # layer module -> RecurrentState
     model: dict = field(default_factory=dict)  # a model-level module's style (lm_head's, where the plan has none)
     verdict: tuple = ()  # an engine verdict's words for what the split changes: (serving's, transformers')
+    # a layer module's norm over every head's width (OLMo-2's and MiniMax-M2's q_norm and k_norm) as the engines run
+    # it with the heads split: "gather" (the rank's share all-gathered, the norm whole on every rank, the rank's
+    # share taken again) or "reduce" (on the rank's share with its weight's share, the sums of squares all-reduced,
+    # one fp32 value a token and a norm, in one all-reduce after the layer's last such norm)
+    norms: dict = field(default_factory=dict)
 
 
 # A gated delta net (Qwen3-Next's, Qwen3.5's linear attention): transformers' plan gathers its projections'
@@ -212,10 +217,31 @@ GLM_SERVING = ServingSplit("vLLM runs its MLP as Llama's (gate and up projection
                            styles={"colwise_gather_output": "colwise", "rowwise_split_input": "rowwise"},
                            verdict=("the MLP split", "the MLP gathered"))
 
+# OLMo-2 and OLMo-3 (and FlexOlmo, OLMo-2's attention): transformers' plans gather q, k and v (their norm, q_norm
+# and k_norm, spans every head's width: "we need to replicate here due to the added norm on q and k"), so every
+# rank runs every head. vLLM (olmo2.py, which runs OLMo-3 too: Olmo2Attention._apply_qk_norm) splits the heads:
+# qkv_proj column-parallel, the rank's q and k all-gathered, the norms on the whole width, the rank's share taken
+# again, o_proj row-parallel. MiniMax-M2: its plan gathers q, k and v too; vLLM (minimax_m2.py, MiniMaxText01RMSNormTP
+# .forward_qk in layers/mamba/linear_attn.py) splits the heads and runs each norm on the rank's share with its
+# weight's share, the two norms' sums of squares in one all-reduce of [tokens, 2] fp32.
+_HEADS_STYLES = {"colwise_gather_output": "colwise", "rowwise_split_input": "rowwise"}
+OLMO2_SERVING = ServingSplit("vLLM splits its heads (qkv_proj column-parallel, o_proj row-parallel; the rank's q and k "
+                             "all-gathered for q_norm and k_norm over every head, then split again; transformers' "
+                             "plan gathers q, k and v and runs every head on every rank)",
+                             styles=_HEADS_STYLES, norms={"self_attn.q_norm": "gather", "self_attn.k_norm": "gather"},
+                             verdict=("the heads split", "every head on every rank"))
+MINIMAX_M2_SERVING = ServingSplit("vLLM splits its heads (qkv_proj column-parallel, o_proj row-parallel; q_norm and "
+                                  "k_norm on the rank's share, their sums of squares in one all-reduce; "
+                                  "transformers' plan gathers q, k and v and runs every head on every rank)",
+                                  styles=_HEADS_STYLES,
+                                  norms={"self_attn.q_norm": "reduce", "self_attn.k_norm": "reduce"},
+                                  verdict=("the heads split", "every head on every rank"))
+
 # config classes whose layers the serving engines split otherwise than transformers' plan. Phi-3: its plan gathers
 # the fused qkv_proj and gate_up_proj outputs (every head on every rank); vLLM (phi3.py: 'class
 # Phi3ForCausalLM(LlamaForCausalLM)'), SGLang (llama.py, the same) and TensorRT-LLM (modeling_phi3.py) run it as
-# Llama, heads and width split. GLM and GLM-4-0414 (and GLM-4.1V's text model): their MLPs (GLM_SERVING). Qwen3-Next and Qwen3.5: their gated delta nets (GDN_SERVING). Nemotron-H: its
+# Llama, heads and width split. GLM and GLM-4-0414 (and GLM-4.1V's text model): their MLPs (GLM_SERVING). OLMo-2,
+# OLMo-3 and MiniMax-M2: their heads (OLMO2_SERVING, MINIMAX_M2_SERVING). Qwen3-Next and Qwen3.5: their gated delta nets (GDN_SERVING). Nemotron-H: its
 # Mamba-2 mixers, MLPs and shared experts (NEMOTRON_H_SERVING). Bamba and Granite 4.0-H: their Mamba-2 mixers
 # (MAMBA2_SERVING).
 SERVING_SPLITS = {
@@ -223,6 +249,8 @@ SERVING_SPLITS = {
                          "gathers every head on every rank)",
                          styles={"colwise_gather_output": "colwise", "rowwise_split_input": "rowwise"}),
     **{t: GLM_SERVING for t in ("glm", "glm4", "glm4v_text")},
+    **{t: OLMO2_SERVING for t in ("olmo2", "olmo3")},
+    "minimax_m2": MINIMAX_M2_SERVING,
     "qwen3_next": ServingSplit(GDN_SERVING, keys=_gdn_keys("in_proj_qkvz", "in_proj_ba"), states=_GDN_STATE,
                                verdict=_GDN_WORDS),
     **{t: ServingSplit(GDN_SERVING, keys=_gdn_keys("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"),
@@ -248,6 +276,7 @@ class Plan:
     source: str  # where it comes from, in words
     transformers: bool  # transformers' own plan (a tied embedding then runs without its all-reduce)
     states: dict = field(default_factory=dict)  # layer modules whose recurrent state a rank holds 1/N of (ServingSplit)
+    norms: dict = field(default_factory=dict)  # layer norms over every head's width, as the engines run them split
 
     @property
     def name(self) -> str:
@@ -294,15 +323,15 @@ def model_plan(model_type: str, config_class: str, model_class: str, config=None
     if latent:
         words += (", its latent attention split by heads as DeepSeek-V2's plan splits it (from 5.25 DeepSeek-V3's "
                   "too; vLLM and SGLang split MLA heads under TP)")
-    states = {}
+    states, norms = {}, {}
     split = serving_split(model_type, config) if serving else None
     if split is not None:
         entries = {key: split.styles.get(style, style) if ".*." in key else style for key, style in entries.items()}
         entries.update({f"layers.*.{key}": style for key, style in split.keys.items()})
         entries.update(split.model)
-        states = dict(split.states)
+        states, norms = dict(split.states), dict(split.norms)
         words += f", its layers split as {split.why}"
-    return Plan(entries, words, True, states)
+    return Plan(entries, words, True, states, norms)
 
 
 MLA_HEADS = {"layers.*.self_attn.q_proj": "colwise", "layers.*.self_attn.q_b_proj": "colwise",
@@ -675,6 +704,24 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
         if inside(k) and mla and (k.cost.kv_write_bytes or k.params in latents):
             out.append(k)  # the latent cache's update, a latent's norm: whole
             continue
+        mode = next((m for module, m in plan.norms.items() if k.scope == "layer" and _under(name, module)), None)
+        if mode is not None and inside(k) and k.params:  # a norm over every head's width, the heads split
+            width = k.params
+            if kv % tp or width % tp:
+                raise RoofcalcError(f"--tp {tp} does not divide {name}'s {kv} KV heads: the serving engines' "
+                                    f"split norms each rank's share of k")
+            if mode == "gather":  # the rank's share all-gathered, the norm whole on every rank
+                out.append(collective(f"{k.name}.all_gather", "all_gather", wl.act_dtype.nbytes(wl.tokens * width // tp),
+                                      tp, k.count, k.scope, f"[{wl.tokens},{width // tp}]"))
+                out.append(k)
+                continue
+            out.append(replace(k, cost=_scaled(k.cost, 1, tp), params=k.params // tp, param_bytes=k.param_bytes // tp,
+                               dims=_rank_dims(k.dims, rank_widths)))
+            reduced = [m for m, x in plan.norms.items() if x == "reduce"]
+            if _under(name, reduced[-1]):  # the layer's last: one all-reduce of every such norm's sums of squares
+                out.append(collective(f"{k.name}.all_reduce", "all_reduce", 4 * wl.tokens * len(reduced), tp,
+                                      k.count, k.scope, f"[{wl.tokens},{len(reduced)}]"))
+            continue
         if inside(k) and (spec := state_of(k)) is not None:  # a split recurrent state's ops: 1/N of its heads,
             # their state and the weights they read (the conv's, A_log's, dt_bias's: vLLM's conv1d column-parallel),
             # and the weight the kernel's own module holds (its gated norm's) where the engines split it
@@ -747,7 +794,7 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
     # on every rank: the shape per rank says so)
     rank_shape = replace(s, n_heads=n // tp if n % tp == 0 and heads_split else n,
                          n_kv_heads=max(1, kv // tp) if heads_split else kv,
-                         d_ff=s.d_ff // tp if split_ff and sharded else s.d_ff,
+                         d_ff=s.d_ff // tp if split_ff and (sharded or experts) else s.d_ff,
                          vocab_size=s.vocab_size // tp if s.vocab_size % tp == 0 else s.vocab_size)
     return TracedRankAnalysis(
         rank_shape, wl, tuple(out), source=a.source, view=a.view,
