@@ -547,6 +547,12 @@ def test_ep_and_pp_lists_compare_sizes_like_a_tp_list(capsys):
     assert doc["verdicts"]["fewest_gpus_that_fit"] == 2
     assert main(["mistralai/Mixtral-8x7B-v0.1", "--ep", "1,2", "--pp", "1,2"]) == 2
     assert "give a list to one of --tp, --pp and --ep at a time" in capsys.readouterr().err
+    # the header's experts line: the model's experts and a rank's share of them (8 / 2), at their whole width
+    # (Mixtral's 14,336: --ep leaves each expert whole), and no share without --ep
+    for flags, words in ((["--ep", "2", "--batch", "2"], "8 experts, 4 a rank, of width 14336, top-2"),
+                         (["--tp", "2"], "8 experts of width 7168, top-2")):
+        assert main(["mistralai/Mixtral-8x7B-v0.1", "--hw", "H100", *flags]) == 0
+        assert words in " ".join(capsys.readouterr().out.split()), flags
 
 
 def test_a_list_along_one_axis_keeps_the_others_fixed(capsys):
@@ -1269,6 +1275,10 @@ def test_a_gated_delta_net_in_the_serving_layout_splits_by_heads(tmp_path, capsy
         assert total(a, "linear_attn.causal_conv1d_update", "kv_write_bytes") == 2 * 16_384 // share
         assert a.traced_cache_bytes == 6_144 + 2 * (65_536 + 16_384) // share
     assert gathered.params - serving.params == 2 * (512 * 4 // 2 + 8 // 2 + 8 // 2)
+    # the conv's shape text on the rank: its 2·4·32 + 8·32 = 512 channels, 256 a rank, in its input and its weight
+    # (whose kernel of 4 taps is no head count)
+    assert [k.dims for k in serving.kernels if k.name == "linear_attn.causal_conv1d_update"] == \
+        ["[2,256,5]x[256,1,4]"]
     with pytest.raises(RoofcalcError, match="--tp 8 does not divide linear_attn's linear_num_key_heads 4"):
         traced_rank(trace(cfg, "t", wl, use_cache=False), Parallel(8), config)
     # and --tp 16 under the gathered plan, where every projection's outputs divide (k_proj's 2·32 = 64) but the

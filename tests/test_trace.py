@@ -1298,7 +1298,8 @@ def test_a_causal_lm_built_from_a_whole_multimodal_config_counts_its_encoders(ca
 
 def test_a_state_space_models_header_says_recurrent_state_not_kv_cache(tmp_path, capsys):
     """Mamba keeps a convolution and an SSM state per sequence and no keys or values: the header says so, and
-    its memory line counts that state per sequence, not a KV cache over positions; a hybrid's (Bamba's) both.
+    its memory line counts that state per sequence, not a KV cache over positions; a hybrid's (Bamba's) both; a
+    sweep's memory verdict names what it holds.
     The small Mamba at batch 3: 2 layers x (a conv state of 2·256 channels x 4 in fp16 + an SSM state of 512 x 8,
     which transformers keeps in fp32) = 2 x 3 x (2,048 x 2 + 4,096 x 4) = 122,880 bytes, as the real cache holds."""
     mamba = tmp_path / "mamba.json"
@@ -1308,6 +1309,8 @@ def test_a_state_space_models_header_says_recurrent_state_not_kv_cache(tmp_path,
     out = unwrap(capsys.readouterr().out)
     assert "no attention (a recurrent state per sequence instead of a KV cache)" in out
     assert "123 kB of recurrent state (3 sequences)" in out and "concatenation" not in out
+    assert main([str(mamba), "--batch", "3", "--dtype", "fp16", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["step"]["recurrent_state_bytes"] == 2 * 3 * (2_048 * 2 + 4_096 * 4)
     # its reference kernels run inside a hub-kernel decorator's "wrapped": named by the function it wraps
     assert "mixer.causal_conv1d_update" in out and "wrapped" not in out
     bamba = tmp_path / "bamba.json"
@@ -1325,6 +1328,11 @@ def test_a_state_space_models_header_says_recurrent_state_not_kv_cache(tmp_path,
     # x 2 heads x 32 x 2 bytes = 256 bytes: 2 x 63 x 256 = 32,256 bytes, not 200 positions' 102,400
     assert "32.3 kB of KV cache (1 x 200 positions; a sliding window of 64 caps what its layers hold) = " in out
     assert "recurrent state" not in out
+    # a sweep's largest batch that fits counts the states too, and says so (Mamba's alone, Bamba's beside its cache)
+    for path, held in ((mamba, "(weights + recurrent state, nothing else)"),
+                       (bamba, "(weights + KV cache + recurrent state, nothing else)")):
+        assert main([str(path), "--batch", "1,2", "--context", "100", "--hw", "A100"]) == 0
+        assert held in unwrap(capsys.readouterr().out), path
 
 
 PUBLISHED = Path(__file__).parent.parent / "benchmarks" / "configs" / "published"
@@ -1432,3 +1440,31 @@ def test_kernels_per_layer_count_a_layers_own_kind(tmp_path, capsys):
     assert tagged and {k.count for k in tagged} == {a.shape.n_layers // 2}
     model_level = sum(k.count for k in a.kernels if k.scope != "layer")
     assert per_layer * a.shape.n_layers + model_level == per_step == sum(k.count for k in a.kernels)
+
+
+def test_kernels_per_layer_count_a_hand_models_kinds_of_layer(capsys):
+    """DeepSeek-V3's hand model runs 3 dense layers and 58 MoE layers (first_k_dense_replace 3, 61 layers): 14 rows
+    in every layer (norms, the latent attention's projections and norms, rotary, the cache write, attention, o_proj,
+    two residuals), 4 in the dense ones (gate, up, act_mul, down), 10 in the MoE ones (the router, the routed
+    experts' gate_up, act_mul, down and combine, the shared expert's gate, up, act_mul, down and its add): 18 and
+    24 a layer, and 61·14 + 3·4 + 58·10 + 3 model-level rows = 1,449 a step."""
+    from roofcalc.cli import main
+
+    assert main(["deepseek-ai/DeepSeek-V3", "--hw", "H200"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("kernels"))
+    assert line.startswith(f"kernels   18-24 per layer, {61 * 14 + 3 * 4 + 58 * 10 + 3} per step;")
+
+
+def test_tracing_without_torch_names_what_is_missing(monkeypatch):
+    """Without torch (transformers comes with roofcalc) the refusal names torch alone, in one line with the
+    install hint; without either, both."""
+    import sys
+
+    from roofcalc.trace.config import _need_torch
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch then raises ImportError
+    with pytest.raises(RoofcalcError, match=r"needs torch, which is not installed .* pip install '\.\[torch\]'"):
+        _need_torch("starcoder2")
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    with pytest.raises(RoofcalcError, match="needs torch and transformers, which are not installed"):
+        _need_torch("starcoder2")

@@ -188,6 +188,7 @@ def step_record(r: Roofline) -> dict[str, Any]:
         "sum_floor_s": st.sum_floor_s, "step_floor_s": st.step_floor_s,
         "launches_per_layer": st.launches_per_layer, "launches_per_step": st.launches_per_step,
         "memory_bytes": r.memory_bytes, "capacity_bytes": r.capacity_bytes, "fits": r.fits,
+        "recurrent_state_bytes": recurrent_state_bytes(r.analysis),
         "predicted_s": st.predicted_s, "predicted_lower_s": st.predicted_lower_s,
         "predicted_upper_s": st.predicted_upper_s, **band_record(t.band), "device_s": t.device_s, "device_upper_s": t.device_upper_s,
         "host_s": t.host_s, "host_upper_s": t.host_upper_s, "overlap": t.overlap, "step_bound": st.bound,
@@ -310,7 +311,10 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
         shared = f" + a shared MLP of {e.d_shared}" if e.d_shared else ""
         whole = getattr(a, "full", None) if a.parallel is not None and a.parallel.gpus > 1 else None
         counts = whole or a  # one rank's kernels hold a share of the experts: the model's own counts
-        lines.append(f"experts   {n_moe} of {s.n_layers} layers: {e.n_experts} experts of width {e.d_expert}, top-{e.top_k}"
+        ep = getattr(a.parallel, "ep", 1) if a.parallel is not None else 1
+        held = f", {e.n_experts // ep} a rank," if ep > 1 and e.n_experts % ep == 0 else ""  # --ep: E/N on each
+        lines.append(f"experts   {n_moe} of {s.n_layers} layers: {e.n_experts} experts{held} of width {e.d_expert}, "
+                     f"top-{e.top_k}"
                      f"{shared}; weights read per step: {w.experts} ({'the model: ' if whole else ''}"
                      f"{counts.params - counts.active_params:,} parameters idle per token, {counts.active_params:,} "
                      f"active)")
@@ -667,6 +671,15 @@ def _states_only(a) -> bool:
         a.traced_cache_bytes > 0
 
 
+def recurrent_state_bytes(a) -> int:
+    """A traced hybrid's (or a state-space model's) recurrent states for the step's sequences: the cache beyond
+    its keys and values, the same size at every length (0 for a model without, and where a sliding window holds
+    fewer positions than the context)."""
+    if getattr(a, "source", "") != "traced":
+        return 0
+    return max(0, a.traced_cache_bytes - a.kv_bytes_per_token * a.cached_sequences * a.workload.kv_len)
+
+
 def memory_line(r: Roofline) -> str:
     """The single step's memory verdict, by the sweep's rule: weights + KV cache against the device."""
     from .calculator import unfused_score_buffer_bytes
@@ -676,10 +689,7 @@ def memory_line(r: Roofline) -> str:
     need, kv = r.memory_bytes, r.memory_bytes - a.weight_storage_bytes - live
     # a pipeline stage holds the cache of the step's sequences (its ranks' share of them), not one micro-batch's
     cached = a.cached_sequences
-    # a traced hybrid's (or a state-space model's) recurrent states: the same size at every length (none where
-    # a sliding window holds fewer positions than the context)
-    states = kv - a.kv_bytes_per_token * cached * w.kv_len if a.source == "traced" else 0
-    states = max(states, 0)
+    states = recurrent_state_bytes(a)
     window = getattr(a.shape, "sliding_window", None)
     held = (f"; a sliding window of {window:,} caps what its layers hold" if window and window < w.kv_len and
             kv - states < a.kv_bytes_per_token * cached * w.kv_len * 0.999 else "")
@@ -864,6 +874,12 @@ def totals_lines(r: Roofline) -> list[str]:
         if name.endswith("]") and "[" in name:
             kinds[name.rsplit("[", 1)[1]] = kinds.get(name.rsplit("[", 1)[1], 0) + 1
     counts = sorted({len(rows) - sum(kinds.values()) + n for n in kinds.values()} or {len(rows)})
+    layers = getattr(a.shape, "n_layers", 0)
+    apart = sorted({k.count for k in a.kernels if k.scope == "layer" and 0 < k.count < layers})
+    if not kinds and layers and apart and sum(apart) == layers:  # kinds of layer told apart by their rows' counts
+        # (DeepSeek-V3's 3 dense layers and 58 MoE layers): a layer runs the rows of every layer and its kind's
+        common = sum(1 for k in a.kernels if k.scope == "layer" and k.count >= layers)
+        counts = sorted({common + sum(1 for k in a.kernels if k.scope == "layer" and k.count == c) for c in apart})
     per_layer = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
     lines = [
         f"step      {si(t.flops, 'FLOP')} ({t.flops:,}), {si(t.bytes, 'B')} moved ({t.bytes:,}), "
@@ -1152,6 +1168,11 @@ def verdict_lines(sw: Sweep) -> list[str]:
     roof_name = "measured" if sw.measured else "nominal"
     cap = sw.capacity_bytes
     lines = []
+    held = "weights + KV cache"
+    if sw.analyzer is not None:  # a traced hybrid's (a state-space model's) recurrent states count too
+        a = sw.header_analysis()
+        if recurrent_state_bytes(a):
+            held = "weights + KV cache + recurrent state" if a.kv_bytes_per_token else "weights + recurrent state"
     if len(sw.verdicts) > 12:
         return [f"verdicts  for {len(sw.verdicts)} contexts: see --format json ('verdicts')"]
     for v in sw.verdicts:
@@ -1171,9 +1192,9 @@ def verdict_lines(sw: Sweep) -> list[str]:
         if v.max_batch is None:
             lines.append("  memory    the device's capacity is unknown (pass --memory)")
         elif v.max_batch == 0:
-            lines.append(f"  memory    not even batch 1 fits in {capacity(cap)} (weights + KV cache)")
+            lines.append(f"  memory    not even batch 1 fits in {capacity(cap)} ({held})")
         else:
-            lines.append(f"  memory    the largest batch that fits in {capacity(cap)} (weights + KV cache, nothing else): "
+            lines.append(f"  memory    the largest batch that fits in {capacity(cap)} ({held}, nothing else): "
                          f"{v.max_batch:,}")
         if v.doubling_batch is None:
             lines.append(f"  doubling  every doubling up to batch {v.largest_batch_tried:,} gains at least "

@@ -32,15 +32,22 @@ GENERIC_KEYS = {"architectures", "auto_map", "model_type", "torch_dtype", "dtype
 
 
 def _need_torch(model_type: str):
+    missing = []
     try:
         import torch
+    except ImportError:
+        missing.append("torch")
+    try:
         import transformers
 
         transformers.logging.set_verbosity_error()  # its notes on the config are not the user's output
     except ImportError:
-        raise RoofcalcError(f"tracing model_type '{model_type}' needs torch and transformers (roofcalc traces a "
-                            f"model_type it has no hand model for, and any with --trace): pip install "
-                            f"'.[torch]' in roofcalc's checkout") from None
+        missing.append("transformers")
+    if missing:  # (name what is missing: transformers comes with roofcalc, torch with its extra)
+        raise RoofcalcError(f"tracing model_type '{model_type}' needs {' and '.join(missing)}, which "
+                            f"{'is' if len(missing) == 1 else 'are'} not installed (roofcalc traces a model_type it "
+                            f"has no hand model for, and any with --trace): pip install '.[torch]' in roofcalc's "
+                            f"checkout")
     return torch, transformers
 
 

@@ -893,18 +893,23 @@ _TENSOR = re.compile(r"\[([\d,]+)\]")
 
 def _rank_dims(dims: str, widths: dict[int, int]) -> str:
     """An op's shape text (its operands' shapes, from the trace) for a rank's share: in each operand the one axis
-    that is a split width (heads, KV heads, their widths, the MLP's) takes the rank's; the first axis (the
-    batch, or the rows) and a head's width (the last of four or more) are never split. An operand with two
+    that is a split width (heads, KV heads, their widths, the MLP's) takes the rank's; the first operand's first
+    axis (the batch, or the rows), a later operand's where it is the same, and a head's width (the last of four or
+    more) are never split (a later operand leading with a split width, a conv's weight, splits there alone). An operand with two
     such axes cannot say which is split: the text then stays the whole model's and says so."""
     if not widths:
         return dims
     ambiguous = False
+    rows = []  # the first operand's first axis (the batch, or the rows)
 
     def one(m: re.Match) -> str:
         nonlocal ambiguous
         shape = [int(x) for x in m.group(1).split(",")]
         last = len(shape) - 1 if len(shape) >= 4 else len(shape)
-        at = [i for i, x in enumerate(shape) if 0 < i < last and x in widths]
+        # a later operand that does not lead with the rows leads with its channels (a conv's weight): split too
+        first = 0 if rows and shape[0] != rows[0] and shape[0] in widths else 1
+        rows.append(shape[0])
+        at = [0] if first == 0 else [i for i, x in enumerate(shape) if 0 < i < last and x in widths]
         if len(at) > 1:
             ambiguous = True
         elif at:
