@@ -1072,6 +1072,20 @@ def test_a_sweeps_json_says_the_workload_as_a_single_steps(capsys):
         assert docs[0]["tp_layout"] == ("serving" if engine == "sglang" else "transformers")
 
 
+def _both_layouts(cfg: dict):
+    """A decode step of ``cfg`` (batch 2 at context 6, fp32, the cache written in place) at --tp 2: (its serving
+    workload, transformers' config, the rank under the serving engines' split, the rank under transformers' plan)."""
+    from dataclasses import replace
+
+    from roofcalc.trace import hf_config, trace
+    from roofcalc.trace.parallel import traced_rank
+
+    wl = Workload.decode(BATCH, PROMPT + 1, **FP32, cache_update="in-place", tp_layout="serving")
+    config = hf_config(cfg, "t")[0]
+    return (wl, config, traced_rank(trace(cfg, "t", wl, use_cache=False), Parallel(2), config),
+            traced_rank(trace(cfg, "t", replace(wl, tp_layout="transformers"), use_cache=False), Parallel(2), config))
+
+
 def test_phi3_in_the_serving_layout_splits_its_heads_as_llama(capsys):
     """transformers' plan gathers Phi-3's fused qkv_proj and gate_up_proj outputs (every head on every rank, the
     real runs above); vLLM, SGLang and TensorRT-LLM run Phi-3 as Llama (engines.Engine.tp_layout_source), each rank
@@ -1127,18 +1141,10 @@ def test_glm4_in_the_serving_layout_splits_its_mlp_as_llama(tmp_path, capsys):
     - gathered: an all-gather of gate_up_proj's rank share a layer, 2·512·4 bytes, and the activation and the
       product after it on the whole width: twice the serving split's bytes, which has no all-gather;
     - the shape per rank: F 512 gathered (the activation's width), 256 under the split."""
-    from dataclasses import replace
-
     from roofcalc.cli import main
-    from roofcalc.trace import hf_config, trace
-    from roofcalc.trace.parallel import traced_rank
 
     cfg = dict(BASE, model_type="glm4", num_key_value_heads=2, head_dim=32, pad_token_id=0)
-    wl = Workload.decode(BATCH, PROMPT + 1, **FP32, cache_update="in-place", tp_layout="serving")
-    config = hf_config(cfg, "t")[0]
-    serving = traced_rank(trace(cfg, "t", wl, use_cache=False), Parallel(2), config)
-    gathered = traced_rank(trace(cfg, "t", replace(wl, tp_layout="transformers"), use_cache=False), Parallel(2),
-                           config)
+    wl, config, serving, gathered = _both_layouts(cfg)
 
     def flops(a, name):
         return sum(k.cost.matmul_flops * k.count for k in a.kernels if k.name == name)
@@ -1177,20 +1183,12 @@ def test_a_norm_over_every_head_in_the_serving_layout_splits_the_heads(family, t
       (weights 256 and 64), no all-gather of v; 4 heads and 1 KV head on the rank (half the cache);
     - MiniMax-M2 under vLLM: no all-gather; q_norm and k_norm on the rank's 128 and 32 channels with half their
       weights, one all-reduce of their sums of squares, 2 tokens x 2 norms x 4 bytes = 16 bytes, a layer."""
-    from dataclasses import replace
-
     from roofcalc.cli import main
-    from roofcalc.trace import hf_config, trace
-    from roofcalc.trace.parallel import traced_rank
 
     cfg = dict(BASE, model_type=family, num_key_value_heads=2, head_dim=32, pad_token_id=0)
     if family == "minimax_m2":
         cfg.update(num_local_experts=4, num_experts_per_tok=2)
-    wl = Workload.decode(BATCH, PROMPT + 1, **FP32, cache_update="in-place", tp_layout="serving")
-    config = hf_config(cfg, "t")[0]
-    serving = traced_rank(trace(cfg, "t", wl, use_cache=False), Parallel(2), config)
-    gathered = traced_rank(trace(cfg, "t", replace(wl, tp_layout="transformers"), use_cache=False), Parallel(2),
-                           config)
+    wl, config, serving, gathered = _both_layouts(cfg)
 
     def row(a, name):
         return next(k for k in a.kernels if k.name == name)
@@ -1246,15 +1244,11 @@ def test_a_gated_delta_net_in_the_serving_layout_splits_by_heads(tmp_path, capsy
     from dataclasses import replace
 
     from roofcalc.cli import main
-    from roofcalc.trace import hf_config, trace
+    from roofcalc.trace import trace
     from roofcalc.trace.parallel import traced_rank
 
     cfg = next(c for f, _, c in TRACED_ONLY if f == "qwen3_next")
-    wl = Workload.decode(BATCH, PROMPT + 1, **FP32, cache_update="in-place", tp_layout="serving")
-    config = hf_config(cfg, "t")[0]
-    serving = traced_rank(trace(cfg, "t", wl, use_cache=False), Parallel(2), config)
-    gathered = traced_rank(trace(cfg, "t", replace(wl, tp_layout="transformers"), use_cache=False), Parallel(2),
-                           config)
+    wl, config, serving, gathered = _both_layouts(cfg)
 
     def total(a, name, what):
         return sum(getattr(k.cost, what) * k.count for k in a.kernels if k.name == name)
@@ -1328,11 +1322,7 @@ def test_nemotron_h_in_the_serving_layout_splits_its_mamba_mixers_and_mlps():
     from roofcalc.trace.parallel import traced_rank
 
     cfg = dict(next(c for f, _, c in TRACED_ONLY if f == "nemotron_h"), n_groups=2)
-    wl = Workload.decode(BATCH, PROMPT + 1, **FP32, cache_update="in-place", tp_layout="serving")
-    config = hf_config(cfg, "t")[0]
-    serving = traced_rank(trace(cfg, "t", wl, use_cache=False), Parallel(2), config)
-    gathered = traced_rank(trace(cfg, "t", replace(wl, tp_layout="transformers"), use_cache=False), Parallel(2),
-                           config)
+    wl, config, serving, gathered = _both_layouts(cfg)
 
     def flops(a, name):
         return sum(k.cost.matmul_flops * k.count for k in a.kernels if k.name == name)
