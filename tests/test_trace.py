@@ -1468,3 +1468,33 @@ def test_tracing_without_torch_names_what_is_missing(monkeypatch):
     monkeypatch.setitem(sys.modules, "transformers", None)
     with pytest.raises(RoofcalcError, match="needs torch and transformers, which are not installed"):
         _need_torch("starcoder2")
+
+
+def test_a_decode_steps_unrecorded_context_skips_the_chunked_scan(monkeypatch):
+    """Filling a decode step's cache (unrecorded) on the meta device, a chunked gated delta rule returns its
+    output and final state at their shapes without its Python scan over the chunks (trace.patches
+    ._unrecorded_chunked_rules): the step traced after it is the one the full scan leaves, kernel for kernel.
+    A Qwen3-Next at context 200 (4 chunks of 64)."""
+    from test_parallel import TRACED_ONLY
+
+    from roofcalc.trace import patches
+
+    modeling = pytest.importorskip("transformers.models.qwen3_next.modeling_qwen3_next")
+    cfg = next(c for f, _, c in TRACED_ONLY if f == "qwen3_next")
+    wl = Workload.decode(2, 200)
+    calls = []
+    rule = modeling.torch_chunk_gated_delta_rule
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return rule(*args, **kwargs)
+
+    monkeypatch.setattr(modeling, "torch_chunk_gated_delta_rule", counted)
+    quick = trace(cfg, "t", wl, use_cache=False)
+    assert calls == []  # (the stub stood in for it while the context filled the cache)
+    monkeypatch.setattr(patches, "CHUNKED_RULES", ())
+    full = trace(cfg, "t", wl, use_cache=False)
+    assert calls  # the full scan ran, once a gated delta net layer
+    assert [(k.name, k.cost, k.count, k.dims) for k in quick.kernels] == \
+        [(k.name, k.cost, k.count, k.dims) for k in full.kernels]
+    assert quick.traced_cache_bytes == full.traced_cache_bytes

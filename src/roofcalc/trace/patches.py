@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from .record import KERNEL_FUNCTIONS
 
 
@@ -277,3 +279,38 @@ def _routed_experts(torch, model, apply: bool = True) -> tuple:
                                 f"use --impl hf-eager, which counts transformers' own program") from None
         return (_swap_forwards(forwards) if apply else (lambda: None)), True
     return (lambda: None), False
+
+
+# transformers' chunked gated delta rule (Qwen3-Next's, Qwen3.5's, OLMo-Hybrid's linear attention) scans a prompt's
+# chunks in a Python loop, each chunk a dozen ops that a meta tensor runs through PyTorch's Python reference
+# implementations: filling a decode step's cache at context 8,000 took about 8 s a trace for Qwen3-Next
+CHUNKED_RULES = ("torch_chunk_gated_delta_rule",)
+
+
+@contextlib.contextmanager
+def _unrecorded_chunked_rules(torch, model):
+    """While a decode step's context fills its cache unrecorded on the meta device: each modeling module's chunked
+    gated delta rule returns its output and final state at their shapes and dtypes, without the scan (the pass
+    is not recorded and a meta tensor holds no values; the step traced after it runs the recurrent rule as it
+    is). Outside, nothing changes."""
+    import sys
+
+    modules = {sys.modules.get(type(m).__module__) for m in model.modules()} - {None}
+    saved = [(mod, name, getattr(mod, name)) for mod in modules for name in CHUNKED_RULES if hasattr(mod, name)]
+
+    def shapes_only(query, key, value, g=None, beta=None, chunk_size=64, initial_state=None,
+                    output_final_state=False, **kwargs):
+        batch, length, _, k_dim = key.shape
+        v_heads, v_dim = value.shape[-2:]
+        out = torch.empty((batch, length, v_heads, v_dim), dtype=query.dtype, device=query.device)
+        state = torch.empty((batch, v_heads, k_dim, v_dim), dtype=torch.float32, device=query.device) \
+            if output_final_state else None
+        return out, state
+
+    for mod, name, _ in saved:
+        setattr(mod, name, shapes_only)
+    try:
+        yield
+    finally:
+        for mod, name, fn in saved:
+            setattr(mod, name, fn)

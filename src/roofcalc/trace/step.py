@@ -18,7 +18,7 @@ from .group import _layer_lists, _layer_split, group_ops
 from .kvcache import _cache_bytes, _cache_of, _cache_storages, _cache_tensors, _filled, _handed_cache, _per_layer, \
     _per_token, _state_tensors
 from .patches import _expert_matmul_fallback, _grouped_experts, _one_sequence_per_row, _positional_rotaries, \
-    _routed_experts
+    _routed_experts, _unrecorded_chunked_rules
 from .record import _Recorder, _storage_key
 
 
@@ -237,7 +237,9 @@ def _trace_on(cfg: dict, name: str, wl: Workload, read, device: str, routed: boo
                             if wl.kv_len > 1 else None
                         cache, handed = None, None
                         if ids is not None:
-                            out, handed = first_pass(ids, recorded=False)
+                            with _unrecorded_chunked_rules(torch, model) if device == "meta" else \
+                                    contextlib.nullcontext():
+                                out, handed = first_pass(ids, recorded=False)
                             cache = handed if handed is not None else _cache_of(out)
                             if cache is None:
                                 why = (f"{check.class_name}'s model keeps no KV cache (a recurrent or cache-less "
