@@ -1498,3 +1498,34 @@ def test_a_decode_steps_unrecorded_context_skips_the_chunked_scan(monkeypatch):
     assert [(k.name, k.cost, k.count, k.dims) for k in quick.kernels] == \
         [(k.name, k.cost, k.count, k.dims) for k in full.kernels]
     assert quick.traced_cache_bytes == full.traced_cache_bytes
+
+
+def test_qwen3_vl_runs_under_tp_by_the_serving_engines_plan(capsys):
+    """Qwen3-VL's config classes have no base_model_tp_plan (its text config's splits the embedding alone);
+    vLLM runs its language model as Qwen3's (trace.parallel._qwen3_vl_plan). Qwen3-VL-8B (36 layers, 32 heads and
+    8 KV heads of 128, its config in benchmarks/configs/published) at --tp 2: 16 heads and 4 KV heads a rank, an
+    all-reduce after o_proj and after down_proj in each of the 36 layers, the embedding's and lm_head's gather;
+    KV cache 36 layers x K and V x 4 heads x 128 x 2 bytes = 73,728 bytes a token a rank."""
+    from roofcalc.cli import main
+
+    path = str(PUBLISHED / "Qwen--Qwen3-VL-8B-Instruct.json")
+    assert main([path, "--tp", "2", "--hw", "H100", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["model"]["n_heads"], doc["model"]["n_kv_heads"]) == (16, 4)
+    assert doc["model"]["kv_bytes_per_token"] == 36 * 2 * 4 * 128 * 2
+    collectives = sorted((k["name"], k["count"]) for k in doc["kernels"] if k["kind"] == "collective")
+    assert collectives == [("embed_tokens.all_reduce", 1), ("lm_head.all_gather", 1),
+                           ("mlp.down_proj.all_reduce", 36), ("self_attn.o_proj.all_reduce", 36)]
+
+
+def test_a_plan_that_splits_no_layer_says_so(capsys):
+    """LFM2's base_model_tp_plan in transformers 5.25 splits the embedding alone (and its class's _tp_plan
+    lm_head): at --tp 2 every layer runs whole on every rank, and the header says that, not that projections
+    split; the rank's heads and MLP width are the model's."""
+    from roofcalc.cli import main
+
+    assert main([str(PUBLISHED / "LiquidAI--LFM2-1.2B.json"), "--tp", "2", "--hw", "H100"]) == 0
+    out = unwrap(capsys.readouterr().out)
+    assert "it splits no layer (embed_tokens and lm_head alone), so every rank runs every layer whole" in out
+    assert "colwise projections split their outputs" not in out
+    assert "N=32 heads / K=8 KV heads x H=64, F=12288" in out

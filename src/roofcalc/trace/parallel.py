@@ -111,11 +111,30 @@ def _opt_plan(config) -> dict[str, str]:
             "decoder.embed_tokens": "embedding_rowwise", "lm_head": "colwise_gather_output"}
 
 
+def _qwen3_vl_plan(config) -> dict[str, str]:
+    """vLLM's Qwen3-VL and Qwen3-VL-MoE run their language model as Qwen3's and Qwen3-MoE's (qwen3_vl.py:
+    'class Qwen3LLMModel(Qwen3Model)'; qwen3_vl_moe.py: 'class Qwen3MoeLLMModel(Qwen3MoeModel)'): q/k/v one
+    QKVParallelLinear (whole heads a rank, q_norm and k_norm a head's width), o_proj a RowParallelLinear, the MLP's
+    gate and up a MergedColumnParallelLinear and down_proj a RowParallelLinear, or the routed experts a FusedMoE
+    split on their width with the router whole on every rank, a VocabParallelEmbedding and a ParallelLMHead. The
+    vision tower is not split here (it runs whole on every rank in roofcalc's count)."""
+    plan = {"layers.*.self_attn.q_proj": "colwise", "layers.*.self_attn.k_proj": "colwise",
+            "layers.*.self_attn.v_proj": "colwise", "layers.*.self_attn.o_proj": "rowwise",
+            "embed_tokens": "embedding_rowwise", "lm_head": "colwise_gather_output"}
+    text = getattr(config, "get_text_config", lambda: config)() if config is not None else None
+    if getattr(text, "num_experts", 0):
+        return {**plan, "layers.*.mlp.experts": "moe_tp_experts"}
+    return {**plan, "layers.*.mlp.gate_proj": "colwise", "layers.*.mlp.up_proj": "colwise",
+            "layers.*.mlp.down_proj": "rowwise"}
+
+
 # config classes whose plan in transformers splits no layer (none at all, or the embedding alone), with the
 # plan a serving engine runs them by
 SERVING_PLANS = {"falcon": ("vLLM's plan for Falcon", _falcon_plan),
                  "gpt_oss": ("vLLM's plan for gpt-oss", _gpt_oss_plan),
-                 "gpt2": ("vLLM's plan for GPT-2", _gpt2_plan), "opt": ("vLLM's plan for OPT", _opt_plan)}
+                 "gpt2": ("vLLM's plan for GPT-2", _gpt2_plan), "opt": ("vLLM's plan for OPT", _opt_plan),
+                 **{t: ("vLLM's plan for Qwen3-VL's language model", _qwen3_vl_plan)
+                    for t in ("qwen3_vl", "qwen3_vl_moe", "qwen3_vl_text", "qwen3_vl_moe_text")}}
 
 
 @dataclass(frozen=True)
@@ -981,6 +1000,10 @@ def plan_words(plan: Plan, summed: bool = False) -> str:
     experts' (Workload.tp_layout)."""
     from ..parallel import ONE_REDUCE_WORDS
 
+    if not any(".*." in key for key in plan.entries):  # (LFM2's, Hunyuan's, Falcon-H1's in transformers 5.25)
+        split = [key for key, style in plan.entries.items() if style not in WHOLE]
+        return (f"{plan.source}: it splits no layer ({' and '.join(split) or 'nothing'} alone), so every rank runs "
+                f"every layer whole, as transformers' tensor parallelism would")
     joint = "rowwise_partial" in plan.entries.values()
     # a layer module whose projections the plan gathers (transformers' for Phi-3, for a gated delta net): whole
     gathered = sorted({key.partition(".*.")[2].rpartition(".")[0] for key, style in plan.entries.items()
