@@ -1328,6 +1328,14 @@ def test_a_state_space_models_header_says_recurrent_state_not_kv_cache(tmp_path,
     # x 2 heads x 32 x 2 bytes = 256 bytes: 2 x 63 x 256 = 32,256 bytes, not 200 positions' 102,400
     assert "32.3 kB of KV cache (1 x 200 positions; a sliding window of 64 caps what its layers hold) = " in out
     assert "recurrent state" not in out
+    # a pipeline stage holds every micro-batch's states (its trace one micro-batch's): Bamba at --pp 2, batch 8 in 2
+    # micro-batches, holds the same state as in one, and the memory line and the JSON say so
+    stage = {}
+    for micro in ("2", "1"):
+        assert main([str(bamba), "--pp", "2", "--batch", "8", "--micro-batches", micro, "--context", "100", "--dtype",
+                     "bf16", "--hw", "A100", "--format", "json"]) == 0
+        stage[micro] = json.loads(capsys.readouterr().out)["step"]["recurrent_state_bytes"]
+    assert stage["2"] == stage["1"] > 0
     # a sweep's largest batch that fits counts the states too, and says so (Mamba's alone, Bamba's beside its cache)
     for path, held in ((mamba, "(weights + recurrent state, nothing else)"),
                        (bamba, "(weights + KV cache + recurrent state, nothing else)")):
@@ -1529,3 +1537,26 @@ def test_a_plan_that_splits_no_layer_says_so(capsys):
     assert "it splits no layer (embed_tokens and lm_head alone), so every rank runs every layer whole" in out
     assert "colwise projections split their outputs" not in out
     assert "N=32 heads / K=8 KV heads x H=64, F=12288" in out
+
+
+def test_a_mamba_state_is_updated_in_place_under_the_fused_launch_models():
+    """transformers' Mamba decode copies each layer's SSM state out of the cache, updates the copy and copies it
+    back (mamba_scan_forward, mamba_selective_state_update, mamba_scan_forward#2); a serving engine's
+    selective_state_update reads the cache's state and writes it in place (trace.group._state_in_place). The small
+    Mamba at batch 3, fp32: its state 3 sequences x 2·256 channels x 8 x 4 bytes = 49,152 bytes a layer, read and
+    written once by the update in the ideal view, and moved three times over (twice more by the copies) eagerly."""
+    from roofcalc.calculator import DTYPES
+
+    cfg = dict(model_type="mamba", hidden_size=256, state_size=8, num_hidden_layers=2, vocab_size=1000,
+               conv_kernel=4, expand=2, pad_token_id=0)
+    fp32 = DTYPES["fp32"]
+    wl = Workload.decode(3, 6, weight_dtype=fp32, act_dtype=fp32, kv_dtype=fp32, cache_update="in-place")
+    state = 3 * 2 * 256 * 8 * 4
+    ideal = trace(cfg, "t", wl, use_cache=False, view="ideal")
+    update = next(k for k in ideal.kernels if k.name == "mixer.mamba_selective_state_update")
+    assert (update.cost.kv_read_bytes, update.cost.kv_write_bytes) == (state, state)
+    copies = [k for k in ideal.kernels if k.name.startswith("mixer.mamba_scan_forward")]
+    assert copies and all(k.cost.kv_bytes == 0 and k.cost.bytes < state for k in copies)
+    eager = trace(cfg, "t", wl, use_cache=False, view="eager")
+    moved = sum(k.cost.kv_bytes for k in eager.kernels if k.name.startswith("mixer.mamba_scan_forward"))
+    assert moved == 3 * state  # read out of the cache (once), read and written back (twice)

@@ -225,11 +225,12 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
     if weights.group and args.group_size not in (None, weights.group):
         raise RoofcalcError(f"{weights.name} holds {weights.group} weights a scale, its format's own; drop --group-size "
                             f"{args.group_size}")
-    if args.group_size and shape is not None:  # a group lies along a matmul's input: GPTQ's, AWQ's and vLLM's
-        for what, width in (("hidden size", shape.d_model), ("MLP width", shape.d_ff)):  # loaders refuse a group
-            if width and width % args.group_size:  # that does not divide it
-                raise RoofcalcError(f"--group-size {args.group_size} does not divide the {what} {width}: a group's "
-                                    f"weights lie along a matmul's input")
+    if args.group_size and shape is not None and shape.d_model % args.group_size:  # a group lies along a matmul's
+        # input, the hidden size for q/k/v and the MLP's up projections (GPTQ's and AWQ's loaders refuse one that
+        # does not divide it; the MLP's width, some models' not a multiple of 128, is left to the count's rounding,
+        # as the default group is)
+        raise RoofcalcError(f"--group-size {args.group_size} does not divide the hidden size {shape.d_model}: a "
+                            f"group's weights lie along a matmul's input")
     kw = dict(
         weight_dtype=weights,
         act_dtype=dtype(args.act_dtype or base),

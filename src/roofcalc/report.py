@@ -672,12 +672,17 @@ def _states_only(a) -> bool:
 
 
 def recurrent_state_bytes(a) -> int:
-    """A traced hybrid's (or a state-space model's) recurrent states for the step's sequences: the cache beyond
-    its keys and values, the same size at every length (0 for a model without, and where a sliding window holds
-    fewer positions than the context)."""
+    """A traced hybrid's (or a state-space model's) recurrent states for the sequences it holds: its memory beyond
+    the weights, an unfused prefill's live scores and the keys and values, the same size at every length (0 for a
+    model without, and where a sliding window holds fewer positions than the context). From the memory, which a
+    pipeline stage holds for every micro-batch (its traced cache is one micro-batch's)."""
     if getattr(a, "source", "") != "traced":
         return 0
-    return max(0, a.traced_cache_bytes - a.kv_bytes_per_token * a.cached_sequences * a.workload.kv_len)
+    from .calculator import unfused_score_buffer_bytes
+
+    w = a.workload
+    cache = a.memory_bytes - a.weight_storage_bytes - unfused_score_buffer_bytes(a.shape, w)
+    return max(0, cache - a.kv_bytes_per_token * a.cached_sequences * w.kv_len)
 
 
 def memory_line(r: Roofline) -> str:

@@ -122,10 +122,10 @@ def _qwen3_vl_plan(config) -> dict[str, str]:
             "layers.*.self_attn.v_proj": "colwise", "layers.*.self_attn.o_proj": "rowwise",
             "embed_tokens": "embedding_rowwise", "lm_head": "colwise_gather_output"}
     text = getattr(config, "get_text_config", lambda: config)() if config is not None else None
-    if getattr(text, "num_experts", 0):
-        return {**plan, "layers.*.mlp.experts": "moe_tp_experts"}
-    return {**plan, "layers.*.mlp.gate_proj": "colwise", "layers.*.mlp.up_proj": "colwise",
-            "layers.*.mlp.down_proj": "rowwise"}
+    dense = {"layers.*.mlp.gate_proj": "colwise", "layers.*.mlp.up_proj": "colwise", "layers.*.mlp.down_proj": "rowwise"}
+    # (a MoE model's dense layers, its mlp_only_layers, as Qwen3-MoE's)
+    return {**plan, **dense, "layers.*.mlp.experts": "moe_tp_experts"} if getattr(text, "num_experts", 0) else \
+        {**plan, **dense}
 
 
 # config classes whose plan in transformers splits no layer (none at all, or the embedding alone), with the
@@ -727,8 +727,9 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
         if mode is not None and inside(k) and k.params:  # a norm over every head's width, the heads split
             width = k.params
             if kv % tp or width % tp:
-                raise RoofcalcError(f"--tp {tp} does not divide {name}'s {kv} KV heads: the serving engines' "
-                                    f"split norms each rank's share of k")
+                raise RoofcalcError(f"--tp {tp} and {kv} KV heads: vLLM's split of {s.model_type} norms each rank's "
+                                    f"share of k, which needs --tp to divide the KV heads (transformers' plan, "
+                                    f"--engine hf, gathers every head instead)")
             if mode == "gather":  # the rank's share all-gathered, the norm whole on every rank
                 out.append(collective(f"{k.name}.all_gather", "all_gather", wl.act_dtype.nbytes(wl.tokens * width // tp),
                                       tp, k.count, k.scope, f"[{wl.tokens},{width // tp}]"))
@@ -755,7 +756,8 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
                 # D and dt_bias, read by other ops, are the module's bare parameters, split below)
                 state_weights += (k.cost.weight_bytes - cost.weight_bytes) * k.count
             own = dict(params=k.params // tp, param_bytes=k.param_bytes // tp) if k.params and weights else {}
-            out.append(replace(k, cost=cost, dims=_rank_dims(k.dims, rank_widths), **own))
+            out.append(replace(k, cost=cost, dims=_rank_dims(k.dims, rank_widths, lead=recurrent_conv(_base(k))),
+                               **own))
             if whole and k.params and spec.own_weights:  # the gated norm over every rank's heads: its sums of
                 # squares all-reduced, one fp32 value a token (vLLM's Mixer2RMSNormGated with a single group)
                 out.append(collective(f"{k.name}.all_reduce", "all_reduce", 4 * wl.tokens, tp, k.count, k.scope,
@@ -910,11 +912,12 @@ def _width_map(pairs) -> dict[int, int]:
 _TENSOR = re.compile(r"\[([\d,]+)\]")
 
 
-def _rank_dims(dims: str, widths: dict[int, int]) -> str:
+def _rank_dims(dims: str, widths: dict[int, int], lead: bool = False) -> str:
     """An op's shape text (its operands' shapes, from the trace) for a rank's share: in each operand the one axis
     that is a split width (heads, KV heads, their widths, the MLP's) takes the rank's; the first operand's first
     axis (the batch, or the rows), a later operand's where it is the same, and a head's width (the last of four or
-    more) are never split (a later operand leading with a split width, a conv's weight, splits there alone). An operand with two
+    more) are never split (with ``lead``, a conv's, a later operand leading with a split width, its weight,
+    splits there alone). An operand with two
     such axes cannot say which is split: the text then stays the whole model's and says so."""
     if not widths:
         return dims
@@ -925,8 +928,8 @@ def _rank_dims(dims: str, widths: dict[int, int]) -> str:
         nonlocal ambiguous
         shape = [int(x) for x in m.group(1).split(",")]
         last = len(shape) - 1 if len(shape) >= 4 else len(shape)
-        # a later operand that does not lead with the rows leads with its channels (a conv's weight): split too
-        first = 0 if rows and shape[0] != rows[0] and shape[0] in widths else 1
+        # ``lead``: a later operand that does not lead with the rows leads with its channels (a conv's weight)
+        first = 0 if lead and rows and shape[0] != rows[0] and shape[0] in widths else 1
         rows.append(shape[0])
         at = [0] if first == 0 else [i for i, x in enumerate(shape) if 0 < i < last and x in widths]
         if len(at) > 1:
