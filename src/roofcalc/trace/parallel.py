@@ -260,9 +260,9 @@ MINIMAX_M2_SERVING = ServingSplit("vLLM splits its heads (qkv_proj column-parall
 # the fused qkv_proj and gate_up_proj outputs (every head on every rank); vLLM (phi3.py: 'class
 # Phi3ForCausalLM(LlamaForCausalLM)'), SGLang (llama.py, the same) and TensorRT-LLM (modeling_phi3.py) run it as
 # Llama, heads and width split. GLM and GLM-4-0414 (and GLM-4.1V's text model): their MLPs (GLM_SERVING). OLMo-2,
-# OLMo-3 and MiniMax-M2: their heads (OLMO2_SERVING, MINIMAX_M2_SERVING). Qwen3-Next and Qwen3.5: their gated delta nets (GDN_SERVING). Nemotron-H: its
-# Mamba-2 mixers, MLPs and shared experts (NEMOTRON_H_SERVING). Bamba and Granite 4.0-H: their Mamba-2 mixers
-# (MAMBA2_SERVING).
+# OLMo-3 and MiniMax-M2: their heads (OLMO2_SERVING, MINIMAX_M2_SERVING). Qwen3-Next and Qwen3.5: their gated delta
+# nets (GDN_SERVING). Nemotron-H: its Mamba-2 mixers, MLPs and shared experts (NEMOTRON_H_SERVING). Bamba and Granite
+# 4.0-H: their Mamba-2 mixers (MAMBA2_SERVING).
 SERVING_SPLITS = {
     "phi3": ServingSplit("vLLM, SGLang and TensorRT-LLM run it, as Llama (heads and width split; transformers' plan "
                          "gathers every head on every rank)",
@@ -917,8 +917,8 @@ def _rank_dims(dims: str, widths: dict[int, int], lead: bool = False) -> str:
     that is a split width (heads, KV heads, their widths, the MLP's) takes the rank's; the first operand's first
     axis (the batch, or the rows), a later operand's where it is the same, and a head's width (the last of four or
     more) are never split (with ``lead``, a conv's, a later operand leading with a split width, its weight,
-    splits there alone). An operand with two
-    such axes cannot say which is split: the text then stays the whole model's and says so."""
+    splits there alone). An operand with two such axes cannot say which is split: the text then stays the whole
+    model's and says so."""
     if not widths:
         return dims
     ambiguous = False
@@ -929,9 +929,9 @@ def _rank_dims(dims: str, widths: dict[int, int], lead: bool = False) -> str:
         shape = [int(x) for x in m.group(1).split(",")]
         last = len(shape) - 1 if len(shape) >= 4 else len(shape)
         # ``lead``: a later operand that does not lead with the rows leads with its channels (a conv's weight)
-        first = 0 if lead and rows and shape[0] != rows[0] and shape[0] in widths else 1
+        channels = bool(lead and rows and shape[0] != rows[0] and shape[0] in widths)
         rows.append(shape[0])
-        at = [0] if first == 0 else [i for i, x in enumerate(shape) if 0 < i < last and x in widths]
+        at = [0] if channels else [i for i, x in enumerate(shape) if 0 < i < last and x in widths]
         if len(at) > 1:
             ambiguous = True
         elif at:
