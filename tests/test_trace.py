@@ -1560,3 +1560,17 @@ def test_a_mamba_state_is_updated_in_place_under_the_fused_launch_models():
     eager = trace(cfg, "t", wl, use_cache=False, view="eager")
     moved = sum(k.cost.kv_bytes for k in eager.kernels if k.name.startswith("mixer.mamba_scan_forward"))
     assert moved == 3 * state  # read out of the cache (once), read and written back (twice)
+
+
+def test_a_vocabulary_the_ranks_do_not_divide_splits_unevenly(capsys):
+    """Hunyuan-7B's vocabulary, 128,167, over 2 ranks: transformers 5.25 shards it unevenly (the last rank a shorter
+    slice) and vLLM pads it; the rank the step waits for holds ceil(128,167 / 2) = 64,084 rows, in the embedding
+    and in the tied lm_head (4,096 wide, bf16: 64,084 x 4,096 x 2 bytes its weights)."""
+    from roofcalc.cli import main
+
+    assert main([str(PUBLISHED / "tencent--Hunyuan-7B-Instruct.json"), "--tp", "2", "--hw", "H100",
+                 "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["model"]["vocab_size"] == 64_084
+    head = next(k for k in doc["kernels"] if k["name"] == "lm_head")
+    assert head["weight_bytes"] == 64_084 * 4_096 * 2

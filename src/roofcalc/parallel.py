@@ -76,8 +76,10 @@ def shard(shape: ModelShape, tp: int, wl: Workload | None = None) -> ModelShape:
         raise RoofcalcError(f"roofcalc has no tensor-parallel plan for {shape.family} yet (it shards "
                             f"{', '.join(TP_FAMILIES + GATHERED_FAMILIES)})")
     moe = shape.moe
-    checks = ([] if whole_heads else [("num_attention_heads", shape.n_heads), ("intermediate_size", shape.d_ff)]) + \
-        [("vocab_size", shape.vocab_size)]
+    # (the vocabulary need not divide: transformers 5.25's shards are uneven, "the last rank then holds a shorter
+    # slice" (distributed/tensor_parallel.py), and vLLM pads it to a multiple of 64 first; a rank holds
+    # ceil(V / N) rows, the largest share, vocab_share)
+    checks = [] if whole_heads else [("num_attention_heads", shape.n_heads), ("intermediate_size", shape.d_ff)]
     if moe is not None and moe.d_expert != shape.d_ff:
         checks.append(("moe_intermediate_size", moe.d_expert))
     if moe is not None and moe.d_shared:
@@ -86,8 +88,8 @@ def shard(shape: ModelShape, tp: int, wl: Workload | None = None) -> ModelShape:
         if value % tp:
             raise RoofcalcError(f"--tp {tp} does not divide {what} {value}: each rank must hold a whole share")
     if whole_heads:
-        return replace(shape, vocab_size=shape.vocab_size // tp)
-    rank = replace(shape, d_ff=shape.d_ff // tp, vocab_size=shape.vocab_size // tp,
+        return replace(shape, vocab_size=vocab_share(shape.vocab_size, tp))
+    rank = replace(shape, d_ff=shape.d_ff // tp, vocab_size=vocab_share(shape.vocab_size, tp),
                    moe=None if moe is None else replace(moe, d_expert=moe.d_expert // tp, d_shared=moe.d_shared // tp))
     k = shape.n_kv_heads
     if k % tp and tp % k:
@@ -193,6 +195,12 @@ def gathered_tp_kernels(shape: ModelShape, wl: Workload, tp: int, merge: bool = 
     return with_gathered_collectives(shape, wl, tp, analyze(shard(shape, tp), wl, merge).kernels)
 
 
+def vocab_share(vocab: int, tp: int) -> int:
+    """The rows of the vocabulary the rank the step waits for holds: ceil(V / N) (transformers' uneven shards;
+    vLLM's padding to a multiple of 64 adds at most 63 rows a rank more)."""
+    return -(-vocab // tp)
+
+
 def with_gathered_collectives(shape: ModelShape, wl: Workload, tp: int, kernels) -> list[Kernel]:
     """A rank's kernels under the gathered plan (of the whole model, or of a pipeline stage), from those
     of the vocab-split shape: the fused projections cut to the rank's slice, each followed by its
@@ -262,7 +270,7 @@ def _vocab_collective(shape: ModelShape, wl: Workload, tp: int, k: Kernel) -> li
         return [collective("embed.all_reduce", "all_reduce", act.nbytes(rows * width), tp, 1, "model",
                            f"[{rows},{width}]")]
     if k.name == shape.name_of("lm_head"):
-        n = shape.vocab_size // tp
+        n = vocab_share(shape.vocab_size, tp)
         logit_rows = rows if wl.logits_all or wl.phase == "decode" else wl.batch
         return [collective("lm_head.all_gather", "all_gather", act.nbytes(logit_rows * n), tp, 1, "model",
                            f"[{logit_rows},{n}]")]

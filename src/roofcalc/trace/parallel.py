@@ -467,7 +467,7 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
     E/N of the experts at their whole width (:func:`_expert_rows`) where ``--tp`` splits each on its width.
     ``shared_apart``: a shared expert keeps its own all-reduce whatever the layout (--ep's all-to-alls beside)."""
     from ..calculator import touched_experts
-    from ..parallel import collective
+    from ..parallel import collective, vocab_share
 
     whole_experts = bool(getattr(parallel, "tp_attention", False))
     tp = parallel.ep if whole_experts else parallel.tp
@@ -681,6 +681,8 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
                     rank_n = (n // tp + 2 * max(1, kv // tp)) * hd
                 elif z.n == kv * hd and kv < n and style in COLUMN:  # k or v of grouped heads
                     rank_n = max(1, kv // tp) * hd
+                elif k.scope == "model" and z.n == s.vocab_size:  # lm_head: the rank's rows of the vocabulary
+                    rank_n = vocab_share(z.n, tp)
                 else:
                     rank_n = rank_channels(k, z.n)
                 cost = _scaled(k.cost, rank_n, z.n, read=False, kv=(1, 1))  # its input (an MLA latent cache) whole
@@ -709,9 +711,10 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
                 out.append(collective(f"{k.name}.all_gather", "all_gather", wl.act_dtype.nbytes(z.m * sizes.n), tp,
                                       k.count, k.scope, f"[{z.m},{sizes.n}]"))
             continue
-        if style == "embedding_rowwise":
-            _check("vocabulary", s.vocab_size, tp, name)
-            out.append(replace(k, params=k.params // tp, param_bytes=k.param_bytes // tp))
+        if style == "embedding_rowwise":  # the rank's ceil(V / N) rows (vocab_share: uneven shards, or padded)
+            rows = vocab_share(s.vocab_size, tp)
+            out.append(replace(k, params=k.params * rows // s.vocab_size,
+                               param_bytes=k.param_bytes * rows // s.vocab_size))
             if not (tied and plan.transformers and k.cost.flops):  # a tied, scaled embedding (Gemma's) runs none
                 out.append(collective(f"{k.name}.all_reduce", "all_reduce", k.cost.act_write_bytes, tp, k.count,
                                       k.scope, k.dims))
@@ -816,7 +819,7 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
     rank_shape = replace(s, n_heads=n // tp if n % tp == 0 and heads_split else n,
                          n_kv_heads=max(1, kv // tp) if heads_split else kv,
                          d_ff=s.d_ff // tp if split_ff and (sharded or experts) else s.d_ff,
-                         vocab_size=s.vocab_size // tp if s.vocab_size % tp == 0 else s.vocab_size)
+                         vocab_size=vocab_share(s.vocab_size, tp))
     return TracedRankAnalysis(
         rank_shape, wl, tuple(out), source=a.source, view=a.view,
         traced_kv_bytes_per_token=a.traced_kv_bytes_per_token // kv_share,
