@@ -772,20 +772,20 @@ class Pipeline:
     stage_comm_s: tuple = ()  # each stage's collectives and send on one micro-batch (expected device time)
     stage_device_s: tuple = ()  # each stage's device time on one micro-batch
 
+    def _on_path(self, per_stage: tuple) -> float:
+        """A per-stage quantity on the step's path, as step_s takes the stages: every stage's for the first
+        micro-batch, then the slowest stage's for each of the others (0 where none is kept)."""
+        return sum(per_stage) + (self.micro_batches - 1) * per_stage[self.slowest] if per_stage else 0.0
+
     @property
     def comm_s(self) -> float:
-        """The communication on the step's path, as step_s takes the stages: every stage's collectives and send
-        for the first micro-batch, then the slowest stage's for each of the others."""
-        if not self.stage_comm_s:
-            return 0.0
-        return sum(self.stage_comm_s) + (self.micro_batches - 1) * self.stage_comm_s[self.slowest]
+        """The collectives and sends on the step's path."""
+        return self._on_path(self.stage_comm_s)
 
     @property
     def device_s(self) -> float:
-        """The device time on the step's path, taken as comm_s takes the communication."""
-        if not self.stage_device_s:
-            return 0.0
-        return sum(self.stage_device_s) + (self.micro_batches - 1) * self.stage_device_s[self.slowest]
+        """The device time on the step's path."""
+        return self._on_path(self.stage_device_s)
 
     @property
     def step_s(self) -> float:
