@@ -1372,8 +1372,105 @@ def test_nemotron_h_in_the_serving_layout_splits_its_mamba_mixers_and_mlps():
     rank = traced_rank(trace(bamba, "t", wl, use_cache=False), Parallel(2), hf_config(bamba, "t")[0])
     assert flops(rank, "mamba.in_proj") == 2 * 2 * 256 * ((2 * 512 + 2 * 16 + 16 - 2 * 16) // 2 + 2 * 16)
     assert {"mamba.out_proj.all_reduce", "mamba.norm.all_reduce"} <= {k.name for k in rank.kernels}
-    falcon = traced_config("falcon_h1")
-    for layout, said in (("serving", True), ("transformers", False)):
-        rank = traced_rank(trace(falcon, "t", replace(wl, tp_layout=layout), use_cache=False), Parallel(2),
-                           hf_config(falcon, "t")[0])
-        assert ("its recurrent mixers (mamba) whole on every rank" in rank.plan_words) is said
+    # a hybrid with no serving split modelled for its recurrent mixers (LFM2-MoE's short convolutions, its split
+    # taken away here) keeps them whole under the serving layout, and its header says so
+    from roofcalc.trace import parallel as trace_parallel
+
+    lfm2 = dict(traced_config("lfm2"), model_type="lfm2_moe", num_dense_layers=2, num_experts=4, num_experts_per_tok=2,
+                moe_intermediate_size=128)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delitem(trace_parallel.SERVING_SPLITS, "lfm2_moe")
+        for layout, said in (("serving", True), ("transformers", False)):
+            rank = traced_rank(trace(lfm2, "t", replace(wl, tp_layout=layout), use_cache=False), Parallel(2),
+                               hf_config(lfm2, "t")[0])
+            assert ("its recurrent mixers (conv) whole on every rank" in rank.plan_words) is said
+
+
+def _collectives(a) -> list:
+    return sorted((k.name, k.message_bytes, k.count) for k in a.kernels if k.kind == "collective")
+
+
+@pytest.mark.parametrize("family", ["hunyuan_v1_dense", "lfm2", "falcon_h1"])
+def test_a_plan_that_splits_no_layer_runs_split_in_the_serving_layout(family):
+    """transformers 5.25's plans for Hunyuan-7B, LFM2 and Falcon-H1 split the embedding and lm_head alone (every
+    layer whole on every rank); vLLM splits their layers (trace.parallel.HUNYUAN_SERVING, LFM2_SERVING,
+    FALCON_H1_SERVING, each read in its model file). The small configs of test_trace (D 256, 8 heads and 2 KV heads
+    of 32, F 512, 2 layers, vocabulary 1,000) at --tp 2, decode batch 2 at context 6, fp32, in place; each rank:
+    - attention: q_proj 2·2·256·128 FLOPs a layer, k_proj and v_proj 2·2·256·32, o_proj 2·2·128·256, an
+      all-reduce of 2·256·4 bytes after it; its KV cache 2 sequences·6 positions·2·1 KV head·32·4 bytes = 3,072
+      a layer (6,144 whole);
+    - the MLP: gate and up (LFM2's w1 and w3) 2·2·256·256 each, down (w2) 2·2·256·256, an all-reduce after it;
+    - LFM2's short convolution (layer 0; layer 1 attention): in_proj 2·2·256·(3·256/2), out_proj 2·2·128·256 and
+      its all-reduce, the conv state 2 sequences·128 channels·3 positions·4 bytes = 3,072 (6,144 whole);
+    - Falcon-H1's Mamba-2 mixer (16 heads of 32, one group of state 16, conv kernel 4, beside attention in both
+      layers): in_proj 2·2·256·((1,072 - 32)/2 + 32) (z and x 2·512, dt 16 split; the group's B and C, 2·16, whole),
+      out_proj 2·2·256·256 and its all-reduce; the SSM state 2·16/2·32·16·4 = 32,768 a layer, the conv state
+      2·(512/2 + 32)·4·4 = 9,216 (65,536 and 17,408 whole); its multipliers on the mixer's input and the MLP's
+      reduced output on the whole hidden state ([2,1,256]);
+    transformers' plan: the same projections whole (twice the FLOPs), no all-reduce but the embedding's."""
+    from test_trace import config as traced_config
+
+    wl, config, serving, gathered = _both_layouts(traced_config(family))
+    del wl, config
+
+    def flops(a, name):
+        return sum(k.cost.matmul_flops * k.count for k in a.kernels if k.name == name)
+
+    attention_layers = {"hunyuan_v1_dense": 2, "lfm2": 1, "falcon_h1": 2}[family]
+    out = "out_proj" if family == "lfm2" else "o_proj"
+    mlp = ({"feed_forward.w1": 256, "feed_forward.w3": 256, "feed_forward.w2": 256} if family == "lfm2" else
+           {f"{block}.{p}": 256 for p in ("gate_proj", "up_proj", "down_proj")
+            for block in ["feed_forward" if family == "falcon_h1" else "mlp"]})
+    down = next(name for name in mlp if name.endswith(("w2", "down_proj")))
+    expected = {"self_attn.q_proj": 2 * 2 * 256 * 128 * attention_layers,
+                "self_attn.k_proj": 2 * 2 * 256 * 32 * attention_layers,
+                f"self_attn.{out}": 2 * 2 * 128 * 256 * attention_layers,
+                **{name: 2 * 2 * 256 * width * 2 for name, width in mlp.items()}}
+    reduces = [("embed_tokens.all_reduce", 2 * 256 * 4, 1), ("lm_head.all_gather", 2 * 500 * 4, 1),
+               (f"self_attn.{out}.all_reduce", 2 * 256 * 4, attention_layers), (f"{down}.all_reduce", 2 * 256 * 4, 2)]
+    cache = 3_072 * attention_layers
+    if family == "lfm2":
+        expected.update({"conv.in_proj": 2 * 2 * 256 * 384, "conv.out_proj": 2 * 2 * 128 * 256})
+        reduces.append(("conv.out_proj.all_reduce", 2 * 256 * 4, 1))
+        cache += 3_072
+    if family == "falcon_h1":
+        expected.update({"mamba.in_proj": 2 * 2 * 256 * 552 * 2, "mamba.out_proj": 2 * 2 * 256 * 256 * 2})
+        reduces.append(("mamba.out_proj.all_reduce", 2 * 256 * 4, 2))
+        cache += (32_768 + 9_216) * 2
+        assert {k.dims for k in serving.kernels if k.name in ("mamba.mul", "feed_forward.mul#3")} == {"[2,1,256]"}
+    assert {name: flops(serving, name) for name in expected} == expected
+    assert all(flops(gathered, name) > expected[name] for name in expected)
+    assert _collectives(serving) == sorted(reduces)
+    assert _collectives(gathered) == sorted(reduces[:2])
+    assert serving.traced_cache_bytes == cache
+    assert gathered.traced_cache_bytes == {"hunyuan_v1_dense": 12_288, "lfm2": 12_288,
+                                           "falcon_h1": (6_144 + 65_536 + 17_408) * 2}[family]
+    assert "splits no layer" in gathered.plan_words and "vLLM splits" in serving.plan_words
+
+
+def test_lfm2_moe_in_the_serving_layout_splits_its_convolutions_and_runs_its_heads_through_its_norms():
+    """LFM2-MoE: transformers' plan splits its attention alone (q_layernorm and k_layernorm replicated, over one
+    head's width); vLLM splits its short convolutions and dense MLPs as LFM2's (trace.parallel.LFM2_MOE_SERVING). A
+    3-layer one (conv, attention, conv; layer 0 dense, D 256, 8 heads and 2 KV heads of 32, F 512, 4 experts of 128,
+    top 2) at --tp 2, decode batch 2 at context 6, fp32, in place: conv.in_proj 2·2·256·384 FLOPs in each conv layer
+    and out_proj's all-reduce (2·256·4 bytes), w1 2·2·256·256 in the dense layer; the norms run on the rank's
+    heads, q_layernorm on 2·4·32 values ([2,1,4,32]: 2·4·32·4 bytes read and as many written, its weight 32·4
+    whole), k_layernorm on its one KV head ([2,1,1,32]), under either layout (the plan splits the attention)."""
+    from test_trace import config as traced_config
+
+    cfg = dict(traced_config("lfm2"), model_type="lfm2_moe", num_hidden_layers=3, num_dense_layers=1,
+               layer_types=["conv", "full_attention", "conv"], num_experts=4, num_experts_per_tok=2,
+               moe_intermediate_size=128)
+    _, _, serving, gathered = _both_layouts(cfg)
+
+    def flops(a, name):
+        return sum(k.cost.matmul_flops * k.count for k in a.kernels if k.name == name)
+
+    assert flops(serving, "conv.in_proj") == 2 * 2 * 2 * 256 * 384 == flops(gathered, "conv.in_proj") // 2
+    assert flops(serving, "feed_forward.w1") == 2 * 2 * 256 * 256 == flops(gathered, "feed_forward.w1") // 2
+    assert ("conv.out_proj.all_reduce", 2 * 256 * 4, 2) in _collectives(serving)
+    assert not [k for k in gathered.kernels if k.name == "conv.out_proj.all_reduce"]
+    for a in (serving, gathered):
+        q, k = (next(x for x in a.kernels if x.name == f"self_attn.{n}_layernorm") for n in "qk")
+        assert (q.dims, k.dims) == ("[2,1,4,32]", "[2,1,1,32]")
+        assert (q.cost.act_read_bytes, q.cost.act_write_bytes, q.cost.weight_bytes) == (2 * 4 * 32 * 4,) * 2 + (32 * 4,)

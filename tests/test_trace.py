@@ -361,6 +361,28 @@ def test_experts_read_the_experts_their_tokens_reach():
     assert up.cost.weight_bytes == 8 * 2 * 128 * 256 * 2 // 4
 
 
+def test_experts_per_token_are_read_under_every_name_a_config_class_gives_them():
+    """Hunyuan-A13B writes its top-k as a list of one a layer (moe_topk, which its config class maps
+    num_experts_per_tok to), Aria's text config as moe_topk, Gemma 4's as top_k_experts: a decode step of batch 1
+    reads the k experts its token reaches, not every expert (the trace had read all 64 of Hunyuan-A13B's, 6.3x its
+    weights a step). Hunyuan's experts here: 4 of width 512 (BASE's intermediate_size, as the test of its
+    ignored keys above says), top 2, fp32: gate_up 4·2·512·256·4 bytes, half of it read."""
+    from types import SimpleNamespace
+
+    from roofcalc.calculator import DTYPES
+    from roofcalc.trace.step import experts_per_token
+
+    hunyuan = dict(BASE, model_type="hunyuan_v1_moe", head_dim=32, num_experts=4, moe_topk=[2, 2])
+    a = trace(hunyuan, "h", Workload.decode(1, 12, weight_dtype=DTYPES["fp32"], act_dtype=DTYPES["fp32"],
+                                            kv_dtype=DTYPES["fp32"]), view="ideal", use_cache=False)
+    up = next(k for k in a.kernels if k.expert_weights is not None)
+    assert up.cost.weight_bytes == 4 * 2 * 512 * 256 * 4 // 2
+    assert experts_per_token(SimpleNamespace(moe_topk=2)) == 2  # Aria's text config
+    assert experts_per_token(SimpleNamespace(top_k_experts=8)) == 8  # Gemma 4's
+    assert experts_per_token(SimpleNamespace(num_experts_per_tok=[8, 8, 4])) is None  # layers that differ
+    assert experts_per_token(SimpleNamespace(ffn_config=SimpleNamespace(moe_top_k=4))) == 4  # DBRX's
+
+
 # fp32 mixtures of experts: the grouped-matmul kernel takes bf16 only, so their experts run as transformers'
 # per-expert fallback loop. Qwen3-MoE and Mixtral run transformers' grouped_mm experts; DBRX the trace's own
 # substitute loop (which calls the same dispatcher)

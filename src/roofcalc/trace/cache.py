@@ -11,7 +11,8 @@ from ..calculator import Workload
 from .group import TracedKernel
 
 
-TRACE_FORMAT = 19  # 19: experts transformers computes densely (Llama-4) traced again routed, for the ideal view (the
+TRACE_FORMAT = 20  # 20: experts per token under Aria's, Gemma 4's and Hunyuan-A13B's names (a list of one a layer);
+# 19: experts transformers computes densely (Llama-4) traced again routed, for the ideal view (the
 # cache keyed by --experts too; attention on the CPU counted); 18: a cache update's new positions counted op by op (K and V views of one storage); 17: the parameters a module holds beside its submodules (attention sinks); 16: each module's parameters and layer, each cache layer's bytes (a pipeline stage's share); 15: a multimodal model's encoders counted by their state dicts (persistent buffers too); 14: an attention called straight from a forward named attention; 13: the encoders of a causal LM built from a whole multimodal config (Mllama); 12: a multimodal model's language-model parameters, or the encoders its text config leaves out; 11: a matmul's sizes (m, n, k) as integers; the cache file format (2: expert weights carry their full bytes; 3: recurrent states in the
 # cache; 4: the keys and values of an encoder-decoder cache; 5: each module's weight shapes; 6: which logits;
 # 7: sizes read under another name and rotary keys read into rope_parameters are no longer listed as ignored;

@@ -139,8 +139,9 @@ SERVING_PLANS = {"falcon": ("vLLM's plan for Falcon", _falcon_plan),
 
 @dataclass(frozen=True)
 class RecurrentState:
-    """A recurrent module (a gated delta net, a Mamba-2 mixer) the serving engines split by heads: the config's head
-    counts a rank takes 1/N of, each with its head width (``heads``); the conv's channels as multiples of those
+    """A recurrent module (a gated delta net, a Mamba-2 mixer, LFM2's short convolution) the serving engines split by
+    heads: the config's head counts a rank takes 1/N of, each with its head width (``heads``: a config name, or a
+    number where the module's channels are its heads, LFM2's hidden size of width 1); the conv's channels as multiples of those
     widths (``conv``: a gated delta net's conv runs on q, k and v, 2 key widths and a value width); and whether the
     module's own weights (its gated norm's) split too (``own_weights``: a Mamba-2 mixer's norm, over the groups' width,
     does; a gated delta net's, over one head's width and shared by every head, stays whole)."""
@@ -256,6 +257,50 @@ MINIMAX_M2_SERVING = ServingSplit("vLLM splits its heads (qkv_proj column-parall
                                   norms={"self_attn.q_norm": "reduce", "self_attn.k_norm": "reduce"},
                                   verdict=("the heads split", "every head on every rank"))
 
+# Hunyuan-7B (hunyuan_v1_dense), LFM2 and Falcon-H1: transformers 5.25's plans split the embedding alone, so every
+# rank would run every layer whole; vLLM splits them (each read in its model file):
+# - hunyuan_v1.py: HunYuanAttention's q, k and v a QKVParallelLinear, o_proj a RowParallelLinear, its
+#   query_layernorm and key_layernorm over one head's width (no collective), HunYuanMLP's gate and up a
+#   MergedColumnParallelLinear, down_proj a RowParallelLinear: Llama's split;
+# - lfm2.py and layers/mamba/short_conv.py: attention as Llama's (q_layernorm and k_layernorm per head), the MLP's
+#   w1 and w3 a MergedColumnParallelLinear and w2 a RowParallelLinear, and the short convolution's in_proj a
+#   MergedColumnParallelLinear of its three chunks (B, C and x each 1/N), the depthwise conv's weight 1/N of the
+#   channels, out_proj a RowParallelLinear (the block's one collective), its conv state 1/N a rank
+#   (mamba_utils.py: the state's width divided by the ranks);
+# - falcon_h1.py: the Mamba-2 mixer as Bamba's (MambaMixer2, a single group whole on every rank), attention and
+#   MLP as Llama's, the attention's and the mixer's outputs each all-reduced by its own RowParallelLinear before
+#   the parallel hybrid sums them (two all-reduces, then the MLP's).
+_LLAMA_ATTENTION = {"self_attn.q_proj": "colwise", "self_attn.k_proj": "colwise", "self_attn.v_proj": "colwise"}
+HUNYUAN_SERVING = ServingSplit("vLLM splits it as Llama (q, k and v by heads, o_proj row-parallel, the MLP on its "
+                               "width; transformers' plan splits no layer)",
+                               keys={**_LLAMA_ATTENTION, "self_attn.o_proj": "rowwise", "mlp.gate_proj": "colwise",
+                                     "mlp.up_proj": "colwise", "mlp.down_proj": "rowwise"},
+                               verdict=("its layers split", "every layer whole on every rank"))
+_LFM2_CONV_MLP = {"feed_forward.w1": "colwise", "feed_forward.w3": "colwise", "feed_forward.w2": "rowwise",
+                  "conv.in_proj": "packed_colwise", "conv.out_proj": "rowwise"}
+_LFM2_STATE = {"conv": RecurrentState((("hidden_size", 1),), (1,))}
+LFM2_SERVING = ServingSplit("vLLM splits its attention by heads, its MLPs on their width and its short convolutions "
+                            "by channels (in_proj's three chunks and the conv 1/N a rank, out_proj row-parallel with "
+                            "an all-reduce, the conv state 1/N; transformers' plan splits no layer)",
+                            keys={**_LLAMA_ATTENTION, "self_attn.out_proj": "rowwise", **_LFM2_CONV_MLP},
+                            states=_LFM2_STATE, verdict=("its layers split", "every layer whole on every rank"))
+# LFM2-MoE (lfm2_moe.py): its attention as LFM2's (transformers' plan splits it), its short convolutions and its
+# dense layers' MLPs as LFM2's, its routed experts on their width with one all-reduce (FusedMoE with
+# reduce_results=False, then maybe_all_reduce_tensor_model_parallel; no shared expert)
+LFM2_MOE_SERVING = ServingSplit("vLLM splits its short convolutions by channels (in_proj's three chunks and the conv "
+                                "1/N a rank, out_proj row-parallel with an all-reduce, the conv state 1/N) and its "
+                                "dense MLPs on their width; transformers' plan runs them whole on every rank",
+                                keys=_LFM2_CONV_MLP, states=_LFM2_STATE,
+                                verdict=("the short convolutions and MLPs split", "the short convolutions and MLPs "
+                                                                                  "whole"))
+FALCON_H1_SERVING = ServingSplit(MAMBA2_SERVING.format(", its attention by heads and its MLPs on their width, the "
+                                                       "attention's and the mixer's outputs each all-reduced",
+                                                       "every layer"),
+                                 keys={**_MAMBA_KEYS, **_LLAMA_ATTENTION, "self_attn.o_proj": "rowwise",
+                                       "feed_forward.gate_proj": "colwise", "feed_forward.up_proj": "colwise",
+                                       "feed_forward.down_proj": "rowwise"},
+                                 states=_MAMBA_STATE, verdict=("its layers split", "every layer whole on every rank"))
+
 # config classes whose layers the serving engines split otherwise than transformers' plan. Phi-3: its plan gathers
 # the fused qkv_proj and gate_up_proj outputs (every head on every rank); vLLM (phi3.py: 'class
 # Phi3ForCausalLM(LlamaForCausalLM)'), SGLang (llama.py, the same) and TensorRT-LLM (modeling_phi3.py) run it as
@@ -286,7 +331,9 @@ SERVING_SPLITS = {
         MAMBA2_SERVING.format(" and its shared MLP as Llama's", "both"),
         keys={**_MAMBA_KEYS, "shared_mlp.input_linear": "colwise", "shared_mlp.output_linear": "rowwise"},
         states=_MAMBA_STATE, verdict=("the Mamba-2 mixers and shared MLP split", "the Mamba-2 mixers and shared MLP "
-                                                                                  "whole"))}
+                                                                                  "whole")),
+    "hunyuan_v1_dense": HUNYUAN_SERVING, "lfm2": LFM2_SERVING, "lfm2_moe": LFM2_MOE_SERVING,
+    "falcon_h1": FALCON_H1_SERVING}
 
 
 @dataclass(frozen=True)
@@ -504,12 +551,40 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
             for layer in layers_of.get(id(k), ()):
                 split_in.setdefault(layer, set()).update(homes and [max(homes, key=len)])
 
-    def inside(k: Kernel) -> bool:
-        if k.scope != "layer" or _style(k, layer_keys, model_keys) is not None:
+    # where each split projection runs in the step's order (a.kernels: each op where a layer first runs it): an op of
+    # a split module before its first column-parallel projection or after its last row-parallel one runs on the
+    # whole hidden state (Falcon-H1's multipliers on the mixer's input and on the MLP's reduced output)
+    order = {id(k): i for i, k in enumerate(a.kernels)}
+    projections: dict[str, list] = {}
+    for k in a.kernels:
+        style = _style(k, layer_keys, model_keys) if k.scope == "layer" else None
+        if style in COLUMN or style in ROW:
+            homes = [p for p in sharded if _base(k).startswith(p + ".")]
+            if homes:
+                projections.setdefault(max(homes, key=len), []).append((order[id(k)], style in ROW,
+                                                                        set(layers_of.get(id(k), ()))))
+
+    def on_whole_rows(k: Kernel, home: str) -> bool:
+        """Whether ``k``, in ``home`` (a split module), runs before the module's first column-parallel projection or
+        after its last row-parallel one in the layers it runs in."""
+        layers = set(layers_of.get(id(k), ()))
+        mine = [(i, row) for i, row, ls in projections.get(home, ()) if not layers or not ls or layers & ls]
+        cols = [i for i, row in mine if not row]
+        rows = [i for i, row in mine if row]
+        i = order[id(k)]
+        return bool(cols) and i < min(cols) or bool(rows) and i > max(rows) and i > max(cols, default=-1)
+
+    def inside(k: Kernel, whole_weights: bool = False) -> bool:
+        """Whether ``k`` runs on a rank's share of a split module's activations: a kernel the plan does not name
+        or, with ``whole_weights``, one it keeps whole on every rank (q_layernorm, replicated, over one head's
+        width: the rank's heads pass through it)."""
+        style = _style(k, layer_keys, model_keys) if k.scope == "layer" else None
+        if k.scope != "layer" or style is not None and not (whole_weights and style in WHOLE):
             return False
         homes = [p for p in sharded if _base(k).startswith(p + ".")]
         layers = layers_of.get(id(k), ())
-        return bool(homes) and (not layers or any(p in split_in.get(x, ()) for x in layers for p in homes))
+        return bool(homes) and (not layers or any(p in split_in.get(x, ()) for x in layers for p in homes)) and \
+            not on_whole_rows(k, max(homes, key=len))
 
     # multi-head latent attention (mla_kv_a_proj: the latent projection whole on every rank, transformers'
     # MlaKvAProjParallel): the latent cache, and the norms of the latents (q_a_layernorm, kv_a_layernorm),
@@ -529,7 +604,7 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
             value = getattr(text, count, None)
             if not isinstance(value, int):
                 continue
-            widths.append(value * (getattr(text, width, 0) or 0))
+            widths.append(value * (width if isinstance(width, int) else getattr(text, width, 0) or 0))
             if value == 1 and count == spec.replicated:
                 whole += coef * widths[-1]
                 continue
@@ -718,6 +793,15 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
             if not (tied and plan.transformers and k.cost.flops):  # a tied, scaled embedding (Gemma's) runs none
                 out.append(collective(f"{k.name}.all_reduce", "all_reduce", k.cost.act_write_bytes, tp, k.count,
                                       k.scope, k.dims))
+            continue
+        if style in WHOLE and k.kind != "matmul" and inside(k, whole_weights=True):  # a norm over one head's
+            # width the plan replicates (LFM2-MoE's q_layernorm): its weight whole, the rank's heads through it
+            dims = _rank_dims(k.dims, rank_widths)  # (its share: the rank's query heads, or its KV heads)
+            found = [_TENSOR.search(d) for d in (k.dims, dims)]
+            whole_n, rank_n = (math.prod(int(x) for x in m.group(1).split(",")) for m in found) \
+                if all(found) and not dims.endswith("(all ranks)") else (tp, 1)
+            out.append(replace(k, cost=_scaled(k.cost, rank_n, whole_n, weights=False), dims=dims))
+            shares.add(whole_n // math.gcd(rank_n, whole_n))
             continue
         if inside(k) and k.kind == "matmul" and k.params and isinstance(k.sizes, MatmulSizes) and \
                 k.sizes.k == s.d_model:  # a projection of the layer's whole hidden state the plan leaves out
@@ -991,7 +1075,7 @@ def _expert_rows(k: Kernel, ep: int, wl, held: int, share: tuple[int, int]) -> K
 
 def _whole_mixers(a: TracedAnalysis, plan: Plan, sharded: set, wl) -> str:
     """The header's words where the serving engines' layout leaves a recurrent mixer whole on every rank, as
-    transformers' plan runs it, for want of a split roofcalc models (Falcon-H1's, Zamba2's Mamba-2 mixers); ""
+    transformers' plan runs it, for want of a split roofcalc models (Jamba's Mamba-1 mixers); ""
     elsewhere."""
     if wl.tp_layout != "serving":
         return ""

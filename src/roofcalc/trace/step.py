@@ -24,6 +24,27 @@ from .record import _Recorder, _storage_key
 
 TORCH_DTYPES = torch_names()  # fp32, bf16, fp16: what a traced model runs in
 
+# where config classes keep the experts a token reaches: most as num_experts_per_tok (Ernie's moe_k and LongCat's
+# moe_topk through their attribute maps), Aria's text config as moe_topk, Gemma 4's as top_k_experts, DBRX's in its
+# ffn_config; Hunyuan-A13B's is a list of one top-k a layer (its config class maps num_experts_per_tok to it)
+TOP_K_NAMES = ("num_experts_per_tok", "top_k", "moe_topk", "top_k_experts")
+
+
+def experts_per_token(config) -> int | None:
+    """The experts each token reaches (the routed experts' top-k) from a config or its text config, None where it
+    names none. A list of one per layer (Hunyuan-A13B's ``moe_topk``) gives its value where every layer's is the
+    same; layers that differ give None (each expert's weights then counted in full, as a dense program reads
+    them)."""
+    inner = getattr(config, "get_text_config", lambda: config)()  # a wrapper's (Kimi-K2.5's) is its text config's
+    for c in (config, inner):
+        for name in TOP_K_NAMES:
+            v = getattr(c, name, None)
+            if isinstance(v, (list, tuple)) and v and len(set(v)) == 1:
+                v = v[0]
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                return v
+    v = getattr(getattr(config, "ffn_config", None), "moe_top_k", None)  # DBRX keeps it in its ffn_config
+    return v if isinstance(v, int) and v > 0 else None
 
 def _check_workload(wl: Workload) -> None:
     """What a trace runs in (trace._trace has taken a one-byte KV cache back to the activations' dtype)."""
@@ -177,11 +198,7 @@ def _trace_on(cfg: dict, name: str, wl: Workload, read, device: str, routed: boo
         fwd = inspect.signature(model.forward).parameters
         cache_kw = "cache" if "cache" in fwd else "past_key_values"
         keep = {} if wl.logits_all or "logits_to_keep" not in fwd else {"logits_to_keep": 1}
-        inner = getattr(config, "get_text_config", lambda: config)()  # a wrapper's (Kimi-K2.5's) is its text config's
-        top_k = next((v for c in (config, inner) for v in (getattr(c, "num_experts_per_tok", None),
-                                                           getattr(c, "top_k", None)) if v), None) or \
-            getattr(getattr(config, "ffn_config", None), "moe_top_k", None)  # DBRX keeps it in its ffn_config
-        rec = _Recorder(torch, model, top_k if isinstance(top_k, int) else None, wl.experts)
+        rec = _Recorder(torch, model, experts_per_token(config), wl.experts)
         sdpa = torch.nn.functional.scaled_dot_product_attention
         torch.nn.functional.scaled_dot_product_attention = rec.fused(sdpa)
         handed = None  # a cache handed to a model that keeps its own (recurrent Gemma)
