@@ -1172,15 +1172,15 @@ def test_glm4_in_the_serving_layout_splits_its_mlp_as_llama(tmp_path, capsys):
     assert "the MLP split" in " ".join(capsys.readouterr().out.split())
 
 
-@pytest.mark.parametrize("family", ["olmo2", "minimax_m2"])
+@pytest.mark.parametrize("family", ["olmo2", "olmoe", "flex_olmo", "minimax_m2"])
 def test_a_norm_over_every_head_in_the_serving_layout_splits_the_heads(family, tmp_path, capsys):
-    """transformers' plans for OLMo-2 and MiniMax-M2 gather q, k and v (q_norm and k_norm span every head's width):
+    """transformers' plans for OLMo-2, OLMoE, FlexOlmo and MiniMax-M2 gather q, k and v (q_norm and k_norm span every head's width):
     every rank runs every head. vLLM splits the heads (trace.parallel.OLMO2_SERVING, MINIMAX_M2_SERVING). A model of
     D 256, 8 heads and 2 KV heads of 32, 2 layers, at --tp 2, decode batch 2 at context 6, fp32, in place:
     - both layouts: q_proj 2·2·256·(8·32)/2 FLOPs a layer, k_proj and v_proj 2·2·256·(2·32)/2;
     - transformers': an all-gather after q, k and v (2·128·4, 2·32·4 and 2·32·4 bytes), every head's attention on
       the rank, the whole KV cache (2 KV heads);
-    - OLMo-2 under vLLM: the rank's q and k all-gathered for their norms (2·128·4 and 2·32·4 bytes), the norms whole
+    - OLMo-2 (OLMoE and FlexOlmo the same: vLLM's olmoe.py) under vLLM: the rank's q and k all-gathered for their norms (2·128·4 and 2·32·4 bytes), the norms whole
       (weights 256 and 64), no all-gather of v; 4 heads and 1 KV head on the rank (half the cache);
     - MiniMax-M2 under vLLM: no all-gather; q_norm and k_norm on the rank's 128 and 32 channels with half their
       weights, one all-reduce of their sums of squares, 2 tokens x 2 norms x 4 bytes = 16 bytes, a layer."""
@@ -1189,6 +1189,8 @@ def test_a_norm_over_every_head_in_the_serving_layout_splits_the_heads(family, t
     cfg = dict(BASE, model_type=family, num_key_value_heads=2, head_dim=32, pad_token_id=0)
     if family == "minimax_m2":
         cfg.update(num_local_experts=4, num_experts_per_tok=2)
+    if family in ("olmoe", "flex_olmo"):
+        cfg.update(num_experts=4, num_experts_per_tok=2)
     wl, config, serving, gathered = _both_layouts(cfg)
 
     def row(a, name):
@@ -1209,7 +1211,7 @@ def test_a_norm_over_every_head_in_the_serving_layout_splits_the_heads(family, t
     assert (gathered.shape.n_heads, gathered.shape.n_kv_heads) == (8, 2)
     assert (serving.shape.n_heads, serving.shape.n_kv_heads) == (4, 1)
     assert 2 * serving.totals.kv_bytes == gathered.totals.kv_bytes
-    if family == "olmo2":
+    if family != "minimax_m2":
         assert collectives(serving) == [("self_attn.k_norm.all_gather", "all_gather", 2 * 32 * 4, 2),
                                         ("self_attn.q_norm.all_gather", "all_gather", 2 * 128 * 4, 2)]
         assert (row(serving, "self_attn.q_norm").params, row(serving, "self_attn.k_norm").params) == (256, 64)
@@ -1438,6 +1440,13 @@ def test_a_plan_that_splits_no_layer_runs_split_in_the_serving_layout(family):
         reduces.append(("mamba.out_proj.all_reduce", 2 * 256 * 4, 2))
         cache += (32_768 + 9_216) * 2
         assert {k.dims for k in serving.kernels if k.name in ("mamba.mul", "feed_forward.mul#3")} == {"[2,1,256]"}
+        # the multiplier on in_proj's outputs runs on the rank's 552 of them, the gate's SiLU on half the heads'
+        # 512 channels (not the conv's 288 of 544)
+        rank, whole = ({k.name: k for k in a.kernels} for a in (serving, gathered))
+        assert rank["mamba.mul#2"].dims == "[2,1,552]"
+        assert rank["mamba.mul#2"].cost.flops * 1072 == whole["mamba.mul#2"].cost.flops * 552
+        assert (rank["mamba.silu#2"].dims, 2 * rank["mamba.silu#2"].cost.flops) == \
+            ("[2,1,256]", whole["mamba.silu#2"].cost.flops)
     assert {name: flops(serving, name) for name in expected} == expected
     assert all(flops(gathered, name) > expected[name] for name in expected)
     assert _collectives(serving) == sorted(reduces)
@@ -1446,6 +1455,53 @@ def test_a_plan_that_splits_no_layer_runs_split_in_the_serving_layout(family):
     assert gathered.traced_cache_bytes == {"hunyuan_v1_dense": 12_288, "lfm2": 12_288,
                                            "falcon_h1": (6_144 + 65_536 + 17_408) * 2}[family]
     assert "splits no layer" in gathered.plan_words and "vLLM splits" in serving.plan_words
+
+
+def test_a_layer_kind_that_first_runs_later_splits_its_heads_as_the_first_does():
+    """Ministral's sliding and full layers (window 64) at context 100: the full layer's attention and cache update
+    are rows of their own, first run in layer 1, after layer 0's o_proj in the step's rows; each rank still runs its
+    4 heads and 1 KV head of them, half the whole step's FLOPs and KV bytes, in either layout (an op of a split
+    module is held against the projections of its own first layer)."""
+    from roofcalc.trace import hf_config, trace
+    from roofcalc.trace.parallel import traced_rank
+    from test_trace import config as traced_config
+
+    cfg = traced_config("ministral")
+    config = hf_config(cfg, "t")[0]
+    for layout in ("serving", "transformers"):
+        wl = Workload.decode(BATCH, 100, **FP32, cache_update="in-place", tp_layout=layout)
+        whole = {k.name: k for k in trace(cfg, "t", wl, use_cache=False).kernels}
+        rank = {k.name: k for k in traced_rank(trace(cfg, "t", wl, use_cache=False), Parallel(2), config).kernels}
+        for name in ("self_attn.attention[1]", "self_attn.kv_cache_update[1]"):
+            assert 2 * rank[name].cost.flops == whole[name].cost.flops
+            assert 2 * rank[name].cost.kv_bytes == whole[name].cost.kv_bytes > 0
+        assert rank["self_attn.attention[1]"].dims == "[2,4,1,32]x[2,1,100,32]"
+
+
+@pytest.mark.parametrize("layout", ["serving", "transformers"])
+def test_a_sparse_attention_indexer_runs_whole_on_every_rank(layout):
+    """DeepSeek-V3.2's and GLM-5's lightning indexer sits inside the attention the plan splits by heads; the plan
+    names none of it, and vLLM and SGLang run it whole (ReplicatedLinear projections): every rank runs all 4 of
+    its heads, its projections and its key cache whole, while the attention's q_b_proj, kv_b_proj and o_proj split
+    (a small deepseek_v32: D 256, 8 heads, q LoRA 64, latent 32 + rope 16, the indexer 4 heads of 32, at --tp 2,
+    decode batch 2 at context 6, fp32): q_b_proj 2·2·64·(8/2)·48 FLOPs, the indexer's wq_b 2·2·64·4·32."""
+    from roofcalc.trace import hf_config, trace
+    from roofcalc.trace.parallel import traced_rank
+
+    cfg = dict(model_type="deepseek_v32", hidden_size=256, num_hidden_layers=2, num_attention_heads=8,
+               num_key_value_heads=8, intermediate_size=512, vocab_size=1000, pad_token_id=0, q_lora_rank=64,
+               kv_lora_rank=32, qk_rope_head_dim=16, qk_nope_head_dim=32, v_head_dim=32, index_n_heads=4,
+               index_head_dim=32, index_topk=4, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=64,
+               first_k_dense_replace=1, n_group=1, topk_group=1)
+    wl = Workload.decode(BATCH, PROMPT + 1, **FP32, cache_update="in-place", tp_layout=layout)
+    whole = trace(cfg, "t", wl, use_cache=False)
+    rank = traced_rank(whole, Parallel(2), hf_config(cfg, "t")[0])
+    mine = {k.name: k for k in rank.kernels}
+    indexer = [k for k in whole.kernels if k.name.startswith("self_attn.indexer.")]
+    assert len(indexer) > 10 and all(mine[k.name].cost == k.cost for k in indexer)
+    assert mine["self_attn.indexer.wq_b"].cost.matmul_flops == 2 * 2 * 64 * 4 * 32
+    assert mine["self_attn.q_b_proj"].cost.matmul_flops == 2 * 2 * 64 * 4 * 48
+    assert ("self_attn.o_proj.all_reduce", 2 * 256 * 4, 2) in _collectives(rank)
 
 
 def test_lfm2_moe_in_the_serving_layout_splits_its_convolutions_and_runs_its_heads_through_its_norms():

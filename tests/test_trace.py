@@ -1530,22 +1530,25 @@ def test_a_decode_steps_unrecorded_context_skips_the_chunked_scan(monkeypatch):
     assert quick.traced_cache_bytes == full.traced_cache_bytes
 
 
-def test_qwen3_vl_runs_under_tp_by_the_serving_engines_plan(capsys):
-    """Qwen3-VL's config classes have no base_model_tp_plan (its text config's splits the embedding alone);
-    vLLM runs its language model as Qwen3's (trace.parallel._qwen3_vl_plan). Qwen3-VL-8B (36 layers, 32 heads and
-    8 KV heads of 128, its config in benchmarks/configs/published) at --tp 2: 16 heads and 4 KV heads a rank, an
-    all-reduce after o_proj and after down_proj in each of the 36 layers, the embedding's and lm_head's gather;
-    KV cache 36 layers x K and V x 4 heads x 128 x 2 bytes = 73,728 bytes a token a rank."""
+@pytest.mark.parametrize("name, layers, heads, kv_heads", [("Qwen--Qwen3-VL-8B-Instruct", 36, 32, 8),
+                                                           ("Qwen--Qwen2.5-VL-3B-Instruct", 36, 16, 2),
+                                                           ("Qwen--Qwen2-VL-2B-Instruct", 28, 12, 2)])
+def test_qwen_vl_runs_under_tp_by_the_serving_engines_plan(name, layers, heads, kv_heads, capsys):
+    """Qwen2-VL's, Qwen2.5-VL's and Qwen3-VL's config classes have no base_model_tp_plan (Qwen3-VL's text config's
+    splits the embedding alone); vLLM runs their language model as Qwen2's and Qwen3's (trace.parallel.
+    _qwen3_vl_plan). Each at --tp 2 (its config in benchmarks/configs/published; Qwen3-VL-8B 36 layers, 32 heads and
+    8 KV heads, Qwen2.5-VL-3B 36, 16 and 2, Qwen2-VL-2B 28, 12 and 2, heads of 128): half the heads and KV heads a
+    rank, an all-reduce after o_proj and after down_proj in each layer, the embedding's and lm_head's gather; KV
+    cache layers x K and V x KV heads / 2 x 128 x 2 bytes a token a rank (Qwen3-VL-8B: 73,728)."""
     from roofcalc.cli import main
 
-    path = str(PUBLISHED / "Qwen--Qwen3-VL-8B-Instruct.json")
-    assert main([path, "--tp", "2", "--hw", "H100", "--format", "json"]) == 0
+    assert main([str(PUBLISHED / f"{name}.json"), "--tp", "2", "--hw", "H100", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert (doc["model"]["n_heads"], doc["model"]["n_kv_heads"]) == (16, 4)
-    assert doc["model"]["kv_bytes_per_token"] == 36 * 2 * 4 * 128 * 2
+    assert (doc["model"]["n_heads"], doc["model"]["n_kv_heads"]) == (heads // 2, kv_heads // 2)
+    assert doc["model"]["kv_bytes_per_token"] == layers * 2 * (kv_heads // 2) * 128 * 2
     collectives = sorted((k["name"], k["count"]) for k in doc["kernels"] if k["kind"] == "collective")
     assert collectives == [("embed_tokens.all_reduce", 1), ("lm_head.all_gather", 1),
-                           ("mlp.down_proj.all_reduce", 36), ("self_attn.o_proj.all_reduce", 36)]
+                           ("mlp.down_proj.all_reduce", layers), ("self_attn.o_proj.all_reduce", layers)]
 
 
 def test_a_plan_that_splits_no_layer_says_so(capsys):

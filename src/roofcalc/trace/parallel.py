@@ -133,6 +133,11 @@ def _qwen3_vl_plan(config) -> dict[str, str]:
 SERVING_PLANS = {"falcon": ("vLLM's plan for Falcon", _falcon_plan),
                  "gpt_oss": ("vLLM's plan for gpt-oss", _gpt_oss_plan),
                  "gpt2": ("vLLM's plan for GPT-2", _gpt2_plan), "opt": ("vLLM's plan for OPT", _opt_plan),
+                 # Qwen2-VL and Qwen2.5-VL: vLLM runs their language model as Qwen2 (qwen2_vl.py, qwen2_5_vl.py:
+                 # init_vllm_registered_model(..., architectures=["Qwen2ForCausalLM"])), Llama's split with q/k/v's
+                 # biases on the rank's heads: the dense half of Qwen3-VL's plan
+                 **{t: ("vLLM's plan for Qwen2-VL's language model (Qwen2's)", _qwen3_vl_plan)
+                    for t in ("qwen2_vl", "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text")},
                  **{t: ("vLLM's plan for Qwen3-VL's language model", _qwen3_vl_plan)
                     for t in ("qwen3_vl", "qwen3_vl_moe", "qwen3_vl_text", "qwen3_vl_moe_text")}}
 
@@ -237,9 +242,10 @@ GLM_SERVING = ServingSplit("vLLM runs its MLP as Llama's (gate and up projection
                            styles={"colwise_gather_output": "colwise", "rowwise_split_input": "rowwise"},
                            verdict=("the MLP split", "the MLP gathered"))
 
-# OLMo-2 and OLMo-3 (and FlexOlmo, OLMo-2's attention): transformers' plans gather q, k and v (their norm, q_norm
-# and k_norm, spans every head's width: "we need to replicate here due to the added norm on q and k"), so every
-# rank runs every head. vLLM (olmo2.py, which runs OLMo-3 too: Olmo2Attention._apply_qk_norm) splits the heads:
+# OLMo-2, OLMo-3, OLMoE and FlexOlmo: transformers' plans gather q, k and v (their norm, q_norm and k_norm, spans
+# every head's width: "we need to replicate here due to the added norm on q and k"), so every rank runs every head.
+# vLLM (olmo2.py, which runs OLMo-3 too: Olmo2Attention._apply_qk_norm; olmoe.py: OlmoeAttention._apply_qk_norm, the
+# same; flex_olmo.py: FlexOlmoAttention(OlmoeAttention)) splits the heads:
 # qkv_proj column-parallel, the rank's q and k all-gathered, the norms on the whole width, the rank's share taken
 # again, o_proj row-parallel. MiniMax-M2: its plan gathers q, k and v too; vLLM (minimax_m2.py, MiniMaxText01RMSNormTP
 # .forward_qk in layers/mamba/linear_attn.py) splits the heads and runs each norm on the rank's share with its
@@ -313,7 +319,7 @@ SERVING_SPLITS = {
                          "gathers every head on every rank)",
                          styles={"colwise_gather_output": "colwise", "rowwise_split_input": "rowwise"}),
     **{t: GLM_SERVING for t in ("glm", "glm4", "glm4v_text")},
-    **{t: OLMO2_SERVING for t in ("olmo2", "olmo3")},
+    **{t: OLMO2_SERVING for t in ("olmo2", "olmo3", "olmoe", "flex_olmo")},
     "minimax_m2": MINIMAX_M2_SERVING,
     "qwen3_next": ServingSplit(GDN_SERVING, keys=_gdn_keys("in_proj_qkvz", "in_proj_ba"), states=_GDN_STATE,
                                verdict=_GDN_WORDS),
@@ -378,7 +384,8 @@ def model_plan(model_type: str, config_class: str, model_class: str, config=None
     experts = _experts_on_width(getattr(config_cls, "base_model_ep_plan", None) or {}, base)
     latent = _mla_by_heads(config, base)
     shared = _shared_expert_on_width(config, base)
-    entries = {"embed_tokens": "embedding_rowwise", **head, **base, **experts, **latent, **shared}
+    indexer = _indexer_whole(config, {**base, **latent})
+    entries = {"embed_tokens": "embedding_rowwise", **head, **base, **experts, **latent, **shared, **indexer}
     words = f"{config_class}'s base_model_tp_plan (transformers {transformers.__version__})"
     if experts:
         words += (", the routed experts split on their width (5.25 moved them to an expert-parallel plan; 5.24's "
@@ -413,6 +420,18 @@ def _mla_by_heads(config, tp_plan: dict) -> dict:
     if not isinstance(getattr(text, "kv_lora_rank", None), int) or any("self_attn" in key for key in tp_plan):
         return {}
     return dict(MLA_HEADS)
+
+
+def _indexer_whole(config, tp_plan: dict) -> dict:
+    """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2's, GLM-5's: ``index_n_heads``) whole on every
+    rank, as the plans leave it (transformers replicates what its plan does not name) and as vLLM and SGLang run it
+    (vLLM's deepseek_v2.py Indexer: wq_b, wk and weights_proj each a ReplicatedLinear; SGLang's the same): its
+    projections, its score over the cached keys and its own key cache, where the plan splits the attention around it
+    by heads."""
+    text = getattr(config, "get_text_config", lambda: config)() if config is not None else None
+    if not isinstance(getattr(text, "index_n_heads", None), int) or not any("self_attn" in k for k in tp_plan):
+        return {}
+    return {"layers.*.self_attn.indexer": "replicate"}
 
 
 SHARED_EXPERT = {"layers.*.mlp.shared_expert.gate_proj": "colwise", "layers.*.mlp.shared_expert.up_proj": "colwise",
@@ -551,6 +570,9 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
             for layer in layers_of.get(id(k), ()):
                 split_in.setdefault(layer, set()).update(homes and [max(homes, key=len)])
 
+    # modules the plan keeps whole with everything in them (DeepSeek Sparse Attention's indexer inside split
+    # attention: _indexer_whole)
+    whole_modules = {p for p, style in layer_keys if style in WHOLE}
     # where each split projection runs in the step's order (a.kernels: each op where a layer first runs it): an op of
     # a split module before its first column-parallel projection or after its last row-parallel one runs on the
     # whole hidden state (Falcon-H1's multipliers on the mixer's input and on the MLP's reduced output)
@@ -566,9 +588,12 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
 
     def on_whole_rows(k: Kernel, home: str) -> bool:
         """Whether ``k``, in ``home`` (a split module), runs before the module's first column-parallel projection or
-        after its last row-parallel one in the layers it runs in."""
+        after its last row-parallel one. The rows' order is that of the layer each first runs in, so ``k`` is held
+        against the projections that first run in its own first layer (a row only later layers run, a global
+        layer's attention, sits after the first layer's o_proj and says nothing of its place)."""
         layers = set(layers_of.get(id(k), ()))
-        mine = [(i, row) for i, row, ls in projections.get(home, ()) if not layers or not ls or layers & ls]
+        first = min(layers, default=None)
+        mine = [(i, row) for i, row, ls in projections.get(home, ()) if first is None or min(ls, default=None) == first]
         cols = [i for i, row in mine if not row]
         rows = [i for i, row in mine if row]
         i = order[id(k)]
@@ -579,7 +604,8 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
         or, with ``whole_weights``, one it keeps whole on every rank (q_layernorm, replicated, over one head's
         width: the rank's heads pass through it)."""
         style = _style(k, layer_keys, model_keys) if k.scope == "layer" else None
-        if k.scope != "layer" or style is not None and not (whole_weights and style in WHOLE):
+        if k.scope != "layer" or style is not None and not (whole_weights and style in WHOLE) or \
+                any(_base(k).startswith(m + ".") for m in whole_modules):  # (in a module the plan keeps whole)
             return False
         homes = [p for p in sharded if _base(k).startswith(p + ".")]
         layers = layers_of.get(id(k), ())
@@ -636,6 +662,13 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
         """The RecurrentState of the module ``k`` runs in, or None."""
         return plan.states.get(state_module(k))
 
+    # the outputs of each state module's column-parallel projections (in_proj's z, x, B, C and dt): an op on them
+    # runs on the rank's share of that width, a single group's B and C whole
+    state_proj = {module: {k.sizes.n for k in a.kernels if k.scope == "layer" and _under(_base(k), module)
+                           and isinstance(k.sizes, MatmulSizes) and _style(k, layer_keys, model_keys) in COLUMN
+                           and (not layers_of or set(layers_of.get(id(k), ())) & state_layers[module])}
+                  for module in plan.states}
+
     def rank_channels(k: Kernel, n: int) -> int:
         """A rank's share of ``n`` channels of a state module's projection or conv: 1/N, but a single group's,
         which every rank holds whole."""
@@ -658,7 +691,7 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
                               (n * hd, (n // tp) * hd if n % tp == 0 else n * hd),
                               (cached * hd, (cached // kv_share if heads_split else cached) * hd),
                               (s.d_ff, s.d_ff // tp if s.d_ff and s.d_ff % tp == 0 else s.d_ff),
-                              *((z.n, z.n // tp) for k in a.kernels if k.scope == "layer"  # other MLPs' widths
+                              *((z.n, rank_channels(k, z.n)) for k in a.kernels if k.scope == "layer"  # other MLPs' widths
                                 and _style(k, layer_keys, model_keys) in COLUMN and isinstance(z := k.sizes, MatmulSizes)
                                 and z.n % tp == 0 and z.n not in (kv * hd, n * hd + 2 * kv * hd)),
                               *(w if isinstance(w, tuple) else (w, w // tp) for w in state_widths)))
@@ -798,8 +831,10 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
             # width the plan replicates (LFM2-MoE's q_layernorm): its weight whole, the rank's heads through it
             dims = _rank_dims(k.dims, rank_widths)  # (its share: the rank's query heads, or its KV heads)
             found = [_TENSOR.search(d) for d in (k.dims, dims)]
-            whole_n, rank_n = (math.prod(int(x) for x in m.group(1).split(",")) for m in found) \
-                if all(found) and not dims.endswith("(all ranks)") else (tp, 1)
+            if not all(found) or dims.endswith("(all ranks)"):  # which axis is the rank's cannot be told: whole
+                out.append(k)
+                continue
+            whole_n, rank_n = (math.prod(int(x) for x in m.group(1).split(",")) for m in found)
             out.append(replace(k, cost=_scaled(k.cost, rank_n, whole_n, weights=False), dims=dims))
             shares.add(whole_n // math.gcd(rank_n, whole_n))
             continue
@@ -835,8 +870,13 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
             weights = not k.params or spec.own_weights
             whole, channels = replicated.get(state_module(k), (0, 0))
             # the conv's channels (its op and its activation): 1/N, but one group's whole on every rank
-            on_conv = recurrent_conv(_base(k)) or _base(k).rpartition(".")[2] in ("silu", "act", "act_fn")
-            frac = (rank_channels(k, channels), channels) if whole and on_conv else (1, tp)
+            # (the conv's op by its name; an op between by the width it runs on: the conv's channels, or in_proj's
+            # outputs (Falcon-H1's multiplier on them); the gate's activation on the heads' width alone is 1/N)
+            axes = _first_axes(k.dims) if k.kind != "matmul" and not k.cost.kv_bytes else set()  # (an elementwise op)
+            width = channels if recurrent_conv(_base(k)) or channels in axes else \
+                next((w for w in state_proj.get(state_module(k), ()) if w in axes), 0)
+            on_conv = bool(whole and width)
+            frac = (rank_channels(k, width), width) if on_conv else (1, tp)
             cost = _scaled(k.cost, *frac, weights=weights)
             state_extra += (cost.kv_write_bytes - k.cost.kv_write_bytes // tp) * k.count if whole and on_conv else 0
             if not k.params and recurrent_conv(_base(k)):  # (the conv's weight and bias, held by no kernel; A_log,
@@ -997,6 +1037,12 @@ def _width_map(pairs) -> dict[int, int]:
 
 
 _TENSOR = re.compile(r"\[([\d,]+)\]")
+
+
+def _first_axes(dims: str) -> set:
+    """The sizes of the first operand's axes in an op's shape text ("[2,1,1072]x[...]": {2, 1, 1072})."""
+    m = _TENSOR.search(dims or "")
+    return {int(x) for x in m.group(1).split(",")} if m else set()
 
 
 def _rank_dims(dims: str, widths: dict[int, int], lead: bool = False) -> str:
