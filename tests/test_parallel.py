@@ -1457,6 +1457,22 @@ def test_a_plan_that_splits_no_layer_runs_split_in_the_serving_layout(family):
     assert "splits no layer" in gathered.plan_words and "vLLM splits" in serving.plan_words
 
 
+def test_a_single_groups_op_is_scaled_by_the_width_it_runs_on_not_a_batch_that_equals_one():
+    """A Mamba-2 mixer with one group: an elementwise op runs on the conv's channels (544 in the Falcon-H1 config
+    above: the group's B and C whole on every rank), on in_proj's outputs (1,072), or on the heads' width alone.
+    The width is read where it sits: the last axis ([batch, tokens, width]) or, in the conv's layout
+    [batch, channels, tokens], the second; a batch of 544 sequences or a prompt of 3,328 tokens (Granite 4.0-H-Tiny's
+    conv channels) is not taken for one."""
+    from roofcalc.trace.parallel import _op_width
+
+    widths = {544, 1072}
+    assert _op_width("[2,1,1072]", widths, 1) == 1072
+    assert _op_width("[2,544,1]", widths, 1) == 544  # the conv's activation, decoding
+    assert _op_width("[2,544,100]", widths, 100) == 544  # and over a 100-token prompt
+    assert _op_width("[544,1,512]", widths, 1) == 0  # the gate's SiLU at batch 544
+    assert _op_width("[1,3328,3072]", {3328}, 3328) == 0  # Granite's gated norm over a 3,328-token prompt
+
+
 def test_a_layer_kind_that_first_runs_later_splits_its_heads_as_the_first_does():
     """Ministral's sliding and full layers (window 64) at context 100: the full layer's attention and cache update
     are rows of their own, first run in layer 1, after layer 0's o_proj in the step's rows; each rank still runs its

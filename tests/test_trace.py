@@ -1551,6 +1551,30 @@ def test_qwen_vl_runs_under_tp_by_the_serving_engines_plan(name, layers, heads, 
                            ("mlp.down_proj.all_reduce", layers), ("self_attn.o_proj.all_reduce", layers)]
 
 
+@pytest.mark.parametrize("name, layers, heads, q, o", [("moonshotai--Kimi-K2.5", 61, 64, "[1,1536]x[1536,1536]",
+                                                         "[1,1024]x[1024,7168]"),
+                                                        ("zai-org--GLM-4.1V-9B-Thinking", 40, 32, "[1,4096]x[4096,512]",
+                                                         "[1,512]x[512,4096]")])
+def test_a_wrapper_with_no_plan_takes_its_text_configs(name, layers, heads, q, o, capsys):
+    """Kimi-K2.5's and GLM-4.1V's config classes have no base_model_tp_plan; their text configs' classes have one
+    (DeepseekV3Config's, Glm4vTextConfig's), which transformers' composite models take and by which vLLM runs their
+    language models. At --tp 8 (configs in benchmarks/configs/published): Kimi-K2.5's 64 heads 8 a rank, q_b_proj
+    1,536 -> 8 x 192 = 1,536 and o_proj 8 x 128 = 1,024 -> 7,168; GLM-4.1V's 32 heads of 128 4 a rank, q_proj
+    4,096 -> 512, o_proj 512 -> 4,096; an all-reduce after o_proj in every layer."""
+    from roofcalc.cli import main
+
+    args = [str(PUBLISHED / f"{name}.json"), "--tp", "8", "--engine", "vllm", "--hw", "H200"]
+    assert main([*args, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["model"]["n_heads"] == heads // 8
+    rows = {k["name"]: k for k in doc["kernels"]}
+    assert rows["self_attn.q_b_proj" if "Kimi" in name else "self_attn.q_proj"]["shape"] == q
+    assert rows["self_attn.o_proj"]["shape"] == o
+    assert rows["self_attn.o_proj.all_reduce"]["count"] == layers
+    assert main(args) == 0
+    assert "the text config's of" in unwrap(capsys.readouterr().out)
+
+
 def test_a_plan_that_splits_no_layer_says_so(capsys):
     """LFM2's base_model_tp_plan in transformers 5.25 splits the embedding alone (and its class's _tp_plan
     lm_head): at --tp 2 every layer runs whole on every rank, and the header says that, not that projections

@@ -128,16 +128,20 @@ def _qwen3_vl_plan(config) -> dict[str, str]:
         {**plan, **dense}
 
 
+# multimodal wrappers whose config class has no plan while their text config's class has one that splits layers:
+# transformers builds a composite model's plan from its parts', and the serving engines run the language model by
+# it. Qwen2-VL and Qwen2.5-VL: vLLM's qwen2_vl.py and qwen2_5_vl.py build it with
+# init_vllm_registered_model(..., architectures=["Qwen2ForCausalLM"]); Kimi-K2.5: vLLM's kimi_k25.py with
+# architectures=["DeepseekV3ForCausalLM"] (SGLang's KimiK25ForConditionalGeneration subclasses
+# DeepseekV3ForCausalLM); GLM-4.1V and GLM-4.5V: transformers' plan alone (vLLM's glm4_1v.py not read). Others
+# (an encoder-decoder's, a talker beside a thinker, a text plan that splits no layer) stay refused.
+TEXT_PLAN_WRAPPERS = {"qwen2_vl", "qwen2_5_vl", "kimi_k25", "glm4v", "glm4v_moe"}
+
 # config classes whose plan in transformers splits no layer (none at all, or the embedding alone), with the
 # plan a serving engine runs them by
 SERVING_PLANS = {"falcon": ("vLLM's plan for Falcon", _falcon_plan),
                  "gpt_oss": ("vLLM's plan for gpt-oss", _gpt_oss_plan),
                  "gpt2": ("vLLM's plan for GPT-2", _gpt2_plan), "opt": ("vLLM's plan for OPT", _opt_plan),
-                 # Qwen2-VL and Qwen2.5-VL: vLLM runs their language model as Qwen2 (qwen2_vl.py, qwen2_5_vl.py:
-                 # init_vllm_registered_model(..., architectures=["Qwen2ForCausalLM"])), Llama's split with q/k/v's
-                 # biases on the rank's heads: the dense half of Qwen3-VL's plan
-                 **{t: ("vLLM's plan for Qwen2-VL's language model (Qwen2's)", _qwen3_vl_plan)
-                    for t in ("qwen2_vl", "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text")},
                  **{t: ("vLLM's plan for Qwen3-VL's language model", _qwen3_vl_plan)
                     for t in ("qwen3_vl", "qwen3_vl_moe", "qwen3_vl_text", "qwen3_vl_moe_text")}}
 
@@ -372,6 +376,13 @@ def model_plan(model_type: str, config_class: str, model_class: str, config=None
 
     config_cls = getattr(transformers, config_class, None)
     base = dict(getattr(config_cls, "base_model_tp_plan", None) or {})
+    # a multimodal wrapper with no plan of its own takes its text config's (TEXT_PLAN_WRAPPERS)
+    text = getattr(config, "get_text_config", lambda: config)() if config is not None else None
+    inherited = ""
+    if not base and model_type in TEXT_PLAN_WRAPPERS and text is not None and text is not config and \
+            any(".*." in key for key in getattr(type(text), "base_model_tp_plan", None) or {}):
+        inherited, config_cls = config_class, type(text)
+        config_class, base = config_cls.__name__, dict(config_cls.base_model_tp_plan)
     if model_type in SERVING_PLANS and not any(".*." in key for key in base):
         words, build = SERVING_PLANS[model_type]
         why = "'s base_model_tp_plan splits no layer in" if base else " has no base_model_tp_plan in"
@@ -387,6 +398,8 @@ def model_plan(model_type: str, config_class: str, model_class: str, config=None
     indexer = _indexer_whole(config, {**base, **latent})
     entries = {"embed_tokens": "embedding_rowwise", **head, **base, **experts, **latent, **shared, **indexer}
     words = f"{config_class}'s base_model_tp_plan (transformers {transformers.__version__})"
+    if inherited:
+        words += f", the text config's of {inherited}, which has none of its own"
     if experts:
         words += (", the routed experts split on their width (5.25 moved them to an expert-parallel plan; 5.24's "
                   "plan and serving engines' tensor parallelism split them so)")
@@ -872,9 +885,8 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
             # the conv's channels (its op and its activation): 1/N, but one group's whole on every rank
             # (the conv's op by its name; an op between by the width it runs on: the conv's channels, or in_proj's
             # outputs (Falcon-H1's multiplier on them); the gate's activation on the heads' width alone is 1/N)
-            axes = _first_axes(k.dims) if k.kind != "matmul" and not k.cost.kv_bytes else set()  # (an elementwise op)
-            width = channels if recurrent_conv(_base(k)) or channels in axes else \
-                next((w for w in state_proj.get(state_module(k), ()) if w in axes), 0)
+            width = channels if recurrent_conv(_base(k)) else 0 if k.kind == "matmul" or k.cost.kv_bytes else \
+                _op_width(k.dims, {channels, *state_proj.get(state_module(k), ())}, wl.query_tokens)
             on_conv = bool(whole and width)
             frac = (rank_channels(k, width), width) if on_conv else (1, tp)
             cost = _scaled(k.cost, *frac, weights=weights)
@@ -940,8 +952,10 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
     split_ff = split_ff and (not ups or any(_style(k, layer_keys, model_keys) in COLUMN for k in ups))
     # (a plan that gathers its projections' outputs, Phi-3's in transformers, runs every head and the whole MLP width
     # on every rank: the shape per rank says so)
-    rank_shape = replace(s, n_heads=n // tp if n % tp == 0 and heads_split else n,
-                         n_kv_heads=max(1, kv // tp) if heads_split else kv,
+    # (latent attention split by heads: the rank's query heads and the heads its latent expands to, the latent
+    # itself whole)
+    rank_shape = replace(s, n_heads=n // tp if n % tp == 0 and (heads_split or mla) else n,
+                         n_kv_heads=max(1, kv // tp) if heads_split or mla and kv == n and n % tp == 0 else kv,
                          d_ff=s.d_ff // tp if split_ff and (sharded or experts) else s.d_ff,
                          vocab_size=vocab_share(s.vocab_size, tp))
     return TracedRankAnalysis(
@@ -1039,10 +1053,16 @@ def _width_map(pairs) -> dict[int, int]:
 _TENSOR = re.compile(r"\[([\d,]+)\]")
 
 
-def _first_axes(dims: str) -> set:
-    """The sizes of the first operand's axes in an op's shape text ("[2,1,1072]x[...]": {2, 1, 1072})."""
+def _op_width(dims: str, widths: set, tokens: int) -> int:
+    """The channel width an elementwise op runs on, of ``widths``, from its first operand's shape text: its last
+    axis ([batch, tokens, width]), or its second where the last is the sequence's ``tokens`` (a conv's layout,
+    [batch, width, tokens]); 0 where neither is one of them (a batch or token count that happens to equal a
+    width is not taken for it)."""
     m = _TENSOR.search(dims or "")
-    return {int(x) for x in m.group(1).split(",")} if m else set()
+    shape = [int(x) for x in m.group(1).split(",")] if m else []
+    if shape and shape[-1] in widths:
+        return shape[-1]
+    return shape[1] if len(shape) >= 3 and shape[1] in widths and shape[-1] == tokens else 0
 
 
 def _rank_dims(dims: str, widths: dict[int, int], lead: bool = False) -> str:
