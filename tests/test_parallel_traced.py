@@ -343,11 +343,10 @@ def _refusal(tmp_path, capsys, cfg: dict, *flags: str) -> str:
 
 
 def test_a_model_with_no_plan_is_refused_in_one_line(tmp_path, capsys):
-    """GPTBigCode's (StarCoder's) config class carries no base_model_tp_plan, and roofcalc knows no serving plan for
-    it."""
-    err = _refusal(tmp_path, capsys, dict(model_type="gpt_bigcode", n_embd=256, n_layer=2, n_head=8, vocab_size=1000),
-                   "--tp", "2")
-    assert "GPTBigCodeConfig has no base_model_tp_plan" in err
+    """BioGPT's config class carries no base_model_tp_plan, and roofcalc knows no serving plan for it."""
+    err = _refusal(tmp_path, capsys, dict(model_type="biogpt", hidden_size=256, num_hidden_layers=2,
+                                          num_attention_heads=8, intermediate_size=512, vocab_size=1000), "--tp", "2")
+    assert "BioGptConfig has no base_model_tp_plan" in err
 
 
 def test_what_the_traced_plan_does_not_split_is_refused_in_one_line(tmp_path, capsys, monkeypatch):

@@ -1575,6 +1575,30 @@ def test_a_wrapper_with_no_plan_takes_its_text_configs(name, layers, heads, q, o
     assert "the text config's of" in unwrap(capsys.readouterr().out)
 
 
+@pytest.mark.parametrize("name, layers, heads, kv_heads, attention_out, mlp_out, embedding", [
+    ("bigcode--starcoderbase-1b", 24, 16, 1, "attn.c_proj", "mlp.c_proj", "transformer.wte"),
+    ("bigscience--bloom-560m", 24, 16, 16, "self_attention.dense", "mlp.dense_4h_to_h", "transformer.word_embeddings"),
+    ("mosaicml--mpt-7b", 32, 32, 32, "attn.out_proj", "ffn.down_proj", "transformer.wte"),
+    ("adept--persimmon-8b-base", 36, 64, 64, "self_attn.dense", "mlp.dense_4h_to_h", "embed_tokens"),
+    ("stabilityai--stablelm-2-1_6b", 24, 32, 32, "self_attn.o_proj", "mlp.down_proj", "embed_tokens")])
+def test_a_config_class_with_no_plan_takes_vllms(name, layers, heads, kv_heads, attention_out, mlp_out, embedding,
+                                                 capsys):
+    """GPT-BigCode, BLOOM, MPT, Persimmon and StableLM have no base_model_tp_plan in transformers 5.25 (refused under
+    --tp before); each takes vLLM's split of it (trace.parallel._gpt_bigcode_plan ... _stablelm_plan, each read in
+    vLLM's model file): at --tp 2 (configs in benchmarks/configs/published) half the query heads a rank, half the KV
+    heads or, for StarCoder's one (multi-query attention), that one on every rank; an all-reduce after the
+    attention's output projection and after the MLP's second matmul in every layer, the embedding's, and lm_head's
+    all-gather."""
+    from roofcalc.cli import main
+
+    assert main([str(PUBLISHED / f"{name}.json"), "--tp", "2", "--hw", "H100", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["model"]["n_heads"], doc["model"]["n_kv_heads"]) == (heads // 2, max(1, kv_heads // 2))
+    assert sorted((k["name"], k["count"]) for k in doc["kernels"] if k["kind"] == "collective") == sorted(
+        [(f"{attention_out}.all_reduce", layers), (f"{mlp_out}.all_reduce", layers), (f"{embedding}.all_reduce", 1),
+         ("lm_head.all_gather", 1)])
+
+
 def test_a_plan_that_splits_no_layer_says_so(capsys):
     """LFM2's base_model_tp_plan in transformers 5.25 splits the embedding alone (and its class's _tp_plan
     lm_head): at --tp 2 every layer runs whole on every rank, and the header says that, not that projections

@@ -101,6 +101,52 @@ def _gpt2_plan(config) -> dict[str, str]:
             "h.*.mlp.c_proj": "rowwise", "wte": "embedding_rowwise", "lm_head": "colwise_gather_output"}
 
 
+def _gpt_bigcode_plan(config) -> dict[str, str]:
+    """vLLM's GPT-BigCode, StarCoder's (vllm/model_executor/models/gpt_bigcode.py): c_attn a QKVParallelLinear of
+    the query heads and the one KV head of multi-query attention, which every rank holds whole (QKVParallelLinear
+    replicates KV heads fewer than the ranks), attn.c_proj and mlp.c_proj RowParallelLinear, mlp.c_fc
+    ColumnParallelLinear, wte a VocabParallelEmbedding (the tied head with it), wpe whole: GPT-2's names."""
+    return _gpt2_plan(config)
+
+
+def _bloom_plan(config) -> dict[str, str]:
+    """vLLM's BLOOM (vllm/model_executor/models/bloom.py): query_key_value a QKVParallelLinear (whole heads a rank,
+    their ALiBi slopes with them), dense and dense_4h_to_h RowParallelLinear, dense_h_to_4h ColumnParallelLinear,
+    word_embeddings a VocabParallelEmbedding (the tied head with it)."""
+    return {"h.*.self_attention.query_key_value": "colwise", "h.*.self_attention.dense": "rowwise",
+            "h.*.mlp.dense_h_to_4h": "colwise", "h.*.mlp.dense_4h_to_h": "rowwise",
+            "word_embeddings": "embedding_rowwise", "lm_head": "colwise_gather_output"}
+
+
+def _mpt_plan(config) -> dict[str, str]:
+    """vLLM's MPT (vllm/model_executor/models/mpt.py): Wqkv a QKVParallelLinear (whole heads a rank, their ALiBi
+    slopes with them), out_proj and ffn.down_proj RowParallelLinear, ffn.up_proj ColumnParallelLinear, wte a
+    VocabParallelEmbedding that is also the head (MPT's embeddings are tied)."""
+    return {"blocks.*.attn.Wqkv": "colwise", "blocks.*.attn.out_proj": "rowwise", "blocks.*.ffn.up_proj": "colwise",
+            "blocks.*.ffn.down_proj": "rowwise", "wte": "embedding_rowwise", "lm_head": "colwise_gather_output"}
+
+
+def _persimmon_plan(config) -> dict[str, str]:
+    """vLLM's Persimmon (vllm/model_executor/models/persimmon.py): query_key_value a QKVParallelLinear (whole heads a
+    rank; q_layernorm and k_layernorm over one head's width, whole on every rank, on the rank's heads), dense and
+    dense_4h_to_h RowParallelLinear, dense_h_to_4h ColumnParallelLinear, a VocabParallelEmbedding and a
+    ParallelLMHead."""
+    return {"layers.*.self_attn.query_key_value": "colwise", "layers.*.self_attn.dense": "rowwise",
+            "layers.*.mlp.dense_h_to_4h": "colwise", "layers.*.mlp.dense_4h_to_h": "rowwise",
+            "embed_tokens": "embedding_rowwise", "lm_head": "colwise_gather_output"}
+
+
+def _stablelm_plan(config) -> dict[str, str]:
+    """vLLM's StableLM (vllm/model_executor/models/stablelm.py): q, k and v a QKVParallelLinear, o_proj and down_proj
+    RowParallelLinear, gate and up a MergedColumnParallelLinear, a VocabParallelEmbedding and a ParallelLMHead:
+    Llama's split. (vLLM's file has no per-head q/k LayerNorm, StableLM-2-12B's; each head's runs on the rank that
+    holds the head.)"""
+    return {"layers.*.self_attn.q_proj": "colwise", "layers.*.self_attn.k_proj": "colwise",
+            "layers.*.self_attn.v_proj": "colwise", "layers.*.self_attn.o_proj": "rowwise",
+            "layers.*.mlp.gate_proj": "colwise", "layers.*.mlp.up_proj": "colwise", "layers.*.mlp.down_proj": "rowwise",
+            "embed_tokens": "embedding_rowwise", "lm_head": "colwise_gather_output"}
+
+
 def _opt_plan(config) -> dict[str, str]:
     """vLLM's OPT (vllm/model_executor/models/opt.py): q/k/v_proj one QKVParallelLinear, out_proj and fc2
     RowParallelLinear, fc1 ColumnParallelLinear, embed_tokens a VocabParallelEmbedding, the learned positions and
@@ -142,6 +188,10 @@ TEXT_PLAN_WRAPPERS = {"qwen2_vl", "qwen2_5_vl", "kimi_k25", "glm4v", "glm4v_moe"
 SERVING_PLANS = {"falcon": ("vLLM's plan for Falcon", _falcon_plan),
                  "gpt_oss": ("vLLM's plan for gpt-oss", _gpt_oss_plan),
                  "gpt2": ("vLLM's plan for GPT-2", _gpt2_plan), "opt": ("vLLM's plan for OPT", _opt_plan),
+                 "gpt_bigcode": ("vLLM's plan for GPT-BigCode", _gpt_bigcode_plan),
+                 "bloom": ("vLLM's plan for BLOOM", _bloom_plan), "mpt": ("vLLM's plan for MPT", _mpt_plan),
+                 "persimmon": ("vLLM's plan for Persimmon", _persimmon_plan),
+                 "stablelm": ("vLLM's plan for StableLM", _stablelm_plan),
                  **{t: ("vLLM's plan for Qwen3-VL's language model", _qwen3_vl_plan)
                     for t in ("qwen3_vl", "qwen3_vl_moe", "qwen3_vl_text", "qwen3_vl_moe_text")}}
 
