@@ -111,7 +111,7 @@ def _gpt_bigcode_plan(config) -> dict[str, str]:
 
 def _bloom_plan(config) -> dict[str, str]:
     """vLLM's BLOOM (vllm/model_executor/models/bloom.py): query_key_value a QKVParallelLinear (whole heads a rank,
-    their ALiBi slopes with them), dense and dense_4h_to_h RowParallelLinear, dense_h_to_4h ColumnParallelLinear,
+    their ALiBi slopes with them; transformers builds the bias for every head, which the trace counts whole), dense and dense_4h_to_h RowParallelLinear, dense_h_to_4h ColumnParallelLinear,
     word_embeddings a VocabParallelEmbedding (the tied head with it)."""
     return {"h.*.self_attention.query_key_value": "colwise", "h.*.self_attention.dense": "rowwise",
             "h.*.mlp.dense_h_to_4h": "colwise", "h.*.mlp.dense_4h_to_h": "rowwise",
@@ -139,8 +139,9 @@ def _persimmon_plan(config) -> dict[str, str]:
 def _stablelm_plan(config) -> dict[str, str]:
     """vLLM's StableLM (vllm/model_executor/models/stablelm.py): q, k and v a QKVParallelLinear, o_proj and down_proj
     RowParallelLinear, gate and up a MergedColumnParallelLinear, a VocabParallelEmbedding and a ParallelLMHead:
-    Llama's split. (vLLM's file has no per-head q/k LayerNorm, StableLM-2-12B's; each head's runs on the rank that
-    holds the head.)"""
+    Llama's split. (vLLM's file has no per-head q/k LayerNorm, StableLM-2-12B's ModuleList of one a head: here every
+    head's norm still runs on every rank, at the rank's share of the activations, so such a config's rank counts
+    those launches and norm weights N/T times over.)"""
     return {"layers.*.self_attn.q_proj": "colwise", "layers.*.self_attn.k_proj": "colwise",
             "layers.*.self_attn.v_proj": "colwise", "layers.*.self_attn.o_proj": "rowwise",
             "layers.*.mlp.gate_proj": "colwise", "layers.*.mlp.up_proj": "colwise", "layers.*.mlp.down_proj": "rowwise",
@@ -200,10 +201,11 @@ SERVING_PLANS = {"falcon": ("vLLM's plan for Falcon", _falcon_plan),
 class RecurrentState:
     """A recurrent module (a gated delta net, a Mamba-2 mixer, LFM2's short convolution) the serving engines split by
     heads: the config's head counts a rank takes 1/N of, each with its head width (``heads``: a config name, or a
-    number where the module's channels are its heads, LFM2's hidden size of width 1); the conv's channels as multiples of those
-    widths (``conv``: a gated delta net's conv runs on q, k and v, 2 key widths and a value width); and whether the
-    module's own weights (its gated norm's) split too (``own_weights``: a Mamba-2 mixer's norm, over the groups' width,
-    does; a gated delta net's, over one head's width and shared by every head, stays whole)."""
+    number where the module's channels are its heads, LFM2's hidden size of width 1); the conv's channels as
+    multiples of those widths (``conv``: a gated delta net's conv runs on q, k and v, 2 key widths and a value
+    width); and whether the module's own weights (its gated norm's) split too (``own_weights``: a Mamba-2 mixer's
+    norm, over the groups' width, does; a gated delta net's, over one head's width and shared by every head, stays
+    whole)."""
 
     heads: tuple
     conv: tuple
@@ -754,7 +756,8 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
                               (n * hd, (n // tp) * hd if n % tp == 0 else n * hd),
                               (cached * hd, (cached // kv_share if heads_split else cached) * hd),
                               (s.d_ff, s.d_ff // tp if s.d_ff and s.d_ff % tp == 0 else s.d_ff),
-                              *((z.n, rank_channels(k, z.n)) for k in a.kernels if k.scope == "layer"  # other MLPs' widths
+                              # other MLPs' widths, and a recurrent module's projections (a single group's whole)
+                              *((z.n, rank_channels(k, z.n)) for k in a.kernels if k.scope == "layer"
                                 and _style(k, layer_keys, model_keys) in COLUMN and isinstance(z := k.sizes, MatmulSizes)
                                 and z.n % tp == 0 and z.n not in (kv * hd, n * hd + 2 * kv * hd)),
                               *(w if isinstance(w, tuple) else (w, w // tp) for w in state_widths)))
