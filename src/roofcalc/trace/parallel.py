@@ -68,6 +68,14 @@ KNOWN = COLUMN + ROW + WHOLE + ("rowwise_split_input", "colwise_gather_output", 
                                 "rowwise_partial", "moe_tp_experts", "mla_kv_a_proj", "local_params")
 
 
+# vLLM's split of a Llama-like model: q, k and v a QKVParallelLinear, o_proj a RowParallelLinear, the MLP's gate and
+# up a MergedColumnParallelLinear and down_proj a RowParallelLinear, a VocabParallelEmbedding and a ParallelLMHead
+LLAMA_PLAN = {"layers.*.self_attn.q_proj": "colwise", "layers.*.self_attn.k_proj": "colwise",
+              "layers.*.self_attn.v_proj": "colwise", "layers.*.self_attn.o_proj": "rowwise",
+              "layers.*.mlp.gate_proj": "colwise", "layers.*.mlp.up_proj": "colwise", "layers.*.mlp.down_proj": "rowwise",
+              "embed_tokens": "embedding_rowwise", "lm_head": "colwise_gather_output"}
+
+
 def _falcon_plan(config) -> dict[str, str]:
     """vLLM's Falcon (vllm/model_executor/models/falcon.py): query_key_value a QKVParallelLinear (whole heads
     a rank, the KV heads replicated when fewer than the ranks), dense and dense_4h_to_h RowParallelLinear,
@@ -142,10 +150,7 @@ def _stablelm_plan(config) -> dict[str, str]:
     Llama's split. (vLLM's file has no per-head q/k LayerNorm, StableLM-2-12B's ModuleList of one a head: here every
     head's norm still runs on every rank, at the rank's share of the activations, so such a config's rank counts
     those launches and norm weights N/T times over.)"""
-    return {"layers.*.self_attn.q_proj": "colwise", "layers.*.self_attn.k_proj": "colwise",
-            "layers.*.self_attn.v_proj": "colwise", "layers.*.self_attn.o_proj": "rowwise",
-            "layers.*.mlp.gate_proj": "colwise", "layers.*.mlp.up_proj": "colwise", "layers.*.mlp.down_proj": "rowwise",
-            "embed_tokens": "embedding_rowwise", "lm_head": "colwise_gather_output"}
+    return dict(LLAMA_PLAN)
 
 
 def _opt_plan(config) -> dict[str, str]:
@@ -165,14 +170,10 @@ def _qwen3_vl_plan(config) -> dict[str, str]:
     gate and up a MergedColumnParallelLinear and down_proj a RowParallelLinear, or the routed experts a FusedMoE
     split on their width with the router whole on every rank, a VocabParallelEmbedding and a ParallelLMHead. The
     vision tower is not split here (it runs whole on every rank in roofcalc's count)."""
-    plan = {"layers.*.self_attn.q_proj": "colwise", "layers.*.self_attn.k_proj": "colwise",
-            "layers.*.self_attn.v_proj": "colwise", "layers.*.self_attn.o_proj": "rowwise",
-            "embed_tokens": "embedding_rowwise", "lm_head": "colwise_gather_output"}
     text = getattr(config, "get_text_config", lambda: config)() if config is not None else None
-    dense = {"layers.*.mlp.gate_proj": "colwise", "layers.*.mlp.up_proj": "colwise", "layers.*.mlp.down_proj": "rowwise"}
     # (a MoE model's dense layers, its mlp_only_layers, as Qwen3-MoE's)
-    return {**plan, **dense, "layers.*.mlp.experts": "moe_tp_experts"} if getattr(text, "num_experts", 0) else \
-        {**plan, **dense}
+    return {**LLAMA_PLAN, "layers.*.mlp.experts": "moe_tp_experts"} if getattr(text, "num_experts", 0) else \
+        dict(LLAMA_PLAN)
 
 
 # multimodal wrappers whose config class has no plan while their text config's class has one that splits layers:
