@@ -622,3 +622,22 @@ def test_a_profiles_memory_needs_its_unit_and_the_refusal_names_the_file(tmp_pat
     path.write_text(json.dumps({"name": "mine", "kind": "gpu", "memory": "80GiB", "bandwidth_bytes_per_s": 2e12,
                                 "peak_flop_per_s": {"fp16": 3e14}}))
     assert load_profile(str(path)).memory_bytes == 80 * 2 ** 30
+
+
+def test_kernels_that_lose_the_same_time_are_listed_in_order():
+    """Two measured kernels over their expected time by the same amount (a profile's rounded times often tie):
+    the anomaly lines list both, the first in the step's order first, where sorting the pairs had compared the
+    kernels themselves and raised TypeError. Each here: 30 us measured against 20 expected, once a step, so
+    +0.01 ms; a third at 25 us loses 0.005 ms and comes last."""
+    from types import SimpleNamespace
+
+    from roofcalc.report import anomaly_lines
+
+    def placement(name, measured_s):
+        return SimpleNamespace(measured_s=measured_s, t_expected_s=20e-6, kernel=SimpleNamespace(name=name, count=1),
+                               floor_multiple=3.0, flagged=False)
+
+    r = SimpleNamespace(step=SimpleNamespace(placements=[placement("a", 30e-6), placement("b", 30e-6),
+                                                          placement("c", 25e-6)]))
+    names = [line.replace("anomalies ", "").split(":")[0].strip() for line in anomaly_lines(r)]
+    assert names == ["a", "b", "c"]
