@@ -1457,6 +1457,112 @@ def test_a_plan_that_splits_no_layer_runs_split_in_the_serving_layout(family):
     assert "splits no layer" in gathered.plan_words and "vLLM splits" in serving.plan_words
 
 
+# Mamba-1 and Mamba-2 configs at test_trace's sizes (D 256, 2 layers, vocabulary 1,000): a Mamba-1 mixer of inner
+# width I 512 (expand 2), state 16, conv kernel 4, dt_rank 16; Mamba-2's of 16 heads of 32 (I 512) in 2 groups
+MAMBA1 = dict(model_type="mamba", hidden_size=256, state_size=16, num_hidden_layers=2, vocab_size=1000,
+              time_step_rank=16)
+JAMBA = dict(model_type="jamba", hidden_size=256, num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=2,
+             intermediate_size=512, vocab_size=1000, pad_token_id=0, attn_layer_period=2, attn_layer_offset=1,
+             expert_layer_period=2, expert_layer_offset=1, num_experts=4, num_experts_per_tok=2, mamba_d_state=16,
+             mamba_d_conv=4, mamba_expand=2, mamba_dt_rank=16)
+
+
+def test_jambas_mamba_mixers_and_mlps_split_in_the_serving_layout():
+    """transformers' plan splits Jamba's attention (and, from 5.25, its routed experts) alone; vLLM's jamba.py runs
+    its Mamba-1 mixers as MambaMixer splits them (trace.parallel.MAMBA1_SERVING: in_proj, conv1d and dt_proj
+    column-parallel, x_proj row-parallel with an all-reduce, out_proj row-parallel) and its dense MLP as Llama's.
+    The small Jamba above (layer 0 a mixer and a dense MLP of 512, layer 1 attention of 8 heads and 2 KV heads of 32
+    and 4 experts) at --tp 2, decode batch 2 at context 6, fp32, each rank:
+    - serving: in_proj 2·2·256·(2·512/2) FLOPs, x_proj 2·2·(512/2)·48 (dt_rank 16 + 2·16) then an all-reduce of
+      2·48·4 bytes, the dt, B and C norms on that reduced whole (transformers' FLOPs), dt_proj (the trace's ``mm``)
+      2·2·16·(512/2), out_proj 2·2·(512/2)·256 then an all-reduce of 2·256·4; the MLP's gate and up 2·2·256·256 each,
+      down 2·2·256·256 and its all-reduce; transformers' plan: all of them whole, none of those all-reduces;
+    - the cache: the attention layer's 2 sequences·6·2·1 KV head·32·4 = 3,072 bytes, the conv state 2·512·4·4 =
+      16,384 and the SSM state 2·512·16·4 = 65,536 whole, or half;
+    - parameters, whole less serving's: in_proj 256·1024, conv1d 512·4 + 512, x_proj 512·48, dt_proj 16·512 + 512
+      (its weight and bias, held by no kernel: transformers runs it as a bare matmul), A_log 512·16, D 512,
+      out_proj 512·256, the MLP 3·256·512, each halved. In all, whole 3,082,032: embedding and lm_head 2·256,000,
+      the mixer 437,808 (those, and its three norms of 16), the MLP 393,216, attention 163,840, router 1,024,
+      experts 4·3·256·512, five norms of 256; a serving rank holds the norms and the router whole and half of the
+      rest: (3,082,032 - 2,352) / 2 + 2,352 = 1,542,192."""
+    wl, config, serving, gathered = _both_layouts(JAMBA)
+    del wl, config
+
+    def flops(a, name):
+        return sum(k.cost.matmul_flops * k.count for k in a.kernels if k.name == name)
+
+    for a, n in ((serving, 2), (gathered, 1)):
+        assert flops(a, "mamba.in_proj") == 2 * 2 * 256 * 1024 // n
+        assert flops(a, "mamba.x_proj") == 2 * 2 * (512 // n) * 48
+        assert flops(a, "mamba.mm") == 2 * 2 * 16 * (512 // n)
+        assert flops(a, "mamba.out_proj") == 2 * 2 * (512 // n) * 256
+        assert all(flops(a, f"feed_forward.{p}") == 2 * 2 * 256 * 512 // n for p in ("gate_proj", "up_proj"))
+        assert a.traced_cache_bytes == 3_072 + (16_384 + 65_536) // n
+    rank, whole = ({k.name: k for k in a.kernels} for a in (serving, gathered))
+    assert all(rank[f"mamba.{x}_layernorm"].cost == whole[f"mamba.{x}_layernorm"].cost for x in ("dt", "b", "c"))
+    assert [c for c in _collectives(serving) if c not in _collectives(gathered)] == [
+        ("feed_forward.down_proj.all_reduce", 2 * 256 * 4, 1), ("mamba.out_proj.all_reduce", 2 * 256 * 4, 1),
+        ("mamba.x_proj.all_reduce", 2 * 48 * 4, 1)]
+    assert gathered.params - serving.params == (256 * 1024 + 512 * 4 + 512 + 512 * 48 + 16 * 512 + 512 + 512 * 16
+                                                + 512 + 512 * 256 + 3 * 256 * 512) // 2
+    assert (gathered.full.params, serving.params) == (3_082_032, 1_542_192)
+    # the header says the split, and no longer that the mixers run whole
+    assert "Mamba-1 mixers" in serving.plan_words and "whole on every rank, as transformers'" not in \
+        serving.plan_words
+    assert serving.split_verdict == ("the Mamba mixers and MLPs split", "the Mamba mixers and MLPs whole")
+
+
+@pytest.mark.parametrize("family", ["mamba", "falcon_mamba", "mamba2"])
+def test_an_attention_free_model_splits_as_vllm_splits_it(family):
+    """Mamba, FalconMamba and Mamba-2 have no plan in transformers; vLLM's mamba.py and mamba2.py split them
+    (trace.parallel.SERVING_PLANS: the mixers on their inner width or by heads and groups, a VocabParallelEmbedding
+    and a ParallelLMHead), in either layout. The configs above at --tp 2, decode batch 2 at context 6, fp32, each
+    rank:
+    - Mamba-1 (Mamba's, FalconMamba's): in_proj 2·2·256·(1024/2) FLOPs a layer, x_proj 2·2·256·48 then an all-reduce
+      of 2·48·4 bytes, out_proj 2·2·256·256 then one of 2·256·4; FalconMamba's weightless dt, B and C norms whole;
+      parameters, whole 1,132,288 (the tied embedding 256,000, 2 mixers of 437,760, 3 norms of 256): the norms whole,
+      half the rest, (1,132,288 - 768) / 2 + 768 = 566,528; its states 2 layers·(16,384 + 65,536) bytes, halved;
+    - Mamba-2 (2 groups): in_proj 2·2·256·(2·512 + 2·2·16 + 16)/2, no all-reduce for its gated norm (each rank
+      normalizes its own group); parameters, whole 1,347,040 (embedding and lm_head 2·256,000, 2 mixers of
+      417,136 and their norms): (1,347,040 - 768) / 2 + 768 = 673,904; the conv state of 512 + 2·2·16 = 576
+      channels (2·576·4·4 = 18,432) and the SSM state (2·16·32·16·4 = 65,536) a layer, halved; --tp 4 divides its
+      16 heads but not its 2 groups: refused.
+    In every one the embedding's all-reduce (2·256·4 bytes) and lm_head's all-gather (2·500·4)."""
+    from dataclasses import replace
+
+    from roofcalc.trace import trace
+    from roofcalc.trace.parallel import traced_rank
+
+    cfg = dict(MAMBA1, model_type=family) if family != "mamba2" else \
+        dict(MAMBA1, model_type="mamba2", num_heads=16, head_dim=32, n_groups=2, expand=2)
+    wl, config, serving, gathered = _both_layouts(cfg)
+    assert _collectives(serving) == _collectives(gathered)
+
+    def flops(a, name):
+        return sum(k.cost.matmul_flops * k.count for k in a.kernels if k.name == name)
+
+    reduces = [("backbone.embeddings.all_reduce", 2 * 256 * 4, 1), ("lm_head.all_gather", 2 * 500 * 4, 1),
+               ("mixer.out_proj.all_reduce", 2 * 256 * 4, 2)]
+    if family == "mamba2":
+        assert flops(serving, "mixer.in_proj") == 2 * 2 * 2 * 256 * 1104 // 2
+        assert (serving.full.params, serving.params) == (1_347_040, 673_904)
+        assert serving.traced_cache_bytes == 2 * (18_432 + 65_536) // 2
+        with pytest.raises(RoofcalcError, match="--tp 4 does not divide mixer's n_groups 2"):
+            traced_rank(trace(cfg, "t", wl, use_cache=False), Parallel(4), config)
+    else:
+        assert flops(serving, "mixer.in_proj") == 2 * 2 * 2 * 256 * 512
+        assert flops(serving, "mixer.x_proj") == 2 * 2 * 2 * 256 * 48
+        reduces.append(("mixer.x_proj.all_reduce", 2 * 48 * 4, 2))
+        assert (serving.full.params, serving.params) == (1_132_288, 566_528)
+        assert serving.traced_cache_bytes == 2 * (16_384 + 65_536) // 2
+        if family == "falcon_mamba":
+            rank, whole = ({k.name: k for k in a.kernels} for a in (serving, serving.full))
+            assert rank["mixer.dt_layernorm"].cost == whole["mixer.dt_layernorm"].cost
+        with pytest.raises(RoofcalcError, match="--tp 3 does not divide mixer's intermediate_size 512"):
+            traced_rank(trace(cfg, "t", replace(wl, tp_layout="transformers"), use_cache=False), Parallel(3), config)
+    assert _collectives(serving) == sorted(reduces)
+
+
 def test_a_single_groups_op_is_scaled_by_the_width_it_runs_on_not_a_batch_that_equals_one():
     """A Mamba-2 mixer with one group: an elementwise op runs on the conv's channels (544 in the Falcon-H1 config
     above: the group's B and C whole on every rank), on in_proj's outputs (1,072), or on the heads' width alone.

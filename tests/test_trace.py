@@ -1599,6 +1599,27 @@ def test_a_config_class_with_no_plan_takes_vllms(name, layers, heads, kv_heads, 
          ("lm_head.all_gather", 1)])
 
 
+@pytest.mark.parametrize("name, mixer_reduces", [("state-spaces--mamba-2.8b-hf", ("x_proj", "out_proj")),
+                                                  ("tiiuae--falcon-mamba-7b", ("x_proj", "out_proj")),
+                                                  ("mistralai--Mamba-Codestral-7B-v0.1", ("out_proj",))])
+def test_an_attention_free_model_takes_vllms_split(name, mixer_reduces, capsys):
+    """Mamba, FalconMamba and Mamba-2 have no base_model_tp_plan in transformers 5.25 (refused under --tp before);
+    each takes vLLM's split (trace.parallel._mamba_plan, _mamba2_plan: mamba.py, mamba2.py). At --tp 2 (configs in
+    benchmarks/configs/published) a rank holds every norm whole and half of every other weight: Mamba-2.8B, 64
+    layers, D 2,560, its norms 65·2,560 = 166,400 of its 2,768,345,600 parameters (the model's count in the
+    header), (2,768,345,600 - 166,400) / 2 + 166,400 = 1,384,256,000; the mixers' all-reduces in every layer
+    (Mamba-1's after x_proj and out_proj, Mamba-2's after out_proj), the embedding's, and lm_head's all-gather."""
+    from roofcalc.cli import main
+
+    assert main([str(PUBLISHED / f"{name}.json"), "--tp", "2", "--hw", "H100", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert sorted((k["name"], k["count"]) for k in doc["kernels"] if k["kind"] == "collective") == sorted(
+        [*((f"mixer.{p}.all_reduce", 64) for p in mixer_reduces), ("backbone.embeddings.all_reduce", 1),
+         ("lm_head.all_gather", 1)])
+    if name.startswith("state-spaces"):
+        assert doc["model"]["params"] == (2_768_345_600 - 166_400) // 2 + 166_400
+
+
 def test_a_plan_that_splits_no_layer_says_so(capsys):
     """LFM2's base_model_tp_plan in transformers 5.25 splits the embedding alone (and its class's _tp_plan
     lm_head): at --tp 2 every layer runs whole on every rank, and the header says that, not that projections

@@ -41,11 +41,14 @@ that holds the experts: ``mlp.shared_expert`` beside ``mlp.experts``) runs its r
 says; in the serving engines' layout (``Workload.tp_layout == "serving"``) it runs none, and the experts'
 all-reduce follows the block's last kernel, the sum of the two, as vLLM, SGLang and TensorRT-LLM reduce them.
 That layout splits Phi-3 as Llama (:data:`SERVING_SPLITS`), where transformers' plan gathers every head, and a
-gated delta net (Qwen3-Next's, Qwen3.5's linear attention) by heads, where the plan gathers it, and a Mamba-2
-mixer (Nemotron-H's, Bamba's, Granite 4.0-H's) by heads and groups, Nemotron-H's MLPs and Granite 4.0-H's shared MLP
-as Llama's, where the plan runs them whole: the in-projections
-colwise, out_proj rowwise with an all-reduce, and the module's ops, the conv weights they read and its recurrent
-and conv states 1/N a rank (``Plan.states``, :class:`RecurrentState`: its heads must divide).
+gated delta net (Qwen3-Next's, Qwen3.5's linear attention) by heads, where the plan gathers it, a Mamba-2
+mixer (Nemotron-H's, Bamba's, Granite 4.0-H's) by heads and groups and a Mamba-1 mixer (Jamba's) on its inner width,
+Nemotron-H's and Jamba's MLPs and Granite 4.0-H's shared MLP as Llama's, where the plan runs them whole: the
+in-projections colwise, out_proj rowwise with an all-reduce, and the module's ops, the conv weights they read and
+its recurrent and conv states 1/N a rank (``Plan.states``, :class:`RecurrentState`: its heads must divide). An op
+after a rowwise projection and before the next colwise one runs on the reduced whole (a Mamba-1 mixer's x_proj is
+rowwise, the norms of its outputs whole on every rank). Mamba, FalconMamba and Mamba-2, which have no plan, take
+vLLM's with their mixers' states in every layout.
 """
 
 from __future__ import annotations
@@ -200,9 +203,10 @@ SERVING_PLANS = {"falcon": ("vLLM's plan for Falcon", _falcon_plan),
 
 @dataclass(frozen=True)
 class RecurrentState:
-    """A recurrent module (a gated delta net, a Mamba-2 mixer, LFM2's short convolution) the serving engines split by
-    heads: the config's head counts a rank takes 1/N of, each with its head width (``heads``: a config name, or a
-    number where the module's channels are its heads, LFM2's hidden size of width 1); the conv's channels as
+    """A recurrent module (a gated delta net, a Mamba-2 or Mamba-1 mixer, LFM2's short convolution) the serving engines
+    split by heads: the config's head counts a rank takes 1/N of, each with its head width (``heads``: a config name,
+    or a tuple of names whose product it is (Jamba's mixer width, mamba_expand x hidden_size), or a number where the
+    module's channels are its heads, LFM2's hidden size of width 1); the conv's channels as
     multiples of those widths (``conv``: a gated delta net's conv runs on q, k and v, 2 key widths and a value
     width); and whether the module's own weights (its gated norm's) split too (``own_weights``: a Mamba-2 mixer's
     norm, over the groups' width, does; a gated delta net's, over one head's width and shared by every head, stays
@@ -215,6 +219,10 @@ class RecurrentState:
     # MambaMixer2 gives each rank the group's B and C whole, its heads' z, x and dt 1/N, and all-reduces its gated
     # norm's sums of squares), "" where none is
     replicated: str = ""
+    # a projection of the module that transformers runs as a bare matmul of its weight and whose bias the scan adds
+    # (a Mamba-1 mixer's dt_proj: ``dt_proj.weight @ time_step``, the kernel ``<mixer>.mm``), so no kernel holds its
+    # weight or its bias: both split with its outputs (vLLM's ColumnParallelLinear dt_proj, skip_bias_add)
+    bare_proj_bias: bool = False
 
 
 @dataclass(frozen=True)
@@ -286,6 +294,55 @@ _MAMBA_KEYS = {"mamba.in_proj": "colwise", "mamba.out_proj": "rowwise", "mamba.A
                "mamba.dt_bias": "colwise"}
 _MAMBA_STATE = {"mamba": RecurrentState((("mamba_n_heads", "mamba_d_head"), ("mamba_n_groups", "mamba_d_state")),
                                         (1, 2), own_weights=True, replicated="mamba_n_groups")}
+
+# A Mamba-1 mixer (Mamba's, FalconMamba's, Jamba's): vLLM's MambaMixer (layers/mamba/mamba_mixer.py; models/mamba.py
+# runs Mamba and FalconMamba by it, models/jamba.py Jamba's mamba layers) splits the inner width I: in_proj a
+# MergedColumnParallelLinear (x and the gate z, each I/N), conv1d column-parallel, x_proj a RowParallelLinear onto
+# dt, B and C (dt_rank + 2 state) all-reduced on every rank, their norms (Jamba's and FalconMamba's) on the reduced
+# whole, dt_proj column-parallel (its bias added in the scan), A and D 1/N, out_proj a RowParallelLinear; the conv
+# and SSM states 1/N a rank. transformers runs dt_proj as a bare matmul of its weight (the kernel ``mm``).
+MAMBA1_SERVING = ("vLLM splits its Mamba-1 mixers on their inner width (in_proj, conv1d and dt_proj "
+                  "column-parallel, x_proj row-parallel with an all-reduce of dt, B and C, A, D and the conv and SSM "
+                  "states 1/N a rank, out_proj row-parallel with an all-reduce){}")
+
+
+def _mamba1_keys(mixer: str) -> dict:
+    return {f"{mixer}.in_proj": "colwise", f"{mixer}.x_proj": "rowwise", f"{mixer}.mm": "colwise",
+            f"{mixer}.out_proj": "rowwise", f"{mixer}.A_log": "colwise", f"{mixer}.D": "colwise"}
+
+
+def _mamba1_state(width) -> RecurrentState:
+    return RecurrentState(((width, 1),), (1,), bare_proj_bias=True)
+
+
+# Mamba-2 (Mamba-Codestral): vLLM's mamba2.py runs its mixer as MambaMixer2 with the config's n_groups and num_heads,
+# as Nemotron-H's above (N must divide both, or one group held whole)
+_MAMBA2_MIXER = {"mixer": RecurrentState((("num_heads", "head_dim"), ("n_groups", "state_size")), (1, 2),
+                                         own_weights=True, replicated="n_groups")}
+
+
+def _mamba_plan(config) -> dict[str, str]:
+    """vLLM's Mamba and FalconMamba (vllm/model_executor/models/mamba.py): the mixers as MambaMixer splits them
+    (:data:`MAMBA1_SERVING`), a VocabParallelEmbedding and a ParallelLMHead (tied to it where the config ties them)."""
+    return {**{f"layers.*.{key}": style for key, style in _mamba1_keys("mixer").items()},
+            "embeddings": "embedding_rowwise", "lm_head": "colwise_gather_output"}
+
+
+def _mamba2_plan(config) -> dict[str, str]:
+    """vLLM's Mamba-2 (vllm/model_executor/models/mamba2.py): the mixers as MambaMixer2 splits them (in_proj and the
+    conv column-parallel by heads and groups, A, D, dt_bias and the gated norm's weight 1/N, out_proj row-parallel),
+    a VocabParallelEmbedding and a ParallelLMHead."""
+    keys = {"mixer.in_proj": "colwise", "mixer.out_proj": "rowwise", "mixer.A_log": "colwise", "mixer.D": "colwise",
+            "mixer.dt_bias": "colwise"}
+    return {**{f"layers.*.{key}": style for key, style in keys.items()}, "embeddings": "embedding_rowwise",
+            "lm_head": "colwise_gather_output"}
+
+
+# the attention-free models' serving plans, with the recurrent state each splits (a third item)
+SERVING_PLANS.update({"mamba": ("vLLM's plan for Mamba", _mamba_plan, {"mixer": _mamba1_state("intermediate_size")}),
+                      "falcon_mamba": ("vLLM's plan for FalconMamba", _mamba_plan,
+                                       {"mixer": _mamba1_state("intermediate_size")}),
+                      "mamba2": ("vLLM's plan for Mamba-2", _mamba2_plan, _MAMBA2_MIXER)})
 
 
 # GLM (glm-4-9b-chat-hf) and GLM-4-0414: transformers' plans gather the fused gate_up_proj's outputs (its comment:
@@ -363,6 +420,16 @@ FALCON_H1_SERVING = ServingSplit(MAMBA2_SERVING.format(", its attention by heads
                                        "feed_forward.gate_proj": "colwise", "feed_forward.up_proj": "colwise",
                                        "feed_forward.down_proj": "rowwise"},
                                  states=_MAMBA_STATE, verdict=("its layers split", "every layer whole on every rank"))
+# Jamba (vllm/model_executor/models/jamba.py): its Mamba-1 mixers as MambaMixer splits them (MAMBA1_SERVING, the
+# mixer's width mamba_expand x hidden_size), its dense MLPs as Llama's (``LlamaMLP as JambaMLP``), its routed experts a
+# FusedMoE with reduce_results (as the plan's, on their width), the router a ReplicatedLinear; transformers' plan splits
+# its attention alone.
+JAMBA_SERVING = ServingSplit(MAMBA1_SERVING.format(" and its dense MLPs as Llama's; transformers' plan runs them "
+                                                   "whole on every rank"),
+                             keys={**_mamba1_keys("mamba"), "feed_forward.gate_proj": "colwise",
+                                   "feed_forward.up_proj": "colwise", "feed_forward.down_proj": "rowwise"},
+                             states={"mamba": _mamba1_state(("mamba_expand", "hidden_size"))},
+                             verdict=("the Mamba mixers and MLPs split", "the Mamba mixers and MLPs whole"))
 
 # config classes whose layers the serving engines split otherwise than transformers' plan. Phi-3: its plan gathers
 # the fused qkv_proj and gate_up_proj outputs (every head on every rank); vLLM (phi3.py: 'class
@@ -396,7 +463,7 @@ SERVING_SPLITS = {
         states=_MAMBA_STATE, verdict=("the Mamba-2 mixers and shared MLP split", "the Mamba-2 mixers and shared MLP "
                                                                                   "whole")),
     "hunyuan_v1_dense": HUNYUAN_SERVING, "lfm2": LFM2_SERVING, "lfm2_moe": LFM2_MOE_SERVING,
-    "falcon_h1": FALCON_H1_SERVING}
+    "falcon_h1": FALCON_H1_SERVING, "jamba": JAMBA_SERVING}
 
 
 @dataclass(frozen=True)
@@ -437,9 +504,10 @@ def model_plan(model_type: str, config_class: str, model_class: str, config=None
         inherited, config_cls = config_class, type(text)
         config_class, base = config_cls.__name__, dict(config_cls.base_model_tp_plan)
     if model_type in SERVING_PLANS and not any(".*." in key for key in base):
-        words, build = SERVING_PLANS[model_type]
+        words, build, *states = SERVING_PLANS[model_type]
         why = "'s base_model_tp_plan splits no layer in" if base else " has no base_model_tp_plan in"
-        return Plan(build(config), f"{words}, as {config_class}{why} transformers {transformers.__version__}", False)
+        return Plan(build(config), f"{words}, as {config_class}{why} transformers {transformers.__version__}", False,
+                    dict(*states))
     if not base:
         raise RoofcalcError(f"--tp for a traced {model_type}: its config class {config_class} has no "
                             f"base_model_tp_plan in transformers {transformers.__version__}, so roofcalc has no plan "
@@ -654,16 +722,19 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
 
     def on_whole_rows(k: Kernel, home: str) -> bool:
         """Whether ``k``, in ``home`` (a split module), runs before the module's first column-parallel projection or
-        after its last row-parallel one. The rows' order is that of the layer each first runs in, so ``k`` is held
-        against the projections that first run in its own first layer (a row only later layers run, a global
-        layer's attention, sits after the first layer's o_proj and says nothing of its place)."""
+        after a row-parallel one, whose output the all-reduce made whole, before the next column-parallel one (a
+        Mamba-1 mixer's norms of dt, B and C between x_proj and dt_proj). The rows' order is that of the layer each
+        first runs in, so ``k`` is held against the projections that first run in its own first layer (a row only
+        later layers run, a global layer's attention, sits after the first layer's o_proj and says nothing of its
+        place)."""
         layers = set(layers_of.get(id(k), ()))
         first = min(layers, default=None)
         mine = [(i, row) for i, row, ls in projections.get(home, ()) if first is None or min(ls, default=None) == first]
-        cols = [i for i, row in mine if not row]
-        rows = [i for i, row in mine if row]
         i = order[id(k)]
-        return bool(cols) and i < min(cols) or bool(rows) and i > max(rows) and i > max(cols, default=-1)
+        before = [(j, row) for j, row in mine if j < i]
+        if not before:
+            return any(not row for _, row in mine)
+        return max(before)[1]
 
     def inside(k: Kernel, whole_weights: bool = False) -> bool:
         """Whether ``k`` runs on a rank's share of a split module's activations: a kernel the plan does not name
@@ -684,7 +755,6 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
     mla = "mla_kv_a_proj" in plan.entries.values()
     text = getattr(config, "get_text_config", lambda: config)() if config is not None else None
     latents = {getattr(text, key, None) for key in ("q_lora_rank", "kv_lora_rank")} - {None} if mla else set()
-    heads_split = not mla and any(k.cost.kv_bytes and inside(k) for k in a.kernels)  # Phi-3's gathered plan: every head
     # a module whose recurrent state the ranks split by heads (a gated delta net, a Mamba-2 mixer, in the serving
     # engines' layout): its heads divide, and its kernels move 1/N of the state where attention's move their KV
     # heads' share
@@ -693,9 +763,11 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
     for module, spec in plan.states.items():
         widths, whole = [], 0
         for (count, width), coef in zip(spec.heads, spec.conv):
-            value = getattr(text, count, None)
-            if not isinstance(value, int):
+            names = count if isinstance(count, tuple) else (count,)
+            values = [getattr(text, name, None) for name in names]
+            if not all(isinstance(v, int) for v in values):
                 continue
+            value, count = math.prod(values), " x ".join(names)
             widths.append(value * (width if isinstance(width, int) else getattr(text, width, 0) or 0))
             if value == 1 and count == spec.replicated:
                 whole += coef * widths[-1]
@@ -734,6 +806,11 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
                            and isinstance(k.sizes, MatmulSizes) and _style(k, layer_keys, model_keys) in COLUMN
                            and (not layers_of or set(layers_of.get(id(k), ())) & state_layers[module])}
                   for module in plan.states}
+
+    # whether the ranks split the attention heads (Phi-3's gathered plan: every head on every rank); a recurrent
+    # state's ops, which move its state as attention's move their keys and values, say nothing of them (a model with
+    # no attention, Mamba's)
+    heads_split = not mla and any(k.cost.kv_bytes and inside(k) and state_of(k) is None for k in a.kernels)
 
     def rank_channels(k: Kernel, n: int) -> int:
         """A rank's share of ``n`` channels of a state module's projection or conv: 1/N, but a single group's,
@@ -869,6 +946,11 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
                 sizes = MatmulSizes(z.m, z.n, z.k // tp)
             frac = (sizes.n * sizes.k, z.n * z.k)
             params, param_bytes = k.params * frac[0] // frac[1], k.param_bytes * frac[0] // frac[1]
+            if not k.params and k.cost.weight_bytes and getattr(state_of(k), "bare_proj_bias", False):
+                # a projection run as a bare matmul of its weight (a Mamba-1 mixer's dt_proj): its weight and its
+                # bias, which the scan reads, are held by no kernel and split with its outputs
+                state_weights += (k.cost.weight_bytes - cost.weight_bytes
+                                  + wl.float_weight_dtype.nbytes(z.n - sizes.n)) * k.count
             bias = k.params - z.n * z.k if k.params > z.n * z.k else 0
             if bias and sizes.n == z.n:  # a rowwise bias is added once, after the reduction: whole on every rank
                 bias_bytes = wl.float_weight_dtype.nbytes(bias)
@@ -1195,8 +1277,8 @@ def _expert_rows(k: Kernel, ep: int, wl, held: int, share: tuple[int, int]) -> K
 
 def _whole_mixers(a: TracedAnalysis, plan: Plan, sharded: set, wl) -> str:
     """The header's words where the serving engines' layout leaves a recurrent mixer whole on every rank, as
-    transformers' plan runs it, for want of a split roofcalc models (Jamba's Mamba-1 mixers); ""
-    elsewhere."""
+    transformers' plan runs it, for want of a split roofcalc models (a hybrid with none in :data:`SERVING_SPLITS`);
+    "" elsewhere."""
     if wl.tp_layout != "serving":
         return ""
     mixers = sorted({_base(k).rpartition(".")[0] for k in a.kernels if k.scope == "layer" and recurrent_conv(_base(k))
