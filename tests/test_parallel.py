@@ -1468,7 +1468,8 @@ JAMBA = dict(model_type="jamba", hidden_size=256, num_hidden_layers=2, num_atten
 
 
 def test_jambas_mamba_mixers_and_mlps_split_in_the_serving_layout():
-    """transformers' plan splits Jamba's attention (and, from 5.25, its routed experts) alone; vLLM's jamba.py runs
+    """transformers' plan splits Jamba's attention alone (roofcalc its routed experts on their width, as 5.24's plan
+    did); vLLM's jamba.py runs
     its Mamba-1 mixers as MambaMixer splits them (trace.parallel.MAMBA1_SERVING: in_proj, conv1d and dt_proj
     column-parallel, x_proj row-parallel with an all-reduce, out_proj row-parallel) and its dense MLP as Llama's.
     The small Jamba above (layer 0 a mixer and a dense MLP of 512, layer 1 attention of 8 heads and 2 KV heads of 32
@@ -1509,7 +1510,24 @@ def test_jambas_mamba_mixers_and_mlps_split_in_the_serving_layout():
     # the header says the split, and no longer that the mixers run whole
     assert "Mamba-1 mixers" in serving.plan_words and "whole on every rank, as transformers'" not in \
         serving.plan_words
-    assert serving.split_verdict == ("the Mamba mixers and MLPs split", "the Mamba mixers and MLPs whole")
+
+
+def test_an_op_after_a_rowwise_projection_outside_a_recurrent_mixer_stays_on_the_ranks_heads():
+    """Doge's plan has a rowwise dt_proj inside attention, between the colwise q, k and v and the rowwise o_proj; the
+    attention after it reads the rank's q, k and v, so it runs on the rank's heads (only a recurrent mixer's ops
+    between a rowwise projection and the next colwise one read that projection's reduced output alone). The small
+    Doge (D 256, 8 heads and 2 KV heads of 32, 2 layers) at --tp 2 under its plan, decode batch 2 at context 6,
+    fp32: the rank's attention reads its one KV head, 2 sequences·6 positions·2·32·4 = 3,072 bytes a layer, half
+    the whole's, and does half its FLOPs; its cache 2 layers·3,072 bytes."""
+    cfg = dict(model_type="doge", hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=8,
+               num_key_value_heads=2, vocab_size=1000, is_moe=False, pad_token_id=0)
+    wl, config, serving, gathered = _both_layouts(cfg)
+    del wl, config
+    rank, whole = ({k.name: k for k in a.kernels} for a in (gathered, gathered.full))
+    assert "self_attn.dt_proj.all_reduce" in rank
+    assert rank["self_attn.attention"].cost.kv_read_bytes == 3_072 == whole["self_attn.attention"].cost.kv_read_bytes // 2
+    assert 2 * rank["self_attn.attention"].cost.flops == whole["self_attn.attention"].cost.flops
+    assert gathered.traced_cache_bytes == 2 * 3_072
 
 
 @pytest.mark.parametrize("family", ["mamba", "falcon_mamba", "mamba2"])

@@ -45,9 +45,9 @@ gated delta net (Qwen3-Next's, Qwen3.5's linear attention) by heads, where the p
 mixer (Nemotron-H's, Bamba's, Granite 4.0-H's) by heads and groups and a Mamba-1 mixer (Jamba's) on its inner width,
 Nemotron-H's and Jamba's MLPs and Granite 4.0-H's shared MLP as Llama's, where the plan runs them whole: the
 in-projections colwise, out_proj rowwise with an all-reduce, and the module's ops, the conv weights they read and
-its recurrent and conv states 1/N a rank (``Plan.states``, :class:`RecurrentState`: its heads must divide). An op
-after a rowwise projection and before the next colwise one runs on the reduced whole (a Mamba-1 mixer's x_proj is
-rowwise, the norms of its outputs whole on every rank). Mamba, FalconMamba and Mamba-2, which have no plan, take
+its recurrent and conv states 1/N a rank (``Plan.states``, :class:`RecurrentState`: its heads must divide). An op of
+such a mixer after a rowwise projection and before the next colwise one runs on the reduced whole (a Mamba-1
+mixer's x_proj is rowwise, the norms of its outputs whole on every rank). Mamba, FalconMamba and Mamba-2, which have no plan, take
 vLLM's with their mixers' states in every layout.
 """
 
@@ -709,7 +709,8 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
     whole_modules = {p for p, style in layer_keys if style in WHOLE}
     # where each split projection runs in the step's order (a.kernels: each op where a layer first runs it): an op of
     # a split module before its first column-parallel projection or after its last row-parallel one runs on the
-    # whole hidden state (Falcon-H1's multipliers on the mixer's input and on the MLP's reduced output)
+    # whole hidden state (Falcon-H1's multipliers on the mixer's input and on the MLP's reduced output), and so does
+    # one of a recurrent mixer between a row-parallel projection and the next column-parallel one (on_whole_rows)
     order = {id(k): i for i, k in enumerate(a.kernels)}
     projections: dict[str, list] = {}
     for k in a.kernels:
@@ -722,11 +723,13 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
 
     def on_whole_rows(k: Kernel, home: str) -> bool:
         """Whether ``k``, in ``home`` (a split module), runs before the module's first column-parallel projection or
-        after a row-parallel one, whose output the all-reduce made whole, before the next column-parallel one (a
-        Mamba-1 mixer's norms of dt, B and C between x_proj and dt_proj). The rows' order is that of the layer each
-        first runs in, so ``k`` is held against the projections that first run in its own first layer (a row only
-        later layers run, a global layer's attention, sits after the first layer's o_proj and says nothing of its
-        place)."""
+        after its last row-parallel one, or, in a recurrent mixer (``plan.states``), after a row-parallel projection,
+        whose output the all-reduce made whole, and before the next column-parallel one (a Mamba-1 mixer's norms of
+        dt, B and C between x_proj and dt_proj, which read x_proj's output alone). Elsewhere an op between them may
+        read the projections' split outputs too (Doge's attention, after its rowwise dt_proj, runs on the rank's
+        heads). The rows' order is that of the layer each first runs in, so ``k`` is held against the projections
+        that first run in its own first layer (a row only later layers run, a global layer's attention, sits after
+        the first layer's o_proj and says nothing of its place)."""
         layers = set(layers_of.get(id(k), ()))
         first = min(layers, default=None)
         mine = [(i, row) for i, row, ls in projections.get(home, ()) if first is None or min(ls, default=None) == first]
@@ -734,7 +737,7 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
         before = [(j, row) for j, row in mine if j < i]
         if not before:
             return any(not row for _, row in mine)
-        return max(before)[1]
+        return max(before)[1] and (home in plan.states or all(j < i for j, _ in mine))
 
     def inside(k: Kernel, whole_weights: bool = False) -> bool:
         """Whether ``k`` runs on a rank's share of a split module's activations: a kernel the plan does not name
