@@ -1501,6 +1501,9 @@ def test_jambas_mamba_mixers_and_mlps_split_in_the_serving_layout():
         assert a.traced_cache_bytes == 3_072 + (16_384 + 65_536) // n
     rank, whole = ({k.name: k for k in a.kernels} for a in (serving, gathered))
     assert all(rank[f"mamba.{x}_layernorm"].cost == whole[f"mamba.{x}_layernorm"].cost for x in ("dt", "b", "c"))
+    # the scan's read of A ([I, state]) and its state update ([batch, I, state]) on the rank's 256 of I's 512
+    assert (rank["mamba.mamba_scan_forward"].dims, rank["mamba.mamba_selective_state_update"].dims) == \
+        ("[256,16]", "[2,256,16]x[2,16,1]")
     assert [c for c in _collectives(serving) if c not in _collectives(gathered)] == [
         ("feed_forward.down_proj.all_reduce", 2 * 256 * 4, 1), ("mamba.out_proj.all_reduce", 2 * 256 * 4, 1),
         ("mamba.x_proj.all_reduce", 2 * 48 * 4, 1)]
@@ -1565,6 +1568,11 @@ def test_an_attention_free_model_splits_as_vllm_splits_it(family):
         assert flops(serving, "mixer.in_proj") == 2 * 2 * 2 * 256 * 1104 // 2
         assert (serving.full.params, serving.params) == (1_347_040, 673_904)
         assert serving.traced_cache_bytes == 2 * (18_432 + 65_536) // 2
+        # the state update runs on [batch x heads, head dim, state]: the rank's 8 of 16 heads, 2·8 = 16 rows (the
+        # state size, 16 too, stays); A's ops on the rank's 8 heads
+        rank = {k.name: k for k in serving.kernels}
+        assert (rank["mixer.mamba2_selective_state_update"].dims, rank["mixer.exp"].dims) == \
+            ("[16,32,16]x[16,16,1]", "[8]")
         with pytest.raises(RoofcalcError, match="--tp 4 does not divide mixer's n_groups 2"):
             traced_rank(trace(cfg, "t", wl, use_cache=False), Parallel(4), config)
     else:
