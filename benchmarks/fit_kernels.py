@@ -311,10 +311,12 @@ def mmha_rule(gpu: str) -> dict:
 
 
 def decode_cost(R: dict, variant: tuple, spec: dict) -> dict:
-    """variant = (tile, window_per_head): KV length rounded up to the tile; with window_per_head, a sliding-window
-    row reads its KV once per query head, not once per KV head (FlashAttention-2 packs a GQA group into one
-    work item only without a window; fitted: the choice that fits best); fitting.decode_cost, the new token's
-    K and V written (the tables' calls include it)."""
+    """variant = (tile, window_per_head): KV length rounded up to the tile; with window_per_head True, a
+    sliding-window row reads its KV once per query head, not once per KV head, and with "items" runs one work item
+    a query head but reads its group's KV once (FlashAttention-2 packs a GQA group into one work item only without
+    a window, flash_api.cpp's seqlenq_ngroups_swapped; whether the group's reads then share L2 is the table's: fitted,
+    the choice that fits best); fitting.decode_cost, the new token's K and V written (the tables' calls include
+    it)."""
     tile, per_head = variant
     b, h, g, d, e = R["b"], R["h"], R["g"], R["hd"], R["e"]
     out = F.decode_cost(b, h, g, R["kvlen"], d, e, R["w"], tile, per_head, context=R["context"])
@@ -561,7 +563,7 @@ def fit_once(cls, R, spec, sel=None, theta0=None, iters=60):
 
 DECODE_TILE_SET = (1, 16, 32, 64, 128, 256)
 TILES = {"decode": (tuple((t, False) for t in DECODE_TILE_SET), decode_cost),
-         "decode_swa": (tuple((t, w) for w in (False, True) for t in DECODE_TILE_SET), decode_cost),
+         "decode_swa": (tuple((t, w) for w in (False, True, "items") for t in DECODE_TILE_SET), decode_cost),
          "gemm": ((1, 64, 128, 256), gemm_cost), "prefill": ((1, 64, 128, 256), prefill_cost)}
 
 
@@ -586,6 +588,8 @@ def best_tile(cls, R, spec):
     sub = np.arange(len(t)) % 4 == 0  # the chosen tile's starting point is fitted on a quarter of the rows
     best = None
     for tile in tiles:
+        if isinstance(tile, tuple) and tile[1] == "items" and not R.get("fa2"):
+            continue  # a work item a query head is FlashAttention-2's way under a window (decode_cost), no other's
         Rt = dict(R)
         Rt.update(cost(R, tile, spec))
         M = design_for(cls, Rt).mats()
@@ -692,6 +696,8 @@ def load(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
                                (f"decode_swa_{kvd[:4]}kv", d0[d0.window_size > 0])):
                     if len(d):
                         R = decode_rows(d, spec, plus_one)
+                        # FlashAttention-2's windowed decode: one work item a query head (decode_cost's "items")
+                        R["fa2"] = "fa2" in ks
                         info = dict(note(p, a, dup, ks), kv_len="step+1" if plus_one else "step")
                         if engine == "trtllm":  # which rows its fallback kernel runs (fitting.mmha_rows)
                             info["mmha_rule"] = mmha_rule(gpu)
@@ -852,7 +858,7 @@ FORMS = {
                      "+ b*g * item_s; f_mha: rows with h = g only, where the table holds both; TensorRT-LLM's: "
                      "x f_mmha(h/g) on the rows its fallback kernel runs (fitting.mmha_rows)",
     "decode_fp8kv": "as decode_bf16kv, KV 1 byte per element",
-    "decode_swa_bf16kv": "as decode_bf16kv, L capped at the window; per-query-head KV reads where fitted; a GQA "
+    "decode_swa_bf16kv": "as decode_bf16kv, L capped at the window; per-query-head KV reads where fitted (or, in FlashAttention-2's tables, per-query-head work items alone); a GQA "
                          "factor f(h/g); a factor f(window) on the DRAM rows whose context passes the window",
     "decode_swa_fp8kv": "as decode_swa_bf16kv, fp8 KV",
     "prefill_bf16kv": "fixed + max(4bhd*pairs / (peak * e_c(isl) * f(d) * f(gqa) * f(items) * f(window)), "
@@ -912,6 +918,20 @@ Why, and what else the tables showed:
   0.075 median |log| (the cap keeps it at 0.030). The tile is chosen on all of a table's rows, so the
   cross-validated figures above are not independent of it (one discrete parameter of four to twelve), and the
   rule was chosen on them. `measure`'s fits on the user's GPU (a few curves) keep the in-sample squared error.
+* **FlashAttention-2's windowed decode** (vLLM's L40S and RTX PRO 6000 bf16-KV tables, kernel source
+  vllm_flash_attn_fa2): FlashAttention-2 packs a GQA group's query heads into one work item only without a window
+  (flash_api.cpp, seqlenq_ngroups_swapped: seqlen_q == 1, more query than KV heads, no window), so a windowed call
+  runs one work item a query head. The L40S's L2-resident rows show it: at 256 sequences and 128 keys, 32 query
+  heads take 214-244 µs over one KV head or two, 16 take 113-130, 8 take 61-70, about 27 ns a (sequence, query
+  head) whatever the KV heads. Since 2026-12-06 the windowed variants hold a third, offered on FlashAttention-2's
+  tables alone (fit_kernels.best_tile): a work item a query head, the group's KV bytes once a KV head
+  (fitting.decode_cost's per_head "items"). Both tables take it: the L40S's from 0.197 / 70 % to 0.144 / 72 % (all
+  rows 0.108 / 89 % to 0.057 / 97 %), the RTX PRO 6000's from 0.116 / 79 % to 0.100 / 89 %; still short. Offered
+  on every table, it had also been chosen for the RTX PRO 6000's FlashInfer fp8-KV table and taken it from 0.091
+  / 96 % to 0.122 / 84 %: the choice among variants on half the shapes is not the cross-validated figure. What the
+  L40S still misses is its DRAM rows of one or two KV heads (h=32, kv=1 at 2,048 sequences: 5.8 ms measured, as if
+  each query head read its group's KV from DRAM, where the same 32 query heads over two KV heads run at the items'
+  time); no rule for which was found.
 * **TensorRT-LLM's A100 decode table** (TensorRT-LLM 1.0) runs faster than the A100's DRAM allows: its rows of
   more than 200 MB of KV read at a median 1.20x the datasheet's 2,039 GB/s where query heads share a KV head
   (63 % of those rows above 1x, up to 1.69x) and 0.79x where they do not (11 % above), where every other

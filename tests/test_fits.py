@@ -158,6 +158,24 @@ def test_a_windowed_decode_that_reads_per_query_head_counts_its_heads():
     assert series == pytest.approx(32 * d["item_s"])
 
 
+def test_a_windowed_decode_with_a_work_item_a_query_head_reads_its_kv_once_a_kv_head():
+    """A windowed decode form fitted with items_per_head (FlashAttention-2 under a window: no GQA packing, so a
+    work item a query head, the group's KV read once from DRAM and shared through L2) runs 32 work items for 32
+    query heads over 8 KV heads, as per_head does, but its memory side is the packed kernel's bytes at the work
+    items' factor: no quarter. Without a window the same form runs 8 work items (a KV head each)."""
+    d = dict(kernel_fits()["gpus"]["h100_sxm"]["attention"]["decode_swa_bf16kv"], per_head=False,
+             items_per_head=True)
+    f = AttentionFit.from_doc(d, "test")
+    em, items = dict(f.e_memory), dict(f.items_mem)
+    _, m, series = f.terms((1, 32, 8, 1, 1024, 128, 4096, 2.0))
+    between = math.exp(math.log(items[8.0]) + (math.log(items[64.0]) - math.log(items[8.0])) * 2 / 3)
+    assert m == pytest.approx(em[1024.0] * between * dict(f.gqa_mem)[4.0])
+    assert series == pytest.approx(32 * d["item_s"])
+    _, m0, series0 = f.terms((1, 32, 8, 1, 1024, 128, 0, 2.0))
+    assert series0 == pytest.approx(8 * d["item_s"]) and m0 == pytest.approx(em[1024.0] * items[8.0]
+                                                                              * dict(f.gqa_mem)[4.0])
+
+
 def test_a_fitted_kernels_pessimistic_end_is_never_below_the_defaults():
     """The pessimistic work of a fitted GEMM is the slower of the fit at the classes' spread and the defaults'
     own pessimistic end: at M = 64 (a small GEMM) the defaults' CUTLASS reading (GEMM_ROWS_LOW) is slower."""
@@ -804,3 +822,19 @@ def test_int4_weights_on_a_ga100_take_marlins_a100_speedups_by_layer_size():
     assert factor(2e6) == factor(8e6) == pytest.approx(0.2616) and factor(1e9) == pytest.approx(0.963)
     assert factor(2e6, True) == pytest.approx(0.2616)  # below gpt-fast's 0.617: the factor
     assert factor(1e9, True) == pytest.approx(GPU_DEQUANT["int4"].pessimistic)  # above it: gpt-fast's
+
+
+def test_the_fits_decode_cost_counts_flashattention2s_windowed_work_items():
+    """fitting.decode_cost for 2 sequences of 32 query heads over 8 KV heads of 128, 1,024 keys in 16-bit KV, a window
+    of 4,096: packed (per_head False), 2·8 work items and the KV read once a KV head, 2·2·2·8·1024·128 = 8,388,608
+    bytes (+ q and out 2·2·32·128·2 = 32,768, + the new K and V 2·2·8·128·2 = 8,192); per_head True, 2·32 items and
+    4x the KV bytes; "items" (FlashAttention-2 under a window), 2·32 items and the packed bytes; without a window
+    "items" is the packed count."""
+    from roofcalc.fitting import decode_cost
+
+    args = (2, 32, 8, 1024, 128, 2.0)
+    packed, per_head, items = (decode_cost(*args, 4096, 1, mode) for mode in (False, True, "items"))
+    assert (packed["items"], packed["bytes"]) == (16, 8_388_608 + 32_768 + 8_192)
+    assert (per_head["items"], per_head["bytes"]) == (64, 4 * 8_388_608 + 32_768 + 8_192)
+    assert (items["items"], items["bytes"]) == (64, packed["bytes"])
+    assert decode_cost(*args, 0, 1, "items")["items"] == 16

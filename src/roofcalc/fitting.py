@@ -303,20 +303,23 @@ def gemm_design(R: dict) -> Design:
     return D
 
 
-def decode_cost(b, h, g, kvlen, d, e, window, tile: int, per_head: bool, cache_write: bool = True,
+def decode_cost(b, h, g, kvlen, d, e, window, tile: int, per_head, cache_write: bool = True,
                 context=None) -> dict:
     """Decode attention of b sequences, h query heads, g KV heads, head dim d, kvlen keys, e bytes per KV value:
     FLOPs 4*b*h*L_t*d over the KV length rounded up to the kernel's tile; bytes: the KV read (once per KV head,
-    or per query head for a windowed row with ``per_head``), q read and out written in 16 bits, and (``cache_write``:
-    a serving engine's call includes it) the new token's K and V written, 2*b*g*d*e; work items b * (heads read);
+    or per query head for a windowed row with ``per_head`` True), q read and out written in 16 bits, and
+    (``cache_write``: a serving engine's call includes it) the new token's K and V written, 2*b*g*d*e; work items
+    b * (heads read), or b * h for a windowed row with ``per_head`` "items" (one work item a query head, as
+    FlashAttention-2 runs a windowed call, the group's KV read once from DRAM and shared through L2);
     ``capped``: the window binds (the ``context``, the positions before the window's cap, passes it)."""
     b, h, g, kvlen, d, e, window = (np.asarray(x, float) for x in (b, h, g, kvlen, d, e, window))
     context = kvlen if context is None else np.asarray(context, float)
     Lt = np.ceil(kvlen / tile) * tile
-    heads = np.where((window > 0) & per_head, h, g)
+    heads = np.where((window > 0) & (per_head is True), h, g)
+    items = b * np.where((window > 0) & (per_head is not False), h, g)
     write = 2 * b * g * d * e if cache_write else 0.0
     return dict(flops=4 * b * h * Lt * d, bytes=2 * b * heads * Lt * d * e + 2 * b * h * d * 2 + write,
-                lt=Lt, items=b * heads, tile=[tile, per_head], capped=(window > 0) & (context > window))
+                lt=Lt, items=items, tile=[tile, per_head], capped=(window > 0) & (context > window))
 
 
 def mmha_rows(heads, kv_heads, batch, kv_len, sms: int, max_group: int, heuristic: bool = True):
@@ -455,10 +458,12 @@ def attention_doc(p: dict, kind: str, tile, fixed_less: float = 0.0, peak_ratio:
     fallback-kernel factor."""
     tile, per_head = tile if isinstance(tile, (list, tuple)) else (tile, False)
     out = {"kind": kind, "fixed_s": round(p["fixed_s"] - fixed_less, 12), "fixed_s_fitted": p["fixed_s"],
-           "tile": int(tile or 1), "per_head": bool(per_head), "peak_ratio": peak_ratio,
+           "tile": int(tile or 1), "per_head": per_head is True, "peak_ratio": peak_ratio,
            "e_compute": to_knots(p["e_compute"]) if isinstance(p["e_compute"], dict) else [[1.0, p["e_compute"]]],
            "e_memory": to_knots(p["e_memory"]), "item_s": p.get("item_s", 0.0),
            "window_factor": p.get("window_factor", 1.0)}
+    if per_head == "items":  # a windowed call's work items one a query head, its KV read once a KV head
+        out["items_per_head"] = True
     if "window_factor_mem" in p:
         out["window_factor_mem"] = p["window_factor_mem"]
     if mmha and "mmha_factor_mem" in p:  # the fallback kernel's factor and where it runs (mmha_rows' rule)

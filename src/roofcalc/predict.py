@@ -404,7 +404,8 @@ class AttentionFit:
                                  bytes / (B · e_m(S)·f(H)·f(N/K)))   items: B·N·⌈S/128⌉ query tiles
 
     L_t and S_t: L and S rounded up to the kernel's tile (its KV and query tiles); a windowed decode with
-    ``per_head`` reads its KV once per query head (FlashAttention-2 gives up its GQA packing under a window), and
+    ``per_head`` reads its KV once per query head (FlashAttention-2 gives up its GQA packing under a window), one
+    with ``items_per_head`` runs B·N work items but reads its KV once per KV head (the group's shared in L2), and
     with ``every_head`` every decode call does: it is read as an MHA call of N heads (B·N work items, the factors
     at N/K = 1, the MHA one), each head reading its group's KV, K/N of those reads the counted bytes (an engine's
     kernel that shares no group's KV).
@@ -439,6 +440,9 @@ class AttentionFit:
     # group's KV: EngineHost.decode_every_head, set by roofline.kernel_model)
     every_head: bool = False
     tables: str = ""  # another engine's form the preset takes on this GPU (benchmarks/ship_fits.py), "" for its own
+    # a windowed decode call's work items one a query head, its KV read once a KV head (fitting.decode_cost's
+    # per_head "items": FlashAttention-2 under a window, the group's KV shared through L2)
+    items_per_head: bool = False
 
     @classmethod
     def from_doc(cls, d: Mapping, source: str) -> "AttentionFit":
@@ -452,7 +456,7 @@ class AttentionFit:
                    window_mem=float(d.get("window_factor_mem", 1.0)),
                    mmha_mem=tuple((float(x), float(e)) for x, e in mm["factor_mem"]) if mm else (),
                    mmha_rule=(int(mm["sms"]), int(mm["max_group"]), bool(mm["heuristic"])) if mm else (),
-                   tables=d.get("tables", ""))
+                   tables=d.get("tables", ""), items_per_head=bool(d.get("items_per_head", False)))
 
     def mmha(self, b, h, g, kv):
         """Whether TensorRT-LLM runs this decode call on its fallback kernel (fitting.mmha_rows' rule: more
@@ -483,7 +487,7 @@ class AttentionFit:
         if self.kind == "decode":
             lt = _ceil_to(kv, self.tile)
             heads = h if self.per_head and w else g
-            items = b * heads
+            items = b * (h if self.items_per_head and w else heads)
             comp = _interp_geo(1.0, self.e_compute) * kv / lt
             mem = (_interp_geo(lt, self.e_memory) * f_hd_m * f_gqa_m * kv * g / (lt * heads)
                    * (_interp_geo(items, self.items_mem) if self.items_mem else 1.0))
