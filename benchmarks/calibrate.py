@@ -153,15 +153,22 @@ def case_scores(one, several) -> dict[str, dict[str, list[tuple[str, float]]]]:
     a GPU without fitted kernels (no calibrated range), is left out."""
     from roofcalc.errors import RoofcalcError
 
+    import collections
+
     out: dict = {kind: {g: [] for g in GROUPS} for kind in KINDS}
+    refused: collections.Counter = collections.Counter()
     for group, cases in (("one_gpu", one), ("several_gpus", several)):
         for c in cases:
             try:
                 score = case_score(c)
-            except RoofcalcError:
+            except RoofcalcError as exc:
+                refused[str(exc).split(" (")[0][:100]] += 1
                 continue
             if score is not None:
                 out[kind_of(c.hw)][group].append(score)
+    if refused:  # said, so that a run without the tracing extra (every traced case refused) is seen for what it is
+        print(f"{sum(refused.values())} case(s) refused, left out: "
+              + "; ".join(f"{n} x {why}" for why, n in refused.most_common(5)), file=sys.stderr)
     return out
 
 
