@@ -921,17 +921,18 @@ Why, and what else the tables showed:
 * **FlashAttention-2's windowed decode** (vLLM's L40S and RTX PRO 6000 bf16-KV tables, kernel source
   vllm_flash_attn_fa2): FlashAttention-2 packs a GQA group's query heads into one work item only without a window
   (flash_api.cpp, seqlenq_ngroups_swapped: seqlen_q == 1, more query than KV heads, no window), so a windowed call
-  runs one work item a query head. The L40S's L2-resident rows show it: at 256 sequences and 128 keys, 32 query
-  heads take 214-244 µs over one KV head or two, 16 take 113-130, 8 take 61-70, about 27 ns a (sequence, query
-  head) whatever the KV heads. Since 2026-12-06 the windowed variants hold a third, offered on FlashAttention-2's
+  runs one work item a query head. The L40S's L2-resident rows show it: at 256 sequences, head dim 128 and 1-128
+  keys, 32 query heads take 214-244 µs over one KV head or two, 16 take 113-130, 8 take 61-70, about 27 ns a
+  (sequence, query head) whatever the KV heads. Since 2026-12-06 the windowed variants hold a third, offered on FlashAttention-2's
   tables alone (fit_kernels.best_tile): a work item a query head, the group's KV bytes once a KV head
   (fitting.decode_cost's per_head "items"). Both tables take it: the L40S's from 0.197 / 70 % to 0.144 / 72 % (all
   rows 0.108 / 89 % to 0.057 / 97 %), the RTX PRO 6000's from 0.116 / 79 % to 0.100 / 89 %; still short. Offered
   on every table, it had also been chosen for the RTX PRO 6000's FlashInfer fp8-KV table and taken it from 0.091
   / 96 % to 0.122 / 84 %: the choice among variants on half the shapes is not the cross-validated figure. What the
-  L40S still misses is its DRAM rows of one or two KV heads (h=32, kv=1 at 2,048 sequences: 5.8 ms measured, as if
-  each query head read its group's KV from DRAM, where the same 32 query heads over two KV heads run at the items'
-  time); no rule for which was found.
+  L40S still misses is its largest DRAM rows (h=32 at 2,048 sequences and 128 keys: 5.7-6.2 ms measured over one
+  to eight KV heads, as if each query head read its group's KV from DRAM, where the form predicts 1.9-2.2 ms);
+  by KV heads, its DRAM rows' median log(measured / predicted) is +0.18 at one, +0.06 at two, -0.03 at four and
+  -0.08 at eight. No rule for which calls read so was found.
 * **TensorRT-LLM's A100 decode table** (TensorRT-LLM 1.0) runs faster than the A100's DRAM allows: its rows of
   more than 200 MB of KV read at a median 1.20x the datasheet's 2,039 GB/s where query heads share a KV head
   (63 % of those rows above 1x, up to 1.69x) and 0.79x where they do not (11 % above), where every other

@@ -1515,6 +1515,21 @@ def test_jambas_mamba_mixers_and_mlps_split_in_the_serving_layout():
         serving.plan_words
 
 
+def test_a_state_updates_rows_are_the_batch_times_the_ranks_heads_whatever_width_they_equal():
+    """A Mamba-2 state update runs on [batch x heads, head dim, state]. test_trace's Bamba (16 heads of 32, one
+    group of state 16: conv channels 512 + 2·16 = 544, a rank's 256 + 32 = 288) decoding 34 sequences at --tp 2:
+    34·16 = 544 rows, the conv's width by coincidence; the rank's are 34·8 = 272, not the conv's 288."""
+    from roofcalc.trace import hf_config, trace
+    from roofcalc.trace.parallel import traced_rank
+    from test_trace import config as traced_config
+
+    bamba = traced_config("bamba")
+    wl = Workload.decode(34, PROMPT + 1, **FP32, cache_update="in-place", tp_layout="serving")
+    rank = traced_rank(trace(bamba, "t", wl, use_cache=False), Parallel(2), hf_config(bamba, "t")[0])
+    update = next(k for k in rank.kernels if k.name.endswith("selective_state_update"))
+    assert update.dims.startswith("[272,") and "x[272," in update.dims
+
+
 def test_an_op_after_a_rowwise_projection_outside_a_recurrent_mixer_stays_on_the_ranks_heads():
     """Doge's plan has a rowwise dt_proj inside attention, between the colwise q, k and v and the rowwise o_proj; the
     attention after it reads the rank's q, k and v, so it runs on the rank's heads (only a recurrent mixer's ops

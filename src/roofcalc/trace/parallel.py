@@ -1034,7 +1034,7 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
                 # D and dt_bias, read by other ops, are the module's bare parameters, split below)
                 state_weights += (k.cost.weight_bytes - cost.weight_bytes) * k.count
             own = dict(params=k.params // tp, param_bytes=k.param_bytes // tp) if k.params and weights else {}
-            dims = _state_lead_dims(k.dims, rank_widths, wl.batch, wl.tokens) or \
+            dims = _state_lead_dims(k.dims, rank_widths, wl.batch, wl.tokens, bool(k.cost.kv_bytes)) or \
                 _rank_dims(k.dims, rank_widths, lead=recurrent_conv(_base(k)))
             out.append(replace(k, cost=cost, dims=dims,
                                **own))
@@ -1236,21 +1236,23 @@ def _rank_dims(dims: str, widths: dict[int, int], lead: bool = False) -> str:
     return f"{dims} (all ranks)" if ambiguous else out
 
 
-def _state_lead_dims(dims: str, widths: dict[int, int], batch: int, tokens: int) -> str:
+def _state_lead_dims(dims: str, widths: dict[int, int], batch: int, tokens: int, state_update: bool) -> str:
     """A recurrent mixer's op whose operands lead with a split width rather than the batch or the tokens, as the
-    rank runs it: a Mamba mixer's ops on A ([I, N] or [H]), a Mamba-2 state update's [B·H, head dim, N] (the batch and
-    heads flattened); that axis alone takes the rank's share, the others (a head's width, the state size, which may
-    equal a head count) stay. "" where the first axis is the batch or the tokens, or no such width."""
+    rank runs it: a Mamba mixer's ops on A ([I, N] or [H]: no axis of the first operand is the batch or the
+    tokens), or a Mamba-2 state update's (``state_update``: it moves the state) [B·H, head dim, N], the batch and
+    heads flattened; that axis alone takes the rank's share, the others (a head's width, the state size, which may
+    equal a head count) stay. "" elsewhere (the generic rewrite then applies): an op whose first operand holds an
+    axis equal to the batch or the tokens says nothing sure of its first axis."""
     shapes = [[int(x) for x in m.group(1).split(",")] for m in _TENSOR.finditer(dims)]
     if not shapes:
         return ""
     lead = shapes[0][0]
-    if lead in (batch, tokens):
-        return ""
-    if lead in widths:
-        rank = widths[lead]
-    elif lead % batch == 0 and lead // batch in widths:  # the batch and a split head count flattened
+    if state_update:
+        if lead % batch or lead // batch not in widths or lead == batch:
+            return ""
         rank = batch * widths[lead // batch]
+    elif lead in widths and not set(shapes[0]) & {batch, tokens}:
+        rank = widths[lead]
     else:
         return ""
     return _TENSOR.sub(lambda m: "[" + ",".join(str(rank) if i == 0 and int(x) == lead else x
