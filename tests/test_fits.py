@@ -838,3 +838,8 @@ def test_the_fits_decode_cost_counts_flashattention2s_windowed_work_items():
     assert (per_head["items"], per_head["bytes"]) == (64, 4 * 8_388_608 + 32_768 + 8_192)
     assert (items["items"], items["bytes"]) == (64, packed["bytes"])
     assert decode_cost(*args, 0, 1, "items")["items"] == 16
+    # a numpy bool (or 0/1) reads as its truth: np.False_ is the packed count, not the work-items variant
+    import numpy as np
+
+    assert decode_cost(*args, 4096, 1, np.False_)["items"] == 16
+    assert decode_cost(*args, 4096, 1, np.True_)["bytes"] == per_head["bytes"]

@@ -315,8 +315,10 @@ def decode_cost(b, h, g, kvlen, d, e, window, tile: int, per_head, cache_write: 
     b, h, g, kvlen, d, e, window = (np.asarray(x, float) for x in (b, h, g, kvlen, d, e, window))
     context = kvlen if context is None else np.asarray(context, float)
     Lt = np.ceil(kvlen / tile) * tile
-    heads = np.where((window > 0) & (per_head is True), h, g)
-    items = b * np.where((window > 0) & (per_head is not False), h, g)
+    items_only = isinstance(per_head, str) and per_head == "items"
+    every = bool(per_head) and not items_only  # (a numpy bool or a JSON one reads as its truth)
+    heads = np.where((window > 0) & every, h, g)
+    items = b * np.where((window > 0) & (every or items_only), h, g)
     write = 2 * b * g * d * e if cache_write else 0.0
     return dict(flops=4 * b * h * Lt * d, bytes=2 * b * heads * Lt * d * e + 2 * b * h * d * 2 + write,
                 lt=Lt, items=items, tile=[tile, per_head], capped=(window > 0) & (context > window))
@@ -458,7 +460,8 @@ def attention_doc(p: dict, kind: str, tile, fixed_less: float = 0.0, peak_ratio:
     fallback-kernel factor."""
     tile, per_head = tile if isinstance(tile, (list, tuple)) else (tile, False)
     out = {"kind": kind, "fixed_s": round(p["fixed_s"] - fixed_less, 12), "fixed_s_fitted": p["fixed_s"],
-           "tile": int(tile or 1), "per_head": per_head is True, "peak_ratio": peak_ratio,
+           "tile": int(tile or 1), "per_head": not isinstance(per_head, str) and bool(per_head),
+           "peak_ratio": peak_ratio,
            "e_compute": to_knots(p["e_compute"]) if isinstance(p["e_compute"], dict) else [[1.0, p["e_compute"]]],
            "e_memory": to_knots(p["e_memory"]), "item_s": p.get("item_s", 0.0),
            "window_factor": p.get("window_factor", 1.0)}
