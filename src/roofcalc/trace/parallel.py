@@ -290,8 +290,16 @@ MAMBA2_SERVING = ("vLLM splits its Mamba-2 mixers by heads (in_proj and conv col
                   "B and C whole on every rank, A, D, dt_bias and the gated norm's weight 1/N a rank, the norm's sums "
                   "of squares all-reduced, out_proj row-parallel with an all-reduce){}; transformers' plan runs "
                   "{} whole on every rank")
-_MAMBA_KEYS = {"mamba.in_proj": "colwise", "mamba.out_proj": "rowwise", "mamba.A_log": "colwise", "mamba.D": "colwise",
-               "mamba.dt_bias": "colwise"}
+
+
+def _mamba2_keys(mixer: str) -> dict:
+    """A Mamba-2 mixer's split as vLLM's MambaMixer2 runs it: in_proj column-parallel, out_proj row-parallel, A_log,
+    D and dt_bias 1/N a rank."""
+    return {f"{mixer}.in_proj": "colwise", f"{mixer}.out_proj": "rowwise", f"{mixer}.A_log": "colwise",
+            f"{mixer}.D": "colwise", f"{mixer}.dt_bias": "colwise"}
+
+
+_MAMBA_KEYS = _mamba2_keys("mamba")
 _MAMBA_STATE = {"mamba": RecurrentState((("mamba_n_heads", "mamba_d_head"), ("mamba_n_groups", "mamba_d_state")),
                                         (1, 2), own_weights=True, replicated="mamba_n_groups")}
 
@@ -332,10 +340,8 @@ def _mamba2_plan(config) -> dict[str, str]:
     """vLLM's Mamba-2 (vllm/model_executor/models/mamba2.py): the mixers as MambaMixer2 splits them (in_proj and the
     conv column-parallel by heads and groups, A, D, dt_bias and the gated norm's weight 1/N, out_proj row-parallel),
     a VocabParallelEmbedding and a ParallelLMHead."""
-    keys = {"mixer.in_proj": "colwise", "mixer.out_proj": "rowwise", "mixer.A_log": "colwise", "mixer.D": "colwise",
-            "mixer.dt_bias": "colwise"}
-    return {**{f"layers.*.{key}": style for key, style in keys.items()}, "embeddings": "embedding_rowwise",
-            "lm_head": "colwise_gather_output"}
+    return {**{f"layers.*.{key}": style for key, style in _mamba2_keys("mixer").items()},
+            "embeddings": "embedding_rowwise", "lm_head": "colwise_gather_output"}
 
 
 # the attention-free models' serving plans, with the recurrent state each splits (a third item)
@@ -450,8 +456,7 @@ SERVING_SPLITS = {
     **{t: ServingSplit(GDN_SERVING, keys=_gdn_keys("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"),
                        states=_GDN_STATE, verdict=_GDN_WORDS) for t in ("qwen3_5_text", "qwen3_5_moe_text")},
     "nemotron_h": ServingSplit(NEMOTRON_H_SERVING, keys={
-        "mixer.in_proj": "colwise", "mixer.out_proj": "rowwise", "mixer.A_log": "colwise", "mixer.D": "colwise",
-        "mixer.dt_bias": "colwise", "mixer.up_proj": "colwise", "mixer.down_proj": "rowwise",
+        **_mamba2_keys("mixer"), "mixer.up_proj": "colwise", "mixer.down_proj": "rowwise",
         "mixer.shared_experts.up_proj": "colwise", "mixer.shared_experts.down_proj": "rowwise"},
         states=_MAMBA2_STATE, model={"lm_head": "colwise_gather_output"},
         verdict=("the Mamba-2 mixers, MLPs and lm_head split", "the Mamba-2 mixers, MLPs and lm_head whole")),
