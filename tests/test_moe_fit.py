@@ -216,7 +216,8 @@ def test_an_expert_without_a_gate_counts_two_weights():
 
 def test_the_shapes_left_out_and_counted_without_a_gate_come_from_the_configs(tmp_path):
     """Grouped routing: a config keeping fewer groups than it has (DeepSeek-V3: 8 and 4) names its (H, I, k, E);
-    one group (Kimi-K2) or none does not. No gate: a nemotron_h config, at its latent width where it has one."""
+    one group (Kimi-K2) or none does not. No gate: a nemotron_h config, at its latent width where it has one and at
+    its hidden size (AIConfigurator's case file runs Nemotron-3-Ultra's experts at both, 2,048 and 8,192)."""
     import json
 
     from roofcalc.fitting import grouped_routing_shapes, ungated_moe_shapes
@@ -238,12 +239,12 @@ def test_the_shapes_left_out_and_counted_without_a_gate_come_from_the_configs(tm
         (tmp_path / name).write_text(json.dumps(c))
     (tmp_path / "broken.json").write_text("{not json")
     assert grouped_routing_shapes(tmp_path) == {(7168, 2048, 8, 256)}
-    assert ungated_moe_shapes(tmp_path) == {(2048, 5120, 22, 512), (2688, 1856, 6, 128)}
+    assert ungated_moe_shapes(tmp_path) == {(2048, 5120, 22, 512), (8192, 5120, 22, 512), (2688, 1856, 6, 128)}
     # which tables measured them without a gate is the collector's: AIConfigurator's SGLang collector ran every
     # expert gated before its SGLang 0.5.14 upgrade (e23be5a79: is_gated), vLLM's and TensorRT-LLM's never did
     from roofcalc.fitting import ungated_shapes_for
 
-    ungated = {(2048, 5120, 22, 512), (2688, 1856, 6, 128)}
+    ungated = {(2048, 5120, 22, 512), (8192, 5120, 22, 512), (2688, 1856, 6, 128)}
     assert ungated_shapes_for(tmp_path, "sglang", "0.5.10") == set()
     assert ungated_shapes_for(tmp_path, "sglang", "0.5.6.post2") == set()
     assert ungated_shapes_for(tmp_path, "sglang", "0.5.14") == ungated

@@ -630,12 +630,16 @@ def ungated_moe_shapes(folder) -> set:
     """(hidden, expert width, top-k, experts) of every model in ``folder`` whose experts have no gate: Nemotron-H
     (model_type nemotron_h), which vLLM's collector runs with its ``mlp_hidden_act`` as ``<act>_no_mul`` (up,
     the activation, down: collector/vllm/collect_moe.py, as above), at its ``moe_latent_size`` where it has one
-    (its experts work in that latent width). Their rows hold two weights of H x I' an expert, not three."""
+    (its experts work in that latent width) and at its hidden size too: AIConfigurator's case file
+    (collector/cases/models/NemotronHForCausalLM_cases.yaml, ai-dynamo/aiconfigurator at 095f58a) runs
+    Nemotron-3-Ultra's experts at its outer width, 8,192, for SGLang and TensorRT-LLM ("Ultra uses its outer
+    hidden width in SGLang/TRT-LLM") and Nemotron-3-Super's at 4,096 as well as 1,024, each with
+    ``sglang_moe_is_gated: false``. Their rows hold two weights of H x I' an expert, not three."""
     out = set()
     for c, experts in _moe_configs(folder):
         if c.get("model_type") == "nemotron_h":
-            out.add((c.get("moe_latent_size") or c.get("hidden_size"), c.get("moe_intermediate_size"),
-                     c.get("num_experts_per_tok"), experts))
+            for width in {c.get("moe_latent_size") or c.get("hidden_size"), c.get("hidden_size")}:
+                out.add((width, c.get("moe_intermediate_size"), c.get("num_experts_per_tok"), experts))
     return out
 
 
