@@ -73,7 +73,9 @@ def test_sizes_beyond_the_measured_ones_read_as_the_nearest_measured_one():
         assert wild.efficiencies(16, 16384, 2048) == wild.efficiencies(16, h_hi, 2048)
         unclamped = replace(wild, ranges=())  # without the ranges: read at the 0.003 knot itself
         assert unclamped.efficiencies(16, 16384, 2048)[0] < 0.01 * f.efficiencies(16, 4096, 2048)[0]
-        assert f.efficiencies(16, 4096, i_lo / 4) == f.efficiencies(16, 4096, i_lo)
+        # below the range too, the width's own factor aside (bf16: i_lo / 4 = 4, not a multiple of 16: MoEFit.misaligned)
+        aligned = replace(f, misaligned=())
+        assert aligned.efficiencies(16, 4096, i_lo / 4) == aligned.efficiencies(16, 4096, i_lo)
 
 
 def test_no_fused_call_is_below_its_roof():
@@ -436,3 +438,94 @@ def test_rows_slower_than_twice_the_work_are_found_by_hand():
     assert slower_than_twice_the_work(frame(twice)).tolist() == [False, False, False]
     own = [(64, 1, 1, 1.00), (64, 1, 2, 1.70), (64, 1, 2, 2.50)]
     assert slower_than_twice_the_work(frame(own)).tolist() == [False, True, True]
+
+
+def test_widths_not_a_multiple_of_16_are_found_by_hand():
+    """moe_misaligned: 1 where the rank's expert width I' is not a multiple of 16. 232 = 16 x 14.5 (Nemotron-3
+    Nano's 1,856 at TP 8), 360 = 16 x 22.5 (gpt-oss's 2,880 at TP 8) and 22 are not; 16, 256 and 720 = 16 x 45 are."""
+    from roofcalc.fitting import moe_misaligned
+
+    assert moe_misaligned([16, 22, 232, 256, 360, 720]).tolist() == [0, 1, 1, 0, 1, 0]
+
+
+def test_the_fit_recovers_a_factor_planted_on_misaligned_widths():
+    """Rows made by hand from fitting.moe_cost for two layer shapes at TP 1, 2, 4 and 8 (I' 704, 352, 176, 88 and
+    1,856, 928, 464, 232; 88 and 232 are not multiples of 16) from 1 to 65,536 tokens, each at a compute efficiency
+    of 0.5 and a memory efficiency of 0.7 (so compute-bound above 295 x 0.5 / 0.7 = 211 FLOPs a byte on an H100,
+    989 TFLOP/s over 3.35 TB/s: the 232-wide rows at 16,384 and 65,536 tokens, 214 and 271 with their activations,
+    which pin the compute factor; the 88-wide rows stay below 114), a fixed 20 us and no time a pair, the
+    misaligned rows at half of both efficiencies: the form fitted by fitting.moe_design and fitting.fit finds
+    factors of 0.5 on each side, and none where every width is aligned."""
+    from roofcalc.fitting import balanced_routing, evaluate, fit, moe_cost, moe_design, params, rows_of
+
+    peak, bw = 989e12, 3.35e12  # an H100 SXM's dense 16-bit peak and bandwidth (its datasheet)
+    rows = []
+    for hidden, inter, k, experts in ((2048, 704, 8, 128), (4096, 1856, 6, 128)):
+        for tp in (1, 2, 4, 8):
+            for tokens in (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536):  # the 232-wide rows' last two compute-bound
+                r, touched = balanced_routing(tokens, experts, k, 1)
+                rows.append((hidden, inter / tp, r, touched, experts, tokens * k))
+    hidden, width, r, touched, experts, pairs = (np.array(c, float) for c in zip(*rows))
+    cost = moe_cost(r, touched, experts, hidden, width, 2.0)
+    ct, mt = cost["flops"] / peak, cost["bytes"] / bw
+    slow = np.where(width % 16 != 0, 0.5, 1.0)
+    t = 20e-6 + np.maximum(ct / (0.5 * slow), mt / (0.7 * slow))
+    assert 0 < (slow < 1).mean() < 1
+    R = dict(t=t, x=cost["x"], hidden=hidden, inter=width, pairs=pairs, touched=touched)
+    D = moe_design(R)
+    assert {"misaligned_factor_compute", "misaligned_factor_memory"} <= set(D.names)
+    M = D.mats()
+    th = fit(rows_of(M, np.ones(len(t), bool)), ct, mt, pairs, t, D.prior, D.smooth)
+    p = params(D.names, th)
+    assert p["misaligned_factor_memory"] == pytest.approx(0.5, rel=0.05)
+    assert p["misaligned_factor_compute"] == pytest.approx(0.5, rel=0.05)
+    assert np.abs(np.log(evaluate(th, M, ct, mt, pairs)[0] / t)).max() < 0.05
+    aligned = moe_design({**R, "inter": np.where(width % 16 != 0, 96.0, width)})
+    assert not any(n.startswith("misaligned") for n in aligned.names)
+
+
+def test_a_misaligned_width_takes_the_shipped_forms_factors():
+    """A shipped form fitted on a table holding misaligned widths, where the factors predicted its held-out shapes
+    better (vLLM's H100 bf16 table: Nemotron-3 Nano's 1,856 and a 704-wide shape at TP 8-32, 768 at TP 32), carries
+    the two factors; a call at such a width reads the form's efficiencies times them, an aligned width does not,
+    and the report's words say so."""
+    from dataclasses import replace
+
+    f = _fit()
+    assert f.misaligned and all(0 < x for x in f.misaligned)
+    bare = replace(f, misaligned=())
+    c, m = f.misaligned
+    got, base = f.efficiencies(16, 4096, 232), bare.efficiencies(16, 4096, 232)
+    assert got == pytest.approx((base[0] * c, base[1] * m))
+    assert f.efficiencies(16, 4096, 256) == bare.efficiencies(16, 4096, 256)
+    assert f.is_misaligned(232) and not f.is_misaligned(256) and not bare.is_misaligned(232)
+    assert "expert width 232 a rank, not a multiple of 16" in f.misaligned_words(232)
+    assert f.misaligned_words(256) == ""
+
+
+def test_the_header_says_when_a_ranks_expert_width_is_not_a_multiple_of_16(capsys):
+    """gpt-oss-20b's experts (2,880 wide) in 16 bits at TP 8 on the H100 under vLLM: 2,880 / 8 = 360 a rank, not a
+    multiple of 16 (16 x 22.5), so the header names the width and the shipped form's factors; at TP 4, 720 = 16 x
+    45, it does not; on the A100, whose vLLM preset borrows SGLang's A100 form, it names that form's."""
+    from pathlib import Path
+
+    from roofcalc.cli import main
+
+    pytest.importorskip("torch")  # a traced model
+    c, m = default_model("gpu", fits="h100_sxm", engine="vllm").moe_fits["bf16"].misaligned
+    config = Path(__file__).resolve().parents[1] / "benchmarks" / "configs" / "gpt-oss-20b.json"
+    args = [str(config), "--hw", "h100", "--engine", "vllm", "--weight-dtype", "bf16"]
+    main(args + ["--tp", "8"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert (f"expert width 360 a rank, not a multiple of 16: ×{m:.2f} the memory rate, ×{c:.2f} the compute rate "
+            "of an aligned width") in out
+    main(args + ["--tp", "4"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "routed experts: vLLM's fused MoE, fitted" in out and "not a multiple of 16" not in out
+    # the A100's vLLM preset takes SGLang's A100 form (vLLM's A100 table holds no balanced rows), factors and all
+    c, m = default_model("gpu", fits="a100_sxm", engine="vllm").moe_fits["bf16"].misaligned
+    main([str(config), "--hw", "A100-80GB", "--engine", "vllm", "--weight-dtype", "bf16", "--tp", "8"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "routed experts: SGLang's fused MoE, fitted (the same Triton kernel" in out
+    assert (f"expert width 360 a rank, not a multiple of 16: ×{m:.2f} the memory rate, ×{c:.2f} the compute rate "
+            "of an aligned width") in out

@@ -693,7 +693,11 @@ def moe_design(R: dict) -> Design:
     kernels' tables it did not help, and is left out there). ``R["untuned"]`` (SGLang's Triton kernel): 1 on the
     rows whose shape has no tuned configuration in the SGLang version that ran them (benchmarks/sglang_moe_configs.py:
     those run get_default_config's 64 x 64 x 32 tiles), which take a compute-side factor by tokens per expert of
-    their own (cross-validated on the H100's bf16 table: 0.138 / 82 % without it, 0.098 / 91 % with it)."""
+    their own (cross-validated on the H100's bf16 table: 0.138 / 82 % without it, 0.098 / 91 % with it).
+    ``R["misaligned"]`` (else from R["inter"]: moe_misaligned): 1 on the rows whose rank's expert width is not a
+    multiple of 16, which take one factor on each side (``misaligned_factor_compute``, ``_memory``; the memory
+    one shared by the DRAM and L2 rows) where the table holds such rows and others (docs/kernel_fits.md,
+    "Widths not a multiple of 16")."""
     n = len(R["t"])
     D = Design(n)
     D.add("fixed_s", "fix", np.ones((n, 1)), np.log(20e-6))
@@ -714,7 +718,24 @@ def moe_design(R: dict) -> Design:
     untuned = np.asarray(R.get("untuned", np.zeros(n)), float)
     if 0 < untuned.mean() < 1:
         D.add("untuned_factor_compute", "comp", hat_basis(R["x"], MOE_X_KNOTS) * untuned[:, None], 0.0, MOE_X_KNOTS)
+    misaligned = np.asarray(R["misaligned"], float) if "misaligned" in R else moe_misaligned(R["inter"])
+    if 0 < misaligned.mean() < 1:  # one factor on each side for the rows whose width is not a multiple of 16
+        D.add("misaligned_factor_compute", "comp", misaligned[:, None], 0.0)
+        D.add("misaligned_factor_memory", "mem", misaligned[:, None], 0.0, shared=True)
     return D
+
+
+def moe_misaligned(inter) -> np.ndarray:
+    """1 where the rank's expert width I' is not a multiple of predict.MOE_ALIGN (16), else 0: the rows a fused-MoE
+    form gives a factor of their own on each side (moe_design). Such widths come of a TP that leaves I / TP odd at
+    16 (Nemotron-3 Nano's 1,856 at TP 8: 232; gpt-oss's 2,880 at TP 8: 360); on vLLM's H100 and H200 Triton tables
+    their rows run about twice the aligned form at every size, 1-2 % within +-30 % of it. MXFP4 experts never run
+    such a width: vLLM's and SGLang's Mxfp4MoEMethod.create_weights round intermediate_size_per_partition up ("pad
+    the intermediate size to be a multiple of 2 * mxfp4_block", to 64, 128 or 256 by kernel), so the fit gives
+    their rows none (benchmarks/fit_kernels.py moe_rows) and a shipped MXFP4 form carries no factor."""
+    from .predict import MOE_ALIGN
+
+    return (np.rint(np.asarray(inter, float)).astype(np.int64) % MOE_ALIGN != 0).astype(float)
 
 
 def moe_ranges(R: dict, sel=None) -> dict:
@@ -747,4 +768,6 @@ def moe_doc(p: dict, peak_ratio: float, block: int, ranges: dict | None = None, 
             **({"t_factor_memory": to_knots(p["t_factor_memory"], MOE_TOUCHED_KNOTS[0])} if "t_factor_memory" in p
                else {}),
             **({"untuned_factor_compute": to_knots(p["untuned_factor_compute"]), "tuned": [list(t) for t in tuned]}
-               if "untuned_factor_compute" in p else {})}
+               if "untuned_factor_compute" in p else {}),
+            **({name: p[name] for name in ("misaligned_factor_compute", "misaligned_factor_memory")}
+               if "misaligned_factor_compute" in p else {})}

@@ -514,6 +514,14 @@ class AttentionFit:
         return _minimum(comp * self.scale_c, 1.0), _minimum(mem * self.scale_m, 1.0) * share, series
 
 
+# The rank's expert width I' a fused-MoE form takes as aligned: a multiple of 16. The measured tables' rows of other
+# widths (Nemotron-3 Nano's 1,856 and a 704-wide model's at TP 8, 16 and 32) run slower at every size on some
+# kernels' tables (vLLM's Triton kernel on H100 and H200: about twice the time; its fp8 kernel on the L40S far
+# more), where the K of the down GEMM is not a whole number of a 16-bit tensor-core MMA's K, 16;
+# fitting.moe_design fits the factors per table (none for MXFP4 experts, which the engines pad to an aligned width).
+MOE_ALIGN = 16
+
+
 @dataclass(frozen=True)
 class MoEFit:
     """A measured GPU's fitted fused MoE layer (data/kernel_fits.json, cross-validated in docs/kernel_fits.md): the
@@ -556,6 +564,9 @@ class MoEFit:
     # (benchmarks/sglang_moe_configs.py); () for none
     untuned: tuple = ()
     tuned: frozenset = frozenset()
+    # (compute-side, memory-side) factors for a call whose rank's expert width I' is not a multiple of MOE_ALIGN
+    # (fitting.moe_design: the tables' rows of such widths run slower at every size); () for none
+    misaligned: tuple = ()
 
     @classmethod
     def from_doc(cls, d: Mapping, source: str) -> "MoEFit":
@@ -568,7 +579,9 @@ class MoEFit:
                    source, ranges=ranges, t_memory=pts("t_factor_memory") if d.get("t_factor_memory") else (),
                    tables=d.get("tables", ""),
                    untuned=pts("untuned_factor_compute") if d.get("untuned_factor_compute") else (),
-                   tuned=frozenset((int(e), int(n)) for e, n in d.get("tuned", ())))
+                   tuned=frozenset((int(e), int(n)) for e, n in d.get("tuned", ())),
+                   misaligned=(float(d["misaligned_factor_compute"]), float(d["misaligned_factor_memory"]))
+                   if d.get("misaligned_factor_compute") else ())
 
     @staticmethod
     def _shape(experts, inter) -> tuple[int, int]:
@@ -591,11 +604,26 @@ class MoEFit:
         e, w = self._shape(experts, inter)
         return f"no tuned configuration for {e:,} experts of width {w:,}"
 
+    def is_misaligned(self, inter) -> bool:
+        """Whether the form takes its own factors for its rank's expert width ``inter``: one not a multiple of
+        MOE_ALIGN, on a form whose table's rows of such widths gave it factors (``misaligned``)."""
+        return bool(self.misaligned) and self._shape(0, inter)[1] % MOE_ALIGN != 0
+
+    def misaligned_words(self, inter) -> str:
+        """"expert width W a rank, not a multiple of 16: x... the memory rate, x... the compute rate of an aligned
+        width" for a misaligned call (is_misaligned), else ""."""
+        if not self.is_misaligned(inter):
+            return ""
+        c, m = self.misaligned
+        return (f"expert width {self._shape(0, inter)[1]:,} a rank, not a multiple of {MOE_ALIGN}: ×{m:.2f} the "
+                f"memory rate, ×{c:.2f} the compute rate of an aligned width")
+
     def efficiencies(self, per_expert, hidden, inter, touched=1.0, experts=0):
         """(compute-side e, memory-side e) at ``per_expert`` tokens per expert (a number or an array), hidden size
         ``hidden``, the rank's expert width ``inter``, ``touched`` distinct experts read on the rank and its
         ``experts`` (0: a shape taken as tuned, is_tuned)."""
         slow = _geo(per_expert, self.untuned) if experts and not self.is_tuned(experts, inter) else 1.0
+        mis_c, mis_m = self.misaligned if self.is_misaligned(inter) else (1.0, 1.0)
         if self.ranges:
             (h_lo, h_hi), (i_lo, i_hi) = self.ranges
             hidden, inter = _minimum(_maximum(hidden, h_lo), h_hi), _minimum(_maximum(inter, i_lo), i_hi)
@@ -605,7 +633,7 @@ class MoEFit:
             _interp_geo(inter, self.i_memory)
         if self.t_memory:
             mem = mem * _geo(touched, self.t_memory)
-        return comp * slow * self.peak_ratio * self.scale_c, mem * self.scale_m
+        return comp * slow * mis_c * self.peak_ratio * self.scale_c, mem * mis_m * self.scale_m
 
 
 def _geo(x, pts):

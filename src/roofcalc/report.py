@@ -463,21 +463,23 @@ def fixed_cost_words(r) -> str:
     if getattr(r.analysis.shape, "moe", None) is None and not any(
             getattr(p.kernel, "expert_weights", None) is not None for p in r.step.placements):  # a traced model's too
         moe = ""
-    elif fused and other:
-        moe = (f"; routed experts: {TABLE_NAMES[other]}'s fused MoE, fitted (the same Triton kernel; {tables}'s "
-               f"table here holds no balanced-routing rows)")
     elif fused:
-        moe = f"; routed experts: {tables}'s fused MoE, fitted"
         lead = next(p for p in r.step.placements if p.moe and len(p.moe) == MOE_FUSED and p.moe[0] in m.moe_fits)
         experts, inter = lead.moe[1], lead.moe[MOE_BASE + 2]
         form = m.moe_fits[lead.moe[0]]
-        words = form.untuned_words(experts, inter)
+        words = "" if other else form.untuned_words(experts, inter)
+        moe = (f"; routed experts: {TABLE_NAMES[other]}'s fused MoE, fitted (the same Triton kernel; {tables}'s "
+               f"table here holds no balanced-routing rows)" if other else
+               f"; routed experts: {tables}'s fused MoE, fitted")
         if words:  # SGLang's default tiles (predict.MoEFit)
             from .predict import _geo
 
             x = float(lead.moe[MOE_BASE])
             moe += (f" at its default tiles (its package has {words} on {gpu}): ×{_geo(x, form.untuned):.2f} the "
                     f"tuned compute rate at {f'{x:,.0f}' if x >= 100 else f'{x:.3g}'} tokens an expert")
+        slow = form.misaligned_words(inter)
+        if slow:  # a rank's width the tables ran slower (predict.MOE_ALIGN)
+            moe += f"; {slow}"
     else:
         from .calculator import fused_moe_class
 

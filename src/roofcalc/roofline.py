@@ -405,7 +405,9 @@ class Placement:
         fused = self.model.moe_fits.get(self.term.moe[0]) if len(self.term.moe) == MOE_FUSED else None
         if fused is not None and fused.source:
             words = fused.untuned_words(self.term.moe[1], self.term.moe[MOE_BASE + 2])
-            return f"{fused.source}; at SGLang's default tiles ({words})" if words else fused.source
+            slow = fused.misaligned_words(self.term.moe[MOE_BASE + 2])
+            return (f"{fused.source}; at SGLang's default tiles ({words})" if words else fused.source) + \
+                (f"; {slow}" if slow else "")
         if self.kernel.kind == "collective" and self.hop == "link" and \
                 self.model.collective_fit(*self.term.collective) is not None:
             from .hardware import measured_gpu_name
