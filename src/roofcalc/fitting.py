@@ -696,8 +696,9 @@ def moe_design(R: dict) -> Design:
     their own (cross-validated on the H100's bf16 table: 0.138 / 82 % without it, 0.098 / 91 % with it).
     ``R["misaligned"]`` (else from R["inter"]: moe_misaligned): 1 on the rows whose rank's expert width is not a
     multiple of 16, which take one factor on each side (``misaligned_factor_compute``, ``_memory``; the memory
-    one shared by the DRAM and L2 rows) where the table holds such rows and others (docs/kernel_fits.md,
-    "Widths not a multiple of 16")."""
+    one shared by the DRAM and L2 rows) where the table holds such rows and others; benchmarks/fit_kernels.py keeps
+    them where they predict the table's held-out shapes better (docs/kernel_fits.md, "Widths not a multiple of
+    16")."""
     n = len(R["t"])
     D = Design(n)
     D.add("fixed_s", "fix", np.ones((n, 1)), np.log(20e-6))
@@ -728,8 +729,8 @@ def moe_design(R: dict) -> Design:
 def moe_misaligned(inter) -> np.ndarray:
     """1 where the rank's expert width I' is not a multiple of predict.MOE_ALIGN (16), else 0: the rows a fused-MoE
     form gives a factor of their own on each side (moe_design). Such widths come of a TP that leaves I / TP odd at
-    16 (Nemotron-3 Nano's 1,856 at TP 8: 232; gpt-oss's 2,880 at TP 8: 360); on vLLM's H100 and H200 Triton tables
-    their rows run about twice the aligned form at every size, 1-2 % within +-30 % of it. MXFP4 experts never run
+    16 (Nemotron-3 Nano's 1,856 at TP 8: 232; gpt-oss's 2,880 at TP 8: 360); on vLLM's H100 and H200 16-bit Triton
+    tables their rows run about twice the aligned form at every size, 1-2 % within +-30 % of it. MXFP4 experts never run
     such a width: vLLM's and SGLang's Mxfp4MoEMethod.create_weights round intermediate_size_per_partition up ("pad
     the intermediate size to be a multiple of 2 * mxfp4_block", to 64, 128 or 256 by kernel), so the fit gives
     their rows none (benchmarks/fit_kernels.py moe_rows) and a shipped MXFP4 form carries no factor."""

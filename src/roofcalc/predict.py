@@ -518,7 +518,8 @@ class AttentionFit:
 # widths (Nemotron-3 Nano's 1,856 and a 704-wide model's at TP 8, 16 and 32) run slower at every size on some
 # kernels' tables (vLLM's Triton kernel on H100 and H200: about twice the time; its fp8 kernel on the L40S far
 # more), where the K of the down GEMM is not a whole number of a 16-bit tensor-core MMA's K, 16;
-# fitting.moe_design fits the factors per table (none for MXFP4 experts, which the engines pad to an aligned width).
+# fitting.moe_design fits the factors per table, and a table keeps them only where they predict its held-out shapes
+# better (benchmarks/fit_kernels.py run_class; none for MXFP4 experts, which the engines pad to an aligned width).
 MOE_ALIGN = 16
 
 
