@@ -52,7 +52,8 @@ def keys(cls: str, R: dict) -> np.ndarray:
     if cls.startswith("gemm"):
         cols = [R["m"], R["n"], R["k"]]
     elif cls.startswith("moe"):  # a fused MoE call: the rank's routed rows, H, I', the rank's experts, every pair,
-        cols = [R["rows"], R["hidden"], R["inter"], R["experts"], R["pairs"], R["tokens"]]  # the tokens (top-k)
+        cols = [R["rows"], R["hidden_model"], R["inter_model"], R["experts"], R["pairs"],  # the model's sizes, not
+                R["tokens"]]  # an MXFP4 kernel's stored ones (fit_kernels.moe_rows); the tokens (top-k)
     else:
         cols = [R["b"], R["kvlen"] if cls.startswith("decode") else R["isl"], R["h"], R["g"], R["hd"]]
     return np.log2(np.maximum(np.stack(cols, axis=1), 1.0))

@@ -102,7 +102,10 @@ def moe_form(f: dict, bf16_peak: float) -> dict:
     tuned = source.get("tuned_configs", {}).get("pairs", ())
     if tuned:  # the list once, as the form's "tuned"
         source["tuned_configs"] = {k: v for k, v in source["tuned_configs"].items() if k != "pairs"}
-    return {**F.moe_doc(f["params"], f["peak_flops"] / bf16_peak, block, f.get("ranges"), tuned), "source": source,
+    pad = source.get("padded_to")  # the sizes an MXFP4 kernel stores its experts at (fitting.mxfp4_padding)
+    wb = F.MOE_FORMATS[f["cls"][4:]][1]  # and the bytes a weight its stored work is counted with
+    return {**F.moe_doc(f["params"], f["peak_flops"] / bf16_peak, block, f.get("ranges"), tuned),
+            **({"pad": {**pad, "weight_bytes": wb}} if pad and any(pad.values()) else {}), "source": source,
             "cv_dram": f["cv"]["dram"]}
 
 

@@ -344,7 +344,8 @@ def test_gpt_oss_experts_in_one_kernel_take_the_mxfp4_form(batch, tp):
     f = _fit("h100_sxm", "mxfp4")
     touched = touched_experts(128, 4, batch, "expected")
     e_c, e_m = f.efficiencies(batch * 4 / 128, 2880, 2880 / tp, touched)
-    fused = f.fixed_s + max(p.t_compute_s / e_c, p.t_memory_s / e_m) + f.pair_s * batch * 4
+    s_c, s_m = f.padded_shares(batch * 4 / 128, 2880, 2880 / tp, touched, 128)  # 360 a rank stored 384 wide
+    fused = f.fixed_s + max(p.t_compute_s / (e_c * s_c), p.t_memory_s / (e_m * s_m)) + f.pair_s * batch * 4
     assert p.t_expected_s == pytest.approx(fused)
     assert abs(GPT_OSS_ROWS[(batch, tp)] * 1e-3 / p.t_expected_s - 1) <= 0.30
 
@@ -529,3 +530,179 @@ def test_the_header_says_when_a_ranks_expert_width_is_not_a_multiple_of_16(capsy
     assert "routed experts: SGLang's fused MoE, fitted (the same Triton kernel" in out
     assert (f"expert width 360 a rank, not a multiple of 16: ×{m:.2f} the memory rate, ×{c:.2f} the compute rate "
             "of an aligned width") in out
+
+
+def test_mxfp4_experts_are_padded_as_each_engines_kernel_stores_them():
+    """fitting.mxfp4_padding, from the engines' code (fitting.MXFP4_PADDING names the files): vLLM's Marlin rounds
+    I' up to 128 and H to 256, FlashInfer's TensorRT-LLM kernels both to 256, OpenAI's Triton kernels I' to 64;
+    SGLang's FlashInfer kernels both to 256 and its Triton runner I' to 32; a kernel whose rule is not known here
+    keeps the sizes. By hand: 360 = 64 x 5.625 -> 64 x 6 = 384; 90 -> 128 (one 128); 180 -> 256 (two); 2,880 =
+    256 x 11.25 -> 256 x 12 = 3,072; 2,880 = 64 x 45 stays; 720 = 32 x 22.5 -> 32 x 23 = 736."""
+    from roofcalc.fitting import mxfp4_padding, padded
+
+    assert mxfp4_padding("vllm_gptossmxfp4moe_marlin_marlinexperts") == (128, 256)
+    assert mxfp4_padding("vllm_gptossmxfp4moe_flashinfer_trtllm_mxfp4_bf16_trtllmmxfp4expertsmonolithic") == (256, 256)
+    assert mxfp4_padding("vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic") == (64, 0)
+    assert mxfp4_padding("sglang_flashinfer_trtllm_moe") == (256, 256)
+    assert mxfp4_padding("sglang_fused_moe_triton") == (32, 0)
+    assert mxfp4_padding("moe_torch_flow") == (0, 0)
+    assert [padded(w, 64) for w in (360, 2880)] == [384, 2880]
+    assert [padded(w, 128) for w in (90, 180)] == [128, 256]
+    assert padded(2880, 256) == 3072 and padded(720, 32) == 736 and padded(720, 0) == 720
+    assert padded(np.array([90.0, 360.0]), 64).tolist() == [128.0, 384.0]
+
+
+def test_a_padded_mxfp4_form_is_read_at_the_sizes_the_kernel_stores():
+    """The H100's vLLM MXFP4 form (OpenAI's Triton kernels: I' to 64) was fitted at the padded widths; a call at
+    gpt-oss's 360 a rank (TP 8) reads the form's curves at 384, at 2,880 (TP 1, 64 x 45) as is. The L40S's
+    (Marlin: I' to 128, H to 256) reads 180 a rank at 256 and H 2,880 at 3,072. The words name what grew."""
+    from dataclasses import replace
+
+    f = _fit("h100_sxm", "mxfp4")
+    assert f.pad == (64, 0) and f.pad_weight_bytes == 17 / 32
+    bare = replace(f, pad=())
+    assert f.efficiencies(2.0, 2880, 360) == pytest.approx(bare.efficiencies(2.0, 2880, 384))
+    assert f.efficiencies(2.0, 2880, 2880) == pytest.approx(bare.efficiencies(2.0, 2880, 2880))
+    assert f.padded_words(2880, 360) == "MXFP4 experts stored padded by the kernel: width 360 → 384 a rank"
+    assert f.padded_words(2880, 2880) == "" and bare.padded_words(2880, 360) == ""
+    assert f.padded_words(np.array([2880.0, 2880.0]), np.array([360.0, 360.0])).endswith("360 → 384 a rank")
+    g = default_model("gpu", fits="l40s", engine="vllm").moe_fits["mxfp4"]
+    assert g.pad == (128, 256)
+    assert g.efficiencies(2.0, 2880, 180) == pytest.approx(replace(g, pad=()).efficiencies(2.0, 3072, 256))
+    assert g.padded_words(2880, 180) == ("MXFP4 experts stored padded by the kernel: width 180 → 256 a rank, "
+                                         "hidden 2,880 → 3,072")
+    # a 16-bit form carries no padding, and its shares are 1
+    assert not _fit("h100_sxm", "bf16").pad and _fit("h100_sxm", "bf16").padded_shares(2.0, 2880, 360, 4, 128) == \
+        (1.0, 1.0)
+
+
+@pytest.mark.parametrize("gpu, hidden, inter", [("h100_sxm", 2880, 360), ("l40s", 2880, 180), ("l40s", 2880, 90)])
+@pytest.mark.parametrize("per_expert", [0.25, 4.0, 64.0, 1024.0])
+def test_a_padded_call_takes_the_time_its_form_gives_the_stored_work(gpu, hidden, inter, per_expert):
+    """A prediction counts the model's FLOPs and bytes (here fitting.moe_cost at the model's sizes, as the fit counts a
+    call) over the form's efficiencies times padded_shares; that is the form's own time for the work the kernel
+    runs at its stored sizes (moe_cost at the padded ones over the form's efficiencies there, as the fit was
+    cross-validated), on both sides, at every load: few tokens an expert (the weights dominate the bytes) to 1,024
+    (the activations, 2·H + 6·I' a row, outweigh them). gpt-oss's 128 experts, top 4, every one on the rank."""
+    from dataclasses import replace
+
+    from roofcalc.fitting import moe_cost, padded
+    from roofcalc.predict import touched_on_rank
+
+    f = default_model("gpu", fits=gpu, engine="vllm").moe_fits["mxfp4"]
+    peak, bw = 989e12, 3.35e12  # any roof: the same on both sides of the equation
+    touched = touched_on_rank(per_expert, 128, 128, 4)
+    rows = per_expert * 128
+    hp, ip = padded(hidden, f.pad[1]), padded(inter, f.pad[0])
+    real = moe_cost(rows, touched, 128, hidden, inter, 17 / 32)
+    stored = moe_cost(rows, touched, 128, hp, ip, 17 / 32)
+    e_c, e_m = f.efficiencies(per_expert, hidden, inter, touched, 128)
+    s_c, s_m = f.padded_shares(per_expert, hidden, inter, touched, 128)
+    b_c, b_m = replace(f, pad=()).efficiencies(per_expert, hp, ip, touched, 128)
+    assert float(real["flops"]) / (peak * e_c * s_c) == pytest.approx(float(stored["flops"]) / (peak * b_c))
+    assert float(real["bytes"]) / (bw * e_m * s_m) == pytest.approx(float(stored["bytes"]) / (bw * b_m))
+    assert s_c == pytest.approx(hidden * inter / (hp * ip))  # the FLOPs grow with H·I'
+    assert s_c <= s_m < 1  # the activations grow less
+
+
+def test_every_shipped_mxfp4_form_is_padded_as_its_tables_kernel():
+    """The padding a shipped MXFP4 form carries (benchmarks/fit_kernels.py load_moe records it by the table's kernel
+    source, benchmarks/ship_fits.py writes it) is fitting.mxfp4_padding's for that kernel source, with MXFP4's
+    17/32 of a byte a weight; a form of a kernel that stores the sizes as they are carries none."""
+    import json
+    from importlib import resources
+
+    from roofcalc.fitting import mxfp4_padding
+
+    padded_forms = 0
+    for name in ("kernel_fits.json", "kernel_fits_engines.json"):
+        doc = json.loads(resources.files("roofcalc").joinpath("data", name).read_text())
+        for gpu, d in doc["gpus"].items():
+            for engine, forms in (d.items() if name == "kernel_fits_engines.json" else [("vllm", d)]):
+                form = (forms.get("moe") or {}).get("mxfp4")
+                if not form:
+                    continue
+                ip, hp = mxfp4_padding(form["source"]["kernel_source"])
+                if ip or hp:
+                    assert form["pad"] == {"inter": ip, "hidden": hp, "weight_bytes": 17 / 32}, (gpu, engine)
+                    padded_forms += 1
+                else:
+                    assert "pad" not in form, (gpu, engine)
+    # vLLM's H100, H200, B200, L40S and RTX PRO 6000 forms; SGLang's H100, H200, B200 and L40S ones
+    assert padded_forms == 9
+
+
+def test_the_fit_recovers_efficiencies_from_rows_run_at_padded_widths():
+    """Rows made by hand from fitting.moe_cost at the widths a kernel pads to (gpt-oss's shape, H = I = 2,880, top 4
+    of 128, at TP 1-32: I' 2,880, 1,440, 720, 360, 180, 90, stored at 128's multiples, 2,944, 1,536, 768, 384, 256,
+    128, and H at 3,072), 1 to 16,384 tokens, at a compute efficiency of 0.5 and a memory efficiency of 0.7 and a
+    fixed 20 us: counted at the padded sizes, as benchmarks/fit_kernels.py moe_rows counts them, the form
+    (fitting.moe_design and fitting.fit) holds every row within 5 %; counted at the model's sizes it cannot (the
+    90- and 180-wide rows do 1.52x the work their sizes say, 128 / 90 and 256 / 180 times 3,072 / 2,880, beside
+    1.09-1.14x for the rest, a step no smooth factor in I' holds)."""
+    from roofcalc.fitting import balanced_routing, evaluate, fit, moe_cost, moe_design, padded, rows_of
+
+    peak, bw = 989e12, 3.35e12  # an H100 SXM's dense 16-bit peak and bandwidth (its datasheet)
+    rows = []
+    for tp in (1, 2, 4, 8, 16, 32):
+        for tokens in (1, 4, 16, 64, 256, 1024, 4096, 16384):
+            r, touched = balanced_routing(tokens, 128, 4, 1)
+            rows.append((2880.0, 2880 / tp, r, touched, 128.0, tokens * 4.0))
+    hidden, width, r, touched, experts, pairs = (np.array(c, float) for c in zip(*rows))
+    hp, ip = padded(hidden, 256), padded(width, 128)
+    cost = moe_cost(r, touched, experts, hp, ip, 17 / 32)
+    ct, mt = cost["flops"] / peak, cost["bytes"] / bw
+    t = 20e-6 + np.maximum(ct / 0.5, mt / 0.7)
+
+    def worst(h, i):
+        c = moe_cost(r, touched, experts, h, i, 17 / 32)
+        R = dict(t=t, x=c["x"], hidden=h, inter=i, pairs=pairs, touched=touched)
+        D = moe_design(R)
+        M = D.mats()
+        a, b = c["flops"] / peak, c["bytes"] / bw
+        th = fit(rows_of(M, np.ones(len(t), bool)), a, b, pairs, t, D.prior, D.smooth)
+        return float(np.abs(np.log(evaluate(th, M, a, b, pairs)[0] / t)).max())
+
+    assert worst(hp, ip) < 0.05
+    assert worst(hidden, width) > 0.10
+
+
+def test_padded_shares_by_hand():
+    """The L40S's vLLM MXFP4 form (Marlin: I' to 128, H to 256) for gpt-oss at TP 16 (180 a rank, stored 256 wide
+    and 3,072 deep), 4 tokens an expert over 128 experts, top 4: 512 routed rows from 128 tokens, which reach
+    128·(1 − (31/32)^128) = 125.80 experts. FLOPs share 180·2,880 / (256·3,072) = 518,400 / 786,432 = 0.65918.
+    Bytes (fitting.moe_cost: touched·3·H·I'·17/32 + 2·rows·(2·H + 6·I')): the model's 125.80·826,200 +
+    1,024·6,840 = 103.94 M + 7.00 M = 110.94 M; stored 125.80·1,253,376 + 1,024·7,680 = 157.68 M + 7.86 M =
+    165.54 M; share 0.6702."""
+    from roofcalc.predict import touched_on_rank
+
+    g = default_model("gpu", fits="l40s", engine="vllm").moe_fits["mxfp4"]
+    touched = touched_on_rank(4.0, 128, 128, 4)
+    assert touched == pytest.approx(128 * (1 - (31 / 32) ** 128))
+    s_c, s_m = g.padded_shares(4.0, 2880, 180, touched, 128)
+    assert s_c == pytest.approx(0.65918, abs=1e-5)
+    assert s_m == pytest.approx(0.6702, abs=1e-4)
+
+
+def test_sglangs_mxfp4_triton_form_looks_its_tiles_up_at_the_stored_width():
+    """SGLang's Triton runner on the H100 (its MXFP4 table's kernel) upcasts the experts to 16 bits, stored at a
+    multiple of 32, and takes its tiles from the 16-bit configuration files by the stored width: gpt-oss at TP 8
+    (360 a rank) is stored 384 wide, and SGLang 0.5.14 ships a tuned configuration for 128 experts of width 384
+    on the H100 (benchmarks/sglang_moe_configs.json), none of width 2,880 (TP 1) or 96 (90 at TP 32, stored 96).
+    So 360 reads as tuned and takes the form at 384 without the untuned factor; 2,880 takes the factor."""
+    import json
+    from dataclasses import replace
+    from pathlib import Path
+
+    g = default_model("gpu", fits="h100_sxm", engine="sglang").moe_fits["mxfp4"]
+    assert g.pad == (32, 0) and g.untuned
+    listed = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "sglang_moe_configs.json").read_text())
+    pairs = {tuple(p) for p in listed["versions"]["0.5.14"]["bf16"]["h100_sxm"]}
+    assert (128, 384) in pairs and (128, 360) not in pairs and (128, 2880) not in pairs and (128, 96) not in pairs
+    assert g.tuned == frozenset(pairs)
+    assert g.is_tuned(128, 360) and not g.is_tuned(128, 2880)
+    assert g.untuned_words(128, 90) == "no tuned configuration for 128 experts of width 96"
+    bare = replace(g, pad=())
+    assert g.efficiencies(64.0, 2880, 360, 100.0, 128) == pytest.approx(bare.efficiencies(64.0, 2880, 384, 100.0, 128))
+    # read at 360 itself, the shape would be untuned: the factor (under 1 at 64 tokens an expert) would apply
+    assert bare.efficiencies(64.0, 2880, 360, 100.0, 128)[0] < g.efficiencies(64.0, 2880, 360, 100.0, 128)[0]

@@ -726,14 +726,46 @@ def moe_design(R: dict) -> Design:
     return D
 
 
+# How each fused-MoE kernel the measured tables name stores an MXFP4 expert: (the multiple the rank's expert width
+# I' is rounded up to, the multiple the hidden size is rounded up to; 0: as is), from the engines' own code. The
+# kernel reads, and multiplies by, the padded weights (zeros past the real width), so its tables' rows are counted
+# at those sizes (benchmarks/fit_kernels.py moe_rows) and a prediction reads its form there (predict.MoEFit.pad).
+# * vLLM (vllm/model_executor/layers/fused_moe/oracle/gpt_oss_mxfp4.py @ 80416a1,
+#   mxfp4_round_up_hidden_size_and_intermediate_size): Marlin I' to 128 and H to 256; FlashInfer's TensorRT-LLM
+#   kernels both to 256; FlashInfer's CUTLASS kernels both to 128; OpenAI's Triton kernels (the default on Hopper)
+#   I' to 64.
+# * SGLang (python/sglang/srt/layers/quantization/mxfp4.py, Mxfp4MoEMethod.create_weights): on SM100 with
+#   FlashInfer both to 256 (without it, 64); below SM100, with the triton_kernels package, I' to 32 (mxfp4_block;
+#   its Triton runner then upcasts the padded weights to 16 bits at load, process_weights_after_loading); Marlin
+#   I' to 128. Keyed by kernel source: SGLang's Triton runner's tables are all below SM100 (H100, H200, L40S).
+MXFP4_PADDING = (("vllm_gptossmxfp4moe_marlin", (128, 256)), ("vllm_gptossmxfp4moe_flashinfer_trtllm", (256, 256)),
+                 ("vllm_gptossmxfp4moe_flashinfer_cutlass", (128, 128)), ("vllm_gptossmxfp4moe_triton", (64, 0)),
+                 ("sglang_flashinfer_trtllm_moe", (256, 256)), ("sglang_fused_moe_triton", (32, 0)),
+                 ("sglang_marlin_moe", (128, 0)))
+
+
+def mxfp4_padding(kernel_source: str) -> tuple[int, int]:
+    """(I' multiple, H multiple) an MXFP4 fused-MoE kernel stores its experts at (MXFP4_PADDING, by the table's
+    kernel source); (0, 0) for a kernel whose rule is not known here (TensorRT-LLM's tables hold one width)."""
+    return next((pad for prefix, pad in MXFP4_PADDING if kernel_source.startswith(prefix)), (0, 0))
+
+
+def padded(size, multiple: int):
+    """``size`` (a number or an array) rounded up to a whole number of ``multiple``; as is for 0."""
+    from .predict import _ceil_to
+
+    return _ceil_to(size, multiple)
+
+
 def moe_misaligned(inter) -> np.ndarray:
     """1 where the rank's expert width I' is not a multiple of predict.MOE_ALIGN (16), else 0: the rows a fused-MoE
     form gives a factor of their own on each side (moe_design). Such widths come of a TP that leaves I / TP odd at
     16 (Nemotron-3 Nano's 1,856 at TP 8: 232; gpt-oss's 2,880 at TP 8: 360); on vLLM's H100 and H200 16-bit Triton
     tables their rows run about twice the aligned form at every size, 1-2 % within +-30 % of it. MXFP4 experts never run
     such a width: vLLM's and SGLang's Mxfp4MoEMethod.create_weights round intermediate_size_per_partition up ("pad
-    the intermediate size to be a multiple of 2 * mxfp4_block", to 64, 128 or 256 by kernel), so the fit gives
-    their rows none (benchmarks/fit_kernels.py moe_rows) and a shipped MXFP4 form carries no factor."""
+    the intermediate size to be a multiple of 2 * mxfp4_block", to 32, 64, 128 or 256 by kernel: MXFP4_PADDING),
+    so the fit gives their rows none (benchmarks/fit_kernels.py moe_rows) and a shipped MXFP4 form carries no
+    factor."""
     from .predict import MOE_ALIGN
 
     return (np.rint(np.asarray(inter, float)).astype(np.int64) % MOE_ALIGN != 0).astype(float)

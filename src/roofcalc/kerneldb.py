@@ -198,12 +198,15 @@ class KernelDB:
 
     def moe_floor(self, cls: str, rows, touched, experts, hidden, inter, pairs, form: dict, gated=True):
         """A fused MoE call's roofline floor as its fit counts it (fitting.moe_cost: the kernel's FLOPs and the
-        touched experts' weights plus activations, fp8 on the fp8 peak; ``gated`` False: experts without a gate)."""
+        touched experts' weights plus activations, fp8 on the fp8 peak; ``gated`` False: experts without a gate), at
+        the sizes the kernel stores MXFP4 experts at (the form's ``pad``: fitting.mxfp4_padding)."""
         import numpy as np
 
-        from .fitting import MOE_FORMATS, moe_cost
+        from .fitting import MOE_FORMATS, moe_cost, padded
 
         _, wb, _, fp8 = MOE_FORMATS[cls[4:]]
+        if form.get("pad"):
+            hidden, inter = padded(hidden, form["pad"]["hidden"]), padded(inter, form["pad"]["inter"])
         zeros = bool(form["source"].get("ep_masked_rows_written"))
         c = moe_cost(rows, touched, experts, hidden, inter, wb, int(form.get("block") or 0),
                      pairs=pairs if zeros else None, gated=gated)

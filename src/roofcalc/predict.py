@@ -568,6 +568,11 @@ class MoEFit:
     # (compute-side, memory-side) factors for a call whose rank's expert width I' is not a multiple of MOE_ALIGN
     # (fitting.moe_design: the tables' rows of such widths run slower at every size); () for none
     misaligned: tuple = ()
+    # (I' multiple, H multiple) the kernel stores MXFP4 experts at (fitting.mxfp4_padding; 0: as is): the form was
+    # fitted on the padded sizes and is read there (padded_shares); () for none; and the bytes a weight of the
+    # table's format, which the stored work's bytes are counted with
+    pad: tuple = ()
+    pad_weight_bytes: float = 0.0
 
     @classmethod
     def from_doc(cls, d: Mapping, source: str) -> "MoEFit":
@@ -582,7 +587,9 @@ class MoEFit:
                    untuned=pts("untuned_factor_compute") if d.get("untuned_factor_compute") else (),
                    tuned=frozenset((int(e), int(n)) for e, n in d.get("tuned", ())),
                    misaligned=(float(d["misaligned_factor_compute"]), float(d["misaligned_factor_memory"]))
-                   if d.get("misaligned_factor_compute") else ())
+                   if d.get("misaligned_factor_compute") else (),
+                   pad=(int(d["pad"]["inter"]), int(d["pad"]["hidden"])) if d.get("pad") else (),
+                   pad_weight_bytes=float(d["pad"]["weight_bytes"]) if d.get("pad") else 0.0)
 
     @staticmethod
     def _shape(experts, inter) -> tuple[int, int]:
@@ -594,15 +601,16 @@ class MoEFit:
         return int(experts), int(round(float(inter)))
 
     def is_tuned(self, experts, inter) -> bool:
-        """Whether the engine runs tuned tiles for ``experts`` on the rank and its expert width ``inter``: always,
-        but for SGLang's Triton kernel on a shape its package has no configuration for."""
-        return not self.untuned or self._shape(experts, inter) in self.tuned
+        """Whether the engine runs tuned tiles for ``experts`` on the rank and its expert width ``inter`` (as the
+        kernel stores it, ``pad``: SGLang looks its configuration up by the stored width): always, but for SGLang's
+        Triton kernel on a shape its package has no configuration for."""
+        return not self.untuned or self._shape(experts, self.padded(0, inter)[1]) in self.tuned
 
     def untuned_words(self, experts, inter) -> str:
         """"no tuned configuration for E experts of width W" for a shape run at the default tiles, else ""."""
         if self.is_tuned(experts, inter):
             return ""
-        e, w = self._shape(experts, inter)
+        e, w = self._shape(experts, self.padded(0, inter)[1])
         return f"no tuned configuration for {e:,} experts of width {w:,}"
 
     def is_misaligned(self, inter) -> bool:
@@ -619,12 +627,53 @@ class MoEFit:
         return (f"expert width {self._shape(0, inter)[1]:,} a rank, not a multiple of {MOE_ALIGN}: ×{m:.2f} the "
                 f"memory rate, ×{c:.2f} the compute rate of an aligned width")
 
+    def padded(self, hidden, inter) -> tuple:
+        """(H, I') as the kernel stores the experts (``pad``): each rounded up to its multiple."""
+        if not self.pad:
+            return hidden, inter
+        return _ceil_to(hidden, self.pad[1]), _ceil_to(inter, self.pad[0])
+
+    def padded_shares(self, per_expert, hidden, inter, touched, experts) -> tuple:
+        """(compute share, memory share): the model's FLOPs and bytes over the ones the kernel runs at the sizes it
+        stores the experts at (``pad``), both counted as the fit counts a call (fitting.moe_cost: a gated call,
+        ``per_expert`` tokens per expert over the rank's ``experts``, ``touched`` of them read, the weights at
+        ``pad_weight_bytes``). A prediction's counted FLOPs and bytes, the model's, over the form's
+        efficiencies times these shares are the stored work over the form's own (its fit's) efficiencies:
+        H·I' / (H_pad·I'_pad) on the compute side, exactly; on the memory side a share nearer 1 where the
+        activations (2·H + 6·I' a routed row, which grow less) weigh against the weights. (1, 1) without padding."""
+        if not self.pad:
+            return 1.0, 1.0
+        from .fitting import moe_cost
+
+        hp, ip = self.padded(hidden, inter)
+        rows = per_expert * experts
+        real, stored = (moe_cost(rows, touched, experts, h, i, self.pad_weight_bytes)["bytes"]
+                        for h, i in ((hidden, inter), (hp, ip)))
+        share_m = real / stored
+        return hidden * inter / (hp * ip), share_m if _is_array(share_m) and share_m.ndim else float(share_m)
+
+    def padded_words(self, hidden, inter) -> str:
+        """"MXFP4 experts stored padded by the kernel: width 360 → 384 a rank" (and the hidden size where it grows)
+        where the kernel's padding (``pad``) makes the stored experts larger than the model's, else ""."""
+        if not self.pad:
+            return ""
+        if _is_array(hidden):  # one model's hidden size, as _shape reads a sweep's width
+            import numpy as np
+
+            hidden = np.asarray(hidden, dtype=float).flat[0]
+        (hp, ip), (h, i) = (self._shape(*self.padded(hidden, inter)), self._shape(hidden, inter))
+        grew = [f"width {i:,} → {ip:,} a rank"] if ip != i else []
+        grew += [f"hidden {h:,} → {hp:,}"] if hp != h else []
+        return f"MXFP4 experts stored padded by the kernel: {', '.join(grew)}" if grew else ""
+
     def efficiencies(self, per_expert, hidden, inter, touched=1.0, experts=0):
         """(compute-side e, memory-side e) at ``per_expert`` tokens per expert (a number or an array), hidden size
         ``hidden``, the rank's expert width ``inter``, ``touched`` distinct experts read on the rank and its
-        ``experts`` (0: a shape taken as tuned, is_tuned)."""
+        ``experts`` (0: a shape taken as tuned, is_tuned). With ``pad``, the form is read at the sizes the kernel
+        stores the experts at (a prediction takes these times padded_shares)."""
         slow = _geo(per_expert, self.untuned) if experts and not self.is_tuned(experts, inter) else 1.0
         mis_c, mis_m = self.misaligned if self.is_misaligned(inter) else (1.0, 1.0)
+        hidden, inter = self.padded(hidden, inter)
         if self.ranges:
             (h_lo, h_hi), (i_lo, i_hi) = self.ranges
             hidden, inter = _minimum(_maximum(hidden, h_lo), h_hi), _minimum(_maximum(inter, i_lo), i_hi)
@@ -1598,7 +1647,10 @@ def _moe_share(m: KernelModel, fit: MoEFit, t_compute, t_memory, kind, rows, wei
     the gemm and gemv classes' spread, the fixed cost at the gemm class's, the work never below the kernel's own
     at the defaults' pessimistic end (the slowest published implementation)."""
     x, hidden, inter, sum_c, sum_m, sum_floor = moe[MOE_BASE:]
-    e_c, e_m = fit.efficiencies(x, hidden, inter, touched_on_rank(x, *moe[1:2], *moe[3:MOE_BASE]), moe[1])
+    touched = touched_on_rank(x, *moe[1:2], *moe[3:MOE_BASE])
+    e_c, e_m = fit.efficiencies(x, hidden, inter, touched, moe[1])
+    s_c, s_m = fit.padded_shares(x, hidden, inter, touched, moe[1])  # MXFP4 experts as the kernel stores them
+    e_c, e_m = e_c * s_c, e_m * s_m
     fixed = fit.fixed_s
     # a time per routed pair, in series: every pair of the layer, T·k (the rank's tokens per expert x the layer's
     # experts), as the fit counts them (benchmarks/fit_kernels.py: the pairs before an EP rank's mask)

@@ -480,6 +480,9 @@ def fixed_cost_words(r) -> str:
         slow = form.misaligned_words(inter)
         if slow:  # a rank's width the tables ran slower (predict.MOE_ALIGN)
             moe += f"; {slow}"
+        pad = form.padded_words(lead.moe[MOE_BASE + 1], inter)
+        if pad:  # the sizes the engine's MXFP4 kernel stores the experts at (fitting.mxfp4_padding)
+            moe += f"; {pad}"
     else:
         from .calculator import fused_moe_class
 

@@ -406,8 +406,9 @@ class Placement:
         if fused is not None and fused.source:
             words = fused.untuned_words(self.term.moe[1], self.term.moe[MOE_BASE + 2])
             slow = fused.misaligned_words(self.term.moe[MOE_BASE + 2])
+            pad = fused.padded_words(self.term.moe[MOE_BASE + 1], self.term.moe[MOE_BASE + 2])
             return (f"{fused.source}; at SGLang's default tiles ({words})" if words else fused.source) + \
-                (f"; {slow}" if slow else "")
+                "".join(f"; {w}" for w in (slow, pad) if w)
         if self.kernel.kind == "collective" and self.hop == "link" and \
                 self.model.collective_fit(*self.term.collective) is not None:
             from .hardware import measured_gpu_name
