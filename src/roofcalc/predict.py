@@ -593,11 +593,12 @@ class MoEFit:
 
     @staticmethod
     def _shape(experts, inter) -> tuple[int, int]:
-        """(experts on the rank, expert width) as whole numbers; a sweep's width array holds one shape."""
-        if _is_array(inter):
+        """(experts on the rank, expert width) as whole numbers (or any two sizes: padded_words passes the hidden
+        size first); a sweep's array of either holds one shape."""
+        if _is_array(experts) or _is_array(inter):
             import numpy as np
 
-            inter = np.asarray(inter, dtype=float).flat[0]
+            experts, inter = (np.asarray(v, dtype=float).flat[0] for v in (experts, inter))
         return int(experts), int(round(float(inter)))
 
     def is_tuned(self, experts, inter) -> bool:
@@ -657,10 +658,6 @@ class MoEFit:
         where the kernel's padding (``pad``) makes the stored experts larger than the model's, else ""."""
         if not self.pad:
             return ""
-        if _is_array(hidden):  # one model's hidden size, as _shape reads a sweep's width
-            import numpy as np
-
-            hidden = np.asarray(hidden, dtype=float).flat[0]
         (hp, ip), (h, i) = (self._shape(*self.padded(hidden, inter)), self._shape(hidden, inter))
         grew = [f"width {i:,} → {ip:,} a rank"] if ip != i else []
         grew += [f"hidden {h:,} → {hp:,}"] if hp != h else []
