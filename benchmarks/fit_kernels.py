@@ -319,7 +319,7 @@ def decode_cost(R: dict, variant: tuple, spec: dict) -> dict:
     it)."""
     tile, per_head = variant
     b, h, g, d, e = R["b"], R["h"], R["g"], R["hd"], R["e"]
-    out = F.decode_cost(b, h, g, R["kvlen"], d, e, R["w"], tile, per_head, context=R["context"])
+    out = F.decode_cost(b, h, g, R["kvlen"], d, e, R["w"], tile, per_head, context=R["context"], l2=spec["l2"])
     kv = 2 * b * g * R["kvlen"] * d * e
     return dict(out, qbytes=np.zeros_like(b), l2=kv <= spec["l2"], tokens=b * out["lt"], tile=list(variant))
 
@@ -575,7 +575,8 @@ def fit_once(cls, R, spec, sel=None, theta0=None, iters=60):
 
 DECODE_TILE_SET = (1, 16, 32, 64, 128, 256)
 TILES = {"decode": (tuple((t, False) for t in DECODE_TILE_SET), decode_cost),
-         "decode_swa": (tuple((t, w) for w in (False, True, "items") for t in DECODE_TILE_SET), decode_cost),
+         "decode_swa": (tuple((t, w) for w in (False, True, "items", *F.L2_REREAD) for t in DECODE_TILE_SET),
+                       decode_cost),
          "gemm": ((1, 64, 128, 256), gemm_cost), "prefill": ((1, 64, 128, 256), prefill_cost)}
 
 
@@ -600,7 +601,7 @@ def best_tile(cls, R, spec):
     sub = np.arange(len(t)) % 4 == 0  # the chosen tile's starting point is fitted on a quarter of the rows
     best = None
     for tile in tiles:
-        if isinstance(tile, tuple) and tile[1] == "items" and not R.get("fa2"):
+        if isinstance(tile, tuple) and (tile[1] == "items" or tile[1] in F.L2_REREAD) and not R.get("fa2"):
             continue  # a work item a query head is FlashAttention-2's way under a window (decode_cost), no other's
         Rt = dict(R)
         Rt.update(cost(R, tile, spec))
@@ -961,11 +962,29 @@ Why, and what else the tables showed:
   (fitting.decode_cost's per_head "items"). Both tables take it: the L40S's from 0.197 / 70 % to 0.144 / 72 % (all
   rows 0.108 / 89 % to 0.057 / 97 %), the RTX PRO 6000's from 0.116 / 79 % to 0.100 / 89 %; still short. Offered
   on every table, it had also been chosen for the RTX PRO 6000's FlashInfer fp8-KV table and taken it from 0.091
-  / 96 % to 0.122 / 84 %: the choice among variants on half the shapes is not the cross-validated figure. What the
-  L40S still misses is its largest DRAM rows (h=32 at 2,048 sequences and 128 keys: 5.7-6.2 ms measured over one
-  to eight KV heads, as if each query head read its group's KV from DRAM, where the form predicts 1.9-2.2 ms);
-  by KV heads, its DRAM rows' median log(measured / predicted) is +0.18 at one, +0.06 at two, -0.03 at four and
-  -0.08 at eight. No rule for which calls read so was found.
+  / 96 % to 0.122 / 84 %: the choice among variants on half the shapes is not the cross-validated figure.
+* **What L2 no longer holds of FlashAttention-2's windowed pass.** With the window's work items one a query head,
+  vLLM's FlashAttention-2 takes no split of a paged KV (vllm-project/flash-attention @ 04325b6, flash_api.cpp's
+  mha_varlen_fwd: the split-KV parameters are set on the GQA-packed path only) and launches an unsplit call's grid
+  as (query blocks, batch, heads) (flash_fwd_launch_template.h, run_flash_splitkv_fwd), so it runs every sequence of
+  one query head before the next head's: the group's next query head reads its KV one pass over the batch later (b ·
+  L · d · 2 · e bytes of K and V), from L2 only where L2 still holds it. On the L40S's DRAM rows with the "items"
+  form, the rows whose pass exceeds its 96 MB L2 ran slower the more query heads share a KV head (median
+  log(measured / predicted) at 96-192 MB: +0.24 at two a KV head, +0.53 at four, +0.68 at eight; below 96 MB -0.14
+  to +0.05). Since 2026-12-07 the windowed variants of FlashAttention-2's tables hold two more (fitting.L2_REREAD,
+  fitting.decode_cost's per_head "l2" and "l2-random"): the group's other query heads read again from DRAM the share
+  of the pass L2 misses, under one of two textbook cache models with no parameter of their own, an L2 that keeps its
+  size's worth of the pass (misses 1 - C / S) or random replacement (misses m with 1 - m = exp(-(S / C) m));
+  best_tile chooses among them as it chooses the tile. The L40S's table takes random replacement, from 0.144 / 72 %
+  to 0.077 / 86 % (the other model: 0.102 / 85 %), still short; the RTX PRO 6000's takes the first, from 0.100 / 89
+  % to 0.084 / 93 % (random replacement: 0.096 / 89 %). Both models were tried because of these residuals and chosen
+  on these figures. The step model reads the same share (predict.AttentionFit.l2_reread) at the L2 of the GPU the
+  form was fitted on: a GPU taking the form by its generation keeps it (an L4 has 48 MB, an RTX 4090 72 MB: they
+  would reread more than predicted), as does a preset that takes vLLM's windowed form for want of its own; C is the
+  datasheet's figure the fit judges L2-resident rows by (96e6 bytes, where the device reports 96 MiB). What the L40S
+  still misses most is the rows whose context passes a window of 128 (2,048 sequences of 128 keys: 2.4 ms where the
+  context is 128, 5.9-6.5 ms where it is 256 or more, a pass of 67 MB, inside L2), which the form's one factor for a
+  binding window holds only in part.
 * **TensorRT-LLM's A100 decode table** (TensorRT-LLM 1.0) runs faster than the A100's DRAM allows: its rows of
   more than 200 MB of KV read at a median 1.20x the datasheet's 2,039 GB/s where query heads share a KV head
   (63 % of those rows above 1x, up to 1.69x) and 0.79x where they do not (11 % above), where every other

@@ -62,7 +62,7 @@ def gemm_form(f: dict) -> dict:
             "source": f["source"], "cv_dram": f["cv"]["dram"]}
 
 
-def attention_form(f: dict, bf16_peak: float) -> dict:
+def attention_form(f: dict, bf16_peak: float, l2: float = 0.0) -> dict:
     """A decode or prefill attention class's DRAM parameters as predict.AttentionFit reads them
     (fitting.attention_doc, each factor's reference written in), with the fit's provenance; ``peak_ratio``: the
     fit's compute peak over the bf16 one (2 where the attention runs in fp8). ``fixed_s``: the fitted fixed cost
@@ -70,7 +70,7 @@ def attention_form(f: dict, bf16_peak: float) -> dict:
     kv_cache_write pays its own fixed cost)."""
     kind = "decode" if f["cls"].startswith("decode") else "prefill"
     doc = F.attention_doc(f["params"], kind, f["tile"], STREAM_FIXED_US * 1e-6, f["peak_flops"] / bf16_peak,
-                          mmha=f["source"].get("mmha_rule"))
+                          mmha=f["source"].get("mmha_rule"), l2=l2)
     head = ("kind", "fixed_s", "fixed_s_fitted", "tile", "per_head", "peak_ratio", "e_compute", "e_memory", "item_s",
             "window_factor")
     return {**{k: doc[k] for k in head}, "source": f["source"], "cv_dram": f["cv"]["dram"],
@@ -134,7 +134,8 @@ def main() -> None:
         elif f["cls"].startswith("moe_"):
             where.setdefault("moe", {})[f["cls"][4:]] = moe_form(f, doc["specs"][f["gpu"]]["bf16"])
         elif f["cls"].startswith(("decode", "prefill")):
-            where.setdefault("attention", {})[f["cls"]] = attention_form(f, doc["specs"][f["gpu"]]["bf16"])
+            where.setdefault("attention", {})[f["cls"]] = attention_form(f, doc["specs"][f["gpu"]]["bf16"],
+                                                                                doc["specs"][f["gpu"]]["l2"])
         if f["engine"] != "vllm":
             continue
         name = {"gemm_bf16": "gemm", "decode_bf16kv": "attention", "prefill_bf16kv": "attention_compute"}.get(f["cls"])

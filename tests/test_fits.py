@@ -176,6 +176,117 @@ def test_a_windowed_decode_with_a_work_item_a_query_head_reads_its_kv_once_a_kv_
                                                                               * dict(f.gqa_mem)[4.0])
 
 
+def test_l2_misses_by_hand():
+    """The share of a second read that misses L2 when x = sweep / L2 of the data passes between the two reads: none
+    while the pass fits (x <= 1). "keeps" (L2 keeps L2's worth of the pass): 1 - 1/x, so 1/3 at x = 1.5 and 1/2 at
+    x = 2. "random" (random replacement): m with 1 - m = exp(-x m); at x = 1.5, m = 0.58281 (exp(-0.874217) =
+    0.417188 = 1 - 0.582812), at x = 2, m = 0.79681 (exp(-1.59362) = 0.203188 = 1 - 0.796812). Numbers and
+    arrays alike."""
+    import numpy as np
+
+    from roofcalc.fitting import l2_misses
+    from roofcalc.predict import _l2_misses
+
+    assert _l2_misses(96.0, 96.0) == 0.0 and _l2_misses(50.0, 96.0, "random") == 0.0
+    assert _l2_misses(144.0, 96.0) == pytest.approx(1 / 3) and _l2_misses(192.0, 96.0) == pytest.approx(0.5)
+    assert _l2_misses(144.0, 96.0, "random") == pytest.approx(0.582812, abs=1e-6)
+    assert _l2_misses(192.0, 96.0, "random") == pytest.approx(0.796812, abs=1e-6)
+    for x in (1.01, 1.5, 3.0, 10.0):  # the defining equation itself
+        m = _l2_misses(x, 1.0, "random")
+        assert 0 < m < 1 and 1 - m == pytest.approx(math.exp(-x * m), abs=1e-12)
+    sweeps = np.array([50.0, 96.0, 144.0, 192.0])
+    for policy in ("keeps", "random"):
+        assert l2_misses(sweeps, 96.0, policy) == pytest.approx([_l2_misses(float(s), 96.0, policy) for s in sweeps])
+    with pytest.raises(ValueError):
+        _l2_misses(144.0, 96.0, "lru")
+
+
+def test_the_fits_decode_cost_rereads_what_l2_no_longer_holds():
+    """fitting.decode_cost under FlashAttention-2's windowed grid (per_head "l2" / "l2-random"): 2 sequences, 32
+    query heads over 8 KV heads of 128, 1,024 keys of 16-bit KV, a window of 4,096. One query head's pass over the
+    batch is 2·1024·128·2·2 = 1,048,576 bytes. With an L2 of two thirds of it (x = 1.5), "l2" misses a third, so
+    the 24 other query heads add 8 counted heads: 16 heads' KV, 2·2·16·1024·128·2 = 16,777,216 bytes (+ q and out
+    32,768, + the new K and V 8,192); "l2-random" misses 0.582812 (test_l2_misses_by_hand): 8 + 24·0.582812 =
+    21.98749 heads. With an L2 that holds the pass, both are the "items" count: the KV once a KV head."""
+    from roofcalc.fitting import decode_cost
+
+    args = (2, 32, 8, 1024, 128, 2.0, 4096, 1)
+    items = decode_cost(*args, "items")
+    keeps = decode_cost(*args, "l2", l2=1_048_576 / 1.5)
+    random = decode_cost(*args, "l2-random", l2=1_048_576 / 1.5)
+    assert (keeps["items"], keeps["bytes"]) == (64, pytest.approx(16_777_216 + 32_768 + 8_192))
+    assert random["bytes"] == pytest.approx(2 * 2 * 21.98749 * 1024 * 128 * 2 + 32_768 + 8_192, rel=1e-6)
+    for mode in ("l2", "l2-random"):
+        assert decode_cost(*args, mode, l2=1_048_576)["bytes"] == items["bytes"]
+        assert decode_cost(2, 32, 8, 1024, 128, 2.0, 0, 1, mode, l2=1.0)["items"] == 16  # no window: packed
+
+
+def test_a_windowed_decode_form_rereads_what_l2_no_longer_holds():
+    """A windowed FlashAttention-2 form with l2_reread: one sequence of 32 query heads over 8 KV heads, 1,024 keys
+    of head dim 128 in 16 bits, a window of 4,096. One query head's pass is 1·1024·128·2·2 = 524,288 bytes; with an
+    L2 of half that ("keeps": misses 1/2) the 24 other query heads read 12 heads' more, 20 where 8 are counted, so
+    the memory side is the items form's times 8/20; with an L2 that holds the pass it is the items form's. The
+    fitting's document carries the L2 it was fitted with."""
+    from roofcalc.fitting import attention_doc
+
+    base = dict(kernel_fits()["gpus"]["h100_sxm"]["attention"]["decode_swa_bf16kv"], per_head=False,
+                items_per_head=True)
+    attn = (1, 32, 8, 1, 1024, 128, 4096, 2.0)
+    _, m_items, s_items = AttentionFit.from_doc(base, "test").terms(attn)
+    half = AttentionFit.from_doc({**base, "l2_reread": {"l2_bytes": 262_144.0, "policy": "keeps"}}, "test")
+    _, m, series = half.terms(attn)
+    assert m == pytest.approx(m_items * 8 / 20) and series == pytest.approx(s_items)
+    held = AttentionFit.from_doc({**base, "l2_reread": {"l2_bytes": 524_288.0, "policy": "random"}}, "test")
+    assert held.terms(attn)[1] == pytest.approx(m_items)
+    params = {"fixed_s": 1e-5, "e_compute": 0.3, "e_memory": {1.0: 0.8}}
+    doc = attention_doc(params, "decode", [16, "l2-random"], l2=96e6)
+    assert doc["items_per_head"] and doc["l2_reread"] == {"l2_bytes": 96e6, "policy": "random"}
+    with pytest.raises(ValueError):
+        attention_doc(params, "decode", [16, "l2"])
+
+
+def test_the_shipped_windowed_forms_reread_as_the_fit_counted():
+    """The shipped FlashAttention-2 windowed forms carry the L2 they were fitted with, and the step model's memory
+    side moves with the reread exactly as fitting.decode_cost's KV bytes do: a form's memory efficiency with
+    l2_reread over the same form without it is the KV bytes without over with (g / (g + (h - g)·misses)), for
+    300 sequences of 32 query heads over 8 KV heads, 1,000 keys (tiled), head dim 128. In 16 bits one head's
+    pass is 300·L_t·128·2·2 bytes, about 155 MB at L_t = 1,008: past the L40S's 96 MB, so the heads reread; in 8
+    bits (77 MB) it fits and nothing changes. An array of batches reads element by element as numbers."""
+    import dataclasses
+
+    import numpy as np
+
+    from roofcalc.fitting import decode_cost
+
+    for gpu, l2, policy in (("l40s", 96e6, "random"), ("rtx_pro_6000_server", 128e6, "keeps")):
+        f = AttentionFit.from_doc(kernel_fits()["gpus"][gpu]["attention"]["decode_swa_bf16kv"], "test")
+        assert f.l2_reread == (l2, policy) and f.items_per_head
+        plain = dataclasses.replace(f, l2_reread=())
+        mode = {"random": "l2-random", "keeps": "l2"}[policy]
+        for b, e in ((300, 2.0), (300, 1.0), (2048, 2.0)):
+            attn = (b, 32, 8, 1, 1000, 128, 4096, e)
+            kv = [decode_cost(b, 32, 8, 1000, 128, e, 4096, f.tile, m, l2=l2)["bytes"] - 2 * b * 32 * 128 * 2
+                  - 2 * b * 8 * 128 * e for m in ("items", mode)]
+            assert f.terms(attn)[1] / plain.terms(attn)[1] == pytest.approx(kv[0] / kv[1], rel=1e-9)
+            assert (kv[1] > kv[0]) == (b * f.tile * math.ceil(1000 / f.tile) * 128 * 2 * e > l2)
+        batches = np.array([[300.0, 2048.0]])
+        m = f.terms((batches, 32, 8, 1, 1000, 128, 4096, 2.0))[1]
+        assert m.shape == (1, 2) and list(m[0]) == pytest.approx([f.terms((300, 32, 8, 1, 1000, 128, 4096, 2.0))[1],
+                                                                  f.terms((2048, 32, 8, 1, 1000, 128, 4096, 2.0))[1]])
+
+
+def test_a_profiles_l2_reread_must_be_one_the_step_model_takes():
+    """A form whose l2_reread names another policy, no L2 size or no per-query-head work items is refused as a
+    form (ValueError, which a profile's reader turns into its one-line error)."""
+    base = dict(kernel_fits()["gpus"]["l40s"]["attention"]["decode_swa_bf16kv"])
+    for bad in ({"l2_bytes": 96e6, "policy": "lru"}, {"l2_bytes": 0.0, "policy": "keeps"},
+                {"l2_bytes": float("nan"), "policy": "random"}):
+        with pytest.raises(ValueError):
+            AttentionFit.from_doc({**base, "l2_reread": bad}, "test")
+    with pytest.raises(ValueError):
+        AttentionFit.from_doc({**base, "items_per_head": False}, "test")
+
+
 def test_a_fitted_kernels_pessimistic_end_is_never_below_the_defaults():
     """The pessimistic work of a fitted GEMM is the slower of the fit at the classes' spread and the defaults'
     own pessimistic end: at M = 64 (a small GEMM) the defaults' CUTLASS reading (GEMM_ROWS_LOW) is slower."""

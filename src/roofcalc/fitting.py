@@ -304,24 +304,51 @@ def gemm_design(R: dict) -> Design:
 
 
 def decode_cost(b, h, g, kvlen, d, e, window, tile: int, per_head, cache_write: bool = True,
-                context=None) -> dict:
+                context=None, l2: float = 0.0) -> dict:
     """Decode attention of b sequences, h query heads, g KV heads, head dim d, kvlen keys, e bytes per KV value:
     FLOPs 4*b*h*L_t*d over the KV length rounded up to the kernel's tile; bytes: the KV read (once per KV head,
     or per query head for a windowed row with ``per_head`` True), q read and out written in 16 bits, and
     (``cache_write``: a serving engine's call includes it) the new token's K and V written, 2*b*g*d*e; work items
     b * (heads read), or b * h for a windowed row with ``per_head`` "items" (one work item a query head, as
-    FlashAttention-2 runs a windowed call, the group's KV read once from DRAM and shared through L2);
-    ``capped``: the window binds (the ``context``, the positions before the window's cap, passes it)."""
+    FlashAttention-2 runs a windowed call, the group's KV read once from DRAM and shared through L2), or "l2" and
+    "l2-random" (the same work items, the group's other query heads reading again from DRAM what an L2 of ``l2``
+    bytes no longer holds: L2_REREAD); ``capped``: the window binds (the ``context``, the positions before the
+    window's cap, passes it)."""
     b, h, g, kvlen, d, e, window = (np.asarray(x, float) for x in (b, h, g, kvlen, d, e, window))
     context = kvlen if context is None else np.asarray(context, float)
     Lt = np.ceil(kvlen / tile) * tile
-    items_only = isinstance(per_head, str) and per_head == "items"
+    policy = L2_REREAD.get(per_head) if isinstance(per_head, str) else None
+    items_only = policy is not None or (isinstance(per_head, str) and per_head == "items")
     every = bool(per_head) and not items_only  # (a numpy bool or a JSON one reads as its truth)
     heads = np.where((window > 0) & every, h, g)
+    if policy is not None:  # one query head's pass over the batch between two reads of a group's KV
+        if not l2 > 0:
+            raise ValueError(f"per_head {per_head!r} needs the GPU's L2 size (l2)")
+        heads = np.where(window > 0, g + (h - g) * l2_misses(b * Lt * d * 2 * e, l2, policy), g)
     items = b * np.where((window > 0) & (every or items_only), h, g)
     write = 2 * b * g * d * e if cache_write else 0.0
     return dict(flops=4 * b * h * Lt * d, bytes=2 * b * heads * Lt * d * e + 2 * b * h * d * 2 + write,
                 lt=Lt, items=items, tile=[tile, per_head], capped=(window > 0) & (context > window))
+
+
+# FlashAttention-2 under a window (vLLM's FA2 tables: the L40S's, the RTX PRO 6000's) runs one work item a query head
+# and, its paged KV taking no split of the KV (flash_api.cpp's mha_varlen_fwd: the split-KV parameters are set only
+# on the GQA-packed path, which a window turns off), launches its grid as (query blocks, batch, heads): every
+# sequence of one query head before the next head's. The next query head of a group reads the KV its predecessor
+# read one pass over the batch earlier, b * L_t * d * 2 * e bytes (K and V) later, from L2 where L2 still holds it.
+# Two ways an L2 of C bytes may hold a pass of S > C bytes, each a textbook cache model with no parameter of its
+# own; fit_kernels.best_tile chooses between them per table as it chooses the tile: "l2", an L2 that keeps C of
+# the S and misses the rest, 1 - C / S; "l2-random", random replacement, whose hit rate h solves
+# h = exp(-(S / C) (1 - h)) (each line survives the misses between its two reads).
+L2_REREAD = {"l2": "keeps", "l2-random": "random"}
+
+
+def l2_misses(sweep, l2: float, policy: str = "keeps"):
+    """The share of a second read that misses an L2 of ``l2`` bytes when ``sweep`` bytes pass through it between
+    the two reads (L2_REREAD; predict._l2_misses, which the step model reads it with), as an array."""
+    from .predict import _l2_misses
+
+    return np.asarray(_l2_misses(np.asarray(sweep, float), l2, policy), float)
 
 
 def mmha_rows(heads, kv_heads, batch, kv_len, sms: int, max_group: int, heuristic: bool = True):
@@ -451,13 +478,14 @@ def gemm_doc(p: dict, tile: int, peak: float, bandwidth: float) -> dict:
 
 
 def attention_doc(p: dict, kind: str, tile, fixed_less: float = 0.0, peak_ratio: float = 1.0,
-                  mmha: dict | None = None) -> dict:
+                  mmha: dict | None = None, l2: float = 0.0) -> dict:
     """A fitted attention class's parameters as the document predict.AttentionFit.from_doc reads, each factor
     with its reference written in: GQA factors 1 at MHA, prefill's work-item factor at 8,192 items, a head-dim
     factor at 128. ``fixed_less``: seconds of the fitted fixed cost that roofcalc counts in another kernel (a
     cache write the measured call included); ``peak_ratio``: the fit's compute peak over the 16-bit one;
     ``mmha``: mmha_rows' rule for the fitted GPU ({"sms", "max_group", "heuristic"}) where the fit has a
-    fallback-kernel factor."""
+    fallback-kernel factor; ``l2``: the fitted GPU's L2 bytes, which a form of per_head "l2" or "l2-random"
+    carries (l2_misses)."""
     tile, per_head = tile if isinstance(tile, (list, tuple)) else (tile, False)
     out = {"kind": kind, "fixed_s": round(p["fixed_s"] - fixed_less, 12), "fixed_s_fitted": p["fixed_s"],
            "tile": int(tile or 1), "per_head": not isinstance(per_head, str) and bool(per_head),
@@ -465,8 +493,12 @@ def attention_doc(p: dict, kind: str, tile, fixed_less: float = 0.0, peak_ratio:
            "e_compute": to_knots(p["e_compute"]) if isinstance(p["e_compute"], dict) else [[1.0, p["e_compute"]]],
            "e_memory": to_knots(p["e_memory"]), "item_s": p.get("item_s", 0.0),
            "window_factor": p.get("window_factor", 1.0)}
-    if per_head == "items":  # a windowed call's work items one a query head, its KV read once a KV head
-        out["items_per_head"] = True
+    if per_head == "items" or per_head in L2_REREAD:  # a windowed call's work items one a query head, its KV
+        out["items_per_head"] = True  # read once a KV head, or again where L2 no longer holds it (l2_misses)
+    if per_head in L2_REREAD:
+        if not l2 > 0:
+            raise ValueError(f"a form that rereads what L2 no longer holds ({per_head}) needs the GPU's L2 size")
+        out["l2_reread"] = {"l2_bytes": float(l2), "policy": L2_REREAD[per_head]}
     if "window_factor_mem" in p:
         out["window_factor_mem"] = p["window_factor_mem"]
     if mmha and "mmha_factor_mem" in p:  # the fallback kernel's factor and where it runs (mmha_rows' rule)

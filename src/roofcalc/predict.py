@@ -406,6 +406,9 @@ class AttentionFit:
     L_t and S_t: L and S rounded up to the kernel's tile (its KV and query tiles); a windowed decode with
     ``per_head`` reads its KV once per query head (FlashAttention-2 gives up its GQA packing under a window), one
     with ``items_per_head`` runs B·N work items but reads its KV once per KV head (the group's shared in L2), and
+    with ``l2_reread`` too, the group's other N - K query heads read again what L2 no longer holds of one head's
+    pass over the batch (_l2_misses of its B·L_t·H·2·e bytes of K and V, e bytes a value: K counted heads become
+    K + (N - K)·misses), and
     with ``every_head`` every decode call does: it is read as an MHA call of N heads (B·N work items, the factors
     at N/K = 1, the MHA one), each head reading its group's KV, K/N of those reads the counted bytes (an engine's
     kernel that shares no group's KV).
@@ -443,6 +446,9 @@ class AttentionFit:
     # a windowed decode call's work items one a query head, its KV read once a KV head (fitting.decode_cost's
     # per_head "items": FlashAttention-2 under a window, the group's KV shared through L2)
     items_per_head: bool = False
+    # with items_per_head: (L2 bytes, policy) where the group's other query heads read again from DRAM what L2 no
+    # longer holds of one query head's pass over the batch (fitting.L2_REREAD: FlashAttention-2's grid order)
+    l2_reread: tuple = ()
 
     @classmethod
     def from_doc(cls, d: Mapping, source: str) -> "AttentionFit":
@@ -456,7 +462,8 @@ class AttentionFit:
                    window_mem=float(d.get("window_factor_mem", 1.0)),
                    mmha_mem=tuple((float(x), float(e)) for x, e in mm["factor_mem"]) if mm else (),
                    mmha_rule=(int(mm["sms"]), int(mm["max_group"]), bool(mm["heuristic"])) if mm else (),
-                   tables=d.get("tables", ""), items_per_head=bool(d.get("items_per_head", False)))
+                   tables=d.get("tables", ""), items_per_head=bool(d.get("items_per_head", False)),
+                   l2_reread=_l2_reread(d))
 
     def mmha(self, b, h, g, kv):
         """Whether TensorRT-LLM runs this decode call on its fallback kernel (fitting.mmha_rows' rule: more
@@ -488,6 +495,9 @@ class AttentionFit:
             lt = _ceil_to(kv, self.tile)
             heads = h if self.per_head and w else g
             items = b * (h if self.items_per_head and w else heads)
+            if self.items_per_head and self.l2_reread and w:  # the group's other query heads reread what L2
+                # no longer holds of one query head's pass over the batch (K and V at the tiled length)
+                heads = g + (h - g) * _l2_misses(b * lt * d * 2 * attn[7], *self.l2_reread)
             comp = _interp_geo(1.0, self.e_compute) * kv / lt
             mem = (_interp_geo(lt, self.e_memory) * f_hd_m * f_gqa_m * kv * g / (lt * heads)
                    * (_interp_geo(items, self.items_mem) if self.items_mem else 1.0))
@@ -795,6 +805,51 @@ def _ceil_to(x, tile: int):
 
         return np.ceil(np.asarray(x, dtype=float) / tile) * tile
     return math.ceil(x / tile) * tile
+
+
+def _l2_reread(d: Mapping) -> tuple:
+    """An attention form's ``l2_reread`` ({"l2_bytes", "policy"}) as (L2 bytes, policy), () where it has none;
+    ValueError where it is not one a windowed work-item form can take."""
+    r = d.get("l2_reread")
+    if not r:
+        return ()
+    l2, policy = float(r["l2_bytes"]), str(r["policy"])
+    if policy not in ("keeps", "random") or not (math.isfinite(l2) and l2 > 0) or not d.get("items_per_head"):
+        raise ValueError(f"l2_reread {dict(r)} needs a policy 'keeps' or 'random', an L2 size in bytes above 0 "
+                         f"and items_per_head")
+    return l2, policy
+
+
+def _l2_misses(sweep, l2: float, policy: str = "keeps"):
+    """The share of a second read that misses an L2 of ``l2`` bytes when ``sweep`` bytes pass through it between
+    the two reads (fitting.L2_REREAD): none while the pass fits (x = sweep / l2 <= 1); else 1 - 1 / x where L2
+    keeps l2 bytes of the pass ("keeps"), or under random replacement ("random") the miss share m solving
+    1 - m = exp(-x m) (a line survives the x m l2 bytes of misses between its two reads; Newton's method from
+    m = 1, where the concave function converges from above). A number or an array."""
+    if policy not in ("keeps", "random"):
+        raise ValueError(f"unknown L2 policy {policy!r}")
+    if _is_array(sweep):
+        import numpy as np
+
+        x = np.asarray(sweep, dtype=float) / l2 if l2 > 0 else np.zeros(np.shape(sweep))
+        past = np.isfinite(x) & (x > 1)
+        if policy == "keeps":
+            return np.where(past, 1.0 - 1.0 / np.where(past, x, 2.0), 0.0)
+        xs = np.where(past, x, 2.0)  # the iteration on a fitting x alone (no overflow where none is asked)
+        m = np.ones_like(xs)
+        for _ in range(40):
+            q = np.exp(-xs * m)
+            m = m - (1.0 - m - q) / (xs * q - 1.0)
+        return np.where(past, np.clip(m, 0.0, 1.0), 0.0)
+    x = float(sweep) / l2 if l2 > 0 else 0.0
+    if not (math.isfinite(x) and x > 1):
+        return 0.0
+    if policy == "keeps":
+        return 1.0 - 1.0 / x
+    m = 1.0
+    for _ in range(40):
+        m = m - (1.0 - m - math.exp(-x * m)) / (x * math.exp(-x * m) - 1.0)
+    return min(max(m, 0.0), 1.0)
 
 
 def _tiled(rows, tile: int):
