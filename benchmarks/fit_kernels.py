@@ -979,9 +979,10 @@ Why, and what else the tables showed:
   to 0.077 / 86 % (the other model: 0.102 / 85 %), still short; the RTX PRO 6000's takes the first, from 0.100 / 89
   % to 0.084 / 93 % (random replacement: 0.096 / 89 %). Both models were tried because of these residuals and chosen
   on these figures. The step model reads the same share (predict.AttentionFit.l2_reread) at the L2 of the GPU the
-  form was fitted on: a GPU taking the form by its generation keeps it (an L4 has 48 MB, an RTX 4090 72 MB: they
-  would reread more than predicted), as does a preset that takes vLLM's windowed form for want of its own; C is the
-  datasheet's figure the fit judges L2-resident rows by (96e6 bytes, where the device reports 96 MiB). What the L40S
+  form was fitted on, or, on a GPU that takes the form by its generation, at that GPU's own where hardware.json
+  gives it (`l2_bytes`: an L4's 48 MB, an RTX 4080's 64, an RTX 4090's 72, an RTX 5090's 96); a preset that takes
+  vLLM's windowed form for want of its own takes the reread with it. C is the figure as the vendor labels it,
+  which the fit judges L2-resident rows by too (96e6 bytes, where the device reports 96 MiB). What the L40S
   still misses most is the rows whose context passes a window of 128 (2,048 sequences of 128 keys: 2.4 ms where the
   context is 128, 5.9-6.5 ms where it is 256 or more, a pass of 67 MB, inside L2), which the form's one factor for a
   binding window holds only in part.

@@ -233,6 +233,10 @@ def test_profile_round_trip(tmp_path):
     save_profile(hw, str(tmp_path / "t4.json"))
     back = load_profile(str(tmp_path / "t4.json"))
     assert back == hw
+    sized = Hardware("RTX 4090 (measured)", 9e11, {"bf16": 1.5e14}, nominal="RTX4090", compute_capability=8.9,
+                     l2_bytes=72e6, l2="72 MB, the card's")  # every field comes back, the L2 too
+    save_profile(sized, str(tmp_path / "4090.json"))
+    assert load_profile(str(tmp_path / "4090.json")) == sized
     r = roofline(analyze(TINY, Workload.decode(1, 500)), T4, measured_profile=back)
     assert r.measured.ridge == pytest.approx(185.185, abs=1e-3)
     assert r.model.launch_s.expected == 6e-6  # a schema-1 profile's dispatch is the cost of one launch

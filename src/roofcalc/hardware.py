@@ -53,6 +53,11 @@ class Hardware:
     # a GPU linked to its peers over PCIe (no NVLink): whether the GPUs of a box reach each other peer to peer
     # (True), or only through the host's memory (False); None for an NVLink GPU or a device without peers
     pcie_p2p: bool | None = None
+    # the L2 cache in bytes, as the vendor's figure labels it (MB read as 10^6 bytes, as the measured GPUs' fits judge
+    # their tables), and its source; None where the catalog does not say (predict.AttentionFit.l2_reread keeps the
+    # fitted GPU's)
+    l2_bytes: float | None = None
+    l2: str = ""
 
     def peak(self, compute_dtype: str) -> float:
         if compute_dtype not in self.peak_flop_per_s:
@@ -202,6 +207,8 @@ def hardware_from_dict(d: Any, where: str) -> Hardware:
         compute_capability=cc,
         kernel_fits=_fits_name(d.get("kernel_fits", ""), where),
         pcie_p2p=_flag(d.get("pcie_p2p"), f"{where}: pcie_p2p"),
+        l2_bytes=None if d.get("l2_bytes") is None else _positive(d["l2_bytes"], f"{where}: l2_bytes"),
+        l2=text(d.get("l2", ""), f"{where}: l2", 300),
     )
 
 
@@ -289,7 +296,8 @@ def profile_record(hw: Hardware) -> dict[str, Any]:
     optional = {"link_bytes_per_s": hw.link_bytes_per_s, "gpus_per_node": hw.gpus_per_node, "link": hw.link,
                 "link_latency_s": hw.link_latency_s, "network_bytes_per_s": hw.network_bytes_per_s,
                 "network": hw.network, "aliases": list(hw.aliases), "nominal": hw.nominal,
-                "compute_capability": hw.compute_capability, "kernel_fits": hw.kernel_fits, "pcie_p2p": hw.pcie_p2p}
+                "compute_capability": hw.compute_capability, "kernel_fits": hw.kernel_fits, "pcie_p2p": hw.pcie_p2p,
+                "l2_bytes": hw.l2_bytes, "l2": hw.l2}
     doc.update({k: v for k, v in optional.items() if v not in (None, "", [])})
     doc.update(kind=hw.kind, segment=hw.segment, source=hw.source)
     if hw.efficiency is not None:

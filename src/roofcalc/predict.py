@@ -465,6 +465,21 @@ class AttentionFit:
                    tables=d.get("tables", ""), items_per_head=bool(d.get("items_per_head", False)),
                    l2_reread=_l2_reread(d))
 
+    def reread_words(self, attn) -> str:
+        """"... a query head's pass over the batch, 84 MB, passes L2 (72 MB): the group's 24 other query heads
+        reread 27% of it" where this windowed decode rereads (l2_reread); "" where it does not (or for a sweep)."""
+        b, h, g, _, kv, d, w, e = attn[:8]
+        if not (self.kind == "decode" and self.items_per_head and self.l2_reread and w) or \
+                _is_array(b, kv) or h <= g:
+            return ""
+        sweep = b * _ceil_to(kv, self.tile) * d * 2 * e
+        misses = _l2_misses(sweep, *self.l2_reread)
+        if not misses:
+            return ""
+        return (f"FlashAttention-2 under a window: a query head's pass over the batch, {sweep / 1e6:,.0f} MB, passes "
+                f"L2 ({self.l2_reread[0] / 1e6:,.0f} MB): the group's {h - g:g} other query heads reread "
+                f"{misses:.0%} of it")
+
     def mmha(self, b, h, g, kv):
         """Whether TensorRT-LLM runs this decode call on its fallback kernel (fitting.mmha_rows' rule: more
         query heads per KV head than XQA takes, or too little work for its heuristic); numbers or arrays."""
@@ -1022,6 +1037,14 @@ class KernelModel:
         defaults = self.relative_to in ("datasheet", "measured roof") and self.classes["gemm_fp8"].source == "default"
         return replace(self, classes={**self.classes, "gemm": self.classes["gemm_fp8"]}, gemm_16bit=self.classes["gemm"],
                        depth=GEMM_FP8_DEPTH if defaults else self.depth)
+
+    def with_l2(self, l2_bytes: float | None) -> "KernelModel":
+        """The same model on a GPU whose L2 holds ``l2_bytes``: each attention form that rereads what L2 no longer
+        holds (AttentionFit.l2_reread, fitted at its own GPU's L2) rereads at this one's. None: as it is."""
+        if not l2_bytes or not any(f.l2_reread for f in self.attention_fits.values()):
+            return self
+        return replace(self, attention_fits={k: replace(f, l2_reread=(float(l2_bytes), f.l2_reread[1]))
+                                             if f.l2_reread else f for k, f in self.attention_fits.items()})
 
     def on_roof(self, bandwidth_ratio: float, peak_ratio: float) -> "KernelModel":
         """The same model on a roof other than the one its fractions are of: a datasheet fraction

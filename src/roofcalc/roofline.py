@@ -409,6 +409,11 @@ class Placement:
             pad = fused.padded_words(self.term.moe[MOE_BASE + 1], self.term.moe[MOE_BASE + 2])
             return (f"{fused.source}; at SGLang's default tiles ({words})" if words else fused.source) + \
                 "".join(f"; {w}" for w in (slow, pad) if w)
+        if self.kernel.kind == "attention" and self.term.attn:  # a windowed call that rereads past L2
+            fit = self.model.attention_fit(self.term.attn)
+            words = fit.reread_words(self.term.attn) if fit is not None else ""
+            if words:
+                return f"{fit.source or self.model.classes[self.efficiency_class].source}; {words}"
         if self.kernel.kind == "collective" and self.hop == "link" and \
                 self.model.collective_fit(*self.term.collective) is not None:
             from .hardware import measured_gpu_name
@@ -791,6 +796,9 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
         model = default_model((profile or hardware).kind, hardware.segment, *hardware.fits,
                               engine=getattr(engine_host, "table_engine", ""), links=box.links[0],
                               compute_capability=hardware.compute_capability)
+        if hardware.fits[1] == "nearest":  # another GPU's forms: a windowed FlashAttention-2 form rereads at
+            # this GPU's L2, where its file or the catalog says it
+            model = model.with_l2(profile.l2_bytes if profile is not None and profile.l2_bytes else hardware.l2_bytes)
         if measured is not None:
             model = model.on_roof(measured.bandwidth_bytes_per_s / nominal.bandwidth_bytes_per_s,
                                   measured.peak_flop_per_s / nominal.peak_flop_per_s)
