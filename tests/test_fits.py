@@ -334,6 +334,43 @@ def test_a_gpu_taking_another_gpus_windowed_form_rereads_at_its_own_l2(capsys, t
     assert code == 2 and "l2_bytes" in err and len(err.strip().splitlines()) == 1
 
 
+def test_tensorrt_llms_tile_is_xqas_alone():
+    """TensorRT-LLM's decode tile applies to the rows its XQA kernel runs (fitting.xqa_rows), not to an MHA call
+    nor to its fallback kernel's. fitting.decode_cost, 4 sequences of 100 keys, head dim 128, 16-bit KV, a tile
+    of 64: a GQA row (32 query heads over 8 KV heads) reads L_t = 128 keys, 2·4·8·128·128·2 = 2,097,152 bytes of
+    KV; untiled (the fallback's), 100 keys, 1,638,400. predict.AttentionFit.tile_xqa reads a call the same way:
+    an XQA call as the tiled form, an MHA call and a call of 64 query heads a KV head (past XQA's 32: the
+    fallback) as the untiled one; a GPU's rule (SMs 132, largest group 32, heuristic) as the H100's."""
+    import numpy as np
+
+    from roofcalc.fitting import decode_cost, xqa_rows
+
+    args = (4, 32, 8, 100, 128, 2.0, 0, 64, False)
+    write_qo = 2 * 4 * 32 * 128 * 2 + 2 * 4 * 8 * 128 * 2
+    assert decode_cost(*args, tiled=np.array(True))["bytes"] == 2_097_152 + write_qo
+    assert decode_cost(*args, tiled=np.array(False))["bytes"] == 1_638_400 + write_qo
+    rule = dict(sms=132, max_group=32, heuristic=True)
+    assert list(xqa_rows([32, 8, 64, 32], [8, 8, 1, 8], [64, 64, 64, 1], [1000, 1000, 1000, 100], **rule)) == \
+        [True, False, False, False]  # GQA; MHA; a group of 64; too little work (4·8·1·max(100/128, 1) < 132)
+    base = dict(kernel_fits()["gpus"]["h100_sxm"]["attention"]["decode_bf16kv"], tile=64)
+    tiled, untiled = AttentionFit.from_doc(base, "t"), AttentionFit.from_doc({**base, "tile": 1}, "t")
+    xqa = AttentionFit.from_doc({**base, "tile_xqa": rule}, "t")
+    for attn, like in (((64, 32, 8, 1, 1000, 128, 0, 2.0), tiled), ((64, 8, 8, 1, 1000, 128, 0, 2.0), untiled),
+                       ((64, 64, 1, 1, 1000, 128, 0, 2.0), untiled)):
+        assert xqa.terms(attn)[:2] == pytest.approx(like.terms(attn)[:2])
+    # the heuristic: one sequence of 100 keys is too little work for XQA (4·8·1·1 = 32 < 132 SMs), untiled; 64
+    # sequences (2,048) run on XQA, tiled to 128 keys; a sweep of both reads element by element
+    one, many = (xqa.terms((b, 32, 8, 1, 100.0, 128, 0, 2.0))[1] for b in (1, 64))
+    assert one == pytest.approx(untiled.terms((1, 32, 8, 1, 100.0, 128, 0, 2.0))[1])
+    assert many == pytest.approx(tiled.terms((64, 32, 8, 1, 100.0, 128, 0, 2.0))[1])
+    assert list(xqa.terms((np.array([[1.0, 64.0]]), 32, 8, 1, 100.0, 128, 0, 2.0))[1][0]) == pytest.approx([one, many])
+    with pytest.raises(ValueError):  # one dispatch, written twice, must agree
+        AttentionFit.from_doc({**base, "tile_xqa": rule, "mmha": dict(rule, sms=142, factor_mem=[[2.0, 1.0]])}, "t")
+    kv = np.array([[1000.0, 1024.0]])  # a sweep reads element by element
+    assert xqa.terms((64, 32, 8, 1, kv, 128, 0, 2.0))[1][0] == pytest.approx(
+        [xqa.terms((64, 32, 8, 1, 1000.0, 128, 0, 2.0))[1], xqa.terms((64, 32, 8, 1, 1024.0, 128, 0, 2.0))[1]])
+
+
 def test_a_fitted_kernels_pessimistic_end_is_never_below_the_defaults():
     """The pessimistic work of a fitted GEMM is the slower of the fit at the classes' spread and the defaults'
     own pessimistic end: at M = 64 (a small GEMM) the defaults' CUTLASS reading (GEMM_ROWS_LOW) is slower."""

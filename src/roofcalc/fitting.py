@@ -304,7 +304,7 @@ def gemm_design(R: dict) -> Design:
 
 
 def decode_cost(b, h, g, kvlen, d, e, window, tile: int, per_head, cache_write: bool = True,
-                context=None, l2: float = 0.0) -> dict:
+                context=None, l2: float = 0.0, tiled=None) -> dict:
     """Decode attention of b sequences, h query heads, g KV heads, head dim d, kvlen keys, e bytes per KV value:
     FLOPs 4*b*h*L_t*d over the KV length rounded up to the kernel's tile; bytes: the KV read (once per KV head,
     or per query head for a windowed row with ``per_head`` True), q read and out written in 16 bits, and
@@ -313,10 +313,13 @@ def decode_cost(b, h, g, kvlen, d, e, window, tile: int, per_head, cache_write: 
     FlashAttention-2 runs a windowed call, the group's KV read once from DRAM and shared through L2), or "l2" and
     "l2-random" (the same work items, the group's other query heads reading again from DRAM what an L2 of ``l2``
     bytes no longer holds: L2_REREAD); ``capped``: the window binds (the ``context``, the positions before the
-    window's cap, passes it)."""
+    window's cap, passes it). ``tiled``: the rows the tile applies to (None: all; TensorRT-LLM's tables: the rows
+    its XQA kernel runs, xqa_rows), the others read their KV token by token."""
     b, h, g, kvlen, d, e, window = (np.asarray(x, float) for x in (b, h, g, kvlen, d, e, window))
     context = kvlen if context is None else np.asarray(context, float)
     Lt = np.ceil(kvlen / tile) * tile
+    if tiled is not None:
+        Lt = np.where(np.asarray(tiled, bool), Lt, kvlen)
     policy = L2_REREAD.get(per_head) if isinstance(per_head, str) else None
     items_only = policy is not None or (isinstance(per_head, str) and per_head == "items")
     every = bool(per_head) and not items_only  # (a numpy bool or a JSON one reads as its truth)
@@ -349,6 +352,18 @@ def l2_misses(sweep, l2: float, policy: str = "keeps"):
     from .predict import _l2_misses
 
     return np.asarray(_l2_misses(np.asarray(sweep, float), l2, policy), float)
+
+
+def xqa_rows(heads, kv_heads, batch, kv_len, sms: int, max_group: int, heuristic: bool = True):
+    """The rows TensorRT-LLM's decode runs on XQA (TRTLLM-GEN on SM100): query heads sharing a KV head, and not
+    on its fallback kernel (mmha_rows). XQA reads the KV in whole tiles (cpp/tensorrt_llm/kernels/
+    decoderMaskedMultiheadAttention: its tensor map of a paged KV loads boxes of min(tokens per page, 64) tokens),
+    where its fallback kernel, one block a (query head, sequence), and an MHA call read it token by token; so a
+    TensorRT-LLM table's tile (chosen as every table's is, fit_kernels.best_tile) applies to these rows alone. The
+    H200's table shows it: 2,048 sequences of 32 query heads over 8 KV heads take 0.60 ms at every KV length from
+    2 to 128."""
+    heads, kv_heads = np.asarray(heads, float), np.asarray(kv_heads, float)
+    return (heads > kv_heads) & ~mmha_rows(heads, kv_heads, batch, kv_len, sms, max_group, heuristic)
 
 
 def mmha_rows(heads, kv_heads, batch, kv_len, sms: int, max_group: int, heuristic: bool = True):
@@ -503,6 +518,8 @@ def attention_doc(p: dict, kind: str, tile, fixed_less: float = 0.0, peak_ratio:
         out["window_factor_mem"] = p["window_factor_mem"]
     if mmha and "mmha_factor_mem" in p:  # the fallback kernel's factor and where it runs (mmha_rows' rule)
         out["mmha"] = dict(mmha, factor_mem=to_knots(p["mmha_factor_mem"]))
+    if mmha and kind == "decode":  # TensorRT-LLM's: the tile is XQA's, on the rows it runs (xqa_rows)
+        out["tile_xqa"] = dict(mmha)
     for name, ref in (("items_factor_mem", None), ("mha_items_factor_mem", None), ("gqa_factor", 1.0),
                       ("gqa_factor_mem", 1.0), ("items_factor", 8192.0)):
         if name in p:

@@ -449,6 +449,9 @@ class AttentionFit:
     # with items_per_head: (L2 bytes, policy) where the group's other query heads read again from DRAM what L2 no
     # longer holds of one query head's pass over the batch (fitting.L2_REREAD: FlashAttention-2's grid order)
     l2_reread: tuple = ()
+    # TensorRT-LLM's decode: (SMs, largest XQA group, heuristic?), the rule of the rows its XQA kernel runs, which
+    # alone take the tile (fitting.xqa_rows); its fallback kernel and an MHA call read the KV token by token
+    tile_xqa: tuple = ()
 
     @classmethod
     def from_doc(cls, d: Mapping, source: str) -> "AttentionFit":
@@ -463,7 +466,8 @@ class AttentionFit:
                    mmha_mem=tuple((float(x), float(e)) for x, e in mm["factor_mem"]) if mm else (),
                    mmha_rule=(int(mm["sms"]), int(mm["max_group"]), bool(mm["heuristic"])) if mm else (),
                    tables=d.get("tables", ""), items_per_head=bool(d.get("items_per_head", False)),
-                   l2_reread=_l2_reread(d))
+                   l2_reread=_l2_reread(d),
+                   tile_xqa=_tile_xqa(d))
 
     def reread_words(self, attn) -> str:
         """"... a query head's pass over the batch, 84 MB, passes L2 (72 MB): the group's 24 other query heads
@@ -483,16 +487,7 @@ class AttentionFit:
     def mmha(self, b, h, g, kv):
         """Whether TensorRT-LLM runs this decode call on its fallback kernel (fitting.mmha_rows' rule: more
         query heads per KV head than XQA takes, or too little work for its heuristic); numbers or arrays."""
-        sms, max_group, heuristic = self.mmha_rule
-        group = h / g
-        if not heuristic:
-            return group > max_group
-        small = 4 * g * b * _maximum(kv / 128, 1.0) < sms
-        if _is_array(small) or _is_array(group):
-            import numpy as np
-
-            return (group > 1) & ((group > max_group) | np.asarray(small))
-        return group > 1 and (group > max_group or bool(small))
+        return _mmha_runs(self.mmha_rule, b, h, g, kv)
 
     def terms(self, attn):
         """(compute-side e, memory-side e, seconds in series) of a call of sizes ``attn``
@@ -508,6 +503,8 @@ class AttentionFit:
         f_gqa_m = _interp_geo(ratio, self.gqa_mem) if self.gqa_mem else 1.0
         if self.kind == "decode":
             lt = _ceil_to(kv, self.tile)
+            if self.tile_xqa:  # TensorRT-LLM's tile is XQA's: an MHA call and its fallback kernel read per token
+                lt = kv if h <= g else _where(_mmha_runs(self.tile_xqa, b, h, g, kv), kv, lt)
             heads = h if self.per_head and w else g
             items = b * (h if self.items_per_head and w else heads)
             if self.items_per_head and self.l2_reread and w:  # the group's other query heads reread what L2
@@ -820,6 +817,34 @@ def _ceil_to(x, tile: int):
 
         return np.ceil(np.asarray(x, dtype=float) / tile) * tile
     return math.ceil(x / tile) * tile
+
+
+def _mmha_runs(rule: tuple, b, h, g, kv):
+    """fitting.mmha_rows' rule ((SMs, largest XQA group, heuristic?)) for one call: whether TensorRT-LLM runs it
+    on its fallback kernel; numbers or arrays."""
+    sms, max_group, heuristic = rule
+    group = h / g
+    if not heuristic:
+        return group > max_group
+    small = 4 * g * b * _maximum(kv / 128, 1.0) < sms
+    if _is_array(small) or _is_array(group):
+        import numpy as np
+
+        return (group > 1) & ((group > max_group) | np.asarray(small))
+    return group > 1 and (group > max_group or bool(small))
+
+
+def _tile_xqa(d: Mapping) -> tuple:
+    """A TensorRT-LLM decode form's ``tile_xqa`` rule as (SMs, largest XQA group, heuristic?), () where it has none;
+    ValueError where its fallback kernel's rule (``mmha``) says otherwise: one dispatch, written twice."""
+    t = d.get("tile_xqa")
+    if not t:
+        return ()
+    rule = (int(t["sms"]), int(t["max_group"]), bool(t["heuristic"]))
+    m = d.get("mmha")
+    if m and (int(m["sms"]), int(m["max_group"]), bool(m["heuristic"])) != rule:
+        raise ValueError(f"tile_xqa {dict(t)} is not the form's mmha rule")
+    return rule
 
 
 def _l2_reread(d: Mapping) -> tuple:
