@@ -469,6 +469,14 @@ class AttentionFit:
                    l2_reread=_l2_reread(d),
                    tile_xqa=_tile_xqa(d))
 
+    def _decode_length(self, b, h, g, kv):
+        """The KV length a decode call reads: ``kv`` rounded up to the tile (TensorRT-LLM's tile is XQA's: an MHA
+        call and its fallback kernel read token by token)."""
+        lt = _ceil_to(kv, self.tile)
+        if self.tile_xqa:
+            lt = kv if h <= g else _where(_mmha_runs(self.tile_xqa, b, h, g, kv), kv, lt)
+        return lt
+
     def reread_words(self, attn) -> str:
         """"... a query head's pass over the batch, 84 MB, passes L2 (72 MB): the group's 24 other query heads
         reread 27% of it" where this windowed decode rereads (l2_reread); "" where it does not (or for a sweep)."""
@@ -476,7 +484,7 @@ class AttentionFit:
         if not (self.kind == "decode" and self.items_per_head and self.l2_reread and w) or \
                 _is_array(b, kv) or h <= g:
             return ""
-        sweep = b * _ceil_to(kv, self.tile) * d * 2 * e
+        sweep = b * self._decode_length(b, h, g, kv) * d * 2 * e
         misses = _l2_misses(sweep, *self.l2_reread)
         if not misses:
             return ""
@@ -502,9 +510,7 @@ class AttentionFit:
         f_gqa_c = _interp_geo(ratio, self.gqa_comp) if self.gqa_comp else 1.0
         f_gqa_m = _interp_geo(ratio, self.gqa_mem) if self.gqa_mem else 1.0
         if self.kind == "decode":
-            lt = _ceil_to(kv, self.tile)
-            if self.tile_xqa:  # TensorRT-LLM's tile is XQA's: an MHA call and its fallback kernel read per token
-                lt = kv if h <= g else _where(_mmha_runs(self.tile_xqa, b, h, g, kv), kv, lt)
+            lt = self._decode_length(b, h, g, kv)
             heads = h if self.per_head and w else g
             items = b * (h if self.items_per_head and w else heads)
             if self.items_per_head and self.l2_reread and w:  # the group's other query heads reread what L2
