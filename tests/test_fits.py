@@ -1038,3 +1038,37 @@ def test_the_fits_decode_cost_counts_flashattention2s_windowed_work_items():
 
     assert decode_cost(*args, 4096, 1, np.False_)["items"] == 16
     assert decode_cost(*args, 4096, 1, np.True_)["bytes"] == per_head["bytes"]
+
+
+@pytest.mark.parametrize("hw_name, engine, dtype, words", [
+    ("H100-SXM", "vllm", "bf16", "AIConfigurator 0.12.0 h100_sxm vllm tables, fitted (docs/kernel_fits.md)"),
+    ("H100-SXM", "trtllm", "fp8", "AIConfigurator 0.12.0 h100_sxm trtllm tables, fitted (docs/kernel_fits.md)"),
+    ("RTX4090", "vllm", "fp16", "AIConfigurator 0.12.0 l40s vllm tables, fitted (docs/kernel_fits.md), the nearest "
+                                "measured GPU's"),
+])
+def test_a_kernel_names_the_fitted_form_its_expected_time_comes_from(hw_name, engine, dtype, words):
+    """A kernel's efficiency source (JSON, CSV) names the fitted form exactly where one gives its expected time:
+    the oracle is the same step without its fitted GEMM and attention forms (KernelModel.unfitted), which changes
+    a kernel's time where, and only where, a form gives it. Llama-2-7B decoding at batch 8 over 1,024 tokens: its
+    projections (fused q/k/v and gate/up groups under the serving engines) and attention take the forms, its
+    norms, rotary and residuals the default stream class. A GeForce card's GEMMs take the form's memory side only
+    (gemm_memory_only), and say so."""
+    from dataclasses import replace
+
+    from roofcalc.engines import ENGINES
+
+    d = DTYPES[dtype]
+    wl = Workload.decode(8, 1024, weight_dtype=d, act_dtype=d, kv_dtype=d, cache_update="in-place")
+    eng = ENGINES[engine]
+    r = roofline(analyze(load_shape("meta-llama/Llama-2-7b-hf"), wl), hw_name, impl=eng.impl, engine_host=eng.host)
+    kinds = set()
+    for p in r.step.placements:
+        moved = replace(p, model=p.model.unfitted).t_expected_s != pytest.approx(p.t_expected_s, rel=1e-12)
+        assert p.efficiency_source.startswith(words) == moved, p.kernel.name
+        assert moved == (p.kernel.kind in ("matmul", "attention")), p.kernel.name
+        if p.kernel.kind == "matmul":
+            assert ("its memory side and fixed cost" in p.efficiency_source) == (hw_name == "RTX4090")
+        else:
+            assert p.efficiency_source == words or p.efficiency_source == "default"
+        kinds.add(p.kernel.kind)
+    assert {"matmul", "attention", "elementwise"} <= kinds

@@ -66,6 +66,8 @@ def test_a_measured_shape_takes_its_measured_time(capsys):
     doc = json.loads(out)
     q = next(k for k in doc["kernels"] if k["name"] == "q_proj")
     assert q["t_expected_s"] == pytest.approx(0.014767110347747803e-3, rel=1e-9)
+    assert q["efficiency_source"] == ("AIConfigurator 0.12.0 h100_sxm vllm tables, fitted (docs/kernel_fits.md); "
+                                      "its work the nearest measured shape's (--kernel-db)")
     assert doc["hardware"]["kernel_fits"]["kernel_db"] is True
     assert doc["hardware"]["kernel_fits"]["gemm_compute"] == "fitted"  # the H100's own forms, both sides
 
@@ -123,7 +125,11 @@ def test_a_fused_moe_call_takes_a_measured_shape_as_it_is_and_another_with_the_f
     fixed = kernel_fits()["gpus"]["h100_sxm"]["moe"]["bf16"]["fixed_s"]
     monkeypatch.setattr(roofcalc.kerneldb, "KernelDB", lambda *a, **k: _Tables(300e-6, exact))
     assert main(args + ["--kernel-db"]) == 0
-    read = call(json.loads(capsys.readouterr().out))
+    doc = json.loads(capsys.readouterr().out)
+    read = call(doc)
+    # each of the call's kernels says which way its time was read (JSON's efficiency_source)
+    words = "its call the table's measured one" if exact else "its work between the fit's and the table's nearest"
+    assert all(words in k["efficiency_source"] for k in doc["kernels"] if k["name"].startswith("experts."))
     call = fixed + 300e-6 if exact else ((300e-6 + fixed) * fitted) ** 0.5
     assert read == pytest.approx(call, rel=1e-9)
     assert fitted - fixed != pytest.approx(300e-6, rel=0.05)  # the two ways differ: the test can tell them apart

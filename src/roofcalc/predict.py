@@ -1652,10 +1652,7 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
             base_m = m.unfitted if fit is m.gemm_fit else replace(m.unfitted, dequant_size={})
             d_c, d_m = efficiencies(base_m, kind, rows, weight_format, True, weight_bytes, depth, coll, width)
             work = _maximum(work, _maximum(t_compute / d_c, t_memory / d_m))
-        # 16-bit and fp8 tables: not a dequantizing format, nor a matmul on its engine's own weight-format form
-        covered = m.db is not None and not (kind == "matmul" and (weight_format in m.dequant or fit != m.gemm_fit
-                                                                  or m.gemm_memory_only))
-        measured = m.db.work(kind, rows, width, depth, attn) if covered else None
+        measured = m.db.work(kind, rows, width, depth, attn) if _db_covers(m, kind, weight_format, fit) else None
         if measured is not None:  # --kernel-db: the nearest measured shape's work is the expected value
             work = _maximum(work, measured) if pessimistic else measured
         return work, launches * fit.fixed_s * spread, side
@@ -1674,6 +1671,37 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
     else:
         fixed = launches * m.fixed(kind, side, pessimistic)
     return _maximum(t_c, t_m), fixed, side
+
+
+def _db_covers(m: KernelModel, kind: str, weight_format: str, fit) -> bool:
+    """Whether --kernel-db's measured tables may give a call on fitted form ``fit`` its work: 16-bit and fp8
+    tables, so not a dequantizing format, nor a matmul on its engine's own weight-format form."""
+    return m.db is not None and not (kind == "matmul" and (weight_format in m.dequant or fit != m.gemm_fit
+                                                           or m.gemm_memory_only))
+
+
+def form_source(m: KernelModel, kind: str, rows, weight_format: str = "", weight_bytes=1.0, depth=0, width=0,
+                attn: tuple = ()) -> str:
+    """Where a matmul's or an attention call's efficiencies come from where a fitted form (GemmFit,
+    AttentionFit) gives them, as kernel_terms takes it, with what only part of it gives; "" where none does
+    (the class's defaults, a measured curve, a fused MoE layer's form: Placement.efficiency_source)."""
+    if kind == "matmul":
+        if weight_format == "int4" and m.int4_cap and m.int4_cap[1] and _one_matrix(weight_bytes, width, depth) \
+                and not _is_array(rows) and rows >= m.int4_cap[1]:
+            weight_format = ""  # dequantized to 16 bits and run on the 16-bit GEMM (_int4_dequantized)
+        fit = m.matmul_fit(weight_format)
+    else:
+        fit = m.attention_fit(attn) if kind == "attention" else None
+    if fit is None or not fit.source:
+        return ""
+    words = [fit.source]
+    if kind == "matmul" and m.gemm_memory_only:
+        words.append("its memory side and fixed cost (the compute side the default gemm class's)")
+    if kind == "matmul" and weight_format in m.dequant and fit is m.gemm_fit:
+        words.append(f"{weight_format} weights dequantizing at the default factor")
+    if _db_covers(m, kind, weight_format, fit) and m.db.work(kind, rows, width, depth, attn) is not None:
+        words.append("its work the nearest measured shape's (--kernel-db)")
+    return "; ".join(words)
 
 
 def _one_matrix(weight_bytes, width, depth) -> bool:
@@ -1769,7 +1797,7 @@ def _moe_share(m: KernelModel, fit: MoEFit, t_compute, t_memory, kind, rows, wei
     t_c, t_m = sum_c / e_c, sum_m / e_m
     share = _floor_share(t_compute, t_memory, sum_floor)
     core = _maximum(t_c, t_m) + sort_s
-    read = m.db.moe_work(moe[0], x * moe[1], hidden, inter, moe[1], moe[3], moe[4]) if m.db is not None else None
+    read = moe_db_read(m, moe)
     if read is not None:  # --kernel-db: a measured call's own time; another's, scaled, with the fit's: the
         # geometric mean of the two calls' times (fixed cost included, as benchmarks/lookup_vs_fit.py scores it:
         # on held-out shapes a lower median |log| than the fit's, a larger share within ±30 % than the read's)
@@ -1781,6 +1809,15 @@ def _moe_share(m: KernelModel, fit: MoEFit, t_compute, t_memory, kind, rows, wei
         d_c, d_m = efficiencies(m.unfitted, kind, rows, weight_format, True, weight_bytes, depth, (), width)
         work = _maximum(work, _maximum(t_compute / d_c, t_memory / d_m))
     return work, share * fixed, t_c > t_m
+
+
+def moe_db_read(m: KernelModel, moe: tuple):
+    """--kernel-db's read of a fused MoE call of sums ``moe`` (_moe_share): (seconds beyond the fixed cost, whether
+    the table measured that very call), or None (no tables, or none of its kind)."""
+    if m.db is None:
+        return None
+    x, hidden, inter = moe[MOE_BASE:MOE_BASE + 3]
+    return m.db.moe_work(moe[0], x * moe[1], hidden, inter, moe[1], moe[3], moe[4])
 
 
 def kernel_time(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_format: str = "", weight_bytes=1.0,

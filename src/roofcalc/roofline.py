@@ -20,7 +20,8 @@ from .calculator import EAGER_ACTIVATION_OPS, Analysis, AttentionSizes, Cost, Ke
 from .errors import RoofcalcError
 from .families import FAMILIES
 from .hardware import Hardware
-from .predict import MOE_BASE, MOE_FUSED, KernelModel, StepTimes, _maximum, default_model, kernel_class, step_times
+from .predict import (MOE_BASE, MOE_FUSED, KernelModel, StepTimes, _maximum, default_model, form_source, kernel_class,
+                      moe_db_read, step_times)
 
 # The worked example: a GEMM should measure 1.2-2x its floor, "above 3x the kernel has a problem"; a
 # norm at 100x its floor is no problem, it is the cost of running a kernel at all. One rule: a measured
@@ -407,13 +408,21 @@ class Placement:
             words = fused.untuned_words(self.term.moe[1], self.term.moe[MOE_BASE + 2])
             slow = fused.misaligned_words(self.term.moe[MOE_BASE + 2])
             pad = fused.padded_words(self.term.moe[MOE_BASE + 1], self.term.moe[MOE_BASE + 2])
+            read = moe_db_read(self.model, self.term.moe)
+            db = "" if read is None else "its call the table's measured one (--kernel-db)" if read[1] else \
+                "its work between the fit's and the table's nearest call, scaled (--kernel-db)"
             return (f"{fused.source}; at SGLang's default tiles ({words})" if words else fused.source) + \
-                "".join(f"; {w}" for w in (slow, pad) if w)
-        if self.kernel.kind == "attention" and self.term.attn:  # a windowed call that rereads past L2
-            fit = self.model.attention_fit(self.term.attn)
-            words = fit.reread_words(self.term.attn) if fit is not None else ""
-            if words:
-                return f"{fit.source or self.model.classes[self.efficiency_class].source}; {words}"
+                "".join(f"; {w}" for w in (slow, pad, db) if w)
+        t = self.term
+        if self.kernel.kind in ("matmul", "attention") and not self.model.curves.get("matmul"):
+            if t.group and self.kernel.kind == "matmul":  # a fused group's one GEMM: its sizes (kernel_terms)
+                words = form_source(self.model, "matmul", t.rows, t.weight_format, t.group[4], t.depth, t.group[3])
+            else:
+                words = form_source(self.model, t.kind, t.rows, t.weight_format, t.size_bytes, t.depth, t.width, t.attn)
+            fit = self.model.attention_fit(t.attn) if self.kernel.kind == "attention" else None
+            reread = fit.reread_words(t.attn) if fit is not None else ""  # a windowed call that rereads past L2
+            if words or reread:
+                return "; ".join(w for w in (words or self.model.classes[self.efficiency_class].source, reread) if w)
         if self.kernel.kind == "collective" and self.hop == "link" and \
                 self.model.collective_fit(*self.term.collective) is not None:
             from .hardware import measured_gpu_name
