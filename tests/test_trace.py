@@ -1500,6 +1500,34 @@ def test_tracing_without_torch_names_what_is_missing(monkeypatch):
         _need_torch("starcoder2")
 
 
+def test_without_torch_a_traced_config_is_refused_in_one_line(tmp_path):
+    """Without torch, transformers prints a note as it is imported ("PyTorch was not found..."): roofcalc's refusal
+    is its one line on stderr all the same (trace.config.quiet_transformers). A model_type transformers does not
+    know is refused as such, with the hand-modelled family its keys read as, not sent to install torch (which
+    would not help it); one it knows is sent to install torch. A fresh interpreter where torch cannot be
+    imported."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    custom = tmp_path / "custom.json"
+    custom.write_text(json.dumps({"model_type": "mymodel", "hidden_size": 64, "num_hidden_layers": 2,
+                                  "num_attention_heads": 4, "vocab_size": 100, "intermediate_size": 128}))
+    falcon = tmp_path / "falcon.json"
+    falcon.write_text(json.dumps({"model_type": "falcon", "hidden_size": 64, "num_hidden_layers": 2,
+                                  "num_attention_heads": 4, "vocab_size": 100}))
+    code = ("import sys; sys.modules['torch'] = None; from roofcalc.cli import main; "
+            "sys.exit(main([sys.argv[1]]))")
+    for path, words in ((custom, "model_type 'mymodel' is not a model transformers 5"),
+                        (falcon, "tracing model_type 'falcon' needs torch, which is not installed")):
+        run = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        assert run.returncode == 2 and run.stdout == "", run.stderr
+        assert run.stderr.count("\n") == 1 and run.stderr.startswith("roofcalc: error: ") and words in run.stderr
+        assert ("with --family llama" in run.stderr) == (path == custom)  # its keys are Llama's names
+
+
 def test_a_decode_steps_unrecorded_context_skips_the_chunked_scan(monkeypatch):
     """Filling a decode step's cache (unrecorded) on the meta device, a chunked gated delta rule returns its
     output and final state at their shapes without its Python scan over the chunks (trace.patches

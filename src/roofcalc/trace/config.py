@@ -31,16 +31,37 @@ GENERIC_KEYS = {"architectures", "auto_map", "model_type", "torch_dtype", "dtype
                 "output_attentions", "output_hidden_states", "return_dict", "torch_dtype", "problem_type"}
 
 
+def quiet_transformers():
+    """transformers, imported without the note it prints where PyTorch is missing (roofcalc says in its one line
+    what is missing) and set to print only errors (its notes on a config are not the user's output)."""
+    import os
+    import sys
+
+    if "transformers" not in sys.modules:
+        level = os.environ.get("TRANSFORMERS_VERBOSITY")
+        os.environ["TRANSFORMERS_VERBOSITY"] = "error"  # read once, as transformers' logging starts
+        try:
+            import transformers
+        finally:
+            if level is None:
+                del os.environ["TRANSFORMERS_VERBOSITY"]
+            else:
+                os.environ["TRANSFORMERS_VERBOSITY"] = level
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    return transformers
+
+
 def _need_torch(model_type: str):
+    """(torch, transformers), or the one line that says which is missing."""
     missing = []
     try:
         import torch
     except ImportError:
         missing.append("torch")
     try:
-        import transformers
-
-        transformers.logging.set_verbosity_error()  # its notes on the config are not the user's output
+        transformers = quiet_transformers()
     except ImportError:
         missing.append("transformers")
     if missing:  # (name what is missing: transformers comes with roofcalc, torch with its extra)
@@ -49,6 +70,25 @@ def _need_torch(model_type: str):
                             f"has no hand model for, and any with --trace): pip install '.[torch]' in roofcalc's "
                             f"checkout")
     return torch, transformers
+
+
+def known_model_type(model_type, transformers, cfg: dict, name: str) -> None:
+    """Refuses a ``model_type`` transformers cannot build in one line (no torch needed to tell, nor would it
+    help), with the hand-modelled family whose keys ``cfg`` has, if any."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    if isinstance(model_type, str) and model_type in CONFIG_MAPPING:
+        return
+    from ..families import SUPPORTED_FAMILIES
+
+    near = _nearest_family(cfg)
+    hint = (f"read it as a hand-modelled family with --family {near} (one of {', '.join(SUPPORTED_FAMILIES)}) "
+            f"if its modeling code is that family's" if near else
+            f"no hand-modelled family ({', '.join(SUPPORTED_FAMILIES)}) reads its keys either: its sizes "
+            f"are under names of its own")
+    raise RoofcalcError(
+        f"{name}: model_type '{one_line(str(model_type))[:60]}' is not a model transformers "
+        f"{transformers.__version__} can build (remote code only?), and roofcalc never runs remote code; " + hint)
 
 
 @dataclass(frozen=True)
@@ -60,22 +100,16 @@ class ConfigCheck:
 
 def hf_config(cfg: dict, name: str):
     """transformers' config object for ``cfg`` and what it ignored or defaulted; refusals name why."""
-    torch, transformers = _need_torch(str(cfg.get("model_type")))
+    try:
+        transformers = quiet_transformers()
+    except ImportError:
+        transformers = None
+    model_type = cfg.get("model_type")
+    if transformers is not None:  # a model_type it cannot build is refused before torch is asked for
+        known_model_type(model_type, transformers, cfg, name)
+    torch, transformers = _need_torch(str(model_type))
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
-    model_type = cfg.get("model_type")
-    if not isinstance(model_type, str) or model_type not in CONFIG_MAPPING:
-        from ..families import SUPPORTED_FAMILIES
-
-        near = _nearest_family(cfg)
-        hint = (f"read it as a hand-modelled family with --family {near} (one of {', '.join(SUPPORTED_FAMILIES)}) "
-                f"if its modeling code is that family's" if near else
-                f"no hand-modelled family ({', '.join(SUPPORTED_FAMILIES)}) reads its keys either: its sizes "
-                f"are under names of its own")
-        raise RoofcalcError(
-            f"{name}: model_type '{one_line(str(model_type))[:60]}' is not a model transformers "
-            f"{transformers.__version__} can build (remote code only?), and roofcalc never runs remote code; "
-            + hint)
     cls = CONFIG_MAPPING[model_type]
     reads = set(inspect.signature(cls.__init__).parameters) | set(getattr(cls, "attribute_map", {}) or {})
     reads |= _modeling_reads(model_type)
