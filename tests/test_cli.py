@@ -586,7 +586,20 @@ CLOSE_NAMES = [  # each misspelt name and what the one-line error suggests
                                                        "mean llama?)"),
     (["TinyLlama/TinyLlama-1.1B", "--family", "qwen-2"], "(did you mean qwen2?)"),
     (["measure", "--nominal", "H20O"], "--nominal: unknown hardware 'H20O' (did you mean H200?)"),
+    # a name that begins two catalog names is offered both, before difflib's nearest; a short one a character off
+    (["TinyLlama/TinyLlama-1.1B", "--hw", "A100-PCIe"], "(did you mean A100-40GB-PCIe, A100-80GB-PCIe or H100-PCIe?)"),
+    (["TinyLlama/TinyLlama-1.1B", "--hw", "T5"], "(did you mean T4?)"),
 ]
+
+
+def test_a_measured_gpu_is_named_as_hw_takes_it():
+    """The name a report gives a measured GPU ("fitted on A100-SXM's measured kernels") is one --hw reads, as the
+    GPU whose kernels were measured."""
+    from roofcalc.hardware import find_hardware, measured_gpu_name
+    from roofcalc.predict import kernel_fits
+
+    for gpu in kernel_fits()["gpus"]:
+        assert find_hardware(measured_gpu_name(gpu)).fits == (gpu, "measured"), gpu
 
 
 @pytest.fixture

@@ -290,7 +290,7 @@ def _workload(args: argparse.Namespace, shape=None):
 def _find_hardware(name: str, flag: str = "--hw"):
     """A catalog entry by name or alias; a name that is none of them is refused with the closest ones."""
     from .hardware import find_hardware, hardware_catalog
-    from .inputs import did_you_mean
+    from .inputs import close_names, did_you_mean
 
     try:
         return find_hardware(name)
@@ -299,7 +299,14 @@ def _find_hardware(name: str, flag: str = "--hw"):
         for hw in hardware_catalog():
             for key in (hw.name, *hw.aliases):
                 names.setdefault(key.lower().replace("_", "-").replace(" ", "-"), hw.name)
-        hint = did_you_mean(name.replace("_", "-").replace(" ", "-"), names)
+        word = name.strip().lower().replace("_", "-").replace(" ", "-")
+        # a name that begins a catalog name (a100-pcie: its 40 and 80 GB entries), then the closest by difflib;
+        # a short name difflib finds none for, one a character off it (t5: T4)
+        first = [hw for key, hw in names.items() if len(word) >= 3 and key.startswith(word + "-")]
+        if not first and not close_names(word, names):
+            first = [hw for key, hw in names.items() if len(word) <= 3 and len(key) == len(word)
+                     and sum(a != b for a, b in zip(key, word)) == 1]
+        hint = did_you_mean(word, names, first=list(dict.fromkeys(first)))
         if not hint:
             raise
         message = str(exc).replace("; known:", f" ({hint}); known:", 1)
