@@ -352,9 +352,30 @@ def test_a_tp_sweep_finds_the_fewest_gpus_that_fit_and_where_scaling_stops():
     sw = tp_sweep(shape, Workload.decode(1, 4096), [1, 2, 4], find_hardware("H100"), impl="cuda-graph")
     assert [p.result.analysis.memory_bytes for p in sw.points[:2]] == [139_295_473_664, 69_649_055_744]
     assert [p.fits for p in sw.points] == [False, True, True] and sw.fewest_fitting == 2
-    # under hf-eager the host's time per eager op does not shrink with more GPUs: nothing gets faster
-    eager = tp_sweep(shape, Workload.decode(1, 4096), [1, 2], find_hardware("H100"), impl="hf-eager")
-    assert eager.stops_paying is not None and eager.stops_paying[0] == 2 and eager.stops_paying[1] < 0.10
+    # under hf-eager the host's time per eager op does not shrink with more GPUs: nothing gets faster than at
+    # --tp 2, the fewest that fit (--tp 1, which does not fit, is no step to compare against)
+    eager = tp_sweep(shape, Workload.decode(1, 4096), [1, 2, 4], find_hardware("H100"), impl="hf-eager")
+    assert eager.stops_paying is not None and eager.stops_paying[0] == 4 and eager.stops_paying[1] < 0.10
+
+
+@pytest.mark.parametrize("steps, fits, stop", [
+    ((10.0, 9.5, 5.0), (True, True, True), None),  # 9.5 only 5 % faster than 10, but 5 is 100 % faster than 10
+    ((10.0, 9.5, 9.2), (True, True, True), (2, 10.0 / 9.5 - 1)),  # nothing past 2 is 10 % faster than 1
+    ((10.0, 11.0, 8.0), (False, True, True), None),  # from 2, the fewest that fit: 11 / 8 - 1 = 37.5 %
+    ((10.0, 11.0, 10.5), (False, True, True), (4, 11.0 / 10.5 - 1)),
+    ((10.0, 11.0, 10.5), (None, None, None), (2, 10.0 / 11.0 - 1)),  # capacity unknown: from the first
+])
+def test_scaling_stops_paying_where_no_larger_size_pays_again(steps, fits, stop):
+    """A size that dips does not stop scaling that pays again past it, and a size that does not fit is no step to
+    compare against (Mixtral-8x7B's --pp 1 does not fit an H100 and runs faster than --pp 2; --pp 4 faster
+    still): sizes 1, 2, 4 with these steps, min_gain 10 %."""
+    from types import SimpleNamespace
+
+    from roofcalc.parallel import TPSweep
+
+    sweep = TPSweep(tuple(SimpleNamespace(tp=n, step_s=t, fits=f) for n, t, f in zip((1, 2, 4), steps, fits)), 0.10)
+    got = sweep.stops_paying
+    assert (got is None) == (stop is None) and (got is None or (got[0] == stop[0] and got[1] == pytest.approx(stop[1])))
 
 
 def test_the_command_line_sweeps_batches_and_contexts_on_one_rank(capsys):

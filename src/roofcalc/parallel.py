@@ -584,11 +584,20 @@ class TPSweep:
         return next((p.gpus for p in self.points if p.fits), None)
 
     @property
+    def paying_from(self) -> int:
+        """The index of the point the verdict on scaling starts from: the fewest GPUs that fit (a size that does
+        not fit is no step to compare against), the first point where none fits or the capacity is unknown."""
+        return next((i for i, p in enumerate(self.points) if p.fits), 0)
+
+    @property
     def stops_paying(self) -> tuple[int, float] | None:
-        """(size, gain) at the first step up where the step gets less than min_gain faster."""
-        for a, b in zip(self.points, self.points[1:]):
+        """(size, gain) at the first step up, from the fewest GPUs that fit (paying_from), where the step gets less
+        than min_gain faster and no larger size swept is min_gain faster than the one before it: a size that dips
+        does not stop scaling that pays again past it."""
+        points = self.points[self.paying_from:]
+        for i, (a, b) in enumerate(zip(points, points[1:])):
             gain = a.step_s / b.step_s - 1
-            if gain < self.min_gain:
+            if gain < self.min_gain and all(a.step_s / c.step_s - 1 < self.min_gain for c in points[i + 2:]):
                 return b.tp, gain
         return None
 

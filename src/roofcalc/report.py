@@ -1458,8 +1458,18 @@ def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = (), width
         verdicts.append(f"  scaling   adding GPUs stops paying at --{tps.axis} {stop[0]}: the step is {how} than at "
                         f"the --{tps.axis} before it (less than {100 * tps.min_gain:.0f}% faster)")
     else:
-        verdicts.append(f"  scaling   every step up in --{tps.axis} makes the step at least {100 * tps.min_gain:.0f}% "
-                        f"faster")
+        start = tps.points[tps.paying_from]
+        points = tps.points[tps.paying_from:]
+        since = f" from --{tps.axis} {start.tp} (the fewest GPUs that fit)" if tps.paying_from else ""
+        if all(a.step_s / b.step_s - 1 >= tps.min_gain for a, b in zip(points, points[1:])):
+            verdicts.append(f"  scaling   every step up in --{tps.axis}{since} makes the step at least "
+                            f"{100 * tps.min_gain:.0f}% faster")
+        else:  # a size that dips, and a larger one that pays past it
+            last = points[-1]
+            verdicts.append(f"  scaling   adding GPUs has not stopped paying at --{tps.axis} {last.tp}: its step is "
+                            f"{100 * (start.step_s / last.step_s - 1):.1f}% faster than at --{tps.axis} {start.tp}"
+                            f"{' (the fewest GPUs that fit)' if tps.paying_from else ''}, though a size between "
+                            f"gains less than {100 * tps.min_gain:.0f}% on the one before it")
     if fmt == "table":
         lines, verdicts = wrap_lines(lines, width), wrap_lines(verdicts, width)
     elif fmt == "markdown":  # a list, as the other reports' Markdown (bare lines would run into one paragraph)
