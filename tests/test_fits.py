@@ -1072,3 +1072,22 @@ def test_a_kernel_names_the_fitted_form_its_expected_time_comes_from(hw_name, en
             assert p.efficiency_source == words or p.efficiency_source == "default"
         kinds.add(p.kernel.kind)
     assert {"matmul", "attention", "elementwise"} <= kinds
+
+
+def test_the_header_and_json_say_whether_the_steps_attention_takes_a_fitted_form(capsys):
+    """DeepSeek-V3's latent attention reads a 576-wide head (512 latent + 64 rotary), above the fitted tables'
+    256 at most (KernelModel.attention_fit): on an H200 under SGLang its GEMMs take the fitted forms and its
+    attention the defaults, which the header, JSON's kernel_fits.attention and the kernel's efficiency source
+    all say; Llama-3-8B's attention on the same GPU takes the fitted form."""
+    args = ["--hw", "H200", "--engine", "sglang", "--batch", "32", "--context", "4096"]
+    for model, fitted in (("deepseek-ai/DeepSeek-V3", False), ("meta-llama/Meta-Llama-3-8B", True)):
+        assert main([model, *args, "--format", "json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        att = next(k for k in doc["kernels"] if k["name"] == "attention")
+        assert doc["hardware"]["kernel_fits"]["attention"] is fitted
+        assert (att["efficiency_source"] != "default") is fitted
+        assert main([model, *args]) == 0
+        out = unwrap(capsys.readouterr().out)
+        assert ("GEMM and attention kernels" in out) is fitted
+        assert ("GEMM kernels (attention: the default efficiencies; no fitted table holds this step's attention "
+                "calls)" in out) is not fitted

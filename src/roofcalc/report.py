@@ -149,7 +149,7 @@ def hardware_record(r: Roofline | Sweep) -> dict[str, Any]:
             # "measured" the device's own, "nearest" its generation's measured GPU; null: the medians
             "kernel_fits": None if r.model is None or not r.model.fitted else
             {"gpu": r.model.fitted, "how": r.model.fitted_how, "tables": r.model.fitted_tables,
-             "gemm": bool(r.model.gemm_fits), "attention": bool(r.model.attention_fits),
+             "gemm": bool(r.model.gemm_fits), "attention": attention_fitted(r),
              # a GeForce card's GEMM forms give their memory side only: "default" compute side (gemm_memory_only)
              "gemm_compute": None if not r.model.gemm_fits else "default" if r.model.gemm_memory_only else "fitted",
              "kernel_db": r.model.db is not None},
@@ -432,6 +432,15 @@ def link_words(r) -> str:
     return out
 
 
+def attention_fitted(r) -> bool:
+    """Whether the step's attention calls take a fitted form (predict.KernelModel.attention_fit): a GPU with fitted
+    attention tables may still have none for a call (DeepSeek's latent attention: head dim 576 against the tables'
+    256 at most)."""
+    m = r.model
+    return bool(m is not None and m.attention_fits and any(
+        m.attention_fit(p.term.attn) is not None for p in r.step.placements if p.kernel.kind == "attention"))
+
+
 def fixed_cost_words(r) -> str:
     """Where the kernels' fitted costs come from: the device's own measured kernels, the nearest measured GPU's,
     or (fixed costs only) the five measured GPUs' medians."""
@@ -449,10 +458,13 @@ def fixed_cost_words(r) -> str:
     default = "the default efficiencies" + (f", as for any {r.compute_dtype} step: the forms were measured in 16 "
                                             f"and 8 bits" if r.compute_dtype not in ("bf16", "fp16", "fp8", "fp4")
                                             else ", a GeForce card's" if r.hardware.segment == "consumer" else "")
+    attention = attention_fitted(r)
+    if m.attention_fits and not attention and any(p.kernel.kind == "attention" for p in r.step.placements):
+        default = f"{default}; no fitted table holds this step's attention calls"
     what = ("GEMM kernels' memory side and fixed cost (their compute side: the default efficiencies, a GeForce "
-            "card's) and attention kernels" if m.gemm_memory_only and m.gemm_fits and m.attention_fits else
-            "GEMM and attention kernels" if m.gemm_fits and m.attention_fits else
-            f"attention kernels (GEMMs: {default})" if m.attention_fits else
+            "card's) and attention kernels" if m.gemm_memory_only and m.gemm_fits and attention else
+            "GEMM and attention kernels" if m.gemm_fits and attention else
+            f"attention kernels (GEMMs: {default})" if attention else
             f"GEMM kernels (attention: {default})" if m.gemm_fits else
             f"kernels' fixed costs (GEMM and attention: {default})")
     tables = TABLE_NAMES.get(m.fitted_tables, "vLLM")
