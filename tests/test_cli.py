@@ -1173,3 +1173,20 @@ def test_unfused_attention_from_the_command_line(capsys):
     # a GeForce card's GEMMs: the L40S's forms for their memory side, its own default compute side
     fits = doc["hardware"]["kernel_fits"]
     assert (fits["gpu"], fits["how"], fits["gemm"], fits["gemm_compute"]) == ("l40s", "nearest", True, "default")
+
+
+def test_a_profile_of_no_catalog_kind_is_its_own_nominal_roof(tmp_path, capsys):
+    """A CPU `roofcalc measure` found no catalog entry for writes no 'nominal': the main job takes the profile as its
+    own nominal roof (as `roofcalc profile` does), not the default T4's datasheet, so the header, the roofs and
+    JSON's memory are the profile's: its name, 100 % of nominal, and one memory figure (its 24 GB) throughout."""
+    prof = tmp_path / "cpu.json"
+    prof.write_text(json.dumps({"name": "some CPU (measured)", "kind": "cpu", "bandwidth_bytes_per_s": 2.86e10,
+                                "peak_flop_per_s": {"fp32": 1.59e11}, "memory_bytes": 24e9,
+                                "launch_overhead_s": 5e-7, "source": "roofcalc measure"}))
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof), "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["hardware"]["name"] == "some CPU (measured)"
+    assert doc["hardware"]["memory_bytes"] == doc["step"]["capacity_bytes"] == 24e9
+    assert doc["hardware"]["measured"]["bandwidth_ratio"] == 1.0
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof)], capsys)
+    assert "T4" not in out and "hardware  some CPU (measured), fp32 compute" in out

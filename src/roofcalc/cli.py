@@ -359,6 +359,9 @@ def _hardware(args: argparse.Namespace):
     if args.hw is not None and not args.hw.strip():
         raise RoofcalcError("--hw is empty; give a name from 'roofcalc hardware'")
     profile = load_profile(args.hw_file) if args.hw_file is not None else None
+    if profile is not None and not profile.nominal and not args.hw:  # no catalog entry of its kind (a CPU
+        # measure found none for): the profile is its own nominal roof, as `roofcalc profile` takes it
+        return profile, profile
     hw_name = args.hw or (profile.nominal if profile and profile.nominal else DEFAULT_HW)
     hw = _find_hardware(hw_name, "--hw" if args.hw else f"the profile {args.hw_file}'s nominal")
     if args.hw and profile and profile.nominal:  # a T4's measurement against an H100's datasheet says nothing

@@ -437,8 +437,15 @@ def attention_fitted(r) -> bool:
     attention tables may still have none for a call (DeepSeek's latent attention: head dim 576 against the tables'
     256 at most)."""
     m = r.model
-    return bool(m is not None and m.attention_fits and any(
-        m.attention_fit(p.term.attn) is not None for p in r.step.placements if p.kernel.kind == "attention"))
+    if m is None or not m.attention_fits:
+        return False
+    step = getattr(r, "step", None)
+    if step is not None:
+        return any(m.attention_fit(p.term.attn) is not None for p in step.placements if p.kernel.kind == "attention")
+    from .roofline import attention_sizes  # a sweep: its calls' head dims and KV dtype are its one step's
+
+    return any(m.attention_fit(attention_sizes(k)) is not None for k in r.header_analysis().kernels
+               if k.kind == "attention")
 
 
 def fixed_cost_words(r) -> str:
