@@ -1190,3 +1190,75 @@ def test_a_profile_of_no_catalog_kind_is_its_own_nominal_roof(tmp_path, capsys):
     assert doc["hardware"]["measured"]["bandwidth_ratio"] == 1.0
     code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof)], capsys)
     assert "T4" not in out and "hardware  some CPU (measured), fp32 compute" in out
+
+
+def test_a_small_roof_is_printed_with_the_digits_it_needs(tmp_path, capsys):
+    """A CPU's measured roof against an H100's datasheet: 28.6 GB/s is 0.85 % of 3.35 TB/s and 159 GFLOP/s 0.24 %
+    of the H100's 67 TFLOP/s fp32; its ridge 159e9 / 28.6e9 = 5.56 FLOP/byte. Shares under 1 % and ridges under 10
+    keep a significant digit ("0.9%", "0.2%", "5.6"), where whole numbers read "1%", "0%" and "6"."""
+    from roofcalc.units import ridge, share
+
+    assert (ridge(185.2), ridge(5.5569), share(0.84), share(0.0085), share(0.0024), share(0.0)) == \
+        ("185", "5.6", "84%", "0.9%", "0.2%", "0%")
+    prof = tmp_path / "cpu.json"
+    prof.write_text(json.dumps({"name": "some CPU", "kind": "gpu", "bandwidth_bytes_per_s": 2.86e10,
+                                "peak_flop_per_s": {"fp32": 1.59e11}, "nominal": "H100"}))
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof)], capsys)
+    assert code == 0
+    assert "28.6 GB/s (0.9% of nominal), 159 GFLOP/s (0.2% of nominal), ridge 5.6 FLOP/byte" in " ".join(out.split())
+
+
+def test_a_profile_of_one_kind_is_refused_against_a_datasheet_of_another(tmp_path, capsys):
+    """A CPU's measured roof against an H100's datasheet (--hw, or the profile's own 'nominal') says nothing: one
+    line, exit 2; against a CPU entry it runs."""
+    prof = tmp_path / "cpu.json"
+    doc = {"name": "some CPU", "kind": "cpu", "bandwidth_bytes_per_s": 2.86e10, "peak_flop_per_s": {"fp32": 1.59e11}}
+    prof.write_text(json.dumps(doc))
+    code, out, err = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof), "--hw", "H100"], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"--hw H100 is a gpu and the profile {prof} measured a cpu" in err
+    prof.write_text(json.dumps(dict(doc, nominal="H100")))
+    code, out, err = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof)], capsys)
+    assert code == 2 and "the profile's nominal H100-SXM is a gpu" in err and "as its 'nominal'" in err
+    code, out, err = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof), "--hw", "EPYC-9654"], capsys)
+    assert code == 2  # its nominal (H100) and --hw disagree
+    prof.write_text(json.dumps(doc))
+    code, out, err = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof), "--hw", "EPYC-9654"], capsys)
+    assert code == 0 and "hardware  EPYC-9654" in out
+
+
+def test_a_measured_roof_above_its_datasheet_or_over_a_profile_is_said(tmp_path, capsys):
+    """500 GB/s on a T4 (320 GB/s on its datasheet) is 156 %: a figure above the datasheet is another device's or
+    a cache's, and the report says so under the table; a --measured-bw over a profile's own bandwidth replaces it,
+    and the report says that too (the roof line names the profile)."""
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--measured-bw", "500GB/s"], capsys)
+    assert code == 0
+    assert ("warning   the measured bandwidth, 500 GB/s, is 156% of T4's datasheet 320 GB/s: a figure above the "
+            "datasheet is another device's or a cache's; check it") in out
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--measured-bw", "270GB/s"], capsys)
+    assert code == 0 and "warning" not in out and "override" not in out
+    prof = tmp_path / "t4.json"
+    prof.write_text(json.dumps({"name": "my T4", "bandwidth_bytes_per_s": 2.7e11, "peak_flop_per_s": {"fp16": 5e13},
+                                "nominal": "T4"}))
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof), "--measured-bw", "100GB/s"], capsys)
+    assert code == 0 and "measured ('my T4') 100 GB/s" in out
+    assert "override  --measured-bw 100GB/s replaces the measured bandwidth (270 GB/s) of the profile 'my T4'" in out
+
+
+def test_a_profiles_misspelt_key_and_unknown_nominal_are_refused_by_name(tmp_path, capsys):
+    """A key a character off one roofcalc reads would be skipped unread (here the bandwidth was also given, so the
+    table would look right): refused with the key it is near; a key of the user's own, far from every one, is
+    left alone. An unknown 'nominal' names the file and the key, with or without a near name."""
+    base = {"name": "x", "bandwidth_bytes_per_s": 3e11, "peak_flop_per_s": {"fp16": 6e13}, "my_note": "lab box"}
+    prof = tmp_path / "p.json"
+    prof.write_text(json.dumps(dict(base, bandwith_bytes_per_s=3e11)))
+    code, out, err = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof)], capsys)
+    assert code == 2 and err == (f"roofcalc: error: {prof}: 'bandwith_bytes_per_s' is not a key roofcalc reads "
+                                 f"(did you mean 'bandwidth_bytes_per_s'?)\n")
+    for nominal, near in (("T5", " (did you mean T4?)"), ("Zorg", "")):
+        prof.write_text(json.dumps(dict(base, nominal=nominal)))
+        code, out, err = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof)], capsys)
+        assert code == 2 and err.startswith(f"roofcalc: error: the profile {prof}'s nominal: unknown hardware "
+                                            f"'{nominal}'{near}; known: T4, ")
+    prof.write_text(json.dumps(base))
+    assert run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof)], capsys)[0] == 0

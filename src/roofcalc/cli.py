@@ -307,9 +307,7 @@ def _find_hardware(name: str, flag: str = "--hw"):
             first = [hw for key, hw in names.items() if len(word) <= 3 and len(key) == len(word)
                      and sum(a != b for a, b in zip(key, word)) == 1]
         hint = did_you_mean(word, names, first=list(dict.fromkeys(first)))
-        if not hint:
-            raise
-        message = str(exc).replace("; known:", f" ({hint}); known:", 1)
+        message = str(exc).replace("; known:", f" ({hint}); known:", 1) if hint else str(exc)
         raise RoofcalcError(message if flag == "--hw" else f"{flag}: {message}") from None
 
 
@@ -364,6 +362,11 @@ def _hardware(args: argparse.Namespace):
         return profile, profile
     hw_name = args.hw or (profile.nominal if profile and profile.nominal else DEFAULT_HW)
     hw = _find_hardware(hw_name, "--hw" if args.hw else f"the profile {args.hw_file}'s nominal")
+    if profile and profile.kind != hw.kind:  # a CPU's measurement against a GPU's datasheet says nothing either
+        which = f"--hw {args.hw}" if args.hw else f"the profile's nominal {hw.name}"
+        raise RoofcalcError(f"{which} is a {hw.kind} and the profile {args.hw_file} measured a {profile.kind}: its "
+                            f"roof against that datasheet says nothing; name a {profile.kind} ('roofcalc hardware' "
+                            f"lists them)" + ("" if args.hw else " as its 'nominal'"))
     if args.hw and profile and profile.nominal:  # a T4's measurement against an H100's datasheet says nothing
         theirs = _find_hardware(profile.nominal, f"the profile {args.hw_file}'s nominal")
         if theirs.name != hw.name:
@@ -371,6 +374,33 @@ def _hardware(args: argparse.Namespace):
                                 f"measurement is of a {theirs.name}; drop --hw (its nominal is compared with), or "
                                 f"edit its 'nominal'")
     return hw, profile
+
+
+def _roof_warnings(args: argparse.Namespace, result) -> list[str]:
+    """Lines where the measured roof is not what it seems: a figure above its datasheet's (another device's, or a
+    cache's), a flag that replaces the profile's own figure."""
+    from .hardware import load_profile
+    from .units import share, si
+
+    r = result.points[0].result if hasattr(result, "points") and not hasattr(result, "nominal") else result
+    nom, mea = r.nominal, r.measured
+    lines = []
+    if mea is not None:
+        for what, got, sheet, unit in (("bandwidth", mea.bandwidth_bytes_per_s, nom.bandwidth_bytes_per_s, "B/s"),
+                                       ("peak", mea.peak_flop_per_s, nom.peak_flop_per_s, "FLOP/s")):
+            if sheet and got > 1.05 * sheet:
+                lines.append(f"warning   the measured {what}, {si(got, unit)}, is {share(got / sheet)} of "
+                             f"{r.hardware.name}'s datasheet {si(sheet, unit)}: a figure above the datasheet is "
+                             f"another device's or a cache's; check it")
+    if args.hw_file:
+        profile = load_profile(args.hw_file)
+        for flag, value, theirs in (("--measured-bw", args.measured_bw,
+                                     f"bandwidth ({si(profile.bandwidth_bytes_per_s, 'B/s')})"),
+                                    ("--measured-flops", args.measured_flops, "peak")):
+            if value is not None:
+                lines.append(f"override  {flag} {value} replaces the measured {theirs} of the profile "
+                             f"'{profile.name}'")
+    return lines
 
 
 def _revision(args: argparse.Namespace) -> str | None:
@@ -671,6 +701,7 @@ def run_main(argv: Sequence[str]) -> str:
         from .hardware import hw_file_warnings
 
         footer += hw_file_warnings(args.hw_file)
+    footer += _roof_warnings(args, result)
     # (the engine verdict builds the step again under another engine: only where a report or a page shows it)
     engine = _engine_verdict(args, shape, result, None).strip() if args.format in ("table", "markdown") or \
         args.html is not None else ""

@@ -139,9 +139,24 @@ def _positive(value: Any, what: str) -> float:
     return number(value, what, 0.0, low_open=True)
 
 
+# every key a profile or catalog entry may hold (``details`` and ``trust``: what ``roofcalc measure`` writes beside
+# the roof, which readers skip; ``memory_datasheet``: the catalog's memory as its datasheet words it)
+PROFILE_KEYS = ("schema_version", "name", "aliases", "kind", "segment", "source", "nominal", "bandwidth_bytes_per_s",
+                "peak_flop_per_s", "launch_overhead_s", "memory_bytes", "memory", "memory_datasheet",
+                "compute_capability", "link_bytes_per_s", "gpus_per_node", "link", "link_latency_s",
+                "network_bytes_per_s", "network", "pcie_p2p", "l2_bytes", "l2", "kernel_fits", "efficiency",
+                "details", "trust")
+
+
 def hardware_from_dict(d: Any, where: str) -> Hardware:
     if not isinstance(d, dict):
         raise RoofcalcError(f"{where}: a hardware profile is a JSON object")
+    from .inputs import close_names
+
+    for key in d:  # a key a character or two off one roofcalc reads is a typo that would be skipped unread
+        near = close_names(str(key), {k: k for k in PROFILE_KEYS}, 1) if key not in PROFILE_KEYS else []
+        if near:
+            raise RoofcalcError(f"{where}: '{key}' is not a key roofcalc reads (did you mean '{near[0]}'?)")
     for key in ("bandwidth_bytes_per_s", "peak_flop_per_s"):
         if key not in d:
             raise RoofcalcError(f"{where}: missing '{key}'")

@@ -1167,9 +1167,11 @@ def compute_bound_note(m: Measurement, dtype: str) -> str:
     bytes_fp32 = 3 * n * n * 4
     ai = s.work / bytes_fp32
     ridge = s.best_rate / m.bandwidth_bytes_per_s
+    from .units import ridge as ridge_words
+
     if ai >= 4 * ridge:
         return f"the {n}³ matmul sits at AI {ai:.0f}, {ai / ridge:.0f}x right of the measured ridge: compute-bound"
-    return (f"the {n}³ matmul sits at AI {ai:.0f}, only {ai / ridge:.1f}x the measured ridge {ridge:.0f}: it may "
+    return (f"the {n}³ matmul sits at AI {ai:.0f}, only {ai / ridge:.1f}x the measured ridge {ridge_words(ridge)}: it may "
             f"not be compute-bound; the peak is a lower bound")
 
 

@@ -25,6 +25,7 @@ from typing import Any, Iterable
 from .errors import RoofcalcError
 from .predict import range_name
 from .units import ms, pct, ratio, si, sig, us
+from .units import ridge as ridge_words
 
 INDIGO = "#2b53d8"  # left of the verdict roof's ridge (the PNG's colours)
 AMBER = "#b26a12"  # right of it
@@ -320,7 +321,7 @@ def roofline_figure(r):
                                  line=dict(color=color, width=1.5, dash="dot"), name=f"{name} ridge"))
         fig.add_annotation(x=_log10(x), y=0, yref="paper", yanchor="bottom", xanchor="right" if left else "left",
                            xshift=-3 if left else 3, showarrow=False, font=dict(size=11, color=color),
-                           text=f"{name} ridge<br>{x:.0f} FLOP/byte", align="right" if left else "left")
+                           text=f"{name} ridge<br>{ridge_words(x)} FLOP/byte", align="right" if left else "left")
     side = [INDIGO if k["intensity"] < ridge else AMBER for k in kernels]
     t_unit = _us
     fig.add_trace(go.Scatter(

@@ -7,6 +7,7 @@ import math
 from .errors import RoofcalcError
 from .roofline import Roof, Roofline
 from .units import capacity, ratio, si, sig
+from .units import ridge as ridge_words
 
 INDIGO = "#2b53d8"  # left of the measured ridge: memory-bound (the seed's colours)
 AMBER = "#b26a12"  # right of it: compute-bound
@@ -323,13 +324,13 @@ def _draw_roofs(ax, nominal: Roof, measured: Roof | None, lo_x: float, hi_x: flo
 
     ai = np.logspace(np.log10(lo_x), np.log10(hi_x), 400)
     ax.loglog(ai, np.minimum(nominal.peak_flop_per_s, nominal.bandwidth_bytes_per_s * ai), "--", color=NOMINAL_GREY,
-              lw=1.5, label=f"nominal roof, ridge {nominal.ridge:.0f} FLOP/byte", gid="nominal-roof")
+              lw=1.5, label=f"nominal roof, ridge {ridge_words(nominal.ridge)} FLOP/byte", gid="nominal-roof")
     if measured is not None:
         ax.loglog(ai, np.minimum(measured.peak_flop_per_s, measured.bandwidth_bytes_per_s * ai), "-",
-                  color=measured_color, lw=measured_lw, label=f"measured roof, ridge {measured.ridge:.0f} FLOP/byte",
+                  color=measured_color, lw=measured_lw, label=f"measured roof, ridge {ridge_words(measured.ridge)} FLOP/byte",
                   gid="measured-roof")
     ridge = (measured or nominal).ridge
-    label = f"{'measured' if measured else 'nominal'} ridge {ridge:.0f}" if ridge_label else None
+    label = f"{'measured' if measured else 'nominal'} ridge {ridge_words(ridge)}" if ridge_label else None
     ax.axvline(ridge, color=RIDGE, lw=1, ls=":", gid="ridge", label=label)
     ax.set_xlim(lo_x, hi_x)
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")

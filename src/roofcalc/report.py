@@ -17,7 +17,7 @@ from .calculator import Analysis, Cost, Kernel
 from .predict import MOE_BASE, MOE_FUSED, range_band, range_name
 from .roofline import FASTER_THAN_FLOOR, FLAG_MULTIPLE, Roof, Roofline, gpus_of
 from .shapes import PER_CHANNEL
-from .units import capacity, ms, pct, ratio, si, sig
+from .units import capacity, ms, pct, ratio, ridge, share, si, sig
 
 if TYPE_CHECKING:
     from .sweep import BatchVerdicts, Sweep
@@ -617,17 +617,17 @@ def roof_lines(r: Roofline, defaults: Iterable[str] = ()) -> list[str]:
     gpus = getattr(getattr(r.analysis, "parallel", None), "gpus", 1) or 1
     lines = [f"hardware  {hw.name}{d}, {r.compute_dtype} compute; {hw.source}{nodes_words(hw, gpus)}",
              f"roof      nominal  {si(nom.bandwidth_bytes_per_s, 'B/s')}, {si(nom.peak_flop_per_s, 'FLOP/s')}, "
-             f"ridge {nom.ridge:.0f} FLOP/byte"]
+             f"ridge {ridge(nom.ridge)} FLOP/byte"]
     if mea is None:
         lines.append("          measured none given: verdicts use the nominal roof (pass --measured-bw/--measured-flops "
                      "or --hw-file)")
     else:
         named = f" ('{r.profile_name}')" if r.profile_name else ""
         lines.append(f"          measured{named} {si(mea.bandwidth_bytes_per_s, 'B/s')} "
-                     f"({100 * mea.bandwidth_bytes_per_s / nom.bandwidth_bytes_per_s:.0f}% of nominal), "
-                     f"{si(mea.peak_flop_per_s, 'FLOP/s')} ({100 * mea.peak_flop_per_s / nom.peak_flop_per_s:.0f}% of "
+                     f"({share(mea.bandwidth_bytes_per_s / nom.bandwidth_bytes_per_s)} of nominal), "
+                     f"{si(mea.peak_flop_per_s, 'FLOP/s')} ({share(mea.peak_flop_per_s / nom.peak_flop_per_s)} of "
                      f"nominal), "
-                     f"ridge {mea.ridge:.0f} FLOP/byte; verdicts use the measured roof")
+                     f"ridge {ridge(mea.ridge)} FLOP/byte; verdicts use the measured roof")
     if r.model is not None:
         lines.append(f"predict   {efficiency_words(r)}; host {host_words(r)}{engine_words(r.model, r.step.impl, r.analysis.workload)}")
     lines.append(memory_line(r))
@@ -651,7 +651,7 @@ def slope_words(r: Roofline) -> str:
     """Distance 2 in words: what batching can do at this context, as the sweep's verdicts say it."""
     st, roof_name = r.step, "measured" if r.measured else "nominal"
     if st.intensity >= r.roof.ridge:  # under the flat roof: no slope left to climb
-        return (f"none: the step's AI {ratio(st.intensity)} is right of the {roof_name} ridge {r.roof.ridge:.0f} "
+        return (f"none: the step's AI {ratio(st.intensity)} is right of the {roof_name} ridge {ridge(r.roof.ridge)} "
                 f"FLOP/byte, under the flat roof; more sequences or tokens a step add FLOPs, not attainable FLOP/s")
     if r.analysis.source == "traced" and r.analysis.workload.phase == "decode":  # its verdicts need its sweep
         return (f"the ridge is {st.batching_headroom:.3g}x the step's AI, further right; how far batching takes a "
@@ -665,12 +665,12 @@ def slope_words(r: Roofline) -> str:
                 f"sequences per step "
                 f"raise the AI toward it")
     if v.ridge_batch is None:
-        limit, ridge = _apart(v.intensity_limit, v.ridge)
+        limit, at = _apart(v.intensity_limit, v.ridge)
         return (f"the step's AI tends to {limit} FLOP/byte as the batch grows (the KV cache grows with "
-                f"it): it never reaches the {roof_name} ridge {ridge} at this context; batching can raise the "
+                f"it): it never reaches the {roof_name} ridge {at} at this context; batching can raise the "
                 f"attainable FLOP/s to {v.intensity_limit / st.intensity:.3g}x this step's at most")
     fits = "" if v.max_batch is None or v.ridge_batch <= v.max_batch else f" (more than fits: {v.max_batch:,})"
-    return (f"the step's AI reaches the {roof_name} ridge {v.ridge:.0f} FLOP/byte at batch {v.ridge_batch:,}{fits}; "
+    return (f"the step's AI reaches the {roof_name} ridge {ridge(v.ridge)} FLOP/byte at batch {v.ridge_batch:,}{fits}; "
             f"batching can raise the attainable FLOP/s to {v.ridge / st.intensity:.3g}x this step's before the roof")
 
 
@@ -969,7 +969,7 @@ def record_rows(r: Roofline, matmul_point: str | None = None) -> list[list[str]]
          f"{mea.bandwidth_bytes_per_s / 1e9:.4g}" if mea else "", pct(mea.bandwidth_bytes_per_s / nom.bandwidth_bytes_per_s) if mea else ""],
         [f"{r.compute_dtype} peak (TFLOP/s)", f"{nom.peak_flop_per_s / 1e12:.4g}",
          f"{mea.peak_flop_per_s / 1e12:.4g}" if mea else "", pct(mea.peak_flop_per_s / nom.peak_flop_per_s) if mea else ""],
-        ["ridge (FLOP/byte)", f"{nom.ridge:.0f}", f"{mea.ridge:.0f}" if mea else "", pct(mea.ridge / nom.ridge) if mea else ""],
+        ["ridge (FLOP/byte)", ridge(nom.ridge), ridge(mea.ridge) if mea else "", pct(mea.ridge / nom.ridge) if mea else ""],
     ]
     nominal_floor = nom.floor(st.flops, st.bytes)
     if st.tpot_s is not None:
@@ -1207,12 +1207,12 @@ def verdict_lines(sw: Sweep) -> list[str]:
     for v in sw.verdicts:
         lines.append(f"context {v.context:,}:")
         if v.ridge_batch is None:
-            limit, ridge = _apart(v.intensity_limit, v.ridge)
+            limit, at = _apart(v.intensity_limit, v.ridge)
             lines.append(f"  ridge     the step's AI tends to {limit} FLOP/byte as the batch grows (the KV "
-                         f"cache grows with it): it never reaches the {roof_name} ridge {ridge} at this context")
+                         f"cache grows with it): it never reaches the {roof_name} ridge {at} at this context")
         else:
             fits = "" if v.max_batch is None or v.ridge_batch <= v.max_batch else " (more than fits in memory)"
-            lines.append(f"  ridge     the step's AI reaches the {roof_name} ridge {v.ridge:.0f} FLOP/byte at "
+            lines.append(f"  ridge     the step's AI reaches the {roof_name} ridge {ridge(v.ridge)} FLOP/byte at "
                          f"{_batch(v.ridge_batch)}{fits}; beyond it the step is compute-bound")
         if v.kv_over_weights_batch is None:
             lines.append("  KV        KV-cache bytes never overtake weight bytes")
@@ -1258,9 +1258,9 @@ def sweep_header_lines(sw: Sweep, defaults: Iterable[str] = ()) -> list[str]:
     d = " (default)" if "hw" in set(defaults) else ""
     lines.append(f"hardware  {hw.name}{d}, {sw.dtypes.compute_dtype.name} compute; roof "
                  + (f"measured {si(mea.bandwidth_bytes_per_s, 'B/s')}, {si(mea.peak_flop_per_s, 'FLOP/s')}, "
-                    f"ridge {mea.ridge:.0f}" if mea else
+                    f"ridge {ridge(mea.ridge)}" if mea else
                     f"nominal {si(nom.bandwidth_bytes_per_s, 'B/s')}, {si(nom.peak_flop_per_s, 'FLOP/s')}, "
-                    f"ridge {nom.ridge:.0f} (no measured roof given)")
+                    f"ridge {ridge(nom.ridge)} (no measured roof given)")
                  + f"; memory {'unknown' if sw.capacity_bytes is None else capacity(sw.capacity_bytes)}"
                  + nodes_words(hw, gpus_of(sw.analyzer) if sw.analyzer is not None else 1))
     graph = " (one graph launch per step)" if sw.impl == "cuda-graph" else ""

@@ -46,6 +46,16 @@ def us(seconds: float | None) -> str:
     return "" if seconds is None else f"{seconds * 1e6:.3g}"
 
 
+def ridge(flop_per_byte: float) -> str:
+    """A ridge in FLOP/byte: whole above 10 (185), two significant digits below (a CPU's 5.6, not 6)."""
+    return f"{flop_per_byte:.0f}" if flop_per_byte >= 10 else sig(flop_per_byte, 2)
+
+
+def share(fraction: float) -> str:
+    """A share in percent: whole from 1 % (84%), one significant digit below it (0.02%, not 0%)."""
+    return f"{100 * fraction:.0f}%" if 100 * fraction >= 0.995 or fraction == 0 else f"{sig(100 * fraction, 1)}%"
+
+
 def pct(fraction: float | None) -> str:
     return "" if fraction is None else f"{100 * fraction:.0f}%"
 
