@@ -1190,6 +1190,14 @@ def test_a_profile_of_no_catalog_kind_is_its_own_nominal_roof(tmp_path, capsys):
     assert doc["hardware"]["measured"]["bandwidth_ratio"] == 1.0
     code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof)], capsys)
     assert "T4" not in out and "hardware  some CPU (measured), fp32 compute" in out
+    # a bandwidth over its own: no datasheet to be above, only the profile's figure replaced
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof), "--measured-bw", "50GB/s"], capsys)
+    assert code == 0 and "warning" not in out and "override  --measured-bw 50GB/s replaces" in out
+    # a GPU's profile with neither is compared with the default T4, as the README says, and takes an engine
+    gpu = tmp_path / "gpu.json"
+    gpu.write_text(json.dumps({"name": "my GPU", "bandwidth_bytes_per_s": 3e11, "peak_flop_per_s": {"fp16": 6e13}}))
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(gpu), "--engine", "vllm"], capsys)
+    assert code == 0 and "hardware  T4, fp16 compute" in out
 
 
 def test_a_small_roof_is_printed_with_the_digits_it_needs(tmp_path, capsys):

@@ -1091,3 +1091,37 @@ def test_the_header_and_json_say_whether_the_steps_attention_takes_a_fitted_form
         assert ("GEMM and attention kernels" in out) is fitted
         assert ("GEMM kernels (attention: the default efficiencies; no fitted table holds this step's attention "
                 "calls)" in out) is not fitted
+
+
+def test_an_int4_gemms_source_says_its_kernel_caps_it_and_a_measured_curve_leaves_attention_its_fit():
+    """Two kernels whose time only part of a fitted form gives. Llama-2-7B's 512-token prefill on an H100 under
+    vLLM with AutoAWQ's int4 GEMM: below the rows at which the engine dequantizes, the compute side is at most
+    AutoAWQ's own rate (KernelModel.int4_cap), which its source says; where that binds, the time is the same
+    without the fitted forms (the oracle). A profile's measured matmul curve replaces the GEMM forms ("measured")
+    and leaves the attention form, whose name its source keeps (and whose time the form moves)."""
+    from dataclasses import replace
+
+    from roofcalc.engines import ENGINES
+
+    d = DTYPES["fp16"]
+    eng = ENGINES["vllm"]
+    wl = Workload.prefill(1, 512, weight_dtype=DTYPES["int4"], act_dtype=d, kv_dtype=d, cache_update="in-place")
+    r = roofline(analyze(load_shape("meta-llama/Llama-2-7b-hf"), wl), "H100-SXM", impl=eng.impl,
+                 engine_host=replace(eng.host, int4_kernel="autoawq"))
+    words = "its compute side at most the int4 GEMM kernel's own rate (--int4-kernel)"
+    q = next(p for p in r.step.placements if p.kernel.name == "q_proj")
+    caps = [p for p in r.step.placements if p.kernel.kind == "matmul" and p.weight_format == "int4"]
+    assert caps and all(p.efficiency_source.endswith(words) for p in caps) and q in caps
+    assert replace(q, model=q.model.unfitted).t_expected_s == pytest.approx(q.t_expected_s, rel=1e-12)  # it binds
+    wl = Workload.decode(8, 1024, weight_dtype=d, act_dtype=d, kv_dtype=d, cache_update="in-place")
+    r = roofline(analyze(load_shape("meta-llama/Llama-2-7b-hf"), wl), "H100-SXM", impl=eng.impl, engine_host=eng.host)
+    for p in r.step.placements:
+        if p.kernel.kind not in ("matmul", "attention"):
+            continue
+        curved = replace(p, model=replace(p.model, curves={"matmul": ((1, 1e6, 0.5), (4096, 1e8, 0.8))}))
+        if p.kernel.kind == "matmul":
+            assert curved.efficiency_source == "measured"
+        else:
+            assert curved.efficiency_source.startswith("AIConfigurator 0.12.0 h100_sxm vllm tables, fitted")
+            unfitted = replace(curved, model=curved.model.unfitted)
+            assert unfitted.t_expected_s != pytest.approx(curved.t_expected_s, rel=1e-6)

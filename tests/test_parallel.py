@@ -360,7 +360,8 @@ def test_a_tp_sweep_finds_the_fewest_gpus_that_fit_and_where_scaling_stops():
 
 @pytest.mark.parametrize("steps, fits, stop", [
     ((10.0, 9.5, 5.0), (True, True, True), None),  # 9.5 only 5 % faster than 10, but 5 is 100 % faster than 10
-    ((10.0, 9.5, 9.2), (True, True, True), (2, 10.0 / 9.5 - 1)),  # nothing past 2 is 10 % faster than 1
+    ((10.0, 9.5, 8.9), (True, True, True), (2, 10.0 / 9.5 - 1)),  # 10 / 8.9 = 1.12, under two steps' 1.1² = 1.21
+    ((10.0, 9.5, 8.2), (True, True, True), None),  # 10 / 8.2 = 1.22: two steps' worth past the dip
     ((10.0, 11.0, 8.0), (False, True, True), None),  # from 2, the fewest that fit: 11 / 8 - 1 = 37.5 %
     ((10.0, 11.0, 10.5), (False, True, True), (4, 11.0 / 10.5 - 1)),
     ((10.0, 11.0, 10.5), (None, None, None), (2, 10.0 / 11.0 - 1)),  # capacity unknown: from the first
@@ -376,6 +377,28 @@ def test_scaling_stops_paying_where_no_larger_size_pays_again(steps, fits, stop)
     sweep = TPSweep(tuple(SimpleNamespace(tp=n, step_s=t, fits=f) for n, t, f in zip((1, 2, 4), steps, fits)), 0.10)
     got = sweep.stops_paying
     assert (got is None) == (stop is None) and (got is None or (got[0] == stop[0] and got[1] == pytest.approx(stop[1])))
+
+
+def test_steps_that_each_gain_a_little_stop_paying_at_the_first():
+    """Five sizes each 4 % faster than the one before (1.04⁴ = 1.17 over four steps, under 1.1⁴ = 1.46): scaling
+    stops paying at the first step up, --tp 2, not where the small gains add up past one step's 10 %."""
+    from types import SimpleNamespace
+
+    from roofcalc.parallel import TPSweep
+
+    points = tuple(SimpleNamespace(tp=2 ** i, step_s=1.04 ** -i, fits=True) for i in range(5))
+    assert TPSweep(points, 0.10).stops_paying == (2, pytest.approx(0.04))
+
+
+def test_the_verdict_says_so_when_only_the_largest_size_fits(capsys):
+    """Llama-2-7B fp16 at batch 8 over 2,048 tokens on a T4 (16 GB): 13.5 GB of weights and 8.6 GB of KV cache fit
+    only at --tp 2 of --tp 1,2, so there is nothing larger to compare it with, and the verdict says that."""
+    from roofcalc.cli import main
+
+    assert main(["meta-llama/Llama-2-7b-hf", "--hw", "T4", "--batch", "8", "--context", "2048", "--tp", "1,2"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert ("fits the fewest GPUs on which weights and KV cache fit: 2 (of --tp 1, 2) scaling --tp 2, the fewest "
+            "GPUs that fit, is the largest swept: no larger size to compare it with") in out
 
 
 def test_the_command_line_sweeps_batches_and_contexts_on_one_rank(capsys):

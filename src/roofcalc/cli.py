@@ -350,6 +350,12 @@ def _emit(text: str, output, fmt: str) -> str:
     return ""
 
 
+def _own_nominal(args: argparse.Namespace, profile) -> bool:
+    """Whether the --hw-file is its own nominal roof: a CPU's or TPU's that `measure` found no catalog entry for, run
+    without --hw, as `roofcalc profile` takes it (a GPU's is compared with the default T4, as documented)."""
+    return profile is not None and not profile.nominal and not args.hw and profile.kind != "gpu"
+
+
 def _hardware(args: argparse.Namespace):
     """(catalog entry, measured profile or None)."""
     from .hardware import load_profile
@@ -357,8 +363,7 @@ def _hardware(args: argparse.Namespace):
     if args.hw is not None and not args.hw.strip():
         raise RoofcalcError("--hw is empty; give a name from 'roofcalc hardware'")
     profile = load_profile(args.hw_file) if args.hw_file is not None else None
-    if profile is not None and not profile.nominal and not args.hw:  # no catalog entry of its kind (a CPU
-        # measure found none for): the profile is its own nominal roof, as `roofcalc profile` takes it
+    if _own_nominal(args, profile):
         return profile, profile
     hw_name = args.hw or (profile.nominal if profile and profile.nominal else DEFAULT_HW)
     hw = _find_hardware(hw_name, "--hw" if args.hw else f"the profile {args.hw_file}'s nominal")
@@ -385,15 +390,15 @@ def _roof_warnings(args: argparse.Namespace, result) -> list[str]:
     r = result.points[0].result if hasattr(result, "points") and not hasattr(result, "nominal") else result
     nom, mea = r.nominal, r.measured
     lines = []
-    if mea is not None:
+    profile = load_profile(args.hw_file) if args.hw_file else None
+    if mea is not None and not _own_nominal(args, profile):  # (its own nominal roof has no datasheet)
         for what, got, sheet, unit in (("bandwidth", mea.bandwidth_bytes_per_s, nom.bandwidth_bytes_per_s, "B/s"),
                                        ("peak", mea.peak_flop_per_s, nom.peak_flop_per_s, "FLOP/s")):
             if sheet and got > 1.05 * sheet:
                 lines.append(f"warning   the measured {what}, {si(got, unit)}, is {share(got / sheet)} of "
                              f"{r.hardware.name}'s datasheet {si(sheet, unit)}: a figure above the datasheet is "
                              f"another device's or a cache's; check it")
-    if args.hw_file:
-        profile = load_profile(args.hw_file)
+    if profile is not None:
         for flag, value, theirs in (("--measured-bw", args.measured_bw,
                                      f"bandwidth ({si(profile.bandwidth_bytes_per_s, 'B/s')})"),
                                     ("--measured-flops", args.measured_flops, "peak")):
@@ -946,7 +951,7 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
                 f"({', '.join(p.step.bound for p in r.points)})")
         mine, theirs = result.stops_paying, r.stops_paying
         if (mine and mine[0]) != (theirs and theirs[0]):
-            there = f"a step up stops paying at --{result.axis} {theirs[0]}" if theirs else "every step up swept pays"
+            there = f"a step up stops paying at --{result.axis} {theirs[0]}" if theirs else "no size swept stops paying"
             here_ = f"at --{result.axis} {mine[0]}" if mine else "never, in the sizes swept"
             line += f"; there {there} (here it stops {here_})"
     else:

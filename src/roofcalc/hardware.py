@@ -148,13 +148,22 @@ PROFILE_KEYS = ("schema_version", "name", "aliases", "kind", "segment", "source"
                 "details", "trust")
 
 
+def _edits(a: str, b: str) -> int:
+    """The fewest one-character insertions, deletions and substitutions from ``a`` to ``b`` (Levenshtein)."""
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
+    return row[-1]
+
+
 def hardware_from_dict(d: Any, where: str) -> Hardware:
     if not isinstance(d, dict):
         raise RoofcalcError(f"{where}: a hardware profile is a JSON object")
-    from .inputs import close_names
-
-    for key in d:  # a key a character or two off one roofcalc reads is a typo that would be skipped unread
-        near = close_names(str(key), {k: k for k in PROFILE_KEYS}, 1) if key not in PROFILE_KEYS else []
+    for key in d:  # a key a character or two off one roofcalc reads is a typo that would be skipped unread; a key
+        # of the user's own, further from every one, is kept (save_profile writes it back)
+        near = [k for k in PROFILE_KEYS if key not in PROFILE_KEYS and _edits(str(key), k) <= max(1, len(k) // 8)]
         if near:
             raise RoofcalcError(f"{where}: '{key}' is not a key roofcalc reads (did you mean '{near[0]}'?)")
     for key in ("bandwidth_bytes_per_s", "peak_flop_per_s"):

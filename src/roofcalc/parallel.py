@@ -592,12 +592,14 @@ class TPSweep:
     @property
     def stops_paying(self) -> tuple[int, float] | None:
         """(size, gain) at the first step up, from the fewest GPUs that fit (paying_from), where the step gets less
-        than min_gain faster and no larger size swept is min_gain faster than the one before it: a size that dips
-        does not stop scaling that pays again past it."""
+        than min_gain faster, unless a larger size swept makes up for it: n steps past the size before it, a step
+        (1 + min_gain)^n times faster (a size that dips does not stop scaling that pays again past it; steps that
+        each gain a little do not add up to one that pays)."""
         points = self.points[self.paying_from:]
         for i, (a, b) in enumerate(zip(points, points[1:])):
             gain = a.step_s / b.step_s - 1
-            if gain < self.min_gain and all(a.step_s / c.step_s - 1 < self.min_gain for c in points[i + 2:]):
+            if gain < self.min_gain and all(a.step_s / c.step_s < (1 + self.min_gain) ** n
+                                            for n, c in enumerate(points[i + 2:], start=2)):
                 return b.tp, gain
         return None
 

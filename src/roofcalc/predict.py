@@ -1683,12 +1683,18 @@ def _db_covers(m: KernelModel, kind: str, weight_format: str, fit) -> bool:
 def form_source(m: KernelModel, kind: str, rows, weight_format: str = "", weight_bytes=1.0, depth=0, width=0,
                 attn: tuple = ()) -> str:
     """Where a matmul's or an attention call's efficiencies come from where a fitted form (GemmFit,
-    AttentionFit) gives them, as kernel_terms takes it, with what only part of it gives; "" where none does
-    (the class's defaults, a measured curve, a fused MoE layer's form: Placement.efficiency_source)."""
+    AttentionFit) gives them, as kernel_terms takes it, with what only part of it gives (a GeForce card's memory
+    side, a dequantizing factor, an int4 kernel's cap on the compute side, --kernel-db's read); "" where none
+    does (the class's defaults, a measured matmul curve, a fused MoE layer's form: Placement.efficiency_source).
+    A single step's sizes (scalars), not a sweep's; int4 experts never take a fused MoE form (their engines'
+    kernels: calculator.fused_moe_class), so the int4 kernels' rule here is a dense linear's."""
+    capped = False
     if kind == "matmul":
-        if weight_format == "int4" and m.int4_cap and m.int4_cap[1] and _one_matrix(weight_bytes, width, depth) \
-                and not _is_array(rows) and rows >= m.int4_cap[1]:
-            weight_format = ""  # dequantized to 16 bits and run on the 16-bit GEMM (_int4_dequantized)
+        if weight_format == "int4" and m.int4_cap and _one_matrix(weight_bytes, width, depth):
+            if m.int4_cap[1] and rows >= m.int4_cap[1]:
+                weight_format = ""  # dequantized to 16 bits and run on the 16-bit GEMM (_int4_dequantized)
+            else:
+                capped = bool(m.int4_cap[0])  # its compute side at most the int4 GEMM's own rate (_int4_capped)
         fit = m.matmul_fit(weight_format)
     else:
         fit = m.attention_fit(attn) if kind == "attention" else None
@@ -1699,6 +1705,8 @@ def form_source(m: KernelModel, kind: str, rows, weight_format: str = "", weight
         words.append("its memory side and fixed cost (the compute side the default gemm class's)")
     if kind == "matmul" and weight_format in m.dequant and fit is m.gemm_fit:
         words.append(f"{weight_format} weights dequantizing at the default factor")
+    if capped:
+        words.append("its compute side at most the int4 GEMM kernel's own rate (--int4-kernel)")
     if _db_covers(m, kind, weight_format, fit) and m.db.work(kind, rows, width, depth, attn) is not None:
         words.append("its work the nearest measured shape's (--kernel-db)")
     return "; ".join(words)

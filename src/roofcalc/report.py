@@ -453,8 +453,10 @@ def fixed_cost_words(r) -> str:
     or (fixed costs only) the five measured GPUs' medians."""
     m = r.model
     if m is not None and m.fitted_how == "profile":
-        what = " and ".join(x for x, fits in (("GEMM", m.gemm_fits), ("attention", m.attention_fits)) if fits)
+        what = " and ".join(x for x, fits in (("GEMM", m.gemm_fits), ("attention", attention_fitted(r))) if fits)
         return (f"; {what} kernels fitted on this GPU's own ({m.fitted}; elementwise: the medians)" if what else
+                f"; no form fitted on this GPU's own ({m.fitted}) holds this step's attention calls" if
+                m.attention_fits else
                 f"; no kernel form fitted on this GPU's own ({m.fitted}: its curves held too few points); fixed "
                 f"costs: the defaults")
     if m is None or not m.fixed_s or all(e.source == "measured" for e in m.fixed_s.values()):
@@ -966,10 +968,10 @@ def record_rows(r: Roofline, matmul_point: str | None = None) -> list[list[str]]
     roof_name = "measured" if mea else "nominal"  # the verdict roof, which % of roof is of
     rows = [
         ["bandwidth (GB/s)", f"{nom.bandwidth_bytes_per_s / 1e9:.4g}",
-         f"{mea.bandwidth_bytes_per_s / 1e9:.4g}" if mea else "", pct(mea.bandwidth_bytes_per_s / nom.bandwidth_bytes_per_s) if mea else ""],
+         f"{mea.bandwidth_bytes_per_s / 1e9:.4g}" if mea else "", share(mea.bandwidth_bytes_per_s / nom.bandwidth_bytes_per_s) if mea else ""],
         [f"{r.compute_dtype} peak (TFLOP/s)", f"{nom.peak_flop_per_s / 1e12:.4g}",
-         f"{mea.peak_flop_per_s / 1e12:.4g}" if mea else "", pct(mea.peak_flop_per_s / nom.peak_flop_per_s) if mea else ""],
-        ["ridge (FLOP/byte)", ridge(nom.ridge), ridge(mea.ridge) if mea else "", pct(mea.ridge / nom.ridge) if mea else ""],
+         f"{mea.peak_flop_per_s / 1e12:.4g}" if mea else "", share(mea.peak_flop_per_s / nom.peak_flop_per_s) if mea else ""],
+        ["ridge (FLOP/byte)", ridge(nom.ridge), ridge(mea.ridge) if mea else "", share(mea.ridge / nom.ridge) if mea else ""],
     ]
     nominal_floor = nom.floor(st.flops, st.bytes)
     if st.tpot_s is not None:
@@ -1480,7 +1482,10 @@ def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = (), width
         start = tps.points[tps.paying_from]
         points = tps.points[tps.paying_from:]
         since = f" from --{tps.axis} {start.tp} (the fewest GPUs that fit)" if tps.paying_from else ""
-        if all(a.step_s / b.step_s - 1 >= tps.min_gain for a, b in zip(points, points[1:])):
+        if len(points) == 1:
+            verdicts.append(f"  scaling   --{tps.axis} {start.tp}, the fewest GPUs that fit, is the largest swept: no "
+                            f"larger size to compare it with")
+        elif all(a.step_s / b.step_s - 1 >= tps.min_gain for a, b in zip(points, points[1:])):
             verdicts.append(f"  scaling   every step up in --{tps.axis}{since} makes the step at least "
                             f"{100 * tps.min_gain:.0f}% faster")
         else:  # a size that dips, and a larger one that pays past it

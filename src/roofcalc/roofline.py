@@ -414,7 +414,7 @@ class Placement:
             return (f"{fused.source}; at SGLang's default tiles ({words})" if words else fused.source) + \
                 "".join(f"; {w}" for w in (slow, pad, db) if w)
         t = self.term
-        if self.kernel.kind in ("matmul", "attention") and not self.model.curves.get("matmul"):
+        if self.kernel.kind in ("matmul", "attention"):  # (a measured matmul curve said so above)
             if t.group and self.kernel.kind == "matmul":  # a fused group's one GEMM: its sizes (kernel_terms)
                 words = form_source(self.model, "matmul", t.rows, t.weight_format, t.group[4], t.depth, t.group[3])
             else:
