@@ -303,6 +303,9 @@ def decode_rows(df: pd.DataFrame, spec: dict, kv_plus_one: bool) -> dict:
     return R
 
 
+SOFT_L2 = None
+
+
 def mmha_rule(gpu: str) -> dict:
     """fitting.mmha_rows' arguments for TensorRT-LLM's decode on ``gpu``: its SM count (SPECS, from the
     datasheets), XQA's largest group (32) and its heuristic, or on SM100 (B200) TRTLLM-GEN's (16, none)."""
@@ -322,7 +325,8 @@ def decode_cost(R: dict, variant: tuple, spec: dict) -> dict:
     out = F.decode_cost(b, h, g, R["kvlen"], d, e, R["w"], tile, per_head, context=R["context"], l2=spec["l2"],
                         tiled=R.get("xqa"))  # TensorRT-LLM's tables: the tile is XQA's (fitting.xqa_rows)
     kv = 2 * b * g * R["kvlen"] * d * e
-    return dict(out, qbytes=np.zeros_like(b), l2=kv <= spec["l2"], tokens=b * out["lt"], tile=list(variant))
+    soft = {} if SOFT_L2 is None else dict(l2_hit=1.0 - F.l2_misses(kv, spec["l2"], SOFT_L2))
+    return dict(out, qbytes=np.zeros_like(b), l2=kv <= spec["l2"], tokens=b * out["lt"], tile=list(variant), **soft)
 
 
 def prefill_rows(df: pd.DataFrame, spec: dict, fp8: bool) -> dict:
@@ -536,7 +540,7 @@ def design_for(cls: str, R: dict) -> Design:
             sel = (R["ranks"] == r).astype(float)[:, None]
             D.add(f"e_link_{r}", "mem", sel * hat_basis(R["msg"], AR_MSG_KNOTS), lg(0.5), AR_MSG_KNOTS)
     if cls not in LINK:
-        D.split_l2(R["l2"])
+        D.split_l2(R.get("l2_hit", R["l2"]))
     return D
 
 

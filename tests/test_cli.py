@@ -1270,3 +1270,16 @@ def test_a_profiles_misspelt_key_and_unknown_nominal_are_refused_by_name(tmp_pat
                                             f"'{nominal}'{near}; known: T4, ")
     prof.write_text(json.dumps(base))
     assert run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof)], capsys)[0] == 0
+
+
+def test_json_says_how_far_batching_reaches_as_the_text_does(capsys):
+    """The worked example on its measured roof (270 GB/s, 50 TFLOP/s: ridge 185): the KV cache keeps the AI below
+    the ridge at this context, so batching raises the attainable FLOP/s to the AI's limit over the step's AI at
+    most, the text's figure; JSON's batching_reach is that figure, and batching_headroom the ridge's (ridge / AI)."""
+    args = ["TinyLlama/TinyLlama-1.1B", "--measured-bw", "270GB/s", "--measured-flops", "50TFLOP/s"]
+    code, out, _ = run(args + ["--format", "json"], capsys)
+    st = json.loads(out)["step"]
+    assert st["batching_headroom"] == pytest.approx(50e12 / 270e9 / st["intensity"])
+    assert 1 < st["batching_reach"] < st["batching_headroom"]
+    code, out, _ = run(args + ["--tpot", "15ms"], capsys)  # (the distances are said beside a measured step)
+    assert f"batching can raise the attainable FLOP/s to {st['batching_reach']:.3g}x this step's at most" in out

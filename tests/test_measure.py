@@ -536,6 +536,18 @@ def test_profile_cli_prints_the_table_and_the_gap(tmp_path, capsys, measured):
     assert analyze(shape, Workload.decode(1, 32)).kernel("q_proj").cost.flops == 2 * 1024 * 1024
 
 
+def test_profile_refuses_a_profile_of_another_kind_of_device(tmp_path, capsys):
+    """`profile --device cpu` with a --hw-file that does not say it measured a CPU (``kind`` defaults to gpu) would
+    take a GPU's overlap of host and device for a CPU that adds them: refused in one line before any work."""
+    pytest.importorskip("torch")
+    cfg, prof = tmp_path / "config.json", tmp_path / "hand.json"
+    cfg.write_text(json.dumps(SMALL))
+    prof.write_text(json.dumps({"name": "hand", "bandwidth_bytes_per_s": 2e10, "peak_flop_per_s": {"fp32": 1e11}}))
+    assert main(["profile", str(cfg), "--context", "32", "--steps", "3", "--hw-file", str(prof), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--hw-file {prof} is a gpu's profile and --device cpu runs on a cpu" in err
+
+
 def test_profile_can_fill_the_cache_instead_of_prefilling(tmp_path):
     pytest.importorskip("torch")
     from roofcalc.profile import profile_model

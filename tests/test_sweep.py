@@ -441,3 +441,20 @@ def test_a_sweep_and_a_single_step_resolve_one_device(tmp_path):
     d = device(hw, "fp16", measured_profile=profile, launch_overhead_s=3e-6)
     assert d.measured.link_bytes_per_s == 3.6e11 and d.model.latency["link"].expected == 8e-6
     assert (d.measured.bandwidth_bytes_per_s, d.model.launch_s.expected) == (2.9e12, 3e-6)
+
+
+@pytest.mark.parametrize("tps, stop", [
+    ((100, 200, 206, 340, 680), None),  # 200 to 206 gains 3 %, but 340 is 1.7x 200, past two doublings' 1.21x
+    ((100, 200, 206, 240, 250), 1),  # 250 / 200 = 1.25 over three doublings, under 1.1³ = 1.33: stops at batch 2
+    ((100, 104, 108.2, 112.5, 117), 0),  # 4 % a doubling: stops at the first, however far the ladder runs
+    ((100, 200, 400, 800), None),
+])
+def test_batching_stops_paying_where_no_larger_batch_pays_again(tps, stop):
+    """The doubling verdict's rule (sweep._stops_paying, the --tp comparison's over batches): a dip in one doubling
+    (an RTX 3090's q_proj under vLLM runs 0.65, 0.33 and 0.49 of its roof at batches 32, 64 and 128) does not stop
+    batching that pays again past it; min_gain 10 %."""
+    import numpy as np
+
+    from roofcalc.sweep import _stops_paying
+
+    assert _stops_paying(np.array(tps, float), 0.10) == stop

@@ -1165,6 +1165,11 @@ def run_profile(argv: Sequence[str]) -> str:
     if args.hw_file:
         hw_profile = load_profile(args.hw_file)
         first = hw_file_warnings(args.hw_file)
+        kind = "cpu" if args.device == "cpu" else "gpu"
+        if hw_profile.kind != kind:  # a GPU's roof (and overlap) for a run on the CPU, or the other way round
+            raise RoofcalcError(f"--hw-file {args.hw_file} is a {hw_profile.kind}'s profile and --device {args.device} "
+                                f"runs on a {kind}: give it \"kind\": \"{kind}\" if it measured this device, or "
+                                f"measure it (roofcalc measure --device {args.device} --out FILE)")
     else:
         from dataclasses import replace
 

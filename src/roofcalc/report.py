@@ -197,8 +197,25 @@ def step_record(r: Roofline) -> dict[str, Any]:
                            "fixed": t.fixed_s},
         "tpot_s": st.tpot_s, "achieved_flop_per_s": st.achieved_flop_per_s,
         "roof_fraction": st.roof_fraction, "floor_multiple": st.floor_multiple, "gap_s": st.gap_s,
-        "batching_headroom": st.batching_headroom,
+        "batching_headroom": st.batching_headroom, "batching_reach": batching_reach(r),
     }
+
+
+def batching_reach(r) -> float | None:
+    """How far batching can raise a decode step's attainable FLOP/s at its context, as slope_words says it: to the
+    ridge (batching_headroom) where the AI reaches it, else to the AI's limit as the batch grows (the KV cache grows
+    with it); 1 under the flat roof; None for a prefill or a traced model (its sweep says)."""
+    st = r.step
+    if st.intensity >= r.roof.ridge:
+        return 1.0
+    if r.analysis.source == "traced" and r.analysis.workload.phase == "decode":
+        return None
+    from .sweep import step_batch_verdicts
+
+    v = step_batch_verdicts(r)
+    if v is None:
+        return None
+    return (v.ridge if v.ridge_batch is not None else v.intensity_limit) / st.intensity
 
 
 def engine_record(m, impl: str, w=None) -> dict[str, Any] | None:
@@ -1215,7 +1232,7 @@ def verdict_lines(sw: Sweep) -> list[str]:
         else:
             fits = "" if v.max_batch is None or v.ridge_batch <= v.max_batch else " (more than fits in memory)"
             lines.append(f"  ridge     the step's AI reaches the {roof_name} ridge {ridge(v.ridge)} FLOP/byte at "
-                         f"{_batch(v.ridge_batch)}{fits}; beyond it the step is compute-bound")
+                         f"{_batch(v.ridge_batch)}{fits}; beyond it the step's floor is compute's")
         if v.kv_over_weights_batch is None:
             lines.append("  KV        KV-cache bytes never overtake weight bytes")
         else:

@@ -620,8 +620,7 @@ def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: floa
     half = top // 2
     slope_f, slope_b = ((x(top)[i] - x(half)[i]) / (top - half) for i in (0, 1))
     gains = tps[1:] / tps[:-1] - 1
-    below = gains < min_gain
-    first_below = below.argmax(axis=0).tolist()
+    first_below = [_stops_paying(tps[:, j], min_gain) for j in range(tps.shape[1])]
     out = []
     for j, context in enumerate(two.contexts.tolist()):
         (m0, m1), (_, f1), (_, y1) = memory[j], flops[j], nbytes[j]
@@ -629,10 +628,22 @@ def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: floa
         if capacity_bytes is not None:
             max_batch = max(0, min(top, math.floor((capacity_bytes - m0) / m1)))
         k = first_below[j]
-        doubling = (ladder[k], float(gains[k, j])) if below[k, j] else (None, None)
+        doubling = (ladder[k], float(gains[k, j])) if k is not None else (None, None)
         out.append(BatchVerdicts(int(context), ridge, (f1 + slope_f) / (y1 + slope_b), ridge_batches[j], kv_batches[j], max_batch,
                                  capacity_bytes, min_gain, *doubling, largest_batch_tried=ladder[-1]))
     return out
+
+
+def _stops_paying(tps, min_gain: float) -> int | None:
+    """The first rung k of the doubling ladder whose doubling gains less than ``min_gain`` tokens/s, unless a larger
+    batch makes up for it: n doublings up, (1 + min_gain)^n times the tokens/s (a dip in one doubling, one kernel's
+    tile change, does not stop batching that pays again past it; doublings that each gain a little do not add up
+    to one that pays); None where none stops. parallel.TPSweep.stops_paying's rule, over batches."""
+    for k in range(len(tps) - 1):
+        if tps[k + 1] / tps[k] - 1 < min_gain and all(tps[k + n] / tps[k] < (1 + min_gain) ** n
+                                                        for n in range(2, len(tps) - k)):
+            return k
+    return None
 
 
 # --------------------------------------------------------------------------- prefill and whole requests
