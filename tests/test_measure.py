@@ -834,6 +834,24 @@ def test_profile_warns_of_load_and_far_apart_steps(tmp_path):
         "warning   decode steps up to 2.5x apart: re-run `roofcalc profile` on an idle machine"]
 
 
+def test_profile_warns_of_profiled_steps_far_apart(tmp_path):
+    """The per-kernel times are the medians of the profiled steps (three, under the profiler): where those run
+    5.9x apart (334, 1,920 and 1,980 ms, a run beside another process), a warning says so, as for the timed
+    steps; 1.2x apart, none."""
+    from dataclasses import replace
+
+    from roofcalc.profile import profile_record, profile_trust
+
+    p, r = _fake_profile(tmp_path, kernel_s=1e-5, tpot_s=0.1)
+    far = profile_trust(replace(p, profiled_steps_s=(0.334, 1.92, 1.98)), r)
+    assert far.profiled_apart == pytest.approx(1.98 / 0.334)
+    assert ("warning   profiled steps up to 5.9x apart (each kernel's time is their median): re-run `roofcalc "
+            "profile` on an idle machine") in far.warnings()
+    assert profile_record(p, far)["trust"]["profiled_apart"] == pytest.approx(1.98 / 0.334)
+    near = profile_trust(replace(p, profiled_steps_s=(0.1, 0.11, 0.12)), r)
+    assert not any("profiled steps" in w for w in near.warnings())
+
+
 def test_a_range_wider_than_its_sources_allow_is_not_informative(tmp_path):
     from roofcalc.profile import profile_lines, profile_record, profile_trust
 

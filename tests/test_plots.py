@@ -292,3 +292,23 @@ def test_sweep_plots_have_no_label_on_another_and_legends_for_every_line(kw):
         names = {t.get_text() for t in right.get_legend().get_texts()}
         assert "memory limit, S=8,192: B=81" in names and "does not fit, S=8,192" in names
         assert "tokens/s, S=512" in names
+
+
+def test_the_plot_rings_the_kernels_the_table_and_json_flag(tmp_path, capsys):
+    """One rule flags a kernel (measured above 3x the least a kernel of its size takes): the table's flag, JSON's
+    flagged and the plot's red ring (gid flagged-N) mark the same kernels. The worked example with input_layernorm
+    at 100 us and q_proj at 200 us: each above 3x its least, both flagged, both ringed, no other."""
+    import json
+
+    from roofcalc.cli import main
+
+    times = tmp_path / "k.json"
+    times.write_text(json.dumps({"input_layernorm": 1e-4, "q_proj": 2e-4}))
+    svg = tmp_path / "p.svg"
+    assert main(["TinyLlama/TinyLlama-1.1B", "--kernel-times", str(times), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    flagged = [k["name"] for k in doc["kernels"] if k["flagged"]]
+    assert flagged == ["input_layernorm", "q_proj"]
+    assert main(["TinyLlama/TinyLlama-1.1B", "--kernel-times", str(times), "--plot", str(svg)]) == 0
+    text = svg.read_text()
+    assert text.count('id="flagged-') == 2 and "flagged: measured above 3x the least it can take" in text

@@ -11,6 +11,7 @@ from .units import ridge as ridge_words
 
 INDIGO = "#2b53d8"  # left of the measured ridge: memory-bound (the seed's colours)
 AMBER = "#b26a12"  # right of it: compute-bound
+RED = "#c62828"  # a flagged kernel's ring: measured above 3x the least it can take (Placement.flagged)
 NOMINAL_GREY = "0.55"
 RIDGE = "0.1"  # the ridge dotted near-black: its legend entry differs from the grey nominal roof in colour too
 SUFFIXES = (".png", ".svg")
@@ -43,7 +44,8 @@ def plot_points(r: Roofline) -> list[dict]:
         predicted = c.flops / p.t_expected_s
         y = p.achieved_flop_per_s if measured else predicted
         pts.append(dict(name=p.kernel.name, x=c.intensity, y=y, measured=measured,
-                        fraction=y / roof.attainable(c.intensity), predicted=predicted if measured else None))
+                        fraction=y / roof.attainable(c.intensity), predicted=predicted if measured else None,
+                        flagged=p.flagged))
     st = r.step
     step_pred = st.flops / st.predicted_s
     step_y = st.achieved_flop_per_s if st.tpot_s is not None else step_pred
@@ -232,7 +234,9 @@ def roofline_figure(r: Roofline):
             ax.plot([p["x"]], [p["predicted"]], "o", ms=5, mfc="white", mec=p["color"], mew=1, gid=f"predicted-{i}")
             markers.append((p["x"], p["predicted"], 5))
         ax.plot([p["x"]], [p["y"]], "o", ms=MARKER_PT, mfc=face, mec=p["color"], mew=1.5, gid=f"point-{i}")
-        markers.append((p["x"], p["y"], MARKER_PT))
+        if p.get("flagged"):  # the table's flag and JSON's flagged: one rule (Placement.flagged), a red ring
+            ax.plot([p["x"]], [p["y"]], "o", ms=MARKER_PT + 6, mfc="none", mec=RED, mew=1.5, gid=f"flagged-{i}")
+        markers.append((p["x"], p["y"], MARKER_PT + 6 if p.get("flagged") else MARKER_PT))
     ax.set_ylim(min(ys) / 5, max(ys) * 3)
     kinds = {p["measured"] for p in pts} | ({False} if any(p.get("predicted") for p in pts) else set())
     handles = ax.get_legend_handles_labels()
@@ -241,6 +245,9 @@ def roofline_figure(r: Roofline):
         extra.append(Line2D([], [], ls="", marker="o", mfc="white", mec="0.3", label="predicted (hollow)"))
     if True in kinds:
         extra.append(Line2D([], [], ls="", marker="o", mfc="0.3", mec="0.3", label="measured (filled)"))
+    if any(p.get("flagged") for p in pts):
+        extra.append(Line2D([], [], ls="", marker="o", ms=MARKER_PT + 4, mfc="none", mec=RED, mew=1.5,
+                            label="flagged: measured above 3x the least it can take"))
     if any(p.get("predicted") for p in pts):  # its small hollow marker tells it from the dotted ridge
         extra.append(Line2D([], [], ls=":", color=INDIGO, lw=1, marker="o", ms=4, mfc="white", mec=INDIGO,
                             label="a measured point to its prediction"))
@@ -257,7 +264,7 @@ def roofline_figure(r: Roofline):
     for i, p in enumerate(pts, 1):
         how = f" (predicted {_fmt_rate(p['predicted'])})" if p.get("predicted") else ""
         key_lines.append(f"{i}  {p['name']}   AI {ratio(p['x'])} · {_fmt_rate(p['y'])}{how} · "  # AI as the report prints it
-                         f"{_sig(100 * p['fraction'])}% of roof")
+                         f"{_sig(100 * p['fraction'])}% of roof" + (" · flagged" if p.get("flagged") else ""))
     off = off_axis(r)
     if off:
         key_lines.append("not on the plot: AI 0 (no FLOPs to place on a FLOP/s axis)")

@@ -573,6 +573,7 @@ class ProfileTrust:
     prediction: dict  # prediction_check
     verdict: str  # "inside", "outside" or "not informative" (inside a range that says nothing)
     measure_warnings: tuple[str, ...] = ()  # those of the measurement this run made first (no --hw-file)
+    profiled_apart: float = 1.0  # the slowest profiled step over the fastest (the kernel times are their medians)
 
     @property
     def host_s(self) -> float | None:
@@ -591,6 +592,9 @@ class ProfileTrust:
             out.append(self.load.warning("profile"))
         if self.steps_apart >= SOURCE_SPREAD:
             out.append(f"warning   decode steps up to {self.steps_apart:.2g}x apart: {again}")
+        if self.profiled_apart >= SOURCE_SPREAD:
+            out.append(f"warning   profiled steps up to {self.profiled_apart:.2g}x apart (each kernel's time is their "
+                       f"median): {again}")
         if self.host_s is None:
             out.append(f"warning   kernels' sum {ms(self.kernel_sum_s)} ms > TPOT {ms(self.tpot_s)} ms, timings "
                        f"disagree: {again}")
@@ -605,7 +609,7 @@ class ProfileTrust:
 
     def record(self) -> dict:
         return {**(self.load.record() if self.load is not None else {}), "spread_limit": SOURCE_SPREAD,
-                "steps_apart": self.steps_apart, "measured_host_s": self.host_s,
+                "steps_apart": self.steps_apart, "profiled_apart": self.profiled_apart, "measured_host_s": self.host_s,
                 "kernels_exceed_step": self.host_s is None, "step_over_kernels": self.step_over_kernels,
                 "expected_step_over_kernels": self.expected_ratio, "prediction": self.prediction,
                 "verdict": self.verdict, "warnings": [w.split(None, 1)[1] for w in self.warnings()]}
@@ -617,8 +621,10 @@ def profile_trust(p: ProfileResult, r, measure_warnings=()) -> ProfileTrust:
     pred = prediction_check(st)
     verdict = "outside" if not st.times.holds(p.tpot_s) else "inside" if pred["informative"] else "not informative"
     device = st.times.device_s
+    profiled = [x for x in p.profiled_steps_s if x > 0]
     return ProfileTrust(p.load, max(p.step_times_s) / min(p.step_times_s), p.kernel_sum_s, p.tpot_s,
-                        st.predicted_s / device if device > 0 else math.inf, pred, verdict, tuple(measure_warnings))
+                        st.predicted_s / device if device > 0 else math.inf, pred, verdict, tuple(measure_warnings),
+                        max(profiled) / min(profiled) if profiled else 1.0)
 
 
 def profile_record(p: ProfileResult, trust: ProfileTrust) -> dict:
