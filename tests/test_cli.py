@@ -1283,3 +1283,17 @@ def test_json_says_how_far_batching_reaches_as_the_text_does(capsys):
     assert 1 < st["batching_reach"] < st["batching_headroom"]
     code, out, _ = run(args + ["--tpot", "15ms"], capsys)  # (the distances are said beside a measured step)
     assert f"batching can raise the attainable FLOP/s to {st['batching_reach']:.3g}x this step's at most" in out
+
+
+def test_a_range_end_its_steps_do_not_reach_is_said(capsys):
+    """'1..6' doubles 1 to 4 and '512..4000:512' steps to 3,584 (512 + 6 x 512): the sweep ends short of what was
+    written, and an 'ignored' line says where; a range that lands on its end ('1..8') says nothing."""
+    from roofcalc.inputs import parse_sizes, unreached_ends
+
+    assert parse_sizes("1..6") == (1, 2, 4) and parse_sizes("512..4000:512")[-1] == 3584
+    assert unreached_ends("1..8,16") == [] and unreached_ends("3..96") == []
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--batch", "1..6", "--context", "512..4000:512"], capsys)
+    assert code == 0
+    assert "ignored --batch 1..6: 6 is not reached by 1 doubled; the sweep ends at 4" in " ".join(out.split())
+    assert ("ignored --context 512..4000:512: 4,000 is not reached by a step of 512 from 512; the sweep ends at "
+            "3,584") in " ".join(out.split())

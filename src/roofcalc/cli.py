@@ -837,7 +837,10 @@ def _cache_update(args: argparse.Namespace) -> str:
 
 def _ignored(args: argparse.Namespace, s) -> list[str]:
     """The options given that change nothing in this run (a prefill's option on a decode step, a pipeline's without
-    --pp, a kind of layer the model has not), each in words: accepted, but said, never silently dropped."""
+    --pp, a kind of layer the model has not) and a range's end its steps do not reach, each in words: accepted,
+    but said, never silently dropped."""
+    from .inputs import unreached_ends
+
     decode = not args.prompt
     quantized = (args.weight_dtype or s.weight_format or "").startswith(("int", "q4", "q8"))
     return [what for given, what in (
@@ -862,7 +865,8 @@ def _ignored(args: argparse.Namespace, s) -> list[str]:
          f"--host-overhead {args.host_overhead}: only --impl hf-eager pays a host time per eager op"),
         (args.group_size is not None and not quantized,
          f"--group-size {args.group_size}: only int8 and int4 weights have groups (--weight-dtype)"),
-    ) if given]
+    ) if given] + [end for what in ("batch", "context", "prompt") if getattr(args, what, None) is not None
+                   for end in unreached_ends(getattr(args, what), what)]
 
 
 def _layout_words(result, layout: str) -> str:

@@ -1184,7 +1184,7 @@ def _ms_cell(seconds):
 
 _SWEEP_COLUMNS = {  # (header, record key, text formatter)
     "decode": [("batch", "batch", str), ("context", "context", str), ("FLOPs", "flops", si),
-               ("weights", "weight_bytes", lambda x: si(x, "B")), ("KV cache", "kv_bytes", lambda x: si(x, "B")),
+               ("weights read", "weight_bytes", lambda x: si(x, "B")), ("KV read", "kv_bytes", lambda x: si(x, "B")),
                ("AI", "intensity", ratio), ("AI/B", "intensity_per_batch", lambda x: f"{x:.3f}"),
                ("floor ms", "floor_s", _ms_cell),
                ("step=TPOT ms", "step_s", _ms_cell),
@@ -1306,7 +1306,7 @@ def sweep_header_lines(sw: Sweep, defaults: Iterable[str] = ()) -> list[str]:
 
 
 # sweep columns that give way first on a narrow terminal (higher goes first; 0 always stays)
-SWEEP_PRIORITY = {"batch": 0, "context": 0, "prompt": 0, "generate": 1, "FLOPs": 3, "weights": 3, "KV cache": 3,
+SWEEP_PRIORITY = {"batch": 0, "context": 0, "prompt": 0, "generate": 1, "FLOPs": 3, "weights read": 3, "KV read": 3,
                   "bytes": 3, "AI": 2, "AI/B": 3, "floor ms": 2, "step=TPOT ms": 0, "TTFT ms": 0, "upper ms": 2,
                   "mean TPOT ms": 0, "total s": 0, "tokens/s": 0, "prompt tokens/s": 0, "output tokens/s": 0,
                   "bound": 1, "memory GB": 1, "memory GB (end)": 1, "fits": 0}
