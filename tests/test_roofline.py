@@ -645,3 +645,18 @@ def test_kernels_that_lose_the_same_time_are_listed_in_order():
                                                           placement("c", 25e-6)]))
     names = [line.replace("anomalies ", "").split(":")[0].strip() for line in anomaly_lines(r)]
     assert names == ["a", "b", "c"]
+
+
+def test_a_step_and_its_roofline_print_in_one_line():
+    """A notebook cell or a log line holding a roofline prints one line (its placements carry the whole kernel
+    model each: a quarter of a megabyte in full), with the predicted step, its range and its bound as the report
+    gives them."""
+    from roofcalc import Workload, analyze, load_shape
+    from roofcalc.roofline import roofline
+
+    r = roofline(analyze(load_shape("TinyLlama/TinyLlama-1.1B"), Workload.decode(1, 500)), "T4")
+    text = repr(r)
+    assert "\n" not in text and len(text) < 300 and len(repr(r.step.placements[0])) < 3000
+    st = r.step
+    assert (f"predicted {st.predicted_s * 1e3:.4g} ms [{st.predicted_lower_s * 1e3:.4g}, "
+            f"{st.predicted_upper_s * 1e3:.4g}], {st.bound}-bound, {len(st.placements)} kernels placed") in text

@@ -334,7 +334,8 @@ class Placement:
     roof: Roof
     launches: int  # eager ops (hf-eager) or kernel launches one instance costs the host
     measured_s: float | None = None
-    model: KernelModel | None = None  # the efficiencies that turn its floor into an expected time
+    model: KernelModel | None = field(default=None, repr=False)  # the efficiencies that turn its floor into an
+    # expected time (the step's one model: left out of a placement's repr)
     weight_format: str = ""  # int8 / int4 weights dequantize on the fly; fp8-b128 block-scaled
     moe: tuple = ()  # a fused MoE layer's experts kernel: its layer's sums (predict.fuse_moe), () else
     group: tuple = ()  # a GEMM of a fused group (q/k/v, gate/up): the group's sums (predict.fuse_gemms), () else
@@ -552,6 +553,11 @@ class StepVerdict:
     sequences: int = 1  # the step's sequences: an engine's host time per sequence (predict.EngineHost)
     gpus: int = 1  # the GPUs it runs on (Parallel.gpus): with its collectives, the range's band
 
+    def __repr__(self) -> str:  # one line (its placements carry the whole kernel model each): .placements has them
+        return (f"StepVerdict(predicted {self.predicted_s * 1e3:.4g} ms [{self.predicted_lower_s * 1e3:.4g}, "
+                f"{self.predicted_upper_s * 1e3:.4g}], {self.bound}-bound, {len(self.placements)} kernels placed, "
+                f"impl {self.impl})")
+
     @cached_property
     def times(self) -> StepTimes:
         """The step model (predict.py) over every kernel: floors, expected device and host time
@@ -699,6 +705,10 @@ class Roofline:
         from .frames import repr_html
 
         return repr_html(self)
+
+    def __repr__(self) -> str:  # one line, not every placement's kernel model (hundreds of kB)
+        return (f"Roofline({self.analysis.shape.name!r} on {self.hardware.name}, "
+                f"{'measured' if self.measured else 'nominal'} roof: {self.step!r})")
 
 
 @dataclass(frozen=True)
