@@ -183,3 +183,18 @@ def test_a_measured_fused_moe_call_takes_its_measured_time(capsys):
     call = sum(k["t_expected_s"] for k in doc["kernels"] if k["name"] in
                ("experts.gate_up_proj", "experts.act_mul", "experts.down_proj", "experts.combine"))
     assert call == pytest.approx(0.258741e-3, rel=1e-5)
+
+
+def test_a_steps_batching_verdict_takes_the_fits_under_kernel_db(capsys, monkeypatch):
+    """--kernel-db reads one step's kernels; what batching would do (the sweep behind a single report's distance
+    along the slope, and JSON's batching_reach) takes their fits, as a sweep does: a fused MoE call read from a
+    stand-in table (one number, not one per batch) must not reach the sweep's arrays."""
+    import json
+
+    import roofcalc.kerneldb
+
+    monkeypatch.setattr(roofcalc.kerneldb, "KernelDB", lambda *a, **k: _Tables(300e-6, False))
+    args = ["mistralai/Mixtral-8x7B-v0.1", "--hw", "H100", "--dtype", "bf16", "--kernel-db", "--tpot", "20ms"]
+    assert main(args) == 0 and "2 along the slope:" in capsys.readouterr().out
+    assert main(args + ["--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["step"]["batching_reach"] > 1

@@ -520,7 +520,12 @@ def step_batch_verdicts(r) -> BatchVerdicts | None:
     kw = dict(weight_dtype=w.weight_dtype, act_dtype=w.act_dtype, kv_dtype=w.kv_dtype, group_size=w.group_size,
               experts=w.experts, mla=w.mla, cache_update=w.cache_update, attention=w.attention,
               ubatch=w.ubatch, eager_ops=w.eager_ops, tp_layout=w.tp_layout)
-    return batch_verdicts(r.analysis.shape, [w.kv_len], r.roof, r.capacity_bytes, impl=r.step.impl, model=r.model,
+    model = r.model
+    if model is not None and model.db is not None:  # --kernel-db reads one step's kernels; a sweep takes their fits
+        from dataclasses import replace
+
+        model = replace(model, db=None)
+    return batch_verdicts(r.analysis.shape, [w.kv_len], r.roof, r.capacity_bytes, impl=r.step.impl, model=model,
                           **kw)[0]
 
 
