@@ -115,10 +115,7 @@ SPECS = {
     "h200_sxm": dict(sms=132, bf16=989.4e12, fp8=1978.9e12, bw=4800e9, link=450e9, l2=50e6),
     "b200_sxm": dict(sms=148, bf16=2250e12, fp8=4500e12, fp4=9000e12, bw=8000e9, link=900e9, l2=126e6),
     "l40s": dict(sms=142, bf16=362.05e12, fp8=733e12, bw=864e9, link=32e9, l2=96e6),
-    # l2_decode: a decode table's call, repeated over the same KV, reads it from L2 up to this multiple of the L2
-    # size (decode_cost; 1 where absent): docs/kernel_fits.md, "Decode past L2"
-    "rtx_pro_6000_server": dict(sms=188, bf16=500e12, fp8=1000e12, fp4=2000e12, bw=1792e9, link=63e9, l2=128e6,
-                                l2_decode=1.5),
+    "rtx_pro_6000_server": dict(sms=188, bf16=500e12, fp8=1000e12, fp4=2000e12, bw=1792e9, link=63e9, l2=128e6),
 }
 
 # the knots of the forms' size dependences: roofcalc.fitting's (GEMM_M_KNOTS, ... CTA_KNOTS)
@@ -306,6 +303,9 @@ def decode_rows(df: pd.DataFrame, spec: dict, kv_plus_one: bool) -> dict:
     return R
 
 
+SOFT_L2 = None
+
+
 def mmha_rule(gpu: str) -> dict:
     """fitting.mmha_rows' arguments for TensorRT-LLM's decode on ``gpu``: its SM count (SPECS, from the
     datasheets), XQA's largest group (32) and its heuristic, or on SM100 (B200) TRTLLM-GEN's (16, none)."""
@@ -325,8 +325,8 @@ def decode_cost(R: dict, variant: tuple, spec: dict) -> dict:
     out = F.decode_cost(b, h, g, R["kvlen"], d, e, R["w"], tile, per_head, context=R["context"], l2=spec["l2"],
                         tiled=R.get("xqa"))  # TensorRT-LLM's tables: the tile is XQA's (fitting.xqa_rows)
     kv = 2 * b * g * R["kvlen"] * d * e
-    resident = kv <= spec.get("l2_decode", 1.0) * spec["l2"]  # a repeated call's KV read from L2 (SPECS)
-    return dict(out, qbytes=np.zeros_like(b), l2=resident, tokens=b * out["lt"], tile=list(variant))
+    soft = {} if SOFT_L2 is None else dict(l2_hit=1.0 - F.l2_misses(kv, spec["l2"], SOFT_L2))
+    return dict(out, qbytes=np.zeros_like(b), l2=kv <= spec["l2"], tokens=b * out["lt"], tile=list(variant), **soft)
 
 
 def prefill_rows(df: pd.DataFrame, spec: dict, fp8: bool) -> dict:
@@ -540,7 +540,7 @@ def design_for(cls: str, R: dict) -> Design:
             sel = (R["ranks"] == r).astype(float)[:, None]
             D.add(f"e_link_{r}", "mem", sel * hat_basis(R["msg"], AR_MSG_KNOTS), lg(0.5), AR_MSG_KNOTS)
     if cls not in LINK:
-        D.split_l2(R["l2"])
+        D.split_l2(R.get("l2_hit", R["l2"]))
     return D
 
 
@@ -1109,23 +1109,7 @@ Why, and what else the tables showed:
   8 GPUs. On the RTX PRO 6000 box (PCIe, no NVLink) they fall back to NCCL's speed from 4 GPUs (13-25 µs).
 * **RTX PRO 6000 Server** (GB202, the RTX 5090's chip; the nearest measured GPU of compute capability 12.0):
   GEMMs, prefill and MoE fit as well as on the datacenter GPUs; its decode tables (vLLM's FlashAttention-2 and
-  FlashInfer, SGLang's FlashInfer, TensorRT-LLM's) did not (0.07-0.22 cross-validated) while its rows just past L2
-  were read as DRAM's (below).
-* **Decode past L2** (SPECS' `l2_decode`). A table's call is repeated over the same KV, so a KV that fits L2 is read
-  from L2 (its rows take memory efficiencies of their own, and no prediction of a step takes them: a step reads
-  each layer's KV once, after every other layer's weights), and one past it from DRAM: on the L40S (96 MB) a 134
-  MB KV, 1.4x its L2, decodes in 221 µs where a 67 MB one takes 38. Not on the RTX PRO 6000 (128 MB): 2 x 8 KV
-  heads x 128 x 1 byte x 65,536 tokens = 134 MB, 1.05x its L2, decodes at batch 8 in 45 µs, at L2's rate, where
-  twice the tokens take 193 µs (4.3x). Whether its L2 holds more than its size (compressing the tables' KV values,
-  say) or otherwise, the tables do not say; its rows up to 1.5x its L2 are read as L2's. Read as DRAM's, they had
-  run 0.31-0.50 in log below the DRAM form as shipped (the rows at 1.5-3x L2 +0.16-0.17 above it: the rows it
-  leaves had pulled its DRAM efficiencies up); the tables hold no rows between 1.1x and 2x L2 but 92, and a bound
-  of 1.2 or 2 splits them alike (every cell within 0.006 of 1.5's). Cross-validated on the rows past 1.5x L2, each
-  of the ten decode tables meets the target (vLLM's 16-bit KV 0.125 / 92 % on the rows past 1x to 0.018 / 100 %,
-  fp8 KV 0.219 / 74 % to 0.026 / 94 %; below). As shipped (benchmarks/shipped_fits.py, vLLM's), on the rows past
-  3x L2, where the two readings agree on what DRAM rows are: 16-bit KV 0.065 to 0.014, fp8 KV 0.114 to 0.027. The
-  bound was chosen reading the RTX PRO 6000's rows; the other GPUs stay at 1x, where their rows just past L2 run at
-  DRAM's rate (a 1.5 there would score them better only by leaving their hardest DRAM rows out).
+  FlashInfer, SGLang's FlashInfer, TensorRT-LLM's) do not (0.12-0.30 cross-validated): why was not found.
 * **Decode attention works on KV tiles**: 2,048 sequences of 2 tokens cost what 2,048 of 128 do (the fitted tile,
   32-128 tokens on most kernels), plus a time per (sequence x KV head) work item in series, 1-25 ns.
 * **The L2 cliff is large**: on the L40S (96 MB L2) a 67 MB KV decodes in 38 µs and a 134 MB one in 221 µs; rows
