@@ -1283,6 +1283,10 @@ def test_json_says_how_far_batching_reaches_as_the_text_does(capsys):
     assert 1 < st["batching_reach"] < st["batching_headroom"]
     code, out, _ = run(args + ["--tpot", "15ms"], capsys)  # (the distances are said beside a measured step)
     assert f"batching can raise the attainable FLOP/s to {st['batching_reach']:.3g}x this step's at most" in out
+    # a prefill (here right of the H100's ridge) says what longer prompts do, not batching's reach: null
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw", "H100", "--prompt", "8192", "--format", "json"], capsys)
+    st = json.loads(out)["step"]
+    assert st["intensity"] > 989e12 / 3.35e12 and st["batching_reach"] is None
 
 
 def test_a_range_end_its_steps_do_not_reach_is_said(capsys):
@@ -1291,7 +1295,7 @@ def test_a_range_end_its_steps_do_not_reach_is_said(capsys):
     from roofcalc.inputs import parse_sizes, unreached_ends
 
     assert parse_sizes("1..6") == (1, 2, 4) and parse_sizes("512..4000:512")[-1] == 3584
-    assert unreached_ends("1..8,16") == [] and unreached_ends("3..96") == []
+    assert unreached_ends("1..8,16") == [] and unreached_ends("3..96") == [] and unreached_ends("1..6,6") == []
     code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--batch", "1..6", "--context", "512..4000:512"], capsys)
     assert code == 0
     assert "ignored --batch 1..6: 6 is not reached by 1 doubled; the sweep ends at 4" in " ".join(out.split())

@@ -194,6 +194,10 @@ def unreached_ends(text, what: str = "batch") -> list[str]:
     """The ends of ``text``'s ranges (parse_sizes) their steps do not reach, each in words: '1..6' doubles 1 to 4,
     '512..4000:512' steps to 3,584 (the sweep ends short of what was written, and says so)."""
     out = []
+    try:
+        swept = set(parse_sizes(text, what))
+    except RoofcalcError:  # (refused where it is parsed, with its own words)
+        return []
     for item in (t.strip().replace("_", "") for t in one_line(str(text)).split(",")):
         m = _RANGE.match(item)
         if not m or int(m[1]) < 1 or int(m[2]) < int(m[1]):
@@ -201,7 +205,7 @@ def unreached_ends(text, what: str = "batch") -> list[str]:
         lo, hi = int(m[1]), int(m[2])
         last = lo << ((hi // lo).bit_length() - 1) if m[3] is None else \
             lo + (hi - lo) // int(m[3]) * int(m[3]) if int(m[3]) >= 1 else hi
-        if last != hi:
+        if last != hi and hi not in swept:  # (an end another item sweeps is swept)
             how = f"{lo:,} doubled" if m[3] is None else f"a step of {int(m[3]):,} from {lo:,}"
             out.append(f"--{what} {item}: {hi:,} is not reached by {how}; the sweep ends at {last:,}")
     return out

@@ -204,12 +204,12 @@ def step_record(r: Roofline) -> dict[str, Any]:
 def batching_reach(r) -> float | None:
     """How far batching can raise a decode step's attainable FLOP/s at its context, as slope_words says it: to the
     ridge (batching_headroom) where the AI reaches it, else to the AI's limit as the batch grows (the KV cache grows
-    with it); 1 under the flat roof; None for a prefill or a traced model (its sweep says)."""
+    with it); 1 under the flat roof; None for a prefill or a traced model (a traced decode: its sweep says)."""
     st = r.step
+    if r.analysis.workload.phase != "decode" or r.analysis.source == "traced":
+        return None
     if st.intensity >= r.roof.ridge:
         return 1.0
-    if r.analysis.source == "traced" and r.analysis.workload.phase == "decode":
-        return None
     from .sweep import step_batch_verdicts
 
     v = step_batch_verdicts(r)
@@ -1245,8 +1245,8 @@ def verdict_lines(sw: Sweep) -> list[str]:
             lines.append(f"  memory    the largest batch that fits in {capacity(cap)} ({held}, nothing else): "
                          f"{v.max_batch:,}")
         if v.doubling_batch is None:
-            lines.append(f"  doubling  every doubling up to batch {v.largest_batch_tried:,} gains at least "
-                         f"{100 * v.min_gain:.0f}% tokens/s")
+            lines.append(f"  doubling  keeps paying up to batch {v.largest_batch_tried:,}: each doubling gains at least "
+                         f"{100 * v.min_gain:.0f}% tokens/s, or a larger batch makes up for one that does not")
         else:
             beyond = "" if v.max_batch is None or 2 * v.doubling_batch <= v.max_batch else " (beyond what fits)" \
                 if v.doubling_batch > v.max_batch else f" (batch {2 * v.doubling_batch:,} does not fit)"
