@@ -450,11 +450,11 @@ def test_a_sweep_and_a_single_step_resolve_one_device(tmp_path):
     ((100, 200, 400, 800), None),
 ])
 def test_batching_stops_paying_where_no_larger_batch_pays_again(tps, stop):
-    """The doubling verdict's rule (sweep._stops_paying, the --tp comparison's over batches): a dip in one doubling
+    """The doubling verdict's rule (parallel.stops_paying_at, the --tp comparison's too): a dip in one doubling
     (an RTX 3090's q_proj under vLLM runs 0.65, 0.33 and 0.49 of its roof at batches 32, 64 and 128) does not stop
     batching that pays again past it; min_gain 10 %."""
     import numpy as np
 
-    from roofcalc.sweep import _stops_paying
+    from roofcalc.parallel import stops_paying_at
 
-    assert _stops_paying(np.array(tps, float), 0.10) == stop
+    assert stops_paying_at(np.array(tps, float), 0.10) == stop

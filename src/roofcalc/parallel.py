@@ -571,6 +571,18 @@ class TPPoint:
         return None if cap is None else self.memory_bytes <= cap
 
 
+def stops_paying_at(rates, min_gain: float) -> int | None:
+    """The first k of a ladder of sizes whose step up to k + 1 raises ``rates`` (tokens/s, a step's speed) by less
+    than ``min_gain``, unless a larger size makes up for it: n steps up from k, (1 + min_gain)^n times the rate (a
+    size that dips does not stop scaling that pays again past it; steps that each gain a little do not add up to
+    one that pays); None where none stops. The --tp/--pp/--ep comparison's rule, and the doubling verdict's."""
+    for k in range(len(rates) - 1):
+        if rates[k + 1] / rates[k] - 1 < min_gain and all(rates[k + n] / rates[k] < (1 + min_gain) ** n
+                                                          for n in range(2, len(rates) - k)):
+            return k
+    return None
+
+
 @dataclass(frozen=True)
 class TPSweep:
     points: tuple[TPPoint, ...]
@@ -592,16 +604,10 @@ class TPSweep:
     @property
     def stops_paying(self) -> tuple[int, float] | None:
         """(size, gain) at the first step up, from the fewest GPUs that fit (paying_from), where the step gets less
-        than min_gain faster, unless a larger size swept makes up for it: n steps past the size before it, a step
-        (1 + min_gain)^n times faster (a size that dips does not stop scaling that pays again past it; steps that
-        each gain a little do not add up to one that pays)."""
+        than min_gain faster, unless a larger size swept makes up for it (stops_paying_at, over the steps' speeds)."""
         points = self.points[self.paying_from:]
-        for i, (a, b) in enumerate(zip(points, points[1:])):
-            gain = a.step_s / b.step_s - 1
-            if gain < self.min_gain and all(a.step_s / c.step_s < (1 + self.min_gain) ** n
-                                            for n, c in enumerate(points[i + 2:], start=2)):
-                return b.tp, gain
-        return None
+        k = stops_paying_at([1 / p.step_s for p in points], self.min_gain)
+        return None if k is None else (points[k + 1].tp, points[k].step_s / points[k + 1].step_s - 1)
 
     def _repr_html_(self) -> str:  # a notebook shows the sizes compared as a table (roofcalc.frames)
         from .frames import repr_html

@@ -33,7 +33,7 @@ from .calculator import (MAX_BATCH, MAX_TOKENS, Cost, Workload, _layer_groups, a
 from .errors import RoofcalcError
 from .inputs import MAX_GRID_POINTS, check_sizes
 from .predict import KernelModel, StepTimes, ideal, step_times
-from .parallel import PipelineAnalyzer, link_bytes, pipeline_host, pipeline_step_s, stage_times
+from .parallel import PipelineAnalyzer, link_bytes, pipeline_host, pipeline_step_s, stage_times, stops_paying_at
 from .roofline import Roof, attention_sizes, gpus_of, kernel_term, launches, place, weight_format
 from .shapes import ModelShape
 
@@ -625,7 +625,7 @@ def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: floa
     half = top // 2
     slope_f, slope_b = ((x(top)[i] - x(half)[i]) / (top - half) for i in (0, 1))
     gains = tps[1:] / tps[:-1] - 1
-    first_below = [_stops_paying(tps[:, j], min_gain) for j in range(tps.shape[1])]
+    first_below = [stops_paying_at(tps[:, j], min_gain) for j in range(tps.shape[1])]
     out = []
     for j, context in enumerate(two.contexts.tolist()):
         (m0, m1), (_, f1), (_, y1) = memory[j], flops[j], nbytes[j]
@@ -637,18 +637,6 @@ def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: floa
         out.append(BatchVerdicts(int(context), ridge, (f1 + slope_f) / (y1 + slope_b), ridge_batches[j], kv_batches[j], max_batch,
                                  capacity_bytes, min_gain, *doubling, largest_batch_tried=ladder[-1]))
     return out
-
-
-def _stops_paying(tps, min_gain: float) -> int | None:
-    """The first rung k of the doubling ladder whose doubling gains less than ``min_gain`` tokens/s, unless a larger
-    batch makes up for it: n doublings up, (1 + min_gain)^n times the tokens/s (a dip in one doubling, one kernel's
-    tile change, does not stop batching that pays again past it; doublings that each gain a little do not add up
-    to one that pays); None where none stops. parallel.TPSweep.stops_paying's rule, over batches."""
-    for k in range(len(tps) - 1):
-        if tps[k + 1] / tps[k] - 1 < min_gain and all(tps[k + n] / tps[k] < (1 + min_gain) ** n
-                                                        for n in range(2, len(tps) - k)):
-            return k
-    return None
 
 
 # --------------------------------------------------------------------------- prefill and whole requests
