@@ -34,6 +34,7 @@ GENERIC_KEYS = {"architectures", "auto_map", "model_type", "torch_dtype", "dtype
 def quiet_transformers():
     """transformers, imported without the note it prints where PyTorch is missing (roofcalc says in its one line
     what is missing) and set to print only errors (its notes on a config are not the user's output)."""
+    import importlib
     import os
     import sys
 
@@ -41,7 +42,7 @@ def quiet_transformers():
         level = os.environ.get("TRANSFORMERS_VERBOSITY")
         os.environ["TRANSFORMERS_VERBOSITY"] = "error"  # read once, as transformers' logging starts
         try:
-            import transformers
+            importlib.import_module("transformers")
         finally:
             if level is None:
                 del os.environ["TRANSFORMERS_VERBOSITY"]
