@@ -108,8 +108,7 @@ LINK = {**{cls: factor for cls, (_, factor) in NCCL.items()}, "custom_allreduce"
 # (GB202, 188 SMs, 128 MB L2, 1,792 GB/s GDDR7, PCIe Gen5 x16): dense BF16 and FP8 tensor peaks derived from its
 # datasheet's 4,000 AI TOPS (FP4 with sparsity): FP4 dense 2,000, FP8 1,000, BF16 500 (FP32 accumulate at full
 # rate on RTX PRO parts); fp4: the FP4 tensor peak NVFP4 GEMMs run at (HGX B200: 9 PFLOP/s dense); its 8-GPU box reaches 42-44 GB/s of all-reduce bus bandwidth at 32 MB (peer to peer
-# over PCIe; the L40S box: 2.5). l2: each datasheet's "MB" of L2 read as MiB, the unit the device reports (CUDA's
-# cudaDeviceProp::l2CacheSize), by which a table's rows are judged L2-resident (docs/kernel_fits.md, "L2 in MiB").
+# over PCIe; the L40S box: 2.5).
 SPECS = {
     "a100_sxm": dict(sms=108, bf16=312e12, fp8=None, bw=2039e9, link=300e9, l2=40 * 2**20),
     "h100_sxm": dict(sms=132, bf16=989.4e12, fp8=1978.9e12, bw=3350e9, link=450e9, l2=50 * 2**20),
