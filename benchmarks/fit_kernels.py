@@ -110,12 +110,12 @@ LINK = {**{cls: factor for cls, (_, factor) in NCCL.items()}, "custom_allreduce"
 # rate on RTX PRO parts); fp4: the FP4 tensor peak NVFP4 GEMMs run at (HGX B200: 9 PFLOP/s dense); its 8-GPU box reaches 42-44 GB/s of all-reduce bus bandwidth at 32 MB (peer to peer
 # over PCIe; the L40S box: 2.5).
 SPECS = {
-    "a100_sxm": dict(sms=108, bf16=312e12, fp8=None, bw=2039e9, link=300e9, l2=40 * 2**20),
-    "h100_sxm": dict(sms=132, bf16=989.4e12, fp8=1978.9e12, bw=3350e9, link=450e9, l2=50 * 2**20),
-    "h200_sxm": dict(sms=132, bf16=989.4e12, fp8=1978.9e12, bw=4800e9, link=450e9, l2=50 * 2**20),
-    "b200_sxm": dict(sms=148, bf16=2250e12, fp8=4500e12, fp4=9000e12, bw=8000e9, link=900e9, l2=126 * 2**20),
-    "l40s": dict(sms=142, bf16=362.05e12, fp8=733e12, bw=864e9, link=32e9, l2=96 * 2**20),
-    "rtx_pro_6000_server": dict(sms=188, bf16=500e12, fp8=1000e12, fp4=2000e12, bw=1792e9, link=63e9, l2=128 * 2**20),
+    "a100_sxm": dict(sms=108, bf16=312e12, fp8=None, bw=2039e9, link=300e9, l2=40e6),
+    "h100_sxm": dict(sms=132, bf16=989.4e12, fp8=1978.9e12, bw=3350e9, link=450e9, l2=50e6),
+    "h200_sxm": dict(sms=132, bf16=989.4e12, fp8=1978.9e12, bw=4800e9, link=450e9, l2=50e6),
+    "b200_sxm": dict(sms=148, bf16=2250e12, fp8=4500e12, fp4=9000e12, bw=8000e9, link=900e9, l2=126e6),
+    "l40s": dict(sms=142, bf16=362.05e12, fp8=733e12, bw=864e9, link=32e9, l2=96e6),
+    "rtx_pro_6000_server": dict(sms=188, bf16=500e12, fp8=1000e12, fp4=2000e12, bw=1792e9, link=63e9, l2=128e6),
 }
 
 # the knots of the forms' size dependences: roofcalc.fitting's (GEMM_M_KNOTS, ... CTA_KNOTS)
@@ -986,9 +986,9 @@ Why, and what else the tables showed:
   % to 0.084 / 93 % (random replacement: 0.096 / 89 %). Both models were tried because of these residuals and chosen
   on these figures. The step model reads the same share (predict.AttentionFit.l2_reread) at the L2 of the GPU the
   form was fitted on, or, on a GPU that takes the form by its generation, at that GPU's own where hardware.json
-  gives it (`l2_bytes`: an L4's 48 MiB, an RTX 4080's 64, an RTX 4090's 72, an RTX 5090's 96); a preset that takes
+  gives it (`l2_bytes`: an L4's 48 MB, an RTX 4080's 64, an RTX 4090's 72, an RTX 5090's 96); a preset that takes
   vLLM's windowed form for want of its own takes the reread with it. C is the figure as the vendor labels it,
-  which the fit judges L2-resident rows by too, in the binary unit the device reports (below). What the L40S
+  which the fit judges L2-resident rows by too (96e6 bytes, where the device reports 96 MiB). What the L40S
   still misses most is the rows whose context passes a window of 128 (2,048 sequences of 128 keys: 2.4 ms where the
   context is 128, 5.9-6.5 ms where it is 256 or more, a pass of 67 MB, inside L2), which the form's one factor for a
   binding window holds only in part.
@@ -1108,22 +1108,8 @@ Why, and what else the tables showed:
   GPUs, where NCCL's fitted fixed cost is 6.4-26.8 µs, and 4-8 µs for a 16 KB message against NCCL's 16-27 µs at
   8 GPUs. On the RTX PRO 6000 box (PCIe, no NVLink) they fall back to NCCL's speed from 4 GPUs (13-25 µs).
 * **RTX PRO 6000 Server** (GB202, the RTX 5090's chip; the nearest measured GPU of compute capability 12.0):
-  GEMMs, prefill and MoE fit as well as on the datacenter GPUs; so do its decode tables since L2 is counted in
-  MiB (below; before, 0.07-0.22 cross-validated).
-* **L2 in MiB** (SPECS `l2`: 40, 50, 50, 126, 96 and 128 x 2^20 bytes). A table's call is repeated over the same
-  data, so a working set that fits L2 is read from L2, and its rows take memory efficiencies of their own (no step
-  takes them: a step reads each layer's KV and weights once, after every other layer's). The vendors' "MB" of
-  L2 is the binary unit the devices report: on the RTX PRO 6000 a KV of 2 x 8 KV heads x 128 x 1 byte x 65,536
-  tokens = 2^27 bytes, 128 MiB, decodes at batch 8 in 45 µs, where twice the tokens take 193 µs, and vLLM's 16-bit
-  KV rows in (64, 128] MiB read their KV at a median 1.14x the DRAM datasheet's bandwidth, which no DRAM read
-  does. Judged by 128e6 bytes, 93 % of those rows had counted as DRAM's and pulled its DRAM forms up (its decode
-  cells 0.073-0.219 cross-validated, the rows at 2x L2 +0.16 above the form); on the L40S (96 MiB) 7 % of them, at
-  1.87x. Counted in MiB, each GPU's rows between its decimal and binary L2 are L2's: the RTX PRO 6000's ten decode
-  cells meet the target (0.008-0.078), so does its vLLM MXFP4 MoE (0.055 / 88 % to 0.051 / 97 %), and every other
-  cell moved by at most 0.036 in median |log| (the L40S's and H100's and H200's TensorRT-LLM windowed decode the
-  most, 0.060 to 0.026, 0.069 to 0.042, 0.082 to 0.046), the H200's vLLM fp8 MoE from 90.03 % to 89.97 % within
-  ±30 %. The unit is the devices' (CUDA's cudaDeviceProp::l2CacheSize), not a choice made on these figures, which
-  were read while looking for it.
+  GEMMs, prefill and MoE fit as well as on the datacenter GPUs; its decode tables (vLLM's FlashAttention-2 and
+  FlashInfer, SGLang's FlashInfer, TensorRT-LLM's) do not (0.12-0.30 cross-validated): why was not found.
 * **Decode attention works on KV tiles**: 2,048 sequences of 2 tokens cost what 2,048 of 128 do (the fitted tile,
   32-128 tokens on most kernels), plus a time per (sequence x KV head) work item in series, 1-25 ns.
 * **The L2 cliff is large**: on the L40S (96 MB L2) a 67 MB KV decodes in 38 µs and a 134 MB one in 221 µs; rows

@@ -252,7 +252,7 @@ def test_the_shipped_windowed_forms_reread_as_the_fit_counted():
     side moves with the reread exactly as fitting.decode_cost's KV bytes do: a form's memory efficiency with
     l2_reread over the same form without it is the KV bytes without over with (g / (g + (h - g)·misses)), for
     300 sequences of 32 query heads over 8 KV heads, 1,000 keys (tiled), head dim 128. In 16 bits one head's
-    pass is 300·L_t·128·2·2 bytes, about 155 MB at L_t = 1,008: past the L40S's 96 MiB, so the heads reread; in 8
+    pass is 300·L_t·128·2·2 bytes, about 155 MB at L_t = 1,008: past the L40S's 96 MB, so the heads reread; in 8
     bits (77 MB) it fits and nothing changes. An array of batches reads element by element as numbers."""
     import dataclasses
 
@@ -260,7 +260,7 @@ def test_the_shipped_windowed_forms_reread_as_the_fit_counted():
 
     from roofcalc.fitting import decode_cost
 
-    for gpu, l2, policy in (("l40s", 96 * 2**20, "random"), ("rtx_pro_6000_server", 128 * 2**20, "keeps")):
+    for gpu, l2, policy in (("l40s", 96e6, "random"), ("rtx_pro_6000_server", 128e6, "keeps")):
         f = AttentionFit.from_doc(kernel_fits()["gpus"][gpu]["attention"]["decode_swa_bf16kv"], "test")
         assert f.l2_reread == (l2, policy) and f.items_per_head
         plain = dataclasses.replace(f, l2_reread=())
@@ -290,10 +290,10 @@ def test_a_profiles_l2_reread_must_be_one_the_step_model_takes():
 
 
 def test_a_gpu_taking_another_gpus_windowed_form_rereads_at_its_own_l2(capsys, tmp_path):
-    """An RTX 4090 (72 MiB of L2, the catalog's) takes the L40S's windowed FlashAttention-2 form by its generation
+    """An RTX 4090 (72 MB of L2, the catalog's) takes the L40S's windowed FlashAttention-2 form by its generation
     and rereads at its own L2: 128 sequences of 32 query heads over 8 KV heads, 1,024 keys, head dim 128, 16-bit
-    KV pass over 128·1024·128·2·2 = 67,108,864 bytes, inside both L2s (x = 0.889 on the 4090): no reread; at 160
-    sequences (83,886,080 bytes: x = 1.111 on the 4090, 0.833 on the L40S) the 4090's form rereads and the
+    KV pass over 128·1024·128·2·2 = 67,108,864 bytes, inside both L2s (x = 0.932 on the 4090): no reread; at 160
+    sequences (83,886,080 bytes: x = 1.165 on the 4090, 0.874 on the L40S) the 4090's form rereads and the
     L40S's does not. A GPU the catalog gives no L2 (an RTX 6000 Ada) keeps the L40S's; a hardware
     file's l2_bytes must be a positive number."""
     from roofcalc.predict import _l2_misses
@@ -303,29 +303,29 @@ def test_a_gpu_taking_another_gpus_windowed_form_rereads_at_its_own_l2(capsys, t
         hw = find_hardware(name)
         models[name] = kernel_model(hw, Roof(hw.bandwidth_bytes_per_s, hw.peak("bf16")), None, compute_dtype="bf16")
     swa = {k: m.attention_fits["decode_swa_bf16kv"] for k, m in models.items()}
-    assert swa["RTX4090"].l2_reread == (72 * 2**20, "random") and swa["L40S"].l2_reread == (96 * 2**20, "random")
-    assert swa["RTX-6000-Ada"].l2_reread == (96 * 2**20, "random")
+    assert swa["RTX4090"].l2_reread == (72e6, "random") and swa["L40S"].l2_reread == (96e6, "random")
+    assert swa["RTX-6000-Ada"].l2_reread == (96e6, "random")
     lt = swa["L40S"].tile * math.ceil(1024 / swa["L40S"].tile)
     for b in (128, 160):
         attn = (b, 32, 8, 1, 1024, 128, 4096, 2.0)
         m4090 = swa["RTX4090"].terms(attn)[1]
         plain = dataclasses_replace(swa["RTX4090"], l2_reread=()).terms(attn)[1]
-        misses = _l2_misses(b * lt * 128 * 4, 72 * 2**20, "random")
+        misses = _l2_misses(b * lt * 128 * 4, 72e6, "random")
         assert m4090 == pytest.approx(plain * 8 / (8 + 24 * misses)) and (misses > 0) == (b == 160)
         l40s_plain = dataclasses_replace(swa["L40S"], l2_reread=())
         assert swa["L40S"].terms(attn)[1] == pytest.approx(l40s_plain.terms(attn)[1])
-    # the words the kernel's efficiency source takes: x = 83,886,080 / 75,497,472 (80 MiB over 72) = 1.11111,
-    # m = 0.19310 (1 - m = 0.80690 = exp(-1.11111 m)), 19 %
+    # the words the kernel's efficiency source takes: x = 83,886,080 / 72e6 = 1.16508, m = 0.26932 (1 - m =
+    # 0.73068 = exp(-1.16508 m)), 27 %
     assert swa["RTX4090"].reread_words((160, 32, 8, 1, 1024, 128, 4096, 2.0)) == (
-        "FlashAttention-2 under a window: a query head's pass over the batch, 80 MiB, passes L2 (72 MiB): the "
-        "group's 24 other query heads reread 19% of it")
+        "FlashAttention-2 under a window: a query head's pass over the batch, 84 MB, passes L2 (72 MB): the group's "
+        "24 other query heads reread 27% of it")
     assert swa["RTX4090"].reread_words((128, 32, 8, 1, 1024, 128, 4096, 2.0)) == ""
     assert swa["RTX4090"].reread_words((160, 32, 8, 1, 1024, 128, 0, 2.0)) == ""  # no window: packed
     from roofcalc.hardware import hardware_catalog
 
-    sized = [h for h in hardware_catalog() if h.l2_bytes]  # each L2 as its source labels it, its MB read as MiB
+    sized = [h for h in hardware_catalog() if h.l2_bytes]  # each L2 as its source labels it
     assert {h.name for h in sized} == {"L4", "RTX4080", "RTX4090", "RTX5090"}
-    assert all(h.l2.startswith(f"{h.l2_bytes / 2**20:g} MB") for h in sized)
+    assert all(h.l2.startswith(f"{h.l2_bytes / 1e6:g} MB") for h in sized)
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"name": "x", "bandwidth_bytes_per_s": 3e11, "peak_flop_per_s": {"fp16": 6e13},
                                "compute_capability": 8.9, "l2_bytes": -1}))
