@@ -1627,7 +1627,7 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
         share = _floor_share(t_compute, t_memory, sum_floor)
         return share * work, share * fixed, side
     if kind == "matmul" and weight_format == "int4" and m.int4_cap:
-        if moe or not _one_matrix(weight_bytes, width, depth):  # experts: their engines' MoE kernels, not these
+        if not _int4_kernel(m, weight_format, weight_bytes, width, depth, moe):
             m = replace(m, int4_cap=())
         elif m.int4_cap[1] and _any_at_least(rows, m.int4_cap[1]):
             return _int4_dequantized(m, t_compute, t_memory, rows, weight_bytes, pessimistic, depth, launches, width)
@@ -1690,7 +1690,7 @@ def form_source(m: KernelModel, kind: str, rows, weight_format: str = "", weight
     kernels: calculator.fused_moe_class), so the int4 kernels' rule here is a dense linear's."""
     capped = False
     if kind == "matmul":
-        if weight_format == "int4" and m.int4_cap and _one_matrix(weight_bytes, width, depth):
+        if _int4_kernel(m, weight_format, weight_bytes, width, depth):
             if m.int4_cap[1] and rows >= m.int4_cap[1]:
                 weight_format = ""  # dequantized to 16 bits and run on the 16-bit GEMM (_int4_dequantized)
             else:
@@ -1710,6 +1710,12 @@ def form_source(m: KernelModel, kind: str, rows, weight_format: str = "", weight
     if _db_covers(m, kind, weight_format, fit) and m.db.work(kind, rows, width, depth, attn) is not None:
         words.append("its work the nearest measured shape's (--kernel-db)")
     return "; ".join(words)
+
+
+def _int4_kernel(m: KernelModel, weight_format: str, weight_bytes, width, depth, moe: tuple = ()) -> bool:
+    """Whether a matmul runs the int4 kernel KernelModel.int4_cap describes: int4 weights of one dense linear
+    (experts run their engines' MoE kernels, not these), on a model that has one (kernel_terms, form_source)."""
+    return weight_format == "int4" and bool(m.int4_cap) and not moe and _one_matrix(weight_bytes, width, depth)
 
 
 def _one_matrix(weight_bytes, width, depth) -> bool:
