@@ -22,7 +22,7 @@ sys.path.insert(0, str(HERE))
 
 from fit_kernels import ENGINES, GPUS, SPECS, current_versions, pick_version  # noqa: E402
 
-BIG = 200e6  # bytes of KV: past the largest L2 here (the RTX PRO 6000's 128 MB, fit_kernels.SPECS)
+BIG = 200e6  # bytes of KV: past the largest L2 here (the RTX PRO 6000's 128 MiB, fit_kernels.SPECS)
 
 
 def main() -> None:

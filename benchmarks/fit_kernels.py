@@ -108,14 +108,15 @@ LINK = {**{cls: factor for cls, (_, factor) in NCCL.items()}, "custom_allreduce"
 # (GB202, 188 SMs, 128 MB L2, 1,792 GB/s GDDR7, PCIe Gen5 x16): dense BF16 and FP8 tensor peaks derived from its
 # datasheet's 4,000 AI TOPS (FP4 with sparsity): FP4 dense 2,000, FP8 1,000, BF16 500 (FP32 accumulate at full
 # rate on RTX PRO parts); fp4: the FP4 tensor peak NVFP4 GEMMs run at (HGX B200: 9 PFLOP/s dense); its 8-GPU box reaches 42-44 GB/s of all-reduce bus bandwidth at 32 MB (peer to peer
-# over PCIe; the L40S box: 2.5).
+# over PCIe; the L40S box: 2.5). l2: each datasheet's "MB" of L2 read as MiB, the unit the device reports (CUDA's
+# cudaDeviceProp::l2CacheSize), by which a table's rows are judged L2-resident (docs/kernel_fits.md, "L2 in MiB").
 SPECS = {
-    "a100_sxm": dict(sms=108, bf16=312e12, fp8=None, bw=2039e9, link=300e9, l2=40e6),
-    "h100_sxm": dict(sms=132, bf16=989.4e12, fp8=1978.9e12, bw=3350e9, link=450e9, l2=50e6),
-    "h200_sxm": dict(sms=132, bf16=989.4e12, fp8=1978.9e12, bw=4800e9, link=450e9, l2=50e6),
-    "b200_sxm": dict(sms=148, bf16=2250e12, fp8=4500e12, fp4=9000e12, bw=8000e9, link=900e9, l2=126e6),
-    "l40s": dict(sms=142, bf16=362.05e12, fp8=733e12, bw=864e9, link=32e9, l2=96e6),
-    "rtx_pro_6000_server": dict(sms=188, bf16=500e12, fp8=1000e12, fp4=2000e12, bw=1792e9, link=63e9, l2=128e6),
+    "a100_sxm": dict(sms=108, bf16=312e12, fp8=None, bw=2039e9, link=300e9, l2=40 * 2**20),
+    "h100_sxm": dict(sms=132, bf16=989.4e12, fp8=1978.9e12, bw=3350e9, link=450e9, l2=50 * 2**20),
+    "h200_sxm": dict(sms=132, bf16=989.4e12, fp8=1978.9e12, bw=4800e9, link=450e9, l2=50 * 2**20),
+    "b200_sxm": dict(sms=148, bf16=2250e12, fp8=4500e12, fp4=9000e12, bw=8000e9, link=900e9, l2=126 * 2**20),
+    "l40s": dict(sms=142, bf16=362.05e12, fp8=733e12, bw=864e9, link=32e9, l2=96 * 2**20),
+    "rtx_pro_6000_server": dict(sms=188, bf16=500e12, fp8=1000e12, fp4=2000e12, bw=1792e9, link=63e9, l2=128 * 2**20),
 }
 
 # the knots of the forms' size dependences: roofcalc.fitting's (GEMM_M_KNOTS, ... CTA_KNOTS)
@@ -229,7 +230,7 @@ TRT_COPIES_BYTES = {"bfloat16": 2, "fp8": 1, "fp8_block": 1, "nvfp4": 0.5}
 
 def trt_copies(n, k, dt: str, spec: dict):
     """(copies of the weight per row, the device's L2 bytes) as TensorRT-LLM's 1.3 GEMM collector takes them."""
-    l2 = spec["l2"] / 1e6 * 2 ** 20
+    l2 = spec["l2"]  # SPECS gives it in MiB, as the device reports it
     return np.clip(np.ceil(l2 / (TRT_COPIES_BYTES[dt] * n * k)), 1, 5), l2
 
 
@@ -248,7 +249,7 @@ def gemm_rows(df: pd.DataFrame, spec: dict, dt: str, layers: int = 6, trt: bool 
     when all their weights, the input and their outputs fit. Six, but one where vLLM's collector runs one
     (collector/vllm/collect_gemm.py at 095f58a: `outside_loop_count = 1 if gemm_type in ("fp8_block", "nvfp4")
     else 6`). ``trt``: TensorRT-LLM's 1.3 tables, whose collector replays max(1, min(5, ceil(L2 / weight))) copies
-    (trt_copies): two copies of a 50 MB weight or one of 100 MB fill the L40S's 96 MiB L2 exactly, and such rows ran
+    (trt_copies): two copies of a 48 MiB weight or one of 96 MiB fill the L40S's 96 MiB L2 exactly, and such rows ran
     from L2 (at M = 1 down to 0.35x the cross-validated DRAM form, when they were counted as DRAM rows).
     """
     m, n, k = (df[c].to_numpy(float) for c in ("m", "n", "k"))
@@ -326,7 +327,22 @@ def decode_cost(R: dict, variant: tuple, spec: dict) -> dict:
                         tiled=R.get("xqa"))  # TensorRT-LLM's tables: the tile is XQA's (fitting.xqa_rows)
     kv = 2 * b * g * R["kvlen"] * d * e
     soft = {} if SOFT_L2 is None else dict(l2_hit=1.0 - F.l2_misses(kv, spec["l2"], SOFT_L2))
-    return dict(out, qbytes=np.zeros_like(b), l2=kv <= spec["l2"], tokens=b * out["lt"], tile=list(variant), **soft)
+    return dict(out, qbytes=np.zeros_like(b), l2=decode_l2_rows(R, kv, spec), tokens=b * out["lt"],
+                tile=list(variant), **soft)
+
+
+def decode_l2_rows(R: dict, kv, spec: dict):
+    """The decode rows judged L2-resident: those whose KV fits L2, but TensorRT-LLM's fallback-kernel (MMHA) rows
+    from half L2 up (R["mmha"], fitting.mmha_rows). MMHA reads its group's KV once per query head, through L2,
+    whether or not the KV fits there, and its tables show it: at 64 query heads a KV head its rows read their KV
+    once at the same rate in (L2/2, L2] as above L2 (the RTX PRO 6000: 0.065 and 0.059 of the DRAM datasheet,
+    bf16 KV; the H100: 0.028 and 0.029; the L40S: 0.102 and 0.109; the B200: 0.012 and 0.013), so such rows
+    take the DRAM form (a step's) and anchor its MMHA factor (fitting.decode_design's mmha_factor_mem, fitted on
+    DRAM rows). Below L2/2 they are the small-work rows the fixed cost holds, and stay L2's."""
+    l2 = kv <= spec["l2"]
+    if "mmha" in R:
+        l2 = l2 & ~(np.asarray(R["mmha"], bool) & (kv > spec["l2"] / 2))
+    return l2
 
 
 def prefill_rows(df: pd.DataFrame, spec: dict, fp8: bool) -> dict:
@@ -740,6 +756,7 @@ def load(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
                             info["mmha_rule"] = mmha_rule(gpu)
                             R["mmha"] = F.mmha_rows(R["h"], R["g"], R["b"], R["kvlen"], **info["mmha_rule"])
                             R["xqa"] = F.xqa_rows(R["h"], R["g"], R["b"], R["kvlen"], **info["mmha_rule"])
+                            R["l2"] = decode_l2_rows(R, 2 * R["b"] * R["g"] * R["kvlen"] * R["hd"] * R["e"], spec)
                         out[cls.replace("bflokv", "bf16kv")] = (R, info)
         p = vdir / "context_attention_perf.parquet"
         if p.exists():
@@ -975,7 +992,7 @@ Why, and what else the tables showed:
   as (query blocks, batch, heads) (flash_fwd_launch_template.h, run_flash_splitkv_fwd), so it runs every sequence of
   one query head before the next head's: the group's next query head reads its KV one pass over the batch later (b ·
   L · d · 2 · e bytes of K and V), from L2 only where L2 still holds it. On the L40S's DRAM rows with the "items"
-  form, the rows whose pass exceeds its 96 MB L2 ran slower the more query heads share a KV head (median
+  form, the rows whose pass exceeds its 96 MiB L2 ran slower the more query heads share a KV head (median
   log(measured / predicted) at 96-192 MB: +0.24 at two a KV head, +0.53 at four, +0.68 at eight; below 96 MB -0.14
   to +0.05). Since 2026-12-07 the windowed variants of FlashAttention-2's tables hold two more (fitting.L2_REREAD,
   fitting.decode_cost's per_head "l2" and "l2-random"): the group's other query heads read again from DRAM the share
@@ -986,9 +1003,9 @@ Why, and what else the tables showed:
   % to 0.084 / 93 % (random replacement: 0.096 / 89 %). Both models were tried because of these residuals and chosen
   on these figures. The step model reads the same share (predict.AttentionFit.l2_reread) at the L2 of the GPU the
   form was fitted on, or, on a GPU that takes the form by its generation, at that GPU's own where hardware.json
-  gives it (`l2_bytes`: an L4's 48 MB, an RTX 4080's 64, an RTX 4090's 72, an RTX 5090's 96); a preset that takes
+  gives it (`l2_bytes`: an L4's 48 MiB, an RTX 4080's 64, an RTX 4090's 72, an RTX 5090's 96); a preset that takes
   vLLM's windowed form for want of its own takes the reread with it. C is the figure as the vendor labels it,
-  which the fit judges L2-resident rows by too (96e6 bytes, where the device reports 96 MiB). What the L40S
+  which the fit judges L2-resident rows by too, in the binary unit the device reports (below). What the L40S
   still misses most is the rows whose context passes a window of 128 (2,048 sequences of 128 keys: 2.4 ms where the
   context is 128, 5.9-6.5 ms where it is 256 or more, a pass of 67 MB, inside L2), which the form's one factor for a
   binding window holds only in part.
@@ -1054,7 +1071,7 @@ Why, and what else the tables showed:
 
 * **TensorRT-LLM's GEMM rows and L2.** Its collector from the 1.3 tables on (collector/trtllm/collect_gemm.py,
   since pull request #588) replays max(1, min(5, ceil(L2 / weight bytes))) copies of the weight, the L2 as the
-  device reports it (96 MiB on the L40S), so two copies of a 50 MB weight or one of 100 MB fill the L40S's L2
+  device reports it (96 MiB on the L40S), so two copies of a 48 MiB weight or one of 96 MiB fill the L40S's L2
   exactly: counted as DRAM rows with six copies (vLLM's collector's count), those rows ran down to 0.35x the
   cross-validated form at M = 1. Each row's copies and the device's L2 bytes now decide which rows are
   L2-resident (fit_kernels.trt_copies): the L40S's bf16 from 0.105 / 89 % to 0.096 / 91 %, fp8 from 0.104 / 88 %
@@ -1077,7 +1094,11 @@ Why, and what else the tables showed:
   factor could not hold both: the H200's rows at 32 query heads per KV head (XQA) ran 0.63x the form, those
   at 48 (the fallback) 2x. The rows the fallback runs take a factor by group size of their own (second
   pass, DRAM rows; `mmha` in the shipped form, with the rule): the H200's falls from 0.95 at 2 to 0.16 at 32,
-  0.10 at 64 and 0.06 at 128 (reading 64 query heads' worth through L2 at a tenth of the rate). Cross-
+  0.10 at 64 and 0.06 at 128 (reading 64 query heads' worth through L2 at a tenth of the rate). The fallback's
+  rows count as DRAM rows from half L2 up (decode_l2_rows): reading through L2 either way, its rows at 64 query
+  heads a KV head run at the same rate in (L2/2, L2] as past L2 (bf16 KV, KV read once over the DRAM datasheet:
+  RTX PRO 6000 0.065 and 0.059, H100 0.028 and 0.029, L40S 0.102 and 0.109, B200 0.012 and 0.013); counted past
+  L2 alone, the RTX PRO 6000's factor rested on 10 rows (none with fp8 KV) and fitted to 1. Cross-
   validated, 16-bit KV: H100 0.096 / 88 % to 0.083 / 92 %, H200 0.122 / 84 % to 0.106 / 89 %, A100 0.177 /
   75 % to 0.154 / 80 %, L40S 0.068 / 91 % to 0.062 / 95 %; fp8 KV within 0.003 of before, more rows within
   ±30 %. The A100's table is still the hardest: its rows run 0.55-0.8x the form where batch x keys is 2-16
@@ -1108,11 +1129,27 @@ Why, and what else the tables showed:
   GPUs, where NCCL's fitted fixed cost is 6.4-26.8 µs, and 4-8 µs for a 16 KB message against NCCL's 16-27 µs at
   8 GPUs. On the RTX PRO 6000 box (PCIe, no NVLink) they fall back to NCCL's speed from 4 GPUs (13-25 µs).
 * **RTX PRO 6000 Server** (GB202, the RTX 5090's chip; the nearest measured GPU of compute capability 12.0):
-  GEMMs, prefill and MoE fit as well as on the datacenter GPUs; its decode tables (vLLM's FlashAttention-2 and
-  FlashInfer, SGLang's FlashInfer, TensorRT-LLM's) do not (0.12-0.30 cross-validated): why was not found.
+  GEMMs, prefill and MoE fit as well as on the datacenter GPUs; so do its decode tables since L2 is counted in
+  MiB (below; before, 0.07-0.22 cross-validated).
+* **L2 in MiB** (SPECS `l2`: 40, 50, 50, 126, 96 and 128 x 2^20 bytes). A table's call is repeated over the same
+  data, so a working set that fits L2 is read from L2, and its rows take memory efficiencies of their own (no step
+  takes them: a step reads each layer's KV and weights once, after every other layer's). The vendors' "MB" of
+  L2 is the binary unit the devices report: on the RTX PRO 6000 a KV of 2 x 8 KV heads x 128 x 1 byte x 65,536
+  tokens = 2^27 bytes, 128 MiB, decodes at batch 8 in 45 µs, where twice the tokens take 193 µs, and vLLM's 16-bit
+  KV rows in (64, 128] MiB read their KV at a median 1.14x the DRAM datasheet's bandwidth, which no DRAM read
+  does. Judged by 128e6 bytes, 93 % of those rows had counted as DRAM's and pulled its DRAM forms up (its decode
+  cells 0.073-0.219 cross-validated, the rows at 2x L2 +0.16 above the form); on the L40S (96 MiB) 7 % of them, at
+  1.87x. Counted in MiB, each GPU's rows between its decimal and binary L2 are L2's: the RTX PRO 6000's ten decode
+  cells meet the target (0.008-0.078), so does its vLLM MXFP4 MoE (0.055 / 88 % to 0.051 / 97 %), and every other
+  cell moved by at most 0.035 in median |log| (the L40S's and H100's and H200's TensorRT-LLM windowed decode the
+  most, 0.060 to 0.026, 0.069 to 0.046, 0.082 to 0.048), the H200's vLLM fp8 MoE from 90.03 % to 89.97 % within
+  ±30 %. The unit is the devices' (CUDA's cudaDeviceProp::l2CacheSize), not a choice made on these figures, which
+  were read while looking for it. TensorRT-LLM's fallback-kernel rows count as DRAM's from half L2 up (below,
+  "TensorRT-LLM's decode runs two kernels"): most of the RTX PRO 6000's past its decimal L2 sit at exactly 128
+  MiB, and without them its fallback factor had lost its anchor.
 * **Decode attention works on KV tiles**: 2,048 sequences of 2 tokens cost what 2,048 of 128 do (the fitted tile,
   32-128 tokens on most kernels), plus a time per (sequence x KV head) work item in series, 1-25 ns.
-* **The L2 cliff is large**: on the L40S (96 MB L2) a 67 MB KV decodes in 38 µs and a 134 MB one in 221 µs; rows
+* **The L2 cliff is large**: on the L40S (96 MiB L2) a 67 MB KV decodes in 38 µs and a 134 MB one in 221 µs; rows
   below the L2 size are fitted with their own memory efficiencies, often above the DRAM datasheet.
 * **fp8 per-tensor GEMMs** (CUTLASS) step with M at multiples of 64/128/256 rows (±25 %), and at small N they are
   slower than bf16 (n = 128, k = 4,096, m = 16,384 on the H100: 212 µs against 50 µs): hence the N and K factors.

@@ -252,7 +252,7 @@ def test_the_shipped_windowed_forms_reread_as_the_fit_counted():
     side moves with the reread exactly as fitting.decode_cost's KV bytes do: a form's memory efficiency with
     l2_reread over the same form without it is the KV bytes without over with (g / (g + (h - g)·misses)), for
     300 sequences of 32 query heads over 8 KV heads, 1,000 keys (tiled), head dim 128. In 16 bits one head's
-    pass is 300·L_t·128·2·2 bytes, about 155 MB at L_t = 1,008: past the L40S's 96 MB, so the heads reread; in 8
+    pass is 300·L_t·128·2·2 bytes, about 155 MB at L_t = 1,008: past the L40S's 96 MiB, so the heads reread; in 8
     bits (77 MB) it fits and nothing changes. An array of batches reads element by element as numbers."""
     import dataclasses
 
@@ -260,7 +260,7 @@ def test_the_shipped_windowed_forms_reread_as_the_fit_counted():
 
     from roofcalc.fitting import decode_cost
 
-    for gpu, l2, policy in (("l40s", 96e6, "random"), ("rtx_pro_6000_server", 128e6, "keeps")):
+    for gpu, l2, policy in (("l40s", 96 * 2**20, "random"), ("rtx_pro_6000_server", 128 * 2**20, "keeps")):
         f = AttentionFit.from_doc(kernel_fits()["gpus"][gpu]["attention"]["decode_swa_bf16kv"], "test")
         assert f.l2_reread == (l2, policy) and f.items_per_head
         plain = dataclasses.replace(f, l2_reread=())
@@ -290,10 +290,10 @@ def test_a_profiles_l2_reread_must_be_one_the_step_model_takes():
 
 
 def test_a_gpu_taking_another_gpus_windowed_form_rereads_at_its_own_l2(capsys, tmp_path):
-    """An RTX 4090 (72 MB of L2, the catalog's) takes the L40S's windowed FlashAttention-2 form by its generation
+    """An RTX 4090 (72 MiB of L2, the catalog's) takes the L40S's windowed FlashAttention-2 form by its generation
     and rereads at its own L2: 128 sequences of 32 query heads over 8 KV heads, 1,024 keys, head dim 128, 16-bit
-    KV pass over 128·1024·128·2·2 = 67,108,864 bytes, inside both L2s (x = 0.932 on the 4090): no reread; at 160
-    sequences (83,886,080 bytes: x = 1.165 on the 4090, 0.874 on the L40S) the 4090's form rereads and the
+    KV pass over 128·1024·128·2·2 = 67,108,864 bytes, inside both L2s (x = 0.889 on the 4090): no reread; at 160
+    sequences (83,886,080 bytes: x = 1.111 on the 4090, 0.833 on the L40S) the 4090's form rereads and the
     L40S's does not. A GPU the catalog gives no L2 (an RTX 6000 Ada) keeps the L40S's; a hardware
     file's l2_bytes must be a positive number."""
     from roofcalc.predict import _l2_misses
@@ -303,29 +303,29 @@ def test_a_gpu_taking_another_gpus_windowed_form_rereads_at_its_own_l2(capsys, t
         hw = find_hardware(name)
         models[name] = kernel_model(hw, Roof(hw.bandwidth_bytes_per_s, hw.peak("bf16")), None, compute_dtype="bf16")
     swa = {k: m.attention_fits["decode_swa_bf16kv"] for k, m in models.items()}
-    assert swa["RTX4090"].l2_reread == (72e6, "random") and swa["L40S"].l2_reread == (96e6, "random")
-    assert swa["RTX-6000-Ada"].l2_reread == (96e6, "random")
+    assert swa["RTX4090"].l2_reread == (72 * 2**20, "random") and swa["L40S"].l2_reread == (96 * 2**20, "random")
+    assert swa["RTX-6000-Ada"].l2_reread == (96 * 2**20, "random")
     lt = swa["L40S"].tile * math.ceil(1024 / swa["L40S"].tile)
     for b in (128, 160):
         attn = (b, 32, 8, 1, 1024, 128, 4096, 2.0)
         m4090 = swa["RTX4090"].terms(attn)[1]
         plain = dataclasses_replace(swa["RTX4090"], l2_reread=()).terms(attn)[1]
-        misses = _l2_misses(b * lt * 128 * 4, 72e6, "random")
+        misses = _l2_misses(b * lt * 128 * 4, 72 * 2**20, "random")
         assert m4090 == pytest.approx(plain * 8 / (8 + 24 * misses)) and (misses > 0) == (b == 160)
         l40s_plain = dataclasses_replace(swa["L40S"], l2_reread=())
         assert swa["L40S"].terms(attn)[1] == pytest.approx(l40s_plain.terms(attn)[1])
-    # the words the kernel's efficiency source takes: x = 83,886,080 / 72e6 = 1.16508, m = 0.26932 (1 - m =
-    # 0.73068 = exp(-1.16508 m)), 27 %
+    # the words the kernel's efficiency source takes: x = 83,886,080 / 75,497,472 (80 MiB over 72) = 1.11111,
+    # m = 0.19310 (1 - m = 0.80690 = exp(-1.11111 m)), 19 %
     assert swa["RTX4090"].reread_words((160, 32, 8, 1, 1024, 128, 4096, 2.0)) == (
-        "FlashAttention-2 under a window: a query head's pass over the batch, 84 MB, passes L2 (72 MB): the group's "
-        "24 other query heads reread 27% of it")
+        "FlashAttention-2 under a window: a query head's pass over the batch, 80 MiB, passes L2 (72 MiB): the "
+        "group's 24 other query heads reread 19% of it")
     assert swa["RTX4090"].reread_words((128, 32, 8, 1, 1024, 128, 4096, 2.0)) == ""
     assert swa["RTX4090"].reread_words((160, 32, 8, 1, 1024, 128, 0, 2.0)) == ""  # no window: packed
     from roofcalc.hardware import hardware_catalog
 
-    sized = [h for h in hardware_catalog() if h.l2_bytes]  # each L2 as its source labels it
+    sized = [h for h in hardware_catalog() if h.l2_bytes]  # each L2 as its source labels it, its MB read as MiB
     assert {h.name for h in sized} == {"L4", "RTX4080", "RTX4090", "RTX5090"}
-    assert all(h.l2.startswith(f"{h.l2_bytes / 1e6:g} MB") for h in sized)
+    assert all(h.l2.startswith(f"{h.l2_bytes / 2**20:g} MB") for h in sized)
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"name": "x", "bandwidth_bytes_per_s": 3e11, "peak_flop_per_s": {"fp16": 6e13},
                                "compute_capability": 8.9, "l2_bytes": -1}))
@@ -937,6 +937,54 @@ def test_a_tensorrt_llm_decode_on_its_fallback_kernel_takes_its_factor():
     assert f.terms(small)[1] == pytest.approx(min(1.0, plain.terms(small)[1] * knots[4.0]))
     # the vLLM forms have no such kernel
     assert "mmha" not in kernel_fits()["gpus"]["h200_sxm"]["attention"]["decode_bf16kv"]
+
+
+# The datasheet roofs the fits divide by (benchmarks/fit_kernels.py SPECS): dense BF16 FLOP/s and DRAM bytes/s of
+# the H100 SXM and H200 (989.4 T; 3.35 and 4.8 TB/s), HGX B200 (2,250 T; 8 TB/s), L40S (362.05 T; 864 GB/s) and
+# RTX PRO 6000 Server (500 T; 1,792 GB/s).
+FIT_SPECS = {"h100_sxm": (989.4e12, 3350e9), "h200_sxm": (989.4e12, 4800e9), "b200_sxm": (2250e12, 8000e9),
+             "l40s": (362.05e12, 864e9), "rtx_pro_6000_server": (500e12, 1792e9)}
+# Rows of AIConfigurator 0.12's TensorRT-LLM 1.3.0rc20 decode tables (attention/trtllm/1.3.0rc20/
+# generation_attention_perf.parquet, kv_cache_dtype bfloat16, num_heads 64, num_key_value_heads 1, head_dim 128,
+# step = KV length - 1): batch, KV length, latency in µs. Each runs TensorRT-LLM's fallback kernel (64 query heads
+# a KV head, past XQA's 32; 16 on the B200): the KV, 2·batch·length·128·2 bytes, is 64 MiB at 32 x 4,096 and
+# 128 MiB at 32 x 8,192 or 64 x 4,096, past half of each L2 (50, 50, 126, 96, 128 MiB).
+FALLBACK_ROWS = {
+    "h100_sxm": ((32, 4096, 657.7), (32, 8192, 1309.2)),
+    "h200_sxm": ((32, 8192, 1314.4),),
+    "b200_sxm": ((32, 8192, 1196.8),),
+    "l40s": ((32, 8192, 1544.2),),
+    "rtx_pro_6000_server": ((64, 4096, 1102.6), (32, 8192, 1154.2)),
+}
+
+
+def test_every_tensorrt_llm_16_bit_decode_form_times_its_fallback_kernels_rows():
+    """TensorRT-LLM's fallback decode kernel reads its group's KV once per query head, through L2: the rows above
+    read their KV (once) at 0.014-0.10 of each DRAM datasheet (H100: 134,217,728 B / 1,309.2 µs = 102.5 GB/s of
+    3,350; RTX PRO 6000: 134,217,728 / 1,102.6 µs = 121.7 of 1,792; B200: 112.1 of 8,000). Under --engine trtllm
+    each GPU's shipped 16-bit-KV form must time them within 30 %, the call and its cache write as the step model
+    counts them. The
+    fit anchors the fallback's factor on the rows past half L2, whether or not the KV fits (benchmarks/
+    fit_kernels.py decode_l2_rows): counted only past L2, the RTX PRO 6000's rested on 10 rows, fitted to 1 at
+    every group size, and a form without it times the rows 5-10x too fast."""
+    from dataclasses import replace
+
+    from roofcalc.predict import default_model, kernel_time
+
+    for gpu, rows in FALLBACK_ROWS.items():
+        m = default_model("gpu", fits=gpu, engine="trtllm")
+        form = m.attention_fits["decode_bf16kv"]
+        assert form.mmha_mem, gpu
+        plain = replace(m, attention_fits={**m.attention_fits, "decode_bf16kv": replace(form, mmha_mem=())})
+        spec = FIT_SPECS[gpu]
+        for b, kv, us in rows:
+            flops, moved = 4 * b * 64 * kv * 128, 2 * b * 64 * 128 * 2 + 2 * b * kv * 128 * 2
+            attn = (b, 64, 1, 1, kv, 128, 0, 2.0, kv)
+            write = kernel_time(m, 0.0, 2 * b * 128 * 4 / spec[1], "memory", 1)[0]
+            t, t0 = (kernel_time(x, flops / spec[0], moved / spec[1], "attention", 1, attn=attn)[0] + write
+                     for x in (m, plain))
+            assert abs(us * 1e-6 / t - 1) <= 0.30, (gpu, b, kv, us, t)
+            assert us * 1e-6 / t0 > 3.0, (gpu, b, kv)  # without the factor: far too fast
 
 
 def test_int4_weights_on_hopper_take_marlins_measured_h100_bandwidth():

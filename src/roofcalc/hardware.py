@@ -53,9 +53,9 @@ class Hardware:
     # a GPU linked to its peers over PCIe (no NVLink): whether the GPUs of a box reach each other peer to peer
     # (True), or only through the host's memory (False); None for an NVLink GPU or a device without peers
     pcie_p2p: bool | None = None
-    # the L2 cache in bytes, as the vendor's figure labels it (MB read as 10^6 bytes, as the measured GPUs' fits judge
-    # their tables), and its source; None where the catalog does not say (predict.AttentionFit.l2_reread keeps the
-    # fitted GPU's)
+    # the L2 cache in bytes, the vendor's MB read as MiB (2^20 bytes, the unit the device reports and the measured
+    # GPUs' fits judge their tables by), and its source; None where the catalog does not say
+    # (predict.AttentionFit.l2_reread keeps the fitted GPU's)
     l2_bytes: float | None = None
     l2: str = ""
 

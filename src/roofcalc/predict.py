@@ -478,8 +478,9 @@ class AttentionFit:
         return lt
 
     def reread_words(self, attn) -> str:
-        """"... a query head's pass over the batch, 84 MB, passes L2 (72 MB): the group's 24 other query heads
-        reread 27% of it" where this windowed decode rereads (l2_reread); "" where it does not (or for a sweep)."""
+        """"... a query head's pass over the batch, 80 MiB, passes L2 (72 MiB): the group's 24 other query heads
+        reread 19% of it" where this windowed decode rereads (l2_reread); "" where it does not (or for a sweep). In
+        MiB, the unit L2 is given in."""
         b, h, g, _, kv, d, w, e = attn[:8]
         if not (self.kind == "decode" and self.items_per_head and self.l2_reread and w) or \
                 _is_array(b, kv) or h <= g:
@@ -488,8 +489,8 @@ class AttentionFit:
         misses = _l2_misses(sweep, *self.l2_reread)
         if not misses:
             return ""
-        return (f"FlashAttention-2 under a window: a query head's pass over the batch, {sweep / 1e6:,.0f} MB, passes "
-                f"L2 ({self.l2_reread[0] / 1e6:,.0f} MB): the group's {h - g:g} other query heads reread "
+        return (f"FlashAttention-2 under a window: a query head's pass over the batch, {sweep / 2**20:,.0f} MiB, "
+                f"passes L2 ({self.l2_reread[0] / 2**20:,.0f} MiB): the group's {h - g:g} other query heads reread "
                 f"{misses:.0%} of it")
 
     def mmha(self, b, h, g, kv):
