@@ -390,7 +390,7 @@ def nccl_rows(df: pd.DataFrame, spec: dict, cls: str) -> dict:
 
 
 def moe_rows(df: pd.DataFrame, spec: dict, key: str, zeros: bool = False, spread: bool = False,
-             ungated: set = frozenset(), pad: tuple = (0, 0)) -> dict:
+             ungated: set = frozenset(), pad: tuple = (0, 0), every_pair: bool = False) -> dict:
     """One fused MoE layer on one rank, as AIConfigurator's vLLM collector times it (collector/vllm/collect_moe.py,
     ai-dynamo/aiconfigurator at 095f58a; vLLM 0.24.0): a CUDA graph of ``FusedMoE(hidden, router_logits)``, the
     router's logits given (its GEMM is not in the row); the row holds the top-k selection from the logits, the
@@ -408,7 +408,9 @@ def moe_rows(df: pd.DataFrame, spec: dict, key: str, zeros: bool = False, spread
     kernels permute the rank's own rows only. ``spread``: FlashInfer's CUTLASS kernel, whose form takes a factor by
     the distinct experts read (fitting.moe_design). ``ungated``: the (H, I, k, E) shapes whose experts have no
     gate (fitting.ungated_moe_shapes), counted with two weights, not three. ``pad``: the (I', H) multiples the kernel
-    stores MXFP4 experts at (fitting.mxfp4_padding): the rows are counted, and their factors read, at those sizes."""
+    stores MXFP4 experts at (fitting.mxfp4_padding): the rows are counted, and their factors read, at those sizes.
+    ``every_pair``: the kernel runs every routed pair on the rank (fitting.EVERY_PAIR): all T*k rows, over the
+    experts fitting.balanced_routing finds them reach."""
     T, H, I, k, E, tp, ep = (df[c].to_numpy(int) for c in ("num_tokens", "hidden_size", "inter_size", "topk",
                                                           "num_experts", "moe_tp_size", "moe_ep_size"))
     _, wb, block, fp8 = F.MOE_FORMATS[key]
@@ -418,7 +420,7 @@ def moe_rows(df: pd.DataFrame, spec: dict, key: str, zeros: bool = False, spread
     touched = np.empty(len(T))
     for n, key in enumerate(zip(T, E, k, ep)):
         if key not in cache:
-            cache[key] = F.balanced_routing(*map(int, key))
+            cache[key] = F.balanced_routing(*map(int, key), every_pair=every_pair)
         rows[n], touched[n] = cache[key]
     inter = F.padded(I / tp, pad[0])
     hidden = F.padded(H.astype(float), pad[1])
@@ -501,9 +503,11 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict, keep_slow: bool = 
             d = d[~inconsistent]
         gone = left_out[left_out.moe_dtype == dt]
         cutlass = "flashinfer_cutlass" in ks or ks == "moe_torch_flow_cutlass"  # FlashInfer's or TensorRT-LLM's
-        triton = "triton" in ks and "oaitriton" not in ks  # vLLM's own Triton kernel (and SGLang's adaptation)
+        every = ks in F.EVERY_PAIR  # every routed pair on each rank (TensorRT-LLM's fp8 block-scale MoE on SM120)
+        # vLLM's own Triton kernel (and SGLang's adaptation)
+        triton = "triton" in ks and "oaitriton" not in ks and not every
         pad = F.mxfp4_padding(ks) if key == "mxfp4" else (0, 0)  # how the kernel stores MXFP4 experts
-        R = moe_rows(d, SPECS[gpu], key, zeros=triton, spread=cutlass, ungated=ungated, pad=pad)
+        R = moe_rows(d, SPECS[gpu], key, zeros=triton, spread=cutlass, ungated=ungated, pad=pad, every_pair=every)
         tuned = sglang_tuned(gpu, vdir.name) if engine == "sglang" and triton and key in ("bf16", "mxfp4") else None
         # the shapes SGLang has no tuned tiles for run its default ones (sglang_tuned); its MXFP4 tables' Triton
         # kernel runs the experts upcast to 16 bits and looks its tiles up as for 16-bit ones, by the stored width
@@ -514,6 +518,7 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict, keep_slow: bool = 
             file=str(p.relative_to(systems.parent)), sha256=sha256(p)[:16], version_folder=p.parent.name,
             version_column=sorted(set(map(str, a["version"].unique()))) if "version" in a else None,
             kernel_source=ks, duplicates_merged=dup, distribution="balanced", ep_masked_rows_written=triton,
+            **({"every_pair_on_each_rank": True} if every else {}),
             slower_than_twice_the_work=dict(rows=int(inconsistent.sum()), left_out=not keep_slow),
             **({"ep_rows_left_out": ep_rows_left_out} if engine == "sglang" else {}),
             ungated_shapes=shape_names(set(moe_shapes(d)) & ungated),
@@ -1205,7 +1210,16 @@ Why, and what else the tables showed:
   without them, and the bf16 form's memory side had reached 4.4). With them the L40S's bf16 and fp8-block
   tables meet the target and the H100's and H200's bf16 go from 0.108 / 85 % and 0.123 / 83 % to 0.102 /
   92 % and 0.116 / 89 %; FlashInfer's and TensorRT-LLM's kernels permute the rank's own rows and do not
-  take it. The widths run down to 16 (512 / TP 32) and a factor flat below 256 left them at 0.17-0.23 median
+  take it, but for TensorRT-LLM's fp8 block-scale MoE on SM120 (the RTX PRO 6000's table, kernel source
+  moe_torch_flow_triton_fp8_block), which runs every routed pair on each rank: CutlassFusedMoE.run_moe clamps
+  another rank's expert ids to the rank's first or last expert and zeroes their weights, and the Triton kernel
+  runs every pair it is given (fitting.EVERY_PAIR). Its rows show it (4,096 hidden, 1,536 wide, top 8 of 128,
+  16,384 tokens: 26.2 ms at EP 1, 26.5 ms at EP 128; the CUTLASS kernels' rows of that table fall as 1 / EP).
+  Counted at the rank's own pairs, its form could not hold them (0.239 / 61 % cross-validated, 0.233 in sample:
+  the EP 32-128 rows ran +0.15 to +0.53 in log above it); counted at every pair (moe_rows' `every_pair`; the
+  experts read are the rank's reached and the last one), 0.033 / 99 %. Its shipped form says so (`every_pair`),
+  and the step model counts a TensorRT-LLM rank's call there under --ep (predict.MoEFit.every_pair_work).
+  The widths run down to 16 (512 / TP 32) and a factor flat below 256 left them at 0.17-0.23 median
   |log|: a knot at 64 (chosen on these cross-validated scores) takes H100 bf16 to 0.094 and fp8 to 0.109,
   H200's to 0.113 and 0.125, and the L40S fp8 from 0.108 to 0.121. A per-rank expert width that is not a
   multiple of 64 (704/32 = 22) runs up to 2x slower than the form says, and padding the width to a tile did

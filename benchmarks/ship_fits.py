@@ -104,8 +104,11 @@ def moe_form(f: dict, bf16_peak: float) -> dict:
         source["tuned_configs"] = {k: v for k, v in source["tuned_configs"].items() if k != "pairs"}
     pad = source.get("padded_to")  # the sizes an MXFP4 kernel stores its experts at (fitting.mxfp4_padding)
     wb = F.MOE_FORMATS[f["cls"][4:]][1]  # and the bytes a weight its stored work is counted with
+    # a kernel that runs every routed pair on each EP rank (fitting.EVERY_PAIR): the weight's bytes and scale block
+    # the step model counts the extra pairs' work with (predict.MoEFit.every_pair)
+    every = {"every_pair": {"weight_bytes": wb, "block": block}} if source.get("every_pair_on_each_rank") else {}
     return {**F.moe_doc(f["params"], f["peak_flops"] / bf16_peak, block, f.get("ranges"), tuned),
-            **({"pad": {**pad, "weight_bytes": wb}} if pad and any(pad.values()) else {}), "source": source,
+            **({"pad": {**pad, "weight_bytes": wb}} if pad and any(pad.values()) else {}), **every, "source": source,
             "cv_dram": f["cv"]["dram"]}
 
 

@@ -706,3 +706,63 @@ def test_sglangs_mxfp4_triton_form_looks_its_tiles_up_at_the_stored_width():
     assert g.efficiencies(64.0, 2880, 360, 100.0, 128) == pytest.approx(bare.efficiencies(64.0, 2880, 384, 100.0, 128))
     # read at 360 itself, the shape would be untuned: the factor (under 1 at 64 tokens an expert) would apply
     assert bare.efficiencies(64.0, 2880, 360, 100.0, 128)[0] < g.efficiencies(64.0, 2880, 360, 100.0, 128)[0]
+
+
+# Qwen3-30B-A3B's routed experts (hidden 2,048, width 768, top 8 of 128) with fp8 weights in 128 x 128 blocks under
+# TensorRT-LLM 1.3.0rc20 on the RTX PRO 6000 Server, balanced routing, one rank's call (moe_tp_size 1): AIConfigurator
+# 0.12, systems/data/rtx_pro_6000_server/moe/trtllm/1.3.0rc20/moe_perf.parquet (kernel_source
+# moe_torch_flow_triton_fp8_block), ms, by (tokens, moe_ep_size). At EP 8 a rank holds 16 experts and its own pairs
+# are an eighth of T·8, yet 4,096 tokens take what they take at EP 1: the kernel runs every routed pair. Rows whose
+# bytes reach DRAM, as a step's do (at EP 8 and 64 tokens a rank's 16 experts, 75 MB, and the pairs' activations
+# stay in the 128 MiB L2: 0.070629 ms, read at L2's rate).
+TRT_SM120_ROWS = {(1024, 1): 0.616656, (4096, 1): 1.782693, (1024, 8): 0.483419, (4096, 8): 1.817296}
+
+
+@pytest.mark.parametrize("tokens, ep", sorted(TRT_SM120_ROWS))
+def test_tensorrt_llms_sm120_fp8_block_moe_runs_every_pair_on_each_rank(tokens, ep):
+    """TensorRT-LLM's fp8 block-scale MoE on SM120 clamps another rank's expert ids to the rank's own at a zero
+    weight and runs every pair (fitting.EVERY_PAIR): the shipped form says so, and under --ep with attention split
+    by heads (every rank holds all T tokens) the step model counts a rank's call at all T·8 pairs, ep times its own
+    GEMM work (MoEFit.every_pair_work, the efficiencies read at T·8/16 tokens an expert), within ±30 % of the
+    measured call; the efficiency source says so. At EP 1 nothing changes."""
+    from roofcalc.engines import ENGINES
+    from roofcalc.parallel import Parallel, analyze_parallel
+
+    trt = ENGINES["trtllm"]
+    form = MoEFit.from_doc(kernel_fits_engines_form("rtx_pro_6000_server", "fp8_block"), "test")
+    assert form.every_pair == (1.0, 128)
+    b16, w = DTYPES["bf16"], DTYPES["fp8-b128"]
+    wl = Workload.decode(tokens, 1024, weight_dtype=w, act_dtype=b16, kv_dtype=b16, cache_update="in-place")
+    shape = load_shape("Qwen/Qwen3-30B-A3B")
+    a = analyze(shape, wl) if ep == 1 else analyze_parallel(shape, wl, Parallel(ep=ep, ep_attention="tp"))
+    r = roofline(a, find_hardware("RTX-PRO-6000"), impl=trt.impl, engine_host=trt.host)
+    ks = [p for p in r.step.placements if p.kernel.name in FUSED]
+    assert [p.kernel.name for p in ks] == list(FUSED) and ks[0].kernel.moe[:5] == ("fp8_block", 128 // ep,
+                                                                                  "gate_up_proj", 128, 8)
+    assert abs(TRT_SM120_ROWS[(tokens, ep)] * 1e-3 / sum(p.t_expected_s for p in ks) - 1) <= 0.30
+    said = f"every routed pair on each of the {ep} ranks (another rank's at a zero weight): ×{ep} the rank's GEMM work"
+    assert all((said in p.efficiency_source) == (ep > 1) for p in ks)
+    x, f_c, f_m, read = form.every_pair_work(tokens * 8 / 128, 128 // ep, 128, 2048, 768, 3.0)
+    assert (x, f_c) == ((tokens * 8 / 16, ep) if ep > 1 else (tokens * 8 / 128, 1.0))
+    assert read == (4.0 if ep > 1 else 3.0) and (f_m > 1.0) == (ep > 1)
+
+
+def kernel_fits_engines_form(gpu: str, key: str) -> dict:
+    from roofcalc.predict import engine_fits
+
+    return engine_fits()["gpus"][gpu]["trtllm"]["moe"][key]
+
+
+def test_balanced_routing_with_every_pair_by_hand():
+    """AIConfigurator's balanced routing (fitting.balanced_routing): 1 token, 128 experts, top 8 on 8 ranks: s =
+    ceil(128/8) = 16 and T < s, so the token picks floor(0 + 16j) = 0, 16, ..., 112: rank 0 (experts 0-15) gets one
+    pair on one expert; a kernel that runs every pair (fitting.EVERY_PAIR) runs all 8, the other 7 clamped to
+    expert 15: two experts read. 16 tokens (T = s): token i picks i + 16j, every expert once; rank 0 gets the 16
+    pairs of j = 0 on experts 0-15, and every pair is 128 rows on the same 16."""
+    from roofcalc.fitting import balanced_routing
+
+    assert balanced_routing(1, 128, 8, 8) == (1, 1)
+    assert balanced_routing(1, 128, 8, 8, every_pair=True) == (8, 2)
+    assert balanced_routing(16, 128, 8, 8) == (16, 16)
+    assert balanced_routing(16, 128, 8, 8, every_pair=True) == (128, 16)
+    assert balanced_routing(16, 128, 8, 1, every_pair=True) == balanced_routing(16, 128, 8, 1) == (128, 128)

@@ -718,18 +718,30 @@ def _version(v: str) -> tuple:
     return parts
 
 
-def balanced_routing(tokens: int, experts: int, topk: int, ep: int) -> tuple[int, int]:
+def balanced_routing(tokens: int, experts: int, topk: int, ep: int, every_pair: bool = False) -> tuple[int, int]:
     """(rows, distinct experts) that reach EP rank 0's experts (0 .. E/ep - 1) under the "balanced" routing of
     AIConfigurator's MoE collector (collector/helper.py balanced_logits), the routing of its fitted tables: token
     i picks experts (i + j*s) mod E, j < k, s = ceil(E/k), or (floor(i*s/T + j*s)) mod E when T < s (every
-    token's k experts spread over the E)."""
+    token's k experts spread over the E). ``every_pair``: a kernel that runs every routed pair on the rank, another
+    rank's through its last local expert at a zero weight (TensorRT-LLM's fp8 block-scale MoE on SM120, EVERY_PAIR):
+    all T*k rows, over the local experts reached and that last one."""
     s = -(-experts // topk)
     i = np.arange(tokens, dtype=float)[:, None]
     j = np.arange(topk, dtype=float)[None, :]
     sel = (i + j * s) if tokens >= s else np.floor(i * s / tokens + j * s)
     sel = sel.astype(np.int64) % experts
-    local = sel[sel < experts // ep]
+    local = np.minimum(sel, experts // ep - 1) if every_pair else sel[sel < experts // ep]
     return int(local.size), int(np.unique(local).size)
+
+
+# The fused-MoE kernel sources of the measured tables that run every routed (token, expert) pair on each
+# expert-parallel rank: TensorRT-LLM's fp8 block-scale MoE on SM120 (the RTX PRO 6000's 1.3.0rc20 table), whose
+# CutlassFusedMoE.run_moe clamps another rank's expert ids to the rank's own (to the first or last local expert) and
+# zeroes their scales, and whose Triton kernel (fused_moe_triton_fp8_block_scale.py) then runs every pair it is
+# given. Its rows show it: 4,096 hidden, 1,536 wide, top 8 of 128 experts, 16,384 tokens take 26.2 ms at EP 1 and
+# 26.5 ms at EP 128, where the CUTLASS kernels' rows of the same table fall as 1 / EP. A served rank without an
+# all-to-all (attention split by heads, or replicated) runs the same.
+EVERY_PAIR = ("moe_torch_flow_triton_fp8_block",)
 
 
 def moe_design(R: dict) -> Design:

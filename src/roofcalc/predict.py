@@ -602,6 +602,11 @@ class MoEFit:
     # table's format, which the stored work's bytes are counted with
     pad: tuple = ()
     pad_weight_bytes: float = 0.0
+    # (bytes a weight, scale block) where the kernel runs every routed pair on each expert-parallel rank, another
+    # rank's at a zero weight through one of its own experts (fitting.EVERY_PAIR: TensorRT-LLM's fp8 block-scale
+    # MoE on SM120): the form was fitted on those rows and is read at them (every_pair_work); () for a kernel that
+    # runs the rank's own pairs only
+    every_pair: tuple = ()
 
     @classmethod
     def from_doc(cls, d: Mapping, source: str) -> "MoEFit":
@@ -618,7 +623,9 @@ class MoEFit:
                    misaligned=(float(d["misaligned_factor_compute"]), float(d["misaligned_factor_memory"]))
                    if d.get("misaligned_factor_compute") else (),
                    pad=(int(d["pad"]["inter"]), int(d["pad"]["hidden"])) if d.get("pad") else (),
-                   pad_weight_bytes=float(d["pad"]["weight_bytes"]) if d.get("pad") else 0.0)
+                   pad_weight_bytes=float(d["pad"]["weight_bytes"]) if d.get("pad") else 0.0,
+                   every_pair=(float(d["every_pair"]["weight_bytes"]), int(d["every_pair"]["block"]))
+                   if d.get("every_pair") else ())
 
     @staticmethod
     def _shape(experts, inter) -> tuple[int, int]:
@@ -691,6 +698,33 @@ class MoEFit:
         grew = [f"width {i:,} → {ip:,} a rank"] if ip != i else []
         grew += [f"hidden {h:,} → {hp:,}"] if hp != h else []
         return f"MXFP4 experts stored padded by the kernel: {', '.join(grew)}" if grew else ""
+
+    def every_pair_work(self, per_expert, rank_experts: int, experts: int, hidden, inter, touched):
+        """(tokens per expert, compute factor, memory factor, experts read) of a call as the kernel runs it: where it
+        runs every routed pair on each of ep = E / (the rank's experts) ranks (``every_pair``), the layer's T·k
+        pairs over the rank's experts, ep times the rank's own, their FLOPs ep times, their bytes the experts read
+        (the rank's reached and the one another rank's pairs go through, as fitting.balanced_routing counts
+        rank 0's) and every pair's activations (fitting.moe_cost, at the form's bytes a weight and scale block)
+        over the rank's own; (per_expert, 1, 1, touched) otherwise."""
+        if not self.every_pair or experts <= rank_experts:
+            return per_expert, 1.0, 1.0, touched
+        from .fitting import moe_cost
+
+        ep = experts / rank_experts
+        read = _minimum(touched + 1.0, float(rank_experts))
+        own, every = (moe_cost(per_expert * rank_experts * n, t, rank_experts, hidden, inter, *self.every_pair)["bytes"]
+                      for n, t in ((1.0, touched), (ep, read)))
+        ratio = every / own
+        return per_expert * ep, ep, ratio if _is_array(ratio) and ratio.ndim else float(ratio), read
+
+    def every_pair_words(self, rank_experts: int, experts: int) -> str:
+        """"every routed pair on each of the 8 ranks (another rank's at a zero weight): ×8 the rank's GEMM work"
+        where the kernel runs them (``every_pair``) under expert parallelism, else ""."""
+        if not self.every_pair or experts <= rank_experts:
+            return ""
+        ep = experts / rank_experts
+        return (f"every routed pair on each of the {ep:g} ranks (another rank's at a zero weight): ×{ep:g} the rank's "
+                f"GEMM work")
 
     def efficiencies(self, per_expert, hidden, inter, touched=1.0, experts=0):
         """(compute-side e, memory-side e) at ``per_expert`` tokens per expert (a number or an array), hidden size
@@ -1797,8 +1831,11 @@ def _moe_share(m: KernelModel, fit: MoEFit, t_compute, t_memory, kind, rows, wei
     at the defaults' pessimistic end (the slowest published implementation)."""
     x, hidden, inter, sum_c, sum_m, sum_floor = moe[MOE_BASE:]
     touched = touched_on_rank(x, *moe[1:2], *moe[3:MOE_BASE])
-    e_c, e_m = fit.efficiencies(x, hidden, inter, touched, moe[1])
-    s_c, s_m = fit.padded_shares(x, hidden, inter, touched, moe[1])  # MXFP4 experts as the kernel stores them
+    # a kernel that runs every routed pair on each EP rank: its work and the tokens per expert it sees
+    x_run, f_c, f_m, touched = fit.every_pair_work(x, moe[1], moe[3], hidden, inter, touched)
+    sum_c, sum_m = sum_c * f_c, sum_m * f_m
+    e_c, e_m = fit.efficiencies(x_run, hidden, inter, touched, moe[1])
+    s_c, s_m = fit.padded_shares(x_run, hidden, inter, touched, moe[1])  # MXFP4 experts as the kernel stores them
     e_c, e_m = e_c * s_c, e_m * s_m
     fixed = fit.fixed_s
     # a time per routed pair, in series: every pair of the layer, T·k (the rank's tokens per expert x the layer's

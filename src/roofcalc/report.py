@@ -521,6 +521,9 @@ def fixed_cost_words(r) -> str:
         pad = form.padded_words(lead.moe[MOE_BASE + 1], inter)
         if pad:  # the sizes the engine's MXFP4 kernel stores the experts at (fitting.mxfp4_padding)
             moe += f"; {pad}"
+        every = form.every_pair_words(experts, lead.moe[3])
+        if every:  # a kernel that runs every routed pair on each EP rank (fitting.EVERY_PAIR)
+            moe += f"; {every}"
     else:
         from .calculator import fused_moe_class
 

@@ -409,11 +409,12 @@ class Placement:
             words = fused.untuned_words(self.term.moe[1], self.term.moe[MOE_BASE + 2])
             slow = fused.misaligned_words(self.term.moe[MOE_BASE + 2])
             pad = fused.padded_words(self.term.moe[MOE_BASE + 1], self.term.moe[MOE_BASE + 2])
+            every = fused.every_pair_words(self.term.moe[1], self.term.moe[3])
             read = moe_db_read(self.model, self.term.moe)
             db = "" if read is None else "its call the table's measured one (--kernel-db)" if read[1] else \
                 "its work between the fit's and the table's nearest call, scaled (--kernel-db)"
             return (f"{fused.source}; at SGLang's default tiles ({words})" if words else fused.source) + \
-                "".join(f"; {w}" for w in (slow, pad, db) if w)
+                "".join(f"; {w}" for w in (slow, pad, every, db) if w)
         t = self.term
         if self.kernel.kind in ("matmul", "attention"):  # (a measured matmul curve said so above)
             if t.group and self.kernel.kind == "matmul":  # a fused group's one GEMM: its sizes (kernel_terms)
