@@ -723,8 +723,8 @@ def balanced_routing(tokens: int, experts: int, topk: int, ep: int, every_pair: 
     AIConfigurator's MoE collector (collector/helper.py balanced_logits), the routing of its fitted tables: token
     i picks experts (i + j*s) mod E, j < k, s = ceil(E/k), or (floor(i*s/T + j*s)) mod E when T < s (every
     token's k experts spread over the E). ``every_pair``: a kernel that runs every routed pair on the rank, another
-    rank's through its last local expert at a zero weight (TensorRT-LLM's fp8 block-scale MoE on SM120, EVERY_PAIR):
-    all T*k rows, over the local experts reached and that last one."""
+    rank's clamped to its own first or last expert at a zero weight (TensorRT-LLM's fp8 block-scale MoE on SM120,
+    EVERY_PAIR): all T*k rows, over the local experts reached and rank 0's last (its first is its own)."""
     s = -(-experts // topk)
     i = np.arange(tokens, dtype=float)[:, None]
     j = np.arange(topk, dtype=float)[None, :]

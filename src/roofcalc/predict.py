@@ -703,15 +703,16 @@ class MoEFit:
         """(tokens per expert, compute factor, memory factor, experts read) of a call as the kernel runs it: where it
         runs every routed pair on each of ep = E / (the rank's experts) ranks (``every_pair``), the layer's T·k
         pairs over the rank's experts, ep times the rank's own, their FLOPs ep times, their bytes the experts read
-        (the rank's reached and the one another rank's pairs go through, as fitting.balanced_routing counts
-        rank 0's) and every pair's activations (fitting.moe_cost, at the form's bytes a weight and scale block)
-        over the rank's own; (per_expert, 1, 1, touched) otherwise."""
+        (the rank's reached and the two another rank's pairs are clamped to, its first and last: a middle rank's,
+        the step's slowest; rank 0's, which the measured tables time, has only its last, fitting.balanced_routing)
+        and every pair's activations (fitting.moe_cost, gated, at the form's bytes a weight and scale block) over
+        the rank's own; (per_expert, 1, 1, touched) otherwise."""
         if not self.every_pair or experts <= rank_experts:
             return per_expert, 1.0, 1.0, touched
         from .fitting import moe_cost
 
         ep = experts / rank_experts
-        read = _minimum(touched + 1.0, float(rank_experts))
+        read = _minimum(touched + 2.0, float(rank_experts))
         own, every = (moe_cost(per_expert * rank_experts * n, t, rank_experts, hidden, inter, *self.every_pair)["bytes"]
                       for n, t in ((1.0, touched), (ep, read)))
         ratio = every / own
