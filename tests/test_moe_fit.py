@@ -768,3 +768,22 @@ def test_balanced_routing_with_every_pair_by_hand():
     assert balanced_routing(16, 128, 8, 8) == (16, 16)
     assert balanced_routing(16, 128, 8, 8, every_pair=True) == (128, 16)
     assert balanced_routing(16, 128, 8, 1, every_pair=True) == balanced_routing(16, 128, 8, 1) == (128, 128)
+
+
+@pytest.mark.parametrize("hw, ep, said", [("RTX5090", 2, True), ("RTX5090", 1, False), ("RTX-PRO-6000", 2, False)])
+def test_a_geforce_sm120_card_says_its_experts_are_counted_at_the_ranks_own_pairs(capsys, hw, ep, said):
+    """An RTX 5090 (compute capability 12.0) runs TensorRT-LLM's SM120 fp8 block-scale MoE, which runs every routed
+    pair on each EP rank, but as a GeForce card it takes no fused MoE form, only the GEMM forms at the rank's own
+    pairs: under --ep its header says the experts' time is too short. Not at EP 1 (no other rank's pairs), and not
+    on the RTX PRO 6000, whose fused form counts every pair (its words are the form's)."""
+    from roofcalc.cli import main
+
+    args = ["Qwen/Qwen3-30B-A3B", "--hw", hw, "--engine", "trtllm", "--weight-dtype", "fp8-b128", "--batch", "256"]
+    assert main(args + (["--ep", str(ep), "--ep-attention", "tp"] if ep > 1 else [])) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert ("which the GEMM forms here do not count: the experts' time is too short" in out) == said
+    if said:
+        assert "under --ep 2 TensorRT-LLM's kernel for these experts runs every routed pair on each rank" in out
+    if hw == "RTX-PRO-6000":
+        assert ("every routed pair on each of the 2 ranks (another rank's at a zero weight): ×2 the rank's GEMM "
+                "work") in out

@@ -465,6 +465,25 @@ def attention_fitted(r) -> bool:
                if k.kind == "attention")
 
 
+def _every_pair_unforms(r, m, key: str, tables: str) -> str:
+    """"; under --ep 2 TensorRT-LLM's kernel for these experts runs every routed pair on each rank ..." where the
+    measured GPU's own fused form for the experts' format runs every pair (predict.MoEFit.every_pair: TensorRT-LLM's
+    fp8 block-scale MoE on SM120) but this step does not take the form (a GeForce card takes none), so its experts
+    are counted at the rank's own pairs: a step predicted too fast, said so; "" otherwise."""
+    lead = next((p for p in r.step.placements if p.moe and p.moe[0] == key), None)
+    if lead is None or lead.moe[3] <= lead.moe[1] or m.fitted_tables not in ("trtllm",):
+        return ""
+    from .predict import engine_fits
+
+    doc = engine_fits()["gpus"].get(m.fitted, {}).get(m.fitted_tables, {}).get("moe", {}).get(key, {})
+    if not doc.get("every_pair"):
+        return ""
+    ep = lead.moe[3] / lead.moe[1]
+    return (f"; under --ep {ep:g} {tables}'s kernel for these experts runs every routed pair on each rank (another "
+            f"rank's at a zero weight: up to ×{ep:g} the rank's GEMM work), which the GEMM forms here do not count: "
+            f"the experts' time is too short")
+
+
 def fixed_cost_words(r) -> str:
     """Where the kernels' fitted costs come from: the device's own measured kernels, the nearest measured GPU's,
     or (fixed costs only) the five measured GPUs' medians."""
@@ -534,6 +553,7 @@ def fixed_cost_words(r) -> str:
                "fused-MoE form)" if m.gemm_memory_only else
                f"; routed experts: the default efficiencies (no fused-MoE form of {tables}'s fitted here"
                + (why + ")" if m.moe_fits else ")"))
+        moe += _every_pair_unforms(r, m, key, tables)
     # an attention form the preset takes from another engine's tables on this GPU (benchmarks/ship_fits.py)
     lent = {m.attention_fit(p.term.attn) for p in r.step.placements if p.kernel.kind == "attention"} - {None}
     moe += "".join(f"; {f.kind} attention: {TABLE_NAMES[f.tables]}'s form ({tables}'s {gpu} table is not used: "
