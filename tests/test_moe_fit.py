@@ -787,3 +787,7 @@ def test_a_geforce_sm120_card_says_its_experts_are_counted_at_the_ranks_own_pair
     if hw == "RTX-PRO-6000":
         assert ("every routed pair on each of the 2 ranks (another rank's at a zero weight): ×2 the rank's GEMM "
                 "work") in out
+        assert "the upper count" not in out  # attention split by heads: every rank holds all T tokens
+        assert main(args + ["--ep", "2"]) == 0  # data-parallel attention (the default): an upper count, said so
+        assert ("×2 the rank's GEMM work (the upper count: under data-parallel attention with an all-to-all a rank "
+                "runs only the pairs of the tokens it receives)") in " ".join(capsys.readouterr().out.split())

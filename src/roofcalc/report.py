@@ -543,6 +543,9 @@ def fixed_cost_words(r) -> str:
         every = form.every_pair_words(experts, lead.moe[3])
         if every:  # a kernel that runs every routed pair on each EP rank (fitting.EVERY_PAIR)
             moe += f"; {every}"
+            if getattr(getattr(r.analysis, "parallel", None), "ep_attention", "") == "dp":
+                moe += (" (the upper count: under data-parallel attention with an all-to-all a rank runs only the "
+                        "pairs of the tokens it receives)")
     else:
         from .calculator import fused_moe_class
 
