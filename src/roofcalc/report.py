@@ -471,7 +471,7 @@ def _every_pair_unforms(r, m, key: str, tables: str) -> str:
     fp8 block-scale MoE on SM120) but this step does not take the form (a GeForce card takes none), so its experts
     are counted at the rank's own pairs: a step predicted too fast, said so; "" otherwise."""
     lead = next((p for p in r.step.placements if p.moe and p.moe[0] == key), None)
-    if lead is None or lead.moe[3] <= lead.moe[1] or m.fitted_tables not in ("trtllm",):
+    if lead is None or lead.moe[3] <= lead.moe[1]:
         return ""
     from .predict import engine_fits
 
