@@ -489,7 +489,6 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict, keep_slow: bool = 
     balanced = int((a.distribution == "balanced").sum())
     a, left_out = F.moe_rows_kept(a, engine, F.grouped_routing_shapes(systems.parent / "model_configs"))
     ep_rows_left_out = balanced - len(a) - len(left_out)  # SGLang's expert-parallel rows (moe_rows_kept)
-    ungated = F.ungated_shapes_for(systems.parent / "model_configs", engine, vdir.name)  # the collector's own
     for key, (dt, _, _, fp8) in F.MOE_FORMATS.items():
         cls = f"moe_{key}"
         d = a[a.moe_dtype == dt]
@@ -507,6 +506,8 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict, keep_slow: bool = 
         # vLLM's own Triton kernel (and SGLang's adaptation)
         triton = "triton" in ks and "oaitriton" not in ks and not every
         pad = F.mxfp4_padding(ks) if key == "mxfp4" else (0, 0)  # how the kernel stores MXFP4 experts
+        # experts without a gate, as the table's collector ran them
+        ungated = F.ungated_shapes_for(systems.parent / "model_configs", engine, vdir.name, ks)
         R = moe_rows(d, SPECS[gpu], key, zeros=triton, spread=cutlass, ungated=ungated, pad=pad, every_pair=every)
         tuned = sglang_tuned(gpu, vdir.name) if engine == "sglang" and triton and key in ("bf16", "mxfp4") else None
         # the shapes SGLang has no tuned tiles for run its default ones (sglang_tuned); its MXFP4 tables' Triton
@@ -1265,11 +1266,23 @@ Why, and what else the tables showed:
   e23be5a79, 2026-07-13: `is_gated`, NemotronHForCausalLM_cases.yaml's `sglang_moe_is_gated: false`); the A100's
   0.5.10 table (in the package by 2026-05-11) ran Nemotron-3 Nano's experts, as every case, with SwiGLU and
   three weights, and is counted so (fitting.ungated_shapes_for): its bf16 form went from 0.119 / 84 % to 0.085
-  / 91 % cross-validated. The 0.5.14 tables (H100, H200, B200, L40S) were measured without a gate and are
-  counted with two weights; yet their Nemotron-3 Super rows (H 1,024, top 22 of 512) run 1.46x (H100) and 1.58x
-  (H200) the held-out form, and counted with three SGLang's H100 and H200 bf16 forms would go from 0.084 to
-  0.055 and 0.134 to 0.112 (B200 0.106 to 0.120): what makes SGLang's Triton path without a gate as slow as one
-  with it was not found, and the count follows the collector. **Ultra at its outer width**: the same case file
+  / 91 % cross-validated. The 0.5.14 tables' rows of Nemotron-3 Nano's and Ultra's shapes were measured
+  without a gate (the case file names `sglang_moe_is_gated: false` for them) and are counted with two weights.
+  **Super's rows on the H100 and H200 ran gated.** SGLang's Triton rows of Nemotron-3 Super's latent shape (H
+  1,024, width 2,688, top 22 of 512: the H100's and H200's bf16 and fp8-block tables, the only Triton rows of
+  it) had run 1.46x (H100) and 1.58x (H200) the held-out form from 2 tokens up, memory-bound (64 tokens, H200:
+  2.5-2.9 TB/s counted with two weights, where every shape of 128 or more experts reaches 3.4-4.4 TB/s; the 8-
+  and 16-expert ones 2.5) as compute-bound: three weights' worth of work, not two. The case file has named only
+  nvfp4 for that shape under SGLang since e015c0ed6, so these rows came from a plan whose entry for it carried no
+  Nemotron keys (as it stood at c3ef575cc): the collector's defaults ran it, `sglang_moe_is_gated` True
+  (case_generator.py: w1 of 2 I' rows) and the plain Triton path, where Nano's and Ultra's H100 and H200 rows ran
+  FlashInfer's CUTLASS kernel as their entries ask.
+  They are counted with three weights (fitting.MEASURED_GATED, by kernel source; `--kernel-db` too):
+  cross-validated, SGLang's H100 bf16 form from 0.070 / 91 % to 0.055 / 94 %, H200 bf16 from 0.132 / 84 % to
+  0.102 / 90 %, H100 fp8-block from 0.025 / 98.5 % to 0.022 / 99.9 % and H200 fp8-block from 0.031 / 98.1 % to
+  0.028 / 99.2 %; the shape's own median log(measured / held-out form) on the fp8-block tables from +0.41 and
+  +0.48 to +0.02 and +0.09, and the H 2,048 shapes', which had run fast beside it (-0.10 to -0.23), to -0.01 to
+  -0.12. Chosen after reading these rows: seen. **Ultra at its outer width**: the same case file
   runs Nemotron-3 Ultra's experts at its hidden size, 8,192, for SGLang and TensorRT-LLM ("Ultra uses its outer
   hidden width in SGLang/TRT-LLM"), and at its latent 2,048 for vLLM, each without a gate; `ungated_moe_shapes`
   had named the latent width alone, so the 8,192 rows (SGLang's B200 and L40S bf16 tables) were counted with
@@ -1282,21 +1295,22 @@ Why, and what else the tables showed:
   768 at TP 32: 24) ran slower than the form of the other widths on some kernels' tables: cross-validated without
   a factor, those rows ran a median 2.0x (vLLM's H100 bf16, Triton) and 2.2x (H200) the form with 1-2 % within
   ±30 %, 1.5-1.7x on SGLang's A100 (12 % within), H100 and H200 bf16 tables (on the H100 and H200 with Nemotron-3
-  Super's rows at 168 among them, which run slow for a reason not found, above), as the form on vLLM's L40S bf16
+  Super's rows at 168 among them, then counted with two weights: above), as the form on vLLM's L40S bf16
   table (the same Triton kernel on Ada: 1.07x, 95 %), and on vLLM's L40S fp8 table by the tokens (0.3 ms at
   160-512 tokens, 7-16 ms at 128 and from 768 at TP 8). Where the down GEMM's K, I', is not a whole number of a
   16-bit tensor-core MMA's K (16) its last tile is partial; which kernel pays how much for it was not
   established. So each fused-MoE table holding such rows beside others is fitted with one factor on each side for
   them and without, and keeps whichever predicts its held-out shapes better (median |log| on the DRAM rows; both
   figures in kernel_fits.json's `misaligned_widths`): kept on every bf16 table that holds them but vLLM's L40S and
-  RTX PRO 6000 ones, and on vLLM's RTX PRO 6000 fp8 table; dropped on the other fp8 and fp8-block tables.
+  RTX PRO 6000 ones and SGLang's H100 one (since Super's rows there count three weights: with the factors 0.066 /
+  95.8 %, without 0.055 / 94.1 %), and on vLLM's RTX PRO 6000 fp8 table; dropped on the other fp8 and fp8-block tables.
   MXFP4 tables are not offered it: vLLM's and SGLang's Mxfp4MoEMethod.create_weights round the width up ("pad the intermediate size to
   be a multiple of 2 * mxfp4_block", to 32, 64, 128 or 256 by kernel: below). Memory-side factors kept: vLLM's H100 bf16
-  0.36, H200 0.29, B200 0.78, RTX PRO 6000 fp8 1.10; SGLang's A100 bf16 0.66 (compute 0.60), H100 0.57, H200
-  0.49, B200 1.00 (compute 0.73), L40S 1.02. Cross-validated: vLLM's H100 bf16 0.070 / 90.3 % to 0.067 / 92.7 %,
+  0.36, H200 0.29, B200 0.78, RTX PRO 6000 fp8 1.10; SGLang's A100 bf16 0.66 (compute 0.60), H200 0.50 (H100 0.57 until Super's rows counted three
+  weights), B200 1.00 (compute 0.73), L40S 1.02. Cross-validated: vLLM's H100 bf16 0.070 / 90.3 % to 0.067 / 92.7 %,
   H200 bf16 0.089 / 88.1 % to 0.088 / 90.0 % (now meets the target), B200 bf16 0.055 to 0.053; SGLang's A100 bf16
   0.085 / 91 % to 0.067 / 97 %, H100 0.084 / 90.8 % to 0.071 / 91 %, H200 0.134 / 81 % to 0.133 / 84 % (still
-  short), B200 0.074 to 0.072 and L40S 0.060 to 0.060 (after Ultra's rows, above); vLLM's RTX PRO 6000 fp8
+  short; with Super's rows counted three weights, 0.112 / 88 % to 0.102 / 90 %), B200 0.074 to 0.072 and L40S 0.060 to 0.060 (after Ultra's rows, above); vLLM's RTX PRO 6000 fp8
   0.0484 to 0.0482. The rule (16, one factor a side, kept where it predicts held-out shapes better) was chosen
   reading these tables' residuals, and each choice is made on the figures it reports, so they are not
   independent of it.

@@ -254,6 +254,44 @@ def test_the_shapes_left_out_and_counted_without_a_gate_come_from_the_configs(tm
     assert ungated_shapes_for(tmp_path, "trtllm", "1.3.0rc20") == ungated
 
 
+# SGLang 0.5.14's bf16 Triton fused-MoE rows on the H200, balanced routing, 64 tokens, TP 1 (AIConfigurator 0.12.0,
+# systems/data/h200_sxm/moe/sglang/0.5.14/moe_perf.parquet): (H, I, top-k, experts) -> latency in ms
+SUPER_H200_ROWS = {(4096, 1024, 10, 512): 2.974124, (6144, 3072, 4, 128): 3.363593, (1024, 2688, 22, 512): 1.989651}
+
+
+def test_sglang_0_5_14_triton_rows_of_nemotron_3_super_were_measured_gated(tmp_path):
+    """Nemotron-3 Super's experts (latent width 1,024, width 2,688, top 22 of 512) have no gate, but SGLang 0.5.14's
+    Triton rows of that shape ran three weights an expert (fitting.MEASURED_GATED). At 64 tokens every expert is
+    touched (64 * 10 and 64 * 22 routed pairs over 512; 64 * 4 over 128) and the call streams the weights: three of
+    H x I in 16 bits an expert, 512 * 3 * 4096 * 1024 * 2 B = 12.88 GB in 2.974 ms = 4.33 TB/s, 128 * 3 * 6144 * 3072
+    * 2 = 14.50 GB in 3.364 ms = 4.31 TB/s; Super's counted with three, 512 * 3 * 1024 * 2688 * 2 = 8.46 GB in 1.990 ms
+    = 4.25 TB/s, with two 2.83 TB/s: 1.5x slower than these two shapes on the same DRAM."""
+    import json
+
+    from roofcalc.fitting import moe_cost, ungated_shapes_for
+
+    def bandwidth(shape, gated):
+        h, i, k, e = shape
+        c = moe_cost(64 * k, min(e, 64 * k), e, h, i, 2, gated=gated)
+        return c["bytes"] / (SUPER_H200_ROWS[shape] * 1e-3)
+
+    others = [bandwidth(s, True) for s in SUPER_H200_ROWS if s[0] != 1024]
+    assert max(others) / min(others) < 1.02
+    super_shape = (1024, 2688, 22, 512)
+    assert abs(bandwidth(super_shape, True) / others[0] - 1) < 0.03
+    assert bandwidth(super_shape, False) / others[0] < 0.68
+    (tmp_path / "super.json").write_text(json.dumps(dict(
+        model_type="nemotron_h", hidden_size=4096, moe_latent_size=1024, moe_intermediate_size=2688,
+        num_experts_per_tok=22, n_routed_experts=512)))
+    shapes = ungated_shapes_for(tmp_path, "sglang", "0.5.14")
+    assert shapes == {super_shape, (4096, 2688, 22, 512)}
+    # the Triton kernel's rows ran it gated; another kernel's (FlashInfer's CUTLASS kernel: the RTX PRO 6000's nvfp4
+    # rows of it) and another engine's did not
+    assert ungated_shapes_for(tmp_path, "sglang", "0.5.14", "sglang_fused_moe_triton") == {(4096, 2688, 22, 512)}
+    assert ungated_shapes_for(tmp_path, "sglang", "0.5.14", "sglang_flashinfer_cutlass_moe") == shapes
+    assert ungated_shapes_for(tmp_path, "vllm", "0.24.0", "sglang_fused_moe_triton") == shapes
+
+
 
 def test_the_header_says_when_routed_experts_take_the_default_efficiencies(capsys):
     """A fused MoE form is fitted on vLLM's and TensorRT-LLM's tables of the H100, H200, B200, L40S and RTX PRO 6000

@@ -695,19 +695,35 @@ def ungated_moe_shapes(folder) -> set:
 # engine -> the first table version whose AIConfigurator collector runs experts without a gate as such
 UNGATED_FROM = {"sglang": "0.5.14"}
 
+# (engine, version folder, kernel source) -> shapes of experts without a gate that the table holds measured with
+# one (three weights an expert). SGLang 0.5.14's Triton rows of Nemotron-3 Super's latent shape (H 1,024, width
+# 2,688, top 22 of 512; the H100's and H200's bf16 and fp8-block tables): AIConfigurator's case file
+# (collector/cases/models/NemotronHForCausalLM_cases.yaml, ai-dynamo/aiconfigurator) has named only nvfp4 for that
+# shape under SGLang since e015c0ed6, so these rows came from a plan whose entry for it carried no Nemotron keys
+# (as it stood at c3ef575cc): the collector's defaults ran it (case_generator.py: sglang_moe_is_gated True, w1 of
+# 2 I' rows; the plain Triton path, where Nano's and Ultra's rows ran FlashInfer's CUTLASS kernel as their entries
+# ask). The tables say the same: counted with two weights, the shape's memory-bound rows (64 tokens) reach 2.5-2.9
+# TB/s on the H200 where every shape of 128 or more experts there reaches 3.4-4.4, and its rows run about 1.5x the
+# held-out form from 2 tokens up (the ratio of three weights to two); counted with
+# three, the H100's and H200's fp8-block rows of it go from +0.41 and +0.48 median log(measured / held-out
+# form) to +0.02 and +0.09. SGLang's L40S Triton rows of Nemotron-3 Nano's and Ultra's shapes, planned with
+# is_gated false, run as two weights and are counted so.
+MEASURED_GATED = {("sglang", "0.5.14", "sglang_fused_moe_triton"): frozenset({(1024, 2688, 22, 512)})}
 
-def ungated_shapes_for(folder, engine: str, version: str) -> set:
+
+def ungated_shapes_for(folder, engine: str, version: str, kernel_source: str | None = None) -> set:
     """The shapes a table measured with experts without a gate (ungated_moe_shapes), or none where the table's
     collector ran every expert gated. AIConfigurator's SGLang collector had no path without a gate until its
     upgrade to SGLang 0.5.14 (ai-dynamo/aiconfigurator e23be5a79, 2026-07-13: collector/sglang/collect_moe.py's
     is_gated, NemotronHForCausalLM_cases.yaml's sglang_moe_is_gated false; before it every case ran SwiGLU, w1 of
     2 I' rows), so its tables of earlier SGLang versions (the A100's 0.5.10, in the package by 2026-05-11,
     f116a1e7b) hold Nemotron-H's shapes with three weights an expert. vLLM's collector runs them as
-    ``<act>_no_mul`` and TensorRT-LLM's as Relu2 (NON_GATED_MOE_MODELS) in every table the package holds."""
+    ``<act>_no_mul`` and TensorRT-LLM's as Relu2 (NON_GATED_MOE_MODELS) in every table the package holds.
+    ``kernel_source``: the table's, less the shapes MEASURED_GATED names for it."""
     first = UNGATED_FROM.get(engine)
     if first is not None and _version(version) < _version(first):
         return set()
-    return ungated_moe_shapes(folder)
+    return ungated_moe_shapes(folder) - MEASURED_GATED.get((engine, version, kernel_source), frozenset())
 
 
 def _version(v: str) -> tuple:

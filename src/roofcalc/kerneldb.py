@@ -185,7 +185,7 @@ class KernelDB:
         engine, version = PurePosixPath(form["source"]["file"]).parts[-3:-1]
         df, _ = moe_rows_kept(df[df.moe_dtype == dtype], engine, grouped_routing_shapes(configs))
         df = df[~slower_than_twice_the_work(df)]
-        ungated = ungated_shapes_for(configs, engine, version)
+        ungated = ungated_shapes_for(configs, engine, version, form["source"]["kernel_source"].split(" (")[0])
         T, H, I, k, E, tp, ep = (df[c].to_numpy(int) for c in ("num_tokens", "hidden_size", "inter_size", "topk",
                                                               "num_experts", "moe_tp_size", "moe_ep_size"))
         gated = np.array([s not in ungated for s in zip(H.tolist(), I.tolist(), k.tolist(), E.tolist())], bool)
