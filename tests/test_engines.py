@@ -168,6 +168,26 @@ def test_a_pipeline_pays_the_engines_waited_host_time_once_a_step(capsys):
                "is not supported yet.'): drop --pp" in err
 
 
+def test_a_preset_refuses_an_expert_parallel_layout_its_engine_never_ran(capsys):
+    """llama.cpp splits a model by layers or rows (--split-mode), gpt-fast shards every expert over its ranks (--tp),
+    neither runs expert parallelism: --ep refused, a list too. vLLM 0.2.6-0.2.7 gave each tensor-parallel rank
+    whole experts with attention by heads (PR #2090), never data-parallel attention with an all-to-all: --ep runs
+    under --ep-attention tp alone. The serving presets run either."""
+    mix = ["mistralai/Mixtral-8x7B-v0.1", "--hw", "H100", "--batch", "8"]
+    for engine, ep, words in (("llama.cpp", "2", "--engine llama.cpp runs no expert parallelism (llama.cpp "
+                               "common/arg.cpp: --split-mode"),
+                              ("gpt-fast", "1,2", "--engine gpt-fast runs no expert parallelism (gpt-fast "
+                               "mixtral-moe/tp.py"),
+                              ("vllm-v0", "8", "--engine vllm-v0 runs expert parallelism with attention split by "
+                               "heads only (vLLM PR #2090 (v0.2.6")):
+        code, out, err = run([*mix, "--engine", engine, "--ep", ep], capsys)
+        assert code == 2 and out == "" and err.count("\n") == 1 and words in err, (engine, err)
+    assert run([*mix, "--engine", "vllm-v0", "--ep", "8", "--ep-attention", "tp"], capsys)[0] == 0
+    assert run([*mix, "--engine", "gpt-fast", "--tp", "2"], capsys)[0] == 0
+    for engine in ("vllm", "sglang", "trtllm"):
+        assert run([*mix, "--engine", engine, "--ep", "8"], capsys)[0] == 0, engine
+
+
 def test_impl_by_hand_overrides_the_engine_and_the_header_says_so(capsys):
     st = step(["tinyllama", "--engine", "vllm", "--impl", "hf-eager"], capsys)
     eager = step(["tinyllama", "--impl", "hf-eager"], capsys)

@@ -781,9 +781,16 @@ def _resolve_engine(args: argparse.Namespace) -> None:
             graphs = " or --impl cuda-graph" if hw.kind == "gpu" else ""  # graphs replay on ROCm too (vLLM)
             raise RoofcalcError(f"--engine {args.engine_preset.name}'s figures are NVIDIA GPUs'; {hw.name} is "
                                 f"{other}: use --engine hf{graphs}")
-    no_pp = args.engine_preset.no_pipeline
-    if no_pp and max(parse_sizes(str(getattr(args, "pp", "1")), "pp", 1024)) > 1:
-        raise RoofcalcError(f"--engine {args.engine_preset.name} runs no pipeline parallelism ({no_pp}): drop --pp")
+    preset = args.engine_preset
+    if preset.no_pipeline and max(parse_sizes(str(getattr(args, "pp", "1")), "pp", 1024)) > 1:
+        raise RoofcalcError(f"--engine {preset.name} runs no pipeline parallelism ({preset.no_pipeline}): drop --pp")
+    if max(parse_sizes(str(getattr(args, "ep", "1")), "ep", 1024)) > 1:
+        if preset.no_expert_parallel:
+            raise RoofcalcError(f"--engine {preset.name} runs no expert parallelism ({preset.no_expert_parallel}): "
+                                f"drop --ep")
+        if preset.ep_by_heads and getattr(args, "ep_attention", "dp") != "tp":
+            raise RoofcalcError(f"--engine {preset.name} runs expert parallelism with attention split by heads only "
+                                f"({preset.ep_by_heads}): add --ep-attention tp")
     args.impl_by_hand = args.impl is not None
     if args.impl is None:
         args.impl = args.engine_preset.impl

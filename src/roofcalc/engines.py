@@ -44,6 +44,9 @@ class Engine:
     decode_every_head: bool = False  # its decode kernel reads a GQA group's KV once per query head
     host_ranks_s: Efficiency = Efficiency(0.0, 0.0, note="none")  # more host seconds per step on several GPUs
     no_pipeline: str = ""  # why the engine runs no pipeline parallelism (--pp refused), with its source; "" runs it
+    no_expert_parallel: str = ""  # why it runs no expert parallelism (--ep refused), with its source; "" runs it
+    ep_by_heads: str = ""  # why its expert parallelism splits attention by heads alone (--ep-attention tp), with its
+    # source; "" runs either split
     # DeepSeek's latent attention as it runs it (Workload.mla; --mla by hand wins): "naive" as transformers computes
     # it, "serving" absorbed for a decode step and expanded for a prefill
     mla: str = "naive"
@@ -274,7 +277,9 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "gpt-fast generate.py: decode_one_token returns sample(logits) inside the compiled graph, and the "
         "token is drawn by multinomial_sample_one_no_sync, so the loop never waits for the device",
         "gpt-fast README (8 x A100, batch 1): 7B at TP 1/2/4/8 = 104.9/168.84/254.02/328.43 tok/s; the part "
-        "that does not shrink with TP is device time (collectives), which the step model counts; no host figure"),
+        "that does not shrink with TP is device time (collectives), which the step model counts; no host figure",
+        no_expert_parallel="gpt-fast mixtral-moe/tp.py: _apply_tp_moe_ffn shards every expert's w1, w3 and w2 over "
+        "the ranks, one all-reduce after them: --tp"),
     Engine(
         "llama.cpp", "llama.cpp (ggml CUDA, CUDA graphs)", "cuda-graph",
         "llama.cpp CMakeLists.txt: GGML_CUDA_GRAPHS_DEFAULT ON in llama.cpp builds (PR #6766)",
@@ -286,7 +291,9 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
                                "it's slower')"), False,
         "llama.cpp issue #7456: 10-15 % of each token is CPU activity between CUDA graph executions; at "
         "issue #6763's 6.10 ms per token, 0.76 ms (0.92 ms pessimistic) per step, derived",
-        _NO_RANKS),
+        _NO_RANKS,
+        no_expert_parallel="llama.cpp common/arg.cpp: --split-mode 'none', 'layer' (split layers and KV across "
+        "GPUs) or 'row' (split rows across GPUs); no expert parallelism"),
     Engine(
         "trtllm-0.6", "TensorRT-LLM v0.5 and v0.6 (TensorRT engines, C++ runtime, before XQA)", "fused",
         "TensorRT-LLM docs/source/performance.md (v0.6.1): engines built by examples/*/build.py with "
@@ -329,6 +336,9 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "growth with the batch not modelled)",
         tables="vllm", host_ranks_s=_V0_RANKS, tp_layout="serving", tp_layout_source=_SERVING_V0,
         no_pipeline="vLLM 0.4.2 vllm/config.py: 'Pipeline parallelism is not supported yet.'",
+        ep_by_heads="vLLM PR #2090 (v0.2.6, mixtral.py's expert_indicies): 'shard whole experts across ranks', "
+        "attention by heads, one all-reduce after each; no all-to-all dispatch (v0.3.0's fused MoE, PR #2542, "
+        "shards every expert instead: --tp)",
         awq_kernel="vllm-awq", awq_kernel_source="vLLM v0.4.2 quantization/awq.py: AWQLinearMethod runs ops.awq_gemm "
         "(AutoAWQ's GEMM kernel) below 256 tokens, awq_dequantize and torch.matmul from there (PR #2566, v0.3.0; "
         "before it, 0.2.6-0.2.7, the kernel at every size); awq_marlin came in v0.5.3 (PR #6612)"),
