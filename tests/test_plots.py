@@ -312,3 +312,20 @@ def test_the_plot_rings_the_kernels_the_table_and_json_flag(tmp_path, capsys):
     assert main(["TinyLlama/TinyLlama-1.1B", "--kernel-times", str(times), "--plot", str(svg)]) == 0
     text = svg.read_text()
     assert text.count('id="flagged-') == 2 and "flagged: measured above 3x the least it can take" in text
+
+
+def test_the_plot_title_names_one_rank_of_the_layout_and_the_engine(tmp_path, capsys):
+    """Under --ep 8 every number is one rank's (its 8 of 64 sequences, its one expert), so the title says so, and
+    the engine the step runs under beside its launch model; the worked example's title keeps its launch model
+    alone (transformers' eager generate, the default)."""
+    from roofcalc.cli import main
+
+    svg = tmp_path / "p.svg"
+    assert main(["mistralai/Mixtral-8x7B-v0.1", "--hw", "H100", "--ep", "8", "--batch", "64", "--engine", "vllm",
+                 "--plot", str(svg)]) == 0
+    text = svg.read_text().replace("- -", "--")  # an SVG comment holds no "--": matplotlib writes "- -"
+    assert "decode B=8 S=500 · one rank of --ep 8 · bf16 · H100-SXM (nominal roof) · vllm (cuda-graph)" in text
+    assert main(["TinyLlama/TinyLlama-1.1B", "--plot", str(svg)]) == 0
+    text = svg.read_text()
+    assert "decode B=1 S=500 · fp16 · T4 (nominal roof) · hf-eager" in text and "one rank" not in text
+    capsys.readouterr()

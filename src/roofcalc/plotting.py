@@ -258,7 +258,13 @@ def roofline_figure(r: Roofline):
         roof = f"measured roof of {r.profile_name} (nominal: {r.hardware.name})"
     else:
         roof = f"{r.hardware.name} ({'measured' if r.measured else 'nominal'} roof)"
-    fig.suptitle(f"{r.analysis.shape.name} · {what} · {w.compute_dtype.name} · {roof} · {r.step.impl}", fontsize=11)
+    par = getattr(r.analysis, "parallel", None)
+    if par is not None and par.gpus > 1:  # the numbers are one rank's: its batch, its experts, its heads
+        what += " · one rank of " + " ".join(f"--{axis} {n}" for axis, n in (("tp", par.tp), ("pp", par.pp),
+                                                                            ("ep", par.ep)) if n > 1)
+    engine = r.model.engine_host.engine if r.model is not None and r.model.engine_host is not None else ""
+    launch = f"{engine} ({r.step.impl})" if engine and engine != "hf" else r.step.impl
+    fig.suptitle(f"{r.analysis.shape.name} · {what} · {w.compute_dtype.name} · {roof} · {launch}", fontsize=11)
     key.axis("off")
     key_lines = []
     for i, p in enumerate(pts, 1):
