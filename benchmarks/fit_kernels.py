@@ -1319,7 +1319,7 @@ Why, and what else the tables showed:
   before they allocate it (vLLM's gpt_oss_mxfp4.py, mxfp4_round_up_hidden_size_and_intermediate_size: Marlin I'
   to 128 and H to 256, FlashInfer's TensorRT-LLM kernels both to 256, OpenAI's Triton kernels I' to 64; SGLang's
   Mxfp4MoEMethod.create_weights: FlashInfer on SM100 both to 256, Marlin I' to 128, otherwise with the
-  triton_kernels package I' to 32), and the kernel multiplies
+  triton_kernels package I' to 64, 2 x mxfp4_block), and the kernel multiplies
   the zeros past the real width as any other weight. Counted at the model's sizes, gpt-oss's narrow widths ran
   slower than the form: on vLLM's L40S Marlin table its 90- and 180-wide rows (TP 32 and 16, stored 128 and 256
   wide and 3,072 deep: 1.52x the work their sizes say) ran a median +0.24 and +0.30 in log above it (33-44 % within ±30
@@ -1371,7 +1371,12 @@ Why, and what else the tables showed:
   SGLang's MXFP4 tables on the H100, H200 and L40S run the same Triton kernel on the experts upcast to 16 bits
   at load (below), which takes its tiles from the same files, by the width it stores (fitting.mxfp4_padding);
   their rows take the same factor, at the stored width: H100 0.093 / 84 % to 0.090 / 89 %, H200 0.136 / 83 % to
-  0.126 / 85 %, L40S 0.073 / 88 % as it was (no gpt-oss shape has a file for the L40S).
+  0.126 / 85 %, L40S 0.073 / 88 % as it was (no gpt-oss shape has a file for the L40S). That stored width was
+  read as a multiple of 32 at first; SGLang 0.5.14's create_weights rounds it to 64 on that path
+  (triton_kernels_padding_alignment, "a multiple of 2 * mxfp4_block"), so gpt-oss-120b at TP 4 (720 a rank) is
+  stored 768 wide, a width the H100 and H200 ship tuned tiles for, not 736, and TP 32 (90) 128 wide, not 96.
+  Read at 64: H100 0.090 / 89 % to 0.073 / 99 % (meets the target), H200 0.126 / 85 % to 0.1005 / 94 % (short by
+  0.0005 on the median), L40S 0.073 / 88 % to 0.078 / 88 % (no tuned file there; the work 4 % more at TP 4).
   Short at the time (least squares): SGLang's bf16 on the A100, H200 and B200 (0.107-0.144; the H200's rows of H
   = 2,048 run 0.7-0.8x the form, Nemotron's experts without a gate 1.5-2x); TensorRT-LLM's bf16 and per-tensor
   fp8 on the H100 and H200 (0.176-0.260; its rows run a median 20 % faster than the cross-validated form at every

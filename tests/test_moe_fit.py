@@ -573,20 +573,21 @@ def test_the_header_says_when_a_ranks_expert_width_is_not_a_multiple_of_16(capsy
 def test_mxfp4_experts_are_padded_as_each_engines_kernel_stores_them():
     """fitting.mxfp4_padding, from the engines' code (fitting.MXFP4_PADDING names the files): vLLM's Marlin rounds
     I' up to 128 and H to 256, FlashInfer's TensorRT-LLM kernels both to 256, OpenAI's Triton kernels I' to 64;
-    SGLang's FlashInfer kernels both to 256 and its Triton runner I' to 32; a kernel whose rule is not known here
-    keeps the sizes. By hand: 360 = 64 x 5.625 -> 64 x 6 = 384; 90 -> 128 (one 128); 180 -> 256 (two); 2,880 =
-    256 x 11.25 -> 256 x 12 = 3,072; 2,880 = 64 x 45 stays; 720 = 32 x 22.5 -> 32 x 23 = 736."""
+    SGLang's FlashInfer kernels both to 256 and (SGLang 0.5.14, with the triton_kernels package) its Triton runner
+    I' to 64; a kernel whose rule is not known here keeps the sizes. By hand: 360 = 64 x 5.625 -> 64 x 6 = 384; 90
+    -> 128 (one 128); 180 -> 256 (two); 2,880 = 256 x 11.25 -> 256 x 12 = 3,072; 2,880 = 64 x 45 stays; 720 = 32 x
+    22.5 -> 32 x 23 = 736, = 64 x 11.25 -> 64 x 12 = 768."""
     from roofcalc.fitting import mxfp4_padding, padded
 
     assert mxfp4_padding("vllm_gptossmxfp4moe_marlin_marlinexperts") == (128, 256)
     assert mxfp4_padding("vllm_gptossmxfp4moe_flashinfer_trtllm_mxfp4_bf16_trtllmmxfp4expertsmonolithic") == (256, 256)
     assert mxfp4_padding("vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic") == (64, 0)
     assert mxfp4_padding("sglang_flashinfer_trtllm_moe") == (256, 256)
-    assert mxfp4_padding("sglang_fused_moe_triton") == (32, 0)
+    assert mxfp4_padding("sglang_fused_moe_triton") == (64, 0)
     assert mxfp4_padding("moe_torch_flow") == (0, 0)
     assert [padded(w, 64) for w in (360, 2880)] == [384, 2880]
     assert [padded(w, 128) for w in (90, 180)] == [128, 256]
-    assert padded(2880, 256) == 3072 and padded(720, 32) == 736 and padded(720, 0) == 720
+    assert padded(2880, 256) == 3072 and padded(720, 32) == 736 and padded(720, 64) == 768 and padded(720, 0) == 720
     assert padded(np.array([90.0, 360.0]), 64).tolist() == [128.0, 384.0]
 
 
@@ -724,22 +725,25 @@ def test_padded_shares_by_hand():
 
 def test_sglangs_mxfp4_triton_form_looks_its_tiles_up_at_the_stored_width():
     """SGLang's Triton runner on the H100 (its MXFP4 table's kernel) upcasts the experts to 16 bits, stored at a
-    multiple of 32, and takes its tiles from the 16-bit configuration files by the stored width: gpt-oss at TP 8
+    multiple of 64, and takes its tiles from the 16-bit configuration files by the stored width: gpt-oss at TP 8
     (360 a rank) is stored 384 wide, and SGLang 0.5.14 ships a tuned configuration for 128 experts of width 384
-    on the H100 (benchmarks/sglang_moe_configs.json), none of width 2,880 (TP 1) or 96 (90 at TP 32, stored 96).
-    So 360 reads as tuned and takes the form at 384 without the untuned factor; 2,880 takes the factor."""
+    on the H100 (benchmarks/sglang_moe_configs.json), none of width 2,880 (TP 1) or 128 (90 at TP 32, stored 128).
+    So 360 reads as tuned and takes the form at 384 without the untuned factor; 2,880 takes the factor; 720 (TP 4)
+    is stored 768 wide, tuned too."""
     import json
     from dataclasses import replace
     from pathlib import Path
 
     g = default_model("gpu", fits="h100_sxm", engine="sglang").moe_fits["mxfp4"]
-    assert g.pad == (32, 0) and g.untuned
+    assert g.pad == (64, 0) and g.untuned
     listed = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "sglang_moe_configs.json").read_text())
     pairs = {tuple(p) for p in listed["versions"]["0.5.14"]["bf16"]["h100_sxm"]}
-    assert (128, 384) in pairs and (128, 360) not in pairs and (128, 2880) not in pairs and (128, 96) not in pairs
+    assert (128, 384) in pairs and (128, 360) not in pairs and (128, 2880) not in pairs and (128, 128) not in pairs
     assert g.tuned == frozenset(pairs)
     assert g.is_tuned(128, 360) and not g.is_tuned(128, 2880)
-    assert g.untuned_words(128, 90) == "no tuned configuration for 128 experts of width 96"
+    # TP 4: 720 a rank, stored 768 (64 x 12), which has tuned tiles on the H100; 736 (the multiple of 32) has none
+    assert (128, 768) in pairs and (128, 736) not in pairs and g.is_tuned(128, 720)
+    assert g.untuned_words(128, 90) == "no tuned configuration for 128 experts of width 128"
     bare = replace(g, pad=())
     assert g.efficiencies(64.0, 2880, 360, 100.0, 128) == pytest.approx(bare.efficiencies(64.0, 2880, 384, 100.0, 128))
     # read at 360 itself, the shape would be untuned: the factor (under 1 at 64 tokens an expert) would apply

@@ -811,13 +811,14 @@ def moe_design(R: dict) -> Design:
 #   mxfp4_round_up_hidden_size_and_intermediate_size): Marlin I' to 128 and H to 256; FlashInfer's TensorRT-LLM
 #   kernels both to 256; FlashInfer's CUTLASS kernels both to 128; OpenAI's Triton kernels (the default on Hopper)
 #   I' to 64.
-# * SGLang (python/sglang/srt/layers/quantization/mxfp4.py, Mxfp4MoEMethod.create_weights): on SM100 with
-#   FlashInfer both to 256 (without it, 64); below SM100, with the triton_kernels package, I' to 32 (mxfp4_block;
-#   its Triton runner then upcasts the padded weights to 16 bits at load, process_weights_after_loading); Marlin
-#   I' to 128. Keyed by kernel source: SGLang's Triton runner's tables are all below SM100 (H100, H200, L40S).
+# * SGLang 0.5.14 (python/sglang/srt/layers/quantization/mxfp4.py, Mxfp4MoEMethod.create_weights): on SM100 with
+#   FlashInfer both to 256 (without it, 64); below SM100, with the triton_kernels package, I' to 64
+#   (triton_kernels_padding_alignment: "pad the intermediate size to be a multiple of 2 * mxfp4_block", 2 x 32; its
+#   Triton runner then upcasts the padded weights to 16 bits at load, process_weights_after_loading); Marlin I' to
+#   128. Keyed by kernel source: SGLang's Triton runner's tables are all below SM100 (H100, H200, L40S).
 MXFP4_PADDING = (("vllm_gptossmxfp4moe_marlin", (128, 256)), ("vllm_gptossmxfp4moe_flashinfer_trtllm", (256, 256)),
                  ("vllm_gptossmxfp4moe_flashinfer_cutlass", (128, 128)), ("vllm_gptossmxfp4moe_triton", (64, 0)),
-                 ("sglang_flashinfer_trtllm_moe", (256, 256)), ("sglang_fused_moe_triton", (32, 0)),
+                 ("sglang_flashinfer_trtllm_moe", (256, 256)), ("sglang_fused_moe_triton", (64, 0)),
                  ("sglang_marlin_moe", (128, 0)))
 
 
