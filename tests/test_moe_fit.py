@@ -813,17 +813,17 @@ def test_balanced_routing_with_every_pair_by_hand():
 
 
 @pytest.mark.parametrize("hw, ep, said", [("RTX5090", 2, True), ("RTX5090", 1, False), ("RTX-PRO-6000", 2, False)])
-def test_a_geforce_sm120_card_says_its_experts_are_counted_at_the_ranks_own_pairs(capsys, hw, ep, said):
+def test_a_geforce_sm120_card_says_its_experts_gemm_forms_count_every_pair(capsys, hw, ep, said):
     """An RTX 5090 (compute capability 12.0) runs TensorRT-LLM's SM120 fp8 block-scale MoE, which runs every routed
-    pair on each EP rank, but as a GeForce card it takes no fused MoE form, only the GEMM forms at the rank's own
-    pairs: under --ep its header says the experts' time is too short. Not at EP 1 (no other rank's pairs), and not
-    on the RTX PRO 6000, whose fused form counts every pair (its words are the form's)."""
+    pair on each EP rank, but as a GeForce card it takes no fused MoE form, only the GEMM forms: under --ep they count
+    every pair, and its header says so. Not at EP 1 (no other rank's pairs), and not on the RTX PRO 6000, whose fused
+    form counts every pair (its words are the form's)."""
     from roofcalc.cli import main
 
     args = ["Qwen/Qwen3-30B-A3B", "--hw", hw, "--engine", "trtllm", "--weight-dtype", "fp8-b128", "--batch", "256"]
     assert main(args + (["--ep", str(ep), "--ep-attention", "tp"] if ep > 1 else [])) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert ("which the GEMM forms here do not count: the experts' time is too short" in out) == said
+    assert ("and the GEMM forms here count them: ×2 the rank's GEMM work" in out) == said
     if said:
         assert "under --ep 2 TensorRT-LLM's kernel for these experts runs every routed pair on each rank" in out
     if hw == "RTX-PRO-6000":
@@ -833,3 +833,47 @@ def test_a_geforce_sm120_card_says_its_experts_are_counted_at_the_ranks_own_pair
         assert main(args + ["--ep", "2"]) == 0  # data-parallel attention (the default): an upper count, said so
         assert ("×2 the rank's GEMM work (the upper count: under data-parallel attention with an all-to-all a rank "
                 "runs only the pairs of the tokens it receives)") in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_geforce_sm120_cards_experts_take_the_same_time_at_every_ep_size_where_compute_bound():
+    """The RTX 5090's experts kernels under TensorRT-LLM's fp8 block-scale MoE at EP 2 and 4 (attention split by
+    heads: every rank holds all 4,096 tokens): each rank runs all 4,096 x 8 pairs, as the RTX PRO 6000's measured
+    rows do (26.2 ms at EP 1, 26.5 ms at EP 128 for 16,384 tokens: docs/validation.md), so where the GEMMs are
+    compute-bound their time is EP 1's (the GEMM forms' compute side ep times the rank's own pairs; the
+    efficiencies read at ep times the rows), where counted at the rank's own pairs it would be 1/ep of it; the
+    activation kernel runs every pair's rows too: EP 1's bytes and time."""
+    from roofcalc.engines import ENGINES
+    from roofcalc.parallel import Parallel, analyze_parallel
+
+    trt = ENGINES["trtllm"]
+    b16, w = DTYPES["bf16"], DTYPES["fp8-b128"]
+    shape = load_shape("Qwen/Qwen3-30B-A3B")
+    hw = find_hardware("RTX5090")
+
+    def gemms(tokens, ep):
+        wl = Workload.decode(tokens, 1024, weight_dtype=w, act_dtype=b16, kv_dtype=b16, cache_update="in-place")
+        a = analyze(shape, wl) if ep == 1 else analyze_parallel(shape, wl, Parallel(ep=ep, ep_attention="tp"))
+        r = roofline(a, hw, impl=trt.impl, engine_host=trt.host)
+        m = r.step.model
+        assert m.gemm_memory_only and not m.moe_fits and m.every_pair_unfused == {"fp8_block": (1.0, 128)}
+        ks = [p for p in r.step.placements if p.kernel.name in ("experts.gate_up_proj", "experts.down_proj")]
+        act = next(p for p in r.step.placements if p.kernel.name == "experts.act_mul")
+        assert len(ks) == 2 and all("×" in p.efficiency_source for p in ks) == (ep > 1)
+        # the counted FLOPs are the rank's own pairs' (the floor), the time every pair's
+        return sum(p.t_expected_s for p in ks), sum(p.t_compute_s for p in ks), {p.bound for p in ks}, act
+
+    one, one_flops, bound, one_act = gemms(4096, 1)
+    assert bound == {"compute"} and one_act.bound == "memory"
+    for ep in (2, 4):
+        t, flops, bound, act = gemms(4096, ep)
+        assert bound == {"compute"} and abs(t / one - 1) < 0.05, (ep, t, one)
+        assert flops * ep == pytest.approx(one_flops, rel=1e-9)  # the rank's own: 1/ep of the pairs
+        # the activation (SiLU x up) over every pair's rows: EP 1's bytes, EP 1's time
+        assert act.t_memory_s * ep == pytest.approx(one_act.t_memory_s, rel=1e-9)
+        assert abs(act.t_expected_s / one_act.t_expected_s - 1) < 0.05, (ep, act.t_expected_s, one_act.t_expected_s)
+    # vLLM's and SGLang's kernels on SM120 run the rank's own pairs: no such count under their presets
+    wl = Workload.decode(4096, 1024, weight_dtype=w, act_dtype=b16, kv_dtype=b16, cache_update="in-place")
+    a = analyze_parallel(shape, wl, Parallel(ep=2, ep_attention="tp"))
+    for engine in ("vllm", "sglang"):
+        r = roofline(a, hw, impl=ENGINES[engine].impl, engine_host=ENGINES[engine].host)
+        assert r.step.model.every_pair_unfused == {}, engine

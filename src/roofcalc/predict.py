@@ -707,25 +707,12 @@ class MoEFit:
         the step's slowest; rank 0's, which the measured tables time, has only its last, fitting.balanced_routing)
         and every pair's activations (fitting.moe_cost, gated, at the form's bytes a weight and scale block) over
         the rank's own; (per_expert, 1, 1, touched) otherwise."""
-        if not self.every_pair or experts <= rank_experts:
-            return per_expert, 1.0, 1.0, touched
-        from .fitting import moe_cost
-
-        ep = experts / rank_experts
-        read = _minimum(touched + 2.0, float(rank_experts))
-        own, every = (moe_cost(per_expert * rank_experts * n, t, rank_experts, hidden, inter, *self.every_pair)["bytes"]
-                      for n, t in ((1.0, touched), (ep, read)))
-        ratio = every / own
-        return per_expert * ep, ep, ratio if _is_array(ratio) and ratio.ndim else float(ratio), read
+        return every_pair_work(self.every_pair, per_expert, rank_experts, experts, hidden, inter, touched)
 
     def every_pair_words(self, rank_experts: int, experts: int) -> str:
         """"every routed pair on each of the 8 ranks (another rank's at a zero weight): ×8 the rank's GEMM work"
         where the kernel runs them (``every_pair``) under expert parallelism, else ""."""
-        if not self.every_pair or experts <= rank_experts:
-            return ""
-        ep = experts / rank_experts
-        return (f"every routed pair on each of the {ep:g} ranks (another rank's at a zero weight): ×{ep:g} the rank's "
-                f"GEMM work")
+        return every_pair_words(rank_experts, experts) if self.every_pair else ""
 
     def efficiencies(self, per_expert, hidden, inter, touched=1.0, experts=0):
         """(compute-side e, memory-side e) at ``per_expert`` tokens per expert (a number or an array), hidden size
@@ -1002,6 +989,10 @@ class KernelModel:
     attention_fits: Mapping[str, AttentionFit] = field(default_factory=dict)
     # a measured GPU's fitted fused MoE layers by expert weight format ("bf16", "fp8", "fp8_block", "mxfp4": MoEFit)
     moe_fits: Mapping[str, MoEFit] = field(default_factory=dict)
+    # a GeForce card's, which takes no fused MoE form: by expert weight format, the (bytes a weight, scale block) of
+    # its generation's fused form where that kernel runs every routed pair on each rank (MoEFit.every_pair): its
+    # experts kernels' GEMM forms count every pair under expert parallelism (kernel_terms, every_pair_work)
+    every_pair_unfused: Mapping[str, tuple] = field(default_factory=dict)
     # --kernel-db: the measured tables read directly (kerneldb.KernelDB), the fitted forms' expected work replaced
     db: Any = None
     # a profile's own fitted forms as written (measure.fit_curves; own_fits), written back by efficiency_record
@@ -1087,8 +1078,8 @@ class KernelModel:
         their peak fp8 GEMMs reach of theirs)."""
         low = {"fp8": fp8_over_16bit, "fp4": fp4_over_16bit}.get(compute_dtype)
         if compute_dtype not in ("bf16", "fp16", "fp8", "fp4") and (self.gemm_fits or self.attention_fits or
-                                                                     self.moe_fits):
-            self = replace(self, gemm_fits={}, gemm_fit=None, attention_fits={}, moe_fits={})
+                                                                     self.moe_fits or self.every_pair_unfused):
+            self = replace(self, gemm_fits={}, gemm_fit=None, attention_fits={}, moe_fits={}, every_pair_unfused={})
         if low and self.moe_fits:  # the fused MoE forms' compute shares onto the fp8 (fp4) peak
             self = replace(self, moe_fits={k: replace(f, scale_c=f.scale_c / low) for k, f in self.moe_fits.items()})
         if self.gemm_fits:
@@ -1281,11 +1272,13 @@ def with_fits(m: KernelModel, gpu: str, how: str = "measured", consumer: bool = 
         if cls in attention:
             fixed[name] = fitted(name, attention[cls].fixed_s)
     # the engine's own fused MoE (vLLM's FusedMoE, SGLang's Triton kernel, TensorRT-LLM's CUTLASS one: fit_kernels.load_moe)
-    moe = {key: MoEFit.from_doc(d, where) for key, d in (g if tables == "vllm" else own).get("moe", {}).items()} \
-        if not consumer else {}
+    moe = {key: MoEFit.from_doc(d, where) for key, d in (g if tables == "vllm" else own).get("moe", {}).items()}
+    every = {key: f.every_pair for key, f in moe.items() if f.every_pair} if consumer else {}
+    moe = moe if not consumer else {}
     m = replace(m, fixed_s=fixed, fitted=gpu, fitted_how=how, gemm_fits=fits, gemm_fit=fits.get("bf16"),
                 gemm_memory_only=consumer,
-                attention_fits=attention, fitted_tables=tables, moe_fits=moe, band=calibrated_band(how))
+                attention_fits=attention, fitted_tables=tables, moe_fits=moe, every_pair_unfused=every,
+                band=calibrated_band(how))
     if how == "nearest":
         return m
     return replace(m, collectives=fitted_collectives(gpu, engine), links=gpu)
@@ -1669,6 +1662,15 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
             return _int4_dequantized(m, t_compute, t_memory, rows, weight_bytes, pessimistic, depth, launches, width)
     coll = (*collective, hop) if collective else ()
     fused = m.moe_fits.get(moe[0]) if len(moe) == MOE_FUSED and m.moe_fits and not m.curves.get("matmul") else None
+    if fused is None and len(moe) == MOE_FUSED and moe[0] in m.every_pair_unfused and moe[2] != "combine":
+        # no fused form, a kernel that runs every pair: each GEMM's FLOPs ep times (at ep times the rows), its bytes
+        # by the layer's ratio (its weights as they were, every pair's activations); the activation's both ep times
+        # (all activations); the weighted sum's as it was (its write the rank's tokens', whatever it reads)
+        x, hidden, inter = moe[MOE_BASE:MOE_BASE + 3]
+        touched = touched_on_rank(x, *moe[1:2], *moe[3:MOE_BASE])
+        _, f_c, f_m, _ = every_pair_work(m.every_pair_unfused[moe[0]], x, moe[1], moe[3], hidden, inter, touched)
+        f_m = f_c if moe[2] == "act_mul" else f_m
+        t_compute, t_memory, rows = t_compute * f_c, t_memory * f_m, rows * f_c
     if fused is not None:
         return _moe_share(m, fused, t_compute, t_memory, kind, rows, weight_format, weight_bytes, pessimistic, depth,
                           width, moe)
@@ -1798,6 +1800,30 @@ def _int4_dequantized(m: KernelModel, t_compute, t_memory, rows, weight_bytes, p
         on = np.asarray(rows) >= m.int4_cap[1]
         return np.where(on, work, own_work), np.where(on, fixed, own_fixed), np.where(on, side, own_side)
     return work, fixed, side
+
+
+def every_pair_work(every_pair: tuple, per_expert, rank_experts: int, experts: int, hidden, inter, touched):
+    """MoEFit.every_pair_work for a kernel that runs every routed pair on each rank, ``every_pair`` its (bytes a
+    weight, scale block): (tokens per expert, compute factor, memory factor, experts read); (per_expert, 1, 1,
+    touched) for () or one rank."""
+    if not every_pair or experts <= rank_experts:
+        return per_expert, 1.0, 1.0, touched
+    from .fitting import moe_cost
+
+    ep = experts / rank_experts
+    read = _minimum(touched + 2.0, float(rank_experts))
+    own, every = (moe_cost(per_expert * rank_experts * n, t, rank_experts, hidden, inter, *every_pair)["bytes"]
+                  for n, t in ((1.0, touched), (ep, read)))
+    ratio = every / own
+    return per_expert * ep, ep, ratio if _is_array(ratio) and ratio.ndim else float(ratio), read
+
+
+def every_pair_words(rank_experts: int, experts: int) -> str:
+    """MoEFit.every_pair_words for a kernel that runs every routed pair: "" on one rank."""
+    if experts <= rank_experts:
+        return ""
+    ep = experts / rank_experts
+    return f"every routed pair on each of the {ep:g} ranks (another rank's at a zero weight): ×{ep:g} the rank's GEMM work"
 
 
 def touched_on_rank(per_expert, rank_experts: int, experts: int, top_k: int):
@@ -2051,7 +2077,7 @@ def step_times(terms, m: KernelModel, impl: str, launches_per_step, sequences=1,
     host time per sequence (KernelModel.engine_host). ``gpus``: the GPUs the step runs on (Parallel.gpus; a
     pipeline stage's too), which with its collectives picks the range's band (KernelModel.band)."""
     floor = device = upper = compute = comm = fixed = 0.0
-    if m.moe_fits:
+    if m.moe_fits or m.every_pair_unfused:
         terms = fuse_moe(terms)
     terms = fuse_gemms(terms)
     several = gpus > 1 or any(t[3] == "collective" for t in terms)  # a step of several GPUs

@@ -468,20 +468,18 @@ def attention_fitted(r) -> bool:
 def _every_pair_unforms(r, m, key: str, tables: str) -> str:
     """"; under --ep 2 TensorRT-LLM's kernel for these experts runs every routed pair on each rank ..." where the
     measured GPU's own fused form for the experts' format runs every pair (predict.MoEFit.every_pair: TensorRT-LLM's
-    fp8 block-scale MoE on SM120) but this step does not take the form (a GeForce card takes none), so its experts
-    are counted at the rank's own pairs: a step predicted too fast, said so; "" otherwise."""
+    fp8 block-scale MoE on SM120) but this step does not take the form (a GeForce card takes none): its experts
+    kernels' GEMM forms count every pair (KernelModel.every_pair_unfused), said so; "" otherwise."""
     lead = next((p for p in r.step.placements if p.moe and p.moe[0] == key), None)
-    if lead is None or lead.moe[3] <= lead.moe[1]:
-        return ""
-    from .predict import engine_fits
-
-    doc = engine_fits()["gpus"].get(m.fitted, {}).get(m.fitted_tables, {}).get("moe", {}).get(key, {})
-    if not doc.get("every_pair"):
+    if lead is None or lead.moe[3] <= lead.moe[1] or key not in m.every_pair_unfused:
         return ""
     ep = lead.moe[3] / lead.moe[1]
-    return (f"; under --ep {ep:g} {tables}'s kernel for these experts runs every routed pair on each rank (another "
-            f"rank's at a zero weight: up to ×{ep:g} the rank's GEMM work), which the GEMM forms here do not count: "
-            f"the experts' time is too short")
+    words = (f"; under --ep {ep:g} {tables}'s kernel for these experts runs every routed pair on each rank (another "
+             f"rank's at a zero weight), and the GEMM forms here count them: ×{ep:g} the rank's GEMM work")
+    if getattr(getattr(r.analysis, "parallel", None), "ep_attention", "") == "dp":
+        words += (" (the upper count: under data-parallel attention with an all-to-all a rank runs only the pairs of "
+                  "the tokens it receives)")
+    return words
 
 
 def fixed_cost_words(r) -> str:

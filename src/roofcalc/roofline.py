@@ -20,8 +20,8 @@ from .calculator import EAGER_ACTIVATION_OPS, Analysis, AttentionSizes, Cost, Ke
 from .errors import RoofcalcError
 from .families import FAMILIES
 from .hardware import Hardware
-from .predict import (MOE_BASE, MOE_FUSED, KernelModel, StepTimes, _maximum, default_model, form_source, kernel_class,
-                      moe_db_read, step_times)
+from .predict import (MOE_BASE, MOE_FUSED, KernelModel, StepTimes, _maximum, default_model, every_pair_words,
+                      form_source, kernel_class, moe_db_read, step_times)
 
 # The worked example: a GEMM should measure 1.2-2x its floor, "above 3x the kernel has a problem"; a
 # norm at 100x its floor is no problem, it is the cost of running a kernel at all. One rule: a measured
@@ -400,6 +400,15 @@ class Placement:
 
     @property
     def efficiency_source(self) -> str:
+        words = self._efficiency_source()
+        moe, m = self.term.moe, self.model
+        if m is not None and len(moe) == MOE_FUSED and moe[0] in m.every_pair_unfused and moe[0] not in m.moe_fits \
+                and self.kernel.kind == "matmul":
+            every = every_pair_words(moe[1], moe[3])  # a GeForce card's experts GEMMs at every pair (kernel_terms)
+            words += f"; {every}" if every else ""
+        return words
+
+    def _efficiency_source(self) -> str:
         if self.model is None:
             return "ideal"
         if self.kernel.kind == "matmul" and "matmul" in self.model.curves:
