@@ -901,6 +901,12 @@ def test_a_step_right_of_the_ridge_has_no_slope_left_and_a_step_under_its_floors
     # a decode step at 15 ms is 2.3x its floors: nothing faster; at 1 ms it is
     code, out, _ = run([tiny, "--tpot", "15ms"], capsys)
     assert code == 0 and "\nfaster " not in out and "1 below the slope: " in out
+    # the JSON's step says the same by the same rule (None without a measured step)
+    for tpot, fast in (("15ms", False), ("1ms", True)):
+        code, js, _ = run([tiny, "--tpot", tpot, "--format", "json"], capsys)
+        assert code == 0 and json.loads(js)["step"]["faster_than_floor"] is fast
+    code, js, _ = run([tiny, "--format", "json"], capsys)
+    assert json.loads(js)["step"]["faster_than_floor"] is None
     times = tmp_path / "t.json"
     times.write_text('{"q_proj": 1e-9, "o_proj": 1e-3}')
     code, js, _ = run([tiny, "--kernel-times", str(times), "--format", "json"], capsys)
@@ -1245,6 +1251,10 @@ def test_a_measured_roof_above_its_datasheet_or_over_a_profile_is_said(tmp_path,
             "datasheet is another device's or a cache's; check it") in out
     code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--measured-bw", "270GB/s"], capsys)
     assert code == 0 and "warning" not in out and "override" not in out
+    # 25.8 B/s (GB/s written in base units) is 25.8 / 320e9 = 8.1e-11 of the datasheet: under 1 %, said too
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--measured-bw", "25.8B/s"], capsys)
+    assert code == 0 and " ".join(out.split()).count("warning the measured bandwidth, 25.8 B/s, is ") == 1
+    assert "a figure that low is in the wrong unit (GB/s or TFLOP/s written in base units?)" in " ".join(out.split())
     prof = tmp_path / "t4.json"
     prof.write_text(json.dumps({"name": "my T4", "bandwidth_bytes_per_s": 2.7e11, "peak_flop_per_s": {"fp16": 5e13},
                                 "nominal": "T4"}))

@@ -119,6 +119,9 @@ def test_written_profile_round_trips_through_hw_file(measured, tmp_path, capsys)
 @pytest.mark.parametrize("args,message", [
     (["measure", "--dtype", "fp8"], "--dtype fp8"),
     (["measure", "--out", "/no/such/folder/p.json"], "does not exist"),
+    (["measure", "--out", "kernel_times.csv"], "--out kernel_times.csv: the file must end in .json"),  # a profile is
+    (["measure", "--out", ""], "--out is empty"),  # JSON: not written over the user's CSV, image or config
+    (["measure", "--out", "."], "--out .: the file must end in .json"),
     (["measure", "--size", "lots"], "a size like"),
     (["measure", "--passes", "3", "--no-curves"], "--no-curves skips them"),
     (["measure", "--passes", "0"], "--passes"),
@@ -897,3 +900,15 @@ def test_profile_repeats_that_its_hw_file_was_measured_with_warnings(tmp_path):
     for clean in ({**doc, "trust": {"warnings": []}}, doc):  # measured cleanly, or written by hand
         path.write_text(json.dumps(clean))
         assert hw_file_warnings(str(path)) == []
+
+
+def test_an_output_that_is_a_folder_is_refused_before_any_work(tmp_path, capsys):
+    """A folder named like a file (profile.json/, plot.png/) is refused at once, in one line, not after a measurement
+    of a minute whose result it could not hold."""
+    (tmp_path / "p.json").mkdir()
+    (tmp_path / "r.png").mkdir()
+    for args, said in ((["measure", "--out", str(tmp_path / "p.json")], "p.json is a folder"),
+                       (["TinyLlama/TinyLlama-1.1B", "--plot", str(tmp_path / "r.png")], "r.png is a folder")):
+        assert main(args) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err.count("\n") == 1 and said in err, err

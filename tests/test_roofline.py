@@ -342,6 +342,32 @@ def test_cli_kernel_times_naming_unknown_kernels(tmp_path, capsys):
     assert "flash_attn_fwd" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("text, seconds", [("name,seconds\nq_proj,3.1e-5\n", 3.1e-5), ("q_proj,3.1e-5\n", 3.1e-5),
+                                           ("name,us\nq_proj,31\n", 31e-6), ("kernel,time_ms\nq_proj,0.031\n", 31e-6),
+                                           ("name,time (ns)\nq_proj,31000\n", 31e-6)])
+def test_a_kernel_times_header_names_its_unit(tmp_path, text, seconds):
+    """A CSV header's time column gives the unit its times are in: 'name,us' / 'q_proj,31' is 31 µs, not 31 s."""
+    from roofcalc.inputs import kernel_times
+
+    path = tmp_path / "t.csv"
+    path.write_text(text)
+    assert kernel_times(str(path)) == {"q_proj": pytest.approx(seconds, rel=1e-12)}
+
+
+@pytest.mark.parametrize("text, said", [("name,time\nq_proj,31\n", "'time' names no unit"),
+                                        ("q_proj,3e-5\nq_proj,4e-5\n", "'q_proj' is given twice"),
+                                        ('{"q_proj": 3e-5, "q_proj": 4e-5}', "'q_proj' is given twice"),
+                                        ('{"q_proj": "3e-5"}', 'must be a number of seconds, not "3e-5"')])
+def test_ambiguous_kernel_times_are_refused(tmp_path, capsys, text, said):
+    """A time column whose name gives no unit, a kernel given twice (which time was meant?) and a time given as a
+    string: one line, exit 2, never a guess."""
+    path = tmp_path / "t.csv"
+    path.write_text(text)
+    assert main(["TinyLlama/TinyLlama-1.1B", "--kernel-times", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and said in err, err
+
+
 def test_cli_hardware_lists_ridges(capsys):
     assert main(["hardware"]) == 0
     out = capsys.readouterr().out

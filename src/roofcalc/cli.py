@@ -146,7 +146,8 @@ def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
     r.add_argument("--host-overhead", help="host time per eager op under --impl hf-eager, e.g. 15us (default: the "
                    "profile's measured value, else the documented default)")
     r.add_argument("--tpot", help="your measured step time (time per output token in decode), e.g. 15ms")
-    r.add_argument("--kernel-times", help="measured seconds per kernel instance: CSV 'name,seconds' or JSON {name: s}")
+    r.add_argument("--kernel-times", help="measured seconds per kernel instance: CSV 'name,seconds' (a header's time "
+                   "column names its unit: 'name,us') or JSON {name: s}")
     r.add_argument("--point", action="append", default=[], metavar="NAME:FLOPS:BYTES:SECONDS",
                    help="another measured workload to place on the roof (repeatable)")
     r.add_argument("--record", action="store_true", help="print the record table: nominal vs measured, with ratios")
@@ -398,6 +399,10 @@ def _roof_warnings(args: argparse.Namespace, result) -> list[str]:
                 lines.append(f"warning   the measured {what}, {si(got, unit)}, is {share(got / sheet)} of "
                              f"{r.hardware.name}'s datasheet {si(sheet, unit)}: a figure above the datasheet is "
                              f"another device's or a cache's; check it")
+            elif sheet and got < 0.01 * sheet:  # under 1 %: no real run of the device reaches so little
+                lines.append(f"warning   the measured {what}, {si(got, unit)}, is {share(got / sheet)} of "
+                             f"{r.hardware.name}'s datasheet {si(sheet, unit)}: a figure that low is in the wrong unit "
+                             f"(GB/s or TFLOP/s written in base units?) or another device's; check it")
     if profile is not None:
         for flag, value, theirs in (("--measured-bw", args.measured_bw,
                                      f"bandwidth ({si(profile.bandwidth_bytes_per_s, 'B/s')})"),
@@ -1055,12 +1060,10 @@ def run_measure(argv: Sequence[str]) -> str:
     from .measure import Progress, closest_nominal, measure, report, write_profile
 
     args = _measure_parser().parse_args(argv)
-    if args.out:
-        from pathlib import Path
+    if args.out is not None:  # before the run: a profile is JSON, in a folder that exists (not over a CSV or a plot)
+        from .inputs import check_writable
 
-        folder = Path(args.out).parent
-        if not folder.is_dir():
-            raise RoofcalcError(f"--out {args.out}: folder {folder} does not exist")
+        check_writable(args.out, "--out", (".json",))
     if args.dtype is not None and not args.dtype.strip():
         raise RoofcalcError("--dtype is empty; give compute dtypes such as fp32 or fp32,bf16")
     dtypes = [d.strip() for d in args.dtype.split(",")] if args.dtype is not None else None

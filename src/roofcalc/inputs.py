@@ -301,23 +301,51 @@ def point(text: str) -> tuple[str, float, float, float]:
     return one_line(parts[0])[:100], flops, nbytes, seconds
 
 
+# a kernel-times CSV header's time column: the unit its name ends in ("time_us", "ms", "seconds") -> seconds per unit
+_HEADER_UNITS = (("nanoseconds", 1e-9), ("microseconds", 1e-6), ("milliseconds", 1e-3), ("seconds", 1.0),
+                 ("ns", 1e-9), ("us", 1e-6), ("µs", 1e-6), ("ms", 1e-3), ("sec", 1.0), ("s", 1.0))
+
+
+def _header_unit(cell: str, where: str) -> float:
+    """Seconds per unit of a kernel-times CSV header's time column, by the unit its name ends in: 'seconds',
+    'time_s' 1; 'us', 'time_us', 'microseconds' 1e-6; ... A name without one ('time', 'latency') is refused:
+    read as seconds, microseconds would be a million times too slow."""
+    word = cell.strip().lower()
+    for unit, scale in _HEADER_UNITS:
+        if word == unit or re.search(rf"[\W_]{re.escape(unit)}\)?$", word) or word.endswith(f"({unit})"):
+            return scale
+    raise RoofcalcError(f"{where}: the header's time column {one_line(cell)[:40]!r} names no unit: write seconds, ms, "
+                        f"us or ns (e.g. 'name,time_us')")
+
+
 def kernel_times(path: str) -> dict[str, float]:
-    """Seconds per kernel instance: CSV rows 'name,seconds' (a header row is allowed) or a JSON object."""
+    """Seconds per kernel instance: CSV rows 'name,seconds' (a header row is allowed; its time column's name gives
+    the unit: 'name,us' reads microseconds, and a name without a unit is refused) or a JSON object of numbers of
+    seconds. A kernel named twice is refused (which time was meant is not known)."""
     import csv
 
     text = read_text(path, "kernel times")
     where = one_line(path)[:200]
+    scale = 1.0
     if text.lstrip().startswith("{"):
         doc = parse_json(text, where)
         if not isinstance(doc, dict):
             raise RoofcalcError(f"{where} is not a JSON object of kernel name -> seconds")
         items = list(doc.items())
+        twice = _json_keys_twice(text)
+        if twice:
+            raise RoofcalcError(f"{where}: {one_line(twice)[:60]!r} is given twice; give each kernel one time")
+        for name, value in items:
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise RoofcalcError(f"{where}: the time for {one_line(str(name))[:60]} must be a number of seconds, "
+                                    f"not {one_line(json.dumps(value))[:40]}")
     else:
         try:
             items = [tuple(row) for row in csv.reader(text.splitlines()) if row and not row[0].startswith("#")]
         except csv.Error as exc:
             raise RoofcalcError(f"{where} is not CSV rows of 'name,seconds' ({exc})") from None
-        if items and items[0][0].strip().lower() in ("name", "kernel"):
+        if items and len(items[0]) == 2 and not _is_number(items[0][1]):  # a header row: its time column's unit
+            scale = _header_unit(items[0][1], where)
             items = items[1:]
     times = {}
     for item in items:
@@ -327,15 +355,41 @@ def kernel_times(path: str) -> dict[str, float]:
         if isinstance(value, bool):
             raise RoofcalcError(f"{where}: the time for {name} must be a number of seconds")
         try:
-            seconds = float(value)
+            seconds = float(value) * scale
         except (TypeError, ValueError, OverflowError):
             raise RoofcalcError(f"{where}: {one_line(str(value))[:40]!r} for {name} is not a number of seconds") from None
         if not seconds > 0 or not math.isfinite(seconds):
             raise RoofcalcError(f"{where}: the time for {name} must be a positive, finite number of seconds")
+        if name in times:
+            raise RoofcalcError(f"{where}: {name!r} is given twice; give each kernel one time")
         times[name] = seconds
     if not times:
         raise RoofcalcError(f"{where} holds no kernel times (rows 'name,seconds', or a JSON object)")
     return times
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _json_keys_twice(text: str) -> str:
+    """The first key a JSON object's text gives twice at its top level ('' for none): json keeps the last."""
+    seen: list = []
+
+    def pairs(items):
+        keys = [k for k, _ in items]
+        seen.extend(k for k in keys if keys.count(k) > 1)
+        return dict(items)
+
+    try:
+        json.loads(text, object_pairs_hook=pairs)
+    except ValueError:
+        return ""
+    return seen[0] if seen else ""
 
 
 # --------------------------------------------------------------------------- names: did you mean
@@ -450,9 +504,13 @@ def write_output(path: Path, text: str) -> None:
 def check_writable(path: str, flag: str, suffixes: tuple[str, ...]) -> None:
     """Fail before any work if ``flag``'s file (a plot, a page) cannot be written: its suffix, its folder, its
     permissions, one line each."""
+    if not path.strip():
+        raise RoofcalcError(f"{flag} is empty; give a file name ending in {' or '.join(suffixes)}")
     p = Path(path)
     if p.suffix.lower() not in suffixes:
         raise RoofcalcError(f"{flag} {path}: the file must end in {' or '.join(suffixes)}")
+    if p.is_dir():
+        raise RoofcalcError(f"{flag} {path} is a folder; give a file name in it")
     folder = p.parent if str(p.parent) else Path(".")
     if not folder.is_dir():
         raise RoofcalcError(f"{flag} {path}: folder {folder} does not exist")

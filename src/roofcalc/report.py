@@ -196,6 +196,8 @@ def step_record(r: Roofline) -> dict[str, Any]:
         "device_parts_s": {"memory": t.memory_s, "compute": t.compute_s, "communication": t.comm_s,
                            "fixed": t.fixed_s},
         "tpot_s": st.tpot_s, "achieved_flop_per_s": st.achieved_flop_per_s,
+        # the measured step under 0.9x its floors on the roof in use (faster_lines' rule); None without --tpot
+        "faster_than_floor": None if st.tpot_s is None else bool(st.tpot_s < FASTER_THAN_FLOOR * st.sum_floor_s),
         "roof_fraction": st.roof_fraction, "floor_multiple": st.floor_multiple, "gap_s": st.gap_s,
         "batching_headroom": st.batching_headroom, "batching_reach": batching_reach(r),
     }
@@ -235,7 +237,8 @@ def engine_record(m, impl: str, w=None) -> dict[str, Any] | None:
 
 def point_records(r: Roofline) -> list[dict[str, Any]]:
     return [{"name": p.name, "flops": p.flops, "bytes": p.bytes, "seconds": p.seconds, "intensity": p.intensity,
-             "achieved_flop_per_s": p.achieved_flop_per_s, "roof_fraction": p.roof_fraction(r.roof)}
+             "achieved_flop_per_s": p.achieved_flop_per_s, "roof_fraction": p.roof_fraction(r.roof),
+             "faster_than_floor": p.faster_than_floor(r.roof)}
             for p in r.points]
 
 
