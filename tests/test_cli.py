@@ -917,6 +917,14 @@ def test_a_step_right_of_the_ridge_has_no_slope_left_and_a_step_under_its_floors
     assert ks["o_proj"]["flagged"] and not ks["o_proj"]["faster_than_floor"]
     code, out, _ = run([tiny, "--kernel-times", str(times)], capsys)
     assert "faster    q_proj (0.00100 us against a floor of 26.2 us)" in out and "faster than the datasheet allows" in out
+    # kernel times adding up to more than the measured step: gate_proj and up_proj at 1 ms each, x22 layers = 44 ms
+    # a step against a TPOT of 15 ms (over 1.1 x 15 = 16.5): said; against 50 ms, not
+    times.write_text('{"gate_proj": 1e-3, "up_proj": 1e-3}')
+    code, out, _ = run([tiny, "--kernel-times", str(times), "--tpot", "15ms"], capsys)
+    assert code == 0 and "warning the measured kernels add up to 44.0 ms a step, more than the measured step (15.0 " \
+                         "ms)" in " ".join(out.split())
+    code, out, _ = run([tiny, "--kernel-times", str(times), "--tpot", "50ms"], capsys)
+    assert code == 0 and "add up to" not in out
 
 
 def test_the_csv_step_row_carries_the_measured_figures_and_a_pipeline_its_whole_step(capsys):

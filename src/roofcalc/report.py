@@ -830,6 +830,19 @@ def kernel_columns(r: Roofline) -> list[tuple[str, int, list[str]]]:
     return out
 
 
+def kernel_sum_lines(r: Roofline) -> list[str]:
+    """A warning where the measured kernels of one step (--kernel-times, each times its count) add up to more than
+    the measured step (--tpot) by over 10 % (the timers' noise): one of the two is of another run, or in another
+    unit. `roofcalc profile` says the same of its own timings."""
+    st = r.step
+    timed = [(p.measured_s * p.kernel.count) for p in st.placements if p.measured_s is not None]
+    if st.tpot_s is None or not timed or sum(timed) <= 1.1 * st.tpot_s:
+        return []
+    return [f"warning   the measured kernels add up to {ms(sum(timed))} ms a step, more than the measured step "
+            f"({ms(st.tpot_s)} ms): the kernel times and the TPOT are of different runs, or one is in another unit; "
+            f"check them"]
+
+
 def anomaly_lines(r: Roofline, n: int = 3) -> list[str]:
     """The measured kernels that lose the most time against their expected time, largest first."""
     worst = sorted((((p.measured_s - p.t_expected_s) * p.kernel.count, p) for p in r.step.placements
@@ -986,7 +999,7 @@ def totals_lines(r: Roofline) -> list[str]:
             "  2 along the slope: " + slope_words(r),
             f"  3 the roof: {si(roof.peak_flop_per_s, 'FLOP/s')}; only another device or precision lifts it",
         ]
-    lines += anomaly_lines(r) + faster_lines(r)
+    lines += anomaly_lines(r) + faster_lines(r) + kernel_sum_lines(r)
     for p in r.points:
         lines.append(f"point     {p.name}: AI {ratio(p.intensity)}, {si(p.achieved_flop_per_s, 'FLOP/s')}, "
                      f"{pct(p.roof_fraction(r.roof))} of the {'measured' if r.measured else 'nominal'} roof there "
