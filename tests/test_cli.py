@@ -901,6 +901,14 @@ def test_a_step_right_of_the_ridge_has_no_slope_left_and_a_step_under_its_floors
     # a decode step at 15 ms is 2.3x its floors: nothing faster; at 1 ms it is
     code, out, _ = run([tiny, "--tpot", "15ms"], capsys)
     assert code == 0 and "\nfaster " not in out and "1 below the slope: " in out
+    # on a measured roof a step faster than its floors there is put to a low roof, unless it beats the datasheet's
+    # floors too: TinyLlama's decode floors are 6.60 ms on the T4's datasheet (320 GB/s), 6.60 x 320 / 270 = 7.82 ms
+    # at a measured 270 GB/s and 21.1 ms at 100 GB/s; 5 ms is under 0.9 x 6.60 = 5.94 (the datasheet's too), 9 ms is
+    # not (a low roof)
+    for bw, tpot, words in (("270GB/s", "5ms", "faster than even the datasheet allows"),
+                            ("100GB/s", "9ms", "the measured roof does not bound them")):
+        code, out, _ = run([tiny, "--measured-bw", bw, "--tpot", tpot], capsys)
+        assert code == 0 and words in " ".join(out.split()), (bw, tpot)
     # the JSON's step says the same by the same rule (None without a measured step)
     for tpot, fast in (("15ms", False), ("1ms", True)):
         code, js, _ = run([tiny, "--tpot", tpot, "--format", "json"], capsys)

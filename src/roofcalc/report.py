@@ -874,8 +874,32 @@ def faster_lines(r: Roofline) -> list[str]:
     why = ("faster than the datasheet allows: check each figure and its unit (ms or us; a step's time or a kernel's)"
            if r.measured is None else "the measured roof does not bound them (a bandwidth or a peak measured low, "
            "or a figure in the wrong unit): treat their % of roof as a sign the roof is low")
+    if r.measured is not None and _faster_than_the_datasheet(r):
+        why = ("faster than even the datasheet allows (the nominal roof's floors too): check each figure and its unit "
+               "(ms or us; a step's time or a kernel's)")
     return [f"faster    {'; '.join(fast)}: under {FASTER_THAN_FLOOR:g}x the floor on the "
             f"{'measured' if r.measured else 'nominal'} roof, {why}"]
+
+
+def _nominal_floor(r: Roofline, p) -> float:
+    """A placed kernel's floor on the nominal (datasheet) roof: its compute and memory times on the roof in use
+    rescaled to the datasheet's peak and bandwidth (a collective's link time as it is)."""
+    nom, roof = r.nominal, r.roof
+    t_c = p.t_compute_s * roof.peak_flop_per_s / nom.peak_flop_per_s
+    t_m = p.t_memory_s if p.kernel.kind == "collective" else \
+        p.t_memory_s * roof.bandwidth_bytes_per_s / nom.bandwidth_bytes_per_s
+    return max(t_c, t_m)
+
+
+def _faster_than_the_datasheet(r: Roofline) -> bool:
+    """Whether a measured figure (the step, a kernel) is under FASTER_THAN_FLOOR x its floor on the datasheet roof
+    too, where the verdicts use a measured roof: then no low roof explains it."""
+    st = r.step
+    if st.tpot_s is not None and \
+            st.tpot_s < FASTER_THAN_FLOOR * sum(_nominal_floor(r, p) * p.kernel.count for p in st.placements):
+        return True
+    return any(p.measured_s is not None and p.measured_s < FASTER_THAN_FLOOR * _nominal_floor(r, p)
+               for p in st.placements)
 
 
 def measured_label(p) -> str:
