@@ -188,6 +188,63 @@ def test_a_preset_refuses_an_expert_parallel_layout_its_engine_never_ran(capsys)
         assert run([*mix, "--engine", engine, "--ep", "8"], capsys)[0] == 0, engine
 
 
+def test_an_old_preset_refuses_a_model_its_engine_never_ran(capsys):
+    """TensorRT-LLM's release notes list Mixture of Experts support and the Mixtral-8x7B model first in 0.7.1:
+    trtllm-0.6 (v0.5 and v0.6) refuses a model with routed experts. vLLM's DeepSeek-V2 support (PR #4650) came
+    after 0.4.2: vllm-v0 refuses latent attention, and runs Mixtral (0.2.5 on). Each refusal one line, exit 2."""
+    a100 = ["--hw", "A100-80GB"]
+    for model, engine, words in (
+            ("mistralai/Mixtral-8x7B-v0.1", "trtllm-0.6", "--engine trtllm-0.6 ran no mixture of experts "
+             "(TensorRT-LLM's release notes list 'Mixture of Experts support' and the 'Mixtral-8x7B model' first "
+             "in 0.7.1): mistralai/Mixtral-8x7B-v0.1 has routed experts"),
+            ("deepseek-ai/DeepSeek-V2-Lite", "trtllm-0.6", "--engine trtllm-0.6 ran no mixture of experts"),
+            ("deepseek-ai/DeepSeek-V2-Lite", "vllm-v0", "--engine vllm-v0 ran no latent attention (vLLM PR #4650")):
+        for extra in ([], ["--batch", "1,8"], ["--prompt", "128"]):
+            code, out, err = run([model, *a100, "--engine", engine, *extra], capsys)
+            assert code == 2 and out == "" and err.count("\n") == 1 and words in err, (model, engine, extra, err)
+    assert run(["mistralai/Mixtral-8x7B-v0.1", *a100, "--engine", "vllm-v0"], capsys)[0] == 0
+    assert run(["llama-2-7b", *a100, "--engine", "trtllm-0.6"], capsys)[0] == 0
+
+
+def test_vllm_v0_expert_parallel_ranks_run_every_token_through_their_experts(capsys):
+    """vLLM 0.2.6's expert parallelism (PR #2090, mixtral.py; issue #2459 asks to skip it): each rank runs every
+    one of its E/ep experts on all T tokens and scales each output by the token's routing weight (zero for a token
+    routed elsewhere). Mixtral-8x7B (D 4,096, F 14,336, 8 experts, top 2), a prefill of 8 x 512 = 4,096 tokens on
+    --ep 2: a rank's gate_up GEMM is 2 x 4,096 x 4,096 x 28,672 = 962,072,674,304 FLOPs for each of its 4 experts
+    (32 layers: 128 of them), its weights 4,096 x 28,672 x 2 bytes = 234,881,024 each; vLLM's routed rows are
+    ceil(4,096 x 2 / 2) = 4,096 a rank, one GEMM of that size a layer: the dense rank does 8 / 2 = E / k = 4x the
+    FLOPs. At --ep 8, batch 1 (decode) the rank holds one expert and reads it either way."""
+    mix = ["mistralai/Mixtral-8x7B-v0.1", "--hw", "A100-80GB", "--ep-attention", "tp", "--format", "json"]
+
+    def doc(*extra):
+        code, out, err = run([*mix, *extra], capsys)
+        assert code == 0, err
+        return json.loads(out)
+
+    def experts(d, name="experts.gate_up_proj"):
+        return next(k for k in d["kernels"] if k["name"] == name)
+
+    dense = doc("--engine", "vllm-v0", "--ep", "2", "--prompt", "512", "--batch", "8")
+    routed = doc("--engine", "vllm", "--ep", "2", "--prompt", "512", "--batch", "8")
+    assert dense["parallel"]["dense_experts"] is True and routed["parallel"]["dense_experts"] is False
+    g = experts(dense)
+    assert (g["count"], g["flops"], g["weight_bytes"]) == (128, 2 * 4096 * 4096 * 28672, 4096 * 28672 * 2)
+    r = experts(routed)
+    assert (r["count"], r["flops"]) == (32, 2 * 4096 * 4096 * 28672)
+    assert g["count"] * g["flops"] == 4 * r["count"] * r["flops"]
+    # one all-reduce a layer after the experts' summed outputs, whatever the experts a rank holds
+    assert experts(dense, "experts.combine.all_reduce")["count"] == 32
+    # the rank holds E/ep experts' weights in all: 4 x (gate_up + down) x 32 layers, no more (model parameters)
+    down = experts(dense, "experts.down_proj")
+    assert g["params"] * g["count"] + down["params"] * down["count"] == 32 * 4 * 3 * 4096 * 14336
+    one = doc("--engine", "vllm-v0", "--ep", "8")
+    assert experts(one)["weight_bytes"] * experts(one)["count"] == \
+        experts(doc("--engine", "vllm", "--ep", "8"))["weight_bytes"] * 32
+    out = " ".join(run([*mix[:-2], "--engine", "vllm-v0", "--ep", "2"], capsys)[1].split())
+    assert "each rank runs its experts on every token, each output weighted by the routing" in out
+    assert "routed experts: plain GEMMs, each of a rank's 4 experts on every token" in out
+
+
 def test_impl_by_hand_overrides_the_engine_and_the_header_says_so(capsys):
     st = step(["tinyllama", "--engine", "vllm", "--impl", "hf-eager"], capsys)
     eager = step(["tinyllama", "--impl", "hf-eager"], capsys)

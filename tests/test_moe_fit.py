@@ -293,19 +293,25 @@ def test_sglang_0_5_14_triton_rows_of_nemotron_3_super_were_measured_gated(tmp_p
 
 
 
-def test_the_header_says_when_routed_experts_take_the_default_efficiencies(capsys):
+def test_the_header_says_when_routed_experts_take_no_fused_form(capsys):
     """A fused MoE form is fitted on vLLM's and TensorRT-LLM's tables of the H100, H200, B200, L40S and RTX PRO 6000
     (their A100 tables hold no balanced rows: vLLM's preset there takes SGLang's, TensorRT-LLM's none) and on
-    SGLang's of all six. Where a model's routed experts get no
-    form, the header says they take the default efficiencies; where they get one, or the model has no routed
-    experts, it does not."""
+    SGLang's of all six. Where a model's routed experts get no form, the header says they take the GEMM forms
+    (predict.kernel_terms times an unfused experts kernel as a GEMM of its rows: its efficiency source is the
+    GEMM tables' own); where they get one, or the model has no routed experts, it does not."""
+    import json
+
     from roofcalc.cli import main
 
     def header(model, *extra):
         assert main([model, *extra]) == 0
         return " ".join(capsys.readouterr().out.split())
 
-    mixtral, note = "mistralai/Mixtral-8x7B-v0.1", "routed experts: the default efficiencies"
+    mixtral, note = "mistralai/Mixtral-8x7B-v0.1", "routed experts: the GEMM forms, each kernel's rows as one GEMM"
+    assert main([mixtral, "--hw", "A100-80GB", "--engine", "trtllm", "--format", "json"]) == 0
+    kernels = {k["name"]: k for k in json.loads(capsys.readouterr().out)["kernels"]}
+    assert kernels["experts.gate_up_proj"]["efficiency_source"] == kernels["q_proj"]["efficiency_source"] == \
+        "AIConfigurator 0.12.0 a100_sxm trtllm tables, fitted (docs/kernel_fits.md)"
     assert note not in header(mixtral, "--hw", "H100", "--engine", "vllm")
     assert "routed experts: SGLang's fused MoE, fitted" in header(mixtral, "--hw", "H100", "--engine", "sglang")
     # vLLM's A100 table holds no balanced-routing rows: its preset takes SGLang's A100 form (the same Triton kernel)

@@ -194,6 +194,9 @@ class Parallel:
     pp: int = 1  # pipeline stages
     ep: int = 1  # expert-parallel ranks (with tp: ep data-parallel groups of tp ranks each)
     ep_attention: str = "dp"  # with ep: attention data-parallel over B/ep sequences ("dp") or split by heads ("tp")
+    # with ep_attention "tp": each rank's experts run every token of the step, the rows not routed to them zeroed
+    # after (vLLM 0.2.6-0.2.7, engines.Engine.dense_experts); False runs each expert on its routed rows alone
+    dense_experts: bool = False
 
     def __post_init__(self) -> None:
         for name, n in (("tp", self.tp), ("pp", self.pp), ("ep", self.ep)):
@@ -201,6 +204,8 @@ class Parallel:
                 raise RoofcalcError(f"--{name} must be a whole number of ranks from 1 to 1024, got {n!r}")
         if self.ep_attention not in ("dp", "tp"):
             raise RoofcalcError(f"--ep-attention is dp or tp, not {self.ep_attention!r}")
+        if self.dense_experts and self.ep_attention != "tp":
+            raise RoofcalcError("dense experts run under --ep-attention tp alone")
         if self.ep_attention == "tp" and (self.tp > 1 or self.pp > 1):
             raise RoofcalcError("--ep-attention tp splits attention over the --ep ranks themselves: give it without "
                                 "--tp and --pp")

@@ -252,6 +252,12 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
         # the split under --tp: transformers' plan, or the serving engines' (a MoE layer's one all-reduce, Phi-3's heads)
         tp_layout=_engine(args).tp_layout,
     )
+    engine = _engine(args)
+    if shape is not None and engine.no_moe and shape.moe is not None:
+        raise RoofcalcError(f"--engine {engine.name} ran no mixture of experts ({engine.no_moe}): {shape.name} has "
+                            f"routed experts")
+    if shape is not None and engine.no_mla and shape.mla is not None:
+        raise RoofcalcError(f"--engine {engine.name} ran no latent attention ({engine.no_mla}): {shape.name} has it")
     if kw["act_dtype"].quantized:
         raise RoofcalcError(f"activations cannot be {kw['act_dtype'].name}; use --weight-dtype for integer weights")
     if kw["weight_dtype"].experts_only and shape is not None and shape.moe is None and shape.activation != "traced":
@@ -510,7 +516,14 @@ def _parallel(args: argparse.Namespace):
     for axis, values in sizes.items():
         if len(values) > 1:
             raise RoofcalcError(f"a list of --{axis} compares one step; give it alone")
-    return Parallel(sizes["tp"][0], sizes["pp"][0], sizes["ep"][0], getattr(args, "ep_attention", "dp"))
+    return Parallel(sizes["tp"][0], sizes["pp"][0], sizes["ep"][0], getattr(args, "ep_attention", "dp"),
+                    dense_experts=_dense_experts(args))
+
+
+def _dense_experts(args: argparse.Namespace) -> bool:
+    """Whether the engine's expert-parallel ranks run every token through each of their experts (vllm-v0 under
+    --ep-attention tp: engines.Engine.dense_experts)."""
+    return bool(_engine(args).dense_experts) and getattr(args, "ep_attention", "dp") == "tp"
 
 
 def build_tp_sweep(args: argparse.Namespace, shape=None):
@@ -526,7 +539,7 @@ def build_tp_sweep(args: argparse.Namespace, shape=None):
     shape, traced = shape if shape is not None else load_model(args)
     sizes = _sizes_of(args)
     base = Parallel(**{a: sizes[a][0] for a in AXES if a != axis},  # the other axes, fixed
-                    ep_attention=getattr(args, "ep_attention", "dp"))
+                    ep_attention=getattr(args, "ep_attention", "dp"), dense_experts=_dense_experts(args))
     if args.micro_batches and axis != "pp" and base.pp == 1:
         raise RoofcalcError("--micro-batches is for --pp")
     workload = _workload(args, shape)

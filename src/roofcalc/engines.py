@@ -47,6 +47,11 @@ class Engine:
     no_expert_parallel: str = ""  # why it runs no expert parallelism (--ep refused), with its source; "" runs it
     ep_by_heads: str = ""  # why its expert parallelism splits attention by heads alone (--ep-attention tp), with its
     # source; "" runs either split
+    no_moe: str = ""  # why it runs no mixture of experts (such a model refused), with its source; "" runs them
+    no_mla: str = ""  # why it runs no latent attention (DeepSeek's; such a model refused), with its source
+    # experts of an expert-parallel rank (--ep-attention tp) run every token of the step, their rows not routed to
+    # them zeroed afterwards (vLLM 0.2.6-0.2.7), with its source; "" runs each expert on its routed rows alone
+    dense_experts: str = ""
     # DeepSeek's latent attention as it runs it (Workload.mla; --mla by hand wins): "naive" as transformers computes
     # it, "serving" absorbed for a decode step and expanded for a prefill
     mla: str = "naive"
@@ -311,7 +316,9 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         _zero(_NONE), False,
         "performance.md (v0.6.1): throughput from gptSessionBenchmark, a static batch run by the C++ runtime; "
         "no per-step host figure is published",
-        _NO_RANKS, tables="trtllm", decode_every_head=True),
+        _NO_RANKS, tables="trtllm", decode_every_head=True,
+        no_moe="TensorRT-LLM's release notes list 'Mixture of Experts support' and the 'Mixtral-8x7B model' first in "
+        "0.7.1"),
     Engine(
         "vllm-v0", "vLLM V0, 0.2.6 to 0.4.2 (synchronous engine, Ray workers, PagedAttention decode)", "cuda-graph",
         "vLLM v0.4.2 engine/arg_utils.py: 'enforce_eager: bool = False'; worker/model_runner.py captures decode "
@@ -339,6 +346,10 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         ep_by_heads="vLLM PR #2090 (v0.2.6, mixtral.py's expert_indicies): 'shard whole experts across ranks', "
         "attention by heads, one all-reduce after each; no all-to-all dispatch (v0.3.0's fused MoE, PR #2542, "
         "shards every expert instead: --tp)",
+        dense_experts="vLLM PR #2090 (v0.2.6, mixtral.py's MixtralMoE.forward): each of a rank's experts runs every "
+        "token, its output multiplied by the token's routing weight for it, zero where the token was not routed to it",
+        no_mla="vLLM PR #4650 ('Support Deepseek-V2') was still unmerged on 2024-06-22 (deepseek-ai/DeepSeek-Coder-V2 "
+        "issue #19), after 0.4.2",
         awq_kernel="vllm-awq", awq_kernel_source="vLLM v0.4.2 quantization/awq.py: AWQLinearMethod runs ops.awq_gemm "
         "(AutoAWQ's GEMM kernel) below 256 tokens, awq_dequantize and torch.matmul from there (PR #2566, v0.3.0; "
         "before it, 0.2.6-0.2.7, the kernel at every size); awq_marlin came in v0.5.3 (PR #6612)"),

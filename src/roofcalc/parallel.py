@@ -347,7 +347,8 @@ class RankAnalysis(Analysis):
         return sum(k.params * k.count for k in self.kernels) + self.shape.encoder_params  # weight bytes count them)
 
 
-def ep_tp_kernels(shape: ModelShape, wl: Workload, ep: int, merge: bool = True) -> tuple[ModelShape, list[Kernel]]:
+def ep_tp_kernels(shape: ModelShape, wl: Workload, ep: int, merge: bool = True,
+                  dense: bool = False) -> tuple[ModelShape, list[Kernel]]:
     """(the rank's shape, its kernels) for expert parallelism with tensor-parallel attention
     (``--ep-attention tp``, as vLLM runs Mixtral with expert parallelism and no data parallelism): every
     rank runs all B sequences; attention, the dense MLPs, the shared experts and the vocabulary split
@@ -358,7 +359,10 @@ def ep_tp_kernels(shape: ModelShape, wl: Workload, ep: int, merge: bool = True) 
     tensor parallelism puts after the experts). The table is the rank the step waits for: of the R
     experts a step reaches (uniform routing, :func:`touched_experts`) it holds ⌈R/ep⌉, at most E/ep
     (the reached experts spread as evenly as they can: at batch 1 with k = 2 of 8 experts on 8 ranks,
-    one whole expert), and ⌈T·k/ep⌉ of the T·k token-expert rows."""
+    one whole expert), and ⌈T·k/ep⌉ of the T·k token-expert rows. ``dense`` (vLLM 0.2.6-0.2.7,
+    engines.Engine.dense_experts): each of the rank's E/ep experts runs all T tokens, its output times each
+    token's routing weight for it (zero where the token went elsewhere) and added into the partial sum: every
+    rank holds and reads E/ep experts and runs T·E/ep rows, whatever the routing."""
     from .calculator import touched_experts
 
     moe = shape.moe
@@ -376,7 +380,25 @@ def ep_tp_kernels(shape: ModelShape, wl: Workload, ep: int, merge: bool = True) 
     rows = wl.tokens * moe.top_k
     share = (-(-rows // ep), rows)  # its token-expert rows, of all of them
     out: list[Kernel] = []
+    local, dense_names = moe.n_experts // ep, set()
     for k in analyze(rank, wl, merge).kernels:
+        if dense and (k.role in ("experts", "combine") or base_name(k) == "experts.act_mul"):
+            # one kernel per local expert, each on all T tokens: its GEMMs plain linears (no fused MoE call), its
+            # activation, and its output times the routing weights added into the partial sum (the combine)
+            one = (wl.tokens, rows)
+            if k.role == "experts":
+                sizes = replace(k.sizes, m=wl.tokens)
+                per = k.param_bytes // moe.n_experts
+                k = replace(k, params=k.params // moe.n_experts, param_bytes=per, sizes=sizes, moe=(),
+                            cost=replace(_share(k.cost, one), weight_bytes=per),
+                            dims=f"{sizes.text} for each of {local} local experts, every token")
+            elif k.role == "combine":  # each expert's whole output scaled and added in
+                k = replace(k, cost=replace(_share(k.cost, one), act_write_bytes=k.cost.act_write_bytes), moe=())
+            else:
+                k = replace(k, cost=_share(k.cost, one), moe=())
+            dense_names.add(k.name)
+            out.append(k)
+            continue
         if k.role == "experts":
             per = k.param_bytes // moe.n_experts
             sizes = replace(k.sizes, m=share[0])
@@ -389,7 +411,8 @@ def ep_tp_kernels(shape: ModelShape, wl: Workload, ep: int, merge: bool = True) 
         elif k.role == "combine":  # its experts' outputs, into a partial sum over every token
             k = replace(k, cost=replace(_share(k.cost, share), act_write_bytes=k.cost.act_write_bytes))
         out.append(k)
-    return rank, with_tp_collectives(shape, wl, ep, out)
+    out = with_tp_collectives(shape, wl, ep, out)  # one all-reduce a layer, after its experts' summed outputs
+    return rank, [replace(k, count=k.count * local) if k.name in dense_names else k for k in out]
 
 
 def _share(c: Cost, frac: tuple[int, int]) -> Cost:
@@ -404,7 +427,7 @@ def analyze_parallel(shape: ModelShape, wl: Workload, parallel: Parallel, merge:
     if parallel.gpus == 1:
         return analyze(shape, wl, merge)
     if parallel.tp_attention:
-        rank, kernels = ep_tp_kernels(shape, wl, parallel.ep, merge)
+        rank, kernels = ep_tp_kernels(shape, wl, parallel.ep, merge, dense=parallel.dense_experts)
         return RankAnalysis(rank, wl, tuple(kernels), parallel=parallel, full=analyze(shape, wl))
     if parallel.ep > 1:  # with tp: ep data-parallel groups of tp ranks; each expert at 1/tp of its width
         check_ep(shape, wl, parallel.ep)
@@ -477,7 +500,10 @@ def ep_plan_words(shape: ModelShape, parallel: Parallel, batch: int, swept_batch
         return (f"{n // ep} of the {n} routed experts at their whole width, and attention, the dense layers and "
                 f"the vocabulary split over the {ep} ranks as --tp {ep} splits them, for every sequence "
                 f"(tensor-parallel attention, an all-reduce after o_proj); no all-to-all: each rank runs its "
-                f"experts on the tokens routed to them and one all-reduce sums their outputs")
+                + ("experts on every token, each output weighted by the routing (zero for the tokens routed "
+                   "elsewhere: --engine vllm-v0)" if parallel.dense_experts else
+                   "experts on the tokens routed to them")
+                + " and one all-reduce sums their outputs")
     return (f"{n // ep} of the {n} routed experts"
             + (f" (each at 1/{tp} of its width: --ep {ep} groups of --tp {tp} ranks)" if tp > 1 else "")
             + ", and attention and the dense layers for "

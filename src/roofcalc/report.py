@@ -262,7 +262,7 @@ def to_record(a: Analysis | Roofline) -> dict[str, Any]:
         doc["points"] = point_records(r)
     par = an.parallel
     if par is not None and par.gpus > 1:
-        doc["parallel"] = {"tp": par.tp, "pp": par.pp, "ep": par.ep, "ep_attention": par.ep_attention,
+        doc["parallel"] = {"tp": par.tp, "pp": par.pp, "ep": par.ep, "ep_attention": par.ep_attention, "dense_experts": par.dense_experts,
                            "gpus": par.gpus, "per": "rank", "model_params": an.full.params}
     if an.note_pipeline:
         pipe, memory = an.note_pipeline
@@ -553,10 +553,20 @@ def fixed_cost_words(r) -> str:
         key = fused_moe_class(r.analysis.workload)
         why = (" for their weight format" if key not in m.moe_fits else
                ": their experts are not one gated-MLP call, the call the form describes")
-        moe = ("; routed experts: the GEMM forms' memory side, the default compute side (a GeForce card takes no "
-               "fused-MoE form)" if m.gemm_memory_only else
-               f"; routed experts: the default efficiencies (no fused-MoE form of {tables}'s fitted here"
-               + (why + ")" if m.moe_fits else ")"))
+        # unfused experts kernels are timed as the GEMMs they are (predict.kernel_terms: the weight format's
+        # GEMM form where one is fitted, else the defaults)
+        how = "the GEMM forms, each kernel's rows as one GEMM" if m.matmul_fit() is not None else \
+            "the default efficiencies"
+        par = getattr(r.analysis, "parallel", None)
+        if getattr(par, "dense_experts", False):  # vllm-v0's expert parallelism (engines.Engine.dense_experts)
+            moe = (f"; routed experts: plain GEMMs, each of a rank's {r.analysis.shape.moe.n_experts // par.ep} "
+                   f"experts on every token (its output weighted by the routing, zero for tokens routed elsewhere: "
+                   f"vLLM PR #2090), on {how.split(',')[0]}")
+        else:
+            moe = ("; routed experts: the GEMM forms' memory side, the default compute side (a GeForce card takes no "
+                   "fused-MoE form)" if m.gemm_memory_only else
+                   f"; routed experts: {how} (no fused-MoE form of {tables}'s fitted here"
+                   + (why + ")" if m.moe_fits else ")"))
         moe += _every_pair_unforms(r, m, key, tables)
     # an attention form the preset takes from another engine's tables on this GPU (benchmarks/ship_fits.py)
     lent = {m.attention_fit(p.term.attn) for p in r.step.placements if p.kernel.kind == "attention"} - {None}
@@ -1230,7 +1240,7 @@ def sweep_record(sw: Sweep) -> dict[str, Any]:
            "verdicts": [verdict_record(v) for v in sw.verdicts]}
     par = head.parallel
     if par is not None and par.gpus > 1:  # every point is one rank's (a pipeline's: see "step")
-        doc["parallel"] = {"tp": par.tp, "pp": par.pp, "ep": par.ep, "ep_attention": par.ep_attention,
+        doc["parallel"] = {"tp": par.tp, "pp": par.pp, "ep": par.ep, "ep_attention": par.ep_attention, "dense_experts": par.dense_experts,
                            "gpus": par.gpus, "per": "rank", "model_params": head.full.params,
                            "batch": "the step's sequences, over all ranks"}
         if par.pp > 1:
@@ -1530,6 +1540,8 @@ def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = (), width
     lines.append(f"hardware  {hw.name} x N: {link}; memory "
                  f"{'unknown' if first.capacity_bytes is None else capacity(first.capacity_bytes)} per GPU")
     axis_words = AXIS_WORDS["ep-tp"] if tps.base.ep_attention == "tp" else AXIS_WORDS[tps.axis]
+    if tps.base.dense_experts:  # vllm-v0's expert parallelism (engines.Engine.dense_experts)
+        axis_words += "; each rank's experts run every token, weighted by the routing (--engine vllm-v0)"
     traced_plan = next((w for w in (getattr(p.result.analysis, "plan_words", "") for p in tps.points) if w), "")
     if traced_plan:  # a traced model's --tp list: its config class's plan (roofcalc.trace.parallel)
         axis_words = f"one rank's step at each --tp, by {traced_plan}"

@@ -1441,6 +1441,10 @@ def traced_expert_parallel(traced: tuple, workload, parallel, view: str, merge: 
     from ..parallel import Parallel
     from . import hf_config, trace
 
+    if getattr(parallel, "dense_experts", False):  # before tracing anything
+        raise RoofcalcError("a traced model's experts run on their routed rows: an engine whose expert-parallel ranks "
+                            "run every token through each expert (--engine vllm-v0) is modelled for the hand "
+                            "families alone")
     if not parallel.tp_attention and workload.batch % parallel.ep:  # before tracing anything
         raise RoofcalcError(f"--batch {workload.batch} does not split over --ep {parallel.ep}: each rank runs "
                             f"attention for B/{parallel.ep} of the sequences")
