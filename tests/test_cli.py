@@ -548,6 +548,9 @@ def test_output_refuses_what_it_cannot_write_and_the_inputs(tmp_path, capsys):
     cases = [
         ([m, "-o", str(tmp_path / "no" / "r.txt")], "folder"),
         ([m, "-o", str(tmp_path)], "is a folder"),
+        ([m, "-o", str(tmp_path / "r.txt") + "/"], "names a folder (it ends in '/'); give a file name such as "),
+        ([m, "--html", str(tmp_path / "r.html") + "/"], "--html " + str(tmp_path / "r.html") + "/ names a folder"),
+        ([m, "--plot", str(tmp_path / "r.png") + "/"], "--plot " + str(tmp_path / "r.png") + "/ names a folder"),
         ([m, "-o", ""], "--output is empty"),
         ([m, "-o", "/dev/null"], "not a regular file"),
         ([str(config), "-o", str(config)], "is the model's config.json"),
@@ -563,6 +566,7 @@ def test_output_refuses_what_it_cannot_write_and_the_inputs(tmp_path, capsys):
         code, out, err = run(args, capsys)
         assert code == 2 and out == "" and err.count("\n") == 1 and message in err, (args, err)
     assert {p: p.read_text() for p in before} == before  # nothing the command reads was touched
+    assert not any((tmp_path / name).exists() for name in ("r.txt", "r.html", "r.png"))  # nor a file it was not named
     import os
 
     if os.geteuid() != 0:  # root writes anywhere

@@ -649,6 +649,33 @@ def test_profile_update_keeps_every_field(tmp_path, capsys):
     assert "roofcalc profile" in doc["efficiency"]["attention"]["note"]  # what this run measured went in
 
 
+@pytest.mark.parametrize("warned", [[], ["warning   decode steps up to 2.5x apart: profile again on an idle machine"]])
+def test_profile_update_says_when_its_run_warned(tmp_path, capsys, monkeypatch, warned):
+    """--update writes what the run measured, as asked; where the run's own checks warned (a busy machine, steps
+    far apart: ProfileTrust.warnings, given here so that the test does not hang on the machine's load), every
+    figure it writes carries the warnings in its note and the update line says so. A clean run writes no such
+    words."""
+    pytest.importorskip("torch")
+    from roofcalc.profile import ProfileTrust
+
+    monkeypatch.setattr(ProfileTrust, "warnings", lambda self: list(warned))
+    cfg, prof = tmp_path / "config.json", tmp_path / "me.json"
+    cfg.write_text(json.dumps(SMALL))
+    prof.write_text(json.dumps({**EVERY_FIELD, "kind": "cpu", "segment": "datacenter", "nominal": "EPYC-9654",
+                                "peak_flop_per_s": {"fp32": 1e11}, "bandwidth_bytes_per_s": 1e10}))
+    code = main(["profile", str(cfg), "--context", "16", "--steps", "2", "--hw-file", str(prof), "--dtype", "fp32",
+                 "--update"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 0
+    note = json.loads(prof.read_text())["efficiency"]["attention"]["note"]
+    assert note.startswith("roofcalc profile ")
+    if warned:
+        assert note.endswith("; its run warned (1): decode steps up to 2.5x apart: profile again on an idle machine")
+        assert "written though the run warned (1 below; each figure's note says so)" in out
+    else:
+        assert "warned" not in note and "written though" not in out
+
+
 # --------------------------------------------------------------------------- trust: fed-in values, no timing
 
 

@@ -108,8 +108,9 @@ def test_nvfp4_bytes_by_hand():
 @pytest.mark.parametrize("hw,computes,why", [
     ("B200", "fp4", ""),  # FP4 tensor cores (HGX B200 datasheet: 9 PFLOP/s dense)
     ("RTX-PRO-6000", "fp4", ""),
-    ("H100", "", "H100-SXM has no fp4 GEMMs: the nvfp4 weights compute in bf16, weight-only W4A16 as vLLM's FP4 "
-                 "Marlin runs them"),
+    ("H100", "", "H100-SXM has no fp4 GEMMs: the nvfp4 weights compute in bf16, weight-only W4A16 as FP4 Marlin "
+                 "runs them (vLLM's MarlinNvFp4LinearKernel; SGLang's --fp4-gemm-backend marlin, its default on "
+                 "SM80-SM90)"),
     ("T4", "", "weight-only W4A16"),  # compute capability 7.5: vLLM's floor for NVFP4
 ])
 def test_nvfp4_runs_w4a4_on_blackwell_and_w4a16_before(hw, computes, why):
@@ -156,7 +157,8 @@ def test_command_line_reads_an_nvfp4_checkpoint(tmp_path, capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "nvfp4, group 16 (the checkpoint's quantization_config)" in out and "compute fp4" in out
     assert main([str(path), "--hw", "H100"]) == 0
-    assert "W4A16 as vLLM's FP4 Marlin runs them" in " ".join(capsys.readouterr().out.split())
+    assert ("W4A16 as FP4 Marlin runs them (vLLM's MarlinNvFp4LinearKernel; SGLang's --fp4-gemm-backend marlin, its "
+            "default on SM80-SM90)") in " ".join(capsys.readouterr().out.split())
 
 
 def test_a_group_size_against_the_formats_own_is_refused(tmp_path, capsys):

@@ -357,7 +357,9 @@ def test_a_kernel_times_header_names_its_unit(tmp_path, text, seconds):
 @pytest.mark.parametrize("text, said", [("name,time\nq_proj,31\n", "'time' names no unit"),
                                         ("q_proj,3e-5\nq_proj,4e-5\n", "'q_proj' is given twice"),
                                         ('{"q_proj": 3e-5, "q_proj": 4e-5}', "'q_proj' is given twice"),
-                                        ('{"q_proj": "3e-5"}', 'must be a number of seconds, not "3e-5"')])
+                                        ('{"q_proj": "3e-5"}', 'must be a number of seconds, not "3e-5"'),
+                                        ('{"q_proj": {"us": 31}}', 'must be a number of seconds, not {"us": 31}'),
+                                        ("[1, 2]", "is not a JSON object of kernel name -> seconds")])
 def test_ambiguous_kernel_times_are_refused(tmp_path, capsys, text, said):
     """A time column whose name gives no unit, a kernel given twice (which time was meant?) and a time given as a
     string: one line, exit 2, never a guess."""

@@ -1221,6 +1221,7 @@ def run_profile(argv: Sequence[str]) -> str:
 
         save_plot(r, args.plot)
     updated = None
+    trust = profile_trust(result, r, first)
     if args.update:
         import time
         from dataclasses import replace
@@ -1230,12 +1231,17 @@ def run_profile(argv: Sequence[str]) -> str:
 
         note = (f"roofcalc profile {args.model} ({args.dtype}, batch {args.batch}, context {args.context}), "
                 f"{time.strftime('%Y-%m-%d')}")
+        warned = [w.split(None, 1)[1] for w in trust.warnings()]
+        if warned:  # written all the same (the user asked), and the figures carry what their run warned of
+            note += f"; its run warned ({len(warned)}): " + "; ".join(warned)
         from .inputs import read_json
 
         original = read_json(args.hw_file, "hardware profile")  # what it holds beyond the schema stays
         save_profile(replace(hw_profile, efficiency=updated_model(result, r, note)), args.hw_file, keep=original)
         updated = f"updated   {args.hw_file}: this run's matmul and attention efficiencies and host time per op"
-    trust = profile_trust(result, r, first)
+        if warned:
+            updated += (f", written though the run warned ({len(warned)} below; each figure's note says so): run "
+                        f"`roofcalc profile --update` again on an idle machine to replace them")
     lines = profile_lines(result, r, trust)
     if args.html is not None:
         from .page import save_page

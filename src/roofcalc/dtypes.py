@@ -83,7 +83,7 @@ DTYPES = {
     # float8_e4m3fn, weight_scale_2 and input_scale as fp32 scalars). nvfp4: W4A4, the input quantized to NVFP4
     # too and the GEMM run on FP4 tensor cores (ModelOpt's quant_algo NVFP4, compressed-tensors' NVFP4 scheme);
     # a GPU without them runs the weights W4A16 (roofline.weights_on_device). nvfp4a16: W4A16 alone (ModelOpt's
-    # W4A16_NVFP4, compressed-tensors' NVFP4A16: vLLM's FP4 Marlin GEMM, 16-bit activations)
+    # W4A16_NVFP4, compressed-tensors' NVFP4A16: FP4 Marlin GEMMs, vLLM's and SGLang's, 16-bit activations)
     "nvfp4": DType("nvfp4", 4, quantized=True, group=16, scale_bytes=1, tensor_scale=4, computes="fp4"),
     "nvfp4a16": DType("nvfp4a16", 4, quantized=True, group=16, scale_bytes=1, tensor_scale=4),
 }

@@ -62,11 +62,18 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def parse_json(text: str, where: str, constants: bool = False) -> Any:
+class Pairs(list):
+    """A JSON object's (key, value) pairs in the order given, a key given twice kept twice (parse_json's
+    ``pairs``: json.loads would keep the last silently)."""
+
+
+def parse_json(text: str, where: str, constants: bool = False, pairs: bool = False) -> Any:
     """JSON without nesting or digits without end; without NaN or Infinity unless ``constants`` (a config.json,
-    read as transformers reads it: each key roofcalc uses is checked where it is read)."""
+    read as transformers reads it: each key roofcalc uses is checked where it is read). ``pairs``: each object
+    as its Pairs, so that a caller can refuse a key given twice."""
+    hook = {"object_pairs_hook": Pairs} if pairs else {}
     try:
-        return json.loads(text) if constants else json.loads(text, parse_constant=_no_constant)
+        return json.loads(text, **hook) if constants else json.loads(text, parse_constant=_no_constant, **hook)
     except json.JSONDecodeError as exc:
         raise RoofcalcError(f"{where} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
                             f"is it truncated?") from None
@@ -327,18 +334,19 @@ def kernel_times(path: str) -> dict[str, float]:
     text = read_text(path, "kernel times")
     where = one_line(path)[:200]
     scale = 1.0
-    if text.lstrip().startswith("{"):
-        doc = parse_json(text, where)
-        if not isinstance(doc, dict):
+    if text.lstrip().startswith(("{", "[")):  # JSON (an array: refused as not an object)
+        doc = parse_json(text, where, pairs=True)
+        if not isinstance(doc, Pairs):
             raise RoofcalcError(f"{where} is not a JSON object of kernel name -> seconds")
-        items = list(doc.items())
-        twice = _json_keys_twice(text)
-        if twice:
+        items = list(doc)
+        seen: set = set()
+        twice = next((name for name, _ in items if name in seen or seen.add(name)), None)
+        if twice is not None:
             raise RoofcalcError(f"{where}: {one_line(twice)[:60]!r} is given twice; give each kernel one time")
         for name, value in items:
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 raise RoofcalcError(f"{where}: the time for {one_line(str(name))[:60]} must be a number of seconds, "
-                                    f"not {one_line(json.dumps(value))[:40]}")
+                                    f"not {one_line(json.dumps(dict(value) if isinstance(value, Pairs) else value))[:40]}")
     else:
         try:
             items = [tuple(row) for row in csv.reader(text.splitlines()) if row and not row[0].startswith("#")]
@@ -374,22 +382,6 @@ def _is_number(cell: str) -> bool:
     except (TypeError, ValueError):
         return False
     return True
-
-
-def _json_keys_twice(text: str) -> str:
-    """The first key a JSON object's text gives twice at its top level ('' for none): json keeps the last."""
-    seen: list = []
-
-    def pairs(items):
-        keys = [k for k, _ in items]
-        seen.extend(k for k in keys if keys.count(k) > 1)
-        return dict(items)
-
-    try:
-        json.loads(text, object_pairs_hook=pairs)
-    except ValueError:
-        return ""
-    return seen[0] if seen else ""
 
 
 # --------------------------------------------------------------------------- names: did you mean
@@ -476,6 +468,9 @@ def check_output(path: str, inputs: dict[str, str | None]) -> Path:
             raise RoofcalcError(f"--output {shown} is {what}; write the report to another file")
     if resolved.is_dir():
         raise RoofcalcError(f"--output {shown} is a folder; give a file name such as {shown.rstrip('/')}/report.txt")
+    if path.endswith(("/", os.sep)):  # Path() would drop the slash and write a file the user did not name
+        raise RoofcalcError(f"--output {shown} names a folder (it ends in '/'); give a file name such as "
+                            f"{shown.rstrip('/')}")
     folder = resolved.parent
     if not folder.is_dir():
         raise RoofcalcError(f"--output {shown}: folder {one_line(str(p.parent))[:200]} does not exist")
@@ -506,6 +501,9 @@ def check_writable(path: str, flag: str, suffixes: tuple[str, ...]) -> None:
     permissions, one line each."""
     if not path.strip():
         raise RoofcalcError(f"{flag} is empty; give a file name ending in {' or '.join(suffixes)}")
+    if path.endswith(("/", os.sep)):  # Path() would drop the slash and write a file the user did not name
+        raise RoofcalcError(f"{flag} {path} names a folder (it ends in '/'); give a file name ending in "
+                            f"{' or '.join(suffixes)}")
     p = Path(path)
     if p.suffix.lower() not in suffixes:
         raise RoofcalcError(f"{flag} {path}: the file must end in {' or '.join(suffixes)}")

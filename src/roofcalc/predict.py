@@ -133,12 +133,13 @@ GPU_DEQUANT = {
     # No published GEMV figure for MXFP4 weights was found; the nearest is the same 4-bit group-32 kernel's
     "mxfp4": Efficiency(862.69 / 1397.31, 862.69 / 1397.31, note="no published MXFP4 GEMV figure found: gpt-fast's "
                         "int4 (group 32) one, 863 of bf16's 1397 GB/s on an A100 (0.62)"),
-    # NVFP4 weights computing in 16 bits run vLLM's FP4 Marlin GEMM (MarlinNvFp4LinearKernel), Marlin's kernel with
-    # FP4 values and FP8 group scales; no published figure of its own was found: Marlin's int4 one
-    "nvfp4": Efficiency(1.0, 862.69 / 1397.31, note="W4A16 (vLLM's FP4 Marlin): no published figure of its own found; "
+    # NVFP4 weights computing in 16 bits run FP4 Marlin: vLLM's MarlinNvFp4LinearKernel, Marlin's kernel with FP4
+    # values and FP8 group scales, and SGLang's (0.5.14 server_args.py: --fp4-gemm-backend "auto" selects "marlin on
+    # SM80-SM90"); no published figure of its own was found: Marlin's int4 one
+    "nvfp4": Efficiency(1.0, 862.69 / 1397.31, note="W4A16 (FP4 Marlin, vLLM's and SGLang's): no published figure of its own found; "
                         "Marlin's int4 one (its README, A10, group 128: the ideal 3.87x of FP16, 1.0); pessimistic: "
                         "gpt-fast's int4 GEMV, 863 of bf16's 1397 GB/s on an A100 (0.62)"),
-    "nvfp4a16": Efficiency(1.0, 862.69 / 1397.31, note="vLLM's FP4 Marlin: no published figure of its own found; "
+    "nvfp4a16": Efficiency(1.0, 862.69 / 1397.31, note="FP4 Marlin (vLLM's and SGLang's): no published figure of its own found; "
                            "Marlin's int4 one (its README, A10, group 128: the ideal 3.87x of FP16, 1.0); pessimistic: "
                            "gpt-fast's int4 GEMV, 863 of bf16's 1397 GB/s on an A100 (0.62)"),
 }
@@ -1159,8 +1160,8 @@ def default_model(kind: str, segment: str = "datacenter", fits: str = "", how: s
     dequant = dict(GPU_DEQUANT)
     if compute_capability is not None and 9.0 <= compute_capability < 10.0:  # Hopper: Marlin short of its ideal
         dequant["int4"] = HOPPER_INT4
-        for name in ("nvfp4", "nvfp4a16"):  # W4A16 NVFP4 runs vLLM's FP4 Marlin: int4's Marlin figure, as elsewhere
-            dequant[name] = replace(HOPPER_INT4, note="vLLM's FP4 Marlin: no published figure of its own found; "
+        for name in ("nvfp4", "nvfp4a16"):  # W4A16 NVFP4 runs FP4 Marlin: int4's Marlin figure, as elsewhere
+            dequant[name] = replace(HOPPER_INT4, note="FP4 Marlin (vLLM's and SGLang's): no published figure of its own found; "
                                     "Marlin's int4 one on Hopper (" + HOPPER_INT4.note + ")")
     dequant_size = {}
     if compute_capability is not None and 8.0 <= compute_capability < 8.1:  # GA100: Marlin short of it on small layers

@@ -217,9 +217,11 @@ def weights_on_device(weights, act, hardware: Hardware, profile: Hardware | None
     lacks = f"{hardware.name} has no {weights.computes} GEMMs" if weights.computes not in hardware.peak_flop_per_s \
         else f"the hardware profile measured no {weights.computes} peak"
     if (hardware.compute_capability or 0) >= 7.5:
+        runs = ("FP4 Marlin runs them (vLLM's MarlinNvFp4LinearKernel; SGLang's --fp4-gemm-backend marlin, its "
+                "default on SM80-SM90)" if weights.computes == "fp4" else
+                f"vLLM's {weights.computes.upper()} Marlin runs them")
         return replace(weights, computes=""), (f"{lacks}: the {weights.name} weights compute in {act.name}, "
-                                               f"weight-only W{weights.bits}A{act.bits} as vLLM's "
-                                               f"{weights.computes.upper()} Marlin runs them")
+                                               f"weight-only W{weights.bits}A{act.bits} as {runs}")
     return act, (f"{hardware.name} has no {weights.computes} GEMMs nor a weight-only {weights.computes} kernel: "
                  f"the {weights.name} weights are dequantized to {act.name} at load")
 
