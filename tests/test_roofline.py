@@ -208,9 +208,12 @@ def test_units():
 
 def test_points_and_kernel_times():
     assert parse_point("matmul 4096:137438953472:100663296:0.00275").intensity == pytest.approx(4096 / 3)
-    for bad in ("nocolons", "a:b:c:d", "x:1:1:-1"):
+    for bad in ("nocolons", "a:b:c:d", "x:1:1:-1", "x:1:1:-1ms", "x:1:1:5kg", "x:1:1:infms"):
         with pytest.raises(RoofcalcError):
             parse_point(bad)
+    # the time with its unit, as --tpot takes it: 2.75 ms is 0.00275 s; a bare number is seconds, as its name says
+    assert parse_point("m:1:1:2.75ms").seconds == parse_point("m:1:1:0.00275").seconds == pytest.approx(0.00275)
+    assert parse_point("m:1:1:5 us").seconds == pytest.approx(5e-6)
     step = analyze(TINY, Workload.decode(1, 500))
     # q_proj at 4x its 31.1 us floor on the 270 GB/s roof is flagged (3x its floor: its 2.44 us fixed cost is
     # less); RMSNorm at 100x its floor, 4.6 us, is below its fixed cost (8 eager ops x 1.735 us = 13.9 us):

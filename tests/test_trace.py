@@ -1433,8 +1433,12 @@ def test_a_traced_model_takes_a_one_byte_kv_cache(capsys):
     """--kv-dtype fp8 or int8 under 16-bit activations: the trace runs its cache in bf16 and counts it at one byte
     a value. TinyLlama traced: 22 layers x 2 (K, V) x 4 KV heads x 64 = 11,264 values a token, 11,264 bytes, as
     the hand model counts it; at batch 2 and 100 positions its attention reads 2 x 100 x 11,264 / 22 = 102,400
-    bytes of cache a layer, half the bf16 trace's. A hybrid whose cache holds recurrent states (Bamba) is
-    refused in one line: an fp8 KV cache does not quantize them."""
+    bytes of cache a layer, half the bf16 trace's. A sliding window's layer holds fewer positions, each at one byte
+    a value alike (gpt-oss, window 64, 2 KV heads of 32: 2 x 2 x 32 x 2 = 256 bytes a position a layer in bf16; at
+    batch 2 and 100 positions its windowed layer's attention reads 2 x 64 x 256 = 32,768 bytes, its full one's
+    2 x 100 x 256 = 51,200; in fp8 half of each, and the cache, 51,200 + 2 x 63 x 256 = 83,456 bytes after the
+    step (the window's layer keeps 63), half too). A hybrid whose cache holds recurrent states (Bamba) is refused
+    in one line: an fp8 KV cache does not quantize them."""
     from roofcalc.calculator import DTYPES
     from roofcalc.sources import load_config
     from roofcalc.trace import traced_shape
@@ -1449,10 +1453,16 @@ def test_a_traced_model_takes_a_one_byte_kv_cache(capsys):
     assert att.cost.kv_read_bytes * 2 == next(k for k in wide.kernels if k.kind == "attention").cost.kv_read_bytes
     assert main(["tinyllama", "--trace", "--kv-dtype", "int8", "--dtype", "fp16"]) == 0
     assert "KV cache 11,264 bytes per token (int8)" in " ".join(capsys.readouterr().out.split())
+    oss = {kv.name: trace(config("gpt_oss"), "t", Workload.decode(2, 100, weight_dtype=b, act_dtype=b, kv_dtype=kv))
+           for kv in (b, f8)}
+    reads = {name: [k.cost.kv_read_bytes for k in a.kernels if k.kind == "attention"] for name, a in oss.items()}
+    assert reads == {"bf16": [32768, 51200], "fp8": [16384, 25600]}
+    assert (oss["bf16"].traced_cache_bytes, oss["fp8"].traced_cache_bytes) == (83456, 83456 // 2)
+    assert oss["fp8"].kv_bytes_per_token == 256 == oss["bf16"].kv_bytes_per_token // 2
     bamba = str(Path(__file__).parent.parent / "benchmarks" / "configs" / "published" / "ibm-ai-platform--Bamba-9B.json")
     assert main([bamba, "--kv-dtype", "fp8", "--dtype", "bf16", "--hw", "H100-SXM"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "holds more than keys and values for every position" in err
+    assert err.count("\n") == 1 and "holds recurrent states beside its keys and values" in err
 
 
 def test_kernels_per_layer_count_a_layers_own_kind(tmp_path, capsys):

@@ -149,7 +149,8 @@ def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
     r.add_argument("--kernel-times", help="measured seconds per kernel instance: CSV 'name,seconds' (a header's time "
                    "column names its unit: 'name,us') or JSON {name: s}")
     r.add_argument("--point", action="append", default=[], metavar="NAME:FLOPS:BYTES:SECONDS",
-                   help="another measured workload to place on the roof (repeatable)")
+                   help="another measured workload to place on the roof (repeatable); SECONDS bare, or a time "
+                        "with its unit (2.75ms)")
     r.add_argument("--record", action="store_true", help="print the record table: nominal vs measured, with ratios")
     r.add_argument("--plot", metavar="FILE.png|FILE.svg", help="draw the roofline with every kernel and point")
     r.add_argument("--html", metavar="FILE.html", help="one self-contained HTML page of the report: interactive "

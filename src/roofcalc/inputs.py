@@ -293,10 +293,17 @@ def parse_quantity(text: str, kind: str, usual: str = "") -> float:
 
 
 def point(text: str) -> tuple[str, float, float, float]:
-    """NAME:FLOPS:BYTES:SECONDS, e.g. 'matmul 4096:1.374e11:1.007e8:2.75e-3'."""
+    """NAME:FLOPS:BYTES:SECONDS, e.g. 'matmul 4096:1.374e11:1.007e8:2.75e-3'; the time a bare number of seconds
+    or a time with its unit, as --tpot takes it ('2.75ms')."""
     parts = text.rsplit(":", 3)
     if len(parts) != 4 or not parts[0]:
         raise RoofcalcError(f"--point '{one_line(text)[:100]}' is not NAME:FLOPS:BYTES:SECONDS")
+    if parts[3].strip().isascii() and re.search(r"[a-zA-Z]\s*$", parts[3]) and \
+            not re.fullmatch(r"\s*(?:nan|inf|infinity)\s*", parts[3], re.IGNORECASE):  # '2.75ms'
+        try:
+            parts[3] = repr(parse_quantity(parts[3], "time"))
+        except RoofcalcError as exc:
+            raise RoofcalcError(f"--point '{one_line(text)[:100]}': {exc}") from None
     try:
         if not all(x.strip().isascii() for x in parts[1:]):
             raise ValueError

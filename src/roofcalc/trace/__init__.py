@@ -192,14 +192,20 @@ def _experts_note(routed: bool, dense: bool) -> str:
 def _one_byte_cache(doc: dict, wl: Workload, name: str) -> dict:
     """A trace taken with its KV cache in the 16-bit activations' dtype, with that cache at one byte a value
     (``wl.kv_dtype``: fp8 or int8, as a serving engine stores it): every kernel's KV reads and writes, the bytes
-    per token and the cache halved (its scales, one per tensor, left out). Only for a cache of keys and values
-    alone, one entry a position: a hybrid's recurrent states, or a window's capped layers, are not what an fp8
-    KV cache quantizes, and are refused."""
+    per token and the cache (each layer's too) halved (its scales, one per tensor, left out). Only for a cache of
+    keys and values alone: a layer of a sliding window holds fewer positions, each halved alike (vLLM's fp8 KV
+    cache stores a windowed layer's as any other), but a hybrid's recurrent states (a layer whose bytes are not
+    its positions' keys and values) are not what an fp8 KV cache quantizes, and are refused."""
     positions = wl.batch * wl.kv_len
-    if doc["cache_bytes"] != doc["kv_bytes_per_token"] * positions:
-        raise RoofcalcError(f"{name}: --kv-dtype {wl.kv_dtype.name} for a traced model whose cache holds more than "
-                            f"keys and values for every position (recurrent states, or a sliding window's capped "
-                            f"layers): give its 16-bit dtype")
+    layers = doc.get("cache_layers") or []
+    # a layer holding more than keys and values for at most every position: recurrent states (a layer of no keys,
+    # or states beside them); a cache with no layers to tell apart: its whole bytes against every position
+    states = any(b > per * positions or (b and not per) for per, b in layers) if layers else \
+        doc["cache_bytes"] != doc["kv_bytes_per_token"] * positions
+    if states:
+        raise RoofcalcError(f"{name}: --kv-dtype {wl.kv_dtype.name} for a traced model whose cache holds recurrent "
+                            f"states beside its keys and values (an fp8 KV cache quantizes keys and values alone): "
+                            f"give its 16-bit dtype")
 
     def half(cost: dict) -> dict:
         return {**cost, "kv_read_bytes": cost.get("kv_read_bytes", 0) // 2,
@@ -207,7 +213,7 @@ def _one_byte_cache(doc: dict, wl: Workload, name: str) -> dict:
 
     kernels = [{**k, "ideal": half(k["ideal"]), "eager": half(k["eager"])} for k in doc["kernels"]]
     return {**doc, "kernels": kernels, "kv_bytes_per_token": doc["kv_bytes_per_token"] // 2,
-            "cache_bytes": doc["cache_bytes"] // 2}
+            "cache_bytes": doc["cache_bytes"] // 2, "cache_layers": [[per // 2, b // 2] for per, b in layers]}
 
 
 def attention_calls(kernels, shape, wl: Workload) -> tuple:
