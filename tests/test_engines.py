@@ -198,7 +198,9 @@ def test_an_old_preset_refuses_a_model_its_engine_never_ran(capsys):
              "(TensorRT-LLM's release notes list 'Mixture of Experts support' and the 'Mixtral-8x7B model' first "
              "in 0.7.1): mistralai/Mixtral-8x7B-v0.1 has routed experts"),
             ("deepseek-ai/DeepSeek-V2-Lite", "trtllm-0.6", "--engine trtllm-0.6 ran no mixture of experts"),
-            ("deepseek-ai/DeepSeek-V2-Lite", "vllm-v0", "--engine vllm-v0 ran no latent attention (vLLM PR #4650")):
+            ("deepseek-ai/DeepSeek-V2-Lite", "vllm-v0", "--engine vllm-v0 ran no latent attention (vLLM PR #4650"),
+            # a traced model's experts, as its config names them (gpt-oss: num_local_experts 32)
+            ("benchmarks/configs/gpt-oss-20b.json", "trtllm-0.6", "--engine trtllm-0.6 ran no mixture of experts")):
         for extra in ([], ["--batch", "1,8"], ["--prompt", "128"]):
             code, out, err = run([model, *a100, "--engine", engine, *extra], capsys)
             assert code == 2 and out == "" and err.count("\n") == 1 and words in err, (model, engine, extra, err)

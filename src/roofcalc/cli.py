@@ -575,7 +575,19 @@ def load_model(args: argparse.Namespace):
         raise RoofcalcError("--trace reads the config as transformers does; --family is for the hand models")
     from .trace import traced_shape
 
-    return traced_shape(cfg, name)
+    shape, traced = traced_shape(cfg, name)
+    engine = _engine(args)
+    if engine.no_moe or engine.no_mla:  # a traced model's experts and latent attention, as its config names them
+        text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+        experts = any(isinstance(text.get(k), int) and not isinstance(text.get(k), bool) and text.get(k) > 1
+                      for k in ("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts"))
+        if engine.no_moe and experts:
+            raise RoofcalcError(f"--engine {engine.name} ran no mixture of experts ({engine.no_moe}): {shape.name} "
+                                f"has routed experts")
+        if engine.no_mla and "kv_lora_rank" in text:
+            raise RoofcalcError(f"--engine {engine.name} ran no latent attention ({engine.no_mla}): {shape.name} "
+                                f"has it")
+    return shape, traced
 
 
 def build_roofline(args: argparse.Namespace, shape=None):
