@@ -937,6 +937,17 @@ def test_a_step_right_of_the_ridge_has_no_slope_left_and_a_step_under_its_floors
                          "ms)" in " ".join(out.split())
     code, out, _ = run([tiny, "--kernel-times", str(times), "--tpot", "50ms"], capsys)
     assert code == 0 and "add up to" not in out
+    # the formats that drop the table's prose keep its warnings: JSON's list, CSV's stderr (with a measured
+    # bandwidth of 400 GB/s, 125 % of the T4's 320 GB/s datasheet, warned too); none where nothing warns
+    warn = ["--kernel-times", str(times), "--tpot", "15ms", "--measured-bw", "400GB/s"]
+    code, js, _ = run([tiny, *warn, "--format", "json"], capsys)
+    said = json.loads(js)["warnings"]
+    assert code == 0 and len(said) == 2 and said[0].startswith("the measured bandwidth, 400 GB/s, is 125% of T4's")
+    assert said[1].startswith("the measured kernels add up to 44.0 ms a step, more than the measured step (15.0 ms)")
+    code, csv_out, err = run([tiny, *warn, "--format", "csv"], capsys)
+    assert code == 0 and err.splitlines() == [f"roofcalc: warning: {x}" for x in said] and "warning" not in csv_out
+    code, js, _ = run([tiny, "--format", "json"], capsys)
+    assert "warnings" not in json.loads(js)
 
 
 def test_the_csv_step_row_carries_the_measured_figures_and_a_pipeline_its_whole_step(capsys):
@@ -1271,10 +1282,14 @@ def test_a_measured_roof_above_its_datasheet_or_over_a_profile_is_said(tmp_path,
             "datasheet is another device's or a cache's; check it") in out
     code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--measured-bw", "270GB/s"], capsys)
     assert code == 0 and "warning" not in out and "override" not in out
-    # 25.8 B/s (GB/s written in base units) is 25.8 / 320e9 = 8.1e-11 of the datasheet: under 1 %, said too
-    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--measured-bw", "25.8B/s"], capsys)
-    assert code == 0 and " ".join(out.split()).count("warning the measured bandwidth, 25.8 B/s, is ") == 1
+    # 2 GB/s is 2 / 320 = 0.6 % of the datasheet: under 1 %, said too; 25.8 B/s (GB/s written in base units) is
+    # under any real bandwidth (1 kB/s, inputs.PLAUSIBLE): refused in one line
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--measured-bw", "2GB/s"], capsys)
+    assert code == 0 and " ".join(out.split()).count("warning the measured bandwidth, 2 GB/s, is 0.6% of ") == 1
     assert "a figure that low is in the wrong unit (GB/s or TFLOP/s written in base units?)" in " ".join(out.split())
+    code, out, err = run(["TinyLlama/TinyLlama-1.1B", "--measured-bw", "25.8B/s"], capsys)
+    assert code == 2 and out == "" and err == ("roofcalc: error: '25.8B/s' is under any real bandwidth (1000 B/s to "
+                                               "1e+15 B/s): check its unit\n")
     prof = tmp_path / "t4.json"
     prof.write_text(json.dumps({"name": "my T4", "bandwidth_bytes_per_s": 2.7e11, "peak_flop_per_s": {"fp16": 5e13},
                                 "nominal": "T4"}))

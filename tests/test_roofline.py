@@ -190,7 +190,16 @@ def test_units():
             parse_quantity(bare, kind)
     with pytest.raises(RoofcalcError, match="did you mean 5us"):  # a launch's or a host op's cost: microseconds
         parse_quantity("5", "time", "us")
-    assert parse_quantity("80B", "size") == 80  # bytes, written out
+    assert parse_quantity("80MB", "size") == 80e6  # bytes, written out
+    assert parse_quantity("80B", "size", bounded=False) == 80  # an array's size, which its own check bounds
+    # outside what a real device or step has (inputs.PLAUSIBLE: 1 ns to a day, 1 kB/s to 1 PB/s, 1 kFLOP/s to
+    # 1 EFLOP/s, 1 MB to 1 PB): a slipped unit or exponent, refused with its range, never an overflowing table
+    for bad, kind, says in (("1e-300s", "time", "under any real step or kernel time"), ("1e9s", "time", "over any"),
+                            ("25.8B/s", "bandwidth", "under any real bandwidth"), ("2700TB/s", "bandwidth", "over"),
+                            ("1e-5FLOP/s", "flops", "under any real compute rate"), ("80B", "size", "under any real "
+                                                                                         "device memory")):
+        with pytest.raises(RoofcalcError, match=says):
+            parse_quantity(bad, kind)
     # a lower-case b is a bit: a link's 400 Gb/s is 400 / 8 = 50 GB/s, never read as 400 GB/s
     for bits, says in (("270Gb/s", "270 Gbit/s = 33.75 GB/s"), ("270Gbps", "270 Gbit/s = 33.75 GB/s"),
                        ("400Gbit/s", "400 Gbit/s = 50 GB/s"), ("2.7e11b/s", r"= 3.375e\+10 B/s"),
@@ -208,7 +217,8 @@ def test_units():
 
 def test_points_and_kernel_times():
     assert parse_point("matmul 4096:137438953472:100663296:0.00275").intensity == pytest.approx(4096 / 3)
-    for bad in ("nocolons", "a:b:c:d", "x:1:1:-1", "x:1:1:-1ms", "x:1:1:5kg", "x:1:1:infms"):
+    for bad in ("nocolons", "a:b:c:d", "x:1:1:-1", "x:1:1:-1ms", "x:1:1:5kg", "x:1:1:infms", "x:1e300:1e-300:1",
+                "x:1:1:1e-300"):
         with pytest.raises(RoofcalcError):
             parse_point(bad)
     # the time with its unit, as --tpot takes it: 2.75 ms is 0.00275 s; a bare number is seconds, as its name says
@@ -362,7 +372,9 @@ def test_a_kernel_times_header_names_its_unit(tmp_path, text, seconds):
                                         ('{"q_proj": 3e-5, "q_proj": 4e-5}', "'q_proj' is given twice"),
                                         ('{"q_proj": "3e-5"}', 'must be a number of seconds, not "3e-5"'),
                                         ('{"q_proj": {"us": 31}}', 'must be a number of seconds, not {"us": 31}'),
-                                        ("[1, 2]", "is not a JSON object of kernel name -> seconds")])
+                                        ("[1, 2]", "is not a JSON object of kernel name -> seconds"),
+                                        ("q_proj,1e-300\n", "the time for q_proj, 1e-300 s, is outside any real "
+                                                             "kernel's (1e-09 to 86400 s)")])
 def test_ambiguous_kernel_times_are_refused(tmp_path, capsys, text, said):
     """A time column whose name gives no unit, a kernel given twice (which time was meant?) and a time given as a
     string: one line, exit 2, never a guess."""

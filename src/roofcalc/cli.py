@@ -744,19 +744,28 @@ def run_main(argv: Sequence[str]) -> str:
     footer += [engine] if engine else []
     ignored = _ignored(args, shape[0])
     footer += [f"ignored   {x}" for x in ignored]
+    # the warnings a table shows (the footer's, and the report's own of a step's measured kernels), for JSON's list
+    # and CSV's stderr: a format that drops the table's prose keeps what says a figure may be wrong
+    from .roofline import Roofline
+
+    warned = [line.split(None, 1)[1] for line in footer + (report.kernel_sum_lines(result) if
+                                                           isinstance(result, Roofline) else [])
+              if line.startswith(("warning ", "override "))]
     if args.format == "table":
         out += "".join(line + "\n" for line in report.wrap_lines(footer, None if args.wide else term_width()))
     elif args.format == "markdown":  # bullets of the footer's list, as Markdown's other footer lines are
         out += "".join(f"- {line}\n" for line in footer)
-    elif ignored and args.format == "json":  # the document's own list (every JSON document is indented by 2)
+    elif args.format == "json" and (ignored or warned):  # the document's own lists (indented by 2, as every one)
         import json
 
         doc = json.loads(out)
-        doc["ignored"] = ignored
+        doc.update({"ignored": ignored} if ignored else {}, **({"warnings": warned} if warned else {}))
         out = json.dumps(doc, indent=2) + "\n"
-    elif ignored:  # CSV: its rows stay the table's; the options it ignored on stderr
+    elif args.format == "csv":  # its rows stay the table's; the options it ignored and the warnings on stderr
         for x in ignored:
             print(f"roofcalc: ignored: {x}", file=sys.stderr)
+        for x in warned:
+            print(f"roofcalc: warning: {x}", file=sys.stderr)
     if args.plot:
         from .plotting import save_plot
 
@@ -1093,7 +1102,7 @@ def run_measure(argv: Sequence[str]) -> str:
     if args.dtype is not None and not args.dtype.strip():
         raise RoofcalcError("--dtype is empty; give compute dtypes such as fp32 or fp32,bf16")
     dtypes = [d.strip() for d in args.dtype.split(",")] if args.dtype is not None else None
-    nbytes = int(parse_quantity(args.size, "size")) if args.size is not None else None
+    nbytes = int(parse_quantity(args.size, "size", bounded=False)) if args.size is not None else None
     if nbytes is not None and args.device == "cpu":  # a GPU's arrays are refused when torch cannot allocate them
         from .inputs import one_line
         from .measure import check_stream_size

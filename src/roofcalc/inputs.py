@@ -243,11 +243,12 @@ _UNITS = {
 }
 
 
-def parse_quantity(text: str, kind: str, usual: str = "") -> float:
+def parse_quantity(text: str, kind: str, usual: str = "", bounded: bool = True) -> float:
     """'270GB/s' -> 2.7e11, '250GiB/s' -> 250·2³⁰, '50TFLOP/s' -> 5e13, '15ms' -> 0.015, '80GB' -> 8e10,
     '80GiB' -> 80·2³⁰. Every quantity needs its unit ('2.7e11B/s', '0.015s', '80B'): a bare 270 is refused
     with a hint rather than read as 270 B/s, and a bare 80 rather than read as 80 bytes. ``usual``: the unit
-    the hint offers (a time's: ms unless told, "us" for a launch or a host op)."""
+    the hint offers (a time's: ms unless told, "us" for a launch or a host op). ``bounded``: refused outside what a
+    real device or step has (PLAUSIBLE); an array's size, which its own check bounds, is not."""
     what = {"bandwidth": "a bandwidth like 270GB/s", "flops": "a rate like 50TFLOP/s", "time": "a time like 15ms",
             "size": "a size like 80GB or 80GiB"}[kind]
     text = one_line(text)
@@ -286,7 +287,25 @@ def parse_quantity(text: str, kind: str, usual: str = "") -> float:
         raise RoofcalcError(f"'{text}' must be positive")
     if not math.isfinite(value) or value > 1e30:
         raise RoofcalcError(f"'{text}' is beyond any real device or workload")
+    low, high = PLAUSIBLE[kind]
+    if bounded and not low <= value <= high:  # a figure no device or step has: a slip of a unit or an exponent
+        raise RoofcalcError(f"'{text}' is {'under' if value < low else 'over'} any real {PLAUSIBLE_WORDS[kind]} "
+                            f"({_plain(low, kind)} to {_plain(high, kind)}): check its unit")
     return value
+
+
+# the widest a real figure of each kind is: a step or kernel time from 1 ns to a day; a bandwidth from 1 kB/s
+# to 1 PB/s (an HBM3e GPU's is 8 TB/s); a compute rate from 1 kFLOP/s to 1 EFLOP/s (a GPU's dense fp4 peak is
+# about 1.5e16); a memory from 1 MB to 1 PB. Outside them an input is a slip (1e-300s, 8e9TB/s), and the times
+# it would give overflow
+PLAUSIBLE = {"time": (1e-9, 86_400.0), "bandwidth": (1e3, 1e15), "flops": (1e3, 1e18), "size": (1e6, 1e15)}
+PLAUSIBLE_WORDS = {"time": "step or kernel time", "bandwidth": "bandwidth", "flops": "compute rate",
+                   "size": "device memory"}
+
+
+def _plain(x: float, kind: str) -> str:
+    unit = {"time": "s", "bandwidth": "B/s", "flops": "FLOP/s", "size": "B"}[kind]
+    return f"{x:g} {unit}"
 
 
 # --------------------------------------------------------------------------- measured points and kernel times
@@ -312,6 +331,11 @@ def point(text: str) -> tuple[str, float, float, float]:
         raise RoofcalcError(f"--point '{one_line(text)[:100]}': FLOPS, BYTES and SECONDS must be numbers") from None
     if not (flops > 0 and nbytes > 0 and seconds > 0) or math.inf in (flops, nbytes, seconds):
         raise RoofcalcError(f"--point '{one_line(text)[:100]}': FLOPS, BYTES and SECONDS must be positive")
+    low, high = PLAUSIBLE["time"]
+    if not (1.0 <= flops <= 1e30 and 1.0 <= nbytes <= 1e30 and low <= seconds <= high):  # 1e300 FLOPs over 1e-300
+        # bytes, or a time of 1e-300 s: no workload, and the roof's numbers would overflow
+        raise RoofcalcError(f"--point '{one_line(text)[:100]}': FLOPS and BYTES from 1 to 1e30 and SECONDS from "
+                            f"{low:g} to {high:g}, as a real workload's")
     return one_line(parts[0])[:100], flops, nbytes, seconds
 
 
@@ -375,6 +399,10 @@ def kernel_times(path: str) -> dict[str, float]:
             raise RoofcalcError(f"{where}: {one_line(str(value))[:40]!r} for {name} is not a number of seconds") from None
         if not seconds > 0 or not math.isfinite(seconds):
             raise RoofcalcError(f"{where}: the time for {name} must be a positive, finite number of seconds")
+        low, high = PLAUSIBLE["time"]
+        if not low <= seconds <= high:
+            raise RoofcalcError(f"{where}: the time for {one_line(str(name))[:60]}, {seconds:g} s, is outside any real "
+                                f"kernel's ({low:g} to {high:g} s): check its unit")
         if name in times:
             raise RoofcalcError(f"{where}: {name!r} is given twice; give each kernel one time")
         times[name] = seconds

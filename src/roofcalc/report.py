@@ -1162,45 +1162,51 @@ def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
              **{axis: getattr(par, axis, 1) for axis in ("tp", "pp", "ep")},
              "ep_attention": getattr(par, "ep_attention", "dp"), "attention": w.attention, "ubatch": w.ubatch}
     out = []
+    # every array read once: some of the grid's are properties computed over the whole grid on each read
+    memory, lower = g.memory_bytes, g.predicted_lower_s
+    if sw.kind in ("decode", "prefill"):
+        flops, nbytes, floor = g.flops, g.bytes, g.floor_s
     if sw.kind == "decode":
         inten, step, upper, tps, bound = g.intensity, g.step_s, g.step_upper_s, g.tokens_per_s, g.bound
+        weights, kv = g.weight_bytes, g.kv_bytes
         for i, b in enumerate(g.batches):
             for j, s in enumerate(g.contexts):
                 out.append({
-                    **ident, "batch": int(b), "context": int(s), "flops": int(g.flops[i, j]), "bytes": int(g.bytes[i, j]),
-                    "weight_bytes": int(g.weight_bytes[i, j]), "kv_bytes": int(g.kv_bytes[i, j]),
+                    **ident, "batch": int(b), "context": int(s), "flops": int(flops[i, j]), "bytes": int(nbytes[i, j]),
+                    "weight_bytes": int(weights[i, j]), "kv_bytes": int(kv[i, j]),
                     "intensity": float(inten[i, j]), "intensity_per_batch": float(inten[i, j] / b),
-                    "floor_s": float(g.floor_s[i, j]),
+                    "floor_s": float(floor[i, j]),
                     "step_s": float(step[i, j]), "step_upper_s": float(upper[i, j]), "tpot_s": float(step[i, j]),
-                    "predicted_s": float(step[i, j]), "predicted_lower_s": float(g.predicted_lower_s[i, j]),
+                    "predicted_s": float(step[i, j]), "predicted_lower_s": float(lower[i, j]),
                     "predicted_upper_s": float(upper[i, j]),
                     "tokens_per_s": float(tps[i, j]), "bound": str(bound[i, j]),
-                    "memory_bytes": int(g.memory_bytes[i, j]), "fits": bool(fits[i, j]),
+                    "memory_bytes": int(memory[i, j]), "fits": bool(fits[i, j]),
                 })
     elif sw.kind == "prefill":
-        inten, ttft, tps, bound = g.intensity, g.ttft_s, g.prompt_tokens_per_s, g.bound
+        inten, ttft, tps, bound, upper = g.intensity, g.ttft_s, g.prompt_tokens_per_s, g.bound, g.predicted_upper_s
         for i, b in enumerate(g.batches):
             for j, p in enumerate(g.prompts):
                 out.append({
-                    **ident, "batch": int(b), "prompt": int(p), "flops": int(g.flops[i, j]), "bytes": int(g.bytes[i, j]),
-                    "intensity": float(inten[i, j]), "floor_s": float(g.floor_s[i, j]),
+                    **ident, "batch": int(b), "prompt": int(p), "flops": int(flops[i, j]), "bytes": int(nbytes[i, j]),
+                    "intensity": float(inten[i, j]), "floor_s": float(floor[i, j]),
                     "ttft_s": float(ttft[i, j]),
-                    "predicted_s": float(ttft[i, j]), "predicted_lower_s": float(g.predicted_lower_s[i, j]),
-                    "predicted_upper_s": float(g.predicted_upper_s[i, j]),
+                    "predicted_s": float(ttft[i, j]), "predicted_lower_s": float(lower[i, j]),
+                    "predicted_upper_s": float(upper[i, j]),
                     "prompt_tokens_per_s": float(tps[i, j]), "bound": str(bound[i, j]),
-                    "memory_bytes": int(g.memory_bytes[i, j]), "fits": bool(fits[i, j]),
+                    "memory_bytes": int(memory[i, j]), "fits": bool(fits[i, j]),
                 })
     else:
-        total, tpot, tps = g.total_s, g.mean_tpot_s, g.tokens_per_s
+        total, tpot, tps, upper = g.total_s, g.mean_tpot_s, g.tokens_per_s, g.predicted_upper_s
+        ttft, decode = g.ttft_s, g.decode_s
         for i, b in enumerate(g.batches):
             for j, p in enumerate(g.prompts):
                 out.append({
-                    **ident, "batch": int(b), "prompt": int(p), "generate": g.generate, "ttft_s": float(g.ttft_s[i, j]),
-                    "decode_s": float(g.decode_s[i, j]), "total_s": float(total[i, j]),
-                    "predicted_s": float(total[i, j]), "predicted_lower_s": float(g.predicted_lower_s[i, j]),
-                    "predicted_upper_s": float(g.predicted_upper_s[i, j]),
+                    **ident, "batch": int(b), "prompt": int(p), "generate": g.generate, "ttft_s": float(ttft[i, j]),
+                    "decode_s": float(decode[i, j]), "total_s": float(total[i, j]),
+                    "predicted_s": float(total[i, j]), "predicted_lower_s": float(lower[i, j]),
+                    "predicted_upper_s": float(upper[i, j]),
                     "mean_tpot_s": None if tpot is None else float(tpot[i, j]),
-                    "tokens_per_s": float(tps[i, j]), "memory_bytes": int(g.memory_bytes[i, j]),
+                    "tokens_per_s": float(tps[i, j]), "memory_bytes": int(memory[i, j]),
                     "fits": bool(fits[i, j]),
                 })
     return out
