@@ -210,12 +210,14 @@ def test_an_old_preset_refuses_a_model_its_engine_never_ran(capsys):
 
 def test_vllm_v0_expert_parallel_ranks_run_every_token_through_their_experts(capsys):
     """vLLM 0.2.6's expert parallelism (PR #2090, mixtral.py; issue #2459 asks to skip it): each rank runs every
-    one of its E/ep experts on all T tokens and scales each output by the token's routing weight (zero for a token
-    routed elsewhere). Mixtral-8x7B (D 4,096, F 14,336, 8 experts, top 2), a prefill of 8 x 512 = 4,096 tokens on
-    --ep 2: a rank's gate_up GEMM is 2 x 4,096 x 4,096 x 28,672 = 962,072,674,304 FLOPs for each of its 4 experts
-    (32 layers: 128 of them), its weights 4,096 x 28,672 x 2 bytes = 234,881,024 each; vLLM's routed rows are
-    ceil(4,096 x 2 / 2) = 4,096 a rank, one GEMM of that size a layer: the dense rank does 8 / 2 = E / k = 4x the
-    FLOPs. At --ep 8, batch 1 (decode) the rank holds one expert and reads it either way."""
+    one of its E/ep experts on all T tokens, op by op (MixtralMLP's w1 and w3 GEMMs, SiLU, the product, w2; the
+    mask, the routing weights times it and their sum: three ops; the output's mul_ and add_: two), and one
+    all-reduce a layer. Mixtral-8x7B (D 4,096, F 14,336, 8 experts, top 2), a prefill of 8 x 512 = 4,096 tokens on
+    --ep 2: a rank's w1 GEMM is 2 x 4,096 x 4,096 x 14,336 = 481,036,337,152 FLOPs for each of its 4 experts (32
+    layers: 128 of them), its weights 4,096 x 14,336 x 2 bytes = 117,440,512 each; vLLM's routed rows are
+    ceil(4,096 x 2 / 2) = 4,096 a rank, one gate_up GEMM of 2 x 4,096 x 4,096 x 28,672 FLOPs a layer: the dense
+    rank does 8 / 2 = E / k = 4x the FLOPs. At --ep 8, batch 1 (decode) the rank holds one expert and reads it
+    either way. Another family's expert parallelism under vllm-v0 is refused: PR #2090 changed mixtral.py alone."""
     mix = ["mistralai/Mixtral-8x7B-v0.1", "--hw", "A100-80GB", "--ep-attention", "tp", "--format", "json"]
 
     def doc(*extra):
@@ -223,28 +225,38 @@ def test_vllm_v0_expert_parallel_ranks_run_every_token_through_their_experts(cap
         assert code == 0, err
         return json.loads(out)
 
-    def experts(d, name="experts.gate_up_proj"):
+    def kernel(d, name):
         return next(k for k in d["kernels"] if k["name"] == name)
 
     dense = doc("--engine", "vllm-v0", "--ep", "2", "--prompt", "512", "--batch", "8")
     routed = doc("--engine", "vllm", "--ep", "2", "--prompt", "512", "--batch", "8")
     assert dense["parallel"]["dense_experts"] is True and routed["parallel"]["dense_experts"] is False
-    g = experts(dense)
-    assert (g["count"], g["flops"], g["weight_bytes"]) == (128, 2 * 4096 * 4096 * 28672, 4096 * 28672 * 2)
-    r = experts(routed)
+    w1, w3, w2 = (kernel(dense, f"experts.{w}") for w in ("w1", "w3", "w2"))
+    assert (w1["count"], w1["flops"], w1["weight_bytes"]) == (128, 2 * 4096 * 4096 * 14336, 4096 * 14336 * 2)
+    assert (w3["flops"], w2["flops"]) == (w1["flops"], w1["flops"])
+    r = kernel(routed, "experts.gate_up_proj")
     assert (r["count"], r["flops"]) == (32, 2 * 4096 * 4096 * 28672)
-    assert g["count"] * g["flops"] == 4 * r["count"] * r["flops"]
+    assert w1["count"] * (w1["flops"] + w3["flops"]) == 4 * r["count"] * r["flops"]
+    # the ops after the GEMMs, per expert: SiLU and the product once each, three routing ops, two to combine
+    counts = {n: kernel(dense, f"experts.{n}")["count"] for n in ("act", "mul", "route_weight", "combine")}
+    assert counts == {"act": 128, "mul": 128, "route_weight": 3 * 128, "combine": 2 * 128}
     # one all-reduce a layer after the experts' summed outputs, whatever the experts a rank holds
-    assert experts(dense, "experts.combine.all_reduce")["count"] == 32
-    # the rank holds E/ep experts' weights in all: 4 x (gate_up + down) x 32 layers, no more (model parameters)
-    down = experts(dense, "experts.down_proj")
-    assert g["params"] * g["count"] + down["params"] * down["count"] == 32 * 4 * 3 * 4096 * 14336
+    assert kernel(dense, "experts.combine.all_reduce")["count"] == 32
+    # the rank holds E/ep experts' weights in all: 4 x (w1 + w3 + w2) x 32 layers, no more (model parameters)
+    assert sum(k["params"] * k["count"] for k in (w1, w3, w2)) == 32 * 4 * 3 * 4096 * 14336
     one = doc("--engine", "vllm-v0", "--ep", "8")
-    assert experts(one)["weight_bytes"] * experts(one)["count"] == \
-        experts(doc("--engine", "vllm", "--ep", "8"))["weight_bytes"] * 32
+    assert sum(kernel(one, f"experts.{w}")["weight_bytes"] for w in ("w1", "w3", "w2")) * 32 == \
+        sum(kernel(doc("--engine", "vllm", "--ep", "8"), f"experts.{w}_proj")["weight_bytes"] for w in ("gate_up", "down")) * 32
     out = " ".join(run([*mix[:-2], "--engine", "vllm-v0", "--ep", "2"], capsys)[1].split())
     assert "each rank runs its experts on every token, each output weighted by the routing" in out
     assert "routed experts: plain GEMMs, each of a rank's 4 experts on every token" in out
+    assert "weights read per step: all of a rank's (each runs every token: --engine vllm-v0)" in out
+    # an --ep list's 1: one GPU of 0.2.6 ran its experts alike (each on every token), with no collective
+    sweep = json.loads(run([*mix, "--engine", "vllm-v0", "--ep", "1,2"], capsys)[1])
+    assert sweep["ep_points"][0]["communication_s"] == 0 and sweep["ep_points"][1]["communication_s"] > 0
+    code, out, err = run(["Qwen/Qwen3-30B-A3B", "--hw", "A100-80GB", "--engine", "vllm-v0", "--ep", "4",
+                          "--ep-attention", "tp"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "ran expert parallelism for Mixtral alone (vLLM PR #2090" in err
 
 
 def test_impl_by_hand_overrides_the_engine_and_the_header_says_so(capsys):

@@ -671,7 +671,8 @@ def test_profile_update_says_when_its_run_warned(tmp_path, capsys, monkeypatch, 
     assert note.startswith("roofcalc profile ")
     if warned:
         assert note.endswith("; its run warned (1): decode steps up to 2.5x apart: profile again on an idle machine")
-        assert "written though the run warned (1 below; each figure's note says so)" in out
+        assert "written though the run warned (1 below: the efficiencies' and the host's notes say so; the matmul " \
+               "curve's points hold no note" in out
     else:
         assert "warned" not in note and "written though" not in out
 

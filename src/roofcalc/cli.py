@@ -904,6 +904,9 @@ def _ignored(args: argparse.Namespace, s) -> list[str]:
         (args.logits == "all" and decode, "--logits all: a prefill's (--prompt); a decode step computes one "
                                           "position's logits"),
         (args.experts != "expected" and s.moe is None, f"--experts {args.experts}: {s.name} has no experts"),
+        (args.experts != "expected" and s.moe is not None and _dense_experts(args),
+         f"--experts {args.experts}: under --engine vllm-v0's expert parallelism each rank's experts all run every "
+         f"token, whatever the routing"),
         (args.mla not in (None, "naive") and s.mla is None, f"--mla {args.mla}: {s.name} has no latent attention"),
         (args.launch_overhead is not None and args.impl == "hf-eager",
          f"--launch-overhead {args.launch_overhead}: under --impl hf-eager the host's time per eager op is the "
@@ -1254,16 +1257,18 @@ def run_profile(argv: Sequence[str]) -> str:
         note = (f"roofcalc profile {args.model} ({args.dtype}, batch {args.batch}, context {args.context}), "
                 f"{time.strftime('%Y-%m-%d')}")
         warned = [w.split(None, 1)[1] for w in trust.warnings()]
-        if warned:  # written all the same (the user asked), and the figures carry what their run warned of
-            note += f"; its run warned ({len(warned)}): " + "; ".join(warned)
+        # written all the same (the user asked); the efficiencies' and the host's notes end with what it warned of
+        said = f"; its run warned ({len(warned)}): " + "; ".join(warned) if warned else ""
         from .inputs import read_json
 
         original = read_json(args.hw_file, "hardware profile")  # what it holds beyond the schema stays
-        save_profile(replace(hw_profile, efficiency=updated_model(result, r, note)), args.hw_file, keep=original)
+        save_profile(replace(hw_profile, efficiency=updated_model(result, r, note, said)), args.hw_file,
+                     keep=original)
         updated = f"updated   {args.hw_file}: this run's matmul and attention efficiencies and host time per op"
         if warned:
-            updated += (f", written though the run warned ({len(warned)} below; each figure's note says so): run "
-                        f"`roofcalc profile --update` again on an idle machine to replace them")
+            updated += (f", written though the run warned ({len(warned)} below: the efficiencies' and the host's "
+                        f"notes say so; the matmul curve's points hold no note, and a later run replaces only "
+                        f"those at its own sizes)")
     lines = profile_lines(result, r, trust)
     if args.html is not None:
         from .page import save_page

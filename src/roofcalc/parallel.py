@@ -371,6 +371,9 @@ def ep_tp_kernels(shape: ModelShape, wl: Workload, ep: int, merge: bool = True,
     if moe.n_experts % ep:
         raise RoofcalcError(f"--ep {ep} does not divide the {moe.n_experts} routed experts: each rank must hold a "
                             f"whole share")
+    if dense and shape.family != "mixtral":  # PR #2090 changed mixtral.py alone; 0.3.0's fused MoE replaced it
+        raise RoofcalcError(f"--engine vllm-v0 ran expert parallelism for Mixtral alone (vLLM PR #2090, v0.2.6: "
+                            f"mixtral.py), not {shape.family}: use --engine vllm, or --tp")
     rank = shard(shape, ep, wl)
     rank = replace(rank, moe=replace(rank.moe, d_expert=moe.d_expert))  # the routed experts keep their width
     if shape.d_ff == moe.d_expert and "dense" not in rank.layer_mlp_types:  # F is the experts' width (Mixtral):
@@ -380,24 +383,12 @@ def ep_tp_kernels(shape: ModelShape, wl: Workload, ep: int, merge: bool = True,
     rows = wl.tokens * moe.top_k
     share = (-(-rows // ep), rows)  # its token-expert rows, of all of them
     out: list[Kernel] = []
-    local, dense_names = moe.n_experts // ep, set()
+    local, mult = moe.n_experts // ep, {}
     for k in analyze(rank, wl, merge).kernels:
         if dense and (k.role in ("experts", "combine") or base_name(k) == "experts.act_mul"):
-            # one kernel per local expert, each on all T tokens: its GEMMs plain linears (no fused MoE call), its
-            # activation, and its output times the routing weights added into the partial sum (the combine)
-            one = (wl.tokens, rows)
-            if k.role == "experts":
-                sizes = replace(k.sizes, m=wl.tokens)
-                per = k.param_bytes // moe.n_experts
-                k = replace(k, params=k.params // moe.n_experts, param_bytes=per, sizes=sizes, moe=(),
-                            cost=replace(_share(k.cost, one), weight_bytes=per),
-                            dims=f"{sizes.text} for each of {local} local experts, every token")
-            elif k.role == "combine":  # each expert's whole output scaled and added in
-                k = replace(k, cost=replace(_share(k.cost, one), act_write_bytes=k.cost.act_write_bytes), moe=())
-            else:
-                k = replace(k, cost=_share(k.cost, one), moe=())
-            dense_names.add(k.name)
-            out.append(k)
+            for op, ops in _dense_expert_ops(rank, wl, moe, k):  # each op once a local expert, every token
+                mult[op.name] = local * ops
+                out.append(op)
             continue
         if k.role == "experts":
             per = k.param_bytes // moe.n_experts
@@ -411,8 +402,49 @@ def ep_tp_kernels(shape: ModelShape, wl: Workload, ep: int, merge: bool = True,
         elif k.role == "combine":  # its experts' outputs, into a partial sum over every token
             k = replace(k, cost=replace(_share(k.cost, share), act_write_bytes=k.cost.act_write_bytes))
         out.append(k)
-    out = with_tp_collectives(shape, wl, ep, out)  # one all-reduce a layer, after its experts' summed outputs
-    return rank, [replace(k, count=k.count * local) if k.name in dense_names else k for k in out]
+    if ep > 1:  # one all-reduce a layer after its experts' summed outputs (one GPU: none)
+        out = with_tp_collectives(shape, wl, ep, out)
+    return rank, [replace(k, count=k.count * mult[k.name]) if k.name in mult else k for k in out]
+
+
+def _dense_expert_ops(rank: ModelShape, wl: Workload, moe, k: Kernel) -> list[tuple[Kernel, int]]:
+    """A MoE layer's kernel as vLLM 0.2.6-0.2.7 ran it for each of a rank's experts on all T tokens (PR #2090,
+    mixtral.py's MixtralMoE.forward and MixtralMLP), with how many ops each row stands for: w1 and w3 two
+    GEMMs [T, D] x [D, F] (ReplicatedLinear, no fused gate_up), SiLU of w1's and its product with w3's, w2
+    [T, F] x [F, D]; then ``selected_experts == idx``, the routing weights times that mask and their sum over
+    the k picks (three ops on [T, k]: one row of three), and the output's ``mul_`` by that weight and ``add_``
+    into the partial sum (two ops on [T, D]: one row of two, the all-reduce after it). Counts are per expert;
+    the caller multiplies them by the rank's experts."""
+    from .calculator import DTYPES, elementwise, linear
+
+    t, d, f = wl.tokens, rank.d_model, moe.d_expert
+    act = wl.act_dtype
+    if k.role == "experts":
+        per = k.param_bytes // moe.n_experts  # one expert's weights of this kernel
+        if base_name(k) == "experts.gate_up_proj":
+            return [(replace(linear(f"experts.{w}", d, f, rank, wl, rows=t, weight_bytes=per // 2,
+                                    params=k.params // moe.n_experts // 2, role="experts"), count=k.count), 1)
+                    for w in ("w1", "w3")]
+        return [(replace(linear("experts.w2", f, d, rank, wl, rows=t, weight_bytes=per,
+                                params=k.params // moe.n_experts, role="experts"), count=k.count), 1)]
+    if k.role == "combine":
+        f32 = DTYPES["fp32"]
+        # eq (reads the [T, k] int64 picks, writes a mask), mul by the fp32 weights (reads both, writes fp32),
+        # sum over k (reads [T, k], writes [T]): per op, a third of those bytes
+        mask = replace(elementwise(t * moe.top_k, 1, reads=0, writes=0, act=f32),
+                       act_read_bytes=(8 + 1 + 4 + 4) * t * moe.top_k // 3,
+                       act_write_bytes=(1 + 4) * t * moe.top_k // 3 + 4 * t // 3)
+        # mul_ (reads and writes [T, D]) and add_ (reads two, writes one): per op 1.5 reads and one write
+        scaled = replace(elementwise(t * d, 1, reads=0, writes=1, act=act),
+                         act_read_bytes=act.nbytes(3 * t * d) // 2 + 4 * t // 2)
+        return [(Kernel("experts.route_weight", "elementwise", "layer", k.count, f"[{t},{moe.top_k}]", mask,
+                        role="act"), 3),
+                (Kernel("experts.combine", "elementwise", "layer", k.count, f"[{t},{d}]", scaled, role="combine"), 2)]
+    # SiLU of w1's output, then times w3's (two ops: each reads and writes [T, F], the product reading two)
+    silu = elementwise(t * f, 4, reads=1, writes=1, act=act)
+    prod = elementwise(t * f, 1, reads=2, writes=1, act=act)
+    return [(Kernel("experts.act", "elementwise", "layer", k.count, f"[{t},{f}]", silu, role="act"), 1),
+            (Kernel("experts.mul", "elementwise", "layer", k.count, f"[{t},{f}]", prod, role="act_mul"), 1)]
 
 
 def _share(c: Cost, frac: tuple[int, int]) -> Cost:
@@ -424,6 +456,10 @@ def _share(c: Cost, frac: tuple[int, int]) -> Cost:
 
 def analyze_parallel(shape: ModelShape, wl: Workload, parallel: Parallel, merge: bool = True) -> Analysis:
     """One rank's step (``merge``: kinds of layer merged where a kernel costs the same, as :func:`analyze`)."""
+    if parallel.gpus == 1 and parallel.dense_experts and shape.moe is not None:  # vLLM 0.2.6's one GPU (an --ep
+        # list's 1) ran its experts as its ranks did: each on every token, no collective
+        rank, kernels = ep_tp_kernels(shape, wl, 1, merge, dense=True)
+        return RankAnalysis(rank, wl, tuple(kernels), parallel=parallel, full=analyze(shape, wl))
     if parallel.gpus == 1:
         return analyze(shape, wl, merge)
     if parallel.tp_attention:

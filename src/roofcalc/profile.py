@@ -706,11 +706,12 @@ def profile_lines(p: ProfileResult, r, trust: ProfileTrust) -> list[str]:
 # --------------------------------------------------------------------------- closing the loop
 
 
-def updated_model(p: ProfileResult, r, note: str):
+def updated_model(p: ProfileResult, r, note: str, warned: str = ""):
     """The roofline's kernel model with what the profile measured written in: the matmul curve at
     this step's rows, the GEMV and decode-attention efficiencies (median over the measured
     kernels, floor over measured time), and the host's seconds per op (TPOT minus the kernels'
-    time, per eager op, where host and device add up; TPOT per op where a GPU step is host-bound)."""
+    time, per eager op, where host and device add up; TPOT per op where a GPU step is host-bound).
+    ``warned``: what the run's checks warned of, ending each figure's note (after how it was derived)."""
     import statistics
     from dataclasses import replace
 
@@ -728,7 +729,7 @@ def updated_model(p: ProfileResult, r, note: str):
         es = [e for _, _, e in pts]
         old = classes[name]
         spread = old.pessimistic / old.expected if old.expected else 1.0
-        classes[name] = Efficiency(statistics.median(es), statistics.median(es) * spread, "measured", note)
+        classes[name] = Efficiency(statistics.median(es), statistics.median(es) * spread, "measured", note + warned)
         if name in ("gemv", "gemm"):  # each measured (rows, weight size) replaces the curve's point there
             new = {(float(r_), float(w)): e for r_, w, e in pts}
             kept = [pt for pt in curves.get("matmul", []) if (pt[0], pt[1]) not in new]
@@ -737,9 +738,9 @@ def updated_model(p: ProfileResult, r, note: str):
     host = m.host_per_op_s
     if not m.overlap and p.tpot_s > p.kernel_sum_s:
         per = (p.tpot_s - p.kernel_sum_s) / ops
-        host = Efficiency(per, max(per, host.pessimistic), "measured", note + ": TPOT minus the kernels, per op")
+        host = Efficiency(per, max(per, host.pessimistic), "measured", note + ": TPOT minus the kernels, per op" + warned)
     elif m.overlap and p.tpot_s > 1.1 * p.kernel_sum_s:
         per = p.tpot_s / ops
-        host = Efficiency(per, max(per, host.pessimistic), "measured", note + ": a host-bound step, TPOT per op")
+        host = Efficiency(per, max(per, host.pessimistic), "measured", note + ": a host-bound step, TPOT per op" + warned)
     return replace(m, classes=classes, host_per_op_s=host, curves={k: tuple(v) for k, v in curves.items()},
                    relative_to="measured")

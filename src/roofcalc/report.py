@@ -333,9 +333,11 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
         counts = whole or a  # one rank's kernels hold a share of the experts: the model's own counts
         ep = getattr(a.parallel, "ep", 1) if a.parallel is not None else 1
         held = f", {e.n_experts // ep} a rank," if ep > 1 and e.n_experts % ep == 0 else ""  # --ep: E/N on each
+        read = "all of a rank's (each runs every token: --engine vllm-v0)" if \
+            getattr(a.parallel, "dense_experts", False) else w.experts
         lines.append(f"experts   {n_moe} of {s.n_layers} layers: {e.n_experts} experts{held} of width {e.d_expert}, "
                      f"top-{e.top_k}"
-                     f"{shared}; weights read per step: {w.experts} ({'the model: ' if whole else ''}"
+                     f"{shared}; weights read per step: {read} ({'the model: ' if whole else ''}"
                      f"{counts.params - counts.active_params:,} parameters idle per token, {counts.active_params:,} "
                      f"active)")
     declared = f" (the checkpoint's quantization_config{f', in {s.weight_format_where}' if s.weight_format_where else ''}{', the routed experts alone' if s.weight_scope == 'experts' else ''})" if s.weight_format == w.weight_dtype.name else ""
@@ -559,9 +561,11 @@ def fixed_cost_words(r) -> str:
             "the default efficiencies"
         par = getattr(r.analysis, "parallel", None)
         if getattr(par, "dense_experts", False):  # vllm-v0's expert parallelism (engines.Engine.dense_experts)
+            forms = "the GEMM forms' memory side, the default compute side (a GeForce card's)" if \
+                m.gemm_memory_only else how.split(',')[0]
             moe = (f"; routed experts: plain GEMMs, each of a rank's {r.analysis.shape.moe.n_experts // par.ep} "
                    f"experts on every token (its output weighted by the routing, zero for tokens routed elsewhere: "
-                   f"vLLM PR #2090), on {how.split(',')[0]}")
+                   f"vLLM PR #2090), on {forms}")
         else:
             moe = ("; routed experts: the GEMM forms' memory side, the default compute side (a GeForce card takes no "
                    "fused-MoE form)" if m.gemm_memory_only else
@@ -1478,7 +1482,7 @@ def tp_sweep_record(tps) -> dict[str, Any]:
         "engine": engine_record(first.model, first.step.impl, a.workload),
         "axis": tps.axis,
         "fixed": {a: getattr(tps.base, a) for a in ("tp", "pp", "ep") if a != tps.axis},
-        "ep_attention": tps.base.ep_attention,
+        "ep_attention": tps.base.ep_attention, "dense_experts": tps.base.dense_experts,
         f"{tps.axis}_points": [{tps.axis: p.tp, "gpus": p.gpus, "memory_bytes_per_gpu": p.memory_bytes,
                        "fits": p.fits, "step_s": p.step_s, "communication_s": p.comm_s,
                        "communication_share": p.comm_share, "tokens_per_s": p.tokens_per_s,

@@ -199,13 +199,15 @@ def _one_byte_cache(doc: dict, wl: Workload, name: str) -> dict:
     positions = wl.batch * wl.kv_len
     layers = doc.get("cache_layers") or []
     # a layer holding more than keys and values for at most every position: recurrent states (a layer of no keys,
-    # or states beside them); a cache with no layers to tell apart: its whole bytes against every position
-    states = any(b > per * positions or (b and not per) for per, b in layers) if layers else \
+    # or states beside them), or a layer of no keys at all (recurrent Gemma keeps its recurrent layers' states
+    # outside the cache's layers, which then hold nothing); a cache with no layers to tell apart: its whole
+    # bytes against every position
+    states = any(b > per * positions or not per for per, b in layers) if layers else \
         doc["cache_bytes"] != doc["kv_bytes_per_token"] * positions
     if states:
-        raise RoofcalcError(f"{name}: --kv-dtype {wl.kv_dtype.name} for a traced model whose cache holds recurrent "
-                            f"states beside its keys and values (an fp8 KV cache quantizes keys and values alone): "
-                            f"give its 16-bit dtype")
+        raise RoofcalcError(f"{name}: --kv-dtype {wl.kv_dtype.name} for a traced model with layers whose cache is "
+                            f"not keys and values (recurrent states; an fp8 KV cache quantizes keys and values "
+                            f"alone): give its 16-bit dtype")
 
     def half(cost: dict) -> dict:
         return {**cost, "kv_read_bytes": cost.get("kv_read_bytes", 0) // 2,
