@@ -192,6 +192,9 @@ ERRORS = [
     # an empty --plot name is refused, not a step without its plot
     (["TinyLlama/TinyLlama-1.1B", "--plot", ""], "--plot is empty"),
     (["TinyLlama/TinyLlama-1.1B", "--batch", "1,2", "--plot", ""], "--plot is empty"),
+    (["TinyLlama/TinyLlama-1.1B", "--kernel-times", ""], "--kernel-times is empty; give a file"),
+    (["TinyLlama/TinyLlama-1.1B", "--hw-file", " "], "--hw-file is empty; give a file"),
+    (["profile", "TinyLlama/TinyLlama-1.1B", "--hw-file", ""], "--hw-file is empty; give a file"),  # not: measure first
     # a --size no machine holds is refused before an array is allocated: 1e30 bytes is 9.3e20 GiB
     (["measure", "--size", "1e30B"], "two arrays of 9.313e+20 GiB each are more than the"),
     (["measure", "--size", "1KB"], "at least 16MiB per array"),
@@ -237,6 +240,13 @@ def test_unknown_hub_id_offline_exits_2(tmp_path):
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith("roofcalc: error: ") and "HF_HUB_OFFLINE" in proc.stderr
     assert "pass the path" in proc.stderr and proc.stderr.count("\n") == 1
+    # a catalog's hub id at a revision the cache lacks: the catalog's own is offered, not a wrong "not in the
+    # catalog, did you mean ..."
+    proc = _roofcalc(["TinyLlama/TinyLlama-1.1B-Chat-v1.0", "--revision", "main"], tmp_path)
+    assert proc.returncode == 2 and proc.stderr == (
+        "roofcalc: error: 'TinyLlama/TinyLlama-1.1B-Chat-v1.0' at revision 'main' is not in the HF cache, and the "
+        "hub is not asked (offline); the catalog holds TinyLlama/TinyLlama-1.1B-Chat-v1.0's config: drop --revision "
+        "to use it\n")
 
 
 def test_hub_id_is_read_from_the_hf_cache_offline(tmp_path):
@@ -551,6 +561,9 @@ def test_output_refuses_what_it_cannot_write_and_the_inputs(tmp_path, capsys):
         ([m, "-o", str(tmp_path / "r.txt") + "/"], "names a folder (it ends in '/'); give a file name such as "),
         ([m, "--html", str(tmp_path / "r.html") + "/"], "--html " + str(tmp_path / "r.html") + "/ names a folder"),
         ([m, "--plot", str(tmp_path / "r.png") + "/"], "--plot " + str(tmp_path / "r.png") + "/ names a folder"),
+        # every output checked before any is written: a bad page writes no plot either
+        ([m, "--plot", str(tmp_path / "r.png"), "--html", str(tmp_path / "adir")], "the file must end in .html"),
+        ([m, "--plot", str(tmp_path / "r.png"), "--html", str(tmp_path / "no" / "r.html")], "does not exist"),
         ([m, "-o", ""], "--output is empty"),
         ([m, "-o", "/dev/null"], "not a regular file"),
         ([str(config), "-o", str(config)], "is the model's config.json"),
@@ -1346,3 +1359,21 @@ def test_a_range_end_its_steps_do_not_reach_is_said(capsys):
     assert "ignored --batch 1..6: 6 is not reached by 1 doubled; the sweep ends at 4" in " ".join(out.split())
     assert ("ignored --context 512..4000:512: 4,000 is not reached by a step of 512 from 512; the sweep ends at "
             "3,584") in " ".join(out.split())
+
+
+def test_a_checkpoint_group_that_does_not_divide_the_hidden_size_is_refused(tmp_path, capsys):
+    """A quantization_config's group_size is refused as --group-size is where it does not divide the hidden size
+    (TinyLlama: 2,048; 100 does not divide it, 128 does): a group's weights lie along a matmul's input."""
+    from roofcalc.sources import catalog
+
+    cfg = next(e for e in catalog() if e.hub_id == "TinyLlama/TinyLlama-1.1B-Chat-v1.0").config
+    for group, code in ((100, 2), (128, 0)):
+        path = tmp_path / f"g{group}" / "config.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps({**cfg, "quantization_config": {"quant_method": "awq", "bits": 4, "version": "gemm",
+                                                                   "group_size": group, "zero_point": True}}))
+        got, out, err = run([str(path)], capsys)
+        assert got == code, err
+        if code:
+            assert out == "" and err.count("\n") == 1 and \
+                "its quantization_config's group_size 100 does not divide the hidden size 2048" in err

@@ -213,6 +213,8 @@ def test_bad_family_configs(cfg, message):
     (dict(MOE, model_type="deepseek_v3", n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=64,
           quantization_config={"quant_method": "fp8", "weight_block_size": [64, 64]}), "only \\[128, 128\\]"),
     (dict(MOE, model_type="llama", quantization_config={"quant_method": "hqq"}), "quant_method 'hqq'"),
+    # a known method at a width no format here holds: said so, not "not known"
+    (dict(MOE, model_type="llama", quantization_config={"quant_method": "gptq", "bits": 3}), "gptq at bits 3"),
 ])
 def test_unreadable_quantization_configs_are_refused_unless_overridden(cfg, message, tmp_path, capsys):
     """The shape keeps why its declared weights cannot be read; the command line refuses it in one line

@@ -940,3 +940,24 @@ def test_an_output_that_is_a_folder_is_refused_before_any_work(tmp_path, capsys)
         assert main(args) == 2
         out, err = capsys.readouterr()
         assert out == "" and err.count("\n") == 1 and said in err, err
+
+
+def test_measure_out_replaces_a_profile_and_nothing_else(tmp_path, capsys):
+    """measure --out over an existing file that is not a hardware profile (a model's config.json, a JSON report,
+    text that is not JSON) is refused before any work, the file untouched; over a profile it would measure again."""
+    from roofcalc.cli import _check_profile_out
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "llama", "hidden_size": 2048}))
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    for path in (config, broken):
+        before = path.read_text()
+        assert main(["measure", "--out", str(path), "--no-curves"]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err.count("\n") == 1 and "holds something other than a hardware profile" in err
+        assert path.read_text() == before
+    profile = tmp_path / "me.json"
+    profile.write_text(json.dumps({"name": "mine", "bandwidth_bytes_per_s": 2.7e11, "peak_flop_per_s": {"fp16": 5e13}}))
+    _check_profile_out(str(profile))  # a profile: measured again, as asked
+    _check_profile_out(str(tmp_path / "new.json"))  # a new file

@@ -206,6 +206,9 @@ def test_units():
                        ("250Gib/s", "250 Gibit/s = 31.25 GiB/s")):
         with pytest.raises(RoofcalcError, match=f"in bits .* {says}"):
             parse_quantity(bits, "bandwidth")
+    # and a size in bits alike: 8 Gb of memory is 1 GB
+    with pytest.raises(RoofcalcError, match="in bits .* 8 Gbit = 1 GB "):
+        parse_quantity("8Gb", "size")
     assert parse_quantity("270GBps", "bandwidth") == parse_quantity("270GBytes/s", "bandwidth") == 270e9
     assert parse_quantity("15ms", "time") == pytest.approx(0.015)
     assert parse_quantity("5us", "time") == pytest.approx(5e-6)

@@ -161,6 +161,50 @@ def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
     return p
 
 
+def _no_empty_files(args: argparse.Namespace) -> None:
+    """A file option given as an empty string is refused by its name (never read as absent: profile --hw-file ''
+    would otherwise measure the device, nor as the current folder)."""
+    for flag in ("hw_file", "kernel_times", "hw_catalog"):
+        value = getattr(args, flag, None)
+        if value is not None and not value.strip():
+            raise RoofcalcError(f"--{flag.replace('_', '-')} is empty; give a file")
+
+
+def _check_profile_out(path: str) -> None:
+    """measure --out replaces a hardware profile, never another JSON file (a model's config.json, a report): an
+    existing file must read as a profile (an object with its bandwidth or peaks)."""
+    import json
+    import os
+
+    if not os.path.isfile(path):
+        return
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        doc = None
+    if not (isinstance(doc, dict) and ("bandwidth_bytes_per_s" in doc or "peak_flop_per_s" in doc)):
+        raise RoofcalcError(f"--out {path} holds something other than a hardware profile, which the measurement would "
+                            f"replace: give a new file, or a profile to measure again")
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Every file the run writes besides --output (the plot, the page), checked before any is written: a run that
+    fails on one writes none. One path given for both is refused (the second would overwrite the first)."""
+    import os
+
+    if args.plot is not None:
+        _check_plot(args.plot)
+    html = getattr(args, "html", None)
+    if html is not None:
+        from .page import check_html_path
+
+        check_html_path(html)
+    if args.plot is not None and html is not None and \
+            os.path.abspath(os.path.expanduser(args.plot)) == os.path.abspath(os.path.expanduser(html)):
+        raise RoofcalcError(f"--plot and --html name one file ({args.plot}); give each its own")
+
+
 def _check_plot(path: str) -> None:
     """--plot's file, checked before any work: an empty name would otherwise make no plot without a word."""
     from .plotting import check_plot_path
@@ -212,6 +256,7 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
     """Workload keywords from the flags; a checkpoint's declared weight format (quantization_config)
     is the weight dtype unless --dtype or --weight-dtype says otherwise."""
     from .calculator import dtype
+    from .shapes import PER_CHANNEL
 
     _check_dtypes(args)
     base = args.dtype or DEFAULT_DTYPE
@@ -233,12 +278,18 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
         # as the default group is)
         raise RoofcalcError(f"--group-size {args.group_size} does not divide the hidden size {shape.d_model}: a "
                             f"group's weights lie along a matmul's input")
+    group = args.group_size or (shape.weight_group if declared and not args.weight_dtype and shape.weight_group
+                                else 128)
+    if shape is not None and declared and not args.group_size and weights.quantized and not weights.group and \
+            group < PER_CHANNEL and shape.d_model % group:  # the checkpoint's own group, as --group-size's is
+        raise RoofcalcError(f"{shape.name}: its quantization_config's group_size {group} does not divide the hidden "
+                            f"size {shape.d_model} (a group's weights lie along a matmul's input; GPTQ's and AWQ's "
+                            f"loaders refuse it)")
     kw = dict(
         weight_dtype=weights,
         act_dtype=dtype(args.act_dtype or base),
         kv_dtype=dtype(args.kv_dtype or base),
-        group_size=args.group_size or (shape.weight_group if declared and not args.weight_dtype and shape.weight_group
-                                       else 128),
+        group_size=group,
         causal=not args.full_rectangle,
         attention=args.attention,
         ubatch=_ubatch(args),
@@ -684,6 +735,7 @@ def run_main(argv: Sequence[str]) -> str:
     from . import report
 
     args = _main_parser().parse_args(argv)
+    _no_empty_files(args)
     _resolve_engine(args)
     _check_family(args.family)
     output = _check_output(args.output, {"the model's config.json": args.model, "the --hw-file profile": args.hw_file,
@@ -714,8 +766,7 @@ def run_main(argv: Sequence[str]) -> str:
         defaults.add("dtype-why:" + why)
         if args.act_dtype:  # the activations (and a GEMM computing in them) follow the flag, not the checkpoint
             defaults.add("act-given")
-    if args.plot is not None:
-        _check_plot(args.plot)
+    _check_outputs(args)
     try:
         result = _build(args, shape)
     except NoKVCache as exc:
@@ -1102,6 +1153,7 @@ def run_measure(argv: Sequence[str]) -> str:
         from .inputs import check_writable
 
         check_writable(args.out, "--out", (".json",))
+        _check_profile_out(args.out)
     if args.dtype is not None and not args.dtype.strip():
         raise RoofcalcError("--dtype is empty; give compute dtypes such as fp32 or fp32,bf16")
     dtypes = [d.strip() for d in args.dtype.split(",")] if args.dtype is not None else None
@@ -1193,6 +1245,7 @@ def run_profile(argv: Sequence[str]) -> str:
     from .roofline import roofline
 
     args = _profile_parser().parse_args(argv)
+    _no_empty_files(args)
     _resolve_engine(args)
     if args.update and not args.hw_file:
         raise RoofcalcError("--update writes into the --hw-file profile; give one (roofcalc measure --out me.json)")

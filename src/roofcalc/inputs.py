@@ -257,14 +257,15 @@ def parse_quantity(text: str, kind: str, usual: str = "", bounded: bool = True) 
         raise RoofcalcError(f"'{text}' is not {what}")
     number, prefix, unit = float(m.group(1)), m.group(2).lower(), m.group(3).lower()
     raw = m.group(3)
-    if kind == "bandwidth" and (raw[:1] == "b" and not raw.startswith("byte") or raw[:2] == "ib" or
-                                unit.startswith(("bit", "ibit"))):
-        # a lower-case b is a bit (a network link's 400 Gb/s is 50 GB/s): never read it as a byte
+    if kind in ("bandwidth", "size") and (raw[:1] == "b" and not raw.startswith("byte") or raw[:2] == "ib" or
+                                          unit.startswith(("bit", "ibit"))):
+        # a lower-case b is a bit (a network link's 400 Gb/s is 50 GB/s, 8 Gb of memory 1 GB): never read it as a byte
+        per = "/s" if kind == "bandwidth" else ""
+        i = "i" if raw[:2] == "ib" else ""
         raise RoofcalcError(f"'{text}' is in bits (a lower-case b); roofcalc takes bytes: "
-                            f"{number:g} {m.group(2)}{'i' if raw[:2] == 'ib' else ''}bit/s = "
-                            f"{number / 8:g} {m.group(2).upper()}{'i' if raw[:2] == 'ib' else ''}B/s (write "
-                            f"{number / 8:g}{m.group(2).upper()}{'i' if raw[:2] == 'ib' else ''}B/s, or "
-                            f"{number:g}{m.group(2).upper()}{'i' if raw[:2] == 'ib' else ''}B/s if bytes were meant)")
+                            f"{number:g} {m.group(2)}{i}bit{per} = {number / 8:g} {m.group(2).upper()}{i}B{per} (write "
+                            f"{number / 8:g}{m.group(2).upper()}{i}B{per}, or "
+                            f"{number:g}{m.group(2).upper()}{i}B{per} if bytes were meant)")
     if not unit:
         # a bare 270 is not 270 B/s, nor a bare 80 80 bytes: say what was probably meant, and how to give base units
         n = m.group(1)

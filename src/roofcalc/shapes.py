@@ -568,6 +568,9 @@ def _declared(cfg: dict, name: str) -> tuple[str | None, int | None]:
     bits = q.get("bits") or q.get("w_bit")
     if method in ("gptq", "awq") and isinstance(bits, int) and bits in (4, 8):
         return f"int{bits}", _group(q.get("group_size", q.get("q_group_size")), name)
+    if method in ("gptq", "awq"):  # a known method at a width roofcalc's formats do not hold (GPTQ's 2 or 3 bits)
+        raise RoofcalcError(f"{name}: quantization_config {method} at bits {_show(bits)}: roofcalc counts 4- and "
+                            f"8-bit weights alone; pass --weight-dtype")
     if method == "bitsandbytes":
         for key in ("load_in_4bit", "load_in_8bit", "bnb_4bit_use_double_quant"):
             if q.get(key) is not None and not isinstance(q[key], bool):

@@ -249,7 +249,16 @@ def load_config(source: str, revision: str | None = None) -> tuple[dict, str, st
                                 f"({entry.hub_id} --revision {revision}), or drop --revision")
         raise RoofcalcError(f"'{source}' is not a file, a catalog name or a hub id (owner/name){_suggest(source)}; "
                             f"'roofcalc models' lists the catalog")
-    file = _hub_config(source, revision)  # a snapshot of the HF cache: ModelOpt's file beside it, where downloaded
+    try:
+        file = _hub_config(source, revision)  # a snapshot of the HF cache: ModelOpt's file beside it, where downloaded
+    except RoofcalcError as exc:
+        entry = find_in_catalog(source) if revision is not None and "not in the catalog" in str(exc) else None
+        if entry is None:
+            raise
+        # the catalog holds this hub id (at the revision its entry cites), not the revision asked for: say so
+        why = "cannot be reached" if "cannot be reached" in str(exc) else "is not asked (offline)"
+        raise RoofcalcError(f"'{source}' at revision '{revision}' is not in the HF cache, and the hub {why}; the "
+                            f"catalog holds {entry.hub_id}'s config: drop --revision to use it") from None
     return _quant_file(_read_json(file), file.parent), source + (f"@{revision}" if revision else ""), "hub", None
 
 
