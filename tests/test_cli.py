@@ -1047,9 +1047,18 @@ def test_an_option_that_changes_nothing_is_said_not_dropped(capsys):
         "ignored   --launch-overhead 50us", "ignored   --group-size 128"]
     for args in ([tiny], [tiny, "--prompt", "512", "--full-rectangle", "--logits", "all"],
                  [tiny, "--weight-dtype", "int4", "--group-size", "64"], [tiny, "--impl", "fused", "--launch-overhead", "5us"],
-                 ["meta-llama/Llama-2-70b-hf", "--hw", "H100", "--pp", "2", "--batch", "8", "--micro-batches", "2"]):
+                 ["meta-llama/Llama-2-70b-hf", "--hw", "H100", "--pp", "2", "--batch", "8", "--micro-batches", "2"],
+                 [tiny, "--batch", "1,2", "--min-gain", "20%"], [tiny, "--weight-dtype", "int4", "--int4-kernel", "exllama"],
+                 [tiny, "--record"]):
         code, out, _ = run(args, capsys)
         assert code == 0 and "\nignored" not in out, args
+    # a sweep's threshold on one step, an int4 kernel for 16-bit weights, the table's record in JSON
+    code, out, _ = run([tiny, "--min-gain", "20%", "--int4-kernel", "exllama"], capsys)
+    assert code == 0 and [line.split(":")[0] for line in out.splitlines() if line.startswith("ignored")] == [
+        "ignored   --min-gain 20%", "ignored   --int4-kernel exllama"]
+    code, out, _ = run([tiny, "--record", "--format", "json"], capsys)
+    assert json.loads(out)["ignored"] == ["--record: the table's (the JSON holds the nominal and measured figures it "
+                                          "compares)"]
 
 
 def test_a_comparison_of_gpu_counts_writes_data_in_csv_and_a_list_in_markdown(capsys):

@@ -156,7 +156,7 @@ def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
     r.add_argument("--html", metavar="FILE.html", help="one self-contained HTML page of the report: interactive "
                    "charts, sortable tables (needs plotly: pip install '.[html]' in roofcalc's checkout)")
     r.add_argument("--memory", help="device memory for the 'fits' verdict, e.g. 80GB or 80GiB (default: the hardware's)")
-    r.add_argument("--min-gain", default="10%", metavar="PERCENT",
+    r.add_argument("--min-gain", metavar="PERCENT",
                    help="sweeps: the tokens/s gain below which a doubling of the batch no longer pays (default 10%%)")
     return p
 
@@ -537,7 +537,7 @@ def build_sweep(args: argparse.Namespace, shape=None):
     hardware, profile = _hardware(args)
     return sweep(
         shape, hardware, batches=batches, contexts=contexts, prompts=prompts, generate=args.generate,
-        min_gain=percent(args.min_gain), **_roof_kw(args, profile, shape), **kw,
+        min_gain=percent(args.min_gain or MIN_GAIN), **_roof_kw(args, profile, shape), **kw,
     )
 
 
@@ -605,7 +605,7 @@ def build_tp_sweep(args: argparse.Namespace, shape=None):
         view, config = "eager" if args.impl == "hf-eager" else "ideal", hf_config(cfg, name)[0]
         one = (trace(cfg, name, workload, label, view=view), config, TracedStages(cfg, name, label, view, config))
     return tp_sweep(
-        shape, workload, sizes[axis], hardware, min_gain=percent(args.min_gain), axis=axis,
+        shape, workload, sizes[axis], hardware, min_gain=percent(args.min_gain or MIN_GAIN), axis=axis,
         micro_batches=args.micro_batches, base=base, traced=one, **_roof_kw(args, profile, shape))
 
 
@@ -749,7 +749,7 @@ def run_main(argv: Sequence[str]) -> str:
     if args.hw_file:
         defaults.discard("hw")
     args.dtype_flag = args.dtype
-    percent(args.min_gain)  # a value a sweep refuses is refused on a single step too
+    percent(args.min_gain or MIN_GAIN)  # a value a sweep refuses is refused on a single step too
     _hardware(args)  # a hardware name or profile, the sizes and the parallel axes refused before a model is read
     _sizes(args)  # (a trace takes seconds)
     _swept_axis(args)
@@ -933,11 +933,22 @@ def _cache_update(args: argparse.Namespace) -> str:
     return "concat" if getattr(args, "impl", None) == "hf-eager" else "in-place"
 
 
+def quantized_int4(args: argparse.Namespace, s) -> bool:
+    """Whether the run's weights are int4 (given, or the checkpoint's where no dtype flag says otherwise)."""
+    given = args.weight_dtype or (None if getattr(args, "dtype_flag", args.dtype) else s.weight_format)
+    return (given or "").startswith(("int4", "q4"))
+
+
+MIN_GAIN = "10%"  # --min-gain's default: a doubling of the batch that gains less no longer pays
+
+
 def _ignored(args: argparse.Namespace, s) -> list[str]:
     """The options given that change nothing in this run (a prefill's option on a decode step, a pipeline's without
     --pp, a kind of layer the model has not) and a range's end its steps do not reach, each in words: accepted,
     but said, never silently dropped."""
     from .inputs import unreached_ends
+
+    import os
 
     decode = not args.prompt
     quantized = (args.weight_dtype or s.weight_format or "").startswith(("int", "q4", "q8"))
@@ -955,6 +966,14 @@ def _ignored(args: argparse.Namespace, s) -> list[str]:
         (args.logits == "all" and decode, "--logits all: a prefill's (--prompt); a decode step computes one "
                                           "position's logits"),
         (args.experts != "expected" and s.moe is None, f"--experts {args.experts}: {s.name} has no experts"),
+        (args.min_gain is not None and not is_sweep(args) and _swept_axis(args) is None,
+         f"--min-gain {args.min_gain}: a sweep's (a list of --batch, --context or --prompt); one step has no doubling"),
+        (getattr(args, "int4_kernel", None) is not None and not quantized_int4(args, s),
+         f"--int4-kernel {getattr(args, 'int4_kernel', None)}: int4 weights' (GPTQ, AWQ); these are not int4"),
+        (args.revision is not None and os.path.exists(os.path.expanduser(args.model)),
+         f"--revision {args.revision}: a hub id's; {args.model} is a local file"),
+        (args.record and args.format in ("json", "csv"),
+         f"--record: the table's (the {args.format.upper()} holds the nominal and measured figures it compares)"),
         (args.experts != "expected" and s.moe is not None and _dense_experts(args),
          f"--experts {args.experts}: under --engine vllm-v0's expert parallelism each rank's experts all run every "
          f"token, whatever the routing"),
