@@ -606,6 +606,10 @@ CLOSE_NAMES = [  # each misspelt name and what the one-line error suggests
     # a name that begins two catalog names is offered both, before difflib's nearest; a short one a character off
     (["TinyLlama/TinyLlama-1.1B", "--hw", "A100-PCIe"], "(did you mean A100-40GB-PCIe, A100-80GB-PCIe or H100-PCIe?)"),
     (["TinyLlama/TinyLlama-1.1B", "--hw", "T5"], "(did you mean T4?)"),
+    (["TinyLlama/TinyLlama-1.1B", "--hw", "4090"], "(did you mean RTX4090?)"),  # a model number alone
+    # a mistyped option: the command's closest (--out is the measure command's; the main one writes -o)
+    (["TinyLlama/TinyLlama-1.1B", "--batchs", "4"], "unrecognized arguments: --batchs 4; did you mean --batch?"),
+    (["TinyLlama/TinyLlama-1.1B", "--out", "r.txt"], "--out r.txt; did you mean -o / --output?"),
 ]
 
 

@@ -23,7 +23,26 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*a, allow_abbrev=False, **k)
 
     def error(self, message: str) -> None:  # one line, exit 2, no usage dump
-        raise RoofcalcError(f"{message} (see '{self.prog} --help')")
+        raise RoofcalcError(f"{message}{self._did_you_mean(message)} (see '{self.prog} --help')")
+
+    def _did_you_mean(self, message: str) -> str:
+        """'; did you mean --batch?' for the first unrecognized option that is close to one of this command's
+        (--batchs, --tpo); --out names the main command's -o / --output."""
+        import difflib
+
+        if not message.startswith("unrecognized arguments:"):
+            return ""
+        known = [o for action in self._actions for o in action.option_strings if o.startswith("--")]
+        for word in message.split(":", 1)[1].split():
+            flag = word.split("=", 1)[0]
+            if not flag.startswith("--"):
+                continue
+            if flag == "--out" and "--output" in known:
+                return "; did you mean -o / --output?"
+            close = difflib.get_close_matches(flag, known, n=1, cutoff=0.75)
+            if close:
+                return f"; did you mean {close[0]}?"
+        return ""
 
 
 # the commands, each with its line in the overview; any other first word is a model (roofcalc MODEL [options]):
@@ -362,6 +381,8 @@ def _find_hardware(name: str, flag: str = "--hw"):
         # a name that begins a catalog name (a100-pcie: its 40 and 80 GB entries), then the closest by difflib;
         # a short name difflib finds none for, one a character off it (t5: T4)
         first = [hw for key, hw in names.items() if len(word) >= 3 and key.startswith(word + "-")]
+        if not first and not close_names(word, names) and len(word) >= 3:  # a model number alone (4090: RTX4090)
+            first = [hw for key, hw in names.items() if key.endswith(word) and key[:-len(word)].isalpha()]
         if not first and not close_names(word, names):
             first = [hw for key, hw in names.items() if len(word) <= 3 and len(key) == len(word)
                      and sum(a != b for a, b in zip(key, word)) == 1]
