@@ -1314,8 +1314,8 @@ def test_a_measured_roof_above_its_datasheet_or_over_a_profile_is_said(tmp_path,
     assert code == 0 and " ".join(out.split()).count("warning the measured bandwidth, 2 GB/s, is 0.6% of ") == 1
     assert "a figure that low is in the wrong unit (GB/s or TFLOP/s written in base units?)" in " ".join(out.split())
     code, out, err = run(["TinyLlama/TinyLlama-1.1B", "--measured-bw", "25.8B/s"], capsys)
-    assert code == 2 and out == "" and err == ("roofcalc: error: '25.8B/s' is under any real bandwidth (1000 B/s to "
-                                               "1e+15 B/s): check its unit\n")
+    assert code == 2 and out == "" and err == ("roofcalc: error: --measured-bw '25.8B/s' is under any real bandwidth "
+                                               "(1000 B/s to 1e+15 B/s): check its unit\n")
     prof = tmp_path / "t4.json"
     prof.write_text(json.dumps({"name": "my T4", "bandwidth_bytes_per_s": 2.7e11, "peak_flop_per_s": {"fp16": 5e13},
                                 "nominal": "T4"}))

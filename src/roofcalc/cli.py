@@ -506,13 +506,24 @@ def is_sweep(args: argparse.Namespace) -> bool:
 
 def _roof_kw(args: argparse.Namespace, profile, shape=None) -> dict:
     """The roof, launch, host and memory options every roofline and sweep takes, parsed once."""
-    def q(value, kind, usual=""):
-        return parse_quantity(value, kind, usual) if value is not None else None
+    def q(flag, kind, usual=""):
+        return _quantity(args, flag, kind, usual)
 
-    return dict(measured_bw=q(args.measured_bw, "bandwidth"), measured_flops=q(args.measured_flops, "flops"),
-                measured_profile=profile, impl=args.impl, launch_overhead_s=q(args.launch_overhead, "time", "us"),
-                host_overhead_s=q(args.host_overhead, "time", "us"), capacity_bytes=q(args.memory, "size"),
+    return dict(measured_bw=q("--measured-bw", "bandwidth"), measured_flops=q("--measured-flops", "flops"),
+                measured_profile=profile, impl=args.impl, launch_overhead_s=q("--launch-overhead", "time", "us"),
+                host_overhead_s=q("--host-overhead", "time", "us"), capacity_bytes=q("--memory", "size"),
                 engine_host=_engine_host(args, shape))
+
+
+def _quantity(args: argparse.Namespace, flag: str, kind: str, usual: str = ""):
+    """A flag's quantity with its unit (inputs.parse_quantity), an error naming the flag; None where not given."""
+    value = getattr(args, flag.lstrip("-").replace("-", "_"), None)
+    if value is None:
+        return None
+    try:
+        return parse_quantity(value, kind, usual)
+    except RoofcalcError as exc:
+        raise RoofcalcError(f"{flag} {exc}") from None
 
 
 def build_sweep(args: argparse.Namespace, shape=None):
@@ -710,7 +721,7 @@ def build_roofline(args: argparse.Namespace, shape=None):
     return roofline(
         analysis, hardware, **_roof_kw(args, profile, shape), kernel_db=args.kernel_db,
         kernel_times=kernel_times(args.kernel_times) if args.kernel_times is not None else None,
-        tpot_s=parse_quantity(args.tpot, "time") if args.tpot is not None else None,
+        tpot_s=_quantity(args, "--tpot", "time"),
         points=tuple(parse_point(p) for p in args.point),
     )
 
