@@ -193,6 +193,8 @@ ERRORS = [
     (["TinyLlama/TinyLlama-1.1B", "--plot", ""], "--plot is empty"),
     (["TinyLlama/TinyLlama-1.1B", "--batch", "1,2", "--plot", ""], "--plot is empty"),
     (["TinyLlama/TinyLlama-1.1B", "--kernel-times", ""], "--kernel-times is empty; give a file"),
+    (["TinyLlama/TinyLlama-1.1B", "--batch", "1..0"], "--batch: the range '1..0' must end at 1 or more"),
+    (["TinyLlama/TinyLlama-1.1B", "--point", "a:1:1:1ms", "--point", "a:2:2:2ms"], "--point 'a' is given twice"),
     (["TinyLlama/TinyLlama-1.1B", "--hw-file", " "], "--hw-file is empty; give a file"),
     (["profile", "TinyLlama/TinyLlama-1.1B", "--hw-file", ""], "--hw-file is empty; give a file"),  # not: measure first
     # a --size no machine holds is refused before an array is allocated: 1e30 bytes is 9.3e20 GiB
@@ -1334,6 +1336,10 @@ def test_a_profiles_misspelt_key_and_unknown_nominal_are_refused_by_name(tmp_pat
     code, out, err = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof)], capsys)
     assert code == 2 and err == (f"roofcalc: error: {prof}: 'bandwith_bytes_per_s' is not a key roofcalc reads "
                                  f"(did you mean 'bandwidth_bytes_per_s'?)\n")
+    # two neighbours swapped is one edit too: memroy_bytes would leave the memory at the default, unread
+    prof.write_text(json.dumps(dict(base, memroy_bytes=8e10)))
+    code, out, err = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof)], capsys)
+    assert code == 2 and "'memroy_bytes' is not a key roofcalc reads (did you mean 'memory_bytes'?)" in err
     for nominal, near in (("T5", " (did you mean T4?)"), ("Zorg", "")):
         prof.write_text(json.dumps(dict(base, nominal=nominal)))
         code, out, err = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof)], capsys)

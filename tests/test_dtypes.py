@@ -22,7 +22,8 @@ def test_every_spelling_a_user_may_give():
                         ("half", "fp16"), ("float8", "fp8"), ("fp8_e4m3", "fp8"), ("E4M3", "fp8"), ("int4", "int4")):
         assert roofcalc.dtype(given).name == name, given
     with pytest.raises(RoofcalcError, match="unknown dtype 'fp12'; use one of fp32, bf16, fp16, fp8, fp8-b128, "
-                                            "fp8-ch, fp8-t, ternary, int8, int4, mxfp4, nvfp4, nvfp4a16$"):
+                                            "fp8-ch, fp8-t, ternary, int8, int4, mxfp4, nvfp4, nvfp4a16 \\(and for "
+                                            "--weight-dtype llama.cpp's q4_0 and q8_0\\)$"):
         roofcalc.dtype("fp12")
 
 

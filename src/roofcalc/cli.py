@@ -675,7 +675,7 @@ def load_model(args: argparse.Namespace):
 
 def build_roofline(args: argparse.Namespace, shape=None):
     from .calculator import analyze
-    from .roofline import parse_point, roofline
+    from .roofline import roofline
 
     shape, traced = shape if shape is not None else load_model(args)
     workload = _workload(args, shape)
@@ -722,8 +722,21 @@ def build_roofline(args: argparse.Namespace, shape=None):
         analysis, hardware, **_roof_kw(args, profile, shape), kernel_db=args.kernel_db,
         kernel_times=kernel_times(args.kernel_times) if args.kernel_times is not None else None,
         tpot_s=_quantity(args, "--tpot", "time"),
-        points=tuple(parse_point(p) for p in args.point),
+        points=_points(args.point),
     )
+
+
+def _points(given: list[str]) -> tuple:
+    """The --point workloads, a name given twice refused (which one a line names would not be known), as a kernel
+    given twice in --kernel-times is."""
+    from .roofline import parse_point
+
+    points = tuple(parse_point(p) for p in given)
+    names = [p.name for p in points]
+    twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+    if twice is not None:
+        raise RoofcalcError(f"--point '{twice}' is given twice; give each workload its own name")
+    return points
 
 
 def choose_dtype(config_dtype: str | None, hw, profile=None, unread: str | None = None) -> tuple[str, str]:

@@ -108,7 +108,8 @@ def dtype(name: str | DType) -> DType:
         return name
     key = DTYPE_ALIASES.get(name.lower(), name.lower())
     if key not in DTYPES:
-        raise RoofcalcError(f"unknown dtype '{name}'; use one of {', '.join(DTYPES)}")
+        raise RoofcalcError(f"unknown dtype '{name}'; use one of {', '.join(DTYPES)} (and for --weight-dtype "
+                            f"llama.cpp's q4_0 and q8_0)")
     return DTYPES[key]
 
 

@@ -149,13 +149,15 @@ PROFILE_KEYS = ("schema_version", "name", "aliases", "kind", "segment", "source"
 
 
 def _edits(a: str, b: str) -> int:
-    """The fewest one-character insertions, deletions and substitutions from ``a`` to ``b`` (Levenshtein)."""
-    row = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        prev, row[0] = row[0], i
-        for j, y in enumerate(b, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
-    return row[-1]
+    """The fewest one-character insertions, deletions, substitutions and swaps of two neighbours from ``a`` to
+    ``b`` (Levenshtein with transpositions, the optimal string alignment: 'memroy' is one edit from 'memory')."""
+    d = [[i + j if i * j == 0 else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[-1][-1]
 
 
 def hardware_from_dict(d: Any, where: str) -> Hardware:

@@ -180,6 +180,8 @@ def parse_sizes(text: str, what: str = "batch", limit: int = 1 << 24) -> tuple[i
         lo, hi = int(m[1]), int(m[2])
         if lo < 1:
             raise RoofcalcError(f"--{what}: the range '{item}' must start at 1 or more")
+        if hi < 1:
+            raise RoofcalcError(f"--{what}: the range '{item}' must end at 1 or more")
         if hi < lo:
             raise RoofcalcError(f"--{what}: the range '{item}' runs backwards; write {hi}..{lo}")
         if hi > limit:
