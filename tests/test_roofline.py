@@ -375,6 +375,9 @@ def test_a_kernel_times_header_names_its_unit(tmp_path, text, seconds):
                                         ('{"q_proj": 3e-5, "q_proj": 4e-5}', "'q_proj' is given twice"),
                                         ('{"q_proj": "3e-5"}', 'must be a number of seconds, not "3e-5"'),
                                         ('{"q_proj": {"us": 31}}', 'must be a number of seconds, not {"us": 31}'),
+                                        ('{"q_proj": {"a": [{"x": 1}]}}', 'not {"a": [{"x": 1}]}'),
+                                        # a CSV whose first name begins with '[' is CSV still: its name is read
+                                        ("[q_proj],1e-5\n", "name kernels this model has not: [q_proj]"),
                                         ("[1, 2]", "is not a JSON object of kernel name -> seconds"),
                                         ("q_proj,1e-300\n", "the time for q_proj, 1e-300 s, is outside any real "
                                                              "kernel's (1e-09 to 86400 s)")])

@@ -368,8 +368,9 @@ def kernel_times(path: str) -> dict[str, float]:
     text = read_text(path, "kernel times")
     where = one_line(path)[:200]
     scale = 1.0
-    if text.lstrip().startswith(("{", "[")):  # JSON (an array: refused as not an object)
-        doc = parse_json(text, where, pairs=True)
+    head = text.lstrip()
+    if head.startswith("{") or head.startswith("[") and _json_array(head):  # JSON (an array: refused as not an
+        doc = parse_json(text, where, pairs=True)  # object); a CSV whose first name begins with '[' stays CSV
         if not isinstance(doc, Pairs):
             raise RoofcalcError(f"{where} is not a JSON object of kernel name -> seconds")
         items = list(doc)
@@ -380,7 +381,7 @@ def kernel_times(path: str) -> dict[str, float]:
         for name, value in items:
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 raise RoofcalcError(f"{where}: the time for {one_line(str(name))[:60]} must be a number of seconds, "
-                                    f"not {one_line(json.dumps(dict(value) if isinstance(value, Pairs) else value))[:40]}")
+                                    f"not {one_line(json.dumps(_plain_json(value)))[:40]}")
     else:
         try:
             items = [tuple(row) for row in csv.reader(text.splitlines()) if row and not row[0].startswith("#")]
@@ -412,6 +413,23 @@ def kernel_times(path: str) -> dict[str, float]:
     if not times:
         raise RoofcalcError(f"{where} holds no kernel times (rows 'name,seconds', or a JSON object)")
     return times
+
+
+def _json_array(text: str) -> bool:
+    """Whether ``text`` is a JSON array (a kernel-times file given as one, refused as not an object)."""
+    try:
+        return isinstance(json.loads(text), list)
+    except ValueError:
+        return False
+
+
+def _plain_json(value: Any) -> Any:
+    """A value of parse_json(pairs=True) as JSON shows it: each object's Pairs a dict again, at any depth."""
+    if isinstance(value, Pairs):
+        return {k: _plain_json(v) for k, v in value}
+    if isinstance(value, list):
+        return [_plain_json(v) for v in value]
+    return value
 
 
 def _is_number(cell: str) -> bool:
