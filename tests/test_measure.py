@@ -961,3 +961,30 @@ def test_measure_out_replaces_a_profile_and_nothing_else(tmp_path, capsys):
     profile.write_text(json.dumps({"name": "mine", "bandwidth_bytes_per_s": 2.7e11, "peak_flop_per_s": {"fp16": 5e13}}))
     _check_profile_out(str(profile))  # a profile: measured again, as asked
     _check_profile_out(str(tmp_path / "new.json"))  # a new file
+
+
+def test_a_profile_given_to_the_library_as_its_hardware_is_read_as_hw_file_reads_it(tmp_path, capsys):
+    """roofline(analysis, load_profile(path)) and sweep(shape, load_profile(path), ...) take a measured profile as
+    --hw-file does: against its nominal's datasheet, its measured roof and efficiencies, the same step to the last
+    digit as the command line's; bad numbers given to the library are refused as the command line refuses them."""
+    from roofcalc import load_shape
+    from roofcalc.roofline import roofline
+    from roofcalc.sweep import sweep
+
+    path = tmp_path / "me.json"
+    path.write_text(json.dumps({"name": "my T4", "nominal": "T4", "bandwidth_bytes_per_s": 2.7e11,
+                                "peak_flop_per_s": {"fp16": 5e13},
+                                "efficiency": {"gemv": {"expected": 0.6, "pessimistic": 0.5}}}))
+    assert main(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(path), "--batch", "1,4", "--format", "json"]) == 0
+    cli = [p["step_s"] for p in json.loads(capsys.readouterr().out)["points"]]
+    shape, hw = load_shape("TinyLlama/TinyLlama-1.1B"), load_profile(str(path))
+    kw = dict(cache_update="concat", eager_ops=True)  # transformers' eager generate, the command line's default
+    r = roofline(analyze(shape, Workload.decode(1, 500, **kw)), hw)
+    assert r.hardware.name == "T4" and r.measured.bandwidth_bytes_per_s == 2.7e11 and r.step.predicted_s == cli[0]
+    sw = sweep(shape, hw, batches=(1, 4), contexts=(500,), **kw)
+    assert [float(x) for x in sw.grid.step_s[:, 0]] == cli
+    a = analyze(shape, Workload.decode(1, 500, weight_dtype="fp16"))  # a dtype by its name, as the flag takes it
+    for bad in (dict(tpot_s=-0.015), dict(tpot_s=float("nan")), dict(measured_bw=0), dict(measured_bw=-5e11),
+                dict(kernel_times={"q_proj": -1e-5})):
+        with pytest.raises(RoofcalcError):
+            roofline(a, "T4", **bad)

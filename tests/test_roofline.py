@@ -709,3 +709,20 @@ def test_a_step_and_its_roofline_print_in_one_line():
     st = r.step
     assert (f"predicted {st.predicted_s * 1e3:.4g} ms [{st.predicted_lower_s * 1e3:.4g}, "
             f"{st.predicted_upper_s * 1e3:.4g}], {st.bound}-bound, {len(st.placements)} kernels placed") in text
+
+
+def test_library_calls_on_the_wrong_object_say_what_they_take():
+    """render of an Analysis (counts, no roof), roofline_figure of a sweep, a sweep of neither contexts nor prompts:
+    one RoofcalcError each, saying what the call takes, never an AttributeError."""
+    from roofcalc.plotting import roofline_figure
+    from roofcalc.report import render
+    from roofcalc.sweep import sweep
+
+    a = analyze(TINY, Workload.decode(1, 500))
+    with pytest.raises(RoofcalcError, match="render takes a Roofline"):
+        render(a)
+    sw = sweep(TINY, "T4", batches=(1, 2), contexts=(500,))  # a catalog name, as roofline() takes it
+    with pytest.raises(RoofcalcError, match="drawn by sweep_figure"):
+        roofline_figure(sw)
+    with pytest.raises(RoofcalcError, match="contexts \\(decode\\) or prompts \\(prefill, request\\): give one"):
+        sweep(TINY, "T4", batches=(1, 2))

@@ -123,6 +123,16 @@ class Workload:
     def __post_init__(self) -> None:
         if self.phase not in ("decode", "prefill"):
             raise RoofcalcError(f"phase must be 'decode' or 'prefill', not {self.phase!r}")
+        for name in ("weight_dtype", "act_dtype", "kv_dtype"):  # a dtype's name, as the command line takes it
+            if isinstance(getattr(self, name), str):
+                object.__setattr__(self, name, dtype(getattr(self, name)))
+            elif not isinstance(getattr(self, name), DType):
+                raise RoofcalcError(f"{name} must be a dtype name (fp16, int4...) or a DType, got "
+                                    f"{type(getattr(self, name)).__name__}")
+        for name in ("batch", "query_tokens", "kv_len", "group_size"):  # numpy's integers as Python's
+            value = getattr(self, name)
+            if hasattr(value, "__index__") and not isinstance(value, (bool, int)) and type(value).__module__ == "numpy":
+                object.__setattr__(self, name, int(value))
         for label, value, limit in (("batch", self.batch, MAX_BATCH), ("query tokens", self.query_tokens, MAX_TOKENS),
                                     ("context", self.kv_len, MAX_TOKENS), ("group size", self.group_size, MAX_TOKENS)):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:

@@ -211,7 +211,11 @@ def roofline_figure(r: Roofline):
     """A matplotlib Figure: nominal roof dashed grey, measured roof solid blue, the measured ridge dotted,
     numbered points (indigo left of the ridge, amber right; hollow where predicted, filled where
     measured), each number placed where it collides with nothing and within reach of its point (a
-    leader line where it sits farther), and a key of every point and of the AI-0 kernels left off."""
+    leader line where it sits farther), and a key of every point and of the AI-0 kernels left off.
+    A sweep's figure is sweep_figure's."""
+    if not hasattr(r, "step"):
+        raise RoofcalcError(f"roofline_figure takes one step's Roofline; a {type(r).__name__} is drawn by "
+                            f"sweep_figure (roofcalc.plotting) or save_plot")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -13,6 +13,7 @@ import math
 import sys
 from typing import TYPE_CHECKING, Any, Iterable
 
+from .errors import RoofcalcError
 from .calculator import Analysis, Cost, Kernel
 from .predict import MOE_BASE, MOE_FUSED, range_band, range_name
 from .roofline import FASTER_THAN_FLOOR, FLAG_MULTIPLE, Roof, Roofline, gpus_of
@@ -1141,6 +1142,9 @@ def render(r: Roofline | Sweep, fmt: str = "table", defaults: Iterable[str] = ()
         return render_sweep(r, fmt, defaults, width)
     if instance_of(r, "parallel", "TPSweep"):
         return render_tp_sweep(r, fmt, defaults, width)
+    if not hasattr(r, "step"):  # an Analysis (counts alone) has no roof to place its kernels on
+        raise RoofcalcError(f"render takes a Roofline (roofcalc.roofline(analysis, hardware)), a Sweep or a --tp "
+                            f"comparison, not a {type(r).__name__}")
     if fmt == "json":
         return to_json(r) + "\n"
     if fmt == "csv":
@@ -1268,7 +1272,7 @@ def _ms_cell(seconds):
 
 _SWEEP_COLUMNS = {  # (header, record key, text formatter)
     "decode": [("batch", "batch", str), ("context", "context", str), ("FLOPs", "flops", si),
-               ("weights read", "weight_bytes", lambda x: si(x, "B")), ("KV read", "kv_bytes", lambda x: si(x, "B")),
+               ("weights read", "weight_bytes", lambda x: si(x, "B")), ("KV bytes", "kv_bytes", lambda x: si(x, "B")),
                ("AI", "intensity", ratio), ("AI/B", "intensity_per_batch", lambda x: f"{x:.3f}"),
                ("floor ms", "floor_s", _ms_cell),
                ("step=TPOT ms", "step_s", _ms_cell),
@@ -1390,7 +1394,7 @@ def sweep_header_lines(sw: Sweep, defaults: Iterable[str] = ()) -> list[str]:
 
 
 # sweep columns that give way first on a narrow terminal (higher goes first; 0 always stays)
-SWEEP_PRIORITY = {"batch": 0, "context": 0, "prompt": 0, "generate": 1, "FLOPs": 3, "weights read": 3, "KV read": 3,
+SWEEP_PRIORITY = {"batch": 0, "context": 0, "prompt": 0, "generate": 1, "FLOPs": 3, "weights read": 3, "KV bytes": 3,
                   "bytes": 3, "AI": 2, "AI/B": 3, "floor ms": 2, "step=TPOT ms": 0, "TTFT ms": 0, "upper ms": 2,
                   "mean TPOT ms": 0, "total s": 0, "tokens/s": 0, "prompt tokens/s": 0, "output tokens/s": 0,
                   "bound": 1, "memory GB": 1, "memory GB (end)": 1, "fits": 0}

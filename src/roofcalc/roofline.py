@@ -746,6 +746,25 @@ class Device:
         return self.profile.name if self.profile is not None else None
 
 
+def as_device(hardware, measured_profile, who: str) -> tuple[Hardware, Hardware | None]:
+    """(the catalog entry, the measured profile or None) a library call takes, as the command line's --hw and
+    --hw-file: ``hardware`` a catalog name or a Hardware; a measured profile given as the hardware
+    (hardware.load_profile's, as ``roofcalc measure`` writes it: it names its nominal, or holds measured
+    efficiencies) is read as --hw-file reads it: against its nominal's datasheet, or as its own where it names
+    none."""
+    from .hardware import find_hardware
+
+    if isinstance(hardware, str):
+        hardware = find_hardware(hardware)
+    if not isinstance(hardware, Hardware):
+        raise RoofcalcError(f"{who}: hardware must be a Hardware (roofcalc.hardware.find_hardware, load_profile) or "
+                            f"a catalog name, got {type(hardware).__name__}")
+    if measured_profile is None and (hardware.nominal or hardware.efficiency is not None):
+        measured_profile = hardware
+        hardware = find_hardware(hardware.nominal) if hardware.nominal else hardware
+    return hardware, measured_profile
+
+
 def device(hardware: Hardware, compute_dtype: str, *, measured_bw: float | None = None,
            measured_flops: float | None = None, measured_profile: Hardware | None = None,
            launch_overhead_s: float | None = None, host_overhead_s: float | None = None,
@@ -753,6 +772,13 @@ def device(hardware: Hardware, compute_dtype: str, *, measured_bw: float | None 
     """The device context every single step and sweep uses. ``capacity_bytes`` defaults to the
     measured profile's memory, else the hardware's; ``engine_host`` is the engine's host time per step
     (roofcalc.engines); ``kernel_db``: GEMM and attention times read from the measured tables (kerneldb)."""
+    from .inputs import number
+
+    for what, value in (("measured_bw", measured_bw), ("measured_flops", measured_flops),
+                        ("launch_overhead_s", launch_overhead_s), ("host_overhead_s", host_overhead_s),
+                        ("capacity_bytes", capacity_bytes)):
+        if value is not None:  # the library's as the command line's: a finite number above 0 (0 is not "none")
+            number(value, what, 0.0, low_open=True)
     nominal, measured = roofs(hardware, compute_dtype, measured_bw, measured_flops, measured_profile)
     model = kernel_model(hardware, nominal, measured, measured_profile, launch_overhead_s, host_overhead_s,
                          compute_dtype, engine_host, kernel_db)
@@ -769,13 +795,14 @@ def roofline(analysis: Analysis, hardware: Hardware, *, measured_bw: float | Non
              capacity_bytes: float | None = None, engine_host=None, kernel_db: bool = False) -> Roofline:
     """One step of ``analysis`` on ``hardware`` (a Hardware, or a catalog name: "A100"), placed on its roofs and
     predicted; ``points``: Point objects or (name, FLOPs, bytes, seconds) tuples."""
-    if isinstance(hardware, str):
-        from .hardware import find_hardware
+    hardware, measured_profile = as_device(hardware, measured_profile, "roofline")
+    from .inputs import PLAUSIBLE, number
 
-        hardware = find_hardware(hardware)
-    if not isinstance(hardware, Hardware):
-        raise RoofcalcError(f"roofline: hardware must be a Hardware (roofcalc.hardware.find_hardware) or a catalog "
-                            f"name, got {type(hardware).__name__}")
+    low, high = PLAUSIBLE["time"]
+    if tpot_s is not None:  # a measured step: a real one's time, as --tpot takes it
+        number(tpot_s, "tpot_s", low, high)
+    for name, seconds in (kernel_times or {}).items():
+        number(seconds, f"kernel_times[{name!r}]", low, high)
     try:
         points = tuple(p if isinstance(p, Point) else Point(*p) for p in points)
     except TypeError:

@@ -282,8 +282,17 @@ def _quant_file(cfg, folder: Path):
 
 def load_shape(source: str, family: str | None = None, revision: str | None = None) -> ModelShape:
     """Read a model shape from a path, a catalog name or a hub id (at ``revision`` for a hub id)."""
+    from .errors import UnsupportedModelType
+
     cfg, name, _, _ = load_config(source, revision)
-    return with_encoders(shape_from_config(cfg, name, family), cfg, name)
+    try:
+        shape = shape_from_config(cfg, name, family)
+    except UnsupportedModelType as exc:  # the library's words: the command line traces such a model itself
+        raise UnsupportedModelType(str(exc).replace(
+            "(or pass --family NAME to read it as one of them)",
+            "(or family='NAME' to read it as one of them; roofcalc.trace.traced_shape(*roofcalc.sources."
+            "load_config(source)[:2]) traces it, with torch, as the command line does)")) from None
+    return with_encoders(shape, cfg, name)
 
 
 def with_encoders(shape: ModelShape, cfg: dict, name: str) -> ModelShape:

@@ -830,10 +830,13 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
     """Decode (``contexts``), prefill (``prompts``) or whole requests (``prompts`` and ``generate``)
     at every batch; verdicts on the measured roof when there is one. ``capacity_bytes`` defaults
     to the measured profile's memory, else the hardware's."""
-    from .roofline import device
+    from .roofline import as_device, device
 
-    if (contexts is None) == (prompts is None):
+    if contexts is None and prompts is None:
+        raise RoofcalcError("a sweep takes contexts (decode) or prompts (prefill, request): give one")
+    if contexts is not None and prompts is not None:
         raise RoofcalcError("a sweep takes contexts (decode) or prompts (prefill, request), not both")
+    hardware, measured_profile = as_device(hardware, measured_profile, "sweep")
     if generate is not None and prompts is None:
         raise RoofcalcError("a whole request needs a prompt length")
     dtypes = Workload.decode(1, 1, **workload_kw)
