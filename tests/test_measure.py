@@ -731,15 +731,24 @@ def test_trust_warns_of_a_busy_machine_and_far_apart_runs_and_passes():
 
 
 def test_the_load_watch_takes_this_runs_own_work_out_of_the_end():
-    from roofcalc.measure import LoadWatch
+    from roofcalc.measure import LoadReading, LoadWatch
 
-    loads, clock, cpu = iter([0.2, 2.0]), iter([100.0, 160.0]), iter([5.0, 65.0])
-    w = LoadWatch(load=lambda: next(loads), cpu=lambda: next(cpu), clock=lambda: next(clock))
+    loads, clock, cpu, machine = iter([0.2, 2.0]), iter([100.0, 160.0]), iter([5.0, 65.0]), iter([1000.0, 1090.0])
+    w = LoadWatch(load=lambda: next(loads), cpu=lambda: next(cpu), clock=lambda: next(clock),
+                  machine=lambda: next(machine))
     r = w.stop()
     # 60 CPU seconds in 60 s of wall time keep one core busy; after 60 s the 1-minute average holds
     # 1 - exp(-60 / 60) = 0.632 of it: 2.0 - 0.632 = 1.368 is the others' load at the end
     assert r.start == 0.2 and r.end == 2.0 and r.own == pytest.approx(1 - math.exp(-1))
     assert r.others_end == pytest.approx(1.368, abs=1e-3)
+    # the machine's busy seconds grew by 90 in those 60 s, 60 of them this run's: the others kept 30 / 60 = 0.5 of
+    # a core busy, OTHERS_CORES, so the timings shared the cores, though the load average (0.2 at the start,
+    # 1.37 of others at the end, under one task a core on 2 cores) does not say so
+    assert r.others_cpu == pytest.approx(0.5)
+    assert LoadReading(2, 0.2, 2.0, r.own, r.others_cpu).warning("measure") == (
+        "warning   other processes kept 0.5 of 2 cores busy during the run: re-run `roofcalc measure` on an idle "
+        "machine")
+    assert LoadReading(2, 0.2, 2.0, r.own, 0.4).warning("measure") is None  # under half a core: said nothing
 
 
 def test_measure_records_the_load_and_writes_its_trust(monkeypatch, tmp_path):

@@ -257,22 +257,47 @@ def _cpu_seconds() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
+# other processes' CPU use during a run, as cores kept busy on average, at or above which its timings shared the
+# cores: half a core (one busy process on a 2-core machine is a whole core, and halved a 2-thread copy's rate
+# in a run here, with the 1-minute load average still at 0.37 at its start: the average lags, this does not)
+OTHERS_CORES = 0.5
+
+
+def _busy_seconds() -> float | None:
+    """CPU seconds every process on the machine has used since boot (Linux /proc/stat's first line: user, nice,
+    system, irq, softirq and steal; not idle or iowait), None where there is no /proc/stat."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            fields = f.readline().split()
+        if fields[0] != "cpu":
+            return None
+        ticks = [int(x) for x in fields[1:9]]
+        return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
 class LoadWatch:
     """The load average when a measurement starts and when it ends, and this run's own share of the end:
     its CPU seconds over its wall time is the cores it kept busy, which the 1-minute average holds at
     1 − exp(−wall / 60 s) of their weight after ``wall`` seconds."""
 
-    def __init__(self, load=None, cpu=None, clock=None):
+    def __init__(self, load=None, cpu=None, clock=None, machine=None):
         self._load, self._cpu, self._clock = load or load_average, cpu or _cpu_seconds, clock or time.perf_counter
+        self._machine = machine or _busy_seconds
         self.cores = os.cpu_count() or 1
         self.start = self._load()
-        self.t0, self.cpu0 = self._clock(), self._cpu()
+        self.t0, self.cpu0, self.machine0 = self._clock(), self._cpu(), self._machine()
 
     def stop(self) -> "LoadReading":
         end, wall = self._load(), max(self._clock() - self.t0, 1e-9)
-        busy = (self._cpu() - self.cpu0) / wall
+        mine = self._cpu() - self.cpu0
+        busy = mine / wall
         own = busy * (1 - math.exp(-wall / LOAD_WINDOW_S))
-        return LoadReading(self.cores, self.start, end, own)
+        machine = self._machine()
+        # the others' CPU during the run, as cores kept busy: the machine's busy seconds less this run's own
+        others = None if machine is None or self.machine0 is None else max(0.0, machine - self.machine0 - mine) / wall
+        return LoadReading(self.cores, self.start, end, own, others)
 
 
 @dataclass(frozen=True)
@@ -281,6 +306,7 @@ class LoadReading:
     start: float | None  # 1-minute load average when the measurement began (None: not available)
     end: float | None  # ... and when it ended, this run's own work in it
     own: float = 0.0  # this run's estimated share of ``end``
+    others_cpu: float | None = None  # other processes' CPU during the run, cores kept busy on average (/proc/stat)
 
     @property
     def others_end(self) -> float | None:
@@ -288,20 +314,31 @@ class LoadReading:
 
     @property
     def busy(self) -> bool:
-        """Other processes' load (this run's own taken out at the end) at LOAD_PER_CORE a core or more."""
+        """Other processes' load (this run's own taken out at the end) at LOAD_PER_CORE a core or more, or their
+        CPU during the run at OTHERS_CORES cores or more."""
         limit = LOAD_PER_CORE * self.cores
-        return any(x is not None and x >= limit for x in (self.start, self.others_end))
+        return any(x is not None and x >= limit for x in (self.start, self.others_end)) or self.shared
+
+    @property
+    def shared(self) -> bool:
+        return self.others_cpu is not None and self.others_cpu >= OTHERS_CORES
 
     def warning(self, command: str) -> str | None:
         if not self.busy:
             return None
+        limit = LOAD_PER_CORE * self.cores
+        loaded = any(x is not None and x >= limit for x in (self.start, self.others_end))
         at = ", ".join(f"{x:.2g} at {w}" for x, w in ((self.start, "start"), (self.others_end, "end")) if x is not None)
-        return f"warning   load {at} on {self.cores} cores: {when_idle(command)}"
+        cpu = f"other processes kept {self.others_cpu:.2g} of {self.cores} cores busy during the run" if \
+            self.shared else ""
+        said = "; ".join(x for x in (f"load {at} on {self.cores} cores" if loaded and at else "", cpu) if x)
+        return f"warning   {said}: {when_idle(command)}"
 
     def record(self) -> dict:
         return {"cores": self.cores, "load_average_1min_start": self.start, "load_average_1min_end": self.end,
                 "this_run_at_end": self.own, "others_at_end": self.others_end,
-                "limit": LOAD_PER_CORE * self.cores}
+                "limit": LOAD_PER_CORE * self.cores, "others_cpu_cores": self.others_cpu,
+                "others_cpu_limit": OTHERS_CORES}
 
 
 @dataclass(frozen=True)
