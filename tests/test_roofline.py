@@ -687,8 +687,8 @@ def test_kernels_that_lose_the_same_time_are_listed_in_order():
     from roofcalc.report import anomaly_lines
 
     def placement(name, measured_s):
-        return SimpleNamespace(measured_s=measured_s, t_expected_s=20e-6, kernel=SimpleNamespace(name=name, count=1),
-                               floor_multiple=3.0, flagged=False)
+        return SimpleNamespace(measured_s=measured_s, t_expected_s=20e-6, t_as_timed_s=20e-6, dispatch_s=0.0,
+                               kernel=SimpleNamespace(name=name, count=1), floor_multiple=3.0, flagged=False)
 
     r = SimpleNamespace(step=SimpleNamespace(placements=[placement("a", 30e-6), placement("b", 30e-6),
                                                           placement("c", 25e-6)]))
@@ -726,3 +726,25 @@ def test_library_calls_on_the_wrong_object_say_what_they_take():
         roofline_figure(sw)
     with pytest.raises(RoofcalcError, match="contexts \\(decode\\) or prompts \\(prefill, request\\): give one"):
         sweep(TINY, "T4", batches=(1, 2))
+
+
+def test_a_cpu_kernels_error_is_against_its_expected_time_with_its_ops_dispatch():
+    """On a CPU the profiler times each eager op with its dispatch, which the step model puts in the host part
+    (host and device in series): a kernel's error and its anomaly line compare the measured time with its expected
+    time plus its ops' dispatch (launches x the host's time per op), as the flag rule does. TinyLlama's RMSNorm in
+    fp32, 6 eager ops (its casts are no-ops: roofline.HF_EAGER): measured at exactly that sum, its error is 0 and
+    it is no anomaly."""
+    from roofcalc.report import anomaly_lines
+    from roofcalc.roofline import roofline
+
+    a = analyze(TINY, Workload.decode(1, 500, eager_ops=True, cache_update="concat", weight_dtype="fp32",
+                                      act_dtype="fp32", kv_dtype="fp32"))
+    first = roofline(a, "EPYC-9654")
+    p = next(x for x in first.step.placements if x.kernel.name == "input_layernorm")
+    assert p.launches == 6 and p.dispatch_s > 0 and p.dispatch_s == pytest.approx(6 * first.model.host_per_op_s.expected)
+    assert p.t_as_timed_s == pytest.approx(p.t_expected_s + p.dispatch_s)
+    r = roofline(a, "EPYC-9654", kernel_times={"input_layernorm": p.t_as_timed_s})
+    q = next(x for x in r.step.placements if x.kernel.name == "input_layernorm")
+    assert q.error == pytest.approx(0.0, abs=1e-12) and anomaly_lines(r) == []
+    gpu = next(x for x in roofline(a, "A100-80GB").step.placements if x.kernel.name == "input_layernorm")
+    assert gpu.dispatch_s == 0 and gpu.t_as_timed_s == gpu.t_expected_s  # a GPU's host overlaps: nothing added

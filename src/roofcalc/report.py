@@ -860,12 +860,14 @@ def kernel_sum_lines(r: Roofline) -> list[str]:
 
 def anomaly_lines(r: Roofline, n: int = 3) -> list[str]:
     """The measured kernels that lose the most time against their expected time, largest first."""
-    worst = sorted((((p.measured_s - p.t_expected_s) * p.kernel.count, p) for p in r.step.placements
-                    if p.measured_s is not None and p.measured_s > p.t_expected_s), key=lambda x: -x[0])  # (ties: in order)
+    # against the expected time as the profiler times it (a CPU's: with each op's dispatch, Placement.t_as_timed_s)
+    worst = sorted((((p.measured_s - p.t_as_timed_s) * p.kernel.count, p) for p in r.step.placements
+                    if p.measured_s is not None and p.measured_s > p.t_as_timed_s), key=lambda x: -x[0])  # (ties: in order)
     out = []
     for excess, p in worst[:n]:
         label = measured_label(p)
-        out.append(f"{p.kernel.name}: +{ms(excess)} ms a step over its expected time (x{p.kernel.count}, "
+        timed = " with its ops' dispatch" if p.dispatch_s else ""
+        out.append(f"{p.kernel.name}: +{ms(excess)} ms a step over its expected time{timed} (x{p.kernel.count}, "
                    f"{sig(p.measured_s * 1e6)} us each, {sig(p.floor_multiple)}x its floor"
                    + (f", {label}" if label else "") + ")")
     if not out:
