@@ -30,6 +30,12 @@ def test_a_step_is_one_row_per_kernel_and_its_totals_apart():
     assert int((df["count"] * df["flops"]).sum()) == r.analysis.totals.flops
     step = roofcalc.step_to_pandas(r)
     assert len(step) == 1 and step.loc[0, "total_flops"] == r.analysis.totals.flops
+    # a column measured for some kernels is float, NaN where a kernel was not measured (not None in objects)
+    timed = roofcalc.to_pandas(roofline(r.analysis, find_hardware("T4"), kernel_times={"q_proj": 5e-5}))
+    assert timed["measured_s"].dtype == float and timed["error"].dtype == float
+    assert timed["measured_s"].isna().sum() == 17 and timed.loc[timed["name"] == "q_proj", "measured_s"].item() == 5e-5
+    with pytest.raises(roofcalc.RoofcalcError, match="no kernel named 'nope'; this step's: embed_tokens, "):
+        r.analysis.kernel("nope")
     assert step.loc[0, "predicted_s"] == pytest.approx(r.step.predicted_s) and step.loc[0, "step_bound"] == r.step.bound
 
 

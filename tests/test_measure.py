@@ -730,6 +730,12 @@ def test_trust_warns_of_a_busy_machine_and_far_apart_runs_and_passes():
     assert LoadReading(2, None, None).warning("measure") is None
 
 
+def test_a_measurement_prints_in_one_line():
+    """A notebook cell holding a Measurement prints one line (its samples keep every run's timings): the device,
+    the roof's bandwidth (2e9 bytes in 0.100 s: 20 GB/s) and peak (2 x 4096^3 FLOPs in 0.100 s: 1.37 TFLOP/s)."""
+    assert repr(_fake_measurement()) == "Measurement(cpu: Fake CPU, 20 GB/s, fp32 1.37 TFLOP/s, curves yes, 0 warnings)"
+
+
 def test_the_load_watch_takes_this_runs_own_work_out_of_the_end():
     from roofcalc.measure import LoadReading, LoadWatch
 

@@ -991,7 +991,7 @@ class Analysis:
         for k in self.kernels:
             if k.name == name:
                 return k
-        raise KeyError(name)
+        raise RoofcalcError(f"no kernel named {name!r}; this step's: {', '.join(k.name for k in self.kernels)}")
 
 
 def kv_cache_bytes(s: ModelShape, kv: DType, batch, tokens):

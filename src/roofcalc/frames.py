@@ -56,8 +56,16 @@ def rows(result) -> list[dict[str, Any]]:
 
 
 def to_pandas(result):
-    """:func:`rows` as a DataFrame. The step's totals are apart: :func:`step_to_pandas`."""
-    return _pandas().DataFrame(rows(result))
+    """:func:`rows` as a DataFrame. The step's totals are apart: :func:`step_to_pandas`. A column of numbers with
+    gaps (a kernel measured or not: measured_s, error...) is float with NaN for the gaps, not objects holding None."""
+    pd = _pandas()
+    frame = pd.DataFrame(rows(result))
+    for column in frame.columns:
+        values = frame[column]
+        if values.dtype == object and values.isna().any() and not values.isna().all() and \
+                all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values.dropna()):
+            frame[column] = pd.to_numeric(values)
+    return frame
 
 
 def step_to_pandas(result):

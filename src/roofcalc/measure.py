@@ -86,6 +86,12 @@ class Measurement:
     trust: "Trust | None" = None  # what may have spoilt the timings (trust_check)
     compute_capability: float | None = None  # a CUDA GPU's (8.0 an A100): the defaults it takes (its int4 factor)
 
+    def __repr__(self) -> str:  # one line (its samples hold every run's timings: thousands in full)
+        peaks = ", ".join(f"{d} {self.peak(d).best_rate / 1e12:.3g} TFLOP/s" for d in self.matmuls)
+        warned = len(self.trust.warnings()) if self.trust is not None else 0
+        return (f"Measurement({self.device}: {self.name}, {self.bandwidth_bytes_per_s / 1e9:.3g} GB/s, {peaks}, "
+                f"curves {'yes' if self.curves is not None else 'no'}, {warned} warning{'s' * (warned != 1)})")
+
     @property
     def streams(self) -> tuple[Sample, ...]:
         return (self.copy, self.add) + ((self.read,) if self.read else ())
