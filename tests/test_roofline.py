@@ -726,6 +726,8 @@ def test_library_calls_on_the_wrong_object_say_what_they_take():
         roofline_figure(sw)
     with pytest.raises(RoofcalcError, match="contexts \\(decode\\) or prompts \\(prefill, request\\): give one"):
         sweep(TINY, "T4", batches=(1, 2))
+    with pytest.raises(RoofcalcError, match="sweep: no keyword engine; it takes the workload's"):
+        sweep(TINY, "T4", batches=(1, 2), contexts=(500,), engine="vllm")
 
 
 def test_a_cpu_kernels_error_is_against_its_expected_time_with_its_ops_dispatch():

@@ -839,6 +839,11 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
     hardware, measured_profile = as_device(hardware, measured_profile, "sweep")
     if generate is not None and prompts is None:
         raise RoofcalcError("a whole request needs a prompt length")
+    unknown = sorted(set(workload_kw) - set(Workload.__dataclass_fields__) - {"analyzer"})
+    if unknown:  # a keyword neither the sweep's nor a Workload's (an engine preset: engine_host, impl)
+        raise RoofcalcError(f"sweep: no keyword {', '.join(unknown)}; it takes the workload's "
+                            f"(roofcalc.Workload: weight_dtype, kv_dtype, cache_update...) and engine_host "
+                            f"(roofcalc.engines.find_engine(name).host) with impl")
     dtypes = Workload.decode(1, 1, **workload_kw)
     d = device(hardware, dtypes.compute_dtype.name, measured_bw=measured_bw, measured_flops=measured_flops,
                measured_profile=measured_profile, launch_overhead_s=launch_overhead_s,
