@@ -323,12 +323,8 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
         # the split under --tp: transformers' plan, or the serving engines' (a MoE layer's one all-reduce, Phi-3's heads)
         tp_layout=_engine(args).tp_layout,
     )
-    engine = _engine(args)
-    if shape is not None and engine.no_moe and shape.moe is not None:
-        raise RoofcalcError(f"--engine {engine.name} ran no mixture of experts ({engine.no_moe}): {shape.name} has "
-                            f"routed experts")
-    if shape is not None and engine.no_mla and shape.mla is not None:
-        raise RoofcalcError(f"--engine {engine.name} ran no latent attention ({engine.no_mla}): {shape.name} has it")
+    if shape is not None:
+        _engine_ran(args, shape.name, shape.moe is not None, shape.mla is not None)
     if kw["act_dtype"].quantized:
         raise RoofcalcError(f"activations cannot be {kw['act_dtype'].name}; use --weight-dtype for integer weights")
     if kw["weight_dtype"].experts_only and shape is not None and shape.moe is None and shape.activation != "traced":
@@ -659,18 +655,23 @@ def load_model(args: argparse.Namespace):
     from .trace import traced_shape
 
     shape, traced = traced_shape(cfg, name)
-    engine = _engine(args)
-    if engine.no_moe or engine.no_mla:  # a traced model's experts and latent attention, as its config names them
-        text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
-        experts = any(isinstance(text.get(k), int) and not isinstance(text.get(k), bool) and text.get(k) > 1
-                      for k in ("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts"))
-        if engine.no_moe and experts:
-            raise RoofcalcError(f"--engine {engine.name} ran no mixture of experts ({engine.no_moe}): {shape.name} "
-                                f"has routed experts")
-        if engine.no_mla and "kv_lora_rank" in text:
-            raise RoofcalcError(f"--engine {engine.name} ran no latent attention ({engine.no_mla}): {shape.name} "
-                                f"has it")
+    # a traced model's experts and latent attention, as its config names them
+    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+    experts = any(isinstance(text.get(k), int) and not isinstance(text.get(k), bool) and text.get(k) > 1
+                  for k in ("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts"))
+    _engine_ran(args, shape.name, experts, "kv_lora_rank" in text)
     return shape, traced
+
+
+def _engine_ran(args: argparse.Namespace, name: str, experts: bool, mla: bool) -> None:
+    """Refuse a model the --engine preset's engine never ran: routed experts (Engine.no_moe), DeepSeek's latent
+    attention (Engine.no_mla), each with its source."""
+    engine = _engine(args)
+    if engine.no_moe and experts:
+        raise RoofcalcError(f"--engine {engine.name} ran no mixture of experts ({engine.no_moe}): {name} has routed "
+                            f"experts")
+    if engine.no_mla and mla:
+        raise RoofcalcError(f"--engine {engine.name} ran no latent attention ({engine.no_mla}): {name} has it")
 
 
 def build_roofline(args: argparse.Namespace, shape=None):

@@ -369,15 +369,13 @@ def kernel_times(path: str) -> dict[str, float]:
     where = one_line(path)[:200]
     scale = 1.0
     head = text.lstrip()
-    if head.startswith("{") or head.startswith("[") and _json_array(head):  # JSON (an array: refused as not an
-        doc = parse_json(text, where, pairs=True)  # object); a CSV whose first name begins with '[' stays CSV
+    if head.startswith("[") and _json_array(head):  # a CSV whose first name begins with '[' stays CSV
+        raise RoofcalcError(f"{where} is not a JSON object of kernel name -> seconds")
+    if head.startswith("{"):  # its pairs, a key given twice kept (refused below, as a CSV's row given twice)
+        doc = parse_json(text, where, pairs=True)
         if not isinstance(doc, Pairs):
             raise RoofcalcError(f"{where} is not a JSON object of kernel name -> seconds")
         items = list(doc)
-        seen: set = set()
-        twice = next((name for name, _ in items if name in seen or seen.add(name)), None)
-        if twice is not None:
-            raise RoofcalcError(f"{where}: {one_line(twice)[:60]!r} is given twice; give each kernel one time")
         for name, value in items:
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 raise RoofcalcError(f"{where}: the time for {one_line(str(name))[:60]} must be a number of seconds, "
