@@ -1080,6 +1080,18 @@ def test_a_comparison_of_gpu_counts_writes_data_in_csv_and_a_list_in_markdown(ca
     for r, p in zip(rows, points):
         assert float(r["tokens_per_s"]) == pytest.approx(p["tokens_per_s"]) and r["fits"] == str(p["fits"])
         assert int(r["memory_bytes_per_gpu"]) == p["memory_bytes_per_gpu"] and r["hardware"] == "H100-SXM"
+        # each point's range, as the single step at that --tp gives it, and the compute dtype a sweep's CSV names
+        assert r["compute_dtype"] == "fp16" and float(r["predicted_lower_s"]) == pytest.approx(p["predicted_lower_s"])
+        assert p["predicted_lower_s"] < p["step_s"] < p["predicted_upper_s"]
+    _, one, _ = run(["meta-llama/Llama-2-70b-hf", "--hw", "H100", "--tp", "8", "--batch", "64", "--context", "1000",
+                     "--impl", "cuda-graph", "--format", "json"], capsys)
+    step = json.loads(one)["step"]
+    assert (points[-1]["predicted_lower_s"], points[-1]["predicted_upper_s"]) == \
+        (step["predicted_lower_s"], step["predicted_upper_s"])
+    # a --pp comparison's whole step (the stages in turn) has no range: null, not a stage's
+    _, pp, _ = run(["meta-llama/Llama-2-7b-hf", "--hw", "H100", "--pp", "1,2", "--format", "json"], capsys)
+    pts = json.loads(pp)["pp_points"]
+    assert pts[0]["predicted_upper_s"] > pts[0]["step_s"] and pts[1]["predicted_upper_s"] is None
     _, md, _ = run(args + ["--format", "markdown"], capsys)
     head, _, rest = md.partition("\n\n")
     assert all(line.startswith("- ") for line in head.splitlines())
@@ -1131,6 +1143,38 @@ def test_the_library_says_what_it_takes(capsys):
 
     with pytest.raises(RoofcalcError, match="step_to_pandas takes one step"):
         step_to_pandas(res)
+
+
+def test_a_library_sweep_takes_its_sizes_as_the_command_line_does():
+    """sweep()'s batches and contexts: each once, ascending (the CLI's -b 4,1,4 sweeps 1 and 4); one number is a
+    list of one; a word is refused in one line, not a ValueError."""
+    from roofcalc import RoofcalcError, load_shape
+    from roofcalc.sweep import sweep
+
+    shape = load_shape("TinyLlama/TinyLlama-1.1B")
+    sw = sweep(shape, "T4", batches=[4, 1, 4], contexts=[500, 100, 500])
+    assert sw.grid.batches.tolist() == [1, 4] and sw.grid.contexts.tolist() == [100, 500]
+    assert sweep(shape, "T4", batches=4, contexts=500).grid.batches.tolist() == [4]
+    with pytest.raises(RoofcalcError, match="batch must be whole numbers, got 'a'"):
+        sweep(shape, "T4", batches=["a"], contexts=[500])
+
+
+def test_the_library_checks_a_group_size_given_as_the_command_line_does():
+    """A group of quantized weights lies along a matmul's input: a group size given that does not divide the hidden
+    size (2,048 for TinyLlama) is refused, as --group-size is; none given is the default group, 128 (2,048 =
+    16 x 128), whose scales are those of group 128 given; a 16-bit step has no groups to check."""
+    from roofcalc import RoofcalcError, Workload, analyze, load_shape
+    from roofcalc.sweep import sweep
+
+    shape = load_shape("TinyLlama/TinyLlama-1.1B")
+    with pytest.raises(RoofcalcError, match="group size 100 does not divide the hidden size 2048"):
+        analyze(shape, Workload.decode(1, 500, weight_dtype="int4", group_size=100))
+    with pytest.raises(RoofcalcError, match="group size 100 does not divide"):
+        sweep(shape, "T4", batches=[1, 2], contexts=[500], weight_dtype="int4", group_size=100)
+    default = analyze(shape, Workload.decode(1, 500, weight_dtype="int4"))
+    given = analyze(shape, Workload.decode(1, 500, weight_dtype="int4", group_size=128))
+    assert default.workload.weight_group == 128 and default.weight_storage_bytes == given.weight_storage_bytes
+    assert analyze(shape, Workload.decode(1, 500, group_size=100)).workload.weight_group == 100  # fp16: unread
 
 
 def test_on_a_cpu_a_kernels_eager_dispatch_is_part_of_the_least_it_takes(capsys, tmp_path):

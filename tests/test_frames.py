@@ -30,6 +30,8 @@ def test_a_step_is_one_row_per_kernel_and_its_totals_apart():
     assert int((df["count"] * df["flops"]).sum()) == r.analysis.totals.flops
     step = roofcalc.step_to_pandas(r)
     assert len(step) == 1 and step.loc[0, "total_flops"] == r.analysis.totals.flops
+    # the step's FLOPs, bytes and intensity are the totals': one column each, total_*
+    assert not {"flops", "bytes", "intensity"} & set(step.columns) and len(set(step.columns)) == step.shape[1]
     # a column measured for some kernels is float, NaN where a kernel was not measured (not None in objects)
     timed = roofcalc.to_pandas(roofline(r.analysis, find_hardware("T4"), kernel_times={"q_proj": 5e-5}))
     assert timed["measured_s"].dtype == float and timed["error"].dtype == float

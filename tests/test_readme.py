@@ -106,3 +106,21 @@ def test_readme_example_prints_what_the_readme_shows(line, args, expected, capsy
     assert code == 0, out
     gone = missing(expected, out.splitlines())
     assert gone is None, f"README.md:{line}: roofcalc {' '.join(args)} does not print\n  {gone}\nit prints:\n{out}"
+
+
+def test_the_readmes_comparison_document_names_every_key(capsys):
+    """The README's field list of a --tp/--ep/--pp list's JSON names every key its points and verdicts carry, and
+    no key they lack (a word of the list followed by ',' or a space and '(' is a key)."""
+    import json
+
+    text = README.read_text(encoding="utf-8")
+    block = text[text.index("<axis>_points[]"):]
+    block = block[:block.index("```")]
+    listed = set(re.findall(r"(?<![\w(])([a-z_<>]+_?[a-z_<>]*)(?=,| \(|\n| *$)", block))
+    assert main(["meta-llama/Llama-2-7b-hf", "--hw", "H100", "--tp", "1,2", "-f", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    keys = {k.replace("tp", "<axis>") if k in ("tp", "stops_paying_at_tp") else k
+            for k in (*doc["tp_points"][0], *doc["verdicts"])}
+    keys.discard("collectives")  # listed as collectives[]
+    assert "collectives[]" in block and keys <= listed, keys - listed
+    assert {k for k in listed if k in {"gpus", "fits", "bound"} or k.endswith(("_s", "_share", "_gpu", "_fit"))} <= keys

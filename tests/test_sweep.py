@@ -51,10 +51,11 @@ def test_every_sweep_time_equals_the_single_step_report(model, b, s, impl, hw, d
     sw = sweep(shape, device, batches=[1, b], contexts=[s, 7], impl=impl, **kw)
     r = roofline(analyze(shape, Workload.decode(b, s, **kw)), device, impl=impl)
     g, st_ = sw.grid, r.step
-    assert g.predicted_s[1, 0] == pytest.approx(st_.predicted_s, rel=1e-12)
-    assert g.predicted_lower_s[1, 0] == pytest.approx(st_.predicted_lower_s, rel=1e-12)
-    assert g.predicted_upper_s[1, 0] == pytest.approx(st_.predicted_upper_s, rel=1e-12)
-    assert g.bound[1, 0] == st_.bound
+    i, j = g.batches.tolist().index(b), g.contexts.tolist().index(s)  # (a sweep's sizes ascending, each once)
+    assert g.predicted_s[i, j] == pytest.approx(st_.predicted_s, rel=1e-12)
+    assert g.predicted_lower_s[i, j] == pytest.approx(st_.predicted_lower_s, rel=1e-12)
+    assert g.predicted_upper_s[i, j] == pytest.approx(st_.predicted_upper_s, rel=1e-12)
+    assert g.bound[i, j] == st_.bound
     pre = sweep(shape, device, batches=[b], prompts=[min(s, 64)], impl=impl, **kw).grid
     rp = roofline(analyze(shape, Workload.prefill(b, min(s, 64), **kw)), device, impl=impl).step
     assert pre.predicted_s[0, 0] == pytest.approx(rp.predicted_s, rel=1e-12)
@@ -82,11 +83,12 @@ def test_every_tp_sweep_time_equals_the_single_step_report(model, tp, b, s, impl
     sw = sweep(shape, device, batches=[1, b], contexts=[s, 7], impl=impl, analyzer=RankAnalyzer(shape, par))
     r = roofline(analyze_parallel(shape, Workload.decode(b, s), par), device, impl=impl).step
     g = sw.grid
-    assert g.flops[1, 0] == analyze_parallel(shape, Workload.decode(b, s), par).totals.flops
-    assert g.predicted_s[1, 0] == pytest.approx(r.predicted_s, rel=1e-12)
-    assert g.predicted_lower_s[1, 0] == pytest.approx(r.predicted_lower_s, rel=1e-12)
-    assert g.predicted_upper_s[1, 0] == pytest.approx(r.predicted_upper_s, rel=1e-12)
-    assert g.bound[1, 0] == r.bound
+    i, j = g.batches.tolist().index(b), g.contexts.tolist().index(s)  # (a sweep's sizes ascending, each once)
+    assert g.flops[i, j] == analyze_parallel(shape, Workload.decode(b, s), par).totals.flops
+    assert g.predicted_s[i, j] == pytest.approx(r.predicted_s, rel=1e-12)
+    assert g.predicted_lower_s[i, j] == pytest.approx(r.predicted_lower_s, rel=1e-12)
+    assert g.predicted_upper_s[i, j] == pytest.approx(r.predicted_upper_s, rel=1e-12)
+    assert g.bound[i, j] == r.bound
     pre = sweep(shape, device, batches=[b], prompts=[min(s, 64)], impl=impl, analyzer=RankAnalyzer(shape, par)).grid
     rp = roofline(analyze_parallel(shape, Workload.prefill(b, min(s, 64)), par), device, impl=impl).step
     assert pre.predicted_s[0, 0] == pytest.approx(rp.predicted_s, rel=1e-12)

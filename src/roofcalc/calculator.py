@@ -25,7 +25,10 @@ from dataclasses import dataclass, fields, replace
 from .dtypes import COMPUTE_TYPES, DTYPE_ALIASES, DTYPES, SCALE_BYTES, DType, dtype  # noqa: F401 (the library's names)
 from .errors import RoofcalcError
 from .families import FAMILIES
-from .shapes import ModelShape
+from .shapes import PER_CHANNEL, ModelShape
+
+# quantized weights' values per scale where none is given (GPTQ's and AWQ's usual group, 128)
+DEFAULT_GROUP = 128
 
 # FLOPs per element of the elementwise kernels. Fused-kernel arithmetic, not every
 # instruction; these reproduce the seed table's ≈8 K (RMSNorm) and ≈17 K (SiLU×up) for
@@ -91,7 +94,9 @@ class Workload:
     weight_dtype: DType = DTYPES["fp16"]
     act_dtype: DType = DTYPES["fp16"]
     kv_dtype: DType = DTYPES["fp16"]
-    group_size: int = 128  # quantized weights: values per scale, along the input dimension
+    # quantized weights: values per scale, along the input dimension; None: DEFAULT_GROUP, rounded where it does not
+    # divide the hidden size (a group given is checked against it: check_group)
+    group_size: int | None = None
     causal: bool = True  # prefill: count only the score pairs a causal mask keeps
     logits_all: bool = False  # prefill: lm_head on every position (else the last one only)
     experts: str = "expected"  # MoE weights read: expected distinct experts (uniform routing) | all | topk
@@ -135,6 +140,8 @@ class Workload:
                 object.__setattr__(self, name, int(value))
         for label, value, limit in (("batch", self.batch, MAX_BATCH), ("query tokens", self.query_tokens, MAX_TOKENS),
                                     ("context", self.kv_len, MAX_TOKENS), ("group size", self.group_size, MAX_TOKENS)):
+            if label == "group size" and value is None:
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise RoofcalcError(f"{label} must be a positive integer, got {value!r}")
             if value > limit:
@@ -178,7 +185,7 @@ class Workload:
     @property
     def weight_group(self) -> int:
         """Values per scale of quantized weights: the format's own group (MXFP4: 32), else group_size."""
-        return self.weight_dtype.group or self.group_size
+        return self.weight_dtype.group or self.group_size or DEFAULT_GROUP
 
     @property
     def float_weight_dtype(self) -> DType:
@@ -1075,6 +1082,17 @@ def layer_kernels(shape: ModelShape, workload: Workload, merge: bool = True) -> 
     return out
 
 
+def check_group(d_model: int | None, name: str, workload: Workload) -> None:
+    """A group size given for quantized weights must divide the hidden size: a group's weights lie along a
+    matmul's input, the hidden size for q/k/v and the MLP's up projections (GPTQ's and AWQ's loaders refuse one
+    that does not divide it). The default group (None) is rounded where it does not, as the MLP's width is."""
+    g = workload.group_size
+    if g is not None and workload.weight_dtype.quantized and not workload.weight_dtype.group and \
+            g < PER_CHANNEL and isinstance(d_model, int) and d_model % g:
+        raise RoofcalcError(f"group size {g} does not divide the hidden size {d_model} of {name}: a "
+                            f"group's weights lie along a matmul's input")
+
+
 def analyze(shape: ModelShape, workload: Workload, merge: bool = True) -> Analysis:
     """All kernels of one step; per-layer kernels carry count = the number of layers running them.
 
@@ -1082,6 +1100,7 @@ def analyze(shape: ModelShape, workload: Workload, merge: bool = True) -> Analys
     have in common at the same cost; a kernel whose cost differs between them gets one row per
     kind (``attention[sliding]``), and a kernel only some layers run counts only those.
     """
+    check_group(shape.d_model, shape.name, workload)
     before, after = model_head(shape, workload)
     merged = [k for k, _, _ in layer_kernels(shape, workload, merge)]
     return Analysis(shape, workload, (*before, *merged, *after))

@@ -298,8 +298,8 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
         raise RoofcalcError(f"--group-size {args.group_size} does not divide the hidden size {shape.d_model}: a "
                             f"group's weights lie along a matmul's input")
     group = args.group_size or (shape.weight_group if declared and not args.weight_dtype and shape.weight_group
-                                else 128)
-    if shape is not None and declared and not args.group_size and weights.quantized and not weights.group and \
+                                else None)
+    if shape is not None and group is not None and not args.group_size and weights.quantized and not weights.group and \
             group < PER_CHANNEL and shape.d_model % group:  # the checkpoint's own group, as --group-size's is
         raise RoofcalcError(f"{shape.name}: its quantization_config's group_size {group} does not divide the hidden "
                             f"size {shape.d_model} (a group's weights lie along a matmul's input; GPTQ's and AWQ's "

@@ -81,8 +81,8 @@ def step_to_pandas(result):
     pd = _pandas()
     doc = to_record(result)
     row = {**_ident(doc), **{f"total_{k}": v for k, v in doc["totals"].items()}}
-    for k, v in (doc.get("step") or {}).items():
-        if not isinstance(v, dict):
+    for k, v in (doc.get("step") or {}).items():  # the step's flops, bytes and intensity are the totals' (kept
+        if not isinstance(v, dict) and k not in doc["totals"]:  # once, as total_*)
             row[k] = v
     for k, v in ((doc.get("step") or {}).get("device_parts_s") or {}).items():
         row[f"device_{k}_s"] = v

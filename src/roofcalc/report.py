@@ -1476,6 +1476,16 @@ AXIS_WORDS = {
 }
 
 
+def _tp_range(p) -> dict[str, Any]:
+    """A --tp/--ep point's range about its step_s, as a single step's (predicted_lower_s, predicted_upper_s and
+    the calibrated widths); null on a --pp comparison, whose whole step (the stages in turn) has none."""
+    if p._pipeline:
+        return dict.fromkeys(("predicted_lower_s", "predicted_upper_s", "range_band_below", "range_band_above"))
+    st = p.step
+    return {"predicted_lower_s": st.predicted_lower_s, "predicted_upper_s": st.predicted_upper_s,
+            **band_record(st.times.band)}
+
+
 def tp_sweep_record(tps) -> dict[str, Any]:
     first = tps.points[0].result
     a = first.analysis
@@ -1490,7 +1500,7 @@ def tp_sweep_record(tps) -> dict[str, Any]:
         "fixed": {a: getattr(tps.base, a) for a in ("tp", "pp", "ep") if a != tps.axis},
         "ep_attention": tps.base.ep_attention, "dense_experts": tps.base.dense_experts,
         f"{tps.axis}_points": [{tps.axis: p.tp, "gpus": p.gpus, "memory_bytes_per_gpu": p.memory_bytes,
-                       "fits": p.fits, "step_s": p.step_s, "communication_s": p.comm_s,
+                       "fits": p.fits, "step_s": p.step_s, **_tp_range(p), "communication_s": p.comm_s,
                        "communication_share": p.comm_share, "tokens_per_s": p.tokens_per_s,
                        "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu, "bound": p.step.times.bound,
                        "collectives": [kernel_record(q.kernel) for q in p.step.placements
@@ -1536,6 +1546,7 @@ def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = (), width
         w_ = first.analysis.workload
         ident = {"model": doc["model"].get("name", first.analysis.shape.name), "hardware": first.hardware.name,
                  "weight_dtype": w_.weight_dtype.name, "act_dtype": w_.act_dtype.name, "kv_dtype": w_.kv_dtype.name,
+                 "compute_dtype": w_.compute_dtype.name,
                  "engine": (first.model.engine_host.engine or None) if first.model is not None else None,
                  "impl": first.step.impl, "axis": tps.axis, **{f"fixed_{k}": v for k, v in doc["fixed"].items()},
                  "ep_attention": tps.base.ep_attention, "batch": w_.batch, "context": w_.kv_len}

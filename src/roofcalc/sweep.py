@@ -31,7 +31,7 @@ from dataclasses import dataclass, fields, replace
 from .calculator import (MAX_BATCH, MAX_TOKENS, Cost, Workload, _layer_groups, analyze, decoder_layer, kv_cache_bytes,
                          model_head, touched_experts)
 from .errors import RoofcalcError
-from .inputs import MAX_GRID_POINTS, check_sizes
+from .inputs import MAX_GRID_POINTS, check_sizes, distinct_sizes
 from .predict import KernelModel, StepTimes, ideal, step_times
 from .parallel import PipelineAnalyzer, link_bytes, pipeline_host, pipeline_step_s, stage_times, stops_paying_at
 from .roofline import Roof, attention_sizes, gpus_of, kernel_term, launches, place, weight_format
@@ -837,6 +837,9 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
     if contexts is not None and prompts is not None:
         raise RoofcalcError("a sweep takes contexts (decode) or prompts (prefill, request), not both")
     hardware, measured_profile = as_device(hardware, measured_profile, "sweep")
+    batches = distinct_sizes(batches, "batch", MAX_BATCH)  # each once, ascending, as the command line's lists
+    contexts = None if contexts is None else distinct_sizes(contexts, "context", MAX_TOKENS)
+    prompts = None if prompts is None else distinct_sizes(prompts, "prompt", MAX_TOKENS)
     if generate is not None and prompts is None:
         raise RoofcalcError("a whole request needs a prompt length")
     unknown = sorted(set(workload_kw) - set(Workload.__dataclass_fields__) - {"analyzer"})

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from ..calculator import Analyzer, AttentionSizes, Cost, Kernel, Workload, fused_moe_class
+from ..calculator import Analyzer, AttentionSizes, Cost, Kernel, Workload, check_group, fused_moe_class
 from ..errors import RoofcalcError
 from ..inputs import one_line
 from .cache import TRACE_FORMAT, _cache_dir, _cache_key, keep
@@ -262,6 +262,7 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
     narrow = wl.kv_dtype.name in ("fp8", "int8") and wl.act_dtype.bits == 16
     run = replace(wl, kv_dtype=wl.act_dtype) if narrow else wl
     _check_workload(run)
+    check_group(cfg.get("hidden_size", (cfg.get("text_config") or {}).get("hidden_size")), name, wl)
     config, check = hf_config(cfg, name)
     import transformers
 
