@@ -1297,8 +1297,12 @@ def test_a_profile_of_no_catalog_kind_is_its_own_nominal_roof(tmp_path, capsys):
     assert code == 0 and doc["hardware"]["name"] == "some CPU (measured)"
     assert doc["hardware"]["memory_bytes"] == doc["step"]["capacity_bytes"] == 24e9
     assert doc["hardware"]["measured"]["bandwidth_ratio"] == 1.0
-    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof)], capsys)
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof), "--record"], capsys)
     assert "T4" not in out and "hardware  some CPU (measured), fp32 compute" in out
+    # one roof, said once: not "100% of nominal" against itself, in the roof line or the record table
+    assert "roof      measured ('some CPU (measured)') 28.6 GB/s, 159 GFLOP/s, ridge 5.6 FLOP/byte, its own " \
+        "nominal" in unwrap(out) and "of nominal" not in out and "100%" not in out
+    assert [line.split()[-2:] for line in out.splitlines() if line.startswith("bandwidth (GB/s)")] == [["none", "28.6"]]
     # a bandwidth over its own: no datasheet to be above, only the profile's figure replaced
     code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof), "--measured-bw", "50GB/s"], capsys)
     assert code == 0 and "warning" not in out and "override  --measured-bw 50GB/s replaces" in out

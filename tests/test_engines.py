@@ -449,3 +449,28 @@ def test_the_serving_engines_run_deepseeks_attention_absorbed_for_decode(capsys)
     # the host-bound default's verdict names the other engine's attention too: it moves the step as well
     code, out, _ = run([*base, "--context", "1000"], capsys)
     assert code == 0 and "under --engine vllm (CUDA graphs, DeepSeek attention serving)" in out
+
+
+def test_a_serving_engine_loads_an_fp32_checkpoint_in_16_bits(capsys):
+    """gemma-2-9b's config declares float32. Under dtype 'auto' vLLM (V1) loads it in bf16 on an H100 (its first
+    supported dtype from compute capability 8.0; fp16 is refused for gemma2 besides), SGLang in bf16 (a gemma model
+    type), vLLM 0.4.2 in fp16; transformers' eager generate keeps the checkpoint's fp32, as do the presets whose
+    loader was not read. Weights: 9,241,705,984 parameters x 2 bytes = 18,483,411,968 in 16 bits, x 4 in fp32."""
+    def weights(engine, hw="H100"):
+        assert main(["gemma-2-9b", "--hw", hw, "--engine", engine, "-f", "json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        return doc["workload"]["weight_dtype"], doc["model"]["weight_bytes"]
+
+    assert weights("vllm") == weights("sglang") == ("bf16", 18_483_411_968)
+    assert weights("vllm-v0") == ("fp16", 18_483_411_968)
+    assert weights("hf") == weights("trtllm") == ("fp32", 36_966_823_936)
+    # on a T4 (compute capability 7.5: fp16 and fp32) vLLM refuses fp16 for gemma2, and runs fp32
+    assert weights("vllm", "T4") == ("fp32", 36_966_823_936)
+    assert main(["gemma-2-9b", "--hw", "H100", "--engine", "vllm"]) == 0
+    assert "the checkpoint is fp32; the vllm preset loads it in bf16, as its dtype 'auto' does" in unwrap(capsys.readouterr().out)
+    # a llama-family fp32 config: fp16 below compute capability 8.0 under vLLM, fp16 under SGLang on any GPU
+    assert find_engine("vllm").fp32_dtype("llama", 7.5) == "fp16" and find_engine("vllm").fp32_dtype("llama", 9.0) \
+        == "bf16" and find_engine("sglang").fp32_dtype("llama", 9.0) == "fp16"
+    # --dtype given wins over the engine's loading
+    assert main(["gemma-2-9b", "--hw", "H100", "--engine", "vllm", "--dtype", "fp32", "-f", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["workload"]["weight_dtype"] == "fp32"

@@ -755,11 +755,18 @@ def test_the_load_watch_takes_this_runs_own_work_out_of_the_end():
         "warning   other processes kept 0.5 of 2 cores busy during the run: re-run `roofcalc measure` on an idle "
         "machine")
     assert LoadReading(2, 0.2, 2.0, r.own, 0.4).warning("measure") is None  # under half a core: said nothing
+    # a job that kept both cores busy and ended just before the run: the 1-minute average still reads 2.0 at the
+    # start (it decays as exp(-t / 60 s)), but the machine's CPU time says the others used 0.05 of a core during
+    # it: the run had the cores, and no warning says otherwise; without /proc/stat the average is all there is
+    assert LoadReading(2, 2.0, 1.0, 0.3, 0.05).warning("measure") is None
+    assert LoadReading(2, 2.0, 1.0, 0.3, None).warning("measure") == (
+        "warning   load 2 at start, 0.7 at end on 2 cores: re-run `roofcalc measure` on an idle machine")
 
 
 def test_measure_records_the_load_and_writes_its_trust(monkeypatch, tmp_path):
-    """The real measure (one small matmul, no curves) with a made-up load average: the load at its start in its
-    trust, a warning in its report, the trust in the profile it writes."""
+    """The real measure (one small matmul, no curves) with a made-up load average on a machine without /proc/stat
+    (where it has one, the machine's CPU time during the run is the signal, LoadReading.busy): the load at its start
+    in its trust, a warning in its report, the trust in the profile it writes."""
     import os
 
     from roofcalc import measure as measure_module
@@ -769,6 +776,7 @@ def test_measure_records_the_load_and_writes_its_trust(monkeypatch, tmp_path):
     monkeypatch.setattr(measure_module, "cpu_dispatch", lambda: dispatch(101))
     cores = os.cpu_count()
     monkeypatch.setattr(measure_module, "load_average", lambda: 10.0 * cores)
+    monkeypatch.setattr(measure_module, "_busy_seconds", lambda: None)
     m = measure("cpu", repeats=2, nbytes=16 << 20, curves=False, quiet=True)
     assert m.trust.load.start == 10.0 * cores and m.trust.load.cores == cores and m.trust.passes == ()
     assert [n for n, _ in m.trust.runs] == ["copy stream", "y = x + 1 stream", "read (sum) stream",

@@ -335,6 +335,8 @@ BAD = [
     (["--measured-bw", "0GB/s"], "must be positive"),
     (["--measured-bw", "270"], "has no unit: did you mean 270GB/s"),
     (["--measured-flops", "50TB/s"], "is not a rate"),
+    # the exa prefix is read (2 EFLOP/s = 2e18), then refused as over any real rate (1e18 FLOP/s, inputs.PLAUSIBLE)
+    (["--measured-flops", "2EFLOP/s"], "'2EFLOP/s' is over any real compute rate"),
     (["--tpot", "15 parsecs"], "is not a time"),
     (["--dtype", "bf16"], "T4 has no bf16 peak"),
     (["--plot", "/nonexistent-dir/r.png"], "does not exist"),

@@ -159,6 +159,7 @@ def test_family_override_reads_custom_types_explicitly():
 BAD_CONFIGS = [
     ([1, 2], "must hold a JSON object"),
     ({**MINIMAL}, "no 'model_type'"),
+    ({**MINIMAL, "model_type": 123}, "'model_type' must be a name such as \"llama\", got 123"),
     ({"model_type": "llama", **{k: v for k, v in MINIMAL.items() if k != "hidden_size"}}, "no 'hidden_size'"),
     ({**MINIMAL, "model_type": "llama", "num_hidden_layers": 0}, "'num_hidden_layers' must be a positive integer"),
     ({**MINIMAL, "model_type": "llama", "hidden_size": -256}, "'hidden_size' must be a positive integer"),

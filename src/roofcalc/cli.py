@@ -806,8 +806,13 @@ def run_main(argv: Sequence[str]) -> str:
     shape = load_model(args)
     if "dtype" in defaults:  # no dtype flag: the checkpoint's own, where the device computes in it
         hw, profile = _hardware(args)
-        args.dtype, why = choose_dtype(shape[0].config_dtype, hw, profile, getattr(shape[0], "config_dtype_unread",
-                                                                                  None))
+        config_dtype, loaded = shape[0].config_dtype, None
+        if config_dtype == "fp32":  # a serving engine loads an fp32 checkpoint in 16 bits under its dtype "auto"
+            loaded = args.engine_preset.fp32_dtype(shape[0].model_type, hw.compute_capability)
+        args.dtype, why = choose_dtype(loaded or config_dtype, hw, profile, getattr(shape[0], "config_dtype_unread",
+                                                                                    None))
+        if loaded and args.dtype == loaded:
+            why = f"the checkpoint is fp32; the {args.engine_preset.name} preset loads it in {loaded}, as its dtype 'auto' does"
         defaults.discard("dtype")
         defaults.add("dtype-why:" + why)
         if args.act_dtype:  # the activations (and a GEMM computing in them) follow the flag, not the checkpoint

@@ -69,6 +69,12 @@ class Engine:
     # Nemotron-H's Mamba-2 mixers and MLPs split, where the plan runs them whole; GLM's and GLM-4-0414's MLP split,
     # where the plan gathers it; OLMo-2's, OLMo-3's and MiniMax-M2's heads split (their q and k norms over every
     # head all-gathered, or their sums of squares all-reduced), where the plan gathers every head
+    # the dtype it loads an fp32 checkpoint's weights in under its default dtype ("auto"): "" keeps fp32 (no source
+    # read for the preset); "vllm": the platform's first supported dtype, bf16 from compute capability 8.0, fp16
+    # below, fp16 skipped for the model types vLLM refuses it for; "fp16"; "sglang": bf16 for a gemma, else fp16
+    # (fp32_dtype; its source in fp32_source)
+    fp32_as: str = ""
+    fp32_source: str = ""
     tp_layout: str = "transformers"
     tp_layout_source: str = ("transformers' base_model_tp_plan: a shared expert's down_proj rowwise (its own "
                              "all-reduce) beside the routed experts' MoeExpertsParallel; Phi-3's qkv_proj and "
@@ -77,6 +83,19 @@ class Engine:
                              "attention alone); GLM's and GLM-4-0414's gate_up_proj, OLMo-2's, OLMo-3's and "
                              "MiniMax-M2's q, k and v colwise_gather_output; kept for a preset whose own split was "
                              "not read")
+
+    def fp32_dtype(self, model_type: str, compute_capability: float | None) -> str | None:
+        """The dtype this engine loads an fp32 checkpoint in by default (fp32_as), None where it keeps fp32 or no
+        source was read for it."""
+        if self.fp32_as == "fp16":
+            return "fp16"
+        if self.fp32_as == "sglang":
+            return "bf16" if model_type.startswith("gemma") else "fp16"
+        if self.fp32_as == "vllm":
+            supported = ["bf16", "fp16"] if (compute_capability or 0) >= 8.0 else ["fp16"]
+            supported = [d for d in supported if not (d == "fp16" and model_type in _VLLM_NO_FP16)]
+            return supported[0] if supported else None
+        return None
 
     @property
     def host(self) -> EngineHost:
@@ -101,10 +120,13 @@ class Engine:
                 "mla": self.mla, "mla_source": self.mla_source, "tp_layout": self.tp_layout,
                 "tp_layout_source": self.tp_layout_source, "awq_kernel": self.awq_kernel,
                 "awq_kernel_source": self.awq_kernel_source,
-                "tables": self.host.tables_used, "decode_every_head": self.decode_every_head}
+                "tables": self.host.tables_used, "decode_every_head": self.decode_every_head,
+                "fp32_as": self.fp32_as or None, "fp32_source": self.fp32_source or None}
 
 
 _NONE = "no published figure"
+# the model types vLLM's config/model.py refuses fp16 for (_FLOAT16_NOT_SUPPORTED_MODELS: 'Numerical instability')
+_VLLM_NO_FP16 = ("gemma2", "gemma3", "gemma3_text", "plamo2", "glm4")
 # vLLM V0 with Ray workers: llama-2-7b at batch 1 on A100s, 2,000 tokens generated, took 24.2 s at TP 1 and at TP 2,
 # 20.2 s with the PR and 17.0 s at TP 2 under the multiprocessing executor of PR #3466 (vllm-project/vllm PR #3763's
 # table): (24.2 - 17.0) s / 2,000 = 3.6 ms a step of exposed worker RPC (derived). V1 runs neither that executor
@@ -240,7 +262,11 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "overlapped: async scheduling, on unless disabled from vLLM 0.14.0 (vllm/config/scheduler.py; PR #27614), "
         "opt-in before it (PR #19970: at batch 1 'scheduler overhead ... is already minimal')",
         _VLLM_RANKS, mla="serving", mla_source=_MLA_VLLM, tp_layout="serving",
-        tp_layout_source=_SERVING_VLLM),
+        tp_layout_source=_SERVING_VLLM, fp32_as="vllm",
+        fp32_source="vllm/config/model.py _resolve_auto_dtype: 'Downcast for float32 models' to the platform's "
+        "preferred dtype, vllm/platforms/cuda.py supported_dtypes: bf16 first from compute capability 8.0, fp16 "
+        "below ('Pascal, Volta and Turing NVIDIA GPUs, BF16 is not supported'), fp16 not for "
+        "_FLOAT16_NOT_SUPPORTED_MODELS (gemma2, gemma3, plamo2, glm4)"),
     Engine(
         "sglang", "SGLang (overlap scheduler)", "cuda-graph",
         "SGLang server arguments: '--disable-cuda-graph | Disable cuda graph. | False'",
@@ -252,7 +278,9 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "SGLang v0.4 blog (2024-12-04): the zero-overhead overlap scheduler, 'turned on by default', shows "
         "'no single idle time on the GPU' over 5 decode batches; no per-step figure is published",
         _NO_RANKS, mla="serving", mla_source=_MLA_SGLANG, tp_layout="serving",
-        tp_layout_source=_SERVING_SGLANG),
+        tp_layout_source=_SERVING_SGLANG, fp32_as="sglang",
+        fp32_source="sglang srt/configs/model_config.py _get_and_verify_dtype: under 'auto' a float32 config "
+        "'we downcast float32 to bfloat16' for a gemma model type, else 'we use float16 for float32 models'"),
     Engine(
         "trtllm", "TensorRT-LLM (PyTorch backend, overlap scheduler)", "cuda-graph",
         "TensorRT-LLM llm_args.py: cuda_graph_config on by default, 'enabled for batches that consist of "
@@ -341,7 +369,9 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "Ray at TP 2, 17.0 s with PR #3466's multiprocessing executor; derived); the same at any rank count, as "
         "Vidur's RAY_COMM_TIME at batch 8 (3.06 ms at TP 2, 3.13 ms at TP 4; 6.49 and 8.34 ms at batch 64, a "
         "growth with the batch not modelled)",
-        tables="vllm", host_ranks_s=_V0_RANKS, tp_layout="serving", tp_layout_source=_SERVING_V0,
+        tables="vllm", host_ranks_s=_V0_RANKS, tp_layout="serving", tp_layout_source=_SERVING_V0, fp32_as="fp16",
+        fp32_source="vLLM v0.4.2 vllm/config.py _get_and_verify_dtype: under 'auto' a float32 config runs in "
+        "float16 ('Following the common practice, we use float16 for float32 models')",
         no_pipeline="vLLM 0.4.2 vllm/config.py: 'Pipeline parallelism is not supported yet.'",
         ep_by_heads="vLLM PR #2090 (v0.2.6, mixtral.py's expert_indicies): 'shard whole experts across ranks', "
         "attention by heads, one all-reduce after each; no all-to-all dispatch (v0.3.0's fused MoE, PR #2542, "

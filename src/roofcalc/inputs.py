@@ -245,8 +245,8 @@ def check_sizes(values, what: str, limit: int) -> None:
 
 # --------------------------------------------------------------------------- quantities with units
 
-_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
-_QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmgtp]?)\s*(.*?)\s*$", re.IGNORECASE)
+_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15, "e": 1e18}
+_QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmgtpe]?)\s*(.*?)\s*$", re.IGNORECASE)
 _UNITS = {
     "bandwidth": ("b/s", "bytes/s", "byte/s", "bps"),  # the byte's B (a lower-case b, a bit, is refused)
     "flops": ("flop/s", "flops", "flop"),
@@ -291,7 +291,7 @@ def parse_quantity(text: str, kind: str, usual: str = "", bounded: bool = True) 
         value = number * scale
     elif prefix and (kind == "size" and unit in ("ib", "ibyte", "ibytes") or
                      kind == "bandwidth" and unit in ("ib/s", "ibyte/s", "ibytes/s")):  # 80GiB, 250GiB/s
-        value = number * 1024 ** "kmgtp".index(prefix) * 1024
+        value = number * 1024 ** "kmgtpe".index(prefix) * 1024
     else:
         if unit and unit not in _UNITS[kind]:
             raise RoofcalcError(f"'{text}' is not {what}")

@@ -320,10 +320,18 @@ class LoadReading:
 
     @property
     def busy(self) -> bool:
-        """Other processes' load (this run's own taken out at the end) at LOAD_PER_CORE a core or more, or their
-        CPU during the run at OTHERS_CORES cores or more."""
+        """Other processes' CPU during the run at OTHERS_CORES cores or more; where the machine does not say it
+        (no /proc/stat), their load (this run's own taken out at the end) at LOAD_PER_CORE a core or more. The
+        load average lags by its minute: a job that ended just before the run still holds it up (at 1.5 a minute
+        after two busy cores stopped), where the machine's CPU time says the run had the cores."""
+        if self.others_cpu is not None:
+            return self.shared
+        return self._loaded
+
+    @property
+    def _loaded(self) -> bool:
         limit = LOAD_PER_CORE * self.cores
-        return any(x is not None and x >= limit for x in (self.start, self.others_end)) or self.shared
+        return any(x is not None and x >= limit for x in (self.start, self.others_end))
 
     @property
     def shared(self) -> bool:
@@ -332,8 +340,7 @@ class LoadReading:
     def warning(self, command: str) -> str | None:
         if not self.busy:
             return None
-        limit = LOAD_PER_CORE * self.cores
-        loaded = any(x is not None and x >= limit for x in (self.start, self.others_end))
+        loaded = self.others_cpu is None and self._loaded
         at = ", ".join(f"{x:.2g} at {w}" for x, w in ((self.start, "start"), (self.others_end, "end")) if x is not None)
         cpu = f"other processes kept {self.others_cpu:.2g} of {self.cores} cores busy during the run" if \
             self.shared else ""

@@ -403,7 +403,8 @@ def _roofline_title(doc: dict, r) -> str:
     w, hw = doc["workload"], doc["hardware"]
     what = f"decode B={w['batch']} S={w['context']}" if w["phase"] == "decode" else \
         f"prefill B={w['batch']} T={w['prompt']}"
-    roof = f"measured roof of {r.profile_name} (nominal: {hw['name']})" if r.profile_name else \
+    roof = f"measured roof of {r.profile_name}" + ("" if r.own_nominal else f" (nominal: {hw['name']})") \
+        if r.profile_name else \
         f"{hw['name']} ({hw['verdict_roof']} roof)"
     return (f"{html.escape(doc['model']['name'])} · {what} · {w['compute_dtype']} · {html.escape(roof)} · "
             f"{hw['impl']}<br><span style='font-size:12px;color:#555'>indigo: left of the {hw['verdict_roof']} "

@@ -676,10 +676,15 @@ def roof_lines(r: Roofline, defaults: Iterable[str] = ()) -> list[str]:
     hw, nom, mea = r.hardware, r.nominal, r.measured
     d = " (default)" if "hw" in set(defaults) else ""
     gpus = getattr(getattr(r.analysis, "parallel", None), "gpus", 1) or 1
-    lines = [f"hardware  {hw.name}{d}, {r.compute_dtype} compute; {hw.source}{nodes_words(hw, gpus)}",
+    lines = [f"hardware  {hw.name}{d}, {r.compute_dtype} compute{'; ' + hw.source if hw.source else ''}"
+             f"{nodes_words(hw, gpus)}",
              f"roof      nominal  {si(nom.bandwidth_bytes_per_s, 'B/s')}, {si(nom.peak_flop_per_s, 'FLOP/s')}, "
              f"ridge {ridge(nom.ridge)} FLOP/byte"]
-    if mea is None:
+    if r.own_nominal:  # a profile that names no datasheet: one roof, no share of a nominal to say
+        lines[1] = (f"roof      measured ('{r.profile_name}') {si(mea.bandwidth_bytes_per_s, 'B/s')}, "
+                    f"{si(mea.peak_flop_per_s, 'FLOP/s')}, ridge {ridge(mea.ridge)} FLOP/byte, its own nominal (the "
+                    f"profile names no datasheet in 'nominal'); verdicts use the measured roof")
+    elif mea is None:
         lines.append("          measured none given: verdicts use the nominal roof (pass --measured-bw/--measured-flops "
                      "or --hw-file)")
     else:
@@ -1018,7 +1023,8 @@ def totals_lines(r: Roofline) -> list[str]:
         f"launches {st.launches_per_layer:.4g} per layer, {st.launches_per_step} per step ({st.impl})",
         f"time      predicted {ms(st.predicted_s)} ms ({range_name(st.times.band)} {ms(st.predicted_lower_s)} to "
         f"{ms(st.predicted_upper_s)}"
-        f" ms): {bound_words(st)}",
+        f" ms)" + (f" for stage {a.stage} on one micro-batch (the pipeline's whole step: "
+                   f"{ms(a.note_pipeline[0].step_s)} ms)" if a.note_pipeline else "") + f": {bound_words(st)}",
         f"          device {ms(st.times.device_s)} ms (floors {ms(st.sum_floor_s)} ms over the kernels' efficiencies)"
         f", host {ms(st.times.host_s)} ms; "
         + ("they overlap: the step takes the larger" if st.times.overlap else "one waits for the other: the step "
@@ -1071,10 +1077,12 @@ def record_rows(r: Roofline, matmul_point: str | None = None) -> list[list[str]]
          f"{mea.peak_flop_per_s / 1e12:.4g}" if mea else "", share(mea.peak_flop_per_s / nom.peak_flop_per_s) if mea else ""],
         ["ridge (FLOP/byte)", ridge(nom.ridge), ridge(mea.ridge) if mea else "", share(mea.ridge / nom.ridge) if mea else ""],
     ]
+    if r.own_nominal:  # a profile that names no datasheet: its nominal column is its own measurement
+        rows = [[name, "none", measured, ""] for name, _, measured, _ in rows]
     nominal_floor = nom.floor(st.flops, st.bytes)
     if st.tpot_s is not None:
         rows.append(["step time (ms)", f"{nominal_floor * 1e3:.3g} (floor)", f"{st.tpot_s * 1e3:.3g}",
-                     f"{st.tpot_s / nominal_floor:.2f}x the nominal floor"])
+                     f"{st.tpot_s / nominal_floor:.2f}x the {'measured' if r.own_nominal else 'nominal'} floor"])
         rows.append(["step achieved (GFLOP/s)", f"{nom.attainable(st.intensity) / 1e9:.3g} (roof at AI)",
                      f"{st.achieved_flop_per_s / 1e9:.3g}", f"{pct(st.roof_fraction)} of the {roof_name} roof"])
     for p in r.points:

@@ -712,6 +712,13 @@ class Roofline:
         return self.measured or self.nominal
 
     @property
+    def own_nominal(self) -> bool:
+        """Whether the measured profile is its own nominal roof (a CPU's or TPU's that names no catalog datasheet,
+        cli._own_nominal): its nominal and measured roofs are one, and no share of a datasheet is said."""
+        return self.measured is not None and self.profile_name is not None and \
+            self.hardware.name == self.profile_name and self.hardware.nominal is None and self.measured == self.nominal
+
+    @property
     def memory_bytes(self) -> int:
         """Weights + the KV cache of this step's sequences: the rule every sweep uses too."""
         return self.analysis.memory_bytes

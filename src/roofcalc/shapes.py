@@ -683,7 +683,10 @@ def shape_from_config(cfg: Any, name: str = "model", family: str | None = None, 
     if not isinstance(cfg, dict):
         raise RoofcalcError(f"{name}: config.json must hold a JSON object, got {type(cfg).__name__}")
     model_type = cfg.get("model_type")
-    if not isinstance(model_type, str) or not model_type:
+    if model_type is not None and not isinstance(model_type, str):
+        raise RoofcalcError(f"{name}: config.json's 'model_type' must be a name such as \"llama\", got "
+                            f"{one_line(repr(model_type))[:40]}")
+    if not model_type:
         raise RoofcalcError(f"{name}: config.json has no 'model_type'; pass --family to say which family it is")
     model_type = one_line(model_type)[:80]
     text = cfg.get("text_config")
