@@ -857,12 +857,34 @@ def test_profile_says_when_the_kernels_outlast_the_step_never_a_negative_host_ti
     assert f"warning   kernels' sum {ms(0.01 * n)} ms > TPOT {ms(0.0095 * n)} ms, timings disagree: re-run " \
            "`roofcalc profile` on an idle machine" in lines
     host = next(x for x in lines if x.startswith("host "))
-    assert host.endswith("measured TPOT less the ops: none to tell (the kernels' sum exceeds the TPOT)")
+    assert host.endswith("measured TPOT less roofcalc's kernels: none to tell (the kernels' sum exceeds the TPOT)")
     gap = next(x for x in lines if x.startswith("gap "))
     assert "not split: the profiled step's kernels took" in gap
     assert not re.search(r"-[\d.,]+ ms", "\n".join(lines))  # no negative time anywhere
     rec = profile_record(p, t)["trust"]
     assert rec["measured_host_s"] is None and rec["kernels_exceed_step"] is True
+
+
+def test_profiles_host_line_compares_like_with_like(tmp_path):
+    """On a CPU each profiled kernel's time holds its eager ops' dispatch, which the step model counts in its host
+    part: the host line says how much of the predicted host time that is (Σ count x launches x host per op), and
+    what it predicts outside the kernels, beside TPOT less the kernels; the measured remainder holds the profiled
+    ops outside roofcalc's kernels, and says how much of it they are."""
+    from dataclasses import replace
+
+    from roofcalc.profile import profile_lines, profile_trust
+    from roofcalc.units import ms
+
+    n = sum(k.count for k in _fake_profile(tmp_path, kernel_s=0.01, tpot_s=1.0)[0].analysis.kernels)
+    p, r = _fake_profile(tmp_path, kernel_s=0.001, tpot_s=0.001 * n + 0.004)
+    p = replace(p, other_s=0.0015)
+    host = next(x for x in profile_lines(p, r, profile_trust(p, r)) if x.startswith("host "))
+    st = r.step
+    held = sum(pl.launches * r.model.host_per_op_s.expected * pl.kernel.count for pl in st.placements)
+    assert held == pytest.approx(st.times.host_s) and held > 0  # every eager op is a kernel's: all of it held
+    assert f"), {ms(held)} ms of it the kernels' own dispatch, which their profiled times hold: 0 ms outside them; " \
+        f"measured TPOT less roofcalc's kernels: {ms(0.004)} ms, {ms(0.0015)} ms of it the profiled ops outside " \
+        "them (host and device add up here)" in host
 
 
 def test_profile_says_when_the_step_is_far_slower_than_its_kernels(tmp_path):

@@ -638,6 +638,17 @@ def profile_record(p: ProfileResult, trust: ProfileTrust) -> dict:
             "trust": trust.record()}
 
 
+def _timed_dispatch_words(st) -> str:
+    """On a CPU a profiled kernel's time holds its eager ops' dispatch (Placement.dispatch_s), which the step model
+    puts in its host part: the host time predicted outside the kernels, as TPOT less the kernels measures it; "" on a
+    GPU, whose kernels' times hold none."""
+    held = sum(pl.dispatch_s * pl.kernel.count for pl in st.placements)
+    if not held:
+        return ""
+    return (f", {ms(held)} ms of it the kernels' own dispatch, which their profiled times hold: "
+            f"{ms(max(0.0, st.times.host_s - held))} ms outside them")
+
+
 def _median_words(p: ProfileResult) -> str:
     return f" (the median of {', '.join(ms(x) for x in p.profiled_steps_s)} ms)" if len(p.profiled_steps_s) > 1 else ""
 
@@ -673,10 +684,11 @@ def profile_lines(p: ProfileResult, r, trust: ProfileTrust) -> list[str]:
         + (f" (each the median of {len(p.profiled_steps_s)} profiled steps"
            + ("; the cache write timed outside the profiler" if p.cache_write_kernels else "") + ")"
            if len(p.profiled_steps_s) > 1 else ""),
-        f"host      predicted {ms(t.host_s)} ms ({host_words(r)}); measured TPOT less the ops: "
-        + ((f"{ms(host)} ms " + ("(host and device add up here)" if not t.overlap else
-                                 "(host and device overlap here)")) if host is not None else
-           "none to tell (the kernels' sum exceeds the TPOT)"),
+        f"host      predicted {ms(t.host_s)} ms ({host_words(r)}){_timed_dispatch_words(st)}; measured TPOT less "
+        f"roofcalc's kernels: "
+        + ((f"{ms(host)} ms" + (f", {ms(p.other_s)} ms of it the profiled ops outside them" if p.other_s > 0 else "")
+            + (" (host and device add up here)" if not t.overlap else " (host and device overlap here)"))
+           if host is not None else "none to tell (the kernels' sum exceeds the TPOT)"),
         f"gap       measured {ms(p.tpot_s)} ms = floors {ms(st.sum_floor_s)} ms "
         f"({100 * st.sum_floor_s / p.tpot_s:.0f}% of the measured) + kernels below their roof "
         f"{ms((p.kernel_sum_s - st.sum_floor_s))} ms + outside the kernels {ms(host)} ms; "
