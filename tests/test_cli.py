@@ -1171,6 +1171,12 @@ def test_the_library_checks_a_group_size_given_as_the_command_line_does():
         analyze(shape, Workload.decode(1, 500, weight_dtype="int4", group_size=100))
     with pytest.raises(RoofcalcError, match="group size 100 does not divide"):
         sweep(shape, "T4", batches=[1, 2], contexts=[500], weight_dtype="int4", group_size=100)
+    from roofcalc.parallel import Parallel, PipelineAnalyzer
+
+    llama = load_shape("meta-llama/Llama-2-7b-hf")  # a pipeline's stages are counted apart from analyze
+    with pytest.raises(RoofcalcError, match="group size 100 does not divide the hidden size 4096"):
+        sweep(llama, "H100", batches=[2, 4], contexts=[100], analyzer=PipelineAnalyzer(llama, Parallel(pp=2)),
+              weight_dtype="int4", group_size=100)
     default = analyze(shape, Workload.decode(1, 500, weight_dtype="int4"))
     given = analyze(shape, Workload.decode(1, 500, weight_dtype="int4", group_size=128))
     assert default.workload.weight_group == 128 and default.weight_storage_bytes == given.weight_storage_bytes

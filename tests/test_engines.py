@@ -474,3 +474,23 @@ def test_a_serving_engine_loads_an_fp32_checkpoint_in_16_bits(capsys):
     # --dtype given wins over the engine's loading
     assert main(["gemma-2-9b", "--hw", "H100", "--engine", "vllm", "--dtype", "fp32", "-f", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["workload"]["weight_dtype"] == "fp32"
+    # loaded in bf16, then on a T4 (no bf16 peak) computed in fp16: both steps said
+    assert main(["gemma-2-9b", "--hw", "T4", "--engine", "sglang"]) == 0
+    assert "(the checkpoint is fp32; the sglang preset loads it in bf16; T4 has no bf16 peak, so fp16, the same " \
+        "width)" in unwrap(capsys.readouterr().out)
+    # --act-dtype and --kv-dtype alone: the weights still follow the checkpoint as the engine loads it
+    assert main(["gemma-2-9b", "--hw", "H100", "--engine", "vllm", "--act-dtype", "bf16", "--kv-dtype", "bf16",
+                 "-f", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["workload"]["weight_dtype"] == "bf16"
+
+
+def test_a_multimodal_fp32_checkpoint_is_loaded_by_the_model_type_each_engine_reads():
+    """vLLM decides by the top-level model_type (its hf_config), SGLang by the text model's (hf_text_config): a
+    PaliGemma around a Gemma 2 loads in bf16 under SGLang (a gemma text model), in bf16 under vLLM on an H100; a
+    Gemma 3 on a T4 (no bf16) stays fp32 under vLLM (gemma3 is refused fp16), fp16 under SGLang's rule."""
+    vllm, sglang = find_engine("vllm"), find_engine("sglang")
+    assert sglang.fp32_dtype("paligemma (text_config: gemma2)", 9.0) == "bf16"
+    assert sglang.fp32_dtype("llava (text_config: llama)", 9.0) == "fp16"
+    assert vllm.fp32_dtype("paligemma (text_config: gemma2)", 9.0) == "bf16"
+    assert vllm.fp32_dtype("gemma3 (text_config: gemma3_text)", 7.5) is None
+    assert vllm.fp32_dtype("paligemma (text_config: gemma2)", 7.5) == "fp16"  # paligemma itself is not refused

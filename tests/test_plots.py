@@ -329,3 +329,28 @@ def test_the_plot_title_names_one_rank_of_the_layout_and_the_engine(tmp_path, ca
     text = svg.read_text()
     assert "decode B=1 S=500 · fp16 · T4 (nominal roof) · hf-eager" in text and "one rank" not in text
     capsys.readouterr()
+
+
+def test_a_profile_that_is_its_own_nominal_draws_one_roof(tmp_path):
+    """A CPU profile that names no datasheet is its own nominal (Roofline.own_nominal): the plot draws its roof
+    once, the measured one, and its title names no nominal beside it, as the report's roof line says one roof."""
+    import json
+
+    from roofcalc.hardware import load_profile
+    from roofcalc.plotting import roofline_figure
+
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps({"name": "some CPU", "kind": "cpu", "bandwidth_bytes_per_s": 2.86e10,
+                                "peak_flop_per_s": {"fp32": 1.59e11}}))
+    prof = load_profile(str(path))
+    fp32 = dict(weight_dtype="fp32", act_dtype="fp32", kv_dtype="fp32")
+    r = roofline(analyze(load_shape("TinyLlama/TinyLlama-1.1B"), Workload.decode(1, 500, **fp32)), prof,
+                 measured_profile=prof)
+    assert r.own_nominal
+    fig = roofline_figure(r)
+    gids = [line.get_gid() for line in fig.axes[0].get_lines()]
+    assert "measured-roof" in gids and "nominal-roof" not in gids
+    assert "measured roof of some CPU ·" in fig._suptitle.get_text() and "(nominal:" not in fig._suptitle.get_text()
+    # against a datasheet (the T4's) both roofs are drawn and the title names the nominal
+    t4 = roofline(analyze(load_shape("TinyLlama/TinyLlama-1.1B"), Workload.decode(1, 500)), T4, measured_bw=2e11)
+    assert not t4.own_nominal and "nominal-roof" in [line.get_gid() for line in roofline_figure(t4).axes[0].get_lines()]

@@ -1717,3 +1717,13 @@ def test_a_vocabulary_the_ranks_do_not_divide_splits_unevenly(capsys):
     assert doc["model"]["vocab_size"] == 64_084
     head = next(k for k in doc["kernels"] if k["name"] == "lm_head")
     assert head["weight_bytes"] == 64_084 * 4_096 * 2
+
+
+def test_a_traced_models_group_size_is_checked_against_its_width_by_any_name():
+    """A group size given for int4 weights must divide the hidden size, as a hand model's must; gpt2 names it
+    n_embd (768, as transformers' attribute_map reads it as hidden_size): 100 is refused, 128 (768 = 6 x 128)
+    traces."""
+    cfg = {"model_type": "gpt2", "n_embd": 768, "n_layer": 1, "n_head": 12, "vocab_size": 1000, "n_positions": 64}
+    with pytest.raises(RoofcalcError, match="group size 100 does not divide the hidden size 768 of tiny-gpt2"):
+        trace(cfg, "tiny-gpt2", Workload.decode(1, 8, weight_dtype="int4", group_size=100), use_cache=False)
+    assert trace(cfg, "tiny-gpt2", Workload.decode(1, 8, weight_dtype="int4", group_size=128), use_cache=False).kernels

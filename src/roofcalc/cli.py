@@ -790,7 +790,7 @@ def run_main(argv: Sequence[str]) -> str:
     defaults = {name for name in ("batch", "context", "dtype", "hw") if getattr(args, name) is None}
     if args.prompt:
         defaults.discard("context")
-    if args.act_dtype and args.kv_dtype:  # else the activations or the cache follow the checkpoint's dtype
+    if args.act_dtype and args.kv_dtype and args.weight_dtype:  # else some follow the checkpoint's dtype
         defaults.discard("dtype")
     if args.hw_file:
         defaults.discard("hw")
@@ -811,8 +811,10 @@ def run_main(argv: Sequence[str]) -> str:
             loaded = args.engine_preset.fp32_dtype(shape[0].model_type, hw.compute_capability)
         args.dtype, why = choose_dtype(loaded or config_dtype, hw, profile, getattr(shape[0], "config_dtype_unread",
                                                                                     None))
-        if loaded and args.dtype == loaded:
-            why = f"the checkpoint is fp32; the {args.engine_preset.name} preset loads it in {loaded}, as its dtype 'auto' does"
+        if loaded:  # what the engine loads it in, then what the device computes that in
+            engine_words = f"the checkpoint is fp32; the {args.engine_preset.name} preset loads it in {loaded}"
+            why = f"{engine_words}, as its dtype 'auto' does" if args.dtype == loaded else \
+                why.replace(f"the checkpoint is {loaded}", engine_words, 1)
         defaults.discard("dtype")
         defaults.add("dtype-why:" + why)
         if args.act_dtype:  # the activations (and a GEMM computing in them) follow the flag, not the checkpoint

@@ -86,11 +86,16 @@ class Engine:
 
     def fp32_dtype(self, model_type: str, compute_capability: float | None) -> str | None:
         """The dtype this engine loads an fp32 checkpoint in by default (fp32_as), None where it keeps fp32 or no
-        source was read for it."""
+        source was read for it. ``model_type`` as a shape names it: a multimodal config's "gemma3 (text_config:
+        gemma3_text)", whose top-level type vLLM reads (its hf_config) and whose text model's SGLang reads (its
+        hf_text_config)."""
+        top, _, text = model_type.partition(" (text_config: ")
+        text = text.removesuffix(")") or top
         if self.fp32_as == "fp16":
             return "fp16"
         if self.fp32_as == "sglang":
-            return "bf16" if model_type.startswith("gemma") else "fp16"
+            return "bf16" if text.startswith("gemma") else "fp16"
+        model_type = top
         if self.fp32_as == "vllm":
             supported = ["bf16", "fp16"] if (compute_capability or 0) >= 8.0 else ["fp16"]
             supported = [d for d in supported if not (d == "fp16" and model_type in _VLLM_NO_FP16)]
@@ -266,7 +271,7 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         fp32_source="vllm/config/model.py _resolve_auto_dtype: 'Downcast for float32 models' to the platform's "
         "preferred dtype, vllm/platforms/cuda.py supported_dtypes: bf16 first from compute capability 8.0, fp16 "
         "below ('Pascal, Volta and Turing NVIDIA GPUs, BF16 is not supported'), fp16 not for "
-        "_FLOAT16_NOT_SUPPORTED_MODELS (gemma2, gemma3, plamo2, glm4)"),
+        "_FLOAT16_NOT_SUPPORTED_MODELS (gemma2, gemma3, gemma3_text, plamo2, glm4)"),
     Engine(
         "sglang", "SGLang (overlap scheduler)", "cuda-graph",
         "SGLang server arguments: '--disable-cuda-graph | Disable cuda graph. | False'",

@@ -224,6 +224,8 @@ def unreached_ends(text, what: str = "batch") -> list[str]:
 def distinct_sizes(values, what: str, limit: int) -> list[int]:
     """A library list of sizes (one number, or any iterable of them) checked as check_sizes checks them, then in
     ascending order with each once, as the command line's lists are (parse_sizes)."""
+    if getattr(values, "ndim", None) == 0:  # a 0-d numpy array: its number
+        values = values.item()
     values = [values] if isinstance(values, numbers.Real) or not hasattr(values, "__iter__") or \
         isinstance(values, (str, bytes)) else list(values)
     check_sizes(values, what, limit)
@@ -234,7 +236,7 @@ def check_sizes(values, what: str, limit: int) -> None:
     if len(values) == 0:
         raise RoofcalcError(f"no {what} values given")
     for v in values:
-        if isinstance(v, (bool, str, bytes)) or not isinstance(v, numbers.Real) or int(v) != v:
+        if isinstance(v, (bool, str, bytes)) or not isinstance(v, numbers.Real) or not math.isfinite(v) or int(v) != v:
             raise RoofcalcError(f"{what} must be whole numbers, got {v!r}")
         if v < 1:
             raise RoofcalcError(f"{what}: {v} is not a size; sizes start at 1" if what.startswith("--") else

@@ -305,15 +305,17 @@ def roofline_figure(r):
     xs = [k["intensity"] for k in kernels] + [st["intensity"]] + [p["intensity"] for p in doc["points"]]
     lo, hi = min(xs + [nom["ridge_flop_per_byte"]]) / 4, max(max(xs) * 4, nom["ridge_flop_per_byte"] * 20)
     fig = go.Figure()
-    fig.add_trace(_roof_line(go, nom, lo, hi, color=NOMINAL_GREY, width=2, dash="dash").update(
-        name=f"nominal roof: {si(nom['bandwidth_bytes_per_s'], 'B/s')}, {si(nom['peak_flop_per_s'], 'FLOP/s')}"))
+    if not r.own_nominal:  # a profile that is its own nominal: one roof, drawn once
+        fig.add_trace(_roof_line(go, nom, lo, hi, color=NOMINAL_GREY, width=2, dash="dash").update(
+            name=f"nominal roof: {si(nom['bandwidth_bytes_per_s'], 'B/s')}, {si(nom['peak_flop_per_s'], 'FLOP/s')}"))
     if mea:
         fig.add_trace(_roof_line(go, mea, lo, hi, color=MEASURED_BLUE, width=3).update(
             name=f"measured roof: {si(mea['bandwidth_bytes_per_s'], 'B/s')}, {si(mea['peak_flop_per_s'], 'FLOP/s')}"))
     ys = [min(k["flops"] / k["t_expected_s"], k["achieved_flop_per_s"] or 1e300) for k in kernels]
     y_lo = min(ys + [st["flops"] / st["predicted_s"]] + [p["achieved_flop_per_s"] for p in doc["points"]]) / 5
     y_hi = nom["peak_flop_per_s"] * 3
-    ridges = [(nom, "nominal", NOMINAL_GREY)] + ([(mea, "measured", MEASURED_BLUE)] if mea else [])
+    ridges = ([] if r.own_nominal else [(nom, "nominal", NOMINAL_GREY)]) + \
+        ([(mea, "measured", MEASURED_BLUE)] if mea else [])
     for roof, name, color in ridges:  # labelled at the foot of the chart, the lower ridge's label left of its line
         x = roof["ridge_flop_per_byte"]
         left = len(ridges) == 2 and x == min(q["ridge_flop_per_byte"] for q, _, _ in ridges)

@@ -229,7 +229,8 @@ def roofline_figure(r: Roofline):
     rows = len(pts)
     fig = Figure(figsize=(12.5, max(6.0, 2.2 + 0.2 * rows)), layout="constrained")
     ax, key = fig.subplots(1, 2, width_ratios=[1.5, 1])
-    _draw_roofs(ax, r.nominal, r.measured, lo_x, hi_x, measured_color=INDIGO, measured_lw=2.5, ridge_label=True)
+    _draw_roofs(ax, r.nominal, r.measured, lo_x, hi_x, measured_color=INDIGO, measured_lw=2.5, ridge_label=True,
+                own_nominal=r.own_nominal)
     markers = []
     for i, p in enumerate(pts, 1):
         face = p["color"] if p["measured"] else "white"
@@ -259,7 +260,7 @@ def roofline_figure(r: Roofline):
     w = r.analysis.workload
     what = (f"decode B={w.batch} S={w.kv_len}" if w.phase == "decode" else f"prefill B={w.batch} T={w.query_tokens}")
     if r.profile_name:
-        roof = f"measured roof of {r.profile_name} (nominal: {r.hardware.name})"
+        roof = f"measured roof of {r.profile_name}" + ("" if r.own_nominal else f" (nominal: {r.hardware.name})")
     else:
         roof = f"{r.hardware.name} ({'measured' if r.measured else 'nominal'} roof)"
     par = getattr(r.analysis, "parallel", None)
@@ -335,13 +336,17 @@ def _pick(n: int) -> list[int]:
 
 
 def _draw_roofs(ax, nominal: Roof, measured: Roof | None, lo_x: float, hi_x: float, *,
-                measured_color: str = "0.15", measured_lw: float = 2, ridge_label: bool = False) -> None:
-    """Nominal roof dashed grey, measured roof solid, the verdict roof's ridge dotted; log axes."""
+                measured_color: str = "0.15", measured_lw: float = 2, ridge_label: bool = False,
+                own_nominal: bool = False) -> None:
+    """Nominal roof dashed grey, measured roof solid, the verdict roof's ridge dotted; log axes. ``own_nominal``: the
+    measured profile is its own nominal (Roofline.own_nominal), one roof drawn once."""
     import numpy as np
 
     ai = np.logspace(np.log10(lo_x), np.log10(hi_x), 400)
-    ax.loglog(ai, np.minimum(nominal.peak_flop_per_s, nominal.bandwidth_bytes_per_s * ai), "--", color=NOMINAL_GREY,
-              lw=1.5, label=f"nominal roof, ridge {ridge_words(nominal.ridge)} FLOP/byte", gid="nominal-roof")
+    if not own_nominal:
+        ax.loglog(ai, np.minimum(nominal.peak_flop_per_s, nominal.bandwidth_bytes_per_s * ai), "--",
+                  color=NOMINAL_GREY, lw=1.5, label=f"nominal roof, ridge {ridge_words(nominal.ridge)} FLOP/byte",
+                  gid="nominal-roof")
     if measured is not None:
         ax.loglog(ai, np.minimum(measured.peak_flop_per_s, measured.bandwidth_bytes_per_s * ai), "-",
                   color=measured_color, lw=measured_lw, label=f"measured roof, ridge {ridge_words(measured.ridge)} FLOP/byte",

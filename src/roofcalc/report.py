@@ -1485,8 +1485,9 @@ AXIS_WORDS = {
 
 
 def _tp_range(p) -> dict[str, Any]:
-    """A --tp/--ep point's range about its step_s, as a single step's (predicted_lower_s, predicted_upper_s and
-    the calibrated widths); null on a --pp comparison, whose whole step (the stages in turn) has none."""
+    """A --tp/--ep/--pp point's range about its step_s, as a single step's (predicted_lower_s, predicted_upper_s
+    and the calibrated widths); null for a pipeline (a --pp point above 1), whose whole step (the stages in turn)
+    has none."""
     if p._pipeline:
         return dict.fromkeys(("predicted_lower_s", "predicted_upper_s", "range_band_below", "range_band_above"))
     st = p.step

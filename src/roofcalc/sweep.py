@@ -28,8 +28,8 @@ import functools
 import math
 from dataclasses import dataclass, fields, replace
 
-from .calculator import (MAX_BATCH, MAX_TOKENS, Cost, Workload, _layer_groups, analyze, decoder_layer, kv_cache_bytes,
-                         model_head, touched_experts)
+from .calculator import (MAX_BATCH, MAX_TOKENS, Cost, Workload, _layer_groups, analyze, check_group, decoder_layer,
+                         kv_cache_bytes, model_head, touched_experts)
 from .errors import RoofcalcError
 from .inputs import MAX_GRID_POINTS, check_sizes, distinct_sizes
 from .predict import KernelModel, StepTimes, ideal, step_times
@@ -848,6 +848,7 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
                             f"(roofcalc.Workload: weight_dtype, kv_dtype, cache_update...) and engine_host "
                             f"(roofcalc.engines.find_engine(name).host) with impl")
     dtypes = Workload.decode(1, 1, **workload_kw)
+    check_group(shape.d_model, shape.name, dtypes)  # every grid's path (a pipeline's stages skip analyze)
     d = device(hardware, dtypes.compute_dtype.name, measured_bw=measured_bw, measured_flops=measured_flops,
                measured_profile=measured_profile, launch_overhead_s=launch_overhead_s,
                host_overhead_s=host_overhead_s, capacity_bytes=capacity_bytes, engine_host=engine_host)

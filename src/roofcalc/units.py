@@ -11,7 +11,7 @@ def si(value: float, unit: str = "", digits: int = 3) -> str:
         return f"0 {unit}".rstrip()
     if math.isinf(value):
         return "inf"
-    prefixes = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+    prefixes = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
     for scale, p in prefixes:
         if abs(value) >= scale:
             return f"{value / scale:.{digits}g} {p}{unit}"

@@ -262,8 +262,9 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
     narrow = wl.kv_dtype.name in ("fp8", "int8") and wl.act_dtype.bits == 16
     run = replace(wl, kv_dtype=wl.act_dtype) if narrow else wl
     _check_workload(run)
-    check_group(cfg.get("hidden_size", (cfg.get("text_config") or {}).get("hidden_size")), name, wl)
     config, check = hf_config(cfg, name)
+    # the width as transformers reads it (its attribute_map: n_embd, d_model), a multimodal config's text model's
+    check_group(getattr(config.get_text_config(), "hidden_size", None), name, wl)
     import transformers
 
     doc = None

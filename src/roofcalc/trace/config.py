@@ -80,6 +80,9 @@ def known_model_type(model_type, transformers, cfg: dict, name: str) -> None:
 
     if isinstance(model_type, str) and model_type in CONFIG_MAPPING:
         return
+    if model_type is not None and not isinstance(model_type, str):  # as the hand models' reading says it
+        raise RoofcalcError(f"{name}: config.json's 'model_type' must be a name such as \"llama\", got "
+                            f"{one_line(repr(model_type))[:40]}")
     from ..families import SUPPORTED_FAMILIES
 
     near = _nearest_family(cfg)
