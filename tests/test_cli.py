@@ -932,6 +932,19 @@ def test_a_step_right_of_the_ridge_has_no_slope_left_and_a_step_under_its_floors
                             ("100GB/s", "9ms", "the measured roof does not bound them")):
         code, out, _ = run([tiny, "--measured-bw", bw, "--tpot", tpot], capsys)
         assert code == 0 and words in " ".join(out.split()), (bw, tpot)
+    # each figure by what it beats: at 100 GB/s the 9 ms step beats only the measured roof's floors (a low roof),
+    # q_proj at 1 us beats the datasheet's 26.2 us too (impossible; 84.0 us at 100 GB/s): two lines, neither taking
+    # the other's words
+    times = tmp_path / "fast.csv"
+    times.write_text("name,us\nq_proj,1\n")
+    code, out, _ = run([tiny, "--measured-bw", "100GB/s", "--tpot", "9ms", "--kernel-times", str(times)], capsys)
+    fast = [line for line in unwrap(out).splitlines() if line.startswith("faster ")]
+    assert code == 0 and len(fast) == 2 and fast[0].startswith("faster    q_proj (1.00 us against a floor of 84.0 us)")
+    assert "faster than even the datasheet allows" in fast[0] and "the step" not in fast[0]
+    assert fast[1].startswith("faster    the step (9.00 ms") and "not the datasheet's" in fast[1]
+    # a --point is held to the datasheet too: 1.1e12 FLOPs in 18.5 us is 59 PFLOP/s, over 900x the T4's 65 TFLOP/s
+    code, out, _ = run([tiny, "--measured-bw", "270GB/s", "--point", "mm:1.1e12:4e8:0.0000185"], capsys)
+    assert "faster    point mm (" in out and "faster than even the datasheet allows" in unwrap(out)
     # the JSON's step says the same by the same rule (None without a measured step)
     for tpot, fast in (("15ms", False), ("1ms", True)):
         code, js, _ = run([tiny, "--tpot", tpot, "--format", "json"], capsys)
@@ -1065,6 +1078,13 @@ def test_an_option_that_changes_nothing_is_said_not_dropped(capsys):
     code, out, _ = run([tiny, "--record", "--format", "json"], capsys)
     assert json.loads(out)["ignored"] == ["--record: the table's (the JSON holds the nominal and measured figures it "
                                           "compares)"]
+    # the CSV holds neither the record's figures nor the points: said on stderr, naming where they are
+    code, out, err = run([tiny, "--record", "--point", "mm:1e12:1e8:0.02", "--format", "csv"], capsys)
+    assert code == 0 and "bandwidth" not in out.splitlines()[0] and err.splitlines() == [
+        "roofcalc: ignored: --record: the table's (the CSV holds the kernels; the JSON, --format json, the nominal and "
+        "measured figures it compares)",
+        "roofcalc: ignored: --point: the CSV holds the kernels and the step; the points are the JSON's (--format json: "
+        "points[])"]
 
 
 def test_a_comparison_of_gpu_counts_writes_data_in_csv_and_a_list_in_markdown(capsys):
@@ -1450,3 +1470,24 @@ def test_a_checkpoint_group_that_does_not_divide_the_hidden_size_is_refused(tmp_
         if code:
             assert out == "" and err.count("\n") == 1 and \
                 "its quantization_config's group_size 100 does not divide the hidden size 2048" in err
+
+
+def test_a_figure_slow_enough_to_be_a_unit_read_wrong_is_said(capsys, tmp_path):
+    """A kernel time 300x or more its expected time, a step 300x its prediction, a --point under 1/300 of the roof:
+    a bare number meant in microseconds read as seconds (a million times), or ms as s (a thousand). TinyLlama's
+    q_proj on the T4 expects 26.2 us (8,388,608 bytes / 320 GB/s, above its fixed cost): 31 read as seconds is over a
+    million times that. JSON's warnings carry them too."""
+    tiny = "TinyLlama/TinyLlama-1.1B"
+    times = tmp_path / "t.csv"
+    times.write_text("q_proj,31\n")
+    code, out, _ = run([tiny, "--kernel-times", str(times)], capsys)
+    assert code == 0 and "warning   q_proj 31,000,000 us, " in out and "check the kernel times' unit" in out
+    code, js, _ = run([tiny, "--kernel-times", str(times), "--tpot", "17s", "--point", "mm:1.1e12:4e8:18.5",
+                       "-f", "json"], capsys)
+    warned = json.loads(js)["warnings"]
+    assert any("check --tpot's unit" in w for w in warned) and any("point mm ran at" in w for w in warned)
+    # 31 us read right, a 17 ms step (2.6x its 6.6 ms floors) and an 18.5 ms point: no such warning
+    times.write_text("name,us\nq_proj,31\n")
+    code, out, _ = run([tiny, "--kernel-times", str(times), "--tpot", "17ms", "--point", "mm:1.1e12:4e8:0.0185"],
+                       capsys)
+    assert code == 0 and "unit" not in " ".join(line for line in out.splitlines() if line.startswith("warning"))

@@ -152,6 +152,13 @@ def test_hardware_catalog_and_names():
     assert any(h.kind == "cpu" for h in hardware_catalog())
     assert find_hardware("a100-80gb").name == find_hardware("A100").name == "A100-80GB"
     assert find_hardware("h100 sxm").name == "H100-SXM"
+    # the device's own name, as nvidia-smi and rocm-smi print it (AIConfigurator's tables record "NVIDIA H100 80GB
+    # HBM3" for the SXM card): vendor and brand words left out, never a near name's datasheet (the A10G is not the
+    # A10, 70 against 125 TFLOP/s; the L4 not the L40)
+    for given, entry in (("NVIDIA A10G", "A10G"), ("nvidia-a10g", "A10G"), ("NVIDIA L4", "L4"), ("Tesla T4", "T4"),
+                         ("NVIDIA GeForce RTX 4090", "RTX4090"), ("AMD Instinct MI300X", "MI300X"),
+                         ("NVIDIA H100 80GB HBM3", "H100-SXM"), ("NVIDIA A100-SXM4-80GB", "A100-80GB")):
+        assert find_hardware(given).name == entry, given
     with pytest.raises(RoofcalcError, match="unknown hardware 'Z9000'; known: T4"):
         find_hardware("Z9000")
     with pytest.raises(RoofcalcError, match="T4 has no bf16 peak"):
@@ -358,6 +365,12 @@ def test_cli_kernel_times_naming_unknown_kernels(tmp_path, capsys):
     times.write_text(json.dumps({"q_proj": 1e-4, "flash_attn_fwd": 2e-5}))
     assert main(["TinyLlama/TinyLlama-1.1B", "--kernel-times", str(times)]) == 2
     assert "flash_attn_fwd" in capsys.readouterr().err
+    # a serving engine's fused modules (vLLM's qkv_proj, gate_up_proj) are named as the kernels they are here
+    times.write_text(json.dumps({"qkv_proj": 1.1e-4, "gate_up_proj": 5.2e-4}))
+    assert main(["TinyLlama/TinyLlama-1.1B", "--engine", "vllm", "--kernel-times", str(times)]) == 2
+    err = capsys.readouterr().err
+    assert "gate_up_proj is gate_proj + up_proj here; qkv_proj is q_proj + k_proj + v_proj here, each given its own " \
+        "time" in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("text, seconds", [("name,seconds\nq_proj,3.1e-5\n", 3.1e-5), ("q_proj,3.1e-5\n", 3.1e-5),
@@ -382,7 +395,12 @@ def test_a_kernel_times_header_names_its_unit(tmp_path, text, seconds):
                                         ("[q_proj],1e-5\n", "name kernels this model has not: [q_proj]"),
                                         ("[1, 2]", "is not a JSON object of kernel name -> seconds"),
                                         ("q_proj,1e-300\n", "the time for q_proj, 1e-300 s, is outside any real "
-                                                             "kernel's (1e-09 to 86400 s)")])
+                                                             "kernel's (1e-09 to 86400 s)"),
+                                        # a profiler's totals over every call (nsys's, the torch profiler's)
+                                        ("name,Total Time (ns)\nq_proj,2496000\n", "is a total over every call"),
+                                        ("name,Self CUDA total (ms)\nq_proj,2.5\n", "is a total over every call"),
+                                        # the unit written in each row, no header
+                                        ("q_proj,78us\no_proj,78us\n", "a time's unit goes in a header row")])
 def test_ambiguous_kernel_times_are_refused(tmp_path, capsys, text, said):
     """A time column whose name gives no unit, a kernel given twice (which time was meant?) and a time given as a
     string: one line, exit 2, never a guess."""

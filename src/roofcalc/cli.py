@@ -852,8 +852,8 @@ def run_main(argv: Sequence[str]) -> str:
     # and CSV's stderr: a format that drops the table's prose keeps what says a figure may be wrong
     from .roofline import Roofline
 
-    warned = [line.split(None, 1)[1] for line in footer + (report.kernel_sum_lines(result) if
-                                                           isinstance(result, Roofline) else [])
+    warned = [line.split(None, 1)[1] for line in footer + (report.kernel_sum_lines(result) + report.slow_unit_lines(result)
+                                                           if isinstance(result, Roofline) else [])
               if line.startswith(("warning ", "override "))]
     if args.format == "table":
         out += "".join(line + "\n" for line in report.wrap_lines(footer, None if args.wide else term_width()))
@@ -1025,8 +1025,12 @@ def _ignored(args: argparse.Namespace, s) -> list[str]:
          f"--int4-kernel {getattr(args, 'int4_kernel', None)}: int4 weights' (GPTQ, AWQ); these are not int4"),
         (args.revision is not None and os.path.exists(os.path.expanduser(args.model)),
          f"--revision {args.revision}: a hub id's; {args.model} is a local file"),
-        (args.record and args.format in ("json", "csv"),
-         f"--record: the table's (the {args.format.upper()} holds the nominal and measured figures it compares)"),
+        (args.record and args.format == "json", "--record: the table's (the JSON holds the nominal and measured figures "
+                                                "it compares)"),
+        (args.record and args.format == "csv", "--record: the table's (the CSV holds the kernels; the JSON, --format "
+                                               "json, the nominal and measured figures it compares)"),
+        (bool(args.point) and args.format == "csv", "--point: the CSV holds the kernels and the step; the points are "
+                                                    "the JSON's (--format json: points[])"),
         (args.experts != "expected" and s.moe is not None and _dense_experts(args),
          f"--experts {args.experts}: under --engine vllm-v0's expert parallelism each rank's experts all run every "
          f"token, whatever the routing"),

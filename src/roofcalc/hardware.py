@@ -290,12 +290,18 @@ def _norm(name: str) -> str:
     return re.sub(r"[\s_]+", "-", name.strip().lower())
 
 
+# the vendor and brand words a device's own name starts with (nvidia-smi's "NVIDIA A10G", "Tesla T4", "NVIDIA
+# GeForce RTX 4090", rocm-smi's "AMD Instinct MI300X"), which the catalog's names leave out
+_VENDOR_WORDS = re.compile(r"^(?:(?:nvidia|tesla|geforce|amd|instinct|radeon|google|cloud)-)+")
+
+
 def find_hardware(name: str) -> Hardware:
-    """A catalog entry by name or documented alias; case-insensitive, spaces and '_' read as '-'. Only the entry
-    found is built (startup), once: the same object the whole catalog holds."""
-    key = _norm(name)
+    """A catalog entry by name or documented alias; case-insensitive, spaces and '_' read as '-', a device's own
+    vendor and brand words ("NVIDIA A10G", "Tesla T4") left out. Only the entry found is built (startup), once:
+    the same object the whole catalog holds."""
+    keys = {_norm(name), _VENDOR_WORDS.sub("", _norm(name))}
     for i, h in enumerate(_raw_catalog()):
-        if key == _norm(h["name"]) or key in (_norm(a) for a in h.get("aliases", ())):
+        if keys & {_norm(h["name"]), *(_norm(a) for a in h.get("aliases", ()))}:
             return _entry(i)
     names = ", ".join(h.name for h in hardware_catalog())
     raise RoofcalcError(f"unknown hardware '{name}'; known: {names} (or --hw-file PROFILE.json)")

@@ -364,6 +364,12 @@ def _header_unit(cell: str, where: str) -> float:
     'time_s' 1; 'us', 'time_us', 'microseconds' 1e-6; ... A name without one ('time', 'latency') is refused:
     read as seconds, microseconds would be a million times too slow."""
     word = cell.strip().lower()
+    if re.search(r"\b(total|sum)\b", word.replace("_", " ")):  # nsys's "Total Time (ns)", torch's "CUDA total"
+        raise RoofcalcError(f"{where}: the header's time column {one_line(cell)[:40]!r} is a total over every call; "
+                            f"give each kernel's time per call (nsys's 'Avg (ns)', the torch profiler's 'avg')")
+    if re.fullmatch(r"[0-9.]+(e[+-]?[0-9]+)?\s*(ns|us|µs|ms|s)", word):  # "q_proj,78us": a unit in a row
+        raise RoofcalcError(f"{where}: a time's unit goes in a header row ('name,us'), its rows bare numbers; "
+                            f"{one_line(cell)[:40]!r} is read as the header's time column")
     for unit, scale in _HEADER_UNITS:
         if word == unit or re.search(rf"[\W_]{re.escape(unit)}\)?$", word) or word.endswith(f"({unit})"):
             return scale

@@ -882,25 +882,44 @@ def anomaly_lines(r: Roofline, n: int = 3) -> list[str]:
 
 def faster_lines(r: Roofline) -> list[str]:
     """The measured figures (the step, a kernel, a --point) faster than their floor on the roof in use, by the one
-    rule (roofline.FASTER_THAN_FLOOR), in one line: impossible on the datasheet roof, a low roof on a measured one."""
-    roof, st = r.roof, r.step
-    fast = []
+    rule (roofline.FASTER_THAN_FLOOR), each said by what it beats: the datasheet roof's floor too (impossible: a
+    figure or its unit is wrong), or only a measured roof's (the roof was measured low). One line for each kind."""
+    roof, st, nom = r.roof, r.step, r.nominal
+    impossible: list[str] = []
+    low: list[str] = []
+
+    def put(words: str, beats_datasheet: bool) -> None:
+        (impossible if r.measured is None or beats_datasheet else low).append(words)
+
     if st.tpot_s is not None and st.tpot_s < FASTER_THAN_FLOOR * st.sum_floor_s:
-        fast.append(f"the step ({ms(st.tpot_s)} ms against floors of {ms(st.sum_floor_s)} ms)")
-    fast += [f"{p.kernel.name} ({sig(p.measured_s * 1e6)} us against a floor of {sig(p.t_floor_s * 1e6)} us)"
-             for p in st.placements if p.faster_than_floor]
-    fast += [f"point {p.name} ({pct(p.roof_fraction(roof))} of the roof at its AI)" for p in r.points
-             if p.faster_than_floor(roof)]
-    if not fast:
-        return []
-    why = ("faster than the datasheet allows: check each figure and its unit (ms or us; a step's time or a kernel's)"
-           if r.measured is None else "the measured roof does not bound them (a bandwidth or a peak measured low, "
-           "or a figure in the wrong unit): treat their % of roof as a sign the roof is low")
-    if r.measured is not None and _faster_than_the_datasheet(r):
-        why = ("faster than even the datasheet allows (the nominal roof's floors too): check each figure and its unit "
-               "(ms or us; a step's time or a kernel's)")
-    return [f"faster    {'; '.join(fast)}: under {FASTER_THAN_FLOOR:g}x the floor on the "
-            f"{'measured' if r.measured else 'nominal'} roof, {why}"]
+        put(f"the step ({ms(st.tpot_s)} ms against floors of {ms(st.sum_floor_s)} ms)",
+            st.tpot_s < FASTER_THAN_FLOOR * sum(_nominal_floor(r, p) * p.kernel.count for p in st.placements))
+    for p in st.placements:
+        if p.faster_than_floor:
+            put(f"{p.kernel.name} ({sig(p.measured_s * 1e6)} us against a floor of {sig(p.t_floor_s * 1e6)} us)",
+                p.measured_s < FASTER_THAN_FLOOR * _nominal_floor(r, p))
+    for q in r.points:
+        if q.faster_than_floor(roof):
+            put(f"point {q.name} ({pct(q.roof_fraction(roof))} of the roof at its AI)", q.faster_than_floor(nom))
+    head = f"under {FASTER_THAN_FLOOR:g}x the floor on the {'measured' if r.measured else 'nominal'} roof"
+    out = []
+    if impossible:
+        why = ("faster than the datasheet allows" if r.measured is None else
+               "faster than even the datasheet allows (the nominal roof's floors too)")
+        out.append(f"faster    {'; '.join(impossible)}: {head}, {why}: check each figure and its unit (ms or us; a "
+                   f"step's time or a kernel's)")
+    if low:
+        out.append(f"faster    {'; '.join(low)}: {head}, not the datasheet's: the measured roof does not bound them "
+                   f"(a bandwidth or a peak measured low, or a figure in the wrong unit): treat their % of roof as a "
+                   f"sign the roof is low")
+    return out
+
+
+# a measured figure this many times its expected time (a kernel's, as timed) or its prediction (the step's), or
+# under this share of the roof (a --point's), is taken for a unit read wrong: microseconds read as seconds make a
+# million, milliseconds a thousand; no kernel of this model's sizes runs 300x its expected time unless it waits on
+# something else
+SLOW_UNIT = 300.0
 
 
 def _nominal_floor(r: Roofline, p) -> float:
@@ -913,15 +932,25 @@ def _nominal_floor(r: Roofline, p) -> float:
     return max(t_c, t_m)
 
 
-def _faster_than_the_datasheet(r: Roofline) -> bool:
-    """Whether a measured figure (the step, a kernel) is under FASTER_THAN_FLOOR x its floor on the datasheet roof
-    too, where the verdicts use a measured roof: then no low roof explains it."""
-    st = r.step
-    if st.tpot_s is not None and \
-            st.tpot_s < FASTER_THAN_FLOOR * sum(_nominal_floor(r, p) * p.kernel.count for p in st.placements):
-        return True
-    return any(p.measured_s is not None and p.measured_s < FASTER_THAN_FLOOR * _nominal_floor(r, p)
-               for p in st.placements)
+def slow_unit_lines(r: Roofline) -> list[str]:
+    """A warning for each measured figure so slow that its unit was likely read wrong (SLOW_UNIT): a bare number in
+    a kernel-times file or a --point is seconds, so 78 meant as microseconds is 78 s."""
+    st, out = r.step, []
+    slow = [p for p in st.placements if p.measured_s is not None and p.measured_s > SLOW_UNIT * p.t_as_timed_s]
+    if slow:
+        out.append("warning   " + "; ".join(f"{p.kernel.name} {sig(p.measured_s * 1e6)} us, {sig(p.measured_s / p.t_as_timed_s)}x "
+                                            f"its expected time" for p in slow[:4])
+                   + (f" and {len(slow) - 4} more" if len(slow) > 4 else "")
+                   + ": check the kernel times' unit (a file's bare numbers are seconds; a header row 'name,us' "
+                     "reads microseconds)")
+    if st.tpot_s is not None and st.tpot_s > SLOW_UNIT * st.predicted_s:
+        out.append(f"warning   the measured step, {ms(st.tpot_s)} ms, is {sig(st.tpot_s / st.predicted_s)}x the "
+                   f"predicted {ms(st.predicted_s)} ms: check --tpot's unit")
+    for q in r.points:
+        if q.roof_fraction(r.roof) < 1 / SLOW_UNIT:
+            out.append(f"warning   point {q.name} ran at {100 * q.roof_fraction(r.roof):.2g}% of the roof at its AI: check "
+                       f"its time, the fourth field, in seconds")
+    return out
 
 
 def measured_label(p) -> str:
@@ -1046,7 +1075,7 @@ def totals_lines(r: Roofline) -> list[str]:
             "  2 along the slope: " + slope_words(r),
             f"  3 the roof: {si(roof.peak_flop_per_s, 'FLOP/s')}; only another device or precision lifts it",
         ]
-    lines += anomaly_lines(r) + faster_lines(r) + kernel_sum_lines(r)
+    lines += anomaly_lines(r) + faster_lines(r) + kernel_sum_lines(r) + slow_unit_lines(r)
     for p in r.points:
         lines.append(f"point     {p.name}: AI {ratio(p.intensity)}, {si(p.achieved_flop_per_s, 'FLOP/s')}, "
                      f"{pct(p.roof_fraction(r.roof))} of the {'measured' if r.measured else 'nominal'} roof there "

@@ -657,6 +657,11 @@ class StepVerdict:
         return self.roof.ridge / self.intensity
 
 
+# a serving engine's fused modules (vLLM's, SGLang's: QKVParallelLinear qkv_proj, MergedColumnParallelLinear
+# gate_up_proj), the kernels roofcalc counts apart
+FUSED_NAMES = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
+
+
 def place(analysis: Analysis, roof: Roof, *, impl: str = "hf-eager",
           kernel_times: Mapping[str, float] | None = None, tpot_s: float | None = None,
           model: KernelModel | None = None) -> StepVerdict:
@@ -664,7 +669,13 @@ def place(analysis: Analysis, roof: Roof, *, impl: str = "hf-eager",
     unknown = sorted(set(times) - {k.name for k in analysis.kernels})
     if unknown:
         names = ", ".join(k.name for k in analysis.kernels)
-        raise RoofcalcError(f"kernel times name kernels this model has not: {', '.join(unknown)} (it has: {names})")
+        have = {k.name for k in analysis.kernels}
+        fused = [f"{n} is {' + '.join(FUSED_NAMES[n])} here" for n in unknown
+                 if n in FUSED_NAMES and set(FUSED_NAMES[n]) <= have]
+        hint = (f"; {'; '.join(fused)}, each given its own time (a serving engine's fused GEMM is roofcalc's kernels "
+                f"apart: split its time by their shares of its bytes, or time them apart)") if fused else ""
+        raise RoofcalcError(f"kernel times name kernels this model has not: {', '.join(unknown)} (it has: {names})"
+                            + hint)
     wdt = analysis.workload.weight_dtype
     placements = tuple(
         Placement(k, roof, launches(k, impl, analysis.workload.act_dtype.name, analysis.shape),
