@@ -341,6 +341,9 @@ BAD = [
     (["--measured-bw=-270GB/s"], "is not a bandwidth"),
     (["--measured-bw", "0GB/s"], "must be positive"),
     (["--measured-bw", "270"], "has no unit: did you mean 270GB/s"),
+    # a bare time under 1 is likelier seconds (a 38 ms step) than milliseconds (38 us); 38 likelier ms
+    (["--tpot", "0.038"], "'0.038' has no unit: did you mean 0.038s?"),
+    (["--tpot", "38"], "'38' has no unit: did you mean 38ms? (base units are written out: 38s)"),
     (["--measured-flops", "50TB/s"], "is not a rate"),
     # the exa prefix is read (2 EFLOP/s = 2e18), then refused as over any real rate (1e18 FLOP/s, inputs.PLAUSIBLE)
     (["--measured-flops", "2EFLOP/s"], "'2EFLOP/s' is over any real compute rate"),
@@ -400,7 +403,9 @@ def test_a_kernel_times_header_names_its_unit(tmp_path, text, seconds):
                                         ("name,Total Time (ns)\nq_proj,2496000\n", "is a total over every call"),
                                         ("name,Self CUDA total (ms)\nq_proj,2.5\n", "is a total over every call"),
                                         # the unit written in each row, no header
-                                        ("q_proj,78us\no_proj,78us\n", "a time's unit goes in a header row")])
+                                        ("q_proj,78us\no_proj,78us\n", "a time's unit goes in a header row"),
+                                        # the columns swapped
+                                        ("us,name\n78,q_proj\n", "the columns are the kernel's name, then its time")])
 def test_ambiguous_kernel_times_are_refused(tmp_path, capsys, text, said):
     """A time column whose name gives no unit, a kernel given twice (which time was meant?) and a time given as a
     string: one line, exit 2, never a guess."""
@@ -711,8 +716,9 @@ def test_kernels_that_lose_the_same_time_are_listed_in_order():
                                kernel=SimpleNamespace(name=name, count=1), floor_multiple=3.0, flagged=False)
 
     r = SimpleNamespace(step=SimpleNamespace(placements=[placement("a", 30e-6), placement("b", 30e-6),
-                                                          placement("c", 25e-6)]))
+                                                          placement("c", 25e-6), placement("d", 21e-6)]))
     names = [line.replace("anomalies ", "").split(":")[0].strip() for line in anomaly_lines(r)]
+    # d, 21 us against 20, is within the timers' noise (ANOMALY_OVER, 10 %): no anomaly
     assert names == ["a", "b", "c"]
 
 
@@ -770,3 +776,17 @@ def test_a_cpu_kernels_error_is_against_its_expected_time_with_its_ops_dispatch(
     assert q.error == pytest.approx(0.0, abs=1e-12) and anomaly_lines(r) == []
     gpu = next(x for x in roofline(a, "A100-80GB").step.placements if x.kernel.name == "input_layernorm")
     assert gpu.dispatch_s == 0 and gpu.t_as_timed_s == gpu.t_expected_s  # a GPU's host overlaps: nothing added
+
+
+def test_a_micro_sign_is_a_microsecond_and_a_kernel_under_its_floor_is_flagged_so(tmp_path, capsys):
+    """--tpot 38µs (a micro sign, or a Greek mu) is 38us; a kernel measured under 0.9x its floor says so in the
+    table's flag column, as the faster line does: TinyLlama's q_proj reads 8,396,800 bytes, 26.2 us at the T4's
+    320 GB/s, so 1 us is under it."""
+    from roofcalc.inputs import parse_quantity
+
+    assert parse_quantity("38µs", "time") == parse_quantity("38\u03bcs", "time") == pytest.approx(38e-6)
+    times = tmp_path / "t.csv"
+    times.write_text("name,us\nq_proj,1\n")
+    assert main(["TinyLlama/TinyLlama-1.1B", "--kernel-times", str(times), "--wide"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("q_proj "))
+    assert row.rstrip().endswith("under 0.9x its floor")

@@ -266,7 +266,8 @@ def parse_quantity(text: str, kind: str, usual: str = "", bounded: bool = True) 
     what = {"bandwidth": "a bandwidth like 270GB/s", "flops": "a rate like 50TFLOP/s", "time": "a time like 15ms",
             "size": "a size like 80GB or 80GiB"}[kind]
     text = one_line(text)
-    m = _QUANTITY.match(text) if text.isascii() else None
+    ascii_text = text.replace("\u00b5", "u").replace("\u03bc", "u")  # a micro sign or a Greek mu: 38µs is 38us
+    m = _QUANTITY.match(ascii_text) if ascii_text.isascii() else None
     if not m:
         raise RoofcalcError(f"'{text}' is not {what}")
     number, prefix, unit = float(m.group(1)), m.group(2).lower(), m.group(3).lower()
@@ -283,9 +284,12 @@ def parse_quantity(text: str, kind: str, usual: str = "", bounded: bool = True) 
     if not unit:
         # a bare 270 is not 270 B/s, nor a bare 80 80 bytes: say what was probably meant, and how to give base units
         n = m.group(1)
+        # a time under 1 of the usual ms is likelier seconds (0.038 for a 38 ms step) than a 38 us step
+        guess = "s" if kind == "time" and (usual or "ms") == "ms" and number < 1 else usual or "ms"
         meant = {"bandwidth": (f"{n}GB/s", f"{n}B/s"), "flops": (f"{n}TFLOP/s", f"{n}FLOP/s"),
-                 "time": (f"{n}{usual or 'ms'}", f"{n}s"), "size": (f"{n}GB or {n}GiB", f"{n}B")}[kind]
-        raise RoofcalcError(f"'{text}' has no unit: did you mean {meant[0]}? (base units are written out: {meant[1]})")
+                 "time": (f"{n}{guess}", f"{n}s"), "size": (f"{n}GB or {n}GiB", f"{n}B")}[kind]
+        base = "" if meant[0] == meant[1] else f" (base units are written out: {meant[1]})"
+        raise RoofcalcError(f"'{text}' has no unit: did you mean {meant[0]}?{base}")
     if kind == "time":
         scale = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}.get(prefix + unit)
         if scale is None:
@@ -364,6 +368,9 @@ def _header_unit(cell: str, where: str) -> float:
     'time_s' 1; 'us', 'time_us', 'microseconds' 1e-6; ... A name without one ('time', 'latency') is refused:
     read as seconds, microseconds would be a million times too slow."""
     word = cell.strip().lower()
+    if word in ("name", "kernel", "kernel_name", "op", "module"):  # "us,name": the columns swapped
+        raise RoofcalcError(f"{where}: the columns are the kernel's name, then its time ('name,us'); the header's "
+                            f"second column is {one_line(cell)[:40]!r}")
     if re.search(r"\b(total|sum)\b", word.replace("_", " ")):  # nsys's "Total Time (ns)", torch's "CUDA total"
         raise RoofcalcError(f"{where}: the header's time column {one_line(cell)[:40]!r} is a total over every call; "
                             f"give each kernel's time per call (nsys's 'Avg (ns)', the torch profiler's 'avg')")

@@ -839,7 +839,7 @@ def kernel_columns(r: Roofline) -> list[tuple[str, int, list[str]]]:
         cols += [("measured", None), ("% roof", [pct(p.roof_fraction) for p in pl]),
                  ("x floor", ["" if p.floor_multiple is None else sig(p.floor_multiple) for p in pl]),
                  ("error", ["" if p.error is None else f"{100 * p.error:+.0f}%" for p in pl]),
-                 ("flag", [measured_label(p) for p in pl])]
+                 ("flag", [flag_cell(p) for p in pl])]
         times["measured"] = [p.measured_s for p in pl]
     out = []
     for name, cells in cols:
@@ -863,11 +863,18 @@ def kernel_sum_lines(r: Roofline) -> list[str]:
             f"check them"]
 
 
+# a measured kernel this much over its expected time is an anomaly to list; within it, the timers' noise (as the
+# kernels' sum against the step, kernel_sum_lines)
+ANOMALY_OVER = 1.1
+
+
 def anomaly_lines(r: Roofline, n: int = 3) -> list[str]:
-    """The measured kernels that lose the most time against their expected time, largest first."""
+    """The measured kernels that lose the most time against their expected time, largest first, of those more than
+    ANOMALY_OVER times it."""
     # against the expected time as the profiler times it (a CPU's: with each op's dispatch, Placement.t_as_timed_s)
     worst = sorted((((p.measured_s - p.t_as_timed_s) * p.kernel.count, p) for p in r.step.placements
-                    if p.measured_s is not None and p.measured_s > p.t_as_timed_s), key=lambda x: -x[0])  # (ties: in order)
+                    if p.measured_s is not None and p.measured_s > ANOMALY_OVER * p.t_as_timed_s),
+                   key=lambda x: -x[0])  # (ties: in order)
     out = []
     for excess, p in worst[:n]:
         label = measured_label(p)
@@ -960,6 +967,12 @@ def measured_label(p) -> str:
         return ""
     return f"above {FLAG_MULTIPLE:g}x " + ("its floor and its ops' dispatch" if p.dispatch_s else
                                            "its fixed cost" if p.t_fixed_s > p.t_floor_s else "its floor")
+
+
+def flag_cell(p) -> str:
+    """The table's flag column: the flag rule's words (measured_label), or, for a kernel measured faster than its
+    floor (the faster line's rule), that it was."""
+    return measured_label(p) or (f"under {FASTER_THAN_FLOOR:g}x its floor" if p.faster_than_floor else "")
 
 
 def markdown_bullets(lines: list[str]) -> list[str]:
@@ -1066,7 +1079,7 @@ def totals_lines(r: Roofline) -> list[str]:
         lines += [
             f"measured  step {ms(st.tpot_s)} ms: {si(st.achieved_flop_per_s, 'FLOP/s')} at AI "
             f"{ratio(st.intensity)}, {pct(st.roof_fraction)} of the {roof_name} roof "
-            f"there ({si(roof.attainable(st.intensity), 'FLOP/s')}), {st.floor_multiple:.2f}x the {roof_name} roof's "
+            f"there ({si(roof.attainable(st.intensity), 'FLOP/s')}), {sig(st.floor_multiple)}x the {roof_name} roof's "
             f"floor ({ms(st.sum_floor_s)} ms, the kernels' floors summed)",
             (f"  1 below the {'roof' if st.intensity >= roof.ridge else 'slope'}: {ms(st.gap_s)} ms above the "
              f"floors is overhead and kernel efficiency; " + gap_words(st) if st.gap_s > 0 else
@@ -1110,14 +1123,20 @@ def record_rows(r: Roofline, matmul_point: str | None = None) -> list[list[str]]
         rows = [[name, "none", measured, ""] for name, _, measured, _ in rows]
     nominal_floor = nom.floor(st.flops, st.bytes)
     if st.tpot_s is not None:
-        rows.append(["step time (ms)", f"{nominal_floor * 1e3:.3g} (floor)", f"{st.tpot_s * 1e3:.3g}",
-                     f"{st.tpot_s / nominal_floor:.2f}x the {'measured' if r.own_nominal else 'nominal'} floor"])
-        rows.append(["step achieved (GFLOP/s)", f"{nom.attainable(st.intensity) / 1e9:.3g} (roof at AI)",
-                     f"{st.achieved_flop_per_s / 1e9:.3g}", f"{pct(st.roof_fraction)} of the {roof_name} roof"])
+        rows.append(["step time (ms)", f"{_g3(nominal_floor * 1e3)} (floor)", f"{_g3(st.tpot_s * 1e3)}",
+                     f"{sig(st.tpot_s / nominal_floor)}x the {'measured' if r.own_nominal else 'nominal'} floor"])
+        rows.append(["step achieved (GFLOP/s)", f"{_g3(nom.attainable(st.intensity) / 1e9)} (roof at AI)",
+                     f"{_g3(st.achieved_flop_per_s / 1e9)}", f"{pct(st.roof_fraction)} of the {roof_name} roof"])
     for p in r.points:
-        rows.append([f"{p.name} achieved (TFLOP/s)", f"{nom.attainable(p.intensity) / 1e12:.3g} (roof at AI)",
-                     f"{p.achieved_flop_per_s / 1e12:.3g}", f"{pct(p.roof_fraction(r.roof))} of the {roof_name} roof"])
+        rows.append([f"{p.name} achieved (TFLOP/s)", f"{_g3(nom.attainable(p.intensity) / 1e12)} (roof at AI)",
+                     f"{_g3(p.achieved_flop_per_s / 1e12)}", f"{pct(p.roof_fraction(r.roof))} of the {roof_name} roof"])
     return rows
+
+
+def _g3(x: float) -> str:
+    """Three significant digits as the record table shows them (6.6, 15, 0.0412), a figure of 1,000 or more whole
+    and with its thousands marked (38,000), never an exponent."""
+    return f"{x:.3g}" if abs(x) < 1000 else f"{x:,.0f}"
 
 
 def to_text(r: Roofline, fmt: str = "table", defaults: Iterable[str] = (), record: bool = False,
