@@ -600,6 +600,8 @@ CLOSE_NAMES = [  # each misspelt name and what the one-line error suggests
     (["qwen/qwen3-8"], "(did you mean Qwen/Qwen3-8B?)"),  # a hub id of the catalog
     (["acme/tiny-lama"], "(did you mean acme/tiny-llama?)"),  # the HF cache's
     (["TinyLlama/TinyLlama-1.1B", "--hw", "h10"], "unknown hardware 'h10' (did you mean H100-SXM?); known: T4"),
+    # the closest names as find_hardware reads the device's own name, its vendor words left out
+    (["TinyLlama/TinyLlama-1.1B", "--hw", "Tesla V100-SXM2-16GB"], "(did you mean V100-SXM2?)"),
     (["TinyLlama/TinyLlama-1.1B", "--hw", "rtx 4900"], "(did you mean RTX4090 or RTX4080?)"),
     (["TinyLlama/TinyLlama-1.1B", "--family", "lama"], "--family 'lama' is not a family roofcalc models (did you "
                                                        "mean llama?)"),
@@ -1325,6 +1327,12 @@ def test_a_profile_of_no_catalog_kind_is_its_own_nominal_roof(tmp_path, capsys):
     assert doc["hardware"]["measured"]["bandwidth_ratio"] == 1.0
     code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof), "--record"], capsys)
     assert "T4" not in out and "hardware  some CPU (measured), fp32 compute" in out
+    # a figure faster than its floor on a profile with no datasheet: no datasheet is said to be beaten
+    times = tmp_path / "fast.csv"
+    times.write_text("name,us\nq_proj,1\n")
+    code, fast, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof), "--kernel-times", str(times)], capsys)
+    assert code == 0 and "faster than this profile's own roof allows (it names no datasheet)" in fast
+    assert "datasheet allows" not in fast
     # one roof, said once: not "100% of nominal" against itself, in the roof line or the record table
     assert "roof      measured ('some CPU (measured)') 28.6 GB/s, 159 GFLOP/s, ridge 5.6 FLOP/byte, its own " \
         "nominal" in unwrap(out) and "of nominal" not in out and "100%" not in out
@@ -1473,19 +1481,25 @@ def test_a_checkpoint_group_that_does_not_divide_the_hidden_size_is_refused(tmp_
 
 
 def test_a_figure_slow_enough_to_be_a_unit_read_wrong_is_said(capsys, tmp_path):
-    """A kernel time 300x or more its expected time, a step 300x its prediction, a --point under 1/300 of the roof:
-    a bare number meant in microseconds read as seconds (a million times), or ms as s (a thousand). TinyLlama's
-    q_proj on the T4 expects 26.2 us (8,388,608 bytes / 320 GB/s, above its fixed cost): 31 read as seconds is over a
-    million times that. JSON's warnings carry them too."""
+    """A kernel time 300x or more its expected time, a step 300x its prediction, a --point 300x its floor and a 10 us
+    launch: a bare number meant in microseconds read as seconds (a million times), or ms as s (a thousand).
+    TinyLlama's q_proj on the T4 expects 26.2 us (8,388,608 bytes / 320 GB/s, above its fixed cost): 31 read as
+    seconds is over a million times that. JSON's warnings carry them too; a small kernel timed right as a point
+    (a residual add, 12,288 bytes: 38 ns on the T4, 2.5 us measured) is not taken for one."""
     tiny = "TinyLlama/TinyLlama-1.1B"
     times = tmp_path / "t.csv"
     times.write_text("q_proj,31\n")
     code, out, _ = run([tiny, "--kernel-times", str(times)], capsys)
     assert code == 0 and "warning   q_proj 31,000,000 us, " in out and "check the kernel times' unit" in out
     code, js, _ = run([tiny, "--kernel-times", str(times), "--tpot", "17s", "--point", "mm:1.1e12:4e8:18.5",
-                       "-f", "json"], capsys)
+                       "--point", "residual:2048:12288:2.5us", "-f", "json"], capsys)
     warned = json.loads(js)["warnings"]
-    assert any("check --tpot's unit" in w for w in warned) and any("point mm ran at" in w for w in warned)
+    assert any("check --tpot's unit" in w for w in warned) and any(w.startswith("point mm, 18,500 ms, is ")
+                                                                   for w in warned)
+    assert not any("residual" in w for w in warned)
+    # the CSV leaves the points out (said ignored), and so their warnings
+    code, _, err = run([tiny, "--point", "mm:1.1e12:4e8:18.5", "-f", "csv"], capsys)
+    assert code == 0 and "ignored: --point" in err and "point mm," not in err
     # 31 us read right, a 17 ms step (2.6x its 6.6 ms floors) and an 18.5 ms point: no such warning
     times.write_text("name,us\nq_proj,31\n")
     code, out, _ = run([tiny, "--kernel-times", str(times), "--tpot", "17ms", "--point", "mm:1.1e12:4e8:0.0185"],

@@ -309,3 +309,16 @@ def test_a_profile_that_is_its_own_nominal_is_one_roof_on_the_page(tmp_path, cap
     names = [t.name or "" for t in roofline_figure(r).data]
     assert any(n.startswith("measured roof") for n in names) and not any(n.startswith("nominal") for n in names)
     assert "measured ridge" in names and "nominal ridge" not in names
+
+
+def test_the_pages_flag_column_sorts_as_the_table_reads_it(tmp_path, capsys):
+    """The flag cell holds the 3x rule's words (1), nothing (0), or "under 0.9x its floor" (-1): the page sorts the
+    column by that, so a kernel faster than its floor does not sort among the blank cells. TinyLlama on the T4:
+    q_proj reads 8.4 MB, 26.2 us at 320 GB/s; 1 us is under it, 1 s far above 3x it."""
+    pytest.importorskip("plotly")
+    times = tmp_path / "t.csv"
+    times.write_text("name,us\nq_proj,1\no_proj,1000000\n")
+    page = tmp_path / "p.html"
+    assert main(["TinyLlama/TinyLlama-1.1B", "--kernel-times", str(times), "--html", str(page)]) == 0
+    cells = re.findall(r'data-v="(-?[0-9.e+-]+)"[^>]*>(under 0\.9x its floor|above 3x its floor)<', page.read_text())
+    assert sorted(cells) == [("-1", "under 0.9x its floor"), ("1", "above 3x its floor")], cells

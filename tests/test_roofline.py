@@ -372,8 +372,12 @@ def test_cli_kernel_times_naming_unknown_kernels(tmp_path, capsys):
     times.write_text(json.dumps({"qkv_proj": 1.1e-4, "gate_up_proj": 5.2e-4}))
     assert main(["TinyLlama/TinyLlama-1.1B", "--engine", "vllm", "--kernel-times", str(times)]) == 2
     err = capsys.readouterr().err
-    assert "gate_up_proj is gate_proj + up_proj here; qkv_proj is q_proj + k_proj + v_proj here, each given its own " \
-        "time" in err and err.count("\n") == 1
+    assert "gate_up_proj is gate_proj + up_proj here; qkv_proj is q_proj + k_proj + v_proj here (a fused GEMM" in err \
+        and err.count("\n") == 1
+    # and the other way: Phi-3's own module is fused (qkv_proj), its parts' times are given
+    times.write_text(json.dumps({"q_proj": 5e-5, "k_proj": 2e-5}))
+    assert main(["microsoft/Phi-3-mini-4k-instruct", "--kernel-times", str(times)]) == 2
+    assert "q_proj + k_proj + v_proj is qkv_proj here, one kernel given their sum" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("text, seconds", [("name,seconds\nq_proj,3.1e-5\n", 3.1e-5), ("q_proj,3.1e-5\n", 3.1e-5),
@@ -405,7 +409,9 @@ def test_a_kernel_times_header_names_its_unit(tmp_path, text, seconds):
                                         # the unit written in each row, no header
                                         ("q_proj,78us\no_proj,78us\n", "a time's unit goes in a header row"),
                                         # the columns swapped
-                                        ("us,name\n78,q_proj\n", "the columns are the kernel's name, then its time")])
+                                        ("us,name\n78,q_proj\n", "the columns are the kernel's name, then its time"),
+                                        ("q_proj,78 seconds\n", "a time's unit goes in a header row"),
+                                        ("q_proj,30\u03bcs\n", "a time's unit goes in a header row")])
 def test_ambiguous_kernel_times_are_refused(tmp_path, capsys, text, said):
     """A time column whose name gives no unit, a kernel given twice (which time was meant?) and a time given as a
     string: one line, exit 2, never a guess."""
@@ -717,8 +723,8 @@ def test_kernels_that_lose_the_same_time_are_listed_in_order():
 
     r = SimpleNamespace(step=SimpleNamespace(placements=[placement("a", 30e-6), placement("b", 30e-6),
                                                           placement("c", 25e-6), placement("d", 21e-6)]))
-    names = [line.replace("anomalies ", "").split(":")[0].strip() for line in anomaly_lines(r)]
-    # d, 21 us against 20, is within the timers' noise (ANOMALY_OVER, 10 %): no anomaly
+    names = [line.replace("anomalies ", "").split(":")[0].strip() for line in anomaly_lines(r, n=4)]
+    # d, 21 us against 20, is within the timers' noise (ANOMALY_OVER, 10 %): no anomaly, though four are asked for
     assert names == ["a", "b", "c"]
 
 
@@ -785,6 +791,13 @@ def test_a_micro_sign_is_a_microsecond_and_a_kernel_under_its_floor_is_flagged_s
     from roofcalc.inputs import parse_quantity
 
     assert parse_quantity("38µs", "time") == parse_quantity("38\u03bcs", "time") == pytest.approx(38e-6)
+    mu, micro = parse_point("mm:1e12:4e8:38\u03bcs"), parse_point("mm:1e12:4e8:38\u00b5s")
+    assert mu.seconds == micro.seconds == parse_point("mm:1e12:4e8:38us").seconds == pytest.approx(38e-6)
+    header = tmp_path / "mu.csv"
+    header.write_text("name,\u03bcs\nq_proj,31\n")  # a Greek mu in the header, as a micro sign
+    assert main(["TinyLlama/TinyLlama-1.1B", "--kernel-times", str(header), "-f", "json"]) == 0
+    assert next(k for k in json.loads(capsys.readouterr().out)["kernels"] if k["name"] == "q_proj")["measured_s"] \
+        == pytest.approx(31e-6)
     times = tmp_path / "t.csv"
     times.write_text("name,us\nq_proj,1\n")
     assert main(["TinyLlama/TinyLlama-1.1B", "--kernel-times", str(times), "--wide"]) == 0

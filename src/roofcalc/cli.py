@@ -373,7 +373,10 @@ def _find_hardware(name: str, flag: str = "--hw"):
         for hw in hardware_catalog():
             for key in (hw.name, *hw.aliases):
                 names.setdefault(key.lower().replace("_", "-").replace(" ", "-"), hw.name)
-        word = name.strip().lower().replace("_", "-").replace(" ", "-")
+        from .hardware import _VENDOR_WORDS
+
+        # (the device's own vendor and brand words left out, as find_hardware leaves them: "Tesla V100-SXM2-16GB")
+        word = _VENDOR_WORDS.sub("", re.sub(r"[\s_]+", "-", name.strip().lower()))
         # a name that begins a catalog name (a100-pcie: its 40 and 80 GB entries), then the closest by difflib;
         # a short name difflib finds none for, one a character off it (t5: T4)
         first = [hw for key, hw in names.items() if len(word) >= 3 and key.startswith(word + "-")]
@@ -852,8 +855,8 @@ def run_main(argv: Sequence[str]) -> str:
     # and CSV's stderr: a format that drops the table's prose keeps what says a figure may be wrong
     from .roofline import Roofline
 
-    warned = [line.split(None, 1)[1] for line in footer + (report.kernel_sum_lines(result) + report.slow_unit_lines(result)
-                                                           if isinstance(result, Roofline) else [])
+    warned = [line.split(None, 1)[1] for line in footer + (report.kernel_sum_lines(result) + report.slow_unit_lines(
+        result, points=args.format != "csv") if isinstance(result, Roofline) else [])
               if line.startswith(("warning ", "override "))]
     if args.format == "table":
         out += "".join(line + "\n" for line in report.wrap_lines(footer, None if args.wide else term_width()))

@@ -281,7 +281,7 @@ def parse_quantity(text: str, kind: str, usual: str = "", bounded: bool = True) 
                             f"{number:g} {m.group(2)}{i}bit{per} = {number / 8:g} {m.group(2).upper()}{i}B{per} (write "
                             f"{number / 8:g}{m.group(2).upper()}{i}B{per}, or "
                             f"{number:g}{m.group(2).upper()}{i}B{per} if bytes were meant)")
-    if not unit:
+    if not unit and number > 0:
         # a bare 270 is not 270 B/s, nor a bare 80 80 bytes: say what was probably meant, and how to give base units
         n = m.group(1)
         # a time under 1 of the usual ms is likelier seconds (0.038 for a 38 ms step) than a 38 us step
@@ -336,6 +336,7 @@ def point(text: str) -> tuple[str, float, float, float]:
     parts = text.rsplit(":", 3)
     if len(parts) != 4 or not parts[0]:
         raise RoofcalcError(f"--point '{one_line(text)[:100]}' is not NAME:FLOPS:BYTES:SECONDS")
+    parts[3] = parts[3].replace("\u00b5", "u").replace("\u03bc", "u")  # a micro sign or a Greek mu: 38µs is 38us
     if parts[3].strip().isascii() and re.search(r"[a-zA-Z]\s*$", parts[3]) and \
             not re.fullmatch(r"\s*(?:nan|inf|infinity)\s*", parts[3], re.IGNORECASE):  # '2.75ms'
         try:
@@ -367,14 +368,14 @@ def _header_unit(cell: str, where: str) -> float:
     """Seconds per unit of a kernel-times CSV header's time column, by the unit its name ends in: 'seconds',
     'time_s' 1; 'us', 'time_us', 'microseconds' 1e-6; ... A name without one ('time', 'latency') is refused:
     read as seconds, microseconds would be a million times too slow."""
-    word = cell.strip().lower()
+    word = cell.strip().lower().replace("\u03bc", "\u00b5")  # a Greek mu as the micro sign
     if word in ("name", "kernel", "kernel_name", "op", "module"):  # "us,name": the columns swapped
         raise RoofcalcError(f"{where}: the columns are the kernel's name, then its time ('name,us'); the header's "
                             f"second column is {one_line(cell)[:40]!r}")
     if re.search(r"\b(total|sum)\b", word.replace("_", " ")):  # nsys's "Total Time (ns)", torch's "CUDA total"
         raise RoofcalcError(f"{where}: the header's time column {one_line(cell)[:40]!r} is a total over every call; "
                             f"give each kernel's time per call (nsys's 'Avg (ns)', the torch profiler's 'avg')")
-    if re.fullmatch(r"[0-9.]+(e[+-]?[0-9]+)?\s*(ns|us|µs|ms|s)", word):  # "q_proj,78us": a unit in a row
+    if re.fullmatch(r"[0-9.]+(e[+-]?[0-9]+)?\s*(ns|us|µs|ms|s|sec|seconds)", word):  # "q_proj,78us": a unit in a row
         raise RoofcalcError(f"{where}: a time's unit goes in a header row ('name,us'), its rows bare numbers; "
                             f"{one_line(cell)[:40]!r} is read as the header's time column")
     for unit, scale in _HEADER_UNITS:

@@ -475,6 +475,10 @@ def _roofline_page(r, defaults, record: bool, notes: list[str] = ()) -> tuple[st
     rows = [list(row) for row in zip(*(cells for _, _, cells in cols))]
     keys = [_KERNEL_KEYS.get(h, _KERNEL_KEYS.get(h.rsplit(" ", 1)[0])) for h in headers]
     values = [[None if key is None else k.get(key) for key in keys] for k in doc["kernels"]]
+    if "flag" in headers:  # the flag column sorts as the table reads it: flagged slow 1, none 0, under its floor -1
+        i = headers.index("flag")
+        for row, k in zip(values, doc["kernels"]):
+            row[i] = 1 if k["flagged"] else -1 if k.get("faster_than_floor") else 0
     skipped = [k["name"] for k in doc["kernels"] if not (k["flops"] and k["bytes"])]
     note = (f'<p class="note">Not on the chart (no FLOPs or no bytes: no place on a FLOP/s axis): '
             f'{html.escape(", ".join(skipped))}; the table has them.</p>' if skipped else "")

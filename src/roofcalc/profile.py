@@ -698,11 +698,7 @@ def profile_lines(p: ProfileResult, r, trust: ProfileTrust) -> list[str]:
         f"{ms(p.kernel_sum_s)} ms, {ms(p.kernel_sum_s - p.tpot_s)} ms more than the timed steps' median; "
         f"it took {ms(p.profiled_step_s)} ms under the profiler{_median_words(p)}",
     ]
-    fast = [pl.kernel.name for pl in st.placements if pl.faster_than_floor]
-    if fast:
-        lines.append(f"faster    {', '.join(fast)} ran faster than their floor on this roof: the roof's measurement "
-                     f"does not bound them (a peak from square matmuls that this dtype runs on a slow path, or a "
-                     f"bandwidth measured under load); treat their % of roof as a sign the roof is low")
+    # (a kernel faster than its floor: the report's own faster line, above these, says it by what it beats)
     if p.cache_write_profiled_s is not None:
         timed = sum(p.kernels[n].seconds for n in p.cache_write_kernels)
         lines.append(f"cache     {', '.join(p.cache_write_kernels)} timed outside the profiler: {ms(timed)} ms a step "

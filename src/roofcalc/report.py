@@ -850,22 +850,24 @@ def kernel_columns(r: Roofline) -> list[tuple[str, int, list[str]]]:
     return out
 
 
+# the timers' noise, 10 %: a measured kernel this much over its expected time is an anomaly to list, and the
+# measured kernels this much over the measured step disagree with it (kernel_sum_lines)
+ANOMALY_OVER = 1.1
+
+
 def kernel_sum_lines(r: Roofline) -> list[str]:
     """A warning where the measured kernels of one step (--kernel-times, each times its count) add up to more than
     the measured step (--tpot) by over 10 % (the timers' noise): one of the two is of another run, or in another
     unit. `roofcalc profile` says the same of its own timings."""
     st = r.step
     timed = [(p.measured_s * p.kernel.count) for p in st.placements if p.measured_s is not None]
-    if st.tpot_s is None or not timed or sum(timed) <= 1.1 * st.tpot_s:
+    if st.tpot_s is None or not timed or sum(timed) <= ANOMALY_OVER * st.tpot_s:
         return []
     return [f"warning   the measured kernels add up to {ms(sum(timed))} ms a step, more than the measured step "
             f"({ms(st.tpot_s)} ms): the kernel times and the TPOT are of different runs, or one is in another unit; "
             f"check them"]
 
 
-# a measured kernel this much over its expected time is an anomaly to list; within it, the timers' noise (as the
-# kernels' sum against the step, kernel_sum_lines)
-ANOMALY_OVER = 1.1
 
 
 def anomaly_lines(r: Roofline, n: int = 3) -> list[str]:
@@ -912,6 +914,7 @@ def faster_lines(r: Roofline) -> list[str]:
     out = []
     if impossible:
         why = ("faster than the datasheet allows" if r.measured is None else
+               "faster than this profile's own roof allows (it names no datasheet)" if r.own_nominal else
                "faster than even the datasheet allows (the nominal roof's floors too)")
         out.append(f"faster    {'; '.join(impossible)}: {head}, {why}: check each figure and its unit (ms or us; a "
                    f"step's time or a kernel's)")
@@ -927,6 +930,10 @@ def faster_lines(r: Roofline) -> list[str]:
 # million, milliseconds a thousand; no kernel of this model's sizes runs 300x its expected time unless it waits on
 # something else
 SLOW_UNIT = 300.0
+# a --point has no fixed cost of its own: it is held to its floor plus the least a launched kernel takes, about 10
+# us (the fitted fixed costs of AIConfigurator's smallest measured kernels: 4-5 us a GEMM, 9-12 us a decode
+# attention; docs/kernel_fits.md), so that a small kernel timed right is not taken for a unit read wrong
+POINT_LAUNCH_S = 10e-6
 
 
 def _nominal_floor(r: Roofline, p) -> float:
@@ -939,24 +946,26 @@ def _nominal_floor(r: Roofline, p) -> float:
     return max(t_c, t_m)
 
 
-def slow_unit_lines(r: Roofline) -> list[str]:
-    """A warning for each measured figure so slow that its unit was likely read wrong (SLOW_UNIT): a bare number in
-    a kernel-times file or a --point is seconds, so 78 meant as microseconds is 78 s."""
+def slow_unit_lines(r: Roofline, points: bool = True) -> list[str]:
+    """A warning for each measured figure so slow that its unit was likely read wrong (SLOW_UNIT times its expected
+    time or more): a bare number in a kernel-times file or a --point is seconds, so 78 meant as microseconds is 78 s.
+    ``points``: the --point figures too (not where the output leaves the points out: CSV)."""
     st, out = r.step, []
-    slow = [p for p in st.placements if p.measured_s is not None and p.measured_s > SLOW_UNIT * p.t_as_timed_s]
+    slow = [p for p in st.placements if p.measured_s is not None and p.measured_s >= SLOW_UNIT * p.t_as_timed_s]
     if slow:
         out.append("warning   " + "; ".join(f"{p.kernel.name} {sig(p.measured_s * 1e6)} us, {sig(p.measured_s / p.t_as_timed_s)}x "
                                             f"its expected time" for p in slow[:4])
                    + (f" and {len(slow) - 4} more" if len(slow) > 4 else "")
                    + ": check the kernel times' unit (a file's bare numbers are seconds; a header row 'name,us' "
                      "reads microseconds)")
-    if st.tpot_s is not None and st.tpot_s > SLOW_UNIT * st.predicted_s:
+    if st.tpot_s is not None and st.tpot_s >= SLOW_UNIT * st.predicted_s:
         out.append(f"warning   the measured step, {ms(st.tpot_s)} ms, is {sig(st.tpot_s / st.predicted_s)}x the "
                    f"predicted {ms(st.predicted_s)} ms: check --tpot's unit")
-    for q in r.points:
-        if q.roof_fraction(r.roof) < 1 / SLOW_UNIT:
-            out.append(f"warning   point {q.name} ran at {100 * q.roof_fraction(r.roof):.2g}% of the roof at its AI: check "
-                       f"its time, the fourth field, in seconds")
+    for q in r.points if points else ():
+        least = r.roof.floor(q.flops, q.bytes) + POINT_LAUNCH_S
+        if q.seconds >= SLOW_UNIT * least:
+            out.append(f"warning   point {q.name}, {ms(q.seconds)} ms, is {sig(q.seconds / least)}x its floor and a "
+                       f"launch ({ms(least)} ms): check its time's unit (the fourth field; a bare number is seconds)")
     return out
 
 
@@ -1136,7 +1145,8 @@ def record_rows(r: Roofline, matmul_point: str | None = None) -> list[list[str]]
 def _g3(x: float) -> str:
     """Three significant digits as the record table shows them (6.6, 15, 0.0412), a figure of 1,000 or more whole
     and with its thousands marked (38,000), never an exponent."""
-    return f"{x:.3g}" if abs(x) < 1000 else f"{x:,.0f}"
+    text = f"{x:.3g}" if abs(x) < 1000 else f"{x:,.0f}"
+    return sig(x) if "e" in text else text
 
 
 def to_text(r: Roofline, fmt: str = "table", defaults: Iterable[str] = (), record: bool = False,

@@ -672,8 +672,10 @@ def place(analysis: Analysis, roof: Roof, *, impl: str = "hf-eager",
         have = {k.name for k in analysis.kernels}
         fused = [f"{n} is {' + '.join(FUSED_NAMES[n])} here" for n in unknown
                  if n in FUSED_NAMES and set(FUSED_NAMES[n]) <= have]
-        hint = (f"; {'; '.join(fused)}, each given its own time (a serving engine's fused GEMM is roofcalc's kernels "
-                f"apart: split its time by their shares of its bytes, or time them apart)") if fused else ""
+        fused += [f"{' + '.join(parts)} is {n} here, one kernel given their sum" for n, parts in FUSED_NAMES.items()
+                  if n in have and set(parts) & set(unknown)]  # a model whose own module is fused (Phi-3's qkv_proj)
+        hint = (f"; {'; '.join(fused)} (a fused GEMM and its parts are one kernel or several as the model's modules "
+                f"are: split a fused time by the parts' shares of its bytes, or add the parts' times)") if fused else ""
         raise RoofcalcError(f"kernel times name kernels this model has not: {', '.join(unknown)} (it has: {names})"
                             + hint)
     wdt = analysis.workload.weight_dtype
