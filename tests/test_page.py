@@ -294,19 +294,10 @@ def test_a_profile_that_is_its_own_nominal_is_one_roof_on_the_page(tmp_path, cap
     """The page's figure, as the plot: a CPU profile naming no datasheet draws its measured roof and ridge alone, and
     its title names no nominal."""
     pytest.importorskip("plotly")
-    from roofcalc import Workload, analyze, load_shape
-    from roofcalc.hardware import load_profile
+    from own_roof import own_nominal_roofline
     from roofcalc.page import roofline_figure
-    from roofcalc.roofline import roofline
 
-    path = tmp_path / "cpu.json"
-    path.write_text(json.dumps({"name": "some CPU", "kind": "cpu", "bandwidth_bytes_per_s": 2.86e10,
-                                "peak_flop_per_s": {"fp32": 1.59e11}}))
-    prof = load_profile(str(path))
-    fp32 = dict(weight_dtype="fp32", act_dtype="fp32", kv_dtype="fp32")
-    r = roofline(analyze(load_shape("TinyLlama/TinyLlama-1.1B"), Workload.decode(1, 500, **fp32)), prof,
-                 measured_profile=prof)
-    names = [t.name or "" for t in roofline_figure(r).data]
+    names = [t.name or "" for t in roofline_figure(own_nominal_roofline(tmp_path)).data]
     assert any(n.startswith("measured roof") for n in names) and not any(n.startswith("nominal") for n in names)
     assert "measured ridge" in names and "nominal ridge" not in names
 

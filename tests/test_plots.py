@@ -334,18 +334,10 @@ def test_the_plot_title_names_one_rank_of_the_layout_and_the_engine(tmp_path, ca
 def test_a_profile_that_is_its_own_nominal_draws_one_roof(tmp_path):
     """A CPU profile that names no datasheet is its own nominal (Roofline.own_nominal): the plot draws its roof
     once, the measured one, and its title names no nominal beside it, as the report's roof line says one roof."""
-    import json
-
-    from roofcalc.hardware import load_profile
+    from own_roof import own_nominal_roofline
     from roofcalc.plotting import roofline_figure
 
-    path = tmp_path / "cpu.json"
-    path.write_text(json.dumps({"name": "some CPU", "kind": "cpu", "bandwidth_bytes_per_s": 2.86e10,
-                                "peak_flop_per_s": {"fp32": 1.59e11}}))
-    prof = load_profile(str(path))
-    fp32 = dict(weight_dtype="fp32", act_dtype="fp32", kv_dtype="fp32")
-    r = roofline(analyze(load_shape("TinyLlama/TinyLlama-1.1B"), Workload.decode(1, 500, **fp32)), prof,
-                 measured_profile=prof)
+    r = own_nominal_roofline(tmp_path)
     assert r.own_nominal
     fig = roofline_figure(r)
     gids = [line.get_gid() for line in fig.axes[0].get_lines()]
