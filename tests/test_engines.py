@@ -494,3 +494,30 @@ def test_a_multimodal_fp32_checkpoint_is_loaded_by_the_model_type_each_engine_re
     assert vllm.fp32_dtype("paligemma (text_config: gemma2)", 9.0) == "bf16"
     assert vllm.fp32_dtype("gemma3 (text_config: gemma3_text)", 7.5) is None
     assert vllm.fp32_dtype("paligemma (text_config: gemma2)", 7.5) == "fp16"  # paligemma itself is not refused
+
+
+def test_the_library_takes_an_engine_as_the_command_line_does(capsys):
+    """roofline(..., engine="vllm") and sweep(..., engine="vllm") give the step `--engine vllm` gives (its CUDA graphs,
+    its cache written in place, its host time), to the last digit; an analysis built without the preset's workload
+    is refused by name, as is a model the preset's engine never ran, and engine with engine_host."""
+    import roofcalc
+    from roofcalc.roofline import roofline
+    from roofcalc.sweep import sweep
+
+    shape = roofcalc.load_shape("meta-llama/Llama-2-7b-hf")
+    wl = roofcalc.Workload.decode(8, 2048, **find_engine("vllm").workload_kw())
+    step = roofline(roofcalc.analyze(shape, wl), "H100", engine="vllm").step
+    assert main(["meta-llama/Llama-2-7b-hf", "--hw", "H100", "--engine", "vllm", "-b", "8", "--context", "2048",
+                 "--dtype", "fp16", "-f", "json"]) == 0
+    cli = json.loads(capsys.readouterr().out)["step"]
+    assert step.impl == "cuda-graph" and step.predicted_s == cli["predicted_s"]
+    assert sweep(shape, "H100", batches=[8], contexts=[2048], engine="vllm").grid.predicted_s[0, 0] == \
+        cli["predicted_s"]
+    with pytest.raises(RoofcalcError, match="the analysis's workload has cache_update 'concat' \\(the preset's: "
+                                            "'in-place'\\)"):
+        roofline(roofcalc.analyze(shape, roofcalc.Workload.decode(8, 2048)), "H100", engine="vllm")
+    with pytest.raises(RoofcalcError, match="--engine trtllm-0.6 ran no mixture of experts"):
+        sweep(roofcalc.load_shape("mistralai/Mixtral-8x7B-v0.1"), "H100", batches=[1], contexts=[500],
+              engine="trtllm-0.6")
+    with pytest.raises(RoofcalcError, match="give engine \\(a preset\\) or engine_host"):
+        roofline(roofcalc.analyze(shape, wl), "H100", engine="vllm", engine_host=find_engine("vllm").host)

@@ -669,12 +669,7 @@ def load_model(args: argparse.Namespace):
 def _engine_ran(args: argparse.Namespace, name: str, experts: bool, mla: bool) -> None:
     """Refuse a model the --engine preset's engine never ran: routed experts (Engine.no_moe), DeepSeek's latent
     attention (Engine.no_mla), each with its source."""
-    engine = _engine(args)
-    if engine.no_moe and experts:
-        raise RoofcalcError(f"--engine {engine.name} ran no mixture of experts ({engine.no_moe}): {name} has routed "
-                            f"experts")
-    if engine.no_mla and mla:
-        raise RoofcalcError(f"--engine {engine.name} ran no latent attention ({engine.no_mla}): {name} has it")
+    _engine(args).check_model(name, experts, mla)
 
 
 def build_roofline(args: argparse.Namespace, shape=None):

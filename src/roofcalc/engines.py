@@ -84,6 +84,24 @@ class Engine:
                              "MiniMax-M2's q, k and v colwise_gather_output; kept for a preset whose own split was "
                              "not read")
 
+    def workload_kw(self, impl: str | None = None) -> dict:
+        """The Workload fields this preset sets, as --engine sets them where no flag says otherwise: how its cache
+        takes a token, DeepSeek's attention as it runs it, its split under --tp, and (its launch model eager)
+        transformers' eager ops' bytes. ``impl``: a launch model given by hand (--impl), whose cache update is its
+        own (concatenation under hf-eager, in place otherwise), as the command line takes it."""
+        launch = impl or self.impl
+        cache = self.cache_update if impl is None else "concat" if impl == "hf-eager" else "in-place"
+        return dict(cache_update=cache, mla=self.mla, tp_layout=self.tp_layout, eager_ops=launch == "hf-eager")
+
+    def check_model(self, name: str, experts: bool, mla: bool) -> None:
+        """Refuse a model this engine never ran: routed experts (no_moe), DeepSeek's latent attention (no_mla),
+        each with its source."""
+        if self.no_moe and experts:
+            raise RoofcalcError(f"--engine {self.name} ran no mixture of experts ({self.no_moe}): {name} has routed "
+                                f"experts")
+        if self.no_mla and mla:
+            raise RoofcalcError(f"--engine {self.name} ran no latent attention ({self.no_mla}): {name} has it")
+
     def fp32_dtype(self, model_type: str, compute_capability: float | None) -> str | None:
         """The dtype this engine loads an fp32 checkpoint in by default (fp32_as), None where it keeps fp32 or no
         source was read for it. ``model_type`` as a shape names it: a multimodal config's "gemma3 (text_config:
@@ -389,6 +407,26 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "(AutoAWQ's GEMM kernel) below 256 tokens, awq_dequantize and torch.matmul from there (PR #2566, v0.3.0; "
         "before it, 0.2.6-0.2.7, the kernel at every size); awq_marlin came in v0.5.3 (PR #6612)"),
 )}
+
+
+def library_engine(engine, engine_host, impl: str | None, shape, who: str):
+    """(impl, engine_host, the Workload fields the preset sets) of a library call's ``engine`` (a preset's name or
+    an Engine) as --engine gives them: its launch model unless ``impl`` is given, its host (an AWQ checkpoint's
+    kernel, the preset's), and the model refused where the engine never ran it; without one, hf-eager and no
+    fields. ``engine_host`` by hand and ``engine`` together are refused."""
+    if engine is None:
+        return impl or "hf-eager", engine_host, {}
+    if engine_host is not None:
+        raise RoofcalcError(f"{who}: give engine (a preset) or engine_host (its host time by hand), not both")
+    preset = engine if isinstance(engine, Engine) else find_engine(str(engine))
+    if shape is not None:
+        preset.check_model(shape.name, shape.moe is not None, shape.mla is not None)
+    host = preset.host
+    if getattr(shape, "weight_method", "") == "awq":
+        from dataclasses import replace
+
+        host = replace(host, int4_kernel=preset.awq_kernel)
+    return impl or preset.impl, host, preset.workload_kw(impl)
 
 
 def find_engine(name: str) -> Engine:

@@ -816,12 +816,29 @@ def device(hardware: Hardware, compute_dtype: str, *, measured_bw: float | None 
 
 def roofline(analysis: Analysis, hardware: Hardware, *, measured_bw: float | None = None,
              measured_flops: float | None = None, measured_profile: Hardware | None = None,
-             impl: str = "hf-eager", launch_overhead_s: float | None = None,
+             impl: str | None = None, launch_overhead_s: float | None = None,
              kernel_times: Mapping[str, float] | None = None, tpot_s: float | None = None,
              points: tuple[Point, ...] = (), host_overhead_s: float | None = None,
-             capacity_bytes: float | None = None, engine_host=None, kernel_db: bool = False) -> Roofline:
+             capacity_bytes: float | None = None, engine_host=None, kernel_db: bool = False,
+             engine=None) -> Roofline:
     """One step of ``analysis`` on ``hardware`` (a Hardware, or a catalog name: "A100"), placed on its roofs and
-    predicted; ``points``: Point objects or (name, FLOPs, bytes, seconds) tuples."""
+    predicted; ``points``: Point objects or (name, FLOPs, bytes, seconds) tuples. ``engine``: a preset ("vllm",
+    roofcalc.engines.ENGINES) as --engine gives it: its launch model (unless ``impl``), its host time, and the
+    workload it runs, which ``analysis`` must have been built with (Engine.workload_kw); ``impl`` alone: hf-eager
+    unless given."""
+    from .engines import library_engine
+
+    impl, engine_host, fields = library_engine(engine, engine_host, impl, analysis.shape, "roofline")
+    wl = analysis.workload
+    if fields:
+        checked = {"cache_update": True, "eager_ops": True, "mla": analysis.shape.mla is not None,
+                   "tp_layout": getattr(getattr(analysis, "parallel", None), "gpus", 1) > 1}
+        wrong = [f"{k} {getattr(wl, k)!r} (the preset's: {v!r})" for k, v in fields.items()
+                 if checked[k] and getattr(wl, k) != v]
+        if wrong:
+            raise RoofcalcError(f"roofline: the analysis's workload has {', '.join(wrong)}: build it with the "
+                                f"preset's fields, Workload.decode(..., **roofcalc.engines.find_engine(name)"
+                                f".workload_kw())")
     hardware, measured_profile = as_device(hardware, measured_profile, "roofline")
     from .inputs import PLAUSIBLE, number
 

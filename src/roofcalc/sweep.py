@@ -824,9 +824,9 @@ class Sweep:
 
 def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=None, generate: int | None = None,
           measured_bw: float | None = None, measured_flops: float | None = None, measured_profile=None,
-          impl: str = "hf-eager", launch_overhead_s: float | None = None, capacity_bytes: float | None = None,
+          impl: str | None = None, launch_overhead_s: float | None = None, capacity_bytes: float | None = None,
           min_gain: float = DEFAULT_MIN_GAIN, host_overhead_s: float | None = None, analyzer=None,
-          engine_host=None, **workload_kw) -> Sweep:
+          engine_host=None, engine=None, **workload_kw) -> Sweep:
     """Decode (``contexts``), prefill (``prompts``) or whole requests (``prompts`` and ``generate``)
     at every batch; verdicts on the measured roof when there is one. ``capacity_bytes`` defaults
     to the measured profile's memory, else the hardware's."""
@@ -843,10 +843,14 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
     if generate is not None and prompts is None:
         raise RoofcalcError("a whole request needs a prompt length")
     unknown = sorted(set(workload_kw) - set(Workload.__dataclass_fields__) - {"analyzer"})
-    if unknown:  # a keyword neither the sweep's nor a Workload's (an engine preset: engine_host, impl)
+    if unknown:  # a keyword neither the sweep's nor a Workload's
         raise RoofcalcError(f"sweep: no keyword {', '.join(unknown)}; it takes the workload's "
-                            f"(roofcalc.Workload: weight_dtype, kv_dtype, cache_update...) and engine_host "
-                            f"(roofcalc.engines.find_engine(name).host) with impl")
+                            f"(roofcalc.Workload: weight_dtype, kv_dtype, cache_update...) and engine (a preset's "
+                            f"name, as --engine) or engine_host with impl")
+    from .engines import library_engine
+
+    impl, engine_host, fields = library_engine(engine, engine_host, impl, shape, "sweep")
+    workload_kw = {**fields, **workload_kw}  # the preset's workload, a field given winning (as a flag does)
     dtypes = Workload.decode(1, 1, **workload_kw)
     check_group(shape.d_model, shape.name, dtypes)  # every grid's path (a pipeline's stages skip analyze)
     d = device(hardware, dtypes.compute_dtype.name, measured_bw=measured_bw, measured_flops=measured_flops,
