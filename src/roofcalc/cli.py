@@ -373,10 +373,9 @@ def _find_hardware(name: str, flag: str = "--hw"):
         for hw in hardware_catalog():
             for key in (hw.name, *hw.aliases):
                 names.setdefault(key.lower().replace("_", "-").replace(" ", "-"), hw.name)
-        from .hardware import _VENDOR_WORDS
+        from .hardware import device_key
 
-        # (the device's own vendor and brand words left out, as find_hardware leaves them: "Tesla V100-SXM2-16GB")
-        word = _VENDOR_WORDS.sub("", re.sub(r"[\s_]+", "-", name.strip().lower()))
+        word = device_key(name)  # (its vendor and brand words left out, as find_hardware reads it)
         # a name that begins a catalog name (a100-pcie: its 40 and 80 GB entries), then the closest by difflib;
         # a short name difflib finds none for, one a character off it (t5: T4)
         first = [hw for key, hw in names.items() if len(word) >= 3 and key.startswith(word + "-")]

@@ -295,11 +295,17 @@ def _norm(name: str) -> str:
 _VENDOR_WORDS = re.compile(r"^(?:(?:nvidia|tesla|geforce|amd|instinct|radeon|google|cloud)-)+")
 
 
+def device_key(name: str) -> str:
+    """A hardware name as the catalog's are compared: lower case, spaces and '_' as '-', a device's own vendor and
+    brand words left out ("NVIDIA A10G" -> "a10g")."""
+    return _VENDOR_WORDS.sub("", _norm(name))
+
+
 def find_hardware(name: str) -> Hardware:
     """A catalog entry by name or documented alias; case-insensitive, spaces and '_' read as '-', a device's own
     vendor and brand words ("NVIDIA A10G", "Tesla T4") left out. Only the entry found is built (startup), once:
     the same object the whole catalog holds."""
-    keys = {_norm(name), _VENDOR_WORDS.sub("", _norm(name))}
+    keys = {_norm(name), device_key(name)}
     for i, h in enumerate(_raw_catalog()):
         if keys & {_norm(h["name"]), *(_norm(a) for a in h.get("aliases", ()))}:
             return _entry(i)
