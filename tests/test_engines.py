@@ -521,3 +521,18 @@ def test_the_library_takes_an_engine_as_the_command_line_does(capsys):
               engine="trtllm-0.6")
     with pytest.raises(RoofcalcError, match="give engine \\(a preset\\) or engine_host"):
         roofline(roofcalc.analyze(shape, wl), "H100", engine="vllm", engine_host=find_engine("vllm").host)
+
+
+def test_a_decode_kernel_that_rereads_a_group_says_how_many_times(capsys):
+    """trtllm-0.6 decodes with masked MHA, each query head reading its GQA group's KV (decode_every_head): the header
+    says how many times the counted KV bytes that is, Llama-3.1-8B's 32 query heads over 8 KV heads, 4x; the bytes
+    and the floor stay the ideal's (one read a KV head), as under vLLM, whose kernel reads a group's KV once."""
+    def run(engine):
+        assert main(["llama-3.1-8b", "--hw", "H100", "--engine", engine, "-b", "8", "--context", "2000"]) == 0
+        return unwrap(capsys.readouterr().out)
+
+    old, vllm = run("trtllm-0.6"), run("vllm")
+    assert "each query head reads its group's KV, 4x the KV bytes counted (the attention's efficiency holds the " \
+        "rereads)" in old and "rereads" not in vllm
+    row = [next(line for line in out.splitlines() if line.startswith("attention ")).split()[2:5] for out in (old, vllm)]
+    assert row[0] == row[1]  # bytes, AI and floor alike

@@ -629,9 +629,11 @@ def attention_words(w, prompt: bool | None = None) -> str:
     return f"; attention unfused: its score matrix written and read between its kernels (attention_scores{chunks})"
 
 
-def engine_words(m, impl: str, w=None) -> str:
+def engine_words(m, impl: str, w=None, shape=None) -> str:
     """The engine a prediction models (--engine), and an --impl given by hand over its own; its attention
-    kernel, or the unfused attention ``w`` (the workload) runs by --attention."""
+    kernel, or the unfused attention ``w`` (the workload) runs by --attention; where its decode kernel reads a GQA
+    group's KV once per query head (EngineHost.decode_every_head) and ``shape`` has groups, how many times the KV
+    bytes counted that is (the attention's efficiency holds the rereads; the bytes stay the ideal's)."""
     name = m.engine_host.engine if m is not None else ""
     if not name:
         return ""
@@ -639,8 +641,12 @@ def engine_words(m, impl: str, w=None) -> str:
 
     e = ENGINES[name]
     kernel = "unfused, by --attention" if getattr(w, "attention", "fused") == "unfused" else e.attention
+    group = shape.n_heads / shape.n_kv_heads if shape is not None and getattr(shape, "n_kv_heads", 0) else 1
+    reread = (f"; each query head reads its group's KV, {group:g}x the KV bytes counted (the attention's efficiency "
+              f"holds the rereads)") if m.engine_host.decode_every_head and group > 1 and \
+        getattr(w, "phase", "") == "decode" and getattr(shape, "mla", None) is None else ""
     return f"; engine {name} (attention: {kernel})" + \
-        (f" with --impl {impl} by hand (its own: {e.impl})" if impl != e.impl else "") + int4_words(m, w)
+        (f" with --impl {impl} by hand (its own: {e.impl})" if impl != e.impl else "") + reread + int4_words(m, w)
 
 
 def _int4(w) -> bool:
@@ -695,7 +701,7 @@ def roof_lines(r: Roofline, defaults: Iterable[str] = ()) -> list[str]:
                      f"nominal), "
                      f"ridge {ridge(mea.ridge)} FLOP/byte; verdicts use the measured roof")
     if r.model is not None:
-        lines.append(f"predict   {efficiency_words(r)}; host {host_words(r)}{engine_words(r.model, r.step.impl, r.analysis.workload)}")
+        lines.append(f"predict   {efficiency_words(r)}; host {host_words(r)}{engine_words(r.model, r.step.impl, r.analysis.workload, r.analysis.shape)}")
     lines.append(memory_line(r))
     return lines
 
