@@ -1087,10 +1087,16 @@ def check_group(d_model: int | None, name: str, workload: Workload) -> None:
     matmul's input, the hidden size for q/k/v and the MLP's up projections (GPTQ's and AWQ's loaders refuse one
     that does not divide it). The default group (None) is rounded where it does not, as the MLP's width is."""
     g = workload.group_size
-    if g is not None and workload.weight_dtype.quantized and not workload.weight_dtype.group and \
-            g < PER_CHANNEL and isinstance(d_model, int) and d_model % g:
+    if group_breaks(d_model, g, workload.weight_dtype):
         raise RoofcalcError(f"group size {g} does not divide the hidden size {d_model} of {name}: a "
                             f"group's weights lie along a matmul's input")
+
+
+def group_breaks(d_model: int | None, group: int | None, weights: DType) -> bool:
+    """Whether quantized ``weights`` in groups of ``group`` values (None: the default) cannot lie along a matmul
+    input of ``d_model`` (check_group's rule; the command line's for a checkpoint's own group)."""
+    return group is not None and weights.quantized and not weights.group and group < PER_CHANNEL and \
+        isinstance(d_model, int) and d_model % group != 0
 
 
 def analyze(shape: ModelShape, workload: Workload, merge: bool = True) -> Analysis:

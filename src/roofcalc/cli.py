@@ -274,8 +274,7 @@ def _check_dtypes(args: argparse.Namespace) -> None:
 def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
     """Workload keywords from the flags; a checkpoint's declared weight format (quantization_config)
     is the weight dtype unless --dtype or --weight-dtype says otherwise."""
-    from .calculator import dtype
-    from .shapes import PER_CHANNEL
+    from .calculator import dtype, group_breaks
 
     _check_dtypes(args)
     base = args.dtype or DEFAULT_DTYPE
@@ -299,8 +298,8 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
                             f"group's weights lie along a matmul's input")
     group = args.group_size or (shape.weight_group if declared and not args.weight_dtype and shape.weight_group
                                 else None)
-    if shape is not None and group is not None and not args.group_size and weights.quantized and not weights.group and \
-            group < PER_CHANNEL and shape.d_model % group:  # the checkpoint's own group, as --group-size's is
+    if shape is not None and not args.group_size and group_breaks(shape.d_model, group, weights):  # the checkpoint's
+        # own group, as --group-size's is
         raise RoofcalcError(f"{shape.name}: its quantization_config's group_size {group} does not divide the hidden "
                             f"size {shape.d_model} (a group's weights lie along a matmul's input; GPTQ's and AWQ's "
                             f"loaders refuse it)")
