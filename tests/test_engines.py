@@ -484,6 +484,29 @@ def test_a_serving_engine_loads_an_fp32_checkpoint_in_16_bits(capsys):
     assert json.loads(capsys.readouterr().out)["workload"]["weight_dtype"] == "bf16"
 
 
+def test_a_config_that_declares_no_dtype_is_fp32_to_a_serving_engine(tmp_path, capsys):
+    """vLLM's and SGLang's _get_and_verify_dtype take a config without torch_dtype for float32 (config_dtype =
+    torch.float32), then load it as they load an fp32 checkpoint: bf16 under vLLM on an H100, fp16 under SGLang
+    (not a gemma); transformers' eager generate has no such rule, and roofcalc's default (fp16) stands. Weights:
+    TinyLlama's 1,100,048,384 parameters x 2 bytes = 2,200,096,768 either way."""
+    from roofcalc.sources import find_in_catalog
+
+    cfg = {k: v for k, v in find_in_catalog("TinyLlama").config.items() if k not in ("torch_dtype", "dtype")}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+
+    def dtype(engine):
+        assert main([str(path), "--hw", "H100", "--engine", engine, "-f", "json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        return doc["workload"]["weight_dtype"], doc["model"]["weight_bytes"]
+
+    assert dtype("vllm") == ("bf16", 2_200_096_768)
+    assert dtype("sglang") == dtype("hf") == ("fp16", 2_200_096_768)
+    assert main([str(path), "--hw", "H100", "--engine", "vllm"]) == 0
+    assert ("the config declares no torch_dtype, which the vllm preset takes for fp32 and loads in bf16, as its "
+            "dtype 'auto' does") in unwrap(capsys.readouterr().out)
+
+
 def test_a_multimodal_fp32_checkpoint_is_loaded_by_the_model_type_each_engine_reads():
     """vLLM decides by the top-level model_type (its hf_config), SGLang by the text model's (hf_text_config): a
     PaliGemma around a Gemma 2 loads in bf16 under SGLang (a gemma text model), in bf16 under vLLM on an H100; a

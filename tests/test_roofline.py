@@ -157,7 +157,8 @@ def test_hardware_catalog_and_names():
     # A10, 70 against 125 TFLOP/s; the L4 not the L40)
     for given, entry in (("NVIDIA A10G", "A10G"), ("nvidia-a10g", "A10G"), ("NVIDIA L4", "L4"), ("Tesla T4", "T4"),
                          ("NVIDIA GeForce RTX 4090", "RTX4090"), ("AMD Instinct MI300X", "MI300X"),
-                         ("NVIDIA H100 80GB HBM3", "H100-SXM"), ("NVIDIA A100-SXM4-80GB", "A100-80GB")):
+                         ("NVIDIA H100 80GB HBM3", "H100-SXM"), ("NVIDIA A100-SXM4-80GB", "A100-80GB"),
+                         ("NVIDIA H200 NVL", "H200-NVL"), ("NVIDIA GH200 480GB", "GH200")):
         assert find_hardware(given).name == entry, given
     with pytest.raises(RoofcalcError, match="unknown hardware 'Z9000'; known: T4"):
         find_hardware("Z9000")
@@ -170,6 +171,13 @@ def test_hardware_catalog_and_names():
     # the H100 NVL, per GPU: 3.9 TB/s and half the datasheet's sparse 1,671 fp16 TFLOP/s
     nvl = find_hardware("H100-NVL")
     assert nvl.bandwidth_bytes_per_s == 3.9e12 and nvl.peak("bf16") == 835.5e12
+    # the H200 NVL (a PCIe card, not the SXM H200): the H200's 4.8 TB/s and 141 GB, the H100 NVL's compute (the
+    # H200 datasheet: 1,671 sparse fp16 TFLOP/s, half of it dense); its NVLink bridge joins at most 4 cards, so a
+    # group of 8 is refused rather than priced at the bridge's rate
+    h200_nvl = find_hardware("H200-NVL")
+    assert h200_nvl.bandwidth_bytes_per_s == find_hardware("H200").bandwidth_bytes_per_s == 4.8e12
+    assert h200_nvl.peak("bf16") == 835.5e12 < find_hardware("H200").peak("bf16")
+    assert h200_nvl.gpus_per_node == 4
     # the export parts: the A100's and H100's memory and compute, NVLink at 400 GB/s (200 a direction)
     for export, full in (("A800-80GB", "A100-80GB"), ("H800", "H100-SXM")):
         e, f = find_hardware(export), find_hardware(full)

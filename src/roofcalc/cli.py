@@ -803,12 +803,18 @@ def run_main(argv: Sequence[str]) -> str:
     if "dtype" in defaults:  # no dtype flag: the checkpoint's own, where the device computes in it
         hw, profile = _hardware(args)
         config_dtype, loaded = shape[0].config_dtype, None
-        if config_dtype == "fp32":  # a serving engine loads an fp32 checkpoint in 16 bits under its dtype "auto"
+        unread = getattr(shape[0], "config_dtype_unread", None)
+        # a serving engine loads an fp32 checkpoint in 16 bits under its dtype "auto", and takes a config that
+        # declares no torch_dtype for fp32 (vLLM, SGLang: _get_and_verify_dtype's config_dtype = torch.float32;
+        # vLLM reads the weight files' dtypes first, which a config alone does not have)
+        undeclared = config_dtype is None and unread is None and bool(args.engine_preset.fp32_as)
+        if config_dtype == "fp32" or undeclared:
             loaded = args.engine_preset.fp32_dtype(shape[0].model_type, hw.compute_capability)
-        args.dtype, why = choose_dtype(loaded or config_dtype, hw, profile, getattr(shape[0], "config_dtype_unread",
-                                                                                    None))
+        args.dtype, why = choose_dtype(loaded or config_dtype, hw, profile, unread)
         if loaded:  # what the engine loads it in, then what the device computes that in
-            engine_words = f"the checkpoint is fp32; the {args.engine_preset.name} preset loads it in {loaded}"
+            engine_words = (f"the config declares no torch_dtype, which the {args.engine_preset.name} preset takes "
+                            f"for fp32 and loads in {loaded}" if undeclared else
+                            f"the checkpoint is fp32; the {args.engine_preset.name} preset loads it in {loaded}")
             why = f"{engine_words}, as its dtype 'auto' does" if args.dtype == loaded else \
                 why.replace(f"the checkpoint is {loaded}", engine_words, 1)
         defaults.discard("dtype")
