@@ -1340,6 +1340,9 @@ def test_a_profile_of_no_catalog_kind_is_its_own_nominal_roof(tmp_path, capsys):
     # a bandwidth over its own: no datasheet to be above, only the profile's figure replaced
     code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof), "--measured-bw", "50GB/s"], capsys)
     assert code == 0 and "warning" not in out and "override  --measured-bw 50GB/s replaces" in out
+    # ... and its share said of the profile's own figure, not of a nominal it does not have: 50 / 28.6 = 175 %
+    assert "(175% of the profile's)" in unwrap(out) and "of nominal" not in out
+    assert "ridge 5.6 FLOP/byte: the profile's own (it names no datasheet in 'nominal')" in unwrap(out)
     # a GPU's profile with neither is compared with the default T4, as the README says, and takes an engine
     gpu = tmp_path / "gpu.json"
     gpu.write_text(json.dumps({"name": "my GPU", "bandwidth_bytes_per_s": 3e11, "peak_flop_per_s": {"fp16": 6e13}}))

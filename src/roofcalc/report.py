@@ -695,10 +695,14 @@ def roof_lines(r: Roofline, defaults: Iterable[str] = ()) -> list[str]:
                      "or --hw-file)")
     else:
         named = f" ('{r.profile_name}')" if r.profile_name else ""
+        of = "nominal"
+        if r.profile_is_nominal:  # the profile's own figures, a flag's beside them: no datasheet to take a share of
+            lines[1] += f": the profile's own (it names no datasheet in 'nominal')"
+            of = "the profile's"
         lines.append(f"          measured{named} {si(mea.bandwidth_bytes_per_s, 'B/s')} "
-                     f"({share(mea.bandwidth_bytes_per_s / nom.bandwidth_bytes_per_s)} of nominal), "
+                     f"({share(mea.bandwidth_bytes_per_s / nom.bandwidth_bytes_per_s)} of {of}), "
                      f"{si(mea.peak_flop_per_s, 'FLOP/s')} ({share(mea.peak_flop_per_s / nom.peak_flop_per_s)} of "
-                     f"nominal), "
+                     f"{of}), "
                      f"ridge {ridge(mea.ridge)} FLOP/byte; verdicts use the measured roof")
     if r.model is not None:
         lines.append(f"predict   {efficiency_words(r)}; host {host_words(r)}{engine_words(r.model, r.step.impl, r.analysis.workload, r.analysis.shape)}")

@@ -728,8 +728,14 @@ class Roofline:
     def own_nominal(self) -> bool:
         """Whether the measured profile is its own nominal roof (a CPU's or TPU's that names no catalog datasheet,
         cli._own_nominal): its nominal and measured roofs are one, and no share of a datasheet is said."""
+        return self.profile_is_nominal and self.measured == self.nominal
+
+    @property
+    def profile_is_nominal(self) -> bool:
+        """Whether the nominal roof is the measured profile's own figures (it names no catalog datasheet), whether
+        or not a --measured-bw or --measured-flops then moved the measured roof off them."""
         return self.measured is not None and self.profile_name is not None and \
-            self.hardware.name == self.profile_name and self.hardware.nominal is None and self.measured == self.nominal
+            self.hardware.name == self.profile_name and self.hardware.nominal is None
 
     @property
     def memory_bytes(self) -> int:
