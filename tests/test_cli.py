@@ -1181,6 +1181,22 @@ def test_a_library_sweep_takes_its_sizes_as_the_command_line_does():
         sweep(shape, "T4", batches=["a"], contexts=[500])
 
 
+def test_the_default_group_on_a_hidden_size_it_does_not_divide_is_said_a_what_if(capsys):
+    """SmolLM2-135M's hidden size, 576 = 4 x 128 + 64, takes no group of 128: left out, the default 128 runs as a
+    what-if (each row's last group 64 wide, 5 scales a row) and the header says so; given, 128 is refused as any
+    group that does not divide it, and the message names a group that does (64: 576 = 9 x 64) and the default."""
+    code, out, _ = run(["SmolLM2-135M", "--weight-dtype", "int4"], capsys)
+    assert code == 0 and ("int4, group 128 by default; the hidden size 576 is no multiple of it, so each row's last "
+                          "group holds 64") in unwrap(out)
+    code, _, err = run(["SmolLM2-135M", "--weight-dtype", "int4", "--group-size", "128"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "(e.g. --group-size 64); leaving --group-size out takes 128 as a " \
+        "what-if" in err
+    code, _, err = run(["SmolLM2-135M", "--weight-dtype", "int4", "--group-size", "100"], capsys)
+    assert code == 2 and err.rstrip().endswith("(e.g. --group-size 64)")
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--weight-dtype", "int4"], capsys)  # 2,048 = 16 x 128
+    assert "(int4, group 128), KV" in unwrap(out)
+
+
 def test_the_library_checks_a_group_size_given_as_the_command_line_does():
     """A group of quantized weights lies along a matmul's input: a group size given that does not divide the hidden
     size (2,048 for TinyLlama) is refused, as --group-size is; none given is the default group, 128 (2,048 =

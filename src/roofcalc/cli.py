@@ -274,7 +274,7 @@ def _check_dtypes(args: argparse.Namespace) -> None:
 def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
     """Workload keywords from the flags; a checkpoint's declared weight format (quantization_config)
     is the weight dtype unless --dtype or --weight-dtype says otherwise."""
-    from .calculator import dtype, group_breaks
+    from .calculator import DEFAULT_GROUP, dtype, group_breaks
 
     _check_dtypes(args)
     base = args.dtype or DEFAULT_DTYPE
@@ -294,8 +294,12 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
         # input, the hidden size for q/k/v and the MLP's up projections (GPTQ's and AWQ's loaders refuse one that
         # does not divide it; the MLP's width, some models' not a multiple of 128, is left to the count's rounding,
         # as the default group is)
+        fits = max((g for g in (32, 64, 128, 256) if shape.d_model % g == 0), default=None)
         raise RoofcalcError(f"--group-size {args.group_size} does not divide the hidden size {shape.d_model}: a "
-                            f"group's weights lie along a matmul's input")
+                            f"group's weights lie along a matmul's input"
+                            + (f" (e.g. --group-size {fits})" if fits else "")
+                            + ("; leaving --group-size out takes 128 as a what-if, each row's last group short"
+                               if args.group_size == DEFAULT_GROUP else ""))
     group = args.group_size or (shape.weight_group if declared and not args.weight_dtype and shape.weight_group
                                 else None)
     if shape is not None and not args.group_size and group_breaks(shape.d_model, group, weights):  # the checkpoint's

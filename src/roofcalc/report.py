@@ -344,6 +344,10 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
     declared = f" (the checkpoint's quantization_config{f', in {s.weight_format_where}' if s.weight_format_where else ''}{', the routed experts alone' if s.weight_scope == 'experts' else ''})" if s.weight_format == w.weight_dtype.name else ""
     group = "" if not w.weight_dtype.quantized else \
         ", one scale a row" if w.weight_group >= PER_CHANNEL else f", group {w.weight_group}"
+    if group and w.group_size is None and not w.weight_dtype.group and isinstance(s.d_model, int) and \
+            w.weight_group < PER_CHANNEL and s.d_model % w.weight_group:  # the default, as a what-if
+        group += (f" by default; the hidden size {s.d_model} is no multiple of it, so each row's last group holds "
+                  f"{s.d_model % w.weight_group}")
     language = a.language_params
     share = f" ({language:,} of them the language model{f'; {s.encoders_note}' if s.encoders_note else ''})" \
         if language is not None and language < a.params else f" ({s.encoders_note})" if s.encoders_note else ""
