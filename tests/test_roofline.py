@@ -771,6 +771,84 @@ def test_library_calls_on_the_wrong_object_say_what_they_take():
         sweep(TINY, "T4", batches=(1, 2), contexts=(500,), engines="vllm")
 
 
+def test_library_inputs_of_the_wrong_kind_are_refused_in_one_line():
+    """Every library entry point refuses what it does not take with a RoofcalcError saying what it takes: a model
+    name or a shape where an Analysis goes, a Workload that is a string, kernel times as a list, a measured point
+    of no bytes or negative FLOPs (no place on a roofline, as --point refuses it), and a plot of the wrong kind
+    points to the call that makes the right one."""
+    from roofcalc import to_pandas, to_record
+    from roofcalc.plotting import roofline_figure, save_plot, sweep_figure
+    from roofcalc.roofline import Point, roofline
+    from roofcalc.sweep import sweep
+
+    a = analyze(TINY, Workload.decode(1, 500))
+    for call, words in ((lambda: analyze("llama-2-7b", Workload.decode()), "analyze takes a ModelShape "
+                         "\\(roofcalc.load_shape\\(name\\) reads one\\), got str"),
+                        (lambda: analyze(TINY, "decode"), "analyze takes a Workload"),
+                        (lambda: roofline(TINY, "T4"), "roofline takes an Analysis"),
+                        (lambda: to_record(TINY), "to_record takes an Analysis"),
+                        (lambda: to_pandas({}), "to_pandas takes an Analysis"),
+                        (lambda: roofline(a, "T4", kernel_times=[("q_proj", 4e-5)]), "kernel_times is a mapping"),
+                        (lambda: roofline(a, "T4", points=(Point("z", 1e9, 0, 1e-3),)),
+                         "point 'z': bytes must be a finite number above 0"),
+                        (lambda: roofline(a, "T4", points=(Point("neg", -1, 1e8, 2.75e-3),)),
+                         "point 'neg': FLOPs must be a finite number above 0"),
+                        (lambda: roofline_figure(a), "roofcalc.roofline.roofline\\(analysis, hardware\\) places it"),
+                        (lambda: sweep_figure(roofline(a, "T4")), "drawn by roofline_figure or save_plot"),
+                        (lambda: save_plot(a, "x.png"), "has no roof yet")):
+        with pytest.raises(RoofcalcError, match=words):
+            call()
+    sw = sweep(TINY, "T4", batches=(1, 2), contexts=(500,))
+    with pytest.raises(RoofcalcError, match="a sweep's is roofcalc.report.sweep_record"):
+        to_record(sw)
+
+
+def test_library_figures_in_base_units_are_held_to_the_command_lines_ranges():
+    """measured_bw, measured_flops and capacity_bytes are in base units: 270 (a figure in GB/s given bare) is
+    270 B/s, under the 1 kB/s no device reaches, and refused as --measured-bw 270 is, saying the unit; a numpy
+    scalar (a DataFrame's cell) is a number; a roof above its datasheet (900 GB/s against the T4's 320: 281 %) is
+    warned of in render's lines and in to_record's ``warnings``, as the command line's JSON lists it."""
+    import numpy as np
+
+    from roofcalc import to_record
+    from roofcalc.report import render
+    from roofcalc.roofline import roofline
+
+    a = analyze(TINY, Workload.decode(1, 500))
+    with pytest.raises(RoofcalcError, match="measured_bw must be .* got 270 \\(in bytes a second: 270e9 for 270 GB/s"):
+        roofline(a, "T4", measured_bw=270)
+    with pytest.raises(RoofcalcError, match="capacity_bytes must be .* \\(in bytes: 16e9 for 16 GB\\)"):
+        roofline(a, "T4", capacity_bytes=80)
+    r = roofline(a, "T4", measured_flops=np.float32(50e12), tpot_s=np.float32(0.015),
+                 capacity_bytes=np.int64(16_000_000_000), kernel_times={"q_proj": np.float32(4e-5)})
+    # (float32 holds 50e12 as 50,000,000,188,416: a Python float of that value, not a float32, flows on)
+    assert type(r.measured.peak_flop_per_s) is float and r.measured.peak_flop_per_s == 50_000_000_188_416
+    assert r.capacity_bytes == 16e9
+    assert to_record(r).get("warnings") is None  # 50 of 65 TFLOP/s: nothing to warn of
+    over = roofline(a, "T4", measured_bw=900e9)
+    words = "the measured bandwidth, 900 GB/s, is 281% of T4's datasheet 320 GB/s"
+    assert any(w.startswith(words) for w in to_record(over)["warnings"])
+    assert words in " ".join(render(over).split())
+
+
+def test_a_figure_leaves_the_sessions_matplotlib_backend_as_it_was():
+    """A notebook's inline backend stays its own after roofcalc draws: the figures are built with matplotlib's
+    object API (Figure, an Agg canvas of their own), never matplotlib.use."""
+    matplotlib = pytest.importorskip("matplotlib")
+    from roofcalc.plotting import roofline_figure, sweep_figure
+    from roofcalc.roofline import roofline
+    from roofcalc.sweep import sweep
+
+    before = matplotlib.get_backend()
+    matplotlib.use("svg")  # any backend other than Agg stands in for the notebook's
+    try:
+        roofline_figure(roofline(analyze(TINY, Workload.decode(1, 500)), "T4"))
+        sweep_figure(sweep(TINY, "T4", batches=(1, 2), contexts=(500,)))
+        assert matplotlib.get_backend() == "svg"
+    finally:
+        matplotlib.use(before)
+
+
 def test_a_cpu_kernels_error_is_against_its_expected_time_with_its_ops_dispatch():
     """On a CPU the profiler times each eager op with its dispatch, which the step model puts in the host part
     (host and device in series): a kernel's error and its anomaly line compare the measured time with its expected

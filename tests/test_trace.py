@@ -1612,7 +1612,8 @@ def test_a_wrapper_with_no_plan_takes_its_text_configs(name, layers, heads, q, o
     4,096 -> 512, o_proj 512 -> 4,096; an all-reduce after o_proj in every layer."""
     from roofcalc.cli import main
 
-    args = [str(PUBLISHED / f"{name}.json"), "--tp", "8", "--engine", "vllm", "--hw", "H200"]
+    # (--mla naive: under vLLM's own absorbed attention Kimi-K2.5 is read by the hand DeepSeek-V3 model, below)
+    args = [str(PUBLISHED / f"{name}.json"), "--tp", "8", "--engine", "vllm", "--mla", "naive", "--hw", "H200"]
     assert main([*args, "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["model"]["n_heads"] == heads // 8
@@ -1727,3 +1728,60 @@ def test_a_traced_models_group_size_is_checked_against_its_width_by_any_name():
     with pytest.raises(RoofcalcError, match="group size 100 does not divide the hidden size 768 of tiny-gpt2"):
         trace(cfg, "tiny-gpt2", Workload.decode(1, 8, weight_dtype="int4", group_size=100), use_cache=False)
     assert trace(cfg, "tiny-gpt2", Workload.decode(1, 8, weight_dtype="int4", group_size=128), use_cache=False).kernels
+
+
+def test_the_library_route_to_a_traced_model_is_the_one_its_refusals_name(tmp_path, capsys):
+    """load_shape refuses a model_type with no hand model, naming roofcalc.trace.trace and analyzer; analyze
+    refuses the header's traced shape, naming trace; the route named gives the command line's step: the same
+    FLOPs and bytes as `roofcalc CONFIG --format json` (hf-eager: the eager view), at one point and in a sweep."""
+    from roofcalc import load_config, load_shape
+    from roofcalc.sweep import sweep
+    from roofcalc.trace import analyzer, traced_shape
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config("granite")))
+    with pytest.raises(RoofcalcError, match=r"roofcalc.trace.trace\(cfg, name, workload, view='eager'\) on "
+                                            r"roofcalc.load_config\(source\)\[:2\]"):
+        load_shape(str(path))
+    cfg, name = load_config(str(path))[:2]
+    with pytest.raises(RoofcalcError, match="a traced shape \\(granite\\) has no hand model to analyze"):
+        analyze(traced_shape(cfg, name)[0], Workload.decode(1, 500))
+    step = trace(cfg, name, Workload.decode(1, 500), view="eager")
+    assert main([str(path), "--format", "json"]) == 0
+    totals = json.loads(capsys.readouterr().out)["totals"]
+    assert (step.totals.flops, step.totals.bytes) == (totals["flops"], totals["bytes"])
+    sw = sweep(traced_shape(cfg, name)[0], "T4", batches=[1], contexts=[500], analyzer=analyzer(cfg, name, view="eager"))
+    assert sw.grid.flops[0, 0] == totals["flops"] and sw.grid.bytes[0, 0] == totals["bytes"]
+
+
+def test_a_latent_attention_a_serving_engine_absorbs_is_not_counted_from_a_trace(capsys):
+    """A trace counts DeepSeek's attention as transformers runs it: kv_b_proj expands every cached token into every
+    head's K and V, every step. Under a preset that decodes over the latent (--engine vllm: --mla serving), a config
+    of another model_type holding the latent (Kimi-K2.5's kimi_k25 around a kimi_k2 text config) is read by the
+    hand DeepSeek-V3 model, as --family deepseek_v3 reads it (the same FLOPs, bytes and weights), and the header says
+    why; transformers' own attention (the default engine, or --mla naive) keeps the trace. A config that record
+    cannot read (GLM-5.1's glm_moe_dsa: a head_dim of its own) stays traced, and a warning says what it overcounts;
+    DeepSeek-V3.2's indexer is said not counted (every key attended, not its index_topk 2,048)."""
+    kimi = str(PUBLISHED / "moonshotai--Kimi-K2.5.json")
+    base = [kimi, "--hw", "H200", "--tp", "8", "--engine", "vllm", "--batch", "32", "--context", "4096"]
+    assert main([*base, "--format", "json"]) == 0
+    auto = json.loads(capsys.readouterr().out)
+    assert main([*base, "--family", "deepseek_v3", "--format", "json"]) == 0
+    given = json.loads(capsys.readouterr().out)
+    assert auto["totals"] == given["totals"] and auto["model"]["weight_bytes"] == given["model"]["weight_bytes"]
+    assert auto["model"]["source"] == "hand" and auto["step"]["predicted_s"] == given["step"]["predicted_s"]
+    assert main(base) == 0
+    assert "family    read as deepseek_v3 (its latent attention, which the vllm preset runs over the latent; a " \
+        "trace counts transformers' expansion of every cached token each step)" in capsys.readouterr().out.replace(
+            "\n          ", " ")
+    assert main([*base, "--mla", "naive", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model"]["source"] == "traced"
+    glm = [str(PUBLISHED / "zai-org--GLM-5.1.json"), "--hw", "H200", "--tp", "8", "--engine", "vllm", "--format",
+           "json"]
+    assert main(glm) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["model"]["source"] == "traced" and any(
+        "latent attention is traced as transformers runs it" in w for w in doc["warnings"])
+    v32 = [str(PUBLISHED / "deepseek-ai--DeepSeek-V3.2-Exp.json"), "--hw", "H200", "--tp", "8", "--engine", "vllm"]
+    assert main(v32) == 0
+    assert "not the index_topk 2,048 its indexer picks" in unwrap(capsys.readouterr().out)

@@ -1099,6 +1099,22 @@ def group_breaks(d_model: int | None, group: int | None, weights: DType) -> bool
         isinstance(d_model, int) and d_model % group != 0
 
 
+def check_analyze_args(shape, workload) -> None:
+    """What analyze takes, refused in one line where it is something else: a ModelShape of a hand-modelled family
+    (a traced model's step is roofcalc.trace.trace's) and a Workload."""
+    if not isinstance(shape, ModelShape):
+        hint = " (roofcalc.load_shape(name) reads one)" if isinstance(shape, (str, dict)) else ""
+        raise RoofcalcError(f"analyze takes a ModelShape{hint}, got {type(shape).__name__}")
+    if not isinstance(workload, Workload):
+        raise RoofcalcError(f"analyze takes a Workload (Workload.decode(...) or Workload.prefill(...)), got "
+                            f"{type(workload).__name__}")
+    if shape.activation == "traced":
+        raise RoofcalcError(f"{shape.name}: a traced shape ({shape.model_type}) has no hand model to analyze; "
+                            f"roofcalc.trace.trace(cfg, name, workload, view='eager') on roofcalc.load_config(source)"
+                            f"[:2] traces its step (view='ideal' for a fused engine's bytes), as the command line "
+                            f"does")
+
+
 def analyze(shape: ModelShape, workload: Workload, merge: bool = True) -> Analysis:
     """All kernels of one step; per-layer kernels carry count = the number of layers running them.
 
@@ -1106,6 +1122,7 @@ def analyze(shape: ModelShape, workload: Workload, merge: bool = True) -> Analys
     have in common at the same cost; a kernel whose cost differs between them gets one row per
     kind (``attention[sliding]``), and a kernel only some layers run counts only those.
     """
+    check_analyze_args(shape, workload)
     check_group(shape.d_model, shape.name, workload)
     before, after = model_head(shape, workload)
     merged = [k for k, _, _ in layer_kernels(shape, workload, merge)]

@@ -365,31 +365,14 @@ def _workload(args: argparse.Namespace, shape=None):
 
 
 def _find_hardware(name: str, flag: str = "--hw"):
-    """A catalog entry by name or alias; a name that is none of them is refused with the closest ones."""
-    from .hardware import find_hardware, hardware_catalog
-    from .inputs import close_names, did_you_mean
+    """A catalog entry by name or alias; a name that is none of them is refused with the closest ones
+    (hardware.find_hardware's words), naming the flag or file that gave it."""
+    from .hardware import find_hardware
 
     try:
         return find_hardware(name)
     except RoofcalcError as exc:
-        names = {}
-        for hw in hardware_catalog():
-            for key in (hw.name, *hw.aliases):
-                names.setdefault(key.lower().replace("_", "-").replace(" ", "-"), hw.name)
-        from .hardware import device_key
-
-        word = device_key(name)  # (its vendor and brand words left out, as find_hardware reads it)
-        # a name that begins a catalog name (a100-pcie: its 40 and 80 GB entries), then the closest by difflib;
-        # a short name difflib finds none for, one a character off it (t5: T4)
-        first = [hw for key, hw in names.items() if len(word) >= 3 and key.startswith(word + "-")]
-        if not first and not close_names(word, names) and len(word) >= 3:  # a model number alone (4090: RTX4090)
-            first = [hw for key, hw in names.items() if key.endswith(word) and key[:-len(word)].isalpha()]
-        if not first and not close_names(word, names):
-            first = [hw for key, hw in names.items() if len(word) <= 3 and len(key) == len(word)
-                     and sum(a != b for a, b in zip(key, word)) == 1]
-        hint = did_you_mean(word, names, first=list(dict.fromkeys(first)))
-        message = str(exc).replace("; known:", f" ({hint}); known:", 1) if hint else str(exc)
-        raise RoofcalcError(message if flag == "--hw" else f"{flag}: {message}") from None
+        raise RoofcalcError(str(exc) if flag == "--hw" else f"{flag}: {exc}") from None
 
 
 def _check_family(family: str | None) -> None:
@@ -465,24 +448,15 @@ def _hardware(args: argparse.Namespace):
 def _roof_warnings(args: argparse.Namespace, result) -> list[str]:
     """Lines where the measured roof is not what it seems: a figure above its datasheet's (another device's, or a
     cache's), a flag that replaces the profile's own figure."""
+    from . import report
     from .hardware import load_profile
-    from .units import share, si
+    from .roofline import Roofline
+    from .units import si
 
     r = result.points[0].result if hasattr(result, "points") and not hasattr(result, "nominal") else result
-    nom, mea = r.nominal, r.measured
-    lines = []
     profile = load_profile(args.hw_file) if args.hw_file else None
-    if mea is not None and not _own_nominal(args, profile):  # (its own nominal roof has no datasheet)
-        for what, got, sheet, unit in (("bandwidth", mea.bandwidth_bytes_per_s, nom.bandwidth_bytes_per_s, "B/s"),
-                                       ("peak", mea.peak_flop_per_s, nom.peak_flop_per_s, "FLOP/s")):
-            if sheet and got > 1.05 * sheet:
-                lines.append(f"warning   the measured {what}, {si(got, unit)}, is {share(got / sheet)} of "
-                             f"{r.hardware.name}'s datasheet {si(sheet, unit)}: a figure above the datasheet is "
-                             f"another device's or a cache's; check it")
-            elif sheet and got < 0.01 * sheet:  # under 1 %: no real run of the device reaches so little
-                lines.append(f"warning   the measured {what}, {si(got, unit)}, is {share(got / sheet)} of "
-                             f"{r.hardware.name}'s datasheet {si(sheet, unit)}: a figure that low is in the wrong unit "
-                             f"(GB/s or TFLOP/s written in base units?) or another device's; check it")
+    # (a single step's report says its roof's warnings itself, report.roof_warning_lines; a sweep's are said here)
+    lines = [] if isinstance(result, Roofline) else report.roof_warning_lines(r, _own_nominal(args, profile))
     if profile is not None:
         for flag, value, theirs in (("--measured-bw", args.measured_bw,
                                      f"bandwidth ({si(profile.bandwidth_bytes_per_s, 'B/s')})"),
@@ -654,7 +628,9 @@ def load_model(args: argparse.Namespace):
         try:
             return with_encoders(shape_from_config(cfg, name, args.family), cfg, name), None
         except UnsupportedModelType:
-            pass
+            latent = _latent_as_deepseek(args, cfg, name)
+            if latent is not None:
+                return latent, None
     elif args.family:
         raise RoofcalcError("--trace reads the config as transformers does; --family is for the hand models")
     from .trace import traced_shape
@@ -664,8 +640,37 @@ def load_model(args: argparse.Namespace):
     text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
     experts = any(isinstance(text.get(k), int) and not isinstance(text.get(k), bool) and text.get(k) > 1
                   for k in ("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts"))
+    args.traced_latent = isinstance(text.get("kv_lora_rank"), int)  # (a trace expands it: _ignored, the warning)
     _engine_ran(args, shape.name, experts, "kv_lora_rank" in text)
     return shape, traced
+
+
+def _latent_as_deepseek(args: argparse.Namespace, cfg: dict, name: str):
+    """A model_type with no hand model whose (text) config holds DeepSeek's latent attention (Kimi-K2's, Kimi-K2.5's),
+    where the step absorbs it (--mla absorbed or serving, an engine preset's): the hand DeepSeek-V3 model's shape,
+    which counts the attention over the latent as serving engines decode it, where a trace counts transformers'
+    expansion of every cached token by kv_b_proj, every step. None where the attention stays naive, --family was
+    given, or the config holds what DeepSeek-V3's record cannot read (a sparse attention's indexer): traced."""
+    from .shapes import shape_from_config
+    from .sources import with_encoders
+
+    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+    if args.family or _mla(args) == "naive" or not all(isinstance(text.get(k), int) for k in (
+            "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")):
+        return None
+    try:
+        shape = with_encoders(shape_from_config(cfg, name, "deepseek_v3"), cfg, name)
+    except RoofcalcError:
+        return None
+    from dataclasses import replace
+
+    how = f"--mla {args.mla}" if args.mla else f"the {args.engine_preset.name} preset"
+    why = f"its latent attention, which {how} runs over the latent; a trace counts transformers' expansion of every " \
+          f"cached token each step"
+    if isinstance(text.get("index_topk"), int):  # DeepSeek-V3.2's sparse attention: an indexer picks the keys
+        why += (f"; its sparse attention is not counted: every key attended, not the index_topk "
+                f"{text['index_topk']:,} its indexer picks, an upper bound past that context")
+    return replace(shape, borrowed_why=why)
 
 
 def _engine_ran(args: argparse.Namespace, name: str, experts: bool, mla: bool) -> None:
@@ -848,6 +853,12 @@ def run_main(argv: Sequence[str]) -> str:
 
         footer += hw_file_warnings(args.hw_file)
     footer += _roof_warnings(args, result)
+    if getattr(args, "traced_latent", False) and _mla(args) != "naive":  # an absorbed attention a trace cannot count
+        how = f"--mla {args.mla}" if args.mla else f"the {args.engine_preset.name} preset"
+        footer.append(f"warning   {shape[0].name}'s latent attention is traced as transformers runs it: every cached "
+                      f"token expanded by kv_b_proj, every step; {how} attends over the latent itself, far less work "
+                      f"at a long context, which a trace cannot count (the hand DeepSeek-V3 model counts it where the "
+                      f"config reads as one: --family deepseek_v3)")
     # (the engine verdict builds the step again under another engine: only where a report or a page shows it)
     engine = _engine_verdict(args, shape, result, None).strip() if args.format in ("table", "markdown") or \
         args.html is not None else ""
@@ -858,8 +869,8 @@ def run_main(argv: Sequence[str]) -> str:
     # and CSV's stderr: a format that drops the table's prose keeps what says a figure may be wrong
     from .roofline import Roofline
 
-    warned = [line.split(None, 1)[1] for line in footer + (report.kernel_sum_lines(result) + report.slow_unit_lines(
-        result, points=args.format != "csv") if isinstance(result, Roofline) else [])
+    warned = [line.split(None, 1)[1] for line in (report.warning_lines(result, points=args.format != "csv")
+                                                   if isinstance(result, Roofline) else []) + footer
               if line.startswith(("warning ", "override "))]
     if args.format == "table":
         out += "".join(line + "\n" for line in report.wrap_lines(footer, None if args.wide else term_width()))
@@ -1040,7 +1051,10 @@ def _ignored(args: argparse.Namespace, s) -> list[str]:
         (args.experts != "expected" and s.moe is not None and _dense_experts(args),
          f"--experts {args.experts}: under --engine vllm-v0's expert parallelism each rank's experts all run every "
          f"token, whatever the routing"),
-        (args.mla not in (None, "naive") and s.mla is None, f"--mla {args.mla}: {s.name} has no latent attention"),
+        (args.mla not in (None, "naive") and s.mla is None and not getattr(args, "traced_latent", False),
+         f"--mla {args.mla}: {s.name} has no latent attention"),
+        (args.mla not in (None, "naive") and getattr(args, "traced_latent", False),
+         f"--mla {args.mla}: {s.name}'s latent attention is traced as transformers runs it (see the warning)"),
         (args.launch_overhead is not None and args.impl == "hf-eager",
          f"--launch-overhead {args.launch_overhead}: under --impl hf-eager the host's time per eager op is the "
          f"cost (--host-overhead)"),

@@ -50,6 +50,13 @@ def rows(result) -> list[dict[str, Any]]:
         return [{"model": doc["model"]["name"], "hardware": doc["hardware"]["name"],
                  "engine": (doc["engine"] or {}).get("name"),
                  **{k: v for k, v in point.items() if k != "collectives"}} for point in doc[f"{doc['axis']}_points"]]
+    from .calculator import Analysis
+    from .errors import RoofcalcError
+    from .roofline import Roofline
+
+    if not isinstance(result, (Analysis, Roofline)):
+        raise RoofcalcError(f"to_pandas takes an Analysis, a Roofline, a sweep or a --tp/--pp/--ep comparison, got "
+                            f"{type(result).__name__}")
     doc = to_record(result)
     ident = _ident(doc)
     return [{**ident, **k} for k in doc["kernels"]]

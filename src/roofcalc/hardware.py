@@ -310,7 +310,29 @@ def find_hardware(name: str) -> Hardware:
         if keys & {_norm(h["name"]), *(_norm(a) for a in h.get("aliases", ()))}:
             return _entry(i)
     names = ", ".join(h.name for h in hardware_catalog())
-    raise RoofcalcError(f"unknown hardware '{name}'; known: {names} (or --hw-file PROFILE.json)")
+    hint = _closest(name)
+    raise RoofcalcError(f"unknown hardware '{name}'{f' ({hint})' if hint else ''}; known: {names} (or --hw-file "
+                        f"PROFILE.json)")
+
+
+def _closest(name: str) -> str:
+    """'did you mean ...?' for a hardware name that is no entry's, or "": a name that begins a catalog name
+    (a100-pcie: its 40 and 80 GB entries), then the closest by difflib; a model number alone (4090: RTX4090); a
+    short name difflib finds none for, one a character off it (t5: T4)."""
+    from .inputs import close_names, did_you_mean
+
+    names: dict[str, str] = {}
+    for hw in hardware_catalog():
+        for key in (hw.name, *hw.aliases):
+            names.setdefault(_norm(key), hw.name)
+    word = device_key(name)  # (its vendor and brand words left out, as find_hardware reads it)
+    first = [hw for key, hw in names.items() if len(word) >= 3 and key.startswith(word + "-")]
+    if not first and not close_names(word, names) and len(word) >= 3:
+        first = [hw for key, hw in names.items() if key.endswith(word) and key[:-len(word)].isalpha()]
+    if not first and not close_names(word, names):
+        first = [hw for key, hw in names.items() if len(word) <= 3 and len(key) == len(word)
+                 and sum(a != b for a, b in zip(key, word)) == 1]
+    return did_you_mean(word, names, first=list(dict.fromkeys(first)))
 
 
 def load_profile(path: str) -> Hardware:

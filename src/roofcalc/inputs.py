@@ -90,7 +90,7 @@ def read_json(path: str | Path, what: str, constants: bool = False) -> Any:
 
 def number(value: Any, what: str, lo: float = 0.0, hi: float = math.inf, *, low_open: bool = False) -> float:
     """A finite real number (not a bool, not a string) in [lo, hi] ((lo, hi] with ``low_open``)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy's scalars too (a DataFrame's cell)
         raise RoofcalcError(f"{what} must be a number, got {one_line(repr(value))[:60]}")
     try:
         x = float(value)

@@ -1,4 +1,5 @@
-"""The roofline plot. matplotlib is imported here only, lazily, with the Agg backend and the object API."""
+"""The roofline plot. matplotlib is imported here only, lazily, with its object API (no pyplot): Agg draws and saves,
+and the session's own backend (a notebook's inline one) is never switched."""
 
 from __future__ import annotations
 
@@ -214,12 +215,8 @@ def roofline_figure(r: Roofline):
     leader line where it sits farther), and a key of every point and of the AI-0 kernels left off.
     A sweep's figure is sweep_figure's."""
     if not hasattr(r, "step"):
-        raise RoofcalcError(f"roofline_figure takes one step's Roofline; a {type(r).__name__} is drawn by "
-                            f"sweep_figure (roofcalc.plotting) or save_plot")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
+        raise RoofcalcError(f"roofline_figure takes one step's Roofline; {_what_to_draw(r)}")
+    from matplotlib.figure import Figure  # (the object API: no pyplot, and the session's backend left as it is)
     from matplotlib.lines import Line2D
 
     pts = plot_points(r)
@@ -308,6 +305,18 @@ def _fit_text(fig, ax, text) -> None:
         text.set_fontsize(size)
 
 
+def _what_to_draw(x) -> str:
+    """What to pass instead of ``x`` to a figure: a sweep's Sweep to sweep_figure, a step's Roofline to
+    roofline_figure, an Analysis first to roofline(analysis, hardware)."""
+    name = type(x).__name__
+    if hasattr(x, "grid"):
+        return f"a {name} (a sweep) is drawn by sweep_figure or save_plot"
+    if hasattr(x, "kernels") and hasattr(x, "workload"):
+        return (f"an {name} has no roof yet: roofcalc.roofline.roofline(analysis, hardware) places it on "
+                f"one, and that Roofline is drawn")
+    return f"got {name}"
+
+
 def save_roofline(r: Roofline, path: str) -> None:
     save_plot(r, path)
 
@@ -315,7 +324,7 @@ def save_roofline(r: Roofline, path: str) -> None:
 def save_plot(r, path: str) -> None:
     """The roofline of one step, or the two panels of a sweep (:class:`roofcalc.sweep.Sweep`)."""
     check_plot_path(path)
-    fig = roofline_figure(r) if isinstance(r, Roofline) else sweep_figure(r)
+    fig = roofline_figure(r) if isinstance(r, Roofline) or not hasattr(r, "grid") else sweep_figure(r)
     try:
         fig.savefig(path, dpi=150)
     except OSError as exc:
@@ -365,11 +374,12 @@ def sweep_figure(sw):
     hollow where it does not fit in memory). Right: step time and tokens/s against batch (decode),
     time to first token against prompt (prefill), or TTFT, TPOT and tokens/s (request); the memory
     limit marked."""
-    import matplotlib
-
-    matplotlib.use("Agg")
+    if not hasattr(sw, "grid"):
+        raise RoofcalcError("sweep_figure takes a sweep (roofcalc.sweep); "
+                            + ("a Roofline of one step is drawn by roofline_figure or save_plot" if hasattr(sw, "step")
+                               else _what_to_draw(sw)))
     import numpy as np
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # (the object API: no pyplot, and the session's backend left as it is)
 
     g = sw.grid
     fits = g.fits(sw.capacity_bytes)

@@ -248,6 +248,10 @@ def to_record(a: Analysis | Roofline) -> dict[str, Any]:
     with a roofline also hardware, step and points, and the roofline fields in each kernel."""
     r = a if isinstance(a, Roofline) else None
     an = r.analysis if r else a
+    if not isinstance(an, Analysis):
+        raise RoofcalcError(f"to_record takes an Analysis (roofcalc.analyze) or a Roofline (roofcalc.roofline.roofline)"
+                            f", got {type(a).__name__}" + ("; a sweep's is roofcalc.report.sweep_record" if
+                                                           hasattr(a, "grid") else ""))
     doc = {
         "schema_version": SCHEMA_VERSION,
         "model": model_record(an),
@@ -261,6 +265,9 @@ def to_record(a: Analysis | Roofline) -> dict[str, Any]:
         doc["hardware"] = hardware_record(r)
         doc["step"] = step_record(r)
         doc["points"] = point_records(r)
+        warned = [line.split(None, 1)[1] for line in warning_lines(r) if line.startswith("warning ")]
+        if warned:  # what the table says may be wrong, in words (the command line adds its own flags' to it)
+            doc["warnings"] = warned
     par = an.parallel
     if par is not None and par.gpus > 1:
         doc["parallel"] = {"tp": par.tp, "pp": par.pp, "ep": par.ep, "ep_attention": par.ep_attention, "dense_experts": par.dense_experts,
@@ -321,7 +328,7 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
         *([pipeline_line(a)] if a.note_pipeline else []),
         *([f"config    the text_config leaves {', '.join(k for k, _ in s.class_defaults)} to its config class, as "
            f"transformers does: {', '.join(f'{k}={v}' for k, v in s.class_defaults)}"] if s.class_defaults else []),
-        *([f"family    read as {s.family} (--family); absent keys took {s.family}'s defaults: "
+        *([f"family    read as {s.family} ({s.borrowed_why or '--family'}); absent keys took {s.family}'s defaults: "
            + (", ".join(f"{k}={v}" for k, v in s.borrowed_defaults) or "none")] if s.borrowed else []),
         f"shape     {shape_scope(a)}L={s.n_layers} layers{layer_scope(a)}, D={s.d_model}, {heads}, "
         f"F={s.d_ff}, V={s.vocab_size}{', tied embeddings' if s.tie_word_embeddings else ''}{kv_note}",
@@ -701,7 +708,7 @@ def roof_lines(r: Roofline, defaults: Iterable[str] = ()) -> list[str]:
         named = f" ('{r.profile_name}')" if r.profile_name else ""
         of = "nominal"
         if r.profile_is_nominal:  # the profile's own figures, a flag's beside them: no datasheet to take a share of
-            lines[1] += f": the profile's own (it names no datasheet in 'nominal')"
+            lines[1] += ": the profile's own (it names no datasheet in 'nominal')"
             of = "the profile's"
         lines.append(f"          measured{named} {si(mea.bandwidth_bytes_per_s, 'B/s')} "
                      f"({share(mea.bandwidth_bytes_per_s / nom.bandwidth_bytes_per_s)} of {of}), "
@@ -862,6 +869,38 @@ def kernel_columns(r: Roofline) -> list[tuple[str, int, list[str]]]:
             header, cells = time_column(name, times[name])
         out.append((header, KERNEL_COLUMNS[name], cells))
     return out
+
+
+def roof_warning_lines(r, own_nominal: bool | None = None) -> list[str]:
+    """A warning where the measured roof of ``r`` (a Roofline, or a sweep with ``own_nominal`` said) is not what it
+    seems against its datasheet: above it by over 5 % (another device's figure, or a cache's), or under 1 % of it
+    (no real run of the device reaches so little: a figure in the wrong unit, or another device's). None where the
+    profile is its own nominal (no datasheet to hold it to)."""
+    from .units import share, si
+
+    nom, mea = r.nominal, r.measured
+    own = r.profile_is_nominal if own_nominal is None else own_nominal
+    if mea is None or own:
+        return []
+    lines = []
+    for what, got, sheet, unit in (("bandwidth", mea.bandwidth_bytes_per_s, nom.bandwidth_bytes_per_s, "B/s"),
+                                   ("peak", mea.peak_flop_per_s, nom.peak_flop_per_s, "FLOP/s")):
+        if sheet and got > 1.05 * sheet:
+            lines.append(f"warning   the measured {what}, {si(got, unit)}, is {share(got / sheet)} of "
+                         f"{r.hardware.name}'s datasheet {si(sheet, unit)}: a figure above the datasheet is "
+                         f"another device's or a cache's; check it")
+        elif sheet and got < 0.01 * sheet:
+            lines.append(f"warning   the measured {what}, {si(got, unit)}, is {share(got / sheet)} of "
+                         f"{r.hardware.name}'s datasheet {si(sheet, unit)}: a figure that low is in the wrong unit "
+                         f"(GB/s or TFLOP/s written in base units?) or another device's; check it")
+    return lines
+
+
+def warning_lines(r: Roofline, points: bool = True) -> list[str]:
+    """Every warning a single step's report gives of its own figures (the measured roof against its datasheet,
+    the measured kernels against the measured step, a time in the wrong unit), as the table prints them; JSON's
+    ``warnings`` list holds their words."""
+    return roof_warning_lines(r) + kernel_sum_lines(r) + slow_unit_lines(r, points=points)
 
 
 # the timers' noise, 10 %: a measured kernel this much over its expected time is an anomaly to list, and the
@@ -1111,7 +1150,7 @@ def totals_lines(r: Roofline) -> list[str]:
             "  2 along the slope: " + slope_words(r),
             f"  3 the roof: {si(roof.peak_flop_per_s, 'FLOP/s')}; only another device or precision lifts it",
         ]
-    lines += anomaly_lines(r) + faster_lines(r) + kernel_sum_lines(r) + slow_unit_lines(r)
+    lines += roof_warning_lines(r) + anomaly_lines(r) + faster_lines(r) + kernel_sum_lines(r) + slow_unit_lines(r)
     for p in r.points:
         lines.append(f"point     {p.name}: AI {ratio(p.intensity)}, {si(p.achieved_flop_per_s, 'FLOP/s')}, "
                      f"{pct(p.roof_fraction(r.roof))} of the {'measured' if r.measured else 'nominal'} roof there "

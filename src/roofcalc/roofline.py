@@ -805,13 +805,27 @@ def device(hardware: Hardware, compute_dtype: str, *, measured_bw: float | None 
     """The device context every single step and sweep uses. ``capacity_bytes`` defaults to the
     measured profile's memory, else the hardware's; ``engine_host`` is the engine's host time per step
     (roofcalc.engines); ``kernel_db``: GEMM and attention times read from the measured tables (kerneldb)."""
-    from .inputs import number
+    from .inputs import PLAUSIBLE, number
 
-    for what, value in (("measured_bw", measured_bw), ("measured_flops", measured_flops),
-                        ("launch_overhead_s", launch_overhead_s), ("host_overhead_s", host_overhead_s),
-                        ("capacity_bytes", capacity_bytes)):
-        if value is not None:  # the library's as the command line's: a finite number above 0 (0 is not "none")
-            number(value, what, 0.0, low_open=True)
+    given = {}
+    for what, value, kind, unit in (("measured_bw", measured_bw, "bandwidth", "bytes a second: 270e9 for 270 GB/s"),
+                                    ("measured_flops", measured_flops, "flops", "FLOP a second: 50e12 for 50 "
+                                     "TFLOP/s"),
+                                    ("launch_overhead_s", launch_overhead_s, "time", "seconds: 5e-6 for 5 us"),
+                                    ("host_overhead_s", host_overhead_s, "time", "seconds: 20e-6 for 20 us"),
+                                    ("capacity_bytes", capacity_bytes, "size", "bytes: 16e9 for 16 GB")):
+        if value is None:
+            continue
+        # the library's as the command line's: a finite number in the range no real device leaves (0 is not
+        # "none"), in base units, which a figure in GB/s or TFLOP/s given bare is far below
+        lo, hi = PLAUSIBLE[kind]
+        try:
+            given[what] = number(value, what, lo, hi)  # (a Python float: numpy's float32 would stay float32)
+        except RoofcalcError as exc:
+            raise RoofcalcError(f"{exc} (in {unit})") from None
+    measured_bw, measured_flops = given.get("measured_bw"), given.get("measured_flops")
+    launch_overhead_s, host_overhead_s = given.get("launch_overhead_s"), given.get("host_overhead_s")
+    capacity_bytes = given.get("capacity_bytes")
     nominal, measured = roofs(hardware, compute_dtype, measured_bw, measured_flops, measured_profile)
     model = kernel_model(hardware, nominal, measured, measured_profile, launch_overhead_s, host_overhead_s,
                          compute_dtype, engine_host, kernel_db)
@@ -834,6 +848,9 @@ def roofline(analysis: Analysis, hardware: Hardware, *, measured_bw: float | Non
     unless given."""
     from .engines import library_engine
 
+    if not isinstance(analysis, Analysis):
+        raise RoofcalcError(f"roofline takes an Analysis (roofcalc.analyze(shape, workload)), got "
+                            f"{type(analysis).__name__}")
     impl, engine_host, fields = library_engine(engine, engine_host, impl, analysis.shape, "roofline")
     wl = analysis.workload
     if fields:
@@ -850,13 +867,21 @@ def roofline(analysis: Analysis, hardware: Hardware, *, measured_bw: float | Non
 
     low, high = PLAUSIBLE["time"]
     if tpot_s is not None:  # a measured step: a real one's time, as --tpot takes it
-        number(tpot_s, "tpot_s", low, high)
-    for name, seconds in (kernel_times or {}).items():
-        number(seconds, f"kernel_times[{name!r}]", low, high)
+        tpot_s = number(tpot_s, "tpot_s", low, high)
+    if kernel_times is not None:  # a mapping of kernel name to seconds (a dict, a pandas Series)
+        if not hasattr(kernel_times, "items"):
+            raise RoofcalcError(f"roofline: kernel_times is a mapping of kernel name to seconds (a dict or a pandas "
+                                f"Series), got {type(kernel_times).__name__}")
+        kernel_times = {name: number(seconds, f"kernel_times[{name!r}]", low, high)
+                        for name, seconds in kernel_times.items()}
     try:
         points = tuple(p if isinstance(p, Point) else Point(*p) for p in points)
     except TypeError:
         raise RoofcalcError("roofline: each point is a Point or a (name, FLOPs, bytes, seconds) tuple") from None
+    # each figure finite and above 0, as --point takes them (a point of no FLOPs or bytes has no place on a roofline)
+    points = tuple(Point(str(p.name), *(number(x, f"point {p.name!r}: {what}", 0.0, low_open=True)
+                                        for x, what in ((p.flops, "FLOPs"), (p.bytes, "bytes"),
+                                                        (p.seconds, "seconds")))) for p in points)
     d = device(hardware, analysis.workload.compute_dtype.name, measured_bw=measured_bw, measured_flops=measured_flops,
                measured_profile=measured_profile, launch_overhead_s=launch_overhead_s,
                host_overhead_s=host_overhead_s, capacity_bytes=capacity_bytes, engine_host=engine_host,

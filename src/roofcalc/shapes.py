@@ -229,6 +229,7 @@ class ModelShape:
     hf_activation: str = ""  # the config's own activation name (gelu_new runs as several eager ops)
     borrowed: bool = False  # read through another family's record (--family)
     borrowed_defaults: tuple[tuple[str, Any], ...] = ()  # then: absent keys that family's defaults filled
+    borrowed_why: str = ""  # why it was, where no --family said so (a latent attention a serving engine absorbs)
     # a multimodal config's text_config: absent sizes its config class filled (LLaVA-1.5 leaves Llama's to it)
     class_defaults: tuple[tuple[str, int], ...] = ()
     # a multimodal checkpoint read through its text_config: the parameters its encoders hold beside the language

@@ -290,8 +290,9 @@ def load_shape(source: str, family: str | None = None, revision: str | None = No
     except UnsupportedModelType as exc:  # the library's words: the command line traces such a model itself
         raise UnsupportedModelType(str(exc).replace(
             "(or pass --family NAME to read it as one of them)",
-            "(or family='NAME' to read it as one of them; roofcalc.trace.traced_shape(*roofcalc.sources."
-            "load_config(source)[:2]) traces it, with torch, as the command line does)")) from None
+            "(or family='NAME' to read it as one of them; with torch, roofcalc.trace.trace(cfg, name, workload, "
+            "view='eager') on roofcalc.load_config(source)[:2] traces its step as the command line does, and "
+            "roofcalc.trace.analyzer(cfg, name, view='eager') is a sweep's analyzer=)")) from None
     return with_encoders(shape, cfg, name)
 
 
