@@ -651,6 +651,7 @@ def _latent_as_deepseek(args: argparse.Namespace, cfg: dict, name: str):
     which counts the attention over the latent as serving engines decode it, where a trace counts transformers'
     expansion of every cached token by kv_b_proj, every step. None where the attention stays naive, --family was
     given, or the config holds what DeepSeek-V3's record cannot read (a sparse attention's indexer): traced."""
+    from .families import LATENT_FAMILY
     from .shapes import shape_from_config
     from .sources import with_encoders
 
@@ -659,7 +660,7 @@ def _latent_as_deepseek(args: argparse.Namespace, cfg: dict, name: str):
             "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")):
         return None
     try:
-        shape = with_encoders(shape_from_config(cfg, name, "deepseek_v3"), cfg, name)
+        shape = with_encoders(shape_from_config(cfg, name, LATENT_FAMILY), cfg, name)
     except RoofcalcError:
         return None
     from dataclasses import replace

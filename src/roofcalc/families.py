@@ -180,6 +180,9 @@ _RECORDS = (
 )
 FAMILIES: dict[str, Family] = {f.model_type: f for f in _RECORDS}
 SUPPORTED_FAMILIES = tuple(sorted(FAMILIES))
+# the record that reads a config of another model_type holding DeepSeek's latent attention (Kimi-K2's), where a
+# serving engine absorbs it and a trace would count transformers' expansion (cli._latent_as_deepseek)
+LATENT_FAMILY = "deepseek_v3"
 
 # Config keys that change a model's shape or cost in some family. Under --family, a key of these the
 # borrowed family does not read (and that is set to something) is a model it cannot represent.
