@@ -613,6 +613,9 @@ CLOSE_NAMES = [  # each misspelt name and what the one-line error suggests
     (["TinyLlama/TinyLlama-1.1B", "--hw", "4090"], "(did you mean RTX4090?)"),  # a model number alone
     # a mistyped option: the command's closest (--out is the measure command's; the main one writes -o)
     (["TinyLlama/TinyLlama-1.1B", "--batchs", "4"], "unrecognized arguments: --batchs 4; did you mean --batch?"),
+    # a list typed with a space after its comma is two arguments to the shell: the second is said to belong to it
+    (["TinyLlama/TinyLlama-1.1B", "--batch", "1,", "32"], "unrecognized arguments: 32; a list is one argument: "
+                                                         "write it without spaces"),
     (["TinyLlama/TinyLlama-1.1B", "--out", "r.txt"], "--out r.txt; did you mean -o / --output?"),
 ]
 

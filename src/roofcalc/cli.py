@@ -33,7 +33,10 @@ class _Parser(argparse.ArgumentParser):
         if not message.startswith("unrecognized arguments:"):
             return ""
         known = [o for action in self._actions for o in action.option_strings if o.startswith("--")]
-        for word in message.split(":", 1)[1].split():
+        words = message.split(":", 1)[1].split()
+        if words and all(re.fullmatch(r"[\d,._:]+", w) for w in words):  # '--batch 1, 32': a list split by a space
+            return "; a list is one argument: write it without spaces (1,32) or quote it ('1, 32')"
+        for word in words:
             flag = word.split("=", 1)[0]
             if not flag.startswith("--"):
                 continue
