@@ -49,6 +49,8 @@ is piecewise linear in log2 of its size between knots, a *_factor multiplies an 
                      w4a16_mxfp4: gpt-oss's experts under vLLM: OpenAI's Triton MoE kernels on Hopper, FlashInfer's
                      TensorRT-LLM MXFP4 MoE on Blackwell, Marlin on the L40S), on the 16-bit peak; tensor-parallel
                      rows only (fitting.moe_rows_kept)
+  moe_nvfp4          the same, NVFP4 weights and activations (W4A4: 9/16 of a byte a weight, an FP8 scale per 16), on
+                     the FP4 peak (B200, RTX PRO 6000: the GPUs whose tables hold nvfp4 rows)
   allreduce          nccl all-reduce, fp16, the system's nccl version: fixed(ranks) + link bytes / (link bandwidth
                      * e_link(ranks, message size)); one table per GPU, fitted once
   allgather          nccl all-gather, the same table and form; link bytes (n-1)/n of the output (nccl-tests' size)
@@ -93,7 +95,7 @@ GPUS = ("a100_sxm", "h100_sxm", "h200_sxm", "b200_sxm", "l40s", "rtx_pro_6000_se
 ENGINES = ("vllm", "sglang", "trtllm")
 CLASSES = ("gemm_bf16", "gemm_fp8", "gemm_fp8_block", "gemm_nvfp4", "gemm_int8_wo", "gemm_int4_wo", "decode_bf16kv", "decode_fp8kv", "decode_swa_bf16kv", "decode_swa_fp8kv",
            "prefill_bf16kv", "prefill_fp8kv", "allreduce", "allgather", "alltoall", "custom_allreduce", "moe_bf16",
-           "moe_fp8", "moe_fp8_block", "moe_mxfp4")
+           "moe_fp8", "moe_fp8_block", "moe_mxfp4", "moe_nvfp4")
 # the NCCL classes: each fitted once per GPU (one table for every engine), its table's op and the link bytes a rank
 # sends per byte of nccl-tests' size (the bus-bandwidth factor: all-reduce 2(n-1)/n, all-gather and all-to-all
 # (n-1)/n)
@@ -413,7 +415,7 @@ def moe_rows(df: pd.DataFrame, spec: dict, key: str, zeros: bool = False, spread
     experts fitting.balanced_routing finds them reach."""
     T, H, I, k, E, tp, ep = (df[c].to_numpy(int) for c in ("num_tokens", "hidden_size", "inter_size", "topk",
                                                           "num_experts", "moe_tp_size", "moe_ep_size"))
-    _, wb, block, fp8 = F.MOE_FORMATS[key]
+    _, wb, block, peak = F.MOE_FORMATS[key]
     fmt = key
     cache: dict = {}
     rows = np.empty(len(T))
@@ -425,7 +427,7 @@ def moe_rows(df: pd.DataFrame, spec: dict, key: str, zeros: bool = False, spread
     inter = F.padded(I / tp, pad[0])
     hidden = F.padded(H.astype(float), pad[1])
     R = dict(t=df.latency.to_numpy(float) * 1e-3, hidden=hidden, inter=inter, rows=rows, touched=touched,
-             experts=(E // ep).astype(float), peak=spec["fp8"] if fp8 else spec["bf16"],
+             experts=(E // ep).astype(float), peak=spec[peak],
              group=[f"h={a},i={b},k={c},e={d}" for a, b, c, d in zip(H, I, k, E)])
     pairs = (T * k).astype(float)  # every routed (token, expert) pair, before the EP rank's mask
     gated = np.array([key not in ungated for key in moe_shapes(df)], bool)
@@ -489,10 +491,10 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict, keep_slow: bool = 
     balanced = int((a.distribution == "balanced").sum())
     a, left_out = F.moe_rows_kept(a, engine, F.grouped_routing_shapes(systems.parent / "model_configs"))
     ep_rows_left_out = balanced - len(a) - len(left_out)  # SGLang's expert-parallel rows (moe_rows_kept)
-    for key, (dt, _, _, fp8) in F.MOE_FORMATS.items():
+    for key, (dt, _, _, peak) in F.MOE_FORMATS.items():
         cls = f"moe_{key}"
         d = a[a.moe_dtype == dt]
-        if len(d) == 0 or (fp8 and SPECS[gpu]["fp8"] is None):
+        if len(d) == 0 or SPECS[gpu].get(peak) is None:
             continue
         ks = d.kernel_source.value_counts().index[0]
         d, dup = collapse(d[d.kernel_source == ks], ["num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
@@ -935,6 +937,8 @@ FORMS = {
     "moe_fp8_block": "as moe_fp8, + one fp32 scale per 128 x 128 block of each weight",
     "moe_mxfp4": "as moe_bf16, MXFP4 weights (half a byte each + one 8-bit scale per 32: 17/32 of a byte), "
                  "16-bit activations on the 16-bit peak",
+    "moe_nvfp4": "as moe_bf16, NVFP4 weights and activations (half a byte each + one FP8 scale per 16: 9/16 of a "
+                 "byte) on the FP4 peak",
     "allreduce": "fixed(ranks) + 2(n-1)/n * 2 * elements / (link_bw * e_link(ranks, message bytes))",
     "allgather": "fixed(ranks) + (n-1)/n * 2 * elements / (link_bw * e_link(ranks, message bytes)); elements: the "
                  "whole output",
@@ -1392,6 +1396,15 @@ Why, and what else the tables showed:
   vLLM's preset there SGLang's A100 bf16 form (the same Triton kernel, adapted; marked `"tables": "sglang"`).
   They ship as fitted, marked short: before, both presets took the default efficiencies for routed experts (each expert's GEMMs at a
   GEMV's share of the bandwidth for its width), 2-3x off on DeepSeek-R1's steps at batch 8-64.
+* **NVFP4 fused MoE** (`moe_nvfp4`, added 2026-12-07: the tables' nvfp4 rows, W4A4 as the collector quantizes
+  weights and activations, compressed-tensors "nvfp4-pack-quantized" in groups of 16; B200 and RTX PRO 6000, the
+  GPUs with FP4 tensor cores whose tables hold them). 9/16 of a byte a weight (FP4 values and an FP8 scale per 16)
+  on the FP4 peak, the form of the other classes. vLLM 0.24 runs FlashInfer's TensorRT-LLM NVFP4 MoE on the B200
+  and FlashInfer's CUTLASS one on the RTX PRO 6000; SGLang and TensorRT-LLM theirs. Before it, NVFP4 experts took
+  the GEMM forms (each experts kernel's rows as one GEMM), which put DeepSeek-V3's NVFP4 decode at `--tp 8` on B200s
+  above its FP8 one (vLLM 23.3 ms against 20.7, SGLang 39.3 against 19.4, TensorRT-LLM 74.3 against 26.0 at batch
+  32, context 4,096); the fused form gives 16.6, 15.2 and 26.2. TensorRT-LLM's B200 table falls short (0.156 / 85 %
+  cross-validated on its DRAM rows).
 * **MXFP4 fused MoE** (`moe_mxfp4`: the tables' w4a16_mxfp4 rows, gpt-oss-20b's and gpt-oss-120b's experts, H =
   I = 2,880, top 4 of 32 and of 128, at MoE TP 1-32; SGLang's B200 table a third shape beside them). The step
   model applies the form to any MXFP4 experts (a hand model's with `--weight-dtype mxfp4`, an `--ep` rank's):

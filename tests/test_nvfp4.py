@@ -276,3 +276,27 @@ def test_more_modelopt_and_compressed_tensors_corners(tmp_path, capsys):
     bad = shape_from_config(tiny({"quant_method": "modelopt", "quantization": {"quant_algo": "NVFP4",
                                                                                "exclude_modules": 5}}), "t")
     assert bad.weight_format_refusal.endswith("exclude_modules must be a list of module names, got 5")
+
+
+def test_nvfp4_routed_experts_take_the_fused_moe_form_fitted_on_fp4_tables(capsys):
+    """NVFP4 experts run as one fused MoE call where the GPU's tables measured it (AIConfigurator's vLLM 0.24 B200
+    table, nvfp4 rows: FlashInfer's TensorRT-LLM NVFP4 MoE; fitting.MOE_FORMATS "nvfp4", 9/16 of a byte a weight,
+    on the FP4 peak), not as plain GEMMs. DeepSeek-V3 at --tp 8, batch 32, context 4,096 is a memory-bound decode
+    whose experts read 9/16 of a byte a weight against fp8's 1 (+ a 4-byte scale per 128 x 128 block): its NVFP4
+    step is the faster. The H100 has no FP4 tables (nor FP4 tensor cores): its experts keep the GEMM forms, said so."""
+    from roofcalc.cli import main
+
+    base = ["deepseek-v3", "--hw", "B200", "--tp", "8", "--engine", "vllm", "--batch", "32", "--context", "4096",
+            "--format", "json"]
+    times = {}
+    for fmt in ("nvfp4", "fp8-b128"):
+        assert main([*base, "--weight-dtype", fmt]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        experts = [k for k in doc["kernels"] if k["name"] == "experts.gate_up_proj"][0]
+        assert experts["efficiency_source"].startswith("AIConfigurator 0.12.0 b200_sxm vllm tables, fitted")
+        times[fmt] = doc["step"]["predicted_s"]
+    assert times["nvfp4"] < times["fp8-b128"]
+    assert main(base[:-2] + ["--weight-dtype", "nvfp4"]) == 0
+    assert "routed experts: vLLM's fused MoE, fitted" in " ".join(capsys.readouterr().out.split())
+    assert main(["deepseek-v3", "--hw", "H100", "--tp", "8", "--engine", "vllm", "--weight-dtype", "nvfp4"]) == 0
+    assert "routed experts: the GEMM forms" in " ".join(capsys.readouterr().out.split())

@@ -543,11 +543,15 @@ MOE_TOUCHED_KNOTS = (1, 4, 16, 64, 256, 1024)
 
 # The fused MoE classes (predict.MoEFit, keyed by the expert weight format calculator.fused_moe_class names): the
 # moe_dtype of AIConfigurator's moe_perf tables, bytes a weight, the side of the square block one fp32 scale covers
-# (0: none, or one a tensor), and whether the GEMMs run on the fp8 peak. MXFP4 (OCP Microscaling Formats v1.0): half
-# a byte a weight and one 8-bit scale for each 32, 17/32 of a byte; the tables' w4a16_mxfp4 rows keep 16-bit
-# activations, so the GEMMs run on the 16-bit peak.
-MOE_FORMATS = {"bf16": ("bfloat16", 2.0, 0, False), "fp8": ("fp8", 1.0, 0, True),
-               "fp8_block": ("fp8_block", 1.0, 128, True), "mxfp4": ("w4a16_mxfp4", 17 / 32, 0, False)}
+# (0: none, or one a tensor), and the peak the GEMMs run on ("bf16", "fp8", "fp4"). MXFP4 (OCP Microscaling Formats
+# v1.0): half a byte a weight and one 8-bit scale for each 32, 17/32 of a byte; the tables' w4a16_mxfp4 rows keep
+# 16-bit activations, so the GEMMs run on the 16-bit peak. NVFP4 (W4A4, as the tables' collector quantizes weights
+# and activations: collector/vllm/collect_moe.py, compressed-tensors "nvfp4-pack-quantized", group 16): half a byte
+# a weight and one FP8 scale for each 16, 9/16 of a byte, on the FP4 peak (the GPUs whose tables hold it: B200, RTX
+# PRO 6000).
+MOE_FORMATS = {"bf16": ("bfloat16", 2.0, 0, "bf16"), "fp8": ("fp8", 1.0, 0, "fp8"),
+               "fp8_block": ("fp8_block", 1.0, 128, "fp8"), "mxfp4": ("w4a16_mxfp4", 17 / 32, 0, "bf16"),
+               "nvfp4": ("nvfp4", 9 / 16, 0, "fp4")}
 
 
 def moe_cost(rows, touched, experts, hidden, inter, wb: float, block: int = 0, pairs=None, gated=True) -> dict:

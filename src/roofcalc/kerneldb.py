@@ -102,6 +102,7 @@ class KernelDB:
                       **{f"moe_{k}": v for k, v in own.get("moe", {}).items()}}
         roofs = kernel_fits()["gpus"][gpu]["roofs"]  # the datasheet roofs the fit used (fit_kernels.SPECS)
         self.bf16, self.fp8, self.bw = roofs["bf16"], roofs["fp8"], roofs["bandwidth"]
+        self.fp4 = roofs.get("fp4")  # (the FP4 peak NVFP4 MoE calls run on: B200, RTX PRO 6000)
         self._tables: dict = {}
 
     def _read(self, cls: str):
@@ -204,13 +205,13 @@ class KernelDB:
 
         from .fitting import MOE_FORMATS, moe_cost, padded
 
-        _, wb, _, fp8 = MOE_FORMATS[cls[4:]]
+        _, wb, _, peak = MOE_FORMATS[cls[4:]]
         if form.get("pad"):
             hidden, inter = padded(hidden, form["pad"]["hidden"]), padded(inter, form["pad"]["inter"])
         zeros = bool(form["source"].get("ep_masked_rows_written"))
         c = moe_cost(rows, touched, experts, hidden, inter, wb, int(form.get("block") or 0),
                      pairs=pairs if zeros else None, gated=gated)
-        return np.maximum(c["flops"] / (self.fp8 if fp8 else self.bf16), c["bytes"] / self.bw)
+        return np.maximum(c["flops"] / getattr(self, peak), c["bytes"] / self.bw)
 
     def moe_work(self, key: str, rows, hidden, inter, experts, layer_experts, top_k) -> tuple[float, bool] | None:
         """A fused MoE call's measured time beyond the fitted fixed cost, and whether the table measured that very

@@ -988,7 +988,8 @@ class KernelModel:
     gemm_memory_only: bool = False
     # a measured GPU's fitted attention calls by class (decode_bf16kv, decode_swa_fp8kv, prefill_bf16kv, ...)
     attention_fits: Mapping[str, AttentionFit] = field(default_factory=dict)
-    # a measured GPU's fitted fused MoE layers by expert weight format ("bf16", "fp8", "fp8_block", "mxfp4": MoEFit)
+    # a measured GPU's fitted fused MoE layers by expert weight format ("bf16", "fp8", "fp8_block", "mxfp4", "nvfp4":
+    # MoEFit)
     moe_fits: Mapping[str, MoEFit] = field(default_factory=dict)
     # a GeForce card's, which takes no fused MoE form: by expert weight format, the (bytes a weight, scale block) of
     # its generation's fused form where that kernel runs every routed pair on each rank (MoEFit.every_pair): its
