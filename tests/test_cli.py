@@ -614,8 +614,8 @@ CLOSE_NAMES = [  # each misspelt name and what the one-line error suggests
     # a mistyped option: the command's closest (--out is the measure command's; the main one writes -o)
     (["TinyLlama/TinyLlama-1.1B", "--batchs", "4"], "unrecognized arguments: --batchs 4; did you mean --batch?"),
     # a list typed with a space after its comma is two arguments to the shell: the second is said to belong to it
-    (["TinyLlama/TinyLlama-1.1B", "--batch", "1,", "32"], "unrecognized arguments: 32; a list is one argument: "
-                                                         "write it without spaces"),
+    (["TinyLlama/TinyLlama-1.1B", "--batch", "4,", "8"], "unrecognized arguments: 8; a list is one argument: "
+                                                        "--batch 4,8 (no spaces), or quote it"),
     (["TinyLlama/TinyLlama-1.1B", "--out", "r.txt"], "--out r.txt; did you mean -o / --output?"),
 ]
 
@@ -656,6 +656,9 @@ def test_no_suggestion_for_a_name_far_from_every_one(capsys, offline_hub):
     for args in (["nobody/nothing-7b"], ["zzz"], ["TinyLlama/TinyLlama-1.1B", "--hw", "Z9000"]):
         code, _, err = run(args, capsys)
         assert code == 2 and "did you mean" not in err, err
+    # a stray number no list came before is no list split by a space
+    code, _, err = run(["TinyLlama/TinyLlama-1.1B", "32"], capsys)
+    assert code == 2 and "unrecognized arguments: 32" in err and "a list" not in err
     _, _, err = run(["nobody/nothing-7b"], capsys)  # today's message when the hub is not reached
     assert "https://huggingface.co cannot be reached; download its config.json" in err
 
@@ -1359,6 +1362,14 @@ def test_a_profile_of_no_catalog_kind_is_its_own_nominal_roof(tmp_path, capsys):
     # a bandwidth over its own: no datasheet to be above, only the profile's figure replaced
     code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(prof), "--measured-bw", "50GB/s"], capsys)
     assert code == 0 and "warning" not in out and "override  --measured-bw 50GB/s replaces" in out
+    # a GPU profile named as its catalog entry (no 'nominal', --hw naming that entry) is compared with the entry's
+    # datasheet all the same: 3 TB/s is 147 % of the A100-80GB's 2,039 GB/s, warned of in a step and in a sweep
+    named = tmp_path / "a100.json"
+    named.write_text(json.dumps({"name": "A100-80GB", "kind": "gpu", "bandwidth_bytes_per_s": 3e12,
+                                 "peak_flop_per_s": {"fp16": 3e14, "bf16": 3e14}}))
+    for extra in ([], ["--batch", "1,2"]):
+        code, got, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw-file", str(named), "--hw", "A100-80GB", *extra], capsys)
+        assert code == 0 and "147% of A100-80GB's datasheet 2.04 TB/s" in unwrap(got)
     # ... and its share said of the profile's own figure, not of a nominal it does not have: 50 / 28.6 = 175 %
     assert "(175% of the profile's)" in unwrap(out) and "of nominal" not in out
     assert "ridge 5.6 FLOP/byte: the profile's own (it names no datasheet in 'nominal')" in unwrap(out)

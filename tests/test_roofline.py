@@ -178,6 +178,9 @@ def test_hardware_catalog_and_names():
     assert h200_nvl.bandwidth_bytes_per_s == find_hardware("H200").bandwidth_bytes_per_s == 4.8e12
     assert h200_nvl.peak("bf16") == 835.5e12 < find_hardware("H200").peak("bf16")
     assert h200_nvl.gpus_per_node == 4
+    from roofcalc.cli import main
+
+    assert main(["TinyLlama/TinyLlama-1.1B", "--hw", "H200-NVL", "--tp", "8"]) == 2  # (its one-line refusal)
     # the export parts: the A100's and H100's memory and compute, NVLink at 400 GB/s (200 a direction)
     for export, full in (("A800-80GB", "A100-80GB"), ("H800", "H100-SXM")):
         e, f = find_hardware(export), find_hardware(full)

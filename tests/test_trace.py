@@ -1783,5 +1783,22 @@ def test_a_latent_attention_a_serving_engine_absorbs_is_not_counted_from_a_trace
     assert doc["model"]["source"] == "traced" and any(
         "latent attention is traced as transformers runs it" in w for w in doc["warnings"])
     v32 = [str(PUBLISHED / "deepseek-ai--DeepSeek-V3.2-Exp.json"), "--hw", "H200", "--tp", "8", "--engine", "vllm"]
-    assert main(v32) == 0
-    assert "not the index_topk 2,048 its indexer picks" in unwrap(capsys.readouterr().out)
+    assert main([*v32, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["model"]["family_why"].startswith("its latent attention, which the vllm preset runs over the latent")
+    assert any("not the index_topk 2,048 its indexer picks, and the indexer itself" in w for w in doc["warnings"])
+    # the default engine's verdict builds the step under vLLM as `--engine vllm` reads it, not from the trace
+    assert main([kimi, "--hw", "H200", "--tp", "8", "--batch", "32", "--context", "4096"]) == 0
+    out = unwrap(capsys.readouterr().out)
+    assert f"the step would take {auto['step']['predicted_s'] * 1e3:.3g} ms" in out
+
+
+def test_the_readme_figures_of_the_latent_route(capsys):
+    """README (Parallelism): Kimi-K2.5 at --tp 8 on H200s under --engine vllm, batch 32, context 32,768: 407 ms
+    traced (--mla naive: transformers' expansion) and 50.2 ms read by the hand DeepSeek-V3 model; 6.44 ms at the
+    default batch and context. The tool's own outputs, pinned so that the README cannot drift from them."""
+    kimi = [str(PUBLISHED / "moonshotai--Kimi-K2.5.json"), "--hw", "H200", "--tp", "8", "--engine", "vllm"]
+    for extra, figure in ((["--batch", "32", "--context", "32768", "--mla", "naive"], "407 ms"),
+                          (["--batch", "32", "--context", "32768"], "50.2 ms"), ([], "6.44 ms")):
+        assert main([*kimi, *extra]) == 0
+        assert f"time      predicted {figure}" in capsys.readouterr().out

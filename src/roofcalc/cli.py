@@ -21,6 +21,11 @@ class _Parser(argparse.ArgumentParser):
 
     def __init__(self, *a, **k):
         super().__init__(*a, allow_abbrev=False, **k)
+        self._argv: list[str] = []
+
+    def parse_args(self, args=None, namespace=None):
+        self._argv = [str(a) for a in (sys.argv[1:] if args is None else args)]  # (the words an error points at)
+        return super().parse_args(args, namespace)
 
     def error(self, message: str) -> None:  # one line, exit 2, no usage dump
         raise RoofcalcError(f"{message}{self._did_you_mean(message)} (see '{self.prog} --help')")
@@ -34,8 +39,12 @@ class _Parser(argparse.ArgumentParser):
             return ""
         known = [o for action in self._actions for o in action.option_strings if o.startswith("--")]
         words = message.split(":", 1)[1].split()
-        if words and all(re.fullmatch(r"[\d,._:]+", w) for w in words):  # '--batch 1, 32': a list split by a space
-            return "; a list is one argument: write it without spaces (1,32) or quote it ('1, 32')"
+        argv = getattr(self, "_argv", [])
+        at = next((i for i in range(1, len(argv)) if argv[i] == (words or [""])[0] and argv[i - 1].endswith(",")), None)
+        if at is not None and all(re.fullmatch(r"[\d,._:]+", w) for w in words):  # '--batch 1, 32': a split list
+            given = argv[at - 1] + "".join(argv[at:at + len(words)])
+            return (f"; a list is one argument: {argv[at - 2] + ' ' if at >= 2 else ''}{given} (no spaces), or "
+                    f"quote it")
         for word in words:
             flag = word.split("=", 1)[0]
             if not flag.startswith("--"):
@@ -664,7 +673,9 @@ def _latent_as_deepseek(args: argparse.Namespace, cfg: dict, name: str):
         return None
     try:
         shape = with_encoders(shape_from_config(cfg, name, LATENT_FAMILY), cfg, name)
-    except RoofcalcError:
+    except RoofcalcError as exc:  # (said in the traced step's warning)
+        reason = str(exc).split(": ", 1)[-1].split("; ")[0]  # its first clause: what the record cannot hold
+        args.latent_refused = re.sub(r"^read as \S+ \(--family\), ", "", reason)
         return None
     from dataclasses import replace
 
@@ -672,8 +683,8 @@ def _latent_as_deepseek(args: argparse.Namespace, cfg: dict, name: str):
     why = f"its latent attention, which {how} runs over the latent; a trace counts transformers' expansion of every " \
           f"cached token each step"
     if isinstance(text.get("index_topk"), int):  # DeepSeek-V3.2's sparse attention: an indexer picks the keys
-        why += (f"; its sparse attention is not counted: every key attended, not the index_topk "
-                f"{text['index_topk']:,} its indexer picks, an upper bound past that context")
+        why += "; its sparse attention is not counted (the warning below)"
+        args.latent_sparse = text["index_topk"]
     return replace(shape, borrowed_why=why)
 
 
@@ -823,7 +834,10 @@ def run_main(argv: Sequence[str]) -> str:
         undeclared = config_dtype is None and unread is None and bool(args.engine_preset.fp32_as)
         if config_dtype == "fp32" or undeclared:
             loaded = args.engine_preset.fp32_dtype(shape[0].model_type, hw.compute_capability)
-        args.dtype, why = choose_dtype(loaded or config_dtype, hw, profile, unread)
+        args.dtype, why = choose_dtype(loaded or ("fp32" if undeclared else config_dtype), hw, profile, unread)
+        if undeclared and not loaded and args.dtype == "fp32":  # taken for fp32, and kept (vLLM's fp16 refusals)
+            why = (f"the config declares no torch_dtype, which the {args.engine_preset.name} preset takes for fp32 "
+                   f"and keeps: it runs {shape[0].model_type} in no 16-bit type {hw.name} has")
         if loaded:  # what the engine loads it in, then what the device computes that in
             engine_words = (f"the config declares no torch_dtype, which the {args.engine_preset.name} preset takes "
                             f"for fp32 and loads in {loaded}" if undeclared else
@@ -857,12 +871,18 @@ def run_main(argv: Sequence[str]) -> str:
 
         footer += hw_file_warnings(args.hw_file)
     footer += _roof_warnings(args, result)
+    if getattr(args, "latent_sparse", None):  # DeepSeek-V3.2's indexer, which the hand DeepSeek-V3 model has not
+        footer.append(f"warning   {shape[0].name}'s sparse attention is not counted: read as DeepSeek-V3, every "
+                      f"cached key is attended, not the index_topk {args.latent_sparse:,} its indexer picks, and the "
+                      f"indexer itself (its weights on every rank, its scoring of every key) is left out")
     if getattr(args, "traced_latent", False) and _mla(args) != "naive":  # an absorbed attention a trace cannot count
         how = f"--mla {args.mla}" if args.mla else f"the {args.engine_preset.name} preset"
+        remedy = ("without --trace the hand model counts it" if getattr(args, "trace", False) else
+                  f"the hand model that counts it cannot read this config: {args.latent_refused}"
+                  if getattr(args, "latent_refused", None) else "")
         footer.append(f"warning   {shape[0].name}'s latent attention is traced as transformers runs it: every cached "
                       f"token expanded by kv_b_proj, every step; {how} attends over the latent itself, far less work "
-                      f"at a long context, which a trace cannot count (the hand DeepSeek-V3 model counts it where the "
-                      f"config reads as one: --family deepseek_v3)")
+                      f"at a long context, which a trace cannot count" + (f" ({remedy})" if remedy else ""))
     # (the engine verdict builds the step again under another engine: only where a report or a page shows it)
     engine = _engine_verdict(args, shape, result, None).strip() if args.format in ("table", "markdown") or \
         args.html is not None else ""
@@ -1132,6 +1152,8 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
     unfused = getattr(args, "attention", "fused") == "unfused"
     alt.attention, alt.ubatch = "fused", None  # (a serving engine's attention is one fused kernel)
     _resolve_engine(alt)
+    if getattr(args, "traced_latent", False) and not getattr(args, "trace", False) and _mla(alt) != "naive":
+        shape = load_model(alt)  # a latent the other engine absorbs: read as that run reads it (_latent_as_deepseek)
     try:
         r = _build(alt, shape)
     except RoofcalcError as exc:  # its split refuses what this one runs (Phi-3's heads at a --tp that does not

@@ -83,6 +83,7 @@ def model_record(a: Analysis) -> dict[str, Any]:
         **({"bytes_view": a.view, "traced": a.note, "config_ignored": list(a.check.ignored),
             "config_defaulted": dict(a.check.defaulted)} if a.source == "traced" else {}),
         **({"family_defaults": dict(s.borrowed_defaults)} if s.borrowed else {}),
+        **({"family_why": s.borrowed_why} if getattr(s, "borrowed_why", "") else {}),  # (read so without --family)
         **({"config_class_defaults": dict(s.class_defaults)} if s.class_defaults else {}),
         "n_layers": s.n_layers,
         "d_model": s.d_model,
@@ -251,7 +252,10 @@ def to_record(a: Analysis | Roofline) -> dict[str, Any]:
     if not isinstance(an, Analysis):
         raise RoofcalcError(f"to_record takes an Analysis (roofcalc.analyze) or a Roofline (roofcalc.roofline.roofline)"
                             f", got {type(a).__name__}" + ("; a sweep's is roofcalc.report.sweep_record" if
-                                                           hasattr(a, "grid") else ""))
+                                                           hasattr(a, "grid") else
+                                                           "; a --tp/--pp/--ep comparison's is "
+                                                           "roofcalc.report.tp_sweep_record" if
+                                                           instance_of(a, "parallel", "TPSweep") else ""))
     doc = {
         "schema_version": SCHEMA_VERSION,
         "model": model_record(an),

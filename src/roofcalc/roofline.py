@@ -718,6 +718,9 @@ class Roofline:
     model: KernelModel | None = None
     capacity_bytes: float | None = None  # the device's memory (None: unknown)
     profile_name: str | None = None  # the measured profile's own name (--hw-file)
+    # the device is the measured profile itself (one that names no datasheet in 'nominal'), not a catalog entry it
+    # is compared with: its figures are the nominal roof (Device.profile_is_hardware)
+    profile_is_hardware: bool = False
 
     @property
     def roof(self) -> Roof:
@@ -734,8 +737,7 @@ class Roofline:
     def profile_is_nominal(self) -> bool:
         """Whether the nominal roof is the measured profile's own figures (it names no catalog datasheet), whether
         or not a --measured-bw or --measured-flops then moved the measured roof off them."""
-        return self.measured is not None and self.profile_name is not None and \
-            self.hardware.name == self.profile_name and self.hardware.nominal is None
+        return self.measured is not None and self.profile_is_hardware
 
     @property
     def memory_bytes(self) -> int:
@@ -777,6 +779,12 @@ class Device:
     @property
     def profile_name(self) -> str | None:
         return self.profile.name if self.profile is not None else None
+
+    @property
+    def profile_is_hardware(self) -> bool:
+        """The measured profile is the device itself (it names no datasheet: its own figures the nominal roof), not
+        a catalog entry's datasheet it is compared with, whatever the two are named."""
+        return self.profile is not None and self.hardware is self.profile
 
 
 def as_device(hardware, measured_profile, who: str) -> tuple[Hardware, Hardware | None]:
@@ -888,7 +896,7 @@ def roofline(analysis: Analysis, hardware: Hardware, *, measured_bw: float | Non
                kernel_db=kernel_db)
     step = place(analysis, d.roof, impl=impl, kernel_times=kernel_times, tpot_s=tpot_s, model=d.model)
     return Roofline(analysis, hardware, d.compute_dtype, d.nominal, d.measured, step, tuple(points), d.model,
-                    d.capacity_bytes, d.profile_name)
+                    d.capacity_bytes, d.profile_name, d.profile_is_hardware)
 
 
 def with_kernel_db(model: KernelModel, hardware: Hardware, profile: Hardware | None, engine: str) -> KernelModel:
