@@ -937,8 +937,9 @@ FORMS = {
     "moe_fp8_block": "as moe_fp8, + one fp32 scale per 128 x 128 block of each weight",
     "moe_mxfp4": "as moe_bf16, MXFP4 weights (half a byte each + one 8-bit scale per 32: 17/32 of a byte), "
                  "16-bit activations on the 16-bit peak",
-    "moe_nvfp4": "as moe_bf16, NVFP4 weights and activations (half a byte each + one FP8 scale per 16: 9/16 of a "
-                 "byte) on the FP4 peak",
+    "moe_nvfp4": "as moe_bf16, NVFP4 weights (half a byte each + one FP8 scale per 16: 9/16 of a byte), the GEMMs "
+                 "on the FP4 peak (activations quantized to NVFP4 inside the call; counted in 16 bits, as every "
+                 "class counts them)",
     "allreduce": "fixed(ranks) + 2(n-1)/n * 2 * elements / (link_bw * e_link(ranks, message bytes))",
     "allgather": "fixed(ranks) + (n-1)/n * 2 * elements / (link_bw * e_link(ranks, message bytes)); elements: the "
                  "whole output",
@@ -1403,8 +1404,9 @@ Why, and what else the tables showed:
   and FlashInfer's CUTLASS one on the RTX PRO 6000; SGLang and TensorRT-LLM theirs. Before it, NVFP4 experts took
   the GEMM forms (each experts kernel's rows as one GEMM), which put DeepSeek-V3's NVFP4 decode at `--tp 8` on B200s
   above its FP8 one (vLLM 23.3 ms against 20.7, SGLang 39.3 against 19.4, TensorRT-LLM 74.3 against 26.0 at batch
-  32, context 4,096); the fused form gives 16.6, 15.2 and 26.2. TensorRT-LLM's B200 table falls short (0.156 / 85 %
-  cross-validated on its DRAM rows).
+  32, context 4,096); the fused form gives 16.6, 15.2 and 26.2. TensorRT-LLM's NVFP4 step stays at its FP8 one
+  (26.2 against 26.0), its fitted forms so; its B200 table falls short (0.156 / 85 % cross-validated on its DRAM rows), and `--kernel-db`, which reads the table's own
+  nearest call, gives 29.6 ms.
 * **MXFP4 fused MoE** (`moe_mxfp4`: the tables' w4a16_mxfp4 rows, gpt-oss-20b's and gpt-oss-120b's experts, H =
   I = 2,880, top 4 of 32 and of 128, at MoE TP 1-32; SGLang's B200 table a third shape beside them). The step
   model applies the form to any MXFP4 experts (a hand model's with `--weight-dtype mxfp4`, an `--ep` rank's):

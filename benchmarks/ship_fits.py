@@ -96,7 +96,7 @@ UNTUNED = ("untuned_factor_compute", "tuned")  # SGLang's factor for shapes with
 
 def moe_form(f: dict, bf16_peak: float) -> dict:
     """A fused MoE class's DRAM parameters as predict.MoEFit reads them (fitting.moe_doc), with the fit's
-    provenance; ``peak_ratio``: the fit's compute peak over the bf16 one (2 for the fp8 classes)."""
+    provenance; ``peak_ratio``: the fit's compute peak over the bf16 one (2 for the fp8 classes, 4 for nvfp4's FP4)."""
     block = F.MOE_FORMATS[f["cls"][4:]][2]
     source = dict(f["source"])
     tuned = source.get("tuned_configs", {}).get("pairs", ())

@@ -616,6 +616,8 @@ CLOSE_NAMES = [  # each misspelt name and what the one-line error suggests
     # a list typed with a space after its comma is two arguments to the shell: the second is said to belong to it
     (["TinyLlama/TinyLlama-1.1B", "--batch", "4,", "8"], "unrecognized arguments: 8; a list is one argument: "
                                                         "--batch 4,8 (no spaces), or quote it"),
+    (["TinyLlama/TinyLlama-1.1B", "--batch=4,", "8"], "a list is one argument: --batch=4,8 (no spaces)"),
+    (["TinyLlama/TinyLlama-1.1B", "--batch", "1,", "8", "16"], "a list is one argument: --batch 1,8 (no spaces)"),
     (["TinyLlama/TinyLlama-1.1B", "--out", "r.txt"], "--out r.txt; did you mean -o / --output?"),
 ]
 
@@ -885,6 +887,27 @@ def test_no_output_calls_a_negative_number_faster_or_slower_and_every_ratio_name
     assert speeds >= 4 and ratios >= 8
 
 
+def test_a_weight_format_the_engine_does_not_run_is_refused(capsys):
+    """A GGUF block format outside the engines that load GGUF files (TensorRT-LLM and gpt-fast load none;
+    transformers dequantizes one to 16 or 32 bits as it loads it), fp8 weights under llama.cpp (GGUF has no FP8
+    type) or under vLLM below compute capability 8.0 (a T4: 7.5), a CUDA engine's int4 kernel under llama.cpp: one
+    line each, saying what runs instead. llama.cpp and vLLM take q4_0."""
+    m = "meta-llama/Llama-3.1-8B"
+    for flags, words in ((["--weight-dtype", "q4_0", "--engine", "trtllm"], "--engine trtllm loads no GGUF file"),
+                         (["--weight-dtype", "q8_0", "--engine", "gpt-fast"], "--engine gpt-fast loads no GGUF file"),
+                         (["--weight-dtype", "q4_0"], "transformers dequantizes a GGUF file to 16 or 32 bits"),
+                         (["--weight-dtype", "fp8-t", "--engine", "llama.cpp"], "GGUF has no FP8 type"),
+                         (["--weight-dtype", "int4", "--int4-kernel", "autoawq", "--engine", "llama.cpp"],
+                          "llama.cpp runs its own"),
+                         (["--weight-dtype", "fp8-t", "--engine", "vllm", "--hw", "T4"],
+                          "vLLM runs fp8 weights from compute capability 8.0 (FP8 Marlin on Ampere, FP8 GEMMs from "
+                          "8.9); T4 is 7.5")):
+        code, out, err = run([m, *flags], capsys)
+        assert code == 2 and out == "" and err.count("\n") == 1 and words in err, flags
+    for engine in ("llama.cpp", "vllm"):
+        assert run([m, "--weight-dtype", "q4_0", "--engine", engine, "--hw", "RTX4090"], capsys)[0] == 0
+
+
 def test_llama_cpp_block_formats_are_the_integer_ones_they_are(capsys):
     """llama.cpp's Q4_0 and Q8_0 hold 32 weights with one fp16 scale, 18 and 34 bytes (ggml-common.h block_q4_0,
     block_q8_0): --weight-dtype q4_0 and q8_0 are int4 and int8 in groups of 32, byte for byte (q_proj of
@@ -895,7 +918,7 @@ def test_llama_cpp_block_formats_are_the_integer_ones_they_are(capsys):
                                ("Q8_0", "int8", 4096 * 4096 + 4096 * 128 * 2)):
         docs = []
         for flags in (["--weight-dtype", name], ["--weight-dtype", fmt, "--group-size", "32"]):
-            code, out, _ = run(["meta-llama/Llama-2-7b-hf", *flags, "--format", "json"], capsys)
+            code, out, _ = run(["meta-llama/Llama-2-7b-hf", *flags, "--engine", "llama.cpp", "--format", "json"], capsys)
             assert code == 0
             docs.append(json.loads(out))
         assert docs[0]["totals"] == docs[1]["totals"] and docs[0]["workload"] == docs[1]["workload"]

@@ -463,6 +463,8 @@ def test_a_serving_engine_loads_an_fp32_checkpoint_in_16_bits(capsys):
 
     assert weights("vllm") == weights("sglang") == ("bf16", 18_483_411_968)
     assert weights("vllm-v0") == ("fp16", 18_483_411_968)
+    # llama.cpp runs the GGUF its converter writes: --outtype auto writes a float32 checkpoint in bf16
+    assert weights("llama.cpp") == ("bf16", 18_483_411_968)
     assert weights("hf") == weights("trtllm") == ("fp32", 36_966_823_936)
     # on a T4 (compute capability 7.5: fp16 and fp32) vLLM refuses fp16 for gemma2, and runs fp32
     assert weights("vllm", "T4") == ("fp32", 36_966_823_936)
@@ -505,6 +507,16 @@ def test_a_config_that_declares_no_dtype_is_fp32_to_a_serving_engine(tmp_path, c
     assert main([str(path), "--hw", "H100", "--engine", "vllm"]) == 0
     assert ("the config declares no torch_dtype, which the vllm preset takes for fp32 and loads in bf16, as its "
             "dtype 'auto' does") in unwrap(capsys.readouterr().out)
+    # a model type vLLM runs in no fp16 (gemma2), on a GPU with no bf16 (a T4, compute capability 7.5): taken for
+    # fp32 and kept so, as the same config declaring float32 is (gemma-2-9b's 9,241,705,984 parameters x 4 bytes)
+    gemma = {k: v for k, v in find_in_catalog("gemma-2-9b").config.items() if k not in ("torch_dtype", "dtype")}
+    path.write_text(json.dumps(gemma))
+    assert main([str(path), "--hw", "T4", "--engine", "vllm", "-f", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["workload"]["weight_dtype"], doc["model"]["weight_bytes"]) == ("fp32", 36_966_823_936)
+    assert main([str(path), "--hw", "T4", "--engine", "vllm"]) == 0
+    assert "which the vllm preset takes for fp32 and keeps: it runs gemma2 in no 16-bit type T4 has" in \
+        unwrap(capsys.readouterr().out)
 
 
 def test_a_multimodal_fp32_checkpoint_is_loaded_by_the_model_type_each_engine_reads():

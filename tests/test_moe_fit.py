@@ -33,6 +33,11 @@ def test_the_five_gpus_with_balanced_tables_ship_their_classes():
         assert {"bf16", "fp8_block"} <= set(gpus[gpu]["moe"])
         assert all("tables" not in f for f in gpus[gpu]["moe"].values())
     assert "fp8" in gpus["h100_sxm"]["moe"]
+    # NVFP4 experts (W4A4) where the tables hold nvfp4 rows: the GPUs with FP4 tensor cores, on their FP4 peak
+    # (B200: 9 / 2.25 PFLOP/s dense = 4 times the bf16 peak; RTX PRO 6000: 2,000 / 500)
+    for gpu in ("b200_sxm", "rtx_pro_6000_server"):
+        assert gpus[gpu]["moe"]["nvfp4"]["peak_ratio"] == 4.0
+    assert not any("nvfp4" in gpus[gpu]["moe"] for gpu in ("a100_sxm", "h100_sxm", "h200_sxm", "l40s"))
     assert set(gpus["a100_sxm"]["moe"]) == {"bf16"} and gpus["a100_sxm"]["moe"]["bf16"]["tables"] == "sglang"
     assert "/sglang/" in gpus["a100_sxm"]["moe"]["bf16"]["source"]["file"]
     assert default_model("gpu", fits="a100_sxm").moe_fits["bf16"].tables == "sglang"

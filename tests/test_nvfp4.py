@@ -300,3 +300,17 @@ def test_nvfp4_routed_experts_take_the_fused_moe_form_fitted_on_fp4_tables(capsy
     assert "routed experts: vLLM's fused MoE, fitted" in " ".join(capsys.readouterr().out.split())
     assert main(["deepseek-v3", "--hw", "H100", "--tp", "8", "--engine", "vllm", "--weight-dtype", "nvfp4"]) == 0
     assert "routed experts: the GEMM forms" in " ".join(capsys.readouterr().out.split())
+
+
+def test_nvfp4_experts_running_w4a16_keep_the_gemm_forms(tmp_path, capsys):
+    """A B200 profile that measured no FP4 peak (roofcalc measure measures fp32, tf32, fp16 and bf16) runs NVFP4
+    weight-only (W4A16, as FP4 Marlin runs them): its experts are not the W4A4 kernel the nvfp4 fused-MoE form was
+    fitted on, and keep the GEMM forms, as on the H100."""
+    from roofcalc.cli import main
+
+    prof = tmp_path / "b200.json"
+    prof.write_text(json.dumps({"name": "my B200", "nominal": "B200", "kind": "gpu", "bandwidth_bytes_per_s": 7.5e12,
+                                "peak_flop_per_s": {"bf16": 2.0e15, "fp16": 2.0e15}}))
+    assert main(["deepseek-v3", "--hw-file", str(prof), "--tp", "8", "--engine", "vllm", "--weight-dtype", "nvfp4"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "W4A16" in out and "routed experts: the GEMM forms" in out

@@ -180,7 +180,10 @@ def test_hardware_catalog_and_names():
     assert h200_nvl.gpus_per_node == 4
     from roofcalc.cli import main
 
-    assert main(["TinyLlama/TinyLlama-1.1B", "--hw", "H200-NVL", "--tp", "8"]) == 2  # (its one-line refusal)
+    with pytest.raises(RoofcalcError, match="--tp 8 spans more than one node of 4 GPUs"):
+        from roofcalc.cli import run_main
+
+        run_main(["TinyLlama/TinyLlama-1.1B", "--hw", "H200-NVL", "--tp", "8"])
     # the export parts: the A100's and H100's memory and compute, NVLink at 400 GB/s (200 a direction)
     for export, full in (("A800-80GB", "A100-80GB"), ("H800", "H100-SXM")):
         e, f = find_hardware(export), find_hardware(full)

@@ -1787,6 +1787,8 @@ def test_a_latent_attention_a_serving_engine_absorbs_is_not_counted_from_a_trace
     doc = json.loads(capsys.readouterr().out)
     assert doc["model"]["family_why"].startswith("its latent attention, which the vllm preset runs over the latent")
     assert any("not the index_topk 2,048 its indexer picks, and the indexer itself" in w for w in doc["warnings"])
+    assert main(v32[:-2]) == 0  # the default engine's verdict line under vLLM says what it leaves out too
+    assert "read as DeepSeek-V3: its sparse attention and indexer not counted" in unwrap(capsys.readouterr().out)
     # the default engine's verdict builds the step under vLLM as `--engine vllm` reads it, not from the trace
     assert main([kimi, "--hw", "H200", "--tp", "8", "--batch", "32", "--context", "4096"]) == 0
     out = unwrap(capsys.readouterr().out)

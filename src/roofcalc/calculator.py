@@ -716,7 +716,7 @@ def fused_moe_class(wl: Workload) -> str:
     w = wl.weight_dtype
     if w.name == "mxfp4" and wl.act_dtype.bits == 16:
         return "mxfp4"
-    if w.name == "nvfp4":
+    if w.name == "nvfp4" and w.computes == "fp4":  # (W4A16 where the device has no FP4 peak: FP4 Marlin, not this)
         return "nvfp4"
     if w.experts_only or w.quantized:
         return ""

@@ -42,9 +42,11 @@ class _Parser(argparse.ArgumentParser):
         argv = getattr(self, "_argv", [])
         at = next((i for i in range(1, len(argv)) if argv[i] == (words or [""])[0] and argv[i - 1].endswith(",")), None)
         if at is not None and all(re.fullmatch(r"[\d,._:]+", w) for w in words):  # '--batch 1, 32': a split list
-            given = argv[at - 1] + "".join(argv[at:at + len(words)])
-            return (f"; a list is one argument: {argv[at - 2] + ' ' if at >= 2 else ''}{given} (no spaces), or "
-                    f"quote it")
+            given, i = argv[at - 1], at
+            while i < len(argv) and given.endswith(",") and re.fullmatch(r"[\d,._:]+", argv[i]):
+                given, i = given + argv[i], i + 1  # each piece after one that ends with a comma, no more
+            flag = argv[at - 2] if at >= 2 and argv[at - 2].startswith("-") and not given.startswith("-") else ""
+            return f"; a list is one argument: {flag + ' ' if flag else ''}{given} (no spaces), or quote it"
         for word in words:
             flag = word.split("=", 1)[0]
             if not flag.startswith("--"):
@@ -257,6 +259,7 @@ def _gguf(args: argparse.Namespace) -> None:
 
     name = (args.weight_dtype or "").strip().lower()
     if name in GGUF:
+        args.gguf = name  # (a GGUF format: the engines that load such a file, _engine_weights)
         fmt, group = GGUF[name]
         if args.group_size not in (None, group):
             raise RoofcalcError(f"--weight-dtype {name} holds {group} weights a scale; drop --group-size "
@@ -266,6 +269,34 @@ def _gguf(args: argparse.Namespace) -> None:
         raise RoofcalcError(f"llama.cpp's {name.upper()} mixes block formats by tensor; give its size: --weight-dtype "
                             f"int4 --group-size 32 is 4.5 bits a weight (Mistral-7B's Q4_K_M file: 4.06 GB for 7.24 B "
                             f"weights)")
+
+
+def _engine_weights(args: argparse.Namespace, hw) -> None:
+    """Refuse a weight format the --engine preset's engine does not run as given, each with its reason: a GGUF block
+    format (q4_0, q8_0) outside llama.cpp and vLLM (TensorRT-LLM and gpt-fast load no GGUF file; transformers
+    dequantizes one to 16 or 32 bits as it loads it: its docs' GGUF page), fp8 weights under llama.cpp (GGUF has no
+    FP8 type) or under vLLM below compute capability 8.0 (its FP8 methods' get_min_capability, 80: FP8 Marlin on
+    Ampere, FP8 GEMMs from 8.9), and --int4-kernel under llama.cpp (it runs its own q4 kernels)."""
+    engine = getattr(args, "engine_preset", None)
+    if engine is None:
+        return
+    gguf = getattr(args, "gguf", None)
+    weights = (args.weight_dtype or args.dtype or "").strip().lower()
+    if gguf and engine.name in ("trtllm", "trtllm-0.6", "gpt-fast"):
+        raise RoofcalcError(f"--weight-dtype {gguf}: --engine {engine.name} loads no GGUF file (llama.cpp's format); "
+                            f"its 4-bit weights are AWQ's or GPTQ's, --weight-dtype int4")
+    if gguf and engine.name == "hf":
+        raise RoofcalcError(f"--weight-dtype {gguf}: transformers dequantizes a GGUF file to 16 or 32 bits as it loads "
+                            f"it; run it with --engine llama.cpp (or vllm), or give the dtype it computes in")
+    if engine.name == "llama.cpp" and weights.startswith("fp8"):
+        raise RoofcalcError(f"--weight-dtype {weights}: GGUF has no FP8 type; llama.cpp's 8-bit weights are q8_0")
+    if engine.name == "llama.cpp" and getattr(args, "int4_kernel", None) is not None:
+        raise RoofcalcError(f"--int4-kernel {args.int4_kernel}: a CUDA engine's int4 kernel; llama.cpp runs its own "
+                            f"(--weight-dtype q4_0)")
+    cc = getattr(hw, "compute_capability", None)
+    if engine.name == "vllm" and weights.startswith("fp8") and cc is not None and cc < 8.0:
+        raise RoofcalcError(f"--weight-dtype {weights}: vLLM runs fp8 weights from compute capability 8.0 (FP8 Marlin "
+                            f"on Ampere, FP8 GEMMs from 8.9); {hw.name} is {cc:g}")
 
 
 def _check_dtypes(args: argparse.Namespace) -> None:
@@ -820,6 +851,7 @@ def run_main(argv: Sequence[str]) -> str:
     _sizes(args)  # (a trace takes seconds)
     _swept_axis(args)
     _check_dtypes(args)
+    _engine_weights(args, _hardware(args)[0])
     if args.trace and args.attention != "fused":
         raise RoofcalcError("--attention unfused is for hand-modelled families (a traced model's attention is one "
                             "fused call)")
@@ -831,7 +863,7 @@ def run_main(argv: Sequence[str]) -> str:
         # a serving engine loads an fp32 checkpoint in 16 bits under its dtype "auto", and takes a config that
         # declares no torch_dtype for fp32 (vLLM, SGLang: _get_and_verify_dtype's config_dtype = torch.float32;
         # vLLM reads the weight files' dtypes first, which a config alone does not have)
-        undeclared = config_dtype is None and unread is None and bool(args.engine_preset.fp32_as)
+        undeclared = config_dtype is None and unread is None and args.engine_preset.fp32_as not in ("", "bf16")
         if config_dtype == "fp32" or undeclared:
             loaded = args.engine_preset.fp32_dtype(shape[0].model_type, hw.compute_capability)
         args.dtype, why = choose_dtype(loaded or ("fp32" if undeclared else config_dtype), hw, profile, unread)
@@ -1164,7 +1196,8 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
     mla = getattr(model, "mla", None) is not None and args.mla is None and other.mla != here.mla
     under = (f"under --engine {other.name} (CUDA graphs{', its host time overlapping the device' if overlapped else ''}"
              f"{', DeepSeek attention ' + other.mla if mla else ''}{_layout_words(result, other.tp_layout)}"
-             f"{', attention fused' if unfused else ''})")
+             f"{', attention fused' if unfused else ''}"
+             f"{', read as DeepSeek-V3: its sparse attention and indexer not counted' if getattr(alt, 'latent_sparse', None) else ''})")
     if isinstance(result, Roofline):
         there, mine = r.step.predicted_s, result.step.predicted_s
         than = "as here" if report.ms(there) == report.ms(mine) else \

@@ -108,7 +108,10 @@ def dtype(name: str | DType) -> DType:
         return name
     key = DTYPE_ALIASES.get(name.lower(), name.lower())
     if key not in DTYPES:
-        raise RoofcalcError(f"unknown dtype '{name}'; use one of {', '.join(DTYPES)} (and for --weight-dtype "
+        methods = {"awq": "int4", "gptq": "int4 or int8 (its bits; --group-size its group)", "gguf": "q4_0 or q8_0",
+                   "bnb": "int8 or int4", "bitsandbytes": "int8 or int4", "fp4": "nvfp4"}
+        hint = f"; {name} is a quantization method: its weights are {methods[key]}" if key in methods else ""
+        raise RoofcalcError(f"unknown dtype '{name}'{hint}; use one of {', '.join(DTYPES)} (and for --weight-dtype "
                             f"llama.cpp's q4_0 and q8_0)")
     return DTYPES[key]
 

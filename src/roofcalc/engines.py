@@ -71,7 +71,8 @@ class Engine:
     # head all-gathered, or their sums of squares all-reduced), where the plan gathers every head
     # the dtype it loads an fp32 checkpoint's weights in under its default dtype ("auto"): "" keeps fp32 (no source
     # read for the preset); "vllm": the platform's first supported dtype, bf16 from compute capability 8.0, fp16
-    # below, fp16 skipped for the model types vLLM refuses it for; "fp16"; "sglang": bf16 for a gemma, else fp16
+    # below, fp16 skipped for the model types vLLM refuses it for; "fp16"; "bf16" (llama.cpp's GGUF conversion);
+    # "sglang": bf16 for a gemma, else fp16
     # (fp32_dtype; its source in fp32_source)
     fp32_as: str = ""
     fp32_source: str = ""
@@ -109,8 +110,8 @@ class Engine:
         hf_text_config)."""
         top, _, text = model_type.partition(" (text_config: ")
         text = text.removesuffix(")") or top
-        if self.fp32_as == "fp16":
-            return "fp16"
+        if self.fp32_as in ("fp16", "bf16"):
+            return self.fp32_as
         if self.fp32_as == "sglang":
             return "bf16" if text.startswith("gemma") else "fp16"
         model_type = top
@@ -349,7 +350,9 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "issue #6763's 6.10 ms per token, 0.76 ms (0.92 ms pessimistic) per step, derived",
         _NO_RANKS,
         no_expert_parallel="llama.cpp common/arg.cpp: --split-mode 'none', 'layer' (split layers and KV across "
-        "GPUs) or 'row' (split rows across GPUs); no expert parallelism"),
+        "GPUs) or 'row' (split rows across GPUs); no expert parallelism",
+        fp32_as="bf16", fp32_source="llama.cpp convert_hf_to_gguf.py: --outtype 'auto' (its default) keeps a float16 "
+        "first tensor in f16 and writes any other in bf16: a float32 checkpoint's GGUF is bf16"),
     Engine(
         "trtllm-0.6", "TensorRT-LLM v0.5 and v0.6 (TensorRT engines, C++ runtime, before XQA)", "fused",
         "TensorRT-LLM docs/source/performance.md (v0.6.1): engines built by examples/*/build.py with "
@@ -437,6 +440,8 @@ def find_engine(name: str) -> Engine:
         raise RoofcalcError(f"--engine is empty; give one of {', '.join(ENGINES)}")
     key = name.strip().lower().replace("_", "-")
     key = {"vllm-v1": "vllm", "vllmv1": "vllm"}.get(key, key)  # the vllm preset is V1 (vllm-v0 the engine before)
+    key = {"tensorrt-llm": "trtllm", "tensorrtllm": "trtllm", "trt-llm": "trtllm", "transformers": "hf",
+           "llamacpp": "llama.cpp", "llama-cpp": "llama.cpp"}.get(key, key)  # the engines' own names
     for engine in ENGINES.values():
         if key in (engine.name, engine.name.replace(".", ""), engine.name.replace("-", "")):
             return engine

@@ -176,8 +176,10 @@ def parse_sizes(text: str, what: str = "batch", limit: int = 1 << 24) -> tuple[i
             raise RoofcalcError(f"--{what}: {item} is negative; sizes start at 1")
         m = _RANGE.match(item)
         if not m:
+            k = re.fullmatch(r"(\d+)[kK]", item)  # '8k': a context written as people say it
             raise RoofcalcError(f"--{what}: '{item}' is not a whole number or a range such as 1..256 (doubling) "
-                                f"or 512..4096:512 (a fixed step)")
+                                f"or 512..4096:512 (a fixed step)"
+                                + (f"; did you mean {int(k[1]) * 1024} ({k[1]} x 1,024)?" if k else ""))
         lo, hi = int(m[1]), int(m[2])
         if lo < 1:
             raise RoofcalcError(f"--{what}: the range '{item}' must start at 1 or more")

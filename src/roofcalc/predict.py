@@ -567,7 +567,7 @@ class MoEFit:
     expert) pairs the rank runs (T·k, the sort and alignment's work, in series); FLOPs and bytes are roofcalc's
     three experts kernels' (gate_up_proj, act_mul, down_proj: 2·T·k·3·H·I' and the touched experts' weights,
     E·(1 − (1 − k/E)^T) of them under uniform routing, plus activations). Knot curves as GemmFit's; ``peak_ratio``
-    moves a compute efficiency of the fp8 peak onto the 16-bit one the roof has (as AttentionFit's). H and I'
+    moves a compute efficiency of the fp8 (fp4) peak onto the 16-bit one the roof has (as AttentionFit's). H and I'
     are read inside the ranges the table measured (``ranges``: beyond them, as the nearest measured size: the
     factors' outer knots are not pinned by any row). The efficiencies are not capped at 1 (the form's product:
     above 1 where the fixed cost overlaps a small call's streaming); the call's time is held at its floor
