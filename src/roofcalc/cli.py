@@ -847,11 +847,11 @@ def run_main(argv: Sequence[str]) -> str:
         defaults.discard("hw")
     args.dtype_flag = args.dtype
     percent(args.min_gain or MIN_GAIN)  # a value a sweep refuses is refused on a single step too
-    _hardware(args)  # a hardware name or profile, the sizes and the parallel axes refused before a model is read
-    _sizes(args)  # (a trace takes seconds)
+    device = _hardware(args)[0]  # a hardware name or profile, the sizes, the parallel axes and the engine's weight
+    _sizes(args)  # formats refused before a model is read (a trace takes seconds)
     _swept_axis(args)
     _check_dtypes(args)
-    _engine_weights(args, _hardware(args)[0])
+    _engine_weights(args, device)
     if args.trace and args.attention != "fused":
         raise RoofcalcError("--attention unfused is for hand-modelled families (a traced model's attention is one "
                             "fused call)")
