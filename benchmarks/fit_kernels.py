@@ -1405,7 +1405,7 @@ Why, and what else the tables showed:
   the GEMM forms (each experts kernel's rows as one GEMM), which put DeepSeek-V3's NVFP4 decode at `--tp 8` on B200s
   above its FP8 one (vLLM 23.3 ms against 20.7, SGLang 39.3 against 19.4, TensorRT-LLM 74.3 against 26.0 at batch
   32, context 4,096); the fused form gives 16.6, 15.2 and 26.2. TensorRT-LLM's NVFP4 step stays at its FP8 one
-  (26.2 against 26.0), its fitted forms so; its B200 table falls short (0.156 / 85 % cross-validated on its DRAM rows), and `--kernel-db`, which reads the table's own
+  (26.2 against 26.0): its two fitted forms give the same time at these sizes; its B200 table falls short (0.156 / 85 % cross-validated on its DRAM rows), and `--kernel-db`, which reads the table's own
   nearest call, gives 29.6 ms.
 * **MXFP4 fused MoE** (`moe_mxfp4`: the tables' w4a16_mxfp4 rows, gpt-oss-20b's and gpt-oss-120b's experts, H =
   I = 2,880, top 4 of 32 and of 128, at MoE TP 1-32; SGLang's B200 table a third shape beside them). The step

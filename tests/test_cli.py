@@ -618,6 +618,7 @@ CLOSE_NAMES = [  # each misspelt name and what the one-line error suggests
                                                         "--batch 4,8 (no spaces), or quote it"),
     (["TinyLlama/TinyLlama-1.1B", "--batch=4,", "8"], "a list is one argument: --batch=4,8 (no spaces)"),
     (["TinyLlama/TinyLlama-1.1B", "--batch", "1,", "8", "16"], "a list is one argument: --batch 1,8 (no spaces)"),
+    (["TinyLlama/TinyLlama-1.1B", "-b4,", "8"], "a list is one argument: -b4,8 (no spaces)"),
     (["TinyLlama/TinyLlama-1.1B", "--out", "r.txt"], "--out r.txt; did you mean -o / --output?"),
 ]
 
@@ -658,9 +659,11 @@ def test_no_suggestion_for_a_name_far_from_every_one(capsys, offline_hub):
     for args in (["nobody/nothing-7b"], ["zzz"], ["TinyLlama/TinyLlama-1.1B", "--hw", "Z9000"]):
         code, _, err = run(args, capsys)
         assert code == 2 and "did you mean" not in err, err
-    # a stray number no list came before is no list split by a space
-    code, _, err = run(["TinyLlama/TinyLlama-1.1B", "32"], capsys)
-    assert code == 2 and "unrecognized arguments: 32" in err and "a list" not in err
+    # a stray number no list came before is no list split by a space (a model name or a hardware name with a comma)
+    for args in (["TinyLlama/TinyLlama-1.1B", "32"], ["TinyLlama/TinyLlama-1.1B,", "8"],
+                 ["TinyLlama/TinyLlama-1.1B", "--hw", "T4,", "8"]):
+        code, _, err = run(args, capsys)
+        assert code == 2 and "unrecognized arguments: " in err and "a list" not in err, args
     _, _, err = run(["nobody/nothing-7b"], capsys)  # today's message when the hub is not reached
     assert "https://huggingface.co cannot be reached; download its config.json" in err
 
@@ -904,8 +907,25 @@ def test_a_weight_format_the_engine_does_not_run_is_refused(capsys):
                           "8.9); T4 is 7.5")):
         code, out, err = run([m, *flags], capsys)
         assert code == 2 and out == "" and err.count("\n") == 1 and words in err, flags
-    for engine in ("llama.cpp", "vllm"):
+    for engine in ("llama.cpp", "vllm", "sglang"):
         assert run([m, "--weight-dtype", "q4_0", "--engine", engine, "--hw", "RTX4090"], capsys)[0] == 0
+    # vLLM's GGUF loader came with v0.5.5 (PR #5191): not the vllm-v0 preset's versions; q8_0 names int8
+    for flags, words in ((["--weight-dtype", "q4_0", "--engine", "vllm-v0"], "--engine vllm-v0 loads no GGUF file"),
+                         (["--weight-dtype", "q8_0", "--engine", "trtllm"], "its 8-bit weights are --weight-dtype int8"),
+                         # an alias of fp8, and --dtype: refused as fp8 is, naming the flag typed
+                         (["--weight-dtype", "e4m3", "--engine", "llama.cpp"], "--weight-dtype e4m3: GGUF has no FP8"),
+                         (["--dtype", "fp8", "--engine", "llama.cpp", "--hw", "H100"], "--dtype fp8: GGUF has no FP8"),
+                         # a checkpoint's own fp8 (DeepSeek-V3's block-scaled quantization_config) as a flag's
+                         (["deepseek-v3", "--engine", "llama.cpp", "--hw", "H100"],
+                          "deepseek-ai/DeepSeek-V3's quantization_config (fp8-b128): GGUF has no FP8 type"),
+                         (["--weight-dtype", "fp8-t", "--engine", "vllm", "--hw", "V100"], "V100-SXM2 is 7.0")):
+        args = flags if flags[0] == "deepseek-v3" else [m, *flags]
+        code, out, err = run(args, capsys)
+        assert code == 2 and out == "" and err.count("\n") == 1 and words in err, flags
+    # the default engine's verdict (on a host-bound step) says vLLM would refuse the run, not what it would take
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--weight-dtype", "fp8-t", "--hw", "T4"], capsys)
+    assert code == 0 and "--engine vllm would refuse it: --weight-dtype fp8-t: vLLM runs fp8 weights from compute " \
+        "capability 8.0" in unwrap(out)
 
 
 def test_llama_cpp_block_formats_are_the_integer_ones_they_are(capsys):

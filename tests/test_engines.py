@@ -465,6 +465,9 @@ def test_a_serving_engine_loads_an_fp32_checkpoint_in_16_bits(capsys):
     assert weights("vllm-v0") == ("fp16", 18_483_411_968)
     # llama.cpp runs the GGUF its converter writes: --outtype auto writes a float32 checkpoint in bf16
     assert weights("llama.cpp") == ("bf16", 18_483_411_968)
+    assert main(["gemma-2-9b", "--hw", "H100", "--engine", "llama.cpp"]) == 0
+    assert "llama.cpp preset loads it in bf16, as its GGUF converter writes it (convert_hf_to_gguf.py --outtype " \
+        "auto)" in " ".join(capsys.readouterr().out.split())
     assert weights("hf") == weights("trtllm") == ("fp32", 36_966_823_936)
     # on a T4 (compute capability 7.5: fp16 and fp32) vLLM refuses fp16 for gemma2, and runs fp32
     assert weights("vllm", "T4") == ("fp32", 36_966_823_936)

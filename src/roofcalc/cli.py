@@ -41,7 +41,8 @@ class _Parser(argparse.ArgumentParser):
         words = message.split(":", 1)[1].split()
         argv = getattr(self, "_argv", [])
         at = next((i for i in range(1, len(argv)) if argv[i] == (words or [""])[0] and argv[i - 1].endswith(",")), None)
-        if at is not None and all(re.fullmatch(r"[\d,._:]+", w) for w in words):  # '--batch 1, 32': a split list
+        before = argv[at - 1].split("=", 1)[-1].lstrip("-b") if at is not None else ""  # (--batch=4, / -b4,)
+        if at is not None and re.fullmatch(r"[\d,._:]+", before) and all(re.fullmatch(r"[\d,._:]+", w) for w in words):
             given, i = argv[at - 1], at
             while i < len(argv) and given.endswith(",") and re.fullmatch(r"[\d,._:]+", argv[i]):
                 given, i = given + argv[i], i + 1  # each piece after one that ends with a comma, no more
@@ -271,32 +272,41 @@ def _gguf(args: argparse.Namespace) -> None:
                             f"weights)")
 
 
-def _engine_weights(args: argparse.Namespace, hw) -> None:
-    """Refuse a weight format the --engine preset's engine does not run as given, each with its reason: a GGUF block
-    format (q4_0, q8_0) outside llama.cpp and vLLM (TensorRT-LLM and gpt-fast load no GGUF file; transformers
-    dequantizes one to 16 or 32 bits as it loads it: its docs' GGUF page), fp8 weights under llama.cpp (GGUF has no
-    FP8 type) or under vLLM below compute capability 8.0 (its FP8 methods' get_min_capability, 80: FP8 Marlin on
-    Ampere, FP8 GEMMs from 8.9), and --int4-kernel under llama.cpp (it runs its own q4 kernels)."""
+def _engine_weights(args: argparse.Namespace, hw, weights: str | None = None, where: str | None = None) -> None:
+    """Refuse a weight format the --engine preset's engine does not run, each with its reason: a GGUF block format
+    (q4_0, q8_0) outside llama.cpp, vLLM (its GGUF loader from v0.5.5, PR #5191: not the vllm-v0 preset's versions)
+    and SGLang (PR #2287) (TensorRT-LLM and gpt-fast load no GGUF file; transformers dequantizes one to 16 or 32 bits
+    as it loads it: its docs' GGUF page); fp8 weights under llama.cpp (GGUF has no FP8 type) or under vLLM below
+    compute capability 8.0 (its FP8 methods' get_min_capability, 80: FP8 Marlin on Ampere, FP8 GEMMs from 8.9);
+    --int4-kernel under llama.cpp (it runs its own q4 kernels). ``weights``: the format as resolved (a dtype name,
+    a checkpoint's declared one) and ``where`` what gave it; by default the flags as typed."""
+    from .calculator import dtype
+
     engine = getattr(args, "engine_preset", None)
     if engine is None:
         return
     gguf = getattr(args, "gguf", None)
-    weights = (args.weight_dtype or args.dtype or "").strip().lower()
-    if gguf and engine.name in ("trtllm", "trtllm-0.6", "gpt-fast"):
-        raise RoofcalcError(f"--weight-dtype {gguf}: --engine {engine.name} loads no GGUF file (llama.cpp's format); "
-                            f"its 4-bit weights are AWQ's or GPTQ's, --weight-dtype int4")
+    if weights is None:
+        flag = "--weight-dtype" if args.weight_dtype else "--dtype" if args.dtype else ""
+        weights, where = (args.weight_dtype or args.dtype or ""), f"{flag} {args.weight_dtype or args.dtype}"
+        if gguf:
+            where = f"--weight-dtype {gguf}"
+    fp8 = bool(weights) and dtype(weights).name.startswith("fp8")  # (e4m3, float8: fp8's aliases)
+    if gguf and engine.name in ("trtllm", "trtllm-0.6", "gpt-fast", "vllm-v0"):
+        bits = "8-bit weights are --weight-dtype int8" if gguf == "q8_0" else "4-bit weights are --weight-dtype int4"
+        raise RoofcalcError(f"{where}: --engine {engine.name} loads no GGUF file (llama.cpp's format); its {bits}")
     if gguf and engine.name == "hf":
-        raise RoofcalcError(f"--weight-dtype {gguf}: transformers dequantizes a GGUF file to 16 or 32 bits as it loads "
-                            f"it; run it with --engine llama.cpp (or vllm), or give the dtype it computes in")
-    if engine.name == "llama.cpp" and weights.startswith("fp8"):
-        raise RoofcalcError(f"--weight-dtype {weights}: GGUF has no FP8 type; llama.cpp's 8-bit weights are q8_0")
+        raise RoofcalcError(f"{where}: transformers dequantizes a GGUF file to 16 or 32 bits as it loads it; run it "
+                            f"with --engine llama.cpp (or vllm, sglang), or give the dtype it computes in")
+    if engine.name == "llama.cpp" and fp8:
+        raise RoofcalcError(f"{where}: GGUF has no FP8 type; llama.cpp's 8-bit weights are q8_0")
     if engine.name == "llama.cpp" and getattr(args, "int4_kernel", None) is not None:
         raise RoofcalcError(f"--int4-kernel {args.int4_kernel}: a CUDA engine's int4 kernel; llama.cpp runs its own "
                             f"(--weight-dtype q4_0)")
     cc = getattr(hw, "compute_capability", None)
-    if engine.name == "vllm" and weights.startswith("fp8") and cc is not None and cc < 8.0:
-        raise RoofcalcError(f"--weight-dtype {weights}: vLLM runs fp8 weights from compute capability 8.0 (FP8 Marlin "
-                            f"on Ampere, FP8 GEMMs from 8.9); {hw.name} is {cc:g}")
+    if engine.name == "vllm" and fp8 and cc is not None and cc < 8.0:
+        raise RoofcalcError(f"{where}: vLLM runs fp8 weights from compute capability 8.0 (FP8 Marlin on Ampere, FP8 "
+                            f"GEMMs from 8.9); {hw.name} is {cc:.1f}")
 
 
 def _check_dtypes(args: argparse.Namespace) -> None:
@@ -326,6 +336,8 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
     if shape is not None and shape.weight_format_refusal and not given and not args.weight_dtype:
         raise RoofcalcError(shape.weight_format_refusal)
     weights = dtype(args.weight_dtype or declared or base)
+    if declared and not args.weight_dtype:  # the checkpoint's format, as the flags' are checked before it is read
+        _engine_weights(args, _hardware(args)[0], weights.name, f"{shape.name}'s quantization_config ({weights.name})")
     if declared and not args.weight_dtype and shape.weight_scope == "experts" and not weights.experts_only:
         from dataclasses import replace
 
@@ -874,7 +886,9 @@ def run_main(argv: Sequence[str]) -> str:
             engine_words = (f"the config declares no torch_dtype, which the {args.engine_preset.name} preset takes "
                             f"for fp32 and loads in {loaded}" if undeclared else
                             f"the checkpoint is fp32; the {args.engine_preset.name} preset loads it in {loaded}")
-            why = f"{engine_words}, as its dtype 'auto' does" if args.dtype == loaded else \
+            how = ("as its GGUF converter writes it (convert_hf_to_gguf.py --outtype auto)"
+                   if args.engine_preset.fp32_as == "bf16" else "as its dtype 'auto' does")
+            why = f"{engine_words}, {how}" if args.dtype == loaded else \
                 why.replace(f"the checkpoint is {loaded}", engine_words, 1)
         defaults.discard("dtype")
         defaults.add("dtype-why:" + why)
@@ -1187,6 +1201,7 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
     if getattr(args, "traced_latent", False) and not getattr(args, "trace", False) and _mla(alt) != "naive":
         shape = load_model(alt)  # a latent the other engine absorbs: read as that run reads it (_latent_as_deepseek)
     try:
+        _engine_weights(alt, hw)  # (the weight formats it does not run: refused, as --engine would refuse them)
         r = _build(alt, shape)
     except RoofcalcError as exc:  # its split refuses what this one runs (Phi-3's heads at a --tp that does not
         return f"engine    host-bound under {here.name}; --engine {other.name} would refuse it: {exc}"  # divide them)

@@ -351,8 +351,9 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         _NO_RANKS,
         no_expert_parallel="llama.cpp common/arg.cpp: --split-mode 'none', 'layer' (split layers and KV across "
         "GPUs) or 'row' (split rows across GPUs); no expert parallelism",
-        fp32_as="bf16", fp32_source="llama.cpp convert_hf_to_gguf.py: --outtype 'auto' (its default) keeps a float16 "
-        "first tensor in f16 and writes any other in bf16: a float32 checkpoint's GGUF is bf16"),
+        fp32_as="bf16", fp32_source="llama.cpp convert_hf_to_gguf.py: --outtype 'auto' (its default in current "
+        "versions; 'f16' before) keeps a float16 first tensor in f16 and writes any other in bf16: a float32 "
+        "checkpoint's GGUF is bf16"),
     Engine(
         "trtllm-0.6", "TensorRT-LLM v0.5 and v0.6 (TensorRT engines, C++ runtime, before XQA)", "fused",
         "TensorRT-LLM docs/source/performance.md (v0.6.1): engines built by examples/*/build.py with "
