@@ -41,7 +41,8 @@ class _Parser(argparse.ArgumentParser):
         words = message.split(":", 1)[1].split()
         argv = getattr(self, "_argv", [])
         at = next((i for i in range(1, len(argv)) if argv[i] == (words or [""])[0] and argv[i - 1].endswith(",")), None)
-        before = argv[at - 1].split("=", 1)[-1].lstrip("-b") if at is not None else ""  # (--batch=4, / -b4,)
+        # the list's first piece, less a flag written onto it (--batch=4, or -b4,)
+        before = re.sub(r"^(--[\w-]+=|-\w)", "", argv[at - 1]) if at is not None else ""
         if at is not None and re.fullmatch(r"[\d,._:]+", before) and all(re.fullmatch(r"[\d,._:]+", w) for w in words):
             given, i = argv[at - 1], at
             while i < len(argv) and given.endswith(",") and re.fullmatch(r"[\d,._:]+", argv[i]):
