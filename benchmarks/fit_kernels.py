@@ -51,6 +51,9 @@ is piecewise linear in log2 of its size between knots, a *_factor multiplies an 
                      rows only (fitting.moe_rows_kept)
   moe_nvfp4          the same, NVFP4 weights and activations (W4A4: 9/16 of a byte a weight, an FP8 scale per 16), on
                      the FP4 peak (B200, RTX PRO 6000: the GPUs whose tables hold nvfp4 rows)
+  moe_int4           the same, weight-only int4 weights (33/64 of a byte: a 16-bit scale per 128) and 16-bit
+                     activations (Marlin's MoE kernel), on the 16-bit peak; SGLang 0.5.10's tables where the current
+                     one holds a single shape (older_table_with_shapes)
   allreduce          nccl all-reduce, fp16, the system's nccl version: fixed(ranks) + link bytes / (link bandwidth
                      * e_link(ranks, message size)); one table per GPU, fitted once
   allgather          nccl all-gather, the same table and form; link bytes (n-1)/n of the output (nccl-tests' size)
@@ -95,7 +98,7 @@ GPUS = ("a100_sxm", "h100_sxm", "h200_sxm", "b200_sxm", "l40s", "rtx_pro_6000_se
 ENGINES = ("vllm", "sglang", "trtllm")
 CLASSES = ("gemm_bf16", "gemm_fp8", "gemm_fp8_block", "gemm_nvfp4", "gemm_int8_wo", "gemm_int4_wo", "decode_bf16kv", "decode_fp8kv", "decode_swa_bf16kv", "decode_swa_fp8kv",
            "prefill_bf16kv", "prefill_fp8kv", "allreduce", "allgather", "alltoall", "custom_allreduce", "moe_bf16",
-           "moe_fp8", "moe_fp8_block", "moe_mxfp4", "moe_nvfp4")
+           "moe_fp8", "moe_fp8_block", "moe_mxfp4", "moe_nvfp4", "moe_int4")
 # the NCCL classes: each fitted once per GPU (one table for every engine), its table's op and the link bytes a rank
 # sends per byte of nccl-tests' size (the bus-bandwidth factor: all-reduce 2(n-1)/n, all-gather and all-to-all
 # (n-1)/n)
@@ -469,6 +472,91 @@ def sglang_tuned(gpu: str, version: str) -> dict | None:
             "pairs": {tuple(p) for p in v["bf16"][gpu]}}
 
 
+def read_moe_table(path: Path, engine: str, grouped: set) -> tuple:
+    """(kept rows, grouped-routing rows left out, SGLang's expert-parallel rows left out) of one moe_perf table
+    (fitting.moe_rows_kept)."""
+    a = pd.read_parquet(path)
+    balanced = int((a.distribution == "balanced").sum())
+    kept, left_out = F.moe_rows_kept(a, engine, grouped)
+    return kept, left_out, balanced - len(kept) - len(left_out)
+
+
+def older_table_with_shapes(current: Path, engine: str, grouped: set, dtype: str, source: str, d) -> tuple | None:
+    """Where the engine's current MoE table holds one model shape of a weight format's kernel (``d``: its kept rows
+    of ``dtype`` and kernel ``source``), so nothing can be held out: the newest older version's table of the same
+    engine holding that kernel source (the same kernel, by the collector's name for it) over two shapes or more, as
+    (path, kept, grouped left out, expert-parallel left out); None where the current one has two or more, or no
+    older one does. SGLang's int4 Marlin MoE: 0.5.14's tables hold Kimi-K2's shape alone on the H100 and H200, 0.5.10's
+    ten shapes, both ``sglang_marlin_moe`` (collector/sglang/collect_moe.py: fused_marlin_moe). A kernel source that
+    differs is another kernel, whatever it is called: vLLM 0.19's ``vllm_marlin_int4_moe`` rows time fused_experts
+    with an int4_w4a16 config (collector/vllm/collect_moe.py before its 0.24 upgrade, a644765d8^), vLLM's Triton
+    WNA16 path, 1.5-6x the time of 0.24's Marlin MoE on Kimi-K2's shape on the H200, and are not taken."""
+    if len(set(moe_shapes(d))) >= 2:
+        return None
+    base = current.parent.parent
+    for v in sorted((q.name for q in base.iterdir() if q.is_dir()), key=version_key, reverse=True):
+        path = base / v / "moe_perf.parquet"
+        if version_key(v) >= version_key(current.parent.name) or not path.exists():
+            continue
+        kept, left_out, ep_left = read_moe_table(path, engine, grouped)
+        rows = kept[(kept.moe_dtype == dtype) & (kept.kernel_source == source)]
+        if len(set(moe_shapes(rows))) >= 2:
+            return path, kept, left_out, ep_left
+    return None
+
+
+def same_kernel(a: str, b: str) -> bool:
+    """Whether two MoE kernel sources name one kernel: the same name, or Marlin's MoE under both engines (SGLang's
+    ``sglang_marlin_moe``, fused_marlin_moe over sgl-kernel's csrc/moe/marlin_moe_wna16, and vLLM's
+    ``..._marlin_marlinexperts``, over vLLM's csrc/moe/marlin_moe_wna16: the one Marlin MoE kernel, both files
+    headed "Modified by Neural Magic" and "Adapted from https://github.com/IST-DASLab/marlin")."""
+    return a == b or ("marlin" in a and "marlin" in b and "mxfp4" not in a + b)
+
+
+def unseen_tables(systems: Path, gpu: str, engine: str, cls: str, res: dict, cur: dict) -> list:
+    """A fitted fused-MoE form against the current tables of the same kernel on the same GPU that its fit did not
+    read (same_kernel): another engine's table of one shape, which no fit takes, and the engine's own current table
+    where the fit read an older one (older_table_with_shapes). The form, fitted again on its own rows alone from the
+    shipped parameters (as each cross-validation fold is: fit_once), predicts those rows, their H and I' read
+    inside its rows' range (as predict.MoEFit reads them); the figures
+    (median |log| and share within +-30 %, DRAM rows; and on the rows without expert parallelism, which the fit's
+    SGLang rows all are) go to docs/kernel_fits.md's "Tables the fit did not read"."""
+    key = cls[4:]
+    dt = F.MOE_FORMATS[key][0]
+    R, info = res["R"], res["info"]
+    fitted = systems.parent / info["file"]
+    grouped = F.grouped_routing_shapes(systems.parent / "model_configs")
+    out = []
+    for e2 in ENGINES:
+        vdir = pick_version(systems, gpu, "moe", e2, cur)
+        path = vdir / "moe_perf.parquet" if vdir else None
+        if path is None or not path.exists() or path == fitted:
+            continue
+        kept, _, _ = read_moe_table(path, e2, grouped)
+        d2 = kept[kept.moe_dtype == dt]
+        if len(d2) == 0:
+            continue
+        ks2 = d2.kernel_source.value_counts().index[0]
+        if not same_kernel(info["kernel_source"], ks2):
+            continue
+        d2, _ = collapse(d2[d2.kernel_source == ks2], ["num_tokens", "hidden_size", "inter_size", "topk",
+                                                       "num_experts", "moe_tp_size", "moe_ep_size"])
+        d2 = d2[~F.slower_than_twice_the_work(d2)]
+        R2 = moe_rows(d2, SPECS[gpu], key)
+        n = len(R["t"])
+        both = {k: (np.concatenate([np.asarray(R[k]), np.asarray(R2[k])]) if isinstance(R[k], np.ndarray)
+                    else list(R[k]) + list(R2[k]) if isinstance(R[k], list) else R[k]) for k in R if k in R2}
+        sel = np.arange(len(both["t"])) < n
+        pred = fit_once(cls, both, SPECS[gpu], sel=sel, theta0=res["theta"], iters=25)[2][~sel]
+        dram = ~R2["l2"]
+        tp_only = dram & (d2.moe_ep_size.to_numpy(int) == 1)
+        out.append(dict(file=str(path.relative_to(systems.parent)), sha256=sha256(path)[:16], engine=e2,
+                        kernel_source=ks2, rows=int(len(d2)), shapes=shape_names(moe_shapes(d2)),
+                        score_dram=score(R2["t"][dram], pred[dram]),
+                        score_dram_tp=score(R2["t"][tp_only], pred[tp_only]), rows_tp=int(tp_only.sum())))
+    return out
+
+
 def load_moe(systems: Path, gpu: str, engine: str, cur: dict, keep_slow: bool = False) -> dict:
     """{moe class: (rows, source info)} from the engine's moe_perf table: balanced routing, each dtype's main
     kernel source (the one with the most rows), less the shapes of grouped-routing models (grouped_routing_shapes).
@@ -487,22 +575,27 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict, keep_slow: bool = 
     p = vdir / "moe_perf.parquet" if vdir else None
     if p is None or not p.exists():
         return out
-    a = pd.read_parquet(p)
-    balanced = int((a.distribution == "balanced").sum())
-    a, left_out = F.moe_rows_kept(a, engine, F.grouped_routing_shapes(systems.parent / "model_configs"))
-    ep_rows_left_out = balanced - len(a) - len(left_out)  # SGLang's expert-parallel rows (moe_rows_kept)
+    grouped = F.grouped_routing_shapes(systems.parent / "model_configs")
+    current = p
+    a, left_out, ep_rows_left_out = read_moe_table(p, engine, grouped)
     for key, (dt, _, _, peak) in F.MOE_FORMATS.items():
         cls = f"moe_{key}"
+        p, a_cls, gone_cls, ep_left = current, a, left_out, ep_rows_left_out
         d = a[a.moe_dtype == dt]
         if len(d) == 0 or SPECS[gpu].get(peak) is None:
             continue
         ks = d.kernel_source.value_counts().index[0]
+        older = older_table_with_shapes(current, engine, grouped, dt, ks, d[d.kernel_source == ks])
+        if older is not None:  # the current table holds one shape of this kernel: an older one of the same kernel more
+            p, a_cls, gone_cls, ep_left = older
+            d = a_cls[a_cls.moe_dtype == dt]
+        vdir = p.parent
         d, dup = collapse(d[d.kernel_source == ks], ["num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
                                                      "moe_tp_size", "moe_ep_size"])
         inconsistent = F.slower_than_twice_the_work(d)
         if not keep_slow:  # True: the rows fitting.slower_than_twice_the_work finds stay (the all-rows figures)
             d = d[~inconsistent]
-        gone = left_out[left_out.moe_dtype == dt]
+        gone = gone_cls[gone_cls.moe_dtype == dt]
         cutlass = "flashinfer_cutlass" in ks or ks == "moe_torch_flow_cutlass"  # FlashInfer's or TensorRT-LLM's
         every = ks in F.EVERY_PAIR  # every routed pair on each rank (TensorRT-LLM's fp8 block-scale MoE on SM120)
         # vLLM's own Triton kernel (and SGLang's adaptation)
@@ -519,11 +612,12 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict, keep_slow: bool = 
                                      for e, i in zip(R["experts"], R["inter"])], float)
         out[cls] = (R, dict(
             file=str(p.relative_to(systems.parent)), sha256=sha256(p)[:16], version_folder=p.parent.name,
-            version_column=sorted(set(map(str, a["version"].unique()))) if "version" in a else None,
+            version_column=sorted(set(map(str, a_cls["version"].unique()))) if "version" in a_cls else None,
+            **({"current_version_one_shape": current.parent.name} if p != current else {}),
             kernel_source=ks, duplicates_merged=dup, distribution="balanced", ep_masked_rows_written=triton,
             **({"every_pair_on_each_rank": True} if every else {}),
             slower_than_twice_the_work=dict(rows=int(inconsistent.sum()), left_out=not keep_slow),
-            **({"ep_rows_left_out": ep_rows_left_out} if engine == "sglang" else {}),
+            **({"ep_rows_left_out": ep_left} if engine == "sglang" else {}),
             ungated_shapes=shape_names(set(moe_shapes(d)) & ungated),
             **({"padded_to": {"inter": pad[0], "hidden": pad[1]}} if key == "mxfp4" else {}),
             **({"tuned_configs": {**tuned, "pairs": sorted(map(list, tuned["pairs"]))}} if tuned else {}),
@@ -899,6 +993,8 @@ def main() -> None:
                 res["yaml"] = {k: yaml.get(k) for k in ("mem_bw", "bfloat16_tc_flops", "fp8_tc_flops",
                                                          "intra_node_bw")}
                 key = (gpu, "nccl" if cls in NCCL else engine, cls)
+                if cls.startswith("moe"):
+                    res["unseen"] = unseen_tables(systems, gpu, engine, cls, res, cur)
                 results[key] = res
                 s = res["score_dram"]
                 print(f"{gpu:9s} {key[1]:6s} {cls:15s} rows {res['n_rows']:6d} (L2 {res['n_l2']:5d}) "
@@ -940,6 +1036,8 @@ FORMS = {
     "moe_nvfp4": "as moe_bf16, NVFP4 weights (half a byte each + one FP8 scale per 16: 9/16 of a byte), the GEMMs "
                  "on the FP4 peak (activations quantized to NVFP4 inside the call; counted in 16 bits, as every "
                  "class counts them)",
+    "moe_int4": "as moe_bf16, int4 weight-only experts (half a byte each + one 16-bit scale per 128: 33/64 of a "
+                "byte), 16-bit activations on the 16-bit peak (Marlin's MoE kernel)",
     "allreduce": "fixed(ranks) + 2(n-1)/n * 2 * elements / (link_bw * e_link(ranks, message bytes))",
     "allgather": "fixed(ranks) + (n-1)/n * 2 * elements / (link_bw * e_link(ranks, message bytes)); elements: the "
                  "whole output",
@@ -1419,6 +1517,28 @@ Why, and what else the tables showed:
   vLLM H100 0.067 / 88 %, H200 0.064 / 95 %, B200 0.067 / 100 %, L40S 0.063 / 88 %, RTX PRO 6000 0.035 / 100 %.
   A table with one model shape (TensorRT-LLM's H100, SGLang's RTX PRO 6000) has none to hold out: not fitted.
   transformers 5.25 traces gpt-oss's experts as one kernel; the step model prices it as the whole fused call.
+* **int4 fused MoE** (`moe_int4`, added 2026-12-07: weight-only int4 experts, W4A16, 33/64 of a byte a weight:
+  half a byte and a 16-bit scale per 128, on the 16-bit peak; Marlin's MoE kernel). vLLM 0.24's and SGLang
+  0.5.14's tables hold one model shape of it (Kimi-K2's: H 7,168, I 2,048, 384 experts, top 8) on every GPU they
+  measured, so nothing can be held out there; vLLM's A100 table (0.14) holds none. SGLang 0.5.10's A100, H100 and
+  H200 tables hold ten shapes of the same kernel (`sglang_marlin_moe`, nine after DeepSeek-V3's grouped routing
+  is left out; tensor-parallel rows with I' from 256: its collector skips a width not a multiple of 256): the
+  A100's is SGLang's current table there, and on the H100 and H200 the fit reads it where the current one holds
+  one shape (older_table_with_shapes: the newest older table of the same engine and kernel source with two
+  shapes or more; in this package's tables no other class meets the rule). vLLM 0.19's int4 tables (H200, B200)
+  are not taken: named `vllm_marlin_int4_moe`,
+  they time `fused_experts` with an int4_w4a16 config (collector/vllm/collect_moe.py before its 0.24 upgrade),
+  vLLM's Triton WNA16 path, which on Kimi-K2's shape on the H200 takes 1.5-6x the time of 0.24's Marlin MoE.
+  vLLM serves such checkpoints by Marlin's MoE kernel (GPTQ, AWQ and compressed-tensors WNA16 MoE methods), the
+  kernel SGLang's tables time, so vLLM's preset takes SGLang's form (`benchmarks/ship_fits.py`, `"tables":
+  "sglang"`), and only the vLLM and SGLang presets take it at all, from compute capability 8.0 (predict.marlin_moe;
+  not a GGUF file's experts). Against the tables the fit did not read (below: vLLM 0.24's and SGLang 0.5.14's
+  Kimi-K2 rows), the tensor-parallel rows at TP 1-8 (I' 2,048 to 256) sit within ±0.1 of the form (median
+  log(measured / predicted) +0.03 to +0.09 on the H100, -0.06 to +0.05 on the H200, vLLM's table); at TP 16 and
+  32 (I' 128 and 64, narrower than any fitted width, read at 256) +0.20 to +0.44; under expert parallelism +0.1
+  at EP 4 rising to +1.1 at EP 128: there Marlin's MoE zeroes and sums every routed pair's output and runs the
+  activation over all of them (fused_marlin_moe with an expert_map), work the form does not count (SGLang's
+  expert-parallel rows, which would show it, are left out: moe_rows_kept).
 * Fitted knot values are not all physical on their own (an e_compute above 1 at isl = 1 where a work-item factor
   of 0.3 multiplies it): use the products, as `predict` does.
 """
@@ -1453,7 +1573,8 @@ def write_json(args, systems, results):
             shapes=r["n_shapes"], tile=r["tile"], peak_flops=r["peak"], params=F.params(r["names"], r["theta"]),
             smallest_5_median_us=round(r["floor_us"], 2),
             cv=dict(folds=r["folds"], dram=r["score_dram"], all=r["score_all"]), in_sample_dram=r["fit_dram"],
-            system_yaml=r["yaml"], **({"ranges": r["ranges"]} if r.get("ranges") else {})))
+            system_yaml=r["yaml"], **({"ranges": r["ranges"]} if r.get("ranges") else {}),
+            **({"unseen_tables": r["unseen"]} if r.get("unseen") else {})))
     args.json.write_text(json.dumps(doc, indent=1) + "\n")
 
 
@@ -1532,6 +1653,21 @@ def write_md(args, results, version):
         L.append(f"| {g} | {en} | {c} | {inf['file'].split('/data/')[-1]}{less} | {inf['kernel_source']} | "
                  f"{r['n_rows']} ({r['n_l2']}) | {r['tile']} |")
     L.append("")
+    unseen = [(g, en, c, u) for (g, en, c), r in results.items() for u in r.get("unseen") or ()]
+    if unseen:
+        L += ["## Tables the fit did not read", "",
+              "A fused-MoE form against the current tables of the same kernel on the same GPU that its fit did not "
+              "read: another engine's table of one model shape (no fit takes one), and the engine's own current "
+              "table where it holds one shape and the fit read an older version's of the same kernel "
+              "(fit_kernels.unseen_tables). Median |ln(measured / predicted)| / within ±30 %, DRAM rows: all, and "
+              "those without expert parallelism.", "",
+              "| gpu | form (engine, class) | table | kernel source | shapes | rows: all | rows: no EP |",
+              "|---|---|---|---|---|---|---|"]
+        for g, en, c, u in unseen:
+            L.append(f"| {GPU_NAMES.get(g, g)} | {en} {c} | {u['file'].split('/data/')[-1]} | {u['kernel_source']} | "
+                     f"{', '.join(u['shapes'])} | {cell(u['score_dram'])} ({u['score_dram']['rows']}) | "
+                     f"{cell(u['score_dram_tp'])} ({u['score_dram_tp']['rows']}) |")
+        L.append("")
     short = [(GPU_NAMES.get(g, g), en, c, r["score_dram"]) for (g, en, c), r in results.items()
              if cell(r["score_dram"]).endswith("✗")]
     fall = ["## Where it falls short", "",

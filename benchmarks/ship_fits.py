@@ -19,8 +19,8 @@ What ships, per measured GPU (vLLM tables; NCCL for the collectives), with the f
   NVFP4's with the bytes a weight or input value takes in its form, ``value_bytes``), the model that
   docs/kernel_fits.md cross-validates: fixed cost, M tile, e_compute(M) and e_memory(M) as knots, the N and K
   factors with the reference knot (4,096: factor 1) written in, fp8's activation-quantization efficiency;
-* the fused MoE classes' fitted forms (``moe``: bf16, fp8 per tensor, fp8 block-scaled and MXFP4 weights, where
-  measured: moe_form), cross-validated in docs/kernel_fits.md;
+* the fused MoE classes' fitted forms (``moe``: bf16, fp8 per tensor, fp8 block-scaled, MXFP4, NVFP4 and int4
+  weights, where measured: moe_form), cross-validated in docs/kernel_fits.md;
 * the attention classes' fitted forms (``attention``: decode with and without a window, prefill; 16-bit and
   fp8 KV), their factors' references written in (attention_form).
 Each GPU's forms from the vLLM tables, and in data/kernel_fits_engines.json those of SGLang's and TensorRT-LLM's
@@ -80,6 +80,13 @@ def attention_form(f: dict, bf16_peak: float, l2: float = 0.0) -> dict:
 BORROWED_MOE = ("vLLM's MoE table of this GPU holds no balanced-routing rows (power-law only); SGLang's times the "
                 "same Triton kernel (python/sglang/srt/layers/moe/fused_moe_triton/fused_moe.py: adapted from vLLM's "
                 "fused_moe.py), so vLLM's preset takes SGLang's fitted form")
+
+
+BORROWED_INT4 = ("vLLM's MoE tables of this GPU hold no int4 rows of two model shapes or more (the H100's and H200's "
+                 "Kimi-K2's alone, the A100's none), so no form is fitted on them; SGLang's time the same Marlin MoE "
+                 "kernel over ten (sgl-kernel's csrc/moe/marlin_moe_wna16, as vLLM's csrc/moe/"
+                 "marlin_moe_wna16: fused_marlin_moe), so vLLM's preset takes SGLang's fitted form; against vLLM's "
+                 "own table it is docs/kernel_fits.md's \"Tables the fit did not read\"")
 
 
 # A table whose rows are not what they name: the preset takes vLLM's form of the same GPU and class instead
@@ -151,12 +158,16 @@ def main() -> None:
     # a GPU whose vLLM MoE table holds no balanced-routing rows (the A100's: power-law only) takes SGLang's fused MoE
     # forms for vLLM's preset: SGLang's Triton MoE kernel is vLLM's, adapted (its fused_moe_triton/fused_moe.py)
     for name, gpu in out["gpus"].items():
-        sglang = gpu.get("engines", {}).get("sglang", {}).get("moe")
-        if sglang and not gpu.get("moe"):
+        sglang = gpu.get("engines", {}).get("sglang", {}).get("moe") or {}
+        triton = {k: v for k, v in sglang.items() if k != "int4"}
+        if triton and not gpu.get("moe"):
             # without SGLang's factor for shapes it has no tuned tiles for: vLLM's default tiles grow with the
             # tokens (vllm/model_executor/layers/fused_moe/fused_moe.py, get_default_config), SGLang's do not
             gpu["moe"] = {k: {**{n: x for n, x in v.items() if n not in UNTUNED}, "tables": "sglang",
-                              "why": BORROWED_MOE} for k, v in sglang.items()}
+                              "why": BORROWED_MOE} for k, v in triton.items()}
+        # int4 experts: Marlin's MoE kernel under both engines; vLLM's tables hold one shape of it (no fit)
+        if "int4" in sglang and "int4" not in gpu.get("moe", {}):
+            gpu.setdefault("moe", {})["int4"] = {**sglang["int4"], "tables": "sglang", "why": BORROWED_INT4}
     for (name, engine, cls), why in NOT_SHIPPED.items():
         gpu = out["gpus"].get(name, {})
         own = gpu.get("engines", {}).get(engine, {}).get("attention", {})

@@ -29,6 +29,12 @@ What is predicted, and how (fixed before the first run):
   these runs' quantization "nvfp4" on the H100 and H200 too, which have no FP4, so the label is not read), traced
   from model_configs' config (transformers has the model; no hand model), the same rules otherwise; apart, not
   calibrated on.
+* `--kimi` predicts vLLM's Kimi-K2.5 runs with its published int4 experts alone (gemm_quant_mode int4_wo; added
+  2026-12-07 with the int4 fused MoE form, whose fit read kernel tables only; rules fixed before their first run):
+  tensor parallelism only (MoE TP = TP), the published checkpoint as it is (compressed-tensors int4 in groups of
+  32 on the routed experts, bf16 elsewhere: its quantization_config), read as the command line reads it under
+  `--engine vllm` (the hand DeepSeek-V3 model on its text_config, the latent attention as vLLM runs it), the same
+  rules otherwise; apart, not calibrated on.
 * The engine: `--engine` of the row's backend (vllm, sglang, trtllm): its launch model (CUDA graphs), its cache
   written in place, its host time per step, and the kernel tables AIConfigurator measured for it (the fitted
   forms, docs/kernel_fits.md), on the catalog's datasheet roof. The KV cache at the activations' dtype (bf16):
@@ -81,11 +87,12 @@ class Run:
 
 
 GPT_OSS = "openai/gpt-oss-120b"
+KIMI = "moonshotai/Kimi-K2.5"
 
 
-def runs(csv: Path, nvfp4: bool = False, gpt_oss: bool = False) -> tuple[list[Run], dict]:
+def runs(csv: Path, nvfp4: bool = False, gpt_oss: bool = False, kimi: bool = False) -> tuple[list[Run], dict]:
     """The rows predicted, and how many of each kind were left out; ``nvfp4``: the NVFP4 rows alone; ``gpt_oss``:
-    vLLM's gpt-oss-120b rows alone."""
+    vLLM's gpt-oss-120b rows alone; ``kimi``: vLLM's Kimi-K2.5 rows with its published int4 experts alone."""
     import csv as _csv
 
     kept, left = [], {}
@@ -98,7 +105,14 @@ def runs(csv: Path, nvfp4: bool = False, gpt_oss: bool = False) -> tuple[list[Ru
             if r["mode"] != "agg":
                 skip("disaggregated")
                 continue
-            if gpt_oss:
+            if kimi:
+                if r["model_path"] != KIMI or r["backend"] != "vllm" or r["gemm_quant_mode"] != "int4_wo":
+                    skip("not vLLM's int4 Kimi-K2.5")
+                    continue
+                if float(r["moe_tp_size"] or 1) != float(r["tp_size"] or 1) or float(r["moe_ep_size"] or 1) != 1:
+                    skip("expert parallelism")
+                    continue
+            elif gpt_oss:
                 if r["model_path"] != GPT_OSS or r["backend"] != "vllm":
                     skip("not vLLM's gpt-oss-120b")
                     continue
@@ -111,8 +125,8 @@ def runs(csv: Path, nvfp4: bool = False, gpt_oss: bool = False) -> tuple[list[Ru
             if r["system"] not in SYSTEMS:
                 skip(f"system {r['system']}")
                 continue
-            quant = "mxfp4" if gpt_oss else r["gemm_quant_mode"] or ""
-            if not gpt_oss and ((quant == "nvfp4") != nvfp4 or quant not in WEIGHTS and not nvfp4):
+            quant = "mxfp4" if gpt_oss else "int4" if kimi else r["gemm_quant_mode"] or ""
+            if not (gpt_oss or kimi) and ((quant == "nvfp4") != nvfp4 or quant not in WEIGHTS and not nvfp4):
                 skip(f"weights {quant}")
                 continue
             pp, dp = float(r["pp_size"] or 1), float(r["attention_dp_size"] or 1)
@@ -139,6 +153,12 @@ def predict(run: Run, configs: Path, cache: dict) -> tuple:
     from roofcalc.sweep import sweep
 
     key = (run.model, run.tp)
+    if key not in cache and run.model == KIMI:  # the hand DeepSeek-V3 model on its text_config, as the command
+        # line reads it under --engine vllm (cli._latent_as_deepseek)
+        from roofcalc.parallel import Parallel, RankAnalyzer
+
+        shape = load_shape(str(configs / "moonshotai--Kimi-K2.5_config.json"), family="deepseek_v3")
+        cache[key] = shape, RankAnalyzer(shape, Parallel(run.tp))
     if key not in cache and run.model == GPT_OSS:  # traced (no hand model), one rank by vLLM's gpt-oss plan
         from roofcalc.parallel import Parallel
         from roofcalc.sources import load_config
@@ -158,8 +178,15 @@ def predict(run: Run, configs: Path, cache: dict) -> tuple:
         cache[key] = shape, analyzer
     shape, analyzer = cache[key]
     engine = find_engine(run.backend)
-    kw = dict(weight_dtype=dtype(WEIGHTS.get(run.quant, run.quant)), act_dtype=dtype("bf16"), kv_dtype=dtype("bf16"),
-              **({"group_size": 32} if run.quant == "mxfp4" else {}),
+    weights = dtype(WEIGHTS.get(run.quant, run.quant))
+    if run.model == KIMI:  # its quantization_config: int4 in groups of 32, the routed experts alone
+        from dataclasses import replace
+
+        assert (shape.weight_format, shape.weight_group, shape.weight_scope) == ("int4", 32, "experts")
+        weights = replace(weights, experts_only=True)
+    kw = dict(weight_dtype=weights, act_dtype=dtype("bf16"), kv_dtype=dtype("bf16"),
+              **({"group_size": 32} if run.quant in ("mxfp4", "int4") else {}),
+              **({"mla": engine.mla} if run.model == KIMI else {}),
               cache_update=engine.cache_update, eager_ops=engine.impl == "hf-eager", impl=engine.impl,
               tp_layout=engine.tp_layout,
               engine_host=engine.host, analyzer=analyzer)
@@ -227,11 +254,12 @@ def main() -> None:
     ap.add_argument("--rows", action="store_true", help="print every run's row too")
     ap.add_argument("--nvfp4", action="store_true", help="the NVFP4 runs alone (not calibrated on)")
     ap.add_argument("--gpt-oss", action="store_true", help="vLLM's gpt-oss-120b runs alone (not calibrated on)")
+    ap.add_argument("--kimi", action="store_true", help="vLLM's int4 Kimi-K2.5 runs alone (not calibrated on)")
     args = ap.parse_args()
     csv, configs = args.data / "systems" / "silicon_sample.csv", args.data / "model_configs"
     if not csv.is_file() or not configs.is_dir():
         sys.exit(f"silicon.py: no systems/silicon_sample.csv and model_configs/ under {args.data}")
-    kept, left = runs(csv, args.nvfp4, args.gpt_oss)
+    kept, left = runs(csv, args.nvfp4, args.gpt_oss, args.kimi)
     cache: dict = {}
     rows = [(r, *predict(r, configs, cache)) for r in kept]
     print(f"{len(rows)} runs predicted; left out: " + ", ".join(f"{n} {why}" for why, n in sorted(left.items())))

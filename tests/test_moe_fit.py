@@ -31,14 +31,15 @@ def test_the_five_gpus_with_balanced_tables_ship_their_classes():
     gpus = kernel_fits()["gpus"]
     for gpu in ("h100_sxm", "h200_sxm", "b200_sxm", "l40s"):
         assert {"bf16", "fp8_block"} <= set(gpus[gpu]["moe"])
-        assert all("tables" not in f for f in gpus[gpu]["moe"].values())
+        # their own forms, but int4's (Marlin's MoE kernel: SGLang's tables, test_int4_experts_take_marlins_...)
+        assert all("tables" not in f for k, f in gpus[gpu]["moe"].items() if k != "int4")
     assert "fp8" in gpus["h100_sxm"]["moe"]
     # NVFP4 experts (W4A4) where the tables hold nvfp4 rows: the GPUs with FP4 tensor cores, on their FP4 peak
     # (B200: 9 / 2.25 PFLOP/s dense = 4 times the bf16 peak; RTX PRO 6000: 2,000 / 500)
     for gpu in ("b200_sxm", "rtx_pro_6000_server"):
         assert gpus[gpu]["moe"]["nvfp4"]["peak_ratio"] == 4.0
     assert not any("nvfp4" in gpus[gpu]["moe"] for gpu in ("a100_sxm", "h100_sxm", "h200_sxm", "l40s"))
-    assert set(gpus["a100_sxm"]["moe"]) == {"bf16"} and gpus["a100_sxm"]["moe"]["bf16"]["tables"] == "sglang"
+    assert set(gpus["a100_sxm"]["moe"]) == {"bf16", "int4"} and gpus["a100_sxm"]["moe"]["bf16"]["tables"] == "sglang"
     assert "/sglang/" in gpus["a100_sxm"]["moe"]["bf16"]["source"]["file"]
     assert default_model("gpu", fits="a100_sxm").moe_fits["bf16"].tables == "sglang"
 
@@ -145,10 +146,14 @@ def test_the_step_model_predicts_measured_moe_layers_within_30_percent(model, ba
 
 
 def test_a_format_without_a_fitted_class_keeps_the_gemm_forms():
-    """int4 expert weights (no fitted class) keep the GEMM forms: their kernels carry no fused-MoE tag."""
-    wl = Workload.decode(8, 1024, weight_dtype=DTYPES["int4"], act_dtype=DTYPES["bf16"], kv_dtype=DTYPES["bf16"])
+    """int8 expert weights (no fitted class) keep the GEMM forms: their kernels carry no fused-MoE tag; int4
+    ones (weight-only, 16-bit activations) are the int4 class, Marlin's MoE kernel's."""
+    wl = Workload.decode(8, 1024, weight_dtype=DTYPES["int8"], act_dtype=DTYPES["bf16"], kv_dtype=DTYPES["bf16"])
     ks = [k for k in analyze(load_shape("mistralai/Mixtral-8x7B-v0.1"), wl).kernels if k.name in EXPERTS]
     assert ks and all(not k.moe for k in ks)
+    wl = Workload.decode(8, 1024, weight_dtype=DTYPES["int4"], act_dtype=DTYPES["bf16"], kv_dtype=DTYPES["bf16"])
+    ks = [k for k in analyze(load_shape("mistralai/Mixtral-8x7B-v0.1"), wl).kernels if k.name in EXPERTS]
+    assert ks and all(k.moe[0] == "int4" for k in ks)
     wl = Workload.decode(8, 1024, weight_dtype=DTYPES["fp8-b128"], act_dtype=DTYPES["bf16"], kv_dtype=DTYPES["bf16"])
     ks = [k for k in analyze(load_shape("mistralai/Mixtral-8x7B-v0.1"), wl).kernels if k.name in EXPERTS]
     assert all(k.moe[0] == "fp8_block" for k in ks)
@@ -343,7 +348,9 @@ def test_sglang_and_trtllm_take_their_own_fused_moe_forms():
     for gpu in ("h100_sxm", "h200_sxm"):
         sglang = default_model("gpu", fits=gpu, engine="sglang").moe_fits
         vllm = default_model("gpu", fits=gpu, engine="vllm").moe_fits
-        assert set(sglang) == {"bf16", "fp8_block", "mxfp4"} and set(vllm) == {"bf16", "fp8", "fp8_block", "mxfp4"}
+        # int4: Marlin's MoE kernel, fitted on SGLang's tables and taken by vLLM's preset too (its own hold one shape)
+        assert set(sglang) == {"bf16", "fp8_block", "mxfp4", "int4"}
+        assert set(vllm) == {"bf16", "fp8", "fp8_block", "mxfp4", "int4"}
         own = next(f for f in fits if (f["gpu"], f["engine"], f["cls"]) == (gpu, "sglang", "moe_fp8_block"))
         assert own["source"]["kernel_source"] == "sglang_fused_moe_triton" and own["source"]["ep_rows_left_out"] > 0
         assert sglang["fp8_block"].fixed_s == pytest.approx(own["params"]["fixed_s"], rel=1e-9)
@@ -888,3 +895,98 @@ def test_a_geforce_sm120_cards_experts_take_the_same_time_at_every_ep_size_where
     for engine in ("vllm", "sglang"):
         r = roofline(a, hw, impl=ENGINES[engine].impl, engine_host=ENGINES[engine].host)
         assert r.step.model.every_pair_unfused == {}, engine
+
+
+def test_int4_experts_take_marlins_fused_form_where_an_engine_runs_it(capsys):
+    """Weight-only int4 experts run Marlin's MoE kernel under vLLM and SGLang (engines.Engine.marlin_moe), fitted
+    on SGLang 0.5.10's tables of it (on the H100 and H200 its 0.5.14 tables hold Kimi-K2's shape alone:
+    benchmarks/fit_kernels.py older_table_with_shapes), which vLLM's preset takes too on the A100, H100 and H200
+    (its own tables hold Kimi-K2's shape alone there, none on the A100), marked as SGLang's; no GPU without such a
+    table (B200: FlashInfer's TensorRT-LLM kernel under SGLang; L40S, RTX PRO 6000: one shape) ships one. The other
+    presets (transformers, TensorRT-LLM), a GPU below the engine's least compute capability for Marlin (vLLM 7.5,
+    SGLang 8.0) and a GGUF or bitsandbytes checkpoint's experts keep the GEMM forms."""
+    from dataclasses import replace
+
+    from roofcalc.cli import main
+    from roofcalc.predict import engine_fits, marlin_moe
+
+    gpus, engines = kernel_fits()["gpus"], engine_fits()["gpus"]
+    for gpu in ("a100_sxm", "h100_sxm", "h200_sxm"):
+        own = engines[gpu]["sglang"]["moe"]["int4"]
+        assert own["source"]["kernel_source"] == "sglang_marlin_moe"
+        assert own["source"]["version_folder"] == "0.5.10"
+        borrowed = gpus[gpu]["moe"]["int4"]
+        assert borrowed["tables"] == "sglang" and borrowed["fixed_s"] == own["fixed_s"]
+        assert own["peak_ratio"] == 1.0  # W4A16: the 16-bit peak
+    for gpu in ("h100_sxm", "h200_sxm"):
+        assert engines[gpu]["sglang"]["moe"]["int4"]["source"]["current_version_one_shape"] == "0.5.14"
+    for gpu in ("b200_sxm", "l40s", "rtx_pro_6000_server"):
+        assert "int4" not in gpus[gpu]["moe"] and "int4" not in engines[gpu].get("sglang", {}).get("moe", {})
+
+    from roofcalc.engines import find_engine
+
+    b16, h200, mixtral = DTYPES["bf16"], find_hardware("H200"), load_shape("mistralai/Mixtral-8x7B-v0.1")
+
+    def model(engine):
+        kw = find_engine(engine).workload_kw() if engine else {}
+        wl = Workload.decode(8, 1024, weight_dtype=DTYPES["int4"], act_dtype=b16, kv_dtype=b16, **kw)
+        return roofline(analyze(mixtral, wl), h200, engine=engine).model
+
+    assert model("vllm").moe_fits["int4"].tables == "sglang"
+    assert "int4" in model("sglang").moe_fits and not model("sglang").moe_fits["int4"].tables
+    for engine in (None, "trtllm"):
+        assert "int4" not in model(engine).moe_fits
+    m = model("vllm")
+    assert "int4" in marlin_moe(m, m.engine_host, 7.5).moe_fits  # a T4's: vLLM's Turing Marlin (PR #29901)
+    assert "int4" not in marlin_moe(m, m.engine_host, 7.0).moe_fits  # a V100's
+    s = model("sglang")
+    assert "int4" not in marlin_moe(s, s.engine_host, 7.5).moe_fits and "int4" in marlin_moe(s, s.engine_host, 8.0).moe_fits
+    for other in ("", "GGUF", "bitsandbytes"):
+        assert "int4" not in marlin_moe(m, replace(m.engine_host, marlin_moe=other), 9.0).moe_fits
+    # the command line: a GGUF file's int4 experts run vLLM's GGUF kernels, not Marlin's; transformers runs none
+    for args, how in ((["--engine", "vllm", "--weight-dtype", "int4"], "routed experts: SGLang's fused MoE, fitted "
+                       "(the same Marlin MoE kernel"),
+                      (["--engine", "vllm", "--weight-dtype", "q4_0"], "routed experts: the GEMM forms, each kernel's "
+                       "rows as one GEMM (a GGUF checkpoint's experts run the engine's own GGUF kernels"),
+                      (["--weight-dtype", "int4"], "(int4 experts take Marlin's fused MoE form under --engine vllm "
+                       "and sglang alone)"),
+                      (["--engine", "sglang", "--weight-dtype", "int4", "--hw", "V100"], "Marlin's MoE, needs "
+                       "compute capability 8.0")):
+        hw = [] if "--hw" in args else ["--hw", "H200"]
+        assert main(["mixtral-8x7b", *hw, *args]) == 0
+        assert how in " ".join(capsys.readouterr().out.split())
+
+
+# Kimi-K2's routed experts (H 7,168, I 2,048, top 8 of 384) in int4 (group 128) under vLLM 0.24 on the H200 at MoE
+# TP 8, balanced routing: AIConfigurator 0.12, systems/data/h200_sxm/moe/vllm/0.24.0/moe_perf.parquet (moe_dtype
+# int4_wo, kernel_source vllm_compressedtensorswna16marlinmoe_marlin_marlinexperts), ms by tokens. The int4 form
+# is fitted on SGLang 0.5.10's tables; vLLM's own did not enter the fit (benchmarks/fit_kernels.py unseen_tables).
+KIMI_ROWS = {1: 0.040747, 8: 0.110549, 64: 0.466464}
+
+
+@pytest.mark.parametrize("batch", sorted(KIMI_ROWS))
+def test_kimi_k25_int4_experts_under_vllm_against_vllms_own_table(batch, tmp_path, capsys):
+    """Kimi-K2.5's published config with its experts' group set to the table's 128, under --engine vllm on the H200
+    at --tp 8: one layer's four fused kernels (the three experts kernels and the weighted sum) add up within ±30 %
+    of vLLM's measured Marlin MoE call, a table the form was not fitted on. The table's routing is balanced: the
+    T·8 routed pairs spread over min(384, 8·T) experts, 8 and 64 at T = 1 and 8 (the step model's uniform
+    routing reads 384·(1 − (1 − 8/384)^T): 8.0 and 59.4) and all 384 at 64 tokens (512 pairs), which --experts all
+    reads (uniform routing, 280.6: fewer weights read than the table's call)."""
+    import json
+    from pathlib import Path
+
+    from roofcalc.cli import main
+
+    cfg = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "configs" / "published" /
+                      "moonshotai--Kimi-K2.5.json").read_text())
+    cfg["text_config"]["quantization_config"]["config_groups"]["group_0"]["weights"]["group_size"] = 128
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    every = ["--experts", "all"] if batch * 8 >= 384 else []
+    assert main([str(path), "--engine", "vllm", "--hw", "H200", "--tp", "8", "--batch", str(batch), "--context",
+                 "1024", "--format", "json", *every]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    ks = {k["name"]: k for k in doc["kernels"]}
+    assert ks["experts.gate_up_proj"]["efficiency_source"] != "default"
+    layer = sum(ks[name]["t_expected_s"] for name in FUSED)
+    assert abs(KIMI_ROWS[batch] * 1e-3 / layer - 1) <= 0.30

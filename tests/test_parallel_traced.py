@@ -703,7 +703,8 @@ def test_only_a_gated_experts_run_is_priced_as_a_fused_moe_call():
     """A routed-experts module's run is one fused MoE call (Kernel.moe) only where it is what the fitted class
     describes: a grouped matmul onto 2I, the activation, one back from I (OLMoE's and PhiMoE's grouped experts).
     DBRX's experts run as one kernel and JetMoE's attention experts are two plain projections: they stay as they
-    are; so does every run in a weight format with no fitted class (int4 here)."""
+    are; so does every run in a weight format with no fitted class (int8 here), where int4 experts are the int4
+    class's call (Marlin's MoE kernel)."""
     from test_trace import config
 
     wl = Workload.decode(2, 17)
@@ -714,9 +715,13 @@ def test_only_a_gated_experts_run_is_priced_as_a_fused_moe_call():
         if parts:
             n, top_k = next(k.expert_weights[:2] for k in a.kernels if k.expert_weights)
             assert {k.moe[:2] + k.moe[3:] for k in a.kernels if k.moe} == {("bf16", n, n, top_k)}
-    quantized = trace(config("olmoe"), "t", Workload.decode(2, 17, weight_dtype=DTYPES["int4"]), view="ideal",
+    quantized = trace(config("olmoe"), "t", Workload.decode(2, 17, weight_dtype=DTYPES["int8"]), view="ideal",
                       use_cache=False)
     assert not any(k.moe for k in quantized.kernels)
+    int4 = trace(config("olmoe"), "t", Workload.decode(2, 17, weight_dtype=DTYPES["int4"]), view="ideal",
+                 use_cache=False)
+    assert [k.moe[:3] for k in int4.kernels if k.moe] == [("int4", n, p) for p in ("gate_up_proj", "act_mul",
+                                                                                    "down_proj")]
 
 
 @pytest.mark.parametrize("name", sorted(MOE))

@@ -1796,11 +1796,11 @@ def test_a_latent_attention_a_serving_engine_absorbs_is_not_counted_from_a_trace
 
 
 def test_the_readme_figures_of_the_latent_route(capsys):
-    """README (Parallelism): Kimi-K2.5 at --tp 8 on H200s under --engine vllm, batch 32, context 32,768: 407 ms
-    traced (--mla naive: transformers' expansion) and 50.2 ms read by the hand DeepSeek-V3 model; 6.44 ms at the
+    """README (Parallelism): Kimi-K2.5 at --tp 8 on H200s under --engine vllm, batch 32, context 32,768: 396 ms
+    traced (--mla naive: transformers' expansion) and 39.7 ms read by the hand DeepSeek-V3 model; 7.07 ms at the
     default batch and context. The tool's own outputs, pinned so that the README cannot drift from them."""
     kimi = [str(PUBLISHED / "moonshotai--Kimi-K2.5.json"), "--hw", "H200", "--tp", "8", "--engine", "vllm"]
-    for extra, figure in ((["--batch", "32", "--context", "32768", "--mla", "naive"], "407 ms"),
-                          (["--batch", "32", "--context", "32768"], "50.2 ms"), ([], "6.44 ms")):
+    for extra, figure in ((["--batch", "32", "--context", "32768", "--mla", "naive"], "396 ms"),
+                          (["--batch", "32", "--context", "32768"], "39.7 ms"), ([], "7.07 ms")):
         assert main([*kimi, *extra]) == 0
         assert f"time      predicted {figure}" in capsys.readouterr().out

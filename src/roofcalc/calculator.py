@@ -712,12 +712,15 @@ def fused_moe_class(wl: Workload) -> str:
     """The fitted fused-MoE class (predict.MoEFit) whose expert weight format this is: 16-bit weights "bf16",
     fp8 with one scale per 128 x 128 block "fp8_block", fp8 with one scale per tensor "fp8", MXFP4 experts with
     16-bit activations "mxfp4", NVFP4 experts "nvfp4" (W4A4: fitted only where the GPU's tables run it so, on FP4 tensor
-    cores) (fitting.MOE_FORMATS); "" for any other (the experts kernels keep the GEMM forms)."""
+    cores), weight-only int4 experts with 16-bit activations "int4" (fitting.MOE_FORMATS); "" for any other (the
+    experts kernels keep the GEMM forms)."""
     w = wl.weight_dtype
     if w.name == "mxfp4" and wl.act_dtype.bits == 16:
         return "mxfp4"
     if w.name == "nvfp4" and w.computes == "fp4":  # (W4A16 where the device has no FP4 peak: FP4 Marlin, not this)
         return "nvfp4"
+    if w.name == "int4" and wl.act_dtype.bits == 16:  # Marlin's MoE kernel, where the engine runs it (predict.marlin_moe)
+        return "int4"
     if w.experts_only or w.quantized:
         return ""
     if w.bits == 16:

@@ -1038,14 +1038,20 @@ def _engine(args: argparse.Namespace):
 def _engine_host(args: argparse.Namespace, shape=None):
     """What the step model takes of the engine preset, with the kernel its int4 matmuls run: --int4-kernel where
     given, else the preset's for an AWQ checkpoint of AutoAWQ's GEMM layout (``shape``'s weight_method), else
-    Marlin-like."""
+    Marlin-like; a GGUF file's (--weight-dtype q4_0) or a bitsandbytes checkpoint's experts not by Marlin's MoE
+    kernel (engines.marlin_host)."""
     from dataclasses import replace
 
     engine = _engine(args)
     kernel = getattr(args, "int4_kernel", None)
     if kernel is None and getattr(shape, "weight_method", "") == "awq":
         kernel = engine.awq_kernel
-    return replace(engine.host, int4_kernel=kernel) if kernel else engine.host
+    from .engines import marlin_host
+
+    host = replace(engine.host, int4_kernel=kernel) if kernel else engine.host
+    # a GGUF file's or a bitsandbytes checkpoint's experts run the engine's own kernels for it, not Marlin's MoE
+    return marlin_host(host, getattr(shape, "weight_method", "") if not getattr(args, "weight_dtype", None) else "",
+                       gguf=bool(getattr(args, "gguf", None)))
 
 
 def _mla(args: argparse.Namespace) -> str:

@@ -76,6 +76,10 @@ class Engine:
     # (fp32_dtype; its source in fp32_source)
     fp32_as: str = ""
     fp32_source: str = ""
+    # whether it runs weight-only int4 experts (GPTQ, AWQ, compressed-tensors' pack-quantized) by Marlin's MoE
+    # kernel, with its source; "" runs them otherwise (their linears' kernels, as GEMM forms): the fitted int4 fused
+    # MoE form (fitting.MOE_FORMATS "int4") applies only under such a preset (predict.marlin_moe)
+    marlin_moe: str = ""
     tp_layout: str = "transformers"
     tp_layout_source: str = ("transformers' base_model_tp_plan: a shared expert's down_proj rowwise (its own "
                              "all-reduce) beside the routed experts' MoeExpertsParallel; Phi-3's qkv_proj and "
@@ -125,7 +129,8 @@ class Engine:
     def host(self) -> EngineHost:
         """What the step model (predict.step_times) takes of the preset."""
         return EngineHost(self.host_fixed_s, self.host_per_sequence_s, self.host_overlap, self.name,
-                          tables=self.tables, decode_every_head=self.decode_every_head, ranks_s=self.host_ranks_s)
+                          tables=self.tables, decode_every_head=self.decode_every_head, ranks_s=self.host_ranks_s,
+                          marlin_moe="marlin" if self.marlin_moe else "")
 
     @property
     def graphs(self) -> bool:
@@ -145,7 +150,8 @@ class Engine:
                 "tp_layout_source": self.tp_layout_source, "awq_kernel": self.awq_kernel,
                 "awq_kernel_source": self.awq_kernel_source,
                 "tables": self.host.tables_used, "decode_every_head": self.decode_every_head,
-                "fp32_as": self.fp32_as or None, "fp32_source": self.fp32_source or None}
+                "fp32_as": self.fp32_as or None, "fp32_source": self.fp32_source or None,
+                "marlin_moe_source": self.marlin_moe or None}
 
 
 _NONE = "no published figure"
@@ -290,7 +296,12 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         fp32_source="vllm/config/model.py _resolve_auto_dtype: 'Downcast for float32 models' to the platform's "
         "preferred dtype, vllm/platforms/cuda.py supported_dtypes: bf16 first from compute capability 8.0, fp16 "
         "below ('Pascal, Volta and Turing NVIDIA GPUs, BF16 is not supported'), fp16 not for "
-        "_FLOAT16_NOT_SUPPORTED_MODELS (gemma2, gemma3, gemma3_text, plamo2, glm4)"),
+        "_FLOAT16_NOT_SUPPORTED_MODELS (gemma2, gemma3, gemma3_text, plamo2, glm4)",
+        marlin_moe="vllm/model_executor/layers/quantization: GPTQMarlinMoEMethod (gptq_marlin.py), AWQMarlinMoEMethod "
+        "(awq_marlin.py) and CompressedTensorsWNA16MarlinMoEMethod (compressed_tensors_moe.py) run fused_marlin_moe, "
+        "from compute capability 7.5 (Turing since PR #29901, 'add marlin kernel support for turing (sm75)', MoE "
+        "included; 8.0 before); AIConfigurator's vLLM 0.24 int4 MoE tables name that kernel (kernel source "
+        "..._wna16marlinmoe_marlin_marlinexperts)"),
     Engine(
         "sglang", "SGLang (overlap scheduler)", "cuda-graph",
         "SGLang server arguments: '--disable-cuda-graph | Disable cuda graph. | False'",
@@ -304,7 +315,12 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         _NO_RANKS, mla="serving", mla_source=_MLA_SGLANG, tp_layout="serving",
         tp_layout_source=_SERVING_SGLANG, fp32_as="sglang",
         fp32_source="sglang srt/configs/model_config.py _get_and_verify_dtype: under 'auto' a float32 config "
-        "'we downcast float32 to bfloat16' for a gemma model type, else 'we use float16 for float32 models'"),
+        "'we downcast float32 to bfloat16' for a gemma model type, else 'we use float16 for float32 models'",
+        marlin_moe="sglang srt/layers/moe/fused_moe_triton/fused_marlin_moe.py: fused_marlin_moe over sgl-kernel's "
+        "moe_wna16_marlin_gemm (csrc/moe/marlin_moe_wna16, Marlin's MoE kernel as vLLM's), which its GPTQ, AWQ and "
+        "compressed-tensors WNA16 MoE methods call, from compute capability 8.0 (the kernel's own check: "
+        "'marlin_gemm(..) requires CUDA_ARCH >= 8.0'); AIConfigurator's SGLang int4 MoE tables time it "
+        "(sglang_marlin_moe)"),
     Engine(
         "trtllm", "TensorRT-LLM (PyTorch backend, overlap scheduler)", "cuda-graph",
         "TensorRT-LLM llm_args.py: cuda_graph_config on by default, 'enabled for batches that consist of "
@@ -413,6 +429,25 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
 )}
 
 
+# the quantization methods (shapes' weight_method; "" for a format given by hand) whose int4 experts vLLM and SGLang
+# run by Marlin's MoE kernel (GPTQ, AWQ, compressed-tensors' WNA16); another's (bitsandbytes, a GGUF file) run the
+# engine's own kernels for it
+MARLIN_METHODS = ("", "gptq", "awq", "compressed-tensors")
+
+
+def marlin_host(host, method: str, gguf: bool = False):
+    """``host`` (predict.EngineHost) with its int4 experts' kernel as a checkpoint of quantization ``method`` runs
+    them: Marlin's MoE kernel where the engine runs it for that method, else the method's name (a GGUF file's
+    "GGUF"), which keeps the experts on the GEMM forms (predict.marlin_moe)."""
+    from dataclasses import replace
+
+    if host is None or host.marlin_moe != "marlin":
+        return host
+    if gguf:
+        return replace(host, marlin_moe="GGUF")
+    return host if method in MARLIN_METHODS else replace(host, marlin_moe=method)
+
+
 def library_engine(engine, engine_host, impl: str | None, shape, who: str):
     """(impl, engine_host, the Workload fields the preset sets) of a library call's ``engine`` (a preset's name or
     an Engine) as --engine gives them: its launch model unless ``impl`` is given, its host (an AWQ checkpoint's
@@ -425,7 +460,7 @@ def library_engine(engine, engine_host, impl: str | None, shape, who: str):
     preset = engine if isinstance(engine, Engine) else find_engine(str(engine))
     if shape is not None:
         preset.check_model(shape.name, shape.moe is not None, shape.mla is not None)
-    host = preset.host
+    host = marlin_host(preset.host, getattr(shape, "weight_method", ""))
     if getattr(shape, "weight_method", "") == "awq":
         from dataclasses import replace
 

@@ -548,10 +548,13 @@ MOE_TOUCHED_KNOTS = (1, 4, 16, 64, 256, 1024)
 # 16-bit activations, so the GEMMs run on the 16-bit peak. NVFP4 (W4A4, as the tables' collector quantizes weights
 # and activations: collector/vllm/collect_moe.py, compressed-tensors "nvfp4-pack-quantized", group 16): half a byte
 # a weight and one FP8 scale for each 16, 9/16 of a byte, on the FP4 peak (the GPUs whose tables hold it: B200, RTX
-# PRO 6000).
+# PRO 6000). int4: weight-only int4 experts (W4A16) in groups of 128 with a 16-bit scale each, half a byte a weight
+# and 2/128 for its scale, 33/64 of a byte, on the 16-bit peak (the tables' int4_wo rows: SGLang's collector,
+# collector/sglang/collect_moe.py, runs fused_marlin_moe on GPTQ-packed weights with block_shape [0, 128] and scales
+# in the activation dtype; vLLM's, Marlin MoE from compressed-tensors' pack-quantized group-128 config).
 MOE_FORMATS = {"bf16": ("bfloat16", 2.0, 0, "bf16"), "fp8": ("fp8", 1.0, 0, "fp8"),
                "fp8_block": ("fp8_block", 1.0, 128, "fp8"), "mxfp4": ("w4a16_mxfp4", 17 / 32, 0, "bf16"),
-               "nvfp4": ("nvfp4", 9 / 16, 0, "fp4")}
+               "nvfp4": ("nvfp4", 9 / 16, 0, "fp4"), "int4": ("int4_wo", 33 / 64, 0, "bf16")}
 
 
 def moe_cost(rows, touched, experts, hidden, inter, wb: float, block: int = 0, pairs=None, gated=True) -> dict:

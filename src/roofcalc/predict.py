@@ -304,6 +304,10 @@ class EngineHost:
     int4_kernel: str = ""
     # more host time per step when the step runs on several GPUs (the engine's worker RPC), else none
     ranks_s: Efficiency = Efficiency(0.0, 0.0, note="none")
+    # how it runs weight-only int4 experts: "marlin" by Marlin's MoE kernel (engines.Engine.marlin_moe); "" by other
+    # kernels (an engine without it); or the checkpoint's format whose experts it runs by that format's own kernels
+    # where it would otherwise run Marlin's ("GGUF", "bitsandbytes": engines.marlin_host)
+    marlin_moe: str = ""
 
     @property
     def table_engine(self) -> str:
@@ -733,6 +737,29 @@ class MoEFit:
         if self.t_memory:
             mem = mem * _geo(touched, self.t_memory)
         return comp * slow * mis_c * self.peak_ratio * self.scale_c, mem * mis_m * self.scale_m
+
+
+# the least compute capability each engine runs Marlin's MoE kernel on (engines.Engine.marlin_moe's sources): vLLM's
+# Turing kernels since PR #29901, SGLang's sgl-kernel from 8.0
+MARLIN_MIN_CAPABILITY = {"vllm": 7.5, "sglang": 8.0}
+
+
+def marlin_min_capability(engine_host) -> float:
+    return MARLIN_MIN_CAPABILITY.get(getattr(engine_host, "engine", ""), 8.0)
+
+
+def marlin_moe(m: "KernelModel", engine_host, compute_capability: float | None) -> "KernelModel":
+    """``m`` without the fitted int4 fused-MoE form (fitting.MOE_FORMATS "int4": Marlin's MoE kernel, measured
+    under SGLang and vLLM) where the step does not run that kernel: an engine that runs int4 experts otherwise
+    (EngineHost.marlin_moe not "marlin": transformers, llama.cpp, TensorRT-LLM; a GGUF or bitsandbytes checkpoint
+    under any), or a GPU below the engine's least compute capability for it (MARLIN_MIN_CAPABILITY) or of unknown
+    capability. There its experts keep the GEMM forms."""
+    if "int4" not in m.moe_fits:
+        return m
+    if getattr(engine_host, "marlin_moe", "") == "marlin" and \
+            (compute_capability or 0) >= marlin_min_capability(engine_host):
+        return m
+    return replace(m, moe_fits={k: v for k, v in m.moe_fits.items() if k != "int4"})
 
 
 def _geo(x, pts):
@@ -1274,7 +1301,9 @@ def with_fits(m: KernelModel, gpu: str, how: str = "measured", consumer: bool = 
         if cls in attention:
             fixed[name] = fitted(name, attention[cls].fixed_s)
     # the engine's own fused MoE (vLLM's FusedMoE, SGLang's Triton kernel, TensorRT-LLM's CUTLASS one: fit_kernels.load_moe)
-    moe = {key: MoEFit.from_doc(d, where) for key, d in (g if tables == "vllm" else own).get("moe", {}).items()}
+    # (a form fitted on another engine's tables says whose: ship_fits' "tables")
+    moe = {key: MoEFit.from_doc(d, where.replace(f" {tables} tables", f" {d['tables']} tables") if d.get("tables")
+                                else where) for key, d in (g if tables == "vllm" else own).get("moe", {}).items()}
     every = {key: f.every_pair for key, f in moe.items() if f.every_pair} if consumer else {}
     moe = moe if not consumer else {}
     m = replace(m, fixed_s=fixed, fitted=gpu, fitted_how=how, gemm_fits=fits, gemm_fit=fits.get("bf16"),

@@ -544,8 +544,10 @@ def fixed_cost_words(r) -> str:
         experts, inter = lead.moe[1], lead.moe[MOE_BASE + 2]
         form = m.moe_fits[lead.moe[0]]
         words = "" if other else form.untuned_words(experts, inter)
-        moe = (f"; routed experts: {TABLE_NAMES[other]}'s fused MoE, fitted (the same Triton kernel; {tables}'s "
-               f"table here holds no balanced-routing rows)" if other else
+        lent = (f"the same Marlin MoE kernel; {tables}'s tables here hold no int4 rows of two model shapes or more"
+                if lead.moe[0] == "int4" else
+                f"the same Triton kernel; {tables}'s table here holds no balanced-routing rows")
+        moe = (f"; routed experts: {TABLE_NAMES[other]}'s fused MoE, fitted ({lent})" if other else
                f"; routed experts: {tables}'s fused MoE, fitted")
         if words:  # SGLang's default tiles (predict.MoEFit)
             from .predict import _geo
@@ -553,6 +555,11 @@ def fixed_cost_words(r) -> str:
             x = float(lead.moe[MOE_BASE])
             moe += (f" at its default tiles (its package has {words} on {gpu}): ×{_geo(x, form.untuned):.2f} the "
                     f"tuned compute rate at {f'{x:,.0f}' if x >= 100 else f'{x:.3g}'} tokens an expert")
+        par = getattr(r.analysis, "parallel", None)
+        if lead.moe[0] == "int4" and getattr(par, "ep", 1) > 1:  # docs/kernel_fits.md, "int4 fused MoE"
+            moe += (f"; under --ep {par.ep} Marlin's MoE kernel also zeroes, sums and runs the activation over every "
+                    f"routed pair, work the form does not count (vLLM's measured calls took e^0.1 to e^1.1 its time "
+                    f"at EP 4 to 128)")
         slow = form.misaligned_words(inter)
         if slow:  # a rank's width the tables ran slower (predict.MOE_ALIGN)
             moe += f"; {slow}"
@@ -571,6 +578,18 @@ def fixed_cost_words(r) -> str:
         key = fused_moe_class(r.analysis.workload)
         why = (" for their weight format" if key not in m.moe_fits else
                ": their experts are not one gated-MLP call, the call the form describes")
+        int4 = ""
+        if key == "int4" and key not in m.moe_fits:  # Marlin's MoE kernel's form, where this step does not run it
+            from .predict import marlin_min_capability
+
+            marlin, least = getattr(m.engine_host, "marlin_moe", ""), marlin_min_capability(m.engine_host)
+            if marlin == "marlin" and (r.hardware.compute_capability or 0) < least:
+                int4 = f" (its int4 experts' kernel, Marlin's MoE, needs compute capability {least:.1f})"
+            elif marlin:
+                int4 = (f" (a {marlin} checkpoint's experts run the engine's own {marlin} kernels, not Marlin's "
+                        f"fused MoE kernel)")
+            else:
+                int4 = " (int4 experts take Marlin's fused MoE form under --engine vllm and sglang alone)"
         # unfused experts kernels are timed as the GEMMs they are (predict.kernel_terms: the weight format's
         # GEMM form where one is fitted, else the defaults)
         how = "the GEMM forms, each kernel's rows as one GEMM" if m.matmul_fit() is not None else \
@@ -584,7 +603,7 @@ def fixed_cost_words(r) -> str:
                    f"vLLM PR #2090), on {forms}")
         else:
             moe = ("; routed experts: the GEMM forms' memory side, the default compute side (a GeForce card takes no "
-                   "fused-MoE form)" if m.gemm_memory_only else
+                   "fused-MoE form)" if m.gemm_memory_only else f"; routed experts: {how}{int4}" if int4 else
                    f"; routed experts: {how} (no fused-MoE form of {tables}'s fitted here"
                    + (why + ")" if m.moe_fits else ")"))
         moe += _every_pair_unforms(r, m, key, tables)

@@ -975,7 +975,9 @@ def kernel_model(hardware: Hardware, nominal: Roof, measured: Roof | None, profi
 
         engine_host = ENGINES[DEFAULT_ENGINE].host
     model = replace(model, engine_host=engine_host)  # an engine's host time outside its kernels (engines.py)
-    from .predict import int4_cap
+    from .predict import int4_cap, marlin_moe
+
+    model = marlin_moe(model, engine_host, hardware.compute_capability)  # int4 experts' fused form: Marlin's alone
 
     fp32 = hardware.peak_flop_per_s.get("fp32")
     if engine_host.int4_kernel and compute_dtype in ("fp16", "bf16") and fp32 and hardware.compute_capability is not None:
