@@ -472,6 +472,10 @@ def sglang_tuned(gpu: str, version: str) -> dict | None:
             "pairs": {tuple(p) for p in v["bf16"][gpu]}}
 
 
+# a fused-MoE table's configuration: the columns its repeated rows are merged on (collapse)
+MOE_KEYS = ["num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"]
+
+
 def read_moe_table(path: Path, engine: str, grouped: set) -> tuple:
     """(kept rows, grouped-routing rows left out, SGLang's expert-parallel rows left out) of one moe_perf table
     (fitting.moe_rows_kept)."""
@@ -539,8 +543,7 @@ def unseen_tables(systems: Path, gpu: str, engine: str, cls: str, res: dict, cur
         ks2 = d2.kernel_source.value_counts().index[0]
         if not same_kernel(info["kernel_source"], ks2):
             continue
-        d2, _ = collapse(d2[d2.kernel_source == ks2], ["num_tokens", "hidden_size", "inter_size", "topk",
-                                                       "num_experts", "moe_tp_size", "moe_ep_size"])
+        d2, _ = collapse(d2[d2.kernel_source == ks2], MOE_KEYS)
         d2 = d2[~F.slower_than_twice_the_work(d2)]
         R2 = moe_rows(d2, SPECS[gpu], key)
         n = len(R["t"])
@@ -590,8 +593,7 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict, keep_slow: bool = 
             p, a_cls, gone_cls, ep_left = older
             d = a_cls[a_cls.moe_dtype == dt]
         vdir = p.parent
-        d, dup = collapse(d[d.kernel_source == ks], ["num_tokens", "hidden_size", "inter_size", "topk", "num_experts",
-                                                     "moe_tp_size", "moe_ep_size"])
+        d, dup = collapse(d[d.kernel_source == ks], MOE_KEYS)
         inconsistent = F.slower_than_twice_the_work(d)
         if not keep_slow:  # True: the rows fitting.slower_than_twice_the_work finds stay (the all-rows figures)
             d = d[~inconsistent]

@@ -1042,12 +1042,12 @@ def _engine_host(args: argparse.Namespace, shape=None):
     kernel (engines.marlin_host)."""
     from dataclasses import replace
 
+    from .engines import marlin_host
+
     engine = _engine(args)
     kernel = getattr(args, "int4_kernel", None)
     if kernel is None and getattr(shape, "weight_method", "") == "awq":
         kernel = engine.awq_kernel
-    from .engines import marlin_host
-
     host = replace(engine.host, int4_kernel=kernel) if kernel else engine.host
     # a GGUF file's or a bitsandbytes checkpoint's experts run the engine's own kernels for it, not Marlin's MoE
     return marlin_host(host, getattr(shape, "weight_method", "") if not getattr(args, "weight_dtype", None) else "",

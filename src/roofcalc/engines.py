@@ -80,6 +80,7 @@ class Engine:
     # kernel, with its source; "" runs them otherwise (their linears' kernels, as GEMM forms): the fitted int4 fused
     # MoE form (fitting.MOE_FORMATS "int4") applies only under such a preset (predict.marlin_moe)
     marlin_moe: str = ""
+    marlin_capability: float = 0.0  # the least compute capability it runs Marlin's MoE kernel on (marlin_moe's source)
     tp_layout: str = "transformers"
     tp_layout_source: str = ("transformers' base_model_tp_plan: a shared expert's down_proj rowwise (its own "
                              "all-reduce) beside the routed experts' MoeExpertsParallel; Phi-3's qkv_proj and "
@@ -130,7 +131,7 @@ class Engine:
         """What the step model (predict.step_times) takes of the preset."""
         return EngineHost(self.host_fixed_s, self.host_per_sequence_s, self.host_overlap, self.name,
                           tables=self.tables, decode_every_head=self.decode_every_head, ranks_s=self.host_ranks_s,
-                          marlin_moe="marlin" if self.marlin_moe else "")
+                          marlin_moe="marlin" if self.marlin_moe else "", marlin_capability=self.marlin_capability)
 
     @property
     def graphs(self) -> bool:
@@ -301,7 +302,7 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "(awq_marlin.py) and CompressedTensorsWNA16MarlinMoEMethod (compressed_tensors_moe.py) run fused_marlin_moe, "
         "from compute capability 7.5 (Turing since PR #29901, 'add marlin kernel support for turing (sm75)', MoE "
         "included; 8.0 before); AIConfigurator's vLLM 0.24 int4 MoE tables name that kernel (kernel source "
-        "..._wna16marlinmoe_marlin_marlinexperts)"),
+        "..._wna16marlinmoe_marlin_marlinexperts)", marlin_capability=7.5),
     Engine(
         "sglang", "SGLang (overlap scheduler)", "cuda-graph",
         "SGLang server arguments: '--disable-cuda-graph | Disable cuda graph. | False'",
@@ -320,7 +321,7 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "moe_wna16_marlin_gemm (csrc/moe/marlin_moe_wna16, Marlin's MoE kernel as vLLM's), which its GPTQ, AWQ and "
         "compressed-tensors WNA16 MoE methods call, from compute capability 8.0 (the kernel's own check: "
         "'marlin_gemm(..) requires CUDA_ARCH >= 8.0'); AIConfigurator's SGLang int4 MoE tables time it "
-        "(sglang_marlin_moe)"),
+        "(sglang_marlin_moe)", marlin_capability=8.0),
     Engine(
         "trtllm", "TensorRT-LLM (PyTorch backend, overlap scheduler)", "cuda-graph",
         "TensorRT-LLM llm_args.py: cuda_graph_config on by default, 'enabled for batches that consist of "

@@ -308,6 +308,7 @@ class EngineHost:
     # kernels (an engine without it); or the checkpoint's format whose experts it runs by that format's own kernels
     # where it would otherwise run Marlin's ("GGUF", "bitsandbytes": engines.marlin_host)
     marlin_moe: str = ""
+    marlin_capability: float = 0.0  # the least compute capability it runs that kernel on (engines.Engine)
 
     @property
     def table_engine(self) -> str:
@@ -739,25 +740,27 @@ class MoEFit:
         return comp * slow * mis_c * self.peak_ratio * self.scale_c, mem * mis_m * self.scale_m
 
 
-# the least compute capability each engine runs Marlin's MoE kernel on (engines.Engine.marlin_moe's sources): vLLM's
-# Turing kernels since PR #29901, SGLang's sgl-kernel from 8.0
-MARLIN_MIN_CAPABILITY = {"vllm": 7.5, "sglang": 8.0}
-
-
-def marlin_min_capability(engine_host) -> float:
-    return MARLIN_MIN_CAPABILITY.get(getattr(engine_host, "engine", ""), 8.0)
+def marlin_moe_why(engine_host, compute_capability: float | None) -> str:
+    """Why a step does not run weight-only int4 experts by Marlin's MoE kernel, whose fitted fused form
+    (fitting.MOE_FORMATS "int4", measured under SGLang and vLLM) then does not apply; "" where it does: an engine
+    that runs them by other kernels (EngineHost.marlin_moe "": transformers, llama.cpp, TensorRT-LLM), a checkpoint
+    whose experts the engine runs by that format's own kernels (a GGUF or bitsandbytes one: engines.marlin_host), or
+    a GPU below the engine's least compute capability for it (EngineHost.marlin_capability) or of unknown one."""
+    marlin = getattr(engine_host, "marlin_moe", "")
+    if not marlin:
+        return "int4 experts take Marlin's fused MoE form under --engine vllm and sglang alone"
+    if marlin != "marlin":
+        return f"a {marlin} checkpoint's experts run the engine's own {marlin} kernels, not Marlin's fused MoE kernel"
+    least = engine_host.marlin_capability
+    if (compute_capability or 0) < least:
+        return f"its int4 experts' kernel, Marlin's MoE, needs compute capability {least:.1f}"
+    return ""
 
 
 def marlin_moe(m: "KernelModel", engine_host, compute_capability: float | None) -> "KernelModel":
-    """``m`` without the fitted int4 fused-MoE form (fitting.MOE_FORMATS "int4": Marlin's MoE kernel, measured
-    under SGLang and vLLM) where the step does not run that kernel: an engine that runs int4 experts otherwise
-    (EngineHost.marlin_moe not "marlin": transformers, llama.cpp, TensorRT-LLM; a GGUF or bitsandbytes checkpoint
-    under any), or a GPU below the engine's least compute capability for it (MARLIN_MIN_CAPABILITY) or of unknown
-    capability. There its experts keep the GEMM forms."""
-    if "int4" not in m.moe_fits:
-        return m
-    if getattr(engine_host, "marlin_moe", "") == "marlin" and \
-            (compute_capability or 0) >= marlin_min_capability(engine_host):
+    """``m`` without the fitted int4 fused-MoE form where the step does not run Marlin's MoE kernel
+    (marlin_moe_why): there its int4 experts keep the GEMM forms."""
+    if "int4" not in m.moe_fits or not marlin_moe_why(engine_host, compute_capability):
         return m
     return replace(m, moe_fits={k: v for k, v in m.moe_fits.items() if k != "int4"})
 

@@ -580,16 +580,10 @@ def fixed_cost_words(r) -> str:
                ": their experts are not one gated-MLP call, the call the form describes")
         int4 = ""
         if key == "int4" and key not in m.moe_fits:  # Marlin's MoE kernel's form, where this step does not run it
-            from .predict import marlin_min_capability
+            from .predict import marlin_moe_why
 
-            marlin, least = getattr(m.engine_host, "marlin_moe", ""), marlin_min_capability(m.engine_host)
-            if marlin == "marlin" and (r.hardware.compute_capability or 0) < least:
-                int4 = f" (its int4 experts' kernel, Marlin's MoE, needs compute capability {least:.1f})"
-            elif marlin:
-                int4 = (f" (a {marlin} checkpoint's experts run the engine's own {marlin} kernels, not Marlin's "
-                        f"fused MoE kernel)")
-            else:
-                int4 = " (int4 experts take Marlin's fused MoE form under --engine vllm and sglang alone)"
+            why_not = marlin_moe_why(m.engine_host, r.hardware.compute_capability)
+            int4 = f" ({why_not})" if why_not else ""
         # unfused experts kernels are timed as the GEMMs they are (predict.kernel_terms: the weight format's
         # GEMM form where one is fitted, else the defaults)
         how = "the GEMM forms, each kernel's rows as one GEMM" if m.matmul_fit() is not None else \
