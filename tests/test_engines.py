@@ -267,8 +267,26 @@ def test_impl_by_hand_overrides_the_engine_and_the_header_says_so(capsys):
     assert st["host_s"] == pytest.approx(890 * 20e-6 + 5.5e-3 / 256)  # vLLM's scheduler stays
     assert st["engine"]["impl_used"] == "hf-eager" and st["engine"]["impl_by_hand"]
     _, out, _ = run(["tinyllama", "--engine", "vllm", "--impl", "hf-eager"], capsys)
-    assert "engine vllm (attention: FlashAttention (FA3 on Hopper)) with --impl hf-eager by hand (its own: " \
-           "cuda-graph)" in out
+    # the default T4 (compute capability 7.5) is below FlashAttention's 8.0: vLLM takes FlashInfer there
+    assert "engine vllm (attention: FlashInfer) with --impl hf-eager by hand (its own: cuda-graph)" in out
+
+
+@pytest.mark.parametrize("engine, hw, model, kernel", [
+    # vllm/platforms/cuda.py _get_backend_priorities and fa_utils.get_flash_attn_version: FA3 on 9.x, FlashInfer
+    # first on 10.x, FA2 elsewhere from 8.0; the latent kernels FLASH_ATTN_MLA on 9.x, FLASHINFER_MLA on 10.x
+    ("vllm", "a100", "tinyllama", "FlashAttention 2"), ("vllm", "h100", "tinyllama", "FlashAttention 3"),
+    ("vllm", "b200", "tinyllama", "FlashInfer"), ("vllm", "a100", "deepseek-v2-lite", "Triton MLA"),
+    ("vllm", "h200", "deepseek-v2-lite", "FlashAttention MLA"),
+    # SGLang server_args.py _get_default_attn_backend: fa3 on Hopper, trtllm_mha on SM100, else flashinfer
+    ("sglang", "l40s", "tinyllama", "FlashInfer"), ("sglang", "h200", "tinyllama", "FlashAttention 3"),
+    ("sglang", "b200", "tinyllama", "TensorRT-LLM's MHA (trtllm_mha)"),
+    ("sglang", "b200", "deepseek-v2-lite", "FlashInfer MLA"),
+])
+def test_the_attention_kernel_named_is_the_one_the_engine_picks_on_that_gpu(engine, hw, model, kernel, capsys):
+    st = step([model, "--engine", engine, "--hw", hw], capsys)
+    assert st["engine"]["attention"] == kernel and st["engine"]["attention_general"] == ENGINES[engine].attention
+    _, out, _ = run([model, "--engine", engine, "--hw", hw], capsys)
+    assert f"engine {engine} (attention: {kernel})" in unwrap(out)
 
 
 def test_the_host_bound_line_appears_only_when_host_bound(capsys):

@@ -117,9 +117,20 @@ def workload_record(a: Analysis) -> dict[str, Any]:
                weight_dtype=w.weight_dtype.name, act_dtype=w.act_dtype.name, kv_dtype=w.kv_dtype.name, compute_dtype=w.compute_dtype.name)
     if w.weight_dtype.quantized:
         rec["group_size"] = w.weight_group
+    rec.update(gguf_record(a.shape, w))
     if getattr(a.shape, "mla", None) is not None:  # DeepSeek's latent attention as this step counts it (--mla, or the engine's)
         rec["mla"] = w.mla
     return rec
+
+
+def gguf_record(shape, w) -> dict[str, str]:
+    """A GGUF file's type, and the formats it stores the embedding and output tables in (calculator.gguf_table);
+    nothing for any other checkpoint."""
+    if not getattr(w, "gguf", ""):
+        return {}
+    from .calculator import gguf_table
+
+    return {"gguf": w.gguf, "gguf_embedding": gguf_table(shape, w, False), "gguf_output": gguf_table(shape, w, True)}
 
 
 def roof_record(roof: Roof | None) -> dict[str, Any] | None:
@@ -194,7 +205,8 @@ def step_record(r: Roofline) -> dict[str, Any]:
         "predicted_s": st.predicted_s, "predicted_lower_s": st.predicted_lower_s,
         "predicted_upper_s": st.predicted_upper_s, **band_record(t.band), "device_s": t.device_s, "device_upper_s": t.device_upper_s,
         "host_s": t.host_s, "host_upper_s": t.host_upper_s, "overlap": t.overlap, "step_bound": st.bound,
-        "serial_host_s": t.serial_s, "serial_host_upper_s": t.serial_upper_s, "engine": engine_record(r.model, st.impl, r.analysis.workload),
+        "serial_host_s": t.serial_s, "serial_host_upper_s": t.serial_upper_s,
+        "engine": engine_record(r.model, st.impl, r.analysis.workload, r.analysis.shape, r.hardware.compute_capability),
         "device_parts_s": {"memory": t.memory_s, "compute": t.compute_s, "communication": t.comm_s,
                            "fixed": t.fixed_s},
         "tpot_s": st.tpot_s, "achieved_flop_per_s": st.achieved_flop_per_s,
@@ -222,18 +234,29 @@ def batching_reach(r) -> float | None:
     return (v.ridge if v.ridge_batch is not None else v.intensity_limit) / st.intensity
 
 
-def engine_record(m, impl: str, w=None) -> dict[str, Any] | None:
-    """The engine preset's fields (engines.py), with the launch model the step used; its attention kernel
-    the unfused one where the workload ``w`` runs it (--attention unfused)."""
+def attention_kernel(engine, w=None, shape=None, compute_capability: float | None = None) -> str:
+    """The attention kernel a step runs under an engine preset: the unfused one where the workload ``w`` runs it
+    (--attention unfused), else the one the engine picks on a GPU of ``compute_capability``, its latent-attention
+    kernel for a ``shape`` with DeepSeek's attention (Engine.attention_on)."""
+    if getattr(w, "attention", "fused") == "unfused":
+        return "unfused, by --attention"
+    return engine.attention_on(compute_capability, getattr(shape, "mla", None) is not None)
+
+
+def engine_record(m, impl: str, w=None, shape=None, compute_capability: float | None = None) -> dict[str, Any] | None:
+    """The engine preset's fields (engines.py), with the launch model the step used and the attention kernel it
+    runs (attention_kernel; its general wording in attention_general)."""
     name = m.engine_host.engine if m is not None else ""
     if not name:
         return None
     from .engines import ENGINES
 
-    rec = {**ENGINES[name].record(), "impl_used": impl, "impl_by_hand": impl != ENGINES[name].impl,
-           "int4_kernel": (m.engine_host.int4_kernel or "marlin") if _int4(w) else None}
+    e = ENGINES[name]
+    rec = {**e.record(), "impl_used": impl, "impl_by_hand": impl != e.impl,
+           "int4_kernel": (m.engine_host.int4_kernel or "marlin") if _int4(w) else None,
+           "attention": attention_kernel(e, w, shape, compute_capability), "attention_general": e.attention}
     if getattr(w, "attention", "fused") == "unfused":
-        rec.update(attention="unfused, by --attention", attention_source="roofcalc --attention unfused")
+        rec.update(attention_source="roofcalc --attention unfused")
     return rec
 
 
@@ -359,6 +382,12 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
             w.weight_group < PER_CHANNEL and s.d_model % w.weight_group:  # the default, as a what-if
         group += (f" by default; the hidden size {s.d_model} is no multiple of it, so each row's last group holds "
                   f"{s.d_model % w.weight_group}")
+    if getattr(w, "gguf", ""):  # a GGUF file's tables as llama.cpp's quantizer stores them (calculator.gguf_table)
+        from .calculator import gguf_table
+
+        head = "" if s.tie_word_embeddings else f", output.weight {gguf_table(s, w, True).upper()}"
+        embed = f"token_embd.weight {gguf_table(s, w, False).upper()}" + (" (tied: lm_head's)" if not head else "")
+        group += f", as a {w.gguf.upper()} GGUF file stores it: {embed}{head}"
     language = a.language_params
     share = f" ({language:,} of them the language model{f'; {s.encoders_note}' if s.encoders_note else ''})" \
         if language is not None and language < a.params else f" ({s.encoders_note})" if s.encoders_note else ""
@@ -657,9 +686,10 @@ def attention_words(w, prompt: bool | None = None) -> str:
     return f"; attention unfused: its score matrix written and read between its kernels (attention_scores{chunks})"
 
 
-def engine_words(m, impl: str, w=None, shape=None) -> str:
+def engine_words(m, impl: str, w=None, shape=None, compute_capability: float | None = None) -> str:
     """The engine a prediction models (--engine), and an --impl given by hand over its own; its attention
-    kernel, or the unfused attention ``w`` (the workload) runs by --attention; where its decode kernel reads a GQA
+    kernel on a GPU of ``compute_capability`` (Engine.attention_on; the latent one for a ``shape`` with DeepSeek's
+    attention), or the unfused attention ``w`` (the workload) runs by --attention; where its decode kernel reads a GQA
     group's KV once per query head (EngineHost.decode_every_head) and ``shape`` has groups, how many times the KV
     bytes counted that is (the attention's efficiency holds the rereads; the bytes stay the ideal's)."""
     name = m.engine_host.engine if m is not None else ""
@@ -668,7 +698,7 @@ def engine_words(m, impl: str, w=None, shape=None) -> str:
     from .engines import ENGINES
 
     e = ENGINES[name]
-    kernel = "unfused, by --attention" if getattr(w, "attention", "fused") == "unfused" else e.attention
+    kernel = attention_kernel(e, w, shape, compute_capability)
     group = shape.n_heads / shape.n_kv_heads if shape is not None and getattr(shape, "n_kv_heads", 0) else 1
     reread = (f"; each query head reads its group's KV, {group:g}x the KV bytes counted (the attention's efficiency "
               f"holds the rereads)") if m.engine_host.decode_every_head and group > 1 and \
@@ -733,7 +763,7 @@ def roof_lines(r: Roofline, defaults: Iterable[str] = ()) -> list[str]:
                      f"{of}), "
                      f"ridge {ridge(mea.ridge)} FLOP/byte; verdicts use the measured roof")
     if r.model is not None:
-        lines.append(f"predict   {efficiency_words(r)}; host {host_words(r)}{engine_words(r.model, r.step.impl, r.analysis.workload, r.analysis.shape)}")
+        lines.append(f"predict   {efficiency_words(r)}; host {host_words(r)}{engine_words(r.model, r.step.impl, r.analysis.workload, r.analysis.shape, hw.compute_capability)}")
     lines.append(memory_line(r))
     return lines
 
@@ -1385,10 +1415,12 @@ def sweep_record(sw: Sweep) -> dict[str, Any]:
     hw = hardware_record(sw)
     hw["capacity_bytes"] = sw.capacity_bytes
     head = sw.header_analysis()
+    workload.update(gguf_record(head.shape, w))
     if getattr(head.shape, "mla", None) is not None:
         workload["mla"] = w.mla
     doc = {"schema_version": SCHEMA_VERSION, "model": model_record(head), "workload": workload,
-           "hardware": hw, "engine": engine_record(sw.model, sw.impl, sw.dtypes), "points": sweep_point_records(sw),
+           "hardware": hw, "engine": engine_record(sw.model, sw.impl, sw.dtypes, head.shape, sw.hardware.compute_capability),
+           "points": sweep_point_records(sw),
            "verdicts": [verdict_record(v) for v in sw.verdicts]}
     par = head.parallel
     if par is not None and par.gpus > 1:  # every point is one rank's (a pipeline's: see "step")
@@ -1527,7 +1559,8 @@ def sweep_header_lines(sw: Sweep, defaults: Iterable[str] = ()) -> list[str]:
     overlap = "" if m is None else (f"; {who} overlap" if m.overlap else f"; {who} add up")
     lines.append(f"time      predicted: kernel floors at the {how}, with the host's time: --impl {sw.impl}{graph}"
                  f"{host}{'' if m is None else engine_host_words(m, gpus_of(sw.analyzer))}{overlap}"
-                 f"{engine_words(m, sw.impl, sw.dtypes)}{per}")
+                 f"{engine_words(m, sw.impl, sw.dtypes, getattr(sw.analyzer, 'shape', None), hw.compute_capability)}"
+                 f"{per}")
     return lines
 
 
@@ -1632,7 +1665,7 @@ def tp_sweep_record(tps) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION, "model": model_record(full), "workload": workload_record(a),
         "hardware": {**hardware_record(first), "capacity_bytes": first.capacity_bytes,
                      "link_bytes_per_s": first.hardware.link_bytes_per_s},
-        "engine": engine_record(first.model, first.step.impl, a.workload),
+        "engine": engine_record(first.model, first.step.impl, a.workload, a.shape, first.hardware.compute_capability),
         "axis": tps.axis,
         "fixed": {a: getattr(tps.base, a) for a in ("tp", "pp", "ep") if a != tps.axis},
         "ep_attention": tps.base.ep_attention, "dense_experts": tps.base.dense_experts,
