@@ -751,13 +751,13 @@ CASES = (
     Case("decode", "meta-llama/Llama-2-7b-hf", "RTX4090", "fused", measured=1 / 61.03, source=LLAMA_CPP, context=64,
          note="llama.cpp tg128, F16 (codellama-7b)", **FP16),
     Case("decode", "meta-llama/Llama-2-7b-hf", "RTX4090", "fused", measured=1 / 98.13, source=LLAMA_CPP, context=64,
-         weight_dtype="int8", group_size=32, note="llama.cpp tg128, Q8_0 (codellama-7b)", **FP16),
+         weight_dtype="int8", group_size=32, gguf="q8_0", note="llama.cpp tg128, Q8_0 (codellama-7b)", **FP16),
     Case("decode", "meta-llama/Llama-2-7b-hf", "RTX3090", "fused", measured=1 / 48.52, source=LLAMA_CPP, context=64,
          note="llama.cpp tg128, F16", **FP16),
     Case("decode", "meta-llama/Llama-2-7b-hf", "RTX3090", "fused", measured=1 / 121.82, source=LLAMA_CPP, context=64,
-         weight_dtype="int4", group_size=32, note="llama.cpp tg128, Q4_0", **FP16),
+         weight_dtype="int4", group_size=32, gguf="q4_0", note="llama.cpp tg128, Q4_0", **FP16),
     *(Case("prefill", "meta-llama/Llama-2-7b-hf", hw, "fused", measured=512 / tps, source=LLAMA_CPP, prompt=512,
-           note=f"llama.cpp pp512, {fmt}", **FP16, **({"weight_dtype": "int4", "group_size": 32} if fmt == "Q4_0" else {}))
+           note=f"llama.cpp pp512, {fmt}", **FP16, **({"weight_dtype": "int4", "group_size": 32, "gguf": "q4_0"} if fmt == "Q4_0" else {}))
       for hw, fmt, tps in (("RTX4090", "F16", 11048.22), ("RTX4090", "Q4_0", 7979.85),
                            ("RTX3090", "F16", 4184.85), ("RTX3090", "Q4_0", 3408.18))),
     # premAI, A100 80GB, batch 1
@@ -1220,7 +1220,7 @@ SGL_33293 = ("sgl-project/sglang pull request #33293 (2026): python -m sglang.be
 PUB = Path(__file__).parent / "configs" / "published"
 DSR1 = str(PUB / "deepseek-ai--DeepSeek-R1.json")
 GRANITE = str(PUB / "ibm-granite--granite-3.1-3b-a800m-instruct.json")
-Q4_0 = dict(dtype="fp16", weight_dtype="int4", group_size=32)
+Q4_0 = dict(dtype="fp16", weight_dtype="int4", group_size=32, gguf="q4_0")
 FP8_B = dict(dtype="bf16", weight_dtype="fp8-b128")
 
 CASES_10 = (
@@ -1390,7 +1390,7 @@ CASES_13 = (
     Case("decode", L7, "A100-80GB-PCIe", "fused", measured=1 / 74.77, source=LCPP_6017, context=64,
          note="llama.cpp (March 2024) tg128, F16 (codellama-7b)", **FP16),
     Case("decode", L3_8, "RTX4090", "cuda-graph", measured=1 / 98.14, source=LCPP_17505, context=32768 + 256,
-         note="llama.cpp (late 2025) Q4_0, micro-batch 1 at depth 32,768", **FP16, **Q4_32),
+         note="llama.cpp (late 2025) Q4_0, micro-batch 1 at depth 32,768", **FP16, **Q4_32, gguf="q4_0"),
     Case("prefill", L3_8, "RTX4090", "fused", measured=2048 / 5549.92, source=LCPP_7860, prompt=2048,
          note="llama.cpp (June 2024) Q4_K_S pp2048", **FP16, **Q4_32),
 )
@@ -1674,8 +1674,8 @@ _COMPANION_ROWS = (  # model, Ollama tag, GPU, generation_mean (tokens/s)
     (L7, "opencodeinterpreter-ds:6.7b-Q4_K_M", "L4", 49.39),
     (M7, "dolphin-mistral:7b-v2.6-dpo-laser-q4_K_M", "L4", 47.27))
 _V100_ROWS = (  # llama.cpp type, weights, eval time (ms) over 255 runs
-    ("F16", {}, 4825.95), ("Q8_0", dict(weight_dtype="int8", group_size=32), 3233.86),
-    ("Q4_0", Q4_32, 2200.77), ("Q4_K", Q4_32, 2468.47))
+    ("F16", {}, 4825.95), ("Q8_0", dict(weight_dtype="int8", group_size=32, gguf="q8_0"), 3233.86),
+    ("Q4_0", dict(Q4_32, gguf="q4_0"), 2200.77), ("Q4_K", Q4_32, 2468.47))
 CASES_21 = (
     *(Case("decode", model, hw, "fused", measured=1 / tps, source=COMPANION, context=256, attention="unfused",
            note=f"Ollama 0.1.29 {tag}", **FP16, **Q4_32)

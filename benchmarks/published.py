@@ -59,6 +59,7 @@ class Case:
     #                   TensorRT-LLM's, "trtllm-0.6" for its versions before XQA (those tables, GQA decode per head)
     host: bool = False  # the preset's host time outside the kernels too (a seen re-run; the sets above take none)
     int4_kernel: str = ""  # the kernel its int4 matmuls run where it is not Marlin-like (predict.INT4_KERNELS)
+    gguf: str = ""  # a llama.cpp GGUF file's type (q4_0, q8_0): its embedding and output tables as it stores them
 
     def __post_init__(self):
         # a case of an engine whose kernels AIConfigurator measured takes that engine's tables (a rule, applied
@@ -140,7 +141,7 @@ def predict(c: Case) -> tuple[float, float, float]:
     kw = dict(weight_dtype=dtype(c.weight_dtype or c.dtype), act_dtype=dtype(c.dtype),
               kv_dtype=dtype(c.kv_dtype or c.dtype), group_size=c.group_size, cache_update=c.cache,
               eager_ops=c.impl == "hf-eager",
-              attention=c.attention, ubatch=c.ubatch)
+              attention=c.attention, ubatch=c.ubatch, gguf=c.gguf)
     hw = find_hardware(c.hw)
     traced = None
     try:

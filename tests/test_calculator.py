@@ -174,6 +174,20 @@ def test_bad_workloads_are_refused(kw):
         Workload.decode(**kw)
 
 
+def test_a_gguf_files_tables_in_the_library_and_a_gguf_type_its_weights_contradict():
+    """Workload(gguf=...) as --weight-dtype q4_0 sets it: TinyLlama's 32,000 x 2,048 output table in Q6_K, 256,000 blocks of
+    256 weights at 210 bytes (53,760,000), its embedding's one row in Q4_0 (64 blocks of 18 bytes);
+    a type its weights are not (int4 in groups of 128, Q5_0) is refused."""
+    wl = Workload.decode(1, 500, weight_dtype="int4", group_size=32, gguf="q4_0")
+    k = {x.name: x for x in analyze(TINY, wl).kernels}
+    assert k["lm_head"].cost.weight_bytes == 32000 * 2048 // 256 * 210 == 53_760_000
+    assert k["embed_tokens"].cost.weight_bytes == 2048 // 32 * 18
+    for kw in (dict(weight_dtype="int4", gguf="q4_0"), dict(weight_dtype="int4", group_size=32, gguf="q5_0"),
+               dict(weight_dtype="int8", group_size=32, gguf="q4_0")):
+        with pytest.raises(RoofcalcError, match="gguf must be one of q4_0, q8_0"):
+            Workload.decode(1, 500, **kw)
+
+
 def test_prompt_longer_than_context_is_refused():
     with pytest.raises(RoofcalcError):
         Workload("decode", 1, 10, 5)

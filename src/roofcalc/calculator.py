@@ -57,6 +57,27 @@ MAX_TOKENS = 1 << 24
 
 
 BLOCK_SCALE_BYTES = 4  # one fp32 scale (weight_scale_inv) per 128 x 128 block of fp8 weights
+# llama.cpp's block formats: (bytes of a block, weights in it); ggml-common.h: block_q4_0 (an fp16 scale and 32
+# 4-bit values), block_q8_0 (an fp16 scale and 32 int8 values), block_q6_K (256 6-bit values in ql[128] and
+# qh[64], 16 int8 sub-block scales and an fp16 super-block scale: 210 bytes, 6.5625 bits a weight)
+GGML_BLOCKS = {"q4_0": (18, 32), "q8_0": (34, 32), "q6_K": (210, 256)}
+# the GGUF file types --weight-dtype names (q4_0, q8_0), as roofcalc's integer formats (weight dtype, group): their
+# linears' blocks are exactly these, 4.5 and 8.5 bits a weight
+GGUF_FILE_TYPES = {"q4_0": ("int4", 32), "q8_0": ("int8", 32)}
+
+
+def gguf_table(s: ModelShape, wl: "Workload", output: bool) -> str:
+    """The block format a GGUF file of ``wl.gguf``'s type stores the embedding table in (``output`` False) or the
+    output table (lm_head's), as llama.cpp's quantizer picks it (src/llama-quant.cpp, llama_tensor_get_type):
+    output.weight, or token_embd.weight where the embeddings are tied (no output.weight), takes Q6_K unless the
+    file's type is Q8_0 or the model is Falcon or its rows are not a multiple of 256 wide (Q8_0 there); an untied
+    token_embd.weight keeps the file's type. "" for a workload that is not a GGUF file's."""
+    if not wl.gguf:
+        return ""
+    if not (output or s.tie_word_embeddings):
+        return wl.gguf
+    width = s.embed_dim or s.d_model
+    return "q8_0" if wl.gguf == "q8_0" or s.model_type == "falcon" or width % 256 else "q6_K"
 EXPERT_MODES = ("expected", "all", "topk")
 MLA_MODES = ("naive", "absorbed", "serving")
 CACHE_UPDATES = ("in-place", "concat")
@@ -124,6 +145,10 @@ class Workload:
     # experts (the engines sum them with the routed experts' partial output and all-reduce once, where the plan
     # reduces each) and for Phi-3 (the engines split its heads as Llama's, where the plan gathers every head)
     tp_layout: str = "transformers"
+    # the weights as a llama.cpp GGUF file of this type holds them ("q4_0", "q8_0"; weight_dtype is then int4 or
+    # int8 in groups of 32): its embedding and output tables are stored as llama.cpp's quantizer writes them
+    # (gguf_table, table_bytes), not in the float dtype; "" for any other checkpoint
+    gguf: str = ""
 
     def __post_init__(self) -> None:
         if self.phase not in ("decode", "prefill"):
@@ -166,6 +191,10 @@ class Workload:
             raise RoofcalcError(f"tp_layout must be one of {', '.join(TP_LAYOUTS)}, not {self.tp_layout!r}")
         if not isinstance(self.eager_ops, bool):
             raise RoofcalcError(f"eager_ops must be True or False, not {self.eager_ops!r}")
+        if self.gguf and (self.gguf not in GGUF_FILE_TYPES or (self.weight_dtype.name, self.weight_group)
+                          != GGUF_FILE_TYPES[self.gguf]):
+            raise RoofcalcError(f"gguf must be one of {', '.join(GGUF_FILE_TYPES)} with its weights (int4 or int8 "
+                                f"in groups of 32), not {self.gguf!r} with {self.weight_dtype.name}")
 
     # the command line's defaults: batch 1, context 500 (its worked example); the prompt of its one default
     # prefill, the forward pass it runs for a model with no decode step, is the default context's 500 tokens
@@ -186,6 +215,15 @@ class Workload:
     def weight_group(self) -> int:
         """Values per scale of quantized weights: the format's own group (MXFP4: 32), else group_size."""
         return self.weight_dtype.group or self.group_size or DEFAULT_GROUP
+
+    def table_bytes(self, s: ModelShape, n: int, output: bool) -> int:
+        """Bytes of ``n`` values of the embedding table (``output`` False) or the output table (lm_head's; a tied
+        head's, the embedding's too): the float dtype, or as a GGUF file stores it (gguf_table)."""
+        fmt = gguf_table(s, self, output)
+        if not fmt:
+            return self.float_weight_dtype.nbytes(n)
+        size, per = GGML_BLOCKS[fmt]
+        return -(-n // per) * size
 
     @property
     def float_weight_dtype(self) -> DType:
@@ -643,14 +681,13 @@ def act(s: ModelShape, wl: Workload) -> Kernel:
 
 def embed_tokens(s: ModelShape, wl: Workload) -> Kernel:
     """A gather: reads the B·T rows it needs (not the table), writes them as activations."""
-    w = wl.float_weight_dtype
     width = s.embed_dim or s.d_model
     n = wl.tokens * width
     flops = EMBED_SCALE_FLOPS_PER_ELEMENT * n if s.embed_scale else 0
-    cost = Cost(flops=flops, weight_bytes=w.nbytes(n), act_write_bytes=wl.act_dtype.nbytes(n))
+    cost = Cost(flops=flops, weight_bytes=wl.table_bytes(s, n, output=False), act_write_bytes=wl.act_dtype.nbytes(n))
     table = s.vocab_size * width
     return Kernel(s.name_of("embed"), "memory", "model", 1, f"{wl.tokens} row(s) of [{s.vocab_size},{width}]",
-                  cost, params=table, param_bytes=w.nbytes(table), role="embed")
+                  cost, params=table, param_bytes=wl.table_bytes(s, table, output=False), role="embed")
 
 
 def position_embed(s: ModelShape, wl: Workload) -> Kernel:
@@ -672,7 +709,7 @@ def lm_head(s: ModelShape, wl: Workload) -> Kernel:
     """Logits for every sequence in decode; in prefill for the last token of each sequence
     (what ``generate`` does) unless ``logits_all``. A tied head reads the embedding table."""
     width = s.embed_dim or s.d_model
-    table = wl.float_weight_dtype.nbytes(s.vocab_size * width)
+    table = wl.table_bytes(s, s.vocab_size * width, output=True)
     own = 0 if s.tie_word_embeddings else s.vocab_size * width
     return linear(s.name_of("lm_head"), width, s.vocab_size, s, wl, rows=_logit_rows(s, wl), weight_bytes=table,
                   params=own + (s.vocab_size if s.lm_head_bias else 0), bias=s.lm_head_bias, scope="model")

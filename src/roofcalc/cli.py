@@ -249,20 +249,17 @@ def _check_plot(path: str) -> None:
     check_plot_path(path)
 
 
-# llama.cpp's legacy block formats, exactly roofcalc's integer ones (ggml-common.h: block_q4_0 and block_q8_0 hold
-# 32 weights and one fp16 scale, 18 and 34 bytes): 4.5 and 8.5 bits a weight
-GGUF = {"q4_0": ("int4", 32), "q8_0": ("int8", 32)}
-
-
 def _gguf(args: argparse.Namespace) -> None:
     """--weight-dtype q4_0 or q8_0 as the integer format and group they are; a K-quant, which mixes block formats
     by tensor, refused with the rule that gives its size."""
     import re
 
+    from .calculator import GGUF_FILE_TYPES
+
     name = (args.weight_dtype or "").strip().lower()
-    if name in GGUF:
-        args.gguf = name  # (a GGUF format: the engines that load such a file, _engine_weights)
-        fmt, group = GGUF[name]
+    if name in GGUF_FILE_TYPES:
+        args.gguf = name  # (a GGUF format: the engines that load such a file, _engine_weights; its tables, Workload)
+        fmt, group = GGUF_FILE_TYPES[name]
         if args.group_size not in (None, group):
             raise RoofcalcError(f"--weight-dtype {name} holds {group} weights a scale; drop --group-size "
                                 f"{args.group_size}")
@@ -381,6 +378,8 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
         eager_ops=getattr(args, "impl", None) == "hf-eager",
         # the split under --tp: transformers' plan, or the serving engines' (a MoE layer's one all-reduce, Phi-3's heads)
         tp_layout=_engine(args).tp_layout,
+        # a GGUF file's embedding and output tables as llama.cpp's quantizer stores them (calculator.gguf_table)
+        gguf=getattr(args, "gguf", None) or "",
     )
     if shape is not None:
         _engine_ran(args, shape.name, shape.moe is not None, shape.mla is not None)

@@ -775,7 +775,7 @@ def tied_head_copy(shape: ModelShape, wl: Workload, after: list[Kernel]) -> list
     ``lm_head`` then ties to it)."""
     width = shape.embed_dim or shape.d_model
     table = shape.vocab_size * width
-    return [replace(k, params=k.params + table, param_bytes=k.param_bytes + wl.float_weight_dtype.nbytes(table))
+    return [replace(k, params=k.params + table, param_bytes=k.param_bytes + wl.table_bytes(shape, table, output=True))
             if k.name == shape.name_of("lm_head") else k for k in after]
 
 

@@ -32,7 +32,7 @@ from ..inputs import one_line
 from .cache import TRACE_FORMAT, _cache_dir, _cache_key, keep
 from .config import ConfigCheck, hf_config
 from .group import TracedKernel, _layer_split, _sizes, fused_moe_parts, fused_roles, merged_layers
-from .quantized import _quantized
+from .quantized import _gguf_tables, _quantized
 from .shape import layer_heads, shape_of, traced_shape
 from .result import TracedAnalysis
 from .step import _check_workload, routed_kernels, trace_raw
@@ -307,6 +307,9 @@ def _trace(cfg: dict, name: str, wl: Workload, label: str | None, *, view: str, 
         params, language = params + encoders["params"], params  # quantized checkpoint keeps them)
         param_bytes += encoders["param_bytes"]
     shape = shape_of(config, label or cfg["model_type"], name, cfg)
+    if wl.gguf:  # a GGUF file's embedding and output tables as llama.cpp's quantizer stores them
+        traced, change, tables = _gguf_tables(traced, doc, wl, shape)
+        param_bytes, deltas = param_bytes + change, {**deltas, **tables}
     kv_per_token, cache_bytes, span = doc["kv_bytes_per_token"], doc["cache_bytes"], None
     bare = tuple((inner, leaf, numel, nbytes, layer)
                  for module, own in (doc.get("bare_params") or {}).items()

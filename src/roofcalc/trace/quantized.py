@@ -71,3 +71,30 @@ def _quantized(traced: list, doc: dict, wl: Workload, config) -> tuple[list, int
         out.append(replace(k, ideal=replace(k.ideal, weight_bytes=k.ideal.weight_bytes + change["ideal"]),
                            eager=replace(k.eager, weight_bytes=k.eager.weight_bytes + change["eager"])))
     return out, total, deltas
+
+
+def _gguf_tables(traced: list, doc: dict, wl: Workload, shape) -> tuple[list, int, dict]:
+    """The kernels of a workload whose weights a GGUF file holds (``wl.gguf``) with the embedding's and the output's
+    tables (each module holding a [vocab, width] matrix outside the layers: the embedding's gather, lm_head's
+    GEMM) stored as llama.cpp's quantizer stores them (calculator.gguf_table, Workload.table_bytes), the rows a
+    gather reads and lm_head's whole table alike; the weights' change in bytes, and each module's (a pipeline
+    stage's weights are its modules')."""
+    width, vocab = shape.embed_dim or shape.d_model, shape.vocab_size
+    size = max(1, wl.act_dtype.bits // 8)  # traced in the activation dtype, the float dtype of a scaled format's tables
+
+    def restored(nbytes: int, output: bool) -> int:
+        return wl.table_bytes(shape, nbytes // size, output) if nbytes else 0
+
+    out, deltas = [], {}
+    for k in traced:
+        tables = [m for m in doc.get("weight_shapes", {}).get(k.module, []) if sorted(m[-2:]) == sorted((vocab, width))]
+        if k.layer is not None or not tables or k.function:  # (the module's own call: its gather or its GEMM)
+            out.append(k)
+            continue
+        output = k.kind == "matmul"
+        if k.param_bytes:
+            deltas[k.module] = deltas.get(k.module, 0) + restored(k.param_bytes, output) - k.param_bytes
+        out.append(replace(k, param_bytes=restored(k.param_bytes, output),
+                           ideal=replace(k.ideal, weight_bytes=restored(k.ideal.weight_bytes, output)),
+                           eager=replace(k.eager, weight_bytes=restored(k.eager.weight_bytes, output))))
+    return out, sum(deltas.values()), deltas
