@@ -88,7 +88,9 @@ def _gguf_tables(traced: list, doc: dict, wl: Workload, shape) -> tuple[list, in
     out, deltas = [], {}
     for k in traced:
         tables = [m for m in doc.get("weight_shapes", {}).get(k.module, []) if sorted(m[-2:]) == sorted((vocab, width))]
-        if k.layer is not None or not tables or k.function:  # (the module's own call: its gather or its GEMM)
+        # a tied lm_head owns no weight of its own to list: its GEMM's [n, k] is the table's
+        tied = k.kind == "matmul" and k.sizes is not None and sorted(k.sizes[-2:]) == sorted((vocab, width))
+        if k.layer is not None or not (tables or tied) or k.function:  # (the module's call: its gather or its GEMM)
             out.append(k)
             continue
         output = k.kind == "matmul"
