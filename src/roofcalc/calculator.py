@@ -64,6 +64,9 @@ GGML_BLOCKS = {"q4_0": (18, 32), "q8_0": (34, 32), "q6_K": (210, 256)}
 # the GGUF file types --weight-dtype names (q4_0, q8_0), as roofcalc's integer formats (weight dtype, group): their
 # linears' blocks are exactly these, 4.5 and 8.5 bits a weight
 GGUF_FILE_TYPES = {"q4_0": ("int4", 32), "q8_0": ("int8", 32)}
+# the model types whose GGUF output table llama.cpp's quantizer keeps in Q8_0 whatever the file's type (its
+# LLM_ARCH_FALCON test in llama_tensor_get_type)
+GGUF_Q8_OUTPUT = frozenset({"falcon"})
 
 
 def gguf_table(s: ModelShape, wl: "Workload", output: bool) -> str:
@@ -77,7 +80,7 @@ def gguf_table(s: ModelShape, wl: "Workload", output: bool) -> str:
     if not (output or s.tie_word_embeddings):
         return wl.gguf
     width = s.embed_dim or s.d_model
-    return "q8_0" if wl.gguf == "q8_0" or s.model_type == "falcon" or width % 256 else "q6_K"
+    return "q8_0" if wl.gguf == "q8_0" or s.model_type in GGUF_Q8_OUTPUT or width % 256 else "q6_K"
 EXPERT_MODES = ("expected", "all", "topk")
 MLA_MODES = ("naive", "absorbed", "serving")
 CACHE_UPDATES = ("in-place", "concat")
