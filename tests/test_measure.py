@@ -649,32 +649,47 @@ def test_profile_update_keeps_every_field(tmp_path, capsys):
     assert "roofcalc profile" in doc["efficiency"]["attention"]["note"]  # what this run measured went in
 
 
-@pytest.mark.parametrize("warned", [[], ["warning   decode steps up to 2.5x apart: profile again on an idle machine"]])
-def test_profile_update_says_when_its_run_warned(tmp_path, capsys, monkeypatch, warned):
-    """--update writes what the run measured, as asked; where the run's own checks warned (a busy machine, steps
-    far apart: ProfileTrust.warnings, given here so that the test does not hang on the machine's load), every
-    figure it writes carries the warnings in its note and the update line says so. A clean run writes no such
-    words."""
+@pytest.mark.parametrize("warned, flag", [([], "--update"),
+                                          (["warning   decode steps up to 2.5x apart: profile again on an idle machine"],
+                                           "--update"),
+                                          (["warning   decode steps up to 2.5x apart: profile again on an idle machine"],
+                                           "--update-anyway")])
+def test_profile_update_keeps_no_figures_its_own_checks_say_not_to(tmp_path, capsys, monkeypatch, warned, flag):
+    """--update writes what the run measured; where the run's own timings warned (a busy machine, steps far apart,
+    kernels that outlast the step: ProfileTrust.run_warnings, given here so that the test does not hang on the
+    machine's load) it leaves the profile as it was, says so and ends with exit status 1. --update-anyway writes
+    them, every figure's note carrying the warnings, and every later report on the profile says so. A clean run
+    writes no such words."""
     pytest.importorskip("torch")
     from roofcalc.profile import ProfileTrust
 
-    monkeypatch.setattr(ProfileTrust, "warnings", lambda self: list(warned))
+    monkeypatch.setattr(ProfileTrust, "run_warnings", lambda self: list(warned))
     cfg, prof = tmp_path / "config.json", tmp_path / "me.json"
     cfg.write_text(json.dumps(SMALL))
     prof.write_text(json.dumps({**EVERY_FIELD, "kind": "cpu", "segment": "datacenter", "nominal": "EPYC-9654",
                                 "peak_flop_per_s": {"fp32": 1e11}, "bandwidth_bytes_per_s": 1e10}))
+    before = prof.read_bytes()
     code = main(["profile", str(cfg), "--context", "16", "--steps", "2", "--hw-file", str(prof), "--dtype", "fp32",
-                 "--update"])
+                 flag])
     out = " ".join(capsys.readouterr().out.split())
+    if warned and flag == "--update":
+        assert code == 1 and prof.read_bytes() == before
+        assert f"not updated {prof}: this run's timings warned (1 below), and its figures would replace the " \
+               "profile's; profile again on an idle machine, or give --update-anyway" in out
+        return
     assert code == 0
     note = json.loads(prof.read_text())["efficiency"]["attention"]["note"]
     assert note.startswith("roofcalc profile ")
+    code = main([str(cfg), "--hw-file", str(prof), "--dtype", "fp32"])
+    later = " ".join(capsys.readouterr().out.split())
     if warned:
         assert note.endswith("; its run warned (1): decode steps up to 2.5x apart: profile again on an idle machine")
         assert "written though the run warned (1 below: the efficiencies' and the host's notes say so; the matmul " \
                "curve's points hold no note" in out
+        assert code == 0 and "the --hw-file's measured efficiencies come from a profile run whose timings warned " \
+            f"({note.split('; its run warned')[0]}; written by --update-anyway)" in later
     else:
-        assert "warned" not in note and "written though" not in out
+        assert "warned" not in note and "written though" not in out and "timings warned" not in later
 
 
 # --------------------------------------------------------------------------- trust: fed-in values, no timing

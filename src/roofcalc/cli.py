@@ -1408,7 +1408,10 @@ def _profile_parser() -> argparse.ArgumentParser:
                    "kernels placed (needs plotly: pip install '.[html]' in roofcalc's checkout)")
     p.add_argument("--update", action="store_true",
                    help="write what was measured (matmul and attention efficiencies, host time per op) back into "
-                   "the --hw-file profile, so the next prediction uses this model's own kernels")
+                   "the --hw-file profile, so the next prediction uses this model's own kernels; not where the "
+                   "run's own timings warned (the profile is left as it was, exit status 1)")
+    p.add_argument("--update-anyway", action="store_true",
+                   help="--update even where the run's timings warned, each figure's note saying what it warned of")
     _add_quiet(p)
     return p
 
@@ -1423,6 +1426,7 @@ def run_profile(argv: Sequence[str]) -> str:
     args = _profile_parser().parse_args(argv)
     _no_empty_files(args)
     _resolve_engine(args)
+    args.update = args.update or args.update_anyway
     if args.update and not args.hw_file:
         raise RoofcalcError("--update writes into the --hw-file profile; give one (roofcalc measure --out me.json)")
     if args.update and args.impl != "hf-eager":  # profile runs transformers eagerly: its host time is per eager op
@@ -1474,9 +1478,15 @@ def run_profile(argv: Sequence[str]) -> str:
         from .plotting import save_plot
 
         save_plot(r, args.plot)
-    updated = None
+    updated, refused = None, False
     trust = profile_trust(result, r, first)
-    if args.update:
+    spoilt = [w.split(None, 1)[1] for w in trust.run_warnings()]
+    if args.update and spoilt and not args.update_anyway:  # figures its own checks say not to keep: left unwritten
+        refused = True
+        updated = (f"not updated {args.hw_file}: this run's timings warned ({len(spoilt)} below), and its figures "
+                   f"would replace the profile's; profile again on an idle machine, or give --update-anyway to "
+                   f"write them with the warnings in their notes")
+    elif args.update:
         import time
         from dataclasses import replace
 
@@ -1486,7 +1496,8 @@ def run_profile(argv: Sequence[str]) -> str:
         note = (f"roofcalc profile {args.model} ({args.dtype}, batch {args.batch}, context {args.context}), "
                 f"{time.strftime('%Y-%m-%d')}")
         warned = [w.split(None, 1)[1] for w in trust.warnings()]
-        # written all the same (the user asked); the efficiencies' and the host's notes end with what it warned of
+        # written as asked; the efficiencies' and the host's notes end with what it warned of (hw_file_warnings
+        # says so in every later report on the profile)
         said = f"; its run warned ({len(warned)}): " + "; ".join(warned) if warned else ""
         from .inputs import read_json
 
@@ -1507,20 +1518,35 @@ def run_profile(argv: Sequence[str]) -> str:
         import json
 
         doc = report.to_record(r)
-        doc["profile"] = profile_record(result, trust)
-        return _emit(json.dumps(doc, indent=2) + "\n", output, args.format)
-    width = None if args.wide else term_width()
-    out = report.render(r, args.format, width=width)
-    if args.format in ("table", "markdown"):
-        lines = [f"- {line}" for line in lines] if args.format == "markdown" else report.wrap_lines(lines, width)
-        out += "\n" + "\n".join(lines) + "\n"
-        if args.plot:
-            out += f"plot      written to {args.plot}\n"
-        if args.html is not None:
-            out += f"html      written to {args.html}\n"
-        if updated:
-            out += updated + "\n"
-    return _emit(out, output, args.format)
+        doc["profile"] = {**profile_record(result, trust), "updated": bool(updated) and not refused}
+        out = _emit(json.dumps(doc, indent=2) + "\n", output, args.format)
+    else:
+        width = None if args.wide else term_width()
+        out = report.render(r, args.format, width=width)
+        if args.format in ("table", "markdown"):
+            lines = [f"- {line}" for line in lines] if args.format == "markdown" else report.wrap_lines(lines, width)
+            out += "\n" + "\n".join(lines) + "\n"
+            if args.plot:
+                out += f"plot      written to {args.plot}\n"
+            if args.html is not None:
+                out += f"html      written to {args.html}\n"
+            if updated:
+                out += updated + "\n"
+        out = _emit(out, output, args.format)
+    if refused:  # the report, and exit status 1: --update did not do what it was asked
+        if args.format not in ("table", "markdown") or output is not None:
+            print(f"roofcalc: {updated}", file=sys.stderr)
+        return Output(out, 1)
+    return out
+
+
+class Output(str):
+    """A command's document with the exit status it ends with where that is not 0 (profile --update refused)."""
+
+    def __new__(cls, text: str, status: int):
+        obj = super().__new__(cls, text)
+        obj.status = status
+        return obj
 
 
 def _help_parser() -> argparse.ArgumentParser:
@@ -1593,7 +1619,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout = None
         print(f"roofcalc: error: cannot write the output: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
         return 2
-    return 0
+    return getattr(out, "status", 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -393,7 +393,20 @@ def hw_file_warnings(path: str) -> list[str]:
     doc = read_json(path, "hardware profile")
     trust = doc.get("trust") if isinstance(doc, dict) else None
     n = len(trust.get("warnings") or []) if isinstance(trust, dict) and isinstance(trust.get("warnings"), list) else 0
-    if not n:
-        return []
-    return [f"warning   {n} warning{'s' if n > 1 else ''} in the --hw-file's trust: run `roofcalc measure --out` "
-            "again on an idle machine"]
+    out = [f"warning   {n} warning{'s' if n > 1 else ''} in the --hw-file's trust: run `roofcalc measure --out` "
+           "again on an idle machine"] if n else []
+    # figures `roofcalc profile --update-anyway` wrote from a run whose timings warned (each note ends so)
+    eff = doc.get("efficiency") if isinstance(doc, dict) else None
+    notes = [v.get("note") for v in eff.values() if isinstance(v, dict)] if isinstance(eff, dict) else []
+    classes = eff.get("classes") if isinstance(eff, dict) else None
+    notes += [v.get("note") for v in classes.values() if isinstance(v, dict)] if isinstance(classes, dict) else []
+    import re
+
+    # each run once: its note's head ("roofcalc profile MODEL (dtype, batch, context), date"), before what was derived
+    spoilt = sorted({re.sub(r"(\d{4}-\d\d-\d\d):.*", r"\1", note.split("; its run warned", 1)[0]) for note in notes
+                     if isinstance(note, str) and "; its run warned (" in note})
+    if spoilt:
+        out.append(f"warning   the --hw-file's measured efficiencies come from a profile run whose timings warned "
+                   f"({spoilt[0]}{' and others' if len(spoilt) > 1 else ''}; written by --update-anyway): profile "
+                   f"again on an idle machine")
+    return out

@@ -586,8 +586,19 @@ class ProfileTrust:
         return self.tpot_s / self.kernel_sum_s if self.kernel_sum_s > 0 else None
 
     def warnings(self) -> list[str]:
+        """Every warning: the device measurement's (measure_warnings), this run's own timings' (run_warnings), and
+        a range that says nothing."""
+        out = [*self.measure_warnings, *self.run_warnings()]
+        if not self.prediction["informative"]:
+            out.append("warning   the range is not informative: run `roofcalc measure --out` again on an idle "
+                       "machine")
+        return out
+
+    def run_warnings(self) -> list[str]:
+        """What spoilt this run's own timings (a busy machine, steps far apart, kernels that outlast the step, a
+        step far off its kernels' sum): the figures `profile --update` would write are not to be kept."""
         again = when_idle("profile")
-        out = list(self.measure_warnings)
+        out = []
         if self.load is not None and self.load.warning("profile"):
             out.append(self.load.warning("profile"))
         if self.steps_apart >= SOURCE_SPREAD:
@@ -602,9 +613,6 @@ class ProfileTrust:
         if ratio is not None and ratio > SOURCE_SPREAD * self.expected_ratio:
             out.append(f"warning   TPOT {ratio:.2g}x the kernels' sum (the model expects {self.expected_ratio:.2g}x): "
                        f"{again}")
-        if not self.prediction["informative"]:
-            out.append("warning   the range is not informative: run `roofcalc measure --out` again on an idle "
-                       "machine")
         return out
 
     def record(self) -> dict:
