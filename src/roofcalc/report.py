@@ -400,7 +400,10 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
              if w.cache_update == "concat" and not _states_only(a) else "")
     else:
         traced = a.source == "traced"
-        mask = "the model's own mask" if traced else "every pair of its score matrix" if w.attention == "unfused" \
+        chunked = w.attention == "unfused" and w.ubatch and w.ubatch < w.query_tokens
+        mask = "the model's own mask" if traced else (
+            f"every pair of each micro-batch's score matrix (its {w.ubatch:,} queries by every position up to its "
+            f"end)" if chunked else "every pair of its score matrix") if w.attention == "unfused" \
             else "causal" if w.causal else "full rectangle (no causal discount)"
         logits = "every position" if w.logits_all or a.logits == "all" else "last token only"
         what = f"prefill, batch B={w.batch}{d('batch')}, prompt T={w.query_tokens}, {mask}, logits for {logits}" + \
