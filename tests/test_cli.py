@@ -1621,3 +1621,13 @@ def test_a_figure_slow_enough_to_be_a_unit_read_wrong_is_said(capsys, tmp_path):
     code, out, _ = run([tiny, "--kernel-times", str(times), "--tpot", "17ms", "--point", "mm:1.1e12:4e8:0.0185"],
                        capsys)
     assert code == 0 and "unit" not in " ".join(line for line in out.splitlines() if line.startswith("warning"))
+
+
+def test_a_command_mistyped_is_named_not_read_as_a_model(capsys):
+    """A first word close to a command's name that is no file or catalog name ('mesure', 'profil tinyllama') is
+    refused in one line naming the command; a catalog name stays a model."""
+    for argv, command in ((["mesure"], "measure"), (["profil", "tinyllama"], "profile"), (["hardwre"], "hardware")):
+        code, out, err = run(argv, capsys)
+        assert code == 2 and out == "" and err.count("\n") == 1, argv
+        assert f"'{argv[0]}' is not a command, a file or a catalog name: did you mean 'roofcalc {command}'?" in err
+    assert run(["gpt2"], capsys)[0] == 0

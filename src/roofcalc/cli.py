@@ -1591,12 +1591,31 @@ def _negatives_joined(argv: list[str]) -> list[str]:
     return out
 
 
+def _command_typo(first: str) -> None:
+    """Refuse a first word that is no model but close to a command's name ('mesure'), naming the command: a word
+    that is a file, a catalog name or a hub id (owner/name) is a model, as always."""
+    import difflib
+    import os
+
+    if not first or first.startswith("-") or "/" in first or os.path.exists(os.path.expanduser(first)):
+        return
+    close = difflib.get_close_matches(first.lower(), list(COMMANDS), n=1, cutoff=0.75)
+    if not close:
+        return
+    from .sources import find_in_catalog
+
+    if find_in_catalog(first) is None:
+        raise RoofcalcError(f"'{first}' is not a command, a file or a catalog name: did you mean 'roofcalc "
+                            f"{close[0]}'? ('roofcalc --help' lists the commands)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = _negatives_joined(list(sys.argv[1:] if argv is None else argv))
     try:
         if argv and argv[0] in COMMANDS:
             out = COMMANDS[argv[0]](argv[1:])
         else:
+            _command_typo(argv[0] if argv else "")
             out = run_main(argv)
     except RoofcalcError as exc:
         from .inputs import one_line, with_torch_install
