@@ -1533,8 +1533,8 @@ Why, and what else the tables showed:
   vLLM's Triton WNA16 path, which on Kimi-K2's shape on the H200 takes 1.5-6x the time of 0.24's Marlin MoE.
   vLLM serves such checkpoints by Marlin's MoE kernel (GPTQ, AWQ and compressed-tensors WNA16 MoE methods), the
   kernel SGLang's tables time, so vLLM's preset takes SGLang's form (`benchmarks/ship_fits.py`, `"tables":
-  "sglang"`), and only the vLLM and SGLang presets take it at all, from compute capability 8.0 (predict.marlin_moe;
-  not a GGUF file's experts). Against the tables the fit did not read (below: vLLM 0.24's and SGLang 0.5.14's
+  "sglang"`), and only the vLLM and SGLang presets take it at all, vLLM's from compute capability 7.5 (Turing Marlin,
+  PR #29901) and SGLang's from 8.0 (predict.marlin_moe; not a GGUF or bitsandbytes file's experts). Against the tables the fit did not read (below: vLLM 0.24's and SGLang 0.5.14's
   Kimi-K2 rows), the tensor-parallel rows at TP 1-8 (I' 2,048 to 256) sit within ±0.1 of the form (median
   log(measured / predicted) +0.03 to +0.09 on the H100, -0.06 to +0.05 on the H200, vLLM's table); at TP 16 and
   32 (I' 128 and 64, narrower than any fitted width, read at 256) +0.20 to +0.44; under expert parallelism +0.1

@@ -893,7 +893,8 @@ def test_no_output_calls_a_negative_number_faster_or_slower_and_every_ratio_name
 def test_a_weight_format_the_engine_does_not_run_is_refused(capsys):
     """A GGUF block format outside the engines that load GGUF files (TensorRT-LLM and gpt-fast load none;
     transformers dequantizes one to 16 or 32 bits as it loads it), fp8 weights under llama.cpp (GGUF has no FP8
-    type) or under vLLM below compute capability 8.0 (a T4: 7.5), a CUDA engine's int4 kernel under llama.cpp: one
+    type) or under vLLM below compute capability 7.5 (a V100: 7.0; vLLM's FP8 docs: "FP8 models will run on compute
+    capability >= 7.5 (Turing) as weight-only W8A16"), a CUDA engine's int4 kernel under llama.cpp: one
     line each, saying what runs instead. llama.cpp and vLLM take q4_0."""
     m = "meta-llama/Llama-3.1-8B"
     for flags, words in ((["--weight-dtype", "q4_0", "--engine", "trtllm"], "--engine trtllm loads no GGUF file"),
@@ -902,9 +903,9 @@ def test_a_weight_format_the_engine_does_not_run_is_refused(capsys):
                          (["--weight-dtype", "fp8-t", "--engine", "llama.cpp"], "GGUF has no FP8 type"),
                          (["--weight-dtype", "int4", "--int4-kernel", "autoawq", "--engine", "llama.cpp"],
                           "llama.cpp runs its own"),
-                         (["--weight-dtype", "fp8-t", "--engine", "vllm", "--hw", "T4"],
-                          "vLLM runs fp8 weights from compute capability 8.0 (FP8 Marlin on Ampere, FP8 GEMMs from "
-                          "8.9); T4 is 7.5")):
+                         (["--weight-dtype", "fp8-t", "--engine", "vllm", "--hw", "V100"],
+                          "vLLM runs fp8 weights from compute capability 7.5 (FP8 Marlin from Turing, FP8 GEMMs from "
+                          "8.9); V100-SXM2 is 7.0")):
         code, out, err = run([m, *flags], capsys)
         assert code == 2 and out == "" and err.count("\n") == 1 and words in err, flags
     for engine in ("llama.cpp", "vllm", "sglang"):
@@ -923,9 +924,12 @@ def test_a_weight_format_the_engine_does_not_run_is_refused(capsys):
         code, out, err = run(args, capsys)
         assert code == 2 and out == "" and err.count("\n") == 1 and words in err, flags
     # the default engine's verdict (on a host-bound step) says vLLM would refuse the run, not what it would take
-    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--weight-dtype", "fp8-t", "--hw", "T4"], capsys)
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--weight-dtype", "fp8-t", "--hw", "V100"], capsys)
     assert code == 0 and "--engine vllm would refuse it: --weight-dtype fp8-t: vLLM runs fp8 weights from compute " \
-        "capability 8.0" in unwrap(out)
+        "capability 7.5" in unwrap(out)
+    # a T4 (7.5) runs them under vLLM weight-only, W8A16, as FP8 Marlin does
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--weight-dtype", "fp8-t", "--hw", "T4", "--engine", "vllm"], capsys)
+    assert code == 0 and "weight-only W8A16 as vLLM's FP8 Marlin runs them" in unwrap(out)
 
 
 def test_llama_cpp_block_formats_are_the_integer_ones_they_are(capsys):

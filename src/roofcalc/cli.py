@@ -275,7 +275,9 @@ def _engine_weights(args: argparse.Namespace, hw, weights: str | None = None, wh
     (q4_0, q8_0) outside llama.cpp, vLLM (its GGUF loader from v0.5.5, PR #5191: not the vllm-v0 preset's versions)
     and SGLang (PR #2287) (TensorRT-LLM and gpt-fast load no GGUF file; transformers dequantizes one to 16 or 32 bits
     as it loads it: its docs' GGUF page); fp8 weights under llama.cpp (GGUF has no FP8 type) or under vLLM below
-    compute capability 8.0 (its FP8 methods' get_min_capability, 80: FP8 Marlin on Ampere, FP8 GEMMs from 8.9);
+    compute capability 7.5 (vLLM's docs, features/quantization/llm_compressor/fp8: "FP8 models will run on compute
+    capability >= 7.5 (Turing) as weight-only W8A16, utilizing FP8 Marlin", since PR #29901's Turing Marlin; 8.0
+    before it; FP8 GEMMs from 8.9);
     --int4-kernel under llama.cpp (it runs its own q4 kernels). ``weights``: the format as resolved (a dtype name,
     a checkpoint's declared one) and ``where`` what gave it; by default the flags as typed."""
     from .calculator import dtype
@@ -302,8 +304,8 @@ def _engine_weights(args: argparse.Namespace, hw, weights: str | None = None, wh
         raise RoofcalcError(f"--int4-kernel {args.int4_kernel}: a CUDA engine's int4 kernel; llama.cpp runs its own "
                             f"(--weight-dtype q4_0)")
     cc = getattr(hw, "compute_capability", None)
-    if engine.name == "vllm" and fp8 and cc is not None and cc < 8.0:
-        raise RoofcalcError(f"{where}: vLLM runs fp8 weights from compute capability 8.0 (FP8 Marlin on Ampere, FP8 "
+    if engine.name == "vllm" and fp8 and cc is not None and cc < 7.5:
+        raise RoofcalcError(f"{where}: vLLM runs fp8 weights from compute capability 7.5 (FP8 Marlin from Turing, FP8 "
                             f"GEMMs from 8.9); {hw.name} is {cc:.1f}")
 
 
