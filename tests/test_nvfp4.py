@@ -157,8 +157,8 @@ def test_command_line_reads_an_nvfp4_checkpoint(tmp_path, capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "nvfp4, group 16 (the checkpoint's quantization_config)" in out and "compute fp4" in out
     assert main([str(path), "--hw", "H100"]) == 0
-    assert ("W4A16 as FP4 Marlin runs them (vLLM's MarlinNvFp4LinearKernel; SGLang's --fp4-gemm-backend marlin, its "
-            "default on SM80-SM90)") in " ".join(capsys.readouterr().out.split())
+    assert ("W4A16 as FP4 Marlin runs them (vLLM's MarlinNvFp4LinearKernel, from compute capability 7.5; SGLang's "
+            "--fp4-gemm-backend marlin, its default on SM80-SM90)") in " ".join(capsys.readouterr().out.split())
 
 
 def test_a_group_size_against_the_formats_own_is_refused(tmp_path, capsys):

@@ -217,8 +217,8 @@ def weights_on_device(weights, act, hardware: Hardware, profile: Hardware | None
     lacks = f"{hardware.name} has no {weights.computes} GEMMs" if weights.computes not in hardware.peak_flop_per_s \
         else f"the hardware profile measured no {weights.computes} peak"
     if (hardware.compute_capability or 0) >= 7.5:
-        runs = ("FP4 Marlin runs them (vLLM's MarlinNvFp4LinearKernel; SGLang's --fp4-gemm-backend marlin, its "
-                "default on SM80-SM90)" if weights.computes == "fp4" else
+        runs = ("FP4 Marlin runs them (vLLM's MarlinNvFp4LinearKernel, from compute capability 7.5; SGLang's "
+                "--fp4-gemm-backend marlin, its default on SM80-SM90)" if weights.computes == "fp4" else
                 f"vLLM's {weights.computes.upper()} Marlin runs them")
         return replace(weights, computes=""), (f"{lacks}: the {weights.name} weights compute in {act.name}, "
                                                f"weight-only W{weights.bits}A{act.bits} as {runs}")
