@@ -109,8 +109,8 @@ def test_nvfp4_bytes_by_hand():
     ("B200", "fp4", ""),  # FP4 tensor cores (HGX B200 datasheet: 9 PFLOP/s dense)
     ("RTX-PRO-6000", "fp4", ""),
     ("H100", "", "H100-SXM has no fp4 GEMMs: the nvfp4 weights compute in bf16, weight-only W4A16 as FP4 Marlin "
-                 "runs them (vLLM's MarlinNvFp4LinearKernel; SGLang's --fp4-gemm-backend marlin, its default on "
-                 "SM80-SM90)"),
+                 "runs them (vLLM's MarlinNvFp4LinearKernel, from compute capability 7.5; SGLang's --fp4-gemm-backend "
+                 "marlin, its default on SM80-SM90)"),
     ("T4", "", "weight-only W4A16"),  # compute capability 7.5: vLLM's floor for NVFP4
 ])
 def test_nvfp4_runs_w4a4_on_blackwell_and_w4a16_before(hw, computes, why):
