@@ -115,6 +115,29 @@ def test_llama_cpp_adds_a_host_time_the_device_waits_for(capsys):
     assert "then 0.763 ms of the engine's host time the device waits for" in " ".join(out.split())
 
 
+def test_llama_cpp_replays_its_graph_for_a_one_token_step_alone(capsys):
+    """ggml-cuda turns its CUDA graphs off for a step of more than one token ('disabling CUDA graphs due to batch size
+    > 1'): under --engine llama.cpp a decode step of one sequence replays one graph; several sequences' decode and a
+    prompt launch each kernel (the host's launches x 5 us, the kernels' count as under --impl fused), and say so;
+    a sweep's points are the single steps'. vLLM's graphs take any batch."""
+    one = step(["tinyllama", "--engine", "llama.cpp", "--hw", "RTX4090"], capsys)
+    four = step(["tinyllama", "--engine", "llama.cpp", "--hw", "RTX4090", "--batch", "4"], capsys)
+    fused = step(["tinyllama", "--impl", "fused", "--hw", "RTX4090", "--batch", "4"], capsys)
+    assert one["graph_replayed"] and not four["graph_replayed"]
+    assert one["host_s"] == pytest.approx(5e-6) and four["host_s"] == pytest.approx(four["launches_per_step"] * 5e-6)
+    assert four["launches_per_step"] == fused["launches_per_step"] and four["host_s"] == pytest.approx(fused["host_s"])
+    prompt = step(["tinyllama", "--engine", "llama.cpp", "--hw", "RTX4090", "--prompt", "64"], capsys)
+    assert not prompt["graph_replayed"]
+    assert step(["tinyllama", "--engine", "vllm", "--hw", "RTX4090", "--batch", "4"], capsys)["graph_replayed"]
+    _, out, _ = run(["tinyllama", "--engine", "llama.cpp", "--hw", "RTX4090", "--batch", "4"], capsys)
+    assert "(each kernel launched: llama.cpp replays its CUDA graph for a step of 1 token alone, and this one holds " \
+           "4)" in out and "(cuda-graph, no graph replayed)" in out
+    code, out, _ = run(["tinyllama", "--engine", "llama.cpp", "--hw", "RTX4090", "--batch", "1,4", "--format", "json"],
+                       capsys)
+    points = {p["batch"]: p["predicted_s"] for p in json.loads(out)["points"]}
+    assert points[1] == pytest.approx(one["predicted_s"]) and points[4] == pytest.approx(four["predicted_s"])
+
+
 def test_vllm_v0_waits_for_its_host_time_and_adds_ray_on_several_gpus(capsys):
     """vLLM V0: a graph replay, then the device waits for 1.202 ms + 0.100 ms a sequence (engines.py, Vidur's
     medians), and 3.6 ms more when the step runs on several GPUs (Ray workers, vLLM PR #3763); the kernels are

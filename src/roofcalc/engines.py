@@ -86,6 +86,10 @@ class Engine:
     # holds the GPU's; a GPU none holds (or of unknown capability) is named by ``attention``. Its source is
     # attention_source's
     attention_by_gpu: tuple = ()
+    # under its CUDA graphs, the most tokens a step may hold and still replay its graph (0: any), with its source: a
+    # step of more launches each kernel, as --impl fused (predict.EngineHost.graphed)
+    graph_tokens: int = 0
+    graph_source: str = ""
     tp_layout: str = "transformers"
     tp_layout_source: str = ("transformers' base_model_tp_plan: a shared expert's down_proj rowwise (its own "
                              "all-reduce) beside the routed experts' MoeExpertsParallel; Phi-3's qkv_proj and "
@@ -142,7 +146,8 @@ class Engine:
         """What the step model (predict.step_times) takes of the preset."""
         return EngineHost(self.host_fixed_s, self.host_per_sequence_s, self.host_overlap, self.name,
                           tables=self.tables, decode_every_head=self.decode_every_head, ranks_s=self.host_ranks_s,
-                          marlin_moe="marlin" if self.marlin_moe else "", marlin_capability=self.marlin_capability)
+                          marlin_moe="marlin" if self.marlin_moe else "", marlin_capability=self.marlin_capability,
+                          graph_tokens=self.graph_tokens)
 
     @property
     def graphs(self) -> bool:
@@ -163,7 +168,8 @@ class Engine:
                 "awq_kernel_source": self.awq_kernel_source,
                 "tables": self.host.tables_used, "decode_every_head": self.decode_every_head,
                 "fp32_as": self.fp32_as or None, "fp32_source": self.fp32_source or None,
-                "marlin_moe_source": self.marlin_moe or None}
+                "marlin_moe_source": self.marlin_moe or None, "graph_tokens": self.graph_tokens or None,
+                "graph_source": self.graph_source or None}
 
 
 _NONE = "no published figure"
@@ -391,7 +397,10 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "GPUs) or 'row' (split rows across GPUs); no expert parallelism",
         fp32_as="bf16", fp32_source="llama.cpp convert_hf_to_gguf.py: --outtype 'auto' (its default in current "
         "versions; 'f16' before) keeps a float16 first tensor in f16 and writes any other in bf16: a float32 "
-        "checkpoint's GGUF is bf16"),
+        "checkpoint's GGUF is bf16",
+        graph_tokens=1, graph_source="ggml/src/ggml-cuda/ggml-cuda.cu check_node_graph_compatibility: a node of more "
+        "than one token 'disabling CUDA graphs due to batch size > 1' (a prompt, or several sequences' decode "
+        "launch each kernel)"),
     Engine(
         "trtllm-0.6", "TensorRT-LLM v0.5 and v0.6 (TensorRT engines, C++ runtime, before XQA)", "fused",
         "TensorRT-LLM docs/source/performance.md (v0.6.1): engines built by examples/*/build.py with "

@@ -309,6 +309,17 @@ class EngineHost:
     # where it would otherwise run Marlin's ("GGUF", "bitsandbytes": engines.marlin_host)
     marlin_moe: str = ""
     marlin_capability: float = 0.0  # the least compute capability it runs that kernel on (engines.Engine)
+    # the most tokens a step may hold and still replay its CUDA graph (0: any); a step of more launches each kernel,
+    # as --impl fused (engines.Engine.graph_tokens: llama.cpp's, one)
+    graph_tokens: int = 0
+
+    def graphed(self, impl: str, tokens):
+        """Whether a step of ``tokens`` (a number or an array) under ``impl`` replays a CUDA graph."""
+        if impl != "cuda-graph":
+            return False
+        if not self.graph_tokens:
+            return True
+        return _where(tokens <= self.graph_tokens, True, False) if _is_array(tokens) else tokens <= self.graph_tokens
 
     @property
     def table_engine(self) -> str:
@@ -2087,10 +2098,12 @@ def range_name(band) -> str:
     return f"{calibration()['coverage']:.0%} range" if band else "range"
 
 
-def host_ops(impl: str, launches_per_step):
-    """Host operations a step costs: eager ops, launch calls, or one graph replay."""
+def host_ops(impl: str, launches_per_step, graphed=True):
+    """Host operations a step costs: eager ops, launch calls, or one graph replay (under cuda-graph, where the
+    step replays its graph: ``graphed``, a bool or an array; EngineHost.graphed)."""
     if impl == "cuda-graph":
-        return launches_per_step * 0 + 1
+        return _where(graphed, launches_per_step * 0 + 1, launches_per_step) if _is_array(graphed) else \
+            (launches_per_step * 0 + 1 if graphed else launches_per_step)
     return launches_per_step
 
 
@@ -2100,7 +2113,8 @@ def host_seconds_per_op(m: KernelModel, impl: str) -> Efficiency:
     return m.host_per_op_s if impl == "hf-eager" else m.launch_s
 
 
-def step_times(terms, m: KernelModel, impl: str, launches_per_step, sequences=1, gpus: int = 1) -> StepTimes:
+def step_times(terms, m: KernelModel, impl: str, launches_per_step, sequences=1, gpus: int = 1,
+               tokens=None) -> StepTimes:
     """The step from its kernels. ``terms`` holds one tuple per kernel,
     (count, t_compute_s, t_memory_s, kind, rows, weight_format, weight_bytes, depth, hop, launches, collective,
     width, attn),
@@ -2109,7 +2123,9 @@ def step_times(terms, m: KernelModel, impl: str, launches_per_step, sequences=1,
     each paying its class's fixed cost) per kernel or per batch; collective (op, ranks) or (); a collective's
     weight_bytes is its message. ``sequences``: the step's sequences (a number or an array), for the engine's
     host time per sequence (KernelModel.engine_host). ``gpus``: the GPUs the step runs on (Parallel.gpus; a
-    pipeline stage's too), which with its collectives picks the range's band (KernelModel.band)."""
+    pipeline stage's too), which with its collectives picks the range's band (KernelModel.band). ``tokens``: the
+    step's tokens (a number or an array; default ``sequences``, a decode step's), which decide whether it replays
+    its CUDA graph where the engine replays one for few tokens alone (EngineHost.graphed)."""
     floor = device = upper = compute = comm = fixed = 0.0
     if m.moe_fits or m.every_pair_unfused:
         terms = fuse_moe(terms)
@@ -2134,7 +2150,8 @@ def step_times(terms, m: KernelModel, impl: str, launches_per_step, sequences=1,
             compute = compute + count * _where(side & ~by_fixed if _is_array(side, by_fixed) else side and not by_fixed,
                                                t, 0.0)
             fixed = fixed + count * _where(by_fixed, t, 0.0)
-    ops = host_ops(impl, launches_per_step)
+    graphed = m.engine_host.graphed(impl, sequences if tokens is None else tokens) if impl == "cuda-graph" else True
+    ops = host_ops(impl, launches_per_step, graphed)
     per = host_seconds_per_op(m, impl)
     host, host_hi, serial, serial_hi = ops * per.expected, ops * per.pessimistic, 0.0, 0.0
     engine = m.engine_host

@@ -200,7 +200,7 @@ def step_record(r: Roofline) -> dict[str, Any]:
         "flops": st.flops, "bytes": st.bytes, "intensity": st.intensity,
         "sum_floor_s": st.sum_floor_s, "step_floor_s": st.step_floor_s,
         "launches_per_layer": st.launches_per_layer, "launches_per_step": st.launches_per_step,
-        "memory_bytes": r.memory_bytes, "capacity_bytes": r.capacity_bytes, "fits": r.fits,
+        "graph_replayed": st.graphed, "memory_bytes": r.memory_bytes, "capacity_bytes": r.capacity_bytes, "fits": r.fits,
         "recurrent_state_bytes": recurrent_state_bytes(r.analysis),
         "predicted_s": st.predicted_s, "predicted_lower_s": st.predicted_lower_s,
         "predicted_upper_s": st.predicted_upper_s, **band_record(t.band), "device_s": t.device_s, "device_upper_s": t.device_upper_s,
@@ -458,6 +458,8 @@ def bound_words(st) -> str:
     """The step's bound (one of STEP_BOUNDS) in words."""
     host = {"hf-eager": "Python and dispatch of every eager op", "fused": "one launch call per kernel",
             "cuda-graph": "a graph replay per step"}[st.impl]
+    if st.impl == "cuda-graph" and not getattr(st, "graphed", True):  # more tokens than its engine replays a graph for
+        host = "one launch call per kernel, no graph replayed"
     eh = st.model.engine_host if st.model is not None else None
     if st.bound == "host" and st.times.serial_s and eh is not None:  # an engine's own time, waited for
         host += f", then {eh.engine}'s host time outside the kernels, which the device waits for"
@@ -659,9 +661,19 @@ def host_words(r: Roofline) -> str:
         return "not modelled"
     if st.impl == "hf-eager":
         return f"{st.launches_per_step} eager ops x {m.host_per_op_s.expected * 1e6:.3g} us" + engine_host_words(m, st.gpus)
-    if st.impl == "cuda-graph":
+    if st.graphed:
         return f"one graph replay, {m.launch_s.expected * 1e6:.3g} us" + engine_host_words(m, st.gpus)
-    return f"{st.launches_per_step} launches x {m.launch_s.expected * 1e6:.3g} us" + engine_host_words(m, st.gpus)
+    return f"{st.launches_per_step} launches x {m.launch_s.expected * 1e6:.3g} us" + ungraphed_words(st, m) + \
+        engine_host_words(m, st.gpus)
+
+
+def ungraphed_words(st, m) -> str:
+    """Why a step under cuda-graph launches each kernel: its engine replays its graph for fewer tokens alone."""
+    if st.impl != "cuda-graph" or st.graphed:
+        return ""
+    n = m.engine_host.graph_tokens
+    return (f" (each kernel launched: {m.engine_host.engine} replays its CUDA graph for a step of {n} token"
+            f"{'s' if n > 1 else ''} alone, and this one holds {st.tokens:,})")
 
 
 def engine_host_words(m, gpus: int = 1) -> str:
@@ -1174,7 +1186,8 @@ def totals_lines(r: Roofline) -> list[str]:
         f"AI {ratio(t.intensity)} FLOP/byte",
         f"bytes     weights {t.weight_bytes:,}  activations {t.activation_bytes:,}  KV cache {t.kv_bytes:,}",
         f"kernels   {per_layer} per layer, {sum(k.count for k in a.kernels)} per step; "
-        f"launches {st.launches_per_layer:.4g} per layer, {st.launches_per_step} per step ({st.impl})",
+        f"launches {st.launches_per_layer:.4g} per layer, {st.launches_per_step} per step ({st.impl}"
+        f"{'' if st.graphed or st.impl != 'cuda-graph' else ', no graph replayed'})",
         f"time      predicted {ms(st.predicted_s)} ms ({range_name(st.times.band)} {ms(st.predicted_lower_s)} to "
         f"{ms(st.predicted_upper_s)}"
         f" ms)" + (f" for stage {a.stage} on one micro-batch (the pipeline's whole step: "
@@ -1543,10 +1556,13 @@ def sweep_header_lines(sw: Sweep, defaults: Iterable[str] = ()) -> list[str]:
                     f"ridge {ridge(nom.ridge)} (no measured roof given)")
                  + f"; memory {'unknown' if sw.capacity_bytes is None else capacity(sw.capacity_bytes)}"
                  + nodes_words(hw, gpus_of(sw.analyzer) if sw.analyzer is not None else 1))
-    graph = " (one graph launch per step)" if sw.impl == "cuda-graph" else ""
+    m = sw.model
+    limit = m.engine_host.graph_tokens if m is not None else 0
+    graph = "" if sw.impl != "cuda-graph" else " (one graph launch per step)" if not limit else \
+        (f" (one graph launch for a step of {limit} token{'s' if limit > 1 else ''}, as {m.engine_host.engine} "
+         f"replays it; a step of more launches each kernel)")
     per = {"decode": "; each sequence gets one token per step: TPOT = step time",
            "prefill": "; TTFT = the prefill step", "request": ""}[sw.kind]
-    m = sw.model
     if m is not None and m.relative_to == "measured":
         how = "measured efficiencies"
     elif m is not None and m.fitted and m.fitted_how != "profile" and (m.gemm_fits or m.attention_fits):

@@ -571,6 +571,14 @@ class StepVerdict:
     model: KernelModel | None = None
     sequences: int = 1  # the step's sequences: an engine's host time per sequence (predict.EngineHost)
     gpus: int = 1  # the GPUs it runs on (Parallel.gpus): with its collectives, the range's band
+    tokens: int = 1  # the step's tokens (B·T): whether it replays the engine's CUDA graph (predict.EngineHost.graphed)
+
+    @property
+    def graphed(self) -> bool:
+        """Whether the step replays a CUDA graph: under cuda-graph, unless the engine replays one for steps of
+        fewer tokens alone (llama.cpp: one)."""
+        host = self.model.engine_host if self.model is not None else None
+        return self.impl == "cuda-graph" and (host is None or bool(host.graphed(self.impl, self.tokens)))
 
     def __repr__(self) -> str:  # one line (its placements carry the whole kernel model each): .placements has them
         return (f"StepVerdict(predicted {self.predicted_s * 1e3:.4g} ms [{self.predicted_lower_s * 1e3:.4g}, "
@@ -584,7 +592,7 @@ class StepVerdict:
         from .predict import ideal
 
         return step_times([p.term for p in self.placements], self.model or ideal(), self.impl, self.launches_per_step,
-                          self.sequences, self.gpus)
+                          self.sequences, self.gpus, self.tokens)
 
     @property
     def predicted_s(self) -> float:
@@ -695,7 +703,7 @@ def place(analysis: Analysis, roof: Roof, *, impl: str = "hf-eager",
                        for p, t in zip(placements, fused))
     totals = analysis.totals
     return StepVerdict(placements, roof, impl, totals.flops, totals.bytes, tpot_s, analysis.shape.n_layers, model,
-                       analysis.workload.batch, gpus_of(analysis))
+                       analysis.workload.batch, gpus_of(analysis), analysis.workload.tokens)
 
 
 def gpus_of(analysis_or_analyzer) -> int:
