@@ -304,12 +304,22 @@ def test_impl_by_hand_overrides_the_engine_and_the_header_says_so(capsys):
     ("sglang", "l40s", "tinyllama", "FlashInfer"), ("sglang", "h200", "tinyllama", "FlashAttention 3"),
     ("sglang", "b200", "tinyllama", "TensorRT-LLM's MHA (trtllm_mha)"),
     ("sglang", "b200", "deepseek-v2-lite", "FlashInfer MLA"),
+    # ... and trtllm_mla on SM100 for DeepseekV3ForCausalLM (_handle_model_specific_adjustments)
+    ("sglang", "b200", "deepseek-v3", "TensorRT-LLM's MLA (trtllm_mla)"),
+    # below compute capability 7.5 neither FlashAttention nor FlashInfer: vLLM's TRITON_ATTN, SGLang's triton
+    ("vllm", "v100", "tinyllama", "Triton attention"), ("vllm", "v100", "deepseek-v2-lite", "Triton MLA"),
 ])
 def test_the_attention_kernel_named_is_the_one_the_engine_picks_on_that_gpu(engine, hw, model, kernel, capsys):
     st = step([model, "--engine", engine, "--hw", hw], capsys)
     assert st["engine"]["attention"] == kernel and st["engine"]["attention_general"] == ENGINES[engine].attention
     _, out, _ = run([model, "--engine", engine, "--hw", hw], capsys)
     assert f"engine {engine} (attention: {kernel})" in unwrap(out)
+    # a sweep's header and JSON name it too
+    code, out, _ = run([model, "--engine", engine, "--hw", hw, "--batch", "1,8"], capsys)
+    assert code == 0 and f"engine {engine} (attention: {kernel})" in unwrap(out)
+    assert step([model, "--engine", engine, "--hw", hw], capsys)["engine"]["attention"] == \
+        json.loads(run([model, "--engine", engine, "--hw", hw, "--batch", "1,8", "--format", "json"],
+                       capsys)[1])["engine"]["attention"]
 
 
 def test_the_host_bound_line_appears_only_when_host_bound(capsys):

@@ -688,6 +688,14 @@ def test_profile_update_keeps_no_figures_its_own_checks_say_not_to(tmp_path, cap
                "curve's points hold no note" in out
         assert code == 0 and "the --hw-file's measured efficiencies come from a profile run whose timings warned " \
             f"({note.split('; its run warned')[0]}; written by --update-anyway)" in later
+        # a clean run's --update then clears it: the later report's warning is not carried into the new notes
+        monkeypatch.setattr(ProfileTrust, "run_warnings", lambda self: [])
+        assert main(["profile", str(cfg), "--context", "16", "--steps", "2", "--hw-file", str(prof), "--dtype",
+                     "fp32", "--update"]) == 0
+        capsys.readouterr()
+        assert "warned" not in json.loads(prof.read_text())["efficiency"]["attention"]["note"]
+        main([str(cfg), "--hw-file", str(prof), "--dtype", "fp32"])
+        assert "timings warned" not in " ".join(capsys.readouterr().out.split())
     else:
         assert "warned" not in note and "written though" not in out and "timings warned" not in later
 

@@ -1497,9 +1497,10 @@ def run_profile(argv: Sequence[str]) -> str:
 
         note = (f"roofcalc profile {args.model} ({args.dtype}, batch {args.batch}, context {args.context}), "
                 f"{time.strftime('%Y-%m-%d')}")
-        warned = [w.split(None, 1)[1] for w in trust.warnings()]
-        # written as asked; the efficiencies' and the host's notes end with what it warned of (hw_file_warnings
-        # says so in every later report on the profile)
+        # what this run's own timings warned of (written by --update-anyway alone): the efficiencies' and the host's
+        # notes end with it, and hw_file_warnings says so in every later report on the profile; the device
+        # measurement's warnings, and the profile's own, stay where they are (a clean run clears the notes)
+        warned = spoilt
         said = f"; its run warned ({len(warned)}): " + "; ".join(warned) if warned else ""
         from .inputs import read_json
 

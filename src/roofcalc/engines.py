@@ -86,6 +86,9 @@ class Engine:
     # holds the GPU's; a GPU none holds (or of unknown capability) is named by ``attention``. Its source is
     # attention_source's
     attention_by_gpu: tuple = ()
+    # a family's own latent-attention kernel where the engine picks one for it: (least compute capability, below this
+    # one, the families, the kernel), before attention_by_gpu
+    latent_by_family: tuple = ()
     # under its CUDA graphs, the most tokens a step may hold and still replay its graph (0: any), with its source: a
     # step of more launches each kernel, as --impl fused (predict.EngineHost.graphed)
     graph_tokens: int = 0
@@ -135,11 +138,18 @@ class Engine:
             return supported[0] if supported else None
         return None
 
-    def attention_on(self, compute_capability: float | None, mla: bool = False) -> str:
-        """The attention kernel it runs on a GPU of this compute capability (attention_by_gpu), else ``attention``."""
+    def attention_on(self, compute_capability: float | None, mla: bool = False, family: str = "") -> str:
+        """The attention kernel it runs on a GPU of this compute capability (attention_by_gpu; a ``family``'s own
+        latent-attention kernel first, latent_by_family), else ``attention``."""
         cc = compute_capability
-        return next((latent if mla else heads for lo, hi, heads, latent in self.attention_by_gpu
-                     if cc is not None and lo <= cc < hi), self.attention)
+        if cc is None:
+            return self.attention
+        if mla:
+            own = next((k for lo, hi, families, k in self.latent_by_family if lo <= cc < hi and family in families), "")
+            if own:
+                return own
+        return next((latent if mla else heads for lo, hi, heads, latent in self.attention_by_gpu if lo <= cc < hi),
+                    self.attention)
 
     @property
     def host(self) -> EngineHost:
@@ -305,16 +315,17 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "FlashAttention (FA3 on Hopper)", "vllm/platforms/cuda.py _get_backend_priorities: FLASH_ATTN first, "
         "FLASHINFER first on compute capability 10.x; FLASH_ATTN from 8.0, FLASHINFER from 7.5 "
         "(supports_compute_capability); v1/attention/backends/fa_utils.py get_flash_attn_version: FA3 on 9.x, "
-        "else FA2; latent attention: FLASH_ATTN_MLA on 9.x alone, FLASHINFER_MLA on 10.x, TRITON_MLA elsewhere",
+        "else FA2; TRITON_ATTN below 7.5; latent attention: FLASH_ATTN_MLA on 9.x alone, FLASHINFER_MLA on 10.x, "
+        "TRITON_MLA elsewhere",
         _zero(f"{_NONE} for V1: the one published gap (issue #10634) is taken per sequence"),
         _VLLM_PER_SEQ, True,
         "vLLM issue #10634 (5-6 ms between decodes at batch 256, V1 prototype), per sequence (derived); "
         "overlapped: async scheduling, on unless disabled from vLLM 0.14.0 (vllm/config/scheduler.py; PR #27614), "
         "opt-in before it (PR #19970: at batch 1 'scheduler overhead ... is already minimal')",
         _VLLM_RANKS, mla="serving", mla_source=_MLA_VLLM, tp_layout="serving",
-        attention_by_gpu=((7.5, 8.0, "FlashInfer", "Triton MLA"), (8.0, 9.0, "FlashAttention 2", "Triton MLA"),
-                          (9.0, 10.0, "FlashAttention 3", "FlashAttention MLA"),
-                          (10.0, 11.0, "FlashInfer", "FlashInfer MLA"), (12.0, 13.0, "FlashAttention 2", "Triton MLA")),
+        attention_by_gpu=((0.0, 7.5, "Triton attention", "Triton MLA"), (7.5, 8.0, "FlashInfer", "Triton MLA"),
+                          (8.0, 9.0, "FlashAttention 2", "Triton MLA"), (9.0, 10.0, "FlashAttention 3", "FlashAttention MLA"),
+                          (10.0, 11.0, "FlashInfer", "FlashInfer MLA"), (11.0, 13.0, "FlashAttention 2", "Triton MLA")),
         tp_layout_source=_SERVING_VLLM, fp32_as="vllm",
         fp32_source="vllm/config/model.py _resolve_auto_dtype: 'Downcast for float32 models' to the platform's "
         "preferred dtype, vllm/platforms/cuda.py supported_dtypes: bf16 first from compute capability 8.0, fp16 "
@@ -331,16 +342,20 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "in-place", "sglang mem_cache/memory_pool.py: a token-granular pool, 'kv_buffer[...][loc] = cache_k'",
         "FlashAttention 3 on Hopper, else FlashInfer", "SGLang attention_backend.md: 'FlashAttention 3 "
         "(Default for Hopper Machines...)', 'FlashInfer (Default for Non-Hopper Machines...)'; srt/server_args.py "
-        "_get_default_attn_backend: fa3 on Hopper, trtllm_mha on SM100, else flashinfer (triton for a model with "
-        "attention sinks); latent attention: fa3 on Hopper, flashinfer on SM100, else triton",
+        "_get_default_attn_backend: fa3 on Hopper, trtllm_mha on SM100, else flashinfer (from compute capability 7.5; "
+        "triton below it and for a model with attention sinks); latent attention: fa3 on Hopper, flashinfer on SM100, "
+        "else triton; _handle_model_specific_adjustments: 'Use trtllm_mla as attention backend on sm100 for "
+        "DeepseekV3ForCausalLM' (DeepSeek-V3 and R1, Kimi-K2)",
         _zero(f"{_NONE}: the overlap scheduler hides it; modelled as no host time beyond the graph replay"),
         _zero(_NONE), True,
         "SGLang v0.4 blog (2024-12-04): the zero-overhead overlap scheduler, 'turned on by default', shows "
         "'no single idle time on the GPU' over 5 decode batches; no per-step figure is published",
         _NO_RANKS, mla="serving", mla_source=_MLA_SGLANG, tp_layout="serving",
-        attention_by_gpu=((7.5, 9.0, "FlashInfer", "Triton MLA"), (9.0, 10.0, "FlashAttention 3", "FlashAttention 3 MLA"),
+        attention_by_gpu=((0.0, 7.5, "Triton attention", "Triton MLA"), (7.5, 9.0, "FlashInfer", "Triton MLA"),
+                          (9.0, 10.0, "FlashAttention 3", "FlashAttention 3 MLA"),
                           (10.0, 11.0, "TensorRT-LLM's MHA (trtllm_mha)", "FlashInfer MLA"),
-                          (12.0, 13.0, "FlashInfer", "Triton MLA")),
+                          (11.0, 13.0, "FlashInfer", "Triton MLA")),
+        latent_by_family=((10.0, 11.0, ("deepseek_v3",), "TensorRT-LLM's MLA (trtllm_mla)"),),
         tp_layout_source=_SERVING_SGLANG, fp32_as="sglang",
         fp32_source="sglang srt/configs/model_config.py _get_and_verify_dtype: under 'auto' a float32 config "
         "'we downcast float32 to bfloat16' for a gemma model type, else 'we use float16 for float32 models'",

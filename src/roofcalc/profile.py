@@ -572,7 +572,9 @@ class ProfileTrust:
     expected_ratio: float  # the step model's step over its device time: what TPOT / kernel sum should be near
     prediction: dict  # prediction_check
     verdict: str  # "inside", "outside" or "not informative" (inside a range that says nothing)
-    measure_warnings: tuple[str, ...] = ()  # those of the measurement this run made first (no --hw-file)
+    # the device measurement's: the --hw-file's (hardware.hw_file_warnings), or those of the measurement this run
+    # made first (no --hw-file)
+    measure_warnings: tuple[str, ...] = ()
     profiled_apart: float = 1.0  # the slowest profiled step over the fastest (the kernel times are their medians)
 
     @property

@@ -240,7 +240,8 @@ def attention_kernel(engine, w=None, shape=None, compute_capability: float | Non
     kernel for a ``shape`` with DeepSeek's attention (Engine.attention_on)."""
     if getattr(w, "attention", "fused") == "unfused":
         return "unfused, by --attention"
-    return engine.attention_on(compute_capability, getattr(shape, "mla", None) is not None)
+    return engine.attention_on(compute_capability, getattr(shape, "mla", None) is not None,
+                               getattr(shape, "family", "") or "")
 
 
 def engine_record(m, impl: str, w=None, shape=None, compute_capability: float | None = None) -> dict[str, Any] | None:
@@ -1578,7 +1579,7 @@ def sweep_header_lines(sw: Sweep, defaults: Iterable[str] = ()) -> list[str]:
     overlap = "" if m is None else (f"; {who} overlap" if m.overlap else f"; {who} add up")
     lines.append(f"time      predicted: kernel floors at the {how}, with the host's time: --impl {sw.impl}{graph}"
                  f"{host}{'' if m is None else engine_host_words(m, gpus_of(sw.analyzer))}{overlap}"
-                 f"{engine_words(m, sw.impl, sw.dtypes, getattr(sw.analyzer, 'shape', None), hw.compute_capability)}"
+                 f"{engine_words(m, sw.impl, sw.dtypes, sw.header_analysis().shape, hw.compute_capability)}"
                  f"{per}")
     return lines
 
