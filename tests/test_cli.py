@@ -992,6 +992,17 @@ def test_a_gguf_files_tables_are_as_llama_cpps_quantizer_writes_them(capsys):
     assert next(k for k in doc["kernels"] if k["name"] == "lm_head")["weight_bytes"] == 256000 * 8 * 210
     code, out, _ = run(["gemma-2b", "--weight-dtype", "q4_0", "--engine", "llama.cpp"], capsys)
     assert "as a Q4_0 GGUF file stores it: token_embd.weight Q6_K (tied: lm_head's)" in unwrap(out)
+    # GPT-2's converter writes its tied table twice (convert_hf_to_gguf.py GPT2Model): wte's 50,257 x 768 weights in
+    # Q4_0 (1,206,168 blocks of 18 bytes) and in Q6_K (150,771 blocks of 210), where int4 in groups of 32 held them
+    # once in 16 bits (77,194,752 bytes)
+    sizes = []
+    for flags in (["--weight-dtype", "q4_0"], ["--weight-dtype", "int4", "--group-size", "32"]):
+        code, out, _ = run(["gpt2", *flags, "--engine", "llama.cpp", "--format", "json"], capsys)
+        sizes.append(json.loads(out)["model"]["weight_bytes"])
+    assert sizes[0] == sizes[1] - 50257 * 768 * 2 + 1_206_168 * 18 + 150_771 * 210
+    code, out, _ = run(["gpt2", "--weight-dtype", "q4_0", "--engine", "llama.cpp"], capsys)
+    assert "token_embd.weight Q4_0, output.weight Q6_K (a copy of the tied table, as its converter writes it)" in \
+        unwrap(out)
 
 
 def test_a_step_right_of_the_ridge_has_no_slope_left_and_a_step_under_its_floors_is_called_faster(capsys, tmp_path):

@@ -67,6 +67,16 @@ GGUF_FILE_TYPES = {"q4_0": ("int4", 32), "q8_0": ("int8", 32)}
 # the model types whose GGUF output table llama.cpp's quantizer keeps in Q8_0 whatever the file's type (its
 # LLM_ARCH_FALCON test in llama_tensor_get_type)
 GGUF_Q8_OUTPUT = frozenset({"falcon"})
+# the model types whose tied embedding llama.cpp's converter writes twice, as token_embd.weight and output.weight
+# (convert_hf_to_gguf.py GPT2Model: "GPT2 output is tied to (same as) wte in original model"): the file holds
+# both tables, each quantized as an untied model's
+GGUF_TWO_TABLES = frozenset({"gpt2"})
+
+
+def gguf_tied(s: ModelShape, wl: "Workload") -> bool:
+    """Whether a GGUF file holds one table for the embedding and lm_head (a tied model's, unless its converter
+    writes the table twice: GGUF_TWO_TABLES)."""
+    return s.tie_word_embeddings and s.model_type not in GGUF_TWO_TABLES
 
 
 def gguf_table(s: ModelShape, wl: "Workload", output: bool) -> str:
@@ -77,7 +87,7 @@ def gguf_table(s: ModelShape, wl: "Workload", output: bool) -> str:
     token_embd.weight keeps the file's type. "" for a workload that is not a GGUF file's."""
     if not wl.gguf:
         return ""
-    if not (output or s.tie_word_embeddings):
+    if not (output or gguf_tied(s, wl)):
         return wl.gguf
     width = s.embed_dim or s.d_model
     return "q8_0" if wl.gguf == "q8_0" or s.model_type in GGUF_Q8_OUTPUT or width % 256 else "q6_K"
@@ -714,8 +724,11 @@ def lm_head(s: ModelShape, wl: Workload) -> Kernel:
     width = s.embed_dim or s.d_model
     table = wl.table_bytes(s, s.vocab_size * width, output=True)
     own = 0 if s.tie_word_embeddings else s.vocab_size * width
-    return linear(s.name_of("lm_head"), width, s.vocab_size, s, wl, rows=_logit_rows(s, wl), weight_bytes=table,
-                  params=own + (s.vocab_size if s.lm_head_bias else 0), bias=s.lm_head_bias, scope="model")
+    k = linear(s.name_of("lm_head"), width, s.vocab_size, s, wl, rows=_logit_rows(s, wl), weight_bytes=table,
+               params=own + (s.vocab_size if s.lm_head_bias else 0), bias=s.lm_head_bias, scope="model")
+    if wl.gguf and s.tie_word_embeddings and not gguf_tied(s, wl):  # its own copy of the table in the file
+        k = replace(k, param_bytes=k.param_bytes + table)
+    return k
 
 
 def logit_softcap(s: ModelShape, wl: Workload) -> Kernel:

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from .calculator import Analysis, Analyzer, Cost, Kernel, Parallel, Workload, analyze, experts_dims
+from .calculator import Analysis, Analyzer, Cost, Kernel, Parallel, Workload, analyze, experts_dims, gguf_tied
 from .errors import RoofcalcError
 from .shapes import ModelShape
 
@@ -755,7 +755,9 @@ def stage_kernels(shape: ModelShape, wl: Workload, pp: int, stage: int, tp: int 
     if stage == 0:
         kernels = before + kernels
     if stage == pp - 1:
-        kernels = kernels + (tied_head_copy(shape, wl, after) if pp > 1 and shape.tie_word_embeddings else after)
+        # (a GGUF file that holds the tied table twice gives lm_head its own already: calculator.gguf_tied)
+        copy = pp > 1 and shape.tie_word_embeddings and (not wl.gguf or gguf_tied(shape, wl))
+        kernels = kernels + (tied_head_copy(shape, wl, after) if copy else after)
     else:
         kernels.append(send_kernel(wl, shape.d_model, stage))
     return sub, kernels

@@ -386,8 +386,12 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
     if getattr(w, "gguf", ""):  # a GGUF file's tables as llama.cpp's quantizer stores them (calculator.gguf_table)
         from .calculator import gguf_table
 
-        head = "" if s.tie_word_embeddings else f", output.weight {gguf_table(s, w, True).upper()}"
-        embed = f"token_embd.weight {gguf_table(s, w, False).upper()}" + (" (tied: lm_head's)" if not head else "")
+        from .calculator import gguf_tied
+
+        tied = gguf_tied(s, w)
+        head = "" if tied else f", output.weight {gguf_table(s, w, True).upper()}" + (
+            " (a copy of the tied table, as its converter writes it)" if s.tie_word_embeddings else "")
+        embed = f"token_embd.weight {gguf_table(s, w, False).upper()}" + (" (tied: lm_head's)" if tied else "")
         group += f", as a {w.gguf.upper()} GGUF file stores it: {embed}{head}"
     language = a.language_params
     share = f" ({language:,} of them the language model{f'; {s.encoders_note}' if s.encoders_note else ''})" \

@@ -79,8 +79,12 @@ def _gguf_tables(traced: list, doc: dict, wl: Workload, shape) -> tuple[list, in
     GEMM) stored as llama.cpp's quantizer stores them (calculator.gguf_table, Workload.table_bytes), the rows a
     gather reads and lm_head's whole table alike; the weights' change in bytes, and each module's (a pipeline
     stage's weights are its modules')."""
+    from ..calculator import gguf_tied
+
     width, vocab = shape.embed_dim or shape.d_model, shape.vocab_size
     size = max(1, wl.act_dtype.bits // 8)  # traced in the activation dtype, the float dtype of a scaled format's tables
+    # a tied table the file holds twice (GPT-2's): lm_head owns its copy
+    copy = wl.table_bytes(shape, vocab * width, True) if shape.tie_word_embeddings and not gguf_tied(shape, wl) else 0
 
     def restored(nbytes: int, output: bool) -> int:
         return wl.table_bytes(shape, nbytes // size, output) if nbytes else 0
@@ -94,9 +98,10 @@ def _gguf_tables(traced: list, doc: dict, wl: Workload, shape) -> tuple[list, in
             out.append(k)
             continue
         output = k.kind == "matmul"
-        if k.param_bytes:
-            deltas[k.module] = deltas.get(k.module, 0) + restored(k.param_bytes, output) - k.param_bytes
-        out.append(replace(k, param_bytes=restored(k.param_bytes, output),
+        owned = restored(k.param_bytes, output) or (copy if output else 0)
+        if owned != k.param_bytes:
+            deltas[k.module] = deltas.get(k.module, 0) + owned - k.param_bytes
+        out.append(replace(k, param_bytes=owned,
                            ideal=replace(k.ideal, weight_bytes=restored(k.ideal.weight_bytes, output)),
                            eager=replace(k.eager, weight_bytes=restored(k.eager.weight_bytes, output))))
     return out, sum(deltas.values()), deltas
