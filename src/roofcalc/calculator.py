@@ -207,7 +207,8 @@ class Workload:
         if self.gguf and (self.gguf not in GGUF_FILE_TYPES or (self.weight_dtype.name, self.weight_group)
                           != GGUF_FILE_TYPES[self.gguf]):
             raise RoofcalcError(f"gguf must be one of {', '.join(GGUF_FILE_TYPES)} with its weights (int4 or int8 "
-                                f"in groups of 32), not {self.gguf!r} with {self.weight_dtype.name}")
+                                f"in groups of 32), not {self.gguf!r} with {self.weight_dtype.name} in groups of "
+                                f"{self.weight_group}")
 
     # the command line's defaults: batch 1, context 500 (its worked example); the prompt of its one default
     # prefill, the forward pass it runs for a model with no decode step, is the default context's 500 tokens

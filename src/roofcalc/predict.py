@@ -10,7 +10,9 @@ real host lose (docs/conventions.md, "Predicted time"):
     device   = Σ count · t_kernel
     host     = host ops · seconds per op   hf-eager: Python and dispatch of every eager op;
                                            fused: one launch call per kernel;
-                                           cuda-graph: one graph replay per step
+                                           cuda-graph: one graph replay per step (a step of
+                                           more tokens than the engine replays a graph for:
+                                           one launch call per kernel, EngineHost.graphed)
     step     = max(device, host) where host and device overlap (a GPU: the CPU queues work
                ahead), device + host where they cannot (a CPU does both)
 

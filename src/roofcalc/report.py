@@ -407,8 +407,8 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
         traced = a.source == "traced"
         chunked = w.attention == "unfused" and w.ubatch and w.ubatch < w.query_tokens
         mask = "the model's own mask" if traced else (
-            f"every pair of each micro-batch's score matrix (its {w.ubatch:,} queries by every position up to its "
-            f"end)" if chunked else "every pair of its score matrix") if w.attention == "unfused" \
+            f"every pair of each micro-batch's score matrix (up to {w.ubatch:,} queries each, by every position up "
+            f"to its end)" if chunked else "every pair of its score matrix") if w.attention == "unfused" \
             else "causal" if w.causal else "full rectangle (no causal discount)"
         logits = "every position" if w.logits_all or a.logits == "all" else "last token only"
         what = f"prefill, batch B={w.batch}{d('batch')}, prompt T={w.query_tokens}, {mask}, logits for {logits}" + \
@@ -1359,6 +1359,12 @@ def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
              **{axis: getattr(par, axis, 1) for axis in ("tp", "pp", "ep")},
              "ep_attention": getattr(par, "ep_attention", "dp"), "attention": w.attention, "ubatch": w.ubatch}
     out = []
+    host = sw.model.engine_host if sw.model is not None else None
+
+    def graphed(tokens: int) -> bool:
+        """Whether a step of ``tokens`` replays a CUDA graph (a request's: its decode steps')."""
+        return sw.impl == "cuda-graph" and (host is None or bool(host.graphed(sw.impl, tokens)))
+
     # every array read once: some of the grid's are properties computed over the whole grid on each read
     memory, lower = g.memory_bytes, g.predicted_lower_s
     if sw.kind in ("decode", "prefill"):
@@ -1377,7 +1383,7 @@ def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
                     "predicted_s": float(step[i, j]), "predicted_lower_s": float(lower[i, j]),
                     "predicted_upper_s": float(upper[i, j]),
                     "tokens_per_s": float(tps[i, j]), "bound": str(bound[i, j]),
-                    "memory_bytes": int(memory[i, j]), "fits": bool(fits[i, j]),
+                    "memory_bytes": int(memory[i, j]), "fits": bool(fits[i, j]), "graph_replayed": graphed(int(b)),
                 })
     elif sw.kind == "prefill":
         inten, ttft, tps, bound, upper = g.intensity, g.ttft_s, g.prompt_tokens_per_s, g.bound, g.predicted_upper_s
@@ -1391,6 +1397,7 @@ def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
                     "predicted_upper_s": float(upper[i, j]),
                     "prompt_tokens_per_s": float(tps[i, j]), "bound": str(bound[i, j]),
                     "memory_bytes": int(memory[i, j]), "fits": bool(fits[i, j]),
+                    "graph_replayed": graphed(int(b) * int(p)),
                 })
     else:
         total, tpot, tps, upper = g.total_s, g.mean_tpot_s, g.tokens_per_s, g.predicted_upper_s
@@ -1404,7 +1411,7 @@ def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
                     "predicted_upper_s": float(upper[i, j]),
                     "mean_tpot_s": None if tpot is None else float(tpot[i, j]),
                     "tokens_per_s": float(tps[i, j]), "memory_bytes": int(memory[i, j]),
-                    "fits": bool(fits[i, j]),
+                    "fits": bool(fits[i, j]), "graph_replayed": graphed(int(b)),
                 })
     return out
 

@@ -62,7 +62,8 @@ FASTER_THAN_FLOOR = 0.9
 # fused: what serving engines (vLLM, TensorRT-LLM) run: one GEMM for q/k/v, one for gate/up,
 #   residual adds fused into the following norm, SiLU×up one kernel, rotary one kernel, one grouped
 #   GEMM per expert projection.
-# cuda-graph: the fused kernels replayed from one CUDA graph: the launch cost is paid once per step.
+# cuda-graph: the fused kernels replayed from one CUDA graph: the launch cost is paid once per step (where the
+#   engine replays it: llama.cpp's for a one-token step alone, predict.EngineHost.graphed).
 HF_EAGER = {"embed": 1, "pos_embed": 2, "rms_norm": (8, 6), "layer_norm": 1, "rotary": 10, "kv_cache_write": 2,
             "attention": 1, "act_mul": 2, "act": 1, "softcap": 3, "combine": 0, "attention_scores": 5}
 # attention_scores (--attention unfused): eager_attention_forward's ops after QKᵀ (attention's one): × scaling,
