@@ -71,7 +71,9 @@ def test_json_schema(capsys):
     code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--format", "json", "--batch", "4", "--context", "1024"], capsys)
     doc = json.loads(out)
     assert code == 0
-    assert set(doc) == {"schema_version", "model", "workload", "kernels", "totals", "hardware", "step", "points"}
+    assert set(doc) == {"schema_version", "model", "workload", "kernels", "totals", "hardware", "step", "points",
+                        "warnings", "ignored"}
+    assert doc["warnings"] == doc["ignored"] == []  # always there, [] for none
     m = doc["model"]
     assert (m["n_layers"], m["d_model"], m["n_heads"], m["n_kv_heads"], m["head_dim"], m["d_ff"], m["vocab_size"]) == (
         22, 2048, 32, 4, 64, 5632, 32000)
@@ -330,7 +332,8 @@ def test_sweep_json_has_one_record_per_point_and_the_verdicts(capsys):
                         "--memory", "4GiB"], capsys)
     doc = json.loads(out)
     assert code == 0
-    assert set(doc) == {"schema_version", "model", "workload", "hardware", "engine", "points", "verdicts"}
+    assert set(doc) == {"schema_version", "model", "workload", "hardware", "engine", "points", "verdicts",
+                        "warnings", "ignored"}
     # no --engine: the worked example's engine, transformers' eager generate, named in the record and on each point
     assert doc["engine"]["name"] == "hf" and doc["engine"]["impl_used"] == "hf-eager"
     assert {p["engine"] for p in doc["points"]} == {"hf"}
@@ -1081,7 +1084,10 @@ def test_a_step_right_of_the_ridge_has_no_slope_left_and_a_step_under_its_floors
     code, csv_out, err = run([tiny, *warn, "--format", "csv"], capsys)
     assert code == 0 and err.splitlines() == [f"roofcalc: warning: {x}" for x in said] and "warning" not in csv_out
     code, js, _ = run([tiny, "--format", "json"], capsys)
-    assert "warnings" not in json.loads(js)
+    assert json.loads(js)["warnings"] == [] and json.loads(js)["ignored"] == []
+    # a step faster than the datasheet's floors is in the list too, as the table's "faster" line
+    code, js, _ = run([tiny, "--tpot", "15us", "--format", "json"], capsys)
+    assert json.loads(js)["warnings"][0].startswith("the step (0.0150 ms against floors of")
 
 
 def test_the_csv_step_row_carries_the_measured_figures_and_a_pipeline_its_whole_step(capsys):

@@ -124,7 +124,7 @@ def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
                    "checkpoint's quantization_config, else 128)")
     p.add_argument("--full-rectangle", action="store_true",
                    help="prefill: count every (query, key) pair, as dense attention and FLOP counters do (default: causal)")
-    p.add_argument("--attention", choices=("fused", "unfused"), default="fused",
+    p.add_argument("--attention", type=str.lower, choices=("fused", "unfused"), default="fused",
                    help="attention as one fused kernel (FlashAttention, PyTorch SDPA: default), or unfused: its score "
                    "matrix written and read between kernels, 20 bytes a score (llama.cpp without -fa; transformers' "
                    "attn_implementation='eager' moves 24)")
@@ -132,12 +132,12 @@ def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
                    help="with --attention unfused: the prompt in micro-batches of this many tokens, each scoring "
                    "its queries against every position up to its end (llama.cpp's -ub; default: 512 under --engine "
                    "llama.cpp, its own default, else the whole prompt at once, as transformers' eager attention)")
-    p.add_argument("--logits", choices=("last", "all"), default="last",
+    p.add_argument("--logits", type=str.lower, choices=("last", "all"), default="last",
                    help="prefill: lm_head on the last token of each sequence (default) or on every position")
-    p.add_argument("--experts", choices=("expected", "all", "topk"), default="expected",
+    p.add_argument("--experts", type=str.lower, choices=("expected", "all", "topk"), default="expected",
                    help="MoE: expert weights a step reads: the expected distinct experts under uniform routing "
                    "(default), all of them, or exactly top-k")
-    p.add_argument("--mla", choices=("naive", "absorbed", "serving"), default=None,
+    p.add_argument("--mla", type=str.lower, choices=("naive", "absorbed", "serving"), default=None,
                    help="DeepSeek attention: naive (what transformers computes: the latent is expanded every step), "
                    "absorbed (attention over the latent), or serving (absorbed for decode, expanded for prefill). "
                    "Default: the --engine's (serving under vllm, sglang, trtllm), else naive")
@@ -152,7 +152,7 @@ def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
                        ("--ep", "expert-parallel ranks: E/N routed experts each, attention data-parallel over B/N "
                         "sequences, all-to-all dispatch and combine; with --tp, each of the N groups is --tp ranks")):
         p.add_argument(flag, default="1", help=f"{what}; a list compares them at one batch and context (default 1)")
-    p.add_argument("--ep-attention", choices=("dp", "tp"), default="dp",
+    p.add_argument("--ep-attention", type=str.lower, choices=("dp", "tp"), default="dp",
                    help="with --ep: attention data-parallel over B/N sequences (dp, the default) or split by heads "
                    "over the N ranks for every sequence (tp, as vLLM runs expert parallelism without data "
                    "parallelism: an all-reduce after o_proj and after the experts, no all-to-all)")
@@ -161,10 +161,11 @@ def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
                    "torch; automatic for a model_type without a hand model)")
     p.add_argument("--revision", help="a hub id's branch, tag or commit (the hub library's own revision handling); "
                    "the catalog is not used then")
-    p.add_argument("--format", "-f", choices=("table", "markdown", "csv", "json"), default="table",
+    p.add_argument("--format", "-f", type=str.lower, choices=("table", "markdown", "csv", "json"), default="table",
                    help="the report as a table for the terminal (default), a markdown table, CSV or JSON")
     p.add_argument("--output", "-o", metavar="FILE",
-                   help="write the report (any --format, a sweep's too) to FILE instead of standard output")
+                   help="write the report (any --format, a sweep's too) to FILE instead of standard output ('-': "
+                   "standard output)")
     p.add_argument("--wide", action="store_true",
                    help="every column of the kernel table (default: the most important ones that fit the terminal, "
                    "100 columns when it is unknown)")
@@ -174,7 +175,7 @@ def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
     r.add_argument("--measured-flops", help="your measured matmul peak with its unit, e.g. 50TFLOP/s")
     r.add_argument("--hw-file", help="a JSON hardware profile with measured values (README: schema)")
     _add_engine(r)
-    r.add_argument("--impl", choices=("hf-eager", "fused", "cuda-graph"),
+    r.add_argument("--impl", type=str.lower, choices=("hf-eager", "fused", "cuda-graph"),
                    help="how kernels are launched, by hand: overrides the engine's (default: the engine's; hf's is "
                    "hf-eager, transformers' eager modules)")
     r.add_argument("--launch-overhead", help="cost of one kernel launch, e.g. 5us (default: the hardware's)")
@@ -447,10 +448,11 @@ def _check_family(family: str | None) -> None:
 
 
 def _check_output(path: str | None, inputs: dict[str, str | None]):
-    """--output, checked before any work (see inputs.check_output); None without it."""
+    """--output, checked before any work (see inputs.check_output); None without it, or for '-' (standard output,
+    as the Unix tools read it)."""
     import os
 
-    if path is None:
+    if path is None or path == "-":
         return None
     from .inputs import check_output
 
@@ -943,16 +945,16 @@ def run_main(argv: Sequence[str]) -> str:
 
     warned = [line.split(None, 1)[1] for line in (report.warning_lines(result, points=args.format != "csv")
                                                    if isinstance(result, Roofline) else []) + footer
-              if line.startswith(("warning ", "override "))]
+              if line.startswith(("warning ", "override ", "faster "))]
     if args.format == "table":
         out += "".join(line + "\n" for line in report.wrap_lines(footer, None if args.wide else term_width()))
     elif args.format == "markdown":  # bullets of the footer's list, as Markdown's other footer lines are
         out += "".join(f"- {line}\n" for line in footer)
-    elif args.format == "json" and (ignored or warned):  # the document's own lists (indented by 2, as every one)
+    elif args.format == "json":  # the document's own lists, [] for none (indented by 2, as every one)
         import json
 
         doc = json.loads(out)
-        doc.update({"ignored": ignored} if ignored else {}, **({"warnings": warned} if warned else {}))
+        doc.update(ignored=ignored, warnings=warned)
         out = json.dumps(doc, indent=2) + "\n"
     elif args.format == "csv":  # its rows stay the table's; the options it ignored and the warnings on stderr
         for x in ignored:
@@ -993,7 +995,7 @@ def _add_engine(p) -> None:
                    "model, attention kernel, KV cache update and host time per step outside the kernels, each "
                    f"cited (docs/conventions.md; default {DEFAULT_ENGINE}: transformers' eager generate; vllm is "
                    "vLLM's V1 engine, vllm-v0 its releases 0.2.6 to 0.4.2)")
-    p.add_argument("--int4-kernel", choices=tuple(INT4_KERNELS), help="the kernel int4 (GPTQ, AWQ) matmuls run: "
+    p.add_argument("--int4-kernel", type=str.lower, choices=tuple(INT4_KERNELS), help="the kernel int4 (GPTQ, AWQ) matmuls run: "
                    "marlin (near the 16-bit GEMM's rate, on an A100 below it on small layers: every preset's but "
                    "vllm-v0's for AWQ checkpoints); AutoAWQ's GEMM kernel as autoawq (AutoAWQ 0.2+, transformers "
                    "4.x's AWQ), autoawq-0.1 (before 0.2) or vllm-awq (vLLM's awq quantization: its default before "
@@ -1302,7 +1304,7 @@ def _measure_parser() -> argparse.ArgumentParser:
                 description="Measure this machine's roof: memory bandwidth (copy and y = x + 1), matmul FLOP/s per "
                 "compute dtype, and the dispatch overhead of one op; print them against the closest catalog entry "
                 "and write a profile for --hw-file. A progress bar with the time left shows on a terminal.")
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+    p.add_argument("--device", type=str.lower, choices=("cpu", "cuda"), default="cpu",
                    help="the CPU (numpy; default) or the first CUDA GPU (PyTorch)")
     p.add_argument("--dtype", help="compute dtypes to measure, comma-separated (cpu: fp32; cuda: fp32,tf32,fp16,bf16)")
     p.add_argument("--out", "-o", metavar="PROFILE.json", help="write the measured profile here")
@@ -1382,7 +1384,7 @@ def _profile_parser() -> argparse.ArgumentParser:
                 f"next to roofcalc's floors. Needs PyTorch: {torch_install()}. A progress bar with the time left "
                 "shows on a terminal.")
     p.add_argument("model", metavar="MODEL", help="a config.json, a folder holding one, a catalog name or a hub id")
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+    p.add_argument("--device", type=str.lower, choices=("cpu", "cuda"), default="cpu",
                    help="run the model on the CPU (default) or the first CUDA GPU")
     from .dtypes import torch_names
 
@@ -1393,17 +1395,18 @@ def _profile_parser() -> argparse.ArgumentParser:
                    help=f"positions each decode step attends to, itself included (default {DEFAULT_CONTEXT})")
     p.add_argument("--steps", type=positive_int, default=8, help="decode steps timed for the median TPOT (default 8)")
     p.add_argument("--hw-file", help="a measured profile (roofcalc measure --out); default: measure this device first")
-    p.add_argument("--prefill", choices=("auto", "run", "skip"), default="auto",
+    p.add_argument("--prefill", type=str.lower, choices=("auto", "run", "skip"), default="auto",
                    help="fill the cache by a real prefill (run, which also times it) or with random values (skip); "
                    "auto runs it unless the measured peak says it would take over a minute")
     _add_engine(p)
-    p.add_argument("--impl", choices=("hf-eager", "fused", "cuda-graph"),
+    p.add_argument("--impl", type=str.lower, choices=("hf-eager", "fused", "cuda-graph"),
                    help="the launch model of the prediction beside the measurement, by hand: overrides the engine's "
                    "(default: the engine's; hf's is hf-eager, transformers' eager modules, which is what runs)")
     p.add_argument("--family", help="read an unknown model_type as this family")
-    p.add_argument("--format", "-f", choices=("table", "markdown", "csv", "json"), default="table",
+    p.add_argument("--format", "-f", type=str.lower, choices=("table", "markdown", "csv", "json"), default="table",
                    help="the report as a table for the terminal (default), a markdown table, CSV or JSON")
-    p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of standard output")
+    p.add_argument("--output", "-o", metavar="FILE",
+                   help="write the report to FILE instead of standard output ('-': standard output)")
     p.add_argument("--wide", action="store_true", help="every column of the kernel table")
     p.add_argument("--plot", metavar="FILE.png|FILE.svg", help="the roofline with the measured kernels and step")
     p.add_argument("--html", metavar="FILE.html", help="one self-contained HTML page of the step with the measured "

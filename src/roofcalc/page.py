@@ -86,7 +86,9 @@ def page_html(result, defaults: Iterable[str] = (), record: bool = False, notes:
     elif isinstance(result, TPSweep):
         title, body = _tp_page(result, defaults, list(notes))
     else:
-        raise TypeError(f"no page for {type(result).__name__}")
+        raise RoofcalcError(f"a page shows a Roofline (roofcalc.roofline.roofline(analysis, hardware)), a Sweep "
+                            f"(roofcalc.sweep.sweep(shape, hardware, ...)) or a --tp comparison, not a "
+                            f"{type(result).__name__}")
     return _document(title, body)
 
 

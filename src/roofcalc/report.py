@@ -293,9 +293,8 @@ def to_record(a: Analysis | Roofline) -> dict[str, Any]:
         doc["hardware"] = hardware_record(r)
         doc["step"] = step_record(r)
         doc["points"] = point_records(r)
-        warned = [line.split(None, 1)[1] for line in warning_lines(r) if line.startswith("warning ")]
-        if warned:  # what the table says may be wrong, in words (the command line adds its own flags' to it)
-            doc["warnings"] = warned
+        # what the table says may be wrong, in words, [] for nothing (the command line adds its own flags' to it)
+        doc["warnings"] = [line.split(None, 1)[1] for line in warning_lines(r) if line.startswith(("warning ", "faster "))]
     par = an.parallel
     if par is not None and par.gpus > 1:
         doc["parallel"] = {"tp": par.tp, "pp": par.pp, "ep": par.ep, "ep_attention": par.ep_attention, "dense_experts": par.dense_experts,
@@ -965,9 +964,9 @@ def roof_warning_lines(r, own_nominal: bool | None = None) -> list[str]:
 
 def warning_lines(r: Roofline, points: bool = True) -> list[str]:
     """Every warning a single step's report gives of its own figures (the measured roof against its datasheet,
-    the measured kernels against the measured step, a time in the wrong unit), as the table prints them; JSON's
-    ``warnings`` list holds their words."""
-    return roof_warning_lines(r) + kernel_sum_lines(r) + slow_unit_lines(r, points=points)
+    a measured figure faster than its floor, the measured kernels against the measured step, a time in the wrong
+    unit), as the table prints them; JSON's ``warnings`` list holds their words."""
+    return roof_warning_lines(r) + faster_lines(r) + kernel_sum_lines(r) + slow_unit_lines(r, points=points)
 
 
 # the timers' noise, 10 %: a measured kernel this much over its expected time is an anomaly to list, and the
@@ -1332,8 +1331,9 @@ def render(r: Roofline | Sweep, fmt: str = "table", defaults: Iterable[str] = ()
     if instance_of(r, "parallel", "TPSweep"):
         return render_tp_sweep(r, fmt, defaults, width)
     if not hasattr(r, "step"):  # an Analysis (counts alone) has no roof to place its kernels on
-        raise RoofcalcError(f"render takes a Roofline (roofcalc.roofline(analysis, hardware)), a Sweep or a --tp "
-                            f"comparison, not a {type(r).__name__}")
+        raise RoofcalcError(f"render takes a Roofline (roofcalc.roofline.roofline(analysis, hardware)), a Sweep "
+                            f"(roofcalc.sweep.sweep(shape, hardware, ...)) or a --tp comparison, not a "
+                            f"{type(r).__name__}")
     if fmt == "json":
         return to_json(r) + "\n"
     if fmt == "csv":

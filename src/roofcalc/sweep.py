@@ -842,6 +842,11 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
     prompts = None if prompts is None else distinct_sizes(prompts, "prompt", MAX_TOKENS)
     if generate is not None and prompts is None:
         raise RoofcalcError("a whole request needs a prompt length")
+    axes = {"batch": "batches", "kv_len": "contexts", "query_tokens": "prompts", "phase": "contexts or prompts",
+            "context": "contexts", "prompt": "prompts"}
+    taken = sorted(set(workload_kw) & set(axes))
+    if taken:  # a single step's size given to the sweep, whose axes set it
+        raise RoofcalcError(f"sweep: {taken[0]} is the sweep's own axis: give {axes[taken[0]]}=[...] (a list)")
     unknown = sorted(set(workload_kw) - set(Workload.__dataclass_fields__) - {"analyzer"})
     if unknown:  # a keyword neither the sweep's nor a Workload's
         raise RoofcalcError(f"sweep: no keyword {', '.join(unknown)}; it takes the workload's "
