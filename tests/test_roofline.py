@@ -896,3 +896,17 @@ def test_a_micro_sign_is_a_microsecond_and_a_kernel_under_its_floor_is_flagged_s
     assert main(["TinyLlama/TinyLlama-1.1B", "--kernel-times", str(times), "--wide"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("q_proj "))
     assert row.rstrip().endswith("under 0.9x its floor")
+
+
+def test_a_library_workload_that_leaves_out_the_checkpoints_format_says_so():
+    """The library's Workload defaults to 16 bits; a checkpoint that declares its own format (DeepSeek-V3's fp8 in
+    128 x 128 blocks) counted so is said to be in the report's size line, naming how to count the checkpoint's;
+    a workload that counts it says nothing of the kind."""
+    from roofcalc import Workload, analyze, load_shape, render
+
+    shape = load_shape("deepseek-v3")
+    text = " ".join(render(roofline(analyze(shape, Workload.decode()), "H100")).split())
+    assert "bytes of weights (fp16; the checkpoint's quantization_config declares fp8-b128, which this workload " \
+           "does not count: Workload(weight_dtype='fp8-b128') or --weight-dtype fp8-b128 does)" in text
+    text = " ".join(render(roofline(analyze(shape, Workload.decode(weight_dtype="fp8-b128")), "H100")).split())
+    assert "declares" not in text and "(fp8-b128 (the checkpoint's quantization_config))" in text

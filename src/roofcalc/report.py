@@ -376,6 +376,14 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
                      f"{counts.params - counts.active_params:,} parameters idle per token, {counts.active_params:,} "
                      f"active)")
     declared = f" (the checkpoint's quantization_config{f', in {s.weight_format_where}' if s.weight_format_where else ''}{', the routed experts alone' if s.weight_scope == 'experts' else ''})" if s.weight_format == w.weight_dtype.name else ""
+    device_why = any(k.startswith("weights-why:") for k in defaulted)  # the device's own format (weights_on_device)
+    if s.weight_format and s.weight_format != w.weight_dtype.name and not getattr(w, "gguf", "") and not device_why:
+        # the checkpoint's own format, which this workload does not count (a library Workload's default dtype, or a
+        # --weight-dtype given over it): said, so that a report of 16-bit weights is not taken for the checkpoint's
+        declared = (f"; the checkpoint's quantization_config declares {s.weight_format}"
+                    f"{' (the routed experts alone)' if s.weight_scope == 'experts' else ''}, which this workload "
+                    f"does not count: Workload(weight_dtype={s.weight_format!r}) or --weight-dtype "
+                    f"{s.weight_format} does")
     group = "" if not w.weight_dtype.quantized else \
         ", one scale a row" if w.weight_group >= PER_CHANNEL else f", group {w.weight_group}"
     if group and w.group_size is None and not w.weight_dtype.group and isinstance(s.d_model, int) and \
