@@ -602,6 +602,9 @@ CLOSE_NAMES = [  # each misspelt name and what the one-line error suggests
     (["TinyLama/TinyLlama-1.1B"], "(did you mean TinyLlama/TinyLlama-1.1B?)"),  # a catalog alias; the hub unreached
     (["qwen/qwen3-8"], "(did you mean Qwen/Qwen3-8B?)"),  # a hub id of the catalog
     (["acme/tiny-lama"], "(did you mean acme/tiny-llama?)"),  # the HF cache's
+    (["mixtral"], "(did you mean mixtral-8x7b or mixtral-8x22b?)"),  # the names that hold what was typed
+    # difflib's closest (Llama-3.1-8B) does not hold 'llama-3-8b': the names that do, first
+    (["meta-llama/Llama-3-8B"], "(did you mean llama-3-8b, meta-llama/Meta-Llama-3-8B or meta-llama/Llama-3.1-8B?)"),
     (["TinyLlama/TinyLlama-1.1B", "--hw", "h10"], "unknown hardware 'h10' (did you mean H100-SXM?); known: T4"),
     # the closest names as find_hardware reads the device's own name, its vendor words left out
     (["TinyLlama/TinyLlama-1.1B", "--hw", "Tesla V100-SXM2-16GB"], "(did you mean V100-SXM2?)"),

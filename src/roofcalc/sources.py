@@ -109,7 +109,15 @@ def _suggest(source: str) -> str:
     from .inputs import did_you_mean
 
     names = {k: v for k, v in model_names().items() if v != source}
-    hint = did_you_mean(source, names)
+    # the names that hold what was typed (its repository part): 'mixtral' for mixtral-8x7b, 'Llama-3-8B' for
+    # meta-llama/Meta-Llama-3-8B, shortest first, before difflib's closest
+    from .inputs import close_names
+
+    tail = source.rsplit("/", 1)[-1].lower()
+    holding = sorted({v for k, v in names.items() if len(tail) >= 3 and tail in k.lower()}, key=lambda v: (len(v), v))
+    closest = close_names(source, names)
+    # where difflib's closest already holds it, that one alone; else the names that hold it first
+    hint = did_you_mean(source, names, first=[] if closest and tail in closest[0].lower() else holding[:2])
     return f" ({hint})" if hint else ""
 
 
@@ -217,6 +225,9 @@ def load_config(source: str, revision: str | None = None) -> tuple[dict, str, st
     """
     from .inputs import one_line
 
+    if isinstance(source, dict):
+        raise RoofcalcError("load_shape reads a config.json, a folder, a catalog name or a hub id; a config already "
+                            "read as a dict is roofcalc.shape_from_config(config, name)")
     if not isinstance(source, str) or not source.strip():
         raise RoofcalcError("no model given: pass a config.json, a folder, a catalog name or a hub id")
     if len(source) > 1024 or any(not ch.isprintable() for ch in source):
