@@ -109,10 +109,14 @@ def test_a_notebook_shows_a_step_as_a_table():
 
 
 def test_a_notebook_shows_a_placed_step_and_a_sweep_as_tables():
-    """A Roofline shows its 18 placed kernels (with their bounds), a sweep its 3 x 2 points, one row each."""
+    """A Roofline shows its predicted step time, range and bound as the report's time line says them, then its 18
+    placed kernels (with their bounds); a sweep its 3 x 2 points, one row each."""
     r = roofline(roofcalc.analyze(TINY, roofcalc.Workload.decode(1, 500)), find_hardware("T4"))
     html = r._repr_html_()
-    assert html.count("<tr>") == 1 + 18 and "hardware T4" in html.split("</p>")[0] and "<th>bound" in html
+    assert html.count("<tr>") == 1 + 18 and "hardware T4" in html.split("</p>")[1] and "<th>bound" in html
+    line = " ".join(next(x for x in roofcalc.render(r).split("\n\n")[-1].split("\n") if x.startswith("time")).split())
+    said = line.split(None, 1)[1].split(":")[0]  # "predicted 17.8 ms (80% range 14.6 to 33.3 ms)"
+    assert said.split(" (")[0] in html and said.split(" (")[1].rstrip(")") in html
     sw = sweep(TINY, find_hardware("T4"), batches=[1, 4, 16], contexts=[512, 2048])
     assert sw._repr_html_().count("<tr>") == 1 + 6
     from roofcalc.parallel import tp_sweep

@@ -108,4 +108,15 @@ def repr_html(result) -> str:
     shared = ", ".join(f"{k} {table[0][k]}" for k in table[0]
                        if k in same and table[0][k] is not None and not isinstance(table[0][k], (dict, list)))
     cells = [{k: v for k, v in r.items() if k not in same and not isinstance(v, (dict, list))} for r in table]
-    return f"<p>{html.escape(shared)}</p>" + tabulate(cells, headers="keys", tablefmt="html")
+    step = ""
+    if hasattr(result, "step") and hasattr(result.step, "predicted_s"):  # a single step: its time first, as the report
+        from .predict import range_name
+        from .report import bound_words
+        from .units import ms
+
+        st = result.step
+        step = (f"<p><b>step predicted {ms(st.predicted_s)} ms</b> ({range_name(st.times.band)} "
+                f"{ms(st.predicted_lower_s)} to "
+                f"{ms(st.predicted_upper_s)} ms): {html.escape(bound_words(st))}"
+                + (f"; measured {ms(st.tpot_s)} ms" if st.tpot_s is not None else "") + "</p>")
+    return step + f"<p>{html.escape(shared)}</p>" + tabulate(cells, headers="keys", tablefmt="html")
