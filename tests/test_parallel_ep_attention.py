@@ -174,3 +174,36 @@ def test_the_experts_line_of_a_rank_counts_the_model(capsys):
         assert main(["mistralai/Mixtral-8x7B-v0.1", "--hw", "h100", *flags, "--batch", "8", "--context", "1000"]) == 0
         out = " ".join(capsys.readouterr().out.split())
         assert (want in out) == bool(flags) and f"{whole.active_params:,} active)" in out, flags
+
+
+def test_a_masking_engines_rank_writes_and_activates_every_pair():
+    """vLLM's and SGLang's fused MoE on an expert-parallel rank with every token (engines.Engine.masked_experts):
+    the other ranks' experts' pairs are written as zeros and go through the activation and the weighted sum. At
+    batch 4 on 2 ranks, T·k = 8 pairs, 4 of them the rank's own: the GEMMs read and compute the rank's 4 rows as
+    before (gate_up reads 4 x 256 x 2 bytes of input), but gate_up writes all 8 rows of 2 x 512 (8 x 1,024 x 2 =
+    16,384 bytes, not 8,192), SiLU×up reads 8 x 1,024 and writes 8 x 512 values (24,576 bytes), down writes 8 x 256
+    x 2 = 4,096 bytes and the combine reads all 8 rows. The command line takes it under --engine vllm and sglang, not
+    trtllm (CUTLASS grouped GEMMs over the rank's permuted rows alone)."""
+    shape = shape_from_config(BASE, "t")
+    wl = Workload.decode(4, 17, eager_ops=False)  # (SiLU×up one kernel, as the serving engines run it)
+    own = analyze_parallel(shape, wl, Parallel(ep=2, ep_attention="tp"))
+    masked = analyze_parallel(shape, wl, Parallel(ep=2, ep_attention="tp", masked_experts=True))
+    g0, g1 = own.kernel("experts.gate_up_proj"), masked.kernel("experts.gate_up_proj")
+    assert g0.cost.matmul_flops == g1.cost.matmul_flops and g0.cost.act_read_bytes == g1.cost.act_read_bytes == 4 * 256 * 2
+    assert (g0.cost.act_write_bytes, g1.cost.act_write_bytes) == (8192, 16384)
+    act = masked.kernel("experts.act_mul").cost
+    assert act.act_read_bytes + act.act_write_bytes == 8 * (1024 + 512) * 2
+    assert masked.kernel("experts.down_proj").cost.act_write_bytes == 8 * 256 * 2
+    assert masked.kernel("experts.combine").cost.act_read_bytes == \
+        analyze_parallel(shape, wl, Parallel(ep=1)).kernel("experts.combine").cost.act_read_bytes
+    with pytest.raises(RoofcalcError, match="under --ep-attention tp alone"):
+        Parallel(ep=2, masked_experts=True)
+
+
+def test_the_engines_that_mask_are_vllm_and_sglang(capsys):
+    import json
+
+    for engine, masked in (("vllm", True), ("sglang", True), ("trtllm", False)):
+        assert main(["mixtral-8x7b", "--hw", "H100", "--engine", engine, "--ep", "8", "--ep-attention", "tp",
+                     "--format", "json"]) == 0
+        assert json.loads(capsys.readouterr().out)["parallel"]["masked_experts"] is masked, engine

@@ -266,6 +266,10 @@ class Parallel:
     # with ep_attention "tp": each rank's experts run every token of the step, the rows not routed to them zeroed
     # after (vLLM 0.2.6-0.2.7, engines.Engine.dense_experts); False runs each expert on its routed rows alone
     dense_experts: bool = False
+    # with ep_attention "tp": each rank's fused MoE call writes and activates every routed pair of the step, the pairs
+    # of the other ranks' experts masked to zero (vLLM's and SGLang's expert map over Triton's and Marlin's MoE
+    # kernels: engines.Engine.masked_experts); its GEMMs read the rank's own rows alone
+    masked_experts: bool = False
 
     def __post_init__(self) -> None:
         for name, n in (("tp", self.tp), ("pp", self.pp), ("ep", self.ep)):
@@ -273,8 +277,8 @@ class Parallel:
                 raise RoofcalcError(f"--{name} must be a whole number of ranks from 1 to 1024, got {n!r}")
         if self.ep_attention not in ("dp", "tp"):
             raise RoofcalcError(f"--ep-attention is dp or tp, not {self.ep_attention!r}")
-        if self.dense_experts and self.ep_attention != "tp":
-            raise RoofcalcError("dense experts run under --ep-attention tp alone")
+        if (self.dense_experts or self.masked_experts) and self.ep_attention != "tp":
+            raise RoofcalcError("dense or masked experts run under --ep-attention tp alone")
         if self.ep_attention == "tp" and (self.tp > 1 or self.pp > 1):
             raise RoofcalcError("--ep-attention tp splits attention over the --ep ranks themselves: give it without "
                                 "--tp and --pp")

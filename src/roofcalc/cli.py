@@ -635,7 +635,13 @@ def _parallel(args: argparse.Namespace):
         if len(values) > 1:
             raise RoofcalcError(f"a list of --{axis} compares one step; give it alone")
     return Parallel(sizes["tp"][0], sizes["pp"][0], sizes["ep"][0], getattr(args, "ep_attention", "dp"),
-                    dense_experts=_dense_experts(args))
+                    dense_experts=_dense_experts(args), masked_experts=_masked_experts(args))
+
+
+def _masked_experts(args: argparse.Namespace) -> bool:
+    """Whether the engine's expert-parallel ranks, every token on each (--ep-attention tp), write and activate every
+    routed pair in their fused MoE call, another rank's masked (engines.Engine.masked_experts)."""
+    return bool(_engine(args).masked_experts) and getattr(args, "ep_attention", "dp") == "tp"
 
 
 def _dense_experts(args: argparse.Namespace) -> bool:
@@ -657,7 +663,8 @@ def build_tp_sweep(args: argparse.Namespace, shape=None):
     shape, traced = shape if shape is not None else load_model(args)
     sizes = _sizes_of(args)
     base = Parallel(**{a: sizes[a][0] for a in AXES if a != axis},  # the other axes, fixed
-                    ep_attention=getattr(args, "ep_attention", "dp"), dense_experts=_dense_experts(args))
+                    ep_attention=getattr(args, "ep_attention", "dp"), dense_experts=_dense_experts(args),
+                    masked_experts=_masked_experts(args))
     if args.micro_batches and axis != "pp" and base.pp == 1:
         raise RoofcalcError("--micro-batches is for --pp")
     workload = _workload(args, shape)

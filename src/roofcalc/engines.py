@@ -52,6 +52,9 @@ class Engine:
     # experts of an expert-parallel rank (--ep-attention tp) run every token of the step, their rows not routed to
     # them zeroed afterwards (vLLM 0.2.6-0.2.7), with its source; "" runs each expert on its routed rows alone
     dense_experts: str = ""
+    # under --ep-attention tp, whether each rank's fused MoE call writes and activates every routed pair of the step
+    # (the other ranks' experts' pairs masked to zero), with its source; "" runs the rank's own pairs alone
+    masked_experts: str = ""
     # DeepSeek's latent attention as it runs it (Workload.mla; --mla by hand wins): "naive" as transformers computes
     # it, "serving" absorbed for a decode step and expanded for a prefill
     mla: str = "naive"
@@ -178,7 +181,7 @@ class Engine:
                 "awq_kernel_source": self.awq_kernel_source,
                 "tables": self.host.tables_used, "decode_every_head": self.decode_every_head,
                 "fp32_as": self.fp32_as or None, "fp32_source": self.fp32_source or None,
-                "marlin_moe_source": self.marlin_moe or None, "graph_tokens": self.graph_tokens or None,
+                "marlin_moe_source": self.marlin_moe or None, "masked_experts_source": self.masked_experts or None, "graph_tokens": self.graph_tokens or None,
                 "graph_source": self.graph_source or None}
 
 
@@ -335,7 +338,10 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "(awq_marlin.py) and CompressedTensorsWNA16MarlinMoEMethod (compressed_tensors_moe.py) run fused_marlin_moe, "
         "from compute capability 7.5 (Turing since PR #29901, 'add marlin kernel support for turing (sm75)', MoE "
         "included; 8.0 before); AIConfigurator's vLLM 0.24 int4 MoE tables name that kernel (kernel source "
-        "..._wna16marlinmoe_marlin_marlinexperts)", marlin_capability=7.5),
+        "..._wna16marlinmoe_marlin_marlinexperts)", marlin_capability=7.5,
+        masked_experts="vllm/model_executor/layers/fused_moe: a rank's FusedMoE maps the other ranks' experts to -1 "
+        "(expert_map); fused_moe.py's Triton kernel writes zeros for their rows (write_zeros_to_output) and the "
+        "activation and moe_sum run over all M x topk rows, as fused_marlin_moe's do (its GEMMs with is_ep)"),
     Engine(
         "sglang", "SGLang (overlap scheduler)", "cuda-graph",
         "SGLang server arguments: '--disable-cuda-graph | Disable cuda graph. | False'",
@@ -363,7 +369,10 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         "moe_wna16_marlin_gemm (csrc/moe/marlin_moe_wna16, Marlin's MoE kernel as vLLM's), which its GPTQ, AWQ and "
         "compressed-tensors WNA16 MoE methods call, from compute capability 8.0 (the kernel's own check: "
         "'marlin_gemm(..) requires CUDA_ARCH >= 8.0'); AIConfigurator's SGLang int4 MoE tables time it "
-        "(sglang_marlin_moe)", marlin_capability=8.0),
+        "(sglang_marlin_moe)", marlin_capability=8.0,
+        masked_experts="sglang srt/layers/moe/fused_moe_triton/fused_moe.py (adapted from vLLM's: write_zeros_to_output "
+        "for another rank's experts) and fused_marlin_moe.py (is_ep): the activation and moe_sum_reduce over all M x "
+        "topk rows"),
     Engine(
         "trtllm", "TensorRT-LLM (PyTorch backend, overlap scheduler)", "cuda-graph",
         "TensorRT-LLM llm_args.py: cuda_graph_config on by default, 'enabled for batches that consist of "

@@ -348,7 +348,7 @@ class RankAnalysis(Analysis):
 
 
 def ep_tp_kernels(shape: ModelShape, wl: Workload, ep: int, merge: bool = True,
-                  dense: bool = False) -> tuple[ModelShape, list[Kernel]]:
+                  dense: bool = False, masked: bool = False) -> tuple[ModelShape, list[Kernel]]:
     """(the rank's shape, its kernels) for expert parallelism with tensor-parallel attention
     (``--ep-attention tp``, as vLLM runs Mixtral with expert parallelism and no data parallelism): every
     rank runs all B sequences; attention, the dense MLPs, the shared experts and the vocabulary split
@@ -362,7 +362,11 @@ def ep_tp_kernels(shape: ModelShape, wl: Workload, ep: int, merge: bool = True,
     one whole expert), and ⌈T·k/ep⌉ of the T·k token-expert rows. ``dense`` (vLLM 0.2.6-0.2.7,
     engines.Engine.dense_experts): each of the rank's E/ep experts runs all T tokens, its output times each
     token's routing weight for it (zero where the token went elsewhere) and added into the partial sum: every
-    rank holds and reads E/ep experts and runs T·E/ep rows, whatever the routing."""
+    rank holds and reads E/ep experts and runs T·E/ep rows, whatever the routing. ``masked`` (vLLM's and SGLang's
+    fused MoE, engines.Engine.masked_experts): the rank's call writes every one of the T·k rows' outputs, the other
+    ranks' zeroed, and its activation and weighted sum run over all of them: the experts kernels' GEMMs read the
+    rank's ⌈T·k/ep⌉ rows (and their FLOPs are those), their writes, the activation and the combine's reads are
+    all T·k rows' (fitting.moe_cost's ``pairs``, as the fitted forms count those kernels' measured rows)."""
     from .calculator import touched_experts
 
     moe = shape.moe
@@ -393,14 +397,16 @@ def ep_tp_kernels(shape: ModelShape, wl: Workload, ep: int, merge: bool = True,
         if k.role == "experts":
             per = k.param_bytes // moe.n_experts
             sizes = replace(k.sizes, m=share[0])
-            k = replace(k, params=k.params // ep, param_bytes=k.param_bytes // ep, sizes=sizes,
-                        cost=replace(_share(k.cost, share), weight_bytes=held * per),
+            cost = replace(_share(k.cost, share), weight_bytes=held * per)
+            if masked:  # every pair's output written, another rank's as zeros
+                cost = replace(cost, act_write_bytes=k.cost.act_write_bytes)
+            k = replace(k, params=k.params // ep, param_bytes=k.param_bytes // ep, sizes=sizes, cost=cost,
                         dims=experts_dims(sizes, held, moe.n_experts // ep, local=True),
                         moe=(k.moe[0], moe.n_experts // ep, *k.moe[2:]) if k.moe else ())
         elif base_name(k) == "experts.act_mul":
-            k = replace(k, cost=_share(k.cost, share))
+            k = k if masked else replace(k, cost=_share(k.cost, share))  # (masked: over every pair)
         elif k.role == "combine":  # its experts' outputs, into a partial sum over every token
-            k = replace(k, cost=replace(_share(k.cost, share), act_write_bytes=k.cost.act_write_bytes))
+            k = k if masked else replace(k, cost=replace(_share(k.cost, share), act_write_bytes=k.cost.act_write_bytes))
         out.append(k)
     if ep > 1:  # one all-reduce a layer after its experts' summed outputs (one GPU: none)
         out = with_tp_collectives(shape, wl, ep, out)
@@ -463,7 +469,8 @@ def analyze_parallel(shape: ModelShape, wl: Workload, parallel: Parallel, merge:
     if parallel.gpus == 1:
         return analyze(shape, wl, merge)
     if parallel.tp_attention:
-        rank, kernels = ep_tp_kernels(shape, wl, parallel.ep, merge, dense=parallel.dense_experts)
+        rank, kernels = ep_tp_kernels(shape, wl, parallel.ep, merge, dense=parallel.dense_experts,
+                                      masked=parallel.masked_experts)
         return RankAnalysis(rank, wl, tuple(kernels), parallel=parallel, full=analyze(shape, wl))
     if parallel.ep > 1:  # with tp: ep data-parallel groups of tp ranks; each expert at 1/tp of its width
         check_ep(shape, wl, parallel.ep)
@@ -538,7 +545,9 @@ def ep_plan_words(shape: ModelShape, parallel: Parallel, batch: int, swept_batch
                 f"(tensor-parallel attention, an all-reduce after o_proj); no all-to-all: each rank runs its "
                 + ("experts on every token, each output weighted by the routing (zero for the tokens routed "
                    "elsewhere: --engine vllm-v0)" if parallel.dense_experts else
-                   "experts on the tokens routed to them")
+                   "experts on the tokens routed to them, its fused MoE call writing and activating every routed "
+                   "pair of the step (another rank's masked to zero, by the engine's expert map)"
+                   if parallel.masked_experts else "experts on the tokens routed to them")
                 + " and one all-reduce sums their outputs")
     return (f"{n // ep} of the {n} routed experts"
             + (f" (each at 1/{tp} of its width: --ep {ep} groups of --tp {tp} ranks)" if tp > 1 else "")

@@ -297,7 +297,7 @@ def to_record(a: Analysis | Roofline) -> dict[str, Any]:
         doc["warnings"] = [line.split(None, 1)[1] for line in warning_lines(r) if line.startswith(("warning ", "faster "))]
     par = an.parallel
     if par is not None and par.gpus > 1:
-        doc["parallel"] = {"tp": par.tp, "pp": par.pp, "ep": par.ep, "ep_attention": par.ep_attention, "dense_experts": par.dense_experts,
+        doc["parallel"] = {"tp": par.tp, "pp": par.pp, "ep": par.ep, "ep_attention": par.ep_attention, "dense_experts": par.dense_experts, "masked_experts": par.masked_experts,
                            "gpus": par.gpus, "per": "rank", "model_params": an.full.params}
     if an.note_pipeline:
         pipe, memory = an.note_pipeline
@@ -602,10 +602,12 @@ def fixed_cost_words(r) -> str:
             moe += (f" at its default tiles (its package has {words} on {gpu}): ×{_geo(x, form.untuned):.2f} the "
                     f"tuned compute rate at {f'{x:,.0f}' if x >= 100 else f'{x:.3g}'} tokens an expert")
         par = getattr(r.analysis, "parallel", None)
-        if lead.moe[0] == "int4" and getattr(par, "ep", 1) > 1:  # docs/kernel_fits.md, "int4 fused MoE"
-            moe += (f"; under --ep {par.ep} Marlin's MoE kernel also zeroes, sums and runs the activation over every "
-                    f"routed pair, work the form does not count (vLLM's measured calls took e^0.1 to e^1.1 its time "
-                    f"at EP 4 to 128)")
+        if lead.moe[0] == "int4" and getattr(par, "ep", 1) > 1 and not getattr(par, "masked_experts", False):
+            # docs/kernel_fits.md, "int4 fused MoE": counted where each rank holds every token (masked_experts)
+            moe += (f"; under --ep {par.ep} with data-parallel attention each rank's call is counted on its own "
+                    f"routed rows (an all-to-all dispatch); where the engine gives each rank every token (vLLM's "
+                    f"default all-gather dispatch) Marlin's MoE kernel also writes, activates and sums every routed "
+                    f"pair, as --ep-attention tp counts")
         slow = form.misaligned_words(inter)
         if slow:  # a rank's width the tables ran slower (predict.MOE_ALIGN)
             moe += f"; {slow}"
@@ -1460,7 +1462,7 @@ def sweep_record(sw: Sweep) -> dict[str, Any]:
            "verdicts": [verdict_record(v) for v in sw.verdicts]}
     par = head.parallel
     if par is not None and par.gpus > 1:  # every point is one rank's (a pipeline's: see "step")
-        doc["parallel"] = {"tp": par.tp, "pp": par.pp, "ep": par.ep, "ep_attention": par.ep_attention, "dense_experts": par.dense_experts,
+        doc["parallel"] = {"tp": par.tp, "pp": par.pp, "ep": par.ep, "ep_attention": par.ep_attention, "dense_experts": par.dense_experts, "masked_experts": par.masked_experts,
                            "gpus": par.gpus, "per": "rank", "model_params": head.full.params,
                            "batch": "the step's sequences, over all ranks"}
         if par.pp > 1:
@@ -1707,7 +1709,7 @@ def tp_sweep_record(tps) -> dict[str, Any]:
         "engine": engine_record(first.model, first.step.impl, a.workload, a.shape, first.hardware.compute_capability),
         "axis": tps.axis,
         "fixed": {a: getattr(tps.base, a) for a in ("tp", "pp", "ep") if a != tps.axis},
-        "ep_attention": tps.base.ep_attention, "dense_experts": tps.base.dense_experts,
+        "ep_attention": tps.base.ep_attention, "dense_experts": tps.base.dense_experts, "masked_experts": tps.base.masked_experts,
         f"{tps.axis}_points": [{tps.axis: p.tp, "gpus": p.gpus, "memory_bytes_per_gpu": p.memory_bytes,
                        "fits": p.fits, "step_s": p.step_s, **_tp_range(p), "communication_s": p.comm_s,
                        "communication_share": p.comm_share, "tokens_per_s": p.tokens_per_s,
