@@ -517,15 +517,6 @@ def same_kernel(a: str, b: str) -> bool:
     return a == b or ("marlin" in a and "marlin" in b and "mxfp4" not in a + b)
 
 
-def masked_rows(kernel_source: str) -> bool:
-    """Whether a fused-MoE kernel source runs every routed pair's outputs and activation on an expert-parallel rank,
-    the other ranks' experts' rows masked (moe_rows' ``zeros``): vLLM's own Triton kernel and SGLang's adaptation
-    (write_zeros_to_output), and Marlin's MoE kernel as vLLM's and SGLang's fused_marlin_moe run it (both GEMMs
-    over M x topk rows with is_ep set, the activation over every row of the first's output, moe_sum over every
-    row of the second's)."""
-    return ("triton" in kernel_source and "oaitriton" not in kernel_source) or "marlin" in kernel_source
-
-
 def unseen_tables(systems: Path, gpu: str, engine: str, cls: str, res: dict, cur: dict) -> list:
     """A fitted fused-MoE form against the current tables of the same kernel on the same GPU that its fit did not
     read (same_kernel): another engine's table of one shape, which no fit takes, and the engine's own current table
@@ -554,7 +545,7 @@ def unseen_tables(systems: Path, gpu: str, engine: str, cls: str, res: dict, cur
             continue
         d2, _ = collapse(d2[d2.kernel_source == ks2], MOE_KEYS)
         d2 = d2[~F.slower_than_twice_the_work(d2)]
-        R2 = moe_rows(d2, SPECS[gpu], key, zeros=masked_rows(ks2))
+        R2 = moe_rows(d2, SPECS[gpu], key, zeros=F.masked_rows(ks2))
         n = len(R["t"])
         both = {k: (np.concatenate([np.asarray(R[k]), np.asarray(R2[k])]) if isinstance(R[k], np.ndarray)
                     else list(R[k]) + list(R2[k]) if isinstance(R[k], list) else R[k]) for k in R if k in R2}
@@ -610,11 +601,12 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict, keep_slow: bool = 
         cutlass = "flashinfer_cutlass" in ks or ks == "moe_torch_flow_cutlass"  # FlashInfer's or TensorRT-LLM's
         every = ks in F.EVERY_PAIR  # every routed pair on each rank (TensorRT-LLM's fp8 block-scale MoE on SM120)
         # vLLM's own Triton kernel (and SGLang's adaptation)
-        triton = masked_rows(ks) and not every
+        masked = F.masked_rows(ks) and not every
+        triton = "triton" in ks and "oaitriton" not in ks and not every  # (SGLang's tuned tiles: its Triton kernel's)
         pad = F.mxfp4_padding(ks) if key == "mxfp4" else (0, 0)  # how the kernel stores MXFP4 experts
         # experts without a gate, as the table's collector ran them
         ungated = F.ungated_shapes_for(systems.parent / "model_configs", engine, vdir.name, ks)
-        R = moe_rows(d, SPECS[gpu], key, zeros=triton, spread=cutlass, ungated=ungated, pad=pad, every_pair=every)
+        R = moe_rows(d, SPECS[gpu], key, zeros=masked, spread=cutlass, ungated=ungated, pad=pad, every_pair=every)
         tuned = sglang_tuned(gpu, vdir.name) if engine == "sglang" and triton and key in ("bf16", "mxfp4") else None
         # the shapes SGLang has no tuned tiles for run its default ones (sglang_tuned); its MXFP4 tables' Triton
         # kernel runs the experts upcast to 16 bits and looks its tiles up as for 16-bit ones, by the stored width
@@ -625,7 +617,7 @@ def load_moe(systems: Path, gpu: str, engine: str, cur: dict, keep_slow: bool = 
             file=str(p.relative_to(systems.parent)), sha256=sha256(p)[:16], version_folder=p.parent.name,
             version_column=sorted(set(map(str, a_cls["version"].unique()))) if "version" in a_cls else None,
             **({"current_version_one_shape": current.parent.name} if p != current else {}),
-            kernel_source=ks, duplicates_merged=dup, distribution="balanced", ep_masked_rows_written=triton,
+            kernel_source=ks, duplicates_merged=dup, distribution="balanced", ep_masked_rows_written=masked,
             **({"every_pair_on_each_rank": True} if every else {}),
             slower_than_twice_the_work=dict(rows=int(inconsistent.sum()), left_out=not keep_slow),
             **({"ep_rows_left_out": ep_left} if engine == "sglang" else {}),
@@ -1549,7 +1541,7 @@ Why, and what else the tables showed:
   32 (I' 128 and 64, narrower than any fitted width, read at 256) +0.20 to +0.44; under expert parallelism +0.1
   at EP 4 rising to +1.1 at EP 128 with the rank's own rows counted: there Marlin's MoE writes every routed
   pair's output (another rank's as zeros), runs the activation over all of them and sums them all
-  (fused_marlin_moe with an expert_map). Since 2026-12-07 Marlin's rows are counted so (masked_rows: moe_rows'
+  (fused_marlin_moe with an expert_map). Since 2026-12-07 Marlin's rows are counted so (fitting.masked_rows: moe_rows'
   `zeros`, as vLLM's Triton kernel's were; the rows the fit reads have no expert parallelism, so the form is
   unchanged): all of vLLM 0.24's Kimi-K2 rows went from 0.186 / 57 % to 0.171 / 65 % on the H200 and 0.200 / 56 %
   to 0.179 / 64 % on the H100 (at EP 128 the counted bytes double, 69 to 140 MB a call), and the step model

@@ -67,16 +67,12 @@ GGUF_FILE_TYPES = {"q4_0": ("int4", 32), "q8_0": ("int8", 32)}
 # the model types whose GGUF output table llama.cpp's quantizer keeps in Q8_0 whatever the file's type (its
 # LLM_ARCH_FALCON test in llama_tensor_get_type)
 GGUF_Q8_OUTPUT = frozenset({"falcon"})
-# the model types whose tied embedding llama.cpp's converter writes twice, as token_embd.weight and output.weight
-# (convert_hf_to_gguf.py GPT2Model: "GPT2 output is tied to (same as) wte in original model"): the file holds
-# both tables, each quantized as an untied model's
-GGUF_TWO_TABLES = frozenset({"gpt2"})
-
-
 def gguf_tied(s: ModelShape, wl: "Workload") -> bool:
-    """Whether a GGUF file holds one table for the embedding and lm_head (a tied model's, unless its converter
-    writes the table twice: GGUF_TWO_TABLES)."""
-    return s.tie_word_embeddings and s.model_type not in GGUF_TWO_TABLES
+    """Whether a GGUF file holds one table for the embedding and lm_head: a tied model's, unless its family's
+    converter writes the table twice (families.Family.gguf_two_tables: GPT-2's), each then quantized as an untied
+    model's."""
+    family = FAMILIES.get(s.family or s.model_type)
+    return s.tie_word_embeddings and not (family is not None and family.gguf_two_tables)
 
 
 def gguf_table(s: ModelShape, wl: "Workload", output: bool) -> str:
@@ -279,6 +275,9 @@ class Parallel:
             raise RoofcalcError(f"--ep-attention is dp or tp, not {self.ep_attention!r}")
         if (self.dense_experts or self.masked_experts) and self.ep_attention != "tp":
             raise RoofcalcError("dense or masked experts run under --ep-attention tp alone")
+        if self.dense_experts and self.masked_experts:
+            raise RoofcalcError("a rank's experts run every token (dense) or their own rows with the others masked, "
+                                "not both")
         if self.ep_attention == "tp" and (self.tp > 1 or self.pp > 1):
             raise RoofcalcError("--ep-attention tp splits attention over the --ep ranks themselves: give it without "
                                 "--tp and --pp")

@@ -571,7 +571,7 @@ def build_sweep(args: argparse.Namespace, shape=None):
         raise RoofcalcError("--kernel-db reads one step's kernels; a sweep takes their fits: drop one")
     batches, contexts, prompts = _sizes(args)
     shape, traced = shape if shape is not None else load_model(args)
-    par = _parallel(args)
+    par = _parallel(args, shape, traced)
     kw = _workload_kw(args, shape)
     if par.gpus > 1 and traced is None:
         from .parallel import LocalBatchAnalyzer, PipelineAnalyzer, RankAnalyzer, shard
@@ -627,7 +627,9 @@ def _swept_axis(args: argparse.Namespace) -> str | None:
     return lists[0] if lists else None
 
 
-def _parallel(args: argparse.Namespace):
+def _parallel(args: argparse.Namespace, shape=None, traced=None):
+    """The step's split over GPUs as the flags give it (``shape`` and ``traced``, the model as load_model read it:
+    whether its experts' ranks write every routed pair, _masked_experts)."""
     from .calculator import Parallel
 
     sizes = _sizes_of(args)
@@ -635,13 +637,25 @@ def _parallel(args: argparse.Namespace):
         if len(values) > 1:
             raise RoofcalcError(f"a list of --{axis} compares one step; give it alone")
     return Parallel(sizes["tp"][0], sizes["pp"][0], sizes["ep"][0], getattr(args, "ep_attention", "dp"),
-                    dense_experts=_dense_experts(args), masked_experts=_masked_experts(args))
+                    dense_experts=_dense_experts(args), masked_experts=_masked_experts(args, shape, traced))
 
 
-def _masked_experts(args: argparse.Namespace) -> bool:
+def _masked_experts(args: argparse.Namespace, shape=None, traced=None) -> bool:
     """Whether the engine's expert-parallel ranks, every token on each (--ep-attention tp), write and activate every
-    routed pair in their fused MoE call, another rank's masked (engines.Engine.masked_experts)."""
-    return bool(_engine(args).masked_experts) and getattr(args, "ep_attention", "dp") == "tp"
+    routed pair in their fused MoE call, another rank's masked: an engine that maps another rank's experts out
+    (engines.Engine.masked_experts) running a kernel that then writes their rows (fitting.masked_rows: Triton's and
+    Marlin's, not FlashInfer's or TensorRT-LLM's), the fitted form's for the step's GPU and expert format, or its
+    own unfitted one (Triton's). Not counted for a traced model (its rank runs its own rows)."""
+    if not (_engine(args).masked_experts and getattr(args, "ep_attention", "dp") == "tp") or shape is None or \
+            traced is not None or getattr(shape, "moe", None) is None:
+        return False
+    from .calculator import Workload, fused_moe_class
+    from .fitting import masked_rows
+    from .predict import moe_kernel_source
+
+    wl = Workload.decode(1, 1, **{k: v for k, v in _workload_kw(args, shape).items()})
+    source = moe_kernel_source(_hardware(args)[0], _engine(args).name, fused_moe_class(wl))
+    return not source or masked_rows(source)
 
 
 def _dense_experts(args: argparse.Namespace) -> bool:
@@ -664,7 +678,7 @@ def build_tp_sweep(args: argparse.Namespace, shape=None):
     sizes = _sizes_of(args)
     base = Parallel(**{a: sizes[a][0] for a in AXES if a != axis},  # the other axes, fixed
                     ep_attention=getattr(args, "ep_attention", "dp"), dense_experts=_dense_experts(args),
-                    masked_experts=_masked_experts(args))
+                    masked_experts=_masked_experts(args, shape, traced))
     if args.micro_batches and axis != "pp" and base.pp == 1:
         raise RoofcalcError("--micro-batches is for --pp")
     workload = _workload(args, shape)
@@ -755,7 +769,7 @@ def build_roofline(args: argparse.Namespace, shape=None):
     shape, traced = shape if shape is not None else load_model(args)
     workload = _workload(args, shape)
     hardware, profile = _hardware(args)
-    parallel = _parallel(args)
+    parallel = _parallel(args, shape, traced)
     if traced is not None:
         from .trace import trace
 
@@ -1395,7 +1409,7 @@ def _profile_parser() -> argparse.ArgumentParser:
                    help="run the model on the CPU (default) or the first CUDA GPU")
     from .dtypes import torch_names
 
-    p.add_argument("--dtype", choices=tuple(torch_names()), default="fp32",
+    p.add_argument("--dtype", type=str.lower, choices=tuple(torch_names()), default="fp32",
                    help="weights, activations and cache (default fp32)")
     p.add_argument("--batch", "-b", type=positive_int, default=1, help="sequences per step (default 1)")
     p.add_argument("--context", "-s", type=positive_int, default=DEFAULT_CONTEXT,

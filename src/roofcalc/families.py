@@ -91,6 +91,10 @@ class Family:
     # the config class's defaults for (D, L, N, F, V), filled only inside a multimodal config's text_config,
     # where the published checkpoints leave them to the class (LLaVA-1.5's Llama, PaliGemma 2's Gemma 2)
     class_sizes: tuple[int, int, int, int | None, int] = (4096, 32, 32, 11008, 32000)
+    # llama.cpp's converter writes a tied embedding twice, as token_embd.weight and output.weight
+    # (convert_hf_to_gguf.py GPT2Model: "GPT2 output is tied to (same as) wte in original model"): a GGUF file of
+    # the family holds both tables (calculator.gguf_tied)
+    gguf_two_tables: bool = False
 
     @property
     def eager_counts(self) -> dict:
@@ -150,7 +154,7 @@ _RECORDS = (
            d_ff_per_d=4, gqa=False, head_dim_key=False, tie_default=True, act_keys=("activation_function",),
            act_default="gelu_new", norm="layer", gated_mlp=False, fused_qkv=True,
            qkv_bias=ALWAYS, o_bias=ALWAYS, mlp_bias=ALWAYS, rotary_keys=(), rotary_default=0.0,
-           positions=("n_positions", 1024, 0),
+           positions=("n_positions", 1024, 0), gguf_two_tables=True,
            names=(("embed", "wte"), ("pos_embed", "wpe"), ("input_norm", "ln_1"), ("qkv", "c_attn"),
                   ("o", "attn.c_proj"), ("post_attn_norm", "ln_2"), ("fc_in", "c_fc"), ("fc_out", "mlp.c_proj"),
                   ("final_norm", "ln_f"))),

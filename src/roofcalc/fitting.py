@@ -557,6 +557,16 @@ MOE_FORMATS = {"bf16": ("bfloat16", 2.0, 0, "bf16"), "fp8": ("fp8", 1.0, 0, "fp8
                "nvfp4": ("nvfp4", 9 / 16, 0, "fp4"), "int4": ("int4_wo", 33 / 64, 0, "bf16")}
 
 
+def masked_rows(kernel_source: str) -> bool:
+    """Whether a fused-MoE kernel (an AIConfigurator kernel source) runs every routed pair's outputs and activation on
+    an expert-parallel rank, the other ranks' experts' rows masked (moe_cost's ``pairs``): vLLM's own Triton kernel
+    and SGLang's adaptation (write_zeros_to_output), and Marlin's MoE kernel as vLLM's and SGLang's fused_marlin_moe
+    run it (both GEMMs over M x topk rows with is_ep set, the activation over every row of the first's output,
+    moe_sum over every row of the second's); not FlashInfer's, TensorRT-LLM's or OpenAI's Triton MXFP4 kernels,
+    which run the rank's own rows."""
+    return ("triton" in kernel_source and "oaitriton" not in kernel_source) or "marlin" in kernel_source
+
+
 def moe_cost(rows, touched, experts, hidden, inter, wb: float, block: int = 0, pairs=None, gated=True) -> dict:
     """A fused MoE layer's routed experts on one rank (gate and up, the activation, down): ``rows`` routed
     (token, expert) pairs that reach this rank's experts, ``touched`` distinct experts they reach of its

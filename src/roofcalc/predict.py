@@ -1249,6 +1249,25 @@ def engine_fits() -> dict:
     return data_json("kernel_fits_engines.json")
 
 
+def moe_kernel_source(hardware, engine: str, cls: str) -> str:
+    """The kernel source (AIConfigurator's name) of the fitted fused-MoE form of class ``cls`` that a step on
+    ``hardware`` under the preset ``engine`` takes (its own tables for SGLang and TensorRT-LLM, vLLM's for any
+    other, as with_fits picks them), "" where none is fitted (the engine's own kernels, unnamed)."""
+    gpu, _ = hardware.fits if hardware is not None else ("", "")
+    if not gpu or not cls:
+        return ""
+    if engine in ("sglang", "trtllm"):
+        form = ((engine_fits()["gpus"].get(gpu) or {}).get(engine) or {}).get("moe", {}).get(cls)
+    else:
+        form = (kernel_fits()["gpus"].get(gpu) or {}).get("moe", {}).get(cls)
+    source = (form or {}).get("source")
+    if isinstance(source, dict):
+        return str(source.get("kernel_source") or "")
+    if isinstance(source, (list, tuple)):
+        return str(source[0]) if source else ""
+    return str(source or "")
+
+
 def calibration() -> dict:
     """The range's calibration (data/calibration.json, benchmarks/calibrate.py writes it)."""
     return data_json("calibration.json")

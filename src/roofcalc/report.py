@@ -308,6 +308,21 @@ def to_record(a: Analysis | Roofline) -> dict[str, Any]:
     return doc
 
 
+def _counts_on(fmt: str, w, hardware) -> bool:
+    """Whether a run on ``hardware`` (None: any) would count weights of the format ``fmt`` in it, not dequantized at
+    load (roofline.weights_on_device: an FP8 checkpoint on a GPU without FP8 Marlin is 16-bit in memory)."""
+    if hardware is None:
+        return True
+    from .calculator import dtype
+    from .errors import RoofcalcError
+    from .roofline import weights_on_device
+
+    try:
+        return weights_on_device(dtype(fmt), w.act_dtype, hardware, None)[0].name == fmt
+    except RoofcalcError:
+        return False
+
+
 def to_json(a: Analysis | Roofline) -> str:
     return json.dumps(to_record(a), indent=2)
 
@@ -315,7 +330,7 @@ def to_json(a: Analysis | Roofline) -> str:
 # --------------------------------------------------------------------------- text
 
 
-def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool = False) -> list[str]:
+def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool = False, hardware=None) -> list[str]:
     """The lines above a table; ``swept_batch``: the batch is a sweep's column, not the header's."""
     s, w = a.shape, a.workload
     defaulted = set(defaults)
@@ -377,7 +392,8 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
                      f"active)")
     declared = f" (the checkpoint's quantization_config{f', in {s.weight_format_where}' if s.weight_format_where else ''}{', the routed experts alone' if s.weight_scope == 'experts' else ''})" if s.weight_format == w.weight_dtype.name else ""
     device_why = any(k.startswith("weights-why:") for k in defaulted)  # the device's own format (weights_on_device)
-    if s.weight_format and s.weight_format != w.weight_dtype.name and not getattr(w, "gguf", "") and not device_why:
+    if s.weight_format and s.weight_format != w.weight_dtype.name and not getattr(w, "gguf", "") and not device_why \
+            and _counts_on(s.weight_format, w, hardware):
         # the checkpoint's own format, which this workload does not count (a library Workload's default dtype, or a
         # --weight-dtype given over it): said, so that a report of 16-bit weights is not taken for the checkpoint's
         declared = (f"; the checkpoint's quantization_config declares {s.weight_format}"
@@ -1288,7 +1304,7 @@ def to_text(r: Roofline, fmt: str = "table", defaults: Iterable[str] = (), recor
     headers, rows = kernel_rows(r, width=width if fmt == "table" else None)
     align = ["left" if h in ("kernel", "shape", "bound", "flag") else "right" for h in headers]
     table = tabulate(rows, headers=headers, tablefmt=tablefmt, colalign=align, disable_numparse=True)
-    head = header_lines(r.analysis, defaults) + roof_lines(r, defaults)
+    head = header_lines(r.analysis, defaults, hardware=r.hardware) + roof_lines(r, defaults)
     foot = totals_lines(r)
     if record:
         foot += ["", tabulate(record_rows(r), headers=["record", "nominal", "measured", "measured / nominal"],
@@ -1554,7 +1570,7 @@ def verdict_lines(sw: Sweep) -> list[str]:
 
 
 def sweep_header_lines(sw: Sweep, defaults: Iterable[str] = ()) -> list[str]:
-    lines = [line for line in header_lines(sw.header_analysis(), defaults, swept_batch=True)
+    lines = [line for line in header_lines(sw.header_analysis(), defaults, swept_batch=True, hardware=sw.hardware)
              if not line.startswith("workload")]
     if sw.analyzer is not None and sw.analyzer.describe is not None:
         lines.insert(next((i + 1 for i, line in enumerate(lines) if line.startswith("parallel")), 1),
@@ -1780,6 +1796,9 @@ def render_tp_sweep(tps, fmt: str = "table", defaults: Iterable[str] = (), width
     axis_words = AXIS_WORDS["ep-tp"] if tps.base.ep_attention == "tp" else AXIS_WORDS[tps.axis]
     if tps.base.dense_experts:  # vllm-v0's expert parallelism (engines.Engine.dense_experts)
         axis_words += "; each rank's experts run every token, weighted by the routing (--engine vllm-v0)"
+    elif getattr(tps.base, "masked_experts", False):  # vLLM's and SGLang's expert map (engines.Engine.masked_experts)
+        axis_words += ("; each rank's fused MoE call writes, activates and sums every routed pair of the step, "
+                       "another rank's masked to zero")
     traced_plan = next((w for w in (getattr(p.result.analysis, "plan_words", "") for p in tps.points) if w), "")
     if traced_plan:  # a traced model's --tp list: its config class's plan (roofcalc.trace.parallel)
         axis_words = f"one rank's step at each --tp, by {traced_plan}"
