@@ -110,16 +110,10 @@ def repr_html(result) -> str:
     cells = [{k: v for k, v in r.items() if k not in same and not isinstance(v, (dict, list))} for r in table]
     step = ""
     if hasattr(result, "step") and hasattr(result.step, "predicted_s"):  # a single step: its time first, as the report
-        from .predict import range_name
-        from .report import bound_words
+        from .report import bound_words, predicted_words
         from .units import ms
 
         st = result.step
-        step = (f"<p><b>step predicted {ms(st.predicted_s)} ms</b> ({range_name(st.times.band)} "
-                f"{ms(st.predicted_lower_s)} to "
-                f"{ms(st.predicted_upper_s)} ms)"
-                + (f" for stage {a.stage} on one micro-batch (the pipeline's whole step: {ms(a.note_pipeline[0].step_s)}"
-                   f" ms)" if (a := result.analysis) is not None and getattr(a, "note_pipeline", None) else "")
-                + f": {html.escape(bound_words(st))}"
+        step = (f"<p><b>step</b> {html.escape(predicted_words(st, result.analysis))}: {html.escape(bound_words(st))}"
                 + (f"; measured {ms(st.tpot_s)} ms" if st.tpot_s is not None else "") + "</p>")
     return step + f"<p>{html.escape(shared)}</p>" + tabulate(cells, headers="keys", tablefmt="html")

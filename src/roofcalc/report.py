@@ -482,6 +482,15 @@ def layer_scope(a) -> str:
     return f" (all {a.parallel.pp} stages')"
 
 
+def predicted_words(st, a) -> str:
+    """"predicted 17.8 ms (80% range 14.6 to 33.3 ms)", and for a pipeline stage's step the whole pipeline's: the
+    time line's words (and a notebook's, frames.repr_html)."""
+    return (f"predicted {ms(st.predicted_s)} ms ({range_name(st.times.band)} {ms(st.predicted_lower_s)} to "
+            f"{ms(st.predicted_upper_s)} ms)" + (
+                f" for stage {a.stage} on one micro-batch (the pipeline's whole step: {ms(a.note_pipeline[0].step_s)} "
+                f"ms)" if getattr(a, "note_pipeline", None) else ""))
+
+
 def bound_words(st) -> str:
     """The step's bound (one of STEP_BOUNDS) in words."""
     host = {"hf-eager": "Python and dispatch of every eager op", "fused": "one launch call per kernel",
@@ -1218,10 +1227,7 @@ def totals_lines(r: Roofline) -> list[str]:
         f"kernels   {per_layer} per layer, {sum(k.count for k in a.kernels)} per step; "
         f"launches {st.launches_per_layer:.4g} per layer, {st.launches_per_step} per step ({st.impl}"
         f"{'' if st.graphed or st.impl != 'cuda-graph' else ', no graph replayed'})",
-        f"time      predicted {ms(st.predicted_s)} ms ({range_name(st.times.band)} {ms(st.predicted_lower_s)} to "
-        f"{ms(st.predicted_upper_s)}"
-        f" ms)" + (f" for stage {a.stage} on one micro-batch (the pipeline's whole step: "
-                   f"{ms(a.note_pipeline[0].step_s)} ms)" if a.note_pipeline else "") + f": {bound_words(st)}",
+        f"time      {predicted_words(st, a)}: {bound_words(st)}",
         f"          device {ms(st.times.device_s)} ms (floors {ms(st.sum_floor_s)} ms over the kernels' efficiencies)"
         f", host {ms(st.times.host_s)} ms; "
         + ("they overlap: the step takes the larger" if st.times.overlap else "one waits for the other: the step "
