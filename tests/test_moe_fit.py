@@ -990,3 +990,18 @@ def test_kimi_k25_int4_experts_under_vllm_against_vllms_own_table(batch, tmp_pat
     assert ks["experts.gate_up_proj"]["efficiency_source"] != "default"
     layer = sum(ks[name]["t_expected_s"] for name in FUSED)
     assert abs(KIMI_ROWS[batch] * 1e-3 / layer - 1) <= 0.30
+
+
+def test_the_header_names_the_fused_moe_kernel_the_tables_measured(capsys):
+    """Each fitted fused-MoE form names the kernel its table measured (the kernel source's words,
+    fitting.moe_kernel_name): vLLM's bf16 experts on the H100 its Triton kernel, its fp8 per-tensor ones FlashInfer's
+    CUTLASS kernel, SGLang's on the B200 TensorRT-LLM's kernels in FlashInfer."""
+    from roofcalc.cli import main
+
+    mixtral = "mistralai/Mixtral-8x7B-v0.1"
+    for flags, kernel in ((["--hw", "H100", "--engine", "vllm"], "the Triton fused MoE"),
+                          (["--hw", "H100", "--engine", "vllm", "--weight-dtype", "fp8-t"], "FlashInfer's CUTLASS MoE"),
+                          (["--hw", "B200", "--engine", "sglang"], "TensorRT-LLM's MoE kernels in FlashInfer")):
+        assert main([mixtral, *flags]) == 0
+        out = " ".join(capsys.readouterr().out.split())
+        assert f"fused MoE, fitted ({kernel}, as its tables measured it)" in out, flags

@@ -557,6 +557,19 @@ MOE_FORMATS = {"bf16": ("bfloat16", 2.0, 0, "bf16"), "fp8": ("fp8", 1.0, 0, "fp8
                "nvfp4": ("nvfp4", 9 / 16, 0, "fp4"), "int4": ("int4_wo", 33 / 64, 0, "bf16")}
 
 
+def moe_kernel_name(kernel_source: str) -> str:
+    """The fused-MoE kernel an AIConfigurator kernel source names, in words ("" for none known)."""
+    ks = kernel_source
+    for part, name in (("flashinfer_cutlass", "FlashInfer's CUTLASS MoE"),
+                       ("flashinfer_trtllm", "TensorRT-LLM's MoE kernels in FlashInfer"),
+                       ("oaitriton", "OpenAI's Triton MXFP4 MoE"), ("marlin", "Marlin's MoE"),
+                       ("deepgemm", "DeepGEMM's grouped GEMMs"), ("triton", "the Triton fused MoE"),
+                       ("moe_torch_flow", "TensorRT-LLM's CUTLASS MoE")):
+        if part in ks:
+            return name
+    return ""
+
+
 def masked_rows(kernel_source: str) -> bool:
     """Whether a fused-MoE kernel (an AIConfigurator kernel source) runs every routed pair's outputs and activation on
     an expert-parallel rank, the other ranks' experts' rows masked (moe_cost's ``pairs``): vLLM's own Triton kernel

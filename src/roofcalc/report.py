@@ -618,8 +618,13 @@ def fixed_cost_words(r) -> str:
         lent = (f"the same Marlin MoE kernel; {tables}'s tables here hold no int4 rows of two model shapes or more"
                 if lead.moe[0] == "int4" else
                 f"the same Triton kernel; {tables}'s table here holds no balanced-routing rows")
+        from .fitting import moe_kernel_name
+        from .predict import moe_kernel_source
+
+        kernel = moe_kernel_name(moe_kernel_source(r.hardware, m.fitted_tables or m.engine_host.engine, lead.moe[0]))
         moe = (f"; routed experts: {TABLE_NAMES[other]}'s fused MoE, fitted ({lent})" if other else
-               f"; routed experts: {tables}'s fused MoE, fitted")
+               f"; routed experts: {tables}'s fused MoE, fitted" + (f" ({kernel}, as its tables measured it)"
+                                                                   if kernel else ""))
         if words:  # SGLang's default tiles (predict.MoEFit)
             from .predict import _geo
 
