@@ -138,6 +138,21 @@ def test_llama_cpp_replays_its_graph_for_a_one_token_step_alone(capsys):
     assert points[1] == pytest.approx(one["predicted_s"]) and points[4] == pytest.approx(four["predicted_s"])
 
 
+def test_llama_cpp_keeps_its_kv_cache_in_f16_whatever_the_weights(capsys):
+    """llama.cpp's cache type is f16 unless -ctk / -ctv say otherwise (common/common.h: cache_type_k = GGML_TYPE_F16):
+    a bf16 model's cache under --engine llama.cpp is fp16, said in the dtypes line; --kv-dtype still wins; vLLM keeps
+    the model's dtype."""
+    doc = json.loads(run(["llama-3-8b", "--engine", "llama.cpp", "--hw", "RTX4090", "--format", "json"], capsys)[1])
+    assert (doc["workload"]["weight_dtype"], doc["workload"]["kv_dtype"]) == ("bf16", "fp16")
+    assert "KV cache fp16 (llama.cpp's default cache type)" in run(["llama-3-8b", "--engine", "llama.cpp", "--hw",
+                                                                    "RTX4090"], capsys)[1]
+    doc = json.loads(run(["llama-3-8b", "--engine", "llama.cpp", "--hw", "RTX4090", "--kv-dtype", "int8", "--format",
+                          "json"], capsys)[1])
+    assert doc["workload"]["kv_dtype"] == "int8"
+    doc = json.loads(run(["llama-3-8b", "--engine", "vllm", "--hw", "RTX4090", "--format", "json"], capsys)[1])
+    assert doc["workload"]["kv_dtype"] == "bf16"
+
+
 def test_vllm_v0_waits_for_its_host_time_and_adds_ray_on_several_gpus(capsys):
     """vLLM V0: a graph replay, then the device waits for 1.202 ms + 0.100 ms a sequence (engines.py, Vidur's
     medians), and 3.6 ms more when the step runs on several GPUs (Ray workers, vLLM PR #3763); the kernels are

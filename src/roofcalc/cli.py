@@ -366,7 +366,8 @@ def _workload_kw(args: argparse.Namespace, shape=None) -> dict:
     kw = dict(
         weight_dtype=weights,
         act_dtype=dtype(args.act_dtype or base),
-        kv_dtype=dtype(args.kv_dtype or base),
+        # (an engine's own default cache type, llama.cpp's f16: engines.Engine.kv_default)
+        kv_dtype=dtype(args.kv_dtype or _engine(args).kv_default or base),
         group_size=group,
         causal=not args.full_rectangle,
         attention=args.attention,
@@ -933,6 +934,8 @@ def run_main(argv: Sequence[str]) -> str:
         result = _build(args, shape)
     if getattr(args, "weights_why", ""):
         defaults.add("weights-why:" + args.weights_why)
+    if not args.kv_dtype and _engine(args).kv_default:  # the engine's own cache type (Engine.kv_default)
+        defaults.add(f"kv-why:{_engine(args).name}'s default cache type")
     out = report.render(result, args.format, defaults, record=args.record, width=None if args.wide else term_width())
     # the footer's lines beside the report's own (the profile's warnings, the engine verdict, the options ignored):
     # labelled lines, each of them in the terminal's table, Markdown's list and the page alike

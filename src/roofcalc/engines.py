@@ -55,6 +55,10 @@ class Engine:
     # under --ep-attention tp, whether each rank's fused MoE call writes and activates every routed pair of the step
     # (the other ranks' experts' pairs masked to zero), with its source; "" runs the rank's own pairs alone
     masked_experts: str = ""
+    # the KV cache's dtype where the engine fixes its own default whatever the weights' (llama.cpp's f16), with its
+    # source; "" keeps the model's dtype
+    kv_default: str = ""
+    kv_source: str = ""
     # DeepSeek's latent attention as it runs it (Workload.mla; --mla by hand wins): "naive" as transformers computes
     # it, "serving" absorbed for a decode step and expanded for a prefill
     mla: str = "naive"
@@ -181,6 +185,7 @@ class Engine:
                 "awq_kernel_source": self.awq_kernel_source,
                 "tables": self.host.tables_used, "decode_every_head": self.decode_every_head,
                 "fp32_as": self.fp32_as or None, "fp32_source": self.fp32_source or None,
+                "kv_default": self.kv_default or None, "kv_source": self.kv_source or None,
                 "marlin_moe_source": self.marlin_moe or None, "masked_experts_source": self.masked_experts or None, "graph_tokens": self.graph_tokens or None,
                 "graph_source": self.graph_source or None}
 
@@ -422,6 +427,8 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
         fp32_as="bf16", fp32_source="llama.cpp convert_hf_to_gguf.py: --outtype 'auto' (its default in current "
         "versions; 'f16' before) keeps a float16 first tensor in f16 and writes any other in bf16: a float32 "
         "checkpoint's GGUF is bf16",
+        kv_default="fp16", kv_source="llama.cpp common/common.h: 'ggml_type cache_type_k = GGML_TYPE_F16;' and "
+        "cache_type_v likewise (-ctk / -ctv f16 by default)",
         graph_tokens=1, graph_source="ggml/src/ggml-cuda/ggml-cuda.cu check_node_graph_compatibility: a node of more "
         "than one token 'disabling CUDA graphs due to batch size > 1' (a prompt, or several sequences' decode "
         "launch each kernel)"),

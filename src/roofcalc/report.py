@@ -451,7 +451,8 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
     weights_why = next((f" ({k.split(':', 1)[1]})" for k in defaulted if k.startswith("weights-why:")), "")
     kv = a.shape.kv_format_declared
     kv_why = f" (the checkpoint declares an {kv} KV cache, which engines may or may not take: --kv-dtype {kv} " \
-        f"counts it)" if kv and kv != w.kv_dtype.name else ""
+        f"counts it)" if kv and kv != w.kv_dtype.name else \
+        next((f" ({k.split(':', 1)[1]})" for k in defaulted if k.startswith("kv-why:")), "")
     lines.append(f"dtypes    weights {w.weight_dtype.name}{weights_why}, activations {w.act_dtype.name}{act_why}, "
                  f"KV cache {w.kv_dtype.name}{kv_why}, compute {w.compute_dtype.name}{compute_why}")
     return lines
