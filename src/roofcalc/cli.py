@@ -572,8 +572,8 @@ def build_sweep(args: argparse.Namespace, shape=None):
         raise RoofcalcError("--kernel-db reads one step's kernels; a sweep takes their fits: drop one")
     batches, contexts, prompts = _sizes(args)
     shape, traced = shape if shape is not None else load_model(args)
-    par = _parallel(args, shape, traced)
     kw = _workload_kw(args, shape)
+    par = _parallel(args, shape, traced, kw)
     if par.gpus > 1 and traced is None:
         from .parallel import LocalBatchAnalyzer, PipelineAnalyzer, RankAnalyzer, shard
 
@@ -628,9 +628,10 @@ def _swept_axis(args: argparse.Namespace) -> str | None:
     return lists[0] if lists else None
 
 
-def _parallel(args: argparse.Namespace, shape=None, traced=None):
+def _parallel(args: argparse.Namespace, shape=None, traced=None, workload=None, hardware=None):
     """The step's split over GPUs as the flags give it (``shape`` and ``traced``, the model as load_model read it:
-    whether its experts' ranks write every routed pair, _masked_experts)."""
+    whether its experts' ranks write every routed pair, _masked_experts; ``workload`` and ``hardware`` where the
+    caller has them already, not read again)."""
     from .calculator import Parallel
 
     sizes = _sizes_of(args)
@@ -638,10 +639,11 @@ def _parallel(args: argparse.Namespace, shape=None, traced=None):
         if len(values) > 1:
             raise RoofcalcError(f"a list of --{axis} compares one step; give it alone")
     return Parallel(sizes["tp"][0], sizes["pp"][0], sizes["ep"][0], getattr(args, "ep_attention", "dp"),
-                    dense_experts=_dense_experts(args), masked_experts=_masked_experts(args, shape, traced))
+                    dense_experts=_dense_experts(args),
+                    masked_experts=_masked_experts(args, shape, traced, workload, hardware))
 
 
-def _masked_experts(args: argparse.Namespace, shape=None, traced=None) -> bool:
+def _masked_experts(args: argparse.Namespace, shape=None, traced=None, workload=None, hardware=None) -> bool:
     """Whether the engine's expert-parallel ranks, every token on each (--ep-attention tp), write and activate every
     routed pair in their fused MoE call, another rank's masked: an engine that maps another rank's experts out
     (engines.Engine.masked_experts) running a kernel that then writes their rows (fitting.masked_rows: Triton's and
@@ -654,8 +656,11 @@ def _masked_experts(args: argparse.Namespace, shape=None, traced=None) -> bool:
     from .fitting import masked_rows
     from .predict import moe_kernel_source
 
-    wl = Workload.decode(1, 1, **{k: v for k, v in _workload_kw(args, shape).items()})
-    source = moe_kernel_source(_hardware(args)[0], _engine(args).name, fused_moe_class(wl))
+    # (a Workload, or the sweep's workload fields, as the caller has them)
+    wl = workload if isinstance(workload, Workload) else \
+        Workload.decode(1, 1, **(workload if workload is not None else _workload_kw(args, shape)))
+    hw = hardware if hardware is not None else _hardware(args)[0]
+    source = moe_kernel_source(hw, _engine(args).name, fused_moe_class(wl))
     return not source or masked_rows(source)
 
 
@@ -770,7 +775,7 @@ def build_roofline(args: argparse.Namespace, shape=None):
     shape, traced = shape if shape is not None else load_model(args)
     workload = _workload(args, shape)
     hardware, profile = _hardware(args)
-    parallel = _parallel(args, shape, traced)
+    parallel = _parallel(args, shape, traced, workload, hardware)
     if traced is not None:
         from .trace import trace
 
