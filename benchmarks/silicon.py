@@ -35,6 +35,21 @@ What is predicted, and how (fixed before the first run):
   32 on the routed experts, bf16 elsewhere: its quantization_config), read as the command line reads it under
   `--engine vllm` (the hand DeepSeek-V3 model on its text_config, the latent attention as vLLM runs it), the same
   rules otherwise; apart, not calibrated on.
+* `--ep` predicts the runs with expert parallelism and attention split by heads alone (added 2026-12-07, when
+  `--ep N --ep-attention tp` and the engines' masked experts had been built from engine code and kernel tables;
+  rules fixed before their first run): aggregated serving, one pipeline stage, no attention data parallelism,
+  MoE TP 1 and MoE EP = TP = N > 1 (each of N GPUs holds E/N routed experts whole and 1/N of every head:
+  `--ep N --ep-attention tp`); other layouts (MoE TP x EP, attention TP x DP) are left out. The MoE models whose
+  checkpoints roofcalc reads in FP8 (MiniMax-M2.5, DeepSeek-R1, Qwen3-235B-A22B-FP8, Qwen3.5-397B-A17B), rows
+  whose gemm_quant_mode is fp8 or fp8_block, each read as its published FP8 checkpoint is: fp8 in blocks of 128 x
+  128 (`fp8-b128`; the quantization_config of MiniMax-M2.5's, DeepSeek-R1's and Qwen3-235B-A22B-FP8's configs;
+  Qwen3.5-397B-A17B's FP8 release is block-quantized the same way, its model card), the label's per-tensor or
+  block not read. NVFP4 rows are left out (which modules an NVFP4 checkpoint quantizes is in its
+  hf_quant_config.json, which roofcalc does not read). Each configuration is read as the command line reads it
+  (`roofcalc CONFIG --hw GPU --engine BACKEND --ep N --ep-attention tp --weight-dtype fp8-b128 --act-dtype bf16
+  --kv-dtype bf16`: hand models for DeepSeek-V3's and Qwen3-MoE's families, traced ones for MiniMax-M2 and
+  Qwen3.5; the engine's masked experts where the command line counts them), the same TPOT rule; no speculative
+  decoding (the CSV does not say). Apart, not calibrated on.
 * The engine: `--engine` of the row's backend (vllm, sglang, trtllm): its launch model (CUDA graphs), its cache
   written in place, its host time per step, and the kernel tables AIConfigurator measured for it (the fitted
   forms, docs/kernel_fits.md), on the catalog's datasheet roof. The KV cache at the activations' dtype (bf16):
