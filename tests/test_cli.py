@@ -626,6 +626,9 @@ CLOSE_NAMES = [  # each misspelt name and what the one-line error suggests
     (["TinyLlama/TinyLlama-1.1B", "--batch", "1,", "8", "16"], "a list is one argument: --batch 1,8 (no spaces)"),
     (["TinyLlama/TinyLlama-1.1B", "-b4,", "8"], "a list is one argument: -b4,8 (no spaces)"),
     (["TinyLlama/TinyLlama-1.1B", "--out", "r.txt"], "--out r.txt; did you mean -o / --output?"),
+    # another tool's name for an option (cli.SYNONYMS: vLLM's --tensor-parallel-size)
+    (["TinyLlama/TinyLlama-1.1B", "--gpu", "H100"], "--gpu H100; did you mean --hw?"),
+    (["TinyLlama/TinyLlama-1.1B", "--tensor-parallel-size", "2"], "--tensor-parallel-size 2; did you mean --tp?"),
 ]
 
 
@@ -1011,6 +1014,28 @@ def test_a_gguf_files_tables_are_as_llama_cpps_quantizer_writes_them(capsys):
         unwrap(out)
 
 
+@pytest.mark.parametrize("flags", [["llama-2-70b", "--context", "2048", "--tp", "8"],
+                                   ["llama-2-70b", "--context", "64", "--tp", "4"],
+                                   ["mixtral-8x7b", "--engine", "vllm", "--context", "128", "--ep", "2"],
+                                   ["mixtral-8x7b", "--engine", "vllm", "--context", "2048", "--ep", "2",
+                                    "--ep-attention", "tp"]])
+def test_a_split_steps_slope_is_its_ranks_as_its_sweep_says(capsys, flags):
+    """Distance 2 of one rank's step (--tp, --ep with either attention) is the verdict its sweep gives at that
+    context, in the step's batch (the --ep rank's own batch times the ranks), not the unsplit model's on one GPU."""
+    base = [*flags, "--hw", "H100"]
+    code, js, _ = run([*base, "--batch", "4,64", "--format", "json"], capsys)
+    v = json.loads(js)["verdicts"][0]
+    code, out, _ = run([*base, "--batch", "64", "--tpot", "30ms"], capsys)
+    words = unwrap(out).split("2 along the slope: ")[1]
+    if v["ridge_batch"] is None:
+        assert words.startswith(f"the step's AI tends to {v['intensity_limit']:.3g} FLOP/byte")
+    else:
+        assert words.startswith(f"the step's AI reaches the nominal ridge 295 FLOP/byte at batch {v['ridge_batch']:,}")
+    one = [f for f in base if f not in ("--tp", "--ep", "--ep-attention", "8", "4", "2", "tp")]
+    code, js, _ = run([*one, "--batch", "4,64", "--format", "json"], capsys)
+    assert json.loads(js)["verdicts"][0] != v  # (one GPU's verdict differs: the test tells them apart)
+
+
 def test_a_step_right_of_the_ridge_has_no_slope_left_and_a_step_under_its_floors_is_called_faster(capsys, tmp_path):
     """Distance 2 is zero once the step's AI is past the ridge (the roof is flat there), and distance 1 is to the
     roof, not the slope; a measured figure under 0.9x its floor on the roof in use (roofline.FASTER_THAN_FLOOR) is
@@ -1118,6 +1143,12 @@ def test_what_a_step_cannot_be_is_said_and_what_cannot_be_read_is_refused(capsys
     code, out, _ = run(["gpt2", "--context", "2000"], capsys)
     # GPT-2's config: n_positions 1024 (its learned position table)
     assert code == 0 and "past the config's max_position_embeddings (1,024)" in out
+    # and in the JSON's warnings and the CSV's stderr, as every warning of the table's
+    code, out, _ = run(["gpt2", "--context", "2000", "--format", "json"], capsys)
+    assert "2,000 positions are past the config's max_position_embeddings (1,024): the model was not built for " \
+        "positions that far" in json.loads(out)["warnings"]
+    code, out, err = run(["gpt2", "--context", "2000", "--format", "csv"], capsys)
+    assert "roofcalc: warning: 2,000 positions are past the config's max_position_embeddings (1,024)" in err
     code, out, _ = run(["mistral-7b-v0.1", "--context", "8192"], capsys)
     # Mistral-7B-v0.1's sliding_window 4096: 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes x 4,096 = 537 MB
     assert code == 0 and "537 MB of KV cache (1 x 8,192 positions; a sliding window of 4,096 caps what its layers " \
@@ -1186,6 +1217,12 @@ def test_an_option_that_changes_nothing_is_said_not_dropped(capsys):
     code, out, _ = run([tiny, "--min-gain", "20%", "--int4-kernel", "exllama"], capsys)
     assert code == 0 and [line.split(":")[0] for line in out.splitlines() if line.startswith("ignored")] == [
         "ignored   --min-gain 20%", "ignored   --int4-kernel exllama"]
+    # the way --ep ranks split attention, with no --ep (dp, the default, given; tp there is refused)
+    code, out, _ = run([tiny, "--ep-attention", "dp"], capsys)
+    assert code == 0 and [line for line in out.splitlines() if line.startswith("ignored")] == [
+        "ignored   --ep-attention dp: how --ep ranks split attention; this step runs no --ep"]
+    code, out, _ = run(["mixtral-8x7b", "--ep", "2", "--batch", "2", "--ep-attention", "dp"], capsys)
+    assert code == 0 and "\nignored" not in out
     code, out, _ = run([tiny, "--record", "--format", "json"], capsys)
     assert json.loads(out)["ignored"] == ["--record: the table's (the JSON holds the nominal and measured figures it "
                                           "compares)"]

@@ -86,6 +86,16 @@ def test_each_row_says_which_parallel_layout_it_is_of():
     assert both.groupby(["tp", "pp", "ep"]).size().to_dict() == {(1, 1, 1): 2, (2, 1, 1): 2}
     step = roofline(analyze_parallel(TINY, roofcalc.Workload.decode(1, 500), Parallel(tp=2)), find_hardware("H100"))
     assert set(roofcalc.to_pandas(step)[["tp", "pp", "ep"]].itertuples(index=False, name=None)) == {(2, 1, 1)}
+    # under --ep 2 (data-parallel attention) a rank runs 2 of a step's 4 sequences: the single step's rows and the
+    # sweep's both count the step's 4, so the frames join on batch
+    from roofcalc.parallel import LocalBatchAnalyzer
+
+    moe, par = roofcalc.load_shape("mistralai/Mixtral-8x7B-v0.1"), Parallel(ep=2)
+    swept = roofcalc.to_pandas(sweep(moe, find_hardware("H100"), batches=[4], contexts=[512],
+                                     analyzer=LocalBatchAnalyzer(moe, par)))
+    single = roofcalc.to_pandas(roofline(analyze_parallel(moe, roofcalc.Workload.decode(4, 512), par),
+                                         find_hardware("H100")))
+    assert set(swept["batch"]) == set(single["batch"]) == {4}
 
 
 def test_the_main_job_does_not_import_pandas():

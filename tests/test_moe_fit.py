@@ -995,7 +995,8 @@ def test_kimi_k25_int4_experts_under_vllm_against_vllms_own_table(batch, tmp_pat
 def test_the_header_names_the_fused_moe_kernel_the_tables_measured(capsys):
     """Each fitted fused-MoE form names the kernel its table measured (the kernel source's words,
     fitting.moe_kernel_name): vLLM's bf16 experts on the H100 its Triton kernel, its fp8 per-tensor ones FlashInfer's
-    CUTLASS kernel, SGLang's on the B200 TensorRT-LLM's kernels in FlashInfer."""
+    CUTLASS kernel (vLLM's pick for static activation scales, which the header says), SGLang's on the B200
+    TensorRT-LLM's kernels in FlashInfer."""
     from roofcalc.cli import main
 
     mixtral = "mistralai/Mixtral-8x7B-v0.1"
@@ -1004,4 +1005,7 @@ def test_the_header_names_the_fused_moe_kernel_the_tables_measured(capsys):
                           (["--hw", "B200", "--engine", "sglang"], "TensorRT-LLM's MoE kernels in FlashInfer")):
         assert main([mixtral, *flags]) == 0
         out = " ".join(capsys.readouterr().out.split())
-        assert f"fused MoE, fitted ({kernel}, as its tables measured it)" in out, flags
+        assert f"fused MoE, fitted ({kernel}, as its tables measured it" in out, flags
+        # the per-tensor FP8 kernel is vLLM's pick for static activation scales alone (fitting.moe_kernel_scales:
+        # its oracle runs Triton's kernel for dynamic ones)
+        assert ("vLLM's pick for per-tensor FP8 experts with static activation scales" in out) == ("fp8-t" in flags)

@@ -453,6 +453,11 @@ def test_an_expert_parallel_sweep_is_the_single_steps_at_every_batch(capsys):
         return analyze_parallel(shape, Workload.decode(b, 1000, **bf16), par).memory_bytes
 
     assert fit % 8 == 0 and memory(fit) <= 80 * 2 ** 30 < memory(fit + 8)
+    # the single step's JSON names the step's batch beside its rank's workload (8 a rank), as the sweep's rows do
+    from roofcalc.report import to_record
+
+    one = to_record(roofline(analyze_parallel(shape, Workload.decode(64, 1000, **bf16), par), h100, impl="cuda-graph"))
+    assert (one["workload"]["batch"], one["parallel"]["batch"]) == (8, 64)
     assert main(["mistralai/Mixtral-8x7B-v0.1", "--hw", "H100", "--ep", "8", "--batch", "12,64"]) == 2
     assert "--batch 12 does not split over --ep 8" in capsys.readouterr().err
 

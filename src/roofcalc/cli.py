@@ -16,6 +16,14 @@ DEFAULT_DTYPE = "fp16"
 DEFAULT_HW = "T4"
 
 
+# other tools' names for an option of ours (vLLM's and SGLang's serve and benchmark flags among them), for the
+# did-you-mean of an unrecognized option that no spelling of ours is close to
+SYNONYMS = {"--gpu": "--hw", "--device": "--hw", "--hardware": "--hw", "--batch-size": "--batch",
+            "--tensor-parallel-size": "--tp", "--tp-size": "--tp", "--pipeline-parallel-size": "--pp",
+            "--ep-size": "--ep", "--input-len": "--prompt", "--output-len": "--generate", "--seq-len": "--context",
+            "--kv-cache-dtype": "--kv-dtype", "--quantization": "--weight-dtype"}
+
+
 class _Parser(argparse.ArgumentParser):
     """One line and exit 2 for bad options; no abbreviations (argparse would read --tp as --tpot)."""
 
@@ -55,6 +63,8 @@ class _Parser(argparse.ArgumentParser):
                 continue
             if flag == "--out" and "--output" in known:
                 return "; did you mean -o / --output?"
+            if SYNONYMS.get(flag) in known:  # another tool's name for one of ours
+                return f"; did you mean {SYNONYMS[flag]}?"
             close = difflib.get_close_matches(flag, known, n=1, cutoff=0.75)
             if close:
                 return f"; did you mean {close[0]}?"
@@ -152,7 +162,7 @@ def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
                        ("--ep", "expert-parallel ranks: E/N routed experts each, attention data-parallel over B/N "
                         "sequences, all-to-all dispatch and combine; with --tp, each of the N groups is --tp ranks")):
         p.add_argument(flag, default="1", help=f"{what}; a list compares them at one batch and context (default 1)")
-    p.add_argument("--ep-attention", type=str.lower, choices=("dp", "tp"), default="dp",
+    p.add_argument("--ep-attention", type=str.lower, choices=("dp", "tp"), default=None,
                    help="with --ep: attention data-parallel over B/N sequences (dp, the default) or split by heads "
                    "over the N ranks for every sequence (tp, as vLLM runs expert parallelism without data "
                    "parallelism: an all-reduce after o_proj and after the experts, no all-to-all)")
@@ -1037,6 +1047,8 @@ def _resolve_engine(args: argparse.Namespace) -> None:
     given, else the engine's."""
     from .engines import DEFAULT_ENGINE, find_engine
 
+    if hasattr(args, "ep_attention"):  # (given or not: an ignored line says when it changes nothing)
+        args.ep_attention_given, args.ep_attention = args.ep_attention is not None, args.ep_attention or "dp"
     args.engine_preset = find_engine(args.engine if args.engine is not None else DEFAULT_ENGINE)
     if args.engine_preset.name != DEFAULT_ENGINE:  # the presets' figures are CUDA engines' on NVIDIA GPUs
         hw = (_hardware(args)[0] if hasattr(args, "hw") else None)
@@ -1169,6 +1181,9 @@ def _ignored(args: argparse.Namespace, s) -> list[str]:
          f"cost (--host-overhead)"),
         (args.host_overhead is not None and args.impl != "hf-eager",
          f"--host-overhead {args.host_overhead}: only --impl hf-eager pays a host time per eager op"),
+        (getattr(args, "ep_attention_given", False) and args.ep_attention == "dp" and
+         max(parse_sizes(str(args.ep), "ep", 1024)) == 1,
+         "--ep-attention dp: how --ep ranks split attention; this step runs no --ep"),
         (args.group_size is not None and not quantized,
          f"--group-size {args.group_size}: only int8 and int4 weights have groups (--weight-dtype)"),
     ) if given] + [end for what in ("batch", "context", "prompt") if getattr(args, what, None) is not None

@@ -570,6 +570,19 @@ def moe_kernel_name(kernel_source: str) -> str:
     return ""
 
 
+def moe_kernel_scales(kernel_source: str) -> str:
+    """Which FP8 activation scales a fused-MoE table's kernel is the engine's pick for, in words ("" where that does
+    not decide it): vLLM 0.24's oracle (model_executor/layers/fused_moe/oracle/fp8.py, select_fp8_moe_backend) takes
+    FlashInfer's kernels for per-tensor experts with static activation scales (kFp8StaticTensorSym: ModelOpt's and
+    compressed-tensors' checkpoints, as AIConfigurator's collector builds its layer, ModelOptFp8Config) and Triton's
+    for dynamic ones (quant_method fp8 with activation_scheme dynamic, which no FlashInfer kernel accepts)."""
+    if kernel_source.startswith("vllm_modeloptfp8moe_flashinfer"):
+        return ("vLLM's pick for per-tensor FP8 experts with static activation scales, as ModelOpt and "
+                "compressed-tensors checkpoints hold them; with dynamic ones (quant_method fp8, activation_scheme "
+                "dynamic) vLLM runs the Triton fused MoE, which this form does not describe")
+    return ""
+
+
 def masked_rows(kernel_source: str) -> bool:
     """Whether a fused-MoE kernel (an AIConfigurator kernel source) runs every routed pair's outputs and activation on
     an expert-parallel rank, the other ranks' experts' rows masked (moe_cost's ``pairs``): vLLM's own Triton kernel

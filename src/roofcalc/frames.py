@@ -22,11 +22,12 @@ def _pandas():
 
 def _ident(doc: dict[str, Any]) -> dict[str, Any]:
     """What a row is of: the model, the hardware, the dtypes, the implementation, the workload and the parallel
-    layout (tp, pp, ep: 1 on one GPU; the numbers are then one rank's; ep_attention "dp" or "tp")."""
+    layout (tp, pp, ep: 1 on one GPU; the numbers are then one rank's; ep_attention "dp" or "tp"); the batch is the
+    step's sequences over all ranks, as a sweep's rows count them (a rank's workload runs B/ep under --ep)."""
     w, hw, par = doc["workload"], doc.get("hardware") or {}, doc.get("parallel") or {}
     engine = (doc.get("step") or {}).get("engine") or {}
     ident = {"model": doc["model"]["name"], "hardware": hw.get("name"), "engine": engine.get("name"),
-             "impl": hw.get("impl"), "phase": w["phase"], "batch": w["batch"]}
+             "impl": hw.get("impl"), "phase": w["phase"], "batch": par.get("batch", w["batch"])}  # (the step's)
     ident.update({k: w[k] for k in ("context", "prompt") if k in w})
     ident.update({k: w[k] for k in ("weight_dtype", "act_dtype", "kv_dtype", "compute_dtype")})
     ident.update({axis: par.get(axis, 1) for axis in ("tp", "pp", "ep")})

@@ -298,7 +298,10 @@ def to_record(a: Analysis | Roofline) -> dict[str, Any]:
     par = an.parallel
     if par is not None and par.gpus > 1:
         doc["parallel"] = {"tp": par.tp, "pp": par.pp, "ep": par.ep, "ep_attention": par.ep_attention, "dense_experts": par.dense_experts, "masked_experts": par.masked_experts,
-                           "gpus": par.gpus, "per": "rank", "model_params": an.full.params}
+                           "gpus": par.gpus, "per": "rank", "model_params": an.full.params,
+                           # the step's sequences over all ranks (the command line's --batch), where the workload's
+                           # are a rank's B/ep (data-parallel attention), as a sweep's batch column counts them
+                           "batch": an.workload.batch * (par.ep if par.ep > 1 and not par.tp_attention else 1)}
     if an.note_pipeline:
         pipe, memory = an.note_pipeline
         doc["parallel"].update(per="stage", stage=an.stage, layers=list(an.layers), micro_batches=pipe.micro_batches,
@@ -619,12 +622,14 @@ def fixed_cost_words(r) -> str:
         lent = (f"the same Marlin MoE kernel; {tables}'s tables here hold no int4 rows of two model shapes or more"
                 if lead.moe[0] == "int4" else
                 f"the same Triton kernel; {tables}'s table here holds no balanced-routing rows")
-        from .fitting import moe_kernel_name
+        from .fitting import moe_kernel_name, moe_kernel_scales
         from .predict import moe_kernel_source
 
-        kernel = moe_kernel_name(moe_kernel_source(r.hardware, m.fitted_tables or m.engine_host.engine, lead.moe[0]))
+        source = moe_kernel_source(r.hardware, m.fitted_tables or m.engine_host.engine, lead.moe[0])
+        kernel, scales = moe_kernel_name(source), moe_kernel_scales(source)
         moe = (f"; routed experts: {TABLE_NAMES[other]}'s fused MoE, fitted ({lent})" if other else
-               f"; routed experts: {tables}'s fused MoE, fitted" + (f" ({kernel}, as its tables measured it)"
+               f"; routed experts: {tables}'s fused MoE, fitted" + (f" ({kernel}, as its tables measured it"
+                                                                   + (f": {scales}" if scales else "") + ")"
                                                                    if kernel else ""))
         if words:  # SGLang's default tiles (predict.MoEFit)
             from .predict import _geo
@@ -1007,7 +1012,18 @@ def warning_lines(r: Roofline, points: bool = True) -> list[str]:
     """Every warning a single step's report gives of its own figures (the measured roof against its datasheet,
     a measured figure faster than its floor, the measured kernels against the measured step, a time in the wrong
     unit), as the table prints them; JSON's ``warnings`` list holds their words."""
-    return roof_warning_lines(r) + faster_lines(r) + kernel_sum_lines(r) + slow_unit_lines(r, points=points)
+    return roof_warning_lines(r) + faster_lines(r) + kernel_sum_lines(r) + slow_unit_lines(r, points=points) + \
+        position_lines(r)
+
+
+def position_lines(r: Roofline) -> list[str]:
+    """A step reading past the config's positions, as a warning (the table says it on its workload line, beside
+    the context, so its list of warning lines leaves it out)."""
+    s, w = r.analysis.shape, r.analysis.workload
+    if not s.max_position_embeddings or w.kv_len <= s.max_position_embeddings:
+        return []
+    return [f"warning   {w.kv_len:,} positions are past the config's max_position_embeddings "
+            f"({s.max_position_embeddings:,}): the model was not built for positions that far"]
 
 
 # the timers' noise, 10 %: a measured kernel this much over its expected time is an anomaly to list, and the

@@ -525,8 +525,29 @@ def step_batch_verdicts(r) -> BatchVerdicts | None:
         from dataclasses import replace
 
         model = replace(model, db=None)
-    return batch_verdicts(r.analysis.shape, [w.kv_len], r.roof, r.capacity_bytes, impl=r.step.impl, model=model,
-                          **kw)[0]
+    shape, analyzer = r.analysis.shape, None
+    par = getattr(r.analysis, "parallel", None)
+    if par is not None and par.gpus > 1:  # one rank's step: its sweep's analyzer over the whole model, as build_sweep
+        if par.pp > 1:  # (no verdicts: a pipeline's step is not linear in the batch, as its sweep says)
+            return None
+        from .parallel import LocalBatchAnalyzer, RankAnalyzer
+
+        shape = r.analysis.full.shape
+        analyzer = LocalBatchAnalyzer(shape, par) if par.ep > 1 and not par.tp_attention else RankAnalyzer(shape, par)
+    v = batch_verdicts(shape, [w.kv_len], r.roof, r.capacity_bytes, impl=r.step.impl, model=model,
+                       analyzer=analyzer, **kw)
+    return in_step_batches(v, analyzer.scale if analyzer is not None else 1)[0]
+
+
+def in_step_batches(verdicts, scale: int) -> tuple:
+    """Verdicts an --ep rank's analyzer gave in its own batch (LocalBatchAnalyzer), in the step's: ``scale`` times."""
+    if scale == 1:
+        return tuple(verdicts)
+    from dataclasses import replace
+
+    return tuple(replace(v, **{f: None if getattr(v, f) is None else getattr(v, f) * scale for f in
+                               ("ridge_batch", "kv_over_weights_batch", "max_batch", "doubling_batch",
+                                "largest_batch_tried")}) for v in verdicts)
 
 
 def batch_verdicts(shape: ModelShape, contexts, roof: Roof, capacity_bytes: float | None = None, *,
@@ -890,9 +911,7 @@ def sweep(shape: ModelShape, hardware, *, batches=(1,), contexts=None, prompts=N
         from dataclasses import replace
 
         grid = replace(grid, batches=grid.batches * scale)
-        verdicts = tuple(replace(v, **{f: None if getattr(v, f) is None else getattr(v, f) * scale for f in
-                                       ("ridge_batch", "kv_over_weights_batch", "max_batch", "doubling_batch",
-                                        "largest_batch_tried")}) for v in verdicts)
+        verdicts = in_step_batches(verdicts, scale)
     return Sweep(kind, shape, dtypes, hardware, d.nominal, d.measured, impl, capacity_bytes, grid,
                  verdicts, min_gain, model, analyzer)
 
