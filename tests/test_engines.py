@@ -347,6 +347,12 @@ def test_the_host_bound_line_appears_only_when_host_bound(capsys):
     assert (f"engine    host-bound under hf: under --engine vllm (CUDA graphs) the step would take "
             f"{vllm['predicted_s'] * 1e3:.3g} ms ({hf['predicted_s'] / vllm['predicted_s']:.2g}x this step's speed), "
             f"memory-bound") in out
+    # the JSON carries the line's words (engine_verdict), null where no step is host-bound
+    _, js, _ = run(["tinyllama", "--format", "json"], capsys)
+    assert json.loads(js)["engine_verdict"] == " ".join(out.split("engine    ")[1].split("\n\n")[0].split("\nignored")[0]
+                                                       .split())
+    _, js, _ = run(["tinyllama", "--engine", "vllm", "--format", "json"], capsys)
+    assert json.loads(js)["engine_verdict"] is None
     _, out, _ = run(["tinyllama", "--engine", "vllm"], capsys)
     assert "host-bound" not in out  # memory-bound: no line
     # a tiny model at batch 256 under vLLM: 256 x 21.5 us = 5.5 ms of scheduling outlasts its kernels; the

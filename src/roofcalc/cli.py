@@ -972,8 +972,8 @@ def run_main(argv: Sequence[str]) -> str:
         footer.append(f"warning   {shape[0].name}'s latent attention is traced as transformers runs it: every cached "
                       f"token expanded by kv_b_proj, every step; {how} attends over the latent itself, far less work "
                       f"at a long context, which a trace cannot count" + (f" ({remedy})" if remedy else ""))
-    # (the engine verdict builds the step again under another engine: only where a report or a page shows it)
-    engine = _engine_verdict(args, shape, result, None).strip() if args.format in ("table", "markdown") or \
+    # (the engine verdict builds the step again under another engine: only where a report, JSON or a page shows it)
+    engine = _engine_verdict(args, shape, result, None).strip() if args.format in ("table", "markdown", "json") or \
         args.html is not None else ""
     footer += [engine] if engine else []
     ignored = _ignored(args, shape[0])
@@ -993,7 +993,8 @@ def run_main(argv: Sequence[str]) -> str:
         import json
 
         doc = json.loads(out)
-        doc.update(ignored=ignored, warnings=warned)
+        # the engine verdict's words, as the table's footer line says them (null: no step is host-bound)
+        doc.update(ignored=ignored, warnings=warned, engine_verdict=engine.split(None, 1)[1] if engine else None)
         out = json.dumps(doc, indent=2) + "\n"
     elif args.format == "csv":  # its rows stay the table's; the options it ignored and the warnings on stderr
         for x in ignored:
