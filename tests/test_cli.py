@@ -1217,6 +1217,11 @@ def test_an_option_that_changes_nothing_is_said_not_dropped(capsys):
     code, out, _ = run([tiny, "--min-gain", "20%", "--int4-kernel", "exllama"], capsys)
     assert code == 0 and [line.split(":")[0] for line in out.splitlines() if line.startswith("ignored")] == [
         "ignored   --min-gain 20%", "ignored   --int4-kernel exllama"]
+    # a pipeline's report is its slowest stage on one micro-batch: a measured step is said, not compared
+    code, out, _ = run(["meta-llama/Llama-2-70b-hf", "--hw", "H100", "--pp", "2", "--batch", "8", "--tpot", "30ms"],
+                       capsys)
+    assert code == 0 and [line.split(":")[0] for line in out.splitlines() if line.startswith("ignored")] == [
+        "ignored   --tpot 30ms"]
     # the way --ep ranks split attention, with no --ep (dp, the default, given; tp there is refused)
     code, out, _ = run([tiny, "--ep-attention", "dp"], capsys)
     assert code == 0 and [line for line in out.splitlines() if line.startswith("ignored")] == [

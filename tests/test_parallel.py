@@ -458,6 +458,14 @@ def test_an_expert_parallel_sweep_is_the_single_steps_at_every_batch(capsys):
 
     one = to_record(roofline(analyze_parallel(shape, Workload.decode(64, 1000, **bf16), par), h100, impl="cuda-graph"))
     assert (one["workload"]["batch"], one["parallel"]["batch"]) == (8, 64)
+    # a pipeline's decode step has no batch verdicts (its sweep has none either): distance 2 says so, not a prefill's
+    from roofcalc.parallel import pipeline_roofline
+    from roofcalc.report import render
+
+    piped = render(pipeline_roofline(load_shape("meta-llama/Llama-2-70b-hf"), Workload.decode(8, 500), 2, 2, h100,
+                                     tpot_s=0.03))
+    assert "a pipeline's step is not linear in the batch" in " ".join(piped.split())
+    assert "a longer prompt" not in piped
     assert main(["mistralai/Mixtral-8x7B-v0.1", "--hw", "H100", "--ep", "8", "--batch", "12,64"]) == 2
     assert "--batch 12 does not split over --ep 8" in capsys.readouterr().err
 

@@ -1185,6 +1185,11 @@ def _ignored(args: argparse.Namespace, s) -> list[str]:
         (getattr(args, "ep_attention_given", False) and args.ep_attention == "dp" and
          max(parse_sizes(str(args.ep), "ep", 1024)) == 1,
          "--ep-attention dp: how --ep ranks split attention; this step runs no --ep"),
+        *((bool(given) and max(parse_sizes(str(args.pp), "pp", 1024)) > 1,
+           f"{flag} {given if isinstance(given, str) else ' '.join(given or ())}: a pipeline's (--pp) report is its "
+           f"slowest stage on one micro-batch, which a measured step or kernel does not time; the pipeline line "
+           f"holds the step's prediction")
+          for flag, given in (("--tpot", args.tpot), ("--kernel-times", args.kernel_times), ("--point", args.point))),
         (args.group_size is not None and not quantized,
          f"--group-size {args.group_size}: only int8 and int4 weights have groups (--weight-dtype)"),
     ) if given] + [end for what in ("batch", "context", "prompt") if getattr(args, what, None) is not None

@@ -859,6 +859,9 @@ def slope_words(r: Roofline) -> str:
     from .sweep import step_batch_verdicts
 
     v = step_batch_verdicts(r)
+    if v is None and r.analysis.workload.phase == "decode":  # a pipeline's stage (step_batch_verdicts)
+        return (f"the ridge is {st.batching_headroom:.3g}x the step's AI, further right; a pipeline's step is not "
+                f"linear in the batch: its sweep (--batch 1..512) shows how far batching takes it")
     if v is None:  # prefill: more tokens per step, not more sequences
         return (f"the ridge is {st.batching_headroom:.3g}x the step's AI, further right; a longer prompt or more "
                 f"sequences per step "
