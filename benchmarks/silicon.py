@@ -43,8 +43,9 @@ What is predicted, and how (fixed before the first run):
   checkpoints roofcalc reads in FP8 (MiniMax-M2.5, DeepSeek-R1, Qwen3-235B-A22B-FP8, Qwen3.5-397B-A17B), rows
   whose gemm_quant_mode is fp8 or fp8_block, each read as its published FP8 checkpoint is: fp8 in blocks of 128 x
   128 (`fp8-b128`; the quantization_config of MiniMax-M2.5's, DeepSeek-R1's and Qwen3-235B-A22B-FP8's configs;
-  Qwen3.5-397B-A17B's FP8 release is block-quantized the same way, its model card), the label's per-tensor or
-  block not read. NVFP4 rows are left out (which modules an NVFP4 checkpoint quantizes is in its
+  Qwen's FP8 releases of Qwen3.5 are block-quantized the same way: fp8, weight_block_size [128, 128]), the label's
+  per-tensor or
+block not read. NVFP4 rows are left out (which modules an NVFP4 checkpoint quantizes is in its
   hf_quant_config.json, which roofcalc does not read). Each configuration is read as the command line reads it
   (`roofcalc CONFIG --hw GPU --engine BACKEND --ep N --ep-attention tp --weight-dtype fp8-b128 --act-dtype bf16
   --kv-dtype bf16`: hand models for DeepSeek-V3's and Qwen3-MoE's families, traced ones for MiniMax-M2 and
@@ -101,13 +102,20 @@ class Run:
     tpot_s: float
 
 
+# --ep: the CSV's model_path -> the config of its published FP8 checkpoint in model_configs/ (module docstring)
+EP_MODELS = {"MiniMaxAI/MiniMax-M2.5": "MiniMaxAI--MiniMax-M2.5_config.json",
+             "deepseek-ai/DeepSeek-R1": "deepseek-ai--DeepSeek-R1_config.json",
+             "Qwen/Qwen3-235B-A22B-FP8": "Qwen--Qwen3-235B-A22B-FP8_config.json",
+             "Qwen/Qwen3.5-397B-A17B": "Qwen--Qwen3.5-397B-A17B_config.json"}
 GPT_OSS = "openai/gpt-oss-120b"
 KIMI = "moonshotai/Kimi-K2.5"
 
 
-def runs(csv: Path, nvfp4: bool = False, gpt_oss: bool = False, kimi: bool = False) -> tuple[list[Run], dict]:
+def runs(csv: Path, nvfp4: bool = False, gpt_oss: bool = False, kimi: bool = False,
+         ep: bool = False) -> tuple[list[Run], dict]:
     """The rows predicted, and how many of each kind were left out; ``nvfp4``: the NVFP4 rows alone; ``gpt_oss``:
-    vLLM's gpt-oss-120b rows alone; ``kimi``: vLLM's Kimi-K2.5 rows with its published int4 experts alone."""
+    vLLM's gpt-oss-120b rows alone; ``kimi``: vLLM's Kimi-K2.5 rows with its published int4 experts alone; ``ep``:
+    the FP8 MoE runs with expert parallelism and attention split by heads alone (``tp`` is then the EP size)."""
     import csv as _csv
 
     kept, left = [], {}
@@ -120,7 +128,19 @@ def runs(csv: Path, nvfp4: bool = False, gpt_oss: bool = False, kimi: bool = Fal
             if r["mode"] != "agg":
                 skip("disaggregated")
                 continue
-            if kimi:
+            if ep:
+                size = float(r["moe_ep_size"] or 1)
+                if r["model_path"] not in EP_MODELS:
+                    skip("not an FP8 MoE model of the list")
+                    continue
+                if size == 1 or float(r["moe_tp_size"] or 1) != 1 or float(r["tp_size"] or 1) != size or \
+                        float(r["attention_dp_size"] or 1) != 1:
+                    skip("not MoE EP = TP with no attention data parallelism")
+                    continue
+                if r["gemm_quant_mode"] not in ("fp8", "fp8_block"):
+                    skip(f"weights {r['gemm_quant_mode'] or 'bf16'}")
+                    continue
+            elif kimi:
                 if r["model_path"] != KIMI or r["backend"] != "vllm" or r["gemm_quant_mode"] != "int4_wo":
                     skip("not vLLM's int4 Kimi-K2.5")
                     continue
@@ -140,8 +160,8 @@ def runs(csv: Path, nvfp4: bool = False, gpt_oss: bool = False, kimi: bool = Fal
             if r["system"] not in SYSTEMS:
                 skip(f"system {r['system']}")
                 continue
-            quant = "mxfp4" if gpt_oss else "int4" if kimi else r["gemm_quant_mode"] or ""
-            if not (gpt_oss or kimi) and ((quant == "nvfp4") != nvfp4 or quant not in WEIGHTS and not nvfp4):
+            quant = "mxfp4" if gpt_oss else "int4" if kimi else "fp8-b128" if ep else r["gemm_quant_mode"] or ""
+            if not (gpt_oss or kimi or ep) and ((quant == "nvfp4") != nvfp4 or quant not in WEIGHTS and not nvfp4):
                 skip(f"weights {quant}")
                 continue
             pp, dp = float(r["pp_size"] or 1), float(r["attention_dp_size"] or 1)
@@ -157,6 +177,32 @@ def runs(csv: Path, nvfp4: bool = False, gpt_oss: bool = False, kimi: bool = Fal
     return kept, left
 
 
+def ep_grid(run: Run, configs: Path, cache: dict, batch: int, **axis):
+    """An --ep run's step grid as the command line builds it (module docstring: its flags), the model read once a
+    configuration; ``axis``: contexts=[...] for a decode step, prompts=[...] for a prefill."""
+    import copy
+
+    from roofcalc import cli
+
+    key = ("ep", run.model, run.system, run.backend, run.tp)
+    if key not in cache:
+        argv = [str(configs / EP_MODELS[run.model]), "--hw", SYSTEMS[run.system], "--engine", run.backend,
+                "--ep", str(run.tp), "--ep-attention", "tp", "--weight-dtype", run.quant, "--act-dtype", "bf16",
+                "--kv-dtype", "bf16"]
+        args = cli._main_parser().parse_args(argv)
+        cli._resolve_engine(args)
+        cli._check_dtypes(args)
+        cli._engine_weights(args, cli._hardware(args)[0])
+        args.dtype_flag = args.dtype
+        cache[key] = args, cli.load_model(args)
+    args, shape = cache[key]
+    step = copy.copy(args)
+    step.batch = str(batch)
+    step.context = ",".join(map(str, axis.get("contexts", []))) or None
+    step.prompt = ",".join(map(str, axis.get("prompts", []))) or None
+    return cli.build_sweep(step, shape).grid
+
+
 def predict(run: Run, configs: Path, cache: dict) -> tuple:
     """(expected, lower, upper) TPOT in seconds (module docstring), the prefills' share of the expected, and the
     parts the range's lower end is made of: ((expected, floors) of the decode step, (expected, floors) of the
@@ -167,6 +213,11 @@ def predict(run: Run, configs: Path, cache: dict) -> tuple:
     from roofcalc.hardware import find_hardware
     from roofcalc.sweep import sweep
 
+    if run.model in EP_MODELS:  # (--ep) the command line's own reading
+        c = run.concurrency
+        dec = ep_grid(run, configs, cache, c, contexts=[run.isl + run.osl // 2])
+        pre = ep_grid(run, configs, cache, c - 1, prompts=[run.isl]) if c > 1 else None
+        return _tpot(run, dec, pre)
     key = (run.model, run.tp)
     if key not in cache and run.model == KIMI:  # the hand DeepSeek-V3 model on its text_config, as the command
         # line reads it under --engine vllm (cli._latent_as_deepseek)
@@ -208,11 +259,16 @@ def predict(run: Run, configs: Path, cache: dict) -> tuple:
     hw = find_hardware(SYSTEMS[run.system])
     c = run.concurrency
     dec = sweep(shape, hw, batches=[c], contexts=[run.isl + run.osl // 2], **kw).grid
+    pre = sweep(shape, hw, batches=[c - 1], prompts=[run.isl], **kw).grid if c > 1 else None
+    return _tpot(run, dec, pre)
+
+
+def _tpot(run: Run, dec, pre) -> tuple:
+    """predict's tuple from the decode step's grid and the c - 1 prefills' (None at concurrency 1)."""
     ends = [float(x[0, 0]) for x in (dec.predicted_s, dec.predicted_lower_s, dec.predicted_upper_s)]
     decode = ends[0]
     parts = [(decode, float(dec.floor_s[0, 0]))]
-    if c > 1:
-        pre = sweep(shape, hw, batches=[c - 1], prompts=[run.isl], **kw).grid
+    if pre is not None:
         ends = [t + float(x[0, 0]) / run.osl
                 for t, x in zip(ends, (pre.predicted_s, pre.predicted_lower_s, pre.predicted_upper_s))]
         parts.append((float(pre.predicted_s[0, 0]) / run.osl, float(pre.floor_s[0, 0]) / run.osl))
@@ -270,11 +326,13 @@ def main() -> None:
     ap.add_argument("--nvfp4", action="store_true", help="the NVFP4 runs alone (not calibrated on)")
     ap.add_argument("--gpt-oss", action="store_true", help="vLLM's gpt-oss-120b runs alone (not calibrated on)")
     ap.add_argument("--kimi", action="store_true", help="vLLM's int4 Kimi-K2.5 runs alone (not calibrated on)")
+    ap.add_argument("--ep", action="store_true", help="the FP8 MoE runs with expert parallelism and attention split "
+                    "by heads alone (not calibrated on)")
     args = ap.parse_args()
     csv, configs = args.data / "systems" / "silicon_sample.csv", args.data / "model_configs"
     if not csv.is_file() or not configs.is_dir():
         sys.exit(f"silicon.py: no systems/silicon_sample.csv and model_configs/ under {args.data}")
-    kept, left = runs(csv, args.nvfp4, args.gpt_oss, args.kimi)
+    kept, left = runs(csv, args.nvfp4, args.gpt_oss, args.kimi, args.ep)
     cache: dict = {}
     rows = [(r, *predict(r, configs, cache)) for r in kept]
     print(f"{len(rows)} runs predicted; left out: " + ", ".join(f"{n} {why}" for why, n in sorted(left.items())))
