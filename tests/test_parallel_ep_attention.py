@@ -205,13 +205,13 @@ def test_the_engines_that_mask_are_vllm_and_sglang_on_the_kernels_that_do(capsys
     was measured on writes their rows (fitting.masked_rows): Mixtral's bf16 experts on the H100, vLLM's and SGLang's
     Triton kernel; not TensorRT-LLM's, nor vLLM's fp8 per-tensor experts on the H100 (FlashInfer's CUTLASS kernel),
     nor on the B200 (TensorRT-LLM's kernels through FlashInfer); a T4, with no form of its own, takes the engine's
-    Triton kernel. A traced model's ranks are not counted so, and say nothing of it."""
+    Triton kernel. A traced model's ranks are counted so too (its experts as its trace names them)."""
     import json
 
     for flags, masked in ((["--engine", "vllm"], True), (["--engine", "sglang"], True), (["--engine", "trtllm"], False),
                           (["--engine", "vllm", "--weight-dtype", "fp8-t"], False),
                           (["--engine", "vllm", "--hw", "B200"], False), (["--engine", "vllm", "--hw", "T4"], True),
-                          (["--engine", "vllm", "--trace"], False)):
+                          (["--engine", "vllm", "--trace"], True)):
         model = "qwen3-30b-a3b" if "--trace" in flags else "mixtral-8x7b"
         assert main([model, "--hw", "H100", *flags, "--ep", "8", "--ep-attention", "tp", "--format", "json"]) == 0
         assert json.loads(capsys.readouterr().out)["parallel"]["masked_experts"] is masked, flags

@@ -425,6 +425,40 @@ EP_LAYOUTS = {"ep2-b4": (Parallel(ep=2), 4), "tp2-ep2-b4": (Parallel(tp=2, ep=2)
               "ep2-tpattn-b64": (Parallel(ep=2, ep_attention="tp"), 64)}
 
 
+@pytest.mark.parametrize("name", sorted(MOE))
+def test_a_traced_rank_of_a_masking_engine_writes_and_activates_every_pair(name):
+    """Under a masking engine's fused MoE (Parallel.masked_experts: vLLM's and SGLang's Triton and Marlin kernels) a
+    traced --ep-attention tp rank counts as the hand model does: its experts' matmuls keep the rank's FLOPs and
+    reads (⌈T·k/N⌉ rows: at batch 4 with k = 2 on 2 ranks, 4 of the 8), their writes are every row's, and the ops
+    between and after them (activation, routing weights, sum) run over every row: all 8 where the rank's own count
+    was its 4, twice (to the byte: a share rounds down); the rest of the rank is as it was."""
+    from roofcalc.trace.parallel import traced_expert_parallel
+
+    cfg, wl = MOE[name], Workload.decode(4, 17, cache_update="in-place")
+    own = traced_expert_parallel((cfg, "t", None), wl, Parallel(ep=2, ep_attention="tp"), "ideal", merge=False)
+    masked = traced_expert_parallel((cfg, "t", None), wl, Parallel(ep=2, ep_attention="tp", masked_experts=True),
+                                    "ideal", merge=False)
+
+    def twice(a, b):  # b is every row's count of what a counted on half of them
+        return 2 * a <= b <= 2 * a + 1
+
+    kinds = set()
+    for k0, k1 in zip(own.kernels, masked.kernels, strict=True):
+        assert k0.name == k1.name
+        if ".experts." not in k0.name or k0.kind == "collective":
+            assert k1 == k0, k0.name
+            continue
+        c0, c1 = k0.cost, k1.cost
+        if k0.kind == "matmul":
+            assert (c1.matmul_flops, c1.act_read_bytes, c1.weight_bytes) == (c0.matmul_flops, c0.act_read_bytes,
+                                                                             c0.weight_bytes)
+            assert twice(c0.act_write_bytes, c1.act_write_bytes) and c0.act_write_bytes
+        else:
+            assert all(twice(getattr(c0, f), getattr(c1, f)) for f in ("flops", "act_read_bytes", "act_write_bytes"))
+        kinds.add(k0.kind)
+    assert kinds == {"matmul", "elementwise"}  # (the test reaches both kinds of kernel that mask)
+
+
 @pytest.mark.parametrize("layout", sorted(EP_LAYOUTS))
 @pytest.mark.parametrize("name", sorted(MOE))
 def test_a_traced_expert_parallel_rank_equals_the_hand_models(name, layout):

@@ -658,9 +658,9 @@ def _masked_experts(args: argparse.Namespace, shape=None, traced=None, workload=
     routed pair in their fused MoE call, another rank's masked: an engine that maps another rank's experts out
     (engines.Engine.masked_experts) running a kernel that then writes their rows (fitting.masked_rows: Triton's and
     Marlin's, not FlashInfer's or TensorRT-LLM's), the fitted form's for the step's GPU and expert format, or its
-    own unfitted one (Triton's). Not counted for a traced model (its rank runs its own rows)."""
+    own unfitted one (Triton's). A traced model's experts are those its trace names (its shape holds no MoE record)."""
     if not (_engine(args).masked_experts and getattr(args, "ep_attention", "dp") == "tp") or shape is None or \
-            traced is not None or getattr(shape, "moe", None) is None:
+            (traced is None and getattr(shape, "moe", None) is None):
         return False
     from .calculator import Workload, fused_moe_class
     from .fitting import masked_rows

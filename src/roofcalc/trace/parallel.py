@@ -921,7 +921,7 @@ def traced_rank(a: TracedAnalysis, parallel, config, shared_apart: bool = False)
                 reached = touched_experts(ew[0], ew[1], wl.tokens, wl.experts)
                 rows = wl.tokens * ew[1]
                 out.append(_expert_rows(k, tp, wl, min(ew[0] // tp, math.ceil(reached / tp - 1e-9)),
-                                        (-(-rows // tp), rows)))
+                                        (-(-rows // tp), rows), masked=getattr(parallel, "masked_experts", False)))
             else:
                 out.append(_expert_share(k, tp, s, home, wl.act_dtype.nbytes(wl.tokens * s.d_model), expert_widths))
             if k.expert_weights is not None and not k.params:  # (a kernel that holds them splits them itself)
@@ -1284,16 +1284,21 @@ def _grouped_dims(dims: str, sizes: MatmulSizes | None = None, experts: int | No
     return f"[{rows},{k}]x[{e},{k},{n}]"
 
 
-def _expert_rows(k: Kernel, ep: int, wl, held: int, share: tuple[int, int]) -> Kernel:
+def _expert_rows(k: Kernel, ep: int, wl, held: int, share: tuple[int, int], masked: bool = False) -> Kernel:
     """A kernel of routed experts on the busiest of ``ep`` ranks that each hold E/ep experts at their whole
     width and run every sequence (``roofcalc.parallel.ep_tp_kernels``' rule): its FLOPs and activations on
     share[0] of its share[1] token-expert rows; a grouped matmul reads the weights of the ``held`` experts
-    the step reaches on that rank."""
+    the step reaches on that rank. ``masked`` (the engine's fused MoE maps the other ranks' experts out and writes
+    their rows as zeros: Parallel.masked_experts): a matmul's FLOPs and reads stay the rank's rows, its writes
+    are every row's, and the ops between and after the matmuls (the activation, the routing weights, the sum)
+    run over every row, as the hand model counts them."""
     from ..calculator import traced_expert_bytes
     from ..parallel import _share
 
     num, den = share
     cost = _share(k.cost, share)
+    if masked:
+        cost = replace(cost, act_write_bytes=k.cost.act_write_bytes) if k.kind == "matmul" else k.cost
     moe = (k.moe[0], k.moe[1] // ep, *k.moe[2:]) if k.moe else ()  # a fused MoE call over the rank's E/ep experts
     ew = k.expert_weights
     if ew is None:
@@ -1464,7 +1469,10 @@ def traced_expert_parallel(traced: tuple, workload, parallel, view: str, merge: 
             f"{n // ep} of the {n} routed experts at their whole width, and attention, the dense layers and the "
             f"vocabulary split over the {ep} ranks as --tp {ep} splits them ({how}), for "
             f"every sequence (tensor-parallel attention); no all-to-all: each rank runs its experts on the tokens "
-            f"routed to them and one all-reduce sums their outputs"))
+            f"routed to them" + (", its fused MoE call writing and activating every routed pair of the step (another "
+                                 "rank's masked to zero, by the engine's expert map)"
+                                 if getattr(parallel, "masked_experts", False) else "")
+            + " and one all-reduce sums their outputs"))
     local = trace(cfg, name, replace(workload, batch=workload.batch // parallel.ep), label, view=view, merge=merge)
     if parallel.tp > 1:  # (the shared experts reduced apart: roofcalc.parallel.one_moe_reduce)
         local = traced_rank(local, Parallel(tp=parallel.tp), config, shared_apart=True)
