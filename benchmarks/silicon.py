@@ -326,6 +326,8 @@ def main() -> None:
     ap.add_argument("--nvfp4", action="store_true", help="the NVFP4 runs alone (not calibrated on)")
     ap.add_argument("--gpt-oss", action="store_true", help="vLLM's gpt-oss-120b runs alone (not calibrated on)")
     ap.add_argument("--kimi", action="store_true", help="vLLM's int4 Kimi-K2.5 runs alone (not calibrated on)")
+    ap.add_argument("--model", default="", help="only the runs whose model_path holds this text (a part of a set, "
+                    "to see what a change did to it)")
     ap.add_argument("--ep", action="store_true", help="the FP8 MoE runs with expert parallelism and attention split "
                     "by heads alone (not calibrated on)")
     args = ap.parse_args()
@@ -333,6 +335,9 @@ def main() -> None:
     if not csv.is_file() or not configs.is_dir():
         sys.exit(f"silicon.py: no systems/silicon_sample.csv and model_configs/ under {args.data}")
     kept, left = runs(csv, args.nvfp4, args.gpt_oss, args.kimi, args.ep)
+    if args.model:
+        left[f"model_path without {args.model!r}"] = sum(args.model not in r.model for r in kept)
+        kept = [r for r in kept if args.model in r.model]
     cache: dict = {}
     rows = [(r, *predict(r, configs, cache)) for r in kept]
     print(f"{len(rows)} runs predicted; left out: " + ", ".join(f"{n} {why}" for why, n in sorted(left.items())))
