@@ -646,3 +646,13 @@ def test_a_decode_kernel_that_rereads_a_group_says_how_many_times(capsys):
         "rereads)" in old and "rereads" not in vllm
     row = [next(line for line in out.splitlines() if line.startswith("attention ")).split()[2:5] for out in (old, vllm)]
     assert row[0] == row[1]  # bytes, AI and floor alike
+
+
+def test_the_engines_all_reduce_is_named_where_the_step_runs_one(capsys):
+    """The predict line names the engine's own all-reduce (its CUDA graph's) where the rank runs an all-reduce
+    (--tp 2), not where it runs none (--ep 2 with data-parallel attention: all-to-alls alone)."""
+    base = ["mixtral-8x7b", "--hw", "H100", "--engine", "vllm", "--batch", "64"]
+    _, out, _ = run([*base, "--tp", "2"], capsys)
+    assert "all-reduce: vLLM's as measured inside its CUDA graph" in unwrap(out)
+    _, out, _ = run([*base, "--ep", "2"], capsys)
+    assert "all_to_all" in out and "all-reduce: vLLM's" not in unwrap(out)

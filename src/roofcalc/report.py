@@ -538,7 +538,8 @@ def link_words(r) -> str:
     out = ""
     if m.links != m.fitted or m.fitted_how != "measured":
         out += f"; collectives as measured over PCIe on {PCIE_BOXES[m.links]}, on this device's link"
-    if "all_reduce.nccl" in m.collectives:
+    if "all_reduce.nccl" in m.collectives and any(p.kernel.role == "all_reduce" and p.hop == "link"
+                                                  for p in r.step.placements):  # (--ep's all-to-alls: none)
         name = TABLE_NAMES[m.fitted_tables]
         out += (f"; all-reduce: {name}'s as measured inside its CUDA graph (its own where the GPUs allow it, "
                 f"NCCL's at the slow end)")
