@@ -629,6 +629,10 @@ CLOSE_NAMES = [  # each misspelt name and what the one-line error suggests
     # another tool's name for an option (cli.SYNONYMS: vLLM's --tensor-parallel-size)
     (["TinyLlama/TinyLlama-1.1B", "--gpu", "H100"], "--gpu H100; did you mean --hw?"),
     (["TinyLlama/TinyLlama-1.1B", "--tensor-parallel-size", "2"], "--tensor-parallel-size 2; did you mean --tp?"),
+    (["TinyLlama/TinyLlama-1.1B", "--batch_size", "2"], "--batch_size 2; did you mean --batch?"),  # underscores
+    (["TinyLlama/TinyLlama-1.1B", "--pp-size", "2"], "--pp-size 2; did you mean --pp?"),
+    # one with no counterpart here gets no suggestion (SGLang's --dp-size is not --group-size)
+    (["TinyLlama/TinyLlama-1.1B", "--dp-size", "2"], "unrecognized arguments: --dp-size 2 (see 'roofcalc --help')"),
 ]
 
 
@@ -1149,6 +1153,14 @@ def test_what_a_step_cannot_be_is_said_and_what_cannot_be_read_is_refused(capsys
         "positions that far" in json.loads(out)["warnings"]
     code, out, err = run(["gpt2", "--context", "2000", "--format", "csv"], capsys)
     assert "roofcalc: warning: 2,000 positions are past the config's max_position_embeddings (1,024)" in err
+    # a sweep, by its farthest context, and a whole request, by its last step's (1,000 + 100 - 1 positions)
+    code, out, _ = run(["gpt2", "--context", "500,2000", "--batch", "1,2"], capsys)
+    assert "warning   2,000 positions are past the config's max_position_embeddings (1,024)" in out
+    code, out, _ = run(["gpt2", "--prompt", "1000", "--generate", "100", "--format", "json"], capsys)
+    assert json.loads(out)["warnings"] == ["1,099 positions are past the config's max_position_embeddings (1,024): "
+                                           "the model was not built for positions that far"]
+    code, out, _ = run(["gpt2", "--prompt", "1000", "--generate", "25", "--format", "json"], capsys)
+    assert json.loads(out)["warnings"] == []  # (its last step reads position 1,024, the last it was built for)
     code, out, _ = run(["mistral-7b-v0.1", "--context", "8192"], capsys)
     # Mistral-7B-v0.1's sliding_window 4096: 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes x 4,096 = 537 MB
     assert code == 0 and "537 MB of KV cache (1 x 8,192 positions; a sliding window of 4,096 caps what its layers " \
@@ -1222,6 +1234,10 @@ def test_an_option_that_changes_nothing_is_said_not_dropped(capsys):
                        capsys)
     assert code == 0 and [line.split(":")[0] for line in out.splitlines() if line.startswith("ignored")] == [
         "ignored   --tpot 30ms"]
+    # and read all the same: a bad one is refused, as on any other step
+    code, _, err = run(["meta-llama/Llama-2-70b-hf", "--hw", "H100", "--pp", "2", "--batch", "8", "--tpot", "15"],
+                       capsys)
+    assert code == 2 and "--tpot '15' has no unit" in err
     # the way --ep ranks split attention, with no --ep (dp, the default, given; tp there is refused)
     code, out, _ = run([tiny, "--ep-attention", "dp"], capsys)
     assert code == 0 and [line for line in out.splitlines() if line.startswith("ignored")] == [

@@ -656,3 +656,16 @@ def test_the_engines_all_reduce_is_named_where_the_step_runs_one(capsys):
     assert "all-reduce: vLLM's as measured inside its CUDA graph" in unwrap(out)
     _, out, _ = run([*base, "--ep", "2"], capsys)
     assert "all_to_all" in out and "all-reduce: vLLM's" not in unwrap(out)
+
+
+def test_a_pipelines_engine_line_is_of_the_whole_step(capsys):
+    """A --pp report's table is its slowest stage on one micro-batch; the engine line's time is the other engine's
+    whole pipeline step (its JSON parallel.step_s), against this run's, not a stage's."""
+    base = ["mixtral-8x7b", "--hw", "H100", "--pp", "2", "--batch", "4"]
+    _, js, _ = run([*base, "--engine", "vllm", "--format", "json"], capsys)
+    there = json.loads(js)["parallel"]["step_s"]
+    _, js, _ = run([*base, "--format", "json"], capsys)
+    doc = json.loads(js)
+    assert doc["engine_verdict"].startswith(f"host-bound under hf: under --engine vllm (CUDA graphs) the step would "
+                                            f"take {there * 1e3:.3g} ms "
+                                            f"({doc['parallel']['step_s'] / there:.2g}x this step's speed)")

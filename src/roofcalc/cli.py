@@ -19,9 +19,14 @@ DEFAULT_HW = "T4"
 # other tools' names for an option of ours (vLLM's and SGLang's serve and benchmark flags among them), for the
 # did-you-mean of an unrecognized option that no spelling of ours is close to
 SYNONYMS = {"--gpu": "--hw", "--device": "--hw", "--hardware": "--hw", "--batch-size": "--batch",
-            "--tensor-parallel-size": "--tp", "--tp-size": "--tp", "--pipeline-parallel-size": "--pp",
-            "--ep-size": "--ep", "--input-len": "--prompt", "--output-len": "--generate", "--seq-len": "--context",
-            "--kv-cache-dtype": "--kv-dtype", "--quantization": "--weight-dtype"}
+            "--tensor-parallel-size": "--tp", "--tensor-parallel": "--tp", "--tp-size": "--tp",
+            "--pipeline-parallel-size": "--pp", "--pp-size": "--pp", "--ep-size": "--ep",
+            "--input-len": "--prompt", "--output-len": "--generate", "--seq-len": "--context",
+            "--kv-cache-dtype": "--kv-dtype", "--quantization": "--weight-dtype", "--precision": "--dtype"}
+# other tools' options with no counterpart here, whose spelling is close to one of ours that means something else
+# (SGLang's --dp-size is not --group-size): no did-you-mean for them
+NO_COUNTERPART = {"--dp-size", "--data-parallel-size", "--num-prompts", "--load-format", "--max-model-len",
+                  "--decode", "--max-num-seqs", "--gpu-memory-utilization"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -58,8 +63,8 @@ class _Parser(argparse.ArgumentParser):
             flag = argv[at - 2] if at >= 2 and argv[at - 2].startswith("-") and not given.startswith("-") else ""
             return f"; a list is one argument: {flag + ' ' if flag else ''}{given} (no spaces), or quote it"
         for word in words:
-            flag = word.split("=", 1)[0]
-            if not flag.startswith("--"):
+            flag = word.split("=", 1)[0].replace("_", "-")  # (another tool's --batch_size is our --batch-size)
+            if not flag.startswith("--") or flag in NO_COUNTERPART:
                 continue
             if flag == "--out" and "--output" in known:
                 return "; did you mean -o / --output?"
@@ -786,6 +791,11 @@ def build_roofline(args: argparse.Namespace, shape=None):
     workload = _workload(args, shape)
     hardware, profile = _hardware(args)
     parallel = _parallel(args, shape, traced, workload, hardware)
+    if parallel.pp > 1:  # said ignored (_ignored), but read and refused where bad, as on any other step
+        _quantity(args, "--tpot", "time")
+        if args.kernel_times is not None:
+            kernel_times(args.kernel_times)
+        _points(args.point)
     if traced is not None:
         from .trace import trace
 
@@ -960,6 +970,12 @@ def run_main(argv: Sequence[str]) -> str:
 
         footer += hw_file_warnings(args.hw_file)
     footer += _roof_warnings(args, result)
+    from .roofline import Roofline
+
+    if not isinstance(result, Roofline):  # (a single step says it on its workload line, and in its JSON warnings)
+        batches, contexts, prompts = _sizes(args)
+        farthest = max(contexts) if contexts else max(prompts) + (args.generate or 1) - 1
+        footer += report.positions_lines(shape[0], farthest)
     if getattr(args, "latent_sparse", None):  # DeepSeek-V3.2's indexer, which the hand DeepSeek-V3 model has not
         footer.append(f"warning   {shape[0].name}'s sparse attention is not counted: read as DeepSeek-V3, every "
                       f"cached key is attended, not the index_topk {args.latent_sparse:,} its indexer picks, and the "
@@ -980,8 +996,6 @@ def run_main(argv: Sequence[str]) -> str:
     footer += [f"ignored   {x}" for x in ignored]
     # the warnings a table shows (the footer's, and the report's own of a step's measured kernels), for JSON's list
     # and CSV's stderr: a format that drops the table's prose keeps what says a figure may be wrong
-    from .roofline import Roofline
-
     warned = [line.split(None, 1)[1] for line in (report.warning_lines(result, points=args.format != "csv")
                                                    if isinstance(result, Roofline) else []) + footer
               if line.startswith(("warning ", "override ", "faster "))]
@@ -1168,8 +1182,8 @@ def _ignored(args: argparse.Namespace, s) -> list[str]:
                                                 "it compares)"),
         (args.record and args.format == "csv", "--record: the table's (the CSV holds the kernels; the JSON, --format "
                                                "json, the nominal and measured figures it compares)"),
-        (bool(args.point) and args.format == "csv", "--point: the CSV holds the kernels and the step; the points are "
-                                                    "the JSON's (--format json: points[])"),
+        (bool(args.point) and args.format == "csv" and max(parse_sizes(str(args.pp), "pp", 1024)) == 1,
+         "--point: the CSV holds the kernels and the step; the points are the JSON's (--format json: points[])"),
         (args.experts != "expected" and s.moe is not None and _dense_experts(args),
          f"--experts {args.experts}: under --engine vllm-v0's expert parallelism each rank's experts all run every "
          f"token, whatever the routing"),
@@ -1275,6 +1289,9 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
              f"{', read as DeepSeek-V3: its sparse attention and indexer not counted' if getattr(alt, 'latent_sparse', None) else ''})")
     if isinstance(result, Roofline):
         there, mine = r.step.predicted_s, result.step.predicted_s
+        piped = (getattr(r.analysis, "note_pipeline", None), getattr(result.analysis, "note_pipeline", None))
+        if all(piped):  # a pipeline's report is its slowest stage on one micro-batch: the steps are the pipelines'
+            there, mine = piped[0][0].step_s, piped[1][0].step_s
         than = "as here" if report.ms(there) == report.ms(mine) else \
             f"{there / mine:.2g}x this step's time" if there > mine else f"{mine / there:.2g}x this step's speed"
         line = (f"engine    host-bound under {here.name}: {under} the step would take {report.ms(there)} "

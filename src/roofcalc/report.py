@@ -847,6 +847,10 @@ def _apart(x: float, y: float) -> tuple[str, str]:
     return a, b
 
 
+# what keeps a decode step's AI from growing without bound as its batch does: bytes that grow with each sequence
+GROWING = "the KV cache and the activations"
+
+
 def slope_words(r: Roofline) -> str:
     """Distance 2 in words: what batching can do at this context, as the sweep's verdicts say it."""
     st, roof_name = r.step, "measured" if r.measured else "nominal"
@@ -869,8 +873,8 @@ def slope_words(r: Roofline) -> str:
                 f"raise the AI toward it")
     if v.ridge_batch is None:
         limit, at = _apart(v.intensity_limit, v.ridge)
-        return (f"the step's AI tends to {limit} FLOP/byte as the batch grows (the KV cache grows with "
-                f"it): it never reaches the {roof_name} ridge {at} at this context; batching can raise the "
+        return (f"the step's AI tends to {limit} FLOP/byte as the batch grows (its bytes grow with it: "
+                f"{GROWING}): it never reaches the {roof_name} ridge {at} at this context; batching can raise the "
                 f"attainable FLOP/s to {v.intensity_limit / st.intensity:.3g}x this step's at most")
     fits = "" if v.max_batch is None or v.ridge_batch <= v.max_batch else f" (more than fits: {v.max_batch:,})"
     return (f"the step's AI reaches the {roof_name} ridge {ridge(v.ridge)} FLOP/byte at batch {v.ridge_batch:,}{fits}; "
@@ -1023,11 +1027,15 @@ def warning_lines(r: Roofline, points: bool = True) -> list[str]:
 def position_lines(r: Roofline) -> list[str]:
     """A step reading past the config's positions, as a warning (the table says it on its workload line, beside
     the context, so its list of warning lines leaves it out)."""
-    s, w = r.analysis.shape, r.analysis.workload
-    if not s.max_position_embeddings or w.kv_len <= s.max_position_embeddings:
+    return positions_lines(r.analysis.shape, r.analysis.workload.kv_len)
+
+
+def positions_lines(shape, positions: int) -> list[str]:
+    """A warning where a step (a sweep's farthest) reads ``positions`` past the config's max_position_embeddings."""
+    if not shape.max_position_embeddings or positions <= shape.max_position_embeddings:
         return []
-    return [f"warning   {w.kv_len:,} positions are past the config's max_position_embeddings "
-            f"({s.max_position_embeddings:,}): the model was not built for positions that far"]
+    return [f"warning   {positions:,} positions are past the config's max_position_embeddings "
+            f"({shape.max_position_embeddings:,}): the model was not built for positions that far"]
 
 
 # the timers' noise, 10 %: a measured kernel this much over its expected time is an anomaly to list, and the
@@ -1571,8 +1579,8 @@ def verdict_lines(sw: Sweep) -> list[str]:
         lines.append(f"context {v.context:,}:")
         if v.ridge_batch is None:
             limit, at = _apart(v.intensity_limit, v.ridge)
-            lines.append(f"  ridge     the step's AI tends to {limit} FLOP/byte as the batch grows (the KV "
-                         f"cache grows with it): it never reaches the {roof_name} ridge {at} at this context")
+            lines.append(f"  ridge     the step's AI tends to {limit} FLOP/byte as the batch grows (its bytes "
+                         f"grow with it: {GROWING}): it never reaches the {roof_name} ridge {at} at this context")
         else:
             fits = "" if v.max_batch is None or v.ridge_batch <= v.max_batch else " (more than fits in memory)"
             lines.append(f"  ridge     the step's AI reaches the {roof_name} ridge {ridge(v.ridge)} FLOP/byte at "
