@@ -328,6 +328,7 @@ def main() -> None:
     ap.add_argument("--kimi", action="store_true", help="vLLM's int4 Kimi-K2.5 runs alone (not calibrated on)")
     ap.add_argument("--model", default="", help="only the runs whose model_path holds this text (a part of a set, "
                     "to see what a change did to it)")
+    ap.add_argument("--system", default="", help="only the runs on this system (the CSV's: h200_sxm, b200_sxm, ...)")
     ap.add_argument("--ep", action="store_true", help="the FP8 MoE runs with expert parallelism and attention split "
                     "by heads alone (not calibrated on)")
     args = ap.parse_args()
@@ -338,6 +339,9 @@ def main() -> None:
     if args.model:
         left[f"model_path without {args.model!r}"] = sum(args.model not in r.model for r in kept)
         kept = [r for r in kept if args.model in r.model]
+    if args.system:
+        left[f"system not {args.system}"] = sum(r.system != args.system for r in kept)
+        kept = [r for r in kept if r.system == args.system]
     cache: dict = {}
     rows = [(r, *predict(r, configs, cache)) for r in kept]
     print(f"{len(rows)} runs predicted; left out: " + ", ".join(f"{n} {why}" for why, n in sorted(left.items())))
