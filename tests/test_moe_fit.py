@@ -992,7 +992,7 @@ def test_kimi_k25_int4_experts_under_vllm_against_vllms_own_table(batch, tmp_pat
     assert abs(KIMI_ROWS[batch] * 1e-3 / layer - 1) <= 0.30
 
 
-def test_the_header_names_the_fused_moe_kernel_the_tables_measured(capsys):
+def test_the_header_names_the_fused_moe_kernel_the_tables_measured(capsys, tmp_path):
     """Each fitted fused-MoE form names the kernel its table measured (the kernel source's words,
     fitting.moe_kernel_name): vLLM's bf16 experts on the H100 its Triton kernel, its fp8 per-tensor ones FlashInfer's
     CUTLASS kernel (vLLM's pick for static activation scales, which the header says), SGLang's on the B200
@@ -1009,3 +1009,15 @@ def test_the_header_names_the_fused_moe_kernel_the_tables_measured(capsys):
         # the per-tensor FP8 kernel is vLLM's pick for static activation scales alone (fitting.moe_kernel_scales:
         # its oracle runs Triton's kernel for dynamic ones)
         assert ("vLLM's pick for per-tensor FP8 experts with static activation scales" in out) == ("fp8-t" in flags)
+    # a checkpoint whose quantization_config declares dynamic activation scales is told it runs the other kernel
+    import json
+
+    from roofcalc.sources import load_config
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**load_config(mixtral)[0],
+                                "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic"}}))
+    assert main([str(path), "--hw", "H100", "--engine", "vllm"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "this checkpoint declares dynamic ones (its quantization_config's activation_scheme), for which vLLM runs " \
+        "the Triton fused MoE, which this form does not describe" in out

@@ -570,12 +570,16 @@ def moe_kernel_name(kernel_source: str) -> str:
     return ""
 
 
-def moe_kernel_scales(kernel_source: str) -> str:
+def moe_kernel_scales(kernel_source: str, dynamic: bool = False) -> str:
     """Which FP8 activation scales a fused-MoE table's kernel is the engine's pick for, in words ("" where that does
     not decide it): vLLM 0.24's oracle (model_executor/layers/fused_moe/oracle/fp8.py, select_fp8_moe_backend) takes
     FlashInfer's kernels for per-tensor experts with static activation scales (kFp8StaticTensorSym: ModelOpt's and
     compressed-tensors' checkpoints, as AIConfigurator's collector builds its layer, ModelOptFp8Config) and Triton's
     for dynamic ones (quant_method fp8 with activation_scheme dynamic, which no FlashInfer kernel accepts)."""
+    if kernel_source.startswith("vllm_modeloptfp8moe_flashinfer") and dynamic:  # (the checkpoint's own scheme)
+        return ("vLLM's pick for per-tensor FP8 experts with static activation scales; this checkpoint declares "
+                "dynamic ones (its quantization_config's activation_scheme), for which vLLM runs the Triton fused "
+                "MoE, which this form does not describe")
     if kernel_source.startswith("vllm_modeloptfp8moe_flashinfer"):
         return ("vLLM's pick for per-tensor FP8 experts with static activation scales, as ModelOpt and "
                 "compressed-tensors checkpoints hold them; with dynamic ones (quant_method fp8, activation_scheme "

@@ -627,7 +627,8 @@ def fixed_cost_words(r) -> str:
         from .predict import moe_kernel_source
 
         source = moe_kernel_source(r.hardware, m.fitted_tables or m.engine_host.engine, lead.moe[0])
-        kernel, scales = moe_kernel_name(source), moe_kernel_scales(source)
+        kernel = moe_kernel_name(source)
+        scales = moe_kernel_scales(source, getattr(r.analysis.shape, "weight_act_scales", "") == "dynamic")
         moe = (f"; routed experts: {TABLE_NAMES[other]}'s fused MoE, fitted ({lent})" if other else
                f"; routed experts: {tables}'s fused MoE, fitted" + (f" ({kernel}, as its tables measured it"
                                                                    + (f": {scales}" if scales else "") + ")"

@@ -220,6 +220,9 @@ class ModelShape:
     # its quant_method as an engine's kernel choice reads it (_method): "awq" for AutoAWQ's GEMM layout, "awq-gemv"
     # and the like for its others, "gptq", ...; "" none declared
     weight_method: str = ""
+    # an FP8 checkpoint's activation scales as its quantization_config declares them (quant_method fp8's
+    # activation_scheme: "dynamic" or "static"; "" none declared), which decide vLLM's fused-MoE kernel
+    weight_act_scales: str = ""
     # the KV cache format its quantization_config declares ("fp8": ModelOpt's kv_cache_quant_algo FP8, a
     # kv_cache_scheme of 8-bit floats), which an engine may take or not: reported, not taken (--kv-dtype)
     kv_format_declared: str | None = None
@@ -370,7 +373,16 @@ def declared_weights(cfg: dict, name: str, used: dict | None = None, shape: "Mod
                 "kv_format_declared": _kv_declared(holder.get("quantization_config"))}
     return {"weight_format": fmt, "weight_group": group, "weight_format_where": where, "weight_scope": scope,
             "kv_format_declared": _kv_declared(holder.get("quantization_config")),
-            "weight_method": _method(holder.get("quantization_config"))}
+            "weight_method": _method(holder.get("quantization_config")),
+            "weight_act_scales": _act_scales(holder.get("quantization_config"))}
+
+
+def _act_scales(q: Any) -> str:
+    """An FP8 quantization_config's activation_scheme ("dynamic" or "static"), "" for any other or none."""
+    if not isinstance(q, dict) or str(q.get("quant_method", "")).lower() != "fp8":
+        return ""
+    scheme = q.get("activation_scheme")
+    return scheme if scheme in ("dynamic", "static") else ""
 
 
 def _method(q: Any) -> str:
