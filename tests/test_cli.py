@@ -1714,3 +1714,15 @@ def test_a_command_mistyped_is_named_not_read_as_a_model(capsys):
         assert code == 2 and out == "" and err.count("\n") == 1, argv
         assert f"'{argv[0]}' is not a command, a file or a catalog name: did you mean 'roofcalc {command}'?" in err
     assert run(["gpt2"], capsys)[0] == 0
+
+
+def test_a_sweep_says_when_every_batch_its_verdicts_try_fits(capsys):
+    """Where memory holds every batch of the verdicts' ladder (its top, largest_batch_tried), the memory verdict
+    says so, not that its top is the largest that fits: Mixtral over 8 H100s at a context of 2 (about 11.7 GB of
+    weights a rank, and 2 positions of KV a sequence)."""
+    args = ["mixtral-8x7b", "--hw", "H100", "--ep", "8", "--ep-attention", "tp", "--batch", "4,8", "--context", "2"]
+    code, js, _ = run([*args, "--format", "json"], capsys)
+    v = json.loads(js)["verdicts"][0]
+    assert code == 0 and v["max_batch"] == v["largest_batch_tried"]
+    code, out, _ = run(args, capsys)
+    assert f"every batch up to {v['max_batch']:,} fits in 80 GiB" in unwrap(out) and "the largest batch" not in out

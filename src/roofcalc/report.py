@@ -1594,6 +1594,9 @@ def verdict_lines(sw: Sweep) -> list[str]:
             lines.append("  memory    the device's capacity is unknown (pass --memory)")
         elif v.max_batch == 0:
             lines.append(f"  memory    not even batch 1 fits in {capacity(cap)} ({held})")
+        elif v.max_batch >= v.largest_batch_tried:  # (the verdicts' ladder stops there: more may fit)
+            lines.append(f"  memory    every batch up to {v.max_batch:,} fits in {capacity(cap)} ({held}, nothing "
+                         f"else), the most the verdicts try")
         else:
             lines.append(f"  memory    the largest batch that fits in {capacity(cap)} ({held}, nothing else): "
                          f"{v.max_batch:,}")
