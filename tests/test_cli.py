@@ -72,8 +72,10 @@ def test_json_schema(capsys):
     doc = json.loads(out)
     assert code == 0
     assert set(doc) == {"schema_version", "model", "workload", "kernels", "totals", "hardware", "step", "points",
-                        "warnings", "ignored"}
+                        "warnings", "ignored", "engine_verdict"}
     assert doc["warnings"] == doc["ignored"] == []  # always there, [] for none
+    # TinyLlama at batch 4 under transformers' eager generate on the T4 is host-bound: the engine line's words
+    assert doc["engine_verdict"].startswith("host-bound under hf: under --engine vllm (CUDA graphs)")
     m = doc["model"]
     assert (m["n_layers"], m["d_model"], m["n_heads"], m["n_kv_heads"], m["head_dim"], m["d_ff"], m["vocab_size"]) == (
         22, 2048, 32, 4, 64, 5632, 32000)
@@ -333,7 +335,7 @@ def test_sweep_json_has_one_record_per_point_and_the_verdicts(capsys):
     doc = json.loads(out)
     assert code == 0
     assert set(doc) == {"schema_version", "model", "workload", "hardware", "engine", "points", "verdicts",
-                        "warnings", "ignored"}
+                        "warnings", "ignored", "engine_verdict"}
     # no --engine: the worked example's engine, transformers' eager generate, named in the record and on each point
     assert doc["engine"]["name"] == "hf" and doc["engine"]["impl_used"] == "hf-eager"
     assert {p["engine"] for p in doc["points"]} == {"hf"}
