@@ -698,9 +698,14 @@ def test_profile_update_keeps_no_figures_its_own_checks_say_not_to(tmp_path, cap
         assert main(["profile", str(cfg), "--context", "16", "--steps", "2", "--hw-file", str(prof), "--dtype",
                      "fp32", "--update"]) == 0
         capsys.readouterr()
-        assert "warned" not in json.loads(prof.read_text())["efficiency"]["attention"]["note"]
+        eff = json.loads(prof.read_text())["efficiency"]
+        assert "warned" not in eff["attention"]["note"]
+        # a figure the clean run did not measure again keeps its note (the host time per op where, on a loaded
+        # machine, the clean run's TPOT is not above its kernels' sum): the later report warns exactly then
+        notes = [v.get("note", "") for v in (*eff.values(), *eff.get("classes", {}).values()) if isinstance(v, dict)]
         main([str(cfg), "--hw-file", str(prof), "--dtype", "fp32"])
-        assert "timings warned" not in " ".join(capsys.readouterr().out.split())
+        assert ("timings warned" in " ".join(capsys.readouterr().out.split())) == \
+            any("; its run warned (" in n for n in notes)
     else:
         assert "warned" not in note and "written though" not in out and "timings warned" not in later
 
