@@ -1158,6 +1158,8 @@ def _ignored(args: argparse.Namespace, s) -> list[str]:
 
     decode = not args.prompt
     quantized = (args.weight_dtype or s.weight_format or "").startswith(("int", "q4", "q8"))
+    sizes = _sizes_of(args)
+    piped, no_ep = max(sizes["pp"]) > 1, max(sizes["ep"]) == 1
     return [what for given, what in (
         (args.micro_batches is not None and args.pp in (None, "1"),
          f"--micro-batches {args.micro_batches}: a pipeline's (--pp); this step has one stage"),
@@ -1182,7 +1184,7 @@ def _ignored(args: argparse.Namespace, s) -> list[str]:
                                                 "it compares)"),
         (args.record and args.format == "csv", "--record: the table's (the CSV holds the kernels; the JSON, --format "
                                                "json, the nominal and measured figures it compares)"),
-        (bool(args.point) and args.format == "csv" and max(parse_sizes(str(args.pp), "pp", 1024)) == 1,
+        (bool(args.point) and args.format == "csv" and not piped,
          "--point: the CSV holds the kernels and the step; the points are the JSON's (--format json: points[])"),
         (args.experts != "expected" and s.moe is not None and _dense_experts(args),
          f"--experts {args.experts}: under --engine vllm-v0's expert parallelism each rank's experts all run every "
@@ -1196,10 +1198,9 @@ def _ignored(args: argparse.Namespace, s) -> list[str]:
          f"cost (--host-overhead)"),
         (args.host_overhead is not None and args.impl != "hf-eager",
          f"--host-overhead {args.host_overhead}: only --impl hf-eager pays a host time per eager op"),
-        (getattr(args, "ep_attention_given", False) and args.ep_attention == "dp" and
-         max(parse_sizes(str(args.ep), "ep", 1024)) == 1,
+        (getattr(args, "ep_attention_given", False) and args.ep_attention == "dp" and no_ep,
          "--ep-attention dp: how --ep ranks split attention; this step runs no --ep"),
-        *((bool(given) and max(parse_sizes(str(args.pp), "pp", 1024)) > 1,
+        *((bool(given) and piped,
            f"{flag} {given if isinstance(given, str) else ' '.join(given or ())}: a pipeline's (--pp) report is its "
            f"slowest stage on one micro-batch, which a measured step or kernel does not time; the pipeline line "
            f"holds the step's prediction")
