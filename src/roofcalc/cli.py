@@ -590,14 +590,13 @@ def build_sweep(args: argparse.Namespace, shape=None):
     kw = _workload_kw(args, shape)
     par = _parallel(args, shape, traced, kw)
     if par.gpus > 1 and traced is None:
-        from .parallel import LocalBatchAnalyzer, PipelineAnalyzer, RankAnalyzer, shard
+        from .parallel import PipelineAnalyzer, rank_analyzer, shard
 
         from .calculator import Workload
 
         # refuse a size that does not divide, or a family with no plan, before sweeping (in the engine's layout)
         shard(shape, par.ep if par.tp_attention else par.tp, Workload.decode(1, 1, tp_layout=kw["tp_layout"]))
-        kw["analyzer"] = PipelineAnalyzer(shape, par, args.micro_batches) if par.pp > 1 else \
-            LocalBatchAnalyzer(shape, par) if par.ep > 1 and not par.tp_attention else RankAnalyzer(shape, par)
+        kw["analyzer"] = PipelineAnalyzer(shape, par, args.micro_batches) if par.pp > 1 else rank_analyzer(shape, par)
     if traced is not None:
         from .trace import TracedEPAnalyzer, TracedEPTPAnalyzer, TracedRankAnalyzer, analyzer, hf_config
 

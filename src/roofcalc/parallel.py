@@ -167,6 +167,13 @@ class LocalBatchAnalyzer(RankAnalyzer):
         return analyze_parallel(self.shape, replace(wl, batch=wl.batch * self.scale), self.parallel, merge=merge)
 
 
+def rank_analyzer(shape: ModelShape, parallel: "Parallel") -> RankAnalyzer:
+    """A sweep's analyzer of one rank of ``shape`` under ``parallel`` (no pipeline): addressed by its attention's
+    sequences under --ep with data-parallel attention (LocalBatchAnalyzer), else by the step's."""
+    return LocalBatchAnalyzer(shape, parallel) if parallel.ep > 1 and not parallel.tp_attention else \
+        RankAnalyzer(shape, parallel)
+
+
 def collective(name: str, op: str, message_bytes: int, group: int, count: int, scope: str, dims: str) -> Kernel:
     """A collective of ``group`` ranks on a per-rank input of ``message_bytes`` (it reads and writes HBM
     like a copy; the link carries ``link_bytes``)."""

@@ -530,10 +530,10 @@ def step_batch_verdicts(r) -> BatchVerdicts | None:
     if par is not None and par.gpus > 1:  # one rank's step: its sweep's analyzer over the whole model, as build_sweep
         if par.pp > 1:  # (no verdicts: a pipeline's step is not linear in the batch, as its sweep says)
             return None
-        from .parallel import LocalBatchAnalyzer, RankAnalyzer
+        from .parallel import rank_analyzer
 
         shape = r.analysis.full.shape
-        analyzer = LocalBatchAnalyzer(shape, par) if par.ep > 1 and not par.tp_attention else RankAnalyzer(shape, par)
+        analyzer = rank_analyzer(shape, par)
     v = batch_verdicts(shape, [w.kv_len], r.roof, r.capacity_bytes, impl=r.step.impl, model=model,
                        analyzer=analyzer, **kw)
     return in_step_batches(v, analyzer.scale if analyzer is not None else 1)[0]
