@@ -790,11 +790,10 @@ def build_roofline(args: argparse.Namespace, shape=None):
     workload = _workload(args, shape)
     hardware, profile = _hardware(args)
     parallel = _parallel(args, shape, traced, workload, hardware)
-    if parallel.pp > 1:  # said ignored (_ignored), but read and refused where bad, as on any other step
-        _quantity(args, "--tpot", "time")
-        if args.kernel_times is not None:
-            kernel_times(args.kernel_times)
-        _points(args.point)
+    # the measured figures, read (and refused where bad) before any model work: a pipeline says them ignored
+    # (_ignored), every other step places them
+    measured = dict(kernel_times=kernel_times(args.kernel_times) if args.kernel_times is not None else None,
+                    tpot_s=_quantity(args, "--tpot", "time"), points=_points(args.point))
     if traced is not None:
         from .trace import trace
 
@@ -832,12 +831,7 @@ def build_roofline(args: argparse.Namespace, shape=None):
         analysis = analyze_parallel(shape, workload, parallel)
     else:
         analysis = analyze(shape, workload)
-    return roofline(
-        analysis, hardware, **_roof_kw(args, profile, shape), kernel_db=args.kernel_db,
-        kernel_times=kernel_times(args.kernel_times) if args.kernel_times is not None else None,
-        tpot_s=_quantity(args, "--tpot", "time"),
-        points=_points(args.point),
-    )
+    return roofline(analysis, hardware, **_roof_kw(args, profile, shape), kernel_db=args.kernel_db, **measured)
 
 
 def _points(given: list[str]) -> tuple:
