@@ -412,6 +412,8 @@ def test_the_command_line_sweeps_batches_and_contexts_on_one_rank(capsys):
     doc = json.loads(capsys.readouterr().out)
     pts = {p["batch"]: p for p in doc["points"]}
     assert pts[1]["memory_bytes"] == 34_490_302_464 + 1000 * 81_920
+    # a sweep's parallel record has no batch of its own (a single step's is a number): each point carries its own
+    assert "batch" not in doc["parallel"] and doc["parallel"]["tp"] == 4
     assert pts[64]["memory_bytes"] == 34_490_302_464 + 64 * 1000 * 81_920
 
 

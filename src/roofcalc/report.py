@@ -1520,8 +1520,7 @@ def sweep_record(sw: Sweep) -> dict[str, Any]:
     par = head.parallel
     if par is not None and par.gpus > 1:  # every point is one rank's (a pipeline's: see "step")
         doc["parallel"] = {"tp": par.tp, "pp": par.pp, "ep": par.ep, "ep_attention": par.ep_attention, "dense_experts": par.dense_experts, "masked_experts": par.masked_experts,
-                           "gpus": par.gpus, "per": "rank", "model_params": head.full.params,
-                           "batch": "the step's sequences, over all ranks"}
+                           "gpus": par.gpus, "per": "rank", "model_params": head.full.params}
         if par.pp > 1:
             doc["parallel"].update(micro_batches=sw.analyzer.micro_batches,  # --micro-batches (null: the rule)
                                    micro_batches_by_batch={str(int(b)): sw.analyzer.micro(int(b))
