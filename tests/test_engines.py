@@ -364,6 +364,13 @@ def test_the_host_bound_line_appears_only_when_host_bound(capsys):
     assert (f"host-bound under vllm: under --engine sglang (CUDA graphs) the step would take "
             f"{sgl['predicted_s'] * 1e3:.3g} ms ({big['predicted_s'] / sgl['predicted_s']:.2g}x this step's speed), "
             f"{sgl['step_bound']}-bound") in out
+    # --impl hf-eager by hand under vLLM: what changed the step is the launch model given, so the line holds it
+    # against vLLM's own (its CUDA graphs), not against another engine
+    own = step(["tinyllama", "--engine", "vllm"], capsys)
+    _, out, _ = run(["tinyllama", "--engine", "vllm", "--impl", "hf-eager"], capsys)
+    line = " ".join(out.split("engine    ")[1].split("\n\n")[0].split("\nignored")[0].split())
+    assert line.startswith(f"host-bound under vllm with --impl hf-eager: under vllm's own launches (CUDA graphs, not "
+                           f"--impl hf-eager) the step would take {own['predicted_s'] * 1e3:.3g} ms"), line
 
 
 def test_a_tp_comparison_and_a_batch_sweep_say_which_engine_would_change_them(capsys):

@@ -1261,6 +1261,10 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
     from . import report
 
     here, other = _engine(args), comparison_engine(_engine(args))
+    # --impl by hand in place of an engine's own graphs: the engine's own launches are the comparison (what the
+    # user changed), not another engine's
+    own = getattr(args, "impl_by_hand", False) and args.impl != here.impl and here.graphs
+    other = here if own else other
     alt = copy(args)
     alt.engine, alt.impl = other.name, None
     unfused = getattr(args, "attention", "fused") == "unfused"
@@ -1277,10 +1281,12 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
     overlapped = here.graphs and not here.host_overlap and other.host_overlap
     model = shape[0] if isinstance(shape, tuple) else shape
     mla = getattr(model, "mla", None) is not None and args.mla is None and other.mla != here.mla
-    under = (f"under --engine {other.name} (CUDA graphs{', its host time overlapping the device' if overlapped else ''}"
-             f"{', DeepSeek attention ' + other.mla if mla else ''}{_layout_words(result, other.tp_layout)}"
+    under = (f"under {other.name}'s own launches (CUDA graphs, not --impl {args.impl}" if own else
+             f"under --engine {other.name} (CUDA graphs{', its host time overlapping the device' if overlapped else ''}")
+    under += (f"{', DeepSeek attention ' + other.mla if mla else ''}{_layout_words(result, other.tp_layout)}"
              f"{', attention fused' if unfused else ''}"
              f"{', read as DeepSeek-V3: its sparse attention and indexer not counted' if getattr(alt, 'latent_sparse', None) else ''})")
+    here_name = f"{here.name} with --impl {args.impl}" if own else here.name
     if isinstance(result, Roofline):
         there, mine = r.step.predicted_s, result.step.predicted_s
         piped = (getattr(r.analysis, "note_pipeline", None), getattr(result.analysis, "note_pipeline", None))
@@ -1288,11 +1294,11 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
             there, mine = piped[0][0].step_s, piped[1][0].step_s
         than = "as here" if report.ms(there) == report.ms(mine) else \
             f"{there / mine:.2g}x this step's time" if there > mine else f"{mine / there:.2g}x this step's speed"
-        line = (f"engine    host-bound under {here.name}: {under} the step would take {report.ms(there)} "
+        line = (f"engine    host-bound under {here_name}: {under} the step would take {report.ms(there)} "
                 f"ms ({than}), {r.step.bound}-bound")
     elif tp_sweep:
         sizes = ", ".join(str(p.tp) for p in r.points)
-        line = (f"engine    host-bound at --{result.axis} {', '.join(map(str, hit))} under {here.name}: {under} "
+        line = (f"engine    host-bound at --{result.axis} {', '.join(map(str, hit))} under {here_name}: {under} "
                 f"--{result.axis} {sizes} would take {', '.join(report.ms(p.step_s) for p in r.points)} ms "
                 f"({', '.join(p.step.bound for p in r.points)})")
         mine, theirs = result.stops_paying, r.stops_paying
@@ -1308,7 +1314,7 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
         lo, hi = report.ms(step[hit].min()), report.ms(step[hit].max())
         took = f"it would take {lo} ms" if hit.sum() == 1 else \
             f"they would take {lo} ms" if lo == hi else f"they would take {lo} to {hi} ms"
-        line = (f"engine    {int(hit.sum())} of {hit.size} points host-bound under {here.name}: {under} {took} "
+        line = (f"engine    {int(hit.sum())} of {hit.size} points host-bound under {here_name}: {under} {took} "
                 f"({', '.join(bounds)}-bound)")
         mine = [v.doubling_batch for v in result.verdicts]
         theirs = [v.doubling_batch for v in r.verdicts]
