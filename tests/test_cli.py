@@ -1303,9 +1303,16 @@ def test_a_profile_that_warned_of_itself_is_said_in_the_main_job_and_its_page(ca
     text = page.read_text()
     assert html.escape(line) in text
     assert "engine    host-bound under hf" in out and "engine    host-bound under hf" in text
-    # a request sweep has no verdicts: its page has no empty Verdicts heading
+    # a request sweep has no batching verdicts: its page's Verdicts heading holds its engine line alone, and none
+    # where no request is host-bound (no empty heading)
     run(["TinyLlama/TinyLlama-1.1B", "--prompt", "512", "--generate", "64", "--batch", "1,8", "--html", str(page)],
         capsys)
+    verdicts = page.read_text().split("<h2>Verdicts</h2>")[1].split("</pre>")[0]
+    line = verdicts.split(">")[-1].strip()
+    assert line.startswith("engine    2 of 2 requests host-bound under hf: under --engine vllm (CUDA graphs) they "
+                           "would take ") and "\n" not in line
+    run(["TinyLlama/TinyLlama-1.1B", "--prompt", "512", "--generate", "64", "--batch", "1,8", "--engine", "vllm",
+         "--html", str(page)], capsys)
     assert "<h2>Verdicts</h2>" not in page.read_text()
 
 

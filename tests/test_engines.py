@@ -385,6 +385,17 @@ def test_a_tp_comparison_and_a_batch_sweep_say_which_engine_would_change_them(ca
     _, out, _ = run(["tinyllama", "--prompt", "128,512,2048", "--batch", "1,8"], capsys)
     line = " ".join(out.split("engine    1 of 6 points host-bound under hf:")[1].split("\n\n")[0].split())
     assert line.startswith("under --engine vllm (CUDA graphs) it would take ") and " to " not in line
+    # a whole request: the bound holding most of its time (its decode steps', 17.8 ms each of host under hf on the
+    # T4 against about 11 ms of device), and what the same request takes under vLLM, as its own report says
+    from roofcalc.units import sig
+
+    req = ["tinyllama", "--prompt", "512", "--generate", "128"]
+    _, js, _ = run([*req, "--engine", "vllm", "--format", "json"], capsys)
+    there = json.loads(js)["points"][0]["total_s"]
+    _, out, _ = run(req, capsys)
+    line = " ".join(out.split("engine    ")[1].split("\n\n")[0].split())
+    assert line == (f"1 of 1 requests host-bound under hf: under --engine vllm (CUDA graphs) it would take "
+                    f"{sig(there)} s (most of its time memory-bound)"), line
 
 
 def test_a_cuda_engine_preset_is_refused_off_an_nvidia_gpu_and_never_suggested_there(capsys):

@@ -1311,11 +1311,15 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
 
         step = np.asarray(r.grid.predicted_s, dtype=float)
         bounds = sorted(set(np.asarray(r.grid.bound, dtype=object)[hit].tolist()))
-        lo, hi = report.ms(step[hit].min()), report.ms(step[hit].max())
-        took = f"it would take {lo} ms" if hit.sum() == 1 else \
-            f"they would take {lo} ms" if lo == hi else f"they would take {lo} to {hi} ms"
-        line = (f"engine    {int(hit.sum())} of {hit.size} points host-bound under {here_name}: {under} {took} "
-                f"({', '.join(bounds)}-bound)")
+        request = hasattr(r.grid, "mean_tpot_s")  # a whole request's points: its steps' bound holding most time
+        unit, scale = ("s", 1.0) if request else ("ms", 1e3)
+        lo, hi = (report.ms(x * scale / 1e3) for x in (step[hit].min(), step[hit].max()))
+        took = f"it would take {lo} {unit}" if hit.sum() == 1 else \
+            f"they would take {lo} {unit}" if lo == hi else f"they would take {lo} to {hi} {unit}"
+        what = "requests" if request else "points"
+        line = (f"engine    {int(hit.sum())} of {hit.size} {what} host-bound under {here_name}: {under} {took} "
+                f"({'most of its time ' if request and hit.sum() == 1 else 'most of their time ' if request else ''}"
+                f"{', '.join(bounds)}-bound)")
         mine = [v.doubling_batch for v in result.verdicts]
         theirs = [v.doubling_batch for v in r.verdicts]
 

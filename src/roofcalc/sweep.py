@@ -734,6 +734,9 @@ class RequestGrid(_Fits):
     memory_bytes: "object"  # weights + the KV cache at the last step (P + N - 1 tokens)
     lower_s: "object" = None  # the whole request at its steps' lower ends (predict.StepTimes.predicted_lower_s)
     upper_s: "object" = None  # ... at their upper ends
+    # what bounds the steps holding most of the request's time (one of STEP_BOUNDS: the prefill's and each decode
+    # step's own, summed by bound), as a sweep's points carry a step's
+    bound: "object" = None
 
     @property
     def predicted_s(self):
@@ -782,6 +785,7 @@ def request_grid(shape: ModelShape, batches, prompts, generate: int, roof: Roof,
     decode = np.zeros(pre.ttft_s.shape)
     lower, upper = pre.predicted_lower_s.copy(), pre.predicted_upper_s.copy()
     memory = pre.memory_bytes.copy()
+    by_bound = [[{pre.bound[i, j]: pre.ttft_s[i, j]} for j in range(decode.shape[1])] for i in range(decode.shape[0])]
     if len(pre.prompts) * max(0, generate - 1) > MAX_REQUEST_STEPS:
         raise RoofcalcError(f"{len(pre.prompts):,} prompts x {generate - 1:,} decode steps is more than "
                             f"{MAX_REQUEST_STEPS:,} steps to sum; generate fewer tokens or sweep fewer prompts")
@@ -800,7 +804,14 @@ def request_grid(shape: ModelShape, batches, prompts, generate: int, roof: Roof,
             lower[:, j] += row.predicted_lower_s.sum(axis=1)
             upper[:, j] += row.predicted_upper_s.sum(axis=1)
             memory[:, j] = row.memory_bytes[:, -1]
-    return RequestGrid(pre.batches, pre.prompts, generate, pre.ttft_s, decode, memory, lower, upper)
+            for i, (bounds, seconds) in enumerate(zip(row.bound, row.step_s)):
+                for b, t in zip(bounds, seconds):
+                    by_bound[i][j][b] = by_bound[i][j].get(b, 0.0) + t
+    bound = np.empty(decode.shape, dtype=object)
+    for i, row_ in enumerate(by_bound):
+        for j, times in enumerate(row_):
+            bound[i, j] = max(times, key=times.get)
+    return RequestGrid(pre.batches, pre.prompts, generate, pre.ttft_s, decode, memory, lower, upper, bound)
 
 
 # --------------------------------------------------------------------------- one sweep, ready to report
