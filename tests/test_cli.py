@@ -801,7 +801,8 @@ def test_the_measured_step_names_the_roof_of_each_floor_and_the_gap_the_model_pr
     assert model > gap
     assert (f"1 below the slope: {_ms(gap)} ms above the floors is overhead and kernel efficiency; the step model "
             f"predicts {_ms(model)} ms above the floors, {_ms(model - gap)} ms more than measured (measured step / "
-            f"predicted step {0.015 / predicted:.2f})") in out
+            f"predicted step {0.015 / predicted:.2f}: inside the 80% range)") in out
+    assert st["predicted_lower_s"] <= 0.015 <= st["predicted_upper_s"]
     assert "ms of it" not in out and "9.980" not in out  # 17.8 - 7.82 = 9.98: three digits
     # the record table: 15 ms over the nominal roof's floor of the whole step, 2,110,767,104 bytes / 320 GB/s =
     # 6.596 ms (tests above: the eager step's bytes): 2.27
@@ -815,7 +816,8 @@ def test_a_gap_larger_than_the_model_predicts_is_split_into_its_predicted_part_a
     gap, model = 0.040 - floors, predicted - floors  # 32.2 ms above the floors, 10.0 ms of it predicted
     code, out, _ = run(WORKED + ["--tpot", "40ms"], capsys)
     assert (f"the step model predicts {_ms(model)} ms of it, {_ms(gap - model)} ms it does not explain "
-            f"(measured step / predicted step {0.040 / predicted:.2f})") in out
+            f"(measured step / predicted step {0.040 / predicted:.2f}: above the 80% range)") in out
+    assert 0.040 > st["predicted_upper_s"]
 
 
 def test_a_slower_step_up_in_gpus_is_called_slower_with_a_positive_number(capsys):

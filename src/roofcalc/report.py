@@ -1301,7 +1301,9 @@ def gap_words(st) -> str:
     else:
         said = (f"the step model predicts {ms(predicted)} ms above the floors, {ms(predicted - st.gap_s)} ms more "
                 f"than measured")
-    return f"{said} (measured step / predicted step {st.tpot_s / st.predicted_s:.2f})"
+    where = "inside" if st.times.holds(st.tpot_s) else "above" if st.tpot_s > st.predicted_upper_s else "below"
+    return (f"{said} (measured step / predicted step {st.tpot_s / st.predicted_s:.2f}: {where} the "
+            f"{range_name(st.times.band)})")
 
 
 def record_rows(r: Roofline, matmul_point: str | None = None) -> list[list[str]]:
