@@ -191,6 +191,9 @@ ERRORS = [
     (["TinyLlama/TinyLlama-1.1B", "--batch", "1,1000000000000"], "beyond any real workload"),
     (["TinyLlama/TinyLlama-1.1B", "--generate", "16"], "--generate needs --prompt"),
     (["TinyLlama/TinyLlama-1.1B", "--batch", "1,2", "--tpot", "5ms"], "describes one measured step"),
+    # a whole request: the options it allows named (--context is refused beside --prompt)
+    (["TinyLlama/TinyLlama-1.1B", "--prompt", "512", "--generate", "8", "--tpot", "5ms"],
+     "give a single --batch and --prompt with it, and no --generate"),
     (["TinyLlama/TinyLlama-1.1B", "--batch", "1,2", "--min-gain", "0"], "between 0 and 100"),
     (["TinyLlama/TinyLlama-1.1B", "--batch", "1,2", "--memory", "lots"], "a size like 80GB"),
     # an empty --plot name is refused, not a step without its plot

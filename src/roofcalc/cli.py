@@ -582,7 +582,10 @@ def build_sweep(args: argparse.Namespace, shape=None):
     for flag, value in (("--tpot", args.tpot), ("--kernel-times", args.kernel_times), ("--point", args.point),
                         ("--record", args.record)):
         if value:
-            raise RoofcalcError(f"{flag} describes one measured step; give a single --batch and --context with it")
+            one = ("a single --batch and --prompt with it, and no --generate (a whole request is many steps)"
+                   if getattr(args, "generate", None) else "a single --batch and --prompt with it"
+                   if getattr(args, "prompt", None) else "a single --batch and --context with it")
+            raise RoofcalcError(f"{flag} describes one measured step; give {one}")
     if args.kernel_db:
         raise RoofcalcError("--kernel-db reads one step's kernels; a sweep takes their fits: drop one")
     batches, contexts, prompts = _sizes(args)
