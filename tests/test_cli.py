@@ -1153,7 +1153,8 @@ def test_what_a_step_cannot_be_is_said_and_what_cannot_be_read_is_refused(capsys
     profile whose pessimistic end is the faster one, and a --min-gain that may be a fraction, are refused."""
     code, out, _ = run(["gpt2", "--context", "2000"], capsys)
     # GPT-2's config: n_positions 1024 (its learned position table)
-    assert code == 0 and "past the config's max_position_embeddings (1,024)" in out
+    assert code == 0 and "\nwarning   2,000 positions are past the config's max_position_embeddings (1,024)" in out
+    assert out.count("max_position_embeddings") == 1  # one warning line, as a sweep's (not the workload line too)
     # and in the JSON's warnings and the CSV's stderr, as every warning of the table's
     code, out, _ = run(["gpt2", "--context", "2000", "--format", "json"], capsys)
     assert "2,000 positions are past the config's max_position_embeddings (1,024): the model was not built for " \

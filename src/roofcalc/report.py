@@ -440,10 +440,6 @@ def header_lines(a: Analysis, defaults: Iterable[str] = (), *, swept_batch: bool
         what = f"prefill, batch B={w.batch}{d('batch')}, prompt T={w.query_tokens}, {mask}, logits for {logits}" + \
             next((f" ({k.split(':', 1)[1]})" for k in defaulted if k.startswith("forward-why:")), "")
     what += attention_words(w)
-    positions = w.kv_len  # the positions a query reads: the context (decode), the prompt (prefill)
-    if s.max_position_embeddings and positions > s.max_position_embeddings:
-        what += (f"; past the config's max_position_embeddings ({s.max_position_embeddings:,}): the model was not "
-                 f"built for positions that far")
     lines.append(f"workload  {what}")
     why = d('dtype') + next((f" ({k.split(':', 1)[1]})" for k in defaulted if k.startswith("dtype-why:")), "")
     act = " (--act-dtype)" if "act-given" in defaulted else why  # why the activations' dtype is what it is
@@ -1026,8 +1022,8 @@ def warning_lines(r: Roofline, points: bool = True) -> list[str]:
 
 
 def position_lines(r: Roofline) -> list[str]:
-    """A step reading past the config's positions, as a warning (the table says it on its workload line, beside
-    the context, so its list of warning lines leaves it out)."""
+    """A step reading past the config's positions (the context of a decode step, the prompt of a prefill), as a
+    warning line, as a sweep's and a request's reports say it."""
     return positions_lines(r.analysis.shape, r.analysis.workload.kv_len)
 
 
@@ -1284,7 +1280,8 @@ def totals_lines(r: Roofline) -> list[str]:
             "  2 along the slope: " + slope_words(r),
             f"  3 the roof: {si(roof.peak_flop_per_s, 'FLOP/s')}; only another device or precision lifts it",
         ]
-    lines += roof_warning_lines(r) + anomaly_lines(r) + faster_lines(r) + kernel_sum_lines(r) + slow_unit_lines(r)
+    lines += roof_warning_lines(r) + anomaly_lines(r) + faster_lines(r) + kernel_sum_lines(r) + slow_unit_lines(r) + \
+        position_lines(r)
     for p in r.points:
         lines.append(f"point     {p.name}: AI {ratio(p.intensity)}, {si(p.achieved_flop_per_s, 'FLOP/s')}, "
                      f"{pct(p.roof_fraction(r.roof))} of the {'measured' if r.measured else 'nominal'} roof there "
