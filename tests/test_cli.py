@@ -1741,3 +1741,16 @@ def test_a_sweep_says_when_every_batch_its_verdicts_try_fits(capsys):
     assert code == 0 and v["max_batch"] == v["largest_batch_tried"]
     code, out, _ = run(args, capsys)
     assert f"every batch up to {v['max_batch']:,} fits in 80 GiB" in unwrap(out) and "the largest batch" not in out
+
+
+def test_json_writes_every_count_of_bytes_as_an_int(capsys):
+    """The H100's 80 GiB (85,899,345,920 bytes, read from a size in GiB as a float) is an int in JSON wherever it is
+    written, as every other count of bytes is (step.memory_bytes)."""
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw", "H100", "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["hardware"]["memory_bytes"] == doc["step"]["capacity_bytes"] == 80 * 2 ** 30
+    assert all(type(x) is int for x in (doc["hardware"]["memory_bytes"], doc["step"]["capacity_bytes"],
+                                        doc["step"]["memory_bytes"]))
+    code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw", "H100", "--batch", "1,2", "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert type(doc["hardware"]["capacity_bytes"]) is int and type(doc["verdicts"][0]["capacity_bytes"]) is int

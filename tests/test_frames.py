@@ -36,6 +36,9 @@ def test_a_step_is_one_row_per_kernel_and_its_totals_apart():
     timed = roofcalc.to_pandas(roofline(r.analysis, find_hardware("T4"), kernel_times={"q_proj": 5e-5}))
     assert timed["measured_s"].dtype == float and timed["error"].dtype == float
     assert timed["measured_s"].isna().sum() == 17 and timed.loc[timed["name"] == "q_proj", "measured_s"].item() == 5e-5
+    # and nothing measured: the same columns float, all NaN (a frame of several runs concatenates as numbers)
+    assert all(df[c].dtype == float and df[c].isna().all() for c in
+               ("measured_s", "error", "achieved_flop_per_s", "roof_fraction", "floor_multiple"))
     with pytest.raises(roofcalc.RoofcalcError, match="no kernel named 'nope'; this step's: embed_tokens, "):
         r.analysis.kernel("nope")
     assert step.loc[0, "predicted_s"] == pytest.approx(r.step.predicted_s) and step.loc[0, "step_bound"] == r.step.bound

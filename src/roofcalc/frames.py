@@ -70,10 +70,18 @@ def to_pandas(result):
     frame = pd.DataFrame(rows(result))
     for column in frame.columns:
         values = frame[column]
-        if values.dtype == object and values.isna().any() and not values.isna().all() and \
+        if values.dtype != object or not values.isna().any():
+            continue
+        if values.isna().all() and column in MEASURED_COLUMNS:  # nothing measured: NaN, the column still numbers
+            frame[column] = values.astype(float)
+        elif not values.isna().all() and \
                 all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values.dropna()):
             frame[column] = pd.to_numeric(values)
     return frame
+
+
+# a kernel row's figures that only a measurement gives (--kernel-times, --tpot): numbers, None where none was given
+MEASURED_COLUMNS = frozenset({"measured_s", "error", "achieved_flop_per_s", "roof_fraction", "floor_multiple"})
 
 
 def step_to_pandas(result):

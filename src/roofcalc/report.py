@@ -140,6 +140,11 @@ def roof_record(roof: Roof | None) -> dict[str, Any] | None:
             "ridge_flop_per_byte": roof.ridge}
 
 
+def _bytes(n):
+    """A count of bytes as JSON writes every other (an int; None kept): a memory given as 80GiB is read as a float."""
+    return None if n is None else int(round(n))
+
+
 def hardware_record(r: Roofline | Sweep) -> dict[str, Any]:
     hw = r.hardware
     measured = roof_record(r.measured)
@@ -152,7 +157,7 @@ def hardware_record(r: Roofline | Sweep) -> dict[str, Any]:
         compute, impl = r.compute_dtype, r.step.impl
     from .predict import efficiency_record
 
-    return {"name": hw.name, "source": hw.source, "compute_dtype": compute, "memory_bytes": hw.memory_bytes,
+    return {"name": hw.name, "source": hw.source, "compute_dtype": compute, "memory_bytes": _bytes(hw.memory_bytes),
             "nominal": roof_record(r.nominal), "measured": measured,
             "verdict_roof": "measured" if r.measured else "nominal",
             "impl": impl,
@@ -200,7 +205,7 @@ def step_record(r: Roofline) -> dict[str, Any]:
         "flops": st.flops, "bytes": st.bytes, "intensity": st.intensity,
         "sum_floor_s": st.sum_floor_s, "step_floor_s": st.step_floor_s,
         "launches_per_layer": st.launches_per_layer, "launches_per_step": st.launches_per_step,
-        "graph_replayed": st.graphed, "memory_bytes": r.memory_bytes, "capacity_bytes": r.capacity_bytes, "fits": r.fits,
+        "graph_replayed": st.graphed, "memory_bytes": r.memory_bytes, "capacity_bytes": _bytes(r.capacity_bytes), "fits": r.fits,
         "recurrent_state_bytes": recurrent_state_bytes(r.analysis),
         "predicted_s": st.predicted_s, "predicted_lower_s": st.predicted_lower_s,
         "predicted_upper_s": st.predicted_upper_s, **band_record(t.band), "device_s": t.device_s, "device_upper_s": t.device_upper_s,
@@ -1485,7 +1490,7 @@ def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
 def verdict_record(v: BatchVerdicts) -> dict[str, Any]:
     return {"context": v.context, "ridge_flop_per_byte": v.ridge, "intensity_limit": v.intensity_limit,
             "ridge_batch": v.ridge_batch, "kv_over_weights_batch": v.kv_over_weights_batch,
-            "max_batch": v.max_batch, "capacity_bytes": v.capacity_bytes, "min_gain": v.min_gain,
+            "max_batch": v.max_batch, "capacity_bytes": _bytes(v.capacity_bytes), "min_gain": v.min_gain,
             "doubling_batch": v.doubling_batch, "doubling_gain": v.doubling_gain,
             "largest_batch_tried": v.largest_batch_tried}
 
@@ -1507,7 +1512,7 @@ def sweep_record(sw: Sweep) -> dict[str, Any]:
     if w.ubatch and sw.kind != "decode":
         workload["ubatch"] = w.ubatch
     hw = hardware_record(sw)
-    hw["capacity_bytes"] = sw.capacity_bytes
+    hw["capacity_bytes"] = _bytes(sw.capacity_bytes)
     head = sw.header_analysis()
     workload.update(gguf_record(head.shape, w))
     if getattr(head.shape, "mla", None) is not None:
@@ -1762,7 +1767,7 @@ def tp_sweep_record(tps) -> dict[str, Any]:
     stop = tps.stops_paying
     return {
         "schema_version": SCHEMA_VERSION, "model": model_record(full), "workload": workload_record(a),
-        "hardware": {**hardware_record(first), "capacity_bytes": first.capacity_bytes,
+        "hardware": {**hardware_record(first), "capacity_bytes": _bytes(first.capacity_bytes),
                      "link_bytes_per_s": first.hardware.link_bytes_per_s},
         "engine": engine_record(first.model, first.step.impl, a.workload, a.shape, first.hardware.compute_capability),
         "axis": tps.axis,
