@@ -1754,3 +1754,9 @@ def test_json_writes_every_count_of_bytes_as_an_int(capsys):
     code, out, _ = run(["TinyLlama/TinyLlama-1.1B", "--hw", "H100", "--batch", "1,2", "--format", "json"], capsys)
     doc = json.loads(out)
     assert type(doc["hardware"]["capacity_bytes"]) is int and type(doc["verdicts"][0]["capacity_bytes"]) is int
+
+
+def test_format_md_is_markdown(capsys):
+    """`--format md` (the extension's name) is the markdown report, byte for byte."""
+    assert run(["TinyLlama/TinyLlama-1.1B", "--format", "md"], capsys)[1] == \
+        run(["TinyLlama/TinyLlama-1.1B", "--format", "markdown"], capsys)[1]

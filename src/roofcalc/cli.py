@@ -176,8 +176,8 @@ def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
                    "torch; automatic for a model_type without a hand model)")
     p.add_argument("--revision", help="a hub id's branch, tag or commit (the hub library's own revision handling); "
                    "the catalog is not used then")
-    p.add_argument("--format", "-f", type=str.lower, choices=("table", "markdown", "csv", "json"), default="table",
-                   help="the report as a table for the terminal (default), a markdown table, CSV or JSON")
+    p.add_argument("--format", "-f", type=_format_name, choices=("table", "markdown", "csv", "json"), default="table",
+                   help="the report as a table for the terminal (default), a markdown table (md too), CSV or JSON")
     p.add_argument("--output", "-o", metavar="FILE",
                    help="write the report (any --format, a sweep's too) to FILE instead of standard output ('-': "
                    "standard output)")
@@ -574,6 +574,12 @@ def _quantity(args: argparse.Namespace, flag: str, kind: str, usual: str = ""):
         return parse_quantity(value, kind, usual)
     except RoofcalcError as exc:
         raise RoofcalcError(f"{flag} {exc}") from None
+
+
+def _format_name(value: str) -> str:
+    """--format's value, any case, ``md`` for markdown (the file extension's name, as pandoc takes it)."""
+    value = value.lower()
+    return "markdown" if value == "md" else value
 
 
 def build_sweep(args: argparse.Namespace, shape=None):
@@ -1477,8 +1483,8 @@ def _profile_parser() -> argparse.ArgumentParser:
                    help="the launch model of the prediction beside the measurement, by hand: overrides the engine's "
                    "(default: the engine's; hf's is hf-eager, transformers' eager modules, which is what runs)")
     p.add_argument("--family", help="read an unknown model_type as this family")
-    p.add_argument("--format", "-f", type=str.lower, choices=("table", "markdown", "csv", "json"), default="table",
-                   help="the report as a table for the terminal (default), a markdown table, CSV or JSON")
+    p.add_argument("--format", "-f", type=_format_name, choices=("table", "markdown", "csv", "json"), default="table",
+                   help="the report as a table for the terminal (default), a markdown table (md too), CSV or JSON")
     p.add_argument("--output", "-o", metavar="FILE",
                    help="write the report to FILE instead of standard output ('-': standard output)")
     p.add_argument("--wide", action="store_true", help="every column of the kernel table")
