@@ -382,16 +382,29 @@ def test_cli_kernel_times_naming_unknown_kernels(tmp_path, capsys):
     times.write_text(json.dumps({"q_proj": 1e-4, "flash_attn_fwd": 2e-5}))
     assert main(["TinyLlama/TinyLlama-1.1B", "--kernel-times", str(times)]) == 2
     assert "flash_attn_fwd" in capsys.readouterr().err
-    # a serving engine's fused modules (vLLM's qkv_proj, gate_up_proj) are named as the kernels they are here
+    # a serving engine's fused modules (vLLM's qkv_proj, gate_up_proj) are split over the kernels they are here, by
+    # the parts' shares of their bytes (each part's bytes from the same JSON)
     times.write_text(json.dumps({"qkv_proj": 1.1e-4, "gate_up_proj": 5.2e-4}))
+    assert main(["TinyLlama/TinyLlama-1.1B", "--engine", "vllm", "--kernel-times", str(times), "--format", "json"]) == 0
+    ks = {k["name"]: k for k in json.loads(capsys.readouterr().out)["kernels"]}
+    qkv = ks["q_proj"]["bytes"] + ks["k_proj"]["bytes"] + ks["v_proj"]["bytes"]
+    assert ks["q_proj"]["measured_s"] == pytest.approx(1.1e-4 * ks["q_proj"]["bytes"] / qkv)
+    assert ks["k_proj"]["measured_s"] == pytest.approx(1.1e-4 * ks["k_proj"]["bytes"] / qkv)
+    assert ks["gate_proj"]["measured_s"] == ks["up_proj"]["measured_s"] == pytest.approx(5.2e-4 / 2)  # equal shapes
+    # a fused module given beside one of its parts: which time is which is not known, refused
+    times.write_text(json.dumps({"qkv_proj": 1.1e-4, "q_proj": 5e-5}))
     assert main(["TinyLlama/TinyLlama-1.1B", "--engine", "vllm", "--kernel-times", str(times)]) == 2
     err = capsys.readouterr().err
-    assert "gate_up_proj is gate_proj + up_proj here; qkv_proj is q_proj + k_proj + v_proj here (a fused GEMM" in err \
-        and err.count("\n") == 1
-    # and the other way: Phi-3's own module is fused (qkv_proj), its parts' times are given
+    assert "qkv_proj is q_proj + k_proj + v_proj here (a fused GEMM" in err and err.count("\n") == 1
+    # and the other way: Phi-3's own module is fused (qkv_proj); some of its parts' times given: refused
     times.write_text(json.dumps({"q_proj": 5e-5, "k_proj": 2e-5}))
     assert main(["microsoft/Phi-3-mini-4k-instruct", "--kernel-times", str(times)]) == 2
     assert "q_proj + k_proj + v_proj is qkv_proj here, one kernel given their sum" in capsys.readouterr().err
+    # every part: their sum is the fused module's time
+    times.write_text(json.dumps({"q_proj": 5e-5, "k_proj": 2e-5, "v_proj": 2e-5}))
+    assert main(["microsoft/Phi-3-mini-4k-instruct", "--kernel-times", str(times), "--format", "json"]) == 0
+    ks = {k["name"]: k for k in json.loads(capsys.readouterr().out)["kernels"]}
+    assert ks["qkv_proj"]["measured_s"] == pytest.approx(9e-5)
 
 
 @pytest.mark.parametrize("text, seconds", [("name,seconds\nq_proj,3.1e-5\n", 3.1e-5), ("q_proj,3.1e-5\n", 3.1e-5),

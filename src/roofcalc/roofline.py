@@ -671,10 +671,29 @@ class StepVerdict:
 FUSED_NAMES = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
 
 
+def fused_times(analysis: Analysis, times: dict) -> dict:
+    """Kernel times named as another implementation fuses its GEMMs (FUSED_NAMES), mapped onto this model's
+    kernels: a fused module's time (vLLM's ``qkv_proj``) split over the parts this model runs apart by their shares
+    of the fused GEMM's bytes (its weights and activations: what a memory-bound GEMM's time follows), and the parts'
+    times, every part given, added into the module this model fuses them in (Phi-3's ``qkv_proj``). Where some
+    of the parts are given beside it, or only some, the names stay as given (``place`` refuses them, saying
+    which)."""
+    have = {k.name: k for k in analysis.kernels}
+    for fused, parts in FUSED_NAMES.items():
+        if fused in times and fused not in have and all(p in have for p in parts) and not set(parts) & set(times):
+            total = sum(have[p].cost.bytes for p in parts)
+            seconds = times.pop(fused)
+            times.update({p: seconds * have[p].cost.bytes / total for p in parts})
+        elif fused in have and fused not in times and all(p in times for p in parts) and \
+                not any(p in have for p in parts):
+            times[fused] = sum(times.pop(p) for p in parts)
+    return times
+
+
 def place(analysis: Analysis, roof: Roof, *, impl: str = "hf-eager",
           kernel_times: Mapping[str, float] | None = None, tpot_s: float | None = None,
           model: KernelModel | None = None) -> StepVerdict:
-    times = dict(kernel_times or {})
+    times = fused_times(analysis, dict(kernel_times or {}))
     unknown = sorted(set(times) - {k.name for k in analysis.kernels})
     if unknown:
         names = ", ".join(k.name for k in analysis.kernels)
