@@ -1021,3 +1021,16 @@ def test_the_header_names_the_fused_moe_kernel_the_tables_measured(capsys, tmp_p
     out = " ".join(capsys.readouterr().out.split())
     assert "this checkpoint declares dynamic ones (its quantization_config's activation_scheme), for which vLLM runs " \
         "the Triton fused MoE, which this form does not describe" in out
+
+
+def test_the_default_engine_names_the_fused_moe_form_a_stand_in(capsys):
+    """Under transformers' generate (the default engine) the routed experts still take the fused-MoE form of the
+    tables the defaults come from, and the report says that form stands in for transformers' own experts code;
+    under vLLM, whose kernel the form is, it does not."""
+    from roofcalc.cli import main
+
+    for engine, said in (("hf", True), ("vllm", False)):
+        assert main(["mistralai/Mixtral-8x7B-v0.1", "--hw", "H100", "--engine", engine]) == 0
+        out = " ".join(capsys.readouterr().out.split())
+        assert "routed experts: vLLM's fused MoE, fitted" in out
+        assert ("a stand-in: transformers runs the experts as its own grouped matmuls" in out) is said

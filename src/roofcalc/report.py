@@ -634,6 +634,9 @@ def fixed_cost_words(r) -> str:
                f"; routed experts: {tables}'s fused MoE, fitted" + (f" ({kernel}, as its tables measured it"
                                                                    + (f": {scales}" if scales else "") + ")"
                                                                    if kernel else ""))
+        if m.engine_host.engine in ("", "hf"):  # transformers' generate: no serving engine's fused MoE kernel
+            moe += (", a stand-in: transformers runs the experts as its own grouped matmuls (its experts "
+                    "implementation), which no table measured")
         if words:  # SGLang's default tiles (predict.MoEFit)
             from .predict import _geo
 
