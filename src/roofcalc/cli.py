@@ -130,7 +130,10 @@ def _main_parser(listing: bool = False) -> argparse.ArgumentParser:
                    "mean time per output token)")
     p.add_argument("--dtype", help="weights, activations and KV cache: fp32 bf16 fp16 fp8 (default: the checkpoint's "
                    f"torch_dtype where the device computes in it, else the same width; {DEFAULT_DTYPE} if it declares none)")
-    p.add_argument("--weight-dtype", help="weights only: fp32 bf16 fp16 fp8 fp8-b128 fp8-ch fp8-t int8 int4 ternary, "
+    p.add_argument("--weight-dtype", help="weights only: fp32 bf16 fp16 fp8 (every weight cast, the embedding "
+                   "and lm_head too, no scales), fp8-t fp8-ch fp8-b128 (an FP8 checkpoint's linears, one scale a "
+                   "tensor / an output row with the input's per token / a 128 x 128 block; the embedding and lm_head "
+                   "kept in 16 bits, as those checkpoints keep them), int8 int4 ternary, "
                    "nvfp4 nvfp4a16 (NVIDIA's FP4: W4A4 where the GPU has FP4 GEMMs, else W4A16; W4A16), q4_0 q8_0 (llama.cpp's: int4, int8 in groups of 32), or mxfp4 (the "
                    "experts of a mixture of experts) (default: the checkpoint's quantization_config, else --dtype)")
     p.add_argument("--act-dtype", help="activations only")
