@@ -98,7 +98,7 @@ GPUS = ("a100_sxm", "h100_sxm", "h200_sxm", "b200_sxm", "l40s", "rtx_pro_6000_se
 ENGINES = ("vllm", "sglang", "trtllm")
 CLASSES = ("gemm_bf16", "gemm_fp8", "gemm_fp8_block", "gemm_nvfp4", "gemm_int8_wo", "gemm_int4_wo", "decode_bf16kv", "decode_fp8kv", "decode_swa_bf16kv", "decode_swa_fp8kv",
            "prefill_bf16kv", "prefill_fp8kv", "allreduce", "allgather", "alltoall", "custom_allreduce", "moe_bf16",
-           "moe_fp8", "moe_fp8_block", "moe_mxfp4", "moe_nvfp4", "moe_int4")
+           "moe_fp8", "moe_fp8_block", "moe_mxfp4", "moe_nvfp4", "moe_int4", *F.GDN_CLASSES)
 # the NCCL classes: each fitted once per GPU (one table for every engine), its table's op and the link bytes a rank
 # sends per byte of nccl-tests' size (the bus-bandwidth factor: all-reduce 2(n-1)/n, all-gather and all-to-all
 # (n-1)/n)
@@ -653,6 +653,8 @@ def design_for(cls: str, R: dict) -> Design:
         D = F.prefill_design(R)
     elif cls.startswith("moe"):
         D = F.moe_design(R)
+    elif cls in F.GDN_CLASSES:
+        D = F.gdn_design(R)
     elif cls in LINK:
         for r in (2, 4, 8):
             sel = (R["ranks"] == r).astype(float)[:, None]
@@ -674,6 +676,8 @@ def times(cls: str, R: dict, spec: dict):
         return R["flops"] / peak, R["bytes"] / spec["bw"], R["items"].astype(float)
     if cls.startswith("moe"):
         return R["flops"] / peak, R["bytes"] / spec["bw"], R["pairs"]
+    if cls in F.GDN_CLASSES:  # a prefill's sequences, in series (fitting.gdn_design's seq_s)
+        return R["flops"] / peak, R["bytes"] / spec["bw"], R["seqs"]
     return R["flops"] / peak, R["bytes"] / spec["bw"], R["qbytes"] / spec["bw"]
 
 
@@ -878,6 +882,51 @@ def load(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
     return out
 
 
+# the kernel source each engine's gdn_perf table times for each gated-delta-net class
+GDN_SOURCES = {"gdn_decode": ("fused_recurrent_gated_delta_rule_packed_decode", "fused_recurrent_gated_delta_rule"),
+               "gdn_prefill": ("chunk_gated_delta_rule", "chunk_gated_delta_rule_flashinfer"),
+               "gdn_conv_update": ("causal_conv1d_update",), "gdn_conv": ("causal_conv1d_fn",)}
+
+
+def gdn_rows(df: pd.DataFrame, spec: dict, cls: str) -> dict:
+    """A gated-delta-net class's rows: b sequences of s tokens (a decode step's: 1), hk key and hv value heads a rank
+    (the table's num_k_heads and num_v_heads: Qwen3.5's and Qwen3-Next's heads over TP), head dims and conv width
+    as the table's; FLOPs and bytes as roofcalc's trace counts them (fitting.gdn_counts); a shape group is the
+    model and its heads a rank. L2: what the call moves fits."""
+    b, s = df.batch_size.to_numpy(float), df.seq_len.to_numpy(float)
+    if cls in ("gdn_decode", "gdn_conv_update"):
+        s = np.ones_like(s)
+    hk, hv = df.num_k_heads.to_numpy(float), df.num_v_heads.to_numpy(float)
+    flops, nbytes = F.gdn_counts(cls, b, s, hk, hv)
+    return dict(t=df.latency.to_numpy(float) * 1e-3, b=b, s=s, hk=hk, hv=hv, flops=flops, bytes=nbytes, cls=cls,
+                items=F.gdn_items(cls, nbytes, b, s), seqs=b if cls in F.GDN_PREFILL else np.zeros_like(b),
+                l2=nbytes <= spec["l2"],
+                group=[f"{m} hk={x} hv={y}" for m, x, y in zip(df.model_name, df.num_k_heads, df.num_v_heads)])
+
+
+def load_gdn(systems: Path, gpu: str, engine: str, cur: dict) -> dict:
+    """{gdn class: (rows, source info)} from the engine's linear_attention/gdn_perf table: each class's kernel
+    source (GDN_SOURCES), the rows at head dims 128 and a conv of 4 (every row of the 0.12 tables)."""
+    vdir = pick_version(systems, gpu, "linear_attention", engine, cur)
+    p = vdir / "gdn_perf.parquet" if vdir else None
+    if p is None or not p.exists():
+        return {}
+    a = pd.read_parquet(p)
+    a = a[(a.head_k_dim == 128) & (a.head_v_dim == 128) & (a.d_conv == 4)]
+    out = {}
+    for cls, sources in GDN_SOURCES.items():
+        d = a[a.kernel_source.isin(sources)]
+        if d.empty:
+            continue
+        d, dup = collapse(d, ["kernel_source", "batch_size", "seq_len", "num_k_heads", "num_v_heads", "d_model",
+                              "model_name"])
+        info = dict(file=str(p.relative_to(systems.parent)), sha256=sha256(p)[:16], version_folder=p.parent.name,
+                    version_column=sorted(set(map(str, a["version"].unique()))) if "version" in a else None,
+                    kernel_source=", ".join(sorted(set(d.kernel_source))), duplicates_merged=dup)
+        out[cls] = (gdn_rows(d, SPECS[gpu], cls), info)
+    return out
+
+
 def load_nccl(systems: Path, gpu: str) -> dict:
     """{class: (rows, source info)} of the NCCL classes, from the nccl table of the system's nccl version (else the
     newest with all-reduce rows), fp16."""
@@ -975,6 +1024,7 @@ def main() -> None:
             loaded = {**load(systems, gpu, engine, cur), **nccl}
             loaded.update(load_moe(systems, gpu, engine, cur, keep_slow=args.keep_slow_moe_rows))
             loaded.update(load_custom_allreduce(systems, gpu, engine, cur))
+            loaded.update(load_gdn(systems, gpu, engine, cur))
             for cls in args.classes.split(","):
                 if cls not in loaded:
                     continue
@@ -1047,10 +1097,37 @@ FORMS = {
     "alltoall": "fixed(ranks) + (n-1)/n * 2 * elements / (link_bw * e_link(ranks, message bytes)); elements: one "
                 "rank's buffer",
     "custom_allreduce": "as allreduce, the engine's own all-reduce inside its CUDA graph (bf16)",
+    "gdn_decode": "fixed + max(flops / (peak * e_c(bytes)), bytes / (bw * e_m(bytes))): a gated delta net's state "
+                  "update in a decode step, flops and bytes as roofcalc's trace counts them (fitting.gdn_counts)",
+    "gdn_prefill": "as gdn_decode: the chunked delta rule of a prefill",
+    "gdn_conv_update": "as gdn_decode: the causal conv of a decode step",
+    "gdn_conv": "as gdn_decode: the causal conv of a prefill",
 }
 NOTES = """
 Why, and what else the tables showed:
 
+* **Gated delta nets** (`gdn_*`, added 2026-12-08: Qwen3-Next's and Qwen3.5's linear attention). AIConfigurator's
+  linear_attention/gdn_perf tables time the four kernels of a gated-delta-net layer under each engine (the decode
+  step's state update, fused_recurrent_gated_delta_rule[_packed_decode]; the prefill's chunk_gated_delta_rule,
+  vLLM's FlashInfer one on the H200 and B200; the causal conv, causal_conv1d_update and causal_conv1d_fn) over
+  Qwen3.5's eight models at each TP width (key and value heads a rank), head dims 128 and a conv of 4. Each row is
+  counted as roofcalc's trace counts the same call of transformers' torch code (fitting.gdn_counts, pinned to the
+  trace in tests/test_gdn_fit.py), so a traced step reads the form at its own counts. Before, these calls took the
+  defaults of the kinds the trace gives them (elementwise, or a GEMV for the decode conv): on Qwen3.5-397B-A17B's
+  rank at TP 8 on the H200 under SGLang, a prefill of 1,024 tokens' chunked rule 17.0 µs predicted against 59.6
+  measured, its conv 12.0 against 4.7; at batch 64 a decode step's conv 6.84 against 2.15 and its state update
+  17.9 against 16.3. The form's size dependences were chosen on these cross-validated figures (so they are not
+  independent of them): against the same form without its factor by the call's (sequence, head) pairs and its
+  time a sequence, the factors took SGLang's H200 decode from 0.131 to 0.058 median |log|, the RTX PRO 6000's
+  decode from 0.070-0.082 to 0.006-0.008, TensorRT-LLM's decode conv on the H100 and H200 from 0.139-0.151 to
+  0.076-0.082 and its prefill conv from 0.26-0.48 to 0.16-0.24 (SGLang's A100 prefill conv from 0.393 to 0.091);
+  vLLM's H100 decode conv went from 0.074 to 0.106 (every row still within ±30 %). A prefill's factor by its
+  tokens a sequence (a short sequence pays for a whole chunk of 64) took SGLang's H200 chunked rule from 0.236 to
+  0.204. That cell stays the worst: its sequences of 128-1,024 tokens at batch 8-64 run 1.1-1.5x the form, its
+  shorter ones faster. The L40S's decode conv rows past its L2 are six, of one shape, and read their bytes at up to
+  three times its DRAM bandwidth (the rest of the call sits in L2): that cell's DRAM score (0.88) is of them. A
+  class an engine's tables lack (vLLM's A100 has no gdn table, its L40S and RTX PRO 6000 no prefill rows, and
+  TensorRT-LLM's A100 none) is SGLang's form, else vLLM's, named in the preset's header (ship_fits.BORROWED_GDN).
 * **The estimator.** The forms were fitted by least squares on log t until 2026-12-05; a few shapes in a table
   run otherwise than the rest (TensorRT-LLM's H100 MoE table: Llama-4-Scout's shape, H 5,120, 16 experts, top
   1, takes 0.28 ms for one token where 128 experts of the same size take 0.073, and its times fall from 3.8 ms

@@ -98,6 +98,11 @@ NOT_SHIPPED = {("a100_sxm", "trtllm", "decode_bf16kv"): (
     "vLLM's decode form (docs/kernel_fits.md, \"TensorRT-LLM's A100 decode table\")")}
 
 
+TABLE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+BORROWED_GDN = ("{engine}'s gdn table of this GPU holds no rows of this kernel; the engines each run their own copy "
+                "of flash-linear-attention's Triton kernels for it, so the preset takes {lender}'s fitted form")
+
+
 UNTUNED = ("untuned_factor_compute", "tuned")  # SGLang's factor for shapes without tuned tiles, and its list
 
 
@@ -143,6 +148,9 @@ def main() -> None:
             where.setdefault("gemm", {})[f["cls"][5:]] = gemm_form(f)
         elif f["cls"].startswith("moe_"):
             where.setdefault("moe", {})[f["cls"][4:]] = moe_form(f, doc["specs"][f["gpu"]]["bf16"])
+        elif f["cls"] in F.GDN_CLASSES:
+            where.setdefault("gdn", {})[f["cls"]] = {**F.gdn_doc(f["params"]), "source": f["source"],
+                                                     "cv_dram": f["cv"]["dram"]}
         elif f["cls"].startswith(("decode", "prefill")):
             where.setdefault("attention", {})[f["cls"]] = attention_form(f, doc["specs"][f["gpu"]]["bf16"],
                                                                                 doc["specs"][f["gpu"]]["l2"])
@@ -168,6 +176,19 @@ def main() -> None:
         # int4 experts: Marlin's MoE kernel under both engines; vLLM's tables hold one shape of it (no fit)
         if "int4" in sglang and "int4" not in gpu.get("moe", {}):
             gpu.setdefault("moe", {})["int4"] = {**sglang["int4"], "tables": "sglang", "why": BORROWED_INT4}
+    # a gated-delta-net class an engine's tables lack (vLLM's A100 has no gdn table, its L40S and RTX PRO 6000 no
+    # prefill rows; TensorRT-LLM's A100 none): the first of SGLang's, vLLM's and TensorRT-LLM's that has it, named
+    for name, gpu in out["gpus"].items():
+        forms = {"vllm": gpu.get("gdn", {}), **{e: v.get("gdn", {}) for e, v in gpu.get("engines", {}).items()}}
+        for engine in ("vllm", "sglang", "trtllm"):
+            own = gpu if engine == "vllm" else gpu.setdefault("engines", {}).setdefault(engine, {})
+            for cls in F.GDN_CLASSES:
+                lender = next((e for e in ("sglang", "vllm", "trtllm") if e != engine and cls in forms.get(e, {})
+                               and "tables" not in forms[e][cls]), None)
+                if cls not in own.get("gdn", {}) and lender:
+                    own.setdefault("gdn", {})[cls] = {**forms[lender][cls], "tables": lender,
+                                                      "why": BORROWED_GDN.format(engine=TABLE_NAMES[engine],
+                                                                                 lender=TABLE_NAMES[lender])}
     for (name, engine, cls), why in NOT_SHIPPED.items():
         gpu = out["gpus"].get(name, {})
         own = gpu.get("engines", {}).get(engine, {}).get("attention", {})

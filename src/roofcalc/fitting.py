@@ -929,3 +929,77 @@ def moe_doc(p: dict, peak_ratio: float, block: int, ranges: dict | None = None, 
                if "untuned_factor_compute" in p else {}),
             **({name: p[name] for name in ("misaligned_factor_compute", "misaligned_factor_memory")}
                if "misaligned_factor_compute" in p else {})}
+
+
+# ----------------------------------------------------------------------------------------------- gated delta nets
+
+# A gated delta net's kernels (Qwen3-Next's and Qwen3.5's linear attention), by the traced op each one is: the
+# decode step's state update (the engines' fused_recurrent_gated_delta_rule kernels), the prefill's chunked rule
+# (their chunk_gated_delta_rule), and the causal conv before it, a decode step's (causal_conv1d_update) and a
+# prefill's (causal_conv1d_fn). AIConfigurator's gdn_perf tables time each of the four under vLLM, SGLang and
+# TensorRT-LLM.
+from .predict import GDN_CLASSES, GDN_PREFILL, gdn_class, gdn_items  # noqa: E402,F401  (the step model's own)
+
+GDN_BYTES_KNOTS = (2**12, 2**16, 2**20, 2**24, 2**28, 2**32)  # the bytes a call moves, 4 kB to 4 GB
+GDN_CHUNK = 64  # transformers' torch_chunk_gated_delta_rule's chunk (its chunk_size default)
+
+
+def gdn_counts(cls: str, b, s, hk, hv, dk: int = 128, dv: int = 128, conv: int = 4) -> tuple:
+    """(FLOPs, bytes) roofcalc's trace counts for one call of a gated-delta-net class over b sequences of s tokens
+    (1 for decode), hk key and hv value heads a rank, at the head dims and conv width every measured table holds
+    (128, 128, 4: Qwen3-Next's and Qwen3.5's); any other is refused. The counts are the trace's of transformers'
+    torch code (tests/test_fitting.py traces them): the state update per sequence and value head 5·dk·dv +
+    5·dk + 4·dv + 7 FLOPs, reading and writing its fp32 state (8·dk·dv bytes) and 2·dk + 2·dv + 6 bytes of its
+    inputs and output; the chunked rule 64·149,835 + 1 FLOPs a chunk of 64 tokens and value head, 646 fewer a
+    padding token, and 2·dk + 2·dv + 6 bytes a token and value head with the final state written (4·dk·dv a
+    sequence and head); the causal conv over C = 2·hk·dk + hv·dv channels: a decode step 16·C FLOPs and 14·C
+    bytes a sequence + 8·C (the conv weights), a prefill 8·C·(s + 3) FLOPs a sequence and 4·C bytes a token +
+    6·C a sequence + 8·C."""
+    if (dk, dv, conv) != (128, 128, 4):
+        raise ValueError(f"gdn_counts holds head dims 128 and a conv of 4, not {dk}, {dv}, {conv}")
+    b, s, hk, hv = (np.asarray(x, float) for x in (b, s, hk, hv))
+    c = 2 * hk * dk + hv * dv
+    if cls == "gdn_decode":
+        return b * hv * (5 * dk * dv + 5 * dk + 4 * dv + 7), b * hv * (8 * dk * dv + 2 * dk + 2 * dv + 6)
+    if cls == "gdn_prefill":
+        chunks = np.ceil(s / GDN_CHUNK)
+        pad = chunks * GDN_CHUNK - s
+        return (b * hv * (chunks * (GDN_CHUNK * 149_835 + 1) - 646 * pad),
+                b * hv * ((2 * dk + 2 * dv + 6) * s + 4 * dk * dv))
+    if cls == "gdn_conv_update":
+        return 16 * c * b, c * (14 * b + 8)
+    if cls == "gdn_conv":
+        return 8 * c * b * (s + conv - 1), c * (4 * b * s + 6 * b + 8)
+    raise ValueError(f"not a gated-delta-net class: {cls}")
+
+
+GDN_ITEM_KNOTS = (1, 8, 64, 512, 4096, 65536)  # a call's parallel work: its (sequence, head) pairs
+GDN_TOKEN_KNOTS = (1, 8, 64, 512, 4096, 32768)  # a prefill's tokens a sequence
+def gdn_design(R: dict) -> Design:
+    """fixed, e_compute(bytes) and e_memory(bytes) on GDN_BYTES_KNOTS, each times a factor by the call's parallel
+    work (gdn_items, on GDN_ITEM_KNOTS, 1 at the largest: the kernels give a thread block to a (sequence, head)
+    pair, so few pairs leave the GPU idle whatever the bytes); a prefill's (GDN_PREFILL) also a compute factor by
+    its tokens a sequence (GDN_TOKEN_KNOTS, 1 at the largest: a sequence's chunks run in turn, and a short one pays
+    for a whole chunk) and a time a sequence in series (seq_s: its varlen bookkeeping)."""
+    n = len(R["t"])
+    D = Design(n)
+    D.add("fixed_s", "fix", np.ones((n, 1)), np.log(5e-6))
+    D.add("e_compute", "comp", hat_basis(R["bytes"], GDN_BYTES_KNOTS), np.log(0.3), GDN_BYTES_KNOTS)
+    D.add("e_memory", "mem", hat_basis(R["bytes"], GDN_BYTES_KNOTS), np.log(0.5), GDN_BYTES_KNOTS)
+    items = hat_basis(R["items"], GDN_ITEM_KNOTS)[:, :-1]
+    D.add("items_factor", "comp", items, 0.0, GDN_ITEM_KNOTS[:-1])
+    D.add("items_factor_mem", "mem", items, 0.0, GDN_ITEM_KNOTS[:-1])
+    if R["cls"] in GDN_PREFILL:
+        D.add("tokens_factor", "comp", hat_basis(R["s"], GDN_TOKEN_KNOTS)[:, :-1], 0.0, GDN_TOKEN_KNOTS[:-1])
+        D.add("seq_s", "qnt", -np.ones((n, 1)), np.log(1e-7))
+    return D
+
+
+def gdn_doc(p: dict) -> dict:
+    """A fitted gated-delta-net class's parameters as predict.GdnFit.from_doc reads them: knots as [[bytes, e]]."""
+    ref = float(GDN_ITEM_KNOTS[-1])
+    return {"fixed_s": p["fixed_s"], "e_compute": to_knots(p["e_compute"]), "e_memory": to_knots(p["e_memory"]),
+            "items_factor": to_knots(p.get("items_factor", {}), ref),
+            "items_factor_mem": to_knots(p.get("items_factor_mem", {}), ref),
+            "tokens_factor": to_knots(p.get("tokens_factor", {}), float(GDN_TOKEN_KNOTS[-1])),
+            "seq_s": p.get("seq_s", 0.0)}

@@ -562,6 +562,78 @@ class AttentionFit:
         return _minimum(comp * self.scale_c, 1.0), _minimum(mem * self.scale_m, 1.0) * share, series
 
 
+# A gated delta net's kernels (Qwen3-Next's and Qwen3.5's linear attention), by the traced op each one is: the
+# decode step's state update (the engines' fused_recurrent_gated_delta_rule kernels), the prefill's chunked rule
+# (their chunk_gated_delta_rule), and the causal conv before it, a decode step's (causal_conv1d_update) and a
+# prefill's (causal_conv1d_fn). AIConfigurator's gdn_perf tables time each of the four under vLLM, SGLang and
+# TensorRT-LLM (benchmarks/fit_kernels.py, GdnFit).
+GDN_CLASSES = {"gdn_decode": "recurrent_gated_delta_rule", "gdn_prefill": "chunk_gated_delta_rule",
+               "gdn_conv_update": "causal_conv1d_update", "gdn_conv": "causal_conv1d_fn"}
+GDN_PREFILL = ("gdn_prefill", "gdn_conv")  # the classes of a prefill: a sequence's tokens in turn
+
+
+def gdn_class(name: str) -> str:
+    """The gated-delta-net class of a traced kernel (by its op, the name's last part), "" for any other."""
+    op = name.rpartition(".")[2].split("[")[0].split("#")[0]
+    return next((cls for cls, key in GDN_CLASSES.items() if op.endswith(key)), "")
+
+
+def gdn_items(cls: str, nbytes, b, s):
+    """A gated-delta-net call's parallel work (numbers or arrays), from its counted bytes (fitting.gdn_counts) and
+    its b sequences of s tokens: the (sequence, value head) pairs of the delta rule, b·hv, and the conv's b·C/128
+    (its C channels in heads of 128). The bytes give them exactly at the tables' head dims (128) and approximately
+    at others, which no table measured."""
+    if cls == "gdn_decode":
+        return nbytes / (8 * 128 * 128 + 2 * 128 + 2 * 128 + 6)
+    if cls == "gdn_prefill":
+        return nbytes / ((2 * 128 + 2 * 128 + 6) * s + 4 * 128 * 128)
+    if cls == "gdn_conv_update":
+        return b * nbytes / (14 * b + 8) / 128
+    return b * nbytes / (4 * b * s + 6 * b + 8) / 128
+
+
+@dataclass(frozen=True)
+class GdnFit:
+    """A measured GPU's fitted gated-delta-net call (data/kernel_fits.json, cross-validated in docs/kernel_fits.md):
+
+        t = fixed + max(FLOPs / (P · e_c(bytes)·f(items)·f(tokens)), bytes / (B · e_m(bytes)·f_m(items))) + b·seq_s
+
+    on the FLOPs and bytes roofcalc counts for it (fitting.gdn_counts), items its parallel work (gdn_items), tokens
+    a prefill's tokens a sequence, b its sequences (seq_s: a prefill's only). Knot curves as GemmFit's; a factor
+    curve absent is 1."""
+
+    fixed_s: float
+    e_compute: tuple
+    e_memory: tuple
+    items_comp: tuple = ()
+    items_mem: tuple = ()
+    tokens_comp: tuple = ()
+    seq_s: float = 0.0
+    source: str = ""
+    scale_c: float = 1.0
+    scale_m: float = 1.0
+    tables: str = ""  # another engine's form the preset takes on this GPU (benchmarks/ship_fits.py), "" for its own
+
+    @classmethod
+    def from_doc(cls, d: Mapping, source: str) -> "GdnFit":
+        pts = lambda name: tuple((float(x), float(e)) for x, e in d.get(name, ()))  # noqa: E731
+        return cls(float(d["fixed_s"]), pts("e_compute"), pts("e_memory"), pts("items_factor"),
+                   pts("items_factor_mem"), pts("tokens_factor"), float(d.get("seq_s") or 0.0), source,
+                   tables=d.get("tables", ""))
+
+    def terms(self, gdn: tuple, nbytes):
+        """(compute-side e, memory-side e, seconds in series) of a call (class, sequences, tokens a sequence) moving
+        ``nbytes``, numbers or arrays."""
+        cls, b, s = gdn
+        items = gdn_items(cls, nbytes, b, s)
+        comp = _interp_geo(nbytes, self.e_compute) * (_interp_geo(items, self.items_comp) if self.items_comp else 1.0)
+        if self.tokens_comp and cls in GDN_PREFILL:
+            comp = comp * _interp_geo(s, self.tokens_comp)
+        mem = _interp_geo(nbytes, self.e_memory) * (_interp_geo(items, self.items_mem) if self.items_mem else 1.0)
+        series = b * self.seq_s if cls in GDN_PREFILL else 0.0
+        return _minimum(comp * self.scale_c, 1.0), _minimum(mem * self.scale_m, 1.0), series
+
+
 # The rank's expert width I' a fused-MoE form takes as aligned: a multiple of 16. The measured tables' rows of other
 # widths (Nemotron-3 Nano's 1,856 and a 704-wide model's at TP 8, 16 and 32) run slower at every size on some
 # kernels' tables (vLLM's Triton kernel on H100 and H200: about twice the time; its fp8 kernel on the L40S far
@@ -1034,6 +1106,8 @@ class KernelModel:
     # a measured GPU's fitted fused MoE layers by expert weight format ("bf16", "fp8", "fp8_block", "mxfp4", "nvfp4":
     # MoEFit)
     moe_fits: Mapping[str, MoEFit] = field(default_factory=dict)
+    # a measured GPU's fitted gated-delta-net calls by class (GDN_CLASSES: GdnFit)
+    gdn_fits: Mapping[str, GdnFit] = field(default_factory=dict)
     # a GeForce card's, which takes no fused MoE form: by expert weight format, the (bytes a weight, scale block) of
     # its generation's fused form where that kernel runs every routed pair on each rank (MoEFit.every_pair): its
     # experts kernels' GEMM forms count every pair under expert parallelism (kernel_terms, every_pair_work)
@@ -1059,7 +1133,7 @@ class KernelModel:
     def unfitted(self) -> "KernelModel":
         """The same model without its fitted GEMM and attention forms: the defaults' efficiencies, whose
         pessimistic ends (the slowest published implementations) bound a fitted kernel's pessimistic end."""
-        return replace(self, gemm_fits={}, gemm_fit=None, attention_fits={}, moe_fits={}, db=None)
+        return replace(self, gemm_fits={}, gemm_fit=None, attention_fits={}, moe_fits={}, gdn_fits={}, db=None)
 
     def matmul_fit(self, weight_format: str = "") -> "GemmFit | None":
         """The fitted GEMM a matmul of ``weight_format`` runs: the weight-only form of its integer weights
@@ -1123,8 +1197,12 @@ class KernelModel:
         their peak fp8 GEMMs reach of theirs)."""
         low = {"fp8": fp8_over_16bit, "fp4": fp4_over_16bit}.get(compute_dtype)
         if compute_dtype not in ("bf16", "fp16", "fp8", "fp4") and (self.gemm_fits or self.attention_fits or
-                                                                     self.moe_fits or self.every_pair_unfused):
-            self = replace(self, gemm_fits={}, gemm_fit=None, attention_fits={}, moe_fits={}, every_pair_unfused={})
+                                                                     self.moe_fits or self.every_pair_unfused or
+                                                                     self.gdn_fits):
+            self = replace(self, gemm_fits={}, gemm_fit=None, attention_fits={}, moe_fits={}, every_pair_unfused={},
+                           gdn_fits={})
+        if low and self.gdn_fits:  # the gated delta nets' compute shares (of the 16-bit peak) onto the fp8 (fp4) one
+            self = replace(self, gdn_fits={k: replace(f, scale_c=f.scale_c / low) for k, f in self.gdn_fits.items()})
         if low and self.moe_fits:  # the fused MoE forms' compute shares onto the fp8 (fp4) peak
             self = replace(self, moe_fits={k: replace(f, scale_c=f.scale_c / low) for k, f in self.moe_fits.items()})
         if self.gemm_fits:
@@ -1168,10 +1246,13 @@ class KernelModel:
                      for k, f in self.attention_fits.items()}
         moe = {k: replace(f, scale_c=f.scale_c / peak_ratio, scale_m=f.scale_m / bandwidth_ratio)
                for k, f in self.moe_fits.items()}
+        gdn = {k: replace(f, scale_c=f.scale_c / peak_ratio, scale_m=f.scale_m / bandwidth_ratio)
+               for k, f in self.gdn_fits.items()}
         cap = (tuple((r, e / peak_ratio) for r, e in self.int4_cap[0]), self.int4_cap[1],
                self.int4_cap[2] * bandwidth_ratio) if self.int4_cap else ()
         return replace(self, classes={n: scale(n, e) for n, e in self.classes.items()}, relative_to="measured roof",
-                       gemm_fits=fits, gemm_fit=active, attention_fits=attention, moe_fits=moe, int4_cap=cap)
+                       gemm_fits=fits, gemm_fit=active, attention_fits=attention, moe_fits=moe, gdn_fits=gdn,
+                       int4_cap=cap)
 
 
 def ideal() -> KernelModel:
@@ -1341,10 +1422,14 @@ def with_fits(m: KernelModel, gpu: str, how: str = "measured", consumer: bool = 
                                 else where) for key, d in (g if tables == "vllm" else own).get("moe", {}).items()}
     every = {key: f.every_pair for key, f in moe.items() if f.every_pair} if consumer else {}
     moe = moe if not consumer else {}
+    # the engine's gated-delta-net kernels (their gdn_perf tables: fit_kernels.load_gdn); a class its tables lack,
+    # another engine's where ship_fits lent it ("tables")
+    gdn = {cls: GdnFit.from_doc(d, where.replace(f" {tables} tables", f" {d['tables']} tables") if d.get("tables")
+                                else where) for cls, d in (g if tables == "vllm" else own).get("gdn", {}).items()}
     m = replace(m, fixed_s=fixed, fitted=gpu, fitted_how=how, gemm_fits=fits, gemm_fit=fits.get("bf16"),
                 gemm_memory_only=consumer,
                 attention_fits=attention, fitted_tables=tables, moe_fits=moe, every_pair_unfused=every,
-                band=calibrated_band(how))
+                gdn_fits=gdn, band=calibrated_band(how))
     if how == "nearest":
         return m
     return replace(m, collectives=fitted_collectives(gpu, engine), links=gpu)
@@ -1706,7 +1791,7 @@ def _positive_size(x) -> bool:
 
 def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_format: str = "", weight_bytes=1.0,
                  pessimistic: bool = False, depth=0, hop: str = "", launches=1, collective: tuple = (), width=0,
-                 attn: tuple = (), moe: tuple = (), group: tuple = ()):
+                 attn: tuple = (), moe: tuple = (), group: tuple = (), gdn: tuple = ()):
     """(work seconds, fixed seconds, compute-bound?) of one kernel instance, scalars or numpy arrays: its work
     is the larger of its FLOPs over the achievable FLOP/s and its bytes over the achievable bandwidth; its
     fixed cost is paid once per device kernel it ``launches``, a collective's is its latency on its ``hop``
@@ -1740,6 +1825,16 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
     if fused is not None:
         return _moe_share(m, fused, t_compute, t_memory, kind, rows, weight_format, weight_bytes, pessimistic, depth,
                           width, moe)
+    own = m.gdn_fits.get(gdn[0]) if gdn and m.gdn_fits else None
+    if own is not None:  # a gated delta net's call on its fitted form: its bytes are ``weight_bytes`` (Term.size_bytes)
+        e_c, e_m, series = own.terms(gdn, weight_bytes)
+        if pessimistic:  # the elementwise class's spread, as the fitted attention calls keep the attention classes'
+            spread = m.classes["stream"].pessimistic / m.classes["stream"].expected
+            e_c, e_m = e_c * spread, e_m * spread
+        work = _maximum(t_compute / e_c, t_memory / e_m) + series
+        base = m.fixed_s.get("stream")
+        fixed = own.fixed_s * (base.pessimistic / base.expected if pessimistic and base and base.expected else 1.0)
+        return work, launches * fixed, t_compute / e_c > t_memory / e_m
     e_c, e_m = efficiencies(m, kind, rows, weight_format, pessimistic, weight_bytes, depth, coll, width, attn)
     t_c, t_m = t_compute / e_c, t_memory / e_m
     side = t_c > t_m
@@ -2155,11 +2250,12 @@ def step_times(terms, m: KernelModel, impl: str, launches_per_step, sequences=1,
     for count, t_c, t_m, kind, rows, wfmt, wbytes, depth, hop, n, coll, width, attn, *rest in terms:
         moe = rest[0] if rest else ()
         group = rest[1] if len(rest) > 1 else ()
+        gdn = rest[2] if len(rest) > 2 else ()
         work, fix, side = kernel_terms(m, t_c, t_m, kind, rows, wfmt, wbytes, depth=depth, hop=hop, launches=n,
-                                       collective=coll, width=width, attn=attn, moe=moe, group=group)
+                                       collective=coll, width=width, attn=attn, moe=moe, group=group, gdn=gdn)
         hi_work, hi_fix, _ = kernel_terms(m, t_c, t_m, kind, rows, wfmt, wbytes, pessimistic=True, depth=depth,
                                           hop=hop, launches=n, collective=coll, width=width, attn=attn, moe=moe,
-                                          group=group)
+                                          group=group, gdn=gdn)
         t = work + fix
         floor = floor + count * _maximum(t_c, t_m)
         device = device + count * t

@@ -695,6 +695,7 @@ def fixed_cost_words(r) -> str:
     lent = {m.attention_fit(p.term.attn) for p in r.step.placements if p.kernel.kind == "attention"} - {None}
     moe += "".join(f"; {f.kind} attention: {TABLE_NAMES[f.tables]}'s form ({tables}'s {gpu} table is not used: "
                    f"docs/kernel_fits.md)" for f in sorted(lent, key=lambda f: f.kind) if f.tables)
+    moe += gdn_words(r, m, tables)
     if m.fitted_how == "measured":
         return (f"; {what} and collectives fitted on {gpu}'s measured kernels, AIConfigurator 0.12 {tables} "
                 f"(elementwise: the medians){moe}")
@@ -709,6 +710,25 @@ def fixed_cost_words(r) -> str:
     if r.hardware.kind == "gpu":
         return "; fixed costs: the five measured GPUs' medians (no kernel tables for this device)"
     return ""
+
+
+def gdn_words(r: Roofline, m, tables: str) -> str:
+    """The predict line's words for a step's gated-delta-net calls on their fitted forms (predict.GdnFit): whose
+    tables, another engine's where the preset's lack the class, and a stand-in under transformers' generate."""
+    from .predict import GDN_CLASSES
+
+    calls = sorted({p.term.gdn[0] for p in r.step.placements if p.term.gdn and p.term.gdn[0] in m.gdn_fits},
+                   key=list(GDN_CLASSES).index)
+    if not calls:
+        return ""
+    lent = [f"{c} {TABLE_NAMES[m.gdn_fits[c].tables]}'s" for c in calls if m.gdn_fits[c].tables]
+    words = f"; gated delta nets ({', '.join(calls)}): {tables}'s kernels, fitted"
+    if lent:
+        words += f" ({', '.join(lent)}: {tables}'s tables hold no rows of it)"
+    if m.engine_host.engine in ("", "hf"):
+        words += (", a stand-in: transformers runs them in flash-linear-attention's and causal-conv1d's kernels where "
+                  "those are installed, else in far slower torch code")
+    return words
 
 
 def host_words(r: Roofline) -> str:

@@ -279,6 +279,9 @@ class Term(NamedTuple):
     # a GEMM of a fused group (q/k/v, gate/up: one GEMM under the fused launch models), once predict.fuse_gemms has
     # seen it: (Σ t_compute, Σ t_memory, Σ floor, Σ N, Σ weight bytes, the group's launches); () for any other
     group: tuple = ()
+    # a gated delta net's call (predict.GDN_CLASSES): (class, sequences, tokens a sequence), its size_bytes the
+    # bytes it moves (predict.GdnFit); () for any other kernel
+    gdn: tuple = ()
 
 
 def attention_sizes(kernel: Kernel, batch=None, kv_len=None, window: int | None = None, context=None) -> tuple:
@@ -297,6 +300,19 @@ def attention_sizes(kernel: Kernel, batch=None, kv_len=None, window: int | None 
             (z.context or z.kv_len) if context is None else context)
 
 
+def gdn_sizes(kernel: Kernel, workload, batch=None, tokens=None) -> tuple:
+    """A gated delta net's call as its fitted class reads it (predict.GdnFit): (class, sequences, tokens a
+    sequence: 1 in a decode step), () for any other kernel. ``batch`` and ``tokens`` (a sweep's arrays) replace
+    the workload's."""
+    from .predict import gdn_class
+
+    cls = gdn_class(kernel.name)
+    if not cls:
+        return ()
+    b = workload.batch if batch is None else batch
+    return cls, b, 1 if workload.phase == "decode" else workload.query_tokens if tokens is None else tokens
+
+
 def link_time(kernel: Kernel, roof: Roof, link_bytes):
     """A collective's time on its link: the bytes this rank sends over one direction of it (0 for any
     other kernel)."""
@@ -306,7 +322,8 @@ def link_time(kernel: Kernel, roof: Roof, link_bytes):
 
 
 def kernel_term(kernel: Kernel, roof: Roof, launches, weight_format: str = "", *, count: int | None = None,
-                cost: Cost | None = None, rows=None, message=None, link=None, attn: tuple | None = None) -> Term:
+                cost: Cost | None = None, rows=None, message=None, link=None, attn: tuple | None = None,
+                gdn: tuple = ()) -> Term:
     """One kernel on ``roof``, as the step model takes it: the single step's and every sweep's one rule
     for its compute and memory times, a collective's link and hop, and the size its efficiency is read
     at. ``count``, ``cost``, ``rows``, ``message`` and ``link`` (a collective's message and the bytes it
@@ -320,9 +337,9 @@ def kernel_term(kernel: Kernel, roof: Roof, launches, weight_format: str = "", *
     if weight_format == "float":  # 16-bit weights beside fp8 / fp4 GEMMs: the 16-bit peak (weight_format)
         t_c = t_c * roof.float_ratio
     if kernel.kind != "collective":
-        size = cost.kv_read_bytes if kernel.kind == "attention" else cost.weight_bytes
+        size = cost.bytes if gdn else cost.kv_read_bytes if kernel.kind == "attention" else cost.weight_bytes
         return Term(count, t_c, t_m, kernel.kind, rows, weight_format, size, kernel.depth, "", launches, (),
-                    kernel.width, attention_sizes(kernel) if attn is None else attn, kernel.moe)
+                    kernel.width, attention_sizes(kernel) if attn is None else attn, kernel.moe, gdn=gdn)
     t_m = _maximum(t_m, link_time(kernel, roof, kernel.link_bytes if link is None else link))  # link or HBM copy
     return Term(count, t_c, t_m, kernel.kind, rows, weight_format,
                 kernel.message_bytes if message is None else message, kernel.depth,
@@ -342,11 +359,12 @@ class Placement:
     weight_format: str = ""  # int8 / int4 weights dequantize on the fly; fp8-b128 block-scaled
     moe: tuple = ()  # a fused MoE layer's experts kernel: its layer's sums (predict.fuse_moe), () else
     group: tuple = ()  # a GEMM of a fused group (q/k/v, gate/up): the group's sums (predict.fuse_gemms), () else
+    gdn: tuple = ()  # a gated delta net's call: (class, sequences, tokens a sequence) (gdn_sizes), () else
 
     @cached_property
     def term(self) -> Term:
         """What :func:`roofcalc.predict.step_times` needs of this kernel (:func:`kernel_term`)."""
-        t = kernel_term(self.kernel, self.roof, self.launches, self.weight_format)
+        t = kernel_term(self.kernel, self.roof, self.launches, self.weight_format, gdn=self.gdn)
         return t._replace(moe=self.moe, group=self.group) if self.moe or self.group else t
 
     @property
@@ -371,7 +389,7 @@ class Placement:
         t = self.term
         return kernel_terms(self.model or ideal(), t.t_compute_s, t.t_memory_s, t.kind, t.rows, t.weight_format,
                             t.size_bytes, depth=t.depth, hop=t.hop, launches=t.launches, collective=t.collective,
-                            width=t.width, attn=t.attn, moe=t.moe, group=t.group)
+                            width=t.width, attn=t.attn, moe=t.moe, group=t.group, gdn=t.gdn)
 
     @property
     def hop(self) -> str:
@@ -428,6 +446,9 @@ class Placement:
             return (f"{fused.source}; at SGLang's default tiles ({words})" if words else fused.source) + \
                 "".join(f"; {w}" for w in (slow, pad, every, db) if w)
         t = self.term
+        own = self.model.gdn_fits.get(t.gdn[0]) if t.gdn else None
+        if own is not None:  # a gated delta net's call on its fitted form (predict.GdnFit)
+            return f"{own.source}: the fitted {t.gdn[0]} form"
         if self.kernel.kind in ("matmul", "attention"):  # (a measured matmul curve said so above)
             if t.group and self.kernel.kind == "matmul":  # a fused group's one GEMM: its sizes (kernel_terms)
                 words = form_source(self.model, "matmul", t.rows, t.weight_format, t.group[4], t.depth, t.group[3])
@@ -709,7 +730,7 @@ def place(analysis: Analysis, roof: Roof, *, impl: str = "hf-eager",
     wdt = analysis.workload.weight_dtype
     placements = tuple(
         Placement(k, roof, launches(k, impl, analysis.workload.act_dtype.name, analysis.shape),
-                  times.get(k.name), model, weight_format(k, wdt))
+                  times.get(k.name), model, weight_format(k, wdt), gdn=gdn_sizes(k, analysis.workload))
         for k in analysis.kernels
     )
     from .predict import fuse_gemms, fuse_moe

@@ -34,7 +34,7 @@ from .errors import RoofcalcError
 from .inputs import MAX_GRID_POINTS, check_sizes, distinct_sizes
 from .predict import KernelModel, StepTimes, ideal, step_times
 from .parallel import PipelineAnalyzer, link_bytes, pipeline_host, pipeline_step_s, stage_times, stops_paying_at
-from .roofline import Roof, attention_sizes, gpus_of, kernel_term, launches, place, weight_format
+from .roofline import Roof, attention_sizes, gdn_sizes, gpus_of, kernel_term, launches, place, weight_format
 from .shapes import ModelShape
 
 FIELDS = tuple(f.name for f in fields(Cost))
@@ -360,7 +360,8 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
             keys_read = _at(_bilinear(*(probe[key][i][0].sizes.kv_len for key in keys), s0, d), bf, eff_s, den)
             attn = attention_sizes(kernel, batch=b, kv_len=keys_read, window=window or 0, context=s)
         terms.append(kernel_term(kernel, roof, n, weight_format(kernel, base.weight_dtype), count=count,
-                                 cost=Cost(**cost), rows=rows, message=message, link=link, attn=attn))
+                                 cost=Cost(**cost), rows=rows, message=message, link=link, attn=attn,
+                                 gdn=gdn_sizes(kernel, base, batch=b)))
     times = step_times(terms, model or ideal(), impl, n_launch, b, gpus_of(analyzer))
     # every kernel's share added in kernel order, as the single step adds them; the sums that no
     # kernel's context reached (a column) spread over the grid
