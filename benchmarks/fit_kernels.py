@@ -1109,7 +1109,7 @@ Why, and what else the tables showed:
 * **Gated delta nets** (`gdn_*`, added 2026-12-08: Qwen3-Next's and Qwen3.5's linear attention). AIConfigurator's
   linear_attention/gdn_perf tables time the four kernels of a gated-delta-net layer under each engine (the decode
   step's state update, fused_recurrent_gated_delta_rule[_packed_decode]; the prefill's chunk_gated_delta_rule,
-  vLLM's FlashInfer one on the H200 and B200; the causal conv, causal_conv1d_update and causal_conv1d_fn) over
+  vLLM's FlashInfer one on the H100, H200 and B200; the causal conv, causal_conv1d_update and causal_conv1d_fn) over
   Qwen3.5's eight models at each TP width (key and value heads a rank), head dims 128 and a conv of 4. Each row is
   counted as roofcalc's trace counts the same call of transformers' torch code (fitting.gdn_counts, pinned to the
   trace in tests/test_gdn_fit.py), so a traced step reads the form at its own counts. Before, these calls took the

@@ -5,6 +5,7 @@ Qwen3-Next layer's four calls take their fitted form, read here by hand from the
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -89,7 +90,8 @@ def test_a_traced_layers_calls_take_their_engines_fitted_form(engine, doc, phase
         e_m = _geo(nbytes, d["e_memory"]) * _geo(items, d["items_factor_mem"])
         work = max(flops / (989.4e12 * min(e_c, 1.0)), nbytes / (4.8e12 * min(e_m, 1.0)))
         series = wl.batch * d["seq_s"] if cls in ("gdn_prefill", "gdn_conv") else 0.0
-        assert p.t_expected_s == pytest.approx(d["fixed_s"] * p.term.launches + work + series, rel=1e-9), cls
+        assert p.term.launches == 1, cls  # each call its own kernel (a prefill's conv too: its state copy rides)
+        assert p.t_expected_s == pytest.approx(d["fixed_s"] + work + series, rel=1e-9), cls
     assert seen == ({"gdn_decode", "gdn_conv_update"} if wl.phase == "decode" else {"gdn_prefill", "gdn_conv"})
 
 
@@ -105,3 +107,81 @@ def test_every_measured_gpu_ships_every_class_for_every_engine():
             for cls, d in forms.items():
                 assert d.get("tables") != engine and (d.get("tables") is None or "why" in d)
                 GdnFit.from_doc(d, "test")  # each reads
+
+
+def _config(tmp_path):
+    path = tmp_path / "qwen3-next-small.json"
+    path.write_text(json.dumps({**GDN, "architectures": ["Qwen3NextForCausalLM"]}))
+    return str(path)
+
+
+def test_a_sweep_point_is_the_single_step_and_the_upper_end_keeps_the_defaults_floor(tmp_path, capsys):
+    """A decode sweep's point and a prefill sweep's point equal the single step of the same sizes (the sweep reads the
+    fitted calls at its arrays of batches), and a fitted call's pessimistic work is never below the defaults'
+    pessimistic end (as a fitted GEMM's)."""
+    from roofcalc.cli import main
+    from roofcalc.predict import default_model, kernel_terms
+
+    cfg = _config(tmp_path)
+    base = [cfg, "--hw", "H200", "--engine", "sglang", "--format", "json"]
+    for one, many in ((["--batch", "8", "--context", "512"], ["--batch", "4,8", "--context", "512"]),
+                      (["--batch", "2", "--prompt", "300"], ["--batch", "2", "--prompt", "100,300"])):
+        assert main(base + one) == 0
+        step = json.loads(capsys.readouterr().out)["step"]
+        assert main(base + many) == 0
+        size = one[2].strip("-")  # context or prompt
+        point = next(p for p in json.loads(capsys.readouterr().out)["points"]
+                     if (p["batch"], p[size]) == (int(one[1]), int(one[3])))
+        assert point["predicted_s"] == pytest.approx(step["predicted_s"], rel=1e-12)
+        assert point["predicted_upper_s"] == pytest.approx(step["predicted_upper_s"], rel=1e-12)
+    m = default_model("gpu", fits="h200_sxm", engine="sglang")
+    for gdn in (("gdn_decode", 8, 1, 4.2e6), ("gdn_prefill", 2, 300, 3.5e6), ("gdn_conv_update", 8, 1, 1.1e5)):
+        t_c, t_m = 1e-7, gdn[3] / 4.8e12
+        hi = kernel_terms(m, t_c, t_m, "elementwise", 1, pessimistic=True, gdn=gdn)[0]
+        floor = kernel_terms(m.unfitted, t_c, t_m, "elementwise", 1, pessimistic=True)[0]
+        assert hi >= floor and kernel_terms(m, t_c, t_m, "elementwise", 1, gdn=gdn)[0] <= hi
+
+
+def test_only_a_gated_delta_nets_calls_under_fused_kernels_take_the_forms(tmp_path, capsys):
+    """hf-eager (transformers' torch code op by op) keeps the defaults; another mixer's conv (a module that runs no
+    gated delta rule: Mamba-2's, LFM2's) is not a gated delta net's; a prefill's conv launches its own kernel (the
+    state copy beside it rides on it) and pays its fitted fixed cost."""
+    from roofcalc.cli import main
+    from roofcalc.roofline import gdn_modules, gdn_sizes
+
+    cfg = _config(tmp_path)
+    assert main([cfg, "--hw", "H200", "--batch", "8", "--context", "512", "--format", "json"]) == 0  # hf-eager
+    doc = json.loads(capsys.readouterr().out)
+    assert not any("gdn" in k["efficiency_source"] for k in doc["kernels"])
+    assert main([cfg, "--hw", "H200", "--engine", "sglang", "--batch", "2", "--prompt", "300", "--format", "json"]) == 0
+    ks = {k["name"]: k for k in json.loads(capsys.readouterr().out)["kernels"]}
+    conv = ks["linear_attn.causal_conv1d_fn"]
+    fixed = engine_fits()["gpus"]["h200_sxm"]["sglang"]["gdn"]["gdn_conv"]["fixed_s"]
+    assert conv["launches"] == 1 and conv["t_fixed_s"] == pytest.approx(fixed)
+    assert ks["linear_attn.causal_conv1d_forward"]["launches"] == 0
+
+    class K:
+        def __init__(self, name):
+            self.name = name
+
+    mamba = [K("mixer.in_proj"), K("mixer.causal_conv1d_update"), K("mixer.selective_state_update")]
+    assert gdn_modules(mamba) == frozenset()
+    assert gdn_sizes(mamba[1], Workload.decode(2, 10), gdn_modules(mamba), "cuda-graph") == ()
+    net = [K("linear_attn.causal_conv1d_update"), K("linear_attn.torch_recurrent_gated_delta_rule")]
+    assert gdn_sizes(net[0], Workload.decode(2, 10), gdn_modules(net), "cuda-graph") == ("gdn_conv_update", 2, 1)
+    assert gdn_sizes(net[0], Workload.decode(2, 10), gdn_modules(net), "hf-eager") == ()
+
+
+def test_a_traced_models_fused_module_times_map_onto_its_kernels():
+    """--kernel-times in a serving engine's module names under a traced model's paths: self_attn.qkv_proj split over
+    self_attn.q_proj, k_proj and v_proj by their bytes, mlp.shared_expert.gate_up_proj over gate_proj and up_proj."""
+    from roofcalc.roofline import roofline
+
+    a = trace(GDN, "t", Workload.decode(2, 64), view="ideal", use_cache=False)
+    r = roofline(a, "H200", kernel_times={"self_attn.qkv_proj": 3e-5, "mlp.shared_expert.gate_up_proj": 2e-5})
+    got = {p.kernel.name: p for p in r.step.placements if p.measured_s is not None}
+    qkv = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"]
+    assert set(got) == {*qkv, "mlp.shared_expert.gate_proj", "mlp.shared_expert.up_proj"}
+    total = sum(got[n].kernel.cost.bytes for n in qkv)
+    for n in qkv:
+        assert got[n].measured_s == pytest.approx(3e-5 * got[n].kernel.cost.bytes / total)

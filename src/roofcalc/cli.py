@@ -1275,7 +1275,8 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
     here, other = _engine(args), comparison_engine(_engine(args))
     # --impl by hand in place of an engine's own graphs: the engine's own launches are the comparison (what the
     # user changed), not another engine's
-    own = getattr(args, "impl_by_hand", False) and args.impl != here.impl and here.graphs
+    # (an engine that replays its graph for a few tokens alone, llama.cpp, is held against another engine's, as ever)
+    own = getattr(args, "impl_by_hand", False) and args.impl != here.impl and here.graphs and not here.graph_tokens
     other = here if own else other
     alt = copy(args)
     alt.engine, alt.impl = other.name, None
@@ -1324,7 +1325,7 @@ def _engine_verdict(args: argparse.Namespace, shape, result, width) -> str:
         step = np.asarray(r.grid.predicted_s, dtype=float)
         bounds = sorted(set(np.asarray(r.grid.bound, dtype=object)[hit].tolist()))
         request = hasattr(r.grid, "mean_tpot_s")  # a whole request's points: its steps' bound holding most time
-        unit, scale = ("s", 1.0) if request else ("ms", 1e3)
+        unit, scale = ("s", 1.0) if request and step[hit].min() >= 1.0 else ("ms", 1e3)
         lo, hi = (report.ms(x * scale / 1e3) for x in (step[hit].min(), step[hit].max()))
         took = f"it would take {lo} {unit}" if hit.sum() == 1 else \
             f"they would take {lo} {unit}" if lo == hi else f"they would take {lo} to {hi} {unit}"

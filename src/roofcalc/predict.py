@@ -621,10 +621,10 @@ class GdnFit:
                    pts("items_factor_mem"), pts("tokens_factor"), float(d.get("seq_s") or 0.0), source,
                    tables=d.get("tables", ""))
 
-    def terms(self, gdn: tuple, nbytes):
-        """(compute-side e, memory-side e, seconds in series) of a call (class, sequences, tokens a sequence) moving
-        ``nbytes``, numbers or arrays."""
-        cls, b, s = gdn
+    def terms(self, gdn: tuple):
+        """(compute-side e, memory-side e, seconds in series) of a call (class, sequences, tokens a sequence, bytes
+        it moves: Term.gdn), numbers or arrays."""
+        cls, b, s, nbytes = gdn
         items = gdn_items(cls, nbytes, b, s)
         comp = _interp_geo(nbytes, self.e_compute) * (_interp_geo(items, self.items_comp) if self.items_comp else 1.0)
         if self.tokens_comp and cls in GDN_PREFILL:
@@ -878,7 +878,7 @@ def fuse_gemms(terms) -> list:
     groups: dict[int, list[int]] = {}
     latest: dict[tuple, int] = {}  # (K, count) -> the latest launching GEMM's index
     for i, t in enumerate(out):
-        if t.kind != "matmul" or t.moe or t.group:
+        if t.kind != "matmul" or t.moe or t.group or getattr(t, "gdn", ()):  # (a gated delta net's conv: its own)
             continue
         no_launch = not t.launches.any() if _is_array(t.launches) else t.launches == 0  # a sweep's: one per batch
         if not no_launch:
@@ -1826,15 +1826,19 @@ def kernel_terms(m: KernelModel, t_compute, t_memory, kind: str, rows, weight_fo
         return _moe_share(m, fused, t_compute, t_memory, kind, rows, weight_format, weight_bytes, pessimistic, depth,
                           width, moe)
     own = m.gdn_fits.get(gdn[0]) if gdn and m.gdn_fits else None
-    if own is not None:  # a gated delta net's call on its fitted form: its bytes are ``weight_bytes`` (Term.size_bytes)
-        e_c, e_m, series = own.terms(gdn, weight_bytes)
+    if own is not None:  # a gated delta net's call on its fitted form (Term.gdn: its class, sizes and bytes)
+        e_c, e_m, series = own.terms(gdn)
+        side = t_compute / e_c > t_memory / e_m
         if pessimistic:  # the elementwise class's spread, as the fitted attention calls keep the attention classes'
             spread = m.classes["stream"].pessimistic / m.classes["stream"].expected
             e_c, e_m = e_c * spread, e_m * spread
         work = _maximum(t_compute / e_c, t_memory / e_m) + series
+        if pessimistic:  # never below the defaults' pessimistic end, as a fitted GEMM's or attention call's
+            d_c, d_m = efficiencies(m.unfitted, kind, rows, weight_format, True, weight_bytes, depth, (), width)
+            work = _maximum(work, _maximum(t_compute / d_c, t_memory / d_m))
         base = m.fixed_s.get("stream")
         fixed = own.fixed_s * (base.pessimistic / base.expected if pessimistic and base and base.expected else 1.0)
-        return work, launches * fixed, t_compute / e_c > t_memory / e_m
+        return work, launches * fixed, side
     e_c, e_m = efficiencies(m, kind, rows, weight_format, pessimistic, weight_bytes, depth, coll, width, attn)
     t_c, t_m = t_compute / e_c, t_memory / e_m
     side = t_c > t_m

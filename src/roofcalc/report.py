@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from .errors import RoofcalcError
 from .calculator import Analysis, Cost, Kernel
-from .predict import MOE_BASE, MOE_FUSED, range_band, range_name
+from .predict import MOE_BASE, MOE_FUSED, TABLE_ENGINES, range_band, range_name
 from .roofline import FASTER_THAN_FLOOR, FLAG_MULTIPLE, Roof, Roofline, gpus_of
 from .shapes import PER_CHANNEL
 from .units import capacity, ms, pct, ratio, ridge, share, si, sig
@@ -637,6 +637,8 @@ def fixed_cost_words(r) -> str:
         if m.engine_host.engine in ("", "hf"):  # transformers' generate: no serving engine's fused MoE kernel
             moe += (", a stand-in: transformers runs the experts as its own grouped matmuls (its experts "
                     "implementation), which no table measured")
+        elif m.engine_host.engine not in TABLE_ENGINES:  # gpt-fast, llama.cpp, the older presets: their own code
+            moe += f", a stand-in: {m.engine_host.engine} runs the experts in its own code, which no table measured"
         if words:  # SGLang's default tiles (predict.MoEFit)
             from .predict import _geo
 
@@ -725,9 +727,9 @@ def gdn_words(r: Roofline, m, tables: str) -> str:
     words = f"; gated delta nets ({', '.join(calls)}): {tables}'s kernels, fitted"
     if lent:
         words += f" ({', '.join(lent)}: {tables}'s tables hold no rows of it)"
-    if m.engine_host.engine in ("", "hf"):
-        words += (", a stand-in: transformers runs them in flash-linear-attention's and causal-conv1d's kernels where "
-                  "those are installed, else in far slower torch code")
+    if m.engine_host.engine not in TABLE_ENGINES:  # an engine whose own kernels no gdn table measured
+        words += (f", a stand-in: {m.engine_host.engine or 'hf'} runs them in its own kernels (transformers: "
+                  f"flash-linear-attention's and causal-conv1d's where installed), which no table measured")
     return words
 
 
@@ -1506,6 +1508,8 @@ def sweep_point_records(sw: Sweep) -> list[dict[str, Any]]:
                     "mean_tpot_s": None if tpot is None else float(tpot[i, j]),
                     "tokens_per_s": float(tps[i, j]), "memory_bytes": int(memory[i, j]),
                     "fits": bool(fits[i, j]), "graph_replayed": graphed(int(b)),
+                    # what bounds the steps holding most of the request's time (RequestGrid.bound)
+                    "bound": None if g.bound is None else str(g.bound[i, j]),
                 })
     return out
 

@@ -279,8 +279,8 @@ class Term(NamedTuple):
     # a GEMM of a fused group (q/k/v, gate/up: one GEMM under the fused launch models), once predict.fuse_gemms has
     # seen it: (Σ t_compute, Σ t_memory, Σ floor, Σ N, Σ weight bytes, the group's launches); () for any other
     group: tuple = ()
-    # a gated delta net's call (predict.GDN_CLASSES): (class, sequences, tokens a sequence), its size_bytes the
-    # bytes it moves (predict.GdnFit); () for any other kernel
+    # a gated delta net's call (predict.GDN_CLASSES): (class, sequences, tokens a sequence, bytes it moves)
+    # (predict.GdnFit); () for any other kernel
     gdn: tuple = ()
 
 
@@ -300,14 +300,23 @@ def attention_sizes(kernel: Kernel, batch=None, kv_len=None, window: int | None 
             (z.context or z.kv_len) if context is None else context)
 
 
-def gdn_sizes(kernel: Kernel, workload, batch=None, tokens=None) -> tuple:
+def gdn_modules(kernels) -> frozenset:
+    """The modules of a step that run a gated delta rule (a ``*gated_delta_rule`` op: Qwen3-Next's and Qwen3.5's
+    linear attention), whose causal convs are the fitted gdn classes' (another mixer's conv, Mamba-2's or LFM2's, is
+    not)."""
+    return frozenset(k.name.rpartition(".")[0] for k in kernels if "gated_delta_rule" in k.name.rpartition(".")[2])
+
+
+def gdn_sizes(kernel: Kernel, workload, modules: frozenset, impl: str, batch=None, tokens=None) -> tuple:
     """A gated delta net's call as its fitted class reads it (predict.GdnFit): (class, sequences, tokens a
-    sequence: 1 in a decode step), () for any other kernel. ``batch`` and ``tokens`` (a sweep's arrays) replace
-    the workload's."""
+    sequence: 1 in a decode step), () for any other kernel: a kernel of a module in ``modules`` (gdn_modules) whose
+    op is one of the classes', under a launch model that runs the engines' fused kernels (not hf-eager, which runs
+    transformers' torch code op by op and is counted in its eager view). ``batch`` and ``tokens`` (a sweep's arrays)
+    replace the workload's."""
     from .predict import gdn_class
 
     cls = gdn_class(kernel.name)
-    if not cls:
+    if not cls or impl == "hf-eager" or kernel.name.rpartition(".")[0] not in modules:
         return ()
     b = workload.batch if batch is None else batch
     return cls, b, 1 if workload.phase == "decode" else workload.query_tokens if tokens is None else tokens
@@ -337,9 +346,10 @@ def kernel_term(kernel: Kernel, roof: Roof, launches, weight_format: str = "", *
     if weight_format == "float":  # 16-bit weights beside fp8 / fp4 GEMMs: the 16-bit peak (weight_format)
         t_c = t_c * roof.float_ratio
     if kernel.kind != "collective":
-        size = cost.bytes if gdn else cost.kv_read_bytes if kernel.kind == "attention" else cost.weight_bytes
+        size = cost.kv_read_bytes if kernel.kind == "attention" else cost.weight_bytes
         return Term(count, t_c, t_m, kernel.kind, rows, weight_format, size, kernel.depth, "", launches, (),
-                    kernel.width, attention_sizes(kernel) if attn is None else attn, kernel.moe, gdn=gdn)
+                    kernel.width, attention_sizes(kernel) if attn is None else attn, kernel.moe,
+                    gdn=(*gdn, cost.bytes) if gdn else ())
     t_m = _maximum(t_m, link_time(kernel, roof, kernel.link_bytes if link is None else link))  # link or HBM copy
     return Term(count, t_c, t_m, kernel.kind, rows, weight_format,
                 kernel.message_bytes if message is None else message, kernel.depth,
@@ -700,14 +710,19 @@ def fused_times(analysis: Analysis, times: dict) -> dict:
     of the parts are given beside it, or only some, the names stay as given (``place`` refuses them, saying
     which)."""
     have = {k.name: k for k in analysis.kernels}
-    for fused, parts in FUSED_NAMES.items():
-        if fused in times and fused not in have and all(p in have for p in parts) and not set(parts) & set(times):
-            total = sum(have[p].cost.bytes for p in parts)
-            seconds = times.pop(fused)
-            times.update({p: seconds * have[p].cost.bytes / total for p in parts})
-        elif fused in have and fused not in times and all(p in times for p in parts) and \
-                not any(p in have for p in parts):
-            times[fused] = sum(times.pop(p) for p in parts)
+    # each module path the names use (a traced model's "self_attn.", "mlp.shared_expert."; a hand model's none)
+    prefixes = {n.rpartition(".")[0] + "." if "." in n else "" for n in (*times, *have)}
+    for prefix in sorted(prefixes):
+        for name, names in FUSED_NAMES.items():
+            fused, parts = prefix + name, [prefix + p for p in names]
+            if fused in times and fused not in have and all(p in have for p in parts) and \
+                    not set(parts) & set(times):
+                total = sum(have[p].cost.bytes for p in parts)
+                seconds = times.pop(fused)
+                times.update({p: seconds * have[p].cost.bytes / total for p in parts})
+            elif fused in have and fused not in times and all(p in times for p in parts) and \
+                    not any(p in have for p in parts):
+                times[fused] = sum(times.pop(p) for p in parts)
     return times
 
 
@@ -728,9 +743,10 @@ def place(analysis: Analysis, roof: Roof, *, impl: str = "hf-eager",
         raise RoofcalcError(f"kernel times name kernels this model has not: {', '.join(unknown)} (it has: {names})"
                             + hint)
     wdt = analysis.workload.weight_dtype
+    gdn = gdn_modules(analysis.kernels)
     placements = tuple(
         Placement(k, roof, launches(k, impl, analysis.workload.act_dtype.name, analysis.shape),
-                  times.get(k.name), model, weight_format(k, wdt), gdn=gdn_sizes(k, analysis.workload))
+                  times.get(k.name), model, weight_format(k, wdt), gdn=gdn_sizes(k, analysis.workload, gdn, impl))
         for k in analysis.kernels
     )
     from .predict import fuse_gemms, fuse_moe

@@ -34,7 +34,7 @@ from .errors import RoofcalcError
 from .inputs import MAX_GRID_POINTS, check_sizes, distinct_sizes
 from .predict import KernelModel, StepTimes, ideal, step_times
 from .parallel import PipelineAnalyzer, link_bytes, pipeline_host, pipeline_step_s, stage_times, stops_paying_at
-from .roofline import Roof, attention_sizes, gdn_sizes, gpus_of, kernel_term, launches, place, weight_format
+from .roofline import Roof, attention_sizes, gdn_modules, gdn_sizes, gpus_of, kernel_term, launches, place, weight_format
 from .shapes import ModelShape
 
 FIELDS = tuple(f.name for f in fields(Cost))
@@ -294,6 +294,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
     extra = dict.fromkeys(("flops", "bytes", "weight_bytes", "kv_bytes"), 0)  # Σ count · what is not bilinear:
     # columns, one value per batch
     terms = []
+    gdn = gdn_modules(k for k, _, _ in probe[(1, s0)])  # the modules whose convs are a gated delta net's
     for i, (kernel, count, window) in enumerate(probe[(1, s0 + d) if shifted else (1, s0)]):
         eff_s = s if window is None else np.minimum(s, window)
         big_eff = big_s if window is None else min(big_s, window)
@@ -361,7 +362,7 @@ def decode_grid(shape: ModelShape, batches, contexts, roof: Roof, *, impl: str =
             attn = attention_sizes(kernel, batch=b, kv_len=keys_read, window=window or 0, context=s)
         terms.append(kernel_term(kernel, roof, n, weight_format(kernel, base.weight_dtype), count=count,
                                  cost=Cost(**cost), rows=rows, message=message, link=link, attn=attn,
-                                 gdn=gdn_sizes(kernel, base, batch=b)))
+                                 gdn=gdn_sizes(kernel, base, gdn, impl, batch=b)))
     times = step_times(terms, model or ideal(), impl, n_launch, b, gpus_of(analyzer))
     # every kernel's share added in kernel order, as the single step adds them; the sums that no
     # kernel's context reached (a column) spread over the grid

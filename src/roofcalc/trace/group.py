@@ -87,6 +87,11 @@ def fused_roles(kernels: list[TracedKernel]) -> list[TracedKernel]:
 STATE_UPDATES = {"gated_delta_rule": True, "selective_state_update": False}
 
 
+# the causal conv's own kernel where transformers calls the causal-conv1d package's functions (a decode step's
+# update, a prefill's whole conv): the engines' kernel of the same name
+CONV_KERNELS = ("causal_conv1d_update", "causal_conv1d_fn")
+
+
 def recurrent_conv(name: str) -> bool:
     """Whether a traced op is a recurrent mixer's causal conv or transformers' bookkeeping of it (its
     ``causal_conv1d_*`` functions: a gated delta net's, a Mamba-2 mixer's)."""
@@ -118,7 +123,11 @@ def _recurrent_riders(kernels: list[TracedKernel]) -> set[int]:
         run = [i for i, k in enumerate(kernels) if k.layer == layer and k.name.startswith(module + ".")
                and not (k.kind == "matmul" and k.params)]
         names = [kernels[i].name[len(module) + 1:] for i in run]
-        conv = next((j for j, n in enumerate(names) if recurrent_conv(n) and kernels[run[j]].ideal.kv_bytes), None)
+        # the conv's kernel: the engines' (causal_conv1d_update, causal_conv1d_fn) where transformers calls it, else
+        # the first conv op holding the state (transformers' own conv, a prefill's state copy beside it riding on it)
+        conv = next((j for j, n in enumerate(names) if n.split("[")[0].split("#")[0].endswith(CONV_KERNELS)), None)
+        if conv is None:
+            conv = next((j for j, n in enumerate(names) if recurrent_conv(n) and kernels[run[j]].ideal.kv_bytes), None)
         rule = next((j for j, n in enumerate(names) if key in n), None)
         if conv is None or rule is None or rule < conv:
             continue
